@@ -1,0 +1,59 @@
+/* estimate.h: a cost for every node, in microseconds, from one cost model.
+ *
+ * Collectives: an NCCL-style analytical model (ring/tree x LL/LL128/Simple,
+ * latency + bandwidth, intra/inter-node); compute: a roofline (flops with a
+ * size-dependent efficiency for matmul/attention, bytes over HBM bandwidth
+ * for pointwise/reductions/copies, 0 for views); both overridden by a
+ * measured profile (docs/profile-format.md) and by a node's `cost_us`.
+ * Overlap contention: collectives slow down beside compute and compute
+ * slows beside collectives (SgContention). docs/cost-model.md has the
+ * formulas, sources and defaults.
+ */
+#pragma once
+
+#include "graph.h"
+
+G_BEGIN_DECLS
+
+#define SG_ESTIMATE_ERROR (sg_estimate_error_quark ())
+GQuark sg_estimate_error_quark (void);
+typedef enum {
+  SG_ESTIMATE_ERROR_CLUSTER, /* unknown preset, bad cluster file */
+  SG_ESTIMATE_ERROR_PROFILE, /* bad or mismatched profile file */
+} SgEstimateError;
+
+/* Overlap contention: while a collective runs beside compute, the
+ * collective takes comm_slowdown x its solo time and compute takes
+ * compute_slowdown x its solo time (both >= 1). */
+typedef struct {
+  double comm_slowdown;
+  double compute_slowdown;
+} SgContention;
+
+typedef struct SgCostModel SgCostModel;
+
+/* The estimate pass: builds the cost model from cfg->cluster (or the
+ * graph's `cluster`, else the h200-sxm preset) and cfg->profile, attaches it
+ * to the graph (g->cost_model) and fills est_us / est_src of every node. */
+bool sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error);
+
+/* (transfer none) The model the estimate pass attached, or NULL. */
+const SgCostModel *sg_graph_cost_model (const SgGraph *g);
+
+/* Cost of one node as the model sees it (bucket/ uses it for nodes it
+ * creates). Sets *src. */
+double sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSource *src);
+
+/* Solo time of a collective: @kind in SG_CLASS_COLLECTIVE, @bytes as
+ * sg_node_comm_bytes() counts them, over a group of @group_size ranks that
+ * spans @n_nodes machines. */
+double sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint64_t bytes,
+                              int32_t group_size, int32_t n_nodes, SgCostSource *src);
+
+/* (transfer none) The contention parameters in force. */
+const SgContention *sg_cost_model_contention (const SgCostModel *cm);
+
+/* Machines a group of the graph spans, from the cluster's gpus_per_node. */
+int32_t sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group);
+
+G_END_DECLS

@@ -1,0 +1,786 @@
+/* graph.c: construction, node parsing, queries and mutation of the IR.
+ *
+ * sg_graph_append() is the one place a node enters the IR, for the file
+ * loader, the test builder and bucket/ alike: it interns the target and
+ * dtypes, resolves {"node": NAME} references and checks everything that
+ * concerns the node alone. Whole-graph rules live in validate.c.
+ */
+#include "graph.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+G_DEFINE_QUARK (sg-graph-error-quark, sg_graph_error)
+
+#define MAX_ARG_DEPTH 64
+/* Anything above 2^62 elements or bytes is absurd and risks overflow. */
+#define MAX_EXTENT ((int64_t)1 << 62)
+
+const char *
+sg_cost_source_name (SgCostSource src)
+{
+  static const char *const names[] = { "none", "free", "graph", "profile", "model" };
+  g_return_val_if_fail ((size_t)src < G_N_ELEMENTS (names), "none");
+  return names[src];
+}
+
+SgGraph *
+sg_graph_new (int32_t world_size, int32_t rank)
+{
+  SgGraph *g = g_new0 (SgGraph, 1);
+  g->world_size = world_size;
+  g->rank = rank;
+  g->output = SG_NO_NODE;
+  g->source = g_strdup ("<builder>");
+  g->strings = g_string_chunk_new (1 << 16);
+  g->dims = g_array_new (FALSE, FALSE, sizeof (int64_t));
+  g->inputs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g->tuple_metas = g_array_new (FALSE, FALSE, sizeof (SgMeta));
+  g->by_name = g_hash_table_new (g_str_hash, g_str_equal);
+  return g;
+}
+
+static void
+users_invalidate (SgGraph *g)
+{
+  g_clear_pointer (&g->user_first, g_free);
+  g_clear_pointer (&g->users, g_free);
+}
+
+void
+sg_graph_free (SgGraph *g)
+{
+  if (!g)
+    return;
+  for (int32_t i = 0; i < g->n_groups; i++) {
+    g_free (g->groups[i].name);
+    g_free (g->groups[i].ranks);
+    g_free (g->groups[i].partition);
+  }
+  g_free (g->groups);
+  g_free (g->nodes);
+  g_free (g->source);
+  g_free (g->cluster_json);
+  g_free (g->description);
+  g_string_chunk_free (g->strings);
+  g_array_unref (g->dims);
+  g_array_unref (g->inputs);
+  g_array_unref (g->tuple_metas);
+  g_hash_table_unref (g->by_name);
+  users_invalidate (g);
+  if (g->cost_model && g->cost_model_free)
+    g->cost_model_free (g->cost_model);
+  g_free (g);
+}
+
+const char *
+sg_graph_intern (SgGraph *g, const char *s)
+{
+  return g_string_chunk_insert_const (g->strings, s);
+}
+
+/* --- groups ---------------------------------------------------------------- */
+
+static int
+cmp_i32 (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static char *
+ranks_str (const int32_t *r, int32_t n)
+{
+  GString *s = g_string_new ("[");
+  for (int32_t i = 0; i < n; i++)
+    g_string_append_printf (s, "%s%d", i ? ", " : "", r[i]);
+  g_string_append_c (s, ']');
+  return g_string_free (s, FALSE);
+}
+
+/* Mesh-dimension inference: a contiguous block of n ranks, or n ranks at a
+ * fixed stride s; the other instances are the same pattern shifted. */
+static int32_t *
+infer_partition (const int32_t *r, int32_t n, int32_t world, int32_t *n_instances)
+{
+  if (n == world) {
+    *n_instances = 1;
+    return g_memdup2 (r, sizeof (int32_t) * (size_t)n);
+  }
+  int32_t s = n > 1 ? r[1] - r[0] : 1;
+  for (int32_t i = 1; i < n; i++)
+    if (r[i] - r[i - 1] != s)
+      return NULL;
+  int64_t block = (int64_t)s * n;
+  if (s <= 0 || world % block != 0)
+    return NULL;
+  *n_instances = world / n;
+  int32_t *p = g_new (int32_t, (size_t)world);
+  int32_t row = 0;
+  for (int64_t b = 0; b < world; b += block)
+    for (int32_t o = 0; o < s; o++, row++)
+      for (int32_t i = 0; i < n; i++)
+        p[row * n + i] = (int32_t)(b + o + (int64_t)i * s);
+  return p;
+}
+
+int32_t
+sg_graph_add_group (SgGraph *g, const char *name, const int32_t *ranks, int32_t n,
+                    const int32_t *partition, int32_t n_instances, GError **error)
+{
+  if (sg_graph_find_group (g, name) >= 0) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_GROUP, "groups: duplicate group '%s'", name);
+    return -1;
+  }
+  if (n <= 0) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_GROUP, "groups.%s.ranks: empty", name);
+    return -1;
+  }
+  int32_t *sorted = g_memdup2 (ranks, sizeof (int32_t) * (size_t)n);
+  qsort (sorted, (size_t)n, sizeof (int32_t), cmp_i32);
+  for (int32_t i = 0; i < n; i++) {
+    if (sorted[i] < 0 || sorted[i] >= g->world_size || (i && sorted[i] == sorted[i - 1])) {
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_GROUP,
+                   "groups.%s.ranks: rank %d is %s (world_size %d)", name, sorted[i],
+                   (i && sorted[i] == sorted[i - 1]) ? "listed twice" : "outside the world",
+                   g->world_size);
+      g_free (sorted);
+      return -1;
+    }
+  }
+  int32_t *part;
+  if (partition) {
+    part = g_memdup2 (partition, sizeof (int32_t) * (size_t)n * (size_t)n_instances);
+  } else {
+    part = infer_partition (sorted, n, g->world_size, &n_instances);
+    if (!part) {
+      g_autofree char *rs = ranks_str (sorted, n);
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_GROUP,
+                   "groups.%s.ranks: cannot infer the other ranks' instances of %s in a world "
+                   "of %d (not a block or a fixed stride); give `partition`",
+                   name, rs, g->world_size);
+      g_free (sorted);
+      return -1;
+    }
+  }
+  /* The partition must cover the world exactly once and hold our instance. */
+  g_autofree int8_t *seen = g_new0 (int8_t, (size_t)g->world_size);
+  bool ok = (int64_t)n * n_instances == g->world_size, has_own = false;
+  for (int32_t row = 0; ok && row < n_instances; row++) {
+    qsort (part + row * n, (size_t)n, sizeof (int32_t), cmp_i32);
+    ok = memcmp (part + row * n, sorted, sizeof (int32_t) * (size_t)n) == 0 ? (has_own = true) : true;
+    for (int32_t i = 0; ok && i < n; i++) {
+      int32_t r = part[row * n + i];
+      ok = r >= 0 && r < g->world_size && !seen[r];
+      if (ok)
+        seen[r] = 1;
+    }
+  }
+  if (!ok || !has_own) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_GROUP,
+                 "groups.%s.partition: must split all %d ranks into groups of %d, one of them "
+                 "equal to `ranks`",
+                 name, g->world_size, n);
+    g_free (sorted);
+    g_free (part);
+    return -1;
+  }
+  g->groups = g_renew (SgGroup, g->groups, (size_t)g->n_groups + 1);
+  g->groups[g->n_groups] = (SgGroup){ g_strdup (name), sorted, n, part, n_instances };
+  return g->n_groups++;
+}
+
+int32_t
+sg_graph_find_group (const SgGraph *g, const char *name)
+{
+  for (int32_t i = 0; i < g->n_groups; i++)
+    if (strcmp (g->groups[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+const int32_t *
+sg_group_instance_of (const SgGroup *group, int32_t rank)
+{
+  for (int32_t i = 0; i < group->n_ranks * group->n_instances; i++)
+    if (group->partition[i] == rank)
+      return group->partition + (i / group->n_ranks) * group->n_ranks;
+  return NULL;
+}
+
+/* --- node parsing ---------------------------------------------------------- */
+
+#define FAIL(code, ...)                                                        \
+  do {                                                                         \
+    g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
+    return false;                                                              \
+  } while (0)
+
+static bool
+json_int (const cJSON *v, int64_t *out)
+{
+  if (!cJSON_IsNumber (v))
+    return false;
+  double d = v->valuedouble;
+  if (!(d >= -(double)MAX_EXTENT && d <= (double)MAX_EXTENT) || d != (double)(int64_t)d)
+    return false;
+  *out = (int64_t)d;
+  return true;
+}
+
+/* Parses {shape, stride, dtype} into the dims pool. */
+static bool
+parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgMeta *out,
+            GError **error)
+{
+  out->ndim = -1;
+  out->dtype = SG_DTYPE_INVALID;
+  out->first = 0;
+  if (!m || cJSON_IsNull (m))
+    return true;
+  if (!cJSON_IsObject (m))
+    FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s: expected an object", node, field);
+  const cJSON *shape = cJSON_GetObjectItemCaseSensitive (m, "shape");
+  const cJSON *stride = cJSON_GetObjectItemCaseSensitive (m, "stride");
+  const cJSON *dtype = cJSON_GetObjectItemCaseSensitive (m, "dtype");
+  if (!shape && !dtype)
+    return true; /* no tensor value described */
+  if (!cJSON_IsArray (shape))
+    FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s.shape: expected a list of integers", node, field);
+  int ndim = cJSON_GetArraySize (shape);
+  if (ndim > SG_MAX_DIMS)
+    FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: %d dimensions (at most %d)", node, field,
+          ndim, SG_MAX_DIMS);
+  if (!cJSON_IsString (dtype))
+    FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s.dtype: expected a string", node, field);
+  SgDtype dt = sg_dtype_from_name (dtype->valuestring);
+  if (dt == SG_DTYPE_INVALID)
+    FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s.dtype: unknown dtype '%s'", node, field,
+          dtype->valuestring);
+  if (stride && !cJSON_IsNull (stride)
+      && (!cJSON_IsArray (stride) || cJSON_GetArraySize (stride) != ndim))
+    FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride: expected %d integers like shape", node,
+          field, ndim);
+  int64_t sh[SG_MAX_DIMS], st[SG_MAX_DIMS];
+  int i = 0;
+  const cJSON *v;
+  uint64_t numel = 1;
+  cJSON_ArrayForEach (v, shape)
+  {
+    if (!json_int (v, &sh[i]) || sh[i] < 0)
+      FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape[%d]: expected a non-negative integer",
+            node, field, i);
+    if (sh[i] && numel > (uint64_t)MAX_EXTENT / (uint64_t)sh[i])
+      FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", node,
+            field);
+    numel *= (uint64_t)sh[i];
+    i++;
+  }
+  if (numel > (uint64_t)MAX_EXTENT / sg_dtype_size (dt))
+    FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", node, field);
+  if (stride && cJSON_IsArray (stride)) {
+    i = 0;
+    cJSON_ArrayForEach (v, stride)
+    {
+      if (!json_int (v, &st[i]) || st[i] < 0)
+        FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride[%d]: expected a non-negative integer",
+              node, field, i);
+      i++;
+    }
+  } else {
+    int64_t s = 1;
+    for (i = ndim - 1; i >= 0; i--) {
+      st[i] = s;
+      s *= sh[i] ? sh[i] : 1;
+    }
+  }
+  out->ndim = ndim;
+  out->dtype = dt;
+  out->first = g->dims->len;
+  g_array_append_vals (g->dims, sh, (guint)ndim);
+  g_array_append_vals (g->dims, st, (guint)ndim);
+  return true;
+}
+
+typedef struct {
+  SgGraph *g;
+  const char *node;
+  GArray *refs; /* SgNodeId, distinct */
+  GError **error;
+} RefWalk;
+
+static bool
+walk_refs (RefWalk *w, const cJSON *v, int depth, const char *where)
+{
+  GError **error = w->error;
+  if (depth > MAX_ARG_DEPTH)
+    FAIL (SG_GRAPH_ERROR_PARSE, "node '%s': %s: nesting deeper than %d", w->node, where,
+          MAX_ARG_DEPTH);
+  if (cJSON_IsObject (v)) {
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
+    if (ref) {
+      if (!cJSON_IsString (ref) || cJSON_GetArraySize (v) != 1)
+        FAIL (SG_GRAPH_ERROR_FORMAT,
+              "node '%s': %s: a node reference must be {\"node\": \"<name>\"}", w->node, where);
+      SgNodeId id = sg_graph_lookup (w->g, ref->valuestring);
+      if (id == SG_NO_NODE)
+        FAIL (SG_GRAPH_ERROR_REF, "node '%s': %s: reference to '%s', which is not defined before it",
+              w->node, where, ref->valuestring);
+      for (guint i = 0; i < w->refs->len; i++)
+        if (g_array_index (w->refs, SgNodeId, i) == id)
+          return true;
+      g_array_append_val (w->refs, id);
+      return true;
+    }
+  }
+  if (cJSON_IsArray (v) || cJSON_IsObject (v)) {
+    const cJSON *c;
+    cJSON_ArrayForEach (c, v)
+    {
+      if (!walk_refs (w, c, depth + 1, where))
+        return false;
+    }
+  }
+  return true;
+}
+
+static bool
+parse_op (const char *s, SgNodeOp *op)
+{
+  static const char *const ops[] = { "placeholder", "get_attr", "call_function", "output" };
+  for (size_t i = 0; i < G_N_ELEMENTS (ops); i++)
+    if (strcmp (s, ops[i]) == 0) {
+      *op = (SgNodeOp)i;
+      return true;
+    }
+  return false;
+}
+
+static bool
+check_collective (SgGraph *g, SgNode *n, const cJSON *args, GError **error)
+{
+  const SgOpInfo *info = sg_op_info (n->kind);
+  const cJSON *ga = cJSON_GetArrayItem (args, info->group_arg);
+  if (!cJSON_IsString (ga))
+    FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: expected the group name (a string)", n->name,
+          info->group_arg);
+  n->group = sg_graph_find_group (g, ga->valuestring);
+  if (n->group < 0)
+    FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: group '%s' is not in `groups`", n->name,
+          info->group_arg, ga->valuestring);
+  const SgGroup *grp = &g->groups[n->group];
+  n->group_size = grp->n_ranks;
+  if (info->size_arg >= 0) {
+    int64_t size;
+    if (!json_int (cJSON_GetArrayItem (args, info->size_arg), &size))
+      FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: expected the group size (an integer)",
+            n->name, info->size_arg);
+    if (size != grp->n_ranks)
+      FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: group size %" G_GINT64_FORMAT
+            " disagrees with group '%s' of %d ranks",
+            n->name, info->size_arg, size, grp->name, grp->n_ranks);
+  }
+  if (info->reduce_arg >= 0) {
+    const cJSON *r = cJSON_GetArrayItem (args, info->reduce_arg);
+    if (!cJSON_IsString (r) || !sg_reduce_from_name (r->valuestring, &n->reduce))
+      FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[%d]: expected a reduce op (sum, avg, max, "
+            "min, product)", n->name, info->reduce_arg);
+  }
+  /* Sizes must agree with the group: compare element counts of the input
+   * and the output where both are known. */
+  uint32_t n_in;
+  const SgNodeId *in = sg_node_inputs (g, (SgNodeId)(n - g->nodes), &n_in);
+  if (n_in == 0)
+    FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0]: expected the input tensor", n->name);
+  const SgMeta *im = &g->nodes[in[0]].meta;
+  if (im->ndim >= 0 && n->meta.ndim >= 0) {
+    uint64_t ie = sg_meta_numel (g, im), oe = sg_meta_numel (g, &n->meta);
+    uint64_t k = (uint64_t)grp->n_ranks;
+    bool ok = true;
+    const char *rule = "";
+    if (n->kind == SG_OP_ALL_GATHER)
+      ok = oe == ie * k, rule = "output = input x group size";
+    else if (n->kind == SG_OP_REDUCE_SCATTER)
+      ok = ie == oe * k, rule = "input = output x group size";
+    else if (n->kind == SG_OP_ALL_REDUCE || n->kind == SG_OP_BROADCAST)
+      ok = ie == oe, rule = "output = input";
+    if (!ok)
+      FAIL (SG_GRAPH_ERROR_GROUP,
+            "node '%s': meta.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
+            " in disagrees with group '%s' of %d ranks (%s)",
+            n->name, oe, ie, grp->name, grp->n_ranks, rule);
+  }
+  return true;
+}
+
+SgNodeId
+sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
+{
+#define NFAIL(code, ...)                                                       \
+  do {                                                                         \
+    g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
+    goto fail;                                                                 \
+  } while (0)
+  g_autoptr (GArray) refs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  guint dims_len = g->dims->len, tuples_len = g->tuple_metas->len, inputs_len = g->inputs->len;
+  char *args_s = NULL, *kwargs_s = NULL;
+  if (!cJSON_IsObject (obj))
+    NFAIL (SG_GRAPH_ERROR_FORMAT, "node #%d: expected an object", g->n_nodes);
+  const cJSON *jname = cJSON_GetObjectItemCaseSensitive (obj, "name");
+  if (!cJSON_IsString (jname) || !jname->valuestring[0])
+    NFAIL (SG_GRAPH_ERROR_FORMAT, "node #%d: field 'name': expected a non-empty string",
+           g->n_nodes);
+  const char *name = jname->valuestring;
+  SgNodeId dup = sg_graph_lookup (g, name);
+  if (dup != SG_NO_NODE)
+    NFAIL (SG_GRAPH_ERROR_REF, "node '%s' (#%d): duplicate name (already node #%d)", name,
+           g->n_nodes, dup);
+  const cJSON *jop = cJSON_GetObjectItemCaseSensitive (obj, "op");
+  SgNodeOp op;
+  if (!cJSON_IsString (jop))
+    NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'op': expected a string", name);
+  if (!parse_op (jop->valuestring, &op))
+    NFAIL (SG_GRAPH_ERROR_FORMAT,
+           "node '%s': field 'op': unknown op '%s' (placeholder, get_attr, call_function, output)",
+           name, jop->valuestring);
+  const cJSON *jtarget = cJSON_GetObjectItemCaseSensitive (obj, "target");
+  if (!cJSON_IsString (jtarget))
+    NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'target': expected a string", name);
+  const cJSON *args = cJSON_GetObjectItemCaseSensitive (obj, "args");
+  const cJSON *kwargs = cJSON_GetObjectItemCaseSensitive (obj, "kwargs");
+  if (args && !cJSON_IsArray (args))
+    NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'args': expected a list", name);
+  if (kwargs && !cJSON_IsObject (kwargs))
+    NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'kwargs': expected an object", name);
+  if (op == SG_NODE_OUTPUT && g->output != SG_NO_NODE)
+    NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': a second output node (first: '%s')", name,
+           g->nodes[g->output].name);
+
+  RefWalk w = { g, name, refs, error };
+  if (args && !walk_refs (&w, args, 0, "args"))
+    goto fail;
+  if (kwargs && !walk_refs (&w, kwargs, 0, "kwargs"))
+    goto fail;
+
+  SgNode n = { 0 };
+  n.name = sg_graph_intern (g, name);
+  n.target = sg_graph_intern (g, jtarget->valuestring);
+  n.op = op;
+  switch (op) {
+  case SG_NODE_PLACEHOLDER: n.kind = SG_OP_PLACEHOLDER; break;
+  case SG_NODE_GET_ATTR: n.kind = SG_OP_GET_ATTR; break;
+  case SG_NODE_OUTPUT: n.kind = SG_OP_OUTPUT; break;
+  case SG_NODE_CALL: n.kind = sg_op_from_target (n.target); break;
+  }
+  n.group = -1;
+  n.getitem_index = -1;
+  n.cost_us = NAN;
+  args_s = args ? cJSON_PrintUnformatted (args) : NULL;
+  kwargs_s = kwargs ? cJSON_PrintUnformatted (kwargs) : NULL;
+  n.args_json = g_string_chunk_insert (g->strings, args_s ? args_s : "[]");
+  n.kwargs_json = g_string_chunk_insert_const (g->strings, kwargs_s ? kwargs_s : "{}");
+
+  const cJSON *meta = cJSON_GetObjectItemCaseSensitive (obj, "meta");
+  const cJSON *tuple = meta ? cJSON_GetObjectItemCaseSensitive (meta, "tuple") : NULL;
+  if (tuple) {
+    if (!cJSON_IsArray (tuple))
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': meta.tuple: expected a list", name);
+    n.meta.ndim = -1;
+    SgMeta *tm = g_newa (SgMeta, (size_t)cJSON_GetArraySize (tuple) + 1);
+    uint32_t k = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach (e, tuple)
+    {
+      char field[32];
+      g_snprintf (field, sizeof field, "meta.tuple[%u]", k);
+      if (!parse_meta (g, name, field, e, &tm[k], error))
+        goto fail;
+      k++;
+    }
+    n.tuple_first = g->tuple_metas->len;
+    n.n_tuple = k;
+    g_array_append_vals (g->tuple_metas, tm, k);
+  } else if (!parse_meta (g, name, "meta", meta, &n.meta, error)) {
+    goto fail;
+  }
+
+  const cJSON *cost = cJSON_GetObjectItemCaseSensitive (obj, "cost_us");
+  if (cost) {
+    if (!cJSON_IsNumber (cost) || !(cost->valuedouble >= 0 && cost->valuedouble < 1e12))
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number >= 0", name);
+    n.cost_us = cost->valuedouble;
+  }
+
+  n.in_first = g->inputs->len;
+  n.n_in = refs->len;
+  g_array_append_vals (g->inputs, refs->data, refs->len);
+
+  if (g->n_nodes == G_MAXINT32 - 1)
+    NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': too many nodes", name);
+  if (g->n_nodes == g->nodes_cap) {
+    g->nodes_cap = g->nodes_cap ? g->nodes_cap * 2 : 256;
+    g->nodes = g_renew (SgNode, g->nodes, (size_t)g->nodes_cap);
+  }
+  SgNodeId id = g->n_nodes;
+  g->nodes[id] = n;
+  SgNode *np = &g->nodes[id];
+
+  /* Checks that need the node in place (they read its inputs). */
+  if (sg_op_is_collective (n.kind)) {
+    if (!check_collective (g, np, args, error))
+      goto fail;
+  } else if (n.kind == SG_OP_WAIT) {
+    if (n.n_in == 0 || !sg_op_is_collective (g->nodes[g_array_index (g->inputs, SgNodeId,
+                                                                     n.in_first)].kind))
+      NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args[0]: wait_tensor must wait on a collective%s%s%s",
+             name, n.n_in ? " ('" : "",
+             n.n_in ? g->nodes[g_array_index (g->inputs, SgNodeId, n.in_first)].name : "",
+             n.n_in ? "' is not one)" : "");
+  } else if (n.kind == SG_OP_GETITEM) {
+    int64_t idx;
+    if (n.n_in != 1 || !json_int (cJSON_GetArrayItem (args, 1), &idx) || idx < 0)
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args: getitem takes (node, index >= 0)", name);
+    const SgNode *src = &g->nodes[g_array_index (g->inputs, SgNodeId, n.in_first)];
+    if (src->n_tuple && idx >= src->n_tuple)
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[1]: index %" G_GINT64_FORMAT
+             " out of range for '%s' (a tuple of %u)", name, idx, src->name, src->n_tuple);
+    np->getitem_index = (int32_t)idx;
+  }
+
+  if (op == SG_NODE_OUTPUT)
+    g->output = id;
+  g->n_nodes++;
+  g_hash_table_insert (g->by_name, (gpointer)np->name, GINT_TO_POINTER (id + 1));
+  users_invalidate (g);
+  cJSON_free (args_s);
+  cJSON_free (kwargs_s);
+  return id;
+
+fail:
+  g_array_set_size (g->dims, dims_len);
+  g_array_set_size (g->tuple_metas, tuples_len);
+  g_array_set_size (g->inputs, inputs_len);
+  cJSON_free (args_s);
+  cJSON_free (kwargs_s);
+  return SG_NO_NODE;
+#undef NFAIL
+}
+
+SgNodeId
+sg_graph_append_json (SgGraph *g, const char *node_json, GError **error)
+{
+  cJSON *obj = cJSON_Parse (node_json);
+  if (!obj) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_PARSE, "node #%d: malformed JSON",
+                 g->n_nodes);
+    return SG_NO_NODE;
+  }
+  SgNodeId id = sg_graph_append (g, obj, error);
+  cJSON_Delete (obj);
+  return id;
+}
+
+/* --- queries ---------------------------------------------------------------- */
+
+SgNodeId
+sg_graph_lookup (const SgGraph *g, const char *name)
+{
+  gpointer v = g_hash_table_lookup (g->by_name, name);
+  return v ? GPOINTER_TO_INT (v) - 1 : SG_NO_NODE;
+}
+
+uint64_t
+sg_meta_numel (const SgGraph *g, const SgMeta *m)
+{
+  if (m->ndim < 0)
+    return 0;
+  const int64_t *sh = sg_meta_shape (g, m);
+  uint64_t n = 1;
+  for (int32_t i = 0; i < m->ndim; i++)
+    n *= (uint64_t)sh[i];
+  return n;
+}
+
+uint64_t
+sg_meta_bytes (const SgGraph *g, const SgMeta *m)
+{
+  return sg_meta_numel (g, m) * sg_dtype_size (m->dtype);
+}
+
+uint64_t
+sg_node_alloc_bytes (const SgGraph *g, SgNodeId id)
+{
+  const SgNode *n = &g->nodes[id];
+  if (sg_op_is_alias (n->kind) || n->kind == SG_OP_OUTPUT)
+    return 0;
+  if (n->n_tuple) {
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n->n_tuple; i++)
+      sum += sg_meta_bytes (g, sg_node_tuple_meta (g, id, i));
+    return sum;
+  }
+  return sg_meta_bytes (g, &n->meta);
+}
+
+uint64_t
+sg_node_comm_bytes (const SgGraph *g, SgNodeId id)
+{
+  const SgNode *n = &g->nodes[id];
+  if (!sg_op_is_collective (n->kind))
+    return 0;
+  if (n->kind == SG_OP_REDUCE_SCATTER) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, id, &k);
+    return sg_meta_bytes (g, &g->nodes[in[0]].meta);
+  }
+  return sg_meta_bytes (g, &n->meta);
+}
+
+SgNodeId
+sg_node_wait_target (const SgGraph *g, SgNodeId wait)
+{
+  if (g->nodes[wait].kind != SG_OP_WAIT || g->nodes[wait].n_in == 0)
+    return SG_NO_NODE;
+  uint32_t k;
+  return sg_node_inputs (g, wait, &k)[0];
+}
+
+SgNodeId
+sg_node_storage_root (const SgGraph *g, SgNodeId id)
+{
+  while (sg_op_is_alias (g->nodes[id].kind) && g->nodes[id].n_in > 0) {
+    uint32_t k;
+    id = sg_node_inputs (g, id, &k)[0];
+  }
+  return id;
+}
+
+void
+sg_graph_fill_users (SgGraph *g)
+{
+  if (g->user_first)
+    return;
+  uint32_t *first = g_new0 (uint32_t, (size_t)g->n_nodes + 1);
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, i, &k);
+    for (uint32_t j = 0; j < k; j++)
+      first[in[j] + 1]++;
+  }
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    first[i + 1] += first[i];
+  SgNodeId *users = g_new (SgNodeId, (size_t)first[g->n_nodes] + 1);
+  g_autofree uint32_t *fill = g_memdup2 (first, sizeof (uint32_t) * (size_t)g->n_nodes);
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, i, &k);
+    for (uint32_t j = 0; j < k; j++)
+      users[fill[in[j]]++] = i; /* ascending user ids: the loop runs in id order */
+  }
+  g->user_first = first;
+  g->users = users;
+}
+
+/* --- mutation --------------------------------------------------------------- */
+
+bool
+sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error)
+{
+  int32_t n = g->n_nodes;
+  g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)n);
+  for (int32_t i = 0; i < n; i++)
+    new_id[i] = SG_NO_NODE;
+  for (int32_t i = 0; i < n; i++) {
+    SgNodeId o = order[i];
+    if (o < 0 || o >= n || new_id[o] != SG_NO_NODE) {
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
+                   "order position %d: %s node id %d", i,
+                   (o < 0 || o >= n) ? "invalid" : "repeated", o);
+      return false;
+    }
+    new_id[o] = i;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, order[i], &k);
+    for (uint32_t j = 0; j < k; j++)
+      if (new_id[in[j]] >= i) {
+        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
+                     "order: node '%s' comes before its input '%s'", g->nodes[order[i]].name,
+                     g->nodes[in[j]].name);
+        return false;
+      }
+  }
+  SgNode *nodes = g_new (SgNode, (size_t)g->nodes_cap);
+  for (int32_t i = 0; i < n; i++)
+    nodes[i] = g->nodes[order[i]];
+  g_free (g->nodes);
+  g->nodes = nodes;
+  for (guint j = 0; j < g->inputs->len; j++) {
+    SgNodeId *p = &g_array_index (g->inputs, SgNodeId, j);
+    *p = new_id[*p];
+  }
+  for (int32_t i = 0; i < n; i++)
+    g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
+  if (g->output != SG_NO_NODE)
+    g->output = new_id[g->output];
+  users_invalidate (g);
+  return true;
+}
+
+static void
+rename_refs (cJSON *v, const char *old_name, const char *new_name)
+{
+  if (cJSON_IsObject (v)) {
+    cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
+    if (cJSON_IsString (ref) && strcmp (ref->valuestring, old_name) == 0) {
+      cJSON_SetValuestring (ref, new_name);
+      return;
+    }
+  }
+  if (cJSON_IsArray (v) || cJSON_IsObject (v)) {
+    cJSON *c;
+    cJSON_ArrayForEach (c, v) rename_refs (c, old_name, new_name);
+  }
+}
+
+static const char *
+rewrite_json (SgGraph *g, const char *json, const char *old_name, const char *new_name)
+{
+  cJSON *v = cJSON_Parse (json);
+  g_assert (v);
+  rename_refs (v, old_name, new_name);
+  char *s = cJSON_PrintUnformatted (v);
+  const char *out = g_string_chunk_insert (g->strings, s);
+  cJSON_free (s);
+  cJSON_Delete (v);
+  return out;
+}
+
+void
+sg_graph_replace_input (SgGraph *g, SgNodeId user, SgNodeId old_input, SgNodeId new_input)
+{
+  g_return_if_fail (user >= 0 && user < g->n_nodes);
+  SgNode *u = &g->nodes[user];
+  const char *old_name = g->nodes[old_input].name, *new_name = g->nodes[new_input].name;
+  u->args_json = rewrite_json (g, u->args_json, old_name, new_name);
+  u->kwargs_json = rewrite_json (g, u->kwargs_json, old_name, new_name);
+  /* Inputs stay distinct: drop @old_input, add @new_input unless present. */
+  SgNodeId *in = &g_array_index (g->inputs, SgNodeId, u->in_first);
+  bool has_new = false;
+  for (uint32_t j = 0; j < u->n_in; j++)
+    has_new |= in[j] == new_input;
+  uint32_t w = 0;
+  for (uint32_t j = 0; j < u->n_in; j++) {
+    if (in[j] == old_input) {
+      if (has_new)
+        continue;
+      in[w++] = new_input;
+      has_new = true;
+    } else {
+      in[w++] = in[j];
+    }
+  }
+  u->n_in = w;
+  users_invalidate (g);
+}

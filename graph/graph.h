@@ -1,0 +1,302 @@
+/* graph.h: schedgraph's IR, the only data structure shared by the passes.
+ *
+ * A graph mirrors one torch.fx graph of a training step (graph-format.md):
+ * nodes are dense ids. Invariant between passes: id order is the current
+ * program order and is topological (every input id < the user's id); a pass
+ * that reorders calls sg_graph_permute(). Per-pass data are arrays indexed
+ * by id; ties break on id; hash tables never decide output order.
+ *
+ * Ownership: the graph owns every string, array and side table it holds.
+ */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <glib.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "ops.h"
+
+G_BEGIN_DECLS
+
+#define SG_GRAPH_FORMAT "schedgraph.graph"
+#define SG_GRAPH_VERSION 1
+/* Tensors of more dimensions are rejected at load with the node named. */
+#define SG_MAX_DIMS 12
+
+typedef int32_t SgNodeId;
+#define SG_NO_NODE ((SgNodeId)-1)
+
+/* GError domain of graph/ (load, validate, mutate). */
+#define SG_GRAPH_ERROR (sg_graph_error_quark ())
+GQuark sg_graph_error_quark (void);
+typedef enum {
+  SG_GRAPH_ERROR_IO,      /* unreadable path, directory, empty file */
+  SG_GRAPH_ERROR_PARSE,   /* malformed JSON, bad UTF-8, nesting */
+  SG_GRAPH_ERROR_FORMAT,  /* wrong format/version, missing or mistyped fields */
+  SG_GRAPH_ERROR_REF,     /* dangling/forward reference, duplicate name */
+  SG_GRAPH_ERROR_CYCLE,   /* cycle, or an order that is not topological */
+  SG_GRAPH_ERROR_GROUP,   /* unknown group, size mismatch */
+  SG_GRAPH_ERROR_SHAPE,   /* negative, absurd or overflowing shapes */
+  SG_GRAPH_ERROR_INVALID, /* any other broken rule (validator) */
+} SgGraphError;
+
+/* The fx node's `op`. */
+typedef enum {
+  SG_NODE_PLACEHOLDER,
+  SG_NODE_GET_ATTR,
+  SG_NODE_CALL,
+  SG_NODE_OUTPUT,
+} SgNodeOp;
+
+/* Where a node's cost estimate came from (estimate/ fills it). */
+typedef enum {
+  SG_COST_NONE = 0, /* not estimated yet */
+  SG_COST_FREE,     /* views, getitem, placeholders, waits: 0 us by definition */
+  SG_COST_GRAPH,    /* the node's `cost_us` in the graph */
+  SG_COST_PROFILE,  /* a measured profile entry (exact or interpolated) */
+  SG_COST_MODEL,    /* the analytical model */
+} SgCostSource;
+
+const char *sg_cost_source_name (SgCostSource src); /* "none","free","graph","profile","model" */
+
+/* Tensor metadata. Shape and stride live in the graph's dims pool:
+ * dims[first .. first+ndim) is the shape, dims[first+ndim .. first+2*ndim)
+ * the stride, in elements. */
+typedef struct {
+  int32_t ndim; /* -1: the value is not a tensor (or unknown) */
+  SgDtype dtype;
+  uint32_t first;
+} SgMeta;
+
+typedef struct {
+  const char *name;        /* unique; (transfer none) owned by the graph */
+  const char *target;      /* as in the input (str(node.target)) */
+  const char *args_json;   /* compact JSON array; node refs are {"node": NAME} */
+  const char *kwargs_json; /* compact JSON object */
+  SgNodeOp op;
+  SgOpKind kind;
+  /* Data inputs: distinct referenced nodes, in order of first appearance in
+   * args then kwargs: g->inputs[in_first .. in_first + n_in). */
+  uint32_t in_first, n_in;
+  SgMeta meta;
+  /* Tuple values: g->tuple_metas[tuple_first .. + n_tuple); elements that
+   * are not tensors have ndim -1. n_tuple == 0 for plain values. */
+  uint32_t tuple_first, n_tuple;
+  /* Collectives: index into g->groups, the group size the op states
+   * (group_size argument, else the group's size) and the reduce op. */
+  int32_t group;
+  int32_t group_size;
+  SgReduceOp reduce;
+  int32_t getitem_index; /* getitem: the tuple index; otherwise -1 */
+  double cost_us;        /* the graph's override; NAN when absent */
+  double est_us;         /* estimate/: the node's cost in microseconds */
+  SgCostSource est_src;
+} SgNode;
+
+typedef struct {
+  char *name;      /* key in the graph's `groups` */
+  int32_t *ranks;  /* the group as the graph's rank sees it, ascending */
+  int32_t n_ranks;
+  /* Every instance of this group across the world (SPMD: each rank is in
+   * exactly one): partition[i * n_ranks + j], n_instances rows. From the
+   * optional `partition` key (graph-format extension, docs/graph-format.md)
+   * or inferred from ranks as a mesh dimension (contiguous block or stride). */
+  int32_t *partition;
+  int32_t n_instances;
+} SgGroup;
+
+typedef struct SgGraph {
+  int32_t world_size;
+  int32_t rank;
+  SgNode *nodes;
+  int32_t n_nodes, nodes_cap;
+  SgGroup *groups; /* in the order they first appear in the file */
+  int32_t n_groups;
+  SgNodeId output; /* the single output node, or SG_NO_NODE while building */
+  char *source;    /* path for messages, or "<builder>" */
+  char *cluster_json; /* the graph's `cluster` object as compact JSON, or NULL */
+  char *description;  /* optional top-level `description`, or NULL */
+
+  /* pools */
+  GStringChunk *strings;
+  GArray *dims;        /* int64_t */
+  GArray *inputs;      /* SgNodeId */
+  GArray *tuple_metas; /* SgMeta */
+  GHashTable *by_name; /* name -> GINT_TO_POINTER(id + 1); lookups only */
+
+  /* derived, rebuilt on demand (NULL when stale) */
+  uint32_t *user_first; /* n_nodes + 1 */
+  SgNodeId *users;
+
+  /* estimate/'s cost model, opaque here; freed with the graph */
+  void *cost_model;
+  GDestroyNotify cost_model_free;
+} SgGraph;
+
+/* --- construction ------------------------------------------------------- */
+
+/* (transfer full) An empty graph. */
+SgGraph *sg_graph_new (int32_t world_size, int32_t rank);
+void sg_graph_free (SgGraph *g);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgGraph, sg_graph_free)
+
+/* Adds a group; ranks are copied and sorted. Returns its index, or -1 with
+ * @error set for a duplicate name, an empty list or a rank outside the
+ * world. @partition (n_instances rows of n ranks, or NULL to infer) is
+ * checked to cover every rank exactly once and to contain @ranks. */
+int32_t sg_graph_add_group (SgGraph *g, const char *name, const int32_t *ranks, int32_t n,
+                            const int32_t *partition, int32_t n_instances, GError **error);
+/* Index of the group named @name, or -1. */
+int32_t sg_graph_find_group (const SgGraph *g, const char *name);
+/* (transfer none) The instance of @group that contains @rank, n_ranks long. */
+const int32_t *sg_group_instance_of (const SgGroup *group, int32_t rank);
+
+/* Appends one node given as graph-format JSON (an element of `nodes`).
+ * References must name existing nodes (any id: bucket/ appends nodes that
+ * will be moved by sg_graph_permute()). Interns target and dtype, checks
+ * the node's own fields (op, meta shapes, collective group/size, getitem
+ * index) and sets @error naming the node and field on failure.
+ * (transfer none) @node_obj. Returns the new id or SG_NO_NODE. */
+SgNodeId sg_graph_append (SgGraph *g, const cJSON *node_obj, GError **error);
+/* Same from a JSON text (tests, tools). */
+SgNodeId sg_graph_append_json (SgGraph *g, const char *node_json, GError **error);
+
+/* --- loading and checking (load.c, validate.c) --------------------------- */
+
+/* (transfer full) Loads a graph file (graph-format.md). NULL with @error
+ * naming the file position/node/field on any bad input. Runs the validator. */
+SgGraph *sg_graph_load (const char *path, GError **error);
+/* Same from memory; @name is used in messages. */
+SgGraph *sg_graph_load_data (const char *data, size_t len, const char *name, GError **error);
+
+/* Checks every IR invariant and every rule of graph-format.md "Errors":
+ * topological ids, references, one output last, groups and sizes, waits on
+ * collectives, shapes. The message names the node and the field. */
+bool sg_graph_validate (const SgGraph *g, GError **error);
+
+/* --- queries ------------------------------------------------------------ */
+
+static inline const SgNodeId *
+sg_node_inputs (const SgGraph *g, SgNodeId id, uint32_t *n)
+{
+  *n = g->nodes[id].n_in;
+  return &g_array_index (g->inputs, SgNodeId, g->nodes[id].in_first);
+}
+
+static inline const int64_t *
+sg_meta_shape (const SgGraph *g, const SgMeta *m)
+{
+  return &g_array_index (g->dims, int64_t, m->first);
+}
+
+static inline const int64_t *
+sg_meta_stride (const SgGraph *g, const SgMeta *m)
+{
+  return &g_array_index (g->dims, int64_t, m->first + (uint32_t)m->ndim);
+}
+
+static inline const SgMeta *
+sg_node_tuple_meta (const SgGraph *g, SgNodeId id, uint32_t i)
+{
+  return &g_array_index (g->tuple_metas, SgMeta, g->nodes[id].tuple_first + i);
+}
+
+/* Element count of a tensor meta (1 for a 0-d tensor, 0 for ndim -1). */
+uint64_t sg_meta_numel (const SgGraph *g, const SgMeta *m);
+/* Bytes a fresh contiguous tensor of this meta takes. */
+uint64_t sg_meta_bytes (const SgGraph *g, const SgMeta *m);
+/* Bytes the node's value takes when freshly allocated: its meta, or the sum
+ * of its tuple elements; 0 for aliases (views, getitem, wait). */
+uint64_t sg_node_alloc_bytes (const SgGraph *g, SgNodeId id);
+/* Bytes a collective moves per rank, as the cost model and reports count
+ * them: all_gather output, reduce_scatter input, all_reduce / all_to_all /
+ * broadcast tensor. 0 for non-collectives. */
+uint64_t sg_node_comm_bytes (const SgGraph *g, SgNodeId id);
+/* The collective a wait waits on (its first input), or SG_NO_NODE. */
+SgNodeId sg_node_wait_target (const SgGraph *g, SgNodeId wait);
+
+/* Id of the node named @name, or SG_NO_NODE. */
+SgNodeId sg_graph_lookup (const SgGraph *g, const char *name);
+
+/* Users (consumers) of every node, CSR, rebuilt if stale. */
+void sg_graph_fill_users (SgGraph *g);
+static inline const SgNodeId *
+sg_node_users (const SgGraph *g, SgNodeId id, uint32_t *n)
+{
+  *n = g->user_first[id + 1] - g->user_first[id];
+  return &g->users[g->user_first[id]];
+}
+
+/* The node that owns @id's storage: itself for allocating nodes, the root of
+ * the first input for aliases (views, getitem, wait). */
+SgNodeId sg_node_storage_root (const SgGraph *g, SgNodeId id);
+
+/* Peak live bytes when nodes run in @order (n_nodes ids; NULL = id order):
+ * a storage is live from its producer until its last (transitive, through
+ * aliases) use; placeholders are live from the start, outputs to the end. */
+uint64_t sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order);
+
+/* --- mutation ----------------------------------------------------------- */
+
+/* Renumbers nodes so that new id i is old id @order[i] (a permutation of all
+ * ids). Fails, naming the first node whose input comes after it, when
+ * @order is not topological; the graph is unchanged then. */
+bool sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error);
+
+/* Makes @user read @new_input wherever it read @old_input (inputs and the
+ * {"node": ...} references in its args/kwargs). */
+void sg_graph_replace_input (SgGraph *g, SgNodeId user, SgNodeId old_input, SgNodeId new_input);
+
+/* Interns a string in the graph's chunk. (transfer none) */
+const char *sg_graph_intern (SgGraph *g, const char *s);
+
+/* --- configuration and the pass runner (pass.c) -------------------------- */
+
+/* Every option of every pass; CLI flags map 1:1 onto these fields.
+ * sg_config_init() sets the documented defaults. */
+typedef struct {
+  /* estimate/ */
+  const char *cluster;      /* preset name or JSON file; NULL: the graph's, else h200-sxm */
+  const char *profile;      /* measured-times JSON, or NULL */
+  /* schedule/ */
+  bool reorder;             /* false: keep the input order (--no-reorder) */
+  uint64_t max_in_flight_bytes; /* per group; 0 = unlimited */
+  double max_peak_increase;     /* allowed peak-memory growth over the input order, fraction */
+  int32_t prefetch_limit;       /* max collectives started ahead per group; 0 = unlimited */
+  /* bucket/ */
+  bool bucket;              /* false: --no-bucket */
+  uint64_t bucket_cap_bytes;
+  /* runner */
+  bool validate_between;    /* run the validator after every pass */
+  const char *dump_pass;    /* dump the IR after this pass ("all" for every pass) */
+  FILE *dump_file;          /* where dumps go; NULL = stderr */
+} SgConfig;
+
+void sg_config_init (SgConfig *cfg);
+
+typedef bool (*SgPassFunc) (SgGraph *g, const SgConfig *cfg, GError **error);
+
+typedef struct {
+  const char *name; /* "estimate", "schedule", "bucket", ... */
+  SgPassFunc run;
+} SgPass;
+
+typedef struct {
+  const char *name;
+  double ms;
+} SgPassTime;
+
+/* Runs @passes in order, timing each into @times (n_passes entries), running
+ * the validator after each when cfg->validate_between, and dumping the IR
+ * after the pass named cfg->dump_pass. Stops at the first failure, with the
+ * pass named in @error. */
+bool sg_pass_run (SgGraph *g, const SgConfig *cfg, const SgPass *passes, size_t n_passes,
+                  SgPassTime *times, GError **error);
+
+/* Writes a readable, diffable dump of the IR (one line per node). */
+void sg_graph_dump (const SgGraph *g, FILE *out);
+
+G_END_DECLS

@@ -1,0 +1,186 @@
+/* ops.h: the one table of op kinds, op classes and dtypes.
+ *
+ * Targets (`aten.mm.default`, `_c10d_functional.all_gather_into_tensor.default`
+ * ...) and dtype names are interned into these enums once, at load time; no
+ * code outside graph/ compares target strings. The table has no dependency
+ * on the graph IR, so runtime/ (which reads plans, not graphs) links it too
+ * (meson: sg_ops_dep).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Keep in sync with the table in ops.c (one row per kind, same order). */
+typedef enum {
+  SG_OP_UNKNOWN = 0,
+  /* graph structure */
+  SG_OP_PLACEHOLDER,
+  SG_OP_GET_ATTR,
+  SG_OP_OUTPUT,
+  SG_OP_GETITEM,
+  /* matmul family */
+  SG_OP_MM,
+  SG_OP_ADDMM,
+  SG_OP_BMM,
+  SG_OP_BADDBMM,
+  /* attention (outputs are tuples) */
+  SG_OP_SDPA_FLASH,
+  SG_OP_SDPA_FLASH_BWD,
+  SG_OP_SDPA_EFFICIENT,
+  SG_OP_SDPA_EFFICIENT_BWD,
+  SG_OP_SDPA_CUDNN,
+  SG_OP_SDPA_CUDNN_BWD,
+  /* pointwise */
+  SG_OP_ADD_TENSOR,
+  SG_OP_ADD_SCALAR,
+  SG_OP_SUB_TENSOR,
+  SG_OP_SUB_SCALAR,
+  SG_OP_MUL_TENSOR,
+  SG_OP_MUL_SCALAR,
+  SG_OP_DIV_TENSOR,
+  SG_OP_DIV_SCALAR,
+  SG_OP_POW_TENSOR_SCALAR,
+  SG_OP_RSQRT,
+  SG_OP_SQRT,
+  SG_OP_EXP,
+  SG_OP_NEG,
+  SG_OP_RECIPROCAL,
+  SG_OP_SILU,
+  SG_OP_SILU_BACKWARD,
+  SG_OP_GELU,
+  SG_OP_GELU_BACKWARD,
+  SG_OP_RELU,
+  SG_OP_SIGMOID,
+  SG_OP_TANH,
+  /* reductions */
+  SG_OP_SUM_DIM,
+  SG_OP_SUM,
+  SG_OP_MEAN_DIM,
+  SG_OP_MEAN,
+  SG_OP_AMAX,
+  /* views and aliases (no kernel, no bytes moved) */
+  SG_OP_VIEW,
+  SG_OP_UNSAFE_VIEW,
+  SG_OP_RESHAPE,
+  SG_OP_T,
+  SG_OP_TRANSPOSE,
+  SG_OP_PERMUTE,
+  SG_OP_EXPAND,
+  SG_OP_UNSQUEEZE,
+  SG_OP_SQUEEZE_DIM,
+  SG_OP_DETACH,
+  SG_OP_ALIAS,
+  SG_OP_SLICE,
+  SG_OP_SELECT,
+  /* copies and creation */
+  SG_OP_CLONE,
+  SG_OP_TO_COPY,
+  SG_OP_CAT,
+  SG_OP_ONES_LIKE,
+  SG_OP_ZEROS_LIKE,
+  SG_OP_FULL,
+  SG_OP_EMPTY,
+  /* collectives (c10d functional) and their wait */
+  SG_OP_ALL_GATHER,
+  SG_OP_REDUCE_SCATTER,
+  SG_OP_ALL_REDUCE,
+  SG_OP_ALL_TO_ALL,
+  SG_OP_BROADCAST,
+  SG_OP_WAIT,
+  /* schedgraph's own ops, created by bucket/ (documented in docs/ops.md) */
+  SG_OP_BUCKET_PACK,
+  SG_OP_BUCKET_UNPACK,
+  SG_OP_N_KINDS
+} SgOpKind;
+
+typedef enum {
+  SG_CLASS_UNKNOWN = 0, /* scheduled as cheap compute */
+  SG_CLASS_INPUT,       /* placeholder, get_attr */
+  SG_CLASS_OUTPUT,
+  SG_CLASS_GETITEM, /* element of a tuple value: an alias */
+  SG_CLASS_MATMUL,
+  SG_CLASS_ATTENTION,
+  SG_CLASS_POINTWISE,
+  SG_CLASS_REDUCTION,
+  SG_CLASS_VIEW, /* alias of its first input's storage */
+  SG_CLASS_COPY,
+  SG_CLASS_CREATION,
+  SG_CLASS_COLLECTIVE,
+  SG_CLASS_WAIT,
+  SG_CLASS_BUCKET, /* bucket pack / unpack copies */
+} SgOpClass;
+
+typedef struct {
+  SgOpKind kind;
+  const char *target; /* canonical str(node.target), or NULL for structure ops */
+  const char *short_name; /* stable lower-case name for reports and plans */
+  SgOpClass klass;
+  /* For collectives: index of the group_name argument, the group_size
+   * argument (-1 if none) and the reduce op argument (-1 if none). */
+  int8_t group_arg, size_arg, reduce_arg;
+} SgOpInfo;
+
+/* (transfer none) The row for @kind; never NULL for a valid kind. */
+const SgOpInfo *sg_op_info (SgOpKind kind);
+
+/* Interns a target string; SG_OP_UNKNOWN when the table has no row. */
+SgOpKind sg_op_from_target (const char *target);
+
+/* Stable short name of a kind ("mm", "all_gather", ...). */
+const char *sg_op_name (SgOpKind kind);
+
+static inline SgOpClass
+sg_op_class (SgOpKind kind)
+{
+  return sg_op_info (kind)->klass;
+}
+
+static inline bool
+sg_op_is_collective (SgOpKind kind)
+{
+  return sg_op_class (kind) == SG_CLASS_COLLECTIVE;
+}
+
+/* True for ops whose value aliases an input's storage (views, getitem,
+ * wait_tensor): no kernel runs and no bytes are allocated for them. */
+bool sg_op_is_alias (SgOpKind kind);
+
+/* Reduce ops of reduce_scatter / all_reduce. */
+typedef enum {
+  SG_REDUCE_NONE = 0,
+  SG_REDUCE_SUM,
+  SG_REDUCE_AVG,
+  SG_REDUCE_MAX,
+  SG_REDUCE_MIN,
+  SG_REDUCE_PRODUCT,
+} SgReduceOp;
+
+/* "sum", "avg", "max", "min", "product"; false when unknown. */
+bool sg_reduce_from_name (const char *name, SgReduceOp *out);
+const char *sg_reduce_name (SgReduceOp op);
+
+typedef enum {
+  SG_DTYPE_INVALID = 0,
+  SG_DTYPE_F32,
+  SG_DTYPE_F64,
+  SG_DTYPE_BF16,
+  SG_DTYPE_F16,
+  SG_DTYPE_F8E4M3,
+  SG_DTYPE_F8E5M2,
+  SG_DTYPE_I64,
+  SG_DTYPE_I32,
+  SG_DTYPE_I16,
+  SG_DTYPE_I8,
+  SG_DTYPE_U8,
+  SG_DTYPE_BOOL,
+  SG_DTYPE_N
+} SgDtype;
+
+/* "float32", "bfloat16", ... as torch prints them without "torch.";
+ * SG_DTYPE_INVALID when unknown. */
+SgDtype sg_dtype_from_name (const char *name);
+const char *sg_dtype_name (SgDtype dtype);
+size_t sg_dtype_size (SgDtype dtype);
+bool sg_dtype_is_float (SgDtype dtype);

@@ -1,0 +1,175 @@
+/* plan.h: the stream program that codegen/ writes and runtime/ executes.
+ *
+ * The contract between the two (docs/plan-format.md is its prose form).
+ * It does not depend on the graph IR: runtime/ reads plans, not graphs.
+ * Mirrors nvFuser's host IR: explicit streams, events, collectives, kernels.
+ *
+ * Execution model. `ins` is the host issue order. Each instruction runs on
+ * one stream; the per-stream order is the subsequence of `ins` on that
+ * stream. Stream 0 is the compute stream; stream 1 + g is the comm stream of
+ * group g. Cross-stream order is only what RECORD / WAIT_EVENT say:
+ *  - before a COLLECTIVE, codegen emits RECORD e on stream 0 and WAIT_EVENT e
+ *    on the comm stream (the collective starts after all compute issued
+ *    before it: that orders its input and any memory it reuses);
+ *  - after it, RECORD e' on the comm stream; the graph's wait_tensor becomes
+ *    WAIT_EVENT e' on stream 0 with `coll` naming the collective (the
+ *    runtime measures exposed time there).
+ * A backend that runs `ins` in order on one thread (CPU backend, reference)
+ * is correct by construction; the CUDA backend issues the same list to real
+ * streams.
+ *
+ * Memory. Every value lives in one buffer (or none); buffers have offsets in
+ * one arena per rank, planned from lifetimes (first and last instruction
+ * index, a collective's operands extended to its WAIT_EVENT), so the peak is
+ * known before running. Aliases (views, getitem, wait outputs) are values
+ * that share their root's buffer with their own offset/shape/stride.
+ */
+#pragma once
+
+#include <cjson/cJSON.h>
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops.h"
+
+G_BEGIN_DECLS
+
+#define SG_PLAN_FORMAT "schedgraph.plan"
+#define SG_PLAN_VERSION 1
+#define SG_PLAN_MAX_DIMS 12
+
+#define SG_PLAN_ERROR (sg_plan_error_quark ())
+GQuark sg_plan_error_quark (void);
+typedef enum {
+  SG_PLAN_ERROR_IO,
+  SG_PLAN_ERROR_PARSE,   /* malformed or truncated JSON */
+  SG_PLAN_ERROR_VERSION, /* another format or version */
+  SG_PLAN_ERROR_HASH,    /* content does not match its hash */
+  SG_PLAN_ERROR_INVALID, /* an index out of range, a broken rule */
+} SgPlanError;
+
+typedef struct {
+  char *name;          /* the graph's group name */
+  int32_t n_ranks;     /* ranks per instance */
+  int32_t n_instances; /* n_ranks * n_instances == world_size */
+  int32_t *partition;  /* n_instances rows of n_ranks ranks, ascending */
+} SgPlanGroup;
+
+typedef struct {
+  uint64_t offset; /* in the arena, aligned to 256 bytes */
+  uint64_t bytes;
+  int32_t first_ins, last_ins; /* lifetime, inclusive, as instruction indices */
+} SgPlanBuffer;
+
+typedef enum {
+  SG_INIT_NONE = 0, /* written by an instruction */
+  SG_INIT_INPUT,    /* a placeholder / get_attr: filled from the seed before the step */
+} SgValueInit;
+
+typedef struct {
+  char *name;      /* the graph node; tuple elements are "NAME.I" */
+  int32_t buffer;  /* -1: no storage (not a tensor) */
+  uint64_t offset; /* bytes from the buffer's start */
+  SgDtype dtype;
+  int32_t ndim;
+  int64_t shape[SG_PLAN_MAX_DIMS];
+  int64_t stride[SG_PLAN_MAX_DIMS]; /* elements */
+  SgValueInit init;
+} SgPlanValue;
+
+typedef enum {
+  SG_INS_KERNEL,     /* stream 0: op over in -> out */
+  SG_INS_COLLECTIVE, /* comm stream: op in SG_CLASS_COLLECTIVE, in[0] -> out[0] */
+  SG_INS_RECORD,     /* record `event` on `stream` */
+  SG_INS_WAIT_EVENT, /* `stream` waits for `event`; coll >= 0 for a wait_tensor */
+  SG_INS_FREE,       /* `buffer`'s lifetime ends (backends may poison it) */
+} SgInsKind;
+
+typedef struct {
+  SgInsKind kind;
+  int32_t stream;
+  char *name;   /* the graph node it comes from; NULL for RECORD/FREE */
+  SgOpKind op;  /* KERNEL / COLLECTIVE */
+  char *target; /* KERNEL: the graph's target string */
+  int32_t *in, n_in;   /* value ids */
+  int32_t *out, n_out; /* value ids (-1 for tuple elements that are not tensors) */
+  /* KERNEL: the node's args/kwargs with every {"node": NAME} replaced by
+   * {"value": ID}; (transfer full) owned by the instruction. */
+  cJSON *args, *kwargs;
+  /* COLLECTIVE */
+  int32_t group;      /* index into groups */
+  SgReduceOp reduce;  /* reduce_scatter / all_reduce */
+  /* RECORD / WAIT_EVENT */
+  int32_t event;
+  int32_t coll;       /* WAIT_EVENT of a wait_tensor: index of its COLLECTIVE ins, else -1 */
+  /* FREE */
+  int32_t buffer;
+  /* bucket/: a COLLECTIVE that merges several graph collectives lists them */
+  char **members;
+  int32_t n_members;
+  /* predictions from schedule/'s simulator (microseconds), -1 when none */
+  double est_us, pred_start_us, pred_end_us, pred_exposed_us;
+} SgPlanIns;
+
+typedef struct {
+  double step_us, compute_us, comm_us, exposed_us, lower_bound_us;
+  uint64_t peak_bytes;
+  int32_t collectives, hidden, partial, exposed;
+} SgPlanPrediction;
+
+typedef struct SgPlan {
+  int32_t world_size;
+  SgPlanGroup *groups;
+  int32_t n_groups;
+  int32_t n_streams; /* 1 + n_groups */
+  int32_t n_events;
+  uint64_t arena_bytes;
+  SgPlanBuffer *buffers;
+  int32_t n_buffers;
+  SgPlanValue *values;
+  int32_t n_values;
+  int32_t *inputs, n_inputs;   /* values with SG_INIT_INPUT, in graph order */
+  int32_t *outputs, n_outputs; /* the graph output node's values, in order */
+  SgPlanIns *ins;
+  int32_t n_ins;
+  SgPlanPrediction pred;
+  char *graph;   /* the source graph's file name or description */
+  char *options; /* the schedgraph options that made it, canonical text */
+  uint64_t hash; /* FNV-1a 64 of the canonical JSON with "hash": 0 */
+} SgPlan;
+
+/* (transfer full) An empty plan. */
+SgPlan *sg_plan_new (void);
+void sg_plan_free (SgPlan *plan);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgPlan, sg_plan_free)
+
+/* Canonical JSON text: fixed field order, integers for bytes and ids, fixed
+ * precision for microseconds; identical plans give identical bytes. Sets
+ * plan->hash first. (transfer full) g_free() the result. */
+char *sg_plan_to_json (SgPlan *plan, size_t *len);
+
+/* Writes the plan to @path atomically (temporary file + rename): on failure
+ * nothing is left at @path. */
+bool sg_plan_write_file (SgPlan *plan, const char *path, GError **error);
+
+/* (transfer full) Reads and checks a plan: format, version, hash, every
+ * index in range, streams/events/buffers consistent. NULL with @error. */
+SgPlan *sg_plan_load (const char *path, GError **error);
+SgPlan *sg_plan_load_data (const char *data, size_t len, const char *name, GError **error);
+
+/* Checks the structural rules (indices, lifetimes, event pairing). */
+bool sg_plan_validate (const SgPlan *plan, GError **error);
+
+/* Small accessors the backends share for kernel arguments: the @i-th element
+ * of ins->args as an integer / double / value id / int list. False when
+ * absent or of another type. */
+bool sg_plan_arg_int (const SgPlanIns *ins, int i, int64_t *out);
+bool sg_plan_arg_double (const SgPlanIns *ins, int i, double *out);
+bool sg_plan_arg_value (const SgPlanIns *ins, int i, int32_t *out);
+/* Reads a list of integers (e.g. dims); returns its length or -1. */
+int sg_plan_arg_ints (const SgPlanIns *ins, int i, int64_t *out, int max);
+/* Keyword argument lookup; (transfer none), NULL when absent. */
+const cJSON *sg_plan_kwarg (const SgPlanIns *ins, const char *key);
+
+G_END_DECLS
