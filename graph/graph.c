@@ -70,6 +70,8 @@ sg_graph_free (SgGraph *g)
   users_invalidate (g);
   if (g->cost_model && g->cost_model_free)
     g->cost_model_free (g->cost_model);
+  if (g->implicit_edges)
+    g_array_unref (g->implicit_edges);
   g_free (g);
 }
 

@@ -134,6 +134,10 @@ typedef struct SgGraph {
   /* estimate/'s cost model, opaque here; freed with the graph */
   void *cost_model;
   GDestroyNotify cost_model_free;
+
+  /* bucket/'s statistics of its last run, opaque here; freed with the graph */
+  void *bucket_stats;
+  GDestroyNotify bucket_stats_free;
 } SgGraph;
 
 /* --- construction ------------------------------------------------------- */
@@ -171,6 +175,9 @@ SgNodeId sg_graph_append_json (SgGraph *g, const char *node_json, GError **error
 SgGraph *sg_graph_load (const char *path, GError **error);
 /* Same from memory; @name is used in messages. */
 SgGraph *sg_graph_load_data (const char *data, size_t len, const char *name, GError **error);
+/* sg_graph_load() with the final validator optional (the CLI runs it as its
+ * own timed pass). Everything the loader checks itself is still checked. */
+SgGraph *sg_graph_load_full (const char *path, bool validate, GError **error);
 
 /* Checks every IR invariant and every rule of graph-format.md "Errors":
  * topological ids, references, one output last, groups and sizes, waits on
@@ -298,5 +305,18 @@ bool sg_pass_run (SgGraph *g, const SgConfig *cfg, const SgPass *passes, size_t 
 
 /* Writes a readable, diffable dump of the IR (one line per node). */
 void sg_graph_dump (const SgGraph *g, FILE *out);
+
+/* --- mutation for passes that add and remove nodes (mutate.c) ----------- */
+
+/* Removes every node whose @keep entry (n_nodes entries) is false and
+ * renumbers the rest densely in their current order. Fails, with the graph
+ * unchanged, naming the node, when a kept node reads a removed one or the
+ * output node is removed. */
+bool sg_graph_compact (SgGraph *g, const bool *keep, GError **error);
+
+/* (transfer full) A deep copy of @g (nodes, strings, pools, groups). The
+ * cost model is shared, not owned: the copy must not outlive @g's model.
+ * Side tables of later passes (bucket_stats) are not copied. */
+SgGraph *sg_graph_copy (const SgGraph *g);
 
 G_END_DECLS
