@@ -138,7 +138,20 @@ typedef struct SgGraph {
   /* bucket/'s statistics of its last run, opaque here; freed with the graph */
   void *bucket_stats;
   GDestroyNotify bucket_stats_free;
+
+  /* Implicit (non-data) ordering edges recorded by passes (schedule/,
+   * bucket/): a GArray of SgImplicitEdge, NULL when none. Edges hold node
+   * names (interned in @strings), so they survive sg_graph_permute().
+   * schedule.h has the kinds and helpers; docs/scheduler.md the rules. */
+  GArray *implicit_edges;
 } SgGraph;
+
+/* One implicit edge: @to must run after @from. @kind is an SgEdgeKind
+ * (schedule.h). */
+typedef struct {
+  const char *from, *to;
+  int32_t kind;
+} SgImplicitEdge;
 
 /* --- construction ------------------------------------------------------- */
 
