@@ -72,6 +72,8 @@ sg_graph_free (SgGraph *g)
     g->cost_model_free (g->cost_model);
   if (g->implicit_edges)
     g_array_unref (g->implicit_edges);
+  if (g->bucket_stats && g->bucket_stats_free)
+    g->bucket_stats_free (g->bucket_stats);
   g_free (g);
 }
 

@@ -324,12 +324,12 @@ void sg_graph_dump (const SgGraph *g, FILE *out);
 /* Removes every node whose @keep entry (n_nodes entries) is false and
  * renumbers the rest densely in their current order. Fails, with the graph
  * unchanged, naming the node, when a kept node reads a removed one or the
- * output node is removed. */
+ * output node is removed. Implicit edges touching removed nodes are dropped. */
 bool sg_graph_compact (SgGraph *g, const bool *keep, GError **error);
 
 /* (transfer full) A deep copy of @g (nodes, strings, pools, groups). The
  * cost model is shared, not owned: the copy must not outlive @g's model.
- * Side tables of later passes (bucket_stats) are not copied. */
+ * Implicit edges are copied; bucket_stats is not. */
 SgGraph *sg_graph_copy (const SgGraph *g);
 
 G_END_DECLS

@@ -1,0 +1,130 @@
+/* mutate.c: removing nodes and copying graphs, for passes that rewrite the
+ * IR (bucket/ removes merged collectives and tries merges on copies).
+ *
+ * Mirrors torch.fx's Graph.erase_node / copy.deepcopy(graph) in our dense
+ * IR. Requires: nothing. Invalidates: users (CSR), node ids (compact).
+ */
+#include "graph.h"
+
+#include <string.h>
+
+bool
+sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
+{
+  g_return_val_if_fail (g && keep, false);
+  int32_t n = g->n_nodes;
+  if (g->output != SG_NO_NODE && !keep[g->output]) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_INVALID,
+                 "compact: node '%s': the output node cannot be removed",
+                 g->nodes[g->output].name);
+    return false;
+  }
+  for (SgNodeId i = 0; i < n; i++) {
+    if (!keep[i])
+      continue;
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, i, &k);
+    for (uint32_t j = 0; j < k; j++)
+      if (!keep[in[j]]) {
+        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                     "compact: node '%s' reads '%s', which is being removed", g->nodes[i].name,
+                     g->nodes[in[j]].name);
+        return false;
+      }
+  }
+  /* Implicit edges name their ends: drop those that touch removed nodes. */
+  if (g->implicit_edges) {
+    guint w = 0;
+    for (guint i = 0; i < g->implicit_edges->len; i++) {
+      SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
+      SgNodeId a = sg_graph_lookup (g, e.from), b = sg_graph_lookup (g, e.to);
+      if (a != SG_NO_NODE && b != SG_NO_NODE && keep[a] && keep[b])
+        g_array_index (g->implicit_edges, SgImplicitEdge, w++) = e;
+    }
+    g_array_set_size (g->implicit_edges, w);
+  }
+  g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)n + 1);
+  SgNodeId w = 0;
+  for (SgNodeId i = 0; i < n; i++)
+    new_id[i] = keep[i] ? w++ : SG_NO_NODE;
+  for (SgNodeId i = 0; i < n; i++) {
+    if (!keep[i]) {
+      g_hash_table_remove (g->by_name, g->nodes[i].name);
+      continue;
+    }
+    SgNode *node = &g->nodes[i];
+    SgNodeId *in = &g_array_index (g->inputs, SgNodeId, node->in_first);
+    for (uint32_t j = 0; j < node->n_in; j++)
+      in[j] = new_id[in[j]];
+    g->nodes[new_id[i]] = *node;
+  }
+  g->n_nodes = w;
+  for (SgNodeId i = 0; i < w; i++)
+    g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
+  if (g->output != SG_NO_NODE)
+    g->output = new_id[g->output];
+  g_clear_pointer (&g->user_first, g_free);
+  g_clear_pointer (&g->users, g_free);
+  return true;
+}
+
+static const char *
+copy_str (SgGraph *dst, const char *s, bool unique)
+{
+  return unique ? g_string_chunk_insert (dst->strings, s)
+                : g_string_chunk_insert_const (dst->strings, s);
+}
+
+SgGraph *
+sg_graph_copy (const SgGraph *g)
+{
+  g_return_val_if_fail (g, NULL);
+  SgGraph *c = sg_graph_new (g->world_size, g->rank);
+  g_free (c->source);
+  c->source = g_strdup (g->source);
+  c->cluster_json = g_strdup (g->cluster_json);
+  c->description = g_strdup (g->description);
+  c->n_groups = g->n_groups;
+  c->groups = g_new0 (SgGroup, (size_t)g->n_groups + 1);
+  for (int32_t i = 0; i < g->n_groups; i++) {
+    const SgGroup *s = &g->groups[i];
+    SgGroup *d = &c->groups[i];
+    d->name = g_strdup (s->name);
+    d->n_ranks = s->n_ranks;
+    d->ranks = g_memdup2 (s->ranks, sizeof (int32_t) * (size_t)s->n_ranks);
+    d->n_instances = s->n_instances;
+    d->partition = s->partition ? g_memdup2 (s->partition, sizeof (int32_t) * (size_t)s->n_ranks
+                                                                * (size_t)s->n_instances)
+                                : NULL;
+  }
+  g_array_append_vals (c->dims, g->dims->data, g->dims->len);
+  g_array_append_vals (c->inputs, g->inputs->data, g->inputs->len);
+  g_array_append_vals (c->tuple_metas, g->tuple_metas->data, g->tuple_metas->len);
+  c->nodes_cap = g->n_nodes > 0 ? g->n_nodes : 1;
+  c->nodes = g_new (SgNode, (size_t)c->nodes_cap);
+  c->n_nodes = g->n_nodes;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    SgNode n = g->nodes[i];
+    /* Names and args are unique per node; targets and kwargs repeat. */
+    n.name = copy_str (c, n.name, true);
+    n.target = copy_str (c, n.target, false);
+    n.args_json = copy_str (c, n.args_json, true);
+    n.kwargs_json = copy_str (c, n.kwargs_json, false);
+    c->nodes[i] = n;
+    g_hash_table_insert (c->by_name, (gpointer)c->nodes[i].name, GINT_TO_POINTER (i + 1));
+  }
+  c->output = g->output;
+  if (g->implicit_edges) {
+    c->implicit_edges = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge),
+                                           g->implicit_edges->len);
+    for (guint i = 0; i < g->implicit_edges->len; i++) {
+      SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
+      e.from = copy_str (c, e.from, false);
+      e.to = copy_str (c, e.to, false);
+      g_array_append_val (c->implicit_edges, e);
+    }
+  }
+  c->cost_model = g->cost_model;
+  c->cost_model_free = NULL;
+  return c;
+}
