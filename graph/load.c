@@ -1,0 +1,739 @@
+/* load.c: reads a graph file (graph-format.md, docs/graph-format.md) into the IR.
+ *
+ * Mirrors a streaming reader: the document is never held as one cJSON tree
+ * (that costs ~2 KB per node). The file is mapped, checked to be UTF-8, and
+ * the top-level object is scanned by hand; each top-level value is parsed
+ * alone with cJSON, and `nodes` one element at a time, each handed to
+ * sg_graph_append() and freed. Keys may come in any order: when `nodes`
+ * precedes what it needs (format, version, world_size, groups), it is
+ * skipped by a bracket scanner and parsed after the rest.
+ *
+ * Errors name a line:column for syntax, the field for the header and the
+ * node and field for nodes. A reference to an undefined name is diagnosed
+ * by reading the rest of the file: "forward reference" when the name is
+ * defined later, "cycle" when following references from it leads back to
+ * the referencing node, "dangling" otherwise.
+ *
+ * Requires: nothing. Produces: a graph that passed sg_graph_validate().
+ */
+#include "graph.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FAIL(code, ...)                                                        \
+  do {                                                                         \
+    g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
+    return false;                                                              \
+  } while (0)
+
+/* Mapped pages already parsed are dropped every this many bytes, so a large
+ * file does not stay resident while the IR grows. */
+#define DROP_CHUNK ((size_t)32 << 20)
+#define MAX_WORLD (1 << 20)
+
+typedef struct {
+  const char *data, *end;
+  bool mapped;
+  size_t dropped; /* bytes from data already given back to the kernel */
+  SgGraph *g;     /* created once the header is known */
+  /* header, as seen so far */
+  bool has_format, has_version, has_world, has_rank, has_groups, has_nodes;
+  bool has_cluster, has_description;
+  int64_t world_size, rank;
+  cJSON *groups;
+  const char *nodes_at; /* deferred `nodes` value */
+  char *cluster_json_tmp, *description_tmp;
+} Loader;
+
+/* --- positions and syntax errors -------------------------------------------- */
+
+static void
+line_col (const Loader *ld, const char *p, size_t *line, size_t *col)
+{
+  *line = 1;
+  const char *ls = ld->data;
+  for (const char *q = ld->data; q < p; q++)
+    if (*q == '\n') {
+      (*line)++;
+      ls = q + 1;
+    }
+  *col = (size_t)(p - ls) + 1;
+}
+
+static const char *
+skip_ws (const char *p, const char *end)
+{
+  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
+    p++;
+  return p;
+}
+
+typedef enum { SCAN_OK, SCAN_EOF, SCAN_DEPTH, SCAN_BAD } ScanResult;
+
+/* Finds the end of the JSON value at @p without building it: strings with
+ * escapes, brackets, scalars up to a delimiter. Lenient about scalar
+ * spelling (cJSON checks that when the value is parsed); exact about
+ * structure. *at: the end, or the offending position. */
+static ScanResult
+scan_value (const char *p, const char *end, const char **at)
+{
+  int depth = 0;
+  p = skip_ws (p, end);
+  do {
+    if (p >= end) {
+      *at = end;
+      return SCAN_EOF;
+    }
+    char c = *p;
+    if (c == '"') {
+      for (p++; p < end && *p != '"'; p++)
+        if (*p == '\\')
+          p++;
+      if (p >= end) {
+        *at = end;
+        return SCAN_EOF;
+      }
+      p++;
+    } else if (c == '[' || c == '{') {
+      if (++depth > CJSON_NESTING_LIMIT) {
+        *at = p;
+        return SCAN_DEPTH;
+      }
+      p++;
+    } else if (c == ']' || c == '}') {
+      if (depth == 0) {
+        *at = p;
+        return SCAN_BAD;
+      }
+      depth--;
+      p++;
+    } else if (c == ',' || c == ':') {
+      if (depth == 0) {
+        *at = p;
+        return SCAN_BAD;
+      }
+      p++;
+    } else {
+      const char *s = p;
+      while (p < end && !strchr (",:]}[{\" \t\r\n", *p))
+        p++;
+      if (p == s) {
+        *at = p;
+        return SCAN_BAD;
+      }
+    }
+    p = skip_ws (p, end);
+  } while (depth > 0);
+  *at = p;
+  return SCAN_OK;
+}
+
+static void
+syntax_error (const Loader *ld, const char *p, GError **error, const char *what)
+{
+  size_t line, col;
+  if (p >= ld->end) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_PARSE,
+                 "truncated file: unexpected end after %zu bytes (%s)",
+                 (size_t)(ld->end - ld->data), what);
+    return;
+  }
+  line_col (ld, p, &line, &col);
+  g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_PARSE, "line %zu, column %zu: %s", line, col,
+               what);
+}
+
+/* Parses the value at *p with cJSON; *p moves past it. On failure the
+ * scanner tells a truncated file and too deep nesting from bad syntax. */
+static cJSON *
+parse_value (Loader *ld, const char **p, GError **error)
+{
+  const char *e = NULL;
+  cJSON *v = cJSON_ParseWithLengthOpts (*p, (size_t)(ld->end - *p), &e, false);
+  if (v) {
+    *p = e;
+    return v;
+  }
+  const char *at;
+  switch (scan_value (*p, ld->end, &at)) {
+  case SCAN_EOF:
+    syntax_error (ld, ld->end, error, "a value is not closed");
+    break;
+  case SCAN_DEPTH: {
+    char msg[96];
+    g_snprintf (msg, sizeof msg, "nesting deeper than %d levels", CJSON_NESTING_LIMIT);
+    syntax_error (ld, at, error, msg);
+    break;
+  }
+  default:
+    syntax_error (ld, e && e > *p ? e : *p, error, "malformed JSON");
+    break;
+  }
+  return NULL;
+}
+
+/* Gives parsed pages of a mapped file back (they are clean: re-reading
+ * them, e.g. for a late error message, faults them in again). */
+static void
+drop_parsed (Loader *ld, const char *p)
+{
+  if (!ld->mapped)
+    return;
+  size_t done = (size_t)(p - ld->data);
+  if (done - ld->dropped < DROP_CHUNK)
+    return;
+  size_t page = (size_t)sysconf (_SC_PAGESIZE);
+  size_t from = ld->dropped & ~(page - 1), to = done & ~(page - 1);
+  if (to > from)
+    madvise ((void *)(ld->data + from), to - from, MADV_DONTNEED);
+  ld->dropped = to;
+}
+
+/* --- header ----------------------------------------------------------------- */
+
+static bool
+header_int (const cJSON *v, const char *key, int64_t lo, int64_t hi, int64_t *out, GError **error)
+{
+  if (!cJSON_IsNumber (v) || v->valuedouble != (double)(int64_t)v->valuedouble
+      || v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+    FAIL (SG_GRAPH_ERROR_FORMAT, "%s: expected an integer from %" G_GINT64_FORMAT
+          " to %" G_GINT64_FORMAT, key, lo, hi);
+  *out = (int64_t)v->valuedouble;
+  return true;
+}
+
+static bool
+read_ranks (const cJSON *list, const char *where, GArray *out, GError **error)
+{
+  if (!cJSON_IsArray (list))
+    FAIL (SG_GRAPH_ERROR_GROUP, "%s: expected a list of ranks", where);
+  const cJSON *r;
+  int i = 0;
+  cJSON_ArrayForEach (r, list)
+  {
+    int64_t v;
+    if (!cJSON_IsNumber (r) || r->valuedouble != (double)(int64_t)r->valuedouble
+        || r->valuedouble < 0 || r->valuedouble >= MAX_WORLD)
+      FAIL (SG_GRAPH_ERROR_GROUP, "%s[%d]: expected a rank (an integer >= 0)", where, i);
+    v = (int64_t)r->valuedouble;
+    int32_t v32 = (int32_t)v;
+    g_array_append_val (out, v32);
+    i++;
+  }
+  return true;
+}
+
+static bool
+add_groups (Loader *ld, GError **error)
+{
+  if (!cJSON_IsObject (ld->groups))
+    FAIL (SG_GRAPH_ERROR_GROUP, "groups: expected an object of group name -> {\"ranks\": [...]}");
+  const cJSON *grp;
+  cJSON_ArrayForEach (grp, ld->groups)
+  {
+    g_autofree char *where = g_strdup_printf ("groups.%s.ranks", grp->string);
+    if (!cJSON_IsObject (grp))
+      FAIL (SG_GRAPH_ERROR_GROUP, "groups.%s: expected an object with `ranks`", grp->string);
+    g_autoptr (GArray) ranks = g_array_new (FALSE, FALSE, sizeof (int32_t));
+    g_autoptr (GArray) part = g_array_new (FALSE, FALSE, sizeof (int32_t));
+    if (!read_ranks (cJSON_GetObjectItemCaseSensitive (grp, "ranks"), where, ranks, error))
+      return false;
+    const cJSON *pj = cJSON_GetObjectItemCaseSensitive (grp, "partition");
+    int32_t rows = 0;
+    if (pj && !cJSON_IsNull (pj)) {
+      if (!cJSON_IsArray (pj))
+        FAIL (SG_GRAPH_ERROR_GROUP, "groups.%s.partition: expected a list of rank lists",
+              grp->string);
+      const cJSON *row;
+      cJSON_ArrayForEach (row, pj)
+      {
+        g_autofree char *w = g_strdup_printf ("groups.%s.partition[%d]", grp->string, rows);
+        guint before = part->len;
+        if (!read_ranks (row, w, part, error))
+          return false;
+        if (part->len - before != ranks->len)
+          FAIL (SG_GRAPH_ERROR_GROUP, "%s: %u ranks, but the group has %u", w,
+                part->len - before, ranks->len);
+        rows++;
+      }
+    }
+    if (sg_graph_add_group (ld->g, grp->string, (const int32_t *)(void *)ranks->data,
+                            (int32_t)ranks->len, rows ? (const int32_t *)(void *)part->data : NULL,
+                            rows, error) < 0)
+      return false;
+  }
+  return true;
+}
+
+/* Creates the graph once everything nodes depend on is known. */
+static bool
+header_ready (Loader *ld, GError **error)
+{
+  if (ld->g)
+    return true;
+  if (!(ld->has_format && ld->has_version && ld->has_world && ld->has_groups))
+    return true;
+  ld->g = sg_graph_new ((int32_t)ld->world_size, 0);
+  return add_groups (ld, error);
+}
+
+static bool
+header_key (Loader *ld, const char *key, cJSON *v, GError **error)
+{
+  if (strcmp (key, "format") == 0) {
+    ld->has_format = true;
+    if (!cJSON_IsString (v) || strcmp (v->valuestring, SG_GRAPH_FORMAT) != 0)
+      FAIL (SG_GRAPH_ERROR_FORMAT, "format: expected \"%s\", found %s%s%s", SG_GRAPH_FORMAT,
+            cJSON_IsString (v) ? "\"" : "a non-string",
+            cJSON_IsString (v) ? v->valuestring : "", cJSON_IsString (v) ? "\"" : "");
+  } else if (strcmp (key, "version") == 0) {
+    ld->has_version = true;
+    if (!cJSON_IsNumber (v) || v->valuedouble != SG_GRAPH_VERSION)
+      FAIL (SG_GRAPH_ERROR_FORMAT,
+            "version: this schedgraph reads version %d; the file has %s%g", SG_GRAPH_VERSION,
+            cJSON_IsNumber (v) ? "version " : "a non-number ",
+            cJSON_IsNumber (v) ? v->valuedouble : 0.0);
+  } else if (strcmp (key, "world_size") == 0) {
+    ld->has_world = true;
+    if (!header_int (v, "world_size", 1, MAX_WORLD, &ld->world_size, error))
+      return false;
+  } else if (strcmp (key, "rank") == 0) {
+    ld->has_rank = true;
+    if (!header_int (v, "rank", 0, MAX_WORLD - 1, &ld->rank, error))
+      return false;
+  } else if (strcmp (key, "groups") == 0) {
+    ld->has_groups = true;
+    ld->groups = v;
+    return header_ready (ld, error); /* keeps v */
+  } else if (strcmp (key, "cluster") == 0) {
+    ld->has_cluster = true;
+    if (!cJSON_IsObject (v))
+      FAIL (SG_GRAPH_ERROR_FORMAT, "cluster: expected an object");
+  } else if (strcmp (key, "description") == 0) {
+    ld->has_description = true;
+    if (!cJSON_IsString (v))
+      FAIL (SG_GRAPH_ERROR_FORMAT, "description: expected a string");
+  }
+  return header_ready (ld, error);
+}
+
+/* --- reference diagnosis ---------------------------------------------------- */
+
+/* First {"node": NAME} in @v (depth first, the order graph.c walks) whose
+ * name is not defined yet; @path receives its location. */
+static const char *
+first_undefined (const SgGraph *g, const cJSON *v, GString *path)
+{
+  if (cJSON_IsObject (v)) {
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
+    if (cJSON_IsString (ref) && cJSON_GetArraySize (v) == 1)
+      return sg_graph_lookup (g, ref->valuestring) == SG_NO_NODE ? ref->valuestring : NULL;
+  }
+  if (!cJSON_IsArray (v) && !cJSON_IsObject (v))
+    return NULL;
+  gsize len = path->len;
+  int i = 0;
+  const cJSON *c;
+  cJSON_ArrayForEach (c, v)
+  {
+    if (cJSON_IsArray (v))
+      g_string_append_printf (path, "[%d]", i);
+    else
+      g_string_append_printf (path, ".%s", c->string);
+    const char *r = first_undefined (g, c, path);
+    if (r)
+      return r;
+    g_string_truncate (path, len);
+    i++;
+  }
+  return NULL;
+}
+
+static void
+collect_refs (const cJSON *v, GPtrArray *out)
+{
+  if (cJSON_IsObject (v)) {
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
+    if (cJSON_IsString (ref)) {
+      g_ptr_array_add (out, g_strdup (ref->valuestring));
+      return;
+    }
+  }
+  if (cJSON_IsArray (v) || cJSON_IsObject (v)) {
+    const cJSON *c;
+    cJSON_ArrayForEach (c, v) collect_refs (c, out);
+  }
+}
+
+typedef struct {
+  int index;      /* position in `nodes` */
+  GPtrArray *refs; /* names */
+  const char *parent; /* BFS: the name we came from */
+  bool seen;
+} Later;
+
+static void
+later_free (gpointer p)
+{
+  Later *l = p;
+  g_ptr_array_unref (l->refs);
+  g_free (l);
+}
+
+/* Replaces the append error for node @name (index @index) whose reference
+ * to @missing at @field does not resolve; @rest points after the node. */
+static void
+diagnose_ref (Loader *ld, const char *name, int index, const char *field, const char *missing,
+              const char *rest, GError **error)
+{
+  g_clear_error (error);
+  if (strcmp (missing, name) == 0) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
+                 "node '%s': %s: refers to itself (a cycle)", name, field);
+    return;
+  }
+  /* Names and references of every later node (the error path only). */
+  g_autoptr (GHashTable) later = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, later_free);
+  const char *p = skip_ws (rest, ld->end);
+  int k = index + 1;
+  while (p < ld->end && *p == ',') {
+    const char *e = NULL;
+    cJSON *obj = cJSON_ParseWithLengthOpts (p + 1, (size_t)(ld->end - p - 1), &e, false);
+    if (!obj)
+      break;
+    const cJSON *jn = cJSON_GetObjectItemCaseSensitive (obj, "name");
+    if (cJSON_IsString (jn) && !g_hash_table_contains (later, jn->valuestring)) {
+      Later *l = g_new0 (Later, 1);
+      l->index = k;
+      l->refs = g_ptr_array_new_with_free_func (g_free);
+      collect_refs (cJSON_GetObjectItemCaseSensitive (obj, "args"), l->refs);
+      collect_refs (cJSON_GetObjectItemCaseSensitive (obj, "kwargs"), l->refs);
+      g_hash_table_insert (later, g_strdup (jn->valuestring), l);
+    }
+    cJSON_Delete (obj);
+    p = skip_ws (e, ld->end);
+    k++;
+  }
+  Later *target = g_hash_table_lookup (later, missing);
+  if (!target) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                 "node '%s': %s: dangling reference to '%s', which no node defines", name, field,
+                 missing);
+    return;
+  }
+  /* Breadth first from @missing through later nodes' references. */
+  GQueue q = G_QUEUE_INIT;
+  g_queue_push_tail (&q, (gpointer)missing);
+  target->seen = true;
+  const char *closing = NULL;
+  while (!closing && !g_queue_is_empty (&q)) {
+    const char *cur = g_queue_pop_head (&q);
+    Later *l = g_hash_table_lookup (later, cur);
+    for (guint i = 0; i < l->refs->len; i++) {
+      const char *r = g_ptr_array_index (l->refs, i);
+      if (strcmp (r, name) == 0) {
+        closing = cur;
+        break;
+      }
+      Later *lr = g_hash_table_lookup (later, r);
+      if (lr && !lr->seen) {
+        lr->seen = true;
+        lr->parent = cur;
+        g_queue_push_tail (&q, (gpointer)r);
+      }
+    }
+  }
+  g_queue_clear (&q);
+  if (!closing) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                 "node '%s': %s: forward reference to '%s' (node #%d, defined later); nodes "
+                 "must be in topological order",
+                 name, field, missing, target->index);
+    return;
+  }
+  /* closing -> ... -> missing, reversed along parents. */
+  g_autoptr (GPtrArray) chain = g_ptr_array_new ();
+  for (const char *c = closing; c; c = ((Later *)g_hash_table_lookup (later, c))->parent)
+    g_ptr_array_add (chain, (gpointer)c);
+  GString *s = g_string_new (name);
+  for (guint i = chain->len; i-- > 0;)
+    g_string_append_printf (s, " -> %s", (const char *)g_ptr_array_index (chain, i));
+  g_string_append_printf (s, " -> %s", name);
+  g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE, "node '%s': %s: cycle: %s", name,
+               field, s->str);
+  g_string_free (s, TRUE);
+}
+
+/* --- nodes ------------------------------------------------------------------ */
+
+static bool
+parse_nodes (Loader *ld, const char **pp, GError **error)
+{
+  SgGraph *g = ld->g;
+  const char *p = *pp;
+  if (*p != '[') {
+    syntax_error (ld, p, error, "nodes: expected a list of node objects");
+    return false;
+  }
+  p = skip_ws (p + 1, ld->end);
+  if (p < ld->end && *p == ']') {
+    *pp = p + 1;
+    return true;
+  }
+  for (int index = 0;; index++) {
+    cJSON *obj = parse_value (ld, &p, error);
+    if (!obj)
+      return false;
+    const cJSON *jop = cJSON_GetObjectItemCaseSensitive (obj, "op");
+    if (g->output != SG_NO_NODE && !(cJSON_IsString (jop) && strcmp (jop->valuestring, "output") == 0)) {
+      const cJSON *jn = cJSON_GetObjectItemCaseSensitive (obj, "name");
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_INVALID,
+                   "node '%s' (#%d): comes after the output node '%s'; output must be last",
+                   cJSON_IsString (jn) ? jn->valuestring : "?", index, g->nodes[g->output].name);
+      cJSON_Delete (obj);
+      return false;
+    }
+    if (sg_graph_append (g, obj, error) == SG_NO_NODE) {
+      const cJSON *jn = cJSON_GetObjectItemCaseSensitive (obj, "name");
+      if (g_error_matches (*error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF) && cJSON_IsString (jn)
+          && sg_graph_lookup (g, jn->valuestring) == SG_NO_NODE) {
+        const char *fields[] = { "args", "kwargs" };
+        for (size_t f = 0; f < G_N_ELEMENTS (fields); f++) {
+          g_autoptr (GString) path = g_string_new (fields[f]);
+          const char *missing
+              = first_undefined (g, cJSON_GetObjectItemCaseSensitive (obj, fields[f]), path);
+          if (missing) {
+            diagnose_ref (ld, jn->valuestring, index, path->str, missing, p, error);
+            break;
+          }
+        }
+      }
+      cJSON_Delete (obj);
+      return false;
+    }
+    cJSON_Delete (obj);
+    drop_parsed (ld, p);
+    p = skip_ws (p, ld->end);
+    if (p >= ld->end) {
+      syntax_error (ld, p, error, "the nodes list is not closed");
+      return false;
+    }
+    if (*p == ']') {
+      *pp = p + 1;
+      return true;
+    }
+    if (*p != ',') {
+      syntax_error (ld, p, error, "nodes: expected ',' or ']' after a node");
+      return false;
+    }
+    p++;
+  }
+}
+
+/* --- document --------------------------------------------------------------- */
+
+static bool
+parse_document (Loader *ld, GError **error)
+{
+  const char *p = skip_ws (ld->data, ld->end);
+  if (p >= ld->end)
+    FAIL (SG_GRAPH_ERROR_IO, "empty file");
+  if (*p != '{') {
+    syntax_error (ld, p, error, "expected a JSON object ({ ... }) at the top level");
+    return false;
+  }
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  p = skip_ws (p + 1, ld->end);
+  if (p < ld->end && *p == '}')
+    p++;
+  else
+    for (;;) {
+      p = skip_ws (p, ld->end);
+      if (p >= ld->end || *p != '"') {
+        syntax_error (ld, p, error, "expected a key (a string)");
+        return false;
+      }
+      cJSON *jkey = parse_value (ld, &p, error);
+      if (!jkey)
+        return false;
+      g_autofree char *key = g_strdup (jkey->valuestring);
+      cJSON_Delete (jkey);
+      if (!g_hash_table_add (seen, g_strdup (key)))
+        FAIL (SG_GRAPH_ERROR_FORMAT, "%s: top-level key given twice", key);
+      p = skip_ws (p, ld->end);
+      if (p >= ld->end || *p != ':') {
+        syntax_error (ld, p, error, "expected ':' after a key");
+        return false;
+      }
+      p = skip_ws (p + 1, ld->end);
+      if (strcmp (key, "nodes") == 0) {
+        ld->has_nodes = true;
+        if (ld->g) {
+          if (!parse_nodes (ld, &p, error))
+            return false;
+        } else {
+          /* Parsed (and checked strictly) once the header is complete. */
+          ld->nodes_at = p;
+          ScanResult r = scan_value (p, ld->end, &p);
+          if (r == SCAN_EOF) {
+            syntax_error (ld, ld->end, error, "the nodes list is not closed");
+            return false;
+          }
+          if (r != SCAN_OK) {
+            syntax_error (ld, p, error,
+                          r == SCAN_DEPTH ? "nesting deeper than the JSON parser's limit"
+                                          : "malformed JSON");
+            return false;
+          }
+        }
+      } else {
+        cJSON *v = parse_value (ld, &p, error);
+        if (!v)
+          return false;
+        bool keep = strcmp (key, "groups") == 0;
+        if (strcmp (key, "cluster") == 0 && cJSON_IsObject (v))
+          ld->cluster_json_tmp = cJSON_PrintUnformatted (v);
+        bool ok = header_key (ld, key, v, error);
+        if (strcmp (key, "description") == 0 && cJSON_IsString (v))
+          ld->description_tmp = g_strdup (v->valuestring);
+        if (!keep)
+          cJSON_Delete (v);
+        if (!ok)
+          return false;
+      }
+      p = skip_ws (p, ld->end);
+      if (p < ld->end && *p == '}') {
+        p++;
+        break;
+      }
+      if (p >= ld->end || *p != ',') {
+        syntax_error (ld, p, error, "expected ',' or '}' after a top-level value");
+        return false;
+      }
+      p++;
+    }
+  p = skip_ws (p, ld->end);
+  if (p < ld->end) {
+    syntax_error (ld, p, error, "unexpected text after the top-level object");
+    return false;
+  }
+  const char *missing = !ld->has_format    ? "format"
+                        : !ld->has_version ? "version"
+                        : !ld->has_world   ? "world_size"
+                        : !ld->has_groups  ? "groups"
+                        : !ld->has_nodes   ? "nodes"
+                                           : NULL;
+  if (missing)
+    FAIL (SG_GRAPH_ERROR_FORMAT, "%s: required top-level key is missing", missing);
+  if (ld->rank >= ld->world_size)
+    FAIL (SG_GRAPH_ERROR_FORMAT, "rank: %" G_GINT64_FORMAT " is outside world_size %" G_GINT64_FORMAT,
+          ld->rank, ld->world_size);
+  if (ld->nodes_at) {
+    const char *q = ld->nodes_at;
+    if (!parse_nodes (ld, &q, error))
+      return false;
+  }
+  SgGraph *g = ld->g;
+  g->rank = (int32_t)ld->rank;
+  if (g->n_nodes == 0)
+    FAIL (SG_GRAPH_ERROR_FORMAT, "nodes: the list is empty (an output node is required)");
+  if (g->output == SG_NO_NODE)
+    FAIL (SG_GRAPH_ERROR_INVALID, "nodes: no node has op 'output' (exactly one is required, last)");
+  return true;
+}
+
+static SgGraph *
+load_buffer (const char *data, size_t len, bool mapped, const char *name, bool validate,
+             GError **error)
+{
+  g_return_val_if_fail (data || len == 0, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+  const char *bad;
+  if (len && !g_utf8_validate (data, (gssize)len, &bad)) {
+    Loader tmp = { .data = data, .end = data + len };
+    size_t line, col;
+    line_col (&tmp, bad, &line, &col);
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_PARSE,
+                 "byte %zu (line %zu, column %zu): %s", (size_t)(bad - data), line, col,
+                 *bad ? "invalid UTF-8" : "NUL byte (not allowed in JSON text)");
+    return NULL;
+  }
+  Loader ld = { .data = data, .end = data + len, .mapped = mapped };
+  bool ok = parse_document (&ld, error);
+  cJSON_Delete (ld.groups);
+  SgGraph *g = ld.g;
+  if (ok) {
+    g_free (g->source);
+    g->source = g_strdup (name);
+    g->cluster_json = g_steal_pointer (&ld.cluster_json_tmp);
+    g->description = g_steal_pointer (&ld.description_tmp);
+    if (validate)
+      ok = sg_graph_validate (g, error);
+  }
+  cJSON_free (ld.cluster_json_tmp);
+  g_free (ld.description_tmp);
+  if (!ok) {
+    sg_graph_free (g);
+    return NULL;
+  }
+  return g;
+}
+
+SgGraph *
+sg_graph_load_data (const char *data, size_t len, const char *name, GError **error)
+{
+  return load_buffer (data, len, false, name, true, error);
+}
+
+SgGraph *
+sg_graph_load_full (const char *path, bool validate, GError **error)
+{
+  g_return_val_if_fail (path != NULL, NULL);
+  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int e = errno;
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_IO, "cannot open: %s", g_strerror (e));
+    return NULL;
+  }
+  struct stat st;
+  const char *why = NULL;
+  if (fstat (fd, &st) != 0)
+    why = g_strerror (errno);
+  else if (S_ISDIR (st.st_mode))
+    why = "is a directory, not a graph file";
+  else if (!S_ISREG (st.st_mode))
+    why = "not a regular file";
+  if (why) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_IO, "%s", why);
+    close (fd);
+    return NULL;
+  }
+  size_t len = (size_t)st.st_size;
+  void *data = NULL;
+  if (len) {
+    data = mmap (NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data == MAP_FAILED) {
+      int e = errno;
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_IO, "cannot read: %s", g_strerror (e));
+      close (fd);
+      return NULL;
+    }
+    madvise (data, len, MADV_SEQUENTIAL);
+  }
+  close (fd);
+  SgGraph *g = load_buffer (data, len, true, path, validate, error);
+  if (len)
+    munmap (data, len);
+  return g;
+}
+
+SgGraph *
+sg_graph_load (const char *path, GError **error)
+{
+  return sg_graph_load_full (path, true, error);
+}

@@ -1,0 +1,133 @@
+/* pass.c: configuration defaults, the pass runner and the IR dump.
+ *
+ * Mirrors the pass managers of QBE and Mesa: passes share one signature,
+ * the runner times each one, runs the validator after each when asked
+ * (on by default in debug builds: the CLI sets cfg->validate_between) and
+ * dumps the IR after a named pass. The dump is diffable: fixed field order,
+ * integers for bytes, no pointers, no hash order.
+ *
+ * Requires: nothing. Invalidates: whatever the passes it runs invalidate.
+ */
+#include "graph.h"
+
+#include <string.h>
+
+void
+sg_config_init (SgConfig *cfg)
+{
+  g_return_if_fail (cfg != NULL);
+  *cfg = (SgConfig){
+    .cluster = NULL,
+    .profile = NULL,
+    .reorder = true,
+    .max_in_flight_bytes = 0,
+    .max_peak_increase = 0.05,
+    .prefetch_limit = 0,
+    .bucket = true,
+    .bucket_cap_bytes = (uint64_t)256 << 20,
+    .validate_between = false,
+    .dump_pass = NULL,
+    .dump_file = NULL,
+  };
+}
+
+static bool
+dump_wanted (const SgConfig *cfg, const char *pass)
+{
+  return cfg->dump_pass && (strcmp (cfg->dump_pass, pass) == 0 || strcmp (cfg->dump_pass, "all") == 0);
+}
+
+bool
+sg_pass_run (SgGraph *g, const SgConfig *cfg, const SgPass *passes, size_t n_passes,
+             SgPassTime *times, GError **error)
+{
+  g_return_val_if_fail (g != NULL && cfg != NULL, false);
+  g_return_val_if_fail (passes != NULL || n_passes == 0, false);
+  g_return_val_if_fail (error == NULL || *error == NULL, false);
+  for (size_t i = 0; i < n_passes; i++) {
+    const SgPass *p = &passes[i];
+    gint64 t0 = g_get_monotonic_time ();
+    bool ok = p->run (g, cfg, error);
+    if (times)
+      times[i] = (SgPassTime){ p->name, (double)(g_get_monotonic_time () - t0) / 1000.0 };
+    if (!ok) {
+      g_prefix_error (error, "%s: ", p->name);
+      return false;
+    }
+    if (cfg->validate_between && !sg_graph_validate (g, error)) {
+      g_prefix_error (error, "invalid IR after pass '%s' (a schedgraph bug): ", p->name);
+      return false;
+    }
+    if (dump_wanted (cfg, p->name)) {
+      FILE *out = cfg->dump_file ? cfg->dump_file : stderr;
+      fprintf (out, "# after %s\n", p->name);
+      sg_graph_dump (g, out);
+    }
+  }
+  return true;
+}
+
+static void
+dump_meta (const SgGraph *g, const SgMeta *m, FILE *out)
+{
+  if (m->ndim < 0) {
+    fputs ("-", out);
+    return;
+  }
+  const int64_t *sh = sg_meta_shape (g, m), *st = sg_meta_stride (g, m);
+  fprintf (out, "%s[", sg_dtype_name (m->dtype));
+  for (int32_t d = 0; d < m->ndim; d++)
+    fprintf (out, "%s%" G_GINT64_FORMAT, d ? "," : "", sh[d]);
+  fputs ("]/[", out);
+  for (int32_t d = 0; d < m->ndim; d++)
+    fprintf (out, "%s%" G_GINT64_FORMAT, d ? "," : "", st[d]);
+  fputs ("]", out);
+}
+
+void
+sg_graph_dump (const SgGraph *g, FILE *out)
+{
+  g_return_if_fail (g != NULL && out != NULL);
+  fprintf (out, "graph %s: world_size %d rank %d, %d nodes, %d groups\n", g->source,
+           g->world_size, g->rank, g->n_nodes, g->n_groups);
+  for (int32_t i = 0; i < g->n_groups; i++) {
+    const SgGroup *grp = &g->groups[i];
+    fprintf (out, "group %d '%s' ranks [", i, grp->name);
+    for (int32_t r = 0; r < grp->n_ranks; r++)
+      fprintf (out, "%s%d", r ? "," : "", grp->ranks[r]);
+    fprintf (out, "] instances %d\n", grp->n_instances);
+  }
+  for (SgNodeId id = 0; id < g->n_nodes; id++) {
+    const SgNode *n = &g->nodes[id];
+    fprintf (out, "%d %s = %s(", id, n->name, sg_op_name (n->kind));
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, id, &k);
+    for (uint32_t j = 0; j < k; j++)
+      fprintf (out, "%s%s", j ? ", " : "", g->nodes[in[j]].name);
+    fputs (") : ", out);
+    if (n->n_tuple) {
+      fputs ("(", out);
+      for (uint32_t t = 0; t < n->n_tuple; t++) {
+        if (t)
+          fputs (", ", out);
+        dump_meta (g, sg_node_tuple_meta (g, id, t), out);
+      }
+      fputs (")", out);
+    } else {
+      dump_meta (g, &n->meta, out);
+    }
+    if (n->group >= 0)
+      fprintf (out, " group '%s' size %d", g->groups[n->group].name, n->group_size);
+    if (n->reduce != SG_REDUCE_NONE)
+      fprintf (out, " reduce %s", sg_reduce_name (n->reduce));
+    if (n->getitem_index >= 0)
+      fprintf (out, " index %d", n->getitem_index);
+    if (n->kind == SG_OP_UNKNOWN)
+      fprintf (out, " target %s", n->target);
+    if (!isnan (n->cost_us))
+      fprintf (out, " cost_us %.3f", n->cost_us);
+    if (n->est_src != SG_COST_NONE)
+      fprintf (out, " est_us %.3f (%s)", n->est_us, sg_cost_source_name (n->est_src));
+    fputc ('\n', out);
+  }
+}

@@ -1,0 +1,263 @@
+/* validate.c: the IR validator (Mesa's nir_validate for schedgraph).
+ *
+ * Checks every invariant of graph.h and every rule under "Errors" of
+ * graph-format.md on the IR as it is, whoever built it: the loader, the
+ * test builder, or a pass that just rewrote it. It runs after loading and,
+ * in test and debug builds, after every pass (sg_pass_run). Each rule has
+ * its own message naming the node and the field. Linear in nodes + edges.
+ *
+ * Requires: nothing (it trusts no derived table). Invalidates: nothing.
+ */
+#include "graph.h"
+
+#include <string.h>
+
+#define VFAIL(code, ...)                                                       \
+  do {                                                                         \
+    g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
+    return false;                                                              \
+  } while (0)
+
+#define MAX_EXTENT ((uint64_t)1 << 62)
+
+static bool
+validate_groups (const SgGraph *g, GError **error)
+{
+  for (int32_t i = 0; i < g->n_groups; i++) {
+    const SgGroup *grp = &g->groups[i];
+    if (!grp->name || !grp->ranks || grp->n_ranks <= 0)
+      VFAIL (SG_GRAPH_ERROR_GROUP, "groups[%d]: no name or no ranks", i);
+    for (int32_t j = i + 1; j < g->n_groups; j++)
+      if (strcmp (grp->name, g->groups[j].name) == 0)
+        VFAIL (SG_GRAPH_ERROR_GROUP, "groups.%s: defined twice", grp->name);
+    bool has_rank = false;
+    for (int32_t r = 0; r < grp->n_ranks; r++) {
+      if (grp->ranks[r] < 0 || grp->ranks[r] >= g->world_size
+          || (r && grp->ranks[r] <= grp->ranks[r - 1]))
+        VFAIL (SG_GRAPH_ERROR_GROUP,
+               "groups.%s.ranks[%d]: rank %d is outside the world of %d or not ascending",
+               grp->name, r, grp->ranks[r], g->world_size);
+      has_rank |= grp->ranks[r] == g->rank;
+    }
+    if (!has_rank)
+      VFAIL (SG_GRAPH_ERROR_GROUP,
+             "groups.%s.ranks: does not contain this graph's rank %d (groups are listed as the "
+             "graph's rank sees them)",
+             grp->name, g->rank);
+    if (!grp->partition || (int64_t)grp->n_instances * grp->n_ranks != g->world_size)
+      VFAIL (SG_GRAPH_ERROR_GROUP, "groups.%s.partition: %d instances of %d ranks do not cover "
+             "world_size %d", grp->name, grp->n_instances, grp->n_ranks, g->world_size);
+    g_autofree uint8_t *seen = g_new0 (uint8_t, (size_t)g->world_size);
+    for (int32_t k = 0; k < g->world_size; k++) {
+      int32_t r = grp->partition[k];
+      if (r < 0 || r >= g->world_size || seen[r])
+        VFAIL (SG_GRAPH_ERROR_GROUP, "groups.%s.partition: rank %d is %s", grp->name, r,
+               (r < 0 || r >= g->world_size) ? "outside the world" : "in two instances");
+      seen[r] = 1;
+    }
+  }
+  return true;
+}
+
+static bool
+validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, const char *field,
+               GError **error)
+{
+  if (m->ndim < 0)
+    return true;
+  if (m->ndim > SG_MAX_DIMS)
+    VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: %d dimensions (at most %d)", n->name,
+           field, m->ndim, SG_MAX_DIMS);
+  if ((uint64_t)m->first + 2 * (uint64_t)m->ndim > g->dims->len)
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': %s: dims outside the pool", n->name, field);
+  if (m->dtype <= SG_DTYPE_INVALID || m->dtype >= SG_DTYPE_N)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s.dtype: not a known dtype", n->name, field);
+  const int64_t *sh = sg_meta_shape (g, m), *st = sg_meta_stride (g, m);
+  uint64_t numel = 1;
+  for (int32_t d = 0; d < m->ndim; d++) {
+    if (sh[d] < 0)
+      VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape[%d]: negative extent %" G_GINT64_FORMAT,
+             n->name, field, d, sh[d]);
+    if (st[d] < 0)
+      VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride[%d]: negative stride %" G_GINT64_FORMAT,
+             n->name, field, d, st[d]);
+    if (sh[d] && numel > MAX_EXTENT / (uint64_t)sh[d])
+      VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", n->name,
+             field);
+    numel *= (uint64_t)sh[d];
+  }
+  if (numel > MAX_EXTENT / sg_dtype_size (m->dtype))
+    VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name, field);
+  return true;
+}
+
+/* Element count as the collective rules compare them; 0 when unknown. */
+static uint64_t
+numel_of (const SgGraph *g, const SgMeta *m)
+{
+  return m->ndim < 0 ? 0 : sg_meta_numel (g, m);
+}
+
+static bool
+validate_collective (const SgGraph *g, SgNodeId id, GError **error)
+{
+  const SgNode *n = &g->nodes[id];
+  const SgOpInfo *info = sg_op_info (n->kind);
+  if (n->group < 0 || n->group >= g->n_groups)
+    VFAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: group index %d is not in `groups`",
+           n->name, info->group_arg, n->group);
+  const SgGroup *grp = &g->groups[n->group];
+  if (n->group_size != grp->n_ranks)
+    VFAIL (SG_GRAPH_ERROR_GROUP,
+           "node '%s': args[%d]: group size %d disagrees with group '%s' of %d ranks", n->name,
+           info->size_arg >= 0 ? info->size_arg : info->group_arg, n->group_size, grp->name,
+           grp->n_ranks);
+  if (n->n_in == 0)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0]: a collective needs an input tensor",
+           n->name);
+  if (info->reduce_arg >= 0 && n->reduce == SG_REDUCE_NONE)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[%d]: no reduce op", n->name, info->reduce_arg);
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  uint64_t ie = numel_of (g, &g->nodes[in[0]].meta), oe = numel_of (g, &n->meta);
+  uint64_t size = (uint64_t)grp->n_ranks;
+  if (g->nodes[in[0]].meta.ndim >= 0 && n->meta.ndim >= 0) {
+    bool ok = true;
+    if (n->kind == SG_OP_ALL_GATHER)
+      ok = oe == ie * size;
+    else if (n->kind == SG_OP_REDUCE_SCATTER)
+      ok = ie == oe * size;
+    else if (n->kind == SG_OP_ALL_REDUCE || n->kind == SG_OP_BROADCAST)
+      ok = ie == oe;
+    if (!ok)
+      VFAIL (SG_GRAPH_ERROR_GROUP,
+             "node '%s': meta.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
+             " in disagrees with group '%s' of %d ranks",
+             n->name, oe, ie, grp->name, grp->n_ranks);
+  }
+  return true;
+}
+
+static bool
+validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, GError **error)
+{
+  const SgNode *n = &g->nodes[id];
+  if (!n->name || !n->name[0])
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node #%d: name: missing", id);
+  if (sg_graph_lookup (g, n->name) != id)
+    VFAIL (SG_GRAPH_ERROR_REF, "node '%s' (#%d): name: duplicate name or stale name table (it "
+           "resolves to #%d)", n->name, id, sg_graph_lookup (g, n->name));
+  if (!n->target || !n->args_json || !n->kwargs_json)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': target/args/kwargs: missing", n->name);
+  if ((unsigned)n->op > SG_NODE_OUTPUT)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': op: unknown op %d", n->name, (int)n->op);
+  if ((unsigned)n->kind >= SG_OP_N_KINDS)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': target: op kind %d outside the op table", n->name,
+           (int)n->kind);
+  static const SgOpKind structural[] = { SG_OP_PLACEHOLDER, SG_OP_GET_ATTR, SG_OP_UNKNOWN,
+                                         SG_OP_OUTPUT };
+  if (n->op != SG_NODE_CALL && n->kind != structural[n->op])
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': op: '%s' node has kind '%s'", n->name,
+           n->op == SG_NODE_OUTPUT ? "output" : "placeholder/get_attr", sg_op_name (n->kind));
+  if (n->op == SG_NODE_CALL
+      && (n->kind == SG_OP_PLACEHOLDER || n->kind == SG_OP_GET_ATTR || n->kind == SG_OP_OUTPUT))
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': op: call_function with structural kind '%s'",
+           n->name, sg_op_name (n->kind));
+  if (n->op == SG_NODE_OUTPUT && id != g->n_nodes - 1)
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s' (#%d): op: the output node must be last (#%d)",
+           n->name, id, g->n_nodes - 1);
+  if ((n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR) && n->n_in)
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args: a %s takes no node references", n->name,
+           n->op == SG_NODE_PLACEHOLDER ? "placeholder" : "get_attr");
+  if ((uint64_t)n->in_first + n->n_in > g->inputs->len)
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': inputs outside the pool", n->name);
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  for (uint32_t j = 0; j < k; j++) {
+    if (in[j] == id)
+      VFAIL (SG_GRAPH_ERROR_CYCLE, "node '%s': args: refers to itself (a cycle)", n->name);
+    if (in[j] < 0 || in[j] >= g->n_nodes)
+      VFAIL (SG_GRAPH_ERROR_REF, "node '%s': args: dangling input id %d", n->name, in[j]);
+    if (in[j] > id)
+      VFAIL (SG_GRAPH_ERROR_CYCLE,
+             "node '%s' (#%d): args: input '%s' (#%d) comes after it (forward reference or "
+             "cycle: ids must be topological)",
+             n->name, id, g->nodes[in[j]].name, in[j]);
+    if (g->nodes[in[j]].op == SG_NODE_OUTPUT)
+      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args: uses the output node", n->name);
+    for (uint32_t i = 0; i < j; i++)
+      if (in[i] == in[j])
+        VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': inputs: '%s' listed twice", n->name,
+               g->nodes[in[j]].name);
+  }
+  if (!(isnan (n->cost_us) || (n->cost_us >= 0 && n->cost_us < 1e12)))
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': cost_us: %g is not a time >= 0", n->name,
+           n->cost_us);
+  if (n->n_tuple) {
+    if ((uint64_t)n->tuple_first + n->n_tuple > g->tuple_metas->len)
+      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': meta.tuple outside the pool", n->name);
+    for (uint32_t t = 0; t < n->n_tuple; t++) {
+      char field[32];
+      g_snprintf (field, sizeof field, "meta.tuple[%u]", t);
+      if (!validate_meta (g, n, sg_node_tuple_meta (g, id, t), field, error))
+        return false;
+    }
+  } else if (!validate_meta (g, n, &n->meta, "meta", error)) {
+    return false;
+  }
+
+  if (sg_op_is_collective (n->kind)) {
+    if (!validate_collective (g, id, error))
+      return false;
+  } else if (n->group != -1) {
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': group: set on a non-collective", n->name);
+  }
+  if (n->kind == SG_OP_WAIT) {
+    if (k == 0 || !sg_op_is_collective (g->nodes[in[0]].kind))
+      VFAIL (SG_GRAPH_ERROR_INVALID,
+             "node '%s': args[0]: wait_tensor must wait on a collective%s%s%s", n->name,
+             k ? " ('" : "", k ? g->nodes[in[0]].name : "", k ? "' is not one)" : "");
+    if (waits_on[in[0]] != 0)
+      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args[0]: collective '%s' is already waited on "
+             "by '%s'", n->name, g->nodes[in[0]].name, g->nodes[waits_on[in[0]] - 1].name);
+    waits_on[in[0]] = (uint32_t)id + 1;
+  }
+  if (n->kind == SG_OP_GETITEM) {
+    if (k != 1 || n->getitem_index < 0)
+      VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args: getitem takes (node, index >= 0)", n->name);
+    const SgNode *src = &g->nodes[in[0]];
+    if (src->n_tuple && (uint32_t)n->getitem_index >= src->n_tuple)
+      VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[1]: index %d out of range for '%s' (a "
+             "tuple of %u)", n->name, n->getitem_index, src->name, src->n_tuple);
+  } else if (n->getitem_index != -1) {
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': getitem index set on a '%s' node", n->name,
+           sg_op_name (n->kind));
+  }
+  return true;
+}
+
+bool
+sg_graph_validate (const SgGraph *g, GError **error)
+{
+  g_return_val_if_fail (g != NULL, false);
+  g_return_val_if_fail (error == NULL || *error == NULL, false);
+  if (g->world_size < 1 || g->rank < 0 || g->rank >= g->world_size)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "rank: %d is outside world_size %d", g->rank, g->world_size);
+  if (!validate_groups (g, error))
+    return false;
+  if (g->n_nodes == 0)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "nodes: the graph is empty (an output node is required)");
+  if (g->output == SG_NO_NODE)
+    VFAIL (SG_GRAPH_ERROR_INVALID, "nodes: no node has op 'output' (exactly one is required, last)");
+  if (g->output != g->n_nodes - 1 || g->nodes[g->output].op != SG_NODE_OUTPUT)
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s' (#%d): the graph's output must be the last node "
+           "(#%d) with op 'output'", g->nodes[g->output].name, g->output, g->n_nodes - 1);
+  if (g_hash_table_size (g->by_name) != (guint)g->n_nodes)
+    VFAIL (SG_GRAPH_ERROR_REF, "nodes: %u names for %d nodes (duplicate or stale names)",
+           g_hash_table_size (g->by_name), g->n_nodes);
+  g_autofree uint32_t *waits_on = g_new0 (uint32_t, (size_t)g->n_nodes);
+  for (SgNodeId id = 0; id < g->n_nodes; id++)
+    if (!validate_node (g, id, waits_on, error))
+      return false;
+  return true;
+}
