@@ -100,6 +100,10 @@ typedef struct {
   /* COLLECTIVE */
   int32_t group;      /* index into groups */
   SgReduceOp reduce;  /* reduce_scatter / all_reduce */
+  SgDtype dtype;      /* element type of in[0] and out[0] */
+  int64_t count;      /* NCCL's count argument: all_gather: input elements,
+                       * reduce_scatter: output elements, all_reduce /
+                       * broadcast / all_to_all: elements */
   /* RECORD / WAIT_EVENT */
   int32_t event;
   int32_t coll;       /* WAIT_EVENT of a wait_tensor: index of its COLLECTIVE ins, else -1 */
@@ -160,6 +164,10 @@ SgPlan *sg_plan_load_data (const char *data, size_t len, const char *name, GErro
 
 /* Checks the structural rules (indices, lifetimes, event pairing). */
 bool sg_plan_validate (const SgPlan *plan, GError **error);
+
+/* "kernel", "collective", "record", "wait_event", "free" (the JSON "kind"). */
+const char *sg_plan_ins_kind_name (SgInsKind k);
+bool sg_plan_ins_kind_from_name (const char *s, SgInsKind *out);
 
 /* Small accessors the backends share for kernel arguments: the @i-th element
  * of ins->args as an integer / double / value id / int list. False when

@@ -1,0 +1,586 @@
+/* plan-load.c: reads a plan file back into an SgPlan (plan.h).
+ *
+ * Mirrors: graph/'s loader discipline: every field checked for presence,
+ * type and range, messages that name the field and its index.
+ * Requires: nothing.
+ * Invalidates: nothing.
+ *
+ * Order of checks: the text parses (else PARSE, "truncated" when the parser
+ * ran off the end); format and version (VERSION); every field (INVALID);
+ * the hash of the canonical text rebuilt from what was read (HASH); the
+ * structural rules of sg_plan_validate() (INVALID).
+ */
+#include "plan-private.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+#define MAX_SAFE_INT 9007199254740992.0 /* 2^53: larger integers lose bits in JSON */
+
+typedef struct {
+  const char *name;
+  GError **error;
+} Loader;
+
+static bool G_GNUC_PRINTF (2, 3) fail (Loader *l, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error (l->error, SG_PLAN_ERROR, SG_PLAN_ERROR_INVALID, "plan %s: %s", l->name, msg);
+  return false;
+}
+
+/* "ins[3].event" or "world_size" */
+static char *
+where (const char *sec, int64_t idx, const char *key)
+{
+  if (idx < 0)
+    return g_strdup_printf ("%s%s%s", sec, key ? "." : "", key ? key : "");
+  return g_strdup_printf ("%s[%" PRId64 "]%s%s", sec, idx, key ? "." : "", key ? key : "");
+}
+
+/* @key inside @sec[@idx]; a top-level field is @sec itself (key NULL). */
+static const cJSON *
+field (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *key)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive (obj, key ? key : sec);
+  if (!v) {
+    g_autofree char *w = where (sec, idx, key);
+    fail (l, "%s: missing", w);
+  }
+  return v;
+}
+
+static bool
+as_int (Loader *l, const cJSON *v, const char *sec, int64_t idx, const char *key, int64_t min,
+        int64_t max, int64_t *out)
+{
+  if (!cJSON_IsNumber (v) || v->valuedouble != floor (v->valuedouble) ||
+      fabs (v->valuedouble) > MAX_SAFE_INT || v->valuedouble < (double)min ||
+      v->valuedouble > (double)max) {
+    g_autofree char *w = where (sec, idx, key);
+    return fail (l, "%s: expected an integer in [%" PRId64 ", %" PRId64 "]", w, min, max);
+  }
+  *out = (int64_t)v->valuedouble;
+  return true;
+}
+
+static bool
+get_int (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *key, int64_t min,
+         int64_t max, int64_t *out)
+{
+  const cJSON *v = field (l, obj, sec, idx, key);
+  return v && as_int (l, v, sec, idx, key, min, max, out);
+}
+
+static bool
+get_i32 (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *key, int64_t min,
+         int32_t *out)
+{
+  int64_t x;
+  if (!get_int (l, obj, sec, idx, key, min, INT32_MAX, &x))
+    return false;
+  *out = (int32_t)x;
+  return true;
+}
+
+static bool
+get_u64 (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *key,
+         uint64_t *out)
+{
+  int64_t x;
+  if (!get_int (l, obj, sec, idx, key, 0, (int64_t)MAX_SAFE_INT, &x))
+    return false;
+  *out = (uint64_t)x;
+  return true;
+}
+
+static bool
+get_us (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *key, double *out)
+{
+  const cJSON *v = field (l, obj, sec, idx, key);
+  if (!v)
+    return false;
+  if (!cJSON_IsNumber (v) || !isfinite (v->valuedouble)) {
+    g_autofree char *w = where (sec, idx, key);
+    return fail (l, "%s: expected a number of microseconds", w);
+  }
+  *out = v->valuedouble;
+  return true;
+}
+
+static const char *
+get_str (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *key)
+{
+  const cJSON *v = field (l, obj, sec, idx, key);
+  if (v && !cJSON_IsString (v)) {
+    g_autofree char *w = where (sec, idx, key);
+    fail (l, "%s: expected a string", w);
+    return NULL;
+  }
+  return v ? v->valuestring : NULL;
+}
+
+static const cJSON *
+get_array (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *key, int *n)
+{
+  const cJSON *v = field (l, obj, sec, idx, key);
+  if (v && !cJSON_IsArray (v)) {
+    g_autofree char *w = where (sec, idx, key);
+    fail (l, "%s: expected a list", w);
+    return NULL;
+  }
+  if (v)
+    *n = cJSON_GetArraySize (v);
+  return v;
+}
+
+/* A list of integers >= @min into a new array. */
+static bool
+get_ids (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *key, int64_t min,
+         int32_t **out, int32_t *n_out)
+{
+  int n = 0;
+  const cJSON *a = get_array (l, obj, sec, idx, key, &n);
+  if (!a)
+    return false;
+  int32_t *v = g_new (int32_t, (size_t)n + 1);
+  int i = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach (e, a)
+  {
+    int64_t x;
+    if (!cJSON_IsNumber (e) || e->valuedouble < (double)min || e->valuedouble > INT32_MAX ||
+        e->valuedouble != floor (e->valuedouble)) {
+      g_autofree char *w = where (sec, idx, key);
+      fail (l, "%s[%d]: expected an integer in [%" PRId64 ", %d]", w, i, min, INT32_MAX);
+      g_free (v);
+      return false;
+    }
+    x = (int64_t)e->valuedouble;
+    v[i++] = (int32_t)x;
+  }
+  *out = v;
+  *n_out = n;
+  return true;
+}
+
+static bool
+get_dims (Loader *l, const cJSON *obj, int64_t idx, const char *key, int64_t *out, int32_t *ndim)
+{
+  int n = 0;
+  const cJSON *a = get_array (l, obj, "values", idx, key, &n);
+  if (!a)
+    return false;
+  if (n > SG_PLAN_MAX_DIMS) {
+    g_autofree char *w = where ("values", idx, key);
+    return fail (l, "%s: %d dimensions, at most %d", w, n, SG_PLAN_MAX_DIMS);
+  }
+  int i = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach (e, a)
+  {
+    if (!cJSON_IsNumber (e) || e->valuedouble < 0 || e->valuedouble > MAX_SAFE_INT ||
+        e->valuedouble != floor (e->valuedouble)) {
+      g_autofree char *w = where ("values", idx, key);
+      return fail (l, "%s[%d]: expected a non-negative integer", w, i);
+    }
+    out[i++] = (int64_t)e->valuedouble;
+  }
+  *ndim = n;
+  return true;
+}
+
+static bool
+get_dtype (Loader *l, const cJSON *obj, const char *sec, int64_t idx, SgDtype *out)
+{
+  const char *s = get_str (l, obj, sec, idx, "dtype");
+  if (!s)
+    return false;
+  *out = sg_dtype_from_name (s);
+  if (*out == SG_DTYPE_INVALID) {
+    g_autofree char *w = where (sec, idx, "dtype");
+    return fail (l, "%s: unknown dtype \"%s\"", w, s);
+  }
+  return true;
+}
+
+static bool
+load_groups (Loader *l, const cJSON *root, SgPlan *p)
+{
+  int n = 0;
+  const cJSON *a = get_array (l, root, "groups", -1, NULL, &n);
+  if (!a)
+    return false;
+  p->groups = g_new0 (SgPlanGroup, (size_t)n + 1);
+  const cJSON *e;
+  cJSON_ArrayForEach (e, a)
+  {
+    int i = p->n_groups;
+    SgPlanGroup *gr = &p->groups[i];
+    p->n_groups++;
+    const char *name = get_str (l, e, "groups", i, "name");
+    if (!name)
+      return false;
+    gr->name = g_strdup (name);
+    int32_t np = 0;
+    if (!get_i32 (l, e, "groups", i, "n_ranks", 1, &gr->n_ranks) ||
+        !get_i32 (l, e, "groups", i, "n_instances", 1, &gr->n_instances) ||
+        !get_ids (l, e, "groups", i, "partition", 0, &gr->partition, &np))
+      return false;
+    if ((int64_t)gr->n_ranks * gr->n_instances != np)
+      return fail (l, "groups[%d].partition: %d ranks, expected n_ranks x n_instances = %" PRId64,
+                   i, np, (int64_t)gr->n_ranks * gr->n_instances);
+  }
+  return true;
+}
+
+static bool
+load_buffers (Loader *l, const cJSON *root, SgPlan *p)
+{
+  int n = 0;
+  const cJSON *a = get_array (l, root, "buffers", -1, NULL, &n);
+  if (!a)
+    return false;
+  p->buffers = g_new0 (SgPlanBuffer, (size_t)n + 1);
+  const cJSON *e;
+  cJSON_ArrayForEach (e, a)
+  {
+    int i = p->n_buffers++;
+    SgPlanBuffer *b = &p->buffers[i];
+    if (!get_u64 (l, e, "buffers", i, "offset", &b->offset) ||
+        !get_u64 (l, e, "buffers", i, "bytes", &b->bytes) ||
+        !get_i32 (l, e, "buffers", i, "first", 0, &b->first_ins) ||
+        !get_i32 (l, e, "buffers", i, "last", 0, &b->last_ins))
+      return false;
+  }
+  return true;
+}
+
+static bool
+load_values (Loader *l, const cJSON *root, SgPlan *p)
+{
+  int n = 0;
+  const cJSON *a = get_array (l, root, "values", -1, NULL, &n);
+  if (!a)
+    return false;
+  p->values = g_new0 (SgPlanValue, (size_t)n + 1);
+  const cJSON *e;
+  cJSON_ArrayForEach (e, a)
+  {
+    int i = p->n_values++;
+    SgPlanValue *v = &p->values[i];
+    const char *name = get_str (l, e, "values", i, "name");
+    if (!name)
+      return false;
+    v->name = g_strdup (name);
+    int32_t nd2 = 0;
+    if (!get_i32 (l, e, "values", i, "buffer", -1, &v->buffer) ||
+        !get_u64 (l, e, "values", i, "offset", &v->offset) ||
+        !get_dtype (l, e, "values", i, &v->dtype) ||
+        !get_dims (l, e, i, "shape", v->shape, &v->ndim) ||
+        !get_dims (l, e, i, "stride", v->stride, &nd2))
+      return false;
+    if (nd2 != v->ndim)
+      return fail (l, "values[%d].stride: %d entries for a %d-d shape", i, nd2, v->ndim);
+    const char *init = get_str (l, e, "values", i, "init");
+    if (!init)
+      return false;
+    if (strcmp (init, "input") == 0)
+      v->init = SG_INIT_INPUT;
+    else if (strcmp (init, "none") == 0)
+      v->init = SG_INIT_NONE;
+    else
+      return fail (l, "values[%d].init: \"%s\", expected \"input\" or \"none\"", i, init);
+  }
+  return true;
+}
+
+static bool
+load_op (Loader *l, const cJSON *e, int i, SgOpKind *op)
+{
+  const char *s = get_str (l, e, "ins", i, "op");
+  if (!s)
+    return false;
+  if (!sg_plan_op_from_name (s, op))
+    return fail (l, "ins[%d].op: unknown op \"%s\"", i, s);
+  return true;
+}
+
+static bool
+load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
+{
+  in->group = in->event = in->coll = in->buffer = -1;
+  in->est_us = in->pred_start_us = in->pred_end_us = in->pred_exposed_us = -1;
+  const char *kind = get_str (l, e, "ins", i, "kind");
+  if (!kind)
+    return false;
+  if (!sg_plan_ins_kind_from_name (kind, &in->kind))
+    return fail (l, "ins[%d].kind: unknown instruction \"%s\"", i, kind);
+  if (!get_i32 (l, e, "ins", i, "stream", 0, &in->stream))
+    return false;
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive (e, "name");
+  if (name) {
+    if (!cJSON_IsString (name))
+      return fail (l, "ins[%d].name: expected a string", i);
+    in->name = g_strdup (name->valuestring);
+  }
+  switch (in->kind) {
+  case SG_INS_KERNEL:
+  case SG_INS_COLLECTIVE:
+    if (!load_op (l, e, i, &in->op) || !get_ids (l, e, "ins", i, "in", -1, &in->in, &in->n_in) ||
+        !get_ids (l, e, "ins", i, "out", -1, &in->out, &in->n_out) ||
+        !get_us (l, e, "ins", i, "est_us", &in->est_us) ||
+        !get_us (l, e, "ins", i, "pred_start_us", &in->pred_start_us) ||
+        !get_us (l, e, "ins", i, "pred_end_us", &in->pred_end_us))
+      return false;
+    break;
+  case SG_INS_RECORD:
+    return get_i32 (l, e, "ins", i, "event", 0, &in->event);
+  case SG_INS_WAIT_EVENT:
+    return get_i32 (l, e, "ins", i, "event", 0, &in->event) &&
+           get_i32 (l, e, "ins", i, "coll", -1, &in->coll);
+  case SG_INS_FREE:
+    return get_i32 (l, e, "ins", i, "buffer", 0, &in->buffer);
+  }
+  if (in->kind == SG_INS_KERNEL) {
+    const char *target = get_str (l, e, "ins", i, "target");
+    const cJSON *args = field (l, e, "ins", i, "args");
+    const cJSON *kwargs = field (l, e, "ins", i, "kwargs");
+    if (!target || !args || !kwargs)
+      return false;
+    if (!cJSON_IsArray (args))
+      return fail (l, "ins[%d].args: expected a list", i);
+    if (!cJSON_IsObject (kwargs))
+      return fail (l, "ins[%d].kwargs: expected an object", i);
+    in->target = g_strdup (target);
+    in->args = cJSON_Duplicate (args, true);
+    in->kwargs = cJSON_Duplicate (kwargs, true);
+    return true;
+  }
+  const char *reduce = get_str (l, e, "ins", i, "reduce");
+  int n_members = 0;
+  const cJSON *members = NULL;
+  if (!get_i32 (l, e, "ins", i, "group", 0, &in->group) ||
+      !get_int (l, e, "ins", i, "count", 0, (int64_t)MAX_SAFE_INT, &in->count) ||
+      !get_dtype (l, e, "ins", i, &in->dtype) || !reduce ||
+      !get_us (l, e, "ins", i, "pred_exposed_us", &in->pred_exposed_us) ||
+      !(members = get_array (l, e, "ins", i, "members", &n_members)))
+    return false;
+  if (strcmp (reduce, "none") == 0)
+    in->reduce = SG_REDUCE_NONE;
+  else if (!sg_reduce_from_name (reduce, &in->reduce))
+    return fail (l, "ins[%d].reduce: unknown reduce op \"%s\"", i, reduce);
+  in->members = g_new0 (char *, (size_t)n_members + 1);
+  const cJSON *m;
+  cJSON_ArrayForEach (m, members)
+  {
+    if (!cJSON_IsString (m))
+      return fail (l, "ins[%d].members[%d]: expected a node name", i, in->n_members);
+    in->members[in->n_members++] = g_strdup (m->valuestring);
+  }
+  return true;
+}
+
+static bool
+load_pred (Loader *l, const cJSON *root, SgPlan *p)
+{
+  const cJSON *o = field (l, root, "pred", -1, NULL);
+  if (!o)
+    return false;
+  if (!cJSON_IsObject (o))
+    return fail (l, "pred: expected an object");
+  SgPlanPrediction *pr = &p->pred;
+  return get_us (l, o, "pred", -1, "step_us", &pr->step_us) &&
+         get_us (l, o, "pred", -1, "compute_us", &pr->compute_us) &&
+         get_us (l, o, "pred", -1, "comm_us", &pr->comm_us) &&
+         get_us (l, o, "pred", -1, "exposed_us", &pr->exposed_us) &&
+         get_us (l, o, "pred", -1, "lower_bound_us", &pr->lower_bound_us) &&
+         get_u64 (l, o, "pred", -1, "peak_bytes", &pr->peak_bytes) &&
+         get_i32 (l, o, "pred", -1, "collectives", 0, &pr->collectives) &&
+         get_i32 (l, o, "pred", -1, "hidden", 0, &pr->hidden) &&
+         get_i32 (l, o, "pred", -1, "partial", 0, &pr->partial) &&
+         get_i32 (l, o, "pred", -1, "exposed", 0, &pr->exposed);
+}
+
+static bool
+load_root (Loader *l, const cJSON *root, SgPlan *p, uint64_t *file_hash)
+{
+  const char *hash = get_str (l, root, "hash", -1, NULL);
+  if (!hash)
+    return false;
+  char *end = NULL;
+  if (strlen (hash) != 16 || !g_ascii_isxdigit (hash[0]) ||
+      (*file_hash = g_ascii_strtoull (hash, &end, 16), *end != '\0'))
+    return fail (l, "hash: \"%s\" is not 16 hex digits", hash);
+  const char *graph = get_str (l, root, "graph", -1, NULL);
+  const char *options = graph ? get_str (l, root, "options", -1, NULL) : NULL;
+  if (!graph || !options)
+    return false;
+  p->graph = g_strdup (graph);
+  p->options = g_strdup (options);
+  if (!get_i32 (l, root, "world_size", -1, NULL, 1, &p->world_size) ||
+      !get_i32 (l, root, "n_streams", -1, NULL, 1, &p->n_streams) ||
+      !get_i32 (l, root, "n_events", -1, NULL, 0, &p->n_events) ||
+      !get_u64 (l, root, "arena_bytes", -1, NULL, &p->arena_bytes) || !load_groups (l, root, p) ||
+      !load_buffers (l, root, p) || !load_values (l, root, p) ||
+      !get_ids (l, root, "inputs", -1, NULL, 0, &p->inputs, &p->n_inputs) ||
+      !get_ids (l, root, "outputs", -1, NULL, -1, &p->outputs, &p->n_outputs))
+    return false;
+  int n = 0;
+  const cJSON *a = get_array (l, root, "ins", -1, NULL, &n);
+  if (!a)
+    return false;
+  p->ins = g_new0 (SgPlanIns, (size_t)n + 1);
+  const cJSON *e;
+  cJSON_ArrayForEach (e, a)
+  {
+    int i = p->n_ins++;
+    if (!cJSON_IsObject (e))
+      return fail (l, "ins[%d]: expected an object", i);
+    if (!load_one_ins (l, e, i, &p->ins[i]))
+      return false;
+  }
+  return load_pred (l, root, p);
+}
+
+/* True when @data is a prefix of a JSON text: brackets never mismatch and
+ * the text ends inside a string or with brackets still open. */
+static bool
+ends_early (const char *data, size_t len)
+{
+  g_autoptr (GByteArray) open = g_byte_array_new ();
+  bool in_str = false, esc = false;
+  for (size_t i = 0; i < len; i++) {
+    char c = data[i];
+    if (in_str) {
+      if (esc)
+        esc = false;
+      else if (c == '\\')
+        esc = true;
+      else if (c == '"')
+        in_str = false;
+    } else if (c == '"')
+      in_str = true;
+    else if (c == '{' || c == '[') {
+      guint8 b = (guint8)c;
+      g_byte_array_append (open, &b, 1);
+    } else if (c == '}' || c == ']') {
+      if (open->len == 0 || open->data[open->len - 1] != (c == '}' ? '{' : '['))
+        return false;
+      g_byte_array_set_size (open, open->len - 1);
+    }
+  }
+  return in_str || open->len > 0;
+}
+
+SgPlan *
+sg_plan_load_data (const char *data, size_t len, const char *name, GError **error)
+{
+  g_return_val_if_fail (data != NULL || len == 0, NULL);
+  if (!name)
+    name = "<memory>";
+  if (len == 0) {
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE, "plan %s: empty file", name);
+    return NULL;
+  }
+  const char *stop = NULL;
+  cJSON *root = cJSON_ParseWithLengthOpts (data, len, &stop, false);
+  if (!root) {
+    size_t at = stop && stop >= data ? (size_t)(stop - data) : 0;
+    if (ends_early (data, len))
+      g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE,
+                   "plan %s: truncated: the JSON text ends at byte %zu before it is complete",
+                   name, len);
+    else {
+      int line = 1;
+      for (size_t i = 0; i < at && i < len; i++)
+        line += data[i] == '\n';
+      g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE,
+                   "plan %s: corrupt: malformed JSON at byte %zu (line %d)", name, at, line);
+    }
+    return NULL;
+  }
+  SgPlan *p = NULL;
+  size_t end = stop && stop >= data ? (size_t)(stop - data) : len;
+  while (end < len && g_ascii_isspace (data[end]))
+    end++;
+  if (end < len) {
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE,
+                 "plan %s: corrupt: %zu bytes of trailing data after the JSON text at byte %zu",
+                 name, len - end, end);
+    goto out;
+  }
+  if (!cJSON_IsObject (root)) {
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_VERSION,
+                 "plan %s: not a schedgraph plan (the top level is not an object)", name);
+    goto out;
+  }
+  const cJSON *fmt = cJSON_GetObjectItemCaseSensitive (root, "format");
+  if (!cJSON_IsString (fmt) || strcmp (fmt->valuestring, SG_PLAN_FORMAT) != 0) {
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_VERSION,
+                 "plan %s: not a schedgraph plan (format is %s%s%s, expected \"" SG_PLAN_FORMAT
+                 "\")",
+                 name, cJSON_IsString (fmt) ? "\"" : "",
+                 cJSON_IsString (fmt) ? fmt->valuestring : "missing",
+                 cJSON_IsString (fmt) ? "\"" : "");
+    goto out;
+  }
+  const cJSON *ver = cJSON_GetObjectItemCaseSensitive (root, "version");
+  if (!cJSON_IsNumber (ver) || ver->valuedouble != SG_PLAN_VERSION) {
+    if (cJSON_IsNumber (ver))
+      g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_VERSION,
+                   "plan %s: plan version %g, this build reads version %d: regenerate the plan "
+                   "with this schedgraph",
+                   name, ver->valuedouble, SG_PLAN_VERSION);
+    else
+      g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_VERSION,
+                   "plan %s: version: missing or not a number (this build reads version %d)",
+                   name, SG_PLAN_VERSION);
+    goto out;
+  }
+  Loader l = { name, error };
+  uint64_t file_hash = 0;
+  p = sg_plan_new ();
+  if (!load_root (&l, root, p, &file_hash))
+    goto fail;
+  g_free (sg_plan_to_json (p, NULL));
+  if (p->hash != file_hash) {
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_HASH,
+                 "plan %s: content hash mismatch: the file says %016" PRIx64
+                 ", its content hashes to %016" PRIx64 " (corrupted or edited)",
+                 name, file_hash, p->hash);
+    goto fail;
+  }
+  GError *e = NULL;
+  if (!sg_plan_validate (p, &e)) {
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_INVALID, "plan %s: %s", name, e->message);
+    g_error_free (e);
+    goto fail;
+  }
+  goto out;
+fail:
+  sg_plan_free (p);
+  p = NULL;
+out:
+  cJSON_Delete (root);
+  return p;
+}
+
+SgPlan *
+sg_plan_load (const char *path, GError **error)
+{
+  g_return_val_if_fail (path != NULL, NULL);
+  g_autofree char *data = NULL;
+  size_t len = 0;
+  GError *e = NULL;
+  if (!g_file_get_contents (path, &data, &len, &e)) {
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_IO, "cannot read plan %s: %s", path,
+                 e->message);
+    g_error_free (e);
+    return NULL;
+  }
+  return sg_plan_load_data (data, len, path, error);
+}

@@ -1,0 +1,13 @@
+/* plan-private.h: helpers shared by plan/'s files (not a public contract). */
+#pragma once
+
+#include <math.h>
+
+#include "plan.h"
+
+/* Frees what @ins owns and zeroes it. */
+void sg_plan_ins_clear (SgPlanIns *ins);
+/* FNV-1a 64 of @len bytes. */
+uint64_t sg_plan_fnv1a (const char *data, size_t len);
+/* The op kind whose stable short name (sg_op_name) is @s. */
+bool sg_plan_op_from_name (const char *s, SgOpKind *out);

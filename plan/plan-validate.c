@@ -1,0 +1,413 @@
+/* plan-validate.c: the plan's structural rules (sg_plan_validate, plan.h).
+ *
+ * Mirrors: Mesa NIR's validator: one pass over everything, the first broken
+ * rule reported with the instruction/value/buffer it concerns.
+ * Requires: nothing. Invalidates: nothing.
+ *
+ * Rules: every index in range; groups partition the world; collectives run
+ * on stream 1 + group with counts and dtypes that match their operands;
+ * each event is recorded once and waited on only after its RECORD; a
+ * wait_tensor's WAIT_EVENT follows its collective's completion RECORD;
+ * every collective is waited on; no buffer is read before it is written or
+ * used outside [first, last] or after its FREE; a collective's operands
+ * stay live until its wait; inputs live from the start, outputs to the end;
+ * buffers fit the arena, are 256-byte aligned, and two buffers whose
+ * lifetimes overlap never overlap in memory (a sweep over instruction
+ * indices with an ordered set of live address ranges: n log n).
+ */
+#include "plan-private.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+static bool G_GNUC_PRINTF (2, 3) bad (GError **error, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error_literal (error, SG_PLAN_ERROR, SG_PLAN_ERROR_INVALID, msg);
+  return false;
+}
+
+static uint64_t
+value_numel (const SgPlanValue *v)
+{
+  uint64_t n = 1;
+  for (int32_t d = 0; d < v->ndim; d++)
+    n *= (uint64_t)v->shape[d];
+  return n;
+}
+
+/* Bytes from the value's offset to one past its last element. */
+static uint64_t
+value_extent (const SgPlanValue *v)
+{
+  if (value_numel (v) == 0)
+    return 0;
+  uint64_t last = 0;
+  for (int32_t d = 0; d < v->ndim; d++)
+    last += (uint64_t)(v->shape[d] - 1) * (uint64_t)v->stride[d];
+  return (last + 1) * sg_dtype_size (v->dtype);
+}
+
+static bool
+check_groups (const SgPlan *p, GError **error)
+{
+  if (p->world_size < 1)
+    return bad (error, "world_size %d: must be at least 1", p->world_size);
+  if (p->n_streams < 1 + p->n_groups)
+    return bad (error, "n_streams %d: need 1 compute stream + 1 per group (%d groups)",
+                p->n_streams, p->n_groups);
+  g_autofree int32_t *seen = g_new (int32_t, (size_t)p->world_size);
+  for (int32_t gi = 0; gi < p->n_groups; gi++) {
+    const SgPlanGroup *gr = &p->groups[gi];
+    if (gr->n_ranks < 1 || gr->n_instances < 1 ||
+        (int64_t)gr->n_ranks * gr->n_instances != p->world_size)
+      return bad (error, "groups[%d] \"%s\": %d ranks x %d instances != world_size %d", gi,
+                  gr->name, gr->n_ranks, gr->n_instances, p->world_size);
+    memset (seen, 0, sizeof (int32_t) * (size_t)p->world_size);
+    for (int32_t k = 0; k < p->world_size; k++) {
+      int32_t r = gr->partition[k];
+      if (r < 0 || r >= p->world_size || seen[r]++)
+        return bad (error, "groups[%d] \"%s\".partition[%d]: rank %d %s", gi, gr->name, k, r,
+                    (r < 0 || r >= p->world_size) ? "outside the world" : "listed twice");
+      if (k % gr->n_ranks && gr->partition[k - 1] >= r)
+        return bad (error, "groups[%d] \"%s\".partition: row %d is not ascending", gi, gr->name,
+                    k / gr->n_ranks);
+    }
+  }
+  return true;
+}
+
+static bool
+check_buffers_values (const SgPlan *p, GError **error)
+{
+  int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
+  for (int32_t b = 0; b < p->n_buffers; b++) {
+    const SgPlanBuffer *bf = &p->buffers[b];
+    if (bf->offset % 256)
+      return bad (error, "buffers[%d].offset %" PRIu64 ": not 256-byte aligned", b, bf->offset);
+    if (bf->bytes > p->arena_bytes || bf->offset > p->arena_bytes - bf->bytes)
+      return bad (error,
+                  "buffers[%d]: [%" PRIu64 ", +%" PRIu64 ") does not fit arena_bytes %" PRIu64, b,
+                  bf->offset, bf->bytes, p->arena_bytes);
+    if (bf->first_ins < 0 || bf->first_ins > bf->last_ins || bf->last_ins > end)
+      return bad (error, "buffers[%d]: lifetime [%d, %d] outside instructions [0, %d]", b,
+                  bf->first_ins, bf->last_ins, end);
+  }
+  int32_t n_init = 0;
+  for (int32_t v = 0; v < p->n_values; v++) {
+    const SgPlanValue *val = &p->values[v];
+    if (val->buffer < -1 || val->buffer >= p->n_buffers)
+      return bad (error, "values[%d] \"%s\".buffer %d: out of range (%d buffers)", v, val->name,
+                  val->buffer, p->n_buffers);
+    if (val->dtype <= SG_DTYPE_INVALID || val->dtype >= SG_DTYPE_N)
+      return bad (error, "values[%d] \"%s\".dtype: invalid", v, val->name);
+    if (val->ndim < 0 || val->ndim > SG_PLAN_MAX_DIMS)
+      return bad (error, "values[%d] \"%s\".shape: %d dimensions", v, val->name, val->ndim);
+    for (int32_t d = 0; d < val->ndim; d++)
+      if (val->shape[d] < 0 || val->stride[d] < 0)
+        return bad (error, "values[%d] \"%s\": negative size or stride in dimension %d", v,
+                    val->name, d);
+    if (val->buffer >= 0) {
+      const SgPlanBuffer *bf = &p->buffers[val->buffer];
+      uint64_t ext = value_extent (val);
+      if (ext > bf->bytes || val->offset > bf->bytes - ext)
+        return bad (error,
+                    "values[%d] \"%s\": bytes [%" PRIu64 ", %" PRIu64
+                    ") reach past buffers[%d] (%" PRIu64 " bytes)",
+                    v, val->name, val->offset, val->offset + ext, val->buffer, bf->bytes);
+    }
+    if (val->init == SG_INIT_INPUT) {
+      n_init++;
+      if (val->buffer < 0 || p->buffers[val->buffer].first_ins != 0 ||
+          p->buffers[val->buffer].last_ins != end)
+        return bad (error, "values[%d] \"%s\": an input must own a buffer live for the whole step",
+                    v, val->name);
+    }
+  }
+  if (n_init != p->n_inputs)
+    return bad (error, "inputs: %d listed, %d values have init \"input\"", p->n_inputs, n_init);
+  for (int32_t i = 0; i < p->n_inputs; i++)
+    if (p->inputs[i] < 0 || p->inputs[i] >= p->n_values ||
+        p->values[p->inputs[i]].init != SG_INIT_INPUT)
+      return bad (error, "inputs[%d] = %d: not a value with init \"input\"", i, p->inputs[i]);
+  for (int32_t i = 0; i < p->n_outputs; i++) {
+    int32_t v = p->outputs[i];
+    if (v < -1 || v >= p->n_values)
+      return bad (error, "outputs[%d] = %d: out of range (%d values)", i, v, p->n_values);
+    if (v >= 0 && p->values[v].buffer >= 0 && p->buffers[p->values[v].buffer].last_ins != end)
+      return bad (error, "outputs[%d] \"%s\": its buffer %d dies at instruction %d, not at the end",
+                  i, p->values[v].name, p->values[v].buffer,
+                  p->buffers[p->values[v].buffer].last_ins);
+  }
+  return true;
+}
+
+typedef struct {
+  const SgPlan *p;
+  bool *written, *freed;
+  GError **error;
+} Sweep;
+
+/* Value @v used by instruction @i (as "in" or "out"). */
+static bool
+use_value (Sweep *s, int32_t i, int32_t v, bool is_out, bool allow_none)
+{
+  const SgPlan *p = s->p;
+  const SgPlanIns *in = &p->ins[i];
+  if (v == -1 && allow_none)
+    return true;
+  if (v < 0 || v >= p->n_values)
+    return bad (s->error, "ins[%d] %s \"%s\": %s value %d out of range (%d values)", i,
+                sg_plan_ins_kind_name (in->kind), in->name ? in->name : "", is_out ? "out" : "in",
+                v, p->n_values);
+  int32_t b = p->values[v].buffer;
+  if (b < 0)
+    return true;
+  const SgPlanBuffer *bf = &p->buffers[b];
+  if (s->freed[b])
+    return bad (s->error, "ins[%d] \"%s\": uses value \"%s\" after its buffer %d was freed", i,
+                in->name ? in->name : "", p->values[v].name, b);
+  if (i < bf->first_ins || i > bf->last_ins)
+    return bad (s->error,
+                "ins[%d] \"%s\": uses value \"%s\" outside its buffer %d's lifetime [%d, %d]", i,
+                in->name ? in->name : "", p->values[v].name, b, bf->first_ins, bf->last_ins);
+  if (!is_out && !s->written[b])
+    return bad (s->error, "ins[%d] \"%s\": reads value \"%s\" before anything writes buffer %d",
+                i, in->name ? in->name : "", p->values[v].name, b);
+  if (is_out)
+    s->written[b] = true;
+  return true;
+}
+
+static bool
+check_collective (const SgPlan *p, int32_t i, GError **error)
+{
+  const SgPlanIns *in = &p->ins[i];
+  const char *nm = in->name ? in->name : "";
+  if (!sg_op_is_collective (in->op))
+    return bad (error, "ins[%d] \"%s\": op %s is not a collective", i, nm, sg_op_name (in->op));
+  if (in->group < 0 || in->group >= p->n_groups)
+    return bad (error, "ins[%d] \"%s\".group %d: out of range (%d groups)", i, nm, in->group,
+                p->n_groups);
+  if (in->stream != 1 + in->group)
+    return bad (error, "ins[%d] \"%s\": a collective of group %d must run on stream %d, not %d", i,
+                nm, in->group, 1 + in->group, in->stream);
+  if (in->n_in != 1 || in->n_out != 1 || in->in[0] < 0 || in->in[0] >= p->n_values ||
+      in->out[0] < 0 || in->out[0] >= p->n_values)
+    return bad (error, "ins[%d] \"%s\": a collective takes one input and one output value", i, nm);
+  if ((int)in->reduce < SG_REDUCE_NONE || in->reduce > SG_REDUCE_PRODUCT ||
+      ((in->op == SG_OP_REDUCE_SCATTER || in->op == SG_OP_ALL_REDUCE) &&
+       in->reduce == SG_REDUCE_NONE))
+    return bad (error, "ins[%d] \"%s\".reduce: missing or invalid", i, nm);
+  const SgPlanValue *a = &p->values[in->in[0]], *o = &p->values[in->out[0]];
+  if (a->dtype != in->dtype || o->dtype != in->dtype)
+    return bad (error, "ins[%d] \"%s\".dtype %s: operands are %s -> %s", i, nm,
+                sg_dtype_name (in->dtype), sg_dtype_name (a->dtype), sg_dtype_name (o->dtype));
+  uint64_t n = (uint64_t)p->groups[in->group].n_ranks, c = (uint64_t)in->count;
+  uint64_t ni = value_numel (a), no = value_numel (o);
+  bool ok = true;
+  switch (in->op) {
+  case SG_OP_ALL_GATHER:
+    ok = ni == c && no == c * n;
+    break;
+  case SG_OP_REDUCE_SCATTER:
+    ok = no == c && ni == c * n;
+    break;
+  case SG_OP_ALL_TO_ALL:
+    ok = ni == c && no == c;
+    break;
+  default:
+    ok = ni == c && no == c;
+  }
+  if (!ok)
+    return bad (error,
+                "ins[%d] \"%s\".count %" PRId64 ": does not match %s of %" PRIu64 " -> %" PRIu64
+                " elements over %" PRIu64 " ranks",
+                i, nm, in->count, sg_op_name (in->op), ni, no, n);
+  return true;
+}
+
+static bool
+check_ins (const SgPlan *p, GError **error)
+{
+  g_autofree int32_t *rec_at = g_new (int32_t, (size_t)p->n_events + 1);
+  g_autofree int32_t *waited = g_new0 (int32_t, (size_t)p->n_ins + 1);
+  g_autofree bool *written = g_new0 (bool, (size_t)p->n_buffers + 1);
+  g_autofree bool *freed = g_new0 (bool, (size_t)p->n_buffers + 1);
+  for (int32_t e = 0; e < p->n_events; e++)
+    rec_at[e] = -1;
+  for (int32_t v = 0; v < p->n_values; v++)
+    if (p->values[v].init == SG_INIT_INPUT)
+      written[p->values[v].buffer] = true;
+  Sweep s = { p, written, freed, error };
+  for (int32_t i = 0; i < p->n_ins; i++) {
+    const SgPlanIns *in = &p->ins[i];
+    const char *nm = in->name ? in->name : "";
+    if (in->stream < 0 || in->stream >= p->n_streams)
+      return bad (error, "ins[%d].stream %d: out of range (%d streams)", i, in->stream,
+                  p->n_streams);
+    switch (in->kind) {
+    case SG_INS_KERNEL:
+      if (in->stream != 0)
+        return bad (error, "ins[%d] kernel \"%s\": kernels run on stream 0, not %d", i, nm,
+                    in->stream);
+      if ((int)in->op < 0 || in->op >= SG_OP_N_KINDS || sg_op_is_collective (in->op))
+        return bad (error, "ins[%d] kernel \"%s\": op is not a kernel", i, nm);
+      for (int32_t k = 0; k < in->n_in; k++)
+        if (!use_value (&s, i, in->in[k], false, false))
+          return false;
+      for (int32_t k = 0; k < in->n_out; k++)
+        if (!use_value (&s, i, in->out[k], true, true))
+          return false;
+      break;
+    case SG_INS_COLLECTIVE:
+      if (!check_collective (p, i, error) || !use_value (&s, i, in->in[0], false, false) ||
+          !use_value (&s, i, in->out[0], true, false))
+        return false;
+      break;
+    case SG_INS_RECORD:
+      if (in->event < 0 || in->event >= p->n_events)
+        return bad (error, "ins[%d].event %d: out of range (%d events)", i, in->event,
+                    p->n_events);
+      if (rec_at[in->event] >= 0)
+        return bad (error, "ins[%d]: event %d recorded twice (first at ins[%d])", i, in->event,
+                    rec_at[in->event]);
+      rec_at[in->event] = i;
+      break;
+    case SG_INS_WAIT_EVENT: {
+      if (in->event < 0 || in->event >= p->n_events)
+        return bad (error, "ins[%d].event %d: out of range (%d events)", i, in->event,
+                    p->n_events);
+      int32_t r = rec_at[in->event];
+      if (r < 0)
+        return bad (error, "ins[%d] \"%s\": waits on event %d before any RECORD of it", i, nm,
+                    in->event);
+      if (in->coll == -1)
+        break;
+      if (in->coll < 0 || in->coll >= i || p->ins[in->coll].kind != SG_INS_COLLECTIVE)
+        return bad (error, "ins[%d] \"%s\".coll %d: not an earlier collective", i, nm, in->coll);
+      const SgPlanIns *c = &p->ins[in->coll];
+      if (r < in->coll || p->ins[r].stream != c->stream)
+        return bad (error,
+                    "ins[%d] \"%s\": event %d is not recorded on collective \"%s\"'s stream %d "
+                    "after it",
+                    i, nm, in->event, c->name ? c->name : "", c->stream);
+      if (waited[in->coll]++)
+        return bad (error, "ins[%d] \"%s\": collective ins[%d] is waited on twice", i, nm,
+                    in->coll);
+      for (int k = 0; k < 2; k++) {
+        int32_t b = p->values[k ? c->out[0] : c->in[0]].buffer;
+        if (b >= 0 && (p->buffers[b].last_ins < i || freed[b]))
+          return bad (error,
+                      "buffers[%d] (%s of collective \"%s\") dies at ins[%d], before its wait "
+                      "ins[%d]",
+                      b, k ? "output" : "input", c->name ? c->name : "", p->buffers[b].last_ins,
+                      i);
+      }
+      break;
+    }
+    case SG_INS_FREE:
+      if (in->buffer < 0 || in->buffer >= p->n_buffers)
+        return bad (error, "ins[%d].buffer %d: out of range (%d buffers)", i, in->buffer,
+                    p->n_buffers);
+      if (freed[in->buffer])
+        return bad (error, "ins[%d]: buffer %d freed twice", i, in->buffer);
+      if (i <= p->buffers[in->buffer].last_ins)
+        return bad (error, "ins[%d]: frees buffer %d, live until ins[%d]", i, in->buffer,
+                    p->buffers[in->buffer].last_ins);
+      freed[in->buffer] = true;
+      break;
+    default:
+      return bad (error, "ins[%d]: unknown instruction kind %d", i, (int)in->kind);
+    }
+  }
+  for (int32_t i = 0; i < p->n_ins; i++)
+    if (p->ins[i].kind == SG_INS_COLLECTIVE && !waited[i])
+      return bad (error, "ins[%d] collective \"%s\": no WAIT_EVENT waits for it", i,
+                  p->ins[i].name ? p->ins[i].name : "");
+  return true;
+}
+
+static int
+cmp_offset (gconstpointer a, gconstpointer b, gpointer data)
+{
+  (void)data;
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+typedef struct {
+  const SgPlanBuffer *bufs;
+  bool by_last;
+} SortCtx;
+
+static int
+cmp_lifetime (gconstpointer a, gconstpointer b, gpointer data)
+{
+  const SortCtx *c = data;
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  int32_t kx = c->by_last ? c->bufs[x].last_ins : c->bufs[x].first_ins;
+  int32_t ky = c->by_last ? c->bufs[y].last_ins : c->bufs[y].first_ins;
+  if (kx != ky)
+    return (kx > ky) - (kx < ky);
+  return (x > y) - (x < y);
+}
+
+static bool
+check_memory (const SgPlan *p, GError **error)
+{
+  int32_t n = 0;
+  g_autofree int32_t *by_first = g_new (int32_t, (size_t)p->n_buffers + 1);
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    if (p->buffers[b].bytes > 0)
+      by_first[n++] = b;
+  g_autofree int32_t *by_last = g_memdup2 (by_first, sizeof (int32_t) * ((size_t)n + 1));
+  SortCtx cf = { p->buffers, false }, cl = { p->buffers, true };
+  g_qsort_with_data (by_first, n, sizeof (int32_t), cmp_lifetime, &cf);
+  g_qsort_with_data (by_last, n, sizeof (int32_t), cmp_lifetime, &cl);
+  /* live buffers by offset; keys point at the buffers' offsets */
+  GTree *live = g_tree_new_full (cmp_offset, NULL, NULL, NULL);
+  bool ok = true;
+  int32_t r = 0;
+  for (int32_t k = 0; k < n && ok; k++) {
+    int32_t b = by_first[k];
+    const SgPlanBuffer *x = &p->buffers[b];
+    for (; r < n && p->buffers[by_last[r]].last_ins < x->first_ins; r++)
+      g_tree_remove (live, &p->buffers[by_last[r]].offset);
+    GTreeNode *next = g_tree_lower_bound (live, &x->offset);
+    GTreeNode *prev = next ? g_tree_node_previous (next) : g_tree_node_last (live);
+    int32_t hit = -1;
+    if (next) {
+      int32_t y = GPOINTER_TO_INT (g_tree_node_value (next));
+      if (p->buffers[y].offset < x->offset + x->bytes)
+        hit = y;
+    }
+    if (hit < 0 && prev) {
+      int32_t y = GPOINTER_TO_INT (g_tree_node_value (prev));
+      if (p->buffers[y].offset + p->buffers[y].bytes > x->offset)
+        hit = y;
+    }
+    if (hit >= 0) {
+      const SgPlanBuffer *y = &p->buffers[hit];
+      ok = bad (error,
+                "buffers[%d] [%" PRIu64 ", %" PRIu64 ") live [%d, %d] overlaps buffers[%d] [%" PRIu64
+                ", %" PRIu64 ") live [%d, %d]",
+                b, x->offset, x->offset + x->bytes, x->first_ins, x->last_ins, hit, y->offset,
+                y->offset + y->bytes, y->first_ins, y->last_ins);
+    } else
+      g_tree_insert (live, (gpointer)&x->offset, GINT_TO_POINTER (b));
+  }
+  g_tree_destroy (live);
+  return ok;
+}
+
+bool
+sg_plan_validate (const SgPlan *p, GError **error)
+{
+  g_return_val_if_fail (p != NULL, false);
+  return check_groups (p, error) && check_buffers_values (p, error) && check_ins (p, error) &&
+         check_memory (p, error);
+}

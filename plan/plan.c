@@ -1,0 +1,447 @@
+/* plan.c: the plan's lifetime, its canonical JSON text, its hash, the atomic
+ * file write and the kernel-argument accessors (plan.h).
+ *
+ * Mirrors: nvFuser's host IR printer (one explicit instruction per line).
+ * Requires: nothing (a plan in memory, built by codegen/ or the loader).
+ * Invalidates: plan->hash is recomputed by every sg_plan_to_json().
+ *
+ * Canonical text (docs/plan-format.md): fixed key order, one element of each
+ * list per line, integers for ids and bytes, "%.3f" for microseconds, the
+ * hash as 16 hex digits. The hash is FNV-1a 64 over the text with the hash
+ * digits all '0'; the loader rebuilds the text from what it parsed, so any
+ * change of content (not of the bytes' layout only) is detected.
+ */
+#include "plan-private.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+G_DEFINE_QUARK (sg-plan-error-quark, sg_plan_error)
+
+SgPlan *
+sg_plan_new (void)
+{
+  SgPlan *p = g_new0 (SgPlan, 1);
+  p->world_size = 1;
+  p->n_streams = 1;
+  p->pred.step_us = p->pred.compute_us = p->pred.comm_us = -1;
+  p->pred.exposed_us = p->pred.lower_bound_us = -1;
+  return p;
+}
+
+void
+sg_plan_ins_clear (SgPlanIns *ins)
+{
+  g_free (ins->name);
+  g_free (ins->target);
+  g_free (ins->in);
+  g_free (ins->out);
+  if (ins->args)
+    cJSON_Delete (ins->args);
+  if (ins->kwargs)
+    cJSON_Delete (ins->kwargs);
+  for (int32_t i = 0; i < ins->n_members; i++)
+    g_free (ins->members[i]);
+  g_free (ins->members);
+  memset (ins, 0, sizeof *ins);
+}
+
+void
+sg_plan_free (SgPlan *p)
+{
+  if (!p)
+    return;
+  for (int32_t i = 0; i < p->n_groups; i++) {
+    g_free (p->groups[i].name);
+    g_free (p->groups[i].partition);
+  }
+  g_free (p->groups);
+  g_free (p->buffers);
+  for (int32_t i = 0; i < p->n_values; i++)
+    g_free (p->values[i].name);
+  g_free (p->values);
+  g_free (p->inputs);
+  g_free (p->outputs);
+  for (int32_t i = 0; i < p->n_ins; i++)
+    sg_plan_ins_clear (&p->ins[i]);
+  g_free (p->ins);
+  g_free (p->graph);
+  g_free (p->options);
+  g_free (p);
+}
+
+/* --- names of the plan's enums ------------------------------------------- */
+
+static const char *const ins_kind_names[] = { "kernel", "collective", "record", "wait_event",
+                                              "free" };
+
+const char *
+sg_plan_ins_kind_name (SgInsKind k)
+{
+  g_return_val_if_fail ((size_t)k < G_N_ELEMENTS (ins_kind_names), "?");
+  return ins_kind_names[k];
+}
+
+bool
+sg_plan_ins_kind_from_name (const char *s, SgInsKind *out)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (ins_kind_names); i++)
+    if (s && strcmp (s, ins_kind_names[i]) == 0) {
+      *out = (SgInsKind)i;
+      return true;
+    }
+  return false;
+}
+
+bool
+sg_plan_op_from_name (const char *s, SgOpKind *out)
+{
+  for (int k = 0; k < SG_OP_N_KINDS; k++)
+    if (s && strcmp (s, sg_op_name ((SgOpKind)k)) == 0) {
+      *out = (SgOpKind)k;
+      return true;
+    }
+  return false;
+}
+
+/* --- canonical JSON --------------------------------------------------------- */
+
+static void
+put_str (GString *s, const char *v)
+{
+  if (!v) {
+    g_string_append (s, "null");
+    return;
+  }
+  g_string_append_c (s, '"');
+  for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+    switch (*c) {
+    case '"':
+      g_string_append (s, "\\\"");
+      break;
+    case '\\':
+      g_string_append (s, "\\\\");
+      break;
+    case '\n':
+      g_string_append (s, "\\n");
+      break;
+    case '\t':
+      g_string_append (s, "\\t");
+      break;
+    default:
+      if (*c < 0x20)
+        g_string_append_printf (s, "\\u%04x", *c);
+      else
+        g_string_append_c (s, (char)*c);
+    }
+  }
+  g_string_append_c (s, '"');
+}
+
+static void
+put_us (GString *s, double v)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  if (!isfinite (v) || v < 0)
+    v = -1;
+  g_string_append (s, g_ascii_formatd (buf, sizeof buf, "%.3f", v));
+}
+
+static void
+put_ids (GString *s, const int32_t *v, int32_t n)
+{
+  g_string_append_c (s, '[');
+  for (int32_t i = 0; i < n; i++)
+    g_string_append_printf (s, i ? ",%" PRId32 : "%" PRId32, v[i]);
+  g_string_append_c (s, ']');
+}
+
+static void
+put_i64s (GString *s, const int64_t *v, int32_t n)
+{
+  g_string_append_c (s, '[');
+  for (int32_t i = 0; i < n; i++)
+    g_string_append_printf (s, i ? ",%" PRId64 : "%" PRId64, v[i]);
+  g_string_append_c (s, ']');
+}
+
+static void
+put_cjson (GString *s, const cJSON *v, const char *empty)
+{
+  if (!v) {
+    g_string_append (s, empty);
+    return;
+  }
+  char *t = cJSON_PrintUnformatted (v);
+  g_string_append (s, t ? t : empty);
+  cJSON_free (t);
+}
+
+static void
+put_ins (GString *s, const SgPlanIns *in)
+{
+  g_string_append (s, "{\"kind\":");
+  put_str (s, sg_plan_ins_kind_name (in->kind));
+  g_string_append_printf (s, ",\"stream\":%" PRId32, in->stream);
+  if (in->name) {
+    g_string_append (s, ",\"name\":");
+    put_str (s, in->name);
+  }
+  switch (in->kind) {
+  case SG_INS_KERNEL:
+  case SG_INS_COLLECTIVE:
+    g_string_append (s, ",\"op\":");
+    put_str (s, sg_op_name (in->op));
+    if (in->kind == SG_INS_KERNEL) {
+      g_string_append (s, ",\"target\":");
+      put_str (s, in->target);
+    }
+    g_string_append (s, ",\"in\":");
+    put_ids (s, in->in, in->n_in);
+    g_string_append (s, ",\"out\":");
+    put_ids (s, in->out, in->n_out);
+    if (in->kind == SG_INS_KERNEL) {
+      g_string_append (s, ",\"args\":");
+      put_cjson (s, in->args, "[]");
+      g_string_append (s, ",\"kwargs\":");
+      put_cjson (s, in->kwargs, "{}");
+    } else {
+      g_string_append_printf (s, ",\"group\":%" PRId32 ",\"count\":%" PRId64 ",\"dtype\":",
+                              in->group, in->count);
+      put_str (s, sg_dtype_name (in->dtype));
+      g_string_append (s, ",\"reduce\":");
+      put_str (s, sg_reduce_name (in->reduce));
+      g_string_append (s, ",\"members\":[");
+      for (int32_t i = 0; i < in->n_members; i++) {
+        if (i)
+          g_string_append_c (s, ',');
+        put_str (s, in->members[i]);
+      }
+      g_string_append_c (s, ']');
+    }
+    g_string_append (s, ",\"est_us\":");
+    put_us (s, in->est_us);
+    g_string_append (s, ",\"pred_start_us\":");
+    put_us (s, in->pred_start_us);
+    g_string_append (s, ",\"pred_end_us\":");
+    put_us (s, in->pred_end_us);
+    if (in->kind == SG_INS_COLLECTIVE) {
+      g_string_append (s, ",\"pred_exposed_us\":");
+      put_us (s, in->pred_exposed_us);
+    }
+    break;
+  case SG_INS_RECORD:
+    g_string_append_printf (s, ",\"event\":%" PRId32, in->event);
+    break;
+  case SG_INS_WAIT_EVENT:
+    g_string_append_printf (s, ",\"event\":%" PRId32 ",\"coll\":%" PRId32, in->event, in->coll);
+    break;
+  case SG_INS_FREE:
+    g_string_append_printf (s, ",\"buffer\":%" PRId32, in->buffer);
+    break;
+  }
+  g_string_append_c (s, '}');
+}
+
+uint64_t
+sg_plan_fnv1a (const char *data, size_t len)
+{
+  uint64_t h = UINT64_C (0xcbf29ce484222325);
+  for (size_t i = 0; i < len; i++) {
+    h ^= (unsigned char)data[i];
+    h *= UINT64_C (0x100000001b3);
+  }
+  return h;
+}
+
+#define HASH_KEY "\"hash\":\""
+
+char *
+sg_plan_to_json (SgPlan *p, size_t *len)
+{
+  g_return_val_if_fail (p != NULL, NULL);
+  GString *s = g_string_sized_new (4096 + (size_t)p->n_ins * 160 + (size_t)p->n_values * 120);
+  g_string_append (s, "{\"format\":\"" SG_PLAN_FORMAT "\",\n");
+  g_string_append_printf (s, "\"version\":%d,\n", SG_PLAN_VERSION);
+  size_t hash_at = s->len + strlen (HASH_KEY);
+  g_string_append (s, HASH_KEY "0000000000000000\",\n");
+  g_string_append (s, "\"graph\":");
+  put_str (s, p->graph ? p->graph : "");
+  g_string_append (s, ",\n\"options\":");
+  put_str (s, p->options ? p->options : "");
+  g_string_append_printf (s,
+                          ",\n\"world_size\":%" PRId32 ",\n\"n_streams\":%" PRId32
+                          ",\n\"n_events\":%" PRId32 ",\n\"arena_bytes\":%" PRIu64 ",\n",
+                          p->world_size, p->n_streams, p->n_events, p->arena_bytes);
+
+  g_string_append (s, "\"groups\":[");
+  for (int32_t i = 0; i < p->n_groups; i++) {
+    const SgPlanGroup *gr = &p->groups[i];
+    g_string_append (s, i ? ",\n{\"name\":" : "\n{\"name\":");
+    put_str (s, gr->name);
+    g_string_append_printf (s, ",\"n_ranks\":%" PRId32 ",\"n_instances\":%" PRId32 ",\"partition\":",
+                            gr->n_ranks, gr->n_instances);
+    put_ids (s, gr->partition, gr->n_ranks * gr->n_instances);
+    g_string_append_c (s, '}');
+  }
+  g_string_append (s, "],\n\"buffers\":[");
+  for (int32_t i = 0; i < p->n_buffers; i++) {
+    const SgPlanBuffer *b = &p->buffers[i];
+    g_string_append_printf (s,
+                            "%s{\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"first\":%" PRId32
+                            ",\"last\":%" PRId32 "}",
+                            i ? ",\n" : "\n", b->offset, b->bytes, b->first_ins, b->last_ins);
+  }
+  g_string_append (s, "],\n\"values\":[");
+  for (int32_t i = 0; i < p->n_values; i++) {
+    const SgPlanValue *v = &p->values[i];
+    g_string_append (s, i ? ",\n{\"name\":" : "\n{\"name\":");
+    put_str (s, v->name);
+    g_string_append_printf (s, ",\"buffer\":%" PRId32 ",\"offset\":%" PRIu64 ",\"dtype\":",
+                            v->buffer, v->offset);
+    put_str (s, sg_dtype_name (v->dtype));
+    g_string_append (s, ",\"shape\":");
+    put_i64s (s, v->shape, v->ndim);
+    g_string_append (s, ",\"stride\":");
+    put_i64s (s, v->stride, v->ndim);
+    g_string_append (s, v->init == SG_INIT_INPUT ? ",\"init\":\"input\"}" : ",\"init\":\"none\"}");
+  }
+  g_string_append (s, "],\n\"inputs\":");
+  put_ids (s, p->inputs, p->n_inputs);
+  g_string_append (s, ",\n\"outputs\":");
+  put_ids (s, p->outputs, p->n_outputs);
+  g_string_append (s, ",\n\"ins\":[");
+  for (int32_t i = 0; i < p->n_ins; i++) {
+    g_string_append (s, i ? ",\n" : "\n");
+    put_ins (s, &p->ins[i]);
+  }
+  const SgPlanPrediction *pr = &p->pred;
+  g_string_append (s, "],\n\"pred\":{\"step_us\":");
+  put_us (s, pr->step_us);
+  g_string_append (s, ",\"compute_us\":");
+  put_us (s, pr->compute_us);
+  g_string_append (s, ",\"comm_us\":");
+  put_us (s, pr->comm_us);
+  g_string_append (s, ",\"exposed_us\":");
+  put_us (s, pr->exposed_us);
+  g_string_append (s, ",\"lower_bound_us\":");
+  put_us (s, pr->lower_bound_us);
+  g_string_append_printf (s,
+                          ",\"peak_bytes\":%" PRIu64 ",\"collectives\":%" PRId32
+                          ",\"hidden\":%" PRId32 ",\"partial\":%" PRId32 ",\"exposed\":%" PRId32
+                          "}\n}\n",
+                          pr->peak_bytes, pr->collectives, pr->hidden, pr->partial, pr->exposed);
+
+  p->hash = sg_plan_fnv1a (s->str, s->len);
+  char hex[17];
+  g_snprintf (hex, sizeof hex, "%016" PRIx64, p->hash);
+  memcpy (s->str + hash_at, hex, 16);
+  if (len)
+    *len = s->len;
+  return g_string_free (s, FALSE);
+}
+
+bool
+sg_plan_write_file (SgPlan *plan, const char *path, GError **error)
+{
+  g_return_val_if_fail (plan != NULL && path != NULL, false);
+  size_t len;
+  g_autofree char *text = sg_plan_to_json (plan, &len);
+  /* g_file_set_contents writes a temporary file in the same directory,
+   * fsyncs it and renames it over @path: never a partial plan at @path. */
+  GError *e = NULL;
+  if (!g_file_set_contents (path, text, (gssize)len, &e)) {
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_IO, "cannot write plan %s: %s", path,
+                 e->message);
+    g_error_free (e);
+    return false;
+  }
+  return true;
+}
+
+/* --- accessors for kernel arguments ---------------------------------------- */
+
+static const cJSON *
+arg_at (const SgPlanIns *ins, int i)
+{
+  if (!ins || !ins->args || !cJSON_IsArray (ins->args) || i < 0)
+    return NULL;
+  return cJSON_GetArrayItem (ins->args, i);
+}
+
+static bool
+json_as_int (const cJSON *v, int64_t *out)
+{
+  if (!cJSON_IsNumber (v))
+    return false;
+  double d = v->valuedouble;
+  if (d != floor (d) || d < -9007199254740992.0 || d > 9007199254740992.0)
+    return false;
+  *out = (int64_t)d;
+  return true;
+}
+
+bool
+sg_plan_arg_int (const SgPlanIns *ins, int i, int64_t *out)
+{
+  const cJSON *v = arg_at (ins, i);
+  if (cJSON_IsBool (v)) {
+    *out = cJSON_IsTrue (v) ? 1 : 0;
+    return true;
+  }
+  return json_as_int (v, out);
+}
+
+bool
+sg_plan_arg_double (const SgPlanIns *ins, int i, double *out)
+{
+  const cJSON *v = arg_at (ins, i);
+  if (!cJSON_IsNumber (v))
+    return false;
+  *out = v->valuedouble;
+  return true;
+}
+
+bool
+sg_plan_arg_value (const SgPlanIns *ins, int i, int32_t *out)
+{
+  const cJSON *v = arg_at (ins, i);
+  if (!cJSON_IsObject (v))
+    return false;
+  int64_t id;
+  if (!json_as_int (cJSON_GetObjectItemCaseSensitive (v, "value"), &id) || id < -1 ||
+      id > INT32_MAX)
+    return false;
+  *out = (int32_t)id;
+  return true;
+}
+
+int
+sg_plan_arg_ints (const SgPlanIns *ins, int i, int64_t *out, int max)
+{
+  const cJSON *v = arg_at (ins, i);
+  if (!cJSON_IsArray (v))
+    return -1;
+  int n = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach (e, v)
+  {
+    int64_t x;
+    if (!json_as_int (e, &x))
+      return -1;
+    if (n < max)
+      out[n] = x;
+    n++;
+  }
+  return n <= max ? n : -1;
+}
+
+const cJSON *
+sg_plan_kwarg (const SgPlanIns *ins, const char *key)
+{
+  if (!ins || !ins->kwargs || !cJSON_IsObject (ins->kwargs) || !key)
+    return NULL;
+  return cJSON_GetObjectItemCaseSensitive (ins->kwargs, key);
+}

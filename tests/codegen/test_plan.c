@@ -1,0 +1,439 @@
+/* test_plan.c: the plan's canonical JSON, loader and validator (plan/),
+ * on a hand-built plan: compute, one all_gather with its events, a free.
+ *
+ * Every rejection test checks the error code and that the message names
+ * what is wrong, so a loader that rejects for another reason fails.
+ */
+#include <check.h>
+#include <glib/gstdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+static int32_t *
+ids (int n, ...)
+{
+  int32_t *v = g_new (int32_t, (size_t)n + 1);
+  va_list ap;
+  va_start (ap, n);
+  for (int i = 0; i < n; i++)
+    v[i] = va_arg (ap, int32_t);
+  va_end (ap);
+  return v;
+}
+
+static void
+set_value (SgPlanValue *v, const char *name, int32_t buffer, SgDtype dt, int64_t rows,
+           int64_t cols, SgValueInit init)
+{
+  v->name = g_strdup (name);
+  v->buffer = buffer;
+  v->dtype = dt;
+  v->ndim = 2;
+  v->shape[0] = rows;
+  v->shape[1] = cols;
+  v->stride[0] = cols;
+  v->stride[1] = 1;
+  v->init = init;
+}
+
+static SgPlanIns
+ins_new (SgInsKind kind, int32_t stream)
+{
+  SgPlanIns in = { 0 };
+  in.kind = kind;
+  in.stream = stream;
+  in.group = in.event = in.coll = in.buffer = -1;
+  in.est_us = in.pred_start_us = in.pred_end_us = in.pred_exposed_us = -1;
+  return in;
+}
+
+/* x[8,16] (input), w[4,16] (input shard); ag = all_gather(w) [8,16];
+ * y = mm(x, t(ag)) [8,8]; output y.
+ * 0 RECORD e0 s0; 1 WAIT e0 s1; 2 COLL ag s1; 3 RECORD e1 s1; 4 WAIT e1 s0 coll 2;
+ * 5 KERNEL mm; 6 FREE ag's buffer. */
+static SgPlan *
+small_plan (void)
+{
+  SgPlan *p = sg_plan_new ();
+  p->world_size = 2;
+  p->graph = g_strdup ("small \"test\"\n");
+  p->options = g_strdup ("reorder=1 bucket=1");
+  p->n_groups = 1;
+  p->groups = g_new0 (SgPlanGroup, 1);
+  p->groups[0].name = g_strdup ("0");
+  p->groups[0].n_ranks = 2;
+  p->groups[0].n_instances = 1;
+  p->groups[0].partition = ids (2, 0, 1);
+  p->n_streams = 2;
+  p->n_events = 2;
+  p->n_buffers = 4;
+  p->buffers = g_new0 (SgPlanBuffer, 4);
+  p->buffers[0] = (SgPlanBuffer){ 0, 256, 0, 6 };   /* x bf16 8x16 */
+  p->buffers[1] = (SgPlanBuffer){ 256, 128, 0, 6 }; /* w bf16 4x16 */
+  p->buffers[2] = (SgPlanBuffer){ 512, 256, 2, 5 }; /* ag */
+  p->buffers[3] = (SgPlanBuffer){ 768, 128, 5, 6 }; /* y bf16 8x8 */
+  p->arena_bytes = 1024;
+  p->n_values = 5;
+  p->values = g_new0 (SgPlanValue, 5);
+  set_value (&p->values[0], "x", 0, SG_DTYPE_BF16, 8, 16, SG_INIT_INPUT);
+  set_value (&p->values[1], "w", 1, SG_DTYPE_BF16, 4, 16, SG_INIT_INPUT);
+  set_value (&p->values[2], "ag", 2, SG_DTYPE_BF16, 8, 16, SG_INIT_NONE);
+  set_value (&p->values[3], "t", 2, SG_DTYPE_BF16, 16, 8, SG_INIT_NONE);
+  p->values[3].stride[0] = 1;
+  p->values[3].stride[1] = 16;
+  set_value (&p->values[4], "y", 3, SG_DTYPE_BF16, 8, 8, SG_INIT_NONE);
+  p->n_inputs = 2;
+  p->inputs = ids (2, 0, 1);
+  p->n_outputs = 2;
+  p->outputs = ids (2, 4, -1);
+  p->n_ins = 7;
+  p->ins = g_new0 (SgPlanIns, 7);
+  p->ins[0] = ins_new (SG_INS_RECORD, 0);
+  p->ins[0].event = 0;
+  p->ins[1] = ins_new (SG_INS_WAIT_EVENT, 1);
+  p->ins[1].event = 0;
+  SgPlanIns *c = &p->ins[2];
+  *c = ins_new (SG_INS_COLLECTIVE, 1);
+  c->name = g_strdup ("ag");
+  c->op = SG_OP_ALL_GATHER;
+  c->in = ids (1, 1);
+  c->n_in = 1;
+  c->out = ids (1, 2);
+  c->n_out = 1;
+  c->group = 0;
+  c->dtype = SG_DTYPE_BF16;
+  c->count = 64;
+  c->members = g_new0 (char *, 2);
+  c->members[0] = g_strdup ("ag");
+  c->n_members = 1;
+  c->est_us = 31.25;
+  c->pred_start_us = 0;
+  c->pred_end_us = 31.25;
+  c->pred_exposed_us = 31.25;
+  p->ins[3] = ins_new (SG_INS_RECORD, 1);
+  p->ins[3].event = 1;
+  p->ins[4] = ins_new (SG_INS_WAIT_EVENT, 0);
+  p->ins[4].event = 1;
+  p->ins[4].coll = 2;
+  p->ins[4].name = g_strdup ("wait_ag");
+  SgPlanIns *k = &p->ins[5];
+  *k = ins_new (SG_INS_KERNEL, 0);
+  k->name = g_strdup ("y");
+  k->op = SG_OP_MM;
+  k->target = g_strdup ("aten.mm.default");
+  k->in = ids (2, 0, 3);
+  k->n_in = 2;
+  k->out = ids (1, 4);
+  k->n_out = 1;
+  k->args = cJSON_Parse ("[{\"value\":0},{\"value\":3},[1,2,-3],2.5,true,\"s\\u0001\"]");
+  k->kwargs = cJSON_Parse ("{\"alpha\":1}");
+  k->est_us = 1.5;
+  p->ins[6] = ins_new (SG_INS_FREE, 0);
+  p->ins[6].buffer = 2;
+  p->pred.step_us = 33;
+  p->pred.peak_bytes = 768;
+  p->pred.collectives = 1;
+  p->pred.exposed = 1;
+  return p;
+}
+
+static char *
+replace_once (const char *text, const char *from, const char *to)
+{
+  const char *at = strstr (text, from);
+  ck_assert_msg (at != NULL, "test setup: \"%s\" not in the plan text", from);
+  return g_strdup_printf ("%.*s%s%s", (int)(at - text), text, to, at + strlen (from));
+}
+
+/* Loads @text and expects @code with @needle in the message. */
+static void
+expect_reject (const char *text, size_t len, int code, const char *needle)
+{
+  g_autoptr (GError) e = NULL;
+  SgPlan *p = sg_plan_load_data (text, len, "t.json", &e);
+  ck_assert_msg (p == NULL, "plan accepted, expected an error containing \"%s\"", needle);
+  ck_assert_msg (e != NULL && e->domain == SG_PLAN_ERROR, "no plan error");
+  ck_assert_msg (e->code == code && strstr (e->message, needle) && strstr (e->message, "t.json"),
+                 "expected code %d with \"%s\", got %d: %s", code, needle, e->code, e->message);
+}
+
+START_TEST (small_plan_validates_and_round_trips_byte_identical)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  g_autoptr (GError) e = NULL;
+  ck_assert_msg (sg_plan_validate (p, &e), "%s", e ? e->message : "");
+  size_t len;
+  g_autofree char *a = sg_plan_to_json (p, &len);
+  ck_assert_uint_eq (strlen (a), len);
+  g_autoptr (SgPlan) q = sg_plan_load_data (a, len, "a", &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+  ck_assert_uint_eq (q->hash, p->hash);
+  size_t len2;
+  g_autofree char *b = sg_plan_to_json (q, &len2);
+  ck_assert_str_eq (a, b);
+  ck_assert_int_eq (q->n_ins, 7);
+  ck_assert_int_eq (q->ins[2].count, 64);
+  ck_assert_int_eq (q->ins[4].coll, 2);
+  ck_assert_str_eq (q->graph, "small \"test\"\n");
+  ck_assert_int_eq (q->values[3].stride[1], 16);
+  ck_assert_int_eq (q->outputs[1], -1);
+  ck_assert (q->ins[2].est_us == 31.25);
+}
+END_TEST
+
+START_TEST (plan_hash_is_fnv1a_of_text_with_zero_hash)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  g_autofree char *a = sg_plan_to_json (p, NULL);
+  char hex[17];
+  g_snprintf (hex, sizeof hex, "%016" G_GINT64_MODIFIER "x", p->hash);
+  ck_assert_ptr_nonnull (strstr (a, hex));
+  g_autofree char *zero = replace_once (a, hex, "0000000000000000");
+  uint64_t h = UINT64_C (0xcbf29ce484222325);
+  for (const unsigned char *c = (const unsigned char *)zero; *c; c++)
+    h = (h ^ *c) * UINT64_C (0x100000001b3);
+  ck_assert_uint_eq (h, p->hash);
+  /* another option text gives another hash */
+  g_free (p->options);
+  p->options = g_strdup ("reorder=0");
+  g_free (sg_plan_to_json (p, NULL));
+  ck_assert_uint_ne (h, p->hash);
+}
+END_TEST
+
+START_TEST (arg_accessors_read_kernel_arguments)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  const SgPlanIns *k = &p->ins[5];
+  int32_t v;
+  int64_t x, l[4];
+  double d;
+  ck_assert (sg_plan_arg_value (k, 1, &v) && v == 3);
+  ck_assert (!sg_plan_arg_value (k, 2, &v));
+  ck_assert_int_eq (sg_plan_arg_ints (k, 2, l, 4), 3);
+  ck_assert_int_eq (l[2], -3);
+  ck_assert_int_eq (sg_plan_arg_ints (k, 2, l, 2), -1);
+  ck_assert (sg_plan_arg_double (k, 3, &d) && d == 2.5);
+  ck_assert (!sg_plan_arg_int (k, 3, &x));
+  ck_assert (sg_plan_arg_int (k, 4, &x) && x == 1);
+  ck_assert (!sg_plan_arg_int (k, 9, &x));
+  ck_assert_ptr_nonnull (sg_plan_kwarg (k, "alpha"));
+  ck_assert_ptr_null (sg_plan_kwarg (k, "beta"));
+}
+END_TEST
+
+START_TEST (write_file_is_atomic_and_loads_back)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  g_autoptr (GError) e = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("sgplan-XXXXXX", &e);
+  ck_assert_ptr_nonnull (dir);
+  g_autofree char *path = g_build_filename (dir, "plan.json", NULL);
+  ck_assert_msg (sg_plan_write_file (p, path, &e), "%s", e ? e->message : "");
+  g_autoptr (SgPlan) q = sg_plan_load (path, &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+  ck_assert_uint_eq (q->hash, p->hash);
+  /* a path in a missing directory fails with IO and leaves nothing behind */
+  g_autofree char *bad_path = g_build_filename (dir, "missing", "plan.json", NULL);
+  ck_assert (!sg_plan_write_file (p, bad_path, &e) && e->code == SG_PLAN_ERROR_IO);
+  ck_assert (!g_file_test (bad_path, G_FILE_TEST_EXISTS));
+  g_clear_error (&e);
+  ck_assert_ptr_null (sg_plan_load (bad_path, &e));
+  ck_assert_int_eq (e->code, SG_PLAN_ERROR_IO);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+END_TEST
+
+START_TEST (truncated_plan_is_rejected_at_every_length)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  size_t len;
+  g_autofree char *a = sg_plan_to_json (p, &len);
+  for (size_t cut = 0; cut < len - 2; cut += 1 + cut / 64) {
+    g_autoptr (GError) e = NULL;
+    SgPlan *q = sg_plan_load_data (a, cut, "t.json", &e);
+    ck_assert_msg (q == NULL, "truncated at %zu accepted", cut);
+    ck_assert_int_eq (e->code, SG_PLAN_ERROR_PARSE);
+    ck_assert_msg (strstr (e->message, cut ? "truncated" : "empty"), "cut %zu: %s", cut,
+                   e->message);
+  }
+}
+END_TEST
+
+START_TEST (corrupt_plans_are_rejected_with_a_clear_message)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  size_t len;
+  g_autofree char *a = sg_plan_to_json (p, &len);
+  g_autofree char *junk = replace_once (a, "\"values\":[", "\"values\":[}{");
+  expect_reject (junk, strlen (junk), SG_PLAN_ERROR_PARSE, "corrupt");
+  g_autofree char *trail = g_strdup_printf ("%s}", a);
+  expect_reject (trail, strlen (trail), SG_PLAN_ERROR_PARSE, "trailing");
+  g_autofree char *fmt = replace_once (a, "schedgraph.plan", "schedgraph.graph");
+  expect_reject (fmt, strlen (fmt), SG_PLAN_ERROR_VERSION, "not a schedgraph plan");
+  g_autofree char *ver = replace_once (a, "\"version\":1", "\"version\":2");
+  expect_reject (ver, strlen (ver), SG_PLAN_ERROR_VERSION, "version 2");
+  /* one changed byte of content: the hash catches it */
+  g_autofree char *edit = replace_once (a, "\"count\":64", "\"count\":65");
+  expect_reject (edit, strlen (edit), SG_PLAN_ERROR_HASH, "hash mismatch");
+  g_autofree char *hash = replace_once (a, "\"hash\":\"", "\"hash\":\"x");
+  expect_reject (hash, strlen (hash), SG_PLAN_ERROR_INVALID, "hash");
+  g_autofree char *type = replace_once (a, "\"world_size\":2", "\"world_size\":\"2\"");
+  expect_reject (type, strlen (type), SG_PLAN_ERROR_INVALID, "world_size");
+  g_autofree char *miss = replace_once (a, "\"event\":1,\"coll\":2", "\"event\":1");
+  expect_reject (miss, strlen (miss), SG_PLAN_ERROR_INVALID, "ins[4].coll: missing");
+  g_autofree char *kind = replace_once (a, "\"kind\":\"free\"", "\"kind\":\"launch\"");
+  expect_reject (kind, strlen (kind), SG_PLAN_ERROR_INVALID, "ins[6].kind");
+}
+END_TEST
+
+/* Re-serialises @p after a broken rule so the hash matches: only the
+ * validator stands between the broken plan and a backend. */
+static void
+expect_invalid (SgPlan *p, const char *needle)
+{
+  size_t len;
+  g_autofree char *text = sg_plan_to_json (p, &len);
+  expect_reject (text, len, SG_PLAN_ERROR_INVALID, needle);
+}
+
+START_TEST (out_of_range_indices_are_rejected_naming_the_field)
+{
+  SgPlan *p;
+  p = small_plan ();
+  p->ins[5].in[1] = 99;
+  expect_invalid (p, "in value 99 out of range");
+  sg_plan_free (p);
+  p = small_plan ();
+  p->ins[0].event = 7;
+  expect_invalid (p, "ins[0].event 7: out of range");
+  sg_plan_free (p);
+  p = small_plan ();
+  p->ins[6].buffer = 4;
+  expect_invalid (p, "ins[6].buffer 4: out of range");
+  sg_plan_free (p);
+  p = small_plan ();
+  p->ins[2].group = 1;
+  expect_invalid (p, "group 1: out of range");
+  sg_plan_free (p);
+  p = small_plan ();
+  p->values[2].buffer = 9;
+  expect_invalid (p, "values[2] \"ag\".buffer 9: out of range");
+  sg_plan_free (p);
+  p = small_plan ();
+  p->outputs[0] = 5;
+  expect_invalid (p, "outputs[0] = 5");
+  sg_plan_free (p);
+  p = small_plan ();
+  p->ins[5].stream = 3;
+  expect_invalid (p, "ins[5].stream 3");
+  sg_plan_free (p);
+}
+END_TEST
+
+START_TEST (broken_stream_rules_are_rejected)
+{
+  SgPlan *p;
+  p = small_plan (); /* wait before record */
+  p->ins[1].event = 1;
+  expect_invalid (p, "before any RECORD");
+  sg_plan_free (p);
+  p = small_plan (); /* collective on the compute stream */
+  p->ins[2].stream = 0;
+  expect_invalid (p, "must run on stream 1");
+  sg_plan_free (p);
+  p = small_plan (); /* count that does not match the operands */
+  p->ins[2].count = 32;
+  expect_invalid (p, "count 32");
+  sg_plan_free (p);
+  p = small_plan (); /* wait_tensor pointing at a kernel */
+  p->ins[4].coll = 5;
+  expect_invalid (p, "not an earlier collective");
+  sg_plan_free (p);
+  p = small_plan (); /* collective never waited */
+  p->ins[4].coll = -1;
+  expect_invalid (p, "no WAIT_EVENT waits for it");
+  sg_plan_free (p);
+  p = small_plan (); /* event recorded twice */
+  p->ins[3].event = 0;
+  expect_invalid (p, "recorded twice");
+  sg_plan_free (p);
+}
+END_TEST
+
+START_TEST (broken_memory_rules_are_rejected)
+{
+  SgPlan *p;
+  p = small_plan (); /* ag's buffer dies before the wait */
+  p->buffers[2].last_ins = 3;
+  expect_invalid (p, "dies at ins[3], before its wait ins[4]");
+  sg_plan_free (p);
+  p = small_plan (); /* y written before its buffer's lifetime starts */
+  p->buffers[3].first_ins = 6;
+  expect_invalid (p, "outside its buffer 3's lifetime [6, 6]");
+  sg_plan_free (p);
+  p = small_plan (); /* freed while live */
+  p->buffers[2].last_ins = 6;
+  expect_invalid (p, "live until ins[6]");
+  sg_plan_free (p);
+  p = small_plan (); /* y overlaps x while both live */
+  p->buffers[3].offset = 0;
+  expect_invalid (p, "overlaps");
+  sg_plan_free (p);
+  p = small_plan (); /* y may reuse ag's memory only after ag dies: it does not here */
+  p->buffers[3].offset = 512;
+  expect_invalid (p, "overlaps");
+  sg_plan_free (p);
+  p = small_plan (); /* misaligned */
+  p->buffers[3].offset = 800;
+  expect_invalid (p, "not 256-byte aligned");
+  sg_plan_free (p);
+  p = small_plan (); /* outside the arena */
+  p->arena_bytes = 880;
+  expect_invalid (p, "does not fit arena_bytes");
+  sg_plan_free (p);
+  p = small_plan (); /* a view reaching past its buffer */
+  p->values[3].offset = 2;
+  expect_invalid (p, "reach past buffers[2]");
+  sg_plan_free (p);
+  p = small_plan (); /* read before written */
+  p->ins[5].in[1] = 4;
+  p->ins[5].out[0] = 3;
+  expect_invalid (p, "before anything writes");
+  sg_plan_free (p);
+  p = small_plan (); /* an output that dies early */
+  p->buffers[3].last_ins = 5;
+  expect_invalid (p, "not at the end");
+  sg_plan_free (p);
+}
+END_TEST
+
+static Suite *
+plan_suite (void)
+{
+  Suite *s = suite_create ("plan");
+  TCase *tc = tcase_create ("plan");
+  tcase_add_test (tc, small_plan_validates_and_round_trips_byte_identical);
+  tcase_add_test (tc, plan_hash_is_fnv1a_of_text_with_zero_hash);
+  tcase_add_test (tc, arg_accessors_read_kernel_arguments);
+  tcase_add_test (tc, write_file_is_atomic_and_loads_back);
+  tcase_add_test (tc, truncated_plan_is_rejected_at_every_length);
+  tcase_add_test (tc, corrupt_plans_are_rejected_with_a_clear_message);
+  tcase_add_test (tc, out_of_range_indices_are_rejected_naming_the_field);
+  tcase_add_test (tc, broken_stream_rules_are_rejected);
+  tcase_add_test (tc, broken_memory_rules_are_rejected);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (plan_suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}
