@@ -1,0 +1,404 @@
+/* backend.c: the CUDA/NCCL backend (SgBackend "cuda"): one GPU per rank.
+ *
+ * Maps a plan to CUDA resources exactly as it says: one non-blocking stream
+ * per plan stream, one event per plan event, one NCCL communicator per
+ * group, one cudaMalloc per rank holding the plan's arena and, after it, a
+ * scratch area per stream (strided GEMM operands, SDPA backward rows,
+ * collective staging). The host issues `ins` in order; cross-stream order
+ * is only the plan's RECORD / WAIT_EVENT, as in nvFuser's host IR executor.
+ * Measurement (CUDA events, both modes): per collective a start/end pair on
+ * its stream; at each WAIT_EVENT of a collective on stream 0 a "reached"
+ * event, exposed = end - reached clamped at 0 (time compute stood still);
+ * step = start on stream 0 to the join of every stream; compute = the sum
+ * of runs of kernels on stream 0 between waits.
+ * Requires: sg_rt_context_init done. Invalidates: nothing.
+ */
+#include <string.h>
+
+#include "cuda-private.h"
+
+static SgCuState *
+state (SgRtContext *ctx)
+{
+  return ctx->priv;
+}
+
+static bool
+cuda_check_plan (SgRtContext *ctx, GError **error)
+{
+  const SgPlan *plan = ctx->plan;
+  if (sg_cu_device_count () == 0) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_BACKEND,
+                 "--backend cuda: no CUDA device is visible on rank %d", ctx->rank);
+    return false;
+  }
+  uint64_t *need = g_new0 (uint64_t, MAX (1, plan->n_streams));
+  bool ok = true;
+  for (int32_t i = 0; i < plan->n_ins && ok; i++)
+    ok = sg_cu_check_ins (plan, &plan->ins[i], need, error);
+  g_free (need);
+  return ok;
+}
+
+static void cuda_teardown (SgRtContext *ctx);
+
+static bool
+make_events (cudaEvent_t *ev, int32_t n, unsigned flags, GError **error)
+{
+  for (int32_t i = 0; i < n; i++)
+    SG_CU_CHECK (cudaEventCreateWithFlags (&ev[i], flags), error, fail);
+  return true;
+fail:
+  return false;
+}
+
+static bool
+cuda_setup (SgRtContext *ctx, GError **error)
+{
+  const SgPlan *plan = ctx->plan;
+  SgCuState *st = g_new0 (SgCuState, 1);
+  ctx->priv = st;
+  const int ndev = sg_cu_device_count ();
+  st->device = sg_cu_local_rank (ctx->world_comm) % MAX (1, ndev);
+  SG_CU_CHECK (cudaSetDevice (st->device), error, fail);
+  st->watchdog = sg_cu_watchdog_start (st, ctx->rank);
+  sg_cu_watchdog_arm (st->watchdog, ctx->opt.timeout_s, "backend setup");
+
+  /* One allocation: arena, then per-stream scratch. */
+  st->n_streams = plan->n_streams;
+  st->scratch = g_new0 (char *, st->n_streams);
+  st->scratch_bytes = g_new0 (uint64_t, st->n_streams);
+  for (int32_t i = 0; i < plan->n_ins; i++)
+    if (!sg_cu_check_ins (plan, &plan->ins[i], st->scratch_bytes, error))
+      goto fail;
+  uint64_t total = (plan->arena_bytes + 255) / 256 * 256;
+  st->arena_bytes = plan->arena_bytes;
+  for (int32_t s = 0; s < st->n_streams; s++)
+    total += (st->scratch_bytes[s] + 255) / 256 * 256;
+  SG_CU_CHECK (cudaMalloc ((void **)&st->base, MAX (total, 256)), error, fail);
+  st->arena = st->base;
+  {
+    char *p = st->base + (plan->arena_bytes + 255) / 256 * 256;
+    for (int32_t s = 0; s < st->n_streams; s++) {
+      st->scratch[s] = p;
+      p += (st->scratch_bytes[s] + 255) / 256 * 256;
+    }
+  }
+  if (ctx->opt.mode == SG_RT_MODE_EXACT) /* deterministic contents of never-written bytes */
+    SG_CU_CHECK (cudaMemset (st->base, 0, MAX (total, 256)), error, fail);
+
+  st->streams = g_new0 (cudaStream_t, st->n_streams);
+  for (int32_t s = 0; s < st->n_streams; s++)
+    SG_CU_CHECK (cudaStreamCreateWithFlags (&st->streams[s], cudaStreamNonBlocking), error, fail);
+  st->n_events = plan->n_events;
+  st->events = g_new0 (cudaEvent_t, MAX (1, plan->n_events));
+  if (!make_events (st->events, plan->n_events, cudaEventDisableTiming, error))
+    goto fail;
+  SG_CUBLAS_CHECK (cublasCreate (&st->cublas), error, fail);
+
+  /* Measurement events. */
+  st->coll_ordinal = g_new (int32_t, MAX (1, plan->n_ins));
+  int32_t n_coll = 0, n_runs = 0;
+  bool in_run = false;
+  for (int32_t i = 0; i < plan->n_ins; i++) {
+    const SgPlanIns *ins = &plan->ins[i];
+    st->coll_ordinal[i] = ins->kind == SG_INS_COLLECTIVE ? n_coll++ : -1;
+    if (ins->kind == SG_INS_KERNEL && ins->stream == 0 && !in_run) {
+      in_run = true;
+      n_runs++;
+    } else if (ins->kind == SG_INS_WAIT_EVENT && ins->stream == 0) {
+      in_run = false;
+    }
+  }
+  st->coll_start = g_new0 (cudaEvent_t, MAX (1, n_coll));
+  st->coll_end = g_new0 (cudaEvent_t, MAX (1, n_coll));
+  st->reached = g_new0 (cudaEvent_t, MAX (1, plan->n_ins));
+  st->n_run_ev = 2 * n_runs;
+  st->run_ev = g_new0 (cudaEvent_t, MAX (1, st->n_run_ev));
+  st->join = g_new0 (cudaEvent_t, st->n_streams);
+  if (!make_events (st->coll_start, n_coll, cudaEventDefault, error) ||
+      !make_events (st->coll_end, n_coll, cudaEventDefault, error) ||
+      !make_events (st->run_ev, st->n_run_ev, cudaEventDefault, error) ||
+      !make_events (st->join, st->n_streams, cudaEventDisableTiming, error) ||
+      !make_events (&st->step_start, 1, cudaEventDefault, error) ||
+      !make_events (&st->step_end, 1, cudaEventDefault, error))
+    goto fail;
+  for (int32_t i = 0; i < plan->n_ins; i++) {
+    const SgPlanIns *ins = &plan->ins[i];
+    if (ins->kind == SG_INS_WAIT_EVENT && ins->coll >= 0 && ins->stream == 0)
+      SG_CU_CHECK (cudaEventCreate (&st->reached[i]), error, fail);
+  }
+
+  if (!sg_cu_comms_init (st, ctx, error))
+    goto fail;
+  SG_CU_CHECK (cudaDeviceSynchronize (), error, fail);
+  sg_cu_watchdog_disarm (st->watchdog);
+  return true;
+fail:
+  g_prefix_error (error, "cuda backend setup (rank %d, device %d): ", ctx->rank, st->device);
+  return false;
+}
+
+static bool
+cuda_load_inputs (SgRtContext *ctx, GError **error)
+{
+  SgCuState *st = state (ctx);
+  const SgPlan *plan = ctx->plan;
+  if (!st->input_host)
+    st->input_host = g_new0 (void *, MAX (1, plan->n_inputs));
+  for (int32_t i = 0; i < plan->n_inputs; i++) {
+    const SgPlanValue *v = &plan->values[plan->inputs[i]];
+    if (v->buffer < 0)
+      continue;
+    const uint64_t bytes = sg_rt_value_numel (v) * sg_dtype_size (v->dtype);
+    if (!st->input_host[i]) { /* generated once; the step may overwrite the device copy */
+      SG_CU_CHECK (cudaMallocHost (&st->input_host[i], MAX (bytes, 1)), error, fail);
+      sg_rt_fill_input (v, ctx->rank, ctx->opt.seed, st->input_host[i]);
+    }
+    SgCuTensor t;
+    sg_cu_value_tensor (st, plan, plan->inputs[i], &t);
+    if (sg_cu_is_contiguous (&t)) {
+      SG_CU_CHECK (cudaMemcpyAsync (t.ptr, st->input_host[i], bytes, cudaMemcpyHostToDevice,
+                                    st->streams[0]),
+                   error, fail);
+    } else {
+      void *tmp = NULL;
+      SG_CU_CHECK (cudaMalloc (&tmp, MAX (bytes, 1)), error, fail);
+      SgCuTensor d = t;
+      d.ptr = tmp;
+      int64_t s = 1;
+      for (int k = t.ndim - 1; k >= 0; k--) {
+        d.stride[k] = s;
+        s *= t.shape[k];
+      }
+      cudaError_t e = cudaMemcpy (tmp, st->input_host[i], bytes, cudaMemcpyHostToDevice);
+      if (e == cudaSuccess)
+        e = sg_cu_copy_range (&t, 0, &d, 0, sg_cu_numel (&t), st->streams[0]);
+      if (e == cudaSuccess)
+        e = cudaStreamSynchronize (st->streams[0]);
+      cudaFree (tmp);
+      SG_CU_CHECK (e, error, fail);
+    }
+  }
+  SG_CU_CHECK (cudaStreamSynchronize (st->streams[0]), error, fail);
+  return true;
+fail:
+  g_prefix_error (error, "loading inputs on rank %d: ", ctx->rank);
+  return false;
+}
+
+static double
+elapsed_us (cudaEvent_t a, cudaEvent_t b)
+{
+  float ms = 0.f;
+  if (cudaEventElapsedTime (&ms, a, b) != cudaSuccess) {
+    (void)cudaGetLastError ();
+    return 0.0;
+  }
+  return (double)ms * 1000.0;
+}
+
+static bool
+cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
+{
+  SgCuState *st = state (ctx);
+  const SgPlan *plan = ctx->plan;
+  const bool exact = ctx->opt.mode == SG_RT_MODE_EXACT;
+  int32_t i = 0, run = 0;
+  bool in_run = false;
+  char what[160];
+
+  /* Start together: a rank that starts late would show as exposed time on
+   * its peers. */
+  SG_CU_CHECK (cudaDeviceSynchronize (), error, fail);
+  if (MPI_Barrier (ctx->world_comm) != MPI_SUCCESS) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MPI, "MPI_Barrier before the step failed");
+    return false;
+  }
+  sg_cu_watchdog_arm (st->watchdog, ctx->opt.timeout_s, "the step");
+  SG_CU_CHECK (cudaEventRecord (st->step_start, st->streams[0]), error, fail);
+  for (int32_t s = 1; s < st->n_streams; s++)
+    SG_CU_CHECK (cudaStreamWaitEvent (st->streams[s], st->step_start, 0), error, fail);
+
+  for (i = 0; i < plan->n_ins; i++) {
+    const SgPlanIns *ins = &plan->ins[i];
+    cudaStream_t s = st->streams[ins->stream];
+    if (ctx->opt.fail_at_ins == i && ctx->rank == ctx->opt.fail_rank) {
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_INJECTED,
+                   "injected failure at instruction %d (--fail-at-ins) on rank %d", i, ctx->rank);
+      return false;
+    }
+    switch (ins->kind) {
+    case SG_INS_KERNEL:
+      if (ins->stream == 0 && !in_run) {
+        SG_CU_CHECK (cudaEventRecord (st->run_ev[2 * run], s), error, fail);
+        in_run = true;
+      }
+      if (!sg_cu_run_kernel (st, plan, ins, error))
+        goto fail;
+      break;
+    case SG_INS_COLLECTIVE: {
+      const int32_t c = st->coll_ordinal[i];
+      SG_CU_CHECK (cudaEventRecord (st->coll_start[c], s), error, fail);
+      if (!sg_cu_run_collective (st, plan, ins, error))
+        goto fail;
+      SG_CU_CHECK (cudaEventRecord (st->coll_end[c], s), error, fail);
+      break;
+    }
+    case SG_INS_RECORD:
+      SG_CU_CHECK (cudaEventRecord (st->events[ins->event], s), error, fail);
+      break;
+    case SG_INS_WAIT_EVENT:
+      if (ins->stream == 0 && in_run) {
+        SG_CU_CHECK (cudaEventRecord (st->run_ev[2 * run + 1], s), error, fail);
+        in_run = false;
+        run++;
+      }
+      if (st->reached[i])
+        SG_CU_CHECK (cudaEventRecord (st->reached[i], s), error, fail);
+      SG_CU_CHECK (cudaStreamWaitEvent (s, st->events[ins->event], 0), error, fail);
+      break;
+    case SG_INS_FREE:
+      if (exact) { /* poison: a later read of freed memory shows as NaN */
+        const SgPlanBuffer *b = &plan->buffers[ins->buffer];
+        SG_CU_CHECK (cudaMemsetAsync (st->arena + b->offset, 0xff, b->bytes, s), error, fail);
+      }
+      break;
+    }
+  }
+  if (in_run) {
+    SG_CU_CHECK (cudaEventRecord (st->run_ev[2 * run + 1], st->streams[0]), error, fail);
+    run++;
+  }
+  for (int32_t s = 1; s < st->n_streams; s++) {
+    SG_CU_CHECK (cudaEventRecord (st->join[s], st->streams[s]), error, fail);
+    SG_CU_CHECK (cudaStreamWaitEvent (st->streams[0], st->join[s], 0), error, fail);
+  }
+  SG_CU_CHECK (cudaEventRecord (st->step_end, st->streams[0]), error, fail);
+  g_snprintf (what, sizeof what, "the step on rank %d", ctx->rank);
+  if (!sg_cu_wait_event (st, st->step_end, ctx->opt.timeout_s, what, error))
+    return false;
+  sg_cu_watchdog_disarm (st->watchdog);
+
+  out->step_us = elapsed_us (st->step_start, st->step_end);
+  out->compute_us = 0;
+  for (int32_t r = 0; r < run; r++)
+    out->compute_us += elapsed_us (st->run_ev[2 * r], st->run_ev[2 * r + 1]);
+  for (int32_t c = 0; c < out->n_coll; c++) {
+    out->measured_us[c] = elapsed_us (st->coll_start[c], st->coll_end[c]);
+    out->exposed_us[c] = 0;
+  }
+  for (int32_t k = 0; k < plan->n_ins; k++) {
+    const SgPlanIns *ins = &plan->ins[k];
+    if (!st->reached[k] || ins->coll < 0)
+      continue;
+    const int32_t c = st->coll_ordinal[ins->coll];
+    if (c < 0 || c >= out->n_coll)
+      continue;
+    const double e = elapsed_us (st->reached[k], st->coll_end[c]);
+    out->exposed_us[c] += e > 0 ? e : 0;
+  }
+  return true;
+fail:
+  if (i < plan->n_ins)
+    g_prefix_error (error, "rank %d, instruction %d: ", ctx->rank, i);
+  return false;
+}
+
+static bool
+cuda_read_value (SgRtContext *ctx, int32_t value, void *host, GError **error)
+{
+  SgCuState *st = state (ctx);
+  const SgPlan *plan = ctx->plan;
+  g_return_val_if_fail (value >= 0 && value < plan->n_values, false);
+  SgCuTensor t;
+  sg_cu_value_tensor (st, plan, value, &t);
+  const uint64_t bytes = (uint64_t)sg_cu_numel (&t) * sg_dtype_size ((SgDtype)t.dtype);
+  if (!t.ptr || bytes == 0)
+    return true;
+  void *tmp = NULL;
+  SG_CU_CHECK (cudaDeviceSynchronize (), error, fail);
+  if (sg_cu_is_contiguous (&t)) {
+    SG_CU_CHECK (cudaMemcpy (host, t.ptr, bytes, cudaMemcpyDeviceToHost), error, fail);
+    return true;
+  }
+  SG_CU_CHECK (cudaMalloc (&tmp, bytes), error, fail);
+  SgCuTensor d = t;
+  d.ptr = tmp;
+  int64_t s = 1;
+  for (int k = t.ndim - 1; k >= 0; k--) {
+    d.stride[k] = s;
+    s *= t.shape[k];
+  }
+  SG_CU_CHECK (sg_cu_copy_range (&d, 0, &t, 0, sg_cu_numel (&t), st->streams[0]), error, fail);
+  SG_CU_CHECK (cudaStreamSynchronize (st->streams[0]), error, fail);
+  SG_CU_CHECK (cudaMemcpy (host, tmp, bytes, cudaMemcpyDeviceToHost), error, fail);
+  cudaFree (tmp);
+  return true;
+fail:
+  if (tmp)
+    cudaFree (tmp);
+  g_prefix_error (error, "reading value %s on rank %d: ", plan->values[value].name, ctx->rank);
+  return false;
+}
+
+static void
+destroy_events (cudaEvent_t *ev, int32_t n)
+{
+  for (int32_t i = 0; ev && i < n; i++)
+    if (ev[i])
+      cudaEventDestroy (ev[i]);
+  g_free (ev);
+}
+
+static void
+cuda_teardown (SgRtContext *ctx)
+{
+  SgCuState *st = state (ctx);
+  if (!st)
+    return;
+  const SgPlan *plan = ctx->plan;
+  int32_t n_coll = 0;
+  for (int32_t i = 0; st->coll_ordinal && i < plan->n_ins; i++)
+    n_coll += st->coll_ordinal[i] >= 0;
+  cudaDeviceSynchronize ();
+  sg_cu_comms_destroy (st, false);
+  if (st->cublas)
+    cublasDestroy (st->cublas);
+  destroy_events (st->events, st->n_events);
+  destroy_events (st->coll_start, n_coll);
+  destroy_events (st->coll_end, n_coll);
+  destroy_events (st->reached, plan->n_ins);
+  destroy_events (st->run_ev, st->n_run_ev);
+  destroy_events (st->join, st->n_streams);
+  if (st->step_start)
+    cudaEventDestroy (st->step_start);
+  if (st->step_end)
+    cudaEventDestroy (st->step_end);
+  for (int32_t s = 0; st->streams && s < st->n_streams; s++)
+    if (st->streams[s])
+      cudaStreamDestroy (st->streams[s]);
+  g_free (st->streams);
+  for (int32_t i = 0; st->input_host && i < plan->n_inputs; i++)
+    if (st->input_host[i])
+      cudaFreeHost (st->input_host[i]);
+  g_free (st->input_host);
+  if (st->base)
+    cudaFree (st->base);
+  g_free (st->scratch);
+  g_free (st->scratch_bytes);
+  g_free (st->coll_ordinal);
+  sg_cu_watchdog_stop (st->watchdog);
+  g_free (st);
+  ctx->priv = NULL;
+}
+
+const SgBackend sg_rt_cuda_backend = {
+  .name = "cuda",
+  .check_plan = cuda_check_plan,
+  .setup = cuda_setup,
+  .load_inputs = cuda_load_inputs,
+  .run_step = cuda_run_step,
+  .read_value = cuda_read_value,
+  .teardown = cuda_teardown,
+};

@@ -1,0 +1,219 @@
+/* cuda-private.h: the CUDA backend's internal interfaces (runtime/cuda/ only).
+ *
+ * kernels.cu: strided pointwise maps, reductions, flat-range copies (bucket
+ * pack/unpack, collective staging) and a straightforward causal SDPA
+ * forward/backward, every one accumulating in fp32, over plain descriptors
+ * (pointer, dtype, shape, stride in elements) so the C side needs no C++.
+ * gemm.c: cuBLAS GEMMs over row-major strided views (bf16/f16/f32 in,
+ * CUBLAS_COMPUTE_32F). comm.c: one NCCL communicator per plan group, the
+ * watchdog. Requires: a current CUDA device. Invalidates: nothing.
+ */
+#pragma once
+
+#include <cuda_runtime.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SG_CU_MAX_DIMS 12
+
+typedef struct {
+  void *ptr;      /* element (0,...,0); already offset into the arena */
+  int32_t dtype;  /* SgDtype */
+  int32_t ndim;   /* 0 for a scalar */
+  int64_t shape[SG_CU_MAX_DIMS];
+  int64_t stride[SG_CU_MAX_DIMS]; /* elements */
+} SgCuTensor;
+
+typedef enum {
+  SG_CU_COPY = 0,   /* out = a (dtype conversion, broadcast, layout change) */
+  SG_CU_FILL,       /* out = s0 */
+  SG_CU_ADD,        /* out = a + s0 * b */
+  SG_CU_SUB,        /* out = a - s0 * b */
+  SG_CU_MUL,        /* out = a * b */
+  SG_CU_DIV,        /* out = a / b */
+  SG_CU_ADD_S,      /* out = a + s0 */
+  SG_CU_MUL_S,      /* out = a * s0 */
+  SG_CU_DIV_S,      /* out = a / s0 */
+  SG_CU_RSUB_S,     /* out = s0 - a */
+  SG_CU_POW_S,      /* out = a ^ s0 */
+  SG_CU_RSQRT,
+  SG_CU_SQRT,
+  SG_CU_EXP,
+  SG_CU_NEG,
+  SG_CU_RECIP,
+  SG_CU_SILU,
+  SG_CU_SILU_BWD,   /* a = grad, b = x */
+  SG_CU_GELU,       /* s0 != 0: tanh approximation */
+  SG_CU_GELU_BWD,   /* a = grad, b = x; s0 != 0: tanh approximation */
+  SG_CU_RELU,
+  SG_CU_SIGMOID,
+  SG_CU_TANH,
+  SG_CU_N_MAP_OPS
+} SgCuMapOp;
+
+typedef enum {
+  SG_CU_RED_SUM = 0,
+  SG_CU_RED_MEAN,
+  SG_CU_RED_AMAX,
+} SgCuRedOp;
+
+/* Elementwise: out[idx] = op(a[idx], b[idx]) over out's shape; a and b are
+ * broadcast to it numpy-style (aligned right, size-1 dims repeat). b (and a
+ * for FILL) may be NULL. Math in fp32 (fp64 inputs are read as fp32). */
+cudaError_t sg_cu_map (SgCuMapOp op, const SgCuTensor *out, const SgCuTensor *a,
+                       const SgCuTensor *b, double s0, cudaStream_t stream);
+
+/* Reduces @in over the dims flagged in @reduce_mask (bit d for dim d) into
+ * @out, whose shape is in's with those dims either kept as 1 or removed. */
+cudaError_t sg_cu_reduce (SgCuRedOp op, const SgCuTensor *out, const SgCuTensor *in,
+                          uint32_t reduce_mask, cudaStream_t stream);
+
+/* out_logical[out_start + j] = in_logical[in_start + j] for j < n, where
+ * "logical" is the row-major flattening of each view. */
+cudaError_t sg_cu_copy_range (const SgCuTensor *out, int64_t out_start, const SgCuTensor *in,
+                              int64_t in_start, int64_t n, cudaStream_t stream);
+
+/* Causal/non-causal scaled dot-product attention on [B, H, S, D] views (K/V
+ * may have fewer heads: grouped-query). @lse: fp32 [B, H, Sq] (any trailing
+ * size-1 dims), natural-log log-sum-exp of the scaled scores; may be NULL.
+ * D <= 256. */
+cudaError_t sg_cu_sdpa_fwd (const SgCuTensor *q, const SgCuTensor *k, const SgCuTensor *v,
+                            const SgCuTensor *out, const SgCuTensor *lse, bool causal,
+                            double scale, cudaStream_t stream);
+
+/* Gradients from the forward's @out and @lse. @scratch: fp32, at least
+ * B*H*Sq elements (sg_cu_sdpa_bwd_scratch_bytes). */
+cudaError_t sg_cu_sdpa_bwd (const SgCuTensor *dout, const SgCuTensor *q, const SgCuTensor *k,
+                            const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse,
+                            const SgCuTensor *dq, const SgCuTensor *dk, const SgCuTensor *dv,
+                            bool causal, double scale, float *scratch, cudaStream_t stream);
+uint64_t sg_cu_sdpa_bwd_scratch_bytes (const SgCuTensor *q);
+
+/* Number of elements of a view. */
+int64_t sg_cu_numel (const SgCuTensor *t);
+/* True when the view is dense row-major (its logical order is memory order). */
+bool sg_cu_is_contiguous (const SgCuTensor *t);
+
+#ifdef __cplusplus
+}
+#endif
+
+#ifndef __CUDACC__
+/* ---- C side of the backend (backend.c, dispatch.c, gemm.c, comm.c) ---- */
+#include <cublas_v2.h>
+#include <glib.h>
+#include <nccl.h>
+
+#include "runtime.h"
+
+/* Check macros: on failure set @error with the statement's text, file:line
+ * and the library's error string, then jump to @label. */
+#define SG_CU_CHECK(stmt, error, label)                                                        \
+  do {                                                                                         \
+    cudaError_t e_ = (stmt);                                                                   \
+    if (e_ != cudaSuccess) {                                                                   \
+      g_set_error ((error), SG_RT_ERROR, SG_RT_ERROR_KERNEL, "%s:%d: %s: %s (%s)", __FILE__,   \
+                   __LINE__, #stmt, cudaGetErrorString (e_), cudaGetErrorName (e_));           \
+      goto label;                                                                              \
+    }                                                                                          \
+  } while (0)
+#define SG_NCCL_CHECK(stmt, error, label)                                                      \
+  do {                                                                                         \
+    ncclResult_t r_ = (stmt);                                                                  \
+    if (r_ != ncclSuccess) {                                                                   \
+      g_set_error ((error), SG_RT_ERROR, SG_RT_ERROR_BACKEND, "%s:%d: %s: %s (%s)", __FILE__,  \
+                   __LINE__, #stmt, ncclGetErrorString (r_), ncclGetLastError (NULL));         \
+      goto label;                                                                              \
+    }                                                                                          \
+  } while (0)
+#define SG_CUBLAS_CHECK(stmt, error, label)                                                    \
+  do {                                                                                         \
+    cublasStatus_t s_ = (stmt);                                                                \
+    if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+      g_set_error ((error), SG_RT_ERROR, SG_RT_ERROR_KERNEL, "%s:%d: %s: %s (%s)", __FILE__,   \
+                   __LINE__, #stmt, cublasGetStatusString (s_), cublasGetStatusName (s_));     \
+      goto label;                                                                              \
+    }                                                                                          \
+  } while (0)
+
+typedef struct SgCuWatchdog SgCuWatchdog;
+
+typedef struct {
+  int device;
+  char *base;               /* the one cudaMalloc: arena, then per-stream scratch */
+  char *arena;
+  uint64_t arena_bytes;
+  char **scratch;           /* per stream */
+  uint64_t *scratch_bytes;  /* per stream */
+  cudaStream_t *streams;
+  int32_t n_streams;
+  cudaEvent_t *events;      /* the plan's events */
+  int32_t n_events;
+  cublasHandle_t cublas;
+  ncclComm_t *comms;        /* per plan group */
+  int32_t n_comms;
+  /* measurement */
+  int32_t *coll_ordinal;    /* per instruction: its index among COLLECTIVEs, or -1 */
+  cudaEvent_t *coll_start, *coll_end;
+  cudaEvent_t *reached;     /* per instruction: WAIT_EVENT of a collective on stream 0 */
+  cudaEvent_t *run_ev;      /* boundaries of runs of kernels on stream 0 */
+  int32_t n_run_ev;
+  cudaEvent_t step_start, step_end;
+  cudaEvent_t *join;        /* per stream */
+  void **input_host;        /* per plan input: pinned host bytes, filled once */
+  SgCuWatchdog *watchdog;
+} SgCuState;
+
+/* A plan value as a kernel descriptor in @st's arena. */
+void sg_cu_value_tensor (const SgCuState *st, const SgPlan *plan, int32_t value, SgCuTensor *out);
+
+/* Rejects what dispatch cannot run (op, dtype, argument forms), naming the
+ * node; adds to @scratch_need (bytes per stream) what the instruction needs. */
+bool sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, uint64_t *scratch_need,
+                      GError **error);
+/* Queues one KERNEL instruction on its stream. */
+bool sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GError **error);
+/* Queues one COLLECTIVE instruction on its stream (staging through the
+ * stream's scratch when a view is not dense). */
+bool sg_cu_run_collective (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins,
+                           GError **error);
+
+/* Row-major C = alpha * A @ B + beta * C over 2-D or 3-D (batched) strided
+ * views; operands that are neither row- nor column-major are copied to
+ * @scratch (@scratch_bytes) first. bf16/f16/f32 in, fp32 accumulation. */
+bool sg_cu_gemm (cublasHandle_t h, cudaStream_t stream, const SgCuTensor *a, const SgCuTensor *b,
+                 const SgCuTensor *c, float alpha, float beta, char *scratch,
+                 uint64_t scratch_bytes, GError **error);
+/* Scratch bytes sg_cu_gemm needs for these views (0 when none). */
+uint64_t sg_cu_gemm_scratch_bytes (const SgCuTensor *a, const SgCuTensor *b);
+
+/* NCCL type for @dtype; false when NCCL has none. */
+bool sg_cu_nccl_type (SgDtype dtype, ncclDataType_t *out);
+/* One communicator per plan group (unique id broadcast over the group's MPI
+ * communicator). */
+bool sg_cu_comms_init (SgCuState *st, SgRtContext *ctx, GError **error);
+void sg_cu_comms_destroy (SgCuState *st, bool abort);
+/* Polls @ev until done: false (with every communicator aborted) on an NCCL
+ * async error or after @timeout_s (0 = none). */
+bool sg_cu_wait_event (SgCuState *st, cudaEvent_t ev, double timeout_s, const char *what,
+                       GError **error);
+
+/* Watchdog: a thread that, while armed, aborts every communicator and the
+ * job (MPI_Abort) with a message when the deadline passes. */
+SgCuWatchdog *sg_cu_watchdog_start (SgCuState *st, int32_t rank);
+void sg_cu_watchdog_arm (SgCuWatchdog *wd, double timeout_s, const char *what);
+void sg_cu_watchdog_disarm (SgCuWatchdog *wd);
+void sg_cu_watchdog_stop (SgCuWatchdog *wd);
+
+/* Local rank from the launcher's environment (OMPI, MPICH, Slurm, torchrun),
+ * else from MPI_Comm_split_type(SHARED); agreed device count (0 without a
+ * driver). */
+int sg_cu_local_rank (MPI_Comm world);
+int sg_cu_device_count (void);
+#endif
