@@ -34,25 +34,20 @@ typedef struct {
 
 /* --- the pipeline ------------------------------------------------------------ */
 
-static bool
-pass_validate (SgGraph *g, const SgConfig *cfg, GError **error)
-{
-  (void)cfg;
-  return sg_graph_validate (g, error);
-}
-
-/* Passes after loading, in order. Later modules append their pass here. */
+/* Passes after load and validate, in order; later modules append theirs
+ * before the terminating row. */
 static const SgPass pipeline[] = {
-  { "validate", pass_validate },
+  { NULL, NULL },
 };
+#define N_PIPELINE (G_N_ELEMENTS (pipeline) - 1)
 
-/* Names --dump accepts: "load", every pass above, "all". */
+/* Names --dump accepts: "load", "validate", every pass above, "all". */
 static bool
 known_pass (const char *name)
 {
-  if (strcmp (name, "load") == 0 || strcmp (name, "all") == 0)
+  if (strcmp (name, "load") == 0 || strcmp (name, "validate") == 0 || strcmp (name, "all") == 0)
     return true;
-  for (size_t i = 0; i < G_N_ELEMENTS (pipeline); i++)
+  for (size_t i = 0; pipeline[i].name; i++)
     if (strcmp (pipeline[i].name, name) == 0)
       return true;
   return false;
@@ -243,12 +238,6 @@ parse_args (int argc, char **argv, Cli *cli)
     return usage_error ("one graph file expected, got %d (extra: '%s')", argc - optind,
                         argv[optind + 1]);
   cli->graph_path = argv[optind];
-  /* Outputs whose producing module is not part of this build. */
-  const char *unavailable = cli->output ? "-o" : cli->report ? "--report"
-                          : cli->trace  ? "--trace" : cli->order ? "--order"
-                          : cli->costs  ? "--costs" : NULL;
-  if (unavailable)
-    return usage_error ("%s: not available in this build (its pass has not landed)", unavailable);
   return -1;
 }
 
@@ -332,6 +321,23 @@ fail_input (const char *path, GError *error)
   return EXIT_INPUT;
 }
 
+static void
+dump_after (const Cli *cli, const SgGraph *g, const char *pass)
+{
+  const char *want = cli->cfg.dump_pass;
+  if (!want || (strcmp (want, pass) != 0 && strcmp (want, "all") != 0))
+    return;
+  FILE *out = cli->cfg.dump_file ? cli->cfg.dump_file : stderr;
+  fprintf (out, "# after %s\n", pass);
+  sg_graph_dump (g, out);
+}
+
+static double
+ms_since (gint64 t0)
+{
+  return (double)(g_get_monotonic_time () - t0) / 1000.0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -340,22 +346,30 @@ main (int argc, char **argv)
   if (rc >= 0)
     return rc;
 
-  enum { N_TIMES = 1 + G_N_ELEMENTS (pipeline) };
+  enum { N_TIMES = 2 + N_PIPELINE };
   SgPassTime times[N_TIMES];
   GError *error = NULL;
   gint64 t0 = g_get_monotonic_time ();
   g_autoptr (SgGraph) g = sg_graph_load_full (cli.graph_path, false, &error);
-  times[0] = (SgPassTime){ "load", (double)(g_get_monotonic_time () - t0) / 1000.0 };
+  times[0] = (SgPassTime){ "load", ms_since (t0) };
   if (!g)
     return fail_input (cli.graph_path, error);
-  if (cli.cfg.dump_pass
-      && (strcmp (cli.cfg.dump_pass, "load") == 0 || strcmp (cli.cfg.dump_pass, "all") == 0)) {
-    FILE *out = cli.cfg.dump_file ? cli.cfg.dump_file : stderr;
-    fputs ("# after load\n", out);
-    sg_graph_dump (g, out);
-  }
-  if (!sg_pass_run (g, &cli.cfg, pipeline, G_N_ELEMENTS (pipeline), times + 1, &error))
+  dump_after (&cli, g, "load");
+  t0 = g_get_monotonic_time ();
+  bool valid = sg_graph_validate (g, &error);
+  times[1] = (SgPassTime){ "validate", ms_since (t0) };
+  if (!valid)
     return fail_input (cli.graph_path, error);
+  dump_after (&cli, g, "validate");
+  if (!sg_pass_run (g, &cli.cfg, pipeline, N_PIPELINE, times + 2, &error))
+    return fail_input (cli.graph_path, error);
+
+  /* Outputs whose producing module is not part of this build yet. */
+  const char *unavailable = cli.output ? "-o" : cli.report ? "--report"
+                          : cli.trace  ? "--trace" : cli.order ? "--order"
+                          : cli.costs  ? "--costs" : NULL;
+  if (unavailable)
+    return usage_error ("%s: not available in this build (its pass has not landed)", unavailable);
   if (!cli.quiet)
     print_summary (stdout, g, times, N_TIMES);
   return EXIT_OK;

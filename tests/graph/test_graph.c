@@ -1,0 +1,659 @@
+/* test_graph.c: unit tests of graph/: loading the sample graphs, groups and
+ * partitions, permute, users, storage roots, peak bytes, the validator and
+ * the pass runner. Graphs come from tests/builder.h or from JSON text. */
+#include <check.h>
+#include <string.h>
+
+#include "builder.h"
+#include "graph.h"
+
+#ifndef SG_TEST_DATA
+#error "SG_TEST_DATA must name tests/data"
+#endif
+
+/* --- helpers ----------------------------------------------------------------- */
+
+static SgGraph *
+load_sample (const char *file)
+{
+  g_autofree char *path = g_build_filename (SG_TEST_DATA, file, NULL);
+  GError *error = NULL;
+  SgGraph *g = sg_graph_load (path, &error);
+  ck_assert_msg (g != NULL, "%s: %s", file, error ? error->message : "?");
+  return g;
+}
+
+static GError *
+load_text_error (const char *text)
+{
+  GError *error = NULL;
+  SgGraph *g = sg_graph_load_data (text, strlen (text), "<test>", &error);
+  ck_assert_msg (g == NULL, "loaded a bad graph: %s", text);
+  ck_assert (error != NULL);
+  return error;
+}
+
+static void
+assert_error (GError *error, int code, const char *substring)
+{
+  ck_assert_msg (error != NULL, "no error, want '%s'", substring);
+  ck_assert_msg (error->domain == SG_GRAPH_ERROR, "domain %s", g_quark_to_string (error->domain));
+  ck_assert_msg (error->code == code, "code %d, want %d: %s", error->code, code, error->message);
+  ck_assert_msg (strstr (error->message, substring), "'%s' lacks '%s'", error->message, substring);
+  g_error_free (error);
+}
+
+static void
+assert_invalid (const SgGraph *g, int code, const char *substring)
+{
+  GError *error = NULL;
+  ck_assert (!sg_graph_validate (g, &error));
+  assert_error (error, code, substring);
+}
+
+static void
+assert_valid (const SgGraph *g)
+{
+  GError *error = NULL;
+  ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "?");
+}
+
+/* x[4,8] f32, w[2,8] f32 -> ag = all_gather(w) over "0" (2 ranks) -> wait ->
+ * t -> mm(x, t) [4,4] -> relu -> output. */
+static SgGraph *
+small_graph (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "float32", 2, (int64_t)4, (int64_t)8);
+  tb_input (g, "w", "float32", 2, (int64_t)2, (int64_t)8);
+  tb_all_gather (g, "ag", "w", "0");
+  tb_wait (g, "ag_w", "ag");
+  tb_t (g, "wt", "ag_w");
+  tb_mm (g, "mm", "x", "wt");
+  tb_pointwise (g, "relu", "aten.relu.default", "mm", NULL);
+  tb_output (g, 1, "relu");
+  return g;
+}
+
+/* --- loading ------------------------------------------------------------------ */
+
+static const struct {
+  const char *file;
+  int32_t nodes, collectives, world, groups;
+} samples[] = {
+  { "dev_fsdp8_L2_h1024.json", 382, 36, 8, 1 },
+  { "dev_fsdp2_tp4_L2_h1024.json", 414, 52, 8, 2 },
+  { "w2_fsdp2_L2_h1024.json", 382, 36, 2, 1 },
+  { "w2_tp2_L2_h1024.json", 342, 16, 2, 1 },
+  { "w2_tiny_fsdp2_L2_h256.json", 382, 36, 2, 1 },
+  { "w2_tiny_tp2_L2_h256.json", 342, 16, 2, 1 },
+};
+
+START_TEST (sample_graph_loads_with_its_counts)
+{
+  g_autoptr (SgGraph) g = load_sample (samples[_i].file);
+  ck_assert_int_eq (g->n_nodes, samples[_i].nodes);
+  ck_assert_int_eq (g->world_size, samples[_i].world);
+  ck_assert_int_eq (g->n_groups, samples[_i].groups);
+  int32_t colls = 0, waits = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    colls += sg_op_is_collective (g->nodes[i].kind);
+    waits += g->nodes[i].kind == SG_OP_WAIT;
+    ck_assert (g->nodes[i].kind != SG_OP_UNKNOWN || g->nodes[i].op != SG_NODE_CALL
+               || strstr (g->nodes[i].target, "aten.") != NULL);
+  }
+  ck_assert_int_eq (colls, samples[_i].collectives);
+  ck_assert_int_eq (waits, samples[_i].collectives);
+  ck_assert_int_eq (g->output, g->n_nodes - 1);
+  ck_assert_str_eq (g->nodes[g->output].name, "output");
+  assert_valid (g);
+}
+END_TEST
+
+START_TEST (sample_graph_keeps_args_tuples_and_dtypes)
+{
+  g_autoptr (SgGraph) g = load_sample ("w2_fsdp2_L2_h1024.json");
+  SgNodeId ag = sg_graph_lookup (g, "all_gather_into_tensor");
+  ck_assert_int_ge (ag, 0);
+  ck_assert_int_eq (g->nodes[ag].kind, SG_OP_ALL_GATHER);
+  ck_assert_str_eq (g->nodes[ag].args_json, "[{\"node\":\"arg1_1\"},2,\"0\"]");
+  ck_assert_int_eq (g->nodes[ag].group, 0);
+  ck_assert_int_eq (g->nodes[ag].group_size, 2);
+  ck_assert_int_eq (g->nodes[ag].meta.dtype, SG_DTYPE_BF16);
+  SgNodeId att = sg_graph_lookup (g, "_scaled_dot_product_cudnn_attention");
+  ck_assert_int_eq (g->nodes[att].kind, SG_OP_SDPA_CUDNN);
+  ck_assert_uint_eq (g->nodes[att].n_tuple, 9);
+  ck_assert_int_eq (g->nodes[att].meta.ndim, -1);
+  SgNodeId gi = sg_graph_lookup (g, "getitem");
+  ck_assert_int_eq (g->nodes[gi].kind, SG_OP_GETITEM);
+  ck_assert_int_eq (g->nodes[gi].getitem_index, 0);
+  ck_assert_int_eq (sg_node_storage_root (g, gi), att);
+  /* Same interned target string for every node of a kind. */
+  SgNodeId ag2 = sg_graph_lookup (g, "all_gather_into_tensor_1");
+  ck_assert_ptr_eq (g->nodes[ag].target, g->nodes[ag2].target);
+  ck_assert (g->cluster_json == NULL || g->cluster_json[0] == '{');
+}
+END_TEST
+
+START_TEST (two_d_mesh_groups_infer_their_partitions)
+{
+  g_autoptr (SgGraph) g = load_sample ("dev_fsdp2_tp4_L2_h1024.json");
+  int32_t tp = sg_graph_find_group (g, "1"), dp = sg_graph_find_group (g, "2");
+  ck_assert_int_ge (tp, 0);
+  ck_assert_int_ge (dp, 0);
+  ck_assert_int_eq (g->groups[tp].n_instances, 2);
+  ck_assert_int_eq (g->groups[dp].n_instances, 4);
+  const int32_t *i5 = sg_group_instance_of (&g->groups[dp], 5);
+  ck_assert_int_eq (i5[0], 1);
+  ck_assert_int_eq (i5[1], 5);
+  const int32_t *t6 = sg_group_instance_of (&g->groups[tp], 6);
+  ck_assert_int_eq (t6[0], 4);
+  ck_assert_int_eq (t6[3], 7);
+  ck_assert_str_eq (g->description ? "yes" : "no", "yes");
+  ck_assert_str_eq (g->cluster_json, "{\"gpus_per_node\":8,\"nodes\":1,\"gpu\":\"H100\"}");
+}
+END_TEST
+
+START_TEST (group_partition_inference_block_stride_and_refusal)
+{
+  g_autoptr (SgGraph) g = sg_graph_new (8, 0);
+  GError *error = NULL;
+  int32_t block[] = { 0, 1, 2, 3 }, stride[] = { 0, 2, 4, 6 }, odd[] = { 0, 1, 3 };
+  ck_assert_int_eq (sg_graph_add_group (g, "b", block, 4, NULL, 0, &error), 0);
+  ck_assert_int_eq (g->groups[0].n_instances, 2);
+  ck_assert_int_eq (sg_group_instance_of (&g->groups[0], 6)[0], 4);
+  ck_assert_int_eq (sg_graph_add_group (g, "s", stride, 4, NULL, 0, &error), 1);
+  ck_assert_int_eq (g->groups[1].n_instances, 2);
+  const int32_t *s3 = sg_group_instance_of (&g->groups[1], 3);
+  ck_assert_int_eq (s3[0], 1);
+  ck_assert_int_eq (s3[3], 7);
+  ck_assert_int_eq (sg_graph_add_group (g, "odd", odd, 3, NULL, 0, &error), -1);
+  assert_error (error, SG_GRAPH_ERROR_GROUP, "groups.odd.ranks: cannot infer");
+  error = NULL;
+  int32_t part[] = { 0, 1, 3, 2, 4, 5, 6, 7 }; /* given explicitly, uneven: refused */
+  ck_assert_int_eq (sg_graph_add_group (g, "p", odd, 3, part, 2, &error), -1);
+  assert_error (error, SG_GRAPH_ERROR_GROUP, "groups.p.partition");
+}
+END_TEST
+
+static const char explicit_partition[] =
+  "{\"format\":\"schedgraph.graph\",\"version\":1,\"world_size\":4,\"rank\":0,"
+  "\"groups\":{\"g\":{\"ranks\":[0,3],\"partition\":[[1,2],[0,3]]}},"
+  "\"nodes\":[{\"name\":\"a\",\"op\":\"placeholder\",\"target\":\"a\",\"args\":[],\"kwargs\":{},"
+  "\"meta\":{\"shape\":[2],\"stride\":[1],\"dtype\":\"float32\"}},"
+  "{\"name\":\"output\",\"op\":\"output\",\"target\":\"output\",\"args\":[[{\"node\":\"a\"}]],"
+  "\"kwargs\":{}}]}";
+
+START_TEST (explicit_partition_is_read)
+{
+  GError *error = NULL;
+  g_autoptr (SgGraph) g
+      = sg_graph_load_data (explicit_partition, strlen (explicit_partition), "<t>", &error);
+  ck_assert_msg (g != NULL, "%s", error ? error->message : "?");
+  ck_assert_int_eq (g->groups[0].n_instances, 2);
+  ck_assert_int_eq (sg_group_instance_of (&g->groups[0], 2)[0], 1);
+  ck_assert_int_eq (sg_group_instance_of (&g->groups[0], 3)[0], 0);
+}
+END_TEST
+
+/* nodes before groups and format; unknown keys ignored. */
+static const char nodes_first[] =
+  "{\"nodes\":[{\"name\":\"a\",\"op\":\"placeholder\",\"target\":\"a\",\"args\":[],"
+  "\"kwargs\":{},\"meta\":{\"shape\":[4],\"dtype\":\"float32\"}},"
+  "{\"name\":\"ar\",\"op\":\"call_function\",\"target\":\"_c10d_functional.all_reduce.default\","
+  "\"args\":[{\"node\":\"a\"},\"sum\",\"0\"],\"kwargs\":{},\"cost_us\":12.5,"
+  "\"meta\":{\"shape\":[4],\"dtype\":\"float32\"}},"
+  "{\"name\":\"w\",\"op\":\"call_function\",\"target\":\"_c10d_functional.wait_tensor.default\","
+  "\"args\":[{\"node\":\"ar\"}],\"kwargs\":{},\"meta\":{\"shape\":[4],\"dtype\":\"float32\"}},"
+  "{\"name\":\"output\",\"op\":\"output\",\"target\":\"output\",\"args\":[[{\"node\":\"w\"}]],"
+  "\"kwargs\":{}}],"
+  "\"x-note\":[1,{\"y\":null}],\"groups\":{\"0\":{\"ranks\":[0,1]}},\"world_size\":2,"
+  "\"rank\":1,\"version\":1,\"format\":\"schedgraph.graph\",\"description\":\"d\"}";
+
+START_TEST (keys_in_any_order_and_unknown_keys_ignored)
+{
+  GError *error = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load_data (nodes_first, strlen (nodes_first), "<t>", &error);
+  ck_assert_msg (g != NULL, "%s", error ? error->message : "?");
+  ck_assert_int_eq (g->n_nodes, 4);
+  ck_assert_int_eq (g->rank, 1);
+  ck_assert_str_eq (g->description, "d");
+  ck_assert_str_eq (g->source, "<t>");
+  SgNodeId ar = sg_graph_lookup (g, "ar");
+  ck_assert_int_eq (g->nodes[ar].reduce, SG_REDUCE_SUM);
+  ck_assert (g->nodes[ar].cost_us == 12.5);
+  /* default stride of a meta without one: contiguous */
+  ck_assert_int_eq (sg_meta_stride (g, &g->nodes[0].meta)[0], 1);
+}
+END_TEST
+
+START_TEST (reference_errors_tell_forward_dangling_and_cycle)
+{
+  static const char head[] =
+    "{\"format\":\"schedgraph.graph\",\"version\":1,\"world_size\":1,\"groups\":{},\"nodes\":[";
+  static const char *const cases[][3] = {
+    { "{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[{\"node\":\"b\"}]},"
+      "{\"name\":\"b\",\"op\":\"placeholder\",\"target\":\"b\"},",
+      "forward reference to 'b' (node #1", "ref" },
+    { "{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"kwargs\":{\"k\":[{\"node\":\"zz\"}]}},",
+      "kwargs.k[0]: dangling reference to 'zz'", "ref" },
+    { "{\"name\":\"a\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[{\"node\":\"b\"}]},"
+      "{\"name\":\"b\",\"op\":\"call_function\",\"target\":\"aten.relu.default\",\"args\":[{\"node\":\"a\"}]},",
+      "cycle: a -> b -> a", "cycle" },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autofree char *text = g_strconcat (
+        head, cases[i][0],
+        "{\"name\":\"output\",\"op\":\"output\",\"target\":\"output\",\"args\":[[]]}]}", NULL);
+    GError *error = load_text_error (text);
+    assert_error (error, strcmp (cases[i][2], "cycle") == 0 ? SG_GRAPH_ERROR_CYCLE
+                                                            : SG_GRAPH_ERROR_REF,
+                  cases[i][1]);
+  }
+}
+END_TEST
+
+START_TEST (syntax_errors_name_their_position)
+{
+  assert_error (load_text_error ("{\n  \"format\": \"schedgraph.graph\",\n  \"version\": 1,,\n}"),
+                SG_GRAPH_ERROR_PARSE, "line 3, column 16");
+  assert_error (load_text_error ("{\"format\": \"schedgraph.gr"), SG_GRAPH_ERROR_PARSE,
+                "truncated file");
+  assert_error (load_text_error ("  \n "), SG_GRAPH_ERROR_IO, "empty file");
+  assert_error (load_text_error ("{\"format\": \"schedgraph.graph\", \"version\": 1, "
+                                 "\"world_size\": 1, \"groups\": {}, \"nodes\": []}"),
+                SG_GRAPH_ERROR_FORMAT, "nodes: the list is empty");
+}
+END_TEST
+
+/* --- IR operations ------------------------------------------------------------- */
+
+START_TEST (permute_renumbers_inputs_and_names)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  /* x w ag ag_w wt mm relu output -> w ag x ag_w wt mm relu output */
+  SgNodeId order[] = { 1, 2, 0, 3, 4, 5, 6, 7 };
+  GError *error = NULL;
+  ck_assert (sg_graph_permute (g, order, &error));
+  ck_assert_str_eq (g->nodes[0].name, "w");
+  ck_assert_str_eq (g->nodes[2].name, "x");
+  ck_assert_int_eq (sg_graph_lookup (g, "x"), 2);
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, sg_graph_lookup (g, "mm"), &k);
+  ck_assert_uint_eq (k, 2);
+  ck_assert_int_eq (in[0], 2);
+  ck_assert_int_eq (in[1], 4);
+  ck_assert_int_eq (g->output, 7);
+  assert_valid (g);
+}
+END_TEST
+
+START_TEST (permute_refuses_a_non_topological_order_and_keeps_the_graph)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId order[] = { 0, 1, 3, 2, 4, 5, 6, 7 }; /* wait before its collective */
+  GError *error = NULL;
+  ck_assert (!sg_graph_permute (g, order, &error));
+  assert_error (error, SG_GRAPH_ERROR_CYCLE, "node 'ag_w' comes before its input 'ag'");
+  ck_assert_str_eq (g->nodes[2].name, "ag");
+  ck_assert_int_eq (sg_graph_lookup (g, "ag_w"), 3);
+  assert_valid (g);
+}
+END_TEST
+
+START_TEST (users_are_listed_in_id_order)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  sg_graph_fill_users (g);
+  uint32_t k;
+  const SgNodeId *u = sg_node_users (g, sg_graph_lookup (g, "x"), &k);
+  ck_assert_uint_eq (k, 1);
+  ck_assert_int_eq (u[0], sg_graph_lookup (g, "mm"));
+  u = sg_node_users (g, sg_graph_lookup (g, "relu"), &k);
+  ck_assert_uint_eq (k, 1);
+  ck_assert_int_eq (u[0], g->output);
+  u = sg_node_users (g, g->output, &k);
+  ck_assert_uint_eq (k, 0);
+}
+END_TEST
+
+START_TEST (storage_root_follows_views_and_waits)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId ag = sg_graph_lookup (g, "ag");
+  ck_assert_int_eq (sg_node_storage_root (g, sg_graph_lookup (g, "wt")), ag);
+  ck_assert_int_eq (sg_node_storage_root (g, sg_graph_lookup (g, "ag_w")), ag);
+  ck_assert_int_eq (sg_node_storage_root (g, sg_graph_lookup (g, "mm")), sg_graph_lookup (g, "mm"));
+  ck_assert_uint_eq (sg_node_alloc_bytes (g, sg_graph_lookup (g, "wt")), 0);
+  ck_assert_uint_eq (sg_node_alloc_bytes (g, ag), 4 * 8 * 4);
+  ck_assert_uint_eq (sg_node_comm_bytes (g, ag), 4 * 8 * 4);
+}
+END_TEST
+
+/* p[2,4] f32 32 B, x[8,8] f32 256 B, ag = all_gather(p) 64 B, y = relu(x)
+ * 256 B, w = wait(ag), s = add(w, w) 64 B, output(s, y). */
+static SgGraph *
+peak_graph (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "p", "float32", 2, (int64_t)2, (int64_t)4);
+  tb_input (g, "x", "float32", 2, (int64_t)8, (int64_t)8);
+  tb_all_gather (g, "ag", "p", "0");
+  tb_pointwise (g, "y", "aten.relu.default", "x", NULL);
+  tb_wait (g, "w", "ag");
+  tb_pointwise (g, "s", "aten.add.Tensor", "w", "w");
+  tb_output (g, 2, "s", "y");
+  return g;
+}
+
+START_TEST (peak_bytes_matches_hand_count)
+{
+  g_autoptr (SgGraph) g = peak_graph ();
+  /* Id order: p 0..4 (the all_gather reads it until its wait at 4), x 0..3,
+   * ag 2..5, y 3..6, s 5..6. At step 3: 32 + 256 + 64 + 256 = 608. */
+  ck_assert_uint_eq (sg_graph_peak_bytes (g, NULL), 608);
+  /* p x y ag w s out: x ends at 2 (y), y 2..6, ag 3..5; at step 2:
+   * p 32 + x 256 + y 256 = 544; at 3: p + y + ag = 352. */
+  SgNodeId order[] = { 0, 1, 3, 2, 4, 5, 6 };
+  ck_assert_uint_eq (sg_graph_peak_bytes (g, order), 544);
+}
+END_TEST
+
+START_TEST (peak_bytes_counts_a_value_without_users_at_its_step)
+{
+  g_autoptr (SgGraph) g = tb_new (1);
+  tb_input (g, "a", "float32", 1, (int64_t)4);  /* 16 B, dead after b */
+  tb_pointwise (g, "b", "aten.exp.default", "a", NULL); /* 16 B, unused */
+  tb_input (g, "c", "float32", 1, (int64_t)100); /* 400 B, returned */
+  tb_output (g, 1, "c");
+  /* step 1: a 16 + b 16 + c 400 = 432 (placeholders live from the start) */
+  ck_assert_uint_eq (sg_graph_peak_bytes (g, NULL), 432);
+}
+END_TEST
+
+/* --- validator ----------------------------------------------------------------- */
+
+START_TEST (validator_accepts_builder_graphs)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  assert_valid (g);
+  g_autoptr (SgGraph) p = peak_graph ();
+  assert_valid (p);
+}
+END_TEST
+
+START_TEST (validator_catches_forward_input)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId mm = sg_graph_lookup (g, "mm");
+  g_array_index (g->inputs, SgNodeId, g->nodes[mm].in_first) = sg_graph_lookup (g, "relu");
+  assert_invalid (g, SG_GRAPH_ERROR_CYCLE, "node 'mm' (#5): args: input 'relu' (#6) comes after it");
+}
+END_TEST
+
+START_TEST (validator_catches_self_reference)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId mm = sg_graph_lookup (g, "mm");
+  g_array_index (g->inputs, SgNodeId, g->nodes[mm].in_first) = mm;
+  assert_invalid (g, SG_GRAPH_ERROR_CYCLE, "node 'mm': args: refers to itself");
+}
+END_TEST
+
+START_TEST (validator_catches_duplicate_name)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g->nodes[1].name = g->nodes[0].name;
+  assert_invalid (g, SG_GRAPH_ERROR_REF, "node 'x' (#1): name: duplicate name");
+}
+END_TEST
+
+START_TEST (validator_catches_output_not_last)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId order[] = { 0, 1, 2, 3, 4, 5, 7, 6 };
+  /* permute would refuse (relu feeds output); swap the records directly */
+  (void)order;
+  SgNode tmp = g->nodes[6];
+  g->nodes[6] = g->nodes[7];
+  g->nodes[7] = tmp;
+  g->output = 6;
+  assert_invalid (g, SG_GRAPH_ERROR_INVALID, "node 'output' (#6): the graph's output must be the last node");
+}
+END_TEST
+
+START_TEST (validator_catches_missing_output)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g->output = SG_NO_NODE;
+  assert_invalid (g, SG_GRAPH_ERROR_INVALID, "no node has op 'output'");
+}
+END_TEST
+
+START_TEST (validator_catches_collective_without_group)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g->nodes[sg_graph_lookup (g, "ag")].group = 3;
+  assert_invalid (g, SG_GRAPH_ERROR_GROUP, "node 'ag': args[2]: group index 3 is not in `groups`");
+}
+END_TEST
+
+START_TEST (validator_catches_group_size_mismatch)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g->nodes[sg_graph_lookup (g, "ag")].group_size = 4;
+  assert_invalid (g, SG_GRAPH_ERROR_GROUP, "node 'ag': args[1]: group size 4 disagrees with group '0'");
+}
+END_TEST
+
+START_TEST (validator_catches_collective_shape_mismatch)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId ag = sg_graph_lookup (g, "ag");
+  g_array_index (g->dims, int64_t, g->nodes[ag].meta.first) = 3; /* [3,8] from [2,8] x 2 */
+  assert_invalid (g, SG_GRAPH_ERROR_GROUP, "node 'ag': meta.shape: 24 elements out for 16 in");
+}
+END_TEST
+
+START_TEST (validator_catches_wait_on_non_collective)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId w = sg_graph_lookup (g, "ag_w");
+  g_array_index (g->inputs, SgNodeId, g->nodes[w].in_first) = sg_graph_lookup (g, "w");
+  assert_invalid (g, SG_GRAPH_ERROR_INVALID, "node 'ag_w': args[0]: wait_tensor must wait on a collective ('w' is not one)");
+}
+END_TEST
+
+START_TEST (validator_catches_negative_extent)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId x = sg_graph_lookup (g, "x");
+  g_array_index (g->dims, int64_t, g->nodes[x].meta.first + 1) = -8;
+  assert_invalid (g, SG_GRAPH_ERROR_SHAPE, "node 'x': meta.shape[1]: negative extent -8");
+}
+END_TEST
+
+START_TEST (validator_catches_overflowing_shape)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId x = sg_graph_lookup (g, "x");
+  g_array_index (g->dims, int64_t, g->nodes[x].meta.first) = (int64_t)1 << 40;
+  g_array_index (g->dims, int64_t, g->nodes[x].meta.first + 1) = (int64_t)1 << 40;
+  assert_invalid (g, SG_GRAPH_ERROR_SHAPE, "node 'x': meta.shape: element count overflows");
+}
+END_TEST
+
+START_TEST (validator_catches_negative_cost)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  tb_cost (g, sg_graph_lookup (g, "mm"), -1.0);
+  assert_invalid (g, SG_GRAPH_ERROR_FORMAT, "node 'mm': cost_us: -1 is not a time");
+}
+END_TEST
+
+START_TEST (validator_catches_group_without_own_rank)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g->rank = 1;
+  g->groups[0].ranks[1] = 0; /* [0, 0]: neither ascending nor holding rank 1 */
+  assert_invalid (g, SG_GRAPH_ERROR_GROUP, "groups.0.ranks[1]");
+}
+END_TEST
+
+START_TEST (validator_catches_two_waits_on_one_collective)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  /* make relu a second wait on ag */
+  SgNodeId r = sg_graph_lookup (g, "relu");
+  g->nodes[r].kind = SG_OP_WAIT;
+  g_array_index (g->inputs, SgNodeId, g->nodes[r].in_first) = sg_graph_lookup (g, "ag");
+  assert_invalid (g, SG_GRAPH_ERROR_INVALID, "node 'relu': args[0]: collective 'ag' is already waited on by 'ag_w'");
+}
+END_TEST
+
+START_TEST (validator_catches_structural_kind_mismatch)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g->nodes[sg_graph_lookup (g, "x")].kind = SG_OP_MM;
+  assert_invalid (g, SG_GRAPH_ERROR_FORMAT, "node 'x': op: 'placeholder/get_attr' node has kind 'mm'");
+}
+END_TEST
+
+/* --- pass runner --------------------------------------------------------------- */
+
+static bool
+pass_ok (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  (void)cfg;
+  (void)error;
+  g->nodes[0].cost_us = 1.0;
+  return true;
+}
+
+static bool
+pass_breaks_ir (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  (void)cfg;
+  (void)error;
+  g->nodes[sg_graph_lookup (g, "ag")].group_size = 7;
+  return true;
+}
+
+static bool
+pass_fails (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  (void)g;
+  (void)cfg;
+  g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_INVALID, "node 'x': field: broken");
+  return false;
+}
+
+START_TEST (pass_runner_times_validates_and_names_the_failing_pass)
+{
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  ck_assert (cfg.reorder && cfg.bucket && !cfg.validate_between);
+  ck_assert_uint_eq (cfg.bucket_cap_bytes, (uint64_t)256 << 20);
+  g_autoptr (SgGraph) g = small_graph ();
+  SgPassTime times[2];
+  GError *error = NULL;
+  const SgPass good[] = { { "one", pass_ok }, { "two", pass_ok } };
+  ck_assert (sg_pass_run (g, &cfg, good, 2, times, &error));
+  ck_assert_str_eq (times[1].name, "two");
+  ck_assert (times[0].ms >= 0);
+  const SgPass bad[] = { { "one", pass_ok }, { "bad", pass_fails } };
+  ck_assert (!sg_pass_run (g, &cfg, bad, 2, times, &error));
+  assert_error (error, SG_GRAPH_ERROR_INVALID, "bad: node 'x': field: broken");
+  error = NULL;
+  const SgPass breaks[] = { { "breaker", pass_breaks_ir } };
+  ck_assert (sg_pass_run (g, &cfg, breaks, 1, times, &error)); /* not checked */
+  cfg.validate_between = true;
+  ck_assert (!sg_pass_run (g, &cfg, breaks, 1, times, &error));
+  assert_error (error, SG_GRAPH_ERROR_GROUP, "after pass 'breaker'");
+}
+END_TEST
+
+START_TEST (dump_is_one_line_per_node_after_the_named_pass)
+{
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&buf, &len);
+  cfg.dump_file = f;
+  cfg.dump_pass = "one";
+  g_autoptr (SgGraph) g = small_graph ();
+  const SgPass good[] = { { "one", pass_ok }, { "two", pass_ok } };
+  GError *error = NULL;
+  ck_assert (sg_pass_run (g, &cfg, good, 2, NULL, &error));
+  fclose (f);
+  ck_assert_msg (g_str_has_prefix (buf, "# after one\ngraph <builder>: world_size 2 rank 0, 8 nodes"), "%s", buf);
+  ck_assert (strstr (buf, "\n2 ag = all_gather(w) : float32[4,8]/[8,1] group '0' size 2\n"));
+  ck_assert (strstr (buf, "\n0 x = placeholder() : float32[4,8]/[8,1] cost_us 1.000\n"));
+  ck_assert (!strstr (buf, "# after two"));
+  int lines = 0;
+  for (char *p = buf; *p; p++)
+    lines += *p == '\n';
+  ck_assert_int_eq (lines, 1 + 1 + 1 + 8);
+  free (buf);
+}
+END_TEST
+
+static Suite *
+graph_suite (void)
+{
+  Suite *s = suite_create ("graph");
+  TCase *load = tcase_create ("load");
+  tcase_add_loop_test (load, sample_graph_loads_with_its_counts, 0, G_N_ELEMENTS (samples));
+  tcase_add_test (load, sample_graph_keeps_args_tuples_and_dtypes);
+  tcase_add_test (load, two_d_mesh_groups_infer_their_partitions);
+  tcase_add_test (load, group_partition_inference_block_stride_and_refusal);
+  tcase_add_test (load, explicit_partition_is_read);
+  tcase_add_test (load, keys_in_any_order_and_unknown_keys_ignored);
+  tcase_add_test (load, reference_errors_tell_forward_dangling_and_cycle);
+  tcase_add_test (load, syntax_errors_name_their_position);
+  suite_add_tcase (s, load);
+  TCase *ir = tcase_create ("ir");
+  tcase_add_test (ir, permute_renumbers_inputs_and_names);
+  tcase_add_test (ir, permute_refuses_a_non_topological_order_and_keeps_the_graph);
+  tcase_add_test (ir, users_are_listed_in_id_order);
+  tcase_add_test (ir, storage_root_follows_views_and_waits);
+  tcase_add_test (ir, peak_bytes_matches_hand_count);
+  tcase_add_test (ir, peak_bytes_counts_a_value_without_users_at_its_step);
+  suite_add_tcase (s, ir);
+  TCase *v = tcase_create ("validate");
+  tcase_add_test (v, validator_accepts_builder_graphs);
+  tcase_add_test (v, validator_catches_forward_input);
+  tcase_add_test (v, validator_catches_self_reference);
+  tcase_add_test (v, validator_catches_duplicate_name);
+  tcase_add_test (v, validator_catches_output_not_last);
+  tcase_add_test (v, validator_catches_missing_output);
+  tcase_add_test (v, validator_catches_collective_without_group);
+  tcase_add_test (v, validator_catches_group_size_mismatch);
+  tcase_add_test (v, validator_catches_collective_shape_mismatch);
+  tcase_add_test (v, validator_catches_wait_on_non_collective);
+  tcase_add_test (v, validator_catches_negative_extent);
+  tcase_add_test (v, validator_catches_overflowing_shape);
+  tcase_add_test (v, validator_catches_negative_cost);
+  tcase_add_test (v, validator_catches_group_without_own_rank);
+  tcase_add_test (v, validator_catches_two_waits_on_one_collective);
+  tcase_add_test (v, validator_catches_structural_kind_mismatch);
+  suite_add_tcase (s, v);
+  TCase *p = tcase_create ("passes");
+  tcase_add_test (p, pass_runner_times_validates_and_names_the_failing_pass);
+  tcase_add_test (p, dump_is_one_line_per_node_after_the_named_pass);
+  suite_add_tcase (s, p);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (graph_suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}
