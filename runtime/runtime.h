@@ -124,6 +124,13 @@ extern const SgBackend sg_rt_cpu_backend;
 extern const SgBackend sg_rt_cuda_backend;
 #endif
 
+/* Collective over MPI_COMM_WORLD, before anything else: every rank says
+ * whether it loaded a plan (@plan NULL: it did not, @load_error says why)
+ * and which (hash, format version, world size). True on every rank iff all
+ * loaded the same plan and MPI's world size is the plan's; otherwise false
+ * on every rank with a message naming the first disagreeing rank. */
+bool sg_rt_agree_plan (const SgPlan *plan, const GError *load_error, GError **error);
+
 /* Collective over MPI_COMM_WORLD: checks that every rank loaded the same
  * plan (hash, version) and that the world size is the plan's; creates the
  * group communicators (MPI_Comm_split, colour = partition row). On failure

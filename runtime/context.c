@@ -1,0 +1,178 @@
+/* context.c: the per-rank context of a run: plan agreement over MPI, one
+ * communicator per group instance, backend lookup, verdict agreement,
+ * timing records.
+ *
+ * Mirrors torch.distributed's new_subgroups_by_enumeration (MPI_Comm_split
+ * with the partition row as colour) and NCCL's rule that every rank must
+ * agree before a collective starts.
+ * Requires: MPI initialised. Invalidates: nothing.
+ */
+#include <inttypes.h>
+#include <string.h>
+
+#include "runtime.h"
+
+G_DEFINE_QUARK (sg-rt-error-quark, sg_rt_error)
+
+void
+sg_rt_options_init (SgRtOptions *opt)
+{
+  memset (opt, 0, sizeof *opt);
+  opt->mode = SG_RT_MODE_EXACT;
+  opt->iters = 1;
+  opt->warmup = 0;
+  opt->seed = 0;
+  opt->fail_at_ins = -1;
+  opt->fail_rank = 1;
+  opt->timeout_s = 0;
+  opt->backend = "cpu";
+}
+
+const SgBackend *
+sg_rt_backend_lookup (const char *name, GError **error)
+{
+  if (name == NULL || strcmp (name, "cpu") == 0)
+    return &sg_rt_cpu_backend;
+  if (strcmp (name, "cuda") == 0) {
+#ifdef SG_HAVE_CUDA
+    return &sg_rt_cuda_backend;
+#else
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_BACKEND,
+                 "backend 'cuda' is not built in (this build found no CUDA; use --backend cpu)");
+    return NULL;
+#endif
+  }
+  g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_BACKEND,
+               "unknown backend '%s' (known: cpu, cuda)", name);
+  return NULL;
+}
+
+bool
+sg_rt_agree_plan (const SgPlan *plan, const GError *load_error, GError **error)
+{
+  int rank = 0, world = 1;
+  MPI_Comm_rank (MPI_COMM_WORLD, &rank);
+  MPI_Comm_size (MPI_COMM_WORLD, &world);
+  /* loaded flag, hash, format version, plan world size */
+  uint64_t mine[4] = { plan != NULL, plan ? plan->hash : 0, SG_PLAN_VERSION,
+                       plan ? (uint64_t)plan->world_size : 0 };
+  uint64_t *all = g_new (uint64_t, 4 * (size_t)world);
+  MPI_Allgather (mine, 4, MPI_UINT64_T, all, 4, MPI_UINT64_T, MPI_COMM_WORLD);
+  bool ok = true;
+  for (int r = 0; r < world && ok; r++) {
+    const uint64_t *e = all + 4 * r;
+    if (!e[0]) {
+      if (r == rank && load_error != NULL)
+        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH, "rank %d: %s", r,
+                     load_error->message);
+      else
+        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
+                     "rank %d could not load the plan; no rank runs", r);
+      ok = false;
+    } else if (e[2] != all[2]) {
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
+                   "rank %d reads plan format version %" PRIu64 ", rank 0 version %" PRIu64, r,
+                   e[2], all[2]);
+      ok = false;
+    } else if (e[1] != all[1]) {
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
+                   "rank %d loaded plan hash %016" PRIx64 ", rank 0 loaded %016" PRIx64
+                   ": every rank must run the same plan", r, e[1], all[1]);
+      ok = false;
+    } else if (e[3] != (uint64_t)world) {
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
+                   "the plan is for world size %" PRIu64 " but mpirun started %d ranks", e[3],
+                   world);
+      ok = false;
+    }
+  }
+  g_free (all);
+  return ok;
+}
+
+bool
+sg_rt_context_init (SgRtContext *ctx, const SgPlan *plan, const SgRtOptions *opt, GError **error)
+{
+  memset (ctx, 0, sizeof *ctx);
+  ctx->plan = plan;
+  ctx->opt = *opt;
+  ctx->world_comm = MPI_COMM_NULL;
+  if (!sg_rt_agree_plan (plan, NULL, error))
+    return false;
+  MPI_Comm_dup (MPI_COMM_WORLD, &ctx->world_comm);
+  MPI_Comm_rank (ctx->world_comm, &ctx->rank);
+  MPI_Comm_size (ctx->world_comm, &ctx->world);
+  ctx->group_comms = g_new (MPI_Comm, MAX (plan->n_groups, 1));
+  ctx->group_rank = g_new0 (int32_t, MAX (plan->n_groups, 1));
+  for (int32_t g = 0; g < plan->n_groups; g++) {
+    const SgPlanGroup *grp = &plan->groups[g];
+    int color = -1, key = 0;
+    for (int32_t i = 0; i < grp->n_instances && color < 0; i++)
+      for (int32_t j = 0; j < grp->n_ranks; j++)
+        if (grp->partition[i * grp->n_ranks + j] == ctx->rank) {
+          color = i, key = j;
+          break;
+        }
+    /* The loader checked that the partition covers every rank; a rank
+     * outside it still joins the split (MPI_UNDEFINED) so nobody hangs. */
+    MPI_Comm_split (ctx->world_comm, color < 0 ? MPI_UNDEFINED : color, key,
+                    &ctx->group_comms[g]);
+    ctx->group_rank[g] = key;
+    if (!sg_rt_all_ok (ctx, color >= 0)) {
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
+                   "group '%s': some rank is in no instance of its partition", grp->name);
+      for (int32_t h = 0; h <= g; h++)
+        if (ctx->group_comms[h] != MPI_COMM_NULL)
+          MPI_Comm_free (&ctx->group_comms[h]);
+      g_clear_pointer (&ctx->group_comms, g_free);
+      return false;
+    }
+  }
+  return true;
+}
+
+void
+sg_rt_context_clear (SgRtContext *ctx)
+{
+  if (ctx->group_comms != NULL && ctx->plan != NULL)
+    for (int32_t g = 0; g < ctx->plan->n_groups; g++)
+      if (ctx->group_comms[g] != MPI_COMM_NULL)
+        MPI_Comm_free (&ctx->group_comms[g]);
+  g_clear_pointer (&ctx->group_comms, g_free);
+  g_clear_pointer (&ctx->group_rank, g_free);
+  if (ctx->world_comm != MPI_COMM_NULL)
+    MPI_Comm_free (&ctx->world_comm);
+}
+
+bool
+sg_rt_all_ok (SgRtContext *ctx, bool ok)
+{
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce (&mine, &all, 1, MPI_INT, MPI_LAND,
+                 ctx->world_comm != MPI_COMM_NULL ? ctx->world_comm : MPI_COMM_WORLD);
+  return all != 0;
+}
+
+void
+sg_rt_step_times_init (SgRtStepTimes *t, const SgPlan *plan)
+{
+  memset (t, 0, sizeof *t);
+  for (int32_t i = 0; i < plan->n_ins; i++)
+    t->n_coll += plan->ins[i].kind == SG_INS_COLLECTIVE;
+  t->coll_ins = g_new0 (int32_t, MAX (t->n_coll, 1));
+  t->measured_us = g_new0 (double, MAX (t->n_coll, 1));
+  t->exposed_us = g_new0 (double, MAX (t->n_coll, 1));
+  int32_t c = 0;
+  for (int32_t i = 0; i < plan->n_ins; i++)
+    if (plan->ins[i].kind == SG_INS_COLLECTIVE)
+      t->coll_ins[c++] = i;
+}
+
+void
+sg_rt_step_times_clear (SgRtStepTimes *t)
+{
+  g_free (t->coll_ins);
+  g_free (t->measured_us);
+  g_free (t->exposed_us);
+  memset (t, 0, sizeof *t);
+}

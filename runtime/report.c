@@ -1,0 +1,278 @@
+/* report.c: schedrun's report JSON and the output dumps.
+ *
+ * The report mirrors schedgraph's report keys (summary: step_us,
+ * compute_us, comm_us, exposed_us, collectives, hidden, partial, exposed;
+ * one row per collective with est/predicted and measured numbers), and
+ * says which clock measured ("clock": "cpu-wall" for the CPU backend).
+ * Per iteration the slowest rank counts (MPI max), then medians over the
+ * measured iterations. Dumps: raw little-endian values per output, in its
+ * dtype, row-major, plus outputs.json; written by rank 0 only.
+ * Requires: a context after run_step. Invalidates: nothing.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime.h"
+
+static int
+cmp_double (const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double
+median (double *v, int32_t n)
+{
+  if (n <= 0)
+    return 0;
+  qsort (v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static double
+r3 (double us)
+{
+  return round (us * 1000.0) / 1000.0;
+}
+
+/* Max over ranks of @n doubles, in place (every rank gets the result). */
+static void
+max_over_ranks (const SgRtContext *ctx, double *v, int n)
+{
+  if (n > 0)
+    MPI_Allreduce (MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, ctx->world_comm);
+}
+
+static const char *
+status_of (double measured, double exposed)
+{
+  if (exposed <= 0.05 * measured)
+    return "hidden";
+  if (exposed >= 0.95 * measured)
+    return "exposed";
+  return "partial";
+}
+
+cJSON *
+sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_iters,
+                  const char *clock, const cJSON *outputs)
+{
+  const SgPlan *p = ctx->plan;
+  int32_t nc = n_iters > 0 ? iters[0].n_coll : 0;
+  /* per iteration: step, compute, then measured[nc], exposed[nc] */
+  int width = 2 + 2 * nc;
+  double *all = g_new0 (double, (size_t)MAX (width * n_iters, 1));
+  for (int32_t it = 0; it < n_iters; it++) {
+    double *row = all + (size_t)it * width;
+    row[0] = iters[it].step_us;
+    row[1] = iters[it].compute_us;
+    memcpy (row + 2, iters[it].measured_us, sizeof (double) * (size_t)nc);
+    memcpy (row + 2 + nc, iters[it].exposed_us, sizeof (double) * (size_t)nc);
+  }
+  max_over_ranks (ctx, all, width * n_iters);
+  double *col = g_new (double, (size_t)MAX (n_iters, 1));
+  double *med = g_new (double, (size_t)width);
+  for (int w = 0; w < width; w++) {
+    for (int32_t it = 0; it < n_iters; it++)
+      col[it] = all[(size_t)it * width + w];
+    med[w] = median (col, n_iters);
+  }
+
+  cJSON *root = cJSON_CreateObject ();
+  cJSON_AddStringToObject (root, "format", "schedgraph.runtime-report");
+  cJSON_AddNumberToObject (root, "version", 1);
+  cJSON_AddStringToObject (root, "clock", clock);
+  cJSON_AddStringToObject (root, "backend", ctx->backend ? ctx->backend->name : "?");
+  cJSON_AddStringToObject (root, "mode", ctx->opt.mode == SG_RT_MODE_EXACT ? "exact" : "timing");
+  cJSON_AddNumberToObject (root, "world_size", ctx->world);
+  cJSON_AddNumberToObject (root, "iters", n_iters);
+  cJSON_AddNumberToObject (root, "warmup", ctx->opt.warmup);
+  cJSON_AddNumberToObject (root, "seed", (double)ctx->opt.seed);
+  char hash[17];
+  g_snprintf (hash, sizeof hash, "%016" PRIx64, p->hash);
+  cJSON *plan = cJSON_AddObjectToObject (root, "plan");
+  cJSON_AddStringToObject (plan, "graph", p->graph ? p->graph : "");
+  cJSON_AddStringToObject (plan, "options", p->options ? p->options : "");
+  cJSON_AddStringToObject (plan, "hash", hash);
+  cJSON_AddNumberToObject (plan, "arena_bytes", (double)p->arena_bytes);
+
+  double comm = 0, exposed = 0;
+  int hidden = 0, partial = 0, n_exposed = 0;
+  cJSON *rows = cJSON_CreateArray ();
+  for (int32_t c = 0; c < nc; c++) {
+    const SgPlanIns *ins = &p->ins[iters[0].coll_ins[c]];
+    double m = med[2 + c], e = med[2 + nc + c];
+    const char *st = status_of (m, e);
+    hidden += strcmp (st, "hidden") == 0;
+    partial += strcmp (st, "partial") == 0;
+    n_exposed += strcmp (st, "exposed") == 0;
+    comm += m;
+    exposed += e;
+    cJSON *r = cJSON_CreateObject ();
+    cJSON_AddStringToObject (r, "name", ins->name ? ins->name : "");
+    cJSON_AddStringToObject (r, "op", sg_op_name (ins->op));
+    cJSON_AddStringToObject (r, "group", p->groups[ins->group].name);
+    const SgPlanValue *v = &p->values[ins->in[0]];
+    cJSON_AddNumberToObject (r, "bytes",
+                             (double)(sg_rt_value_numel (v) * sg_dtype_size (v->dtype)));
+    if (ins->n_members > 0) {
+      cJSON *mem = cJSON_AddArrayToObject (r, "members");
+      for (int32_t j = 0; j < ins->n_members; j++)
+        cJSON_AddItemToArray (mem, cJSON_CreateString (ins->members[j]));
+    }
+    cJSON_AddNumberToObject (r, "est_us", r3 (ins->est_us));
+    cJSON_AddNumberToObject (r, "pred_exposed_us", r3 (ins->pred_exposed_us));
+    cJSON_AddNumberToObject (r, "measured_us", r3 (m));
+    cJSON_AddNumberToObject (r, "exposed_us", r3 (e));
+    cJSON_AddStringToObject (r, "status", st);
+    cJSON_AddItemToArray (rows, r);
+  }
+  cJSON *sum = cJSON_AddObjectToObject (root, "summary");
+  cJSON_AddNumberToObject (sum, "step_us", r3 (med[0]));
+  cJSON_AddNumberToObject (sum, "compute_us", r3 (med[1]));
+  cJSON_AddNumberToObject (sum, "comm_us", r3 (comm));
+  cJSON_AddNumberToObject (sum, "exposed_us", r3 (exposed));
+  cJSON_AddNumberToObject (sum, "collectives", nc);
+  cJSON_AddNumberToObject (sum, "hidden", hidden);
+  cJSON_AddNumberToObject (sum, "partial", partial);
+  cJSON_AddNumberToObject (sum, "exposed", n_exposed);
+  cJSON *pred = cJSON_AddObjectToObject (root, "predicted");
+  cJSON_AddNumberToObject (pred, "step_us", r3 (p->pred.step_us));
+  cJSON_AddNumberToObject (pred, "compute_us", r3 (p->pred.compute_us));
+  cJSON_AddNumberToObject (pred, "comm_us", r3 (p->pred.comm_us));
+  cJSON_AddNumberToObject (pred, "exposed_us", r3 (p->pred.exposed_us));
+  cJSON_AddNumberToObject (pred, "collectives", p->pred.collectives);
+  cJSON_AddNumberToObject (pred, "hidden", p->pred.hidden);
+  cJSON_AddNumberToObject (pred, "partial", p->pred.partial);
+  cJSON_AddNumberToObject (pred, "exposed", p->pred.exposed);
+  cJSON_AddItemToObject (root, "collectives", rows);
+  if (outputs != NULL)
+    cJSON_AddItemToObject (root, "outputs", cJSON_Duplicate (outputs, true));
+  g_free (all);
+  g_free (col);
+  g_free (med);
+  return root;
+}
+
+static bool
+write_file (const char *path, const void *data, size_t len, GError **error)
+{
+  GError *e = NULL;
+  if (!g_file_set_contents (path, data, (gssize)len, &e)) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_IO, "cannot write %s: %s", path, e->message);
+    g_error_free (e);
+    return false;
+  }
+  return true;
+}
+
+bool
+sg_rt_collect_outputs (SgRtContext *ctx, const char *dump_dir, cJSON **checksums,
+                       GError **error)
+{
+  const SgPlan *p = ctx->plan;
+  bool ok = true;
+  int32_t n = p->n_outputs;
+  uint64_t *mine = g_new0 (uint64_t, (size_t)MAX (n, 1));
+  double *sums = g_new0 (double, (size_t)MAX (n, 1));
+  bool write = dump_dir != NULL && ctx->rank == 0;
+  if (write && g_mkdir_with_parents (dump_dir, 0755) != 0) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_IO, "cannot create %s: %s", dump_dir,
+                 g_strerror (errno));
+    ok = false;
+  }
+  cJSON *list = cJSON_CreateArray ();
+  for (int32_t i = 0; i < n && ok; i++) {
+    int32_t id = p->outputs[i];
+    cJSON *e = cJSON_CreateObject ();
+    cJSON_AddNumberToObject (e, "index", i);
+    cJSON_AddItemToArray (list, e);
+    if (id < 0 || p->values[id].buffer < 0) {
+      cJSON_AddNullToObject (e, "name");
+      continue;
+    }
+    const SgPlanValue *v = &p->values[id];
+    size_t bytes = sg_rt_value_numel (v) * sg_dtype_size (v->dtype);
+    void *host = g_malloc (bytes + 1);
+    ok = ctx->backend->read_value (ctx, id, host, error);
+    if (ok) {
+      mine[i] = sg_rt_fnv1a64 (host, bytes);
+      if (sg_dtype_is_float (v->dtype) || v->dtype == SG_DTYPE_I64 || v->dtype == SG_DTYPE_I32)
+        for (uint64_t k = 0; k < sg_rt_value_numel (v); k++) {
+          double x = 0;
+          switch (v->dtype) {
+          case SG_DTYPE_F32: x = ((float *)host)[k]; break;
+          case SG_DTYPE_F64: x = ((double *)host)[k]; break;
+          case SG_DTYPE_I64: x = (double)((int64_t *)host)[k]; break;
+          case SG_DTYPE_I32: x = ((int32_t *)host)[k]; break;
+          case SG_DTYPE_BF16: {
+            uint32_t u = (uint32_t)((uint16_t *)host)[k] << 16;
+            float f;
+            memcpy (&f, &u, sizeof f);
+            x = f;
+            break;
+          }
+          case SG_DTYPE_F16: x = (double)((_Float16 *)host)[k]; break;
+          default: break;
+          }
+          sums[i] += x;
+        }
+      cJSON_AddStringToObject (e, "name", v->name);
+      cJSON *shape = cJSON_AddArrayToObject (e, "shape");
+      for (int32_t d = 0; d < v->ndim; d++)
+        cJSON_AddItemToArray (shape, cJSON_CreateNumber ((double)v->shape[d]));
+      cJSON_AddStringToObject (e, "dtype", sg_dtype_name (v->dtype));
+      if (write) {
+        char *fn = g_strdup_printf ("%s/%d.bin", dump_dir, i);
+        ok = write_file (fn, host, bytes, error);
+        g_free (fn);
+        char file[32];
+        g_snprintf (file, sizeof file, "%d.bin", i);
+        cJSON_AddStringToObject (e, "file", file);
+      }
+    }
+    g_free (host);
+  }
+  /* Every rank reaches this point (errors travel with ok). */
+  if (!sg_rt_all_ok (ctx, ok)) {
+    if (ok)
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_IO, "another rank failed to read its outputs");
+    cJSON_Delete (list);
+    g_free (mine);
+    g_free (sums);
+    return false;
+  }
+  uint64_t *all = g_new0 (uint64_t, (size_t)MAX (n, 1) * (size_t)ctx->world);
+  MPI_Allgather (mine, n, MPI_UINT64_T, all, n, MPI_UINT64_T, ctx->world_comm);
+  if (write) {
+    char *text = cJSON_Print (list);
+    char *fn = g_build_filename (dump_dir, "outputs.json", NULL);
+    ok = write_file (fn, text, strlen (text), error);
+    g_free (fn);
+    cJSON_free (text);
+  }
+  for (int32_t i = 0; i < n; i++) {
+    cJSON *e = cJSON_GetArrayItem (list, i);
+    if (cJSON_IsNull (cJSON_GetObjectItem (e, "name")))
+      continue;
+    cJSON *fnv = cJSON_AddArrayToObject (e, "fnv1a64_by_rank");
+    for (int32_t r = 0; r < ctx->world; r++) {
+      char h[17];
+      g_snprintf (h, sizeof h, "%016" PRIx64, all[(size_t)r * (size_t)n + (size_t)i]);
+      cJSON_AddItemToArray (fnv, cJSON_CreateString (h));
+    }
+    cJSON_AddNumberToObject (e, "sum_rank0", sums[i]);
+  }
+  g_free (all);
+  g_free (mine);
+  g_free (sums);
+  if (checksums != NULL)
+    *checksums = list;
+  else
+    cJSON_Delete (list);
+  return ok;
+}

@@ -1,0 +1,245 @@
+/* schedrun.c: `mpirun -np N schedrun plan.json [options]`: executes a plan
+ * on every rank with a backend, checks agreement first, reports.
+ *
+ * Order of business, identical on every rank so no rank ever waits for one
+ * that has given up: load the plan; agree over MPI on (loaded, hash,
+ * version, world size); pick the backend; check_plan (every op runnable,
+ * naming the node) and agree on the verdict; setup; warm-up and measured
+ * iterations; checksums, dumps and the report. A failure before the run
+ * ends every rank with exit 1 and a message; a failure during a step ends
+ * the job with MPI_Abort and the message (no hang). Mirrors torchrun's
+ * "fail fast, fail everywhere" and NCCL's abort on async errors.
+ */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "runtime.h"
+
+
+static void
+on_alarm (int sig)
+{
+  (void)sig;
+  static const char msg[] = "schedrun: --timeout expired; ending this rank (the job ends with it)\n";
+  ssize_t w = write (STDERR_FILENO, msg, sizeof msg - 1);
+  (void)w;
+  _exit (124);
+}
+
+typedef struct {
+  char *backend, *mode, *report, *dump;
+  int iters, warmup, fail_at, fail_rank;
+  gint64 seed;
+  double timeout;
+} Args;
+
+static bool
+parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path, GError **error)
+{
+  a->iters = -1;
+  a->warmup = -1;
+  a->fail_at = -1;
+  a->fail_rank = 1;
+  GOptionEntry entries[] = {
+    { "backend", 0, 0, G_OPTION_ARG_STRING, &a->backend, "cpu (default) or cuda", "NAME" },
+    { "mode", 0, 0, G_OPTION_ARG_STRING, &a->mode, "exact (default) or timing", "MODE" },
+    { "iters", 0, 0, G_OPTION_ARG_INT, &a->iters,
+      "measured iterations (default 1 exact, 10 timing)", "K" },
+    { "warmup", 0, 0, G_OPTION_ARG_INT, &a->warmup,
+      "unmeasured iterations first (default 0 exact, 2 timing)", "W" },
+    { "seed", 0, 0, G_OPTION_ARG_INT64, &a->seed, "seed of the deterministic inputs", "S" },
+    { "report", 0, 0, G_OPTION_ARG_FILENAME, &a->report, "write the report JSON (rank 0)",
+      "FILE" },
+    { "dump-outputs", 0, 0, G_OPTION_ARG_FILENAME, &a->dump,
+      "rank 0 writes each output as DIR/<index>.bin and DIR/outputs.json", "DIR" },
+    { "timeout", 0, 0, G_OPTION_ARG_DOUBLE, &a->timeout,
+      "end the job when a rank runs longer than this many seconds", "SEC" },
+    { "fail-at-ins", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &a->fail_at,
+      "test hook: --fail-rank fails at this instruction", "N" },
+    { "fail-rank", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &a->fail_rank,
+      "test hook: the rank that fails (default 1)", "R" },
+    { NULL, 0, 0, 0, NULL, NULL, NULL },
+  };
+  GOptionContext *oc = g_option_context_new ("PLAN.json - run a schedgraph plan under mpirun");
+  g_option_context_add_main_entries (oc, entries, NULL);
+  bool ok = g_option_context_parse (oc, argc, argv, error);
+  g_option_context_free (oc);
+  if (!ok)
+    return false;
+  if (*argc != 2) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
+                 "expected exactly one plan file (got %d arguments); see --help", *argc - 1);
+    return false;
+  }
+  *plan_path = (*argv)[1];
+  opt->backend = a->backend ? a->backend : "cpu";
+  if (a->mode == NULL || strcmp (a->mode, "exact") == 0) {
+    opt->mode = SG_RT_MODE_EXACT;
+  } else if (strcmp (a->mode, "timing") == 0) {
+    opt->mode = SG_RT_MODE_TIMING;
+  } else {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS, "--mode must be exact or timing, not '%s'",
+                 a->mode);
+    return false;
+  }
+  bool timing = opt->mode == SG_RT_MODE_TIMING;
+  opt->iters = a->iters >= 0 ? a->iters : timing ? 10 : 1;
+  opt->warmup = a->warmup >= 0 ? a->warmup : timing ? 2 : 0;
+  if (opt->iters < 1 || opt->iters > 100000 || opt->warmup > 100000) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS, "--iters must be in 1..100000");
+    return false;
+  }
+  if (a->seed < 0) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS, "--seed must be >= 0");
+    return false;
+  }
+  if (a->timeout < 0) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS, "--timeout must be >= 0");
+    return false;
+  }
+  opt->seed = (uint64_t)a->seed;
+  opt->fail_at_ins = a->fail_at;
+  opt->fail_rank = a->fail_rank;
+  opt->timeout_s = a->timeout;
+  return true;
+}
+
+/* Ends every rank the same way: message, MPI_Finalize, exit code. */
+static int
+finish (int rank, GError *error, int code)
+{
+  if (error != NULL) {
+    fprintf (stderr, "schedrun: rank %d: %s\n", rank, error->message);
+    g_error_free (error);
+  }
+  MPI_Finalize ();
+  return code;
+}
+
+int
+main (int argc, char **argv)
+{
+  MPI_Init (&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank (MPI_COMM_WORLD, &rank);
+  MPI_Comm_set_errhandler (MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+
+  Args a = { 0 };
+  SgRtOptions opt;
+  sg_rt_options_init (&opt);
+  char *plan_path = NULL;
+  GError *error = NULL;
+  /* Every rank parses the same argv: the verdict is the same everywhere. */
+  if (!parse_args (&argc, &argv, &a, &opt, &plan_path, &error))
+    return finish (rank, rank == 0 ? error : (g_clear_error (&error), NULL), 2);
+  if (opt.timeout_s > 0) {
+    signal (SIGALRM, on_alarm);
+    alarm ((unsigned)(opt.timeout_s + 0.999));
+  }
+
+  GError *load_error = NULL;
+  SgPlan *plan = sg_plan_load (plan_path, &load_error);
+  if (!sg_rt_agree_plan (plan, load_error, &error)) {
+    g_clear_error (&load_error);
+    sg_plan_free (plan);
+    return finish (rank, error, 1);
+  }
+  const SgBackend *be = sg_rt_backend_lookup (opt.backend, &error);
+  if (be == NULL) {
+    sg_plan_free (plan);
+    return finish (rank, rank == 0 ? error : (g_clear_error (&error), NULL), 1);
+  }
+  SgRtContext ctx;
+  if (!sg_rt_context_init (&ctx, plan, &opt, &error)) {
+    sg_plan_free (plan);
+    return finish (rank, error, 1);
+  }
+  ctx.backend = be;
+
+  bool ok = be->check_plan (&ctx, &error);
+  if (!sg_rt_all_ok (&ctx, ok)) {
+    sg_rt_context_clear (&ctx);
+    sg_plan_free (plan);
+    /* The plan is the same everywhere: rank 0 speaks for all. */
+    if (rank != 0)
+      g_clear_error (&error);
+    return finish (rank, error, 1);
+  }
+  ok = be->setup (&ctx, &error);
+  if (!sg_rt_all_ok (&ctx, ok)) {
+    if (ok)
+      g_set_error (&error, SG_RT_ERROR, SG_RT_ERROR_BACKEND, "another rank failed its setup");
+    be->teardown (&ctx);
+    sg_rt_context_clear (&ctx);
+    sg_plan_free (plan);
+    return finish (rank, error, 1);
+  }
+
+  int32_t total = opt.warmup + opt.iters;
+  SgRtStepTimes *times = g_new0 (SgRtStepTimes, (size_t)opt.iters);
+  for (int32_t it = 0; it < total; it++) {
+    SgRtStepTimes scratch;
+    SgRtStepTimes *t = it >= opt.warmup ? &times[it - opt.warmup] : &scratch;
+    sg_rt_step_times_init (t, plan);
+    ok = be->load_inputs (&ctx, &error);
+    if (ok) {
+      MPI_Barrier (ctx.world_comm);
+      ok = be->run_step (&ctx, t, &error);
+    }
+    if (t == &scratch)
+      sg_rt_step_times_clear (&scratch);
+    if (!ok) {
+      /* Peers may be blocked inside a collective with us: abort the job. */
+      fprintf (stderr, "schedrun: rank %d: %s; aborting the job\n", rank, error->message);
+      fflush (stderr);
+      MPI_Abort (MPI_COMM_WORLD, 1);
+      return 1;
+    }
+  }
+
+  cJSON *sums = NULL;
+  ok = sg_rt_collect_outputs (&ctx, a.dump, &sums, &error);
+  int code = 0;
+  if (ok) {
+    const char *clock = strcmp (be->name, "cpu") == 0 ? "cpu-wall" : "cuda-events";
+    cJSON *report = sg_rt_report_new (&ctx, times, opt.iters, clock, sums);
+    if (rank == 0) {
+      const cJSON *s = cJSON_GetObjectItem (report, "summary");
+      printf ("schedrun: %s backend, %d ranks, %d iteration%s: step %.1f us, exposed %.1f us "
+              "over %d collectives (%s)\n",
+              be->name, ctx.world, opt.iters, opt.iters == 1 ? "" : "s",
+              cJSON_GetObjectItem (s, "step_us")->valuedouble,
+              cJSON_GetObjectItem (s, "exposed_us")->valuedouble,
+              (int)cJSON_GetObjectItem (s, "collectives")->valuedouble, clock);
+      if (a.report != NULL) {
+        char *text = cJSON_Print (report);
+        GError *e = NULL;
+        if (!g_file_set_contents (a.report, text, (gssize)strlen (text), &e)) {
+          fprintf (stderr, "schedrun: cannot write %s: %s\n", a.report, e->message);
+          g_error_free (e);
+          code = 1;
+        }
+        cJSON_free (text);
+      }
+    }
+    cJSON_Delete (report);
+    cJSON_Delete (sums);
+  } else {
+    code = 1;
+  }
+  for (int32_t it = 0; it < opt.iters; it++)
+    sg_rt_step_times_clear (&times[it]);
+  g_free (times);
+  be->teardown (&ctx);
+  sg_rt_context_clear (&ctx);
+  sg_plan_free (plan);
+  g_free (a.backend);
+  g_free (a.mode);
+  g_free (a.report);
+  g_free (a.dump);
+  return finish (rank, error, code);
+}
