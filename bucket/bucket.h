@@ -85,7 +85,7 @@ typedef struct {
  * -> wait -> unpacks, removes the members and their waits, rewires their
  * users to the unpacks and renumbers the graph into a topological order that
  * keeps everything else in its current relative order (docs/bucketing.md).
- * New nodes get costs from the graph's cost model when one is attached.
+ * New nodes have est_src SG_COST_NONE (the pass costs them).
  * False with @error, and @g unusable, when a bucket is ill-formed or closes
  * a cycle: callers apply specs to a copy (sg_graph_copy) when unsure. */
 bool sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error);

@@ -1,0 +1,435 @@
+/* rewrite.c: turns buckets of collectives into pack -> collective -> wait
+ * -> unpacks in the IR (docs/ops.md, docs/bucketing.md).
+ *
+ * Mirrors the graph surgery of PyTorch's merge_all_gather /
+ * merge_reduce_scatter (torch/_inductor/fx_passes/bucketing.py), on our
+ * dense IR: new nodes are appended through sg_graph_append() (the loader's
+ * checks, including the collective's element counts against its group),
+ * users are rewired, members removed (sg_graph_compact) and the graph
+ * renumbered by a stable topological sort whose keys keep every other node
+ * where it was: P and C at the earliest member's position (later only if an
+ * input comes later), W and the unpacks just before the first consumer of
+ * any member's wait.
+ * Requires: a topological id order; users (rebuilt here).
+ * Invalidates: node ids, users; implicit edges of members are moved to the
+ * bucket's collective and wait.
+ */
+#include "bucket-private.h"
+
+#include <string.h>
+
+#define FAIL(code, ...)                                                        \
+  do {                                                                         \
+    g_set_error (error, SG_BUCKET_ERROR, code, __VA_ARGS__);                   \
+    return false;                                                              \
+  } while (0)
+
+/* A name not yet in @g: @base, else base_1, base_2 ... */
+static char *
+fresh_name (const SgGraph *g, const char *prefix, const char *base)
+{
+  char *name = g_strconcat (prefix, base, NULL);
+  for (int i = 1; sg_graph_lookup (g, name) != SG_NO_NODE; i++) {
+    g_free (name);
+    name = g_strdup_printf ("%s%s_%d", prefix, base, i);
+  }
+  return name;
+}
+
+static cJSON *
+ref (const char *name)
+{
+  cJSON *o = cJSON_CreateObject ();
+  cJSON_AddStringToObject (o, "node", name);
+  return o;
+}
+
+/* meta {"shape": [...], "stride": contiguous, "dtype"} */
+static cJSON *
+contiguous_meta (const int64_t *shape, int32_t ndim, SgDtype dtype)
+{
+  cJSON *m = cJSON_CreateObject ();
+  cJSON *sh = cJSON_AddArrayToObject (m, "shape");
+  cJSON *st = cJSON_AddArrayToObject (m, "stride");
+  int64_t strides[SG_MAX_DIMS];
+  int64_t s = 1;
+  for (int32_t d = ndim - 1; d >= 0; d--) {
+    strides[d] = s;
+    s *= shape[d] ? shape[d] : 1;
+  }
+  for (int32_t d = 0; d < ndim; d++) {
+    cJSON_AddItemToArray (sh, cJSON_CreateNumber ((double)shape[d]));
+    cJSON_AddItemToArray (st, cJSON_CreateNumber ((double)strides[d]));
+  }
+  cJSON_AddStringToObject (m, "dtype", sg_dtype_name (dtype));
+  return m;
+}
+
+static cJSON *
+flat_meta (uint64_t numel, SgDtype dtype)
+{
+  int64_t shape = (int64_t)numel;
+  return contiguous_meta (&shape, 1, dtype);
+}
+
+static cJSON *
+call_node (const char *name, const char *target, cJSON *args, cJSON *kwargs, cJSON *meta)
+{
+  cJSON *o = cJSON_CreateObject ();
+  cJSON_AddStringToObject (o, "name", name);
+  cJSON_AddStringToObject (o, "op", "call_function");
+  cJSON_AddStringToObject (o, "target", target);
+  cJSON_AddItemToObject (o, "args", args);
+  cJSON_AddItemToObject (o, "kwargs", kwargs ? kwargs : cJSON_CreateObject ());
+  cJSON_AddItemToObject (o, "meta", meta);
+  return o;
+}
+
+static SgNodeId
+append (SgGraph *g, cJSON *node, GError **error)
+{
+  /* est_src stays SG_COST_NONE: the pass costs new nodes after the rewrite. */
+  SgNodeId id = sg_graph_append (g, node, error);
+  cJSON_Delete (node);
+  return id;
+}
+
+bool
+sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **error)
+{
+  const SgNode *n = &g->nodes[c];
+  if (n->kind != SG_OP_ALL_GATHER && n->kind != SG_OP_REDUCE_SCATTER
+      && n->kind != SG_OP_ALL_REDUCE)
+    FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s': %s cannot be bucketed", n->name,
+          sg_op_name (n->kind));
+  uint32_t nu, nin;
+  const SgNodeId *u = sg_node_users (g, c, &nu);
+  if (nu != 1 || g->nodes[u[0]].kind != SG_OP_WAIT)
+    FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s': users: needs exactly one user, its "
+          "wait_tensor (has %u)", n->name, nu);
+  sg_node_inputs (g, c, &nin);
+  if (nin != 1 || n->meta.ndim < 0 || g->nodes[sg_node_inputs (g, c, &nin)[0]].meta.ndim < 0)
+    FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s': args[0]: needs one tensor input with "
+          "known meta", n->name);
+  *wait = u[0];
+  return true;
+}
+
+/* Appends the bucket's nodes for @spec; fills @w_out and @u (one per member). */
+static bool
+build_bucket (SgGraph *g, const SgBucketSpec *spec, const SgNodeId *waits, SgNodeId *c_out,
+              SgNodeId *w_out, SgNodeId *u, GError **error)
+{
+  int32_t n = spec->n_members;
+  const SgNode *m0 = &g->nodes[spec->members[0]];
+  SgOpKind kind = m0->kind;
+  int32_t group = m0->group, k = m0->group_size;
+  SgReduceOp reduce = m0->reduce;
+  g_autofree uint64_t *in_numel = g_new (uint64_t, (size_t)n);
+  g_autofree uint64_t *offsets = g_new (uint64_t, (size_t)n);
+  g_autofree uint64_t *out_numel = g_new (uint64_t, (size_t)n);
+  g_autofree SgNodeId *inputs = g_new (SgNodeId, (size_t)n);
+  SgDtype dtype = m0->meta.dtype;
+  for (int32_t i = 0; i < n; i++) {
+    const SgNode *m = &g->nodes[spec->members[i]];
+    uint32_t nin;
+    inputs[i] = sg_node_inputs (g, spec->members[i], &nin)[0];
+    const SgMeta *im = &g->nodes[inputs[i]].meta;
+    if (m->kind != kind || m->group != group || m->reduce != reduce || m->meta.dtype != dtype
+        || im->dtype != dtype)
+      FAIL (SG_BUCKET_ERROR_LAYOUT,
+            "bucket: node '%s': kind, group, dtype or reduce op differs from '%s'", m->name,
+            m0->name);
+    in_numel[i] = sg_meta_numel (g, im);
+  }
+  SgBucketLayout l;
+  if (!sg_bucket_layout (kind, k, in_numel, n, offsets, out_numel, &l, error))
+    return false;
+  for (int32_t i = 0; i < n; i++) {
+    const SgMeta *wm = &g->nodes[waits[i]].meta;
+    if (wm->ndim < 0 || sg_meta_numel (g, wm) != out_numel[i] * (uint64_t)l.unpack_k)
+      FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s': meta.shape: its wait's element count "
+            "disagrees with its input", g->nodes[spec->members[i]].name);
+  }
+  /* Names are taken before any append: node pointers move on append. */
+  const char *first = m0->name;
+  g_autofree char *pname = fresh_name (g, "bucket_pack_", first);
+  g_autofree char *cname = fresh_name (g, "bucket_", first);
+  g_autofree char *wname = fresh_name (g, "bucket_wait_", first);
+  const char *target = m0->target;
+
+  /* P = bucket_pack([in...], k, interleave) */
+  cJSON *list = cJSON_CreateArray ();
+  for (int32_t i = 0; i < n; i++)
+    cJSON_AddItemToArray (list, ref (g->nodes[inputs[i]].name));
+  cJSON *pargs = cJSON_CreateArray ();
+  cJSON_AddItemToArray (pargs, list);
+  cJSON_AddItemToArray (pargs, cJSON_CreateNumber (k));
+  cJSON_AddItemToArray (pargs, cJSON_CreateBool (l.interleave));
+  SgNodeId p = append (g, call_node (pname, sg_op_info (SG_OP_BUCKET_PACK)->target, pargs, NULL,
+                                     flat_meta (l.pack_numel, dtype)),
+                       error);
+  if (p == SG_NO_NODE)
+    return false;
+
+  /* C = the member's collective on P, same remaining args */
+  cJSON *cargs = cJSON_Parse (g->nodes[spec->members[0]].args_json);
+  cJSON *ckw = cJSON_Parse (g->nodes[spec->members[0]].kwargs_json);
+  g_assert (cJSON_IsArray (cargs) && cJSON_IsObject (ckw));
+  cJSON_ReplaceItemInArray (cargs, 0, ref (pname));
+  cJSON *names = cJSON_CreateArray ();
+  for (int32_t i = 0; i < n; i++)
+    cJSON_AddItemToArray (names, cJSON_CreateString (g->nodes[spec->members[i]].name));
+  cJSON_DeleteItemFromObjectCaseSensitive (ckw, SG_BUCKET_KWARG);
+  cJSON_AddItemToObject (ckw, SG_BUCKET_KWARG, names);
+  SgNodeId c = append (g, call_node (cname, target, cargs, ckw, flat_meta (l.out_numel, dtype)),
+                       error);
+  if (c == SG_NO_NODE)
+    return false;
+
+  /* W = wait_tensor(C) */
+  cJSON *wargs = cJSON_CreateArray ();
+  cJSON_AddItemToArray (wargs, ref (cname));
+  SgNodeId w = append (g, call_node (wname, sg_op_info (SG_OP_WAIT)->target, wargs, NULL,
+                                     flat_meta (l.out_numel, dtype)),
+                       error);
+  if (w == SG_NO_NODE)
+    return false;
+
+  /* U_i = bucket_unpack(W, k, offset_i, numel_i), shaped like member i's wait */
+  for (int32_t i = 0; i < n; i++) {
+    const SgMeta *wm = &g->nodes[waits[i]].meta;
+    g_autofree char *uname = fresh_name (g, "bucket_unpack_", g->nodes[spec->members[i]].name);
+    cJSON *uargs = cJSON_CreateArray ();
+    cJSON_AddItemToArray (uargs, ref (wname));
+    cJSON_AddItemToArray (uargs, cJSON_CreateNumber (l.unpack_k));
+    cJSON_AddItemToArray (uargs, cJSON_CreateNumber ((double)offsets[i]));
+    cJSON_AddItemToArray (uargs, cJSON_CreateNumber ((double)out_numel[i]));
+    cJSON *meta = contiguous_meta (sg_meta_shape (g, wm), wm->ndim, dtype);
+    u[i] = append (g, call_node (uname, sg_op_info (SG_OP_BUCKET_UNPACK)->target, uargs, NULL,
+                                 meta),
+                   error);
+    if (u[i] == SG_NO_NODE)
+      return false;
+  }
+  *c_out = c;
+  *w_out = w;
+  return true;
+}
+
+/* Min-heap of (key, id) for the stable topological sort. */
+typedef struct {
+  int64_t key;
+  SgNodeId id;
+} HeapItem;
+
+static bool
+item_less (HeapItem a, HeapItem b)
+{
+  return a.key < b.key || (a.key == b.key && a.id < b.id);
+}
+
+static void
+heap_push (HeapItem *h, int32_t *n, HeapItem it)
+{
+  int32_t i = (*n)++;
+  while (i > 0 && item_less (it, h[(i - 1) / 2])) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = it;
+}
+
+static HeapItem
+heap_pop (HeapItem *h, int32_t *n)
+{
+  HeapItem top = h[0], last = h[--(*n)];
+  int32_t i = 0;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= *n)
+      break;
+    if (c + 1 < *n && item_less (h[c + 1], h[c]))
+      c++;
+    if (!item_less (h[c], last))
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = last;
+  return top;
+}
+
+bool
+sg_bucket_stable_order (SgGraph *g, const int64_t *key, SgNodeId *order, GError **error)
+{
+  int32_t n = g->n_nodes;
+  sg_graph_fill_users (g);
+  /* implicit edges as CSR by source */
+  guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
+  g_autofree SgNodeId *ifrom = g_new (SgNodeId, ne + 1), *ito = g_new (SgNodeId, ne + 1);
+  g_autofree uint32_t *ifirst = g_new0 (uint32_t, (size_t)n + 1);
+  g_autofree SgNodeId *iadj = g_new (SgNodeId, ne + 1);
+  g_autofree int32_t *indeg = g_new0 (int32_t, (size_t)n);
+  guint m = 0;
+  for (guint i = 0; i < ne; i++) {
+    SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
+    SgNodeId a = sg_graph_lookup (g, e.from), b = sg_graph_lookup (g, e.to);
+    if (a == SG_NO_NODE || b == SG_NO_NODE || a == b)
+      continue;
+    ifrom[m] = a, ito[m] = b, m++;
+    ifirst[a + 1]++;
+  }
+  for (int32_t i = 0; i < n; i++)
+    ifirst[i + 1] += ifirst[i];
+  g_autofree uint32_t *fill = g_memdup2 (ifirst, sizeof (uint32_t) * ((size_t)n + 1));
+  for (guint i = 0; i < m; i++) {
+    iadj[fill[ifrom[i]]++] = ito[i];
+    indeg[ito[i]]++;
+  }
+  for (int32_t i = 0; i < n; i++)
+    indeg[i] += (int32_t)g->nodes[i].n_in;
+  g_autofree HeapItem *heap = g_new (HeapItem, (size_t)n + 1);
+  int32_t hn = 0, w = 0;
+  for (int32_t i = 0; i < n; i++)
+    if (indeg[i] == 0)
+      heap_push (heap, &hn, (HeapItem){ key[i], i });
+  while (hn > 0) {
+    SgNodeId v = heap_pop (heap, &hn).id;
+    order[w++] = v;
+    uint32_t nu;
+    const SgNodeId *u = sg_node_users (g, v, &nu);
+    for (uint32_t j = 0; j < nu; j++)
+      if (--indeg[u[j]] == 0)
+        heap_push (heap, &hn, (HeapItem){ key[u[j]], u[j] });
+    for (uint32_t j = ifirst[v]; j < ifirst[v + 1]; j++)
+      if (--indeg[iadj[j]] == 0)
+        heap_push (heap, &hn, (HeapItem){ key[iadj[j]], iadj[j] });
+  }
+  if (w < n) {
+    for (int32_t i = 0; i < n; i++)
+      if (indeg[i] > 0)
+        FAIL (SG_BUCKET_ERROR_CYCLE, "bucket: node '%s': the buckets close a cycle through it",
+              g->nodes[i].name);
+  }
+  return true;
+}
+
+/* Renames implicit-edge ends that name a removed member to its bucket. */
+static void
+move_implicit_edges (SgGraph *g, GHashTable *rename)
+{
+  if (!g->implicit_edges)
+    return;
+  guint w = 0;
+  for (guint i = 0; i < g->implicit_edges->len; i++) {
+    SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
+    const char *f = g_hash_table_lookup (rename, e.from), *t = g_hash_table_lookup (rename, e.to);
+    if (f)
+      e.from = f;
+    if (t)
+      e.to = t;
+    if (strcmp (e.from, e.to) != 0)
+      g_array_index (g->implicit_edges, SgImplicitEdge, w++) = e;
+  }
+  g_array_set_size (g->implicit_edges, w);
+}
+
+bool
+sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error)
+{
+  g_return_val_if_fail (g && (specs || n_specs == 0) && n_specs >= 0, false);
+  if (n_specs <= 0)
+    return true;
+  int32_t n0 = g->n_nodes;
+  sg_graph_fill_users (g);
+  g_autofree bool *taken = g_new0 (bool, (size_t)n0);
+  int32_t total = 0;
+  for (int32_t b = 0; b < n_specs; b++) {
+    if (specs[b].n_members < 2)
+      FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: bucket %d has %d member(s); at least 2 are needed",
+            b, specs[b].n_members);
+    total += specs[b].n_members;
+  }
+  /* Per member: wait, the wait's users (copied: appends invalidate users). */
+  g_autofree SgNodeId *waits = g_new (SgNodeId, (size_t)total);
+  g_autoptr (GArray) wusers = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_autofree uint32_t *wu_first = g_new (uint32_t, (size_t)total + 1);
+  /* Keys of the stable sort: existing node at position p -> 4p + 2; a
+   * bucket's P, C -> 4 * earliest member + 0, 1; W, U -> 4 * first consumer
+   * + 0, 1 (ties on id keep the unpacks in member order). */
+  g_autoptr (GArray) keys = g_array_sized_new (FALSE, FALSE, sizeof (int64_t), (guint)n0 + 64);
+  for (int32_t i = 0; i < n0; i++) {
+    int64_t k = 4 * (int64_t)i + 2;
+    g_array_append_val (keys, k);
+  }
+  g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs);
+  g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs);
+  int32_t t = 0;
+  for (int32_t b = 0; b < n_specs; b++) {
+    start_pos[b] = G_MAXINT64, use_pos[b] = G_MAXINT64;
+    for (int32_t i = 0; i < specs[b].n_members; i++, t++) {
+      SgNodeId c = specs[b].members[i];
+      if (c < 0 || c >= n0)
+        FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: bucket %d: member id %d out of range", b, c);
+      if (taken[c])
+        FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s' is in two buckets", g->nodes[c].name);
+      taken[c] = true;
+      if (!sg_bucket_member_check (g, c, &waits[t], error))
+        return false;
+      uint32_t nu;
+      const SgNodeId *u = sg_node_users (g, waits[t], &nu);
+      wu_first[t] = wusers->len;
+      g_array_append_vals (wusers, u, nu);
+      start_pos[b] = MIN (start_pos[b], (int64_t)c);
+      use_pos[b] = MIN (use_pos[b], nu ? (int64_t)u[0] : (int64_t)waits[t]);
+    }
+  }
+  wu_first[total] = wusers->len;
+
+  g_autoptr (GHashTable) rename = g_hash_table_new (g_str_hash, g_str_equal);
+  t = 0;
+  for (int32_t b = 0; b < n_specs; b++) {
+    int32_t n = specs[b].n_members;
+    g_autofree SgNodeId *u = g_new (SgNodeId, (size_t)n);
+    SgNodeId c, w;
+    SgNodeId first_new = g->n_nodes;
+    if (!build_bucket (g, &specs[b], &waits[t], &c, &w, u, error))
+      return false;
+    for (SgNodeId id = first_new; id < g->n_nodes; id++) {
+      bool early = id < w; /* P and C */
+      int64_t k = 4 * (early ? start_pos[b] : use_pos[b]) + (id == first_new || id == w ? 0 : 1);
+      g_array_append_val (keys, k);
+    }
+    for (int32_t i = 0; i < n; i++, t++) {
+      for (uint32_t j = wu_first[t]; j < wu_first[t + 1]; j++)
+        sg_graph_replace_input (g, g_array_index (wusers, SgNodeId, j), waits[t], u[i]);
+      g_hash_table_insert (rename, (gpointer)g->nodes[specs[b].members[i]].name,
+                           (gpointer)g->nodes[c].name);
+      g_hash_table_insert (rename, (gpointer)g->nodes[waits[t]].name,
+                           (gpointer)g->nodes[w].name);
+    }
+  }
+  move_implicit_edges (g, rename);
+
+  /* Remove members and their waits, then renumber. */
+  int32_t n1 = g->n_nodes;
+  g_autofree bool *keep = g_new (bool, (size_t)n1);
+  for (int32_t i = 0; i < n1; i++)
+    keep[i] = true;
+  for (int32_t i = 0; i < total; i++)
+    keep[waits[i]] = false;
+  for (int32_t i = 0; i < n0; i++)
+    if (taken[i])
+      keep[i] = false;
+  if (!sg_graph_compact (g, keep, error))
+    return false;
+  int32_t w = 0;
+  for (int32_t i = 0; i < n1; i++)
+    if (keep[i])
+      g_array_index (keys, int64_t, w++) = g_array_index (keys, int64_t, i);
+  g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes + 1);
+  if (!sg_bucket_stable_order (g, (const int64_t *)(void *)keys->data, order, error))
+    return false;
+  return sg_graph_permute (g, order, error);
+}
