@@ -29,6 +29,7 @@ typedef struct {
   SgConfig cfg;
   const char *graph_path;
   const char *output, *report, *trace, *order;
+  const char *stop_after; /* run the pipeline up to this pass, then summarise */
   bool costs, quiet;
 } Cli;
 
@@ -80,6 +81,7 @@ static const char usage_text[] =
   "  BYTES take the suffixes K, M, G (KiB, MiB, GiB).\n"
   "Debugging:\n"
   "      --dump=PASS              print the IR after PASS (load, validate, ..., all)\n"
+  "      --stop-after=PASS        run up to PASS, print the summary, write nothing\n"
   "      --validate               run the validator after every pass\n"
   "      --no-validate            do not (default unless built with buildtype=debug)\n"
   "  -q, --quiet                  no summary on stdout\n"
@@ -154,7 +156,7 @@ parse_count (const char *s, int32_t *out)
 enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
   OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_COSTS,
-  OPT_DUMP, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION,
+  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -176,6 +178,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "bucket-cap", required_argument, NULL, OPT_BUCKET_CAP },
     { "costs", no_argument, NULL, OPT_COSTS },
     { "dump", required_argument, NULL, OPT_DUMP },
+    { "stop-after", required_argument, NULL, OPT_STOP_AFTER },
     { "validate", no_argument, NULL, OPT_VALIDATE },
     { "no-validate", no_argument, NULL, OPT_NO_VALIDATE },
     { "quiet", no_argument, NULL, 'q' },
@@ -223,6 +226,11 @@ parse_args (int argc, char **argv, Cli *cli)
         return usage_error ("--dump: unknown pass '%s'", optarg);
       cli->cfg.dump_pass = optarg;
       break;
+    case OPT_STOP_AFTER:
+      if (!known_pass (optarg) || strcmp (optarg, "all") == 0)
+        return usage_error ("--stop-after: unknown pass '%s'", optarg);
+      cli->stop_after = optarg;
+      break;
     case OPT_VALIDATE: cli->cfg.validate_between = true; break;
     case OPT_NO_VALIDATE: cli->cfg.validate_between = false; break;
     case 'q': cli->quiet = true; break;
@@ -238,6 +246,8 @@ parse_args (int argc, char **argv, Cli *cli)
     return usage_error ("one graph file expected, got %d (extra: '%s')", argc - optind,
                         argv[optind + 1]);
   cli->graph_path = argv[optind];
+  if (cli->stop_after && (cli->output || cli->report || cli->trace || cli->costs))
+    return usage_error ("--stop-after writes nothing: drop -o, --report, --trace and --costs");
   return -1;
 }
 
@@ -355,14 +365,31 @@ main (int argc, char **argv)
   if (!g)
     return fail_input (cli.graph_path, error);
   dump_after (&cli, g, "load");
+  if (cli.stop_after && strcmp (cli.stop_after, "load") == 0) {
+    if (!cli.quiet)
+      print_summary (stdout, g, times, 1);
+    return EXIT_OK;
+  }
   t0 = g_get_monotonic_time ();
   bool valid = sg_graph_validate (g, &error);
   times[1] = (SgPassTime){ "validate", ms_since (t0) };
   if (!valid)
     return fail_input (cli.graph_path, error);
   dump_after (&cli, g, "validate");
-  if (!sg_pass_run (g, &cli.cfg, pipeline, N_PIPELINE, times + 2, &error))
+  size_t n_run = N_PIPELINE;
+  if (cli.stop_after) {
+    n_run = 0;
+    if (strcmp (cli.stop_after, "validate") != 0)
+      while (strcmp (pipeline[n_run++].name, cli.stop_after) != 0)
+        ;
+  }
+  if (!sg_pass_run (g, &cli.cfg, pipeline, n_run, times + 2, &error))
     return fail_input (cli.graph_path, error);
+  if (cli.stop_after) {
+    if (!cli.quiet)
+      print_summary (stdout, g, times, 2 + n_run);
+    return EXIT_OK;
+  }
 
   /* Outputs whose producing module is not part of this build yet. */
   const char *unavailable = cli.output ? "-o" : cli.report ? "--report"

@@ -1,0 +1,57 @@
+#!/bin/bash
+# bench_load.sh: load + validate speed and peak memory of schedgraph.
+#
+# Usage: bench/bench_load.sh [BUILD_DIR] [NODES...]
+#   BUILD_DIR  a meson build of this tree (default: build-bench, configured
+#              here with buildtype=release if missing)
+#   NODES      graph sizes (default: 10000 100000 1000000)
+#
+# For each size, tools/graphgen writes an FSDP-8 llama-like graph of about
+# NODES nodes; `schedgraph --stop-after=validate` loads and validates it
+# (best of 3 runs for time; peak RSS from /usr/bin/time -v). Prints a
+# markdown table. Targets: 100k <= 0.5 s, 1M <= 5 s, RSS <= 1.5 KB/node.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-$root/build-bench}
+shift || true
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000)
+
+if [ ! -f "$build/build.ninja" ]; then
+  meson setup "$build" "$root" --buildtype=release -Dtests=disabled -Dcuda=disabled >/dev/null
+fi
+ninja -C "$build" tools/schedgraph/schedgraph tools/graphgen/graphgen >/dev/null
+sg=$build/tools/schedgraph/schedgraph
+gen=$build/tools/graphgen/graphgen
+[ -x /usr/bin/time ] || { echo "bench_load.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+echo
+echo "| nodes | file MB | load ms | validate ms | load+validate s | wall s | peak RSS MB | RSS B/node |"
+echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+for n in "${sizes[@]}"; do
+  g=$tmp/g$n.json
+  "$gen" --dp 8 --target-nodes "$n" -o "$g"
+  best_load="" best_val="" best_wall="" rss=0 nodes=0
+  for _ in 1 2 3; do
+    /usr/bin/time -v "$sg" --stop-after=validate "$g" >"$tmp/out" 2>"$tmp/time"
+    load=$(sed -n 's/^passes: load \([0-9.]*\) ms, validate \([0-9.]*\) ms$/\1/p' "$tmp/out")
+    val=$(sed -n 's/^passes: load \([0-9.]*\) ms, validate \([0-9.]*\) ms$/\2/p' "$tmp/out")
+    nodes=$(sed -n 's/^nodes: \([0-9]*\) .*/\1/p' "$tmp/out")
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0;
+                        for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$tmp/time")
+    r=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tmp/time")
+    [ "$r" -gt "$rss" ] && rss=$r
+    if [ -z "$best_load" ] || awk "BEGIN { exit !($load + $val < $best_load + $best_val) }"; then
+      best_load=$load best_val=$val best_wall=$wall
+    fi
+  done
+  size=$(stat -c %s "$g")
+  awk -v n="$nodes" -v sz="$size" -v l="$best_load" -v v="$best_val" -v w="$best_wall" -v r="$rss" \
+    'BEGIN { printf "| %d | %.1f | %.1f | %.1f | %.3f | %.2f | %.1f | %.0f |\n",
+             n, sz / 1048576, l, v, (l + v) / 1000, w, r / 1024, r * 1024 / n }'
+  rm -f "$g"
+done
