@@ -14,11 +14,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "ops.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+#include "ops.h"
 
 #define SG_CU_MAX_DIMS 12
 

@@ -1,0 +1,513 @@
+/* test_cuda_kernels.c: the CUDA backend's kernels against plain-C references.
+ *
+ * Every kernel of runtime/cuda/kernels.cu and the cuBLAS wrapper is run on
+ * small random tensors (strided, broadcast, transposed views; bf16 and f32)
+ * and compared with a double-precision loop here, within the rounding of the
+ * output dtype. Exits 77 (skip) when no GPU is visible (CI).
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda-private.h"
+
+/* ---- host helpers ---- */
+
+static uint16_t
+f2bf (float f)
+{
+  uint32_t u;
+  memcpy (&u, &f, 4);
+  u += 0x7fff + ((u >> 16) & 1);
+  return (uint16_t)(u >> 16);
+}
+
+static float
+bf2f (uint16_t h)
+{
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy (&f, &u, 4);
+  return f;
+}
+
+static uint64_t rng = 88172645463325252ull;
+static float
+frand (void)
+{
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (float)((double)(rng >> 11) / 9007199254740992.0 * 2.0 - 1.0);
+}
+
+typedef struct {
+  SgCuTensor t;
+  size_t bytes;
+  double *ref; /* logical values (as stored) in row-major order */
+} DevT;
+
+static int64_t
+numel_of (int nd, const int64_t *shape)
+{
+  int64_t n = 1;
+  for (int k = 0; k < nd; k++)
+    n *= shape[k];
+  return n;
+}
+
+/* A dense row-major tensor of random values in [-1, 1) (or [lo, lo+2)). */
+static DevT
+dev_rand (SgDtype dt, int nd, const int64_t *shape, float lo)
+{
+  DevT d;
+  memset (&d, 0, sizeof d);
+  d.t.dtype = dt;
+  d.t.ndim = nd;
+  int64_t s = 1;
+  for (int k = nd - 1; k >= 0; k--) {
+    d.t.shape[k] = shape[k];
+    d.t.stride[k] = s;
+    s *= shape[k];
+  }
+  const int64_t n = numel_of (nd, shape);
+  const size_t es = sg_dtype_size (dt);
+  d.bytes = (size_t)n * es;
+  void *h = g_malloc (d.bytes + 1);
+  d.ref = g_new (double, n + 1);
+  for (int64_t i = 0; i < n; i++) {
+    const float v = frand () + (lo + 1.f);
+    if (dt == SG_DTYPE_BF16) {
+      ((uint16_t *)h)[i] = f2bf (v);
+      d.ref[i] = bf2f (((uint16_t *)h)[i]);
+    } else {
+      ((float *)h)[i] = v;
+      d.ref[i] = v;
+    }
+  }
+  ck_assert_int_eq (cudaMalloc (&d.t.ptr, d.bytes + 16), cudaSuccess);
+  ck_assert_int_eq (cudaMemcpy (d.t.ptr, h, d.bytes, cudaMemcpyHostToDevice), cudaSuccess);
+  g_free (h);
+  return d;
+}
+
+static DevT
+dev_empty (SgDtype dt, int nd, const int64_t *shape)
+{
+  DevT d = dev_rand (dt, nd, shape, 0.f);
+  ck_assert_int_eq (cudaMemset (d.t.ptr, 0, d.bytes), cudaSuccess);
+  return d;
+}
+
+/* Reads @t (dense) back as doubles. */
+static double *
+dev_read (const DevT *d)
+{
+  const int64_t n = sg_cu_numel (&d->t);
+  void *h = g_malloc (d->bytes + 1);
+  ck_assert_int_eq (cudaDeviceSynchronize (), cudaSuccess);
+  ck_assert_int_eq (cudaMemcpy (h, d->t.ptr, d->bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  double *out = g_new (double, n + 1);
+  for (int64_t i = 0; i < n; i++)
+    out[i] = d->t.dtype == SG_DTYPE_BF16 ? bf2f (((uint16_t *)h)[i]) : ((float *)h)[i];
+  g_free (h);
+  return out;
+}
+
+static void
+dev_free (DevT *d)
+{
+  cudaFree (d->t.ptr);
+  g_free (d->ref);
+}
+
+/* |got - want| <= atol + rtol * |want|, element by element. */
+static void
+assert_close (const double *got, const double *want, int64_t n, double rtol, double atol)
+{
+  for (int64_t i = 0; i < n; i++)
+    ck_assert_msg (fabs (got[i] - want[i]) <= atol + rtol * fabs (want[i]),
+                   "element %" G_GINT64_FORMAT ": got %.6g, want %.6g", i, got[i], want[i]);
+}
+
+/* ---- maps ---- */
+
+START_TEST (map_add_broadcasts_a_row_and_rounds_to_bf16)
+{
+  const int64_t s2[] = { 33, 70 }, s1[] = { 70 };
+  DevT a = dev_rand (SG_DTYPE_BF16, 2, s2, 0), b = dev_rand (SG_DTYPE_F32, 1, s1, 0);
+  DevT o = dev_empty (SG_DTYPE_BF16, 2, s2);
+  ck_assert_int_eq (sg_cu_map (SG_CU_ADD, &o.t, &a.t, &b.t, 0.5, NULL), cudaSuccess);
+  double *got = dev_read (&o), want[33 * 70];
+  for (int i = 0; i < 33; i++)
+    for (int j = 0; j < 70; j++)
+      want[i * 70 + j] = a.ref[i * 70 + j] + 0.5 * b.ref[j];
+  assert_close (got, want, 33 * 70, 1.0 / 128, 1e-6);
+  g_free (got);
+  dev_free (&a);
+  dev_free (&b);
+  dev_free (&o);
+}
+END_TEST
+
+START_TEST (map_reads_transposed_views)
+{
+  const int64_t s[] = { 40, 24 };
+  DevT a = dev_rand (SG_DTYPE_F32, 2, s, 0);
+  const int64_t st[] = { 24, 40 };
+  DevT o = dev_empty (SG_DTYPE_F32, 2, st);
+  SgCuTensor at = a.t; /* a^T: [24, 40] with strides (1, 24) */
+  at.shape[0] = 24;
+  at.shape[1] = 40;
+  at.stride[0] = 1;
+  at.stride[1] = 24;
+  ck_assert_int_eq (sg_cu_map (SG_CU_SILU, &o.t, &at, NULL, 0, NULL), cudaSuccess);
+  double *got = dev_read (&o), want[24 * 40];
+  for (int i = 0; i < 24; i++)
+    for (int j = 0; j < 40; j++) {
+      const double x = a.ref[j * 24 + i];
+      want[i * 40 + j] = x / (1 + exp (-x));
+    }
+  assert_close (got, want, 24 * 40, 1e-5, 1e-6);
+  g_free (got);
+  dev_free (&a);
+  dev_free (&o);
+}
+END_TEST
+
+START_TEST (map_silu_backward_and_pow_match_formulas)
+{
+  const int64_t s[] = { 1000 };
+  DevT g = dev_rand (SG_DTYPE_F32, 1, s, 0), x = dev_rand (SG_DTYPE_F32, 1, s, 0);
+  DevT o = dev_empty (SG_DTYPE_F32, 1, s), p = dev_empty (SG_DTYPE_F32, 1, s);
+  DevT r = dev_empty (SG_DTYPE_F32, 1, s);
+  DevT pos = dev_rand (SG_DTYPE_F32, 1, s, 1.5f);
+  ck_assert_int_eq (sg_cu_map (SG_CU_SILU_BWD, &o.t, &g.t, &x.t, 0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_map (SG_CU_POW_S, &p.t, &x.t, NULL, 3.0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_map (SG_CU_RSQRT, &r.t, &pos.t, NULL, 0, NULL), cudaSuccess);
+  double *go = dev_read (&o), *gp = dev_read (&p), *gr = dev_read (&r);
+  double wo[1000], wp[1000], wr[1000];
+  for (int i = 0; i < 1000; i++) {
+    const double xi = x.ref[i], sg = 1 / (1 + exp (-xi));
+    wo[i] = g.ref[i] * sg * (1 + xi * (1 - sg));
+    wp[i] = xi * xi * xi;
+    wr[i] = 1 / sqrt (pos.ref[i]);
+  }
+  assert_close (go, wo, 1000, 1e-5, 1e-6);
+  assert_close (gp, wp, 1000, 1e-5, 1e-6);
+  assert_close (gr, wr, 1000, 1e-5, 1e-6);
+  g_free (go);
+  g_free (gp);
+  g_free (gr);
+  dev_free (&g);
+  dev_free (&x);
+  dev_free (&o);
+  dev_free (&p);
+  dev_free (&r);
+  dev_free (&pos);
+}
+END_TEST
+
+/* ---- reductions ---- */
+
+START_TEST (reduce_mean_over_last_dim_keepdim)
+{
+  const int64_t s[] = { 17, 300 }, so[] = { 17, 1 };
+  DevT a = dev_rand (SG_DTYPE_BF16, 2, s, 0);
+  DevT o = dev_empty (SG_DTYPE_F32, 2, so);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_MEAN, &o.t, &a.t, 1u << 1, NULL), cudaSuccess);
+  double *got = dev_read (&o), want[17];
+  for (int i = 0; i < 17; i++) {
+    want[i] = 0;
+    for (int j = 0; j < 300; j++)
+      want[i] += a.ref[i * 300 + j];
+    want[i] /= 300;
+  }
+  assert_close (got, want, 17, 1e-5, 1e-6);
+  g_free (got);
+  dev_free (&a);
+  dev_free (&o);
+}
+END_TEST
+
+START_TEST (reduce_sum_over_dim0_drops_it)
+{
+  const int64_t s[] = { 513, 9 }, so[] = { 9 };
+  DevT a = dev_rand (SG_DTYPE_F32, 2, s, 0);
+  DevT o = dev_empty (SG_DTYPE_F32, 1, so);
+  DevT m = dev_empty (SG_DTYPE_F32, 1, so);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_SUM, &o.t, &a.t, 1u, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_AMAX, &m.t, &a.t, 1u, NULL), cudaSuccess);
+  double *got = dev_read (&o), *gm = dev_read (&m), want[9], wm[9];
+  for (int j = 0; j < 9; j++) {
+    want[j] = 0;
+    wm[j] = -INFINITY;
+    for (int i = 0; i < 513; i++) {
+      want[j] += a.ref[i * 9 + j];
+      wm[j] = fmax (wm[j], a.ref[i * 9 + j]);
+    }
+  }
+  assert_close (got, want, 9, 1e-5, 1e-4);
+  assert_close (gm, wm, 9, 0, 0);
+  g_free (got);
+  g_free (gm);
+  dev_free (&a);
+  dev_free (&o);
+  dev_free (&m);
+}
+END_TEST
+
+/* ---- flat copies (bucket pack / unpack semantics) ---- */
+
+START_TEST (copy_range_reads_a_transposed_view_in_logical_order)
+{
+  const int64_t s[] = { 6, 10 }, sf[] = { 60 };
+  DevT a = dev_rand (SG_DTYPE_BF16, 2, s, 0);
+  DevT o = dev_empty (SG_DTYPE_BF16, 1, sf);
+  SgCuTensor at = a.t; /* [10, 6] view of a^T */
+  at.shape[0] = 10;
+  at.shape[1] = 6;
+  at.stride[0] = 1;
+  at.stride[1] = 10;
+  /* logical elements 7..52 of a^T into o[3..48] */
+  ck_assert_int_eq (sg_cu_copy_range (&o.t, 3, &at, 7, 46, NULL), cudaSuccess);
+  double *got = dev_read (&o);
+  for (int j = 0; j < 46; j++) {
+    const int l = 7 + j, r = l / 6, c = l % 6;
+    ck_assert_msg (got[3 + j] == a.ref[c * 10 + r], "element %d", j);
+  }
+  ck_assert (got[0] == 0 && got[49] == 0);
+  g_free (got);
+  dev_free (&a);
+  dev_free (&o);
+}
+END_TEST
+
+/* ---- GEMM ---- */
+
+static void
+gemm_case (bool ta, bool tb, SgDtype dt, SgDtype out_dt)
+{
+  enum { M = 37, K = 64, N = 29 };
+  const int64_t sa[] = { ta ? K : M, ta ? M : K }, sb[] = { tb ? N : K, tb ? K : N };
+  const int64_t sc[] = { M, N };
+  DevT a = dev_rand (dt, 2, sa, 0), b = dev_rand (dt, 2, sb, 0);
+  DevT c = dev_empty (out_dt, 2, sc);
+  SgCuTensor av = a.t, bv = b.t;
+  if (ta) { /* the [M, K] view a.t() of a [K, M] tensor */
+    av.shape[0] = M; av.shape[1] = K; av.stride[0] = 1; av.stride[1] = M;
+  }
+  if (tb) {
+    bv.shape[0] = K; bv.shape[1] = N; bv.stride[0] = 1; bv.stride[1] = K;
+  }
+  cublasHandle_t h;
+  ck_assert_int_eq (cublasCreate (&h), CUBLAS_STATUS_SUCCESS);
+  GError *error = NULL;
+  ck_assert_msg (sg_cu_gemm (h, NULL, &av, &bv, &c.t, 1.f, 0.f, NULL, 0, &error), "%s",
+                 error ? error->message : "");
+  double *got = dev_read (&c), want[M * N];
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < N; j++) {
+      double s = 0;
+      for (int k = 0; k < K; k++)
+        s += (ta ? a.ref[k * M + i] : a.ref[i * K + k]) * (tb ? b.ref[j * K + k] : b.ref[k * N + j]);
+      want[i * N + j] = s;
+    }
+  assert_close (got, want, M * N, out_dt == SG_DTYPE_BF16 ? 1.0 / 128 : 1e-4, 1e-3);
+  g_free (got);
+  cublasDestroy (h);
+  dev_free (&a);
+  dev_free (&b);
+  dev_free (&c);
+}
+
+START_TEST (gemm_handles_every_transposition_in_bf16)
+{
+  gemm_case (false, false, SG_DTYPE_BF16, SG_DTYPE_BF16);
+  gemm_case (true, false, SG_DTYPE_BF16, SG_DTYPE_BF16);
+  gemm_case (false, true, SG_DTYPE_BF16, SG_DTYPE_BF16);
+  gemm_case (true, true, SG_DTYPE_BF16, SG_DTYPE_F32);
+}
+END_TEST
+
+START_TEST (gemm_f32_matches_reference)
+{
+  gemm_case (false, true, SG_DTYPE_F32, SG_DTYPE_F32);
+}
+END_TEST
+
+START_TEST (gemm_stages_an_operand_that_is_neither_row_nor_column_major)
+{
+  /* a: the [8, 16] view with strides (32, 2) of a [8, 32] tensor */
+  const int64_t sa[] = { 8, 32 }, sb[] = { 16, 4 }, sc[] = { 8, 4 };
+  DevT a = dev_rand (SG_DTYPE_F32, 2, sa, 0), b = dev_rand (SG_DTYPE_F32, 2, sb, 0);
+  DevT c = dev_empty (SG_DTYPE_F32, 2, sc);
+  SgCuTensor av = a.t;
+  av.shape[1] = 16;
+  av.stride[1] = 2;
+  void *scratch;
+  ck_assert_int_eq (cudaMalloc (&scratch, 4096), cudaSuccess);
+  ck_assert_uint_gt (sg_cu_gemm_scratch_bytes (&av, &b.t), 0);
+  cublasHandle_t h;
+  ck_assert_int_eq (cublasCreate (&h), CUBLAS_STATUS_SUCCESS);
+  GError *error = NULL;
+  ck_assert_msg (sg_cu_gemm (h, NULL, &av, &b.t, &c.t, 1.f, 0.f, scratch, 4096, &error), "%s",
+                 error ? error->message : "");
+  double *got = dev_read (&c), want[32];
+  for (int i = 0; i < 8; i++)
+    for (int j = 0; j < 4; j++) {
+      double s = 0;
+      for (int k = 0; k < 16; k++)
+        s += a.ref[i * 32 + 2 * k] * b.ref[k * 4 + j];
+      want[i * 4 + j] = s;
+    }
+  assert_close (got, want, 32, 1e-4, 1e-4);
+  g_free (got);
+  cublasDestroy (h);
+  cudaFree (scratch);
+  dev_free (&a);
+  dev_free (&b);
+  dev_free (&c);
+}
+END_TEST
+
+/* ---- attention ---- */
+
+/* Reference causal SDPA (and its gradients) in double on dense [B,H,S,D]. */
+static void
+sdpa_ref (const double *q, const double *k, const double *v, const double *go, int B, int H,
+          int S, int D, bool causal, double *o, double *lse, double *dq, double *dk, double *dv)
+{
+  const double sc = 1 / sqrt ((double)D);
+  double *p = g_new (double, S);
+  memset (dq, 0, sizeof (double) * B * H * S * D);
+  memset (dk, 0, sizeof (double) * B * H * S * D);
+  memset (dv, 0, sizeof (double) * B * H * S * D);
+  for (int bh = 0; bh < B * H; bh++) {
+    const double *Q = q + bh * S * D, *Kk = k + bh * S * D, *V = v + bh * S * D;
+    const double *G = go + bh * S * D;
+    for (int i = 0; i < S; i++) {
+      const int end = causal ? i + 1 : S;
+      double m = -INFINITY, l = 0;
+      for (int j = 0; j < end; j++) {
+        double s = 0;
+        for (int d = 0; d < D; d++)
+          s += Q[i * D + d] * Kk[j * D + d];
+        p[j] = s * sc;
+        m = fmax (m, p[j]);
+      }
+      for (int j = 0; j < end; j++)
+        l += exp (p[j] - m);
+      lse[bh * S + i] = m + log (l);
+      double delta = 0;
+      for (int d = 0; d < D; d++) {
+        double acc = 0;
+        for (int j = 0; j < end; j++)
+          acc += exp (p[j] - lse[bh * S + i]) * V[j * D + d];
+        o[(bh * S + i) * D + d] = acc;
+        delta += acc * G[i * D + d];
+      }
+      for (int j = 0; j < end; j++) {
+        const double pj = exp (p[j] - lse[bh * S + i]);
+        double dp = 0;
+        for (int d = 0; d < D; d++)
+          dp += G[i * D + d] * V[j * D + d];
+        const double ds = pj * (dp - delta);
+        for (int d = 0; d < D; d++) {
+          dq[(bh * S + i) * D + d] += ds * Kk[j * D + d] * sc;
+          dk[(bh * S + j) * D + d] += ds * Q[i * D + d] * sc;
+          dv[(bh * S + j) * D + d] += pj * G[i * D + d];
+        }
+      }
+    }
+  }
+  g_free (p);
+}
+
+START_TEST (sdpa_forward_and_backward_match_the_reference)
+{
+  enum { B = 2, H = 3, S = 45, D = 40 };
+  const int64_t s[] = { B, H, S, D }, sl[] = { B, H, S, 1 };
+  const int n = B * H * S * D;
+  for (int causal = 0; causal < 2; causal++) {
+    DevT q = dev_rand (SG_DTYPE_F32, 4, s, 0), k = dev_rand (SG_DTYPE_F32, 4, s, 0);
+    DevT v = dev_rand (SG_DTYPE_F32, 4, s, 0), go = dev_rand (SG_DTYPE_F32, 4, s, 0);
+    DevT o = dev_empty (SG_DTYPE_F32, 4, s), lse = dev_empty (SG_DTYPE_F32, 4, sl);
+    DevT dq = dev_empty (SG_DTYPE_F32, 4, s), dk = dev_empty (SG_DTYPE_F32, 4, s);
+    DevT dv = dev_empty (SG_DTYPE_F32, 4, s);
+    float *scratch;
+    ck_assert_int_eq (cudaMalloc ((void **)&scratch, sg_cu_sdpa_bwd_scratch_bytes (&q.t)),
+                      cudaSuccess);
+    ck_assert_int_eq (sg_cu_sdpa_fwd (&q.t, &k.t, &v.t, &o.t, &lse.t, causal, 0, NULL),
+                      cudaSuccess);
+    ck_assert_int_eq (sg_cu_sdpa_bwd (&go.t, &q.t, &k.t, &v.t, &o.t, &lse.t, &dq.t, &dk.t, &dv.t,
+                                      causal, 0, scratch, NULL),
+                      cudaSuccess);
+    double *wo = g_new (double, n), *wl = g_new (double, B * H * S), *wq = g_new (double, n);
+    double *wk = g_new (double, n), *wv = g_new (double, n);
+    sdpa_ref (q.ref, k.ref, v.ref, go.ref, B, H, S, D, causal, wo, wl, wq, wk, wv);
+    double *go_ = dev_read (&o), *gl = dev_read (&lse), *gq = dev_read (&dq);
+    double *gk = dev_read (&dk), *gv = dev_read (&dv);
+    assert_close (go_, wo, n, 1e-4, 1e-5);
+    assert_close (gl, wl, B * H * S, 1e-4, 1e-5);
+    assert_close (gq, wq, n, 1e-3, 1e-4);
+    assert_close (gk, wk, n, 1e-3, 1e-4);
+    assert_close (gv, wv, n, 1e-3, 1e-4);
+    g_free (wo); g_free (wl); g_free (wq); g_free (wk); g_free (wv);
+    g_free (go_); g_free (gl); g_free (gq); g_free (gk); g_free (gv);
+    cudaFree (scratch);
+    dev_free (&q); dev_free (&k); dev_free (&v); dev_free (&go); dev_free (&o);
+    dev_free (&lse); dev_free (&dq); dev_free (&dk); dev_free (&dv);
+  }
+}
+END_TEST
+
+START_TEST (sdpa_rejects_head_dims_above_256)
+{
+  SgCuTensor q;
+  memset (&q, 0, sizeof q);
+  q.ndim = 4;
+  q.dtype = SG_DTYPE_BF16;
+  const int64_t s[] = { 1, 1, 4, 300 };
+  memcpy (q.shape, s, sizeof s);
+  ck_assert_int_ne (sg_cu_sdpa_fwd (&q, &q, &q, &q, NULL, true, 0, NULL), cudaSuccess);
+}
+END_TEST
+
+static Suite *
+suite (void)
+{
+  Suite *s = suite_create ("cuda");
+  TCase *tc = tcase_create ("kernels");
+  tcase_set_timeout (tc, 120);
+  tcase_add_test (tc, map_add_broadcasts_a_row_and_rounds_to_bf16);
+  tcase_add_test (tc, map_reads_transposed_views);
+  tcase_add_test (tc, map_silu_backward_and_pow_match_formulas);
+  tcase_add_test (tc, reduce_mean_over_last_dim_keepdim);
+  tcase_add_test (tc, reduce_sum_over_dim0_drops_it);
+  tcase_add_test (tc, copy_range_reads_a_transposed_view_in_logical_order);
+  tcase_add_test (tc, gemm_handles_every_transposition_in_bf16);
+  tcase_add_test (tc, gemm_f32_matches_reference);
+  tcase_add_test (tc, gemm_stages_an_operand_that_is_neither_row_nor_column_major);
+  tcase_add_test (tc, sdpa_forward_and_backward_match_the_reference);
+  tcase_add_test (tc, sdpa_rejects_head_dims_above_256);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  if (sg_cu_device_count () == 0) {
+    fprintf (stderr, "no CUDA device: skipped\n");
+    return 77;
+  }
+  SRunner *sr = srunner_create (suite ());
+  srunner_set_fork_status (sr, CK_NOFORK);
+  srunner_run_all (sr, CK_NORMAL);
+  const int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed == 0 ? 0 : 1;
+}
