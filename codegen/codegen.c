@@ -1,0 +1,251 @@
+/* codegen.c: assembles the plan (sg_codegen_plan, codegen.h).
+ *
+ * Mirrors: Inductor's wrapper codegen (frees at last use, outputs kept).
+ * Requires: lower.c's values and instructions (steps 1-2).
+ * Invalidates: nothing (the graph is read only).
+ *
+ * Step 3: buffer lifetimes in instruction indices (producer to last use; a
+ * collective's operands extended to its WAIT_EVENT, since the comm stream
+ * may still read or write them until then; placeholders and outputs live
+ * for the whole step), a FREE after each buffer's last use (ascending
+ * buffer id), indices renumbered. Step 4: offsets (memplan.c), groups,
+ * inputs/outputs, predictions, and the validator as a final check.
+ */
+#include "codegen-private.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK (sg-codegen-error-quark, sg_codegen_error)
+
+/* Step 3: lifetimes in pre-FREE indices, then the FREEs, then the final
+ * indices. @is_output marks buffers that must live to the end. */
+static void
+place_frees (SgLower *l, const bool *keep)
+{
+  int32_t nb = (int32_t)l->buffers->len, ni = (int32_t)l->ins->len;
+  SgPlanBuffer *bufs = (SgPlanBuffer *)l->buffers->data;
+  const int32_t END = INT32_MAX;
+  for (int32_t b = 0; b < nb; b++) {
+    bufs[b].first_ins = keep[b] && g_array_index (l->pinned, bool, b) ? 0 : -1;
+    bufs[b].last_ins = keep[b] ? END : -1;
+  }
+#define TOUCH(v)                                                                 \
+  do {                                                                           \
+    int32_t v_ = (v);                                                            \
+    int32_t b_ = v_ >= 0 ? g_array_index (l->values, SgPlanValue, v_).buffer : -1; \
+    if (b_ >= 0) {                                                               \
+      if (bufs[b_].first_ins < 0)                                                \
+        bufs[b_].first_ins = i;                                                  \
+      if (bufs[b_].last_ins < i)                                                 \
+        bufs[b_].last_ins = i;                                                   \
+    }                                                                            \
+  } while (0)
+  for (int32_t i = 0; i < ni; i++) {
+    const SgPlanIns *x = &g_array_index (l->ins, SgPlanIns, i);
+    if (x->kind == SG_INS_KERNEL || x->kind == SG_INS_COLLECTIVE) {
+      for (int32_t j = 0; j < x->n_in; j++)
+        TOUCH (x->in[j]);
+      for (int32_t j = 0; j < x->n_out; j++)
+        TOUCH (x->out[j]);
+    } else if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0) {
+      const SgPlanIns *c = &g_array_index (l->ins, SgPlanIns, x->coll);
+      TOUCH (c->in[0]);
+      TOUCH (c->out[0]);
+    }
+  }
+#undef TOUCH
+  /* FREEs after each instruction, ascending buffer id (counting sort) */
+  g_autofree int32_t *cnt = g_new0 (int32_t, (size_t)ni + 2);
+  for (int32_t b = 0; b < nb; b++) {
+    if (bufs[b].first_ins < 0) /* never written nor read: lives at 0 only */
+      bufs[b].first_ins = bufs[b].last_ins = 0;
+    if (bufs[b].last_ins != END)
+      cnt[bufs[b].last_ins + 1]++;
+  }
+  for (int32_t i = 0; i < ni; i++)
+    cnt[i + 1] += cnt[i];
+  g_autofree int32_t *dying = g_new (int32_t, (size_t)cnt[ni] + 1);
+  g_autofree int32_t *fill = g_memdup2 (cnt, sizeof (int32_t) * ((size_t)ni + 1));
+  for (int32_t b = 0; b < nb; b++)
+    if (bufs[b].last_ins != END)
+      dying[fill[bufs[b].last_ins]++] = b;
+  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (SgPlanIns), (guint)(ni + nb));
+  g_autofree int32_t *newidx = g_new (int32_t, (size_t)ni + 1);
+  for (int32_t i = 0; i < ni; i++) {
+    newidx[i] = (int32_t)out->len;
+    g_array_append_val (out, g_array_index (l->ins, SgPlanIns, i));
+    for (int32_t k = cnt[i]; k < cnt[i + 1]; k++) {
+      SgPlanIns f = { 0 };
+      f.kind = SG_INS_FREE;
+      f.group = f.event = f.coll = -1;
+      f.buffer = dying[k];
+      f.est_us = f.pred_start_us = f.pred_end_us = f.pred_exposed_us = -1;
+      g_array_append_val (out, f);
+    }
+  }
+  int32_t end = out->len ? (int32_t)out->len - 1 : 0;
+  for (int32_t b = 0; b < nb; b++) {
+    bufs[b].first_ins = ni ? newidx[MIN (bufs[b].first_ins, ni - 1)] : 0;
+    bufs[b].last_ins = bufs[b].last_ins == END ? end : (ni ? newidx[bufs[b].last_ins] : 0);
+  }
+  for (guint i = 0; i < out->len; i++) {
+    SgPlanIns *x = &g_array_index (out, SgPlanIns, i);
+    if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0)
+      x->coll = newidx[x->coll];
+  }
+  g_array_free (l->ins, TRUE); /* the instructions' contents moved to @out */
+  l->ins = out;
+}
+
+/* The output node's values, in order (-1 for what is not a tensor). */
+static void
+collect_outputs (SgLower *l, GArray *outputs)
+{
+  const SgGraph *g = l->g;
+  if (g->output == SG_NO_NODE)
+    return;
+  g_autoptr (cJSON) args = cJSON_Parse (g->nodes[g->output].args_json);
+  const cJSON *first = cJSON_IsArray (args) ? cJSON_GetArrayItem (args, 0) : NULL;
+  const cJSON *list = first;
+  const cJSON *e;
+  if (!cJSON_IsArray (list)) {
+    int32_t v = -1;
+    g_array_append_val (outputs, v);
+    list = NULL;
+  }
+  cJSON_ArrayForEach (e, list)
+  {
+    const cJSON *ref = cJSON_IsObject (e) ? cJSON_GetObjectItemCaseSensitive (e, "node") : NULL;
+    SgNodeId r = cJSON_IsString (ref) ? sg_graph_lookup (g, ref->valuestring) : SG_NO_NODE;
+    int32_t v = r != SG_NO_NODE && !g->nodes[r].n_tuple ? l->nval[r] : -1;
+    g_array_append_val (outputs, v);
+  }
+  if (!list && cJSON_IsObject (first)) {
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (first, "node");
+    SgNodeId r = cJSON_IsString (ref) ? sg_graph_lookup (g, ref->valuestring) : SG_NO_NODE;
+    g_array_index (outputs, int32_t, 0) = r != SG_NO_NODE ? l->nval[r] : -1;
+  }
+}
+
+static void
+fill_groups (SgPlan *p, const SgGraph *g)
+{
+  p->world_size = g->world_size;
+  p->n_groups = g->n_groups;
+  p->groups = g_new0 (SgPlanGroup, (size_t)g->n_groups + 1);
+  for (int32_t i = 0; i < g->n_groups; i++) {
+    const SgGroup *gr = &g->groups[i];
+    p->groups[i].name = g_strdup (gr->name);
+    p->groups[i].n_ranks = gr->n_ranks;
+    p->groups[i].n_instances = gr->n_instances;
+    p->groups[i].partition =
+      g_memdup2 (gr->partition, sizeof (int32_t) * (size_t)gr->n_ranks * (size_t)gr->n_instances);
+  }
+  p->n_streams = 1 + g->n_groups;
+}
+
+bool
+sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
+                 const char *graph_name, const char *options_text, SgPlan **out, GError **error)
+{
+  g_return_val_if_fail (g != NULL && out != NULL, false);
+  (void)cfg;
+  *out = NULL;
+  size_t nn = (size_t)g->n_nodes + 1;
+  SgLower l = { 0 };
+  l.g = g;
+  l.pred = pred;
+  l.error = error;
+  l.nval = g_new (int32_t, nn);
+  l.tval = g_new (int32_t, (size_t)g->tuple_metas->len + 1);
+  l.coll_ins = g_new (int32_t, nn);
+  l.coll_done = g_new (int32_t, nn);
+  l.coll_waited = g_new0 (bool, nn);
+  l.pred_row = g_new (int32_t, nn);
+  for (size_t i = 0; i < nn; i++)
+    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = -1;
+  for (guint i = 0; i < g->tuple_metas->len; i++)
+    l.tval[i] = -1;
+  if (pred)
+    for (int32_t r = 0; r < pred->n_rows; r++)
+      if (pred->rows[r].node >= 0 && pred->rows[r].node < g->n_nodes)
+        l.pred_row[pred->rows[r].node] = r;
+  l.values = g_array_new (FALSE, FALSE, sizeof (SgPlanValue));
+  l.buffers = g_array_new (FALSE, FALSE, sizeof (SgPlanBuffer));
+  l.pinned = g_array_new (FALSE, FALSE, sizeof (bool));
+  l.ins = g_array_new (FALSE, FALSE, sizeof (SgPlanIns));
+  GArray *outputs = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  SgPlan *p = sg_plan_new ();
+  bool ok = g->output != SG_NO_NODE;
+  if (!ok)
+    g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH, "%s: the graph has no output node",
+                 g->source ? g->source : "graph");
+  ok = ok && sg_lower_values (&l) && sg_lower_emit (&l);
+  if (ok) {
+    collect_outputs (&l, outputs);
+    g_autofree bool *keep = g_new0 (bool, (size_t)l.buffers->len + 1);
+    for (guint b = 0; b < l.buffers->len; b++)
+      keep[b] = g_array_index (l.pinned, bool, b);
+    for (guint i = 0; i < outputs->len; i++) {
+      int32_t v = g_array_index (outputs, int32_t, i);
+      int32_t b = v >= 0 ? g_array_index (l.values, SgPlanValue, v).buffer : -1;
+      if (b >= 0)
+        keep[b] = true;
+    }
+    place_frees (&l, keep);
+  }
+  /* hand everything to the plan (it frees it on failure too) */
+  p->n_values = (int32_t)l.values->len;
+  p->values = (SgPlanValue *)g_array_free (l.values, FALSE);
+  p->n_buffers = (int32_t)l.buffers->len;
+  p->buffers = (SgPlanBuffer *)g_array_free (l.buffers, FALSE);
+  p->n_ins = (int32_t)l.ins->len;
+  p->ins = (SgPlanIns *)g_array_free (l.ins, FALSE);
+  p->outputs = sg_lower_steal_ids (outputs, &p->n_outputs);
+  if (ok) {
+    p->n_events = l.n_events;
+    fill_groups (p, g);
+    p->graph = g_strdup (graph_name ? graph_name : (g->source ? g->source : ""));
+    p->options = g_strdup (options_text ? options_text : "");
+    GArray *inputs = g_array_new (FALSE, FALSE, sizeof (int32_t));
+    for (int32_t v = 0; v < p->n_values; v++)
+      if (p->values[v].init == SG_INIT_INPUT)
+        g_array_append_val (inputs, v);
+    p->inputs = sg_lower_steal_ids (inputs, &p->n_inputs);
+    sg_codegen_pack_buffers (p, (const bool *)l.pinned->data);
+    if (pred) {
+      p->pred.step_us = pred->step_us;
+      p->pred.compute_us = pred->compute_us;
+      p->pred.comm_us = pred->comm_us;
+      p->pred.exposed_us = pred->exposed_us;
+      p->pred.lower_bound_us = pred->lower_bound_us;
+      p->pred.peak_bytes = pred->peak_bytes;
+      p->pred.collectives = pred->n_rows;
+      p->pred.hidden = pred->hidden;
+      p->pred.partial = pred->partial;
+      p->pred.exposed = pred->exposed;
+    } else
+      p->pred.peak_bytes = sg_graph_peak_bytes (g, NULL);
+    GError *e = NULL;
+    if (!sg_plan_validate (p, &e)) {
+      g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_PLAN,
+                   "%s: the lowered plan is invalid: %s", g->source ? g->source : "graph",
+                   e->message);
+      g_error_free (e);
+      ok = false;
+    }
+  }
+  g_array_free (l.pinned, TRUE);
+  g_free (l.nval);
+  g_free (l.tval);
+  g_free (l.coll_ins);
+  g_free (l.coll_done);
+  g_free (l.coll_waited);
+  g_free (l.pred_row);
+  if (!ok) {
+    sg_plan_free (p);
+    return false;
+  }
+  *out = p;
+  return true;
+}

@@ -1,0 +1,50 @@
+/* codegen.h: lowers the scheduled, bucketed graph to a stream program.
+ *
+ * The graph's id order is the final schedule. Output: an SgPlan (plan.h;
+ * docs/plan-format.md) with one value per tensor (aliases share their
+ * root's buffer), kernels on stream 0, each collective on its group's comm
+ * stream bracketed by events, FREEs at lifetime ends, and every buffer
+ * placed in one arena per rank by lifetime-aware interval packing.
+ * Deterministic: the same graph and options give byte-identical plans.
+ */
+#pragma once
+
+#include "graph.h"
+#include "plan.h"
+#include "schedule.h"
+
+G_BEGIN_DECLS
+
+#define SG_CODEGEN_ERROR (sg_codegen_error_quark ())
+GQuark sg_codegen_error_quark (void);
+typedef enum {
+  SG_CODEGEN_ERROR_GRAPH, /* the graph cannot be lowered (names the node and field) */
+  SG_CODEGEN_ERROR_PLAN,  /* the lowered plan broke a plan rule (a codegen bug) */
+} SgCodegenError;
+
+/* Memory-planning statistics of a plan (codegen fills them, tests and
+ * reports print them). */
+typedef struct {
+  uint64_t arena_bytes;    /* the planned arena */
+  uint64_t sum_bytes;      /* sum of all buffers (256-aligned): no reuse at all */
+  uint64_t live_peak_bytes; /* max over instructions of the live buffers' bytes:
+                             * no packing can beat it */
+  uint64_t input_bytes;    /* whole-step buffers of placeholders */
+  int32_t n_buffers;
+} SgMemStats;
+
+/* Lowers @g (estimated, scheduled, bucketed: its id order is the program
+ * order) to a plan. @pred is sg_simulate() of that order, or NULL (no
+ * predictions: -1 everywhere). @graph_name and @options_text are copied
+ * into the plan (the options text must be canonical: fixed order). @cfg
+ * may be NULL. The plan passes sg_plan_validate(). (transfer full) *@out.
+ * False with @error naming the node and field when the graph cannot be
+ * lowered. */
+bool sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
+                      const char *graph_name, const char *options_text, SgPlan **out,
+                      GError **error);
+
+/* Fills @stats from a plan's buffers (any plan, loaded or lowered). */
+void sg_codegen_mem_stats (const SgPlan *plan, SgMemStats *stats);
+
+G_END_DECLS

@@ -1,0 +1,417 @@
+/* lower.c: the graph in its final order -> the stream program (codegen.h).
+ *
+ * Mirrors: nvFuser's host IR lowering (explicit streams, events and
+ * collectives) and Inductor's wrapper codegen (buffers, reuse, frees).
+ * Requires: graph ids in program order (schedule/ and bucket/ done); costs
+ * (estimate/) for est_us, else -1; @pred from sg_simulate() of that order.
+ * Invalidates: nothing (the graph is read only).
+ *
+ * Steps: (1) values and buffers in id order: placeholders own whole-step
+ * buffers; compute nodes and collectives own one buffer per tensor (per
+ * tuple element); views are new values on their base's buffer at an offset
+ * (0 for view-like ops, computed for slice/select); getitem IS the tuple
+ * element's value and wait_tensor IS its collective's value (no new value).
+ * (2) instructions in id order: KERNEL on stream 0; a collective becomes
+ * RECORD e (0), WAIT_EVENT e (1+g), COLLECTIVE (1+g), RECORD e' (1+g); its
+ * wait_tensor becomes WAIT_EVENT e' (0) naming the collective; collectives
+ * without a wait are waited at the end. (3) lifetimes: producer to last
+ * use, a collective's operands to its WAIT_EVENT, placeholders and outputs
+ * whole-step; FREE after the last use (codegen.c). (4) offsets (memplan.c).
+ */
+#include "codegen-private.h"
+
+#include <string.h>
+
+
+bool
+sg_lower_fail (SgLower *l, SgNodeId id, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error (l->error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH, "%s: node \"%s\": %s",
+               l->g->source ? l->g->source : "graph", l->g->nodes[id].name, msg);
+  return false;
+}
+
+/* Bytes a tensor of @m occupies: its elements, or further when strided. */
+static uint64_t
+meta_storage_bytes (const SgGraph *g, const SgMeta *m)
+{
+  uint64_t numel = sg_meta_numel (g, m), esz = sg_dtype_size (m->dtype);
+  if (numel == 0)
+    return 0;
+  const int64_t *sh = sg_meta_shape (g, m), *st = sg_meta_stride (g, m);
+  uint64_t last = 0;
+  for (int32_t d = 0; d < m->ndim; d++)
+    last += (uint64_t)(sh[d] - 1) * (uint64_t)(st[d] > 0 ? st[d] : 0);
+  return MAX (numel, last + 1) * esz;
+}
+
+static int32_t
+new_buffer (SgLower *l, uint64_t bytes, bool pinned)
+{
+  SgPlanBuffer b = { 0, bytes, -1, -1 };
+  g_array_append_val (l->buffers, b);
+  g_array_append_val (l->pinned, pinned);
+  return (int32_t)l->buffers->len - 1;
+}
+
+static int32_t
+new_value (SgLower *l, const char *name, const SgMeta *m, int32_t buffer, uint64_t offset,
+           SgValueInit init)
+{
+  SgPlanValue v = { 0 };
+  v.name = g_strdup (name);
+  v.buffer = buffer;
+  v.offset = offset;
+  v.dtype = m->dtype;
+  v.ndim = m->ndim;
+  memcpy (v.shape, sg_meta_shape (l->g, m), sizeof (int64_t) * (size_t)m->ndim);
+  memcpy (v.stride, sg_meta_stride (l->g, m), sizeof (int64_t) * (size_t)m->ndim);
+  v.init = init;
+  g_array_append_val (l->values, v);
+  return (int32_t)l->values->len - 1;
+}
+
+/* A value with its own, fresh buffer. */
+static int32_t
+owned_value (SgLower *l, const char *name, const SgMeta *m, SgValueInit init)
+{
+  if (m->ndim < 0 || m->dtype == SG_DTYPE_INVALID)
+    return -1;
+  int32_t b = new_buffer (l, meta_storage_bytes (l->g, m), init == SG_INIT_INPUT);
+  return new_value (l, name, m, b, 0, init);
+}
+
+static const cJSON *
+arg (const cJSON *args, int i)
+{
+  return cJSON_IsArray (args) ? cJSON_GetArrayItem (args, i) : NULL;
+}
+
+/* Integer argument @i, @dflt when absent or null. False for another type. */
+static bool
+int_arg (const cJSON *args, int i, int64_t dflt, int64_t *out)
+{
+  const cJSON *v = arg (args, i);
+  if (!v || cJSON_IsNull (v)) {
+    *out = dflt;
+    return true;
+  }
+  if (!cJSON_IsNumber (v) || v->valuedouble != floor (v->valuedouble))
+    return false;
+  *out = v->valuedouble >= 9.2e18 ? INT64_MAX : (int64_t)v->valuedouble;
+  return true;
+}
+
+/* Byte offset of a slice/select view from its base value. */
+static bool
+view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
+{
+  const SgNode *n = &l->g->nodes[id];
+  *delta = 0;
+  if (n->kind != SG_OP_SLICE && n->kind != SG_OP_SELECT)
+    return true;
+  g_autoptr (cJSON) args = cJSON_Parse (n->args_json);
+  int64_t dim, start;
+  if (!int_arg (args, 1, 0, &dim) ||
+      !int_arg (args, 2, 0, &start))
+    return sg_lower_fail (l, id, "args: dim and start/index must be integers");
+  if (dim < 0)
+    dim += base->ndim;
+  if (dim < 0 || dim >= base->ndim)
+    return sg_lower_fail (l, id, "args[1]: dim %" G_GINT64_FORMAT " out of range for a %d-d input", dim,
+                 base->ndim);
+  int64_t size = base->shape[dim];
+  if (start < 0)
+    start += size;
+  if (n->kind == SG_OP_SELECT && (start < 0 || start >= size))
+    return sg_lower_fail (l, id, "args[2]: index out of range for size %" G_GINT64_FORMAT, size);
+  start = CLAMP (start, 0, size);
+  *delta = (uint64_t)start * (uint64_t)base->stride[dim] * sg_dtype_size (base->dtype);
+  return true;
+}
+
+/* Step 1 for one node. */
+static bool
+make_values (SgLower *l, SgNodeId id)
+{
+  const SgGraph *g = l->g;
+  const SgNode *n = &g->nodes[id];
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  l->nval[id] = -1;
+  SgOpClass c = sg_op_class (n->kind);
+  if (n->op == SG_NODE_OUTPUT)
+    return true;
+  if (n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR || c == SG_CLASS_INPUT) {
+    l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_INPUT);
+    return true;
+  }
+  if (c == SG_CLASS_GETITEM) {
+    SgNodeId base = k ? in[0] : SG_NO_NODE;
+    if (base != SG_NO_NODE && g->nodes[base].n_tuple && n->getitem_index >= 0 &&
+        (uint32_t)n->getitem_index < g->nodes[base].n_tuple)
+      l->nval[id] = l->tval[g->nodes[base].tuple_first + (uint32_t)n->getitem_index];
+    else if (base != SG_NO_NODE)
+      l->nval[id] = l->nval[base];
+    return true;
+  }
+  if (c == SG_CLASS_WAIT) {
+    if (k)
+      l->nval[id] = l->nval[in[0]];
+    return true;
+  }
+  if (c == SG_CLASS_VIEW) {
+    int32_t bv = k ? l->nval[in[0]] : -1;
+    if (bv < 0 || n->meta.ndim < 0)
+      return true;
+    /* copy: new_value may grow the array */
+    SgPlanValue base = g_array_index (l->values, SgPlanValue, bv);
+    uint64_t delta;
+    if (!view_delta (l, id, &base, &delta))
+      return false;
+    if (base.buffer < 0)
+      return true;
+    l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + delta, SG_INIT_NONE);
+    return true;
+  }
+  if (n->n_tuple) {
+    for (uint32_t i = 0; i < n->n_tuple; i++) {
+      g_autofree char *nm = g_strdup_printf ("%s.%u", n->name, i);
+      l->tval[n->tuple_first + i] =
+        owned_value (l, nm, sg_node_tuple_meta (g, id, i), SG_INIT_NONE);
+    }
+    return true;
+  }
+  l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_NONE);
+  if (sg_op_is_collective (n->kind) && l->nval[id] < 0)
+    return sg_lower_fail (l, id, "meta: a collective must produce a tensor");
+  return true;
+}
+
+/* {"node": NAME} -> {"value": ID} (a tuple node: {"values": [IDs]}). */
+static void
+rewrite_refs (SgLower *l, cJSON *v)
+{
+  if (cJSON_IsObject (v)) {
+    cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
+    if (cJSON_IsString (ref) && cJSON_GetArraySize (v) == 1) {
+      SgNodeId r = sg_graph_lookup (l->g, ref->valuestring);
+      cJSON_DeleteItemFromObjectCaseSensitive (v, "node");
+      if (r != SG_NO_NODE && l->g->nodes[r].n_tuple) {
+        cJSON *ids = cJSON_AddArrayToObject (v, "values");
+        for (uint32_t i = 0; i < l->g->nodes[r].n_tuple; i++)
+          cJSON_AddItemToArray (ids,
+                                cJSON_CreateNumber (l->tval[l->g->nodes[r].tuple_first + i]));
+      } else
+        cJSON_AddNumberToObject (v, "value", r != SG_NO_NODE ? l->nval[r] : -1);
+      return;
+    }
+  }
+  cJSON *e;
+  cJSON_ArrayForEach (e, v) rewrite_refs (l, e);
+}
+
+static SgPlanIns *
+emit (SgLower *l, SgInsKind kind, int32_t stream)
+{
+  SgPlanIns in = { 0 };
+  in.kind = kind;
+  in.stream = stream;
+  in.group = in.event = in.coll = in.buffer = -1;
+  in.est_us = in.pred_start_us = in.pred_end_us = in.pred_exposed_us = -1;
+  g_array_append_val (l->ins, in);
+  return &g_array_index (l->ins, SgPlanIns, l->ins->len - 1);
+}
+
+static void
+push_unique (GArray *a, int32_t v)
+{
+  if (v < 0)
+    return;
+  for (guint i = 0; i < a->len; i++)
+    if (g_array_index (a, int32_t, i) == v)
+      return;
+  g_array_append_val (a, v);
+}
+
+int32_t *
+sg_lower_steal_ids (GArray *a, int32_t *n)
+{
+  *n = (int32_t)a->len;
+  return (int32_t *)g_array_free (a, FALSE);
+}
+
+static void
+set_node_pred (SgLower *l, SgPlanIns *in, SgNodeId id)
+{
+  const SgNode *n = &l->g->nodes[id];
+  if (n->est_src != SG_COST_NONE)
+    in->est_us = n->est_us;
+  if (l->pred && l->pred->node_start && l->pred->node_end) {
+    in->pred_start_us = l->pred->node_start[id];
+    in->pred_end_us = l->pred->node_end[id];
+  }
+  if (l->pred_row[id] >= 0) {
+    const SgCollRow *r = &l->pred->rows[l->pred_row[id]];
+    in->est_us = r->est_us;
+    in->pred_start_us = r->start_us;
+    in->pred_end_us = r->end_us;
+    in->pred_exposed_us = r->exposed_us;
+  }
+}
+
+static bool
+emit_kernel (SgLower *l, SgNodeId id)
+{
+  const SgGraph *g = l->g;
+  const SgNode *n = &g->nodes[id];
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  GArray *ins = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  GArray *outs = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  for (uint32_t j = 0; j < k; j++) {
+    const SgNode *src = &g->nodes[in[j]];
+    if (src->n_tuple)
+      for (uint32_t t = 0; t < src->n_tuple; t++)
+        push_unique (ins, l->tval[src->tuple_first + t]);
+    else
+      push_unique (ins, l->nval[in[j]]);
+  }
+  if (n->n_tuple)
+    for (uint32_t t = 0; t < n->n_tuple; t++)
+      g_array_append_val (outs, l->tval[n->tuple_first + t]);
+  else if (l->nval[id] >= 0)
+    g_array_append_val (outs, l->nval[id]);
+  cJSON *args = cJSON_Parse (n->args_json ? n->args_json : "[]");
+  cJSON *kwargs = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
+  if (!cJSON_IsArray (args) || !cJSON_IsObject (kwargs)) {
+    g_array_free (ins, TRUE);
+    g_array_free (outs, TRUE);
+    cJSON_Delete (args);
+    cJSON_Delete (kwargs);
+    return sg_lower_fail (l, id, "args/kwargs: not a JSON list/object");
+  }
+  rewrite_refs (l, args);
+  rewrite_refs (l, kwargs);
+  SgPlanIns *x = emit (l, SG_INS_KERNEL, 0);
+  x->name = g_strdup (n->name);
+  x->op = n->kind;
+  x->target = g_strdup (n->target);
+  x->in = sg_lower_steal_ids (ins, &x->n_in);
+  x->out = sg_lower_steal_ids (outs, &x->n_out);
+  x->args = args;
+  x->kwargs = kwargs;
+  set_node_pred (l, x, id);
+  return true;
+}
+
+static bool
+emit_collective (SgLower *l, SgNodeId id)
+{
+  const SgGraph *g = l->g;
+  const SgNode *n = &g->nodes[id];
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  int32_t src = k ? l->nval[in[0]] : -1;
+  if (src < 0)
+    return sg_lower_fail (l, id, "args[0]: the collective's input has no tensor value");
+  if (n->group < 0 || n->group >= g->n_groups)
+    return sg_lower_fail (l, id, "group: no group");
+  int32_t stream = 1 + n->group;
+  const SgPlanValue *a = &g_array_index (l->values, SgPlanValue, src);
+  const SgPlanValue *o = &g_array_index (l->values, SgPlanValue, l->nval[id]);
+  uint64_t ni = 1, no = 1;
+  for (int32_t d = 0; d < a->ndim; d++)
+    ni *= (uint64_t)a->shape[d];
+  for (int32_t d = 0; d < o->ndim; d++)
+    no *= (uint64_t)o->shape[d];
+  if (a->dtype != o->dtype)
+    return sg_lower_fail (l, id, "meta.dtype: %s output of a %s input", sg_dtype_name (o->dtype),
+                 sg_dtype_name (a->dtype));
+  SgDtype dtype = a->dtype;
+
+  int32_t e = l->n_events++;
+  emit (l, SG_INS_RECORD, 0)->event = e;
+  emit (l, SG_INS_WAIT_EVENT, stream)->event = e;
+  l->coll_ins[id] = (int32_t)l->ins->len;
+  SgPlanIns *x = emit (l, SG_INS_COLLECTIVE, stream);
+  x->name = g_strdup (n->name);
+  x->op = n->kind;
+  x->in = g_new (int32_t, 1);
+  x->in[0] = src;
+  x->n_in = 1;
+  x->out = g_new (int32_t, 1);
+  x->out[0] = l->nval[id];
+  x->n_out = 1;
+  x->group = n->group;
+  x->reduce = n->reduce;
+  x->dtype = dtype;
+  x->count = (int64_t)(n->kind == SG_OP_REDUCE_SCATTER ? no : ni);
+  g_autoptr (cJSON) kw = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
+  const cJSON *mem = cJSON_GetObjectItemCaseSensitive (kw, "schedgraph_bucket");
+  if (cJSON_IsArray (mem)) {
+    x->members = g_new0 (char *, (size_t)cJSON_GetArraySize (mem) + 1);
+    const cJSON *m;
+    cJSON_ArrayForEach (m, mem)
+    {
+      if (!cJSON_IsString (m))
+        return sg_lower_fail (l, id, "kwargs.schedgraph_bucket[%d]: expected a node name", x->n_members);
+      x->members[x->n_members++] = g_strdup (m->valuestring);
+    }
+  }
+  set_node_pred (l, x, id);
+  int32_t done = l->n_events++;
+  emit (l, SG_INS_RECORD, stream)->event = done;
+  l->coll_done[id] = done;
+  return true;
+}
+
+static void
+emit_wait (SgLower *l, SgNodeId coll, const char *name)
+{
+  SgPlanIns *w = emit (l, SG_INS_WAIT_EVENT, 0);
+  w->event = l->coll_done[coll];
+  w->coll = l->coll_ins[coll];
+  w->name = name ? g_strdup (name) : NULL;
+  l->coll_waited[coll] = true;
+}
+
+bool
+sg_lower_emit (SgLower *l)
+{
+  const SgGraph *g = l->g;
+  for (SgNodeId id = 0; id < g->n_nodes; id++) {
+    const SgNode *n = &g->nodes[id];
+    SgOpClass c = sg_op_class (n->kind);
+    if (n->op == SG_NODE_OUTPUT || n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR ||
+        c == SG_CLASS_INPUT || c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM)
+      continue;
+    if (c == SG_CLASS_WAIT) {
+      SgNodeId t = sg_node_wait_target (g, id);
+      if (t == SG_NO_NODE || !sg_op_is_collective (g->nodes[t].kind))
+        return sg_lower_fail (l, id, "args[0]: a wait must name a collective");
+      if (!l->coll_waited[t])
+        emit_wait (l, t, n->name);
+      continue;
+    }
+    if (sg_op_is_collective (n->kind) ? !emit_collective (l, id) : !emit_kernel (l, id))
+      return false;
+  }
+  for (SgNodeId id = 0; id < g->n_nodes; id++)
+    if (l->coll_ins[id] >= 0 && !l->coll_waited[id])
+      emit_wait (l, id, NULL);
+  return true;
+}
+
+bool
+sg_lower_values (SgLower *l)
+{
+  for (SgNodeId id = 0; id < l->g->n_nodes; id++)
+    if (!make_values (l, id))
+      return false;
+  return true;
+}

@@ -1,0 +1,238 @@
+/* test_codegen.c: lowering graphs to plans (codegen/).
+ *
+ * Small builder graphs pin the lowering rules: instruction order, events,
+ * aliases and view offsets, tuple values, frees. The sample graphs are in
+ * test_samples.c.
+ */
+#include <check.h>
+#include <string.h>
+
+#include "builder.h"
+#include "codegen.h"
+
+static SgPlan *
+lower (SgGraph *g, const SgSimResult *pred)
+{
+  SgPlan *p = NULL;
+  g_autoptr (GError) e = NULL;
+  ck_assert_msg (sg_codegen_plan (g, NULL, pred, "test", "reorder=1", &p, &e), "%s",
+                 e ? e->message : "");
+  return p;
+}
+
+static int32_t
+find_ins (const SgPlan *p, SgInsKind kind, const char *name)
+{
+  for (int32_t i = 0; i < p->n_ins; i++)
+    if (p->ins[i].kind == kind && p->ins[i].name && strcmp (p->ins[i].name, name) == 0)
+      return i;
+  return -1;
+}
+
+static int32_t
+find_value (const SgPlan *p, const char *name)
+{
+  for (int32_t v = 0; v < p->n_values; v++)
+    if (strcmp (p->values[v].name, name) == 0)
+      return v;
+  return -1;
+}
+
+static int32_t
+free_of (const SgPlan *p, int32_t buffer)
+{
+  for (int32_t i = 0; i < p->n_ins; i++)
+    if (p->ins[i].kind == SG_INS_FREE && p->ins[i].buffer == buffer)
+      return i;
+  return -1;
+}
+
+/* x[8,16], w[4,16] shard; ag = all_gather(w); wt = wait(ag); t = t(wt);
+ * y = mm(x, t) [8,8]; z = silu(y); rs = reduce_scatter(z) [4,8]; ws = wait(rs);
+ * output (ws). */
+static SgGraph *
+fsdp_graph (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 8, 16);
+  tb_input (g, "w", "bfloat16", 2, 4, 16);
+  tb_all_gather (g, "ag", "w", "0");
+  tb_wait (g, "wt", "ag");
+  tb_t (g, "t", "wt");
+  tb_mm (g, "y", "x", "t");
+  tb_pointwise (g, "z", "aten.silu.default", "y", NULL);
+  tb_reduce_scatter (g, "rs", "z", "0");
+  tb_wait (g, "ws", "rs");
+  tb_output (g, 1, "ws");
+  return g;
+}
+
+START_TEST (collective_is_bracketed_by_events_on_its_comm_stream)
+{
+  g_autoptr (SgGraph) g = fsdp_graph ();
+  g_autoptr (SgPlan) p = lower (g, NULL);
+  int32_t c = find_ins (p, SG_INS_COLLECTIVE, "ag");
+  ck_assert_int_ge (c, 2);
+  const SgPlanIns *rec = &p->ins[c - 2], *wait = &p->ins[c - 1], *done = &p->ins[c + 1];
+  ck_assert (rec->kind == SG_INS_RECORD && rec->stream == 0);
+  ck_assert (wait->kind == SG_INS_WAIT_EVENT && wait->stream == 1 && wait->event == rec->event);
+  ck_assert_int_eq (p->ins[c].stream, 1);
+  ck_assert (done->kind == SG_INS_RECORD && done->stream == 1);
+  int32_t w = find_ins (p, SG_INS_WAIT_EVENT, "wt");
+  ck_assert_int_gt (w, c);
+  ck_assert_int_eq (p->ins[w].stream, 0);
+  ck_assert_int_eq (p->ins[w].event, done->event);
+  ck_assert_int_eq (p->ins[w].coll, c);
+  /* the kernel that reads the gathered weight comes after the wait */
+  ck_assert_int_gt (find_ins (p, SG_INS_KERNEL, "y"), w);
+  ck_assert_int_eq (p->ins[c].count, 64);
+  ck_assert_int_eq (p->ins[c].dtype, SG_DTYPE_BF16);
+  int32_t r = find_ins (p, SG_INS_COLLECTIVE, "rs");
+  ck_assert_int_eq (p->ins[r].count, 32); /* reduce_scatter: output elements */
+  ck_assert_int_eq (p->ins[r].reduce, SG_REDUCE_SUM);
+  ck_assert_int_eq (p->n_streams, 2);
+  ck_assert_int_eq (p->n_events, 4);
+}
+END_TEST
+
+START_TEST (aliases_share_their_roots_buffer)
+{
+  g_autoptr (SgGraph) g = fsdp_graph ();
+  g_autoptr (SgPlan) p = lower (g, NULL);
+  int32_t ag = find_value (p, "ag"), t = find_value (p, "t");
+  ck_assert_int_ge (ag, 0);
+  ck_assert_int_ge (t, 0);
+  ck_assert_int_lt (find_value (p, "wt"), 0); /* the wait is the collective's value */
+  ck_assert_int_eq (p->values[t].buffer, p->values[ag].buffer);
+  ck_assert_int_eq (p->values[t].shape[0], 16);
+  ck_assert_int_eq (p->values[t].stride[0], 1);
+  ck_assert_int_eq (p->values[t].stride[1], 16);
+  int32_t y = find_ins (p, SG_INS_KERNEL, "y");
+  ck_assert_int_eq (p->ins[y].n_in, 2);
+  ck_assert_int_eq (p->ins[y].in[1], t);
+  int32_t v;
+  ck_assert (sg_plan_arg_value (&p->ins[y], 1, &v) && v == t);
+  /* the output is the reduce_scatter's value, alive to the end */
+  ck_assert_int_eq (p->n_outputs, 1);
+  ck_assert_int_eq (p->outputs[0], find_value (p, "rs"));
+  ck_assert_int_eq (p->buffers[p->values[p->outputs[0]].buffer].last_ins, p->n_ins - 1);
+  ck_assert_int_eq (p->n_inputs, 2);
+  ck_assert_int_eq (p->values[p->inputs[1]].init, SG_INIT_INPUT);
+}
+END_TEST
+
+START_TEST (buffers_are_freed_after_last_use_never_before_the_wait)
+{
+  g_autoptr (SgGraph) g = fsdp_graph ();
+  g_autoptr (SgPlan) p = lower (g, NULL);
+  int32_t ag_buf = p->values[find_value (p, "ag")].buffer;
+  int32_t y = find_ins (p, SG_INS_KERNEL, "y");
+  ck_assert_int_eq (free_of (p, ag_buf), y + 1); /* last read by y (through t) */
+  int32_t z_buf = p->values[find_value (p, "z")].buffer;
+  int32_t ws = find_ins (p, SG_INS_WAIT_EVENT, "ws");
+  ck_assert_int_gt (free_of (p, z_buf), ws); /* the reduce_scatter's input */
+  ck_assert_int_eq (p->buffers[z_buf].last_ins, ws);
+  /* inputs and outputs are never freed */
+  ck_assert_int_lt (free_of (p, p->values[p->inputs[0]].buffer), 0);
+  ck_assert_int_lt (free_of (p, p->values[p->outputs[0]].buffer), 0);
+  /* y's buffer (dead after z) may reuse memory, ag's may not be reused before y */
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    ck_assert_int_eq (p->buffers[b].offset % 256, 0);
+}
+END_TEST
+
+START_TEST (slice_and_select_views_get_byte_offsets)
+{
+  g_autoptr (SgGraph) g = tb_new (1);
+  tb_input (g, "a", "float32", 2, 6, 10);
+  tb_node (g, "{\"name\":\"s\",\"op\":\"call_function\",\"target\":\"aten.slice.Tensor\","
+              "\"args\":[{\"node\":\"a\"},0,2,5],\"kwargs\":{},"
+              "\"meta\":{\"shape\":[3,10],\"stride\":[10,1],\"dtype\":\"float32\"}}");
+  tb_node (g, "{\"name\":\"c\",\"op\":\"call_function\",\"target\":\"aten.select.int\","
+              "\"args\":[{\"node\":\"s\"},1,-1],\"kwargs\":{},"
+              "\"meta\":{\"shape\":[3],\"stride\":[10],\"dtype\":\"float32\"}}");
+  tb_pointwise (g, "r", "aten.relu.default", "c", NULL);
+  tb_output (g, 1, "r");
+  g_autoptr (SgPlan) p = lower (g, NULL);
+  int32_t s = find_value (p, "s"), c = find_value (p, "c"), a = find_value (p, "a");
+  ck_assert_uint_eq (p->values[s].offset, 2 * 10 * 4);
+  ck_assert_uint_eq (p->values[c].offset, 2 * 10 * 4 + 9 * 4);
+  ck_assert_int_eq (p->values[c].buffer, p->values[a].buffer);
+}
+END_TEST
+
+START_TEST (tuple_elements_are_values_and_getitem_maps_to_them)
+{
+  g_autoptr (SgGraph) g = tb_new (1);
+  tb_input (g, "q", "bfloat16", 4, 1, 2, 8, 4);
+  tb_node (g, "{\"name\":\"att\",\"op\":\"call_function\","
+              "\"target\":\"aten._scaled_dot_product_flash_attention.default\","
+              "\"args\":[{\"node\":\"q\"},{\"node\":\"q\"},{\"node\":\"q\"}],\"kwargs\":{},"
+              "\"meta\":{\"tuple\":[{\"shape\":[1,2,8,4],\"stride\":[64,32,4,1],"
+              "\"dtype\":\"bfloat16\"},null,{\"shape\":[1,2,8],\"stride\":[16,8,1],"
+              "\"dtype\":\"float32\"}]}}");
+  tb_node (g, "{\"name\":\"o\",\"op\":\"call_function\",\"target\":\"<built-in function "
+              "getitem>\",\"args\":[{\"node\":\"att\"},0],\"kwargs\":{},"
+              "\"meta\":{\"shape\":[1,2,8,4],\"stride\":[64,32,4,1],\"dtype\":\"bfloat16\"}}");
+  tb_pointwise (g, "r", "aten.relu.default", "o", NULL);
+  tb_output (g, 1, "r");
+  g_autoptr (SgPlan) p = lower (g, NULL);
+  int32_t k = find_ins (p, SG_INS_KERNEL, "att");
+  ck_assert_int_eq (p->ins[k].n_out, 3);
+  ck_assert_int_eq (p->ins[k].out[0], find_value (p, "att.0"));
+  ck_assert_int_eq (p->ins[k].out[1], -1);
+  ck_assert_int_eq (p->ins[k].out[2], find_value (p, "att.2"));
+  ck_assert_int_eq (p->ins[k].n_in, 1); /* q once, though passed three times */
+  int32_t r = find_ins (p, SG_INS_KERNEL, "r");
+  ck_assert_int_eq (p->ins[r].in[0], find_value (p, "att.0"));
+  /* the unused element dies right after the kernel */
+  int32_t lse = p->values[find_value (p, "att.2")].buffer;
+  ck_assert_int_eq (free_of (p, lse), k + 1);
+}
+END_TEST
+
+START_TEST (collective_without_wait_is_waited_at_the_end)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "float32", 1, 8);
+  tb_all_reduce (g, "ar", "x", "0");
+  tb_pointwise (g, "y", "aten.relu.default", "x", NULL);
+  tb_output (g, 1, "y");
+  g_autoptr (SgPlan) p = lower (g, NULL);
+  int32_t c = find_ins (p, SG_INS_COLLECTIVE, "ar");
+  bool found = false;
+  for (int32_t i = c + 1; i < p->n_ins; i++)
+    if (p->ins[i].kind == SG_INS_WAIT_EVENT && p->ins[i].coll == c) {
+      found = true;
+      ck_assert_int_gt (i, find_ins (p, SG_INS_KERNEL, "y"));
+    }
+  ck_assert (found);
+}
+END_TEST
+
+static Suite *
+codegen_suite (void)
+{
+  Suite *s = suite_create ("codegen");
+  TCase *tc = tcase_create ("lowering");
+  tcase_add_test (tc, collective_is_bracketed_by_events_on_its_comm_stream);
+  tcase_add_test (tc, aliases_share_their_roots_buffer);
+  tcase_add_test (tc, buffers_are_freed_after_last_use_never_before_the_wait);
+  tcase_add_test (tc, slice_and_select_views_get_byte_offsets);
+  tcase_add_test (tc, tuple_elements_are_values_and_getitem_maps_to_them);
+  tcase_add_test (tc, collective_without_wait_is_waited_at_the_end);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (codegen_suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}
