@@ -24,7 +24,10 @@ typedef enum {
 
 /* Overlap contention: while a collective runs beside compute, the
  * collective takes comm_slowdown x its solo time and compute takes
- * compute_slowdown x its solo time (both >= 1). */
+ * compute_slowdown x its solo time (both >= 1). Read as rates: during the
+ * interval where both run, the collective progresses at 1/comm_slowdown and
+ * the compute at 1/compute_slowdown of their solo speed (docs/cost-model.md
+ * derives the defaults from the 2x H200 interference measurement). */
 typedef struct {
   double comm_slowdown;
   double compute_slowdown;
@@ -55,5 +58,23 @@ const SgContention *sg_cost_model_contention (const SgCostModel *cm);
 
 /* Machines a group of the graph spans, from the cluster's gpus_per_node. */
 int32_t sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group);
+
+/* One send/recv pair (a step of a collective permute) of @bytes between two
+ * ranks, on the same node (NVLink) or not (one NIC). Model source. */
+double sg_cost_sendrecv_us (const SgCostModel *cm, uint64_t bytes, bool same_node);
+
+/* (transfer none) The cluster's name: a preset name or the cluster file. */
+const char *sg_cost_model_cluster_name (const SgCostModel *cm);
+
+/* The --costs table: one row per node that has a cost (columns name, kind,
+ * shape summary, est_us, source), sorted by cost descending then id; then
+ * totals by op class and by source, then the unknown targets. Needs
+ * sg_estimate_costs() to have run (else prints one line saying so). */
+void sg_estimate_print_costs (const SgGraph *g, FILE *out);
+
+/* (transfer none) The distinct targets the op table does not know, in order
+ * of first appearance, NULL-terminated; *@n is their count. Empty before
+ * sg_estimate_costs(). Valid while the graph's cost model lives. */
+const char *const *sg_estimate_unknown_targets (const SgGraph *g, size_t *n);
 
 G_END_DECLS

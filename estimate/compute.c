@@ -1,0 +1,228 @@
+/* compute.c: the compute side of the cost model.
+ *
+ * Matmuls and attention by flops with a size-dependent efficiency (a
+ * roofline whose compute roof rises with the problem size, calibrated on
+ * H200 bf16 GEMMs: docs/cost-model.md), memory-bound kernels by bytes over
+ * HBM bandwidth. Attention flops follow FlashAttention's accounting
+ * (forward 4*B*H*Sq*Skv*D, halved when causal; backward 2.5x the forward),
+ * as PyTorch's flop counter does.
+ *
+ * Requires: node metadata (graph/ load). Invalidates: nothing.
+ */
+#include "estimate-private.h"
+
+#include <math.h>
+#include <string.h>
+
+static double
+peak_tflops (const SgCluster *c, SgDtype dtype)
+{
+  switch (dtype) {
+  case SG_DTYPE_BF16:
+  case SG_DTYPE_F16:
+    return c->bf16_tflops;
+  case SG_DTYPE_F8E4M3:
+  case SG_DTYPE_F8E5M2:
+    return c->fp8_tflops;
+  default:
+    return c->fp32_tflops;
+  }
+}
+
+/* Fraction of the peak a GEMM of @flops reaches: rises from 0 towards
+ * gemm_max_efficiency; half of it at gemm_half_gflops. */
+static double
+size_efficiency (const SgCluster *c, double flops)
+{
+  if (flops <= 0.0)
+    return c->gemm_max_efficiency;
+  double half = c->gemm_half_gflops * 1e9;
+  return 1.0 / (1.0 + pow (half / flops, c->gemm_efficiency_exponent));
+}
+
+double
+sg_compute_bytes_us (const SgCluster *c, double bytes)
+{
+  return c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3);
+}
+
+double
+sg_compute_gemm_us (const SgCluster *c, SgDtype dtype, double flops, double bytes)
+{
+  double eff = c->gemm_max_efficiency * size_efficiency (c, flops);
+  double t_flops = flops / (peak_tflops (c, dtype) * 1e12 * eff) * 1e6;
+  double t_bytes = bytes / (c->hbm_GBps * c->memory_efficiency * 1e3);
+  return c->gemm_launch_us + MAX (t_flops, t_bytes);
+}
+
+double
+sg_compute_shape_us (const SgCluster *c, const SgShape *s)
+{
+  if (sg_op_class (s->op) == SG_CLASS_MATMUL)
+    return sg_compute_gemm_us (c, s->dtype, s->flops, s->bytes);
+  double eff;
+  switch (s->op) {
+  case SG_OP_SDPA_FLASH:
+  case SG_OP_SDPA_FLASH_BWD:
+    eff = c->attention_flash_efficiency;
+    break;
+  case SG_OP_SDPA_EFFICIENT:
+  case SG_OP_SDPA_EFFICIENT_BWD:
+    eff = c->attention_efficient_efficiency;
+    break;
+  default:
+    eff = c->attention_cudnn_efficiency;
+    break;
+  }
+  if (s->op == SG_OP_SDPA_FLASH_BWD || s->op == SG_OP_SDPA_EFFICIENT_BWD ||
+      s->op == SG_OP_SDPA_CUDNN_BWD)
+    eff *= c->attention_backward_ratio;
+  eff *= size_efficiency (c, s->flops);
+  double t_flops = s->flops / (peak_tflops (c, s->dtype) * 1e12 * eff) * 1e6;
+  double t_bytes = s->bytes / (c->hbm_GBps * c->memory_efficiency * 1e3);
+  return c->gemm_launch_us + MAX (t_flops, t_bytes);
+}
+
+static const SgMeta *
+input_meta (const SgGraph *g, SgNodeId id, uint32_t i)
+{
+  uint32_t n;
+  const SgNodeId *in = sg_node_inputs (g, id, &n);
+  if (i >= n)
+    return NULL;
+  const SgMeta *m = &g->nodes[in[i]].meta;
+  return m->ndim >= 0 ? m : NULL;
+}
+
+/* Position of `is_causal` in each SDPA overload's schema (aten's
+ * native_functions.yaml). */
+static int
+causal_arg (SgOpKind op)
+{
+  switch (op) {
+  case SG_OP_SDPA_FLASH:
+    return 4;
+  case SG_OP_SDPA_EFFICIENT:
+  case SG_OP_SDPA_CUDNN:
+    return 6;
+  case SG_OP_SDPA_FLASH_BWD:
+  case SG_OP_SDPA_EFFICIENT_BWD:
+    return 11;
+  case SG_OP_SDPA_CUDNN_BWD:
+    return 14;
+  default:
+    return -1;
+  }
+}
+
+static bool
+node_causal (const SgNode *n)
+{
+  bool causal = false;
+  cJSON *kw = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive (kw, "is_causal");
+  if (cJSON_IsBool (v)) {
+    causal = cJSON_IsTrue (v);
+  } else {
+    cJSON *args = cJSON_Parse (n->args_json ? n->args_json : "[]");
+    v = cJSON_GetArrayItem (args, causal_arg (n->kind));
+    causal = cJSON_IsTrue (v);
+    cJSON_Delete (args);
+  }
+  cJSON_Delete (kw);
+  return causal;
+}
+
+static bool
+matmul_shape (const SgGraph *g, SgNodeId id, SgShape *s)
+{
+  const SgNode *n = &g->nodes[id];
+  bool batched = n->kind == SG_OP_BMM || n->kind == SG_OP_BADDBMM;
+  uint32_t a_idx = (n->kind == SG_OP_ADDMM || n->kind == SG_OP_BADDBMM) ? 1 : 0;
+  const SgMeta *a = input_meta (g, id, a_idx);
+  int32_t nd = batched ? 3 : 2;
+  if (!a || a->ndim != nd || n->meta.ndim != nd)
+    return false;
+  const int64_t *as = sg_meta_shape (g, a);
+  const int64_t *os = sg_meta_shape (g, &n->meta);
+  s->dtype = a->dtype;
+  s->batch = batched ? os[0] : 1;
+  s->m = os[nd - 2];
+  s->n = os[nd - 1];
+  s->k = as[nd - 1];
+  double b = (double)s->batch, m = (double)s->m, nn = (double)s->n, k = (double)s->k;
+  s->flops = 2.0 * b * m * nn * k;
+  s->bytes = b * (m * k + k * nn + m * nn) * (double)sg_dtype_size (s->dtype);
+  return true;
+}
+
+static bool
+attention_shape (const SgGraph *g, SgNodeId id, SgShape *s)
+{
+  const SgNode *n = &g->nodes[id];
+  bool bwd = n->kind == SG_OP_SDPA_FLASH_BWD || n->kind == SG_OP_SDPA_EFFICIENT_BWD ||
+             n->kind == SG_OP_SDPA_CUDNN_BWD;
+  const SgMeta *q, *k;
+  if (bwd && n->n_tuple >= 2) {
+    /* grad_query, grad_key have the query's and the key's shapes */
+    q = sg_node_tuple_meta (g, id, 0);
+    k = sg_node_tuple_meta (g, id, 1);
+  } else {
+    q = input_meta (g, id, bwd ? 1 : 0);
+    k = input_meta (g, id, bwd ? 2 : 1);
+  }
+  if (!q || q->ndim != 4)
+    return false;
+  if (!k || k->ndim != 4)
+    k = q;
+  const int64_t *qs = sg_meta_shape (g, q), *ks = sg_meta_shape (g, k);
+  s->dtype = q->dtype;
+  s->batch = qs[0];
+  s->heads = qs[1];
+  s->seq_q = qs[2];
+  s->head_dim = qs[3];
+  s->seq_kv = ks[2];
+  s->causal = node_causal (n);
+  double f = 4.0 * (double)s->batch * (double)s->heads * (double)s->seq_q * (double)s->seq_kv *
+             (double)s->head_dim;
+  if (s->causal)
+    f *= 0.5;
+  double bytes = ((double)sg_meta_numel (g, q) * 2.0 + (double)sg_meta_numel (g, k) * 2.0) *
+                 (double)sg_dtype_size (s->dtype);
+  s->flops = bwd ? 2.5 * f : f;
+  s->bytes = bwd ? 2.5 * bytes : bytes;
+  return true;
+}
+
+bool
+sg_compute_shape (const SgGraph *g, SgNodeId id, SgShape *s)
+{
+  memset (s, 0, sizeof *s);
+  s->op = g->nodes[id].kind;
+  switch (sg_op_class (s->op)) {
+  case SG_CLASS_MATMUL:
+    return matmul_shape (g, id, s);
+  case SG_CLASS_ATTENTION:
+    return attention_shape (g, id, s);
+  default:
+    return false;
+  }
+}
+
+double
+sg_compute_node_bytes (const SgGraph *g, SgNodeId id)
+{
+  const SgNode *n = &g->nodes[id];
+  double bytes = (double)sg_node_alloc_bytes (g, id);
+  SgOpClass k = sg_op_class (n->kind);
+  if (k == SG_CLASS_CREATION)
+    return bytes; /* writes only */
+  uint32_t n_in;
+  const SgNodeId *in = sg_node_inputs (g, id, &n_in);
+  for (uint32_t i = 0; i < n_in; i++) {
+    const SgNode *x = &g->nodes[in[i]];
+    if (x->meta.ndim >= 0)
+      bytes += (double)sg_meta_bytes (g, &x->meta);
+  }
+  return bytes;
+}

@@ -1,0 +1,150 @@
+/* estimate-private.h: the cost model's insides, shared by the .c files of estimate/ only.
+ *
+ * SgCluster: every tunable number of the model (docs/cluster-format.md
+ * documents each field, docs/cost-model.md the formulas). SgProfile: the
+ * measured-times table (docs/profile-format.md). SgCostModel: both, plus
+ * per-graph state (group spans, unknown targets noted).
+ */
+#pragma once
+
+#include "estimate.h"
+
+G_BEGIN_DECLS
+
+/* NCCL's tuning tables differ by GPU generation (tuning.cc indexes them by
+ * compute capability). */
+typedef enum {
+  SG_NCCL_VOLTA = 0,
+  SG_NCCL_AMPERE,
+  SG_NCCL_HOPPER,
+  SG_NCCL_N_ARCH
+} SgNcclArch;
+
+typedef struct {
+  char name[64]; /* preset name, or the file's "name" */
+  char gpu[32];  /* "H100", "H200", "A100" */
+  int32_t gpus_per_node;
+  int32_t nodes;
+
+  /* compute */
+  double bf16_tflops; /* dense matmul peak (also float16) */
+  double fp8_tflops;
+  double fp32_tflops;
+  double hbm_GBps;
+  double memory_efficiency;  /* achieved fraction of hbm_GBps by memory-bound kernels */
+  double kernel_launch_us;   /* floor of any kernel */
+  double gemm_launch_us;     /* fixed part of a GEMM */
+  double gemm_max_efficiency;
+  double gemm_half_gflops;   /* flops at which the efficiency reaches half its maximum */
+  double gemm_efficiency_exponent;
+  double attention_flash_efficiency; /* fraction of the matmul peak, forward */
+  double attention_efficient_efficiency;
+  double attention_cudnn_efficiency;
+  double attention_backward_ratio;   /* backward efficiency / forward efficiency */
+  double unknown_op_us;              /* floor of an op the model does not know */
+
+  /* collectives (NCCL) */
+  SgNcclArch nccl_arch;
+  int32_t nvlink_channels;
+  double nvlink_channel_GBps; /* bus bandwidth per channel inside a node */
+  double net_nic_GBps;        /* one NIC, one direction */
+  int32_t nics_per_node;
+  bool ll128;
+  bool nvls;
+  double nvls_busbw_GBps;
+  double nvls_latency_us;
+  double collective_overhead_us; /* launch + stream sync per collective */
+
+  SgContention contention;
+} SgCluster;
+
+/* --- cluster.c --- */
+/* Fills @out with the preset @name; false when there is no such preset. */
+bool sg_cluster_preset (const char *name, SgCluster *out);
+/* (transfer none) NULL-terminated list of preset names. */
+const char *const *sg_cluster_preset_names (void);
+/* Resolves the cluster for @g: cfg_cluster (preset name or JSON file) wins
+ * over the graph's `cluster`, which wins over h200-sxm. */
+bool sg_cluster_resolve (const SgGraph *g, const char *cfg_cluster, SgCluster *out,
+                         GError **error);
+/* Applies a cluster JSON object's fields over @c. @strict: unknown keys are
+ * errors (files) rather than ignored (the graph's `cluster`). @where names
+ * the source in messages. */
+bool sg_cluster_apply_json (SgCluster *c, const cJSON *obj, bool strict, const char *where,
+                            GError **error);
+
+/* --- nccl.c --- */
+/* Which algorithm/protocol the model picked (reports, tests). */
+typedef enum { SG_ALGO_RING, SG_ALGO_TREE, SG_ALGO_NVLS, SG_ALGO_P2P } SgNcclAlgo;
+typedef enum { SG_PROTO_LL, SG_PROTO_LL128, SG_PROTO_SIMPLE } SgNcclProto;
+typedef struct {
+  double us;
+  SgNcclAlgo algo;
+  SgNcclProto proto;
+} SgNcclChoice;
+
+/* Solo time of one collective from NCCL's tuning model (without the
+ * profile). @kind: a collective kind; @n_nodes: machines the group spans. */
+SgNcclChoice sg_nccl_time (const SgCluster *c, SgOpKind kind, uint64_t bytes,
+                           int32_t group_size, int32_t n_nodes);
+/* One send/recv pair of @bytes between two ranks. */
+double sg_nccl_p2p_time (const SgCluster *c, uint64_t bytes, bool same_node);
+const char *sg_nccl_algo_name (SgNcclAlgo a);
+const char *sg_nccl_proto_name (SgNcclProto p);
+
+/* --- compute.c --- */
+/* GEMM of @flops and @bytes moved, operands of @dtype. */
+double sg_compute_gemm_us (const SgCluster *c, SgDtype dtype, double flops, double bytes);
+/* Memory-bound kernel moving @bytes. */
+double sg_compute_bytes_us (const SgCluster *c, double bytes);
+
+/* Shape summary of a matmul/attention node for profile lookup and reports. */
+typedef struct {
+  SgOpKind op;
+  SgDtype dtype;
+  int64_t batch, m, n, k;                 /* matmul */
+  int64_t heads, seq_q, seq_kv, head_dim; /* attention (batch shared) */
+  bool causal;
+  double flops;
+  double bytes;
+} SgShape;
+
+/* Fills @s for a matmul or attention node; false when its shapes are
+ * unknown (then the node is costed by bytes). */
+bool sg_compute_shape (const SgGraph *g, SgNodeId id, SgShape *s);
+/* Model time of a matmul/attention shape. */
+double sg_compute_shape_us (const SgCluster *c, const SgShape *s);
+/* Bytes a memory-bound node reads and writes. */
+double sg_compute_node_bytes (const SgGraph *g, SgNodeId id);
+
+/* --- profile.c --- */
+typedef struct SgProfile SgProfile;
+SgProfile *sg_profile_load (const char *path, int32_t world_size, GError **error);
+SgProfile *sg_profile_load_data (const char *data, size_t len, const char *name,
+                                 int32_t world_size, GError **error);
+void sg_profile_free (SgProfile *p);
+/* Measured (exact or interpolated) time; false when the profile has no
+ * answer. */
+bool sg_profile_shape_us (const SgProfile *p, const SgShape *s, double *us);
+bool sg_profile_collective_us (const SgProfile *p, SgOpKind kind, uint64_t bytes,
+                               int32_t group_size, int32_t n_nodes, double *us);
+bool sg_profile_op_us (const SgProfile *p, const char *target, uint64_t bytes, double *us);
+const char *sg_profile_device (const SgProfile *p);
+
+/* Log-log interpolation over (size, us) points sorted by size: exact when a
+ * point has @x, between neighbours, linear scaling above the largest; false
+ * below the smallest. Shared by profile.c and tests. */
+bool sg_interp_loglog (const double *xs, const double *ys, size_t n, double x, double *y);
+
+/* --- estimate.c --- */
+struct SgCostModel {
+  SgCluster cluster;
+  SgProfile *profile;    /* NULL without --profile */
+  char *profile_path;
+  int32_t *group_nodes;  /* per group of the graph it was built for */
+  int32_t n_groups;
+  GPtrArray *unknown;    /* distinct unknown targets, first-seen order; NULL-terminated */
+  GHashTable *unknown_set;
+};
+
+G_END_DECLS

@@ -1,0 +1,234 @@
+/* estimate.c: the estimate pass and the per-node cost table.
+ *
+ * Builds one SgCostModel per graph (cluster, optional profile, group spans),
+ * attaches it to the graph and fills est_us/est_src of every node. Order of
+ * precedence for a node: its `cost_us` (graph) > a profile entry (exact or
+ * interpolated) > the analytical model; views, getitem, waits, inputs and
+ * the output cost nothing by definition. Mirrors Inductor's
+ * estimate_nccl_collective_runtime / benchmarked-matmul split, with the
+ * NCCL model in nccl.c and the roofline in compute.c.
+ *
+ * Requires: a loaded graph. Invalidates: est_us/est_src, g->cost_model.
+ */
+#include "estimate-private.h"
+
+#include <math.h>
+#include <string.h>
+
+G_DEFINE_QUARK (sg-estimate-error-quark, sg_estimate_error)
+
+static void
+cost_model_free (gpointer p)
+{
+  SgCostModel *cm = p;
+  if (!cm)
+    return;
+  sg_profile_free (cm->profile);
+  g_free (cm->profile_path);
+  g_free (cm->group_nodes);
+  if (cm->unknown)
+    g_ptr_array_unref (cm->unknown);
+  if (cm->unknown_set)
+    g_hash_table_unref (cm->unknown_set);
+  g_free (cm);
+}
+
+const SgCostModel *
+sg_graph_cost_model (const SgGraph *g)
+{
+  return g->cost_model_free == cost_model_free ? g->cost_model : NULL;
+}
+
+const SgContention *
+sg_cost_model_contention (const SgCostModel *cm)
+{
+  return &cm->cluster.contention;
+}
+
+const char *
+sg_cost_model_cluster_name (const SgCostModel *cm)
+{
+  return cm->cluster.name;
+}
+
+static int32_t
+group_span (int32_t gpus_per_node, const SgGroup *group)
+{
+  /* ranks are ascending: count changes of the node index */
+  int32_t nodes = 0, last = -1;
+  for (int32_t i = 0; i < group->n_ranks; i++) {
+    int32_t node = group->ranks[i] / gpus_per_node;
+    if (node != last)
+      nodes++;
+    last = node;
+  }
+  return MAX (nodes, 1);
+}
+
+int32_t
+sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group)
+{
+  g_return_val_if_fail (cm && group, 1);
+  return group_span (cm->cluster.gpus_per_node, group);
+}
+
+double
+sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint64_t bytes,
+                       int32_t group_size, int32_t n_nodes, SgCostSource *src)
+{
+  g_return_val_if_fail (cm && sg_op_is_collective (kind), 0.0);
+  (void)dtype; /* NCCL's time depends on bytes, not on the element type */
+  double us;
+  if (sg_profile_collective_us (cm->profile, kind, bytes, group_size, n_nodes, &us)) {
+    *src = SG_COST_PROFILE;
+    return us;
+  }
+  *src = SG_COST_MODEL;
+  return sg_nccl_time (&cm->cluster, kind, bytes, group_size, n_nodes).us;
+}
+
+double
+sg_cost_sendrecv_us (const SgCostModel *cm, uint64_t bytes, bool same_node)
+{
+  g_return_val_if_fail (cm, 0.0);
+  return sg_nccl_p2p_time (&cm->cluster, bytes, same_node);
+}
+
+static double
+memory_bound_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double floor_us,
+                 SgCostSource *src)
+{
+  const SgNode *n = &g->nodes[id];
+  double us;
+  if (cm->profile &&
+      sg_profile_op_us (cm->profile, n->target, sg_node_alloc_bytes (g, id), &us)) {
+    *src = SG_COST_PROFILE;
+    return us;
+  }
+  *src = SG_COST_MODEL;
+  double t = sg_compute_bytes_us (&cm->cluster, sg_compute_node_bytes (g, id));
+  return t - cm->cluster.kernel_launch_us + floor_us;
+}
+
+double
+sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSource *src)
+{
+  g_return_val_if_fail (cm && g && id >= 0 && id < g->n_nodes && src, 0.0);
+  const SgNode *n = &g->nodes[id];
+  if (!isnan (n->cost_us)) {
+    *src = SG_COST_GRAPH;
+    return n->cost_us;
+  }
+  switch (sg_op_class (n->kind)) {
+  case SG_CLASS_INPUT:
+  case SG_CLASS_OUTPUT:
+  case SG_CLASS_GETITEM:
+  case SG_CLASS_VIEW:
+  case SG_CLASS_WAIT:
+    *src = SG_COST_FREE;
+    return 0.0;
+  case SG_CLASS_MATMUL:
+  case SG_CLASS_ATTENTION: {
+    SgShape s;
+    if (!sg_compute_shape (g, id, &s))
+      return memory_bound_us (cm, g, id, cm->cluster.kernel_launch_us, src);
+    double us;
+    if (sg_profile_shape_us (cm->profile, &s, &us)) {
+      *src = SG_COST_PROFILE;
+      return us;
+    }
+    *src = SG_COST_MODEL;
+    return sg_compute_shape_us (&cm->cluster, &s);
+  }
+  case SG_CLASS_COLLECTIVE: {
+    int32_t nodes = 1;
+    if (n->group >= 0 && n->group < g->n_groups)
+      nodes = cm->group_nodes && n->group < cm->n_groups
+                ? cm->group_nodes[n->group]
+                : group_span (cm->cluster.gpus_per_node, &g->groups[n->group]);
+    return sg_cost_collective_us (cm, n->kind, n->meta.dtype, sg_node_comm_bytes (g, id),
+                                  n->group_size, nodes, src);
+  }
+  case SG_CLASS_CREATION:
+    if (n->kind == SG_OP_EMPTY) { /* allocation only, no kernel */
+      *src = SG_COST_FREE;
+      return 0.0;
+    }
+    return memory_bound_us (cm, g, id, cm->cluster.kernel_launch_us, src);
+  case SG_CLASS_POINTWISE:
+  case SG_CLASS_REDUCTION:
+  case SG_CLASS_COPY:
+  case SG_CLASS_BUCKET:
+    return memory_bound_us (cm, g, id, cm->cluster.kernel_launch_us, src);
+  case SG_CLASS_UNKNOWN:
+  default:
+    return memory_bound_us (cm, g, id, cm->cluster.unknown_op_us, src);
+  }
+}
+
+static void
+note_unknown (SgCostModel *cm, const char *target)
+{
+  if (!target || g_hash_table_contains (cm->unknown_set, target))
+    return;
+  g_hash_table_add (cm->unknown_set, (gpointer)target);
+  /* keep the array NULL-terminated for sg_estimate_unknown_targets() */
+  g_ptr_array_index (cm->unknown, cm->unknown->len - 1) = (gpointer)target;
+  g_ptr_array_add (cm->unknown, NULL);
+}
+
+bool
+sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  g_return_val_if_fail (g != NULL, false);
+  SgCostModel *cm = g_new0 (SgCostModel, 1);
+  if (!sg_cluster_resolve (g, cfg ? cfg->cluster : NULL, &cm->cluster, error)) {
+    cost_model_free (cm);
+    return false;
+  }
+  SgCluster *c = &cm->cluster;
+  int32_t need = (g->world_size + c->gpus_per_node - 1) / c->gpus_per_node;
+  c->nodes = MAX (c->nodes, need);
+  if (cfg && cfg->profile) {
+    cm->profile = sg_profile_load (cfg->profile, g->world_size, error);
+    if (!cm->profile) {
+      cost_model_free (cm);
+      return false;
+    }
+    cm->profile_path = g_strdup (cfg->profile);
+  }
+  cm->n_groups = g->n_groups;
+  cm->group_nodes = g_new (int32_t, MAX (g->n_groups, 1));
+  for (int32_t i = 0; i < g->n_groups; i++)
+    cm->group_nodes[i] = group_span (c->gpus_per_node, &g->groups[i]);
+  /* targets are owned by the graph, which owns the model */
+  cm->unknown_set = g_hash_table_new (g_str_hash, g_str_equal);
+  cm->unknown = g_ptr_array_new ();
+  g_ptr_array_add (cm->unknown, NULL);
+
+  if (g->cost_model && g->cost_model_free)
+    g->cost_model_free (g->cost_model);
+  g->cost_model = cm;
+  g->cost_model_free = cost_model_free;
+
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    SgNode *n = &g->nodes[i];
+    n->est_us = sg_cost_node_us (cm, g, i, &n->est_src);
+    if (n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL)
+      note_unknown (cm, n->target);
+  }
+  return true;
+}
+
+const char *const *
+sg_estimate_unknown_targets (const SgGraph *g, size_t *n)
+{
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  if (!cm) {
+    static const char *const none[] = { NULL };
+    *n = 0;
+    return none;
+  }
+  *n = cm->unknown->len - 1;
+  return (const char *const *)cm->unknown->pdata;
+}
