@@ -7,10 +7,23 @@
  */
 #pragma once
 
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
 #include "estimate.h"
 #include "graph.h"
 
 G_BEGIN_DECLS
+
+/* GError domain of schedule/. */
+#define SG_SCHEDULE_ERROR (sg_schedule_error_quark ())
+GQuark sg_schedule_error_quark (void);
+typedef enum {
+  SG_SCHEDULE_ERROR_ORDER, /* not a valid order: unknown/missing/repeated name, input after user */
+  SG_SCHEDULE_ERROR_IO,    /* unreadable order file, malformed JSON */
+  SG_SCHEDULE_ERROR_COST,  /* the estimate pass has not run */
+  SG_SCHEDULE_ERROR_CYCLE, /* an implicit edge would close a cycle */
+} SgScheduleError;
 
 typedef enum {
   SG_EXPOSURE_HIDDEN,  /* 0 us exposed */
@@ -29,6 +42,9 @@ typedef struct {
   SgExposure status;
   SgNodeId hidden_by; /* the first compute node that overlapped it, or SG_NO_NODE */
   int32_t n_hiding;   /* compute nodes that overlapped it */
+  SgNodeId last_hiding; /* the last compute node that overlapped it, or SG_NO_NODE */
+  double overlap_us;  /* time it ran while the compute stream was busy */
+  double issue_us;    /* compute-stream time at which it was issued */
 } SgCollRow;
 
 typedef struct {
@@ -39,6 +55,10 @@ typedef struct {
   uint64_t peak_bytes;
   /* per node start/end on its stream (n_nodes each), for traces */
   double *node_start, *node_end;
+  int32_t n_nodes;
+  double compute_busy_us; /* compute-stream busy time, contention included */
+  double critical_path_us; /* longest data path with solo costs */
+  const SgNodeId *order_ref; /* not owned; NULL after clear */
 } SgSimResult;
 
 /* Simulates @order (all node ids; NULL = id order) with the graph's cost
@@ -57,5 +77,108 @@ bool sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error);
  * (transfer full), or NULL with @error naming the first name that is
  * unknown, missing, repeated, or placed before one of its inputs. */
 SgNodeId *sg_order_load (const SgGraph *g, const char *path, GError **error);
+
+/* Simulates with explicit contention factors instead of the cost model's
+ * (tests; @cont NULL = the model's, or none when no model is attached). */
+bool sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
+                       SgSimResult *out, GError **error);
+
+/* Checks that @order (n_nodes ids) is a permutation of the graph's ids in
+ * which every node comes after its inputs; @error names the first node at
+ * fault. */
+bool sg_order_check (const SgGraph *g, const SgNodeId *order, GError **error);
+
+/* Same as sg_order_load() from a parsed JSON array; (transfer none) @arr. */
+SgNodeId *sg_order_from_json (const SgGraph *g, const cJSON *arr, const char *what,
+                              GError **error);
+
+/* Statistics of the last sg_schedule_reorder() run on a graph. */
+typedef struct {
+  int32_t variant;          /* index of the winning variant; -1 = input order kept */
+  const char *variant_name; /* "input", "pull-0", "pull-256", ... (static) */
+  double input_exposed_us, scheduled_exposed_us;
+  uint64_t input_peak_bytes, peak_limit_bytes, scheduled_peak_bytes;
+  int32_t n_variants, n_pulled, n_early_waits, n_forced;
+} SgScheduleStats;
+
+/* Runs the scheduler without touching the graph: the chosen order
+ * (transfer full, n_nodes ids) and its statistics. cfg may be NULL
+ * (defaults). */
+SgNodeId *sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
+                               GError **error);
+
+/* Documented defaults of the scheduler's limits (docs/scheduler.md). */
+#define SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE 0.05
+#define SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES 0 /* unlimited: memory decides */
+#define SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT 0  /* unlimited: memory decides */
+
+/* --- augmented graph (aug.c) -------------------------------------------- */
+
+/* Kinds of implicit edges (SgImplicitEdge.kind). */
+typedef enum {
+  SG_EDGE_HIDE_START = 1, /* collective -> the first compute that hides it */
+  SG_EDGE_HIDE_WAIT,      /* the last compute that hides it -> the collective's wait */
+  SG_EDGE_BUCKET,         /* a bucket member shares its siblings' dependencies */
+  SG_EDGE_OTHER,
+} SgEdgeKind;
+
+const char *sg_edge_kind_name (SgEdgeKind k); /* "hide_start", "hide_wait", "bucket", "other" */
+
+/* Appends an implicit edge to g->implicit_edges (by name). */
+void sg_implicit_edge_add (SgGraph *g, SgNodeId from, SgNodeId to, SgEdgeKind kind);
+/* Removes every implicit edge of @kind (0 = all). */
+void sg_implicit_edges_clear (SgGraph *g, SgEdgeKind kind);
+
+/* The augmented graph: data edges plus implicit edges, with a dynamic
+ * topological order (Pearce-Kelly) used to prune reachability searches.
+ * Memory O(nodes + edges); no per-node ancestor sets. */
+typedef struct SgAug SgAug;
+
+/* (transfer full) The augmented graph of @g over its current id order, with
+ * g->implicit_edges loaded (edges naming missing nodes, or that would close
+ * a cycle, are skipped). O(nodes + edges). @g must outlive it and must not
+ * be mutated while it lives. */
+SgAug *sg_aug_new (const SgGraph *g);
+void sg_aug_free (SgAug *a);
+
+/* Adds @from -> @to. Refuses (false, SG_SCHEDULE_ERROR_CYCLE naming both
+ * nodes) when @to already reaches @from. Cost: one reachability search,
+ * plus, when the edge goes against the current topological order, a
+ * Pearce-Kelly reorder of the affected region only. */
+bool sg_aug_add_edge (SgAug *a, SgNodeId from, SgNodeId to, GError **error);
+
+/* True when there is a path @from ->* @to (true for from == to). A
+ * depth-first search that only visits nodes whose topological position is
+ * at most @to's (visited stamps, no allocation): O(nodes and edges between
+ * the two positions), O(1) when @to comes first. */
+bool sg_aug_reaches (SgAug *a, SgNodeId from, SgNodeId to);
+
+/* (transfer none) The current topological order of the augmented graph
+ * (n_nodes ids); id order until an edge against it is added. */
+const SgNodeId *sg_aug_order (const SgAug *a);
+
+/* Number of implicit edges currently held. */
+int32_t sg_aug_n_implicit (const SgAug *a);
+
+/* --- reports (report.c) -------------------------------------------------- */
+
+/* (transfer full) The metrics object M of docs/report-format.md: collectives,
+ * hidden, partial, exposed, exposed_us, comm_us, compute_us, step_us,
+ * lower_bound_us, peak_bytes (us rounded to 0.001). */
+cJSON *sg_report_metrics (const SgGraph *g, const SgSimResult *r);
+/* (transfer full) One row per collective, in issue order: name, kind,
+ * group, bytes, estimated_us, exposed_us, status, source, start_us, end_us,
+ * hidden_by (null when none). Names are resolved now, from @g's ids. */
+cJSON *sg_report_rows (const SgGraph *g, const SgSimResult *r);
+/* A readable multi-line summary headed by @label. */
+void sg_report_print_summary (FILE *out, const char *label, const SgGraph *g,
+                              const SgSimResult *r);
+/* (transfer full) A Chrome-trace JSON object {"traceEvents": [...],
+ * "displayTimeUnit": "ns"}: ph "X" events on pid 0, tid 0 = compute, tid 1+g
+ * = group g's comm stream, plus thread_name metadata. Opens in
+ * ui.perfetto.dev. */
+cJSON *sg_trace_build (const SgGraph *g, const SgSimResult *r);
+/* Rounds to 0.001 (the precision every report uses). */
+double sg_report_round_us (double us);
 
 G_END_DECLS

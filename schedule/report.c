@@ -1,0 +1,230 @@
+/* report.c: what the simulator found, as report JSON (docs/report-format.md),
+ * a readable summary and a Chrome trace (ui.perfetto.dev, chrome://tracing).
+ *
+ * Every microsecond is rounded to 0.001 and every byte count is an integer,
+ * so the same input gives byte-identical output. Names are looked up from
+ * the graph at call time (ids change when a later pass permutes).
+ * Requires: an SgSimResult of the graph as it is now. Invalidates: nothing.
+ */
+#include <string.h>
+
+#include "schedule-private.h"
+
+double
+sg_report_round_us (double us)
+{
+  if (!isfinite (us))
+    return 0.0;
+  double r = round (us * 1000.0) / 1000.0;
+  return r == 0.0 ? 0.0 : r; /* no "-0" */
+}
+
+static void
+add_us (cJSON *o, const char *key, double us)
+{
+  cJSON_AddNumberToObject (o, key, sg_report_round_us (us));
+}
+
+cJSON *
+sg_report_metrics (const SgGraph *g, const SgSimResult *r)
+{
+  g_return_val_if_fail (g && r, NULL);
+  cJSON *m = cJSON_CreateObject ();
+  cJSON_AddNumberToObject (m, "collectives", r->n_rows);
+  cJSON_AddNumberToObject (m, "hidden", r->hidden);
+  cJSON_AddNumberToObject (m, "partial", r->partial);
+  cJSON_AddNumberToObject (m, "exposed", r->exposed);
+  add_us (m, "exposed_us", r->exposed_us);
+  add_us (m, "comm_us", r->comm_us);
+  add_us (m, "compute_us", r->compute_us);
+  add_us (m, "step_us", r->step_us);
+  add_us (m, "lower_bound_us", r->lower_bound_us);
+  cJSON_AddNumberToObject (m, "peak_bytes", (double)r->peak_bytes);
+  return m;
+}
+
+static const char *
+group_name (const SgGraph *g, int32_t grp)
+{
+  return grp >= 0 && grp < g->n_groups ? g->groups[grp].name : "";
+}
+
+cJSON *
+sg_report_rows (const SgGraph *g, const SgSimResult *r)
+{
+  g_return_val_if_fail (g && r, NULL);
+  cJSON *rows = cJSON_CreateArray ();
+  for (int32_t i = 0; i < r->n_rows; i++) {
+    const SgCollRow *row = &r->rows[i];
+    const SgNode *n = &g->nodes[row->node];
+    cJSON *o = cJSON_CreateObject ();
+    cJSON_AddStringToObject (o, "name", n->name);
+    cJSON_AddStringToObject (o, "kind", sg_op_name (n->kind));
+    cJSON_AddStringToObject (o, "group", group_name (g, n->group));
+    cJSON_AddNumberToObject (o, "bytes", (double)sg_node_comm_bytes (g, row->node));
+    add_us (o, "estimated_us", row->est_us);
+    add_us (o, "exposed_us", row->exposed_us);
+    cJSON_AddStringToObject (o, "status", sg_exposure_name (row->status));
+    cJSON_AddStringToObject (o, "source", sg_cost_source_name (n->est_src));
+    add_us (o, "start_us", row->start_us);
+    add_us (o, "end_us", row->end_us);
+    if (row->hidden_by != SG_NO_NODE)
+      cJSON_AddStringToObject (o, "hidden_by", g->nodes[row->hidden_by].name);
+    else
+      cJSON_AddNullToObject (o, "hidden_by");
+    cJSON_AddNumberToObject (o, "n_hiding", row->n_hiding);
+    if (row->wait != SG_NO_NODE)
+      cJSON_AddStringToObject (o, "wait", g->nodes[row->wait].name);
+    else
+      cJSON_AddNullToObject (o, "wait");
+    cJSON_AddItemToArray (rows, o);
+  }
+  return rows;
+}
+
+static void
+fmt_bytes (char *buf, size_t len, uint64_t b)
+{
+  if (b >= (1ull << 30))
+    g_snprintf (buf, len, "%.2f GiB", (double)b / (double)(1ull << 30));
+  else if (b >= (1ull << 20))
+    g_snprintf (buf, len, "%.2f MiB", (double)b / (double)(1ull << 20));
+  else if (b >= (1ull << 10))
+    g_snprintf (buf, len, "%.2f KiB", (double)b / (double)(1ull << 10));
+  else
+    g_snprintf (buf, len, "%" G_GUINT64_FORMAT " B", b);
+}
+
+void
+sg_report_print_summary (FILE *out, const char *label, const SgGraph *g, const SgSimResult *r)
+{
+  g_return_if_fail (out && g && r);
+  char peak[32];
+  fmt_bytes (peak, sizeof peak, r->peak_bytes);
+  double eff = r->step_us > 0.0 ? 100.0 * r->lower_bound_us / r->step_us : 100.0;
+  fprintf (out, "%s:\n", label ? label : "order");
+  fprintf (out, "  step %.3f us (lower bound %.3f us, %.1f%%), compute %.3f us, comm %.3f us\n",
+           r->step_us, r->lower_bound_us, eff, r->compute_us, r->comm_us);
+  fprintf (out, "  collectives %d: %d hidden, %d partial, %d exposed; exposed %.3f us\n",
+           r->n_rows, r->hidden, r->partial, r->exposed, r->exposed_us);
+  fprintf (out, "  peak memory %s\n", peak);
+  /* The worst offenders, largest exposure first (ties: issue order). */
+  int32_t shown = 0;
+  g_autofree int32_t *idx = g_new (int32_t, (size_t)MAX (r->n_rows, 1));
+  for (int32_t i = 0; i < r->n_rows; i++)
+    idx[i] = i;
+  for (int32_t i = 1; i < r->n_rows; i++) {
+    int32_t v = idx[i], j = i;
+    while (j > 0 && r->rows[idx[j - 1]].exposed_us < r->rows[v].exposed_us) {
+      idx[j] = idx[j - 1];
+      j--;
+    }
+    idx[j] = v;
+  }
+  for (int32_t i = 0; i < r->n_rows && shown < 5; i++) {
+    const SgCollRow *row = &r->rows[idx[i]];
+    if (row->status == SG_EXPOSURE_HIDDEN)
+      break;
+    const SgNode *n = &g->nodes[row->node];
+    fprintf (out, "  %-8s %-32s %-14s group %-4s est %10.3f us exposed %10.3f us\n",
+             sg_exposure_name (row->status), n->name, sg_op_name (n->kind),
+             group_name (g, n->group), row->est_us, row->exposed_us);
+    shown++;
+  }
+}
+
+static void
+trace_event (cJSON *ev, const char *name, const char *cat, int tid, double ts, double dur,
+             cJSON *args)
+{
+  cJSON *e = cJSON_CreateObject ();
+  cJSON_AddStringToObject (e, "name", name);
+  cJSON_AddStringToObject (e, "cat", cat);
+  cJSON_AddStringToObject (e, "ph", "X");
+  cJSON_AddNumberToObject (e, "pid", 0);
+  cJSON_AddNumberToObject (e, "tid", tid);
+  add_us (e, "ts", ts);
+  add_us (e, "dur", dur);
+  cJSON_AddItemToObject (e, "args", args);
+  cJSON_AddItemToArray (ev, e);
+}
+
+static void
+thread_name (cJSON *ev, int tid, const char *name)
+{
+  cJSON *e = cJSON_CreateObject ();
+  cJSON_AddStringToObject (e, "name", "thread_name");
+  cJSON_AddStringToObject (e, "ph", "M");
+  cJSON_AddNumberToObject (e, "pid", 0);
+  cJSON_AddNumberToObject (e, "tid", tid);
+  cJSON *a = cJSON_AddObjectToObject (e, "args");
+  cJSON_AddStringToObject (a, "name", name);
+  cJSON_AddItemToArray (ev, e);
+  e = cJSON_CreateObject ();
+  cJSON_AddStringToObject (e, "name", "thread_sort_index");
+  cJSON_AddStringToObject (e, "ph", "M");
+  cJSON_AddNumberToObject (e, "pid", 0);
+  cJSON_AddNumberToObject (e, "tid", tid);
+  a = cJSON_AddObjectToObject (e, "args");
+  cJSON_AddNumberToObject (a, "sort_index", tid);
+  cJSON_AddItemToArray (ev, e);
+}
+
+cJSON *
+sg_trace_build (const SgGraph *g, const SgSimResult *r)
+{
+  g_return_val_if_fail (g && r && r->node_start && r->n_nodes == g->n_nodes, NULL);
+  cJSON *root = cJSON_CreateObject ();
+  cJSON *ev = cJSON_AddArrayToObject (root, "traceEvents");
+  cJSON *pm = cJSON_CreateObject ();
+  cJSON_AddStringToObject (pm, "name", "process_name");
+  cJSON_AddStringToObject (pm, "ph", "M");
+  cJSON_AddNumberToObject (pm, "pid", 0);
+  cJSON_AddNumberToObject (pm, "tid", 0);
+  cJSON *pa = cJSON_AddObjectToObject (pm, "args");
+  g_autofree char *pname = g_strdup_printf ("schedgraph (predicted) %s rank %d", g->source,
+                                            g->rank);
+  cJSON_AddStringToObject (pa, "name", pname);
+  cJSON_AddItemToArray (ev, pm);
+  thread_name (ev, 0, "compute");
+  for (int32_t i = 0; i < g->n_groups; i++) {
+    g_autofree char *t = g_strdup_printf ("comm group %s", g->groups[i].name);
+    thread_name (ev, 1 + i, t);
+  }
+  /* Compute and waits in id order (the order the graph runs in when the
+   * result is of the current id order), then collectives in issue order. */
+  for (SgNodeId x = 0; x < g->n_nodes; x++) {
+    const SgNode *n = &g->nodes[x];
+    SgRole role = sg_sched_role (n);
+    if (role == SG_ROLE_COLL)
+      continue;
+    double dur = r->node_end[x] - r->node_start[x];
+    if (role == SG_ROLE_COMPUTE && sg_sched_cost (n) <= 0.0)
+      continue;
+    if (role == SG_ROLE_WAIT && dur <= 0.0)
+      continue;
+    cJSON *args = cJSON_CreateObject ();
+    cJSON_AddStringToObject (args, "op", sg_op_name (n->kind));
+    add_us (args, "est_us", sg_sched_cost (n));
+    cJSON_AddStringToObject (args, "source", sg_cost_source_name (n->est_src));
+    trace_event (ev, n->name, role == SG_ROLE_WAIT ? "stall" : "compute", 0, r->node_start[x],
+                 dur, args);
+  }
+  for (int32_t i = 0; i < r->n_rows; i++) {
+    const SgCollRow *row = &r->rows[i];
+    const SgNode *n = &g->nodes[row->node];
+    cJSON *args = cJSON_CreateObject ();
+    cJSON_AddStringToObject (args, "op", sg_op_name (n->kind));
+    add_us (args, "est_us", row->est_us);
+    cJSON_AddStringToObject (args, "source", sg_cost_source_name (n->est_src));
+    cJSON_AddNumberToObject (args, "bytes", (double)sg_node_comm_bytes (g, row->node));
+    add_us (args, "exposed_us", row->exposed_us);
+    cJSON_AddStringToObject (args, "status", sg_exposure_name (row->status));
+    if (row->hidden_by != SG_NO_NODE)
+      cJSON_AddStringToObject (args, "hidden_by", g->nodes[row->hidden_by].name);
+    trace_event (ev, n->name, "comm", 1 + n->group, row->start_us, row->end_us - row->start_us,
+                 args);
+  }
+  cJSON_AddStringToObject (root, "displayTimeUnit", "ns");
+  return root;
+}

@@ -1,0 +1,92 @@
+/* schedule-private.h: schedule/'s internal pieces shared by its files.
+ *
+ * The timeline engine (sim.c) is the one model of time: sg_simulate() walks
+ * a whole order through it and the list scheduler (scheduler.c) drives it
+ * one placement at a time, so the scheduler's clock and the judge agree by
+ * construction.
+ */
+#pragma once
+
+#include "schedule.h"
+
+/* What a node is to the timeline. */
+typedef enum {
+  SG_ROLE_COMPUTE, /* runs on the compute stream (free nodes take 0 us) */
+  SG_ROLE_COLL,    /* runs on its group's comm stream */
+  SG_ROLE_WAIT,    /* stalls the compute stream until its collective ends */
+} SgRole;
+
+static inline SgRole
+sg_sched_role (const SgNode *n)
+{
+  SgOpClass c = sg_op_class (n->kind);
+  if (c == SG_CLASS_COLLECTIVE)
+    return SG_ROLE_COLL;
+  if (c == SG_CLASS_WAIT)
+    return SG_ROLE_WAIT;
+  return SG_ROLE_COMPUTE;
+}
+
+/* Solo cost the timeline uses: est_us for compute and collectives, 0 for
+ * aliases (views, getitem, waits), inputs and the output. */
+static inline double
+sg_sched_cost (const SgNode *n)
+{
+  SgOpClass c = sg_op_class (n->kind);
+  if (c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM || c == SG_CLASS_WAIT || c == SG_CLASS_INPUT
+      || c == SG_CLASS_OUTPUT)
+    return 0.0;
+  return n->est_us > 0.0 ? n->est_us : 0.0;
+}
+
+/* The engine. Collectives of one group run FIFO on the group's stream; the
+ * head of each non-empty queue is running. While the compute stream is
+ * busy, running collectives progress at 1/comm_slowdown and compute at
+ * 1/compute_slowdown (when at least one collective runs); otherwise at 1. */
+typedef struct {
+  const SgGraph *g;
+  double cs, ms; /* compute_slowdown, comm_slowdown */
+  double now;    /* the compute stream's clock */
+  double busy_us;
+  int32_t n_groups, n_active;
+  int32_t *ghead, *gtail; /* per group: queue of row indices, -1 when empty */
+  int32_t *rnext;         /* per row: next in its group's queue */
+  double *rem;            /* per row: solo work left */
+  uint8_t *fin;           /* per row: finished */
+  SgCollRow *rows;
+  int32_t n_rows, cap_rows;
+  int32_t *row_of;            /* per node: its row, -1 */
+  double *node_start, *node_end; /* per node; NULL when not tracked */
+  /* Called when a collective finishes (the scheduler unblocks its users). */
+  void (*on_finish) (void *ud, SgNodeId coll);
+  void *ud;
+} SgSimEngine;
+
+void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
+void sg_eng_clear (SgSimEngine *e);
+/* Issues collective @c now; returns its row. */
+int32_t sg_eng_issue (SgSimEngine *e, SgNodeId c);
+/* Runs compute node @x of solo @work us on the compute stream. */
+void sg_eng_compute (SgSimEngine *e, SgNodeId x, double work);
+/* Wait @w on collective @c: stalls until @c ends; returns the stall. */
+double sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c);
+/* Runs every queued collective to its end (compute idle). */
+void sg_eng_drain (SgSimEngine *e);
+static inline bool
+sg_eng_finished (const SgSimEngine *e, SgNodeId c)
+{
+  int32_t r = e->row_of[c];
+  return r >= 0 && e->fin[r];
+}
+
+/* Storage liveness (the rule of sg_graph_peak_bytes): @pos maps id ->
+ * position. Fills @profile (n_nodes entries, by position; may be NULL)
+ * with the live bytes while the node at that position runs and returns the
+ * peak. */
+uint64_t sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile);
+
+/* Storage root of every node (aliases resolved), (transfer full). */
+SgNodeId *sg_sched_roots (const SgGraph *g);
+
+/* id -> position for @order (NULL = identity), (transfer full). */
+int32_t *sg_sched_positions (const SgGraph *g, const SgNodeId *order);

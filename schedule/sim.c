@@ -1,0 +1,466 @@
+/* sim.c: the timeline simulator, the single judge of an order.
+ *
+ * One compute stream and one comm stream per process group (NCCL
+ * serialises the collectives of one communicator). Walking the order:
+ * compute nodes run back to back on the compute stream; a collective is
+ * queued on its group's stream at the compute stream's current time and
+ * starts when the stream is free; a wait stalls the compute stream until
+ * its collective ends (that stall is the collective's exposed time).
+ * Contention is integrated piecewise, event by event: while the compute
+ * stream is busy, running collectives progress at 1/comm_slowdown; while
+ * any collective runs, compute progresses at 1/compute_slowdown.
+ * Mirrors: the runtime estimate of Inductor's overlap scheduler and XLA's
+ * latency-hiding scheduler's async tracker, with contention added.
+ * Requires: est_us (estimate/). Invalidates: nothing (read-only).
+ */
+#include <string.h>
+
+#include "schedule-private.h"
+
+G_DEFINE_QUARK (sg-schedule-error-quark, sg_schedule_error)
+
+/* Below this much work left, a collective counts as finished (rounding). */
+#define REM_EPS 1e-9
+
+const char *
+sg_exposure_name (SgExposure e)
+{
+  switch (e) {
+  case SG_EXPOSURE_HIDDEN:
+    return "hidden";
+  case SG_EXPOSURE_PARTIAL:
+    return "partial";
+  case SG_EXPOSURE_EXPOSED:
+    return "exposed";
+  }
+  return "exposed";
+}
+
+/* --- engine --------------------------------------------------------------- */
+
+void
+sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes)
+{
+  memset (e, 0, sizeof *e);
+  e->g = g;
+  e->cs = cont && cont->compute_slowdown >= 1.0 ? cont->compute_slowdown : 1.0;
+  e->ms = cont && cont->comm_slowdown >= 1.0 ? cont->comm_slowdown : 1.0;
+  e->n_groups = g->n_groups;
+  int32_t ng = MAX (g->n_groups, 1);
+  e->ghead = g_new (int32_t, (size_t)ng);
+  e->gtail = g_new (int32_t, (size_t)ng);
+  for (int32_t i = 0; i < ng; i++)
+    e->ghead[i] = e->gtail[i] = -1;
+  int32_t nc = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    nc += sg_sched_role (&g->nodes[i]) == SG_ROLE_COLL;
+  e->cap_rows = MAX (nc, 1);
+  e->rows = g_new0 (SgCollRow, (size_t)e->cap_rows);
+  e->rnext = g_new (int32_t, (size_t)e->cap_rows);
+  e->rem = g_new0 (double, (size_t)e->cap_rows);
+  e->fin = g_new0 (uint8_t, (size_t)e->cap_rows);
+  e->row_of = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    e->row_of[i] = -1;
+  if (track_nodes) {
+    e->node_start = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
+    e->node_end = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
+  }
+}
+
+void
+sg_eng_clear (SgSimEngine *e)
+{
+  g_free (e->ghead);
+  g_free (e->gtail);
+  g_free (e->rows);
+  g_free (e->rnext);
+  g_free (e->rem);
+  g_free (e->fin);
+  g_free (e->row_of);
+  g_free (e->node_start);
+  g_free (e->node_end);
+  memset (e, 0, sizeof *e);
+}
+
+static void
+finish_head (SgSimEngine *e, int32_t grp)
+{
+  int32_t r = e->ghead[grp];
+  e->rem[r] = 0.0;
+  e->fin[r] = 1;
+  e->rows[r].end_us = e->now;
+  if (e->node_end)
+    e->node_end[e->rows[r].node] = e->now;
+  e->ghead[grp] = e->rnext[r];
+  if (e->ghead[grp] < 0) {
+    e->gtail[grp] = -1;
+    e->n_active--;
+  } else {
+    int32_t nx = e->ghead[grp];
+    e->rows[nx].start_us = e->now;
+    if (e->node_start)
+      e->node_start[e->rows[nx].node] = e->now;
+  }
+  if (e->on_finish)
+    e->on_finish (e->ud, e->rows[r].node);
+}
+
+/* Finishes every running collective with no work left. */
+static void
+settle (SgSimEngine *e)
+{
+  for (int32_t grp = 0; grp < e->n_groups; grp++)
+    while (e->ghead[grp] >= 0 && e->rem[e->ghead[grp]] <= REM_EPS)
+      finish_head (e, grp);
+}
+
+/* Advances time by at most @max_dt (INFINITY: to the next collective end).
+ * @busy: the compute stream runs @hider meanwhile. Sets *dt; returns true
+ * when the step ended because @max_dt ran out (not on a collective end). */
+static bool
+step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
+{
+  settle (e);
+  if (e->n_active == 0) {
+    *dt = max_dt;
+    e->now += isfinite (max_dt) ? max_dt : 0.0;
+    return true;
+  }
+  double slow = busy ? e->ms : 1.0;
+  double best = max_dt;
+  int32_t who = -1;
+  for (int32_t grp = 0; grp < e->n_groups; grp++) {
+    int32_t h = e->ghead[grp];
+    if (h < 0)
+      continue;
+    double t = e->rem[h] * slow;
+    if (t < best) {
+      best = t;
+      who = grp;
+    }
+  }
+  bool hides = busy && best > 0.0 && hider != SG_NO_NODE;
+  for (int32_t grp = 0; grp < e->n_groups; grp++) {
+    int32_t h = e->ghead[grp];
+    if (h < 0)
+      continue;
+    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / slow;
+    if (hides) {
+      SgCollRow *row = &e->rows[h];
+      row->overlap_us += best;
+      if (row->last_hiding != hider) {
+        row->n_hiding++;
+        row->last_hiding = hider;
+        if (row->hidden_by == SG_NO_NODE)
+          row->hidden_by = hider;
+      }
+    }
+  }
+  e->now += best;
+  *dt = best;
+  if (who >= 0) {
+    finish_head (e, who);
+    settle (e);
+    return false;
+  }
+  return true;
+}
+
+int32_t
+sg_eng_issue (SgSimEngine *e, SgNodeId c)
+{
+  const SgNode *n = &e->g->nodes[c];
+  g_return_val_if_fail (e->n_rows < e->cap_rows && n->group >= 0 && n->group < e->n_groups, -1);
+  int32_t r = e->n_rows++;
+  SgCollRow *row = &e->rows[r];
+  row->node = c;
+  row->wait = SG_NO_NODE;
+  row->est_us = sg_sched_cost (n);
+  row->issue_us = e->now;
+  row->hidden_by = row->last_hiding = SG_NO_NODE;
+  row->status = SG_EXPOSURE_HIDDEN;
+  e->rem[r] = row->est_us;
+  e->rnext[r] = -1;
+  e->row_of[c] = r;
+  int32_t grp = n->group;
+  if (e->gtail[grp] < 0) {
+    e->ghead[grp] = e->gtail[grp] = r;
+    e->n_active++;
+    row->start_us = e->now;
+    if (e->node_start)
+      e->node_start[c] = e->now;
+  } else {
+    e->rnext[e->gtail[grp]] = r;
+    e->gtail[grp] = r;
+  }
+  settle (e);
+  return r;
+}
+
+void
+sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
+{
+  double t0 = e->now;
+  if (e->node_start)
+    e->node_start[x] = t0;
+  double left = work;
+  while (left > 0.0) {
+    settle (e);
+    if (e->n_active == 0) {
+      e->now += left;
+      break;
+    }
+    double dt;
+    if (step (e, true, left * e->cs, x, &dt))
+      break;
+    left -= dt / e->cs;
+    if (left <= REM_EPS * work)
+      break;
+  }
+  e->busy_us += e->now - t0;
+  if (e->node_end)
+    e->node_end[x] = e->now;
+}
+
+double
+sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
+{
+  int32_t r = e->row_of[c];
+  g_return_val_if_fail (r >= 0, 0.0);
+  double t0 = e->now;
+  if (e->node_start)
+    e->node_start[w] = t0;
+  while (!e->fin[r]) {
+    double dt;
+    step (e, false, INFINITY, SG_NO_NODE, &dt);
+  }
+  double stall = e->now - t0;
+  e->rows[r].exposed_us += stall;
+  if (e->rows[r].wait == SG_NO_NODE)
+    e->rows[r].wait = w;
+  if (e->node_end)
+    e->node_end[w] = e->now;
+  return stall;
+}
+
+void
+sg_eng_drain (SgSimEngine *e)
+{
+  while (e->n_active > 0) {
+    double dt;
+    step (e, false, INFINITY, SG_NO_NODE, &dt);
+  }
+}
+
+/* --- liveness ------------------------------------------------------------- */
+
+SgNodeId *
+sg_sched_roots (const SgGraph *g)
+{
+  SgNodeId *root = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
+  /* Inputs have lower ids, so one pass in id order resolves alias chains. */
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    const SgNode *n = &g->nodes[i];
+    if (sg_op_is_alias (n->kind) && n->n_in > 0) {
+      uint32_t k;
+      root[i] = root[sg_node_inputs (g, i, &k)[0]];
+    } else {
+      root[i] = i;
+    }
+  }
+  return root;
+}
+
+int32_t *
+sg_sched_positions (const SgGraph *g, const SgNodeId *order)
+{
+  int32_t *pos = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
+  for (int32_t p = 0; p < g->n_nodes; p++)
+    pos[order ? order[p] : p] = p;
+  return pos;
+}
+
+uint64_t
+sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile)
+{
+  int32_t n = g->n_nodes;
+  if (n <= 0)
+    return 0;
+  g_autofree SgNodeId *root = sg_sched_roots (g);
+  /* A collective reads its input until its wait (it runs asynchronously);
+   * the output node's inputs live to the end. Same rule as
+   * sg_graph_peak_bytes() (graph/liveness.c); a test checks they agree. */
+  g_autofree int32_t *use_end = g_new (int32_t, (size_t)n);
+  g_autofree int32_t *last = g_new (int32_t, (size_t)n);
+  for (SgNodeId i = 0; i < n; i++)
+    use_end[i] = last[i] = pos[i];
+  for (SgNodeId i = 0; i < n; i++) {
+    SgNodeId c = sg_node_wait_target (g, i);
+    if (c != SG_NO_NODE && pos[i] > use_end[c])
+      use_end[c] = pos[i];
+  }
+  for (SgNodeId i = 0; i < n; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, i, &k);
+    int32_t t = g->nodes[i].op == SG_NODE_OUTPUT ? n - 1 : use_end[i];
+    for (uint32_t j = 0; j < k; j++) {
+      SgNodeId r = root[in[j]];
+      last[r] = MAX (last[r], t);
+    }
+  }
+  g_autofree int64_t *diff = g_new0 (int64_t, (size_t)n + 1);
+  for (SgNodeId i = 0; i < n; i++) {
+    if (root[i] != i)
+      continue;
+    uint64_t b = sg_node_alloc_bytes (g, i);
+    if (b == 0)
+      continue;
+    const SgNode *nd = &g->nodes[i];
+    bool input = nd->op == SG_NODE_PLACEHOLDER || nd->op == SG_NODE_GET_ATTR;
+    diff[input ? 0 : pos[i]] += (int64_t)b;
+    diff[last[i] + 1] -= (int64_t)b;
+  }
+  int64_t live = 0;
+  uint64_t peak = 0;
+  for (int32_t p = 0; p < n; p++) {
+    live += diff[p];
+    if (profile)
+      profile[p] = (uint64_t)live;
+    peak = MAX (peak, (uint64_t)live);
+  }
+  return peak;
+}
+
+/* --- sg_simulate ------------------------------------------------------------ */
+
+void
+sg_sim_result_clear (SgSimResult *r)
+{
+  if (!r)
+    return;
+  g_free (r->rows);
+  g_free (r->node_start);
+  g_free (r->node_end);
+  memset (r, 0, sizeof *r);
+}
+
+static bool
+check_costs (const SgGraph *g, GError **error)
+{
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    double c = g->nodes[i].est_us;
+    if (!isfinite (c) || c < 0.0) {
+      g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_COST,
+                   "node '%s': est_us is %g, not a finite cost >= 0 (run the estimate pass)",
+                   g->nodes[i].name, c);
+      return false;
+    }
+  }
+  return true;
+}
+
+static double
+critical_path (const SgGraph *g)
+{
+  g_autofree double *fin = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
+  double best = 0.0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, i, &k);
+    double t = 0.0;
+    for (uint32_t j = 0; j < k; j++)
+      t = MAX (t, fin[in[j]]);
+    fin[i] = t + sg_sched_cost (&g->nodes[i]);
+    best = MAX (best, fin[i]);
+  }
+  return best;
+}
+
+bool
+sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
+                  SgSimResult *out, GError **error)
+{
+  g_return_val_if_fail (g != NULL && out != NULL, false);
+  memset (out, 0, sizeof *out);
+  if (order && !sg_order_check (g, order, error))
+    return false;
+  if (!check_costs (g, error))
+    return false;
+  SgContention none = { 1.0, 1.0 };
+  if (!cont) {
+    const SgCostModel *cm = sg_graph_cost_model (g);
+    cont = cm ? sg_cost_model_contention (cm) : &none;
+  }
+  SgSimEngine e;
+  sg_eng_init (&e, g, cont, true);
+  g_autofree double *group_work = g_new0 (double, (size_t)MAX (g->n_groups, 1));
+  double compute_us = 0.0, comm_us = 0.0;
+  for (int32_t p = 0; p < g->n_nodes; p++) {
+    SgNodeId x = order ? order[p] : p;
+    const SgNode *n = &g->nodes[x];
+    switch (sg_sched_role (n)) {
+    case SG_ROLE_COLL:
+      sg_eng_issue (&e, x);
+      comm_us += sg_sched_cost (n);
+      group_work[n->group] += sg_sched_cost (n);
+      break;
+    case SG_ROLE_WAIT: {
+      SgNodeId c = sg_node_wait_target (g, x);
+      if (c != SG_NO_NODE && e.row_of[c] >= 0) {
+        sg_eng_wait (&e, x, c);
+      } else {
+        e.node_start[x] = e.node_end[x] = e.now;
+      }
+      break;
+    }
+    case SG_ROLE_COMPUTE:
+      compute_us += sg_sched_cost (n);
+      sg_eng_compute (&e, x, sg_sched_cost (n));
+      break;
+    }
+  }
+  double compute_end = e.now;
+  sg_eng_drain (&e);
+  out->step_us = MAX (compute_end, e.now);
+  out->compute_us = compute_us;
+  out->comm_us = comm_us;
+  out->compute_busy_us = e.busy_us;
+  out->critical_path_us = critical_path (g);
+  double lb = MAX (compute_us, out->critical_path_us);
+  for (int32_t i = 0; i < g->n_groups; i++)
+    lb = MAX (lb, group_work[i]);
+  out->lower_bound_us = lb;
+  for (int32_t r = 0; r < e.n_rows; r++) {
+    SgCollRow *row = &e.rows[r];
+    double thr = MAX (0.005 * row->est_us, 0.01);
+    if (row->exposed_us < thr)
+      row->status = SG_EXPOSURE_HIDDEN;
+    else if (row->overlap_us <= 0.0)
+      row->status = SG_EXPOSURE_EXPOSED;
+    else
+      row->status = SG_EXPOSURE_PARTIAL;
+    out->hidden += row->status == SG_EXPOSURE_HIDDEN;
+    out->partial += row->status == SG_EXPOSURE_PARTIAL;
+    out->exposed += row->status == SG_EXPOSURE_EXPOSED;
+    out->exposed_us += row->exposed_us;
+  }
+  g_autofree int32_t *pos = sg_sched_positions (g, order);
+  out->peak_bytes = sg_sched_liveness (g, pos, NULL);
+  out->n_rows = e.n_rows;
+  out->rows = e.rows;
+  out->node_start = e.node_start;
+  out->node_end = e.node_end;
+  out->n_nodes = g->n_nodes;
+  out->order_ref = order;
+  e.rows = NULL;
+  e.node_start = e.node_end = NULL;
+  sg_eng_clear (&e);
+  return true;
+}
+
+bool
+sg_simulate (const SgGraph *g, const SgNodeId *order, SgSimResult *out, GError **error)
+{
+  return sg_simulate_with (g, order, NULL, out, error);
+}
