@@ -1,0 +1,516 @@
+/* bucket.c: the greedy, simulator-checked bucketing pass.
+ *
+ * Mirrors the idea of PyTorch 2.11's overlap-preserving bucketer
+ * (torch/_inductor/fx_passes/overlap_preserving_bucketer.py): walk the
+ * collectives in the scheduled order, grow one open bucket per (kind, group,
+ * dtype, reduce op) with the next collective of that key, and keep a merge
+ * only when the augmented graph stays acyclic, the bucket stays under the
+ * byte cap and the timeline simulator's exposed_us does not rise. Ours
+ * judges every merge by re-simulating the whole bucketed graph (contention
+ * included) rather than by interval bookkeeping, and never gives up early.
+ * Scale: merges are tried in batches (one simulation per batch, bisected on
+ * refusal), so the number of simulations grows with the number of refused
+ * merges, not with the number of collectives (docs/bucketing.md).
+ * Requires: estimate (g->cost_model, est_us), a topological order (the
+ * scheduler's), implicit edges of the scheduler (optional).
+ * Invalidates: node ids, users; adds pack/unpack nodes.
+ */
+#include "bucket-private.h"
+
+#include <string.h>
+
+/* At most this many members per bucket (bounds the pairwise cycle checks). */
+#define MAX_MEMBERS 64
+/* Candidates up to this count are decided one merge per simulation. */
+#define SEQUENTIAL_LIMIT 256
+/* Batches of larger graphs: about this many simulations when all succeed. */
+#define TARGET_BATCHES 64
+#define EXPOSED_EPS_US 1e-9
+
+typedef struct {
+  SgOpKind kind;
+  int32_t group;
+  SgDtype dtype;
+  SgReduceOp reduce;
+} Key;
+
+typedef struct {
+  SgNodeId c, w;
+  int32_t key;
+  uint64_t bytes;
+} Cand;
+
+typedef struct {
+  GArray *members; /* candidate indices (accepted), ascending */
+  GArray *tent;    /* candidate indices proposed in the open batch */
+  uint64_t bytes;  /* accepted + tentative */
+} Bucket;
+
+typedef struct {
+  SgGraph *g;
+  const SgConfig *cfg;
+  SgBucketStats *st;
+  SgAug *aug;
+  Cand *cands;
+  int32_t n_cands;
+  GArray *buckets; /* Bucket */
+  /* proposals of the open batch: candidate index and target bucket */
+  GArray *prop_c, *prop_b;
+  double cur_exposed, cur_step;
+  uint64_t cap;
+} Ctx;
+
+static void
+cost_new_nodes (SgGraph *g)
+{
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    SgNode *n = &g->nodes[i];
+    if (n->est_src == SG_COST_NONE)
+      n->est_us = cm ? sg_cost_node_us (cm, g, i, &n->est_src) : 0.0;
+  }
+}
+
+/* Specs of the accepted buckets plus proposals [lo, hi) of the batch, in
+ * @base's ids. (transfer full) members arrays of the specs. */
+static SgBucketSpec *
+build_specs (Ctx *x, int32_t lo, int32_t hi, int32_t *n_specs)
+{
+  guint nb = x->buckets->len;
+  g_autofree GArray **extra = g_new0 (GArray *, nb + 1);
+  for (int32_t p = lo; p < hi; p++) {
+    int32_t b = g_array_index (x->prop_b, int32_t, p);
+    if (!extra[b])
+      extra[b] = g_array_new (FALSE, FALSE, sizeof (int32_t));
+    g_array_append_val (extra[b], g_array_index (x->prop_c, int32_t, p));
+  }
+  SgBucketSpec *specs = g_new0 (SgBucketSpec, nb + 1);
+  int32_t ns = 0;
+  for (guint b = 0; b < nb; b++) {
+    Bucket *bk = &g_array_index (x->buckets, Bucket, b);
+    guint na = bk->members->len, ne = extra[b] ? extra[b]->len : 0;
+    if (na + ne >= 2) {
+      SgBucketSpec *s = &specs[ns++];
+      s->members = g_new (SgNodeId, na + ne);
+      /* accepted members precede every proposal in candidate order */
+      for (guint i = 0; i < na; i++)
+        s->members[s->n_members++] = x->cands[g_array_index (bk->members, int32_t, i)].c;
+      for (guint i = 0; i < ne; i++)
+        s->members[s->n_members++] = x->cands[g_array_index (extra[b], int32_t, i)].c;
+    }
+    if (extra[b])
+      g_array_unref (extra[b]);
+  }
+  *n_specs = ns;
+  return specs;
+}
+
+static void
+specs_free (SgBucketSpec *specs, int32_t n)
+{
+  for (int32_t i = 0; i < n; i++)
+    g_free (specs[i].members);
+  g_free (specs);
+}
+
+/* Applies @specs to @g (a copy or the graph itself), costs the new nodes and
+ * simulates. False with @error when the rewrite or the simulator refuses. */
+static bool
+apply_and_simulate (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgSimResult *r,
+                    GError **error)
+{
+  if (!sg_bucket_apply (g, specs, n_specs, error))
+    return false;
+  cost_new_nodes (g);
+  return sg_simulate (g, NULL, r, error);
+}
+
+typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_EXPOSED } Trial;
+
+static Trial
+trial (Ctx *x, int32_t lo, int32_t hi, double *exposed, double *step)
+{
+  int32_t ns;
+  SgBucketSpec *specs = build_specs (x, lo, hi, &ns);
+  g_autoptr (SgGraph) copy = sg_graph_copy (x->g);
+  SgSimResult r;
+  g_autoptr (GError) err = NULL;
+  x->st->simulations++;
+  bool ok = apply_and_simulate (copy, specs, ns, &r, &err);
+  specs_free (specs, ns);
+  if (!ok)
+    return TRIAL_CYCLE; /* the rewrite found a cycle through implicit edges */
+  *exposed = r.exposed_us;
+  *step = r.step_us;
+  sg_sim_result_clear (&r);
+  return *exposed <= x->cur_exposed + EXPOSED_EPS_US ? TRIAL_OK : TRIAL_EXPOSED;
+}
+
+static void
+commit (Ctx *x, int32_t lo, int32_t hi)
+{
+  for (int32_t p = lo; p < hi; p++) {
+    Bucket *bk = &g_array_index (x->buckets, Bucket, g_array_index (x->prop_b, int32_t, p));
+    g_array_append_val (bk->members, g_array_index (x->prop_c, int32_t, p));
+    x->st->merges_accepted++;
+  }
+}
+
+/* Decides proposals [lo, hi): all at once, else by halves. */
+static void
+resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
+{
+  if (lo >= hi)
+    return;
+  double e, s;
+  Trial t = trial (x, lo, hi, &e, &s);
+  if (t == TRIAL_OK) {
+    commit (x, lo, hi);
+    x->cur_exposed = e;
+    x->cur_step = s;
+    return;
+  }
+  if (hi - lo == 1) {
+    if (t == TRIAL_CYCLE)
+      x->st->refused_cycle++;
+    else
+      x->st->refused_exposed++;
+    g_array_append_val (rejected, lo);
+    return;
+  }
+  int32_t mid = lo + (hi - lo) / 2;
+  resolve (x, lo, mid, rejected);
+  resolve (x, mid, hi, rejected);
+}
+
+static int32_t
+new_bucket (Ctx *x, int32_t cand)
+{
+  Bucket b = { g_array_new (FALSE, FALSE, sizeof (int32_t)),
+               g_array_new (FALSE, FALSE, sizeof (int32_t)), x->cands[cand].bytes };
+  g_array_append_val (b.members, cand);
+  g_array_append_val (x->buckets, b);
+  return (int32_t)x->buckets->len - 1;
+}
+
+/* Resolves the open batch; keys whose last proposal was refused reopen on
+ * that candidate (so one-merge batches are exactly the sequential greedy). */
+static void
+flush_batch (Ctx *x, int32_t *open, int32_t n_keys)
+{
+  int32_t np = (int32_t)x->prop_c->len;
+  if (np == 0)
+    return;
+  g_autoptr (GArray) rejected = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  resolve (x, 0, np, rejected);
+  g_autofree int32_t *last = g_new (int32_t, (size_t)n_keys + 1);
+  for (int32_t k = 0; k < n_keys; k++)
+    last[k] = -1;
+  for (int32_t p = 0; p < np; p++)
+    last[x->cands[g_array_index (x->prop_c, int32_t, p)].key] = p;
+  for (guint i = 0; i < rejected->len; i++) {
+    int32_t p = g_array_index (rejected, int32_t, i);
+    int32_t c = g_array_index (x->prop_c, int32_t, p);
+    if (last[x->cands[c].key] == p)
+      open[x->cands[c].key] = new_bucket (x, c);
+  }
+  for (guint b = 0; b < x->buckets->len; b++) {
+    Bucket *bk = &g_array_index (x->buckets, Bucket, b);
+    if (bk->tent->len == 0)
+      continue;
+    g_array_set_size (bk->tent, 0);
+    bk->bytes = 0;
+    for (guint i = 0; i < bk->members->len; i++)
+      bk->bytes += x->cands[g_array_index (bk->members, int32_t, i)].bytes;
+  }
+  g_array_set_size (x->prop_c, 0);
+  g_array_set_size (x->prop_b, 0);
+}
+
+/* No path between @c and any member (accepted or proposed) of @bk, between
+ * collectives or between waits: merging them would close a cycle. */
+static bool
+acyclic_with (Ctx *x, const Bucket *bk, int32_t cand)
+{
+  const Cand *c = &x->cands[cand];
+  const GArray *lists[2] = { bk->members, bk->tent };
+  for (int l = 0; l < 2; l++)
+    for (guint i = 0; i < lists[l]->len; i++) {
+      const Cand *m = &x->cands[g_array_index (lists[l], int32_t, i)];
+      if (sg_aug_reaches (x->aug, m->c, c->c) || sg_aug_reaches (x->aug, c->c, m->c)
+          || sg_aug_reaches (x->aug, m->w, c->w) || sg_aug_reaches (x->aug, c->w, m->w))
+        return false;
+    }
+  return true;
+}
+
+static int32_t
+key_index (GArray *keys, Key k)
+{
+  for (guint i = 0; i < keys->len; i++) {
+    Key *o = &g_array_index (keys, Key, i);
+    if (o->kind == k.kind && o->group == k.group && o->dtype == k.dtype && o->reduce == k.reduce)
+      return (int32_t)i;
+  }
+  g_array_append_val (keys, k);
+  return (int32_t)keys->len - 1;
+}
+
+static int32_t
+count_collectives (const SgGraph *g)
+{
+  int32_t n = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    n += sg_op_is_collective (g->nodes[i].kind);
+  return n;
+}
+
+/* Fills st->infos from the bucket collectives of @g (kwargs member lists). */
+static void
+collect_infos (const SgGraph *g, SgBucketStats *st)
+{
+  GArray *infos = g_array_new (FALSE, TRUE, sizeof (SgBucketInfo));
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    const SgNode *n = &g->nodes[i];
+    if (!sg_op_is_collective (n->kind) || !strstr (n->kwargs_json, SG_BUCKET_KWARG))
+      continue;
+    cJSON *kw = cJSON_Parse (n->kwargs_json);
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive (kw, SG_BUCKET_KWARG);
+    if (cJSON_IsArray (mem)) {
+      SgBucketInfo info = { 0 };
+      info.name = g_strdup (n->name);
+      info.kind = n->kind;
+      info.group = g_strdup (n->group >= 0 ? g->groups[n->group].name : "");
+      info.dtype = n->meta.dtype;
+      info.reduce = n->reduce;
+      info.bytes = sg_node_comm_bytes (g, i);
+      info.n_members = cJSON_GetArraySize (mem);
+      info.members = g_new0 (char *, (size_t)info.n_members + 1);
+      int32_t j = 0;
+      const cJSON *e;
+      cJSON_ArrayForEach (e, mem)
+      {
+        info.members[j++] = g_strdup (cJSON_IsString (e) ? e->valuestring : "");
+      }
+      g_array_append_val (infos, info);
+    }
+    cJSON_Delete (kw);
+  }
+  st->n_infos = (int32_t)infos->len;
+  st->infos = (SgBucketInfo *)(void *)g_array_free (infos, FALSE);
+}
+
+void
+sg_bucket_stats_clear (SgBucketStats *st)
+{
+  if (!st)
+    return;
+  for (int32_t i = 0; i < st->n_infos; i++) {
+    g_free (st->infos[i].name);
+    g_free (st->infos[i].group);
+    g_strfreev (st->infos[i].members);
+  }
+  g_free (st->infos);
+  memset (st, 0, sizeof *st);
+}
+
+static bool
+simulate_graph (SgGraph *g, double *exposed, double *step, GError **error)
+{
+  SgSimResult r;
+  if (!sg_simulate (g, NULL, &r, error))
+    return false;
+  *exposed = r.exposed_us;
+  *step = r.step_us;
+  sg_sim_result_clear (&r);
+  return true;
+}
+
+static void
+ctx_clear (Ctx *x)
+{
+  if (x->buckets) {
+    for (guint b = 0; b < x->buckets->len; b++) {
+      g_array_unref (g_array_index (x->buckets, Bucket, b).members);
+      g_array_unref (g_array_index (x->buckets, Bucket, b).tent);
+    }
+    g_array_unref (x->buckets);
+  }
+  g_clear_pointer (&x->prop_c, g_array_unref);
+  g_clear_pointer (&x->prop_b, g_array_unref);
+  g_clear_pointer (&x->aug, sg_aug_free);
+  g_free (x->cands);
+}
+
+bool
+sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **error)
+{
+  g_return_val_if_fail (g && st, false);
+  memset (st, 0, sizeof *st);
+  st->ran = cfg ? cfg->bucket : true;
+  st->cap_bytes = cfg && cfg->bucket_cap_bytes ? cfg->bucket_cap_bytes
+                                               : SG_BUCKET_DEFAULT_CAP_BYTES;
+  st->collectives_before = st->collectives_after = count_collectives (g);
+  if (!sg_graph_cost_model (g)) {
+    g_set_error (error, SG_BUCKET_ERROR, SG_BUCKET_ERROR_SIM,
+                 "bucket: the graph has no cost model (run the estimate pass first)");
+    return false;
+  }
+  if (!simulate_graph (g, &st->exposed_before_us, &st->step_before_us, error))
+    return false;
+  st->exposed_after_us = st->exposed_before_us;
+  st->step_after_us = st->step_before_us;
+  if (!st->ran)
+    return true;
+
+  Ctx x = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes };
+  x.cur_exposed = st->exposed_before_us;
+  x.cur_step = st->step_before_us;
+  sg_graph_fill_users (g);
+  x.cands = g_new (Cand, (size_t)g->n_nodes + 1);
+  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (Key));
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    const SgNode *n = &g->nodes[i];
+    SgNodeId w;
+    if (!sg_op_is_collective (n->kind) || !sg_bucket_member_check (g, i, &w, NULL))
+      continue;
+    uint64_t bytes = sg_node_comm_bytes (g, i);
+    if (bytes == 0)
+      continue;
+    Key k = { n->kind, n->group, n->meta.dtype, n->reduce };
+    x.cands[x.n_cands++] = (Cand){ i, w, key_index (keys, k), bytes };
+  }
+  int32_t n_keys = (int32_t)keys->len;
+  x.buckets = g_array_new (FALSE, FALSE, sizeof (Bucket));
+  x.prop_c = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  x.prop_b = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  x.aug = sg_aug_new (g);
+  int32_t batch = x.n_cands <= SEQUENTIAL_LIMIT ? 1 : MAX (1, x.n_cands / TARGET_BATCHES);
+  g_autofree int32_t *open = g_new (int32_t, (size_t)n_keys + 1);
+  for (int32_t k = 0; k < n_keys; k++)
+    open[k] = -1;
+
+  for (int32_t ci = 0; ci < x.n_cands; ci++) {
+    const Cand *c = &x.cands[ci];
+    int32_t b = open[c->key];
+    Bucket *bk = b >= 0 ? &g_array_index (x.buckets, Bucket, b) : NULL;
+    bool join = bk != NULL;
+    if (join && (bk->bytes + c->bytes > x.cap || c->bytes > x.cap)) {
+      st->refused_cap++;
+      join = false;
+    } else if (join && bk->members->len + bk->tent->len >= MAX_MEMBERS) {
+      st->refused_cap++;
+      join = false;
+    } else if (join && !acyclic_with (&x, bk, ci)) {
+      st->refused_cycle++;
+      join = false;
+    }
+    if (!join) {
+      open[c->key] = new_bucket (&x, ci);
+    } else {
+      g_array_append_val (bk->tent, ci);
+      bk->bytes += c->bytes;
+      g_array_append_val (x.prop_c, ci);
+      g_array_append_val (x.prop_b, b);
+    }
+    if ((int32_t)x.prop_c->len >= batch)
+      flush_batch (&x, open, n_keys);
+  }
+  flush_batch (&x, open, n_keys);
+  g_clear_pointer (&x.aug, sg_aug_free);
+
+  /* The accepted buckets, applied to the graph itself. */
+  int32_t ns;
+  SgBucketSpec *specs = build_specs (&x, 0, 0, &ns);
+  SgSimResult r;
+  bool ok = ns == 0 || apply_and_simulate (g, specs, ns, &r, error);
+  specs_free (specs, ns);
+  ctx_clear (&x);
+  if (!ok)
+    return false;
+  if (ns > 0) {
+    st->exposed_after_us = r.exposed_us;
+    st->step_after_us = r.step_us;
+    sg_sim_result_clear (&r);
+  }
+  st->collectives_after = count_collectives (g);
+  collect_infos (g, st);
+  st->buckets = st->n_infos;
+  return true;
+}
+
+static void
+stats_free (gpointer p)
+{
+  sg_bucket_stats_clear (p);
+  g_free (p);
+}
+
+bool
+sg_bucket_pass (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  g_return_val_if_fail (g, false);
+  SgBucketStats *st = g_new0 (SgBucketStats, 1);
+  if (!sg_bucket_run (g, cfg, st, error)) {
+    stats_free (st);
+    return false;
+  }
+  if (g->bucket_stats && g->bucket_stats_free)
+    g->bucket_stats_free (g->bucket_stats);
+  g->bucket_stats = st;
+  g->bucket_stats_free = stats_free;
+  return true;
+}
+
+const SgBucketStats *
+sg_bucket_stats (const SgGraph *g)
+{
+  g_return_val_if_fail (g, NULL);
+  return g->bucket_stats_free == stats_free ? g->bucket_stats : NULL;
+}
+
+cJSON *
+sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
+{
+  if (!st)
+    st = sg_bucket_stats (g);
+  cJSON *o = cJSON_CreateObject ();
+  if (!st) {
+    cJSON_AddBoolToObject (o, "enabled", false);
+    return o;
+  }
+  cJSON_AddBoolToObject (o, "enabled", st->ran);
+  cJSON_AddNumberToObject (o, "cap_bytes", (double)st->cap_bytes);
+  cJSON_AddNumberToObject (o, "collectives_before", st->collectives_before);
+  cJSON_AddNumberToObject (o, "collectives_after", st->collectives_after);
+  cJSON_AddNumberToObject (o, "buckets_formed", st->buckets);
+  cJSON *e = cJSON_AddObjectToObject (o, "exposed_us");
+  cJSON_AddNumberToObject (e, "unbucketed", sg_report_round_us (st->exposed_before_us));
+  cJSON_AddNumberToObject (e, "bucketed", sg_report_round_us (st->exposed_after_us));
+  cJSON *s = cJSON_AddObjectToObject (o, "step_us");
+  cJSON_AddNumberToObject (s, "unbucketed", sg_report_round_us (st->step_before_us));
+  cJSON_AddNumberToObject (s, "bucketed", sg_report_round_us (st->step_after_us));
+  cJSON_AddStringToObject (o, "source", "simulator");
+  cJSON *ref = cJSON_AddObjectToObject (o, "refused");
+  cJSON_AddNumberToObject (ref, "cycle", st->refused_cycle);
+  cJSON_AddNumberToObject (ref, "cap", st->refused_cap);
+  cJSON_AddNumberToObject (ref, "exposed", st->refused_exposed);
+  cJSON_AddNumberToObject (o, "simulations", st->simulations);
+  cJSON *arr = cJSON_AddArrayToObject (o, "buckets");
+  for (int32_t i = 0; i < st->n_infos; i++) {
+    const SgBucketInfo *b = &st->infos[i];
+    cJSON *j = cJSON_CreateObject ();
+    cJSON_AddStringToObject (j, "name", b->name);
+    cJSON_AddStringToObject (j, "kind", sg_op_name (b->kind));
+    cJSON_AddStringToObject (j, "group", b->group);
+    cJSON_AddStringToObject (j, "dtype", sg_dtype_name (b->dtype));
+    if (b->reduce != SG_REDUCE_NONE)
+      cJSON_AddStringToObject (j, "reduce", sg_reduce_name (b->reduce));
+    cJSON_AddNumberToObject (j, "bytes", (double)b->bytes);
+    cJSON *m = cJSON_AddArrayToObject (j, "members");
+    for (int32_t k = 0; k < b->n_members; k++)
+      cJSON_AddItemToArray (m, cJSON_CreateString (b->members[k]));
+    cJSON_AddItemToArray (arr, j);
+  }
+  return o;
+}
