@@ -1,0 +1,59 @@
+#!/bin/bash
+# tools/test-all.sh: builds and runs every test twice, as CI does:
+#  1. a warnings-as-errors build (-Dwerror=true): Check unit tests, golden
+#     tests, MPI tests;
+#  2. an address,undefined sanitizer build of the same tests.
+# Exits non-zero if either build or any test fails. Build dirs: build-ci,
+# build-ci-asan (reused when present). Extra arguments go to `meson test`.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root" || exit 1
+
+# OpenMPI refuses to run as root without these (CI containers run as root).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_rmaps_base_oversubscribe=1
+
+configure() {
+  local dir=$1
+  shift
+  if [ -f "$dir/build.ninja" ]; then
+    meson setup --reconfigure "$dir" "$root" "$@" >/dev/null
+  else
+    meson setup "$dir" "$root" "$@" >/dev/null
+  fi
+}
+
+status=0
+step() {
+  local name=$1
+  shift
+  echo "=== $name"
+  if ! "$@"; then
+    echo "=== $name: FAILED"
+    status=1
+    return 1
+  fi
+}
+
+if step "configure build-ci (werror)" configure build-ci -Dwerror=true -Dcuda=auto; then
+  step "build build-ci" ninja -C build-ci &&
+    step "test build-ci" meson test -C build-ci --print-errorlogs "$@"
+fi
+
+# The sanitizer build leaves CUDA out: device code is not instrumented and
+# there is no GPU to run it on in CI. MPI's own allocations are not ours.
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export LSAN_OPTIONS=suppressions=$root/tools/lsan.supp:print_suppressions=0
+if step "configure build-ci-asan (address,undefined)" configure build-ci-asan -Dwerror=true \
+    -Db_sanitize=address,undefined -Db_lundef=false -Dcuda=disabled; then
+  step "build build-ci-asan" ninja -C build-ci-asan &&
+    step "test build-ci-asan" meson test -C build-ci-asan --print-errorlogs "$@"
+fi
+
+if [ $status -eq 0 ]; then
+  echo "=== all tests passed (werror and address,undefined builds)"
+else
+  echo "=== FAILED (see above)"
+fi
+exit $status
