@@ -2,6 +2,7 @@
 #pragma once
 
 #include <check.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "builder.h"
@@ -72,4 +73,13 @@ static inline double
 rel_err (double model, double measured)
 {
   return model / measured - 1.0;
+}
+
+/* Removes a file made by est_tmpfile() and its directory. */
+static inline void
+est_rmtmp (const char *path)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_remove (path);
+  g_rmdir (dir);
 }
