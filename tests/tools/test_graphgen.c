@@ -471,6 +471,38 @@ START_TEST (groups_are_the_ones_of_the_given_rank)
 }
 END_TEST
 
+/* The loader infers every other rank's instance of a group from the ranks
+ * the file lists; for graphgen's mesh (rank = (rep * dp + d) * tp + t) that
+ * must give each rank's own tp, dp and replica groups. */
+START_TEST (loader_infers_the_mesh_graphgen_describes)
+{
+  GgConfig c;
+  cfg_sample (&c, 64, 176, 4, 32, 2, 2);
+  c.world = 16;
+  for (int64_t rank = 0; rank < c.world; rank += 3) {
+    c.rank = rank;
+    SgGraph *g = generate_and_load (&c, NULL);
+    for (int d = 0; d < GG_DIM_N; d++) {
+      int32_t gi = sg_graph_find_group (g, gg_group_name (&c, (GgDim)d));
+      ck_assert_int_ge (gi, 0);
+      const SgGroup *grp = &g->groups[gi];
+      for (int32_t r = 0; r < (int32_t)c.world; r++) {
+        int32_t t = r % 2, dd = (r / 2) % 2, rep = r / 4;
+        const int32_t *inst = sg_group_instance_of (grp, r);
+        for (int32_t i = 0; i < grp->n_ranks; i++) {
+          int32_t want = d == GG_DIM_TP   ? (rep * 2 + dd) * 2 + i
+                         : d == GG_DIM_DP ? (rep * 2 + i) * 2 + t
+                                          : (i * 2 + dd) * 2 + t;
+          ck_assert_msg (inst[i] == want, "rank %d group %s [%d]: %d, want %d", r, grp->name, i,
+                         inst[i], want);
+        }
+      }
+    }
+    sg_graph_free (g);
+  }
+}
+END_TEST
+
 /* --- the executable -------------------------------------------------------- */
 
 static int
@@ -671,6 +703,7 @@ graphgen_suite (void)
   tcase_set_timeout (tc, 120);
   tcase_add_test (tc, every_mode_loads_with_formula_collectives_and_aten_shapes);
   tcase_add_test (tc, groups_are_the_ones_of_the_given_rank);
+  tcase_add_test (tc, loader_infers_the_mesh_graphgen_describes);
   tcase_add_test (tc, node_count_grows_by_a_fixed_block_per_layer);
   tcase_add_test (tc, target_nodes_picks_the_nearest_layer_count);
   tcase_add_test (tc, large_graph_loads_and_validates);
