@@ -323,10 +323,28 @@ print_summary (FILE *out, SgGraph *g, const SgPassTime *times, size_t n_times)
 
 /* --- main -------------------------------------------------------------------- */
 
+/* One line per error: control characters (from names in the input) are
+ * shown escaped. */
+static void
+put_escaped (FILE *out, const char *s)
+{
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c < 0x20 || c == 0x7f)
+      fprintf (out, "\\x%02x", c);
+    else
+      fputc (c, out);
+  }
+}
+
 static int
 fail_input (const char *path, GError *error)
 {
-  fprintf (stderr, "schedgraph: %s: %s\n", path, error->message);
+  fputs ("schedgraph: ", stderr);
+  put_escaped (stderr, path);
+  fputs (": ", stderr);
+  put_escaped (stderr, error->message);
+  fputc ('\n', stderr);
   g_error_free (error);
   return EXIT_INPUT;
 }
