@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 static const char *
 class_name (SgOpClass k)
@@ -128,8 +129,6 @@ sg_estimate_print_costs (const SgGraph *g, FILE *out)
   fprintf (out, "# costs: cluster %s, profile %s%s%s%s\n", cm->cluster.name,
            cm->profile_path ? cm->profile_path : "none", cm->profile ? " (" : "",
            cm->profile ? sg_profile_device (cm->profile) : "", cm->profile ? ")" : "");
-  fprintf (out, "# %-38s %-22s %-36s %10s  %s\n", "name", "kind", "shape", "est_us", "source");
-
   GArray *rows = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), (guint)g->n_nodes);
   double cls_us[N_CLASSES] = { 0 }, src_us[SG_COST_MODEL + 1] = { 0 };
   int64_t cls_n[N_CLASSES] = { 0 }, src_n[SG_COST_MODEL + 1] = { 0 };
@@ -150,15 +149,30 @@ sg_estimate_print_costs (const SgGraph *g, FILE *out)
   }
   g_array_sort_with_data (rows, row_cmp, (gpointer)g);
 
+  /* column widths from the content: aligned and still deterministic */
+  GPtrArray *shapes = g_ptr_array_new_full (rows->len, g_free);
   GString *shape = g_string_new (NULL);
+  int wn = 4, wk = 4, ws = 5;
   for (guint r = 0; r < rows->len; r++) {
     SgNodeId id = g_array_index (rows, SgNodeId, r);
     const SgNode *n = &g->nodes[id];
     shape_summary (shape, g, cm, id);
+    g_ptr_array_add (shapes, g_strdup (shape->str));
     const char *kind = n->kind == SG_OP_UNKNOWN ? n->target : sg_op_name (n->kind);
-    fprintf (out, "  %-38s %-22s %-36s %10lld  %s\n", n->name, kind, shape->str,
-             us_int (n->est_us), sg_cost_source_name (n->est_src));
+    wn = MAX (wn, (int)strlen (n->name));
+    wk = MAX (wk, (int)strlen (kind));
+    ws = MAX (ws, (int)shape->len);
   }
+  fprintf (out, "# %-*s %-*s %-*s %10s  %s\n", wn, "name", wk, "kind", ws, "shape", "est_us",
+           "source");
+  for (guint r = 0; r < rows->len; r++) {
+    SgNodeId id = g_array_index (rows, SgNodeId, r);
+    const SgNode *n = &g->nodes[id];
+    const char *kind = n->kind == SG_OP_UNKNOWN ? n->target : sg_op_name (n->kind);
+    fprintf (out, "  %-*s %-*s %-*s %10lld  %s\n", wn, n->name, wk, kind, ws,
+             (const char *)shapes->pdata[r], us_int (n->est_us), sg_cost_source_name (n->est_src));
+  }
+  g_ptr_array_unref (shapes);
   g_string_free (shape, TRUE);
   guint n_rows = rows->len;
   g_array_unref (rows);
