@@ -249,3 +249,46 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   *out = p;
   return true;
 }
+
+char *
+sg_codegen_options_text (const SgConfig *cfg)
+{
+  SgConfig dflt;
+  if (!cfg) {
+    sg_config_init (&dflt);
+    cfg = &dflt;
+  }
+  char frac[G_ASCII_DTOSTR_BUF_SIZE];
+  g_ascii_formatd (frac, sizeof frac, "%.6f", cfg->max_peak_increase);
+  return g_strdup_printf ("cluster=%s profile=%s reorder=%d max_in_flight_bytes=%" G_GUINT64_FORMAT
+                          " max_peak_increase=%s prefetch_limit=%d bucket=%d"
+                          " bucket_cap_bytes=%" G_GUINT64_FORMAT,
+                          cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-",
+                          cfg->reorder ? 1 : 0, cfg->max_in_flight_bytes, frac,
+                          (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes);
+}
+
+bool
+sg_codegen_write (const SgGraph *g, const SgConfig *cfg, const char *graph_name, const char *path,
+                  SgPlan **plan_out, GError **error)
+{
+  g_return_val_if_fail (g != NULL && path != NULL, false);
+  SgSimResult sim = { 0 };
+  bool have_sim = false;
+  if (sg_graph_cost_model (g)) {
+    if (!sg_simulate (g, NULL, &sim, error))
+      return false;
+    have_sim = true;
+  }
+  g_autofree char *opts = sg_codegen_options_text (cfg);
+  SgPlan *p = NULL;
+  bool ok = sg_codegen_plan (g, cfg, have_sim ? &sim : NULL, graph_name, opts, &p, error) &&
+            sg_plan_write_file (p, path, error);
+  if (have_sim)
+    sg_sim_result_clear (&sim);
+  if (ok && plan_out)
+    *plan_out = p;
+  else
+    sg_plan_free (p);
+  return ok;
+}

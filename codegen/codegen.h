@@ -44,6 +44,19 @@ bool sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *
                       const char *graph_name, const char *options_text, SgPlan **out,
                       GError **error);
 
+/* The options that shape a plan, as canonical text (fixed order, one
+ * "key=value" per option, space separated) for sg_codegen_plan's
+ * @options_text. (transfer full) g_free() it. */
+char *sg_codegen_options_text (const SgConfig *cfg);
+
+/* What `schedgraph -o PATH` does after the passes: simulates @g's order
+ * (when estimate/ attached a cost model; else no predictions), lowers it
+ * with sg_codegen_options_text(@cfg) and writes @path atomically (nothing
+ * is left at @path on failure). @plan_out (may be NULL) receives the plan
+ * (transfer full). */
+bool sg_codegen_write (const SgGraph *g, const SgConfig *cfg, const char *graph_name,
+                       const char *path, SgPlan **plan_out, GError **error);
+
 /* Fills @stats from a plan's buffers (any plan, loaded or lowered). */
 void sg_codegen_mem_stats (const SgPlan *plan, SgMemStats *stats);
 

@@ -313,6 +313,8 @@ check_ins (const SgPlan *p, GError **error)
       if (in->buffer < 0 || in->buffer >= p->n_buffers)
         return bad (error, "ins[%d].buffer %d: out of range (%d buffers)", i, in->buffer,
                     p->n_buffers);
+      if (in->stream != 0)
+        return bad (error, "ins[%d]: FREE runs on stream 0, not %d", i, in->stream);
       if (freed[in->buffer])
         return bad (error, "ins[%d]: buffer %d freed twice", i, in->buffer);
       if (i <= p->buffers[in->buffer].last_ins)

@@ -11,6 +11,7 @@
  * simulator. Prints arena vs sum per graph (bench/RESULTS.md quotes it).
  */
 #include <check.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "bucket.h"
@@ -290,6 +291,35 @@ START_TEST (lowering_does_not_change_the_graph)
 }
 END_TEST
 
+START_TEST (write_puts_a_loadable_plan_at_the_path_or_nothing)
+{
+  g_autoptr (SgGraph) g = load_estimated (samples[1]);
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  g_autoptr (GError) e = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("sgcodegen-XXXXXX", &e);
+  g_autofree char *path = g_build_filename (dir, "plan.json", NULL);
+  SgPlan *p = NULL;
+  ck_assert_msg (sg_codegen_write (g, &cfg, samples[1], path, &p, &e), "%s",
+                 e ? e->message : "");
+  g_autoptr (SgPlan) q = sg_plan_load (path, &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+  ck_assert_uint_eq (q->hash, p->hash);
+  ck_assert (q->pred.step_us > 0); /* the cost model was there: predictions */
+  ck_assert_ptr_nonnull (strstr (q->options, "reorder=1"));
+  ck_assert_ptr_nonnull (strstr (q->options, "bucket=1"));
+  cfg.reorder = false;
+  g_autofree char *opts = sg_codegen_options_text (&cfg);
+  ck_assert_ptr_nonnull (strstr (opts, "reorder=0"));
+  g_autofree char *bad = g_build_filename (dir, "no", "plan.json", NULL);
+  ck_assert (!sg_codegen_write (g, &cfg, samples[1], bad, NULL, &e));
+  ck_assert (!g_file_test (bad, G_FILE_TEST_EXISTS));
+  sg_plan_free (p);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+END_TEST
+
 static Suite *
 samples_suite (void)
 {
@@ -301,6 +331,7 @@ samples_suite (void)
   tcase_add_loop_test (tc, sample_plans_after_scheduling, 0, n);
   tcase_add_loop_test (tc, sample_plans_after_bucketing, 0, (int)G_N_ELEMENTS (fsdp_samples));
   tcase_add_test (tc, lowering_does_not_change_the_graph);
+  tcase_add_test (tc, write_puts_a_loadable_plan_at_the_path_or_nothing);
   suite_add_tcase (s, tc);
   return s;
 }
