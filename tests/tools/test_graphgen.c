@@ -86,6 +86,10 @@ assert_matches_sample (const GgConfig *cfg, const char *sample)
                             cJSON_GetObjectItem (ref, "groups"), true));
   ck_assert_int_eq (cJSON_GetObjectItem (gen, "world_size")->valueint,
                     cJSON_GetObjectItem (ref, "world_size")->valueint);
+  /* the samples name the GPU they were exported for */
+  cJSON *rc = cJSON_GetObjectItem (ref, "cluster"), *gc = cJSON_GetObjectItem (gen, "cluster");
+  ck_assert_str_eq (cfg->cluster_gpu, cJSON_GetObjectItem (rc, "gpu")->valuestring);
+  ck_assert (cJSON_Compare (gc, rc, true));
   cJSON *gn = cJSON_GetObjectItem (gen, "nodes"), *rn = cJSON_GetObjectItem (ref, "nodes");
   ck_assert_int_eq (cJSON_GetArraySize (gn), cJSON_GetArraySize (rn));
   int i = 0;
@@ -163,6 +167,7 @@ START_TEST (fsdp_x_tp_2d_reproduces_the_exported_sample)
 {
   GgConfig c;
   cfg_sample (&c, 1024, 2816, 8, 2048, 2, 4);
+  c.cluster_gpu = "H100";
   assert_histogram (&c, "dev_fsdp2_tp4_L2_h1024.json");
   assert_matches_sample (&c, "dev_fsdp2_tp4_L2_h1024.json");
 }
@@ -172,6 +177,7 @@ START_TEST (larger_samples_are_reproduced)
 {
   GgConfig c;
   cfg_sample (&c, 1024, 2816, 8, 2048, 8, 1);
+  c.cluster_gpu = "H100";
   assert_matches_sample (&c, "dev_fsdp8_L2_h1024.json");
   cfg_sample (&c, 1024, 2816, 8, 2048, 2, 1);
   assert_matches_sample (&c, "w2_fsdp2_L2_h1024.json");
