@@ -58,6 +58,7 @@ typedef struct {
   GArray *prop_c, *prop_b;
   double cur_exposed, cur_step;
   uint64_t cap;
+  uint64_t peak_limit; /* bytes: the unbucketed peak x (1 + max_peak_increase) */
 } Ctx;
 
 static void
@@ -125,25 +126,47 @@ apply_and_simulate (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgSi
   return sg_simulate (g, NULL, r, error);
 }
 
-typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_EXPOSED } Trial;
+typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_EXPOSED, TRIAL_MEMORY } Trial;
+
+/* A copy of @g that uses @g's cost model as its own (estimate/ recognises
+ * its model by the free function) without owning it: release it with
+ * trial_graph_free(). */
+static SgGraph *
+trial_graph_new (const SgGraph *g)
+{
+  SgGraph *c = sg_graph_copy (g);
+  c->cost_model_free = g->cost_model_free;
+  return c;
+}
+
+static void
+trial_graph_free (SgGraph *c)
+{
+  c->cost_model = NULL; /* borrowed */
+  sg_graph_free (c);
+}
 
 static Trial
 trial (Ctx *x, int32_t lo, int32_t hi, double *exposed, double *step)
 {
   int32_t ns;
   SgBucketSpec *specs = build_specs (x, lo, hi, &ns);
-  g_autoptr (SgGraph) copy = sg_graph_copy (x->g);
+  SgGraph *copy = trial_graph_new (x->g);
   SgSimResult r;
   g_autoptr (GError) err = NULL;
   x->st->simulations++;
   bool ok = apply_and_simulate (copy, specs, ns, &r, &err);
   specs_free (specs, ns);
+  trial_graph_free (copy);
   if (!ok)
     return TRIAL_CYCLE; /* the rewrite found a cycle through implicit edges */
   *exposed = r.exposed_us;
   *step = r.step_us;
+  uint64_t peak = r.peak_bytes;
   sg_sim_result_clear (&r);
-  return *exposed <= x->cur_exposed + EXPOSED_EPS_US ? TRIAL_OK : TRIAL_EXPOSED;
+  if (*exposed > x->cur_exposed + EXPOSED_EPS_US)
+    return TRIAL_EXPOSED;
+  return peak <= x->peak_limit ? TRIAL_OK : TRIAL_MEMORY;
 }
 
 static void
@@ -173,6 +196,8 @@ resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
   if (hi - lo == 1) {
     if (t == TRIAL_CYCLE)
       x->st->refused_cycle++;
+    else if (t == TRIAL_MEMORY)
+      x->st->refused_memory++;
     else
       x->st->refused_exposed++;
     g_array_append_val (rejected, lo);
@@ -315,15 +340,34 @@ sg_bucket_stats_clear (SgBucketStats *st)
 }
 
 static bool
-simulate_graph (SgGraph *g, double *exposed, double *step, GError **error)
+simulate_graph (SgGraph *g, double *exposed, double *step, uint64_t *peak, GError **error)
 {
   SgSimResult r;
   if (!sg_simulate (g, NULL, &r, error))
     return false;
   *exposed = r.exposed_us;
   *step = r.step_us;
+  *peak = r.peak_bytes;
   sg_sim_result_clear (&r);
   return true;
+}
+
+/* The hiding relation of the bucketed order, as the scheduler records it
+ * (schedule/scheduler.c): collective -> first hiding compute, last hiding
+ * compute -> wait. Only called when buckets changed the graph. */
+static void
+record_hiding (SgGraph *g, const SgSimResult *r)
+{
+  sg_implicit_edges_clear (g, SG_EDGE_HIDE_START);
+  sg_implicit_edges_clear (g, SG_EDGE_HIDE_WAIT);
+  for (int32_t i = 0; i < r->n_rows; i++) {
+    const SgCollRow *row = &r->rows[i];
+    if (row->hidden_by == SG_NO_NODE)
+      continue;
+    sg_implicit_edge_add (g, row->node, row->hidden_by, SG_EDGE_HIDE_START);
+    if (row->wait != SG_NO_NODE && row->last_hiding != SG_NO_NODE)
+      sg_implicit_edge_add (g, row->last_hiding, row->wait, SG_EDGE_HIDE_WAIT);
+  }
 }
 
 static void
@@ -356,8 +400,10 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
                  "bucket: the graph has no cost model (run the estimate pass first)");
     return false;
   }
-  if (!simulate_graph (g, &st->exposed_before_us, &st->step_before_us, error))
+  if (!simulate_graph (g, &st->exposed_before_us, &st->step_before_us, &st->peak_before_bytes,
+                       error))
     return false;
+  st->peak_after_bytes = st->peak_before_bytes;
   st->exposed_after_us = st->exposed_before_us;
   st->step_after_us = st->step_before_us;
   if (!st->ran)
@@ -366,6 +412,8 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   Ctx x = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes };
   x.cur_exposed = st->exposed_before_us;
   x.cur_step = st->step_before_us;
+  double grow = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
+  x.peak_limit = (uint64_t)((double)st->peak_before_bytes * (1.0 + MAX (grow, 0.0)));
   sg_graph_fill_users (g);
   x.cands = g_new (Cand, (size_t)g->n_nodes + 1);
   g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (Key));
@@ -384,7 +432,15 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   x.buckets = g_array_new (FALSE, FALSE, sizeof (Bucket));
   x.prop_c = g_array_new (FALSE, FALSE, sizeof (int32_t));
   x.prop_b = g_array_new (FALSE, FALSE, sizeof (int32_t));
-  x.aug = sg_aug_new (g);
+  /* The cycle pre-check sees data edges and the implicit edges that stay
+   * constraints; hiding edges are the unbucketed overlap, which the
+   * simulator judges instead (docs/bucketing.md). */
+  g_autoptr (SgGraph) constraints = sg_graph_copy (g);
+  if (constraints->implicit_edges) {
+    sg_implicit_edges_clear (constraints, SG_EDGE_HIDE_START);
+    sg_implicit_edges_clear (constraints, SG_EDGE_HIDE_WAIT);
+  }
+  x.aug = sg_aug_new (constraints);
   int32_t batch = x.n_cands <= SEQUENTIAL_LIMIT ? 1 : MAX (1, x.n_cands / TARGET_BATCHES);
   g_autofree int32_t *open = g_new (int32_t, (size_t)n_keys + 1);
   for (int32_t k = 0; k < n_keys; k++)
@@ -431,6 +487,8 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   if (ns > 0) {
     st->exposed_after_us = r.exposed_us;
     st->step_after_us = r.step_us;
+    st->peak_after_bytes = r.peak_bytes;
+    record_hiding (g, &r);
     sg_sim_result_clear (&r);
   }
   st->collectives_after = count_collectives (g);
@@ -490,11 +548,15 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
   cJSON *s = cJSON_AddObjectToObject (o, "step_us");
   cJSON_AddNumberToObject (s, "unbucketed", sg_report_round_us (st->step_before_us));
   cJSON_AddNumberToObject (s, "bucketed", sg_report_round_us (st->step_after_us));
+  cJSON *pk = cJSON_AddObjectToObject (o, "peak_bytes");
+  cJSON_AddNumberToObject (pk, "unbucketed", (double)st->peak_before_bytes);
+  cJSON_AddNumberToObject (pk, "bucketed", (double)st->peak_after_bytes);
   cJSON_AddStringToObject (o, "source", "simulator");
   cJSON *ref = cJSON_AddObjectToObject (o, "refused");
   cJSON_AddNumberToObject (ref, "cycle", st->refused_cycle);
   cJSON_AddNumberToObject (ref, "cap", st->refused_cap);
   cJSON_AddNumberToObject (ref, "exposed", st->refused_exposed);
+  cJSON_AddNumberToObject (ref, "memory", st->refused_memory);
   cJSON_AddNumberToObject (o, "simulations", st->simulations);
   cJSON *arr = cJSON_AddArrayToObject (o, "buckets");
   for (int32_t i = 0; i < st->n_infos; i++) {

@@ -85,6 +85,9 @@ typedef struct {
  * -> wait -> unpacks, removes the members and their waits, rewires their
  * users to the unpacks and renumbers the graph into a topological order that
  * keeps everything else in its current relative order (docs/bucketing.md).
+ * Members' hide_start / hide_wait implicit edges are dropped (they describe
+ * the unbucketed overlap); their other implicit edges move to the bucket's
+ * collective and wait and stay constraints of the new order.
  * New nodes have est_src SG_COST_NONE (the pass costs them).
  * False with @error, and @g unusable, when a bucket is ill-formed or closes
  * a cycle: callers apply specs to a copy (sg_graph_copy) when unsure. */
@@ -109,16 +112,19 @@ typedef struct {
   int32_t collectives_before, collectives_after;
   int32_t buckets;           /* buckets formed (>= 2 members) */
   int32_t merges_accepted;   /* members joined to a bucket */
-  int32_t refused_cycle, refused_cap, refused_exposed;
+  int32_t refused_cycle, refused_cap, refused_exposed, refused_memory;
   int32_t simulations;
   double exposed_before_us, step_before_us; /* the unbucketed graph */
   double exposed_after_us, step_after_us;   /* the bucketed graph */
+  uint64_t peak_before_bytes, peak_after_bytes; /* predicted peak live bytes */
   SgBucketInfo *infos;       /* buckets in issue order */
   int32_t n_infos;
 } SgBucketStats;
 
 /* The pass: merges collectives as described above (cfg->bucket false: only
- * counts them; cfg->bucket_cap_bytes 0: the default cap). Needs the cost
+ * counts them; cfg->bucket_cap_bytes 0: the default cap). A merge must also
+ * keep the predicted peak live bytes within (1 + cfg->max_peak_increase) x
+ * the unbucketed schedule's. Needs the cost
  * model (sg_estimate_costs) and a topological id order (normally the
  * scheduler's). Its statistics stay attached to @g (sg_bucket_stats). */
 bool sg_bucket_pass (SgGraph *g, const SgConfig *cfg, GError **error);

@@ -11,8 +11,9 @@
  * input comes later), W and the unpacks just before the first consumer of
  * any member's wait.
  * Requires: a topological id order; users (rebuilt here).
- * Invalidates: node ids, users; implicit edges of members are moved to the
- * bucket's collective and wait.
+ * Invalidates: node ids, users; hiding edges of members (stale once they
+ * merge) are dropped, their other implicit edges move to the bucket's
+ * collective and wait.
  */
 #include "bucket-private.h"
 
@@ -315,7 +316,11 @@ sg_bucket_stable_order (SgGraph *g, const int64_t *key, SgNodeId *order, GError 
   return true;
 }
 
-/* Renames implicit-edge ends that name a removed member to its bucket. */
+/* Renames implicit-edge ends that name a removed member to its bucket. The
+ * hiding edges of members (hide_start, hide_wait) describe the overlap of
+ * the unbucketed order and are dropped: the bucket is hidden by whatever
+ * compute overlaps it now, which the simulator judges and the pass records
+ * again afterwards. */
 static void
 move_implicit_edges (SgGraph *g, GHashTable *rename)
 {
@@ -325,6 +330,8 @@ move_implicit_edges (SgGraph *g, GHashTable *rename)
   for (guint i = 0; i < g->implicit_edges->len; i++) {
     SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
     const char *f = g_hash_table_lookup (rename, e.from), *t = g_hash_table_lookup (rename, e.to);
+    if ((f || t) && (e.kind == SG_EDGE_HIDE_START || e.kind == SG_EDGE_HIDE_WAIT))
+      continue;
     if (f)
       e.from = f;
     if (t)

@@ -276,28 +276,34 @@ START_TEST (implicit_edges_of_members_move_to_the_bucket)
 {
   g_autoptr (SgGraph) g = fsdp_graph ();
   g->implicit_edges = g_array_new (FALSE, FALSE, sizeof (SgImplicitEdge));
-  SgImplicitEdge e1 = { sg_graph_intern (g, "ag2"), sg_graph_intern (g, "mm1"), 1 };
-  SgImplicitEdge e2 = { sg_graph_intern (g, "mm1"), sg_graph_intern (g, "ag2_w"), 2 };
-  SgImplicitEdge e3 = { sg_graph_intern (g, "ag1"), sg_graph_intern (g, "ag2"), 4 };
-  g_array_append_val (g->implicit_edges, e1);
-  g_array_append_val (g->implicit_edges, e2);
-  g_array_append_val (g->implicit_edges, e3);
-  /* mm1 -> ag2_w and mm1 needs ag1_w: merging the waits closes a cycle */
+  SgImplicitEdge e[] = {
+    { sg_graph_intern (g, "ag2"), sg_graph_intern (g, "mm1"), SG_EDGE_OTHER },
+    { sg_graph_intern (g, "mm1"), sg_graph_intern (g, "ag2_w"), SG_EDGE_OTHER },
+    { sg_graph_intern (g, "ag1"), sg_graph_intern (g, "ag2"), SG_EDGE_OTHER },
+    { sg_graph_intern (g, "ag2"), sg_graph_intern (g, "mm1"), SG_EDGE_HIDE_START },
+    { sg_graph_intern (g, "mm1"), sg_graph_intern (g, "ag2_w"), SG_EDGE_HIDE_WAIT },
+  };
+  g_array_append_vals (g->implicit_edges, e, G_N_ELEMENTS (e));
+  /* mm1 -> ag2_w is a constraint and mm1 needs ag1_w: merging the waits
+   * closes a cycle */
   g_autoptr (SgGraph) copy = sg_graph_copy (g);
+  ck_assert_uint_eq (copy->implicit_edges->len, G_N_ELEMENTS (e));
   SgNodeId m[2] = { id_of (copy, "ag1"), id_of (copy, "ag2") };
   SgBucketSpec spec = { m, 2 };
   GError *error = NULL;
   ck_assert (!sg_bucket_apply (copy, &spec, 1, &error));
   ck_assert (g_error_matches (error, SG_BUCKET_ERROR, SG_BUCKET_ERROR_CYCLE));
   g_clear_error (&error);
-  /* without the wait edge the merge is fine and the start edge moves */
+  /* without it the merge is fine: the other edge moves to the bucket, the
+   * self edge and the members' stale hiding edges go */
   g_array_remove_index (g->implicit_edges, 1);
   apply_one (g, "ag1", "ag2");
   assert_valid (g);
-  ck_assert_uint_eq (g->implicit_edges->len, 1); /* ag1 -> ag2 became a self edge */
-  SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, 0);
-  ck_assert_str_eq (e.from, "bucket_ag1");
-  ck_assert_str_eq (e.to, "mm1");
+  ck_assert_uint_eq (g->implicit_edges->len, 1);
+  SgImplicitEdge got = g_array_index (g->implicit_edges, SgImplicitEdge, 0);
+  ck_assert_str_eq (got.from, "bucket_ag1");
+  ck_assert_str_eq (got.to, "mm1");
+  ck_assert_int_eq (got.kind, SG_EDGE_OTHER);
 }
 END_TEST
 
