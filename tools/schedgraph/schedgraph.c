@@ -1,48 +1,97 @@
-/* schedgraph.c: the command-line driver.
+/* schedgraph.c: the command-line driver: options and the pipeline.
  *
- * schedgraph [OPTIONS] GRAPH.json: load -> validate -> the pass table ->
- * summary -> output files. The pipeline is a list of SgPass run by
- * sg_pass_run() (each pass timed, the validator between passes with
- * --validate, on by default in debug builds; --dump=PASS). Outputs are
- * produced in memory first and written (atomically: temporary file +
- * rename) only when every pass succeeded, so bad input leaves nothing.
+ * schedgraph [OPTIONS] GRAPH.json runs the step table below in order:
+ * load -> validate -> estimate -> simulate-input -> schedule -> bucket ->
+ * simulate -> codegen, then prints the summary and writes the outputs
+ * (outputs.c). Graph passes (SgPass signature) go through sg_pass_run():
+ * each is timed, followed by the validator with --validate (default on in
+ * debug builds) and dumped with --dump=PASS; driver steps (simulations,
+ * codegen) are timed the same way. Outputs are produced in memory first
+ * and written atomically only when every step succeeded.
  *
- * Exit status: 0 ok, 1 bad input or failed pass (`schedgraph: FILE:
+ * Exit status: 0 ok, 1 bad input or failed step (`schedgraph: FILE:
  * message` on stderr, nothing written), 2 usage error.
  *
- * Requires: graph/ and whichever later modules the pass table lists.
+ * Requires: graph/, estimate/, schedule/, bucket/, codegen/, plan/.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "graph.h"
+#include "schedgraph-private.h"
 
 #ifndef SG_VALIDATE_DEFAULT
 #define SG_VALIDATE_DEFAULT 0
 #endif
 
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
-
-typedef struct {
-  SgConfig cfg;
-  const char *graph_path;
-  const char *output, *report, *trace, *order;
-  const char *stop_after; /* run the pipeline up to this pass, then summarise */
-  bool costs, quiet;
-} Cli;
-
 /* --- the pipeline ------------------------------------------------------------ */
 
-/* Passes after load and validate, in order; later modules append theirs
- * before the terminating row. */
-static const SgPass pipeline[] = {
-  { NULL, NULL },
-};
-#define N_PIPELINE (G_N_ELEMENTS (pipeline) - 1)
+static bool
+step_simulate_input (Run *r, GError **error)
+{
+  if (!sg_simulate (r->g, NULL, &r->input, error))
+    return false;
+  r->have_input = true;
+  /* Rows name nodes by id: resolve them before a pass renumbers. */
+  r->input_metrics = sg_report_metrics (r->g, &r->input);
+  r->input_rows = sg_report_rows (r->g, &r->input);
+  summary_sim (r, "input order", &r->input);
+  if (!r->cli->order)
+    return true;
+  r->error_file = r->cli->order;
+  g_autofree SgNodeId *order = sg_order_load (r->g, r->cli->order, error);
+  if (!order || !sg_simulate (r->g, order, &r->given, error))
+    return false;
+  r->error_file = NULL;
+  r->have_given = true;
+  r->given_metrics = sg_report_metrics (r->g, &r->given);
+  r->given_rows = sg_report_rows (r->g, &r->given);
+  g_autofree char *label = g_strdup_printf ("given order (%s)", r->cli->order);
+  summary_sim (r, label, &r->given);
+  return true;
+}
 
-/* Names --dump accepts: "load", "validate", every pass above, "all". */
+static bool
+step_simulate_final (Run *r, GError **error)
+{
+  if (!sg_simulate (r->g, NULL, &r->final, error))
+    return false;
+  r->have_final = true;
+  summary_sim (r, r->cli->cfg.reorder ? "scheduled order" : "final order (--no-reorder)",
+               &r->final);
+  return true;
+}
+
+static bool
+step_codegen (Run *r, GError **error)
+{
+  if (!r->cli->output)
+    return true;
+  g_autofree char *opts = options_text (&r->cli->cfg);
+  return sg_codegen_plan (r->g, &r->cli->cfg, &r->final, r->cli->graph_path, opts, &r->plan,
+                          error);
+}
+
+/* One row per step after load and validate: a graph pass or a driver step. */
+typedef struct {
+  const char *name;
+  SgPassFunc pass;
+  bool (*step) (Run *r, GError **error);
+} Step;
+
+static const Step pipeline[] = {
+  { "estimate", sg_estimate_costs, NULL },
+  { "simulate-input", NULL, step_simulate_input },
+  { "schedule", sg_schedule_reorder, NULL },
+  { "bucket", sg_bucket_pass, NULL },
+  { "simulate", NULL, step_simulate_final },
+  { "codegen", NULL, step_codegen },
+  { NULL, NULL, NULL },
+};
+
+/* Names --dump and --stop-after accept: "load", "validate", every step
+ * above, and "all" (--dump only). */
 static bool
 known_pass (const char *name)
 {
@@ -80,7 +129,9 @@ static const char usage_text[] =
   "      --bucket-cap BYTES       largest bucket (default 256M)\n"
   "  BYTES take the suffixes K, M, G (KiB, MiB, GiB).\n"
   "Debugging:\n"
-  "      --dump=PASS              print the IR after PASS (load, validate, ..., all)\n"
+  "      --dump=PASS              print the IR to stderr after PASS: load, validate,\n"
+  "                               estimate, simulate-input, schedule, bucket,\n"
+  "                               simulate, codegen, or all\n"
   "      --stop-after=PASS        run up to PASS, print the summary, write nothing\n"
   "      --validate               run the validator after every pass\n"
   "      --no-validate            do not (default unless built with buildtype=debug)\n"
@@ -251,76 +302,6 @@ parse_args (int argc, char **argv, Cli *cli)
   return -1;
 }
 
-/* --- summary ----------------------------------------------------------------- */
-
-static bool
-is_compute (SgOpKind kind)
-{
-  switch (sg_op_class (kind)) {
-  case SG_CLASS_INPUT:
-  case SG_CLASS_OUTPUT:
-  case SG_CLASS_GETITEM:
-  case SG_CLASS_VIEW:
-  case SG_CLASS_COLLECTIVE:
-  case SG_CLASS_WAIT: return false;
-  default: return true;
-  }
-}
-
-static void
-print_bytes (FILE *out, uint64_t b)
-{
-  fprintf (out, "%" G_GUINT64_FORMAT " B", b);
-  if (b >= ((uint64_t)1 << 20))
-    fprintf (out, " (%.1f MiB)", (double)b / (double)(1 << 20));
-}
-
-static void
-print_summary (FILE *out, SgGraph *g, const SgPassTime *times, size_t n_times)
-{
-  int32_t compute = 0, colls = 0, waits = 0, inputs = 0;
-  uint64_t comm = 0;
-  int32_t ng = g->n_groups > 0 ? g->n_groups : 1;
-  g_autofree int32_t *count = g_new0 (int32_t, (size_t)SG_OP_N_KINDS * (size_t)ng);
-  g_autofree uint64_t *bytes = g_new0 (uint64_t, (size_t)SG_OP_N_KINDS * (size_t)ng);
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    const SgNode *n = &g->nodes[i];
-    compute += is_compute (n->kind);
-    waits += n->kind == SG_OP_WAIT;
-    inputs += sg_op_class (n->kind) == SG_CLASS_INPUT;
-    if (sg_op_is_collective (n->kind) && n->group >= 0) {
-      uint64_t b = sg_node_comm_bytes (g, i);
-      colls++;
-      comm += b;
-      count[(size_t)n->kind * (size_t)ng + (size_t)n->group]++;
-      bytes[(size_t)n->kind * (size_t)ng + (size_t)n->group] += b;
-    }
-  }
-  fprintf (out, "graph: %s (world_size %d, rank %d, %d groups)\n", g->source, g->world_size,
-           g->rank, g->n_groups);
-  fprintf (out, "nodes: %d (compute %d, inputs %d, collectives %d, waits %d, views/other %d)\n",
-           g->n_nodes, compute, inputs, colls, waits, g->n_nodes - compute - inputs - colls - waits);
-  if (colls) {
-    fprintf (out, "collectives:\n  %-16s %-8s %6s %6s %16s\n", "kind", "group", "ranks", "count",
-             "bytes");
-    for (int k = 0; k < SG_OP_N_KINDS; k++)
-      for (int32_t gr = 0; gr < g->n_groups; gr++) {
-        size_t at = (size_t)k * (size_t)ng + (size_t)gr;
-        if (count[at])
-          fprintf (out, "  %-16s %-8s %6d %6d %16" G_GUINT64_FORMAT "\n", sg_op_name ((SgOpKind)k),
-                   g->groups[gr].name, g->groups[gr].n_ranks, count[at], bytes[at]);
-      }
-  }
-  fputs ("bytes communicated: ", out);
-  print_bytes (out, comm);
-  fputs ("\npeak live tensor bytes (input order): ", out);
-  print_bytes (out, sg_graph_peak_bytes (g, NULL));
-  fputs ("\npasses:", out);
-  for (size_t i = 0; i < n_times; i++)
-    fprintf (out, "%s %s %.3f ms", i ? "," : "", times[i].name, times[i].ms);
-  fputc ('\n', out);
-}
-
 /* --- main -------------------------------------------------------------------- */
 
 /* One line per error: control characters (from names in the input) are
@@ -366,6 +347,66 @@ ms_since (gint64 t0)
   return (double)(g_get_monotonic_time () - t0) / 1000.0;
 }
 
+static void
+add_time (Run *r, const char *name, gint64 t0)
+{
+  g_assert (r->n_times < MAX_TIMES);
+  r->times[r->n_times++] = (SgPassTime){ name, ms_since (t0) };
+}
+
+/* Runs the pipeline; false with @error (and r->error_file) on failure.
+ * *stopped: the run ended early (--stop-after, --costs) and writes nothing. */
+static bool
+run_pipeline (Run *r, bool *stopped, GError **error)
+{
+  const Cli *cli = r->cli;
+  const char *stop = cli->stop_after;
+  *stopped = false;
+  gint64 t0 = g_get_monotonic_time ();
+  r->g = sg_graph_load_full (cli->graph_path, false, error);
+  add_time (r, "load", t0);
+  if (!r->g)
+    return false;
+  r->input_nodes = r->g->n_nodes;
+  dump_after (cli, r->g, "load");
+  summary_graph (r);
+  if (stop && strcmp (stop, "load") == 0)
+    return *stopped = true;
+  t0 = g_get_monotonic_time ();
+  bool ok = sg_graph_validate (r->g, error);
+  add_time (r, "validate", t0);
+  if (!ok)
+    return false;
+  dump_after (cli, r->g, "validate");
+  if (stop && strcmp (stop, "validate") == 0)
+    return *stopped = true;
+  for (const Step *s = pipeline; s->name; s++) {
+    t0 = g_get_monotonic_time ();
+    if (s->pass) {
+      const SgPass pass = { s->name, s->pass };
+      ok = sg_pass_run (r->g, &cli->cfg, &pass, 1, NULL, error);
+    } else {
+      ok = s->step (r, error);
+      if (ok && cli->cfg.validate_between && !sg_graph_validate (r->g, error)) {
+        g_prefix_error (error, "invalid IR after step '%s' (a schedgraph bug): ", s->name);
+        ok = false;
+      }
+      if (ok)
+        dump_after (cli, r->g, s->name);
+    }
+    add_time (r, s->name, t0);
+    if (!ok)
+      return false;
+    if (cli->costs && s->pass == sg_estimate_costs) {
+      sg_estimate_print_costs (r->g, stdout);
+      return *stopped = true;
+    }
+    if (stop && strcmp (stop, s->name) == 0)
+      return *stopped = true;
+  }
+  return true;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -373,49 +414,22 @@ main (int argc, char **argv)
   int rc = parse_args (argc, argv, &cli);
   if (rc >= 0)
     return rc;
-
-  enum { N_TIMES = 2 + N_PIPELINE };
-  SgPassTime times[N_TIMES];
+  Run r = { .cli = &cli, .summary = g_string_new (NULL) };
   GError *error = NULL;
-  gint64 t0 = g_get_monotonic_time ();
-  g_autoptr (SgGraph) g = sg_graph_load_full (cli.graph_path, false, &error);
-  times[0] = (SgPassTime){ "load", ms_since (t0) };
-  if (!g)
-    return fail_input (cli.graph_path, error);
-  dump_after (&cli, g, "load");
-  if (cli.stop_after && strcmp (cli.stop_after, "load") == 0) {
-    if (!cli.quiet)
-      print_summary (stdout, g, times, 1);
-    return EXIT_OK;
+  bool stopped;
+  bool ok = run_pipeline (&r, &stopped, &error);
+  if (ok && !stopped)
+    ok = write_outputs (&r, &error);
+  if (!ok) {
+    rc = fail_input (r.error_file ? r.error_file : cli.graph_path, error);
+  } else {
+    rc = EXIT_OK;
+    if (!cli.quiet && !cli.costs) {
+      summary_finish (&r);
+      fputs (r.summary->str, stdout);
+    }
   }
-  t0 = g_get_monotonic_time ();
-  bool valid = sg_graph_validate (g, &error);
-  times[1] = (SgPassTime){ "validate", ms_since (t0) };
-  if (!valid)
-    return fail_input (cli.graph_path, error);
-  dump_after (&cli, g, "validate");
-  size_t n_run = N_PIPELINE;
-  if (cli.stop_after) {
-    n_run = 0;
-    if (strcmp (cli.stop_after, "validate") != 0)
-      while (strcmp (pipeline[n_run++].name, cli.stop_after) != 0)
-        ;
-  }
-  if (!sg_pass_run (g, &cli.cfg, pipeline, n_run, times + 2, &error))
-    return fail_input (cli.graph_path, error);
-  if (cli.stop_after) {
-    if (!cli.quiet)
-      print_summary (stdout, g, times, 2 + n_run);
-    return EXIT_OK;
-  }
-
-  /* Outputs whose producing module is not part of this build yet. */
-  const char *unavailable = cli.output ? "-o" : cli.report ? "--report"
-                          : cli.trace  ? "--trace" : cli.order ? "--order"
-                          : cli.costs  ? "--costs" : NULL;
-  if (unavailable)
-    return usage_error ("%s: not available in this build (its pass has not landed)", unavailable);
-  if (!cli.quiet)
-    print_summary (stdout, g, times, N_TIMES);
-  return EXIT_OK;
+  run_clear (&r);
+  sg_graph_free (r.g);
+  return rc;
 }

@@ -1,0 +1,86 @@
+#!/bin/bash
+# run-cli.sh SCHEDGRAPH DATA_DIR: end-to-end tests of the schedgraph CLI on a
+# sample graph: every output written and well-formed, byte-identical plans
+# from identical runs, --order/--costs/--stop-after/--dump/--validate, and
+# failures (bad order, bad cluster, unwritable output) that leave no file.
+set -u
+sg=$1
+data=$2
+g=$data/w2_tiny_fsdp2_L2_h256.json
+order=$data/w2_tiny_fsdp2_L2_h256.peer_order_plain.json
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+total=0
+
+check() { # NAME CONDITION-COMMAND...
+  local name=$1
+  shift
+  total=$((total + 1))
+  if "$@"; then
+    echo "ok: $name"
+  else
+    echo "FAIL: $name"
+    fails=$((fails + 1))
+  fi
+}
+
+has() { grep -qF -- "$2" "$1"; }
+
+"$sg" "$g" -o "$tmp/a.plan.json" --report "$tmp/a.report.json" --trace "$tmp/a.trace.json" \
+  --order "$order" >"$tmp/a.out" 2>"$tmp/a.err"
+rc=$?
+check "full run exits 0" test $rc -eq 0
+check "full run is silent on stderr" test ! -s "$tmp/a.err"
+check "plan written" has "$tmp/a.plan.json" '"format":"schedgraph.plan"'
+check "report has input, given, scheduled" \
+  bash -c "grep -q '\"input\":' '$tmp/a.report.json' && grep -q '\"given\":' '$tmp/a.report.json' && grep -q '\"scheduled\":' '$tmp/a.report.json'"
+check "report has rows, bucket, passes" \
+  bash -c "grep -q '\"collectives\":' '$tmp/a.report.json' && grep -q '\"bucket\":' '$tmp/a.report.json' && grep -q '\"codegen\":' '$tmp/a.report.json'"
+check "trace written" has "$tmp/a.trace.json" '"traceEvents"'
+check "summary names the orders" \
+  bash -c "grep -q '^input order:' '$tmp/a.out' && grep -q '^given order' '$tmp/a.out' && grep -q '^scheduled order:' '$tmp/a.out'"
+check "summary times every pass" \
+  grep -qE '^passes: load [0-9.]+ ms, validate [0-9.]+ ms, estimate .* schedule .* bucket .* codegen [0-9.]+ ms$' "$tmp/a.out"
+
+"$sg" "$g" -q -o "$tmp/b.plan.json" --trace "$tmp/b.trace.json" --order "$order"
+check "identical runs give byte-identical plans" cmp -s "$tmp/a.plan.json" "$tmp/b.plan.json"
+check "identical runs give byte-identical traces" cmp -s "$tmp/a.trace.json" "$tmp/b.trace.json"
+
+"$sg" "$g" -q --no-reorder --no-bucket -o "$tmp/c.plan.json"
+check "--no-reorder --no-bucket writes a plan" has "$tmp/c.plan.json" '"options":"reorder=0 bucket=0'
+check "... which differs from the scheduled one" bash -c "! cmp -s '$tmp/a.plan.json' '$tmp/c.plan.json'"
+
+"$sg" "$g" --validate -q -o "$tmp/d.plan.json"
+check "--validate between passes accepts the pipeline" test $? -eq 0
+check "--validate does not change the plan" cmp -s "$tmp/a.plan.json" "$tmp/d.plan.json"
+
+"$sg" "$g" --costs >"$tmp/costs.out"
+check "--costs prints the cost table" has "$tmp/costs.out" "# costs: cluster"
+"$sg" "$g" --dump=schedule -q 2>"$tmp/dump.err"
+check "--dump=schedule dumps after the schedule pass" has "$tmp/dump.err" "# after schedule"
+"$sg" "$g" --stop-after=estimate >"$tmp/stop.out"
+check "--stop-after=estimate stops there" \
+  bash -c "grep -q 'passes: load .* estimate [0-9.]* ms$' '$tmp/stop.out' && ! grep -q schedule '$tmp/stop.out'"
+"$sg" "$g" --stop-after=estimate -o "$tmp/e.plan.json" 2>/dev/null
+check "--stop-after with -o is a usage error" test $? -eq 2
+
+# Failures: exit 1, one line naming the file at fault, nothing written.
+printf '["not_a_node"]\n' >"$tmp/bad-order.json"
+"$sg" "$g" --order "$tmp/bad-order.json" -o "$tmp/f.plan.json" --report "$tmp/f.report.json" 2>"$tmp/f.err"
+check "bad --order exits 1" test $? -eq 1
+check "... naming the order file" grep -q "^schedgraph: $tmp/bad-order.json: " "$tmp/f.err"
+check "... and writes nothing" bash -c "! ls '$tmp'/f.* 2>/dev/null | grep -q json"
+
+"$sg" "$g" --cluster no-such-cluster -o "$tmp/h.plan.json" 2>"$tmp/h.err"
+check "unknown --cluster exits 1" test $? -eq 1
+check "... with a message" has "$tmp/h.err" "no-such-cluster"
+check "... and writes nothing" test ! -e "$tmp/h.plan.json"
+
+"$sg" "$g" --report "$tmp/i.report.json" -o "$tmp/no/such/dir/plan.json" 2>"$tmp/i.err"
+check "unwritable -o exits 1" test $? -eq 1
+check "... naming the output" grep -q "^schedgraph: $tmp/no/such/dir/plan.json: cannot write" "$tmp/i.err"
+check "... and removes the report it had written" test ! -e "$tmp/i.report.json"
+
+echo "cli: $((total - fails)) of $total passed"
+[ $fails -eq 0 ]
