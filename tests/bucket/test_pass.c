@@ -1,0 +1,314 @@
+/* test_pass.c: the bucketing pass (sg_bucket_pass) on builder graphs and on
+ * the PyTorch-exported samples: merges that keep overlap happen, merges
+ * that would expose communication, exceed the cap or close a cycle do not,
+ * --no-bucket changes nothing, the result validates, and on every sample
+ * graph we keep at most the peer's collectives with exposed_us no higher.
+ */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bucket.h"
+#include "builder.h"
+
+#define I(x) ((int64_t)(x))
+
+static const char *data_dir = "tests/data"; /* argv[1] overrides */
+
+static void
+estimate (SgGraph *g, SgConfig *cfg)
+{
+  GError *error = NULL;
+  sg_config_init (cfg);
+  ck_assert_msg (sg_estimate_costs (g, cfg, &error), "%s", error ? error->message : "");
+}
+
+static void
+run_pass (SgGraph *g, const SgConfig *cfg)
+{
+  GError *error = NULL;
+  ck_assert_msg (sg_bucket_pass (g, cfg, &error), "%s", error ? error->message : "");
+  ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "");
+}
+
+/* Two small all_gathers issued up front, both hidden behind one long
+ * compute, consumed after it: merging them saves a collective's latency. */
+static SgGraph *
+two_hidden_gathers (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, I (1024), I (1024));
+  tb_input (g, "w1", "bfloat16", 2, I (512), I (1024));
+  tb_input (g, "w2", "bfloat16", 2, I (512), I (1024));
+  tb_all_gather (g, "ag1", "w1", "0");
+  tb_all_gather (g, "ag2", "w2", "0");
+  SgNodeId busy = tb_mm (g, "busy", "x", "x");
+  tb_cost (g, busy, 5000.0);
+  tb_wait (g, "ag1_w", "ag1");
+  tb_wait (g, "ag2_w", "ag2");
+  tb_mm (g, "mm1", "busy", "ag1_w");
+  tb_mm (g, "mm2", "mm1", "ag2_w");
+  tb_output (g, 1, "mm2");
+  return g;
+}
+
+START_TEST (hidden_gathers_merge_into_one_bucket)
+{
+  g_autoptr (SgGraph) g = two_hidden_gathers ();
+  SgConfig cfg;
+  estimate (g, &cfg);
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_ptr_nonnull (st);
+  ck_assert (st->ran);
+  ck_assert_int_eq (st->collectives_before, 2);
+  ck_assert_int_eq (st->collectives_after, 1);
+  ck_assert_int_eq (st->buckets, 1);
+  ck_assert (st->exposed_after_us <= st->exposed_before_us + 1e-9);
+  ck_assert_str_eq (st->infos[0].name, "bucket_ag1");
+  ck_assert_int_eq (st->infos[0].n_members, 2);
+  ck_assert_str_eq (st->infos[0].members[0], "ag1");
+  ck_assert_str_eq (st->infos[0].members[1], "ag2");
+  ck_assert_uint_eq (st->infos[0].bytes, 2u * 2u * 512u * 1024u * 2u);
+  /* new nodes are costed: the pack copies 2 MiB, the collective moves 4 MiB */
+  SgNodeId p = sg_graph_lookup (g, "bucket_pack_ag1");
+  ck_assert_int_ne (p, SG_NO_NODE);
+  ck_assert_int_ne (g->nodes[p].est_src, SG_COST_NONE);
+  ck_assert (g->nodes[p].est_us > 0);
+  ck_assert (g->nodes[sg_graph_lookup (g, "bucket_ag1")].est_us > 0);
+  /* the report lists the bucket with its members */
+  cJSON *rep = sg_bucket_report (g, NULL);
+  ck_assert_int_eq (cJSON_GetObjectItem (rep, "collectives_before")->valueint, 2);
+  ck_assert_int_eq (cJSON_GetObjectItem (rep, "collectives_after")->valueint, 1);
+  const cJSON *b = cJSON_GetArrayItem (cJSON_GetObjectItem (rep, "buckets"), 0);
+  ck_assert_str_eq (cJSON_GetObjectItem (b, "kind")->valuestring, "all_gather");
+  ck_assert_int_eq (cJSON_GetArraySize (cJSON_GetObjectItem (b, "members")), 2);
+  ck_assert_ptr_nonnull (cJSON_GetObjectItem (rep, "exposed_us"));
+  cJSON_Delete (rep);
+}
+END_TEST
+
+START_TEST (no_bucket_leaves_the_graph_alone)
+{
+  g_autoptr (SgGraph) g = two_hidden_gathers ();
+  SgConfig cfg;
+  estimate (g, &cfg);
+  cfg.bucket = false;
+  int32_t n = g->n_nodes;
+  run_pass (g, &cfg);
+  ck_assert_int_eq (g->n_nodes, n);
+  ck_assert_int_ne (sg_graph_lookup (g, "ag2"), SG_NO_NODE);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert (!st->ran);
+  ck_assert_int_eq (st->collectives_after, 2);
+  ck_assert_int_eq (st->buckets, 0);
+  ck_assert_double_eq (st->exposed_before_us, st->exposed_after_us);
+  cJSON *rep = sg_bucket_report (g, NULL);
+  ck_assert (cJSON_IsFalse (cJSON_GetObjectItem (rep, "enabled")));
+  cJSON_Delete (rep);
+}
+END_TEST
+
+START_TEST (bucket_cap_stops_a_merge)
+{
+  g_autoptr (SgGraph) g = two_hidden_gathers ();
+  SgConfig cfg;
+  estimate (g, &cfg);
+  cfg.bucket_cap_bytes = 3u << 20; /* each gather moves 2 MiB */
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_after, 2);
+  ck_assert_int_eq (st->refused_cap, 1);
+  ck_assert_uint_eq (st->cap_bytes, 3u << 20);
+}
+END_TEST
+
+START_TEST (merge_that_would_expose_a_big_gather_is_refused)
+{
+  /* ag_small is needed right away (short compute hides it); ag_big is
+   * needed only after a long compute. One bucket would make the first
+   * consumer wait for the big transfer. */
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, I (64), I (64));
+  tb_input (g, "ws", "bfloat16", 2, I (32), I (64));
+  tb_input (g, "wb", "bfloat16", 2, I (8192), I (4096)); /* 64 MiB shard */
+  tb_all_gather (g, "ag_small", "ws", "0");
+  tb_all_gather (g, "ag_big", "wb", "0");
+  SgNodeId c0 = tb_pointwise (g, "c0", "aten.neg.default", "x", NULL);
+  tb_cost (g, c0, 200.0);
+  tb_wait (g, "ag_small_w", "ag_small");
+  SgNodeId m1 = tb_mm (g, "m1", "c0", "ag_small_w");
+  tb_cost (g, m1, 10.0);
+  SgNodeId longc = tb_pointwise (g, "long", "aten.neg.default", "m1", NULL);
+  tb_cost (g, longc, 50000.0);
+  tb_wait (g, "ag_big_w", "ag_big");
+  tb_t (g, "wt", "ag_big_w");
+  SgNodeId s = tb_pointwise (g, "s", "aten.neg.default", "wt", NULL);
+  tb_cost (g, s, 1.0);
+  tb_output (g, 2, "long", "s");
+  SgConfig cfg;
+  estimate (g, &cfg);
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_after, 2);
+  ck_assert_int_eq (st->refused_exposed, 1);
+  ck_assert_int_eq (st->simulations, 1);
+  ck_assert_double_eq (st->exposed_after_us, st->exposed_before_us);
+}
+END_TEST
+
+START_TEST (gather_of_a_gathered_value_is_never_merged)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "w", "float32", 2, I (8), I (8));
+  tb_all_gather (g, "ag1", "w", "0");
+  tb_wait (g, "ag1_w", "ag1");
+  tb_pointwise (g, "h", "aten.neg.default", "ag1_w", NULL);
+  tb_all_gather (g, "ag2", "h", "0");
+  tb_wait (g, "ag2_w", "ag2");
+  tb_output (g, 1, "ag2_w");
+  SgConfig cfg;
+  estimate (g, &cfg);
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_after, 2);
+  ck_assert_int_eq (st->refused_cycle, 1);
+  ck_assert_int_eq (st->simulations, 0);
+}
+END_TEST
+
+START_TEST (reduce_scatters_of_gradients_merge_and_keep_outputs)
+{
+  /* Backward-like: gradients produced one after another, each reduce-
+   * scattered, all consumed by the output only. */
+  g_autoptr (SgGraph) g = tb_new (4);
+  tb_group (g, "0", 4, 0, 1, 2, 3);
+  tb_input (g, "x", "bfloat16", 2, I (256), I (256));
+  /* live throughout: the pack buffer stays well within 5% of the peak */
+  tb_input (g, "state", "bfloat16", 2, I (4096), I (4096));
+  char gname[16], rname[16], wname[16], prev[16] = "x";
+  for (int i = 0; i < 3; i++) {
+    g_snprintf (gname, sizeof gname, "g%d", i);
+    g_snprintf (rname, sizeof rname, "rs%d", i);
+    g_snprintf (wname, sizeof wname, "rs%d_w", i);
+    SgNodeId mm = tb_mm (g, gname, prev, "x");
+    tb_cost (g, mm, 2000.0);
+    tb_reduce_scatter (g, rname, gname, "0");
+    tb_wait (g, wname, rname);
+    g_strlcpy (prev, gname, sizeof prev);
+  }
+  SgNodeId tail = tb_pointwise (g, "tail", "aten.neg.default", prev, NULL);
+  tb_cost (g, tail, 3000.0);
+  tb_output (g, 5, "rs0_w", "rs1_w", "rs2_w", "tail", "state");
+  SgConfig cfg;
+  estimate (g, &cfg);
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert (st->exposed_after_us <= st->exposed_before_us + 1e-9);
+  ck_assert_int_lt (st->collectives_after, 3);
+  ck_assert_int_eq (st->infos[0].kind, SG_OP_REDUCE_SCATTER);
+  ck_assert_int_eq (st->infos[0].reduce, SG_REDUCE_SUM);
+  /* the output still has its five values, the gradients now from unpacks */
+  SgNodeId out = g->output;
+  ck_assert_uint_eq (g->nodes[out].n_in, 5);
+  ck_assert_ptr_nonnull (strstr (g->nodes[out].args_json, "bucket_unpack_rs0"));
+}
+END_TEST
+
+START_TEST (pass_is_deterministic)
+{
+  g_autofree char *path = g_build_filename (data_dir, "dev_fsdp8_L2_h1024.json", NULL);
+  GString *dumps[2];
+  for (int k = 0; k < 2; k++) {
+    GError *error = NULL;
+    g_autoptr (SgGraph) g = sg_graph_load (path, &error);
+    ck_assert_msg (g, "%s", error ? error->message : "");
+    SgConfig cfg;
+    estimate (g, &cfg);
+    ck_assert (sg_schedule_reorder (g, &cfg, &error));
+    run_pass (g, &cfg);
+    dumps[k] = g_string_new (NULL);
+    for (SgNodeId i = 0; i < g->n_nodes; i++)
+      g_string_append_printf (dumps[k], "%s %s %s\n", g->nodes[i].name, g->nodes[i].args_json,
+                              g->nodes[i].kwargs_json);
+  }
+  ck_assert_str_eq (dumps[0]->str, dumps[1]->str);
+  g_string_free (dumps[0], TRUE);
+  g_string_free (dumps[1], TRUE);
+}
+END_TEST
+
+/* The issue's bar on every sample graph: at most the peer's
+ * collectives_after, exposed_us no higher than our unbucketed schedule. */
+START_TEST (samples_meet_the_peer_bar)
+{
+  g_autofree char *peer_path = g_build_filename (data_dir, "peer_results_dev.json", NULL);
+  g_autofree char *text = NULL;
+  ck_assert (g_file_get_contents (peer_path, &text, NULL, NULL));
+  cJSON *peer = cJSON_Parse (text);
+  ck_assert (cJSON_IsArray (peer));
+  int checked = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach (e, peer)
+  {
+    const char *name = cJSON_GetObjectItem (e, "name")->valuestring;
+    int peer_after = cJSON_GetObjectItem (cJSON_GetObjectItem (e, "bucketed"),
+                                          "collectives_after")->valueint;
+    g_autofree char *file = g_strconcat (name, ".json", NULL);
+    g_autofree char *path = g_build_filename (data_dir, file, NULL);
+    GError *error = NULL;
+    g_autoptr (SgGraph) g = sg_graph_load (path, &error);
+    ck_assert_msg (g, "%s", error ? error->message : "");
+    SgConfig cfg;
+    estimate (g, &cfg);
+    ck_assert_msg (sg_schedule_reorder (g, &cfg, &error), "%s", error ? error->message : "");
+    run_pass (g, &cfg);
+    const SgBucketStats *st = sg_bucket_stats (g);
+    ck_assert_msg (st->collectives_after <= peer_after, "%s: %d collectives left, peer %d", name,
+                   st->collectives_after, peer_after);
+    ck_assert_msg (st->exposed_after_us <= st->exposed_before_us + 1e-9,
+                   "%s: exposed %.3f -> %.3f", name, st->exposed_before_us,
+                   st->exposed_after_us);
+    /* every bucket collective names members that no longer exist */
+    for (int32_t i = 0; i < st->n_infos; i++)
+      for (int32_t j = 0; j < st->infos[i].n_members; j++)
+        ck_assert_int_eq (sg_graph_lookup (g, st->infos[i].members[j]), SG_NO_NODE);
+    checked++;
+  }
+  ck_assert_int_eq (checked, 6);
+  cJSON_Delete (peer);
+}
+END_TEST
+
+static Suite *
+pass_suite (void)
+{
+  Suite *s = suite_create ("bucket_pass");
+  TCase *tc = tcase_create ("pass");
+  tcase_set_timeout (tc, 60);
+  tcase_add_test (tc, hidden_gathers_merge_into_one_bucket);
+  tcase_add_test (tc, no_bucket_leaves_the_graph_alone);
+  tcase_add_test (tc, bucket_cap_stops_a_merge);
+  tcase_add_test (tc, merge_that_would_expose_a_big_gather_is_refused);
+  tcase_add_test (tc, gather_of_a_gathered_value_is_never_merged);
+  tcase_add_test (tc, reduce_scatters_of_gradients_merge_and_keep_outputs);
+  tcase_add_test (tc, pass_is_deterministic);
+  tcase_add_test (tc, samples_meet_the_peer_bar);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc > 1)
+    data_dir = argv[1];
+  SRunner *sr = srunner_create (pass_suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
