@@ -26,6 +26,7 @@ sg_rt_options_init (SgRtOptions *opt)
   opt->fail_rank = 1;
   opt->timeout_s = 0;
   opt->backend = "cpu";
+  opt->dump_rank = 0;
 }
 
 const SgBackend *
@@ -63,8 +64,7 @@ sg_rt_agree_plan (const SgPlan *plan, const GError *load_error, GError **error)
     const uint64_t *e = all + 4 * r;
     if (!e[0]) {
       if (r == rank && load_error != NULL)
-        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH, "rank %d: %s", r,
-                     load_error->message);
+        g_set_error_literal (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH, load_error->message);
       else
         g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
                      "rank %d could not load the plan; no rank runs", r);

@@ -6,7 +6,7 @@
  * says which clock measured ("clock": "cpu-wall" for the CPU backend).
  * Per iteration the slowest rank counts (MPI max), then medians over the
  * measured iterations. Dumps: raw little-endian values per output, in its
- * dtype, row-major, plus outputs.json; written by rank 0 only.
+ * dtype, row-major, plus outputs.json; written by one rank (default 0).
  * Requires: a context after run_step. Invalidates: nothing.
  */
 #include <errno.h>
@@ -63,15 +63,19 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
 {
   const SgPlan *p = ctx->plan;
   int32_t nc = n_iters > 0 ? iters[0].n_coll : 0;
-  /* per iteration: step, compute, then measured[nc], exposed[nc] */
-  int width = 2 + 2 * nc;
+  /* per iteration: step, compute, this rank's total exposed, then
+   * measured[nc], exposed[nc] */
+  int width = 3 + 2 * nc;
   double *all = g_new0 (double, (size_t)MAX (width * n_iters, 1));
   for (int32_t it = 0; it < n_iters; it++) {
     double *row = all + (size_t)it * width;
     row[0] = iters[it].step_us;
     row[1] = iters[it].compute_us;
-    memcpy (row + 2, iters[it].measured_us, sizeof (double) * (size_t)nc);
-    memcpy (row + 2 + nc, iters[it].exposed_us, sizeof (double) * (size_t)nc);
+    row[2] = 0;
+    for (int32_t c = 0; c < nc; c++)
+      row[2] += iters[it].exposed_us[c];
+    memcpy (row + 3, iters[it].measured_us, sizeof (double) * (size_t)nc);
+    memcpy (row + 3 + nc, iters[it].exposed_us, sizeof (double) * (size_t)nc);
   }
   max_over_ranks (ctx, all, width * n_iters);
   double *col = g_new (double, (size_t)MAX (n_iters, 1));
@@ -100,18 +104,17 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
   cJSON_AddStringToObject (plan, "hash", hash);
   cJSON_AddNumberToObject (plan, "arena_bytes", (double)p->arena_bytes);
 
-  double comm = 0, exposed = 0;
+  double comm = 0;
   int hidden = 0, partial = 0, n_exposed = 0;
   cJSON *rows = cJSON_CreateArray ();
   for (int32_t c = 0; c < nc; c++) {
     const SgPlanIns *ins = &p->ins[iters[0].coll_ins[c]];
-    double m = med[2 + c], e = med[2 + nc + c];
+    double m = med[3 + c], e = med[3 + nc + c];
     const char *st = status_of (m, e);
     hidden += strcmp (st, "hidden") == 0;
     partial += strcmp (st, "partial") == 0;
     n_exposed += strcmp (st, "exposed") == 0;
     comm += m;
-    exposed += e;
     cJSON *r = cJSON_CreateObject ();
     cJSON_AddStringToObject (r, "name", ins->name ? ins->name : "");
     cJSON_AddStringToObject (r, "op", sg_op_name (ins->op));
@@ -135,7 +138,9 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
   cJSON_AddNumberToObject (sum, "step_us", r3 (med[0]));
   cJSON_AddNumberToObject (sum, "compute_us", r3 (med[1]));
   cJSON_AddNumberToObject (sum, "comm_us", r3 (comm));
-  cJSON_AddNumberToObject (sum, "exposed_us", r3 (exposed));
+  /* the slowest rank's total: per-collective maxima may come from
+   * different ranks and would overstate it */
+  cJSON_AddNumberToObject (sum, "exposed_us", r3 (med[2]));
   cJSON_AddNumberToObject (sum, "collectives", nc);
   cJSON_AddNumberToObject (sum, "hidden", hidden);
   cJSON_AddNumberToObject (sum, "partial", partial);
@@ -179,7 +184,7 @@ sg_rt_collect_outputs (SgRtContext *ctx, const char *dump_dir, cJSON **checksums
   int32_t n = p->n_outputs;
   uint64_t *mine = g_new0 (uint64_t, (size_t)MAX (n, 1));
   double *sums = g_new0 (double, (size_t)MAX (n, 1));
-  bool write = dump_dir != NULL && ctx->rank == 0;
+  bool write = dump_dir != NULL && ctx->rank == ctx->opt.dump_rank;
   if (write && g_mkdir_with_parents (dump_dir, 0755) != 0) {
     g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_IO, "cannot create %s: %s", dump_dir,
                  g_strerror (errno));

@@ -58,6 +58,7 @@ typedef struct {
   int32_t fail_rank;    /* which rank fails (default 1) */
   double timeout_s;     /* backend watchdog; 0 = none */
   const char *backend;  /* "cpu" or "cuda" */
+  int32_t dump_rank;    /* whose outputs --dump-outputs writes (default 0) */
 } SgRtOptions;
 
 /* Options with their defaults: exact, 1 iteration, no warm-up, seed 0,
@@ -122,6 +123,13 @@ const SgBackend *sg_rt_backend_lookup (const char *name, GError **error);
 extern const SgBackend sg_rt_cpu_backend;
 #ifdef SG_HAVE_CUDA
 extern const SgBackend sg_rt_cuda_backend;
+/* runtime/cuda/profile.c: `schedrun --profile GRAPH -o PROFILE` (docs/gpu.md).
+ * Collective over MPI_COMM_WORLD; writes docs/profile-format.md on rank 0,
+ * identical on every rank; an existing PROFILE is a cache. */
+bool sg_rt_cuda_profile_requested (int argc, char **argv);
+bool sg_rt_cuda_profile_main (int *argc, char ***argv, GError **error);
+bool sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
+                         int32_t warmup, double timeout_s, GError **error);
 #endif
 
 /* Collective over MPI_COMM_WORLD, before anything else: every rank says
@@ -169,7 +177,7 @@ uint64_t sg_rt_fnv1a64 (const void *data, size_t len);
 cJSON *sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_iters,
                          const char *clock, const cJSON *outputs);
 
-/* Rank 0: each plan output as DIR/<index>.bin (raw little-endian values in
+/* Rank opt.dump_rank (default 0): each plan output as DIR/<index>.bin (raw little-endian values in
  * its dtype, contiguous) and DIR/outputs.json (index, name, shape, dtype).
  * Every rank must call it (values are read through the backend). Also fills
  * @checksums (transfer full, may be NULL) with [{index, name, fnv1a64, sum}]. */

@@ -32,7 +32,7 @@ on_alarm (int sig)
 
 typedef struct {
   char *backend, *mode, *report, *dump;
-  int iters, warmup, fail_at, fail_rank;
+  int iters, warmup, fail_at, fail_rank, dump_rank;
   gint64 seed;
   double timeout;
 } Args;
@@ -55,7 +55,9 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
     { "report", 0, 0, G_OPTION_ARG_FILENAME, &a->report, "write the report JSON (rank 0)",
       "FILE" },
     { "dump-outputs", 0, 0, G_OPTION_ARG_FILENAME, &a->dump,
-      "rank 0 writes each output as DIR/<index>.bin and DIR/outputs.json", "DIR" },
+      "write each output as DIR/<index>.bin and DIR/outputs.json", "DIR" },
+    { "dump-rank", 0, 0, G_OPTION_ARG_INT, &a->dump_rank,
+      "the rank whose outputs --dump-outputs writes (default 0)", "R" },
     { "timeout", 0, 0, G_OPTION_ARG_DOUBLE, &a->timeout,
       "end the job when a rank runs longer than this many seconds", "SEC" },
     { "fail-at-ins", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &a->fail_at,
@@ -70,6 +72,13 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
   g_option_context_free (oc);
   if (!ok)
     return false;
+  int world = 1;
+  MPI_Comm_size (MPI_COMM_WORLD, &world);
+  if (a->dump_rank < 0 || a->dump_rank >= world) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS, "--dump-rank %d is not a rank of %d",
+                 a->dump_rank, world);
+    return false;
+  }
   if (*argc != 2) {
     g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
                  "expected exactly one plan file (got %d arguments); see --help", *argc - 1);
@@ -105,6 +114,7 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
   opt->fail_at_ins = a->fail_at;
   opt->fail_rank = a->fail_rank;
   opt->timeout_s = a->timeout;
+  opt->dump_rank = a->dump_rank;
   return true;
 }
 
@@ -128,6 +138,13 @@ main (int argc, char **argv)
   MPI_Comm_rank (MPI_COMM_WORLD, &rank);
   MPI_Comm_set_errhandler (MPI_COMM_WORLD, MPI_ERRORS_RETURN);
 
+#ifdef SG_HAVE_CUDA
+  if (sg_rt_cuda_profile_requested (argc, argv)) { /* runtime/cuda/profile.c */
+    GError *perr = NULL;
+    bool pok = sg_rt_cuda_profile_main (&argc, &argv, &perr);
+    return finish (rank, perr, pok ? 0 : 1);
+  }
+#endif
   Args a = { 0 };
   SgRtOptions opt;
   sg_rt_options_init (&opt);
