@@ -47,17 +47,25 @@ sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
   SgNodeId w = 0;
   for (SgNodeId i = 0; i < n; i++)
     new_id[i] = keep[i] ? w++ : SG_NO_NODE;
+  /* The inputs pool is rebuilt: every entry must stay a valid id (permute
+   * renumbers the whole pool). */
+  GArray *inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), g->inputs->len);
   for (SgNodeId i = 0; i < n; i++) {
     if (!keep[i]) {
       g_hash_table_remove (g->by_name, g->nodes[i].name);
       continue;
     }
-    SgNode *node = &g->nodes[i];
-    SgNodeId *in = &g_array_index (g->inputs, SgNodeId, node->in_first);
-    for (uint32_t j = 0; j < node->n_in; j++)
-      in[j] = new_id[in[j]];
-    g->nodes[new_id[i]] = *node;
+    SgNode node = g->nodes[i];
+    const SgNodeId *in = &g_array_index (g->inputs, SgNodeId, node.in_first);
+    node.in_first = inputs->len;
+    for (uint32_t j = 0; j < node.n_in; j++) {
+      SgNodeId v = new_id[in[j]];
+      g_array_append_val (inputs, v);
+    }
+    g->nodes[new_id[i]] = node;
   }
+  g_array_unref (g->inputs);
+  g->inputs = inputs;
   g->n_nodes = w;
   for (SgNodeId i = 0; i < w; i++)
     g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
