@@ -72,6 +72,8 @@ check_graph () { # GRAPH NP NAME [PEER_ORDER]
   if [ -n "$peer" ]; then
     "$MKPLAN" "$g" "$T/$name.p.json" "$peer" && plans="$plans p" || fail "$name: mkplan order"
   fi
+  # a random legal order: memory plan and collective order change, outputs may not
+  "$MKPLAN" "$g" "$T/$name.s.json" --shuffle 7 && plans="$plans s" || fail "$name: mkplan shuffle"
   for tag in $plans; do
     if mpirun_ "$np" "$T/$name.$tag.json" --dump-outputs "$T/$name.$tag.run" \
          --report "$T/$name.$tag.report.json" >"$T/out" 2>&1; then
@@ -172,6 +174,14 @@ faults)
     echo "ok   --backend cuda without CUDA: $(grep -m1 'not built in' "$T/out")"
   else
     echo "ok   --backend cuda failed with its own message: $(head -1 "$T/out")"
+  fi
+  # the comparison can fail: another seed gives other outputs
+  "$SGEVAL" "$G" --dump-outputs "$T/ref" || fail "sgeval"
+  mpirun_ 2 "$T/a.json" --seed 1 --dump-outputs "$T/seed1" >/dev/null 2>&1 || fail "seed 1 run"
+  if "$SGEVAL" --compare --rtol 1e-5 "$T/seed1" "$T/ref" >"$T/out"; then
+    fail "outputs of seed 1 compared equal to seed 0"
+  else
+    echo "ok   a different seed is detected: $(head -1 "$T/out")"
   fi
   # timing mode: several iterations, a report with per-collective rows
   if mpirun_ 2 "$T/a.json" --mode timing --iters 3 --warmup 1 --report "$T/r.json" >"$T/out" 2>&1 &&
