@@ -131,8 +131,8 @@ get_int (const Ctx *c, const cJSON *o, const char *k, int64_t def, int64_t min, 
     *out = def;
     return true;
   }
-  if (!cJSON_IsNumber (v) || !isfinite (v->valuedouble) || v->valuedouble != floor (v->valuedouble) ||
-      fabs (v->valuedouble) > 9.0e15)
+  if (!cJSON_IsNumber (v) || !isfinite (v->valuedouble) ||
+      v->valuedouble != floor (v->valuedouble) || fabs (v->valuedouble) > 9.0e15)
     return bad (c, k, "expected an integer");
   if (v->valuedouble < (double)min)
     return bad (c, k, "%.0f is below the minimum %" G_GINT64_FORMAT, v->valuedouble, min);

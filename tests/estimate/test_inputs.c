@@ -58,7 +58,8 @@ END_TEST
 
 START_TEST (graph_cluster_picks_the_preset_and_cfg_wins)
 {
-  g_autoptr (SgGraph) g = small_graph (1024, 1024, 1024, "{\"gpus_per_node\":2,\"nodes\":1,\"gpu\":\"A100\"}");
+  g_autoptr (SgGraph) g =
+    small_graph (1024, 1024, 1024, "{\"gpus_per_node\":2,\"nodes\":1,\"gpu\":\"A100\"}");
   est_run (g, NULL, NULL);
   const SgCluster *c = &sg_graph_cost_model (g)->cluster;
   ck_assert_str_eq (c->name, "a100-sxm");
@@ -71,7 +72,8 @@ START_TEST (graph_cluster_picks_the_preset_and_cfg_wins)
   ck_assert_int_eq (c->gpus_per_node, 2);
   ck_assert (node (g, "mm")->est_us < a100_mm);
   /* graph-format.md's intra_bw_GBps sets the node's ring bandwidth */
-  g_autoptr (SgGraph) slow = small_graph (1024, 1024, 1024, "{\"gpu\":\"H200\",\"intra_bw_GBps\":50}");
+  g_autoptr (SgGraph) slow =
+    small_graph (1024, 1024, 1024, "{\"gpu\":\"H200\",\"intra_bw_GBps\":50}");
   g_autoptr (SgGraph) fast = small_graph (1024, 1024, 1024, "{\"gpu\":\"H200\"}");
   est_run (slow, NULL, NULL);
   est_run (fast, NULL, NULL);
@@ -144,10 +146,12 @@ static const char *profile_text =
   "{\"format\":\"schedgraph.profile\",\"version\":1,\"device\":\"NVIDIA H200\",\"world_size\":2,"
   "\"gemm\":[{\"op\":\"mm\",\"dtype\":\"bfloat16\",\"m\":1024,\"n\":1024,\"k\":1024,\"us\":20.0},"
   "          {\"op\":\"mm\",\"dtype\":\"bfloat16\",\"m\":4096,\"n\":4096,\"k\":4096,\"us\":200.0},"
-  "          {\"op\":\"mm\",\"dtype\":\"bfloat16\",\"m\":8192,\"n\":8192,\"k\":8192,\"us\":1400.0}],"
+  "          {\"op\":\"mm\",\"dtype\":\"bfloat16\",\"m\":8192,\"n\":8192,\"k\":8192,"
+  "           \"us\":1400.0}],"
   "\"collectives\":[{\"kind\":\"all_gather\",\"bytes\":1048576,\"group_size\":2,\"us\":30.0},"
   "                 {\"kind\":\"all_gather\",\"bytes\":4194304,\"group_size\":2,\"us\":60.0},"
-  "                 {\"kind\":\"all_reduce\",\"bytes\":1048576,\"group_size\":2,\"nodes\":1,\"us\":33.0}],"
+  "                 {\"kind\":\"all_reduce\",\"bytes\":1048576,\"group_size\":2,\"nodes\":1,"
+  "                  \"us\":33.0}],"
   "\"ops\":[{\"target\":\"aten.silu.default\",\"bytes\":4194304,\"us\":9.5}],"
   "\"note\":\"ignored\"}";
 

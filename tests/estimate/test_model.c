@@ -52,7 +52,8 @@ START_TEST (collectives_within_25_percent_of_h200_measurements)
         continue;
       double e = rel_err (us, measured);
       worst = MAX (worst, fabs (e));
-      ck_assert_msg (fabs (e) <= 0.25, "%s shard %" G_GUINT64_FORMAT ": model %.1f us, measured %.1f us (%+.0f%%)",
+      ck_assert_msg (fabs (e) <= 0.25,
+                     "%s shard %" G_GUINT64_FORMAT ": model %.1f us, measured %.1f us (%+.0f%%)",
                      sg_op_name (k[i].kind), shard, us, measured, 100 * e);
       checked++;
     }
@@ -140,25 +141,33 @@ START_TEST (pointwise_cost_is_bytes_over_hbm_bandwidth)
 }
 END_TEST
 
+/* A call_function node with raw args and meta JSON. */
+static SgNodeId
+call (SgGraph *g, const char *name, const char *target, const char *args, const char *meta)
+{
+  return tb_node (g,
+                  "{\"name\":\"%s\",\"op\":\"call_function\",\"target\":\"%s\",\"args\":%s,"
+                  "\"kwargs\":{},\"meta\":%s}",
+                  name, target, args, meta);
+}
+
 START_TEST (reductions_copies_and_creation_by_bytes)
 {
   g_autoptr (SgGraph) g = est_graph (2);
   tb_input (g, "a", "float32", 2, I64 (4096), I64 (4096));
-  SgNodeId sum = tb_node (g, "{\"name\":\"sum\",\"op\":\"call_function\",\"target\":"
-                             "\"aten.sum.dim_IntList\",\"args\":[{\"node\":\"a\"},[1]],\"kwargs\":{},"
-                             "\"meta\":{\"shape\":[4096],\"stride\":[1],\"dtype\":\"float32\"}}");
-  SgNodeId cp = tb_node (g, "{\"name\":\"cp\",\"op\":\"call_function\",\"target\":"
-                            "\"aten._to_copy.default\",\"args\":[{\"node\":\"a\"}],\"kwargs\":{},"
-                            "\"meta\":{\"shape\":[4096,4096],\"stride\":[4096,1],\"dtype\":\"bfloat16\"}}");
-  SgNodeId ones = tb_node (g, "{\"name\":\"ones\",\"op\":\"call_function\",\"target\":"
-                              "\"aten.ones_like.default\",\"args\":[{\"node\":\"a\"}],\"kwargs\":{},"
-                              "\"meta\":{\"shape\":[4096,4096],\"stride\":[4096,1],\"dtype\":\"float32\"}}");
+  SgNodeId sum = call (g, "sum", "aten.sum.dim_IntList", "[{\"node\":\"a\"},[1]]",
+                       "{\"shape\":[4096],\"stride\":[1],\"dtype\":\"float32\"}");
+  SgNodeId cp = call (g, "cp", "aten._to_copy.default", "[{\"node\":\"a\"}]",
+                      "{\"shape\":[4096,4096],\"stride\":[4096,1],\"dtype\":\"bfloat16\"}");
+  SgNodeId ones = call (g, "ones", "aten.ones_like.default", "[{\"node\":\"a\"}]",
+                        "{\"shape\":[4096,4096],\"stride\":[4096,1],\"dtype\":\"float32\"}");
   tb_output (g, 3, "sum", "cp", "ones");
   est_run (g, "h200-sxm", NULL);
   const SgCluster *c = &sg_graph_cost_model (g)->cluster;
   double bw = c->hbm_GBps * c->memory_efficiency * 1e3;
   double n = 4096.0 * 4096.0;
-  ck_assert_double_eq_tol (g->nodes[sum].est_us, c->kernel_launch_us + (n * 4 + 4096 * 4) / bw, 1e-6);
+  ck_assert_double_eq_tol (g->nodes[sum].est_us, c->kernel_launch_us + (n * 4 + 4096 * 4) / bw,
+                           1e-6);
   ck_assert_double_eq_tol (g->nodes[cp].est_us, c->kernel_launch_us + (n * 4 + n * 2) / bw, 1e-6);
   /* creation writes only: ones_like does not read its input */
   ck_assert_double_eq_tol (g->nodes[ones].est_us, c->kernel_launch_us + n * 4 / bw, 1e-6);
@@ -171,7 +180,8 @@ sdpa (SgGraph *g, const char *name, const char *target, int64_t s, bool causal, 
 {
   /* q, k, v: [1, 8, s, 128]; forward args (q, k, v, ...), backward
    * (grad_out, q, k, v, ...), is_causal at @causal_pos */
-  GString *args = g_string_new (bwd ? "[{\"node\":\"go\"},{\"node\":\"q\"},{\"node\":\"k\"},{\"node\":\"v\"}"
+  GString *args = g_string_new (bwd ? "[{\"node\":\"go\"},{\"node\":\"q\"},{\"node\":\"k\"},"
+                                      "{\"node\":\"v\"}"
                                     : "[{\"node\":\"q\"},{\"node\":\"k\"},{\"node\":\"v\"}");
   for (int i = bwd ? 4 : 3; i <= causal_pos; i++)
     g_string_append (args, i == causal_pos ? (causal ? ",true" : ",false") : ",null");
@@ -241,13 +251,12 @@ START_TEST (bmm_and_addmm_use_batch_and_operand_shapes)
   tb_input (g, "bias", "bfloat16", 1, I64 (2048));
   tb_input (g, "x", "bfloat16", 2, I64 (16384), I64 (512));
   tb_input (g, "w", "bfloat16", 2, I64 (512), I64 (2048));
-  SgNodeId bmm = tb_node (g, "{\"name\":\"bmm\",\"op\":\"call_function\",\"target\":\"aten.bmm.default\","
-                             "\"args\":[{\"node\":\"a\"},{\"node\":\"b\"}],\"kwargs\":{},\"meta\":{\"shape\":"
-                             "[16,1024,2048],\"stride\":[2097152,2048,1],\"dtype\":\"bfloat16\"}}");
-  SgNodeId addmm = tb_node (g, "{\"name\":\"addmm\",\"op\":\"call_function\",\"target\":"
-                               "\"aten.addmm.default\",\"args\":[{\"node\":\"bias\"},{\"node\":\"x\"},"
-                               "{\"node\":\"w\"}],\"kwargs\":{},\"meta\":{\"shape\":[16384,2048],"
-                               "\"stride\":[2048,1],\"dtype\":\"bfloat16\"}}");
+  SgNodeId bmm = call (g, "bmm", "aten.bmm.default", "[{\"node\":\"a\"},{\"node\":\"b\"}]",
+                       "{\"shape\":[16,1024,2048],\"stride\":[2097152,2048,1],"
+                       "\"dtype\":\"bfloat16\"}");
+  SgNodeId addmm = call (g, "addmm", "aten.addmm.default",
+                         "[{\"node\":\"bias\"},{\"node\":\"x\"},{\"node\":\"w\"}]",
+                         "{\"shape\":[16384,2048],\"stride\":[2048,1],\"dtype\":\"bfloat16\"}");
   SgNodeId mm = tb_mm (g, "mm", "x", "w");
   tb_output (g, 3, "bmm", "addmm", "mm");
   est_run (g, NULL, NULL);
@@ -425,7 +434,8 @@ START_TEST (cost_table_is_sorted_with_sources_and_totals)
   ck_assert (strstr (text, "model\n") != NULL);
   ck_assert (strstr (text, "# totals by class") != NULL);
   ck_assert (strstr (text, "matmul") != NULL);
-  ck_assert (strstr (text, "unknown targets (costed as cheap compute): 1\n  mylib.odd.default") != NULL);
+  ck_assert (strstr (text, "unknown targets (costed as cheap compute): 1\n  mylib.odd.default") !=
+             NULL);
   ck_assert (strstr (text, "cluster h200-sxm") != NULL);
   (void)mm;
 }

@@ -111,8 +111,8 @@ START_TEST (sample_cluster_keys_select_the_preset)
   est_run (w2, NULL, NULL);
   const SgCluster *cd = &sg_graph_cost_model (dev)->cluster;
   const SgCluster *cw = &sg_graph_cost_model (w2)->cluster;
-  ck_assert_msg (dev->cluster_json == NULL || strstr (dev->cluster_json, cd->gpu) != NULL, "%s vs %s",
-                 dev->cluster_json, cd->gpu);
+  ck_assert_msg (dev->cluster_json == NULL || strstr (dev->cluster_json, cd->gpu) != NULL,
+                 "%s vs %s", dev->cluster_json, cd->gpu);
   ck_assert_str_eq (cw->name, "h200-sxm");
   ck_assert_int_eq (cw->gpus_per_node, 2);
   for (int32_t i = 0; i < w2->n_groups; i++)
