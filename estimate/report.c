@@ -89,6 +89,12 @@ shape_summary (GString *s, const SgGraph *g, const SgCostModel *cm, SgNodeId id)
     g_string_append_printf (s, " g%d", n->group_size);
     if (nodes > 1)
       g_string_append_printf (s, " nodes%d", nodes);
+    if (n->est_src == SG_COST_MODEL) { /* what NCCL would pick */
+      SgNcclChoice ch =
+        sg_nccl_time (&cm->cluster, n->kind, sg_node_comm_bytes (g, id), n->group_size, nodes);
+      g_string_append_printf (s, " %s/%s", sg_nccl_algo_name (ch.algo),
+                              sg_nccl_proto_name (ch.proto));
+    }
     return;
   }
   default:

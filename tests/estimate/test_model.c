@@ -196,6 +196,26 @@ sdpa (SgGraph *g, const char *name, const char *target, int64_t s, bool causal, 
   return id;
 }
 
+START_TEST (matmul_without_shapes_falls_back_to_bytes)
+{
+  g_autoptr (SgGraph) g = est_graph (2);
+  tb_input (g, "a", "bfloat16", 2, I64 (64), I64 (64));
+  /* a 3-d mm cannot be a GEMM: costed as a memory-bound kernel */
+  SgNodeId odd = call (g, "odd", "aten.mm.default", "[{\"node\":\"a\"},{\"node\":\"a\"}]",
+                       "{\"shape\":[2,64,64],\"stride\":[4096,64,1],\"dtype\":\"bfloat16\"}");
+  tb_output (g, 1, "odd");
+  est_run (g, NULL, NULL);
+  SgShape s;
+  ck_assert (!sg_compute_shape (g, odd, &s));
+  const SgCluster *c = &sg_graph_cost_model (g)->cluster;
+  double bytes = (2.0 * 64 * 64 + 64 * 64) * 2;
+  ck_assert_double_eq_tol (g->nodes[odd].est_us,
+                           c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3),
+                           1e-9);
+  ck_assert_int_eq (g->nodes[odd].est_src, SG_COST_MODEL);
+}
+END_TEST
+
 START_TEST (attention_costs_follow_flops_causality_and_variant)
 {
   g_autoptr (SgGraph) g = est_graph (2);
@@ -465,6 +485,7 @@ suite (void)
   tcase_add_test (tc, reductions_copies_and_creation_by_bytes);
   tcase_add_test (tc, attention_costs_follow_flops_causality_and_variant);
   tcase_add_test (tc, bmm_and_addmm_use_batch_and_operand_shapes);
+  tcase_add_test (tc, matmul_without_shapes_falls_back_to_bytes);
   tcase_add_test (tc, unknown_ops_are_cheap_and_noted_once);
   tcase_add_test (tc, graph_cost_us_overrides_the_model_for_any_op);
   tcase_add_test (tc, nccl_picks_low_latency_protocols_for_small_messages);

@@ -120,6 +120,35 @@ START_TEST (sample_cluster_keys_select_the_preset)
 }
 END_TEST
 
+/* The cost table of a sample is byte-for-byte stable (diffable reports).
+ * After a deliberate model change: SG_UPDATE_GOLDEN=1 rewrites the file. */
+START_TEST (cost_table_of_a_sample_matches_its_golden_file)
+{
+  const char *cases[][3] = {
+    { "w2_tp2_L2_h1024.json", "h200-sxm", "w2_tp2_L2_h1024.h200-sxm.costs.txt" },
+    { "dev_fsdp2_tp4_L2_h1024.json", NULL, "dev_fsdp2_tp4_L2_h1024.costs.txt" },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
+    g_autoptr (SgGraph) g = load_sample (cases[i][0]);
+    est_run (g, cases[i][1], NULL);
+    g_autofree char *text = NULL;
+    size_t len;
+    FILE *f = open_memstream (&text, &len);
+    sg_estimate_print_costs (g, f);
+    fclose (f);
+    g_autofree char *golden = g_build_filename (SG_TEST_ESTIMATE_DATA, cases[i][2], NULL);
+    if (g_getenv ("SG_UPDATE_GOLDEN"))
+      ck_assert (g_file_set_contents (golden, text, (gssize)len, NULL));
+    g_autofree char *want = NULL;
+    ck_assert_msg (g_file_get_contents (golden, &want, NULL, NULL), "missing %s", golden);
+    g_auto (GStrv) a = g_strsplit (text, "\n", -1), b = g_strsplit (want, "\n", -1);
+    for (guint l = 0; a[l] || b[l]; l++)
+      ck_assert_msg (a[l] && b[l] && strcmp (a[l], b[l]) == 0, "%s line %u:\n got: %s\nwant: %s",
+                     cases[i][2], l + 1, a[l] ? a[l] : "(end)", b[l] ? b[l] : "(end)");
+  }
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -130,6 +159,7 @@ suite (void)
   tcase_add_test (tc, measured_profile_answers_the_two_rank_samples);
   tcase_add_test (tc, profile_of_another_world_size_is_rejected);
   tcase_add_test (tc, sample_cluster_keys_select_the_preset);
+  tcase_add_test (tc, cost_table_of_a_sample_matches_its_golden_file);
   suite_add_tcase (s, tc);
   return s;
 }
