@@ -431,16 +431,18 @@ START_TEST (every_mode_loads_with_formula_collectives_and_aten_shapes)
     int64_t dp, tp, world, layers;
     GgTpMode mode;
     const char *dtype;
+    bool norm_ar;
   } modes[] = {
-    { 2, 1, 0, 3, GG_TP_SP, "bfloat16" },        /* fsdp */
-    { 4, 1, 0, 2, GG_TP_SP, "float16" },         /* fsdp, fp16 */
-    { 1, 2, 0, 3, GG_TP_SP, "bfloat16" },        /* tp + sp */
-    { 1, 4, 0, 2, GG_TP_ALLREDUCE, "bfloat16" }, /* tp + all_reduce */
-    { 2, 2, 0, 2, GG_TP_SP, "bfloat16" },        /* 2-D */
-    { 2, 2, 0, 2, GG_TP_ALLREDUCE, "float32" },  /* 2-D, all_reduce, fp32 */
-    { 2, 2, 8, 2, GG_TP_SP, "bfloat16" },        /* 2-D x replicas (HSDP) */
-    { 1, 1, 4, 1, GG_TP_SP, "bfloat16" },        /* pure replicas (DDP) */
-    { 1, 1, 0, 1, GG_TP_SP, "float32" },         /* one rank, no collectives */
+    { 2, 1, 0, 3, GG_TP_SP, "bfloat16", false }, /* fsdp */
+    { 4, 1, 0, 2, GG_TP_SP, "float16", false },  /* fsdp, fp16 */
+    { 1, 2, 0, 3, GG_TP_SP, "bfloat16", false }, /* tp + sp */
+    { 1, 4, 0, 2, GG_TP_ALLREDUCE, "bfloat16", false }, /* tp + all_reduce */
+    { 2, 2, 0, 2, GG_TP_SP, "bfloat16", false }, /* 2-D */
+    { 2, 4, 0, 2, GG_TP_SP, "bfloat16", true },  /* 2-D, norm grads all_reduced */
+    { 2, 2, 0, 2, GG_TP_ALLREDUCE, "float32", false }, /* 2-D, all_reduce, fp32 */
+    { 2, 2, 8, 2, GG_TP_SP, "bfloat16", false }, /* 2-D x replicas (HSDP) */
+    { 1, 1, 4, 1, GG_TP_SP, "bfloat16", false }, /* pure replicas (DDP) */
+    { 1, 1, 0, 1, GG_TP_SP, "float32", false },  /* one rank, no collectives */
   };
   for (size_t i = 0; i < G_N_ELEMENTS (modes); i++) {
     GgConfig c;
@@ -448,6 +450,7 @@ START_TEST (every_mode_loads_with_formula_collectives_and_aten_shapes)
     c.hidden = 64, c.ffn = 176, c.heads = 4, c.seq = 32;
     c.dp = modes[i].dp, c.tp = modes[i].tp, c.world = modes[i].world;
     c.layers = modes[i].layers, c.tp_mode = modes[i].mode, c.dtype = modes[i].dtype;
+    c.sp_norm_allreduce = modes[i].norm_ar;
     check_mode (&c);
   }
 }

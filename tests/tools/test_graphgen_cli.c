@@ -107,6 +107,8 @@ START_TEST (bad_arguments_exit_2_and_write_nothing)
     { "stray" },
     { "--layers", "4", "--target-nodes", "1000" },
     { "--target-nodes", "-5" },
+    { "--tp", "2", "--tp-mode", "allreduce", "--sp-norm-allreduce" },
+    { "--sp-norm-allreduce" },                       /* tp 1 */
   };
   for (size_t i = 0; i < G_N_ELEMENTS (bad); i++) {
     const char *args[16];
@@ -156,7 +158,7 @@ START_TEST (help_describes_every_option)
   char *out = NULL;
   ck_assert_int_eq (run_graphgen (args, &out, NULL), 0);
   const char *opts[] = { "--layers", "--hidden", "--ffn", "--heads", "--seq", "--dtype",
-                         "--target-nodes", "--dp", "--tp", "--tp-mode", "--world", "--rank",
+                         "--target-nodes", "--dp", "--tp", "--tp-mode", "--sp-norm-allreduce", "--world", "--rank",
                          "--cluster-gpu", "--output" };
   for (size_t i = 0; i < G_N_ELEMENTS (opts); i++)
     ck_assert_msg (strstr (out, opts[i]) != NULL, "%s missing from --help", opts[i]);

@@ -9,8 +9,9 @@
  *
  * Parameters hold one global weight cut by the mesh (tp slices, dp shards,
  * identical replicas), so perturbing rank r's copy means: r's element on every
- * replica (their gradients are all_reduced), and in all_reduce mode the
- * tp-replicated norm weights on every tp rank too (Megatron's convention).
+ * replica (their gradients are all_reduced), and in all_reduce mode or with
+ * --sp-norm-allreduce the tp-replicated norm weights on every tp rank too
+ * (their gradient is the tied one).
  */
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -493,7 +494,8 @@ check_gradients (const GgConfig *cfg)
       free_run (&x);
       /* r's copy on every replica; norm weights on every tp rank under all_reduce */
       for (int q = 0; q < x.W; q++) {
-        bool same_t = q % tp == r % tp || (ar && (j == 0 || j == 5));
+        bool tied = ar || cfg->sp_norm_allreduce;
+        bool same_t = q % tp == r % tp || (tied && (j == 0 || j == 5));
         pert[q] = same_t && (q / tp) % dp == (r / tp) % dp;
       }
       const double eps = 1e-5;
@@ -576,6 +578,15 @@ START_TEST (fsdp_x_tp_gradients_are_exact)
 }
 END_TEST
 
+START_TEST (sp_norm_allreduce_gives_the_tied_norm_gradient)
+{
+  GgConfig c;
+  small (&c, 2, 2, 0, GG_TP_SP);
+  c.sp_norm_allreduce = true;
+  check_gradients (&c);
+}
+END_TEST
+
 START_TEST (replica_gradients_are_all_reduced)
 {
   GgConfig c;
@@ -598,6 +609,7 @@ numeric_suite (void)
   tcase_add_test (tc, tp_allreduce_gradients_are_exact);
   tcase_add_test (tc, fsdp_x_tp_gradients_are_exact);
   tcase_add_test (tc, replica_gradients_are_all_reduced);
+  tcase_add_test (tc, sp_norm_allreduce_gives_the_tied_norm_gradient);
   suite_add_tcase (s, tc);
   return s;
 }

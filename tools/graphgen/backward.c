@@ -46,6 +46,21 @@ sync_grad (GgGen *g, GgRef grad, const GgMeta *full)
   return grad;
 }
 
+/* Norm-weight gradient: the copies on the tp ranks of an sp mesh each saw
+ * one sequence shard; --sp-norm-allreduce sums them (after the dp
+ * reduce_scatter, on the shard). */
+static GgRef
+sync_norm_grad (GgGen *g, GgRef grad, const GgMeta *full)
+{
+  grad = sync_grad (g, grad, full);
+  if (g->sp && g->cfg->sp_norm_allreduce) {
+    GgMeta shard = *full;
+    shard.sh[0] /= g->dp;
+    grad = gg_all_reduce (g, grad, GG_DIM_TP, &shard);
+  }
+  return grad;
+}
+
 /* A linear's backward up to dx; the weight gradient's last t() comes
  * later (finish_dw) because aten emits the input-gradient accumulation in
  * between. */
@@ -161,7 +176,7 @@ gg_backward_layer (GgGen *g, int64_t layer, const GgLayerSaved *sv, GgRef grad,
   GgRef dn = gg_tp_reduce (g, dm);
   GgRef g1;
   GgRef dw = rmsnorm_bwd (g, dn, grad, sv->h1, sv->rs2, sv->n0b, sv->wn2g, sv->det2, true, &g1);
-  out->g[5] = sync_grad (g, dw, &nm);
+  out->g[5] = sync_norm_grad (g, dw, &nm);
 
   /* attention: h1 = h + tp(sdpa(heads(a @ tq), ...) @ two) */
   gf = gg_sp_gather (g, g1);
@@ -195,6 +210,6 @@ gg_backward_layer (GgGen *g, int64_t layer, const GgLayerSaved *sv, GgRef grad,
   dn = gg_tp_reduce (g, da);
   GgRef g0 = { 0, 0 };
   dw = rmsnorm_bwd (g, dn, g1, sv->h, sv->rs1, sv->n0a, sv->wn1g, sv->det1, layer > 0, &g0);
-  out->g[0] = sync_grad (g, dw, &nm);
+  out->g[0] = sync_norm_grad (g, dw, &nm);
   return g0;
 }

@@ -97,6 +97,11 @@ gg_config_check (const GgConfig *cfg, GError **error)
     g_set_error (error, GG_ERROR, GG_ERROR_ARGS, "--tp-mode must be sp or allreduce");
     return false;
   }
+  if (cfg->sp_norm_allreduce && (cfg->tp < 2 || cfg->tp_mode != GG_TP_SP)) {
+    g_set_error (error, GG_ERROR, GG_ERROR_ARGS,
+                 "--sp-norm-allreduce needs --tp > 1 with --tp-mode sp");
+    return false;
+  }
   int64_t mesh = cfg->dp * cfg->tp;
   if (mesh > GG_MAX_WORLD) {
     g_set_error (error, GG_ERROR, GG_ERROR_ARGS,
@@ -154,6 +159,8 @@ gg_expected_collectives (const GgConfig *cfg, int64_t out[GG_COLL_N][GG_DIM_N])
   if (cfg->tp > 1 && cfg->tp_mode == GG_TP_SP) {
     out[GG_COLL_AG][GG_DIM_TP] = 4 * L; /* 2 forward (norm outputs), 2 backward */
     out[GG_COLL_RS][GG_DIM_TP] = 4 * L; /* 2 forward (block outputs), 2 backward */
+    if (cfg->sp_norm_allreduce)
+      out[GG_COLL_AR][GG_DIM_TP] = 2 * L; /* the two norm-weight gradients */
   } else if (cfg->tp > 1) {
     out[GG_COLL_AR][GG_DIM_TP] = 4 * L;
   }
@@ -214,10 +221,12 @@ w_trailer (GgGen *g, int64_t world)
   char *d = g_strdup_printf (
       "llama-like L=%" G_GINT64_FORMAT " H=%" G_GINT64_FORMAT " F=%" G_GINT64_FORMAT
       " heads=%" G_GINT64_FORMAT " S=%" G_GINT64_FORMAT " dp=%" G_GINT64_FORMAT
-      " tp=%" G_GINT64_FORMAT ", fwd+bwd joint graph, written by graphgen (tp-mode %s, %s, "
+      " tp=%" G_GINT64_FORMAT ", fwd+bwd joint graph, written by graphgen (tp-mode %s%s, %s, "
       "world %" G_GINT64_FORMAT ")",
       c->layers, c->hidden, c->ffn, c->heads, c->seq, c->dp, c->tp,
-      c->tp_mode == GG_TP_SP ? "sp" : "allreduce", c->dtype, world);
+      c->tp_mode == GG_TP_SP ? "sp" : "allreduce",
+      c->tp_mode == GG_TP_SP && c->sp_norm_allreduce ? " + norm-grad all_reduce" : "", c->dtype,
+      world);
   gg_w (g, ", \"description\": \"");
   gg_w (g, d);
   gg_w (g, "\"}\n");

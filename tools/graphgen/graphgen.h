@@ -44,6 +44,10 @@ typedef struct {
   int64_t world; /* 0: dp * tp */
   int64_t rank;
   GgTpMode tp_mode;
+  /* sp only: all_reduce the norm-weight gradients over tp (each tp rank's
+   * copy only sees its sequence shard), as Megatron-SP does. Off in the
+   * traced samples. */
+  bool sp_norm_allreduce;
   const char *dtype;       /* "bfloat16", "float16" or "float32" */
   const char *cluster_gpu; /* "H200", "H100", "A100"; NULL: no "cluster" key */
 } GgConfig;

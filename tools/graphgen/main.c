@@ -34,6 +34,8 @@ static const char usage_text[] =
   "  --tp-mode MODE      sp (sequence parallel: all_gather / reduce_scatter of\n"
   "                      activations, default) | allreduce (all_reduce after\n"
   "                      row-parallel matmuls and on input gradients)\n"
+  "  --sp-norm-allreduce all_reduce the norm-weight gradients over tp under sp\n"
+  "                      (Megatron-SP; the traced samples have none)\n"
   "  --world W           world size, a multiple of dp*tp (default dp*tp); more\n"
   "                      ranks replicate the mesh and all_reduce gradients (HSDP)\n"
   "  --rank R            the rank whose groups the graph lists (default 0)\n"
@@ -57,6 +59,7 @@ enum {
   OPT_DP,
   OPT_TP,
   OPT_TP_MODE,
+  OPT_SP_NORM_AR,
   OPT_WORLD,
   OPT_RANK,
   OPT_GPU,
@@ -75,6 +78,7 @@ static const struct option long_opts[] = {
   { "dp", required_argument, NULL, OPT_DP },
   { "tp", required_argument, NULL, OPT_TP },
   { "tp-mode", required_argument, NULL, OPT_TP_MODE },
+  { "sp-norm-allreduce", no_argument, NULL, OPT_SP_NORM_AR },
   { "world", required_argument, NULL, OPT_WORLD },
   { "rank", required_argument, NULL, OPT_RANK },
   { "cluster-gpu", required_argument, NULL, OPT_GPU },
@@ -198,6 +202,7 @@ main (int argc, char **argv)
         return EXIT_USAGE;
       }
       break;
+    case OPT_SP_NORM_AR: cfg.sp_norm_allreduce = true; break;
     case OPT_GPU: cfg.cluster_gpu = strcmp (optarg, "none") == 0 ? NULL : optarg; break;
     case 'o': output = optarg; break;
     case OPT_STATS: stats = true; break;
