@@ -1,0 +1,33 @@
+#!/bin/bash
+# tools/device/pack.sh [BUILD_DIR]: run HERE (the build machine). Builds the
+# binaries the GPU run needs and stages them in .carry/ (git-ignored), with
+# the shared libraries the GPU machine lacks (GLib, cJSON, subunit) and the
+# graphs. Then: device tool `run` with carry [".carry"] and command
+# `bash tools/device/run.sh MODE` (docs/gpu.md).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+B=${1:-build-h}
+[ -f "$B/build.ninja" ] || meson setup "$B" . -Dwerror=true
+rm -rf .carry
+mkdir -p .carry/bin .carry/lib .carry/graphs
+for t in runtime/schedrun tests/cuda/test_cuda_kernels tools/schedgraph/schedgraph \
+         tools/graphgen/graphgen tools/sgeval/sgeval tests/runtime/mkplan; do
+  if ninja -C "$B" "$t" >/dev/null 2>&1; then
+    cp "$B/$t" .carry/bin/
+  else
+    echo "pack: $t does not build now; left out" >&2
+  fi
+done
+# Libraries present here but not on the GPU machine (TOOLCHAIN.md).
+for l in libglib-2.0.so.0 libcjson.so.1 libsubunit.so.0 libpcre2-8.so.0; do
+  p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ { print $NF; exit }')
+  [ -n "$p" ] && cp -L "$p" .carry/lib/
+done
+cp tests/data/w2_*.json tests/data/limits-h200x2.json .carry/graphs/
+rm -f .carry/graphs/*peer_order*
+# The larger 2-rank graph of the measurements (bench/RESULTS.md).
+if [ -x .carry/bin/graphgen ]; then
+  .carry/bin/graphgen --layers 4 --hidden 2048 --ffn 5632 --heads 16 --seq 2048 --dp 2 \
+    -o .carry/graphs/gg_fsdp2_L4_h2048.json
+fi
+du -sh .carry

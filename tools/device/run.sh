@@ -1,0 +1,93 @@
+#!/bin/bash
+# tools/device/run.sh [smoke|full]: run ON THE GPU MACHINE (device tool), from
+# the repo root, with .carry/ staged by tools/device/pack.sh. One call does
+# everything: environment check, the CUDA unit tests, exact runs (CPU backend
+# vs CUDA backend on the w2_tiny graphs, input order and schedule+bucket),
+# the profile (schedrun --profile, one file for every graph: the second
+# graph reuses the first's keys through the cache), and timing runs of the
+# input order, our schedule and schedule+bucketing, planned with and without
+# the profile, for w2_fsdp2_L2_h1024, w2_tp2_L2_h1024 and a graphgen graph.
+# Results: $OUT/summary.md (the table of bench/RESULTS.md), $OUT/log.txt,
+# $OUT/results.tar.gz (every report, profile, plan and dump comparison).
+# smoke: the same with fewer iterations and the graphgen graph left out.
+set -u
+MODE=${1:-full}
+ROOT=$PWD
+OUT=${OUT:-/tmp/sg-out}
+W=/tmp/sg-work
+rm -rf "$W"
+mkdir -p "$OUT" "$W"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export LD_LIBRARY_PATH=$ROOT/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+BIN=$ROOT/.carry/bin
+G=$ROOT/.carry/graphs
+MPI=(mpirun -np 2 --bind-to none --oversubscribe
+     -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x TORCH_SYMM_MEM_DISABLE_MULTICAST
+     -x NVSHMEM_DISABLE_NVLS --mca btl_vader_single_copy_mechanism none)
+exec > >(tee "$OUT/log.txt") 2>&1
+section () { echo; echo "=== $* [$(date +%T)]"; }
+ITERS=30; WARM=5; PITERS=20
+GRAPHS="w2_fsdp2_L2_h1024 w2_tp2_L2_h1024 gg_fsdp2_L4_h2048"
+if [ "$MODE" = smoke ]; then ITERS=10; WARM=3; PITERS=10; GRAPHS="w2_fsdp2_L2_h1024 w2_tp2_L2_h1024"; fi
+
+section environment
+nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv
+nvidia-smi topo -m | head -4
+mpirun --version | head -1
+nproc; grep -m1 'model name' /proc/cpuinfo
+ldd "$BIN/schedrun" | grep 'not found' && echo "MISSING LIBRARIES"
+
+section "unit tests (suite cuda)"
+timeout 300 "$BIN/test_cuda_kernels"; echo "test_cuda_kernels rc=$?"
+
+# plan NAME GRAPH VARIANT [PROFILE]: input | sched | schedb
+plan () {
+  local flags=""
+  case $3 in input) flags="--no-reorder --no-bucket";; sched) flags="--no-bucket";; esac
+  [ -n "${4:-}" ] && flags="$flags --profile $4"
+  "$BIN/schedgraph" -q $flags "$2" -o "$1" --report "${1%.plan.json}.sgreport.json"
+}
+
+section "exact: CPU backend vs CUDA backend (bf16 tolerance)"
+for g in w2_tiny_fsdp2_L2_h256 w2_tiny_tp2_L2_h256; do
+  for v in input schedb; do
+    p=$W/exact.$g.$v.plan.json
+    plan "$p" "$G/$g.json" $v || { echo "schedgraph failed on $g"; continue; }
+    timeout 120 "${MPI[@]}" "$BIN/schedrun" --backend cpu "$p" --dump-outputs "$W/exact.$g.$v.cpu" >/dev/null
+    timeout 120 "${MPI[@]}" "$BIN/schedrun" --backend cuda --timeout 60 "$p" \
+      --dump-outputs "$W/exact.$g.$v.cuda" --report "$W/exact.$g.$v.cuda.report.json"
+    echo "-- $g $v"
+    python3 "$ROOT/tools/device/compare_dumps.py" "$W/exact.$g.$v.cpu" "$W/exact.$g.$v.cuda" \
+      > "$W/exact.$g.$v.compare.txt"; echo "compare rc=$?"; tail -1 "$W/exact.$g.$v.compare.txt"
+  done
+done
+
+section "profile (one file; later graphs measure only their new keys)"
+PROF=$W/profile.json
+for g in $GRAPHS; do
+  timeout 300 "${MPI[@]}" "$BIN/schedrun" --profile "$G/$g.json" -o "$PROF" --iters $PITERS \
+    --timeout 120; echo "profile $g rc=$?"
+done
+g1=${GRAPHS%% *}
+timeout 120 "${MPI[@]}" "$BIN/schedrun" --profile "$G/$g1.json" -o "$PROF" --iters $PITERS
+echo "profile again (cache) rc=$?"
+
+section "timing: input order, schedule, schedule+bucketing; model vs profile"
+for g in $GRAPHS; do
+  for pf in model profile; do
+    for v in input sched schedb; do
+      p=$W/t.$g.$pf.$v.plan.json
+      if [ $pf = profile ]; then plan "$p" "$G/$g.json" $v "$PROF"; else plan "$p" "$G/$g.json" $v; fi \
+        || { echo "schedgraph failed: $g $pf $v"; continue; }
+      timeout 240 "${MPI[@]}" "$BIN/schedrun" --backend cuda --mode timing --iters $ITERS \
+        --warmup $WARM --timeout 200 "$p" --report "$W/t.$g.$pf.$v.report.json" | tail -1
+    done
+  done
+done
+
+section summary
+python3 "$ROOT/tools/device/summarize.py" "$W" "$GRAPHS" | tee "$OUT/summary.md"
+cp "$PROF" "$OUT/profile.json" 2>/dev/null
+tar czf "$OUT/results.tar.gz" -C "$W" --exclude='*.bin' .
+echo "done [$(date +%T)]"
