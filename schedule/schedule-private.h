@@ -79,6 +79,11 @@ sg_eng_finished (const SgSimEngine *e, SgNodeId c)
   return r >= 0 && e->fin[r];
 }
 
+/* Sets every row's status (hidden: exposed below 0.5% of its estimate or
+ * 0.01 us; exposed: no compute overlapped it; partial otherwise) and the
+ * counts and exposed_us of @out. */
+void sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out);
+
 /* Storage liveness (the rule of sg_graph_peak_bytes): @pos maps id ->
  * position. Fills @profile (n_nodes entries, by position; may be NULL)
  * with the live bytes while the node at that position runs and returns the

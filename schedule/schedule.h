@@ -95,10 +95,14 @@ SgNodeId *sg_order_from_json (const SgGraph *g, const cJSON *arr, const char *wh
 /* Statistics of the last sg_schedule_reorder() run on a graph. */
 typedef struct {
   int32_t variant;          /* index of the winning variant; -1 = input order kept */
-  const char *variant_name; /* "input", "pull-0", "pull-256", ... (static) */
+  const char *variant_name; /* "input", "deadline-64", "pull-128/feed-16"... (static) */
   double input_exposed_us, scheduled_exposed_us;
   uint64_t input_peak_bytes, peak_limit_bytes, scheduled_peak_bytes;
-  int32_t n_variants, n_pulled, n_early_waits, n_forced;
+  int32_t n_variants; /* variants simulated */
+  /* of the winner: compute pulled into a stall, compute moved up because it
+   * feeds a collective, waits placed early to free budget, collectives
+   * issued past a limit because a consumer needed them */
+  int32_t n_pulled, n_boosted, n_early_waits, n_forced;
 } SgScheduleStats;
 
 /* Runs the scheduler without touching the graph: the chosen order

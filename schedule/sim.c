@@ -335,6 +335,27 @@ sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile)
 /* --- sg_simulate ------------------------------------------------------------ */
 
 void
+sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out)
+{
+  out->hidden = out->partial = out->exposed = 0;
+  out->exposed_us = 0.0;
+  for (int32_t r = 0; r < n_rows; r++) {
+    SgCollRow *row = &rows[r];
+    double thr = MAX (0.005 * row->est_us, 0.01);
+    if (row->exposed_us < thr)
+      row->status = SG_EXPOSURE_HIDDEN;
+    else if (row->overlap_us <= 0.0)
+      row->status = SG_EXPOSURE_EXPOSED;
+    else
+      row->status = SG_EXPOSURE_PARTIAL;
+    out->hidden += row->status == SG_EXPOSURE_HIDDEN;
+    out->partial += row->status == SG_EXPOSURE_PARTIAL;
+    out->exposed += row->status == SG_EXPOSURE_EXPOSED;
+    out->exposed_us += row->exposed_us;
+  }
+}
+
+void
 sg_sim_result_clear (SgSimResult *r)
 {
   if (!r)
@@ -431,20 +452,7 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
   for (int32_t i = 0; i < g->n_groups; i++)
     lb = MAX (lb, group_work[i]);
   out->lower_bound_us = lb;
-  for (int32_t r = 0; r < e.n_rows; r++) {
-    SgCollRow *row = &e.rows[r];
-    double thr = MAX (0.005 * row->est_us, 0.01);
-    if (row->exposed_us < thr)
-      row->status = SG_EXPOSURE_HIDDEN;
-    else if (row->overlap_us <= 0.0)
-      row->status = SG_EXPOSURE_EXPOSED;
-    else
-      row->status = SG_EXPOSURE_PARTIAL;
-    out->hidden += row->status == SG_EXPOSURE_HIDDEN;
-    out->partial += row->status == SG_EXPOSURE_PARTIAL;
-    out->exposed += row->status == SG_EXPOSURE_EXPOSED;
-    out->exposed_us += row->exposed_us;
-  }
+  sg_sim_classify (e.rows, e.n_rows, out);
   g_autofree int32_t *pos = sg_sched_positions (g, order);
   out->peak_bytes = sg_sched_liveness (g, pos, NULL);
   out->n_rows = e.n_rows;

@@ -28,12 +28,13 @@ fail (GError *err)
 int
 main (int argc, char **argv)
 {
-  const char *order_path = NULL, *trace_path = NULL;
+  const char *order_path = NULL, *trace_path = NULL, *dump_path = NULL;
   gboolean no_reorder = FALSE, rows = FALSE;
   GOptionEntry entries[] = {
     { "order", 0, 0, G_OPTION_ARG_FILENAME, &order_path, "Evaluate this order too", "FILE" },
     { "no-reorder", 0, 0, G_OPTION_ARG_NONE, &no_reorder, "Keep the input order", NULL },
     { "rows", 0, 0, G_OPTION_ARG_NONE, &rows, "Include per-collective rows", NULL },
+    { "dump-order", 0, 0, G_OPTION_ARG_FILENAME, &dump_path, "Write our order (names)", "FILE" },
     { "trace", 0, 0, G_OPTION_ARG_FILENAME, &trace_path, "Write the scheduled trace", "FILE" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
   };
@@ -72,6 +73,8 @@ main (int argc, char **argv)
     if (!sg_simulate (g, order, &given_r, &err))
       return fail (err);
     cJSON_AddItemToObject (out, "given", sg_report_metrics (g, &given_r));
+    if (rows)
+      cJSON_AddItemToObject (out, "given_collectives", sg_report_rows (g, &given_r));
   }
   double t3 = now_ms ();
   SgScheduleStats st;
@@ -91,6 +94,16 @@ main (int argc, char **argv)
   cJSON_AddNumberToObject (out, "pulled", st.n_pulled);
   cJSON_AddNumberToObject (out, "early_waits", st.n_early_waits);
   cJSON_AddNumberToObject (out, "peak_limit_bytes", (double)st.peak_limit_bytes);
+  if (dump_path) {
+    cJSON *arr = cJSON_CreateArray ();
+    for (SgNodeId i = 0; i < g->n_nodes; i++)
+      cJSON_AddItemToArray (arr, cJSON_CreateString (g->nodes[i].name));
+    char *s = cJSON_Print (arr);
+    if (!g_file_set_contents (dump_path, s, -1, &err))
+      return fail (err);
+    cJSON_free (s);
+    cJSON_Delete (arr);
+  }
   if (trace_path) {
     cJSON *tr = sg_trace_build (g, &sched_r);
     char *s = cJSON_PrintUnformatted (tr);
