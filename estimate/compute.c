@@ -221,8 +221,17 @@ sg_compute_node_bytes (const SgGraph *g, SgNodeId id)
   const SgNodeId *in = sg_node_inputs (g, id, &n_in);
   for (uint32_t i = 0; i < n_in; i++) {
     const SgNode *x = &g->nodes[in[i]];
-    if (x->meta.ndim >= 0)
-      bytes += (double)sg_meta_bytes (g, &x->meta);
+    if (x->meta.ndim < 0)
+      continue;
+    uint64_t b = sg_meta_bytes (g, &x->meta);
+    if (sg_op_is_alias (x->kind)) {
+      /* a view reads at most its storage: an expanded bias is read once
+       * (and stays in cache), not once per row */
+      uint64_t root = sg_node_alloc_bytes (g, sg_node_storage_root (g, in[i]));
+      if (root > 0)
+        b = MIN (b, root);
+    }
+    bytes += (double)b;
   }
   return bytes;
 }

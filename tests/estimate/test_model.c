@@ -16,6 +16,16 @@ load_limits (void)
   return root;
 }
 
+/* A call_function node with raw args and meta JSON. */
+static SgNodeId
+call (SgGraph *g, const char *name, const char *target, const char *args, const char *meta)
+{
+  return tb_node (g,
+                  "{\"name\":\"%s\",\"op\":\"call_function\",\"target\":\"%s\",\"args\":%s,"
+                  "\"kwargs\":{},\"meta\":%s}",
+                  name, target, args, meta);
+}
+
 /* Issue 3's bar: every collective with a shard >= 1 MiB within 25% of the
  * NCCL measurement, with --cluster h200-sxm. */
 START_TEST (collectives_within_25_percent_of_h200_measurements)
@@ -141,15 +151,25 @@ START_TEST (pointwise_cost_is_bytes_over_hbm_bandwidth)
 }
 END_TEST
 
-/* A call_function node with raw args and meta JSON. */
-static SgNodeId
-call (SgGraph *g, const char *name, const char *target, const char *args, const char *meta)
+START_TEST (broadcast_views_are_read_once)
 {
-  return tb_node (g,
-                  "{\"name\":\"%s\",\"op\":\"call_function\",\"target\":\"%s\",\"args\":%s,"
-                  "\"kwargs\":{},\"meta\":%s}",
-                  name, target, args, meta);
+  g_autoptr (SgGraph) g = est_graph (2);
+  tb_input (g, "x", "bfloat16", 2, I64 (8192), I64 (4096));
+  tb_input (g, "bias", "bfloat16", 2, I64 (1), I64 (4096));
+  tb_input (g, "y", "bfloat16", 2, I64 (8192), I64 (4096));
+  call (g, "bias_e", "aten.expand.default", "[{\"node\":\"bias\"},[8192,4096]]",
+        "{\"shape\":[8192,4096],\"stride\":[0,1],\"dtype\":\"bfloat16\"}");
+  SgNodeId bcast = tb_pointwise (g, "add_b", "aten.add.Tensor", "x", "bias_e");
+  SgNodeId full = tb_pointwise (g, "add_f", "aten.add.Tensor", "x", "y");
+  tb_output (g, 2, "add_b", "add_f");
+  est_run (g, "h200-sxm", NULL);
+  const SgCluster *c = &sg_graph_cost_model (g)->cluster;
+  double bw = c->hbm_GBps * c->memory_efficiency * 1e3, big = 8192.0 * 4096 * 2;
+  ck_assert_double_eq_tol (g->nodes[bcast].est_us, c->kernel_launch_us + (2 * big + 4096 * 2) / bw,
+                           1e-9);
+  ck_assert_double_eq_tol (g->nodes[full].est_us, c->kernel_launch_us + 3 * big / bw, 1e-9);
 }
+END_TEST
 
 START_TEST (reductions_copies_and_creation_by_bytes)
 {
@@ -482,6 +502,7 @@ suite (void)
   tcase_add_test (tc, gemms_within_15_percent_of_h200_measurements);
   tcase_add_test (tc, views_waits_inputs_and_output_are_free);
   tcase_add_test (tc, pointwise_cost_is_bytes_over_hbm_bandwidth);
+  tcase_add_test (tc, broadcast_views_are_read_once);
   tcase_add_test (tc, reductions_copies_and_creation_by_bytes);
   tcase_add_test (tc, attention_costs_follow_flops_causality_and_variant);
   tcase_add_test (tc, bmm_and_addmm_use_batch_and_operand_shapes);
