@@ -9,7 +9,8 @@
 # For each size, tools/graphgen writes a llama-like fwd+bwd graph of about
 # NODES nodes (FSDP over 8, and FSDP 2 x TP 4); tests/estimate/bench_estimate
 # loads it once and times sg_estimate_costs() 5 times (best and median),
-# first with the analytical model only, then with a profile of 16 GEMM, 48
+# (wall time; "cpu ms" is the process CPU time of the best run, which
+# machine load does not inflate), first with the analytical model only, then with a profile of 16 GEMM, 48
 # collective and 4 op entries (so every matmul/collective/pointwise node
 # goes through a profile lookup). Load time is not counted. Prints a
 # markdown table. Target: 1,000,000 nodes <= 0.5 s.
@@ -49,8 +50,8 @@ PY
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
 echo
-echo "| layout | nodes | model best ms | model median ms | ns/node | profile best ms | profile median ms | ns/node | from profile |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+echo "| layout | nodes | model best ms | model median ms | model cpu ms | ns/node | profile best ms | profile median ms | profile cpu ms | ns/node | from profile |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
 for n in "${sizes[@]}"; do
   for layout in "--dp 8" "--dp 2 --tp 4"; do
     g=$tmp/g.json
@@ -59,7 +60,7 @@ for n in "${sizes[@]}"; do
     m=$("$bench" "$g" --cluster h200-sxm --repeat 5)
     p=$("$bench" "$g" --cluster h200-sxm --profile "$tmp/profile.json" --repeat 5)
     field() { echo "$1" | tr ' ' '\n' | grep -A1 -x "$2" | tail -1; }
-    echo "| ${layout//--/} | $(field "$m" nodes) | $(field "$m" best_ms) | $(field "$m" median_ms) | $(field "$m" ns_per_node) | $(field "$p" best_ms) | $(field "$p" median_ms) | $(field "$p" ns_per_node) | $(field "$p" profile) |"
+    echo "| ${layout//--/} | $(field "$m" nodes) | $(field "$m" best_ms) | $(field "$m" median_ms) | $(field "$m" cpu_ms) | $(field "$m" ns_per_node) | $(field "$p" best_ms) | $(field "$p" median_ms) | $(field "$p" cpu_ms) | $(field "$p" ns_per_node) | $(field "$p" profile) |"
     rm -f "$g"
   done
 done

@@ -209,8 +209,27 @@ sg_compute_shape (const SgGraph *g, SgNodeId id, SgShape *s)
   }
 }
 
+uint64_t *
+sg_compute_storage_bytes (const SgGraph *g)
+{
+  uint64_t *sb = g_new (uint64_t, MAX (g->n_nodes, 1));
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    const SgNode *n = &g->nodes[i];
+    if (sg_op_is_alias (n->kind) && n->n_in > 0) {
+      uint32_t k;
+      SgNodeId src = sg_node_inputs (g, i, &k)[0];
+      /* inputs precede users: src's entry is final (any id when not) */
+      sb[i] = src < i ? sb[src] : sg_node_alloc_bytes (g, sg_node_storage_root (g, i));
+    } else {
+      sb[i] = sg_node_alloc_bytes (g, i);
+    }
+  }
+  return sb;
+}
+
 double
-sg_compute_node_bytes (const SgGraph *g, SgNodeId id)
+sg_compute_node_bytes (const SgGraph *g, SgNodeId id, const uint64_t *storage_bytes,
+                       int32_t n_storage)
 {
   const SgNode *n = &g->nodes[id];
   double bytes = (double)sg_node_alloc_bytes (g, id);
@@ -227,7 +246,9 @@ sg_compute_node_bytes (const SgGraph *g, SgNodeId id)
     if (sg_op_is_alias (x->kind)) {
       /* a view reads at most its storage: an expanded bias is read once
        * (and stays in cache), not once per row */
-      uint64_t root = sg_node_alloc_bytes (g, sg_node_storage_root (g, in[i]));
+      uint64_t root = storage_bytes && in[i] < n_storage
+                        ? storage_bytes[in[i]]
+                        : sg_node_alloc_bytes (g, sg_node_storage_root (g, in[i]));
       if (root > 0)
         b = MIN (b, root);
     }

@@ -114,8 +114,14 @@ typedef struct {
 bool sg_compute_shape (const SgGraph *g, SgNodeId id, SgShape *s);
 /* Model time of a matmul/attention shape. */
 double sg_compute_shape_us (const SgCluster *c, const SgShape *s);
-/* Bytes a memory-bound node reads and writes. */
-double sg_compute_node_bytes (const SgGraph *g, SgNodeId id);
+/* Bytes a memory-bound node reads and writes. @storage_bytes (or NULL):
+ * per node id below @n_storage, the bytes of its storage root
+ * (sg_compute_storage_bytes), to avoid walking alias chains. */
+double sg_compute_node_bytes (const SgGraph *g, SgNodeId id, const uint64_t *storage_bytes,
+                              int32_t n_storage);
+/* (transfer full) Per node, the allocated bytes of its storage root; one
+ * pass in id order. */
+uint64_t *sg_compute_storage_bytes (const SgGraph *g);
 
 /* --- profile.c --- */
 typedef struct SgProfile SgProfile;
@@ -144,6 +150,8 @@ struct SgCostModel {
   int32_t *group_nodes;  /* per group of the graph it was built for */
   int32_t n_groups;
   GPtrArray *unknown;    /* distinct unknown targets, first-seen order; NULL-terminated */
+  uint64_t *storage_bytes; /* during the pass only: storage-root bytes per node */
+  int32_t n_storage;
   GHashTable *unknown_set;
 };
 

@@ -26,6 +26,7 @@ cost_model_free (gpointer p)
   sg_profile_free (cm->profile);
   g_free (cm->profile_path);
   g_free (cm->group_nodes);
+  g_free (cm->storage_bytes);
   if (cm->unknown)
     g_ptr_array_unref (cm->unknown);
   if (cm->unknown_set)
@@ -106,7 +107,8 @@ memory_bound_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double fl
     return us;
   }
   *src = SG_COST_MODEL;
-  double t = sg_compute_bytes_us (&cm->cluster, sg_compute_node_bytes (g, id));
+  double t = sg_compute_bytes_us (&cm->cluster, sg_compute_node_bytes (g, id, cm->storage_bytes,
+                                                                 cm->n_storage));
   return t - cm->cluster.kernel_launch_us + floor_us;
 }
 
@@ -211,12 +213,17 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
   g->cost_model = cm;
   g->cost_model_free = cost_model_free;
 
+  cm->storage_bytes = sg_compute_storage_bytes (g);
+  cm->n_storage = g->n_nodes;
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     SgNode *n = &g->nodes[i];
     n->est_us = sg_cost_node_us (cm, g, i, &n->est_src);
     if (n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL)
       note_unknown (cm, n->target);
   }
+  /* later passes add and move nodes: the table would go stale */
+  g_clear_pointer (&cm->storage_bytes, g_free);
+  cm->n_storage = 0;
   return true;
 }
 
