@@ -306,6 +306,22 @@ START_TEST (attention_profile_entries_match_shape_and_causality)
 }
 END_TEST
 
+START_TEST (cluster_file_without_base_starts_from_the_graphs_gpu)
+{
+  g_autofree char *path = est_tmpfile ("c.json", "{\"collective_overhead_us\": 5}");
+  g_autoptr (SgGraph) g =
+    small_graph (64, 64, 64, "{\"gpu\":\"A100\",\"gpus_per_node\":4,\"rack\":\"b7\"}");
+  est_run (g, path, NULL);
+  const SgCluster *c = &sg_graph_cost_model (g)->cluster;
+  ck_assert_str_eq (c->gpu, "A100");
+  ck_assert_double_eq (c->bf16_tflops, 312.0);
+  ck_assert_int_eq (c->gpus_per_node, 4);          /* the graph's layout */
+  ck_assert_double_eq (c->collective_overhead_us, 5.0); /* the file's field */
+  /* the graph's unknown "rack" key was ignored; a file's is an error */
+  est_rmtmp (path);
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -315,6 +331,7 @@ suite (void)
   tcase_add_test (tc, graph_cluster_picks_the_preset_and_cfg_wins);
   tcase_add_test (tc, cluster_file_overrides_fields_of_its_base);
   tcase_add_test (tc, bad_cluster_files_are_rejected_naming_the_field);
+  tcase_add_test (tc, cluster_file_without_base_starts_from_the_graphs_gpu);
   tcase_add_test (tc, profile_exact_hits_win_over_the_model);
   tcase_add_test (tc, profile_interpolates_gemms_by_flops_and_falls_back_below);
   tcase_add_test (tc, graph_cost_us_beats_profile_beats_model);
