@@ -403,8 +403,8 @@ check_mode (const GgConfig *cfg)
     seen[k][d]++;
     /* the group the op names has the size it states */
     ck_assert_int_eq (n->group_size, g->groups[n->group].n_ranks);
-    int64_t size[GG_DIM_N] = { cfg->tp, cfg->dp,
-                               (cfg->world ? cfg->world : cfg->dp * cfg->tp) / (cfg->dp * cfg->tp) };
+    int64_t world = cfg->world ? cfg->world : cfg->dp * cfg->tp;
+    int64_t size[GG_DIM_N] = { cfg->tp, cfg->dp, world / (cfg->dp * cfg->tp) };
     ck_assert_int_eq (n->group_size, size[d]);
   }
   ck_assert_int_eq (placeholders, st.placeholders);

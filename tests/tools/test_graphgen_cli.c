@@ -158,8 +158,8 @@ START_TEST (help_describes_every_option)
   char *out = NULL;
   ck_assert_int_eq (run_graphgen (args, &out, NULL), 0);
   const char *opts[] = { "--layers", "--hidden", "--ffn", "--heads", "--seq", "--dtype",
-                         "--target-nodes", "--dp", "--tp", "--tp-mode", "--sp-norm-allreduce", "--world", "--rank",
-                         "--cluster-gpu", "--output" };
+                         "--target-nodes", "--dp", "--tp", "--tp-mode", "--sp-norm-allreduce",
+                         "--world", "--rank", "--cluster-gpu", "--output" };
   for (size_t i = 0; i < G_N_ELEMENTS (opts); i++)
     ck_assert_msg (strstr (out, opts[i]) != NULL, "%s missing from --help", opts[i]);
   g_free (out);

@@ -508,8 +508,8 @@ check_gradients (const GgConfig *cfg)
       x.pert_arg = -1;
       double fd = (jp - jm) / (2 * eps);
       ck_assert_msg (fabs (fd - grad) <= 1e-6 * (fabs (fd) + fabs (grad)) + 1e-9,
-                     "dp %d tp %d world %d %s: %s (layer %d param %d) rank %d elem %d: graph %.12g, "
-                     "finite difference %.12g",
+                     "dp %d tp %d world %d %s: %s (layer %d param %d) rank %d elem %d: "
+                     "graph %.12g, finite difference %.12g",
                      (int)dp, (int)tp, x.W, ar ? "allreduce" : "sp", x.g[0]->nodes[arg].name,
                      (int)layer, j, r, (int)elem, grad, fd);
       checked++;

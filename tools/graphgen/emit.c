@@ -265,7 +265,9 @@ GgMeta
 gg_meta_swap (const GgMeta *m)
 {
   g_assert (m->nd == 2);
-  return (GgMeta){ .nd = 2, .sh = { m->sh[1], m->sh[0] }, .st = { m->st[1], m->st[0] }, .dt = m->dt };
+  return (GgMeta){
+    .nd = 2, .sh = { m->sh[1], m->sh[0] }, .st = { m->st[1], m->st[0] }, .dt = m->dt
+  };
 }
 
 static void
