@@ -107,6 +107,7 @@ START_TEST (bad_arguments_exit_2_and_write_nothing)
     { "stray" },
     { "--layers", "4", "--target-nodes", "1000" },
     { "--target-nodes", "-5" },
+    { "--target-nodes", "0" },
     { "--tp", "2", "--tp-mode", "allreduce", "--sp-norm-allreduce" },
     { "--sp-norm-allreduce" },                       /* tp 1 */
   };

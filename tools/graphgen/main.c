@@ -174,7 +174,7 @@ main (int argc, char **argv)
   gg_config_init (&cfg);
   const char *output = NULL;
   int64_t target = 0;
-  bool stats = false, have_layers = false;
+  bool stats = false, have_layers = false, have_target = false;
   int c;
   opterr = 0;
   while ((c = getopt_long (argc, argv, ":o:h", long_opts, NULL)) != -1) {
@@ -190,7 +190,7 @@ main (int argc, char **argv)
     case OPT_TP: name = "tp", dst = &cfg.tp; break;
     case OPT_WORLD: name = "world", dst = &cfg.world; break;
     case OPT_RANK: name = "rank", dst = &cfg.rank; break;
-    case OPT_TARGET: name = "target-nodes", dst = &target; break;
+    case OPT_TARGET: name = "target-nodes", dst = &target, have_target = true; break;
     case OPT_DTYPE: cfg.dtype = optarg; break;
     case OPT_TP_MODE:
       if (strcmp (optarg, "sp") == 0)
@@ -222,11 +222,11 @@ main (int argc, char **argv)
     fprintf (stderr, "graphgen: unexpected argument '%s' (see --help)\n", argv[optind]);
     return EXIT_USAGE;
   }
-  if (target != 0 && have_layers) {
+  if (have_target && have_layers) {
     fprintf (stderr, "graphgen: give either --layers or --target-nodes, not both\n");
     return EXIT_USAGE;
   }
-  if (target < 0) {
+  if (have_target && target <= 0) {
     fprintf (stderr, "graphgen: --target-nodes must be positive\n");
     return EXIT_USAGE;
   }
@@ -236,7 +236,7 @@ main (int argc, char **argv)
     g_error_free (error);
     return EXIT_USAGE;
   }
-  if (target > 0)
+  if (have_target)
     cfg.layers = gg_layers_for_nodes (&cfg, target);
 
   GgStats st;
