@@ -1,0 +1,369 @@
+/* test_schedule.c: the list scheduler, one behaviour per test, and the
+ * quality bar on the sample graphs (ours vs the input order and vs PyTorch
+ * Inductor's order, same cost model). */
+#include <check.h>
+#include <string.h>
+
+#include "builder.h"
+#include "schedule.h"
+
+static SgNodeId
+id_of (const SgGraph *g, const char *name)
+{
+  SgNodeId id = sg_graph_lookup (g, name);
+  ck_assert_msg (id != SG_NO_NODE, "no node %s", name);
+  return id;
+}
+
+static void
+cost (SgGraph *g, const char *name, double us)
+{
+  SgNodeId id = id_of (g, name);
+  g->nodes[id].est_us = us;
+  g->nodes[id].est_src = SG_COST_GRAPH;
+}
+
+/* Input order: ag, its wait, mm1 (reads it), then mm0 (independent). The
+ * activations dominate memory, so moving mm0 up stays within 5%. */
+static SgGraph *
+hide_graph (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 512, 512);
+  tb_input (g, "y", "bfloat16", 2, 512, 8);
+  tb_input (g, "w", "bfloat16", 2, 8, 512);
+  tb_all_gather (g, "ag", "w", "0");
+  tb_wait (g, "wt", "ag");
+  tb_t (g, "t", "wt");
+  tb_mm (g, "mm1", "x", "t");
+  tb_mm (g, "mm0", "x", "y");
+  tb_output (g, 2, "mm0", "mm1");
+  cost (g, "ag", 50);
+  cost (g, "mm0", 100);
+  cost (g, "mm1", 30);
+  return g;
+}
+
+static SgConfig
+config (void)
+{
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  return cfg;
+}
+
+static bool
+has_edge (const SgGraph *g, const char *from, const char *to, SgEdgeKind kind)
+{
+  if (!g->implicit_edges)
+    return false;
+  for (guint i = 0; i < g->implicit_edges->len; i++) {
+    const SgImplicitEdge *e = &g_array_index (g->implicit_edges, SgImplicitEdge, i);
+    if (strcmp (e->from, from) == 0 && strcmp (e->to, to) == 0 && e->kind == (int32_t)kind)
+      return true;
+  }
+  return false;
+}
+
+START_TEST (independent_mm_hides_all_gather)
+{
+  g_autoptr (SgGraph) g = hide_graph ();
+  SgConfig cfg = config ();
+  SgSimResult before;
+  ck_assert (sg_simulate (g, NULL, &before, NULL));
+  ck_assert_double_eq_tol (before.exposed_us, 50, 1e-9);
+  GError *err = NULL;
+  ck_assert_msg (sg_schedule_reorder (g, &cfg, &err), "%s", err ? err->message : "");
+  ck_assert (sg_graph_validate (g, NULL));
+  SgSimResult r;
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  ck_assert_int_eq (r.n_rows, 1);
+  ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
+  ck_assert_int_eq (r.rows[0].status, SG_EXPOSURE_HIDDEN);
+  ck_assert_int_eq (r.rows[0].hidden_by, id_of (g, "mm0"));
+  ck_assert_double_eq_tol (r.step_us, 130, 1e-9);
+  /* the hiding relation is recorded as implicit edges */
+  ck_assert (has_edge (g, "ag", "mm0", SG_EDGE_HIDE_START));
+  ck_assert (has_edge (g, "mm0", "wt", SG_EDGE_HIDE_WAIT));
+  sg_sim_result_clear (&before);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (wait_stays_after_its_collective_and_before_its_consumer)
+{
+  g_autoptr (SgGraph) g = hide_graph ();
+  SgConfig cfg = config ();
+  ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+  SgNodeId ag = id_of (g, "ag"), wt = id_of (g, "wt"), mm0 = id_of (g, "mm0");
+  SgNodeId mm1 = id_of (g, "mm1");
+  /* ids are the new order */
+  ck_assert_int_lt (ag, mm0);
+  ck_assert_int_lt (mm0, wt); /* deferred past the compute that hides it */
+  ck_assert_int_lt (wt, mm1); /* and placed right before its consumer */
+  ck_assert_int_eq (wt + 1, id_of (g, "t"));
+  ck_assert_int_eq (g->output, g->n_nodes - 1);
+}
+END_TEST
+
+START_TEST (no_reorder_keeps_the_input_order)
+{
+  g_autoptr (SgGraph) g = hide_graph ();
+  SgConfig cfg = config ();
+  cfg.reorder = false;
+  ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+  ck_assert_int_eq (id_of (g, "ag"), 3);
+  ck_assert_int_eq (id_of (g, "wt"), 4);
+  ck_assert_int_eq (id_of (g, "mm0"), 7);
+}
+END_TEST
+
+/* Two all_gathers on one group, both ready at the start; a long
+ * independent mm0 first in the input order. */
+static SgGraph *
+budget_graph (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 256, 256);
+  tb_input (g, "w1", "bfloat16", 2, 8, 256);
+  tb_input (g, "w2", "bfloat16", 2, 8, 256);
+  tb_mm (g, "mm0", "x", "x");
+  tb_all_gather (g, "ag1", "w1", "0");
+  tb_wait (g, "wt1", "ag1");
+  tb_t (g, "t1", "wt1");
+  tb_mm (g, "mm1", "x", "t1");
+  tb_all_gather (g, "ag2", "w2", "0");
+  tb_wait (g, "wt2", "ag2");
+  tb_t (g, "t2", "wt2");
+  tb_mm (g, "mm2", "x", "t2");
+  tb_output (g, 3, "mm0", "mm1", "mm2");
+  cost (g, "mm0", 200);
+  cost (g, "ag1", 50);
+  cost (g, "ag2", 50);
+  cost (g, "mm1", 100);
+  cost (g, "mm2", 100);
+  return g;
+}
+
+START_TEST (unlimited_budget_prefetches_both_collectives)
+{
+  g_autoptr (SgGraph) g = budget_graph ();
+  SgConfig cfg = config ();
+  ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+  ck_assert_int_lt (id_of (g, "ag2"), id_of (g, "wt1"));
+  ck_assert_int_lt (id_of (g, "ag2"), id_of (g, "mm0"));
+  SgSimResult r;
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (bytes_in_flight_budget_forces_an_early_wait)
+{
+  g_autoptr (SgGraph) g = budget_graph ();
+  SgConfig cfg = config ();
+  cfg.max_in_flight_bytes = sg_node_comm_bytes (g, id_of (g, "ag1"));
+  ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+  /* ag2 waits for budget: wt1 is placed as soon as ag1 is done (behind
+   * mm0, no stall), then ag2 is issued, still ahead of mm1 */
+  ck_assert_int_lt (id_of (g, "ag1"), id_of (g, "mm0"));
+  ck_assert_int_lt (id_of (g, "wt1"), id_of (g, "ag2"));
+  ck_assert_int_lt (id_of (g, "mm0"), id_of (g, "wt1"));
+  ck_assert_int_lt (id_of (g, "ag2"), id_of (g, "mm1"));
+  SgSimResult r;
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (prefetch_limit_caps_collectives_in_flight)
+{
+  g_autoptr (SgGraph) g = budget_graph ();
+  SgConfig cfg = config ();
+  cfg.prefetch_limit = 1;
+  ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+  ck_assert_int_lt (id_of (g, "wt1"), id_of (g, "ag2"));
+}
+END_TEST
+
+START_TEST (zero_peak_allowance_never_raises_the_peak)
+{
+  /* a zero allowance: nothing may be allocated earlier than the input
+   * order does, so the all_gathers are not prefetched ahead of mm0 */
+  g_autoptr (SgGraph) g = budget_graph ();
+  SgConfig cfg = config ();
+  cfg.max_peak_increase = 0.0;
+  SgScheduleStats st;
+  g_autofree SgNodeId *order = sg_schedule_compute (g, &cfg, &st, NULL);
+  ck_assert (order != NULL);
+  ck_assert_uint_le (st.scheduled_peak_bytes, st.input_peak_bytes);
+  ck_assert_uint_eq (sg_graph_peak_bytes (g, order), st.scheduled_peak_bytes);
+  SgConfig bad = config ();
+  bad.max_peak_increase = -1;
+  GError *err = NULL;
+  ck_assert (sg_schedule_compute (g, &bad, NULL, &err) == NULL);
+  ck_assert (strstr (err->message, "max_peak_increase"));
+  g_error_free (err);
+}
+END_TEST
+
+static SgGraph *
+layered_graph (int layers)
+{
+  SgGraph *g = tb_new (4);
+  tb_group (g, "dp", 2, 0, 1);
+  tb_group (g, "tp", 2, 0, 2);
+  tb_input (g, "x", "bfloat16", 2, 128, 128);
+  char prev[32] = "x";
+  for (int l = 0; l < layers; l++) {
+    char w[32], ag[32], wt[32], mm[32], act[32], rs[32], rw[32], t[32];
+    g_snprintf (w, sizeof w, "w%d", l);
+    g_snprintf (ag, sizeof ag, "ag%d", l);
+    g_snprintf (wt, sizeof wt, "agw%d", l);
+    g_snprintf (t, sizeof t, "t%d", l);
+    g_snprintf (mm, sizeof mm, "mm%d", l);
+    g_snprintf (act, sizeof act, "act%d", l);
+    g_snprintf (rs, sizeof rs, "rs%d", l);
+    g_snprintf (rw, sizeof rw, "rsw%d", l);
+    tb_input (g, w, "bfloat16", 2, 64, 128);
+    tb_all_gather (g, ag, w, "dp");
+    tb_wait (g, wt, ag);
+    tb_t (g, t, wt);
+    tb_mm (g, mm, prev, t);
+    tb_pointwise (g, act, "aten.silu.default", mm, NULL);
+    tb_reduce_scatter (g, rs, act, l % 2 ? "tp" : "dp");
+    tb_wait (g, rw, rs);
+    SgNodeId id = id_of (g, mm);
+    g->nodes[id].est_us = 40 + 7 * (l % 3);
+    g->nodes[id_of (g, act)].est_us = 5;
+    g->nodes[id_of (g, ag)].est_us = 30;
+    g->nodes[id_of (g, rs)].est_us = 25;
+    g_strlcpy (prev, act, sizeof prev);
+  }
+  GString *out = g_string_new ("{\"name\":\"output\",\"op\":\"output\",\"target\":\"output\","
+                               "\"args\":[[");
+  for (int l = 0; l < layers; l++)
+    g_string_append_printf (out, "%s{\"node\":\"rsw%d\"}", l ? "," : "", l);
+  g_string_append (out, "]],\"kwargs\":{}}");
+  g_assert (sg_graph_append_json (g, out->str, NULL) != SG_NO_NODE);
+  g_string_free (out, TRUE);
+  g->output = g->n_nodes - 1;
+  return g;
+}
+
+START_TEST (same_input_gives_the_same_order_every_run)
+{
+  SgConfig cfg = config ();
+  g_autoptr (SgGraph) a = layered_graph (6);
+  g_autoptr (SgGraph) b = layered_graph (6);
+  ck_assert (sg_schedule_reorder (a, &cfg, NULL));
+  ck_assert (sg_schedule_reorder (b, &cfg, NULL));
+  ck_assert_int_eq (a->n_nodes, b->n_nodes);
+  for (SgNodeId i = 0; i < a->n_nodes; i++)
+    ck_assert_str_eq (a->nodes[i].name, b->nodes[i].name);
+  ck_assert (sg_graph_validate (a, NULL));
+  /* scheduling again from the scheduled order changes nothing for the worse */
+  SgSimResult r1, r2;
+  ck_assert (sg_simulate (a, NULL, &r1, NULL));
+  ck_assert (sg_schedule_reorder (a, &cfg, NULL));
+  ck_assert (sg_simulate (a, NULL, &r2, NULL));
+  ck_assert (r2.exposed_us <= r1.exposed_us + 1e-9);
+  sg_sim_result_clear (&r1);
+  sg_sim_result_clear (&r2);
+}
+END_TEST
+
+START_TEST (schedule_never_exposes_more_than_the_input_order)
+{
+  SgConfig cfg = config ();
+  for (int layers = 1; layers <= 8; layers++) {
+    g_autoptr (SgGraph) g = layered_graph (layers);
+    SgSimResult in, out;
+    ck_assert (sg_simulate (g, NULL, &in, NULL));
+    ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+    ck_assert (sg_graph_validate (g, NULL));
+    ck_assert (sg_simulate (g, NULL, &out, NULL));
+    ck_assert_msg (out.exposed_us <= in.exposed_us + 1e-9, "%d layers: %g > %g", layers,
+                   out.exposed_us, in.exposed_us);
+    ck_assert (out.peak_bytes <= (uint64_t)((double)in.peak_bytes * 1.05));
+    /* the layered graph has plenty of independent work: prefetching must pay */
+    if (layers >= 3)
+      ck_assert (out.exposed_us < in.exposed_us);
+    sg_sim_result_clear (&in);
+    sg_sim_result_clear (&out);
+  }
+}
+END_TEST
+
+static const char *const samples[] = {
+  "dev_fsdp8_L2_h1024",    "dev_fsdp2_tp4_L2_h1024", "w2_fsdp2_L2_h1024",
+  "w2_tiny_fsdp2_L2_h256", "w2_tiny_tp2_L2_h256",    "w2_tp2_L2_h1024",
+};
+
+/* The quality bar, with one cost model for all three orders. */
+START_TEST (sample_graph_meets_the_quality_bar)
+{
+  g_autofree char *path = g_strdup_printf ("%s/%s.json", SG_TEST_DATA, samples[_i]);
+  g_autofree char *opath
+      = g_strdup_printf ("%s/%s.peer_order_plain.json", SG_TEST_DATA, samples[_i]);
+  GError *err = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load (path, &err);
+  ck_assert_msg (g != NULL, "%s", err ? err->message : "");
+  SgConfig cfg = config ();
+  ck_assert (sg_estimate_costs (g, &cfg, NULL));
+  g_autofree SgNodeId *peer = sg_order_load (g, opath, &err);
+  ck_assert_msg (peer != NULL, "%s", err ? err->message : "");
+  SgSimResult in, pr, ours;
+  ck_assert (sg_simulate (g, NULL, &in, NULL));
+  ck_assert (sg_simulate (g, peer, &pr, NULL));
+  ck_assert (sg_schedule_reorder (g, &cfg, &err));
+  ck_assert (sg_graph_validate (g, NULL));
+  ck_assert (sg_simulate (g, NULL, &ours, NULL));
+  ck_assert_msg (ours.exposed_us <= in.exposed_us + 1e-6, "%s: %g vs input %g", samples[_i],
+                 ours.exposed_us, in.exposed_us);
+  ck_assert_msg (ours.exposed_us <= pr.exposed_us + 1e-6, "%s: %g vs peer %g", samples[_i],
+                 ours.exposed_us, pr.exposed_us);
+  ck_assert_msg (ours.exposed <= pr.exposed, "%s: %d fully exposed vs peer %d", samples[_i],
+                 ours.exposed, pr.exposed);
+  ck_assert_msg ((double)ours.peak_bytes <= 1.05 * (double)pr.peak_bytes, "%s: peak %lu vs %lu",
+                 samples[_i], (unsigned long)ours.peak_bytes, (unsigned long)pr.peak_bytes);
+  ck_assert_int_eq (ours.n_rows, in.n_rows);
+  sg_sim_result_clear (&in);
+  sg_sim_result_clear (&pr);
+  sg_sim_result_clear (&ours);
+}
+END_TEST
+
+static Suite *
+schedule_suite (void)
+{
+  Suite *s = suite_create ("schedule");
+  TCase *tc = tcase_create ("core");
+  tcase_add_test (tc, independent_mm_hides_all_gather);
+  tcase_add_test (tc, wait_stays_after_its_collective_and_before_its_consumer);
+  tcase_add_test (tc, no_reorder_keeps_the_input_order);
+  tcase_add_test (tc, unlimited_budget_prefetches_both_collectives);
+  tcase_add_test (tc, bytes_in_flight_budget_forces_an_early_wait);
+  tcase_add_test (tc, prefetch_limit_caps_collectives_in_flight);
+  tcase_add_test (tc, zero_peak_allowance_never_raises_the_peak);
+  tcase_add_test (tc, same_input_gives_the_same_order_every_run);
+  tcase_add_test (tc, schedule_never_exposes_more_than_the_input_order);
+  tcase_add_loop_test (tc, sample_graph_meets_the_quality_bar, 0, G_N_ELEMENTS (samples));
+  tcase_set_timeout (tc, 120);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (schedule_suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,338 @@
+/* test_sim.c: the timeline simulator against hand-computed timelines, the
+ * liveness rule against graph/'s, order checking and loading. */
+#include <check.h>
+#include <string.h>
+
+#include "builder.h"
+#include "schedule.h"
+
+static const SgContention no_contention = { 1.0, 1.0 };
+
+static void
+cost (SgGraph *g, const char *name, double us)
+{
+  SgNodeId id = sg_graph_lookup (g, name);
+  ck_assert_int_ne (id, SG_NO_NODE);
+  g->nodes[id].est_us = us;
+  g->nodes[id].est_src = SG_COST_GRAPH;
+}
+
+static SgNodeId
+id_of (const SgGraph *g, const char *name)
+{
+  SgNodeId id = sg_graph_lookup (g, name);
+  ck_assert_msg (id != SG_NO_NODE, "no node %s", name);
+  return id;
+}
+
+static const SgCollRow *
+row_of (const SgSimResult *r, const SgGraph *g, const char *name)
+{
+  SgNodeId id = id_of (g, name);
+  for (int32_t i = 0; i < r->n_rows; i++)
+    if (r->rows[i].node == id)
+      return &r->rows[i];
+  ck_abort_msg ("no row for %s", name);
+  return NULL;
+}
+
+/* x, w -> ag(w) -> wt; mm0 = x.x (independent); mm1 = x.wt. Input order
+ * issues ag and waits on it at once. */
+static SgGraph *
+hide_graph (double ag_us, double mm0_us, double mm1_us)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 64, 64);
+  tb_input (g, "w", "bfloat16", 2, 32, 64);
+  tb_all_gather (g, "ag", "w", "0");
+  tb_wait (g, "wt", "ag");
+  tb_mm (g, "mm1", "x", "wt");
+  tb_mm (g, "mm0", "x", "x");
+  tb_output (g, 2, "mm0", "mm1");
+  cost (g, "ag", ag_us);
+  cost (g, "mm0", mm0_us);
+  cost (g, "mm1", mm1_us);
+  return g;
+}
+
+static SgNodeId *
+order_of (const SgGraph *g, int n, ...)
+{
+  SgNodeId *o = g_new (SgNodeId, (size_t)n);
+  va_list ap;
+  va_start (ap, n);
+  for (int i = 0; i < n; i++)
+    o[i] = id_of (g, va_arg (ap, const char *));
+  va_end (ap);
+  return o;
+}
+
+START_TEST (wait_right_after_collective_is_fully_exposed)
+{
+  g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
+  SgSimResult r;
+  GError *err = NULL;
+  ck_assert (sg_simulate_with (g, NULL, &no_contention, &r, &err));
+  ck_assert_int_eq (r.n_rows, 1);
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->start_us, 0, 1e-9);
+  ck_assert_double_eq_tol (ag->end_us, 50, 1e-9);
+  ck_assert_double_eq_tol (ag->exposed_us, 50, 1e-9);
+  ck_assert_int_eq (ag->status, SG_EXPOSURE_EXPOSED);
+  ck_assert_int_eq (ag->hidden_by, SG_NO_NODE);
+  ck_assert_int_eq (ag->wait, id_of (g, "wt"));
+  /* mm1 50..80, mm0 80..180 */
+  ck_assert_double_eq_tol (r.node_start[id_of (g, "mm1")], 50, 1e-9);
+  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm0")], 180, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 180, 1e-9);
+  ck_assert_double_eq_tol (r.compute_us, 130, 1e-9);
+  ck_assert_double_eq_tol (r.comm_us, 50, 1e-9);
+  ck_assert_double_eq_tol (r.exposed_us, 50, 1e-9);
+  /* max(compute 130, comm 50, critical path max(50 + 30, 100)) */
+  ck_assert_double_eq_tol (r.lower_bound_us, 130, 1e-9);
+  ck_assert_int_eq (r.exposed, 1);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (independent_mm_before_wait_hides_collective)
+{
+  g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "mm0", "wt", "mm1", "output");
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &no_contention, &r, NULL));
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->exposed_us, 0, 1e-9);
+  ck_assert_int_eq (ag->status, SG_EXPOSURE_HIDDEN);
+  ck_assert_int_eq (ag->hidden_by, id_of (g, "mm0"));
+  ck_assert_int_eq (ag->last_hiding, id_of (g, "mm0"));
+  ck_assert_int_eq (ag->n_hiding, 1);
+  ck_assert_double_eq_tol (r.step_us, 130, 1e-9);
+  ck_assert_int_eq (r.hidden, 1);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (short_compute_leaves_collective_partial)
+{
+  g_autoptr (SgGraph) g = hide_graph (150, 100, 30);
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "mm0", "wt", "mm1", "output");
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &no_contention, &r, NULL));
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->exposed_us, 50, 1e-9);
+  ck_assert_int_eq (ag->status, SG_EXPOSURE_PARTIAL);
+  ck_assert_double_eq_tol (ag->overlap_us, 100, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 180, 1e-9);
+  ck_assert_int_eq (r.partial, 1);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (contention_is_integrated_piecewise)
+{
+  /* comm and compute both at half speed while they overlap: ag (50 solo)
+   * ends at 100; mm0 has done 50 of its 100 by then and finishes at 150. */
+  g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "mm0", "wt", "mm1", "output");
+  SgContention c = { 2.0, 2.0 };
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &c, &r, NULL));
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->end_us, 100, 1e-9);
+  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm0")], 150, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 180, 1e-9);
+  ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
+  ck_assert_double_eq_tol (r.compute_busy_us, 180, 1e-9);
+  /* solo work is what the bound counts */
+  ck_assert_double_eq_tol (r.compute_us, 130, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+/* Two all_gathers issued together, then both waits. */
+static SgGraph *
+two_ag_graph (bool two_groups)
+{
+  SgGraph *g = tb_new (4);
+  tb_group (g, "a", 2, 0, 1);
+  tb_group (g, "b", 2, 0, 2);
+  tb_input (g, "w1", "bfloat16", 2, 32, 64);
+  tb_input (g, "w2", "bfloat16", 2, 32, 64);
+  tb_all_gather (g, "ag1", "w1", "a");
+  tb_all_gather (g, "ag2", "w2", two_groups ? "b" : "a");
+  tb_wait (g, "wt1", "ag1");
+  tb_wait (g, "wt2", "ag2");
+  tb_pointwise (g, "sum", "aten.add.Tensor", "wt1", "wt2");
+  tb_output (g, 1, "sum");
+  cost (g, "ag1", 10);
+  cost (g, "ag2", 10);
+  cost (g, "sum", 5);
+  return g;
+}
+
+START_TEST (collectives_on_one_group_serialise)
+{
+  g_autoptr (SgGraph) g = two_ag_graph (false);
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, NULL, &no_contention, &r, NULL));
+  ck_assert_double_eq_tol (row_of (&r, g, "ag1")->end_us, 10, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "ag2")->start_us, 10, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "ag2")->end_us, 20, 1e-9);
+  ck_assert_double_eq_tol (r.exposed_us, 20, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 25, 1e-9);
+  ck_assert_double_eq_tol (r.lower_bound_us, 20, 1e-9); /* group a's work */
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (collectives_on_two_groups_overlap)
+{
+  g_autoptr (SgGraph) g = two_ag_graph (true);
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, NULL, &no_contention, &r, NULL));
+  ck_assert_double_eq_tol (row_of (&r, g, "ag2")->start_us, 0, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "ag2")->end_us, 10, 1e-9);
+  /* the first wait takes the whole stall; the second finds ag2 done */
+  ck_assert_double_eq_tol (row_of (&r, g, "ag1")->exposed_us, 10, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "ag2")->exposed_us, 0, 1e-9);
+  ck_assert_int_eq (row_of (&r, g, "ag2")->status, SG_EXPOSURE_HIDDEN);
+  ck_assert_double_eq_tol (r.step_us, 15, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (order_with_input_after_user_is_rejected_naming_it)
+{
+  g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "wt", "ag", "mm0", "mm1", "output");
+  SgSimResult r;
+  GError *err = NULL;
+  ck_assert (!sg_simulate (g, o, &r, &err));
+  ck_assert (g_error_matches (err, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_ORDER));
+  ck_assert_msg (strstr (err->message, "'wt'") && strstr (err->message, "'ag'"), "%s",
+                 err->message);
+  g_error_free (err);
+}
+END_TEST
+
+START_TEST (missing_costs_are_an_error)
+{
+  g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
+  g->nodes[id_of (g, "mm1")].est_us = NAN;
+  SgSimResult r;
+  GError *err = NULL;
+  ck_assert (!sg_simulate (g, NULL, &r, &err));
+  ck_assert (g_error_matches (err, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_COST));
+  ck_assert (strstr (err->message, "'mm1'"));
+  g_error_free (err);
+}
+END_TEST
+
+static void
+expect_order_error (const SgGraph *g, const char *json, const char *needle)
+{
+  cJSON *arr = cJSON_Parse (json);
+  ck_assert (arr);
+  GError *err = NULL;
+  SgNodeId *o = sg_order_from_json (g, arr, "test", &err);
+  cJSON_Delete (arr);
+  ck_assert_msg (o == NULL, "accepted %s", json);
+  ck_assert_msg (strstr (err->message, needle), "'%s' not in: %s", needle, err->message);
+  g_error_free (err);
+}
+
+START_TEST (order_files_name_the_first_bad_node)
+{
+  g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
+  expect_order_error (g, "[\"x\",\"w\",\"ag\",\"wt\",\"mm1\",\"nope\",\"output\"]",
+                      "unknown node 'nope'");
+  expect_order_error (g, "[\"x\",\"w\",\"ag\",\"wt\",\"mm1\",\"x\",\"output\"]",
+                      "'x' is repeated");
+  expect_order_error (g, "[\"x\",\"w\",\"ag\",\"wt\",\"mm1\",\"output\"]", "'mm0' is missing");
+  expect_order_error (g, "[\"x\",\"w\",\"ag\",\"mm1\",\"wt\",\"mm0\",\"output\"]",
+                      "'mm1' comes before its input 'wt'");
+  expect_order_error (g, "{\"x\": 1}", "JSON array");
+  cJSON *ok = cJSON_Parse ("[\"x\",\"w\",\"mm0\",\"ag\",\"wt\",\"mm1\",\"output\"]");
+  g_autofree SgNodeId *o = sg_order_from_json (g, ok, "test", NULL);
+  cJSON_Delete (ok);
+  ck_assert (o != NULL);
+  ck_assert_int_eq (o[2], id_of (g, "mm0"));
+  GError *err = NULL;
+  ck_assert (sg_order_load (g, "/nonexistent/order.json", &err) == NULL);
+  ck_assert (g_error_matches (err, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_IO));
+  g_error_free (err);
+}
+END_TEST
+
+static const char *const samples[] = {
+  "dev_fsdp8_L2_h1024",    "dev_fsdp2_tp4_L2_h1024", "w2_fsdp2_L2_h1024",
+  "w2_tiny_fsdp2_L2_h256", "w2_tiny_tp2_L2_h256",    "w2_tp2_L2_h1024",
+};
+
+START_TEST (peak_bytes_agree_with_graph_liveness)
+{
+  g_autofree char *path = g_strdup_printf ("%s/%s.json", SG_TEST_DATA, samples[_i]);
+  g_autofree char *opath
+      = g_strdup_printf ("%s/%s.peer_order_plain.json", SG_TEST_DATA, samples[_i]);
+  GError *err = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load (path, &err);
+  ck_assert_msg (g != NULL, "%s", err ? err->message : "");
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  ck_assert (sg_estimate_costs (g, &cfg, NULL));
+  g_autofree SgNodeId *peer = sg_order_load (g, opath, &err);
+  ck_assert_msg (peer != NULL, "%s", err ? err->message : "");
+  SgSimResult a, b;
+  ck_assert (sg_simulate (g, NULL, &a, NULL));
+  ck_assert (sg_simulate (g, peer, &b, NULL));
+  ck_assert_uint_eq (a.peak_bytes, sg_graph_peak_bytes (g, NULL));
+  ck_assert_uint_eq (b.peak_bytes, sg_graph_peak_bytes (g, peer));
+  /* every row has a wait, a start no earlier than its issue, and the
+   * totals add up */
+  double sum = 0.0;
+  for (int32_t i = 0; i < b.n_rows; i++) {
+    ck_assert_int_ne (b.rows[i].wait, SG_NO_NODE);
+    ck_assert (b.rows[i].start_us >= b.rows[i].issue_us - 1e-9);
+    ck_assert (b.rows[i].end_us >= b.rows[i].start_us + b.rows[i].est_us - 1e-6);
+    sum += b.rows[i].exposed_us;
+  }
+  ck_assert_double_eq_tol (sum, b.exposed_us, 1e-6);
+  ck_assert_int_eq (b.hidden + b.partial + b.exposed, b.n_rows);
+  ck_assert (b.step_us >= b.lower_bound_us - 1e-6);
+  ck_assert (a.step_us >= a.lower_bound_us - 1e-6);
+  sg_sim_result_clear (&a);
+  sg_sim_result_clear (&b);
+}
+END_TEST
+
+static Suite *
+sim_suite (void)
+{
+  Suite *s = suite_create ("sim");
+  TCase *tc = tcase_create ("core");
+  tcase_add_test (tc, wait_right_after_collective_is_fully_exposed);
+  tcase_add_test (tc, independent_mm_before_wait_hides_collective);
+  tcase_add_test (tc, short_compute_leaves_collective_partial);
+  tcase_add_test (tc, contention_is_integrated_piecewise);
+  tcase_add_test (tc, collectives_on_one_group_serialise);
+  tcase_add_test (tc, collectives_on_two_groups_overlap);
+  tcase_add_test (tc, order_with_input_after_user_is_rejected_naming_it);
+  tcase_add_test (tc, missing_costs_are_an_error);
+  tcase_add_test (tc, order_files_name_the_first_bad_node);
+  tcase_add_loop_test (tc, peak_bytes_agree_with_graph_liveness, 0, G_N_ELEMENTS (samples));
+  tcase_set_timeout (tc, 60);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (sim_suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}
