@@ -191,8 +191,8 @@ sg_trace_build (const SgGraph *g, const SgSimResult *r)
     g_autofree char *t = g_strdup_printf ("comm group %s", g->groups[i].name);
     thread_name (ev, 1 + i, t);
   }
-  /* Compute and waits in id order (the order the graph runs in when the
-   * result is of the current id order), then collectives in issue order. */
+  /* Compute and stalls in id order, then collectives in issue order; the
+   * times come from the result, so any order's result draws correctly. */
   for (SgNodeId x = 0; x < g->n_nodes; x++) {
     const SgNode *n = &g->nodes[x];
     SgRole role = sg_sched_role (n);

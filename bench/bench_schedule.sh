@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# bench_schedule.sh: quality and speed of the scheduler (schedule/, issue 4).
+#
+#   bench/bench_schedule.sh BUILD_DIR [quality|speed|all] [SIZES...]
+#
+# quality: every sample graph in tests/data (input order, PyTorch Inductor's
+#   order NAME.peer_order_plain.json, ours; one cost model for all three) and
+#   graphgen graphs of 8 to 80 layers (input vs ours: no peer order exists for
+#   them without PyTorch). Prints markdown tables.
+# speed: graphgen graphs of SIZES nodes (default 10000 100000 1000000):
+#   load + estimate + simulate(input) + schedule + simulate + report through
+#   tests/schedule/sched_eval, best of 3 wall, with CPU time.
+# Needs: BUILD_DIR with tests/schedule/sched_eval and tools/graphgen/graphgen
+# built (ninja -C BUILD_DIR tests/schedule/sched_eval tools/graphgen/graphgen).
+set -euo pipefail
+build=${1:?usage: bench_schedule.sh BUILD_DIR [quality|speed|all] [SIZES...]}
+what=${2:-all}
+shift $(( $# >= 2 ? 2 : $# ))
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000)
+root=$(cd "$(dirname "$0")/.." && pwd)
+eval_bin=$build/tests/schedule/sched_eval
+gen=$build/tools/graphgen/graphgen
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+echo "machine: nproc=$(nproc), CPU \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\""
+echo
+
+quality_samples() {
+  echo "### Sample graphs (tests/data): input vs Inductor (peer) vs ours"
+  echo
+  echo "| graph | nodes | colls | input exposed us | peer exposed us | ours exposed us | peer fully exp. | ours fully exp. | peer peak MB | ours peak MB | peer step us | ours step us | bar |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+  for f in "$root"/tests/data/*.json; do
+    case $f in *peer_order* | *limits* | *peer_results*) continue ;; esac
+    b=${f%.json}
+    [ -f "$b.peer_order_plain.json" ] || continue
+    "$eval_bin" --order "$b.peer_order_plain.json" "$f" > "$tmp/q.json"
+    python3 - "$tmp/q.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+i, g, s = d['input'], d['given'], d['scheduled']
+ok = (s['exposed_us'] <= g['exposed_us'] and s['exposed_us'] <= i['exposed_us']
+      and s['exposed'] <= g['exposed'] and s['peak_bytes'] <= 1.05 * g['peak_bytes'])
+name = d['graph'].rsplit('/', 1)[-1][:-5]
+print('| %s | %d | %d | %.1f | %.1f | **%.1f** | %d | %d | %.2f | %.2f | %.1f | %.1f | %s |' % (
+    name, d['nodes'], s['collectives'], i['exposed_us'], g['exposed_us'], s['exposed_us'],
+    g['exposed'], s['exposed'], g['peak_bytes'] / 2**20, s['peak_bytes'] / 2**20,
+    g['step_us'], s['step_us'], 'met' if ok else 'MISSED'))
+EOF
+  done
+  echo
+}
+
+quality_graphgen() {
+  echo "### graphgen graphs: input order vs ours"
+  echo
+  echo "| layout | layers | nodes | colls | input exposed us | ours exposed us | input fully exp. | ours fully exp. | input peak MB | ours peak MB | ours step us | lower bound us | variant |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+  local layouts=(
+    "fsdp8:--dp 8"
+    "fsdp2_tp4_sp:--dp 2 --tp 4"
+    "fsdp2_tp4_ar:--dp 2 --tp 4 --tp-mode allreduce"
+    "tp2_sp:--dp 1 --tp 2"
+    "hsdp_2x2x2:--dp 2 --tp 2 --tp-mode allreduce --world 8"
+    "fsdp4_h1024_s2048:--dp 4 --hidden 1024 --ffn 2816 --seq 2048"
+  )
+  for entry in "${layouts[@]}"; do
+    name=${entry%%:*}
+    args=${entry#*:}
+    for L in 8 16 32 80; do
+      # shellcheck disable=SC2086
+      "$gen" --layers "$L" $args -o "$tmp/g.json"
+      "$eval_bin" "$tmp/g.json" > "$tmp/q.json"
+      python3 - "$tmp/q.json" "$name" "$L" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+i, s = d['input'], d['scheduled']
+print('| %s | %s | %d | %d | %.1f | **%.1f** | %d | %d | %.2f | %.2f | %.1f | %.1f | %s |' % (
+    sys.argv[2], sys.argv[3], d['nodes'], s['collectives'], i['exposed_us'], s['exposed_us'],
+    i['exposed'], s['exposed'], i['peak_bytes'] / 2**20, s['peak_bytes'] / 2**20,
+    s['step_us'], s['lower_bound_us'], d['variant']))
+EOF
+    done
+  done
+  echo
+}
+
+speed() {
+  echo "### Speed: load + estimate + simulate input + schedule + simulate + report (sched_eval)"
+  echo
+  echo "| nodes | colls | load ms | estimate ms | sim input ms | schedule ms | simulate ms | total ms (best of 3) | CPU s (user+sys) | schedule us/node |"
+  echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+  for n in "${sizes[@]}"; do
+    "$gen" --target-nodes "$n" --dp 2 --tp 4 -o "$tmp/s.json"
+    for r in 1 2 3; do
+      /usr/bin/time -f "%U %S" -o "$tmp/time.$r" "$eval_bin" "$tmp/s.json" > "$tmp/s.$r.json"
+    done
+    python3 - "$tmp" <<'EOF'
+import json, sys
+t = sys.argv[1]
+runs = []
+for r in (1, 2, 3):
+    d = json.load(open('%s/s.%d.json' % (t, r)))
+    u, s = open('%s/time.%d' % (t, r)).read().split()
+    runs.append((d['ms']['total'], d, float(u) + float(s)))
+tot, d, cpu = min(runs, key=lambda x: x[0])
+m = d['ms']
+print('| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |' % (
+    d['nodes'], d['scheduled']['collectives'], m['load'], m['estimate'], m['simulate_input'],
+    m['schedule'], m['simulate'], tot, min(r[2] for r in runs), 1000.0 * m['schedule'] / d['nodes']))
+EOF
+  done
+  echo
+}
+
+case $what in
+  quality) quality_samples; quality_graphgen ;;
+  speed) speed ;;
+  all) quality_samples; quality_graphgen; speed ;;
+  *) echo "unknown mode $what" >&2; exit 2 ;;
+esac
