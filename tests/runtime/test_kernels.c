@@ -39,7 +39,8 @@ static SgTensor
 f32 (float *data, int ndim, const int64_t *shape)
 {
   SgTensor t = { .data = data, .dtype = SG_DTYPE_F32, .ndim = ndim };
-  memcpy (t.shape, shape, sizeof (int64_t) * (size_t)ndim);
+  for (int i = 0; i < ndim; i++)
+    t.shape[i] = shape[i];
   sg_tensor_set_contiguous (&t);
   return t;
 }
