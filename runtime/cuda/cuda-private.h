@@ -70,30 +70,33 @@ cudaError_t sg_cu_map (SgCuMapOp op, const SgCuTensor *out, const SgCuTensor *a,
                        const SgCuTensor *b, double s0, cudaStream_t stream);
 
 /* Reduces @in over the dims flagged in @reduce_mask (bit d for dim d) into
- * @out, whose shape is in's with those dims either kept as 1 or removed. */
+ * @out, whose shape is in's with those dims either kept as 1 or removed.
+ * Long reductions into few outputs run in two passes through @partials
+ * (fp32, sg_cu_reduce_partials elements; with less, one pass). */
 cudaError_t sg_cu_reduce (SgCuRedOp op, const SgCuTensor *out, const SgCuTensor *in,
-                          uint32_t reduce_mask, cudaStream_t stream);
+                          uint32_t reduce_mask, float *partials, int64_t partial_cap,
+                          cudaStream_t stream);
+int64_t sg_cu_reduce_partials (const SgCuTensor *out, const SgCuTensor *in);
 
 /* out_logical[out_start + j] = in_logical[in_start + j] for j < n, where
  * "logical" is the row-major flattening of each view. */
 cudaError_t sg_cu_copy_range (const SgCuTensor *out, int64_t out_start, const SgCuTensor *in,
                               int64_t in_start, int64_t n, cudaStream_t stream);
 
-/* Causal/non-causal scaled dot-product attention on [B, H, S, D] views (K/V
- * may have fewer heads: grouped-query). @lse: fp32 [B, H, Sq] (any trailing
- * size-1 dims), natural-log log-sum-exp of the scaled scores; may be NULL.
- * D <= 256. */
-cudaError_t sg_cu_sdpa_fwd (const SgCuTensor *q, const SgCuTensor *k, const SgCuTensor *v,
-                            const SgCuTensor *out, const SgCuTensor *lse, bool causal,
-                            double scale, cudaStream_t stream);
-
-/* Gradients from the forward's @out and @lse. @scratch: fp32, at least
- * B*H*Sq elements (sg_cu_sdpa_bwd_scratch_bytes). */
-cudaError_t sg_cu_sdpa_bwd (const SgCuTensor *dout, const SgCuTensor *q, const SgCuTensor *k,
-                            const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse,
-                            const SgCuTensor *dq, const SgCuTensor *dk, const SgCuTensor *dv,
-                            bool causal, double scale, float *scratch, cudaStream_t stream);
-uint64_t sg_cu_sdpa_bwd_scratch_bytes (const SgCuTensor *q);
+/* Attention rows over dense fp32 scores [heads * sq, sk] (attn.c does the
+ * GEMMs): causal mask (key j > query i is masked, torch's top-left
+ * alignment), softmax in place, optional copy of P in @p_dtype at @p_out,
+ * the natural-log log-sum-exp into @lse (a [heads, sq] view, may be NULL).
+ * @recompute: P = exp(S - lse) from the forward's lse instead. */
+cudaError_t sg_cu_softmax_rows (float *s, void *p_out, int32_t p_dtype, int64_t heads, int64_t sq,
+                                int64_t sk, bool causal, const SgCuTensor *lse, bool recompute,
+                                cudaStream_t stream);
+/* delta[h * sq + i] = sum_d dout[h, i, d] * out[h, i, d] over [heads, sq, D] views. */
+cudaError_t sg_cu_attn_delta (const SgCuTensor *dout, const SgCuTensor *out, float *delta,
+                              cudaStream_t stream);
+/* ds[r, j] = p[r, j] * (dp[r, j] - delta[r]), dense, stored in @ds_dtype. */
+cudaError_t sg_cu_attn_ds (const float *p, const float *dp, const float *delta, void *ds,
+                           int32_t ds_dtype, int64_t rows, int64_t sk, cudaStream_t stream);
 
 /* Number of elements of a view. */
 int64_t sg_cu_numel (const SgCuTensor *t);
@@ -192,6 +195,23 @@ bool sg_cu_gemm (cublasHandle_t h, cudaStream_t stream, const SgCuTensor *a, con
                  uint64_t scratch_bytes, GError **error);
 /* Scratch bytes sg_cu_gemm needs for these views (0 when none). */
 uint64_t sg_cu_gemm_scratch_bytes (const SgCuTensor *a, const SgCuTensor *b);
+
+/* Scaled dot-product attention on [B, H, S, D] views (K/V may have fewer
+ * heads: grouped-query), PyTorch's "math" backend on cuBLAS: S = scale Q K^T
+ * (fp32), masked softmax (P in V's dtype for the second GEMM, as
+ * FlashAttention rounds it), O = P V; @lse fp32 [B, H, Sq(, 1)] may be NULL.
+ * The backward recomputes P from @lse. @scratch: sg_cu_sdpa_scratch_bytes. */
+bool sg_cu_sdpa_fwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *q, const SgCuTensor *k,
+                     const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse, bool causal,
+                     double scale, char *scratch, uint64_t scratch_bytes, GError **error);
+bool sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout,
+                     const SgCuTensor *q, const SgCuTensor *k, const SgCuTensor *v,
+                     const SgCuTensor *out, const SgCuTensor *lse, const SgCuTensor *dq,
+                     const SgCuTensor *dk, const SgCuTensor *dv, bool causal, double scale,
+                     char *scratch, uint64_t scratch_bytes, GError **error);
+/* Scratch the forward (@backward false) or backward needs; 0 for views
+ * that are not [B, H, S, D]. */
+uint64_t sg_cu_sdpa_scratch_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward);
 
 /* NCCL type for @dtype; false when NCCL has none. */
 bool sg_cu_nccl_type (SgDtype dtype, ncclDataType_t *out);

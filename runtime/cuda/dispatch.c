@@ -188,14 +188,18 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, uint64_t *scratch_nee
     const cJSON *bias = s.bias >= 0 ? arg_item (ins, s.bias) : NULL;
     if (bias && !cJSON_IsNull (bias))
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "attention with a bias", NULL);
-    if (!arg_tensor (NULL, plan, ins, s.q, &a) || a.ndim != 4 || a.shape[3] > 256)
+    if (!arg_tensor (NULL, plan, ins, s.q, &a) || !arg_tensor (NULL, plan, ins, s.k, &b) ||
+        sg_cu_sdpa_scratch_bytes (&a, &b, s.backward) == 0)
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins,
-                       "attention query must be [B, H, S, D] with D <= 256", NULL);
-    if (s.backward)
-      need = sg_cu_sdpa_bwd_scratch_bytes (&a) + 256;
+                       "attention q/k must be [B, H, S, D] with H a multiple of K's heads", NULL);
+    need = sg_cu_sdpa_scratch_bytes (&a, &b, s.backward) + 256;
     break;
   }
-  case SG_CLASS_POINTWISE: case SG_CLASS_REDUCTION: case SG_CLASS_COPY: case SG_CLASS_CREATION:
+  case SG_CLASS_REDUCTION:
+    if (arg_tensor (NULL, plan, ins, 0, &a) && out_tensor (NULL, plan, ins, 0, &o))
+      need = (uint64_t)sg_cu_reduce_partials (&o, &a) * sizeof (float);
+    break;
+  case SG_CLASS_POINTWISE: case SG_CLASS_COPY: case SG_CLASS_CREATION:
   case SG_CLASS_VIEW: case SG_CLASS_GETITEM: case SG_CLASS_WAIT: case SG_CLASS_INPUT:
   case SG_CLASS_OUTPUT: case SG_CLASS_BUCKET:
     break;
@@ -322,7 +326,9 @@ run_reduction (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, const Sg
     SG_CU_CHECK (sg_cu_map (SG_CU_COPY, o, &a, NULL, 0, s), error, fail);
     return true;
   }
-  SG_CU_CHECK (sg_cu_reduce (r, o, &in, mask, s), error, fail);
+  SG_CU_CHECK (sg_cu_reduce (r, o, &in, mask, (float *)st->scratch[ins->stream],
+                             (int64_t)(st->scratch_bytes[ins->stream] / sizeof (float)), s),
+               error, fail);
   return true;
 fail:
   g_prefix_error (error, "node %s: ", ins->name);
@@ -352,8 +358,9 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
     if (!out_tensor (st, plan, ins, 0, &o))
       return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "no output tensor", NULL);
     const bool has_lse = out_tensor (st, plan, ins, 1, &lse);
-    SG_CU_CHECK (sg_cu_sdpa_fwd (&q, &k, &v, &o, has_lse ? &lse : NULL, causal, scale, s), error,
-                 fail);
+    if (!sg_cu_sdpa_fwd (st->cublas, s, &q, &k, &v, &o, has_lse ? &lse : NULL, causal, scale,
+                         st->scratch[ins->stream], st->scratch_bytes[ins->stream], error))
+      goto fail;
     return true;
   }
   SgCuTensor dout, dq, dk, dv;
@@ -364,11 +371,9 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
   if (!out_tensor (st, plan, ins, 0, &dq) || !out_tensor (st, plan, ins, 1, &dk) ||
       !out_tensor (st, plan, ins, 2, &dv))
     return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "gradients are not tensors", NULL);
-  if (st->scratch_bytes[ins->stream] < sg_cu_sdpa_bwd_scratch_bytes (&q))
-    return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "scratch too small", NULL);
-  SG_CU_CHECK (sg_cu_sdpa_bwd (&dout, &q, &k, &v, &o, &lse, &dq, &dk, &dv, causal, scale,
-                               (float *)st->scratch[ins->stream], s),
-               error, fail);
+  if (!sg_cu_sdpa_bwd (st->cublas, s, &dout, &q, &k, &v, &o, &lse, &dq, &dk, &dv, causal, scale,
+                       st->scratch[ins->stream], st->scratch_bytes[ins->stream], error))
+    goto fail;
   return true;
 fail:
   g_prefix_error (error, "node %s: ", ins->name);

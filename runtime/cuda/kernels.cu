@@ -2,10 +2,10 @@
  *
  * What: strided elementwise maps with numpy broadcasting, reductions over a
  * set of dims, flat-range copies between any two views (bucket pack/unpack,
- * collective staging, cat), and a straightforward attention: one warp per
- * query row, online softmax (Milakov & Gimelshein 2018, as FlashAttention's
- * forward), backward recomputing the probabilities from the log-sum-exp as
- * FlashAttention-2's backward does (Dao 2023, alg. 2) but one row per warp.
+ * collective staging, cat), and the row kernels of attention (attn.c runs
+ * its GEMMs on cuBLAS): masked softmax with the log-sum-exp, the recomputed
+ * probabilities of the backward, delta = rowsum(dO * O) and
+ * dS = P * (dP - delta), as FlashAttention-2's backward (Dao 2023, alg. 2).
  * Mirrors the CPU backend's reference kernels: same formulas, fp32
  * accumulation, one rounding to the output dtype.
  * Requires: pointers in device memory of the current device.
@@ -66,18 +66,21 @@ st (char *p, int64_t i, int32_t dt, float v)
   }
 }
 
-/* Element offset of logical (row-major) index @lin in @d. */
+/* Element offset of logical (row-major) index @lin in @d. I = int when the
+ * launch checked that every index and offset fits (fits32): 32-bit division
+ * is several times cheaper than 64-bit on the GPU. */
+template <typename I>
 __device__ __forceinline__ int64_t
-offset_of (const Desc &d, int64_t lin)
+offset_of (const Desc &d, int64_t lin64)
 {
-  int64_t off = 0;
+  I lin = (I)lin64, off = 0;
   for (int k = d.ndim - 1; k >= 0; k--) {
-    const int64_t s = d.shape[k];
-    const int64_t q = lin / s;
-    off += (lin - q * s) * d.stride[k];
+    const I s = (I)d.shape[k];
+    const I q = lin / s;
+    off += (lin - q * s) * (I)d.stride[k];
     lin = q;
   }
-  return off;
+  return (int64_t)off;
 }
 
 __device__ __forceinline__ float
@@ -146,6 +149,7 @@ struct MapArgs {
   int64_t n;
 };
 
+template <typename I>
 __global__ void
 map_kernel (const MapArgs p)
 {
@@ -155,9 +159,9 @@ map_kernel (const MapArgs p)
     if (p.linear) {
       oo = oa = ob = i;
     } else {
-      oo = offset_of (p.out, i);
-      oa = p.has_a ? offset_of (p.a, i) : 0;
-      ob = p.has_b ? offset_of (p.b, i) : 0;
+      oo = offset_of<I> (p.out, i);
+      oa = p.has_a ? offset_of<I> (p.a, i) : 0;
+      ob = p.has_b ? offset_of<I> (p.b, i) : 0;
     }
     const float a = p.has_a ? ld (p.a.ptr, oa, p.a.dtype) : 0.f;
     const float b = p.has_b ? ld (p.b.ptr, ob, p.b.dtype) : 0.f;
@@ -215,6 +219,18 @@ grid_for (int64_t n)
   return (unsigned)(blocks < 1 ? 1 : blocks);
 }
 
+/* Every logical index and element offset of @d fits in an int. */
+bool
+fits32 (const Desc &d)
+{
+  int64_t n = 1, span = 0;
+  for (int k = 0; k < d.ndim; k++) {
+    n *= d.shape[k];
+    span += (d.shape[k] - 1) * (d.stride[k] < 0 ? -d.stride[k] : d.stride[k]);
+  }
+  return n < INT32_MAX && span < INT32_MAX;
+}
+
 } /* namespace */
 
 extern "C" int64_t
@@ -257,7 +273,10 @@ sg_cu_map (SgCuMapOp op, const SgCuTensor *out, const SgCuTensor *a, const SgCuT
              (!b || same_layout (b, out));
   if (p.n == 0)
     return cudaSuccess;
-  map_kernel<<<grid_for (p.n), kThreads, 0, stream>>> (p);
+  if (fits32 (p.out) && fits32 (p.a) && fits32 (p.b))
+    map_kernel<int><<<grid_for (p.n), kThreads, 0, stream>>> (p);
+  else
+    map_kernel<int64_t><<<grid_for (p.n), kThreads, 0, stream>>> (p);
   return cudaGetLastError ();
 }
 
@@ -297,32 +316,75 @@ block_reduce (float v, bool is_max)
   return v;
 }
 
+/* Block (o, g) reduces slice g of G of output o's elements. G == 1: the
+ * result goes to the output; else to partials[o * G + g] for finish_kernel. */
+template <typename I>
 __global__ void
-reduce_kernel (const RedArgs p, char *out_ptr, int32_t out_dtype)
+reduce_kernel (const RedArgs p, char *out_ptr, int32_t out_dtype, float *partials, int64_t G,
+               int red_lin)
 {
   const bool is_max = p.op == SG_CU_RED_AMAX;
-  for (int64_t o = blockIdx.x; o < p.n_out; o += gridDim.x) {
-    const int64_t base = offset_of (p.kept_in, o);
+  const int64_t per = (p.n_red + G - 1) / G;
+  for (int64_t blk = blockIdx.x; blk < p.n_out * G; blk += gridDim.x) {
+    const int64_t o = blk / G, g = blk % G;
+    const int64_t base = offset_of<I> (p.kept_in, o);
+    const int64_t r0 = g * per, r1 = r0 + per < p.n_red ? r0 + per : p.n_red;
     float acc = is_max ? -INFINITY : 0.f;
-    for (int64_t r = threadIdx.x; r < p.n_red; r += blockDim.x) {
-      const float x = ld (p.in_ptr, base + offset_of (p.red, r), p.in_dtype);
+    for (int64_t r = r0 + threadIdx.x; r < r1; r += blockDim.x) {
+      const float x =
+        ld (p.in_ptr, base + (red_lin ? r : offset_of<I> (p.red, r)), p.in_dtype);
       acc = is_max ? fmaxf (acc, x) : acc + x;
     }
     acc = block_reduce (acc, is_max);
     if (threadIdx.x == 0) {
-      if (p.op == SG_CU_RED_MEAN)
-        acc /= (float)p.n_red;
-      st (out_ptr, offset_of (p.kept_out, o), out_dtype, acc);
+      if (G > 1) {
+        partials[blk] = acc;
+      } else {
+        if (p.op == SG_CU_RED_MEAN)
+          acc /= (float)p.n_red;
+        st (out_ptr, offset_of<I> (p.kept_out, o), out_dtype, acc);
+      }
     }
     __syncthreads ();
   }
+}
+
+template <typename I>
+__global__ void
+finish_kernel (const RedArgs p, char *out_ptr, int32_t out_dtype, const float *partials,
+               int64_t G)
+{
+  const bool is_max = p.op == SG_CU_RED_AMAX;
+  for (int64_t o = blockIdx.x; o < p.n_out; o += gridDim.x) {
+    float acc = is_max ? -INFINITY : 0.f;
+    for (int64_t g = threadIdx.x; g < G; g += blockDim.x)
+      acc = is_max ? fmaxf (acc, partials[o * G + g]) : acc + partials[o * G + g];
+    acc = block_reduce (acc, is_max);
+    if (threadIdx.x == 0) {
+      if (p.op == SG_CU_RED_MEAN)
+        acc /= (float)p.n_red;
+      st (out_ptr, offset_of<I> (p.kept_out, o), out_dtype, acc);
+    }
+    __syncthreads ();
+  }
+}
+
+/* Slices per output: long reductions into few outputs are spread over
+ * several blocks (two passes, fixed order: deterministic). */
+int64_t
+reduce_split (int64_t n_out, int64_t n_red)
+{
+  if (n_red < 32768 || n_out >= 264)
+    return 1;
+  int64_t g = n_red / 8192;
+  return g > 256 ? 256 : g;
 }
 
 } /* namespace */
 
 extern "C" cudaError_t
 sg_cu_reduce (SgCuRedOp op, const SgCuTensor *out, const SgCuTensor *in, uint32_t reduce_mask,
-              cudaStream_t stream)
+              float *partials, int64_t partial_cap, cudaStream_t stream)
 {
   RedArgs p;
   memset (&p, 0, sizeof p);
@@ -359,23 +421,59 @@ sg_cu_reduce (SgCuRedOp op, const SgCuTensor *out, const SgCuTensor *in, uint32_
     p.n_red *= p.red.shape[k];
   if (p.n_out == 0)
     return cudaSuccess;
-  const unsigned grid = (unsigned)(p.n_out > 65535 * 16 ? 65535 * 16 : p.n_out);
-  reduce_kernel<<<grid, kThreads, 0, stream>>> (p, static_cast<char *> (out->ptr), out->dtype);
+  /* reduced dims dense and innermost-contiguous: offset of r is r */
+  int red_lin = 1;
+  int64_t expect = 1;
+  for (int k = nr - 1; k >= 0; k--) {
+    if (p.red.shape[k] != 1 && p.red.stride[k] != expect)
+      red_lin = 0;
+    expect *= p.red.shape[k];
+  }
+  int64_t G = reduce_split (p.n_out, p.n_red);
+  if (G > 1 && (!partials || p.n_out * G > partial_cap))
+    G = 1;
+  const int64_t blocks = p.n_out * G;
+  const unsigned grid = (unsigned)(blocks > 65535 * 16 ? 65535 * 16 : blocks);
+  Desc full = to_desc (in);
+  const bool small = fits32 (full) && fits32 (to_desc (out));
+  char *optr = static_cast<char *> (out->ptr);
+  if (small)
+    reduce_kernel<int><<<grid, kThreads, 0, stream>>> (p, optr, out->dtype, partials, G, red_lin);
+  else
+    reduce_kernel<int64_t><<<grid, kThreads, 0, stream>>> (p, optr, out->dtype, partials, G,
+                                                           red_lin);
+  if (G > 1) {
+    const unsigned g2 = (unsigned)(p.n_out > 65535 * 16 ? 65535 * 16 : p.n_out);
+    if (small)
+      finish_kernel<int><<<g2, kThreads, 0, stream>>> (p, optr, out->dtype, partials, G);
+    else
+      finish_kernel<int64_t><<<g2, kThreads, 0, stream>>> (p, optr, out->dtype, partials, G);
+  }
   return cudaGetLastError ();
+}
+
+extern "C" int64_t
+sg_cu_reduce_partials (const SgCuTensor *out, const SgCuTensor *in)
+{
+  const int64_t n_out = sg_cu_numel (out), n_in = sg_cu_numel (in);
+  const int64_t n_red = n_out > 0 ? n_in / n_out : 0;
+  const int64_t G = reduce_split (n_out, n_red);
+  return G > 1 ? n_out * G : 0;
 }
 
 /* ---- flat-range copies ---- */
 
 namespace {
 
+template <typename I>
 __global__ void
 copy_range_kernel (const Desc out, int64_t out_start, const Desc in, int64_t in_start, int64_t n,
                    int out_lin, int in_lin)
 {
   for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n;
        j += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t oi = out_lin ? out_start + j : offset_of (out, out_start + j);
-    const int64_t ii = in_lin ? in_start + j : offset_of (in, in_start + j);
+    const int64_t oi = out_lin ? out_start + j : offset_of<I> (out, out_start + j);
+    const int64_t ii = in_lin ? in_start + j : offset_of<I> (in, in_start + j);
     st (out.ptr, oi, out.dtype, ld (in.ptr, ii, in.dtype));
   }
 }
@@ -397,313 +495,156 @@ sg_cu_copy_range (const SgCuTensor *out, int64_t out_start, const SgCuTensor *in
     const char *src = static_cast<const char *> (in->ptr) + in_start * es;
     return cudaMemcpyAsync (dst, src, (size_t)n * es, cudaMemcpyDeviceToDevice, stream);
   }
-  copy_range_kernel<<<grid_for (n), kThreads, 0, stream>>> (to_desc (out), out_start, to_desc (in),
-                                                             in_start, n, ol, il);
+  const Desc od = to_desc (out), id = to_desc (in);
+  if (fits32 (od) && fits32 (id))
+    copy_range_kernel<int><<<grid_for (n), kThreads, 0, stream>>> (od, out_start, id, in_start, n,
+                                                                    ol, il);
+  else
+    copy_range_kernel<int64_t><<<grid_for (n), kThreads, 0, stream>>> (od, out_start, id, in_start,
+                                                                        n, ol, il);
   return cudaGetLastError ();
 }
 
-/* ---- attention ---- */
+/* ---- attention row kernels (the GEMMs are cuBLAS: attn.c) ---- */
 
 namespace {
 
-constexpr int kMaxD = 256;
-constexpr int kPerLane = kMaxD / 32;
-
-struct Attn {
-  Desc q, k, v, o, lse, dout, dq, dk, dv;
-  int64_t B, H, Hkv, Sq, Sk, D;
-  int causal, has_lse;
-  float scale;
-  float *delta; /* [B, H, Sq] */
+struct RowArgs {
+  float *s;        /* [heads * Sq, Sk] dense fp32: scores, then P in place */
+  char *p_out;     /* same shape in p_dtype (GEMM operand), may be null */
+  int32_t p_dtype;
+  char *lse;       /* [heads, Sq] view: lse + h * lse_h + i * lse_i */
+  int32_t lse_dtype;
+  int64_t lse_h, lse_i;
+  int64_t heads, sq, sk;
+  int causal;
+  int recompute;   /* P = exp(S - lse) instead of a softmax */
 };
 
-__device__ __forceinline__ int64_t
-off4 (const Desc &d, int64_t b, int64_t h, int64_t s)
-{
-  return b * d.stride[0] + h * d.stride[1] + s * d.stride[2];
-}
-
-__device__ __forceinline__ float
-warp_sum (float v)
-{
-  for (int o = 16; o > 0; o >>= 1)
-    v += __shfl_xor_sync (0xffffffffu, v, o);
-  return v;
-}
-
-/* Keys row i may see: top-left causal alignment, as torch's is_causal. */
-__device__ __forceinline__ int64_t
-key_end (const Attn &a, int64_t i)
-{
-  return a.causal ? (i + 1 < a.Sk ? i + 1 : a.Sk) : a.Sk;
-}
-
-__device__ __forceinline__ int64_t
-lse_off (const Attn &a, int64_t b, int64_t h, int64_t i)
-{
-  return b * a.lse.stride[0] + h * a.lse.stride[1] + i * a.lse.stride[2];
-}
-
 __global__ void
-sdpa_fwd_kernel (const Attn a)
+softmax_rows_kernel (const RowArgs a)
 {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= a.B * a.H * a.Sq)
-    return;
-  const int64_t i = row % a.Sq, h = (row / a.Sq) % a.H, b = row / (a.Sq * a.H);
-  const int64_t hk = h / (a.H / a.Hkv);
-  float q[kPerLane], acc[kPerLane];
-  const int64_t qo = off4 (a.q, b, h, i);
-#pragma unroll
-  for (int t = 0; t < kPerLane; t++) {
-    const int64_t d = lane + 32 * t;
-    q[t] = d < a.D ? ld (a.q.ptr, qo + d * a.q.stride[3], a.q.dtype) * a.scale : 0.f;
-    acc[t] = 0.f;
-  }
-  float m = -INFINITY, l = 0.f;
-  const int64_t end = key_end (a, i);
-  for (int64_t j = 0; j < end; j++) {
-    const int64_t ko = off4 (a.k, b, hk, j), vo = off4 (a.v, b, hk, j);
-    float s = 0.f;
-#pragma unroll
-    for (int t = 0; t < kPerLane; t++) {
-      const int64_t d = lane + 32 * t;
-      if (d < a.D)
-        s += q[t] * ld (a.k.ptr, ko + d * a.k.stride[3], a.k.dtype);
-    }
-    s = warp_sum (s);
-    const float mn = fmaxf (m, s);
-    const float c = expf (m - mn), p = expf (s - mn);
-    l = l * c + p;
-#pragma unroll
-    for (int t = 0; t < kPerLane; t++) {
-      const int64_t d = lane + 32 * t;
-      if (d < a.D)
-        acc[t] = acc[t] * c + p * ld (a.v.ptr, vo + d * a.v.stride[3], a.v.dtype);
-    }
-    m = mn;
+  const int64_t row = blockIdx.x;
+  const int64_t i = row % a.sq, h = row / a.sq;
+  float *s = a.s + row * a.sk;
+  const int64_t end = a.causal ? (i + 1 < a.sk ? i + 1 : a.sk) : a.sk;
+  float m, l;
+  if (a.recompute) {
+    m = ld (a.lse, h * a.lse_h + i * a.lse_i, a.lse_dtype);
+    l = 1.f;
+  } else {
+    float mx = -INFINITY;
+    for (int64_t j = threadIdx.x; j < end; j += blockDim.x)
+      mx = fmaxf (mx, s[j]);
+    m = block_reduce (mx, true);
+    __shared__ float bm;
+    if (threadIdx.x == 0)
+      bm = m;
+    __syncthreads ();
+    m = bm;
+    float sum = 0.f;
+    for (int64_t j = threadIdx.x; j < end; j += blockDim.x)
+      sum += expf (s[j] - m);
+    __syncthreads ();
+    l = block_reduce (sum, false);
+    __shared__ float bl;
+    if (threadIdx.x == 0)
+      bl = l;
+    __syncthreads ();
+    l = bl;
+    if (a.lse && threadIdx.x == 0)
+      st (a.lse, h * a.lse_h + i * a.lse_i, a.lse_dtype, l > 0.f ? m + logf (l) : -INFINITY);
   }
   const float inv = l > 0.f ? 1.f / l : 0.f;
-  const int64_t oo = off4 (a.o, b, h, i);
-#pragma unroll
-  for (int t = 0; t < kPerLane; t++) {
-    const int64_t d = lane + 32 * t;
-    if (d < a.D)
-      st (a.o.ptr, oo + d * a.o.stride[3], a.o.dtype, acc[t] * inv);
+  for (int64_t j = threadIdx.x; j < a.sk; j += blockDim.x) {
+    const float p = j < end ? expf (s[j] - m) * inv : 0.f;
+    s[j] = p;
+    if (a.p_out)
+      st (a.p_out, row * a.sk + j, a.p_dtype, p);
   }
-  if (a.has_lse && lane == 0)
-    st (a.lse.ptr, lse_off (a, b, h, i), a.lse.dtype, l > 0.f ? m + logf (l) : -INFINITY);
 }
 
-/* dQ for one query row per warp; also writes delta_i = dO_i . O_i. */
 __global__ void
-sdpa_bwd_dq_kernel (const Attn a)
+attn_delta_kernel (const Desc dout, const Desc out, float *delta, int64_t rows, int64_t sq)
 {
   const int lane = threadIdx.x & 31;
   const int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= a.B * a.H * a.Sq)
+  if (row >= rows)
     return;
-  const int64_t i = row % a.Sq, h = (row / a.Sq) % a.H, b = row / (a.Sq * a.H);
-  const int64_t hk = h / (a.H / a.Hkv);
-  float q[kPerLane], go[kPerLane], dq[kPerLane];
-  const int64_t qo = off4 (a.q, b, h, i), go_o = off4 (a.dout, b, h, i), oo = off4 (a.o, b, h, i);
-  float delta = 0.f;
-#pragma unroll
-  for (int t = 0; t < kPerLane; t++) {
-    const int64_t d = lane + 32 * t;
-    const bool in = d < a.D;
-    q[t] = in ? ld (a.q.ptr, qo + d * a.q.stride[3], a.q.dtype) * a.scale : 0.f;
-    go[t] = in ? ld (a.dout.ptr, go_o + d * a.dout.stride[3], a.dout.dtype) : 0.f;
-    delta += in ? go[t] * ld (a.o.ptr, oo + d * a.o.stride[3], a.o.dtype) : 0.f;
-    dq[t] = 0.f;
-  }
-  delta = warp_sum (delta);
+  const int64_t h = row / sq, i = row % sq;
+  const int64_t go = h * dout.stride[0] + i * dout.stride[1];
+  const int64_t oo = h * out.stride[0] + i * out.stride[1];
+  float acc = 0.f;
+  for (int64_t d = lane; d < dout.shape[2]; d += 32)
+    acc += ld (dout.ptr, go + d * dout.stride[2], dout.dtype) *
+           ld (out.ptr, oo + d * out.stride[2], out.dtype);
+  for (int o = 16; o > 0; o >>= 1)
+    acc += __shfl_xor_sync (0xffffffffu, acc, o);
   if (lane == 0)
-    a.delta[row] = delta;
-  const float lse = ld (a.lse.ptr, lse_off (a, b, h, i), a.lse.dtype);
-  const int64_t end = key_end (a, i);
-  for (int64_t j = 0; j < end; j++) {
-    const int64_t ko = off4 (a.k, b, hk, j), vo = off4 (a.v, b, hk, j);
-    float s = 0.f, dp = 0.f;
-#pragma unroll
-    for (int t = 0; t < kPerLane; t++) {
-      const int64_t d = lane + 32 * t;
-      if (d < a.D) {
-        s += q[t] * ld (a.k.ptr, ko + d * a.k.stride[3], a.k.dtype);
-        dp += go[t] * ld (a.v.ptr, vo + d * a.v.stride[3], a.v.dtype);
-      }
-    }
-    s = warp_sum (s);
-    dp = warp_sum (dp);
-    const float ds = expf (s - lse) * (dp - delta);
-#pragma unroll
-    for (int t = 0; t < kPerLane; t++) {
-      const int64_t d = lane + 32 * t;
-      if (d < a.D)
-        dq[t] += ds * ld (a.k.ptr, ko + d * a.k.stride[3], a.k.dtype);
-    }
-  }
-  const int64_t dqo = off4 (a.dq, b, h, i);
-#pragma unroll
-  for (int t = 0; t < kPerLane; t++) {
-    const int64_t d = lane + 32 * t;
-    if (d < a.D)
-      st (a.dq.ptr, dqo + d * a.dq.stride[3], a.dq.dtype, dq[t] * a.scale);
-  }
+    delta[row] = acc;
 }
 
-/* dK, dV for one key row (of a K/V head) per warp, summing over the query
- * heads that share it. */
 __global__ void
-sdpa_bwd_dkv_kernel (const Attn a)
+attn_ds_kernel (const float *p, const float *dp, const float *delta, char *ds, int32_t ds_dtype,
+                int64_t n, int64_t sk)
 {
-  const int lane = threadIdx.x & 31;
-  const int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= a.B * a.Hkv * a.Sk)
-    return;
-  const int64_t j = row % a.Sk, hk = (row / a.Sk) % a.Hkv, b = row / (a.Sk * a.Hkv);
-  const int64_t rep = a.H / a.Hkv;
-  float k[kPerLane], v[kPerLane], dk[kPerLane], dv[kPerLane];
-  const int64_t ko = off4 (a.k, b, hk, j), vo = off4 (a.v, b, hk, j);
-#pragma unroll
-  for (int t = 0; t < kPerLane; t++) {
-    const int64_t d = lane + 32 * t;
-    const bool in = d < a.D;
-    k[t] = in ? ld (a.k.ptr, ko + d * a.k.stride[3], a.k.dtype) : 0.f;
-    v[t] = in ? ld (a.v.ptr, vo + d * a.v.stride[3], a.v.dtype) : 0.f;
-    dk[t] = dv[t] = 0.f;
-  }
-  const int64_t start = a.causal ? j : 0;
-  for (int64_t h = hk * rep; h < (hk + 1) * rep; h++)
-    for (int64_t i = start; i < a.Sq; i++) {
-      const int64_t qo = off4 (a.q, b, h, i), go_o = off4 (a.dout, b, h, i);
-      float s = 0.f, dp = 0.f, qv[kPerLane], gv[kPerLane];
-#pragma unroll
-      for (int t = 0; t < kPerLane; t++) {
-        const int64_t d = lane + 32 * t;
-        const bool in = d < a.D;
-        qv[t] = in ? ld (a.q.ptr, qo + d * a.q.stride[3], a.q.dtype) : 0.f;
-        gv[t] = in ? ld (a.dout.ptr, go_o + d * a.dout.stride[3], a.dout.dtype) : 0.f;
-        s += qv[t] * k[t];
-        dp += gv[t] * v[t];
-      }
-      s = warp_sum (s) * a.scale;
-      dp = warp_sum (dp);
-      const int64_t r = (b * a.H + h) * a.Sq + i;
-      const float p = expf (s - ld (a.lse.ptr, lse_off (a, b, h, i), a.lse.dtype));
-      const float ds = p * (dp - a.delta[r]);
-#pragma unroll
-      for (int t = 0; t < kPerLane; t++) {
-        dv[t] += p * gv[t];
-        dk[t] += ds * qv[t];
-      }
-    }
-  const int64_t dko = off4 (a.dk, b, hk, j), dvo = off4 (a.dv, b, hk, j);
-#pragma unroll
-  for (int t = 0; t < kPerLane; t++) {
-    const int64_t d = lane + 32 * t;
-    if (d < a.D) {
-      st (a.dk.ptr, dko + d * a.dk.stride[3], a.dk.dtype, dk[t] * a.scale);
-      st (a.dv.ptr, dvo + d * a.dv.stride[3], a.dv.dtype, dv[t]);
-    }
-  }
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+       e += (int64_t)gridDim.x * blockDim.x)
+    st (ds, e, ds_dtype, p[e] * (dp[e] - delta[e / sk]));
 }
-
-bool
-attn_setup (Attn *a, const SgCuTensor *q, const SgCuTensor *k, const SgCuTensor *v, bool causal,
-            double scale)
-{
-  if (q->ndim != 4 || k->ndim != 4 || v->ndim != 4)
-    return false;
-  a->B = q->shape[0];
-  a->H = q->shape[1];
-  a->Sq = q->shape[2];
-  a->D = q->shape[3];
-  a->Hkv = k->shape[1];
-  a->Sk = k->shape[2];
-  if (a->D > kMaxD || a->Hkv <= 0 || a->H % a->Hkv != 0 || k->shape[0] != a->B ||
-      v->shape[2] != a->Sk || k->shape[3] != a->D || v->shape[3] != a->D || v->shape[1] != a->Hkv)
-    return false;
-  a->q = to_desc (q);
-  a->k = to_desc (k);
-  a->v = to_desc (v);
-  a->causal = causal;
-  a->scale = (float)(scale > 0 ? scale : 1.0 / sqrt ((double)a->D));
-  return true;
-}
-
-/* lse views: [B, H, Sq] or [B, H, Sq, 1]: the first three strides matter. */
-bool
-lse_ok (const SgCuTensor *lse, const Attn *a)
-{
-  return lse->ndim >= 3 && lse->shape[0] == a->B && lse->shape[1] == a->H &&
-         lse->shape[2] >= a->Sq;
-}
-
-constexpr int kWarpsPerBlock = 4;
 
 } /* namespace */
 
 extern "C" cudaError_t
-sg_cu_sdpa_fwd (const SgCuTensor *q, const SgCuTensor *k, const SgCuTensor *v,
-                const SgCuTensor *out, const SgCuTensor *lse, bool causal, double scale,
-                cudaStream_t stream)
+sg_cu_softmax_rows (float *s, void *p_out, int32_t p_dtype, int64_t heads, int64_t sq, int64_t sk,
+                    bool causal, const SgCuTensor *lse, bool recompute, cudaStream_t stream)
 {
-  Attn a;
+  if (heads * sq == 0 || (recompute && !lse) || (lse && lse->ndim != 2))
+    return heads * sq == 0 ? cudaSuccess : cudaErrorInvalidValue;
+  RowArgs a;
   memset (&a, 0, sizeof a);
-  if (!attn_setup (&a, q, k, v, causal, scale) || out->ndim != 4)
-    return cudaErrorInvalidValue;
-  a.o = to_desc (out);
+  a.s = s;
+  a.p_out = static_cast<char *> (p_out);
+  a.p_dtype = p_dtype;
   if (lse) {
-    if (!lse_ok (lse, &a))
-      return cudaErrorInvalidValue;
-    a.lse = to_desc (lse);
-    a.has_lse = 1;
+    a.lse = static_cast<char *> (lse->ptr);
+    a.lse_dtype = lse->dtype;
+    a.lse_h = lse->stride[0];
+    a.lse_i = lse->stride[1];
   }
-  const int64_t rows = a.B * a.H * a.Sq;
-  if (rows == 0)
-    return cudaSuccess;
-  const unsigned grid = (unsigned)((rows + kWarpsPerBlock - 1) / kWarpsPerBlock);
-  sdpa_fwd_kernel<<<grid, 32 * kWarpsPerBlock, 0, stream>>> (a);
+  a.heads = heads;
+  a.sq = sq;
+  a.sk = sk;
+  a.causal = causal;
+  a.recompute = recompute;
+  const int64_t rows = heads * sq;
+  if (rows > 0x7fffffff)
+    return cudaErrorInvalidValue;
+  softmax_rows_kernel<<<(unsigned)rows, kThreads, 0, stream>>> (a);
   return cudaGetLastError ();
 }
 
-extern "C" uint64_t
-sg_cu_sdpa_bwd_scratch_bytes (const SgCuTensor *q)
+extern "C" cudaError_t
+sg_cu_attn_delta (const SgCuTensor *dout, const SgCuTensor *out, float *delta, cudaStream_t stream)
 {
-  if (q->ndim != 4)
-    return 0;
-  return (uint64_t)(q->shape[0] * q->shape[1] * q->shape[2]) * sizeof (float);
+  if (dout->ndim != 3 || out->ndim != 3)
+    return cudaErrorInvalidValue;
+  const int64_t rows = dout->shape[0] * dout->shape[1];
+  if (rows == 0)
+    return cudaSuccess;
+  attn_delta_kernel<<<(unsigned)((rows + 3) / 4), 128, 0, stream>>> (to_desc (dout), to_desc (out),
+                                                                     delta, rows, dout->shape[1]);
+  return cudaGetLastError ();
 }
 
 extern "C" cudaError_t
-sg_cu_sdpa_bwd (const SgCuTensor *dout, const SgCuTensor *q, const SgCuTensor *k,
-                const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse,
-                const SgCuTensor *dq, const SgCuTensor *dk, const SgCuTensor *dv, bool causal,
-                double scale, float *scratch, cudaStream_t stream)
+sg_cu_attn_ds (const float *p, const float *dp, const float *delta, void *ds, int32_t ds_dtype,
+               int64_t rows, int64_t sk, cudaStream_t stream)
 {
-  Attn a;
-  memset (&a, 0, sizeof a);
-  if (!attn_setup (&a, q, k, v, causal, scale) || !lse || !lse_ok (lse, &a) || !scratch)
-    return cudaErrorInvalidValue;
-  a.dout = to_desc (dout);
-  a.o = to_desc (out);
-  a.lse = to_desc (lse);
-  a.has_lse = 1;
-  a.dq = to_desc (dq);
-  a.dk = to_desc (dk);
-  a.dv = to_desc (dv);
-  a.delta = scratch;
-  const int64_t rows = a.B * a.H * a.Sq, krows = a.B * a.Hkv * a.Sk;
-  if (rows == 0)
+  const int64_t n = rows * sk;
+  if (n == 0)
     return cudaSuccess;
-  sdpa_bwd_dq_kernel<<<(unsigned)((rows + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                       32 * kWarpsPerBlock, 0, stream>>> (a);
-  cudaError_t e = cudaGetLastError ();
-  if (e != cudaSuccess || krows == 0)
-    return e;
-  sdpa_bwd_dkv_kernel<<<(unsigned)((krows + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                        32 * kWarpsPerBlock, 0, stream>>> (a);
+  attn_ds_kernel<<<grid_for (n), kThreads, 0, stream>>> (p, dp, delta, static_cast<char *> (ds),
+                                                          ds_dtype, n, sk);
   return cudaGetLastError ();
 }

@@ -217,7 +217,7 @@ START_TEST (reduce_mean_over_last_dim_keepdim)
   const int64_t s[] = { 17, 300 }, so[] = { 17, 1 };
   DevT a = dev_rand (SG_DTYPE_BF16, 2, s, 0);
   DevT o = dev_empty (SG_DTYPE_F32, 2, so);
-  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_MEAN, &o.t, &a.t, 1u << 1, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_MEAN, &o.t, &a.t, 1u << 1, NULL, 0, NULL), cudaSuccess);
   double *got = dev_read (&o), want[17];
   for (int i = 0; i < 17; i++) {
     want[i] = 0;
@@ -238,8 +238,8 @@ START_TEST (reduce_sum_over_dim0_drops_it)
   DevT a = dev_rand (SG_DTYPE_F32, 2, s, 0);
   DevT o = dev_empty (SG_DTYPE_F32, 1, so);
   DevT m = dev_empty (SG_DTYPE_F32, 1, so);
-  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_SUM, &o.t, &a.t, 1u, NULL), cudaSuccess);
-  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_AMAX, &m.t, &a.t, 1u, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_SUM, &o.t, &a.t, 1u, NULL, 0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_AMAX, &m.t, &a.t, 1u, NULL, 0, NULL), cudaSuccess);
   double *got = dev_read (&o), *gm = dev_read (&m), want[9], wm[9];
   for (int j = 0; j < 9; j++) {
     want[j] = 0;
@@ -256,6 +256,36 @@ START_TEST (reduce_sum_over_dim0_drops_it)
   dev_free (&a);
   dev_free (&o);
   dev_free (&m);
+}
+END_TEST
+
+START_TEST (reduce_long_mean_to_a_scalar_runs_in_two_passes)
+{
+  const int64_t s[] = { 300, 1000 };
+  DevT a = dev_rand (SG_DTYPE_BF16, 2, s, 0);
+  DevT o = dev_empty (SG_DTYPE_F32, 0, s);
+  const int64_t np = sg_cu_reduce_partials (&o.t, &a.t);
+  ck_assert_int_gt (np, 1);
+  float *partials;
+  ck_assert_int_eq (cudaMalloc ((void **)&partials, (size_t)np * 4), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_MEAN, &o.t, &a.t, 3u, partials, np, NULL),
+                    cudaSuccess);
+  double *got = dev_read (&o), want = 0;
+  for (int i = 0; i < 300000; i++)
+    want += a.ref[i];
+  want /= 300000;
+  assert_close (got, &want, 1, 1e-4, 1e-6);
+  /* the same without partials (one pass) agrees */
+  DevT o1 = dev_empty (SG_DTYPE_F32, 0, s);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_MEAN, &o1.t, &a.t, 3u, NULL, 0, NULL), cudaSuccess);
+  double *got1 = dev_read (&o1);
+  assert_close (got1, &want, 1, 1e-4, 1e-6);
+  g_free (got);
+  g_free (got1);
+  cudaFree (partials);
+  dev_free (&a);
+  dev_free (&o);
+  dev_free (&o1);
 }
 END_TEST
 
@@ -426,53 +456,92 @@ sdpa_ref (const double *q, const double *k, const double *v, const double *go, i
   g_free (p);
 }
 
+/* Runs forward and backward on q [B,H,S,D], k/v [B,Hkv,S,D] (f32) and
+ * compares with the reference; GQA references expand K/V per query head. */
+static void
+sdpa_case (int B, int H, int Hkv, int S, int D, bool causal)
+{
+  const int64_t sq[] = { B, H, S, D }, skv[] = { B, Hkv, S, D }, sl[] = { B, H, S, 1 };
+  const int n = B * H * S * D, nkv = B * Hkv * S * D, rep = H / Hkv;
+  DevT q = dev_rand (SG_DTYPE_F32, 4, sq, 0), k = dev_rand (SG_DTYPE_F32, 4, skv, 0);
+  DevT v = dev_rand (SG_DTYPE_F32, 4, skv, 0), go = dev_rand (SG_DTYPE_F32, 4, sq, 0);
+  DevT o = dev_empty (SG_DTYPE_F32, 4, sq), lse = dev_empty (SG_DTYPE_F32, 4, sl);
+  DevT dq = dev_empty (SG_DTYPE_F32, 4, sq), dk = dev_empty (SG_DTYPE_F32, 4, skv);
+  DevT dv = dev_empty (SG_DTYPE_F32, 4, skv);
+  const uint64_t bytes = sg_cu_sdpa_scratch_bytes (&q.t, &k.t, true);
+  ck_assert_uint_ge (bytes, sg_cu_sdpa_scratch_bytes (&q.t, &k.t, false));
+  char *scratch;
+  ck_assert_int_eq (cudaMalloc ((void **)&scratch, bytes), cudaSuccess);
+  cublasHandle_t h;
+  ck_assert_int_eq (cublasCreate (&h), CUBLAS_STATUS_SUCCESS);
+  GError *error = NULL;
+  ck_assert_msg (sg_cu_sdpa_fwd (h, NULL, &q.t, &k.t, &v.t, &o.t, &lse.t, causal, 0, scratch, bytes,
+                                 &error), "%s", error ? error->message : "");
+  ck_assert_msg (sg_cu_sdpa_bwd (h, NULL, &go.t, &q.t, &k.t, &v.t, &o.t, &lse.t, &dq.t, &dk.t,
+                                 &dv.t, causal, 0, scratch, bytes, &error),
+                 "%s", error ? error->message : "");
+  /* reference on K/V expanded to H heads; their gradients summed back */
+  double *ke = g_new (double, n), *ve = g_new (double, n);
+  for (int b = 0; b < B; b++)
+    for (int hh = 0; hh < H; hh++)
+      for (int e = 0; e < S * D; e++) {
+        ke[((b * H + hh) * S) * D + e] = k.ref[((b * Hkv + hh / rep) * S) * D + e];
+        ve[((b * H + hh) * S) * D + e] = v.ref[((b * Hkv + hh / rep) * S) * D + e];
+      }
+  double *wo = g_new (double, n), *wl = g_new (double, B * H * S), *wq = g_new (double, n);
+  double *wke = g_new (double, n), *wve = g_new (double, n);
+  double *wk = g_new0 (double, nkv), *wv = g_new0 (double, nkv);
+  sdpa_ref (q.ref, ke, ve, go.ref, B, H, S, D, causal, wo, wl, wq, wke, wve);
+  for (int b = 0; b < B; b++)
+    for (int hh = 0; hh < H; hh++)
+      for (int e = 0; e < S * D; e++) {
+        wk[((b * Hkv + hh / rep) * S) * D + e] += wke[((b * H + hh) * S) * D + e];
+        wv[((b * Hkv + hh / rep) * S) * D + e] += wve[((b * H + hh) * S) * D + e];
+      }
+  double *go_ = dev_read (&o), *gl = dev_read (&lse), *gq = dev_read (&dq);
+  double *gk = dev_read (&dk), *gv = dev_read (&dv);
+  assert_close (go_, wo, n, 1e-4, 1e-5);
+  assert_close (gl, wl, B * H * S, 1e-4, 1e-5);
+  assert_close (gq, wq, n, 1e-3, 1e-4);
+  assert_close (gk, wk, nkv, 1e-3, 1e-4);
+  assert_close (gv, wv, nkv, 1e-3, 1e-4);
+  g_free (ke); g_free (ve); g_free (wke); g_free (wve);
+  g_free (wo); g_free (wl); g_free (wq); g_free (wk); g_free (wv);
+  g_free (go_); g_free (gl); g_free (gq); g_free (gk); g_free (gv);
+  cublasDestroy (h);
+  cudaFree (scratch);
+  dev_free (&q); dev_free (&k); dev_free (&v); dev_free (&go); dev_free (&o);
+  dev_free (&lse); dev_free (&dq); dev_free (&dk); dev_free (&dv);
+}
+
 START_TEST (sdpa_forward_and_backward_match_the_reference)
 {
-  enum { B = 2, H = 3, S = 45, D = 40 };
-  const int64_t s[] = { B, H, S, D }, sl[] = { B, H, S, 1 };
-  const int n = B * H * S * D;
-  for (int causal = 0; causal < 2; causal++) {
-    DevT q = dev_rand (SG_DTYPE_F32, 4, s, 0), k = dev_rand (SG_DTYPE_F32, 4, s, 0);
-    DevT v = dev_rand (SG_DTYPE_F32, 4, s, 0), go = dev_rand (SG_DTYPE_F32, 4, s, 0);
-    DevT o = dev_empty (SG_DTYPE_F32, 4, s), lse = dev_empty (SG_DTYPE_F32, 4, sl);
-    DevT dq = dev_empty (SG_DTYPE_F32, 4, s), dk = dev_empty (SG_DTYPE_F32, 4, s);
-    DevT dv = dev_empty (SG_DTYPE_F32, 4, s);
-    float *scratch;
-    ck_assert_int_eq (cudaMalloc ((void **)&scratch, sg_cu_sdpa_bwd_scratch_bytes (&q.t)),
-                      cudaSuccess);
-    ck_assert_int_eq (sg_cu_sdpa_fwd (&q.t, &k.t, &v.t, &o.t, &lse.t, causal, 0, NULL),
-                      cudaSuccess);
-    ck_assert_int_eq (sg_cu_sdpa_bwd (&go.t, &q.t, &k.t, &v.t, &o.t, &lse.t, &dq.t, &dk.t, &dv.t,
-                                      causal, 0, scratch, NULL),
-                      cudaSuccess);
-    double *wo = g_new (double, n), *wl = g_new (double, B * H * S), *wq = g_new (double, n);
-    double *wk = g_new (double, n), *wv = g_new (double, n);
-    sdpa_ref (q.ref, k.ref, v.ref, go.ref, B, H, S, D, causal, wo, wl, wq, wk, wv);
-    double *go_ = dev_read (&o), *gl = dev_read (&lse), *gq = dev_read (&dq);
-    double *gk = dev_read (&dk), *gv = dev_read (&dv);
-    assert_close (go_, wo, n, 1e-4, 1e-5);
-    assert_close (gl, wl, B * H * S, 1e-4, 1e-5);
-    assert_close (gq, wq, n, 1e-3, 1e-4);
-    assert_close (gk, wk, n, 1e-3, 1e-4);
-    assert_close (gv, wv, n, 1e-3, 1e-4);
-    g_free (wo); g_free (wl); g_free (wq); g_free (wk); g_free (wv);
-    g_free (go_); g_free (gl); g_free (gq); g_free (gk); g_free (gv);
-    cudaFree (scratch);
-    dev_free (&q); dev_free (&k); dev_free (&v); dev_free (&go); dev_free (&o);
-    dev_free (&lse); dev_free (&dq); dev_free (&dk); dev_free (&dv);
-  }
+  sdpa_case (2, 3, 3, 45, 40, false);
+  sdpa_case (2, 3, 3, 45, 40, true);
 }
 END_TEST
 
-START_TEST (sdpa_rejects_head_dims_above_256)
+START_TEST (sdpa_grouped_query_heads_sum_their_kv_gradients)
 {
-  SgCuTensor q;
+  sdpa_case (1, 4, 2, 33, 16, true);
+}
+END_TEST
+
+START_TEST (sdpa_rejects_heads_that_do_not_group)
+{
+  SgCuTensor q, k;
   memset (&q, 0, sizeof q);
   q.ndim = 4;
   q.dtype = SG_DTYPE_BF16;
-  const int64_t s[] = { 1, 1, 4, 300 };
+  const int64_t s[] = { 1, 3, 4, 64 };
   memcpy (q.shape, s, sizeof s);
-  ck_assert_int_ne (sg_cu_sdpa_fwd (&q, &q, &q, &q, NULL, true, 0, NULL), cudaSuccess);
+  k = q;
+  k.shape[1] = 2;
+  ck_assert_uint_eq (sg_cu_sdpa_scratch_bytes (&q, &k, false), 0);
+  GError *error = NULL;
+  ck_assert (!sg_cu_sdpa_fwd (NULL, NULL, &q, &k, &k, &q, NULL, true, 0, NULL, 0, &error));
+  ck_assert (error != NULL);
+  g_error_free (error);
 }
 END_TEST
 
@@ -487,12 +556,14 @@ suite (void)
   tcase_add_test (tc, map_silu_backward_and_pow_match_formulas);
   tcase_add_test (tc, reduce_mean_over_last_dim_keepdim);
   tcase_add_test (tc, reduce_sum_over_dim0_drops_it);
+  tcase_add_test (tc, reduce_long_mean_to_a_scalar_runs_in_two_passes);
   tcase_add_test (tc, copy_range_reads_a_transposed_view_in_logical_order);
   tcase_add_test (tc, gemm_handles_every_transposition_in_bf16);
   tcase_add_test (tc, gemm_f32_matches_reference);
   tcase_add_test (tc, gemm_stages_an_operand_that_is_neither_row_nor_column_major);
   tcase_add_test (tc, sdpa_forward_and_backward_match_the_reference);
-  tcase_add_test (tc, sdpa_rejects_head_dims_above_256);
+  tcase_add_test (tc, sdpa_grouped_query_heads_sum_their_kv_gradients);
+  tcase_add_test (tc, sdpa_rejects_heads_that_do_not_group);
   suite_add_tcase (s, tc);
   return s;
 }

@@ -29,5 +29,8 @@ rm -f .carry/graphs/*peer_order*
 if [ -x .carry/bin/graphgen ]; then
   .carry/bin/graphgen --layers 4 --hidden 2048 --ffn 5632 --heads 16 --seq 2048 --dp 2 \
     -o .carry/graphs/gg_fsdp2_L4_h2048.json
+  # fp32 twins of the tiny graphs: the exact check at fp32 accuracy
+  .carry/bin/graphgen --dtype float32 --dp 2 -o .carry/graphs/gg_tiny_f32_fsdp2.json
+  .carry/bin/graphgen --dtype float32 --dp 1 --tp 2 -o .carry/graphs/gg_tiny_f32_tp2.json
 fi
 du -sh .carry

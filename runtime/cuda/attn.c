@@ -1,0 +1,241 @@
+/* attn.c: scaled dot-product attention forward/backward on cuBLAS.
+ *
+ * PyTorch's "math" SDPA backend with FlashAttention's numerics: per batch
+ * element, the heads of one GEMM call (all of them when K/V have as many
+ * heads as Q, one at a time for grouped-query attention):
+ *   forward:  S = scale Q K^T (fp32), P = softmax(mask(S)) with the
+ *             log-sum-exp kept, O = P V (P rounded to V's dtype, as
+ *             FlashAttention-2's forward rounds it before the PV product);
+ *   backward: P = exp(scale Q K^T - lse) recomputed, dV = P^T dO,
+ *             dP = dO V^T, delta = rowsum(dO * O), dS = P (dP - delta),
+ *             dQ = scale dS K, dK = scale dS^T Q (Dao 2023, alg. 2).
+ * Every GEMM goes through sg_cu_gemm on strided views (transposed Q/K/V
+ * views need no copies); grouped-query gradients of K/V accumulate over the
+ * query heads that share them (beta = 1).
+ * Requires: a cuBLAS handle; scratch of sg_cu_sdpa_scratch_bytes.
+ * Invalidates: nothing.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "cuda-private.h"
+
+typedef struct {
+  int64_t B, H, Hkv, Sq, Sk, D, hc; /* hc: heads per GEMM call */
+} Dims;
+
+static bool
+dims_of (const SgCuTensor *q, const SgCuTensor *k, Dims *d)
+{
+  if (q->ndim != 4 || k->ndim != 4)
+    return false;
+  d->B = q->shape[0];
+  d->H = q->shape[1];
+  d->Sq = q->shape[2];
+  d->D = q->shape[3];
+  d->Hkv = k->shape[1];
+  d->Sk = k->shape[2];
+  if (d->Hkv <= 0 || d->H % d->Hkv != 0 || k->shape[0] != d->B || k->shape[3] != d->D)
+    return false;
+  d->hc = d->Hkv == d->H ? d->H : 1;
+  return true;
+}
+
+uint64_t
+sg_cu_sdpa_scratch_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward)
+{
+  Dims d;
+  if (!dims_of (q, k, &d))
+    return 0;
+  const uint64_t sq = (uint64_t)(d.hc * d.Sq * d.Sk);
+  const uint64_t f32 = (sq * 4 + 255) / 256 * 256, half = (sq * 4 + 255) / 256 * 256;
+  if (!backward)
+    return f32 + half;
+  return 2 * f32 + half + ((uint64_t)(d.hc * d.Sq) * 4 + 255) / 256 * 256;
+}
+
+/* [n, S, D] view of heads h0 .. h0+n of batch element b of a [B, H, S, D] view. */
+static SgCuTensor
+heads (const SgCuTensor *t, int64_t b, int64_t h0, int64_t n)
+{
+  SgCuTensor v;
+  memset (&v, 0, sizeof v);
+  v.dtype = t->dtype;
+  v.ndim = 3;
+  v.shape[0] = n;
+  v.shape[1] = t->shape[2];
+  v.shape[2] = t->shape[3];
+  v.stride[0] = t->stride[1];
+  v.stride[1] = t->stride[2];
+  v.stride[2] = t->stride[3];
+  v.ptr = (char *)t->ptr +
+          (b * t->stride[0] + h0 * t->stride[1]) * (int64_t)sg_dtype_size ((SgDtype)t->dtype);
+  return v;
+}
+
+/* The transpose of the last two dims. */
+static SgCuTensor
+tr (SgCuTensor v)
+{
+  int64_t x = v.shape[1];
+  v.shape[1] = v.shape[2];
+  v.shape[2] = x;
+  x = v.stride[1];
+  v.stride[1] = v.stride[2];
+  v.stride[2] = x;
+  return v;
+}
+
+/* A dense [n, r, c] tensor of @dtype at @ptr. */
+static SgCuTensor
+dense3 (void *ptr, int32_t dtype, int64_t n, int64_t r, int64_t c)
+{
+  SgCuTensor v;
+  memset (&v, 0, sizeof v);
+  v.ptr = ptr;
+  v.dtype = dtype;
+  v.ndim = 3;
+  v.shape[0] = n;
+  v.shape[1] = r;
+  v.shape[2] = c;
+  v.stride[0] = r * c;
+  v.stride[1] = c;
+  v.stride[2] = 1;
+  return v;
+}
+
+/* [n, Sq] view of the log-sum-exp ([B, H, Sq] or [B, H, Sq, 1]). */
+static SgCuTensor
+lse_rows (const SgCuTensor *lse, int64_t b, int64_t h0, int64_t n)
+{
+  SgCuTensor v;
+  memset (&v, 0, sizeof v);
+  v.dtype = lse->dtype;
+  v.ndim = 2;
+  v.shape[0] = n;
+  v.shape[1] = lse->shape[2];
+  v.stride[0] = lse->stride[1];
+  v.stride[1] = lse->stride[2];
+  v.ptr = (char *)lse->ptr +
+          (b * lse->stride[0] + h0 * lse->stride[1]) * (int64_t)sg_dtype_size ((SgDtype)lse->dtype);
+  return v;
+}
+
+static bool
+check_args (const SgCuTensor *q, const SgCuTensor *k, const SgCuTensor *v, const SgCuTensor *lse,
+            uint64_t need, uint64_t have, bool backward, Dims *d, GError **error)
+{
+  if (!dims_of (q, k, d) || v->ndim != 4 || v->shape[1] != d->Hkv || v->shape[2] != d->Sk ||
+      v->shape[3] != d->D) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL,
+                 "attention: q/k/v are not [B, H, S, D] with matching sizes");
+    return false;
+  }
+  if (lse && (lse->ndim < 3 || lse->shape[0] != d->B || lse->shape[1] != d->H ||
+              lse->shape[2] < d->Sq)) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL,
+                 "attention: logsumexp is not [B, H, Sq] (or [B, H, Sq, 1])");
+    return false;
+  }
+  if (backward && !lse) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL, "attention backward: no logsumexp");
+    return false;
+  }
+  if (need > have) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL,
+                 "attention: %" G_GUINT64_FORMAT " bytes of scratch needed, %" G_GUINT64_FORMAT
+                 " planned", need, have);
+    return false;
+  }
+  return true;
+}
+
+bool
+sg_cu_sdpa_fwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *q, const SgCuTensor *k,
+                const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse, bool causal,
+                double scale, char *scratch, uint64_t scratch_bytes, GError **error)
+{
+  Dims d;
+  if (!check_args (q, k, v, lse, sg_cu_sdpa_scratch_bytes (q, k, false), scratch_bytes, false, &d,
+                   error))
+    return false;
+  const float sc = (float)(scale > 0 ? scale : 1.0 / sqrt ((double)d.D));
+  const uint64_t sq = (uint64_t)(d.hc * d.Sq * d.Sk);
+  float *S = (float *)scratch;
+  char *P = scratch + (sq * 4 + 255) / 256 * 256;
+  const int64_t rep = d.H / d.Hkv;
+  SG_CUBLAS_CHECK (cublasSetStream (h, s), error, fail);
+  for (int64_t b = 0; b < d.B; b++)
+    for (int64_t h0 = 0; h0 < d.H; h0 += d.hc) {
+      const SgCuTensor Q = heads (q, b, h0, d.hc), K = heads (k, b, h0 / rep, d.hc);
+      const SgCuTensor V = heads (v, b, h0 / rep, d.hc), O = heads (out, b, h0, d.hc);
+      const SgCuTensor Sv = dense3 (S, SG_DTYPE_F32, d.hc, d.Sq, d.Sk);
+      const SgCuTensor Pv = dense3 (P, v->dtype, d.hc, d.Sq, d.Sk);
+      const SgCuTensor Kt = tr (K);
+      if (!sg_cu_gemm (h, s, &Q, &Kt, &Sv, sc, 0.f, NULL, 0, error))
+        goto fail;
+      SgCuTensor L;
+      if (lse)
+        L = lse_rows (lse, b, h0, d.hc);
+      SG_CU_CHECK (sg_cu_softmax_rows (S, P, v->dtype, d.hc, d.Sq, d.Sk, causal, lse ? &L : NULL,
+                                       false, s),
+                   error, fail);
+      if (!sg_cu_gemm (h, s, &Pv, &V, &O, 1.f, 0.f, NULL, 0, error))
+        goto fail;
+    }
+  return true;
+fail:
+  g_prefix_error (error, "attention forward: ");
+  return false;
+}
+
+bool
+sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout, const SgCuTensor *q,
+                const SgCuTensor *k, const SgCuTensor *v, const SgCuTensor *out,
+                const SgCuTensor *lse, const SgCuTensor *dq, const SgCuTensor *dk,
+                const SgCuTensor *dv, bool causal, double scale, char *scratch,
+                uint64_t scratch_bytes, GError **error)
+{
+  Dims d;
+  if (!check_args (q, k, v, lse, sg_cu_sdpa_scratch_bytes (q, k, true), scratch_bytes, true, &d,
+                   error))
+    return false;
+  const float sc = (float)(scale > 0 ? scale : 1.0 / sqrt ((double)d.D));
+  const uint64_t sq = (uint64_t)(d.hc * d.Sq * d.Sk), f32 = (sq * 4 + 255) / 256 * 256;
+  float *S = (float *)scratch;          /* scores, then P (fp32) */
+  float *dP = (float *)(scratch + f32); /* dO V^T (fp32) */
+  char *Pb = scratch + 2 * f32;         /* P, then dS, in the operands' dtype */
+  float *delta = (float *)(scratch + 3 * f32);
+  const int64_t rep = d.H / d.Hkv;
+  SG_CUBLAS_CHECK (cublasSetStream (h, s), error, fail);
+  for (int64_t b = 0; b < d.B; b++)
+    for (int64_t h0 = 0; h0 < d.H; h0 += d.hc) {
+      const SgCuTensor Q = heads (q, b, h0, d.hc), K = heads (k, b, h0 / rep, d.hc);
+      const SgCuTensor V = heads (v, b, h0 / rep, d.hc), O = heads (out, b, h0, d.hc);
+      const SgCuTensor dO = heads (dout, b, h0, d.hc), dQ = heads (dq, b, h0, d.hc);
+      const SgCuTensor dK = heads (dk, b, h0 / rep, d.hc), dV = heads (dv, b, h0 / rep, d.hc);
+      const SgCuTensor Sv = dense3 (S, SG_DTYPE_F32, d.hc, d.Sq, d.Sk);
+      const SgCuTensor dPv = dense3 (dP, SG_DTYPE_F32, d.hc, d.Sq, d.Sk);
+      const SgCuTensor Pv = dense3 (Pb, q->dtype, d.hc, d.Sq, d.Sk);
+      const SgCuTensor Kt = tr (K), Vt = tr (V), Pt = tr (Pv);
+      /* the K/V gradients of a shared head accumulate over its query heads */
+      const float acc = (rep > 1 && h0 % rep != 0) ? 1.f : 0.f;
+      const SgCuTensor L = lse_rows (lse, b, h0, d.hc);
+      if (!sg_cu_gemm (h, s, &Q, &Kt, &Sv, sc, 0.f, NULL, 0, error))
+        goto fail;
+      SG_CU_CHECK (sg_cu_softmax_rows (S, Pb, q->dtype, d.hc, d.Sq, d.Sk, causal, &L, true, s),
+                   error, fail);
+      if (!sg_cu_gemm (h, s, &Pt, &dO, &dV, 1.f, acc, NULL, 0, error) ||
+          !sg_cu_gemm (h, s, &dO, &Vt, &dPv, 1.f, 0.f, NULL, 0, error))
+        goto fail;
+      SG_CU_CHECK (sg_cu_attn_delta (&dO, &O, delta, s), error, fail);
+      SG_CU_CHECK (sg_cu_attn_ds (S, dP, delta, Pb, q->dtype, d.hc * d.Sq, d.Sk, s), error, fail);
+      if (!sg_cu_gemm (h, s, &Pv, &K, &dQ, sc, 0.f, NULL, 0, error) ||
+          !sg_cu_gemm (h, s, &Pt, &Q, &dK, sc, acc, NULL, 0, error))
+        goto fail;
+    }
+  return true;
+fail:
+  g_prefix_error (error, "attention backward: ");
+  return false;
+}
