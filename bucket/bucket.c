@@ -185,7 +185,7 @@ resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
 {
   if (lo >= hi)
     return;
-  double e, s;
+  double e = 0, s = 0;
   Trial t = trial (x, lo, hi, &e, &s);
   if (t == TRIAL_OK) {
     commit (x, lo, hi);

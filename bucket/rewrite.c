@@ -316,6 +316,38 @@ sg_bucket_stable_order (SgGraph *g, const int64_t *key, SgNodeId *order, GError 
   return true;
 }
 
+typedef struct {
+  SgNodeId user, old_input, new_input;
+} Rewire;
+
+static int
+cmp_rewire (const void *a, const void *b)
+{
+  const Rewire *x = a, *y = b;
+  if (x->user != y->user)
+    return x->user < y->user ? -1 : 1;
+  return (x->old_input > y->old_input) - (x->old_input < y->old_input);
+}
+
+/* One rewrite per user, however many members it reads (the output node
+ * reads every gradient). */
+static void
+rewire_users (SgGraph *g, GArray *rewires)
+{
+  g_array_sort (rewires, cmp_rewire);
+  g_autofree SgNodeId *olds = g_new (SgNodeId, rewires->len + 1);
+  g_autofree SgNodeId *news = g_new (SgNodeId, rewires->len + 1);
+  for (guint i = 0; i < rewires->len;) {
+    SgNodeId user = g_array_index (rewires, Rewire, i).user;
+    uint32_t n = 0;
+    for (; i < rewires->len && g_array_index (rewires, Rewire, i).user == user; i++, n++) {
+      olds[n] = g_array_index (rewires, Rewire, i).old_input;
+      news[n] = g_array_index (rewires, Rewire, i).new_input;
+    }
+    sg_graph_replace_inputs (g, user, olds, news, n);
+  }
+}
+
 /* Renames implicit-edge ends that name a removed member to its bucket. The
  * hiding edges of members (hide_start, hide_wait) describe the overlap of
  * the unbucketed order and are dropped: the bucket is hidden by whatever
@@ -395,6 +427,7 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
   wu_first[total] = wusers->len;
 
   g_autoptr (GHashTable) rename = g_hash_table_new (g_str_hash, g_str_equal);
+  g_autoptr (GArray) rewires = g_array_new (FALSE, FALSE, sizeof (Rewire));
   t = 0;
   for (int32_t b = 0; b < n_specs; b++) {
     int32_t n = specs[b].n_members;
@@ -409,14 +442,17 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
       g_array_append_val (keys, k);
     }
     for (int32_t i = 0; i < n; i++, t++) {
-      for (uint32_t j = wu_first[t]; j < wu_first[t + 1]; j++)
-        sg_graph_replace_input (g, g_array_index (wusers, SgNodeId, j), waits[t], u[i]);
+      for (uint32_t j = wu_first[t]; j < wu_first[t + 1]; j++) {
+        Rewire r = { g_array_index (wusers, SgNodeId, j), waits[t], u[i] };
+        g_array_append_val (rewires, r);
+      }
       g_hash_table_insert (rename, (gpointer)g->nodes[specs[b].members[i]].name,
                            (gpointer)g->nodes[c].name);
       g_hash_table_insert (rename, (gpointer)g->nodes[waits[t]].name,
                            (gpointer)g->nodes[w].name);
     }
   }
+  rewire_users (g, rewires);
   move_implicit_edges (g, rename);
 
   /* Remove members and their waits, then renumber. */

@@ -332,4 +332,10 @@ bool sg_graph_compact (SgGraph *g, const bool *keep, GError **error);
  * Implicit edges are copied; bucket_stats is not. */
 SgGraph *sg_graph_copy (const SgGraph *g);
 
+/* sg_graph_replace_input() for @n (old, new) pairs at once: @user's args and
+ * kwargs are parsed and written once (a user reading thousands of values,
+ * like the output node, stays linear). */
+void sg_graph_replace_inputs (SgGraph *g, SgNodeId user, const SgNodeId *old_inputs,
+                              const SgNodeId *new_inputs, uint32_t n);
+
 G_END_DECLS

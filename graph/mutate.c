@@ -136,3 +136,69 @@ sg_graph_copy (const SgGraph *g)
   c->cost_model_free = NULL;
   return c;
 }
+
+static void
+rename_many (cJSON *v, GHashTable *map)
+{
+  if (cJSON_IsObject (v)) {
+    cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
+    if (cJSON_IsString (ref)) {
+      const char *to = g_hash_table_lookup (map, ref->valuestring);
+      if (to)
+        cJSON_SetValuestring (ref, to);
+      return;
+    }
+  }
+  if (cJSON_IsArray (v) || cJSON_IsObject (v)) {
+    cJSON *c;
+    cJSON_ArrayForEach (c, v) rename_many (c, map);
+  }
+}
+
+static const char *
+rewrite_many (SgGraph *g, const char *json, GHashTable *map)
+{
+  cJSON *v = cJSON_Parse (json);
+  g_assert (v);
+  rename_many (v, map);
+  char *s = cJSON_PrintUnformatted (v);
+  const char *out = g_string_chunk_insert (g->strings, s);
+  cJSON_free (s);
+  cJSON_Delete (v);
+  return out;
+}
+
+void
+sg_graph_replace_inputs (SgGraph *g, SgNodeId user, const SgNodeId *old_inputs,
+                         const SgNodeId *new_inputs, uint32_t n)
+{
+  g_return_if_fail (user >= 0 && user < g->n_nodes && (n == 0 || (old_inputs && new_inputs)));
+  if (n == 0)
+    return;
+  g_autoptr (GHashTable) map = g_hash_table_new (g_str_hash, g_str_equal);
+  for (uint32_t i = 0; i < n; i++)
+    g_hash_table_insert (map, (gpointer)g->nodes[old_inputs[i]].name,
+                         (gpointer)g->nodes[new_inputs[i]].name);
+  SgNode *u = &g->nodes[user];
+  u->args_json = rewrite_many (g, u->args_json, map);
+  u->kwargs_json = rewrite_many (g, u->kwargs_json, map);
+  /* The inputs, in order of first appearance, mapped and kept distinct. */
+  SgNodeId *in = &g_array_index (g->inputs, SgNodeId, u->in_first);
+  g_autoptr (GHashTable) seen = g_hash_table_new (g_direct_hash, g_direct_equal);
+  g_autoptr (GHashTable) idmap = g_hash_table_new (g_direct_hash, g_direct_equal);
+  for (uint32_t i = 0; i < n; i++)
+    g_hash_table_insert (idmap, GINT_TO_POINTER (old_inputs[i] + 1),
+                         GINT_TO_POINTER (new_inputs[i] + 1));
+  uint32_t w = 0;
+  for (uint32_t j = 0; j < u->n_in; j++) {
+    gpointer to = g_hash_table_lookup (idmap, GINT_TO_POINTER (in[j] + 1));
+    SgNodeId v = to ? GPOINTER_TO_INT (to) - 1 : in[j];
+    if (g_hash_table_contains (seen, GINT_TO_POINTER (v + 1)))
+      continue;
+    g_hash_table_add (seen, GINT_TO_POINTER (v + 1));
+    in[w++] = v;
+  }
+  u->n_in = w;
+  g_clear_pointer (&g->user_first, g_free);
+  g_clear_pointer (&g->users, g_free);
+}
