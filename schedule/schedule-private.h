@@ -87,8 +87,10 @@ void sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out);
 /* Storage liveness (the rule of sg_graph_peak_bytes): @pos maps id ->
  * position. Fills @profile (n_nodes entries, by position; may be NULL)
  * with the live bytes while the node at that position runs and returns the
- * peak. */
-uint64_t sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile);
+ * peak. @roots (sg_sched_roots) and @alloc (sg_node_alloc_bytes of every
+ * node) may be given precomputed, or NULL. */
+uint64_t sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
+                            const SgNodeId *roots, const uint64_t *alloc);
 
 /* Storage root of every node (aliases resolved), (transfer full). */
 SgNodeId *sg_sched_roots (const SgGraph *g);

@@ -169,6 +169,7 @@ typedef struct {
   uint8_t *role;
   double *cost;
   uint64_t *alloc;   /* bytes a node allocates (0 for aliases) */
+  SgNodeId *root;    /* storage root of every node */
   uint64_t *comm;    /* bytes a collective moves */
   uint64_t *in_bytes; /* collective -> bytes of its input's storage (held until the wait) */
   SgNodeId *wait_of; /* collective -> its first wait, or SG_NO_NODE */
@@ -272,7 +273,8 @@ problem_init (Problem *P, const SgGraph *g, const SgConfig *cfg)
   }
   P->profile = g_new (uint64_t, (size_t)MAX (n, 1));
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
-  P->peak_in = sg_sched_liveness (g, pos, P->profile);
+  P->root = sg_sched_roots (g);
+  P->peak_in = sg_sched_liveness (g, pos, P->profile, P->root, P->alloc);
   double inc = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
   P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
   P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
@@ -287,6 +289,7 @@ problem_clear (Problem *P)
   g_free (P->role);
   g_free (P->cost);
   g_free (P->alloc);
+  g_free (P->root);
   g_free (P->comm);
   g_free (P->in_bytes);
   g_free (P->wait_of);
@@ -764,7 +767,7 @@ run_variant (const Problem *P, int32_t window, int32_t boost, SgScheduleStats *s
   sg_sim_classify (R.eng.rows, R.eng.n_rows, res);
   res->step_us = MAX (compute_end, R.eng.now);
   g_autofree int32_t *pos = sg_sched_positions (P->g, R.order);
-  res->peak_bytes = sg_sched_liveness (P->g, pos, NULL);
+  res->peak_bytes = sg_sched_liveness (P->g, pos, NULL, P->root, P->alloc);
   SgNodeId *order = g_steal_pointer (&R.order);
   run_clear (&R);
   return order;

@@ -282,12 +282,14 @@ sg_sched_positions (const SgGraph *g, const SgNodeId *order)
 }
 
 uint64_t
-sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile)
+sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
+                   const SgNodeId *roots, const uint64_t *alloc)
 {
   int32_t n = g->n_nodes;
   if (n <= 0)
     return 0;
-  g_autofree SgNodeId *root = sg_sched_roots (g);
+  g_autofree SgNodeId *own_root = roots ? NULL : sg_sched_roots (g);
+  const SgNodeId *root = roots ? roots : own_root;
   /* A collective reads its input until its wait (it runs asynchronously);
    * the output node's inputs live to the end. Same rule as
    * sg_graph_peak_bytes() (graph/liveness.c); a test checks they agree. */
@@ -313,7 +315,7 @@ sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile)
   for (SgNodeId i = 0; i < n; i++) {
     if (root[i] != i)
       continue;
-    uint64_t b = sg_node_alloc_bytes (g, i);
+    uint64_t b = alloc ? alloc[i] : sg_node_alloc_bytes (g, i);
     if (b == 0)
       continue;
     const SgNode *nd = &g->nodes[i];
@@ -454,7 +456,7 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
   out->lower_bound_us = lb;
   sg_sim_classify (e.rows, e.n_rows, out);
   g_autofree int32_t *pos = sg_sched_positions (g, order);
-  out->peak_bytes = sg_sched_liveness (g, pos, NULL);
+  out->peak_bytes = sg_sched_liveness (g, pos, NULL, NULL, NULL);
   out->n_rows = e.n_rows;
   out->rows = e.rows;
   out->node_start = e.node_start;

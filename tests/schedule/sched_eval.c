@@ -28,7 +28,7 @@ fail (GError *err)
 int
 main (int argc, char **argv)
 {
-  const char *order_path = NULL, *trace_path = NULL, *dump_path = NULL;
+  g_autofree char *order_path = NULL, *trace_path = NULL, *dump_path = NULL;
   gboolean no_reorder = FALSE, rows = FALSE;
   GOptionEntry entries[] = {
     { "order", 0, 0, G_OPTION_ARG_FILENAME, &order_path, "Evaluate this order too", "FILE" },
