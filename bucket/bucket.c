@@ -24,7 +24,7 @@
 /* Candidates up to this count are decided one merge per simulation. */
 #define SEQUENTIAL_LIMIT 256
 /* Batches of larger graphs: about this many simulations when all succeed. */
-#define TARGET_BATCHES 64
+#define TARGET_BATCHES 16
 #define EXPOSED_EPS_US 1e-9
 
 typedef struct {
