@@ -1,25 +1,29 @@
 /* memplan.c: static memory planning: one arena offset per buffer.
  *
- * Mirrors: TFLite's ArenaPlanner "greedy by size" and XLA's
- * GlobalDecreasingSizeBestFitHeap: buffers are placed offline, largest
- * first (ties: earlier first use, then id), each at the best-fitting gap
- * (the smallest gap that holds it; ties: the lowest offset) among the
- * buffers already placed whose lifetimes overlap its own; no fitting gap:
- * above the highest of them. 256-byte aligned. Whole-step buffers
- * (placeholders) go first, contiguously, and are not searched.
+ * Two deterministic packings; the smaller arena wins (ties: greedy).
+ * 1. Greedy by size (TFLite's ArenaPlanner, XLA's
+ *    GlobalDecreasingSizeBestFitHeap): buffers placed offline, largest
+ *    first (ties: earlier first use, then id), each at the best-fitting gap
+ *    (the smallest that holds it; ties: the lowest offset) among the placed
+ *    buffers whose lifetimes overlap its own; else above them. Overlapping
+ *    buffers are found through a time index (blocks of BLOCK instructions
+ *    listing the placed buffers that touch them). Its cost grows with the
+ *    number of long-lived buffers, so it stops after GREEDY_BUDGET work.
+ * 2. Online best fit (a heap simulation, like a caching allocator): in
+ *    instruction order, best-fit from a coalescing free list, O(n log n).
+ * 256-byte aligned. Whole-step buffers (placeholders) go first,
+ * contiguously, and are not searched.
  * Requires: buffers' bytes and [first_ins, last_ins].
  * Invalidates: nothing else.
- *
- * Cost: the placed buffers that overlap a lifetime are found through a
- * time index (blocks of BLOCK instructions, each listing the placed
- * buffers that touch it), so a query visits the blocks it spans instead of
- * every placed buffer.
  */
 #include "codegen-private.h"
 
 #include <string.h>
 
 #define BLOCK 64
+/* Work (visited index entries) after which greedy-by-size gives up and the
+ * online result stands: a few tens of ms here. */
+#define GREEDY_BUDGET ((uint64_t)20 * 1000 * 1000)
 
 typedef struct {
   uint64_t off, end;
@@ -47,43 +51,28 @@ cmp_span (gconstpointer a, gconstpointer b)
   return (x->end > y->end) - (x->end < y->end);
 }
 
-void
-sg_codegen_pack_buffers (SgPlan *p, const bool *pinned)
+/* Greedy by size into off[] (indexed by buffer). Returns the top, or
+ * UINT64_MAX when it would do more than @budget steps of work. */
+static uint64_t
+pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off,
+             uint64_t budget)
 {
-  uint64_t base = 0;
-  for (int32_t b = 0; b < p->n_buffers; b++)
-    if (pinned[b]) {
-      p->buffers[b].offset = base;
-      base += sg_align_up (p->buffers[b].bytes);
-    }
-  uint64_t top = base;
-
-  int32_t n = 0;
-  g_autofree int32_t *order = g_new (int32_t, (size_t)p->n_buffers + 1);
-  for (int32_t b = 0; b < p->n_buffers; b++) {
-    if (pinned[b])
-      continue;
-    if (p->buffers[b].bytes == 0)
-      p->buffers[b].offset = 0;
-    else
-      order[n++] = b;
-  }
-  g_qsort_with_data (order, n, sizeof (int32_t), cmp_by_size, p->buffers);
-
+  uint64_t top = base, work = 0;
   int32_t n_blocks = p->n_ins / BLOCK + 1;
   GArray **blocks = g_new0 (GArray *, (size_t)n_blocks);
   g_autofree int32_t *stamp = g_new0 (int32_t, (size_t)p->n_buffers + 1);
   GArray *spans = g_array_new (FALSE, FALSE, sizeof (Span));
 
-  for (int32_t k = 0; k < n; k++) {
+  for (int32_t k = 0; k < n && top != UINT64_MAX; k++) {
     int32_t b = order[k];
-    SgPlanBuffer *x = &p->buffers[b];
+    const SgPlanBuffer *x = &p->buffers[b];
     uint64_t size = sg_align_up (x->bytes);
     int32_t b0 = x->first_ins / BLOCK, b1 = x->last_ins / BLOCK;
     g_array_set_size (spans, 0);
     for (int32_t bl = b0; bl <= b1; bl++) {
       if (!blocks[bl])
         continue;
+      work += blocks[bl]->len;
       for (guint j = 0; j < blocks[bl]->len; j++) {
         int32_t y = g_array_index (blocks[bl], int32_t, j);
         if (stamp[y] == k + 1)
@@ -92,9 +81,14 @@ sg_codegen_pack_buffers (SgPlan *p, const bool *pinned)
         const SgPlanBuffer *py = &p->buffers[y];
         if (py->last_ins < x->first_ins || py->first_ins > x->last_ins)
           continue;
-        Span s = { py->offset, py->offset + sg_align_up (py->bytes) };
+        Span s = { off[y], off[y] + sg_align_up (py->bytes) };
         g_array_append_val (spans, s);
       }
+    }
+    work += (uint64_t)spans->len * 8 + (uint64_t)(b1 - b0 + 1);
+    if (work > budget) {
+      top = UINT64_MAX;
+      break;
     }
     g_array_sort (spans, cmp_span);
     /* best fit over the gaps between the (possibly overlapping) busy spans */
@@ -111,9 +105,8 @@ sg_codegen_pack_buffers (SgPlan *p, const bool *pinned)
       if (s->end > cursor)
         cursor = s->end;
     }
-    x->offset = best != UINT64_MAX ? best : cursor;
-    if (x->offset + size > top)
-      top = x->offset + size;
+    off[b] = best != UINT64_MAX ? best : cursor;
+    top = MAX (top, off[b] + size);
     for (int32_t bl = b0; bl <= b1; bl++) {
       if (!blocks[bl])
         blocks[bl] = g_array_new (FALSE, FALSE, sizeof (int32_t));
@@ -125,7 +118,177 @@ sg_codegen_pack_buffers (SgPlan *p, const bool *pinned)
       g_array_free (blocks[bl], TRUE);
   g_free (blocks);
   g_array_free (spans, TRUE);
-  p->arena_bytes = top;
+  return top;
+}
+
+/* --- online best fit ------------------------------------------------------- */
+
+typedef struct {
+  uint64_t off, size;
+} Gap;
+
+static int
+cmp_gap_off (gconstpointer a, gconstpointer b, gpointer data)
+{
+  (void)data;
+  const Gap *x = a, *y = b;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+static int
+cmp_gap_size (gconstpointer a, gconstpointer b, gpointer data)
+{
+  (void)data;
+  const Gap *x = a, *y = b;
+  if (x->size != y->size)
+    return x->size < y->size ? -1 : 1;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+typedef struct {
+  GTree *by_off, *by_size; /* the same Gap objects; by_off owns them */
+  uint64_t top;
+} Heap;
+
+static void
+heap_remove (Heap *h, Gap *gp)
+{
+  g_tree_remove (h->by_size, gp);
+  g_tree_remove (h->by_off, gp); /* frees it */
+}
+
+static void
+heap_add_gap (Heap *h, uint64_t off, uint64_t size)
+{
+  Gap *gp = g_new (Gap, 1);
+  *gp = (Gap){ off, size };
+  g_tree_insert (h->by_off, gp, gp);
+  g_tree_insert (h->by_size, gp, gp);
+}
+
+static uint64_t
+heap_alloc (Heap *h, uint64_t size)
+{
+  Gap key = { 0, size };
+  GTreeNode *nd = g_tree_lower_bound (h->by_size, &key);
+  if (nd) { /* the smallest gap that holds it; ties: the lowest offset */
+    Gap g = *(Gap *)g_tree_node_key (nd);
+    heap_remove (h, g_tree_node_key (nd));
+    if (g.size > size)
+      heap_add_gap (h, g.off + size, g.size - size);
+    return g.off;
+  }
+  GTreeNode *last = g_tree_node_last (h->by_off);
+  if (last) { /* a free run at the top grows instead of leaving a hole */
+    Gap *g = g_tree_node_key (last);
+    if (g->off + g->size == h->top) {
+      uint64_t o = g->off;
+      heap_remove (h, g);
+      h->top = o + size;
+      return o;
+    }
+  }
+  uint64_t o = h->top;
+  h->top += size;
+  return o;
+}
+
+static void
+heap_release (Heap *h, uint64_t off, uint64_t size)
+{
+  Gap key = { off, 0 };
+  GTreeNode *next = g_tree_lower_bound (h->by_off, &key);
+  GTreeNode *prev = next ? g_tree_node_previous (next) : g_tree_node_last (h->by_off);
+  if (prev) {
+    Gap *g = g_tree_node_key (prev);
+    if (g->off + g->size == off) {
+      off = g->off;
+      size += g->size;
+      heap_remove (h, g);
+    }
+  }
+  if (next) {
+    Gap *g = g_tree_node_key (next);
+    if (off + size == g->off) {
+      size += g->size;
+      heap_remove (h, g);
+    }
+  }
+  heap_add_gap (h, off, size);
+}
+
+static int
+cmp_by_first (gconstpointer a, gconstpointer b, gpointer data)
+{
+  const SgPlanBuffer *bufs = data;
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  if (bufs[x].first_ins != bufs[y].first_ins)
+    return bufs[x].first_ins < bufs[y].first_ins ? -1 : 1;
+  return cmp_by_size (a, b, data);
+}
+
+static int
+cmp_by_last (gconstpointer a, gconstpointer b, gpointer data)
+{
+  const SgPlanBuffer *bufs = data;
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  if (bufs[x].last_ins != bufs[y].last_ins)
+    return bufs[x].last_ins < bufs[y].last_ins ? -1 : 1;
+  return (x > y) - (x < y);
+}
+
+/* Allocation in instruction order: a buffer is placed at its first
+ * instruction, best fit among the free gaps, and its bytes return to the
+ * free list (coalesced) after its last one. O(n log n). */
+static uint64_t
+pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off)
+{
+  g_autofree int32_t *alloc = g_memdup2 (order, sizeof (int32_t) * ((size_t)n + 1));
+  g_autofree int32_t *release = g_memdup2 (order, sizeof (int32_t) * ((size_t)n + 1));
+  g_qsort_with_data (alloc, n, sizeof (int32_t), cmp_by_first, p->buffers);
+  g_qsort_with_data (release, n, sizeof (int32_t), cmp_by_last, p->buffers);
+  Heap h = { g_tree_new_full (cmp_gap_off, NULL, g_free, NULL),
+             g_tree_new_full (cmp_gap_size, NULL, NULL, NULL), base };
+  int32_t r = 0;
+  for (int32_t k = 0; k < n; k++) {
+    const SgPlanBuffer *x = &p->buffers[alloc[k]];
+    for (; r < n && p->buffers[release[r]].last_ins < x->first_ins; r++)
+      heap_release (&h, off[release[r]], sg_align_up (p->buffers[release[r]].bytes));
+    off[alloc[k]] = heap_alloc (&h, sg_align_up (x->bytes));
+  }
+  g_tree_destroy (h.by_size);
+  g_tree_destroy (h.by_off);
+  return h.top;
+}
+
+void
+sg_codegen_pack_buffers (SgPlan *p, const bool *pinned)
+{
+  uint64_t base = 0;
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    if (pinned[b]) {
+      p->buffers[b].offset = base;
+      base += sg_align_up (p->buffers[b].bytes);
+    }
+  int32_t n = 0;
+  g_autofree int32_t *order = g_new (int32_t, (size_t)p->n_buffers + 1);
+  for (int32_t b = 0; b < p->n_buffers; b++) {
+    if (pinned[b])
+      continue;
+    if (p->buffers[b].bytes == 0)
+      p->buffers[b].offset = 0;
+    else
+      order[n++] = b;
+  }
+  g_qsort_with_data (order, n, sizeof (int32_t), cmp_by_size, p->buffers);
+  g_autofree uint64_t *greedy = g_new0 (uint64_t, (size_t)p->n_buffers + 1);
+  g_autofree uint64_t *online = g_new0 (uint64_t, (size_t)p->n_buffers + 1);
+  uint64_t top_online = pack_online (p, order, n, base, online);
+  uint64_t top_greedy = pack_greedy (p, order, n, base, greedy, GREEDY_BUDGET);
+  const uint64_t *off = top_greedy <= top_online ? greedy : online;
+  for (int32_t k = 0; k < n; k++)
+    p->buffers[order[k]].offset = off[order[k]];
+  p->arena_bytes = MAX (MIN (top_greedy, top_online), base);
 }
 
 void

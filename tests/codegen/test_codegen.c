@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "builder.h"
-#include "codegen.h"
+#include "codegen-private.h"
 
 static SgPlan *
 lower (SgGraph *g, const SgSimResult *pred)
@@ -212,6 +212,58 @@ START_TEST (collective_without_wait_is_waited_at_the_end)
 }
 END_TEST
 
+/* Random lifetimes and sizes (fixed LCG seed), from a few buffers to enough
+ * that greedy-by-size runs out of budget and the online packer decides. */
+START_TEST (packed_buffers_never_overlap_while_both_live)
+{
+  static const int32_t sizes[] = { 3, 40, 400, 6000 };
+  uint64_t seed = 12345u + (uint64_t)_i;
+  int32_t nb = sizes[_i], ni = nb * 2;
+  g_autoptr (SgPlan) p = sg_plan_new ();
+  p->n_ins = ni;
+  p->n_buffers = nb;
+  p->buffers = g_new0 (SgPlanBuffer, (size_t)nb);
+  g_autofree bool *pinned = g_new0 (bool, (size_t)nb);
+  for (int32_t b = 0; b < nb; b++) {
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    uint32_t r = (uint32_t)(seed >> 33);
+    int32_t first = (int32_t)(r % (uint32_t)ni);
+    int32_t len = (int32_t)((r >> 8) % (uint32_t)(ni / 4 + 1));
+    p->buffers[b].first_ins = first;
+    p->buffers[b].last_ins = MIN (ni - 1, first + len);
+    p->buffers[b].bytes = (uint64_t)((r >> 4) % 5000u);
+    pinned[b] = b % 17 == 0;
+    if (pinned[b]) {
+      p->buffers[b].first_ins = 0;
+      p->buffers[b].last_ins = ni - 1;
+    }
+  }
+  sg_codegen_pack_buffers (p, pinned);
+  for (int32_t a = 0; a < nb; a++) {
+    const SgPlanBuffer *x = &p->buffers[a];
+    ck_assert_uint_eq (x->offset % 256, 0);
+    ck_assert_uint_le (x->offset + x->bytes, p->arena_bytes);
+    for (int32_t b = a + 1; b < nb; b++) {
+      const SgPlanBuffer *y = &p->buffers[b];
+      if (!x->bytes || !y->bytes || x->last_ins < y->first_ins || y->last_ins < x->first_ins)
+        continue;
+      if (!(x->offset + x->bytes <= y->offset || y->offset + y->bytes <= x->offset))
+        ck_abort_msg ("buffers %d [%d,%d] and %d [%d,%d] overlap", a, x->first_ins, x->last_ins,
+                      b, y->first_ins, y->last_ins);
+    }
+  }
+  SgMemStats st;
+  sg_codegen_mem_stats (p, &st);
+  ck_assert_uint_ge (st.arena_bytes, st.live_peak_bytes);
+  ck_assert_uint_le (st.arena_bytes, st.sum_bytes);
+  /* deterministic: packing again gives the same offsets */
+  g_autofree SgPlanBuffer *before = g_memdup2 (p->buffers, sizeof (SgPlanBuffer) * (size_t)nb);
+  sg_codegen_pack_buffers (p, pinned);
+  ck_assert (memcmp (before, p->buffers, sizeof (SgPlanBuffer) * (size_t)nb) == 0);
+  p->n_ins = 0; /* lifetimes only: there is no instruction array */
+}
+END_TEST
+
 static Suite *
 codegen_suite (void)
 {
@@ -223,6 +275,7 @@ codegen_suite (void)
   tcase_add_test (tc, slice_and_select_views_get_byte_offsets);
   tcase_add_test (tc, tuple_elements_are_values_and_getitem_maps_to_them);
   tcase_add_test (tc, collective_without_wait_is_waited_at_the_end);
+  tcase_add_loop_test (tc, packed_buffers_never_overlap_while_both_live, 0, 4);
   suite_add_tcase (s, tc);
   return s;
 }
