@@ -97,3 +97,17 @@ SgNodeId *sg_sched_roots (const SgGraph *g);
 
 /* id -> position for @order (NULL = identity), (transfer full). */
 int32_t *sg_sched_positions (const SgGraph *g, const SgNodeId *order);
+
+/* Range add / range max over positions [0, n) (memtree.c). */
+typedef struct {
+  int64_t *t, *d;
+  int32_t n, h;
+} SgMemTree;
+
+/* Leaves 0..n-1 start at @v[i]. */
+void sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v);
+void sg_memtree_clear (SgMemTree *s);
+/* Adds @v to positions [l, r). */
+void sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v);
+/* Maximum over [l, r) (l < r); *at (if not NULL) gets a position holding it. */
+int64_t sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at);

@@ -68,99 +68,6 @@ heap_pop (Heap *h)
 #define KEY(prio, id) (((int64_t)(prio) << 32) | (int64_t)(uint32_t)(id))
 #define KEY_ID(k) ((SgNodeId)((k) & 0xffffffff))
 
-/* Range add / range max over positions [0, n): the bottom-up tree of
- * "Efficient and easy segment trees" (Al.Cash): t[] maxima, d[] pending
- * adds of inner nodes; O(log n) per operation, no recursion. */
-typedef struct {
-  int64_t *t, *d;
-  int32_t n, h;
-} Seg;
-
-static void
-seg_init (Seg *s, int32_t n, const uint64_t *v)
-{
-  /* A power-of-two leaf count keeps every inner node a contiguous range. */
-  s->n = 1;
-  s->h = 0;
-  while (s->n < n) {
-    s->n *= 2;
-    s->h++;
-  }
-  s->t = g_new0 (int64_t, 2 * (size_t)s->n);
-  s->d = g_new0 (int64_t, (size_t)s->n);
-  for (int32_t i = 0; i < s->n; i++)
-    s->t[s->n + i] = i < n ? (int64_t)v[i] : INT64_MIN / 4;
-  for (int32_t i = s->n - 1; i > 0; i--)
-    s->t[i] = MAX (s->t[2 * i], s->t[2 * i + 1]);
-}
-
-static void
-seg_apply (Seg *s, int32_t p, int64_t v)
-{
-  s->t[p] += v;
-  if (p < s->n)
-    s->d[p] += v;
-}
-
-static void
-seg_pull (Seg *s, int32_t p)
-{
-  while (p > 1) {
-    p >>= 1;
-    s->t[p] = MAX (s->t[2 * p], s->t[2 * p + 1]) + s->d[p];
-  }
-}
-
-static void
-seg_push (Seg *s, int32_t p)
-{
-  for (int32_t k = s->h; k > 0; k--) {
-    int32_t i = p >> k;
-    if (i > 0 && s->d[i] != 0) {
-      seg_apply (s, 2 * i, s->d[i]);
-      seg_apply (s, 2 * i + 1, s->d[i]);
-      s->d[i] = 0;
-    }
-  }
-}
-
-static void
-seg_add (Seg *s, int32_t l, int32_t r, int64_t v)
-{
-  l += s->n;
-  r += s->n;
-  int32_t l0 = l, r0 = r;
-  for (; l < r; l >>= 1, r >>= 1) {
-    if (l & 1)
-      seg_apply (s, l++, v);
-    if (r & 1)
-      seg_apply (s, --r, v);
-  }
-  seg_pull (s, l0);
-  seg_pull (s, r0 - 1);
-}
-
-static int64_t
-seg_max (Seg *s, int32_t l, int32_t r)
-{
-  l += s->n;
-  r += s->n;
-  seg_push (s, l);
-  seg_push (s, r - 1);
-  int64_t m = INT64_MIN;
-  for (; l < r; l >>= 1, r >>= 1) {
-    if (l & 1) {
-      m = MAX (m, s->t[l]);
-      l++;
-    }
-    if (r & 1) {
-      r--;
-      m = MAX (m, s->t[r]);
-    }
-  }
-  return m;
-}
-
 /* --- the problem, shared by every variant ---------------------------------- */
 
 typedef struct {
@@ -317,7 +224,9 @@ typedef struct {
   int32_t *fifo, *fifo_next, *fifo_head, *fifo_tail; /* per group: issued, unreleased */
   uint64_t *in_flight;
   int32_t *n_in_flight;
-  Seg seg;
+  SgNodeId *mem_wait_c; /* per group: collective the memory check refused */
+  int32_t *mem_wait_at; /* ... until the frontier reaches this position */
+  SgMemTree seg;
   SgSimEngine eng;
   SgNodeId *order;
   int32_t n_order, frontier;
@@ -400,19 +309,25 @@ on_finish (void *ud, SgNodeId c)
  * base position, i.e. input-order id) plus what earlier decisions added:
  * @b more bytes over positions [@a, @e) must stay within the limit. */
 static bool
-mem_fits_range (Run *R, uint64_t b, int32_t a, int32_t e)
+mem_fits_range_at (Run *R, uint64_t b, int32_t a, int32_t e, int32_t *at)
 {
   if (b == 0 || a >= e)
     return true;
-  int64_t m = seg_max (&R->seg, a, e);
+  int64_t m = sg_memtree_max (&R->seg, a, e, at);
   return m + (int64_t)b <= (int64_t)R->P->limit;
+}
+
+static bool
+mem_fits_range (Run *R, uint64_t b, int32_t a, int32_t e)
+{
+  return mem_fits_range_at (R, b, a, e, NULL);
 }
 
 static void
 mem_take_range (Run *R, uint64_t b, int32_t a, int32_t e)
 {
   if (b > 0 && a < e)
-    seg_add (&R->seg, a, e, (int64_t)b);
+    sg_memtree_add (&R->seg, a, e, (int64_t)b);
 }
 
 /* Running @x at base position @at instead of its own allocates early. */
@@ -564,7 +479,17 @@ try_issue (Run *R, bool force)
         heap_pop (h);
         continue;
       }
-      bool fits = mem_fits (R, c, R->frontier);
+      /* Added bytes never go away, so a collective that did not fit
+       * cannot fit before the frontier passes the position that was full. */
+      bool fits;
+      if (R->mem_wait_c[grp] == c && R->frontier < R->mem_wait_at[grp]) {
+        fits = false;
+      } else {
+        int32_t at = -1;
+        fits = mem_fits_range_at (R, P->alloc[c], R->frontier, c, &at);
+        R->mem_wait_c[grp] = fits ? SG_NO_NODE : c;
+        R->mem_wait_at[grp] = at + 1;
+      }
       if (force || (budget_allows (R, c) && fits)) {
         heap_pop (h);
         run_place (R, c);
@@ -650,7 +575,11 @@ run_init (Run *R, const Problem *P, int32_t window, int32_t boost)
     R->fifo_head[i] = R->fifo_tail[i] = -1;
   R->in_flight = g_new0 (uint64_t, (size_t)ng);
   R->n_in_flight = g_new0 (int32_t, (size_t)ng);
-  seg_init (&R->seg, n, P->profile);
+  R->mem_wait_c = g_new (SgNodeId, (size_t)ng);
+  R->mem_wait_at = g_new0 (int32_t, (size_t)ng);
+  for (int32_t i = 0; i < ng; i++)
+    R->mem_wait_c[i] = SG_NO_NODE;
+  sg_memtree_init (&R->seg, n, P->profile);
   sg_eng_init (&R->eng, P->g, &P->cont, false);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
@@ -682,8 +611,9 @@ run_clear (Run *R)
   g_free (R->fifo_tail);
   g_free (R->in_flight);
   g_free (R->n_in_flight);
-  g_free (R->seg.t);
-  g_free (R->seg.d);
+  g_free (R->mem_wait_c);
+  g_free (R->mem_wait_at);
+  sg_memtree_clear (&R->seg);
   sg_eng_clear (&R->eng);
   g_free (R->stack);
   g_free (R->done);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "builder.h"
-#include "schedule.h"
+#include "schedule-private.h"
 
 static SgNodeId
 id_of (const SgGraph *g, const char *name)
@@ -338,11 +338,48 @@ START_TEST (sample_graph_meets_the_quality_bar)
 }
 END_TEST
 
+/* The scheduler's memory profile: range adds and range maxima (with a
+ * position holding the maximum) against a plain array. */
+START_TEST (memory_tree_matches_a_plain_array)
+{
+  GRand *rng = g_rand_new_with_seed (99);
+  for (int trial = 0; trial < 100; trial++) {
+    int n = g_rand_int_range (rng, 1, 70);
+    g_autofree uint64_t *v = g_new (uint64_t, (size_t)n);
+    g_autofree int64_t *plain = g_new (int64_t, (size_t)n);
+    for (int i = 0; i < n; i++)
+      plain[i] = (int64_t)(v[i] = (uint64_t)g_rand_int_range (rng, 0, 1000));
+    SgMemTree t;
+    sg_memtree_init (&t, n, v);
+    for (int op = 0; op < 100; op++) {
+      int a = g_rand_int_range (rng, 0, n), b = g_rand_int_range (rng, a + 1, n + 1);
+      if (g_rand_boolean (rng)) {
+        int64_t d = g_rand_int_range (rng, 0, 500);
+        sg_memtree_add (&t, a, b, d);
+        for (int i = a; i < b; i++)
+          plain[i] += d;
+      } else {
+        int64_t m = INT64_MIN;
+        for (int i = a; i < b; i++)
+          m = MAX (m, plain[i]);
+        int32_t at = -1;
+        ck_assert_int_eq (sg_memtree_max (&t, a, b, &at), m);
+        ck_assert (at >= a && at < b);
+        ck_assert_int_eq (plain[at], m);
+      }
+    }
+    sg_memtree_clear (&t);
+  }
+  g_rand_free (rng);
+}
+END_TEST
+
 static Suite *
 schedule_suite (void)
 {
   Suite *s = suite_create ("schedule");
   TCase *tc = tcase_create ("core");
+  tcase_add_test (tc, memory_tree_matches_a_plain_array);
   tcase_add_test (tc, independent_mm_hides_all_gather);
   tcase_add_test (tc, wait_stays_after_its_collective_and_before_its_consumer);
   tcase_add_test (tc, no_reorder_keeps_the_input_order);

@@ -1,0 +1,117 @@
+/* memtree.c: range add / range maximum over positions, the scheduler's
+ * memory profile (input-order live bytes plus what its decisions add).
+ *
+ * The bottom-up tree of "Efficient and easy segment trees" (Al.Cash):
+ * t[] holds maxima, d[] the adds pending at inner nodes; O(log n) per
+ * operation, no recursion. Requires: nothing. Invalidates: nothing.
+ */
+#include "schedule-private.h"
+
+void
+sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v)
+{
+  /* A power-of-two leaf count keeps every inner node a contiguous range. */
+  s->n = 1;
+  s->h = 0;
+  while (s->n < n) {
+    s->n *= 2;
+    s->h++;
+  }
+  s->t = g_new0 (int64_t, 2 * (size_t)s->n);
+  s->d = g_new0 (int64_t, (size_t)s->n);
+  for (int32_t i = 0; i < s->n; i++)
+    s->t[s->n + i] = i < n ? (int64_t)v[i] : INT64_MIN / 4;
+  for (int32_t i = s->n - 1; i > 0; i--)
+    s->t[i] = MAX (s->t[2 * i], s->t[2 * i + 1]);
+}
+
+static void
+tree_apply (SgMemTree *s, int32_t p, int64_t v)
+{
+  s->t[p] += v;
+  if (p < s->n)
+    s->d[p] += v;
+}
+
+static void
+tree_pull (SgMemTree *s, int32_t p)
+{
+  while (p > 1) {
+    p >>= 1;
+    s->t[p] = MAX (s->t[2 * p], s->t[2 * p + 1]) + s->d[p];
+  }
+}
+
+static void
+tree_push (SgMemTree *s, int32_t p)
+{
+  for (int32_t k = s->h; k > 0; k--) {
+    int32_t i = p >> k;
+    if (i > 0 && s->d[i] != 0) {
+      tree_apply (s, 2 * i, s->d[i]);
+      tree_apply (s, 2 * i + 1, s->d[i]);
+      s->d[i] = 0;
+    }
+  }
+}
+
+void
+sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v)
+{
+  l += s->n;
+  r += s->n;
+  int32_t l0 = l, r0 = r;
+  for (; l < r; l >>= 1, r >>= 1) {
+    if (l & 1)
+      tree_apply (s, l++, v);
+    if (r & 1)
+      tree_apply (s, --r, v);
+  }
+  tree_pull (s, l0);
+  tree_pull (s, r0 - 1);
+}
+
+/* Maximum over [l, r); *at (if not NULL) gets a position holding it. */
+int64_t
+sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at)
+{
+  l += s->n;
+  r += s->n;
+  tree_push (s, l);
+  tree_push (s, r - 1);
+  int64_t m = INT64_MIN;
+  int32_t best = -1;
+  for (; l < r; l >>= 1, r >>= 1) {
+    if (l & 1) {
+      if (s->t[l] > m) {
+        m = s->t[l];
+        best = l;
+      }
+      l++;
+    }
+    if (r & 1) {
+      r--;
+      if (s->t[r] > m) {
+        m = s->t[r];
+        best = r;
+      }
+    }
+  }
+  if (at && best > 0) {
+    /* Pending adds of a node apply to both children alike: follow the
+     * larger child down to a leaf. */
+    while (best < s->n)
+      best = s->t[2 * best] >= s->t[2 * best + 1] ? 2 * best : 2 * best + 1;
+    *at = best - s->n;
+  }
+  return m;
+}
+
+
+void
+sg_memtree_clear (SgMemTree *s)
+{
+  g_free (s->t);
+  g_free (s->d);
+  s->t = s->d = NULL;
+}
