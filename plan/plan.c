@@ -140,12 +140,54 @@ put_str (GString *s, const char *v)
   g_string_append_c (s, '"');
 }
 
+/* printf is the bottleneck of a 100k-node plan: integers by hand. */
+static void
+put_u64 (GString *s, uint64_t v)
+{
+  char buf[24];
+  int n = 0;
+  do {
+    buf[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n)
+    g_string_append_c (s, buf[--n]);
+}
+
+static void
+put_i64 (GString *s, int64_t v)
+{
+  if (v < 0) {
+    g_string_append_c (s, '-');
+    put_u64 (s, (uint64_t)0 - (uint64_t)v);
+  } else
+    put_u64 (s, (uint64_t)v);
+}
+
+/* ",\"key\":" then the integer */
+static void
+put_key_int (GString *s, const char *key, int64_t v)
+{
+  g_string_append (s, key);
+  put_i64 (s, v);
+}
+
 static void
 put_us (GString *s, double v)
 {
   char buf[G_ASCII_DTOSTR_BUF_SIZE];
-  if (!isfinite (v) || v < 0)
-    v = -1;
+  if (!isfinite (v) || v < 0) {
+    g_string_append (s, "-1.000");
+    return;
+  }
+  if (v < 1e12) { /* exact thousandths: "%.3f" without printf's cost */
+    uint64_t m = (uint64_t)llround (v * 1000.0);
+    put_u64 (s, m / 1000);
+    char frac[5] = { '.', (char)('0' + m / 100 % 10), (char)('0' + m / 10 % 10),
+                     (char)('0' + m % 10), 0 };
+    g_string_append (s, frac);
+    return;
+  }
   g_string_append (s, g_ascii_formatd (buf, sizeof buf, "%.3f", v));
 }
 
@@ -154,7 +196,11 @@ put_ids (GString *s, const int32_t *v, int32_t n)
 {
   g_string_append_c (s, '[');
   for (int32_t i = 0; i < n; i++)
-    g_string_append_printf (s, i ? ",%" PRId32 : "%" PRId32, v[i]);
+  {
+    if (i)
+      g_string_append_c (s, ',');
+    put_i64 (s, v[i]);
+  }
   g_string_append_c (s, ']');
 }
 
@@ -163,7 +209,11 @@ put_i64s (GString *s, const int64_t *v, int32_t n)
 {
   g_string_append_c (s, '[');
   for (int32_t i = 0; i < n; i++)
-    g_string_append_printf (s, i ? ",%" PRId64 : "%" PRId64, v[i]);
+  {
+    if (i)
+      g_string_append_c (s, ',');
+    put_i64 (s, v[i]);
+  }
   g_string_append_c (s, ']');
 }
 
@@ -184,7 +234,7 @@ put_ins (GString *s, const SgPlanIns *in)
 {
   g_string_append (s, "{\"kind\":");
   put_str (s, sg_plan_ins_kind_name (in->kind));
-  g_string_append_printf (s, ",\"stream\":%" PRId32, in->stream);
+  put_key_int (s, ",\"stream\":", in->stream);
   if (in->name) {
     g_string_append (s, ",\"name\":");
     put_str (s, in->name);
@@ -208,8 +258,9 @@ put_ins (GString *s, const SgPlanIns *in)
       g_string_append (s, ",\"kwargs\":");
       put_cjson (s, in->kwargs, "{}");
     } else {
-      g_string_append_printf (s, ",\"group\":%" PRId32 ",\"count\":%" PRId64 ",\"dtype\":",
-                              in->group, in->count);
+      put_key_int (s, ",\"group\":", in->group);
+      put_key_int (s, ",\"count\":", in->count);
+      g_string_append (s, ",\"dtype\":");
       put_str (s, sg_dtype_name (in->dtype));
       g_string_append (s, ",\"reduce\":");
       put_str (s, sg_reduce_name (in->reduce));
@@ -233,13 +284,14 @@ put_ins (GString *s, const SgPlanIns *in)
     }
     break;
   case SG_INS_RECORD:
-    g_string_append_printf (s, ",\"event\":%" PRId32, in->event);
+    put_key_int (s, ",\"event\":", in->event);
     break;
   case SG_INS_WAIT_EVENT:
-    g_string_append_printf (s, ",\"event\":%" PRId32 ",\"coll\":%" PRId32, in->event, in->coll);
+    put_key_int (s, ",\"event\":", in->event);
+    put_key_int (s, ",\"coll\":", in->coll);
     break;
   case SG_INS_FREE:
-    g_string_append_printf (s, ",\"buffer\":%" PRId32, in->buffer);
+    put_key_int (s, ",\"buffer\":", in->buffer);
     break;
   }
   g_string_append_c (s, '}');
@@ -289,18 +341,23 @@ sg_plan_to_json (SgPlan *p, size_t *len)
   g_string_append (s, "],\n\"buffers\":[");
   for (int32_t i = 0; i < p->n_buffers; i++) {
     const SgPlanBuffer *b = &p->buffers[i];
-    g_string_append_printf (s,
-                            "%s{\"offset\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"first\":%" PRId32
-                            ",\"last\":%" PRId32 "}",
-                            i ? ",\n" : "\n", b->offset, b->bytes, b->first_ins, b->last_ins);
+    g_string_append (s, i ? ",\n{\"offset\":" : "\n{\"offset\":");
+    put_u64 (s, b->offset);
+    g_string_append (s, ",\"bytes\":");
+    put_u64 (s, b->bytes);
+    put_key_int (s, ",\"first\":", b->first_ins);
+    put_key_int (s, ",\"last\":", b->last_ins);
+    g_string_append_c (s, '}');
   }
   g_string_append (s, "],\n\"values\":[");
   for (int32_t i = 0; i < p->n_values; i++) {
     const SgPlanValue *v = &p->values[i];
     g_string_append (s, i ? ",\n{\"name\":" : "\n{\"name\":");
     put_str (s, v->name);
-    g_string_append_printf (s, ",\"buffer\":%" PRId32 ",\"offset\":%" PRIu64 ",\"dtype\":",
-                            v->buffer, v->offset);
+    put_key_int (s, ",\"buffer\":", v->buffer);
+    g_string_append (s, ",\"offset\":");
+    put_u64 (s, v->offset);
+    g_string_append (s, ",\"dtype\":");
     put_str (s, sg_dtype_name (v->dtype));
     g_string_append (s, ",\"shape\":");
     put_i64s (s, v->shape, v->ndim);

@@ -166,6 +166,10 @@ START_TEST (small_plan_validates_and_round_trips_byte_identical)
   size_t len;
   g_autofree char *a = sg_plan_to_json (p, &len);
   ck_assert_uint_eq (strlen (a), len);
+  ck_assert_ptr_nonnull (strstr (a, "\"est_us\":31.250,\"pred_start_us\":0.000,"));
+  ck_assert_ptr_nonnull (strstr (a, "\"pred_start_us\":-1.000"));
+  ck_assert_ptr_nonnull (strstr (a, "{\"offset\":768,\"bytes\":128,\"first\":5,\"last\":6}"));
+  ck_assert_ptr_nonnull (strstr (a, "\"outputs\":[4,-1]"));
   g_autoptr (SgPlan) q = sg_plan_load_data (a, len, "a", &e);
   ck_assert_msg (q != NULL, "%s", e ? e->message : "");
   ck_assert_uint_eq (q->hash, p->hash);
