@@ -56,6 +56,7 @@ typedef struct {
   uint64_t seed;        /* deterministic inputs (sg_rt_fill_input) */
   int32_t fail_at_ins;  /* test hook: rank fail_rank fails at this instruction; -1 = off */
   int32_t fail_rank;    /* which rank fails (default 1) */
+  bool fail_hang;       /* test hook: that rank stops responding instead (--timeout ends it) */
   double timeout_s;     /* backend watchdog; 0 = none */
   const char *backend;  /* "cpu" or "cuda" */
   int32_t dump_rank;    /* whose outputs --dump-outputs writes (default 0) */

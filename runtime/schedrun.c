@@ -27,12 +27,13 @@ on_alarm (int sig)
   static const char msg[] = "schedrun: --timeout expired; ending this rank (the job ends with it)\n";
   ssize_t w = write (STDERR_FILENO, msg, sizeof msg - 1);
   (void)w;
-  _exit (124);
+  _exit (3);
 }
 
 typedef struct {
   char *backend, *mode, *report, *dump;
   int iters, warmup, fail_at, fail_rank, dump_rank;
+  gboolean fail_hang;
   gint64 seed;
   double timeout;
 } Args;
@@ -62,6 +63,8 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
       "end the job when a rank runs longer than this many seconds", "SEC" },
     { "fail-at-ins", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &a->fail_at,
       "test hook: --fail-rank fails at this instruction", "N" },
+    { "fail-hang", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &a->fail_hang,
+      "test hook: the failing rank hangs instead of failing", NULL },
     { "fail-rank", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &a->fail_rank,
       "test hook: the rank that fails (default 1)", "R" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
@@ -113,6 +116,7 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
   opt->seed = (uint64_t)a->seed;
   opt->fail_at_ins = a->fail_at;
   opt->fail_rank = a->fail_rank;
+  opt->fail_hang = a->fail_hang;
   opt->timeout_s = a->timeout;
   opt->dump_rank = a->dump_rank;
   return true;

@@ -406,7 +406,7 @@ run_kernel (SgRtContext *ctx, const SgPlanIns *ins, GError **error)
   if (o != outs)
     g_free (o);
   if (!ok) {
-    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL, "rank %d: %s", ctx->rank, e->message);
+    g_set_error_literal (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL, e->message);
     g_error_free (e);
   }
   return ok;
@@ -420,9 +420,12 @@ cpu_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
   double t0 = MPI_Wtime (), compute = 0;
   for (int32_t i = 0; i < p->n_ins; i++) {
     const SgPlanIns *ins = &p->ins[i];
+    if (i == ctx->opt.fail_at_ins && ctx->rank == ctx->opt.fail_rank && ctx->opt.fail_hang)
+      for (;;)
+        g_usleep (G_USEC_PER_SEC); /* a hung rank: only --timeout or a kill ends it */
     if (i == ctx->opt.fail_at_ins && ctx->rank == ctx->opt.fail_rank) {
       g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_INJECTED,
-                   "rank %d: injected failure at instruction %d (%s)", ctx->rank, i,
+                   "injected failure at instruction %d (%s)", i,
                    ins->name ? ins->name : "-");
       return false;
     }

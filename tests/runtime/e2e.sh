@@ -169,8 +169,10 @@ faults)
   expect_fail "missing plan file" "rank 0:" 2 "$T/none.json"
   expect_fail "injected failure at instruction 40" "injected failure" 2 "$T/a.json" \
     --fail-at-ins 40
-  expect_fail "injected failure on rank 0 inside a collective wait" "injected failure" 2 \
+  expect_fail "injected failure on rank 0 (rank 1 then blocks in a collective)" "injected failure" 2 \
     "$T/a.json" --fail-at-ins 60 --fail-rank 0
+  expect_fail "a hung rank ended by --timeout" "timeout expired" 2 "$T/a.json" \
+    --fail-at-ins 40 --fail-hang --timeout 5
   "$MKPLAN" "$DATA/../runtime/data/unsupported_op.json" "$T/u.json" 2>"$T/mk.err" ||
     { cat "$T/mk.err"; fail "mkplan unsupported"; }
   expect_fail "an op the CPU backend cannot run" "cumsum_1" 2 "$T/u.json"
