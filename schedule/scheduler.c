@@ -224,6 +224,8 @@ typedef struct {
   int32_t *fifo, *fifo_next, *fifo_head, *fifo_tail; /* per group: issued, unreleased */
   uint64_t *in_flight;
   int32_t *n_in_flight;
+  SgNodeId mem_wait_x;  /* compute the memory check refused to move up */
+  int32_t mem_wait_x_at;
   SgNodeId *mem_wait_c; /* per group: collective the memory check refused */
   int32_t *mem_wait_at; /* ... until the frontier reaches this position */
   SgMemTree seg;
@@ -330,11 +332,19 @@ mem_take_range (Run *R, uint64_t b, int32_t a, int32_t e)
     sg_memtree_add (&R->seg, a, e, (int64_t)b);
 }
 
-/* Running @x at base position @at instead of its own allocates early. */
+/* Running compute @x at the frontier instead of its own position allocates
+ * early; a refusal is remembered until the frontier passes the position
+ * that was full (added bytes never go away, see try_issue). */
 static bool
-mem_fits (Run *R, SgNodeId x, int32_t at)
+mem_fits_moved (Run *R, SgNodeId x)
 {
-  return mem_fits_range (R, R->P->alloc[x], at, x);
+  if (R->mem_wait_x == x && R->frontier < R->mem_wait_x_at)
+    return false;
+  int32_t at = -1;
+  bool ok = mem_fits_range_at (R, R->P->alloc[x], R->frontier, x, &at);
+  R->mem_wait_x = ok ? SG_NO_NODE : x;
+  R->mem_wait_x_at = at + 1;
+  return ok;
 }
 
 static void
@@ -577,6 +587,7 @@ run_init (Run *R, const Problem *P, int32_t window, int32_t boost)
   R->n_in_flight = g_new0 (int32_t, (size_t)ng);
   R->mem_wait_c = g_new (SgNodeId, (size_t)ng);
   R->mem_wait_at = g_new0 (int32_t, (size_t)ng);
+  R->mem_wait_x = SG_NO_NODE;
   for (int32_t i = 0; i < ng; i++)
     R->mem_wait_c[i] = SG_NO_NODE;
   sg_memtree_init (&R->seg, n, P->profile);
@@ -669,14 +680,14 @@ run_variant (const Problem *P, int32_t window, int32_t boost, SgScheduleStats *s
       f = c;
       break;
     }
-    if (f != SG_NO_NODE && f != x && prio (&R, f) < prio (&R, x) && mem_fits (&R, f, x)) {
+    if (f != SG_NO_NODE && f != x && prio (&R, f) < prio (&R, x) && mem_fits_moved (&R, f)) {
       heap_pop (&R.ready);
       R.n_boosted++;
       run_demand (&R, f);
       continue;
     }
     if (R.window > 0 && would_stall (&R, x)) {
-      if (f != SG_NO_NODE && f != x && f - x <= R.window && mem_fits (&R, f, x)) {
+      if (f != SG_NO_NODE && f != x && f - x <= R.window && mem_fits_moved (&R, f)) {
         heap_pop (&R.ready);
         R.n_pulled++;
         run_demand (&R, f);
