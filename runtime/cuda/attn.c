@@ -41,8 +41,8 @@ dims_of (const SgCuTensor *q, const SgCuTensor *k, Dims *d)
   return true;
 }
 
-uint64_t
-sg_cu_sdpa_scratch_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward)
+static uint64_t
+inner_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward)
 {
   Dims d;
   if (!dims_of (q, k, &d))
@@ -150,14 +150,13 @@ check_args (const SgCuTensor *q, const SgCuTensor *k, const SgCuTensor *v, const
   return true;
 }
 
-bool
-sg_cu_sdpa_fwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *q, const SgCuTensor *k,
-                const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse, bool causal,
-                double scale, char *scratch, uint64_t scratch_bytes, GError **error)
+static bool
+sdpa_fwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *q, const SgCuTensor *k,
+          const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse, bool causal,
+          double scale, char *scratch, uint64_t scratch_bytes, GError **error)
 {
   Dims d;
-  if (!check_args (q, k, v, lse, sg_cu_sdpa_scratch_bytes (q, k, false), scratch_bytes, false, &d,
-                   error))
+  if (!check_args (q, k, v, lse, inner_bytes (q, k, false), scratch_bytes, false, &d, error))
     return false;
   const float sc = (float)(scale > 0 ? scale : 1.0 / sqrt ((double)d.D));
   const uint64_t sq = (uint64_t)(d.hc * d.Sq * d.Sk);
@@ -189,16 +188,14 @@ fail:
   return false;
 }
 
-bool
-sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout, const SgCuTensor *q,
-                const SgCuTensor *k, const SgCuTensor *v, const SgCuTensor *out,
-                const SgCuTensor *lse, const SgCuTensor *dq, const SgCuTensor *dk,
-                const SgCuTensor *dv, bool causal, double scale, char *scratch,
-                uint64_t scratch_bytes, GError **error)
+static bool
+sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout, const SgCuTensor *q,
+          const SgCuTensor *k, const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse,
+          const SgCuTensor *dq, const SgCuTensor *dk, const SgCuTensor *dv, bool causal,
+          double scale, char *scratch, uint64_t scratch_bytes, GError **error)
 {
   Dims d;
-  if (!check_args (q, k, v, lse, sg_cu_sdpa_scratch_bytes (q, k, true), scratch_bytes, true, &d,
-                   error))
+  if (!check_args (q, k, v, lse, inner_bytes (q, k, true), scratch_bytes, true, &d, error))
     return false;
   const float sc = (float)(scale > 0 ? scale : 1.0 / sqrt ((double)d.D));
   const uint64_t sq = (uint64_t)(d.hc * d.Sq * d.Sk), f32 = (sq * 4 + 255) / 256 * 256;
@@ -237,5 +234,113 @@ sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout, const 
   return true;
 fail:
   g_prefix_error (error, "attention backward: ");
+  return false;
+}
+
+/* ---- fp32 math for reduced-precision inputs (exact mode) ---- */
+
+static uint64_t
+f32_bytes (const SgCuTensor *t)
+{
+  return ((uint64_t)sg_cu_numel (t) * 4 + 255) / 256 * 256;
+}
+
+static bool
+wants_f32 (const SgCuTensor *q, bool fp32_math)
+{
+  return fp32_math && q->dtype != SG_DTYPE_F32;
+}
+
+uint64_t
+sg_cu_sdpa_scratch_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward, bool fp32_math)
+{
+  const uint64_t inner = inner_bytes (q, k, backward);
+  if (inner == 0 || !wants_f32 (q, fp32_math))
+    return inner;
+  /* fwd: q, k, v, out; bwd: dout, q, out, dq and k, v, dk, dv */
+  return inner + (backward ? 4 * f32_bytes (q) + 4 * f32_bytes (k)
+                           : 2 * f32_bytes (q) + 2 * f32_bytes (k));
+}
+
+/* A dense fp32 twin of @t in the scratch at *@p (advanced); @copy: with
+ * @t's values. */
+static bool
+twin (const SgCuTensor *t, SgCuTensor *out, char **p, bool copy, cudaStream_t s, GError **error)
+{
+  *out = *t;
+  out->dtype = SG_DTYPE_F32;
+  out->ptr = *p;
+  int64_t st = 1;
+  for (int k = t->ndim - 1; k >= 0; k--) {
+    out->stride[k] = st;
+    st *= t->shape[k];
+  }
+  *p += f32_bytes (t);
+  if (copy)
+    SG_CU_CHECK (sg_cu_map (SG_CU_COPY, out, t, NULL, 0, s), error, fail);
+  return true;
+fail:
+  return false;
+}
+
+bool
+sg_cu_sdpa_fwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *q, const SgCuTensor *k,
+                const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse, bool causal,
+                double scale, bool fp32_math, char *scratch, uint64_t scratch_bytes,
+                GError **error)
+{
+  if (!wants_f32 (q, fp32_math))
+    return sdpa_fwd (h, s, q, k, v, out, lse, causal, scale, scratch, scratch_bytes, error);
+  const uint64_t need = sg_cu_sdpa_scratch_bytes (q, k, false, true);
+  if (need == 0 || need > scratch_bytes) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL,
+                 "attention forward: %" G_GUINT64_FORMAT " bytes of scratch needed, %"
+                 G_GUINT64_FORMAT " planned", need, scratch_bytes);
+    return false;
+  }
+  char *p = scratch;
+  SgCuTensor q32, k32, v32, o32;
+  if (!twin (q, &q32, &p, true, s, error) || !twin (k, &k32, &p, true, s, error) ||
+      !twin (v, &v32, &p, true, s, error) || !twin (out, &o32, &p, false, s, error) ||
+      !sdpa_fwd (h, s, &q32, &k32, &v32, &o32, lse, causal, scale, p,
+                 scratch_bytes - (uint64_t)(p - scratch), error))
+    return false;
+  SG_CU_CHECK (sg_cu_map (SG_CU_COPY, out, &o32, NULL, 0, s), error, fail);
+  return true;
+fail:
+  return false;
+}
+
+bool
+sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout, const SgCuTensor *q,
+                const SgCuTensor *k, const SgCuTensor *v, const SgCuTensor *out,
+                const SgCuTensor *lse, const SgCuTensor *dq, const SgCuTensor *dk,
+                const SgCuTensor *dv, bool causal, double scale, bool fp32_math, char *scratch,
+                uint64_t scratch_bytes, GError **error)
+{
+  if (!wants_f32 (q, fp32_math))
+    return sdpa_bwd (h, s, dout, q, k, v, out, lse, dq, dk, dv, causal, scale, scratch,
+                     scratch_bytes, error);
+  const uint64_t need = sg_cu_sdpa_scratch_bytes (q, k, true, true);
+  if (need == 0 || need > scratch_bytes) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL,
+                 "attention backward: %" G_GUINT64_FORMAT " bytes of scratch needed, %"
+                 G_GUINT64_FORMAT " planned", need, scratch_bytes);
+    return false;
+  }
+  char *p = scratch;
+  SgCuTensor do32, q32, k32, v32, o32, dq32, dk32, dv32;
+  if (!twin (dout, &do32, &p, true, s, error) || !twin (q, &q32, &p, true, s, error) ||
+      !twin (k, &k32, &p, true, s, error) || !twin (v, &v32, &p, true, s, error) ||
+      !twin (out, &o32, &p, true, s, error) || !twin (dq, &dq32, &p, false, s, error) ||
+      !twin (dk, &dk32, &p, false, s, error) || !twin (dv, &dv32, &p, false, s, error) ||
+      !sdpa_bwd (h, s, &do32, &q32, &k32, &v32, &o32, lse, &dq32, &dk32, &dv32, causal, scale, p,
+                 scratch_bytes - (uint64_t)(p - scratch), error))
+    return false;
+  SG_CU_CHECK (sg_cu_map (SG_CU_COPY, dq, &dq32, NULL, 0, s), error, fail);
+  SG_CU_CHECK (sg_cu_map (SG_CU_COPY, dk, &dk32, NULL, 0, s), error, fail);
+  SG_CU_CHECK (sg_cu_map (SG_CU_COPY, dv, &dv32, NULL, 0, s), error, fail);
+  return true;
+fail:
   return false;
 }

@@ -35,7 +35,7 @@ cuda_check_plan (SgRtContext *ctx, GError **error)
   uint64_t *need = g_new0 (uint64_t, MAX (1, plan->n_streams));
   bool ok = true;
   for (int32_t i = 0; i < plan->n_ins && ok; i++)
-    ok = sg_cu_check_ins (plan, &plan->ins[i], need, error);
+    ok = sg_cu_check_ins (plan, &plan->ins[i], ctx->opt.mode == SG_RT_MODE_EXACT, need, error);
   g_free (need);
   return ok;
 }
@@ -68,8 +68,9 @@ cuda_setup (SgRtContext *ctx, GError **error)
   st->n_streams = plan->n_streams;
   st->scratch = g_new0 (char *, st->n_streams);
   st->scratch_bytes = g_new0 (uint64_t, st->n_streams);
+  st->exact = ctx->opt.mode == SG_RT_MODE_EXACT;
   for (int32_t i = 0; i < plan->n_ins; i++)
-    if (!sg_cu_check_ins (plan, &plan->ins[i], st->scratch_bytes, error))
+    if (!sg_cu_check_ins (plan, &plan->ins[i], st->exact, st->scratch_bytes, error))
       goto fail;
   uint64_t total = (plan->arena_bytes + 255) / 256 * 256;
   st->arena_bytes = plan->arena_bytes;

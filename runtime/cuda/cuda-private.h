@@ -159,6 +159,7 @@ typedef struct {
   cudaEvent_t *events;      /* the plan's events */
   int32_t n_events;
   cublasHandle_t cublas;
+  bool exact;               /* exact mode: attention math in fp32 */
   ncclComm_t *comms;        /* per plan group */
   int32_t n_comms;
   /* measurement */
@@ -178,8 +179,8 @@ void sg_cu_value_tensor (const SgCuState *st, const SgPlan *plan, int32_t value,
 
 /* Rejects what dispatch cannot run (op, dtype, argument forms), naming the
  * node; adds to @scratch_need (bytes per stream) what the instruction needs. */
-bool sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, uint64_t *scratch_need,
-                      GError **error);
+bool sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact,
+                      uint64_t *scratch_need, GError **error);
 /* Queues one KERNEL instruction on its stream. */
 bool sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GError **error);
 /* Queues one COLLECTIVE instruction on its stream (staging through the
@@ -198,20 +199,25 @@ uint64_t sg_cu_gemm_scratch_bytes (const SgCuTensor *a, const SgCuTensor *b);
 
 /* Scaled dot-product attention on [B, H, S, D] views (K/V may have fewer
  * heads: grouped-query), PyTorch's "math" backend on cuBLAS: S = scale Q K^T
- * (fp32), masked softmax (P in V's dtype for the second GEMM, as
- * FlashAttention rounds it), O = P V; @lse fp32 [B, H, Sq(, 1)] may be NULL.
- * The backward recomputes P from @lse. @scratch: sg_cu_sdpa_scratch_bytes. */
+ * (fp32), masked softmax, O = P V with P (and the backward's dS) in the
+ * operands' dtype, as FlashAttention rounds them; @fp32_math (exact mode):
+ * bf16/f16 operands are widened first and every product runs in fp32, the
+ * CPU reference's numerics. @lse fp32 [B, H, Sq(, 1)] may be NULL in the
+ * forward; the backward recomputes P from it. @scratch:
+ * sg_cu_sdpa_scratch_bytes. */
 bool sg_cu_sdpa_fwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *q, const SgCuTensor *k,
                      const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse, bool causal,
-                     double scale, char *scratch, uint64_t scratch_bytes, GError **error);
+                     double scale, bool fp32_math, char *scratch, uint64_t scratch_bytes,
+                     GError **error);
 bool sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout,
                      const SgCuTensor *q, const SgCuTensor *k, const SgCuTensor *v,
                      const SgCuTensor *out, const SgCuTensor *lse, const SgCuTensor *dq,
                      const SgCuTensor *dk, const SgCuTensor *dv, bool causal, double scale,
-                     char *scratch, uint64_t scratch_bytes, GError **error);
+                     bool fp32_math, char *scratch, uint64_t scratch_bytes, GError **error);
 /* Scratch the forward (@backward false) or backward needs; 0 for views
  * that are not [B, H, S, D]. */
-uint64_t sg_cu_sdpa_scratch_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward);
+uint64_t sg_cu_sdpa_scratch_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward,
+                                   bool fp32_math);
 
 /* NCCL type for @dtype; false when NCCL has none. */
 bool sg_cu_nccl_type (SgDtype dtype, ncclDataType_t *out);

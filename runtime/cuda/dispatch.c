@@ -130,7 +130,8 @@ dtype_ok (SgDtype d)
 }
 
 bool
-sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, uint64_t *scratch_need, GError **error)
+sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, uint64_t *scratch_need,
+                 GError **error)
 {
   if (ins->kind != SG_INS_KERNEL && ins->kind != SG_INS_COLLECTIVE)
     return true;
@@ -189,10 +190,10 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, uint64_t *scratch_nee
     if (bias && !cJSON_IsNull (bias))
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "attention with a bias", NULL);
     if (!arg_tensor (NULL, plan, ins, s.q, &a) || !arg_tensor (NULL, plan, ins, s.k, &b) ||
-        sg_cu_sdpa_scratch_bytes (&a, &b, s.backward) == 0)
+        sg_cu_sdpa_scratch_bytes (&a, &b, s.backward, exact) == 0)
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins,
                        "attention q/k must be [B, H, S, D] with H a multiple of K's heads", NULL);
-    need = sg_cu_sdpa_scratch_bytes (&a, &b, s.backward) + 256;
+    need = sg_cu_sdpa_scratch_bytes (&a, &b, s.backward, exact) + 256;
     break;
   }
   case SG_CLASS_REDUCTION:
@@ -359,7 +360,7 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
       return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "no output tensor", NULL);
     const bool has_lse = out_tensor (st, plan, ins, 1, &lse);
     if (!sg_cu_sdpa_fwd (st->cublas, s, &q, &k, &v, &o, has_lse ? &lse : NULL, causal, scale,
-                         st->scratch[ins->stream], st->scratch_bytes[ins->stream], error))
+                         st->exact, st->scratch[ins->stream], st->scratch_bytes[ins->stream], error))
       goto fail;
     return true;
   }
@@ -372,7 +373,7 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
       !out_tensor (st, plan, ins, 2, &dv))
     return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "gradients are not tensors", NULL);
   if (!sg_cu_sdpa_bwd (st->cublas, s, &dout, &q, &k, &v, &o, &lse, &dq, &dk, &dv, causal, scale,
-                       st->scratch[ins->stream], st->scratch_bytes[ins->stream], error))
+                       st->exact, st->scratch[ins->stream], st->scratch_bytes[ins->stream], error))
     goto fail;
   return true;
 fail:

@@ -305,7 +305,7 @@ time_compute (const SgGraph *g, SgNodeId id, Timer *t, double *us, GError **erro
   p.ins = &ins;
   p.n_ins = 1;
   uint64_t scratch = 0;
-  if (!sg_cu_check_ins (&p, &ins, &scratch, error))
+  if (!sg_cu_check_ins (&p, &ins, false, &scratch, error))
     goto out;
   SG_CU_CHECK (cudaMalloc ((void **)&base, arena + scratch + 256), error, out);
   /* random-ish, finite contents: bytes 0x3c.. read as small bf16/f32 values */

@@ -459,26 +459,27 @@ sdpa_ref (const double *q, const double *k, const double *v, const double *go, i
 /* Runs forward and backward on q [B,H,S,D], k/v [B,Hkv,S,D] (f32) and
  * compares with the reference; GQA references expand K/V per query head. */
 static void
-sdpa_case (int B, int H, int Hkv, int S, int D, bool causal)
+sdpa_case_dt (int B, int H, int Hkv, int S, int D, bool causal, SgDtype dt, bool fp32_math,
+              double rtol)
 {
   const int64_t sq[] = { B, H, S, D }, skv[] = { B, Hkv, S, D }, sl[] = { B, H, S, 1 };
   const int n = B * H * S * D, nkv = B * Hkv * S * D, rep = H / Hkv;
-  DevT q = dev_rand (SG_DTYPE_F32, 4, sq, 0), k = dev_rand (SG_DTYPE_F32, 4, skv, 0);
-  DevT v = dev_rand (SG_DTYPE_F32, 4, skv, 0), go = dev_rand (SG_DTYPE_F32, 4, sq, 0);
-  DevT o = dev_empty (SG_DTYPE_F32, 4, sq), lse = dev_empty (SG_DTYPE_F32, 4, sl);
-  DevT dq = dev_empty (SG_DTYPE_F32, 4, sq), dk = dev_empty (SG_DTYPE_F32, 4, skv);
-  DevT dv = dev_empty (SG_DTYPE_F32, 4, skv);
-  const uint64_t bytes = sg_cu_sdpa_scratch_bytes (&q.t, &k.t, true);
-  ck_assert_uint_ge (bytes, sg_cu_sdpa_scratch_bytes (&q.t, &k.t, false));
+  DevT q = dev_rand (dt, 4, sq, 0), k = dev_rand (dt, 4, skv, 0);
+  DevT v = dev_rand (dt, 4, skv, 0), go = dev_rand (dt, 4, sq, 0);
+  DevT o = dev_empty (dt, 4, sq), lse = dev_empty (SG_DTYPE_F32, 4, sl);
+  DevT dq = dev_empty (dt, 4, sq), dk = dev_empty (dt, 4, skv);
+  DevT dv = dev_empty (dt, 4, skv);
+  const uint64_t bytes = sg_cu_sdpa_scratch_bytes (&q.t, &k.t, true, fp32_math);
+  ck_assert_uint_ge (bytes, sg_cu_sdpa_scratch_bytes (&q.t, &k.t, false, fp32_math));
   char *scratch;
   ck_assert_int_eq (cudaMalloc ((void **)&scratch, bytes), cudaSuccess);
   cublasHandle_t h;
   ck_assert_int_eq (cublasCreate (&h), CUBLAS_STATUS_SUCCESS);
   GError *error = NULL;
-  ck_assert_msg (sg_cu_sdpa_fwd (h, NULL, &q.t, &k.t, &v.t, &o.t, &lse.t, causal, 0, scratch, bytes,
+  ck_assert_msg (sg_cu_sdpa_fwd (h, NULL, &q.t, &k.t, &v.t, &o.t, &lse.t, causal, 0, fp32_math, scratch, bytes,
                                  &error), "%s", error ? error->message : "");
   ck_assert_msg (sg_cu_sdpa_bwd (h, NULL, &go.t, &q.t, &k.t, &v.t, &o.t, &lse.t, &dq.t, &dk.t,
-                                 &dv.t, causal, 0, scratch, bytes, &error),
+                                 &dv.t, causal, 0, fp32_math, scratch, bytes, &error),
                  "%s", error ? error->message : "");
   /* reference on K/V expanded to H heads; their gradients summed back */
   double *ke = g_new (double, n), *ve = g_new (double, n);
@@ -500,11 +501,11 @@ sdpa_case (int B, int H, int Hkv, int S, int D, bool causal)
       }
   double *go_ = dev_read (&o), *gl = dev_read (&lse), *gq = dev_read (&dq);
   double *gk = dev_read (&dk), *gv = dev_read (&dv);
-  assert_close (go_, wo, n, 1e-4, 1e-5);
+  assert_close (go_, wo, n, rtol, 1e-5);
   assert_close (gl, wl, B * H * S, 1e-4, 1e-5);
-  assert_close (gq, wq, n, 1e-3, 1e-4);
-  assert_close (gk, wk, nkv, 1e-3, 1e-4);
-  assert_close (gv, wv, nkv, 1e-3, 1e-4);
+  assert_close (gq, wq, n, MAX (rtol, 1e-3), 1e-4);
+  assert_close (gk, wk, nkv, MAX (rtol, 1e-3), 1e-4);
+  assert_close (gv, wv, nkv, MAX (rtol, 1e-3), 1e-4);
   g_free (ke); g_free (ve); g_free (wke); g_free (wve);
   g_free (wo); g_free (wl); g_free (wq); g_free (wk); g_free (wv);
   g_free (go_); g_free (gl); g_free (gq); g_free (gk); g_free (gv);
@@ -512,6 +513,12 @@ sdpa_case (int B, int H, int Hkv, int S, int D, bool causal)
   cudaFree (scratch);
   dev_free (&q); dev_free (&k); dev_free (&v); dev_free (&go); dev_free (&o);
   dev_free (&lse); dev_free (&dq); dev_free (&dk); dev_free (&dv);
+}
+
+static void
+sdpa_case (int B, int H, int Hkv, int S, int D, bool causal)
+{
+  sdpa_case_dt (B, H, Hkv, S, D, causal, SG_DTYPE_F32, false, 1e-4);
 }
 
 START_TEST (sdpa_forward_and_backward_match_the_reference)
@@ -527,6 +534,13 @@ START_TEST (sdpa_grouped_query_heads_sum_their_kv_gradients)
 }
 END_TEST
 
+START_TEST (sdpa_bf16_with_fp32_math_rounds_only_its_outputs)
+{
+  /* every product in fp32: only the final rounding to bf16 (2^-8) remains */
+  sdpa_case_dt (1, 2, 2, 40, 32, true, SG_DTYPE_BF16, true, 1.0 / 128);
+}
+END_TEST
+
 START_TEST (sdpa_rejects_heads_that_do_not_group)
 {
   SgCuTensor q, k;
@@ -537,9 +551,9 @@ START_TEST (sdpa_rejects_heads_that_do_not_group)
   memcpy (q.shape, s, sizeof s);
   k = q;
   k.shape[1] = 2;
-  ck_assert_uint_eq (sg_cu_sdpa_scratch_bytes (&q, &k, false), 0);
+  ck_assert_uint_eq (sg_cu_sdpa_scratch_bytes (&q, &k, false, false), 0);
   GError *error = NULL;
-  ck_assert (!sg_cu_sdpa_fwd (NULL, NULL, &q, &k, &k, &q, NULL, true, 0, NULL, 0, &error));
+  ck_assert (!sg_cu_sdpa_fwd (NULL, NULL, &q, &k, &k, &q, NULL, true, 0, false, NULL, 0, &error));
   ck_assert (error != NULL);
   g_error_free (error);
 }
@@ -563,6 +577,7 @@ suite (void)
   tcase_add_test (tc, gemm_stages_an_operand_that_is_neither_row_nor_column_major);
   tcase_add_test (tc, sdpa_forward_and_backward_match_the_reference);
   tcase_add_test (tc, sdpa_grouped_query_heads_sum_their_kv_gradients);
+  tcase_add_test (tc, sdpa_bf16_with_fp32_math_rounds_only_its_outputs);
   tcase_add_test (tc, sdpa_rejects_heads_that_do_not_group);
   suite_add_tcase (s, tc);
   return s;
