@@ -85,16 +85,36 @@ k_reduce (const KCtx *k, SgOpKind op, SgTensor *out)
   return true;
 }
 
-/* c[m,n] = a[m,k] @ b[k,n], fp32, k ascending for every (i, j). */
+/* c[m,n] = a[m,k] @ b[k,n], fp32, k ascending for every (i, j): rows are
+ * taken four at a time so each row of b is loaded once per four rows of c;
+ * the per-element summation order stays p = 0, 1, ..., k-1. */
 static void
-gemm_f32 (int64_t m, int64_t n, int64_t kk, const float *a, const float *b, float *c)
+gemm_f32 (int64_t m, int64_t n, int64_t kk, const float *restrict a, const float *restrict b,
+          float *restrict c)
 {
   memset (c, 0, (size_t)(m * n) * sizeof (float));
-  for (int64_t i = 0; i < m; i++) {
-    float *ci = c + i * n;
+  int64_t i = 0;
+  for (; i + 4 <= m; i += 4) {
+    float *restrict c0 = c + i * n, *restrict c1 = c0 + n, *restrict c2 = c1 + n,
+                    *restrict c3 = c2 + n;
+    for (int64_t p = 0; p < kk; p++) {
+      const float a0 = a[i * kk + p], a1 = a[(i + 1) * kk + p], a2 = a[(i + 2) * kk + p],
+                  a3 = a[(i + 3) * kk + p];
+      const float *restrict bp = b + p * n;
+      for (int64_t j = 0; j < n; j++) {
+        const float bj = bp[j];
+        c0[j] += a0 * bj;
+        c1[j] += a1 * bj;
+        c2[j] += a2 * bj;
+        c3[j] += a3 * bj;
+      }
+    }
+  }
+  for (; i < m; i++) {
+    float *restrict ci = c + i * n;
     for (int64_t p = 0; p < kk; p++) {
       const float ap = a[i * kk + p];
-      const float *bp = b + p * n;
+      const float *restrict bp = b + p * n;
       for (int64_t j = 0; j < n; j++)
         ci[j] += ap * bp[j];
     }
