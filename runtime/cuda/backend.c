@@ -130,6 +130,19 @@ cuda_setup (SgRtContext *ctx, GError **error)
       SG_CU_CHECK (cudaEventCreate (&st->reached[i]), error, fail);
   }
 
+  /* Diagnostics: per-kernel times (changes what it measures a little: two
+   * more event records per kernel on the host). */
+  const char *kt = g_getenv ("SG_CUDA_KERNEL_TIMES");
+  if (kt && *kt) {
+    st->ktimes_path = g_strdup (kt);
+    st->kev = g_new0 (cudaEvent_t, 2 * MAX (1, plan->n_ins));
+    st->ksamples = g_new0 (double, (size_t)MAX (1, ctx->opt.iters) * MAX (1, plan->n_ins));
+    for (int32_t i = 0; i < plan->n_ins; i++)
+      if (plan->ins[i].kind == SG_INS_KERNEL) {
+        SG_CU_CHECK (cudaEventCreate (&st->kev[2 * i]), error, fail);
+        SG_CU_CHECK (cudaEventCreate (&st->kev[2 * i + 1]), error, fail);
+      }
+  }
   if (!sg_cu_comms_init (st, ctx, error))
     goto fail;
   SG_CU_CHECK (cudaDeviceSynchronize (), error, fail);
@@ -235,8 +248,12 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
         SG_CU_CHECK (cudaEventRecord (st->run_ev[2 * run], s), error, fail);
         in_run = true;
       }
+      if (st->kev)
+        SG_CU_CHECK (cudaEventRecord (st->kev[2 * i], s), error, fail);
       if (!sg_cu_run_kernel (st, plan, ins, error))
         goto fail;
+      if (st->kev)
+        SG_CU_CHECK (cudaEventRecord (st->kev[2 * i + 1], s), error, fail);
       break;
     case SG_INS_COLLECTIVE: {
       const int32_t c = st->coll_ordinal[i];
@@ -281,6 +298,12 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
     return false;
   sg_cu_watchdog_disarm (st->watchdog);
 
+  const int32_t measured = st->n_steps++ - ctx->opt.warmup;
+  if (st->kev && measured >= 0 && measured < ctx->opt.iters)
+    for (int32_t k = 0; k < plan->n_ins; k++)
+      if (plan->ins[k].kind == SG_INS_KERNEL)
+        st->ksamples[(size_t)measured * plan->n_ins + k] =
+          elapsed_us (st->kev[2 * k], st->kev[2 * k + 1]);
   out->step_us = elapsed_us (st->step_start, st->step_end);
   out->compute_us = 0;
   for (int32_t r = 0; r < run; r++)
@@ -352,6 +375,41 @@ destroy_events (cudaEvent_t *ev, int32_t n)
   g_free (ev);
 }
 
+static int
+cmp_double (const void *a, const void *b)
+{
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* Rank 0: one line per KERNEL instruction, the median over the measured
+ * iterations (tab-separated: index, node, op, target, us). */
+static void
+write_kernel_times (SgRtContext *ctx, SgCuState *st)
+{
+  const SgPlan *plan = ctx->plan;
+  const int32_t n = MIN (st->n_steps - ctx->opt.warmup, ctx->opt.iters);
+  if (ctx->rank != 0 || n <= 0)
+    return;
+  GString *out = g_string_new ("index\tnode\top\ttarget\tmedian_us\n");
+  double *v = g_new (double, n);
+  for (int32_t i = 0; i < plan->n_ins; i++) {
+    const SgPlanIns *ins = &plan->ins[i];
+    if (ins->kind != SG_INS_KERNEL)
+      continue;
+    for (int32_t k = 0; k < n; k++)
+      v[k] = st->ksamples[(size_t)k * plan->n_ins + i];
+    qsort (v, (size_t)n, sizeof *v, cmp_double);
+    g_string_append_printf (out, "%d\t%s\t%s\t%s\t%.3f\n", i, ins->name ? ins->name : "",
+                            sg_op_name (ins->op), ins->target ? ins->target : "",
+                            n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+  }
+  if (!g_file_set_contents (st->ktimes_path, out->str, -1, NULL))
+    g_printerr ("schedrun: cannot write %s\n", st->ktimes_path);
+  g_free (v);
+  g_string_free (out, TRUE);
+}
+
 static void
 cuda_teardown (SgRtContext *ctx)
 {
@@ -359,6 +417,11 @@ cuda_teardown (SgRtContext *ctx)
   if (!st)
     return;
   const SgPlan *plan = ctx->plan;
+  if (st->kev)
+    write_kernel_times (ctx, st);
+  destroy_events (st->kev, 2 * plan->n_ins);
+  g_free (st->ksamples);
+  g_free (st->ktimes_path);
   int32_t n_coll = 0;
   for (int32_t i = 0; st->coll_ordinal && i < plan->n_ins; i++)
     n_coll += st->coll_ordinal[i] >= 0;

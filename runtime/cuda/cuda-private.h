@@ -98,6 +98,10 @@ cudaError_t sg_cu_attn_delta (const SgCuTensor *dout, const SgCuTensor *out, flo
 cudaError_t sg_cu_attn_ds (const float *p, const float *dp, const float *delta, void *ds,
                            int32_t ds_dtype, int64_t rows, int64_t sk, cudaStream_t stream);
 
+/* Occupies @stream for @us microseconds (one thread): work queued behind it
+ * is timed on the GPU alone, not at the host's launch rate. */
+cudaError_t sg_cu_spin (double us, cudaStream_t stream);
+
 /* Number of elements of a view. */
 int64_t sg_cu_numel (const SgCuTensor *t);
 /* True when the view is dense row-major (its logical order is memory order). */
@@ -171,6 +175,11 @@ typedef struct {
   cudaEvent_t step_start, step_end;
   cudaEvent_t *join;        /* per stream */
   void **input_host;        /* per plan input: pinned host bytes, filled once */
+  /* SG_CUDA_KERNEL_TIMES=FILE: events around every KERNEL (diagnostics) */
+  char *ktimes_path;
+  cudaEvent_t *kev;         /* 2 per instruction */
+  double *ksamples;         /* [measured iteration][instruction] */
+  int32_t n_steps;          /* run_step calls so far */
   SgCuWatchdog *watchdog;
 } SgCuState;
 

@@ -648,3 +648,27 @@ sg_cu_attn_ds (const float *p, const float *dp, const float *delta, void *ds, in
                                                           ds_dtype, n, sk);
   return cudaGetLastError ();
 }
+
+/* ---- a timed wait on the GPU (profiling: lets the host queue work ahead) ---- */
+
+namespace {
+
+__global__ void
+spin_kernel (unsigned long long ns)
+{
+  unsigned long long t0, t;
+  asm volatile ("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep (1000);
+    asm volatile ("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+
+} /* namespace */
+
+extern "C" cudaError_t
+sg_cu_spin (double us, cudaStream_t stream)
+{
+  spin_kernel<<<1, 1, 0, stream>>> ((unsigned long long)(us * 1000.0));
+  return cudaGetLastError ();
+}

@@ -92,6 +92,13 @@ for g in $GRAPHS; do
   done
 done
 
+section "diagnostics: per-kernel GPU times vs the profile's estimates (input order)"
+for g in $GRAPHS; do
+  timeout 120 "${MPI[@]}" -x SG_CUDA_KERNEL_TIMES="$W/ktimes.$g.tsv" "$BIN/schedrun" \
+    --backend cuda --mode timing --iters 10 --warmup 3 "$W/t.$g.profile.input.plan.json" | tail -1
+  "$BIN/schedgraph" --costs --profile "$PROF" "$G/$g.json" > "$W/costs.$g.txt" 2>&1
+done
+
 section summary
 python3 "$ROOT/tools/device/summarize.py" "$W" "$GRAPHS" | tee "$OUT/summary.md"
 cp "$PROF" "$OUT/profile.json" 2>/dev/null
