@@ -694,7 +694,8 @@ SgGraph *
 sg_graph_load_full (const char *path, bool validate, GError **error)
 {
   g_return_val_if_fail (path != NULL, NULL);
-  int fd = open (path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO must be refused, not waited on. */
+  int fd = open (path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     int e = errno;
     g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_IO, "cannot open: %s", g_strerror (e));

@@ -55,6 +55,7 @@ done
 
 expect_reject "reject-directory" "$dir" "is a directory"
 expect_reject "reject-missing-path" "$tmp/no-such-graph.json" "cannot open: No such file or directory"
+mkfifo "$tmp/fifo.json" && expect_reject "reject-fifo" "$tmp/fifo.json" "not a regular file"
 mkdir -p "$tmp/ro" && cp "$dir/accept-small.json" "$tmp/ro/g.json" && chmod 000 "$tmp/ro/g.json"
 if [ "$(id -u)" != 0 ]; then
   expect_reject "reject-unreadable" "$tmp/ro/g.json" "cannot open: Permission denied"
