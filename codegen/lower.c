@@ -351,8 +351,13 @@ emit_collective (SgLower *l, SgNodeId id)
   x->reduce = n->reduce;
   x->dtype = dtype;
   x->count = (int64_t)(n->kind == SG_OP_REDUCE_SCATTER ? no : ni);
-  g_autoptr (cJSON) kw = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
-  const cJSON *mem = cJSON_GetObjectItemCaseSensitive (kw, "schedgraph_bucket");
+  x->args = cJSON_Parse (n->args_json ? n->args_json : "[]");
+  x->kwargs = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
+  if (!cJSON_IsArray (x->args) || !cJSON_IsObject (x->kwargs))
+    return sg_lower_fail (l, id, "args/kwargs: not a JSON list/object");
+  rewrite_refs (l, x->args);
+  rewrite_refs (l, x->kwargs);
+  const cJSON *mem = cJSON_GetObjectItemCaseSensitive (x->kwargs, "schedgraph_bucket");
   if (cJSON_IsArray (mem)) {
     x->members = g_new0 (char *, (size_t)cJSON_GetArraySize (mem) + 1);
     const cJSON *m;

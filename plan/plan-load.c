@@ -345,19 +345,21 @@ load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
   case SG_INS_FREE:
     return get_i32 (l, e, "ins", i, "buffer", 0, &in->buffer);
   }
+  const cJSON *args = field (l, e, "ins", i, "args");
+  const cJSON *kwargs = args ? field (l, e, "ins", i, "kwargs") : NULL;
+  if (!args || !kwargs)
+    return false;
+  if (!cJSON_IsArray (args))
+    return fail (l, "ins[%d].args: expected a list", i);
+  if (!cJSON_IsObject (kwargs))
+    return fail (l, "ins[%d].kwargs: expected an object", i);
+  in->args = cJSON_Duplicate (args, true);
+  in->kwargs = cJSON_Duplicate (kwargs, true);
   if (in->kind == SG_INS_KERNEL) {
     const char *target = get_str (l, e, "ins", i, "target");
-    const cJSON *args = field (l, e, "ins", i, "args");
-    const cJSON *kwargs = field (l, e, "ins", i, "kwargs");
-    if (!target || !args || !kwargs)
+    if (!target)
       return false;
-    if (!cJSON_IsArray (args))
-      return fail (l, "ins[%d].args: expected a list", i);
-    if (!cJSON_IsObject (kwargs))
-      return fail (l, "ins[%d].kwargs: expected an object", i);
     in->target = g_strdup (target);
-    in->args = cJSON_Duplicate (args, true);
-    in->kwargs = cJSON_Duplicate (kwargs, true);
     return true;
   }
   const char *reduce = get_str (l, e, "ins", i, "reduce");

@@ -216,8 +216,8 @@ check_collective (const SgPlan *p, int32_t i, GError **error)
   case SG_OP_REDUCE_SCATTER:
     ok = no == c && ni == c * n;
     break;
-  case SG_OP_ALL_TO_ALL:
-    ok = ni == c && no == c;
+  case SG_OP_ALL_TO_ALL: /* uneven splits may change the output size */
+    ok = ni == c;
     break;
   default:
     ok = ni == c && no == c;

@@ -252,12 +252,11 @@ put_ins (GString *s, const SgPlanIns *in)
     put_ids (s, in->in, in->n_in);
     g_string_append (s, ",\"out\":");
     put_ids (s, in->out, in->n_out);
-    if (in->kind == SG_INS_KERNEL) {
-      g_string_append (s, ",\"args\":");
-      put_cjson (s, in->args, "[]");
-      g_string_append (s, ",\"kwargs\":");
-      put_cjson (s, in->kwargs, "{}");
-    } else {
+    g_string_append (s, ",\"args\":");
+    put_cjson (s, in->args, "[]");
+    g_string_append (s, ",\"kwargs\":");
+    put_cjson (s, in->kwargs, "{}");
+    if (in->kind == SG_INS_COLLECTIVE) {
       put_key_int (s, ",\"group\":", in->group);
       put_key_int (s, ",\"count\":", in->count);
       g_string_append (s, ",\"dtype\":");

@@ -94,8 +94,9 @@ typedef struct {
   char *target; /* KERNEL: the graph's target string */
   int32_t *in, n_in;   /* value ids */
   int32_t *out, n_out; /* value ids (-1 for tuple elements that are not tensors) */
-  /* KERNEL: the node's args/kwargs with every {"node": NAME} replaced by
-   * {"value": ID}; (transfer full) owned by the instruction. */
+  /* KERNEL and COLLECTIVE: the node's args/kwargs with every {"node": NAME}
+   * replaced by {"value": ID} (a collective's group name, split sizes,
+   * broadcast source are there); (transfer full) owned by the instruction. */
   cJSON *args, *kwargs;
   /* COLLECTIVE */
   int32_t group;      /* index into groups */
@@ -103,7 +104,7 @@ typedef struct {
   SgDtype dtype;      /* element type of in[0] and out[0] */
   int64_t count;      /* NCCL's count argument: all_gather: input elements,
                        * reduce_scatter: output elements, all_reduce /
-                       * broadcast / all_to_all: elements */
+                       * broadcast: elements, all_to_all: input elements */
   /* RECORD / WAIT_EVENT */
   int32_t event;
   int32_t coll;       /* WAIT_EVENT of a wait_tensor: index of its COLLECTIVE ins, else -1 */

@@ -212,6 +212,37 @@ START_TEST (collective_without_wait_is_waited_at_the_end)
 }
 END_TEST
 
+START_TEST (collective_arguments_reach_the_plan)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "float32", 1, 8);
+  tb_node (g, "{\"name\":\"bc\",\"op\":\"call_function\","
+              "\"target\":\"_c10d_functional.broadcast.default\","
+              "\"args\":[{\"node\":\"x\"},1,\"0\"],\"kwargs\":{},"
+              "\"meta\":{\"shape\":[8],\"stride\":[1],\"dtype\":\"float32\"}}");
+  tb_wait (g, "wb", "bc");
+  tb_node (g, "{\"name\":\"a2a\",\"op\":\"call_function\","
+              "\"target\":\"_c10d_functional.all_to_all_single.default\","
+              "\"args\":[{\"node\":\"wb\"},[2,4],[3,5],\"0\"],\"kwargs\":{},"
+              "\"meta\":{\"shape\":[6],\"stride\":[1],\"dtype\":\"float32\"}}");
+  tb_wait (g, "wa", "a2a");
+  tb_output (g, 1, "wa");
+  g_autoptr (SgPlan) p = lower (g, NULL);
+  const SgPlanIns *bc = &p->ins[find_ins (p, SG_INS_COLLECTIVE, "bc")];
+  int64_t src, splits[4];
+  ck_assert (sg_plan_arg_int (bc, 1, &src) && src == 1);
+  ck_assert_int_eq (bc->count, 8);
+  const SgPlanIns *a2a = &p->ins[find_ins (p, SG_INS_COLLECTIVE, "a2a")];
+  ck_assert_int_eq (sg_plan_arg_ints (a2a, 1, splits, 4), 2);
+  ck_assert_int_eq (splits[1], 4);
+  int32_t v;
+  ck_assert (sg_plan_arg_value (a2a, 0, &v) && v == a2a->in[0]);
+  ck_assert_int_eq (a2a->count, 8); /* input elements; the output has 6 */
+  ck_assert_int_eq (p->values[a2a->out[0]].shape[0], 6);
+}
+END_TEST
+
 /* Random lifetimes and sizes (fixed LCG seed), from a few buffers to enough
  * that greedy-by-size runs out of budget and the online packer decides. */
 START_TEST (packed_buffers_never_overlap_while_both_live)
@@ -275,6 +306,7 @@ codegen_suite (void)
   tcase_add_test (tc, slice_and_select_views_get_byte_offsets);
   tcase_add_test (tc, tuple_elements_are_values_and_getitem_maps_to_them);
   tcase_add_test (tc, collective_without_wait_is_waited_at_the_end);
+  tcase_add_test (tc, collective_arguments_reach_the_plan);
   tcase_add_loop_test (tc, packed_buffers_never_overlap_while_both_live, 0, 4);
   suite_add_tcase (s, tc);
   return s;
