@@ -26,8 +26,8 @@ echo
 "$B/tools/graphgen/graphgen" --layers 1 --hidden 64 --ffn 128 --heads 4 --seq 32 --dp 2 --tp 4 \
   -o "$T/dp2xtp4.json"
 
-field () { # FILE KEY: a number from the report's summary
-  sed -n "/\"summary\"/,/}/s/.*\"$2\":[[:space:]]*\([-0-9.e+]*\).*/\1/p" "$1" | head -1
+field () { # FILE KEY: a number from the report's measured metrics
+  sed -n "/\"measured\"/,/}/s/.*\"$2\":[[:space:]]*\([-0-9.e+]*\).*/\1/p" "$1" | head -1
 }
 pred () {
   sed -n "/\"predicted\"/,/}/s/.*\"$2\":[[:space:]]*\([-0-9.e+]*\).*/\1/p" "$1" | head -1

@@ -1,8 +1,10 @@
 /* report.c: schedrun's report JSON and the output dumps.
  *
- * The report mirrors schedgraph's report keys (summary: step_us,
- * compute_us, comm_us, exposed_us, collectives, hidden, partial, exposed;
- * one row per collective with est/predicted and measured numbers), and
+ * The report mirrors schedgraph's report keys (docs/report-format.md):
+ * "measured" and "predicted" are M objects (step_us, compute_us, comm_us,
+ * exposed_us, collectives, hidden, partial, exposed), "collectives" ROWs
+ * (name, kind, group, bytes, estimated_us, exposed_us, status) with the
+ * measured and predicted numbers side by side, and
  * says which clock measured ("clock": "cpu-wall" for the CPU backend).
  * Per iteration the slowest rank counts (MPI max), then medians over the
  * measured iterations. Dumps: raw little-endian values per output, in its
@@ -37,6 +39,16 @@ static double
 r3 (double us)
 {
   return round (us * 1000.0) / 1000.0;
+}
+
+/* A prediction: null where the plan has none (negative). */
+static void
+add_pred (cJSON *obj, const char *key, double us)
+{
+  if (us < 0 || isnan (us))
+    cJSON_AddNullToObject (obj, key);
+  else
+    cJSON_AddNumberToObject (obj, key, r3 (us));
 }
 
 /* Max over ranks of @n doubles, in place (every rank gets the result). */
@@ -117,7 +129,7 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
     comm += m;
     cJSON *r = cJSON_CreateObject ();
     cJSON_AddStringToObject (r, "name", ins->name ? ins->name : "");
-    cJSON_AddStringToObject (r, "op", sg_op_name (ins->op));
+    cJSON_AddStringToObject (r, "kind", sg_op_name (ins->op));
     cJSON_AddStringToObject (r, "group", p->groups[ins->group].name);
     const SgPlanValue *v = &p->values[ins->in[0]];
     cJSON_AddNumberToObject (r, "bytes",
@@ -127,14 +139,16 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
       for (int32_t j = 0; j < ins->n_members; j++)
         cJSON_AddItemToArray (mem, cJSON_CreateString (ins->members[j]));
     }
-    cJSON_AddNumberToObject (r, "est_us", r3 (ins->est_us));
-    cJSON_AddNumberToObject (r, "pred_exposed_us", r3 (ins->pred_exposed_us));
+    add_pred (r, "estimated_us", ins->est_us);
+    add_pred (r, "predicted_exposed_us", ins->pred_exposed_us);
+    add_pred (r, "predicted_start_us", ins->pred_start_us);
+    add_pred (r, "predicted_end_us", ins->pred_end_us);
     cJSON_AddNumberToObject (r, "measured_us", r3 (m));
     cJSON_AddNumberToObject (r, "exposed_us", r3 (e));
     cJSON_AddStringToObject (r, "status", st);
     cJSON_AddItemToArray (rows, r);
   }
-  cJSON *sum = cJSON_AddObjectToObject (root, "summary");
+  cJSON *sum = cJSON_AddObjectToObject (root, "measured");
   cJSON_AddNumberToObject (sum, "step_us", r3 (med[0]));
   cJSON_AddNumberToObject (sum, "compute_us", r3 (med[1]));
   cJSON_AddNumberToObject (sum, "comm_us", r3 (comm));
@@ -146,14 +160,16 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
   cJSON_AddNumberToObject (sum, "partial", partial);
   cJSON_AddNumberToObject (sum, "exposed", n_exposed);
   cJSON *pred = cJSON_AddObjectToObject (root, "predicted");
-  cJSON_AddNumberToObject (pred, "step_us", r3 (p->pred.step_us));
-  cJSON_AddNumberToObject (pred, "compute_us", r3 (p->pred.compute_us));
-  cJSON_AddNumberToObject (pred, "comm_us", r3 (p->pred.comm_us));
-  cJSON_AddNumberToObject (pred, "exposed_us", r3 (p->pred.exposed_us));
+  add_pred (pred, "step_us", p->pred.step_us);
+  add_pred (pred, "compute_us", p->pred.compute_us);
+  add_pred (pred, "comm_us", p->pred.comm_us);
+  add_pred (pred, "exposed_us", p->pred.exposed_us);
   cJSON_AddNumberToObject (pred, "collectives", p->pred.collectives);
   cJSON_AddNumberToObject (pred, "hidden", p->pred.hidden);
   cJSON_AddNumberToObject (pred, "partial", p->pred.partial);
   cJSON_AddNumberToObject (pred, "exposed", p->pred.exposed);
+  add_pred (pred, "lower_bound_us", p->pred.lower_bound_us);
+  cJSON_AddNumberToObject (pred, "peak_bytes", (double)p->pred.peak_bytes);
   cJSON_AddItemToObject (root, "collectives", rows);
   if (outputs != NULL)
     cJSON_AddItemToObject (root, "outputs", cJSON_Duplicate (outputs, true));

@@ -229,7 +229,7 @@ main (int argc, char **argv)
     const char *clock = strcmp (be->name, "cpu") == 0 ? "cpu-wall" : "cuda-events";
     cJSON *report = sg_rt_report_new (&ctx, times, opt.iters, clock, sums);
     if (rank == 0) {
-      const cJSON *s = cJSON_GetObjectItem (report, "summary");
+      const cJSON *s = cJSON_GetObjectItem (report, "measured");
       printf ("schedrun: %s backend, %d ranks, %d iteration%s: step %.1f us, exposed %.1f us "
               "over %d collectives (%s)\n",
               be->name, ctx.world, opt.iters, opt.iters == 1 ? "" : "s",
