@@ -111,3 +111,40 @@ void sg_memtree_clear (SgMemTree *s);
 void sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v);
 /* Maximum over [l, r) (l < r); *at (if not NULL) gets a position holding it. */
 int64_t sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at);
+
+/* --- the list scheduler (problem.c, listsched.c) ---------------------------- */
+
+/* What every variant shares (problem.c). */
+typedef struct {
+  const SgGraph *g;
+  int32_t n, n_groups;
+  uint8_t *role;
+  double *cost;
+  uint64_t *alloc;   /* bytes a node allocates (0 for aliases) */
+  SgNodeId *root;    /* storage root of every node */
+  uint64_t *comm;    /* bytes a collective moves */
+  uint64_t *in_bytes; /* collective -> bytes of its input's storage (held until the wait) */
+  SgNodeId *wait_of; /* collective -> its first wait, or SG_NO_NODE */
+  SgNodeId *coll_of; /* wait -> its collective */
+  int32_t *deadline; /* collective -> id of the first user of its wait */
+  uint8_t *feeds_coll; /* wait -> read by a collective (placed as soon as free) */
+  int32_t *near_coll; /* compute -> lowest id of a collective it feeds through compute, or n */
+  int32_t *near_dead; /* compute -> earliest deadline of a collective it feeds, or n */
+  uint32_t *ufirst;  /* users CSR (g is const here) */
+  SgNodeId *users;
+  uint64_t *profile; /* live bytes of the input order, by id */
+  uint64_t peak_in, limit;
+  SgContention cont;
+  uint64_t max_in_flight;
+  int32_t prefetch_limit;
+} SgSchedProblem;
+
+void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
+void sg_sched_problem_clear (SgSchedProblem *P);
+
+/* Runs one variant: stall-fill @window (0 = never) and priority @boost
+ * (docs/scheduler.md). Returns the order (transfer full); fills @st's
+ * counters and @res's totals (hidden/partial/exposed counts, exposed_us,
+ * step_us, peak_bytes; no rows). */
+SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
+                                SgScheduleStats *st, SgSimResult *res);

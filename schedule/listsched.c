@@ -1,0 +1,567 @@
+/* listsched.c: one variant of the exposure-aware list scheduler.
+ *
+ * Mirrors: PyTorch Inductor's schedule_overlap_bucketing (compute order
+ * kept, collectives pulled forward, waits deferred, bytes in flight capped)
+ * and XLA's latency-hiding scheduler (a clock-driven list scheduler that
+ * fills a stall with independent work). The clock is the simulator's own
+ * engine; memory is checked against the input order's whole profile
+ * (memtree.c). docs/scheduler.md has the rules.
+ *
+ * Requires: an SgSchedProblem (problem.c). Invalidates: nothing (it returns
+ * an order; the driver in scheduler.c applies it).
+ */
+#include <string.h>
+
+#include "schedule-private.h"
+
+/* --- small containers ------------------------------------------------------ */
+
+/* Binary min-heap of 64-bit keys: (priority << 32) | id, so ties break on id. */
+typedef struct {
+  int64_t *a;
+  int32_t n, cap;
+} Heap;
+
+static void
+heap_push (Heap *h, int64_t k)
+{
+  if (h->n == h->cap) {
+    h->cap = MAX (16, h->cap * 2);
+    h->a = g_renew (int64_t, h->a, (size_t)h->cap);
+  }
+  int32_t i = h->n++;
+  while (i > 0) {
+    int32_t p = (i - 1) / 2;
+    if (h->a[p] <= k)
+      break;
+    h->a[i] = h->a[p];
+    i = p;
+  }
+  h->a[i] = k;
+}
+
+static void
+heap_pop (Heap *h)
+{
+  int64_t k = h->a[--h->n];
+  int32_t i = 0;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= h->n)
+      break;
+    if (c + 1 < h->n && h->a[c + 1] < h->a[c])
+      c++;
+    if (k <= h->a[c])
+      break;
+    h->a[i] = h->a[c];
+    i = c;
+  }
+  if (h->n > 0)
+    h->a[i] = k;
+}
+
+#define KEY(prio, id) (((int64_t)(prio) << 32) | (int64_t)(uint32_t)(id))
+#define KEY_ID(k) ((SgNodeId)((k) & 0xffffffff))
+
+/* --- one variant ------------------------------------------------------------- */
+
+typedef struct {
+  const SgSchedProblem *P;
+  int32_t window; /* how far (ids) compute may be pulled into a stall; 0 = never */
+  int32_t boost;  /* compute feeding a collective within this many ids goes this much earlier */
+  uint8_t *placed, *avail, *released;
+  uint8_t *deferred; /* wait passed by the frontier while its collective ran */
+  int32_t *npend, *nblk;
+  Heap ready;  /* compute ready and not blocked by an unfinished collective */
+  Heap *colls; /* per group: ready collectives by (deadline, id) */
+  int32_t *fifo, *fifo_next, *fifo_head, *fifo_tail; /* per group: issued, unreleased */
+  uint64_t *in_flight;
+  int32_t *n_in_flight;
+  SgNodeId mem_wait_x;  /* compute the memory check refused to move up */
+  int32_t mem_wait_x_at;
+  SgNodeId *mem_wait_c; /* per group: collective the memory check refused */
+  int32_t *mem_wait_at; /* ... until the frontier reaches this position */
+  SgMemTree seg;
+  SgSimEngine eng;
+  SgNodeId *order;
+  int32_t n_order, frontier;
+  SgNodeId *stack;
+  SgNodeId *done; /* finished collectives whose wait feeds a collective */
+  int32_t n_done;
+  int32_t n_pulled, n_early, n_forced, n_boosted;
+} Run;
+
+static void run_place (Run *R, SgNodeId x);
+
+/* Base priority: the input order, except that compute feeding a collective
+ * (through compute only) is ordered by that collective's position when it
+ * is less than @boost ahead: the collective's inputs run first, so it
+ * starts earlier. Non-negative; ties break on id. */
+static int32_t
+prio (const Run *R, SgNodeId x)
+{
+  if (R->boost < 0)
+    return MIN (x - R->boost, R->P->near_dead[x]);
+  return MIN (x + R->boost, R->P->near_coll[x]);
+}
+
+static void
+became_ready (Run *R, SgNodeId u)
+{
+  const SgSchedProblem *P = R->P;
+  if (P->role[u] == SG_ROLE_COLL) {
+    heap_push (&R->colls[P->g->nodes[u].group], KEY (P->deadline[u], u));
+    return;
+  }
+  if (P->role[u] != SG_ROLE_COMPUTE)
+    return;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (P->g, u, &k);
+  int32_t blk = 0;
+  for (uint32_t j = 0; j < k; j++)
+    if (P->role[in[j]] == SG_ROLE_WAIT && !R->placed[in[j]] && P->coll_of[in[j]] != SG_NO_NODE
+        && !sg_eng_finished (&R->eng, P->coll_of[in[j]]))
+      blk++;
+  R->nblk[u] = blk;
+  if (blk == 0)
+    heap_push (&R->ready, KEY (prio (R, u), u));
+}
+
+static void
+dec_pending (Run *R, SgNodeId u)
+{
+  if (--R->npend[u] == 0)
+    became_ready (R, u);
+}
+
+static void
+on_finish (void *ud, SgNodeId c)
+{
+  Run *R = ud;
+  const SgSchedProblem *P = R->P;
+  for (uint32_t a = P->ufirst[c]; a < P->ufirst[c + 1]; a++) {
+    SgNodeId w = P->users[a];
+    if (P->role[w] != SG_ROLE_WAIT)
+      continue;
+    for (uint32_t b = P->ufirst[w]; b < P->ufirst[w + 1]; b++) {
+      SgNodeId u = P->users[b];
+      if (P->role[u] == SG_ROLE_COMPUTE && R->npend[u] == 0 && !R->placed[u]
+          && --R->nblk[u] == 0)
+        heap_push (&R->ready, KEY (prio (R, u), u));
+    }
+  }
+  SgNodeId w = P->wait_of[c];
+  if (w != SG_NO_NODE && (P->feeds_coll[w] || R->deferred[w]))
+    R->done[R->n_done++] = c;
+  if (P->wait_of[c] == SG_NO_NODE && !R->released[c]) {
+    R->released[c] = 1;
+    R->in_flight[P->g->nodes[c].group] -= P->comm[c];
+    R->n_in_flight[P->g->nodes[c].group]--;
+  }
+}
+
+/* Memory is checked against the input order's live-bytes profile (by
+ * base position, i.e. input-order id) plus what earlier decisions added:
+ * @b more bytes over positions [@a, @e) must stay within the limit. */
+static bool
+mem_fits_range_at (Run *R, uint64_t b, int32_t a, int32_t e, int32_t *at)
+{
+  if (b == 0 || a >= e)
+    return true;
+  int64_t m = sg_memtree_max (&R->seg, a, e, at);
+  return m + (int64_t)b <= (int64_t)R->P->limit;
+}
+
+static bool
+mem_fits_range (Run *R, uint64_t b, int32_t a, int32_t e)
+{
+  return mem_fits_range_at (R, b, a, e, NULL);
+}
+
+static void
+mem_take_range (Run *R, uint64_t b, int32_t a, int32_t e)
+{
+  if (b > 0 && a < e)
+    sg_memtree_add (&R->seg, a, e, (int64_t)b);
+}
+
+/* Running compute @x at the frontier instead of its own position allocates
+ * early; a refusal is remembered until the frontier passes the position
+ * that was full (added bytes never go away, see try_issue). */
+static bool
+mem_fits_moved (Run *R, SgNodeId x)
+{
+  if (R->mem_wait_x == x && R->frontier < R->mem_wait_x_at)
+    return false;
+  int32_t at = -1;
+  bool ok = mem_fits_range_at (R, R->P->alloc[x], R->frontier, x, &at);
+  R->mem_wait_x = ok ? SG_NO_NODE : x;
+  R->mem_wait_x_at = at + 1;
+  return ok;
+}
+
+static void
+mem_take (Run *R, SgNodeId x, int32_t at)
+{
+  mem_take_range (R, R->P->alloc[x], at, x);
+}
+
+static void
+release (Run *R, SgNodeId c)
+{
+  if (R->released[c])
+    return;
+  R->released[c] = 1;
+  int32_t grp = R->P->g->nodes[c].group;
+  R->in_flight[grp] -= R->P->comm[c];
+  R->n_in_flight[grp]--;
+}
+
+static void
+run_place (Run *R, SgNodeId x)
+{
+  const SgSchedProblem *P = R->P;
+  g_assert (!R->placed[x]);
+  R->placed[x] = 1;
+  R->order[R->n_order++] = x;
+  mem_take (R, x, MIN (R->frontier, P->n - 1));
+  switch ((SgRole)P->role[x]) {
+  case SG_ROLE_COLL: {
+    int32_t grp = P->g->nodes[x].group;
+    R->in_flight[grp] += P->comm[x];
+    R->n_in_flight[grp]++;
+    R->fifo_next[x] = -1;
+    if (R->fifo_tail[grp] < 0)
+      R->fifo_head[grp] = x;
+    else
+      R->fifo_next[R->fifo_tail[grp]] = x;
+    R->fifo_tail[grp] = x;
+    sg_eng_issue (&R->eng, x);
+    for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
+      SgNodeId w = P->users[a];
+      if (P->role[w] != SG_ROLE_WAIT || R->avail[w])
+        continue;
+      R->avail[w] = 1;
+      for (uint32_t b = P->ufirst[w]; b < P->ufirst[w + 1]; b++)
+        if (P->role[P->users[b]] == SG_ROLE_COMPUTE)
+          dec_pending (R, P->users[b]);
+    }
+    break;
+  }
+  case SG_ROLE_WAIT: {
+    SgNodeId c = P->coll_of[x];
+    if (c != SG_NO_NODE) {
+      sg_eng_wait (&R->eng, x, c);
+      release (R, c);
+    }
+    break;
+  }
+  case SG_ROLE_COMPUTE:
+    sg_eng_compute (&R->eng, x, P->cost[x]);
+    break;
+  }
+  bool wait_avail = P->role[x] == SG_ROLE_WAIT && R->avail[x];
+  for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
+    SgNodeId u = P->users[a];
+    if (wait_avail && P->role[u] == SG_ROLE_COMPUTE)
+      continue; /* counted when the collective was issued */
+    dec_pending (R, u);
+  }
+}
+
+/* Places @x after everything it needs that is not placed yet (waits, and
+ * collectives not issued yet, which are then issued regardless of limits). */
+static void
+run_demand (Run *R, SgNodeId x)
+{
+  const SgSchedProblem *P = R->P;
+  int32_t sp = 0;
+  R->stack[sp++] = x;
+  while (sp > 0) {
+    SgNodeId t = R->stack[sp - 1];
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (P->g, t, &k);
+    SgNodeId need = SG_NO_NODE;
+    for (uint32_t j = 0; j < k && need == SG_NO_NODE; j++)
+      if (!R->placed[in[j]])
+        need = in[j];
+    if (need != SG_NO_NODE) {
+      R->stack[sp++] = need;
+      continue;
+    }
+    sp--;
+    if (!R->placed[t]) {
+      if (P->role[t] == SG_ROLE_COLL)
+        R->n_forced++;
+      run_place (R, t);
+    }
+  }
+}
+
+static bool
+budget_allows (Run *R, SgNodeId c)
+{
+  const SgSchedProblem *P = R->P;
+  int32_t grp = P->g->nodes[c].group;
+  if (R->n_in_flight[grp] == 0)
+    return true;
+  if (P->max_in_flight > 0 && R->in_flight[grp] + P->comm[c] > P->max_in_flight)
+    return false;
+  if (P->prefetch_limit > 0 && R->n_in_flight[grp] >= P->prefetch_limit)
+    return false;
+  return true;
+}
+
+/* Places the wait of the group's oldest in-flight collective when that
+ * collective has already finished (no stall): frees budget for the next. */
+static bool
+release_early (Run *R, int32_t grp)
+{
+  const SgSchedProblem *P = R->P;
+  while (R->fifo_head[grp] >= 0 && R->released[R->fifo_head[grp]])
+    R->fifo_head[grp] = R->fifo_next[R->fifo_head[grp]];
+  if (R->fifo_head[grp] < 0)
+    R->fifo_tail[grp] = -1;
+  SgNodeId c = R->fifo_head[grp];
+  if (c < 0 || !sg_eng_finished (&R->eng, c) || P->wait_of[c] == SG_NO_NODE)
+    return false;
+  R->n_early++;
+  run_demand (R, P->wait_of[c]);
+  return true;
+}
+
+static void
+try_issue (Run *R, bool force)
+{
+  const SgSchedProblem *P = R->P;
+  for (int32_t grp = 0; grp < P->n_groups; grp++) {
+    Heap *h = &R->colls[grp];
+    while (h->n > 0) {
+      SgNodeId c = KEY_ID (h->a[0]);
+      if (R->placed[c]) {
+        heap_pop (h);
+        continue;
+      }
+      /* Added bytes never go away, so a collective that did not fit
+       * cannot fit before the frontier passes the position that was full. */
+      bool fits;
+      if (R->mem_wait_c[grp] == c && R->frontier < R->mem_wait_at[grp]) {
+        fits = false;
+      } else {
+        int32_t at = -1;
+        fits = mem_fits_range_at (R, P->alloc[c], R->frontier, c, &at);
+        R->mem_wait_c[grp] = fits ? SG_NO_NODE : c;
+        R->mem_wait_at[grp] = at + 1;
+      }
+      if (force || (budget_allows (R, c) && fits)) {
+        heap_pop (h);
+        run_place (R, c);
+        continue;
+      }
+      if (fits && release_early (R, grp))
+        continue;
+      break;
+    }
+  }
+}
+
+/* Would placing @x now stall the compute stream on a collective? */
+static bool
+would_stall (Run *R, SgNodeId x)
+{
+  const SgSchedProblem *P = R->P;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (P->g, x, &k);
+  for (uint32_t j = 0; j < k; j++) {
+    SgNodeId i = in[j];
+    if (R->placed[i])
+      continue;
+    if (P->role[i] == SG_ROLE_COLL)
+      return true;
+    if (P->role[i] == SG_ROLE_WAIT
+        && (P->coll_of[i] == SG_NO_NODE || !sg_eng_finished (&R->eng, P->coll_of[i])))
+      return true;
+  }
+  return false;
+}
+
+static bool
+frontier_stop (const Run *R, SgNodeId x)
+{
+  const SgSchedProblem *P = R->P;
+  if (R->placed[x])
+    return false;
+  return P->role[x] == SG_ROLE_COMPUTE || (P->role[x] == SG_ROLE_WAIT && !R->deferred[x]);
+}
+
+/* The frontier reached wait @w's input-order position. A wait on a finished
+ * collective costs nothing: place it. Otherwise defer it (to its first
+ * consumer, or to the collective's end, whichever comes first) when the
+ * collective's input, held until the wait, still fits in memory. */
+static void
+reach_wait (Run *R, SgNodeId w)
+{
+  const SgSchedProblem *P = R->P;
+  SgNodeId c = P->coll_of[w];
+  if (c == SG_NO_NODE || !R->placed[c] || sg_eng_finished (&R->eng, c) || P->feeds_coll[w]) {
+    run_demand (R, w);
+    return;
+  }
+  int32_t d = P->wait_of[c] == w ? P->deadline[c] : w;
+  if (!mem_fits_range (R, P->in_bytes[c], w, d)) {
+    run_demand (R, w);
+    return;
+  }
+  mem_take_range (R, P->in_bytes[c], w, d);
+  R->deferred[w] = 1;
+}
+
+static void
+run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
+{
+  memset (R, 0, sizeof *R);
+  int32_t n = P->n, ng = MAX (P->n_groups, 1);
+  R->P = P;
+  R->window = window;
+  R->boost = boost;
+  R->placed = g_new0 (uint8_t, (size_t)n);
+  R->avail = g_new0 (uint8_t, (size_t)n);
+  R->released = g_new0 (uint8_t, (size_t)n);
+  R->deferred = g_new0 (uint8_t, (size_t)n);
+  R->npend = g_new (int32_t, (size_t)n);
+  R->nblk = g_new0 (int32_t, (size_t)n);
+  R->colls = g_new0 (Heap, (size_t)ng);
+  R->fifo_next = g_new (int32_t, (size_t)n);
+  R->fifo_head = g_new (int32_t, (size_t)ng);
+  R->fifo_tail = g_new (int32_t, (size_t)ng);
+  for (int32_t i = 0; i < ng; i++)
+    R->fifo_head[i] = R->fifo_tail[i] = -1;
+  R->in_flight = g_new0 (uint64_t, (size_t)ng);
+  R->n_in_flight = g_new0 (int32_t, (size_t)ng);
+  R->mem_wait_c = g_new (SgNodeId, (size_t)ng);
+  R->mem_wait_at = g_new0 (int32_t, (size_t)ng);
+  R->mem_wait_x = SG_NO_NODE;
+  for (int32_t i = 0; i < ng; i++)
+    R->mem_wait_c[i] = SG_NO_NODE;
+  sg_memtree_init (&R->seg, n, P->profile);
+  sg_eng_init (&R->eng, P->g, &P->cont, false);
+  R->eng.on_finish = on_finish;
+  R->eng.ud = R;
+  R->order = g_new (SgNodeId, (size_t)n);
+  R->stack = g_new (SgNodeId, (size_t)n + 1);
+  R->done = g_new (SgNodeId, (size_t)n + 1);
+  for (SgNodeId i = 0; i < n; i++) {
+    R->npend[i] = (int32_t)P->g->nodes[i].n_in;
+    if (R->npend[i] == 0)
+      became_ready (R, i);
+  }
+}
+
+static void
+run_clear (Run *R)
+{
+  g_free (R->placed);
+  g_free (R->avail);
+  g_free (R->released);
+  g_free (R->deferred);
+  g_free (R->npend);
+  g_free (R->nblk);
+  g_free (R->ready.a);
+  for (int32_t i = 0; i < MAX (R->P->n_groups, 1); i++)
+    g_free (R->colls[i].a);
+  g_free (R->colls);
+  g_free (R->fifo_next);
+  g_free (R->fifo_head);
+  g_free (R->fifo_tail);
+  g_free (R->in_flight);
+  g_free (R->n_in_flight);
+  g_free (R->mem_wait_c);
+  g_free (R->mem_wait_at);
+  sg_memtree_clear (&R->seg);
+  sg_eng_clear (&R->eng);
+  g_free (R->stack);
+  g_free (R->done);
+}
+
+SgNodeId *
+sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, SgScheduleStats *st,
+             SgSimResult *res)
+{
+  Run R;
+  run_init (&R, P, window, boost);
+  int32_t n = P->n;
+  while (R.n_order < n) {
+    while (R.frontier < n && !frontier_stop (&R, R.frontier))
+      R.frontier++;
+    if (R.frontier >= n) {
+      /* Only collectives without consumers are left. */
+      try_issue (&R, true);
+      for (SgNodeId i = 0; i < n; i++)
+        if (!R.placed[i])
+          run_demand (&R, i);
+      break;
+    }
+    SgNodeId x = R.frontier;
+    if (x == P->g->output) {
+      try_issue (&R, true);
+      for (SgNodeId i = 0; i < n; i++)
+        if (!R.placed[i] && i != x)
+          run_demand (&R, i);
+      run_demand (&R, x);
+      continue;
+    }
+    /* A collective that reads another's result is issued once that ends. */
+    for (int32_t d = 0; d < R.n_done; d++)
+      if (!R.placed[P->wait_of[R.done[d]]])
+        run_demand (&R, P->wait_of[R.done[d]]);
+    R.n_done = 0;
+    try_issue (&R, false);
+    if (R.placed[x])
+      continue;
+    if (P->role[x] == SG_ROLE_WAIT) {
+      reach_wait (&R, x);
+      continue;
+    }
+    SgNodeId f = SG_NO_NODE;
+    while (R.ready.n > 0) {
+      SgNodeId c = KEY_ID (R.ready.a[0]);
+      if (R.placed[c]) {
+        heap_pop (&R.ready);
+        continue;
+      }
+      f = c;
+      break;
+    }
+    if (f != SG_NO_NODE && f != x && prio (&R, f) < prio (&R, x) && mem_fits_moved (&R, f)) {
+      heap_pop (&R.ready);
+      R.n_boosted++;
+      run_demand (&R, f);
+      continue;
+    }
+    if (R.window > 0 && would_stall (&R, x)) {
+      if (f != SG_NO_NODE && f != x && f - x <= R.window && mem_fits_moved (&R, f)) {
+        heap_pop (&R.ready);
+        R.n_pulled++;
+        run_demand (&R, f);
+        continue;
+      }
+    }
+    run_demand (&R, x);
+  }
+  st->n_pulled = R.n_pulled;
+  st->n_early_waits = R.n_early;
+  st->n_forced = R.n_forced;
+  st->n_boosted = R.n_boosted;
+  /* The run drove the simulator's own engine through this very order, so
+   * its numbers are what sg_simulate() would report. */
+  double compute_end = R.eng.now;
+  sg_eng_drain (&R.eng);
+  memset (res, 0, sizeof *res);
+  sg_sim_classify (R.eng.rows, R.eng.n_rows, res);
+  res->step_us = MAX (compute_end, R.eng.now);
+  g_autofree int32_t *pos = sg_sched_positions (P->g, R.order);
+  res->peak_bytes = sg_sched_liveness (P->g, pos, NULL, P->root, P->alloc);
+  SgNodeId *order = g_steal_pointer (&R.order);
+  run_clear (&R);
+  return order;
+}

@@ -1,0 +1,127 @@
+/* problem.c: what every variant of the list scheduler shares: node roles,
+ * costs, bytes, users, each collective's wait and deadline, what compute
+ * feeds, and the input order's live-bytes profile with the memory limit.
+ *
+ * Requires: est_us (estimate/). Invalidates: nothing.
+ */
+#include <string.h>
+
+#include "schedule-private.h"
+
+
+
+void
+sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+{
+  memset (P, 0, sizeof *P);
+  int32_t n = g->n_nodes;
+  P->g = g;
+  P->n = n;
+  P->n_groups = g->n_groups;
+  P->role = g_new (uint8_t, (size_t)n);
+  P->cost = g_new (double, (size_t)n);
+  P->alloc = g_new (uint64_t, (size_t)n);
+  P->comm = g_new0 (uint64_t, (size_t)n);
+  P->in_bytes = g_new0 (uint64_t, (size_t)n);
+  P->wait_of = g_new (SgNodeId, (size_t)n);
+  P->coll_of = g_new (SgNodeId, (size_t)n);
+  P->deadline = g_new (int32_t, (size_t)n);
+  P->feeds_coll = g_new0 (uint8_t, (size_t)n);
+  P->near_coll = g_new (int32_t, (size_t)n);
+  P->near_dead = g_new (int32_t, (size_t)n);
+  P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
+  for (SgNodeId i = 0; i < n; i++) {
+    const SgNode *nd = &g->nodes[i];
+    P->role[i] = (uint8_t)sg_sched_role (nd);
+    P->cost[i] = sg_sched_cost (nd);
+    P->alloc[i] = sg_node_alloc_bytes (g, i);
+    P->wait_of[i] = P->coll_of[i] = SG_NO_NODE;
+    P->deadline[i] = n;
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, i, &k);
+    if (P->role[i] == SG_ROLE_COLL) {
+      P->comm[i] = sg_node_comm_bytes (g, i);
+      if (k > 0)
+        P->in_bytes[i] = sg_node_alloc_bytes (g, sg_node_storage_root (g, in[0]));
+    }
+    for (uint32_t j = 0; j < k; j++)
+      P->ufirst[in[j] + 1]++;
+  }
+  for (SgNodeId i = 0; i < n; i++)
+    P->ufirst[i + 1] += P->ufirst[i];
+  P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
+  g_autofree uint32_t *fill = g_memdup2 (P->ufirst, sizeof (uint32_t) * ((size_t)n + 1));
+  for (SgNodeId i = 0; i < n; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, i, &k);
+    for (uint32_t j = 0; j < k; j++)
+      P->users[fill[in[j]]++] = i;
+    for (uint32_t j = 0; j < k; j++)
+      if (P->role[i] == SG_ROLE_COLL && P->role[in[j]] == SG_ROLE_WAIT)
+        P->feeds_coll[in[j]] = 1;
+    if (P->role[i] == SG_ROLE_WAIT) {
+      SgNodeId c = sg_node_wait_target (g, i);
+      if (c != SG_NO_NODE && P->role[c] == SG_ROLE_COLL) {
+        P->coll_of[i] = c;
+        if (P->wait_of[c] == SG_NO_NODE)
+          P->wait_of[c] = i;
+      }
+    }
+  }
+  /* Deadline: where the input order first needs the collective's result. */
+  for (SgNodeId c = 0; c < n; c++) {
+    SgNodeId w = P->wait_of[c];
+    if (w == SG_NO_NODE)
+      continue;
+    int32_t d = w;
+    if (P->ufirst[w + 1] > P->ufirst[w])
+      d = P->users[P->ufirst[w]]; /* users are in ascending id order */
+    P->deadline[c] = d;
+  }
+  /* What compute feeds: the nearest collective (by id, by deadline). */
+  for (SgNodeId x = n - 1; x >= 0; x--) {
+    int32_t bc = n, bd = n;
+    for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
+      SgNodeId u = P->users[a];
+      if (P->role[u] == SG_ROLE_COLL) {
+        bc = MIN (bc, u);
+        bd = MIN (bd, P->deadline[u]);
+      } else if (P->role[u] == SG_ROLE_COMPUTE) {
+        bc = MIN (bc, P->near_coll[u]);
+        bd = MIN (bd, P->near_dead[u]);
+      }
+    }
+    P->near_coll[x] = bc;
+    P->near_dead[x] = bd;
+  }
+  P->profile = g_new (uint64_t, (size_t)MAX (n, 1));
+  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
+  P->root = sg_sched_roots (g);
+  P->peak_in = sg_sched_liveness (g, pos, P->profile, P->root, P->alloc);
+  double inc = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
+  P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
+  P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
+  P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  P->cont = cm ? *sg_cost_model_contention (cm) : (SgContention){ 1.0, 1.0 };
+}
+
+void
+sg_sched_problem_clear (SgSchedProblem *P)
+{
+  g_free (P->role);
+  g_free (P->cost);
+  g_free (P->alloc);
+  g_free (P->root);
+  g_free (P->comm);
+  g_free (P->in_bytes);
+  g_free (P->wait_of);
+  g_free (P->coll_of);
+  g_free (P->deadline);
+  g_free (P->feeds_coll);
+  g_free (P->near_coll);
+  g_free (P->near_dead);
+  g_free (P->ufirst);
+  g_free (P->users);
+  g_free (P->profile);
+}
