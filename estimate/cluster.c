@@ -14,55 +14,55 @@
 #include <stddef.h>
 #include <string.h>
 
-/* Contention defaults, derived in docs/cost-model.md from the 2x H200
- * interference record (tests/data/limits-h200x2.json). */
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
 
-#define DEFAULT_COMM_SLOWDOWN 2.0
-#define DEFAULT_COMPUTE_SLOWDOWN 1.353
+/* Contention defaults, measured on 2x H200 (tests/estimate/data/
+ * interference_h200x2.json; derivation in docs/cost-model.md). */
+#define DEFAULT_COMM_SLOWDOWN 1.05
+#define DEFAULT_COMPUTE_SLOWDOWN 1.22
+
+/* Hopper (H100/H200 SXM, NVLink 4 + NVSwitch 3, NDR InfiniBand): measured
+ * on 2x H200 (tests/data/limits-h200x2.json, tests/estimate/measure/);
+ * NVLink channels and per-channel bandwidth are NCCL 2.28's own tuning
+ * values there (NCCL_DEBUG_SUBSYS=TUNING). docs/cost-model.md has the fits. */
+#define HOPPER_COMMON                                                                           \
+  .gpus_per_node = 8, .nodes = 1, .bf16_tflops = 989.0, .fp8_tflops = 1979.0,                   \
+  .fp32_tflops = 67.0, .memory_efficiency = 0.87, .kernel_launch_us = 2.0,                      \
+  .kernel_floor_us = 9.0, .gemm_launch_us = 2.0, .gemm_floor_us = 22.0,                         \
+  .gemm_max_efficiency = 0.715, .gemm_half_gflops = 2.0, .gemm_efficiency_exponent = 0.7,       \
+  .attention_flash_efficiency = 0.32, .attention_flash_backward_efficiency = 0.275,             \
+  .attention_efficient_efficiency = 0.15, .attention_efficient_backward_efficiency = 0.12,      \
+  .attention_cudnn_efficiency = 0.555, .attention_cudnn_backward_efficiency = 0.48,             \
+  .attention_floor_us = 34.0, .sm_count = 132, .unknown_op_us = 10.0,                           \
+  .nccl_arch = SG_NCCL_HOPPER, .nvlink_channels = 24, .nvlink_channel_GBps = 15.0,              \
+  .net_nic_GBps = 50.0, .nics_per_node = 8, .ll128 = true, .nvls = false,                       \
+  .nvls_busbw_GBps = 0.0, .nvls_latency_us = 25.0, .collective_overhead_us = 18.0,              \
+  .efficiency_all_gather = 0.695, .efficiency_reduce_scatter = 0.695,                           \
+  .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
+  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN }, .comm_start_wait = 1.0
 
 static const SgCluster presets[] = {
-  {
-    .name = "h200-sxm", .gpu = "H200", .gpus_per_node = 8, .nodes = 1,
-    .bf16_tflops = 989.0, .fp8_tflops = 1979.0, .fp32_tflops = 67.0, .hbm_GBps = 4800.0,
-    .memory_efficiency = 0.8, .kernel_launch_us = 3.0,
-    .gemm_launch_us = 4.0, .gemm_max_efficiency = 0.785, .gemm_half_gflops = 17.8,
-    .gemm_efficiency_exponent = 0.8,
-    .attention_flash_efficiency = 0.37, .attention_efficient_efficiency = 0.28,
-    .attention_cudnn_efficiency = 0.58, .attention_backward_ratio = 0.75,
-    .unknown_op_us = 5.0,
-    .nccl_arch = SG_NCCL_HOPPER, .nvlink_channels = 16, .nvlink_channel_GBps = 15.75,
-    .net_nic_GBps = 50.0, .nics_per_node = 8, .ll128 = true, .nvls = true,
-    .nvls_busbw_GBps = 295.0, .nvls_latency_us = 25.0, .collective_overhead_us = 20.0,
-    .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN },
-  },
-  {
-    .name = "h100-sxm", .gpu = "H100", .gpus_per_node = 8, .nodes = 1,
-    .bf16_tflops = 989.0, .fp8_tflops = 1979.0, .fp32_tflops = 67.0, .hbm_GBps = 3350.0,
-    .memory_efficiency = 0.8, .kernel_launch_us = 3.0,
-    .gemm_launch_us = 4.0, .gemm_max_efficiency = 0.785, .gemm_half_gflops = 17.8,
-    .gemm_efficiency_exponent = 0.8,
-    .attention_flash_efficiency = 0.37, .attention_efficient_efficiency = 0.28,
-    .attention_cudnn_efficiency = 0.58, .attention_backward_ratio = 0.75,
-    .unknown_op_us = 5.0,
-    .nccl_arch = SG_NCCL_HOPPER, .nvlink_channels = 16, .nvlink_channel_GBps = 15.75,
-    .net_nic_GBps = 50.0, .nics_per_node = 8, .ll128 = true, .nvls = true,
-    .nvls_busbw_GBps = 295.0, .nvls_latency_us = 25.0, .collective_overhead_us = 20.0,
-    .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN },
-  },
+  { .name = "h200-sxm", .gpu = "H200", .hbm_GBps = 4800.0, HOPPER_COMMON },
+  { .name = "h100-sxm", .gpu = "H100", .hbm_GBps = 3350.0, HOPPER_COMMON },
+  /* A100 SXM 80 GB, NVLink 3, HDR InfiniBand: datasheet peaks, NCCL's model
+   * for the links (not measured here: efficiencies 1) */
   {
     .name = "a100-sxm", .gpu = "A100", .gpus_per_node = 8, .nodes = 1,
     .bf16_tflops = 312.0, .fp8_tflops = 312.0, .fp32_tflops = 19.5, .hbm_GBps = 2039.0,
-    .memory_efficiency = 0.8, .kernel_launch_us = 3.0,
-    .gemm_launch_us = 4.0, .gemm_max_efficiency = 0.85, .gemm_half_gflops = 5.6,
-    .gemm_efficiency_exponent = 0.8,
-    .attention_flash_efficiency = 0.65, .attention_efficient_efficiency = 0.45,
-    .attention_cudnn_efficiency = 0.6, .attention_backward_ratio = 0.8,
-    .unknown_op_us = 5.0,
+    .memory_efficiency = 0.87, .kernel_launch_us = 2.0, .kernel_floor_us = 9.0,
+    .gemm_launch_us = 2.0, .gemm_floor_us = 22.0, .gemm_max_efficiency = 0.85,
+    .gemm_half_gflops = 0.63, .gemm_efficiency_exponent = 0.7,
+    .attention_flash_efficiency = 0.6, .attention_flash_backward_efficiency = 0.5,
+    .attention_efficient_efficiency = 0.4, .attention_efficient_backward_efficiency = 0.3,
+    .attention_cudnn_efficiency = 0.55, .attention_cudnn_backward_efficiency = 0.45,
+    .attention_floor_us = 34.0, .sm_count = 108,
+    .unknown_op_us = 10.0,
     .nccl_arch = SG_NCCL_AMPERE, .nvlink_channels = 16, .nvlink_channel_GBps = 14.5,
     .net_nic_GBps = 25.0, .nics_per_node = 8, .ll128 = true, .nvls = false,
-    .nvls_busbw_GBps = 0.0, .nvls_latency_us = 0.0, .collective_overhead_us = 20.0,
-    .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN },
+    .nvls_busbw_GBps = 0.0, .nvls_latency_us = 0.0, .collective_overhead_us = 18.0,
+    .efficiency_all_gather = 1.0, .efficiency_reduce_scatter = 1.0,
+    .efficiency_all_reduce = 1.0, .efficiency_broadcast = 1.0, .efficiency_p2p = 1.0,
+    .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN }, .comm_start_wait = 1.0,
   },
 };
 
@@ -119,14 +119,21 @@ static const Field fields[] = {
   D ("hbm_GBps", hbm_GBps, 0, true, 1e7),
   D ("memory_efficiency", memory_efficiency, 0, true, 1),
   D ("kernel_launch_us", kernel_launch_us, 0, false, 1e6),
+  D ("kernel_floor_us", kernel_floor_us, 0, false, 1e6),
   D ("gemm_launch_us", gemm_launch_us, 0, false, 1e6),
+  D ("gemm_floor_us", gemm_floor_us, 0, false, 1e6),
   D ("gemm_max_efficiency", gemm_max_efficiency, 0, true, 1),
   D ("gemm_half_gflops", gemm_half_gflops, 0, true, 1e9),
   D ("gemm_efficiency_exponent", gemm_efficiency_exponent, 0, true, 10),
   D ("attention_flash_efficiency", attention_flash_efficiency, 0, true, 1),
+  D ("attention_flash_backward_efficiency", attention_flash_backward_efficiency, 0, true, 1),
   D ("attention_efficient_efficiency", attention_efficient_efficiency, 0, true, 1),
+  D ("attention_efficient_backward_efficiency", attention_efficient_backward_efficiency, 0, true,
+     1),
   D ("attention_cudnn_efficiency", attention_cudnn_efficiency, 0, true, 1),
-  D ("attention_backward_ratio", attention_backward_ratio, 0, true, 1),
+  D ("attention_cudnn_backward_efficiency", attention_cudnn_backward_efficiency, 0, true, 1),
+  D ("attention_floor_us", attention_floor_us, 0, false, 1e6),
+  I ("sm_count", sm_count),
   D ("unknown_op_us", unknown_op_us, 0, false, 1e6),
   I ("nvlink_channels", nvlink_channels),
   D ("nvlink_channel_GBps", nvlink_channel_GBps, 0, true, 1e5),
@@ -137,8 +144,14 @@ static const Field fields[] = {
   D ("nvls_busbw_GBps", nvls_busbw_GBps, 0, false, 1e5),
   D ("nvls_latency_us", nvls_latency_us, 0, false, 1e6),
   D ("collective_overhead_us", collective_overhead_us, 0, false, 1e6),
+  D ("efficiency_all_gather", efficiency_all_gather, 0, true, 2),
+  D ("efficiency_reduce_scatter", efficiency_reduce_scatter, 0, true, 2),
+  D ("efficiency_all_reduce", efficiency_all_reduce, 0, true, 2),
+  D ("efficiency_broadcast", efficiency_broadcast, 0, true, 2),
+  D ("efficiency_p2p", efficiency_p2p, 0, true, 2),
   D ("comm_slowdown", contention.comm_slowdown, 1, false, 100),
   D ("compute_slowdown", contention.compute_slowdown, 1, false, 100),
+  D ("comm_start_wait", comm_start_wait, 0, false, 1),
 };
 
 static gboolean

@@ -43,7 +43,8 @@ size_efficiency (const SgCluster *c, double flops)
 double
 sg_compute_bytes_us (const SgCluster *c, double bytes)
 {
-  return c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3);
+  return MAX (c->kernel_floor_us,
+              c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
 }
 
 double
@@ -52,7 +53,36 @@ sg_compute_gemm_us (const SgCluster *c, SgDtype dtype, double flops, double byte
   double eff = c->gemm_max_efficiency * size_efficiency (c, flops);
   double t_flops = flops / (peak_tflops (c, dtype) * 1e12 * eff) * 1e6;
   double t_bytes = bytes / (c->hbm_GBps * c->memory_efficiency * 1e3);
-  return c->gemm_launch_us + MAX (t_flops, t_bytes);
+  return MAX (c->gemm_floor_us, c->gemm_launch_us + MAX (t_flops, t_bytes));
+}
+
+static bool
+is_backward (SgOpKind op)
+{
+  return op == SG_OP_SDPA_FLASH_BWD || op == SG_OP_SDPA_EFFICIENT_BWD || op == SG_OP_SDPA_CUDNN_BWD;
+}
+
+/* The work an SDPA kernel does, wave-quantized: FlashAttention-style
+ * kernels give one CTA a tile of ATTN_TILE queries (forward) or keys
+ * (backward) and run the tiles in waves of sm_count. A wave lasts as long
+ * as its longest tile, so a causal mask halves the time only once there
+ * are several waves (measured: 1 x 8 x 2048 x 128 takes the same time
+ * causal or not). */
+#define ATTN_TILE 128.0
+
+double
+sg_compute_attention_work (const SgCluster *c, const SgShape *s)
+{
+  bool bwd = is_backward (s->op);
+  double rows = (double)(bwd ? s->seq_kv : s->seq_q), cols = (double)(bwd ? s->seq_q : s->seq_kv);
+  double tiles = (double)s->batch * (double)s->heads * ceil (rows / ATTN_TILE);
+  double sms = (double)c->sm_count;
+  double waves = ceil (tiles / sms);
+  double tile = 4.0 * ATTN_TILE * cols * (double)s->head_dim * (bwd ? 2.5 : 1.0);
+  double work = waves * sms * tile;
+  if (s->causal)
+    work = MAX (0.5 * work, sms * tile);
+  return work;
 }
 
 double
@@ -60,27 +90,25 @@ sg_compute_shape_us (const SgCluster *c, const SgShape *s)
 {
   if (sg_op_class (s->op) == SG_CLASS_MATMUL)
     return sg_compute_gemm_us (c, s->dtype, s->flops, s->bytes);
+  bool bwd = is_backward (s->op);
   double eff;
   switch (s->op) {
   case SG_OP_SDPA_FLASH:
   case SG_OP_SDPA_FLASH_BWD:
-    eff = c->attention_flash_efficiency;
+    eff = bwd ? c->attention_flash_backward_efficiency : c->attention_flash_efficiency;
     break;
   case SG_OP_SDPA_EFFICIENT:
   case SG_OP_SDPA_EFFICIENT_BWD:
-    eff = c->attention_efficient_efficiency;
+    eff = bwd ? c->attention_efficient_backward_efficiency : c->attention_efficient_efficiency;
     break;
   default:
-    eff = c->attention_cudnn_efficiency;
+    eff = bwd ? c->attention_cudnn_backward_efficiency : c->attention_cudnn_efficiency;
     break;
   }
-  if (s->op == SG_OP_SDPA_FLASH_BWD || s->op == SG_OP_SDPA_EFFICIENT_BWD ||
-      s->op == SG_OP_SDPA_CUDNN_BWD)
-    eff *= c->attention_backward_ratio;
-  eff *= size_efficiency (c, s->flops);
-  double t_flops = s->flops / (peak_tflops (c, s->dtype) * 1e12 * eff) * 1e6;
+  double peak = peak_tflops (c, s->dtype) * 1e12;
+  double t_flops = sg_compute_attention_work (c, s) / (peak * eff) * 1e6;
   double t_bytes = s->bytes / (c->hbm_GBps * c->memory_efficiency * 1e3);
-  return c->gemm_launch_us + MAX (t_flops, t_bytes);
+  return MAX (c->attention_floor_us, c->gemm_launch_us + MAX (t_flops, t_bytes));
 }
 
 static const SgMeta *
@@ -160,8 +188,7 @@ static bool
 attention_shape (const SgGraph *g, SgNodeId id, SgShape *s)
 {
   const SgNode *n = &g->nodes[id];
-  bool bwd = n->kind == SG_OP_SDPA_FLASH_BWD || n->kind == SG_OP_SDPA_EFFICIENT_BWD ||
-             n->kind == SG_OP_SDPA_CUDNN_BWD;
+  bool bwd = is_backward (n->kind);
   const SgMeta *q, *k;
   if (bwd && n->n_tuple >= 2) {
     /* grad_query, grad_key have the query's and the key's shapes */

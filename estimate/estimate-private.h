@@ -32,15 +32,22 @@ typedef struct {
   double fp32_tflops;
   double hbm_GBps;
   double memory_efficiency;  /* achieved fraction of hbm_GBps by memory-bound kernels */
-  double kernel_launch_us;   /* floor of any kernel */
+  double kernel_launch_us;   /* fixed part of a memory-bound kernel */
+  double kernel_floor_us;    /* smallest time of a memory-bound op (launch-bound) */
   double gemm_launch_us;     /* fixed part of a GEMM */
+  double gemm_floor_us;      /* smallest time of a matmul/attention op (launch-bound) */
   double gemm_max_efficiency;
   double gemm_half_gflops;   /* flops at which the efficiency reaches half its maximum */
   double gemm_efficiency_exponent;
-  double attention_flash_efficiency; /* fraction of the matmul peak, forward */
+  /* attention: fractions of the matmul peak over the wave-quantized work */
+  double attention_flash_efficiency;
+  double attention_flash_backward_efficiency;
   double attention_efficient_efficiency;
+  double attention_efficient_backward_efficiency;
   double attention_cudnn_efficiency;
-  double attention_backward_ratio;   /* backward efficiency / forward efficiency */
+  double attention_cudnn_backward_efficiency;
+  double attention_floor_us; /* smallest time of an SDPA op (launch-bound) */
+  int32_t sm_count;          /* SMs: attention tiles run in waves of this many */
   double unknown_op_us;              /* floor of an op the model does not know */
 
   /* collectives (NCCL) */
@@ -54,8 +61,15 @@ typedef struct {
   double nvls_busbw_GBps;
   double nvls_latency_us;
   double collective_overhead_us; /* launch + stream sync per collective */
+  /* measured fraction of the NCCL-model bus bandwidth each kind reaches */
+  double efficiency_all_gather;
+  double efficiency_reduce_scatter;
+  double efficiency_all_reduce;
+  double efficiency_broadcast;
+  double efficiency_p2p; /* all_to_all, send/recv */
 
   SgContention contention;
+  double comm_start_wait; /* see sg_cost_model_comm_start_wait() */
 } SgCluster;
 
 /* --- cluster.c --- */
@@ -114,6 +128,8 @@ typedef struct {
 bool sg_compute_shape (const SgGraph *g, SgNodeId id, SgShape *s);
 /* Model time of a matmul/attention shape. */
 double sg_compute_shape_us (const SgCluster *c, const SgShape *s);
+/* Wave-quantized flops an SDPA kernel of shape @s executes. */
+double sg_compute_attention_work (const SgCluster *c, const SgShape *s);
 /* Bytes a memory-bound node reads and writes. @storage_bytes (or NULL):
  * per node id below @n_storage, the bytes of its storage root
  * (sg_compute_storage_bytes), to avoid walking alias chains. */

@@ -46,6 +46,12 @@ sg_cost_model_contention (const SgCostModel *cm)
   return &cm->cluster.contention;
 }
 
+double
+sg_cost_model_comm_start_wait (const SgCostModel *cm)
+{
+  return cm->cluster.comm_start_wait;
+}
+
 const char *
 sg_cost_model_cluster_name (const SgCostModel *cm)
 {
@@ -107,9 +113,9 @@ memory_bound_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double fl
     return us;
   }
   *src = SG_COST_MODEL;
-  double t = sg_compute_bytes_us (&cm->cluster, sg_compute_node_bytes (g, id, cm->storage_bytes,
-                                                                 cm->n_storage));
-  return t - cm->cluster.kernel_launch_us + floor_us;
+  const SgCluster *c = &cm->cluster;
+  double bytes = sg_compute_node_bytes (g, id, cm->storage_bytes, cm->n_storage);
+  return MAX (floor_us, c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
 }
 
 double
@@ -133,7 +139,7 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
   case SG_CLASS_ATTENTION: {
     SgShape s;
     if (!sg_compute_shape (g, id, &s))
-      return memory_bound_us (cm, g, id, cm->cluster.kernel_launch_us, src);
+      return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
     double us;
     if (sg_profile_shape_us (cm->profile, &s, &us)) {
       *src = SG_COST_PROFILE;
@@ -156,15 +162,16 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
       *src = SG_COST_FREE;
       return 0.0;
     }
-    return memory_bound_us (cm, g, id, cm->cluster.kernel_launch_us, src);
+    return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_POINTWISE:
   case SG_CLASS_REDUCTION:
   case SG_CLASS_COPY:
   case SG_CLASS_BUCKET:
-    return memory_bound_us (cm, g, id, cm->cluster.kernel_launch_us, src);
+    return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_UNKNOWN:
   default:
-    return memory_bound_us (cm, g, id, cm->cluster.unknown_op_us, src);
+    return memory_bound_us (cm, g, id,
+                            MAX (cm->cluster.kernel_floor_us, cm->cluster.unknown_op_us), src);
   }
 }
 

@@ -56,6 +56,12 @@ double sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtyp
 /* (transfer none) The contention parameters in force. */
 const SgContention *sg_cost_model_contention (const SgCostModel *cm);
 
+/* Start delay of a collective issued while a compute kernel runs, as a
+ * fraction of that kernel's remaining time: 1 means it starts only when the
+ * kernel ends (measured on H200: cuBLAS's persistent GEMMs hold every SM,
+ * so an all_gather issued behind one waits for it), 0 means at once. */
+double sg_cost_model_comm_start_wait (const SgCostModel *cm);
+
 /* Machines a group of the graph spans, from the cluster's gpus_per_node. */
 int32_t sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group);
 

@@ -89,6 +89,25 @@ raw_bus_bw (const SgCluster *c, int32_t ppn, int32_t n_nodes)
   return bw;
 }
 
+/* The fraction of the model's bus bandwidth each kind reaches (measured:
+ * NCCL's table over-promises for rings that send and receive at once). */
+static double
+kind_efficiency (const SgCluster *c, SgOpKind kind)
+{
+  switch (kind) {
+  case SG_OP_ALL_GATHER:
+    return c->efficiency_all_gather;
+  case SG_OP_REDUCE_SCATTER:
+    return c->efficiency_reduce_scatter;
+  case SG_OP_ALL_REDUCE:
+    return c->efficiency_all_reduce;
+  case SG_OP_BROADCAST:
+    return c->efficiency_broadcast;
+  default:
+    return c->efficiency_p2p;
+  }
+}
+
 SgNcclChoice
 sg_nccl_time (const SgCluster *c, SgOpKind kind, uint64_t bytes, int32_t n, int32_t n_nodes)
 {
@@ -103,17 +122,18 @@ sg_nccl_time (const SgCluster *c, SgOpKind kind, uint64_t bytes, int32_t n, int3
   const int bucket = n_nodes == 1 ? 0 : n_nodes == 2 ? 1 : 2;
   const int arch = c->nccl_arch;
   const double nch = c->nvlink_channels;
-  const double bus0 = raw_bus_bw (c, ppn, n_nodes);
+  const double bus0 = raw_bus_bw (c, ppn, n_nodes) * kind_efficiency (c, kind);
   const double overhead = c->collective_overhead_us;
   const double b = (double)bytes;
 
   if (kind == SG_OP_ALL_TO_ALL) {
     best.algo = SG_ALGO_P2P;
-    double intra = b * (ppn - 1) / n / (nch * c->nvlink_channel_GBps);
+    const double e = c->efficiency_p2p;
+    double intra = b * (ppn - 1) / n / (nch * c->nvlink_channel_GBps * e);
     double inter = 0.0;
     if (n_nodes > 1) {
       double per_gpu_net = MIN (ppn, c->nics_per_node) * c->net_nic_GBps / ppn;
-      inter = b * (n - ppn) / n / per_gpu_net;
+      inter = b * (n - ppn) / n / (per_gpu_net * e);
     }
     double lat = base_lat[RING][SG_PROTO_SIMPLE] +
                  hw_lat[n_nodes > 1 ? HW_NET : HW_NVLINK][RING][SG_PROTO_SIMPLE];
@@ -153,8 +173,8 @@ sg_nccl_time (const SgCluster *c, SgOpKind kind, uint64_t bytes, int32_t n, int3
       if (n_nodes > 1 && p == SG_PROTO_LL)
         intra_lat *= 1.8;
       double lat = base_lat[a][p];
-      if (a == RING && bcast)
-        lat += nsteps * (n_nodes > 1 ? inter_lat : intra_lat);
+      if (a == RING && bcast) /* one pipeline through the ring: NCCL's sameChannels case */
+        lat += n_nodes > 1 ? inter_lat : intra_lat;
       else if (a == RING)
         lat += (nsteps - ninter) * intra_lat + ninter * inter_lat;
       else
@@ -193,7 +213,8 @@ sg_nccl_time (const SgCluster *c, SgOpKind kind, uint64_t bytes, int32_t n, int3
 double
 sg_nccl_p2p_time (const SgCluster *c, uint64_t bytes, bool same_node)
 {
-  double bw = same_node ? c->nvlink_channels * c->nvlink_channel_GBps : c->net_nic_GBps;
+  double bw = (same_node ? c->nvlink_channels * c->nvlink_channel_GBps : c->net_nic_GBps) *
+              c->efficiency_p2p;
   double lat = base_lat[RING][SG_PROTO_SIMPLE] +
                hw_lat[same_node ? HW_NVLINK : HW_NET][RING][SG_PROTO_SIMPLE];
   return c->collective_overhead_us + lat + (double)bytes / (1000.0 * bw);
