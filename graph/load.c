@@ -12,11 +12,12 @@
  * node and field for nodes. A reference to an undefined name is diagnosed
  * by reading the rest of the file: "forward reference" when the name is
  * defined later, "cycle" when following references from it leads back to
- * the referencing node, "dangling" otherwise.
+ * the referencing node, "dangling" otherwise (load-refs.c). The bracket
+ * scanner is load-scan.c.
  *
  * Requires: nothing. Produces: a graph that passed sg_graph_validate().
  */
-#include "graph.h"
+#include "load-private.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -65,74 +66,6 @@ line_col (const Loader *ld, const char *p, size_t *line, size_t *col)
   *col = (size_t)(p - ls) + 1;
 }
 
-static const char *
-skip_ws (const char *p, const char *end)
-{
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-    p++;
-  return p;
-}
-
-typedef enum { SCAN_OK, SCAN_EOF, SCAN_DEPTH, SCAN_BAD } ScanResult;
-
-/* Finds the end of the JSON value at @p without building it: strings with
- * escapes, brackets, scalars up to a delimiter. Lenient about scalar
- * spelling (cJSON checks that when the value is parsed); exact about
- * structure. *at: the end, or the offending position. */
-static ScanResult
-scan_value (const char *p, const char *end, const char **at)
-{
-  int depth = 0;
-  p = skip_ws (p, end);
-  do {
-    if (p >= end) {
-      *at = end;
-      return SCAN_EOF;
-    }
-    char c = *p;
-    if (c == '"') {
-      for (p++; p < end && *p != '"'; p++)
-        if (*p == '\\')
-          p++;
-      if (p >= end) {
-        *at = end;
-        return SCAN_EOF;
-      }
-      p++;
-    } else if (c == '[' || c == '{') {
-      if (++depth > CJSON_NESTING_LIMIT) {
-        *at = p;
-        return SCAN_DEPTH;
-      }
-      p++;
-    } else if (c == ']' || c == '}') {
-      if (depth == 0) {
-        *at = p;
-        return SCAN_BAD;
-      }
-      depth--;
-      p++;
-    } else if (c == ',' || c == ':') {
-      if (depth == 0) {
-        *at = p;
-        return SCAN_BAD;
-      }
-      p++;
-    } else {
-      const char *s = p;
-      while (p < end && !strchr (",:]}[{\" \t\r\n", *p))
-        p++;
-      if (p == s) {
-        *at = p;
-        return SCAN_BAD;
-      }
-    }
-    p = skip_ws (p, end);
-  } while (depth > 0);
-  *at = p;
-  return SCAN_OK;
-}
-
 static void
 syntax_error (const Loader *ld, const char *p, GError **error, const char *what)
 {
@@ -160,7 +93,7 @@ parse_value (Loader *ld, const char **p, GError **error)
     return v;
   }
   const char *at;
-  switch (scan_value (*p, ld->end, &at)) {
+  switch (sg_load_scan_value (*p, ld->end, &at)) {
   case SCAN_EOF:
     syntax_error (ld, ld->end, error, "a value is not closed");
     break;
@@ -322,153 +255,6 @@ header_key (Loader *ld, const char *key, cJSON *v, GError **error)
   return header_ready (ld, error);
 }
 
-/* --- reference diagnosis ---------------------------------------------------- */
-
-/* First {"node": NAME} in @v (depth first, the order graph.c walks) whose
- * name is not defined yet; @path receives its location. */
-static const char *
-first_undefined (const SgGraph *g, const cJSON *v, GString *path)
-{
-  if (cJSON_IsObject (v)) {
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
-    if (cJSON_IsString (ref) && cJSON_GetArraySize (v) == 1)
-      return sg_graph_lookup (g, ref->valuestring) == SG_NO_NODE ? ref->valuestring : NULL;
-  }
-  if (!cJSON_IsArray (v) && !cJSON_IsObject (v))
-    return NULL;
-  gsize len = path->len;
-  int i = 0;
-  const cJSON *c;
-  cJSON_ArrayForEach (c, v)
-  {
-    if (cJSON_IsArray (v))
-      g_string_append_printf (path, "[%d]", i);
-    else
-      g_string_append_printf (path, ".%s", c->string);
-    const char *r = first_undefined (g, c, path);
-    if (r)
-      return r;
-    g_string_truncate (path, len);
-    i++;
-  }
-  return NULL;
-}
-
-static void
-collect_refs (const cJSON *v, GPtrArray *out)
-{
-  if (cJSON_IsObject (v)) {
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
-    if (cJSON_IsString (ref)) {
-      g_ptr_array_add (out, g_strdup (ref->valuestring));
-      return;
-    }
-  }
-  if (cJSON_IsArray (v) || cJSON_IsObject (v)) {
-    const cJSON *c;
-    cJSON_ArrayForEach (c, v) collect_refs (c, out);
-  }
-}
-
-typedef struct {
-  int index;      /* position in `nodes` */
-  GPtrArray *refs; /* names */
-  const char *parent; /* BFS: the name we came from */
-  bool seen;
-} Later;
-
-static void
-later_free (gpointer p)
-{
-  Later *l = p;
-  g_ptr_array_unref (l->refs);
-  g_free (l);
-}
-
-/* Replaces the append error for node @name (index @index) whose reference
- * to @missing at @field does not resolve; @rest points after the node. */
-static void
-diagnose_ref (Loader *ld, const char *name, int index, const char *field, const char *missing,
-              const char *rest, GError **error)
-{
-  g_clear_error (error);
-  if (strcmp (missing, name) == 0) {
-    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
-                 "node '%s': %s: refers to itself (a cycle)", name, field);
-    return;
-  }
-  /* Names and references of every later node (the error path only). */
-  g_autoptr (GHashTable) later = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, later_free);
-  const char *p = skip_ws (rest, ld->end);
-  int k = index + 1;
-  while (p < ld->end && *p == ',') {
-    const char *e = NULL;
-    cJSON *obj = cJSON_ParseWithLengthOpts (p + 1, (size_t)(ld->end - p - 1), &e, false);
-    if (!obj)
-      break;
-    const cJSON *jn = cJSON_GetObjectItemCaseSensitive (obj, "name");
-    if (cJSON_IsString (jn) && !g_hash_table_contains (later, jn->valuestring)) {
-      Later *l = g_new0 (Later, 1);
-      l->index = k;
-      l->refs = g_ptr_array_new_with_free_func (g_free);
-      collect_refs (cJSON_GetObjectItemCaseSensitive (obj, "args"), l->refs);
-      collect_refs (cJSON_GetObjectItemCaseSensitive (obj, "kwargs"), l->refs);
-      g_hash_table_insert (later, g_strdup (jn->valuestring), l);
-    }
-    cJSON_Delete (obj);
-    p = skip_ws (e, ld->end);
-    k++;
-  }
-  Later *target = g_hash_table_lookup (later, missing);
-  if (!target) {
-    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
-                 "node '%s': %s: dangling reference to '%s', which no node defines", name, field,
-                 missing);
-    return;
-  }
-  /* Breadth first from @missing through later nodes' references. */
-  GQueue q = G_QUEUE_INIT;
-  g_queue_push_tail (&q, (gpointer)missing);
-  target->seen = true;
-  const char *closing = NULL;
-  while (!closing && !g_queue_is_empty (&q)) {
-    const char *cur = g_queue_pop_head (&q);
-    Later *l = g_hash_table_lookup (later, cur);
-    for (guint i = 0; i < l->refs->len; i++) {
-      const char *r = g_ptr_array_index (l->refs, i);
-      if (strcmp (r, name) == 0) {
-        closing = cur;
-        break;
-      }
-      Later *lr = g_hash_table_lookup (later, r);
-      if (lr && !lr->seen) {
-        lr->seen = true;
-        lr->parent = cur;
-        g_queue_push_tail (&q, (gpointer)r);
-      }
-    }
-  }
-  g_queue_clear (&q);
-  if (!closing) {
-    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
-                 "node '%s': %s: forward reference to '%s' (node #%d, defined later); nodes "
-                 "must be in topological order",
-                 name, field, missing, target->index);
-    return;
-  }
-  /* closing -> ... -> missing, reversed along parents. */
-  g_autoptr (GPtrArray) chain = g_ptr_array_new ();
-  for (const char *c = closing; c; c = ((Later *)g_hash_table_lookup (later, c))->parent)
-    g_ptr_array_add (chain, (gpointer)c);
-  GString *s = g_string_new (name);
-  for (guint i = chain->len; i-- > 0;)
-    g_string_append_printf (s, " -> %s", (const char *)g_ptr_array_index (chain, i));
-  g_string_append_printf (s, " -> %s", name);
-  g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE, "node '%s': %s: cycle: %s", name,
-               field, s->str);
-  g_string_free (s, TRUE);
-}
-
 /* --- nodes ------------------------------------------------------------------ */
 
 static bool
@@ -480,7 +266,7 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
     syntax_error (ld, p, error, "nodes: expected a list of node objects");
     return false;
   }
-  p = skip_ws (p + 1, ld->end);
+  p = sg_load_skip_ws (p + 1, ld->end);
   if (p < ld->end && *p == ']') {
     *pp = p + 1;
     return true;
@@ -506,9 +292,10 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
         for (size_t f = 0; f < G_N_ELEMENTS (fields); f++) {
           g_autoptr (GString) path = g_string_new (fields[f]);
           const char *missing
-              = first_undefined (g, cJSON_GetObjectItemCaseSensitive (obj, fields[f]), path);
+              = sg_load_first_undefined (g, cJSON_GetObjectItemCaseSensitive (obj, fields[f]), path);
           if (missing) {
-            diagnose_ref (ld, jn->valuestring, index, path->str, missing, p, error);
+            sg_load_diagnose_ref (jn->valuestring, index, path->str, missing, p, ld->end,
+                                  error);
             break;
           }
         }
@@ -518,7 +305,7 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
     }
     cJSON_Delete (obj);
     drop_parsed (ld, p);
-    p = skip_ws (p, ld->end);
+    p = sg_load_skip_ws (p, ld->end);
     if (p >= ld->end) {
       syntax_error (ld, p, error, "the nodes list is not closed");
       return false;
@@ -540,7 +327,7 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
 static bool
 parse_document (Loader *ld, GError **error)
 {
-  const char *p = skip_ws (ld->data, ld->end);
+  const char *p = sg_load_skip_ws (ld->data, ld->end);
   if (p >= ld->end)
     FAIL (SG_GRAPH_ERROR_IO, "empty file");
   if (*p != '{') {
@@ -548,12 +335,12 @@ parse_document (Loader *ld, GError **error)
     return false;
   }
   g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  p = skip_ws (p + 1, ld->end);
+  p = sg_load_skip_ws (p + 1, ld->end);
   if (p < ld->end && *p == '}')
     p++;
   else
     for (;;) {
-      p = skip_ws (p, ld->end);
+      p = sg_load_skip_ws (p, ld->end);
       if (p >= ld->end || *p != '"') {
         syntax_error (ld, p, error, "expected a key (a string)");
         return false;
@@ -565,12 +352,12 @@ parse_document (Loader *ld, GError **error)
       cJSON_Delete (jkey);
       if (!g_hash_table_add (seen, g_strdup (key)))
         FAIL (SG_GRAPH_ERROR_FORMAT, "%s: top-level key given twice", key);
-      p = skip_ws (p, ld->end);
+      p = sg_load_skip_ws (p, ld->end);
       if (p >= ld->end || *p != ':') {
         syntax_error (ld, p, error, "expected ':' after a key");
         return false;
       }
-      p = skip_ws (p + 1, ld->end);
+      p = sg_load_skip_ws (p + 1, ld->end);
       if (strcmp (key, "nodes") == 0) {
         ld->has_nodes = true;
         if (ld->g) {
@@ -579,7 +366,7 @@ parse_document (Loader *ld, GError **error)
         } else {
           /* Parsed (and checked strictly) once the header is complete. */
           ld->nodes_at = p;
-          ScanResult r = scan_value (p, ld->end, &p);
+          ScanResult r = sg_load_scan_value (p, ld->end, &p);
           if (r == SCAN_EOF) {
             syntax_error (ld, ld->end, error, "the nodes list is not closed");
             return false;
@@ -606,7 +393,7 @@ parse_document (Loader *ld, GError **error)
         if (!ok)
           return false;
       }
-      p = skip_ws (p, ld->end);
+      p = sg_load_skip_ws (p, ld->end);
       if (p < ld->end && *p == '}') {
         p++;
         break;
@@ -617,7 +404,7 @@ parse_document (Loader *ld, GError **error)
       }
       p++;
     }
-  p = skip_ws (p, ld->end);
+  p = sg_load_skip_ws (p, ld->end);
   if (p < ld->end) {
     syntax_error (ld, p, error, "unexpected text after the top-level object");
     return false;
