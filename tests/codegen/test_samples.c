@@ -320,6 +320,45 @@ START_TEST (write_puts_a_loadable_plan_at_the_path_or_nothing)
 }
 END_TEST
 
+/* Every byte position class of a real plan, changed: the loader either
+ * rejects the text with a plan error or (a change that leaves the content
+ * equal, e.g. in whitespace) accepts exactly the original plan. Never a
+ * crash, never a different plan. */
+START_TEST (changed_bytes_are_rejected_or_harmless)
+{
+  g_autoptr (SgGraph) g = load_estimated (samples[1]);
+  SgPlan *p = NULL;
+  g_autoptr (GError) e = NULL;
+  ck_assert (sg_codegen_plan (g, NULL, NULL, "x", "", &p, &e));
+  size_t len;
+  g_autofree char *a = sg_plan_to_json (p, &len);
+  static const char repl[] = { '0', '7', '-', '"', ',', ']', '}', ' ', 'x', '\n' };
+  int rejected = 0, harmless = 0;
+  for (size_t pos = 0; pos < len; pos += 1 + pos % 97) {
+    char *b = g_memdup2 (a, len);
+    b[pos] = repl[pos % sizeof repl] != a[pos] ? repl[pos % sizeof repl] : '9';
+    GError *le = NULL;
+    SgPlan *q = sg_plan_load_data (b, len, "fuzz", &le);
+    if (q) {
+      size_t lq;
+      g_autofree char *c = sg_plan_to_json (q, &lq);
+      ck_assert_msg (lq == len && memcmp (a, c, len) == 0,
+                     "byte %zu changed to '%c' gave another plan", pos, b[pos]);
+      harmless++;
+      sg_plan_free (q);
+    } else {
+      ck_assert (le && le->domain == SG_PLAN_ERROR && strstr (le->message, "fuzz"));
+      g_error_free (le);
+      rejected++;
+    }
+    g_free (b);
+  }
+  ck_assert_int_gt (rejected, 100);
+  printf ("changed bytes: %d rejected, %d harmless (same content)\n", rejected, harmless);
+  sg_plan_free (p);
+}
+END_TEST
+
 static Suite *
 samples_suite (void)
 {
@@ -332,6 +371,7 @@ samples_suite (void)
   tcase_add_loop_test (tc, sample_plans_after_bucketing, 0, (int)G_N_ELEMENTS (fsdp_samples));
   tcase_add_test (tc, lowering_does_not_change_the_graph);
   tcase_add_test (tc, write_puts_a_loadable_plan_at_the_path_or_nothing);
+  tcase_add_test (tc, changed_bytes_are_rejected_or_harmless);
   suite_add_tcase (s, tc);
   return s;
 }
