@@ -60,14 +60,16 @@ sg_rt_agree_plan (const SgPlan *plan, const GError *load_error, GError **error)
   uint64_t *all = g_new (uint64_t, 4 * (size_t)world);
   MPI_Allgather (mine, 4, MPI_UINT64_T, all, 4, MPI_UINT64_T, MPI_COMM_WORLD);
   bool ok = true;
+  if (plan == NULL) { /* this rank's own reason first */
+    g_set_error_literal (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
+                         load_error ? load_error->message : "could not load the plan");
+    ok = false;
+  }
   for (int r = 0; r < world && ok; r++) {
     const uint64_t *e = all + 4 * r;
     if (!e[0]) {
-      if (r == rank && load_error != NULL)
-        g_set_error_literal (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH, load_error->message);
-      else
-        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
-                     "rank %d could not load the plan; no rank runs", r);
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
+                   "rank %d could not load the plan; no rank runs", r);
       ok = false;
     } else if (e[2] != all[2]) {
       g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
