@@ -243,6 +243,32 @@ START_TEST (collective_arguments_reach_the_plan)
 }
 END_TEST
 
+START_TEST (collective_of_a_non_tensor_is_an_error_naming_the_node)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "float32", 1, 8);
+  tb_node (g, "{\"name\":\"tup\",\"op\":\"call_function\",\"target\":\"my.op\","
+              "\"args\":[{\"node\":\"x\"}],\"kwargs\":{},\"meta\":{\"tuple\":[null,"
+              "{\"shape\":[8],\"stride\":[1],\"dtype\":\"float32\"}]}}");
+  tb_node (g, "{\"name\":\"none\",\"op\":\"call_function\",\"target\":\"<built-in "
+              "function getitem>\",\"args\":[{\"node\":\"tup\"},0],\"kwargs\":{}}");
+  tb_node (g, "{\"name\":\"ar\",\"op\":\"call_function\","
+              "\"target\":\"_c10d_functional.all_reduce.default\","
+              "\"args\":[{\"node\":\"none\"},\"sum\",\"0\"],\"kwargs\":{},"
+              "\"meta\":{\"shape\":[8],\"stride\":[1],\"dtype\":\"float32\"}}");
+  tb_wait (g, "w", "ar");
+  tb_output (g, 1, "w");
+  SgPlan *p = NULL;
+  g_autoptr (GError) e = NULL;
+  ck_assert (!sg_codegen_plan (g, NULL, NULL, "t", "", &p, &e));
+  ck_assert_ptr_null (p);
+  ck_assert_int_eq (e->code, SG_CODEGEN_ERROR_GRAPH);
+  ck_assert_msg (strstr (e->message, "\"ar\"") && strstr (e->message, "args[0]"), "%s",
+                 e->message);
+}
+END_TEST
+
 /* Random lifetimes and sizes (fixed LCG seed), from a few buffers to enough
  * that greedy-by-size runs out of budget and the online packer decides. */
 START_TEST (packed_buffers_never_overlap_while_both_live)
@@ -307,6 +333,7 @@ codegen_suite (void)
   tcase_add_test (tc, tuple_elements_are_values_and_getitem_maps_to_them);
   tcase_add_test (tc, collective_without_wait_is_waited_at_the_end);
   tcase_add_test (tc, collective_arguments_reach_the_plan);
+  tcase_add_test (tc, collective_of_a_non_tensor_is_an_error_naming_the_node);
   tcase_add_loop_test (tc, packed_buffers_never_overlap_while_both_live, 0, 4);
   suite_add_tcase (s, tc);
   return s;
