@@ -397,13 +397,16 @@ frontier_stop (const Run *R, SgNodeId x)
 /* The frontier reached wait @w's input-order position. A wait on a finished
  * collective costs nothing: place it. Otherwise defer it (to its first
  * consumer, or to the collective's end, whichever comes first) when the
- * collective's input, held until the wait, still fits in memory. */
+ * collective's input, held until the wait, still fits in memory. That
+ * holds for a collective not issued yet too (its input may be a deferred
+ * wait of another collective): it is issued once it can be, or when the
+ * consumer demands it. */
 static void
 reach_wait (Run *R, SgNodeId w)
 {
   const SgSchedProblem *P = R->P;
   SgNodeId c = P->coll_of[w];
-  if (c == SG_NO_NODE || !R->placed[c] || sg_eng_finished (&R->eng, c) || P->feeds_coll[w]) {
+  if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c))) {
     run_demand (R, w);
     return;
   }

@@ -299,6 +299,65 @@ START_TEST (schedule_never_exposes_more_than_the_input_order)
 }
 END_TEST
 
+/* HSDP-style chain: reduce_scatter -> wait -> all_reduce (another group) ->
+ * wait, with a long independent mm after it in the input order. */
+START_TEST (chained_collective_starts_when_its_input_collective_ends)
+{
+  g_autoptr (SgGraph) g = tb_new (4);
+  tb_group (g, "dp", 2, 0, 1);
+  tb_group (g, "rep", 2, 0, 2);
+  tb_input (g, "x", "bfloat16", 2, 512, 512);
+  tb_input (g, "gr", "bfloat16", 2, 64, 512);
+  tb_reduce_scatter (g, "rs", "gr", "dp");
+  tb_wait (g, "rsw", "rs");
+  tb_all_reduce (g, "ar", "rsw", "rep");
+  tb_wait (g, "arw", "ar");
+  tb_mm (g, "mm0", "x", "x");
+  tb_mm (g, "mm1", "mm0", "x");
+  tb_output (g, 3, "arw", "mm0", "mm1");
+  cost (g, "rs", 40);
+  cost (g, "ar", 40);
+  cost (g, "mm0", 100);
+  cost (g, "mm1", 100);
+  SgConfig cfg = config ();
+  ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+  ck_assert (sg_graph_validate (g, NULL));
+  /* rs is hidden by mm0; its wait is placed once rs is done (after mm0,
+   * no stall) and ar goes out at once, hidden by mm1 */
+  ck_assert_int_lt (id_of (g, "rs"), id_of (g, "mm0"));
+  ck_assert_int_lt (id_of (g, "rsw"), id_of (g, "mm1"));
+  ck_assert_int_lt (id_of (g, "ar"), id_of (g, "mm1"));
+  SgSimResult r;
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
+  ck_assert_int_eq (r.hidden, 2);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (graph_without_collectives_keeps_its_order)
+{
+  g_autoptr (SgGraph) g = tb_new (1);
+  tb_input (g, "x", "float32", 2, 32, 32);
+  tb_mm (g, "a", "x", "x");
+  tb_pointwise (g, "b", "aten.neg.default", "x", NULL);
+  tb_mm (g, "c", "a", "b");
+  tb_output (g, 1, "c");
+  cost (g, "a", 10);
+  cost (g, "b", 1);
+  cost (g, "c", 10);
+  SgConfig cfg = config ();
+  SgScheduleStats st;
+  g_autofree SgNodeId *order = sg_schedule_compute (g, &cfg, &st, NULL);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    ck_assert_int_eq (order[i], i);
+  ck_assert_int_eq (st.variant, -1);
+  ck_assert_str_eq (st.variant_name, "input");
+  ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+  ck_assert (g->implicit_edges == NULL || g->implicit_edges->len == 0);
+}
+END_TEST
+
 static const char *const samples[] = {
   "dev_fsdp8_L2_h1024",    "dev_fsdp2_tp4_L2_h1024", "w2_fsdp2_L2_h1024",
   "w2_tiny_fsdp2_L2_h256", "w2_tiny_tp2_L2_h256",    "w2_tp2_L2_h1024",
@@ -388,6 +447,8 @@ schedule_suite (void)
   tcase_add_test (tc, prefetch_limit_caps_collectives_in_flight);
   tcase_add_test (tc, zero_peak_allowance_never_raises_the_peak);
   tcase_add_test (tc, same_input_gives_the_same_order_every_run);
+  tcase_add_test (tc, chained_collective_starts_when_its_input_collective_ends);
+  tcase_add_test (tc, graph_without_collectives_keeps_its_order);
   tcase_add_test (tc, schedule_never_exposes_more_than_the_input_order);
   tcase_add_loop_test (tc, sample_graph_meets_the_quality_bar, 0, G_N_ELEMENTS (samples));
   tcase_set_timeout (tc, 120);
