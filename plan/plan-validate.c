@@ -20,6 +20,9 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* Larger worlds are rejected before anything is sized by world_size. */
+#define SG_PLAN_MAX_WORLD (1 << 24)
+
 static bool G_GNUC_PRINTF (2, 3) bad (GError **error, const char *fmt, ...)
 {
   va_list ap;
@@ -30,32 +33,41 @@ static bool G_GNUC_PRINTF (2, 3) bad (GError **error, const char *fmt, ...)
   return false;
 }
 
+/* UINT64_MAX when it overflows. */
 static uint64_t
 value_numel (const SgPlanValue *v)
 {
   uint64_t n = 1;
   for (int32_t d = 0; d < v->ndim; d++)
-    n *= (uint64_t)v->shape[d];
+    if (__builtin_mul_overflow (n, (uint64_t)v->shape[d], &n))
+      return UINT64_MAX;
   return n;
 }
 
-/* Bytes from the value's offset to one past its last element. */
+/* Bytes from the value's offset to one past its last element;
+ * UINT64_MAX when that overflows (a hostile shape or stride). */
 static uint64_t
 value_extent (const SgPlanValue *v)
 {
-  if (value_numel (v) == 0)
-    return 0;
-  uint64_t last = 0;
   for (int32_t d = 0; d < v->ndim; d++)
-    last += (uint64_t)(v->shape[d] - 1) * (uint64_t)v->stride[d];
-  return (last + 1) * sg_dtype_size (v->dtype);
+    if (v->shape[d] == 0)
+      return 0;
+  uint64_t last = 0, t;
+  for (int32_t d = 0; d < v->ndim; d++)
+    if (__builtin_mul_overflow ((uint64_t)(v->shape[d] - 1), (uint64_t)v->stride[d], &t) ||
+        __builtin_add_overflow (last, t, &last))
+      return UINT64_MAX;
+  if (__builtin_add_overflow (last, 1, &last) ||
+      __builtin_mul_overflow (last, (uint64_t)sg_dtype_size (v->dtype), &t))
+    return UINT64_MAX;
+  return t;
 }
 
 static bool
 check_groups (const SgPlan *p, GError **error)
 {
-  if (p->world_size < 1)
-    return bad (error, "world_size %d: must be at least 1", p->world_size);
+  if (p->world_size < 1 || p->world_size > SG_PLAN_MAX_WORLD)
+    return bad (error, "world_size %d: must be in [1, %d]", p->world_size, SG_PLAN_MAX_WORLD);
   if (p->n_streams < 1 + p->n_groups)
     return bad (error, "n_streams %d: need 1 compute stream + 1 per group (%d groups)",
                 p->n_streams, p->n_groups);
@@ -206,21 +218,21 @@ check_collective (const SgPlan *p, int32_t i, GError **error)
   if (a->dtype != in->dtype || o->dtype != in->dtype)
     return bad (error, "ins[%d] \"%s\".dtype %s: operands are %s -> %s", i, nm,
                 sg_dtype_name (in->dtype), sg_dtype_name (a->dtype), sg_dtype_name (o->dtype));
-  uint64_t n = (uint64_t)p->groups[in->group].n_ranks, c = (uint64_t)in->count;
+  uint64_t n = (uint64_t)p->groups[in->group].n_ranks, c = (uint64_t)in->count, cn;
   uint64_t ni = value_numel (a), no = value_numel (o);
-  bool ok = true;
+  bool ok = !__builtin_mul_overflow (c, n, &cn) && ni != UINT64_MAX && no != UINT64_MAX;
   switch (in->op) {
   case SG_OP_ALL_GATHER:
-    ok = ni == c && no == c * n;
+    ok = ok && ni == c && no == cn;
     break;
   case SG_OP_REDUCE_SCATTER:
-    ok = no == c && ni == c * n;
+    ok = ok && no == c && ni == cn;
     break;
   case SG_OP_ALL_TO_ALL: /* uneven splits may change the output size */
-    ok = ni == c;
+    ok = ok && ni == c;
     break;
   default:
-    ok = ni == c && no == c;
+    ok = ok && ni == c && no == c;
   }
   if (!ok)
     return bad (error,
@@ -233,6 +245,10 @@ check_collective (const SgPlan *p, int32_t i, GError **error)
 static bool
 check_ins (const SgPlan *p, GError **error)
 {
+  /* each event is recorded by one instruction: this also bounds what a
+   * hostile n_events could make us allocate */
+  if (p->n_events < 0 || p->n_events > p->n_ins)
+    return bad (error, "n_events %d: more events than instructions (%d)", p->n_events, p->n_ins);
   g_autofree int32_t *rec_at = g_new (int32_t, (size_t)p->n_events + 1);
   g_autofree int32_t *waited = g_new0 (int32_t, (size_t)p->n_ins + 1);
   g_autofree bool *written = g_new0 (bool, (size_t)p->n_buffers + 1);

@@ -334,6 +334,14 @@ START_TEST (out_of_range_indices_are_rejected_naming_the_field)
   p->ins[5].stream = 3;
   expect_invalid (p, "ins[5].stream 3");
   sg_plan_free (p);
+  p = small_plan (); /* sizes that would make the validator allocate gigabytes */
+  p->n_events = 2000000000;
+  expect_invalid (p, "n_events 2000000000");
+  sg_plan_free (p);
+  p = small_plan ();
+  p->world_size = 2000000000;
+  expect_invalid (p, "world_size 2000000000");
+  sg_plan_free (p);
 }
 END_TEST
 
@@ -400,6 +408,11 @@ START_TEST (broken_memory_rules_are_rejected)
   sg_plan_free (p);
   p = small_plan (); /* a view reaching past its buffer */
   p->values[3].offset = 2;
+  expect_invalid (p, "reach past buffers[2]");
+  sg_plan_free (p);
+  p = small_plan (); /* a stride whose extent overflows 64 bits */
+  p->values[3].stride[1] = INT64_C (4000000000000000);
+  p->values[3].shape[1] = 8000;
   expect_invalid (p, "reach past buffers[2]");
   sg_plan_free (p);
   p = small_plan (); /* read before written */
