@@ -71,6 +71,10 @@ typedef struct {
   int32_t boost;  /* compute feeding a collective within this many ids goes this much earlier */
   uint8_t *placed, *avail, *released;
   uint8_t *deferred; /* wait passed by the frontier while its collective ran */
+  /* Deferred waits not placed yet and the input position up to which the
+   * memory their collective's input holds is reserved. */
+  SgNodeId *pend;
+  int32_t *pend_resv, n_pend;
   int32_t *npend, *nblk;
   Heap ready;  /* compute ready and not blocked by an unfinished collective */
   Heap *colls; /* per group: ready collectives by (deadline, id) */
@@ -88,7 +92,7 @@ typedef struct {
   SgNodeId *stack;
   SgNodeId *done; /* finished collectives whose wait feeds a collective */
   int32_t n_done;
-  int32_t n_pulled, n_early, n_forced, n_boosted;
+  int32_t n_pulled, n_early, n_forced, n_boosted, n_forced_waits;
 } Run;
 
 static void run_place (Run *R, SgNodeId x);
@@ -396,27 +400,55 @@ frontier_stop (const Run *R, SgNodeId x)
 
 /* The frontier reached wait @w's input-order position. A wait on a finished
  * collective costs nothing: place it. Otherwise defer it (to its first
- * consumer, or to the collective's end, whichever comes first) when the
- * collective's input, held until the wait, still fits in memory. That
- * holds for a collective not issued yet too (its input may be a deferred
- * wait of another collective): it is issued once it can be, or when the
- * consumer demands it. */
+ * consumer, or to the collective's end, whichever comes first) while the
+ * collective's input, held until the wait, still fits in memory: the
+ * reservation grows with the frontier (extend_deferred), and the wait is
+ * placed (stalling) the first time it would not fit. That holds for a
+ * collective not issued yet too (its input may be a deferred wait of
+ * another collective): it is issued once it can be, or when the consumer
+ * demands it. */
 static void
 reach_wait (Run *R, SgNodeId w)
 {
   const SgSchedProblem *P = R->P;
   SgNodeId c = P->coll_of[w];
-  if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c))) {
+  if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c))
+      || !mem_fits_range (R, P->in_bytes[c], w, w + 1)) {
     run_demand (R, w);
     return;
   }
-  int32_t d = P->wait_of[c] == w ? P->deadline[c] : w;
-  if (!mem_fits_range (R, P->in_bytes[c], w, d)) {
-    run_demand (R, w);
-    return;
-  }
-  mem_take_range (R, P->in_bytes[c], w, d);
+  mem_take_range (R, P->in_bytes[c], w, w + 1);
   R->deferred[w] = 1;
+  R->pend[R->n_pend] = w;
+  R->pend_resv[R->n_pend++] = w + 1;
+}
+
+/* Extends the memory reservation of every deferred wait up to the frontier,
+ * placing the waits whose collective's input no longer fits. */
+static void
+extend_deferred (Run *R)
+{
+  const SgSchedProblem *P = R->P;
+  int32_t k = 0;
+  for (int32_t i = 0; i < R->n_pend; i++) {
+    SgNodeId w = R->pend[i];
+    if (R->placed[w])
+      continue;
+    int32_t from = R->pend_resv[i], to = MIN (R->frontier + 1, P->n);
+    uint64_t b = P->in_bytes[P->coll_of[w]];
+    if (from < to) {
+      if (!mem_fits_range (R, b, from, to)) {
+        R->n_forced_waits++;
+        run_demand (R, w);
+        continue;
+      }
+      mem_take_range (R, b, from, to);
+      R->pend_resv[i] = to;
+    }
+    R->pend[k] = w;
+    R->pend_resv[k++] = R->pend_resv[i];
+  }
+  R->n_pend = k;
 }
 
 static void
@@ -431,6 +463,8 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   R->avail = g_new0 (uint8_t, (size_t)n);
   R->released = g_new0 (uint8_t, (size_t)n);
   R->deferred = g_new0 (uint8_t, (size_t)n);
+  R->pend = g_new (SgNodeId, (size_t)n + 1);
+  R->pend_resv = g_new (int32_t, (size_t)n + 1);
   R->npend = g_new (int32_t, (size_t)n);
   R->nblk = g_new0 (int32_t, (size_t)n);
   R->colls = g_new0 (Heap, (size_t)ng);
@@ -467,6 +501,8 @@ run_clear (Run *R)
   g_free (R->avail);
   g_free (R->released);
   g_free (R->deferred);
+  g_free (R->pend);
+  g_free (R->pend_resv);
   g_free (R->npend);
   g_free (R->nblk);
   g_free (R->ready.a);
@@ -487,8 +523,8 @@ run_clear (Run *R)
 }
 
 SgNodeId *
-sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, SgScheduleStats *st,
-             SgSimResult *res)
+sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
+                      SgScheduleStats *st, SgSimResult *res)
 {
   Run R;
   run_init (&R, P, window, boost);
@@ -513,11 +549,13 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, Sg
       run_demand (&R, x);
       continue;
     }
-    /* A collective that reads another's result is issued once that ends. */
+    /* Deferred waits go in as soon as their collective is done (free), so
+     * memory is released and a collective reading the result can start. */
     for (int32_t d = 0; d < R.n_done; d++)
       if (!R.placed[P->wait_of[R.done[d]]])
         run_demand (&R, P->wait_of[R.done[d]]);
     R.n_done = 0;
+    extend_deferred (&R);
     try_issue (&R, false);
     if (R.placed[x])
       continue;
