@@ -29,7 +29,7 @@ typedef struct {
   uint64_t sum_bytes;      /* sum of all buffers (256-aligned): no reuse at all */
   uint64_t live_peak_bytes; /* max over instructions of the live buffers' bytes:
                              * no packing can beat it */
-  uint64_t input_bytes;    /* whole-step buffers of placeholders */
+  uint64_t input_bytes;    /* buffers live for the whole step (placeholders) */
   int32_t n_buffers;
 } SgMemStats;
 
