@@ -152,6 +152,29 @@ START_TEST (map_add_broadcasts_a_row_and_rounds_to_bf16)
 }
 END_TEST
 
+START_TEST (map_mul_broadcasts_a_middle_dim_over_collapsed_dims)
+{
+  /* out [3, 4, 5, 6] = a (a [3,4,5,6] view with a padded last dim) * b [4, 1, 1] */
+  const int64_t s[] = { 3, 4, 5, 7 }, so[] = { 3, 4, 5, 6 }, sb[] = { 4, 1, 1 };
+  DevT a = dev_rand (SG_DTYPE_BF16, 4, s, 0), b = dev_rand (SG_DTYPE_F32, 3, sb, 0);
+  DevT o = dev_empty (SG_DTYPE_BF16, 4, so);
+  SgCuTensor av = a.t;
+  av.shape[3] = 6;
+  ck_assert_int_eq (sg_cu_map (SG_CU_MUL, &o.t, &av, &b.t, 0, NULL), cudaSuccess);
+  double *got = dev_read (&o), want[3 * 4 * 5 * 6];
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 4; j++)
+      for (int k = 0; k < 5; k++)
+        for (int l = 0; l < 6; l++)
+          want[((i * 4 + j) * 5 + k) * 6 + l] = a.ref[((i * 4 + j) * 5 + k) * 7 + l] * b.ref[j];
+  assert_close (got, want, 3 * 4 * 5 * 6, 1.0 / 128, 1e-6);
+  g_free (got);
+  dev_free (&a);
+  dev_free (&b);
+  dev_free (&o);
+}
+END_TEST
+
 START_TEST (map_reads_transposed_views)
 {
   const int64_t s[] = { 40, 24 };
@@ -566,6 +589,7 @@ suite (void)
   TCase *tc = tcase_create ("kernels");
   tcase_set_timeout (tc, 120);
   tcase_add_test (tc, map_add_broadcasts_a_row_and_rounds_to_bf16);
+  tcase_add_test (tc, map_mul_broadcasts_a_middle_dim_over_collapsed_dims);
   tcase_add_test (tc, map_reads_transposed_views);
   tcase_add_test (tc, map_silu_backward_and_pow_match_formulas);
   tcase_add_test (tc, reduce_mean_over_last_dim_keepdim);

@@ -49,6 +49,22 @@ plan () {
   "$BIN/schedgraph" -q $flags "$2" -o "$1" --report "${1%.plan.json}.sgreport.json"
 }
 
+if [ "$MODE" = quick ]; then  # kernels, one exact pair, one profile and timing run
+  section quick
+  p=$W/q.plan.json
+  "$BIN/schedgraph" -q "$G/w2_tiny_tp2_L2_h256.json" -o "$p"
+  timeout 60 "${MPI[@]}" "$BIN/schedrun" --backend cpu "$p" --dump-outputs "$W/q.cpu" >/dev/null
+  timeout 60 "${MPI[@]}" "$BIN/schedrun" --backend cuda "$p" --dump-outputs "$W/q.cuda"
+  python3 "$ROOT/tools/device/compare_dumps.py" "$W/q.cpu" "$W/q.cuda" --tol 5e-2 | tail -1
+  timeout 120 "${MPI[@]}" "$BIN/schedrun" --profile "$G/w2_tp2_L2_h1024.json" -o "$W/qp.json"
+  "$BIN/schedgraph" -q --profile "$W/qp.json" "$G/w2_tp2_L2_h1024.json" -o "$W/qt.plan.json"
+  timeout 60 "${MPI[@]}" "$BIN/schedrun" --backend cuda --mode timing "$W/qt.plan.json" \
+    --report "$W/qt.report.json"
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(r['measured'], r['predicted'])" "$W/qt.report.json"
+  cp "$W/qp.json" "$OUT/"
+  exit 0
+fi
+
 section "exact: CPU backend vs CUDA backend (relative L2 error per output)"
 # bf16 graphs: 5e-2 (each op rounds to bf16, 2^-8, at a different point of
 # its accumulation on each backend; a forward+backward compounds it);
@@ -69,14 +85,17 @@ for gt in w2_tiny_fsdp2_L2_h256:5e-2 w2_tiny_tp2_L2_h256:5e-2 gg_tiny_f32_fsdp2:
   done
 done
 
-section "profile (one file; later graphs measure only their new keys)"
-PROF=$W/profile.json
+section "profile (one file per graph; a second run measures only new keys)"
+# One file per graph: the profile format keys "ops" entries by target and
+# output bytes only, so another graph's entry of the same size but another
+# shape/dtype/broadcast would stand in for this graph's node.
 for g in $GRAPHS; do
-  timeout 300 "${MPI[@]}" "$BIN/schedrun" --profile "$G/$g.json" -o "$PROF" --iters $PITERS \
-    --timeout 120; echo "profile $g rc=$?"
+  timeout 300 "${MPI[@]}" "$BIN/schedrun" --profile "$G/$g.json" -o "$W/profile.$g.json" \
+    --iters $PITERS --timeout 120; echo "profile $g rc=$?"
 done
 g1=${GRAPHS%% *}
-timeout 120 "${MPI[@]}" "$BIN/schedrun" --profile "$G/$g1.json" -o "$PROF" --iters $PITERS
+timeout 120 "${MPI[@]}" "$BIN/schedrun" --profile "$G/$g1.json" -o "$W/profile.$g1.json" \
+  --iters $PITERS
 echo "profile again (cache) rc=$?"
 
 section "timing: input order, schedule, schedule+bucketing; model vs profile"
@@ -84,7 +103,8 @@ for g in $GRAPHS; do
   for pf in model profile; do
     for v in input sched schedb; do
       p=$W/t.$g.$pf.$v.plan.json
-      if [ $pf = profile ]; then plan "$p" "$G/$g.json" $v "$PROF"; else plan "$p" "$G/$g.json" $v; fi \
+      if [ $pf = profile ]; then plan "$p" "$G/$g.json" $v "$W/profile.$g.json"
+      else plan "$p" "$G/$g.json" $v; fi \
         || { echo "schedgraph failed: $g $pf $v"; continue; }
       timeout 240 "${MPI[@]}" "$BIN/schedrun" --backend cuda --mode timing --iters $ITERS \
         --warmup $WARM --timeout 200 "$p" --report "$W/t.$g.$pf.$v.report.json" | tail -1
@@ -96,11 +116,11 @@ section "diagnostics: per-kernel GPU times vs the profile's estimates (input ord
 for g in $GRAPHS; do
   timeout 120 "${MPI[@]}" -x SG_CUDA_KERNEL_TIMES="$W/ktimes.$g.tsv" "$BIN/schedrun" \
     --backend cuda --mode timing --iters 10 --warmup 3 "$W/t.$g.profile.input.plan.json" | tail -1
-  "$BIN/schedgraph" --costs --profile "$PROF" "$G/$g.json" > "$W/costs.$g.txt" 2>&1
+  "$BIN/schedgraph" --costs --profile "$W/profile.$g.json" "$G/$g.json" > "$W/costs.$g.txt" 2>&1
 done
 
 section summary
 python3 "$ROOT/tools/device/summarize.py" "$W" "$GRAPHS" | tee "$OUT/summary.md"
-cp "$PROF" "$OUT/profile.json" 2>/dev/null
+cat "$W"/profile.*.json > "$OUT/profiles.txt" 2>/dev/null
 tar czf "$OUT/results.tar.gz" -C "$W" --exclude='*.bin' .
 echo "done [$(date +%T)]"

@@ -31,9 +31,10 @@ def main():
                     print(f"| {g} | {pf} | {label} | missing | | | | | | | |")
                     continue
                 r = json.load(open(f))
-                s, p = r["summary"], r["predicted"]
-                errs = [abs(c["est_us"] - c["measured_us"]) / c["measured_us"]
-                        for c in r["collectives"] if c["measured_us"] > 0 and c["est_us"] >= 0]
+                s, p = r.get("measured", r.get("summary")), r["predicted"]
+                est = [(c.get("estimated_us", c.get("est_us", -1)), c["measured_us"])
+                       for c in r["collectives"]]
+                errs = [abs(e - m) / m for e, m in est if m > 0 and e >= 0]
                 ce = f"{100 * statistics.median(errs):.0f}%" if errs else "n/a"
                 print(f"| {g} | {pf} | {label} | {s['collectives']} | {p['step_us']:.0f} | "
                       f"{s['step_us']:.0f} | {err(p['step_us'], s['step_us'])} | "
