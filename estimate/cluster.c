@@ -28,7 +28,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
 #define HOPPER_COMMON                                                                           \
   .gpus_per_node = 8, .nodes = 1, .bf16_tflops = 989.0, .fp8_tflops = 1979.0,                   \
   .fp32_tflops = 67.0, .memory_efficiency = 0.87, .kernel_launch_us = 2.0,                      \
-  .kernel_floor_us = 9.0, .gemm_launch_us = 2.0, .gemm_floor_us = 22.0,                         \
+  .kernel_floor_us = 3.0, .gemm_launch_us = 2.0, .gemm_floor_us = 22.0,                         \
   .gemm_max_efficiency = 0.715, .gemm_half_gflops = 2.0, .gemm_efficiency_exponent = 0.7,       \
   .attention_flash_efficiency = 0.32, .attention_flash_backward_efficiency = 0.275,             \
   .attention_efficient_efficiency = 0.15, .attention_efficient_backward_efficiency = 0.12,      \
