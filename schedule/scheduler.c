@@ -30,9 +30,10 @@ static const struct {
   int32_t window, boost;
   const char *name;
 } variants[] = {
-  { 128, -64, "pull-128/deadline-64" }, { 1024, 16, "pull-1024/feed-16" },
-  { 16, -16, "pull-16/deadline-16" },   { 0, -64, "deadline-64" },
-  { 0, 64, "feed-64" },                 { 128, -16, "pull-128/deadline-16" },
+  { 1024, -64, "pull-1024/deadline-64" },
+  { 1024, 16, "pull-1024/feed-16" },
+  { 16, 0, "pull-16" },
+  { 128, -64, "pull-128/deadline-64" },
 };
 
 /* Exposed time within this fraction of the best counts as a tie (the cost
