@@ -153,6 +153,13 @@ cpu_check_plan (SgRtContext *ctx, GError **error)
                      sg_op_name (ins->op));
         return false;
       }
+      if (ins->op == SG_OP_ALL_TO_ALL)
+        for (int a = 1; a <= 2 && sizes_ok; a++) { /* output / input split sizes */
+          int64_t sp[256];
+          int n = sg_plan_arg_ints (ins, a, sp, 256);
+          for (int j = 1; j < n; j++)
+            sizes_ok = sizes_ok && sp[j] == sp[0];
+        }
       if (!sizes_ok) {
         g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
                      "node '%s': %s from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT

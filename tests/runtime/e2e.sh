@@ -138,6 +138,18 @@ graphgen)
   gen tpar --dp 1 --tp 2 --tp-mode allreduce && check_graph "$T/tpar.json" 2 tp-allreduce
   gen hsdp --dp 2 --world 4 && check_graph "$T/hsdp.json" 4 hsdp-replicas
   gen f32 --dp 2 --dtype float32 && check_graph "$T/f32.json" 2 fsdp-float32
+  # all_to_all, all_reduce max/avg, broadcast from rank 1, reduce_scatter of
+  # a transposed input; then what each collective promises across ranks
+  check_graph "$DATA/../runtime/data/collectives.json" 2 collectives
+  mpirun_ 2 "$T/collectives.a.json" --dump-rank 1 --dump-outputs "$T/col1" >/dev/null 2>&1 ||
+    fail "collectives: rank 1 dump"
+  for i in 0 1 2; do
+    cmp -s "$T/collectives.a.run/$i.bin" "$T/col1/$i.bin" ||
+      fail "collectives: output $i (all_reduce/broadcast) differs between ranks"
+  done
+  cmp -s "$T/collectives.a.run/3.bin" "$T/col1/3.bin" &&
+    fail "collectives: reduce_scatter gave both ranks the same shard"
+  echo "ok   collectives: all_reduce and broadcast outputs equal on both ranks, shards differ"
   ;;
 np8)
   # issue 8: 8 ranks, two process groups (dp 2 x tp 4), oversubscribed
@@ -176,6 +188,14 @@ faults)
   "$MKPLAN" "$DATA/../runtime/data/unsupported_op.json" "$T/u.json" 2>"$T/mk.err" ||
     { cat "$T/mk.err"; fail "mkplan unsupported"; }
   expect_fail "an op the CPU backend cannot run" "cumsum_1" 2 "$T/u.json"
+  "$MKPLAN" "$DATA/../runtime/data/uneven_all_to_all.json" "$T/uneven.json" ||
+    fail "mkplan uneven all_to_all"
+  expect_fail "all_to_all with uneven splits" "node 'a2a'.*equal splits" 2 "$T/uneven.json"
+  if "$SGEVAL" "$DATA/../runtime/data/uneven_all_to_all.json" >"$T/out" 2>&1; then
+    fail "sgeval ran an uneven all_to_all"
+  else
+    echo "ok   sgeval refuses it too: $(head -1 "$T/out")"
+  fi
   expect_fail "bad --mode" "mode" 2 "$T/a.json" --mode fast
   if mpirun_ 2 "$T/a.json" --backend cuda >"$T/out" 2>&1; then
     echo "skip --backend cuda ran (a CUDA build on a GPU machine)"

@@ -88,6 +88,25 @@ arg0_node (const SgGraph *g, SgNodeId id)
   return n > 0 ? in[0] : SG_NO_NODE;
 }
 
+/* all_to_all_single's split lists (args 1, 2): null or all equal. SPMD
+ * graphs list rank 0's splits only, so uneven ones cannot be evaluated. */
+static bool
+equal_splits (const SgNode *nd)
+{
+  cJSON *args = cJSON_Parse (nd->args_json);
+  bool ok = true;
+  for (int a = 1; a <= 2; a++) {
+    const cJSON *l = cJSON_GetArrayItem (args, a), *e;
+    if (!cJSON_IsArray (l))
+      continue;
+    const cJSON *first = cJSON_GetArrayItem (l, 0);
+    cJSON_ArrayForEach (e, l)
+      ok = ok && cJSON_IsNumber (e) && e->valuedouble == first->valuedouble;
+  }
+  cJSON_Delete (args);
+  return ok;
+}
+
 static bool
 eval_collective (Eval *ev, SgNodeId id, GError **error)
 {
@@ -137,7 +156,7 @@ eval_collective (Eval *ev, SgNodeId id, GError **error)
         break;
       }
       case SG_OP_ALL_TO_ALL: {
-        if (n_in != n_out || n_in % (uint64_t)k)
+        if (n_in != n_out || n_in % (uint64_t)k || !equal_splits (nd))
           goto bad;
         uint64_t c = n_in / (uint64_t)k;
         char *tmp = g_malloc (n_out * es + 1);
