@@ -23,7 +23,9 @@
 
 /* The variants tried: (stall-fill window, priority boost; a negative boost
  * ranks compute by the deadline of the collective it feeds, a positive one
- * by that collective's position). Chosen on the sample graphs and graphgen
+ * by that collective's position). keep-compute-order comes first: moving
+ * compute must beat it by more than the tie band. The others were chosen
+ * on the sample graphs and graphgen
  * graphs of 8 to 80 layers (docs/scheduler.md): for every one of them the
  * best of the grid is in this set. */
 #define ANY_DISTANCE (INT32_MAX / 2)
@@ -31,6 +33,7 @@ static const struct {
   int32_t window, boost;
   const char *name;
 } variants[] = {
+  { 0, 0, "keep-compute-order" },
   { ANY_DISTANCE, -64, "pull/deadline-64" },
   { ANY_DISTANCE, 16, "pull/feed-16" },
   { 1024, -64, "pull-1024/deadline-64" },
