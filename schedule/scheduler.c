@@ -25,9 +25,9 @@
  * ranks compute by the deadline of the collective it feeds, a positive one
  * by that collective's position). keep-compute-order comes first: moving
  * compute must beat it by more than the tie band. The others were chosen
- * on the sample graphs and graphgen
- * graphs of 8 to 80 layers (docs/scheduler.md): for every one of them the
- * best of the grid is in this set. */
+ * on the sample graphs and graphgen graphs of 8 to 80 layers
+ * (docs/scheduler.md): for every one of them the best of the grid is in
+ * this set. */
 #define ANY_DISTANCE (INT32_MAX / 2)
 static const struct {
   int32_t window, boost;
