@@ -41,6 +41,16 @@ r3 (double us)
   return round (us * 1000.0) / 1000.0;
 }
 
+/* 100 * (measured - predicted) / predicted, null without a prediction. */
+static void
+add_err (cJSON *obj, const char *key, double measured, double predicted)
+{
+  if (predicted > 0 && !isnan (predicted))
+    cJSON_AddNumberToObject (obj, key, round (1000.0 * (measured - predicted) / predicted) / 10.0);
+  else
+    cJSON_AddNullToObject (obj, key);
+}
+
 /* A prediction: null where the plan has none (negative). */
 static void
 add_pred (cJSON *obj, const char *key, double us)
@@ -170,6 +180,21 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
   cJSON_AddNumberToObject (pred, "exposed", p->pred.exposed);
   add_pred (pred, "lower_bound_us", p->pred.lower_bound_us);
   cJSON_AddNumberToObject (pred, "peak_bytes", (double)p->pred.peak_bytes);
+  /* Measured vs predicted, only where both are about the same machine: a
+   * CPU wall-clock run is not a measurement of the GPUs the plan models. */
+  if (strcmp (clock, "cpu-wall") != 0) {
+    cJSON *err = cJSON_AddObjectToObject (root, "error_pct");
+    add_err (err, "step_us", med[0], p->pred.step_us);
+    add_err (err, "exposed_us", med[2], p->pred.exposed_us);
+    add_err (err, "compute_us", med[1], p->pred.compute_us);
+    cJSON *row;
+    int32_t c = 0;
+    cJSON_ArrayForEach (row, rows) {
+      const SgPlanIns *ins = &p->ins[iters[0].coll_ins[c]];
+      add_err (row, "duration_error_pct", med[3 + c], ins->est_us);
+      c++;
+    }
+  }
   cJSON_AddItemToObject (root, "collectives", rows);
   if (outputs != NULL)
     cJSON_AddItemToObject (root, "outputs", cJSON_Duplicate (outputs, true));
