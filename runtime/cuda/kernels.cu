@@ -149,38 +149,26 @@ struct MapArgs {
   int64_t n;
 };
 
-constexpr int kUnroll = 8;
-
-/* Grid-stride loop unrolled kUnroll times with every load issued before any
- * arithmetic: an in-order GPU core keeps kUnroll loads in flight per thread,
- * which memory-bound kernels need to approach HBM bandwidth (as ATen's
- * vectorized elementwise loops do); a warp still reads contiguous words. */
+/* One element per thread per grid-stride step: measured on H200 (bench/
+ * RESULTS.md), more resident threads hide memory latency better here than
+ * unrolling each thread over several elements. */
 template <typename I>
 __global__ void
 map_kernel (const MapArgs p)
 {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x * kUnroll;
-  for (int64_t base = blockIdx.x * (int64_t)blockDim.x * kUnroll + threadIdx.x; base < p.n;
-       base += step) {
-    float av[kUnroll], bv[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      const int64_t i = base + (int64_t)u * blockDim.x;
-      av[u] = bv[u] = 0.f;
-      if (i < p.n) {
-        if (p.has_a)
-          av[u] = ld (p.a.ptr, p.linear ? i : offset_of<I> (p.a, i), p.a.dtype);
-        if (p.has_b)
-          bv[u] = ld (p.b.ptr, p.linear ? i : offset_of<I> (p.b, i), p.b.dtype);
-      }
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < p.n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t oo, oa, ob;
+    if (p.linear) {
+      oo = oa = ob = i;
+    } else {
+      oo = offset_of<I> (p.out, i);
+      oa = p.has_a ? offset_of<I> (p.a, i) : 0;
+      ob = p.has_b ? offset_of<I> (p.b, i) : 0;
     }
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      const int64_t i = base + (int64_t)u * blockDim.x;
-      if (i < p.n)
-        st (p.out.ptr, p.linear ? i : offset_of<I> (p.out, i), p.out.dtype,
-            apply (p.op, av[u], bv[u], p.s0));
-    }
+    const float a = p.has_a ? ld (p.a.ptr, oa, p.a.dtype) : 0.f;
+    const float b = p.has_b ? ld (p.b.ptr, ob, p.b.dtype) : 0.f;
+    st (p.out.ptr, oo, p.out.dtype, apply (p.op, a, b, p.s0));
   }
 }
 
@@ -228,7 +216,7 @@ same_layout (const SgCuTensor *t, const SgCuTensor *out)
 unsigned
 grid_for (int64_t n)
 {
-  int64_t blocks = (n + kThreads * 8 - 1) / (kThreads * 8);
+  int64_t blocks = (n + kThreads - 1) / kThreads;
   if (blocks > 65535 * 8)
     blocks = 65535 * 8;
   return (unsigned)(blocks < 1 ? 1 : blocks);
@@ -531,22 +519,11 @@ __global__ void
 copy_range_kernel (const Desc out, int64_t out_start, const Desc in, int64_t in_start, int64_t n,
                    int out_lin, int in_lin)
 {
-  const int64_t step = (int64_t)gridDim.x * blockDim.x * kUnroll;
-  for (int64_t base = blockIdx.x * (int64_t)blockDim.x * kUnroll + threadIdx.x; base < n;
-       base += step) {
-    float v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      const int64_t j = base + (int64_t)u * blockDim.x;
-      v[u] = j < n ? ld (in.ptr, in_lin ? in_start + j : offset_of<I> (in, in_start + j), in.dtype)
-                   : 0.f;
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; u++) {
-      const int64_t j = base + (int64_t)u * blockDim.x;
-      if (j < n)
-        st (out.ptr, out_lin ? out_start + j : offset_of<I> (out, out_start + j), out.dtype, v[u]);
-    }
+  for (int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; j < n;
+       j += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t oi = out_lin ? out_start + j : offset_of<I> (out, out_start + j);
+    const int64_t ii = in_lin ? in_start + j : offset_of<I> (in, in_start + j);
+    st (out.ptr, oi, out.dtype, ld (in.ptr, ii, in.dtype));
   }
 }
 

@@ -330,11 +330,10 @@ time_compute (const SgGraph *g, SgNodeId id, Timer *t, double *us, GError **erro
   SG_CU_CHECK (cudaEventSynchronize (t->ev[1]), error, done);
   SG_CU_CHECK (cudaEventElapsedTime (&ms1, t->ev[0], t->ev[1]), error, done);
   /* GPU time, as in a step where the host runs ahead: each sample is a batch
-   * of back-to-back runs (about 0.5 ms of work, so clocks are those of a
-   * busy GPU) queued behind a spin kernel, divided by its size. */
-  const int32_t batch = ms1 <= 0.f ? 64 : CLAMP ((int32_t)(0.5f / ms1), 1, 64);
+   * of back-to-back runs queued behind a spin kernel, divided by its size. */
+  const int32_t batch = ms1 < 0.05f ? 16 : ms1 < 0.5f ? 4 : 1;
   for (int32_t k = 0; k < t->iters; k++) {
-    SG_CU_CHECK (sg_cu_spin (30.0 + 12.0 * batch, t->stream), error, done);
+    SG_CU_CHECK (sg_cu_spin (30.0 + 15.0 * batch, t->stream), error, done);
     SG_CU_CHECK (cudaEventRecord (t->ev[2 * k], t->stream), error, done);
     for (int32_t r = 0; r < batch; r++)
       if (!sg_cu_run_kernel (&st, &p, &ins, error))

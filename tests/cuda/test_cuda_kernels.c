@@ -123,6 +123,18 @@ dev_free (DevT *d)
   g_free (d->ref);
 }
 
+/* ||got - want|| <= tol * ||want|| (2-norms). */
+static void
+assert_rel_l2 (const double *got, const double *want, int64_t n, double tol)
+{
+  double e = 0, w = 0;
+  for (int64_t i = 0; i < n; i++) {
+    e += (got[i] - want[i]) * (got[i] - want[i]);
+    w += want[i] * want[i];
+  }
+  ck_assert_msg (sqrt (e) <= tol * sqrt (w), "relative L2 error %.3g > %.3g", sqrt (e / w), tol);
+}
+
 /* |got - want| <= atol + rtol * |want|, element by element. */
 static void
 assert_close (const double *got, const double *want, int64_t n, double rtol, double atol)
@@ -526,9 +538,19 @@ sdpa_case_dt (int B, int H, int Hkv, int S, int D, bool causal, SgDtype dt, bool
   double *gk = dev_read (&dk), *gv = dev_read (&dv);
   assert_close (go_, wo, n, rtol, 1e-5);
   assert_close (gl, wl, B * H * S, 1e-4, 1e-5);
-  assert_close (gq, wq, n, MAX (rtol, 1e-3), 1e-4);
-  assert_close (gk, wk, nkv, MAX (rtol, 1e-3), 1e-4);
-  assert_close (gv, wv, nkv, MAX (rtol, 1e-3), 1e-4);
+  if (dt == SG_DTYPE_F32) {
+    assert_close (gq, wq, n, 1e-3, 1e-4);
+    assert_close (gk, wk, nkv, 1e-3, 1e-4);
+    assert_close (gv, wv, nkv, 1e-3, 1e-4);
+  } else {
+    /* the backward reads the forward's output rounded to bf16 (as torch's
+     * does) while the reference keeps it exact: delta = rowsum(dO * O)
+     * differs by a rounding, which dS = P (dP - delta) amplifies where dP
+     * and delta nearly cancel; compare norms, not elements */
+    assert_rel_l2 (gq, wq, n, 5e-2);
+    assert_rel_l2 (gk, wk, nkv, 5e-2);
+    assert_rel_l2 (gv, wv, nkv, 1e-2);
+  }
   g_free (ke); g_free (ve); g_free (wke); g_free (wve);
   g_free (wo); g_free (wl); g_free (wq); g_free (wk); g_free (wv);
   g_free (go_); g_free (gl); g_free (gq); g_free (gk); g_free (gv);
