@@ -58,7 +58,6 @@ typedef struct {
   int32_t n_nodes;
   double compute_busy_us; /* compute-stream busy time, contention included */
   double critical_path_us; /* longest data path with solo costs */
-  const SgNodeId *order_ref; /* not owned; NULL after clear */
 } SgSimResult;
 
 /* Simulates @order (all node ids; NULL = id order) with the graph's cost

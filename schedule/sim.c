@@ -462,7 +462,6 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
   out->node_start = e.node_start;
   out->node_end = e.node_end;
   out->n_nodes = g->n_nodes;
-  out->order_ref = order;
   e.rows = NULL;
   e.node_start = e.node_end = NULL;
   sg_eng_clear (&e);
