@@ -10,7 +10,10 @@
 # speed: graphgen graphs of SIZES nodes (default 10000 100000 1000000):
 #   load + estimate + simulate(input) + schedule + simulate + report through
 #   tests/schedule/sched_eval: the run with the best wall total of 3, and
-#   the process CPU time (best of 3; the machine is shared, wall is noisy).
+#   the process CPU time (best of 3; the machine is shared, wall is noisy);
+#   plus the augmented graph: build time and the mean time of a reachability
+#   query between each collective and the next four of its group (what
+#   bucket/ asks), both directions, in the scheduled order.
 # Needs: BUILD_DIR with tests/schedule/sched_eval and tools/graphgen/graphgen
 # built (ninja -C BUILD_DIR tests/schedule/sched_eval tools/graphgen/graphgen).
 set -euo pipefail
@@ -91,12 +94,12 @@ EOF
 speed() {
   echo "### Speed: load + estimate + simulate input + schedule + simulate + report (sched_eval)"
   echo
-  echo "| nodes | colls | load ms | estimate ms | sim input ms | schedule ms | simulate ms | total wall ms | total CPU ms | schedule CPU ms | schedule CPU us/node |"
-  echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+  echo "| nodes | colls | load ms | estimate ms | sim input ms | schedule ms | simulate ms | total wall ms | total CPU ms | schedule CPU ms | schedule CPU us/node | aug build ms | reach query us |"
+  echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
   for n in "${sizes[@]}"; do
     "$gen" --target-nodes "$n" --dp 2 --tp 4 -o "$tmp/s.json"
     for r in 1 2 3; do
-      "$eval_bin" "$tmp/s.json" > "$tmp/s.$r.json"
+      "$eval_bin" --aug-bench "$tmp/s.json" > "$tmp/s.$r.json"
     done
     python3 - "$tmp" <<'EOF'
 import json, sys
@@ -105,10 +108,10 @@ runs = [json.load(open('%s/s.%d.json' % (t, r))) for r in (1, 2, 3)]
 d = min(runs, key=lambda x: x['ms']['total'])
 c = min(runs, key=lambda x: x['cpu_ms']['total'])['cpu_ms']
 m = d['ms']
-print('| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f |' % (
+print('| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f | %.1f | %.3f |' % (
     d['nodes'], d['scheduled']['collectives'], m['load'], m['estimate'], m['simulate_input'],
     m['schedule'], m['simulate'], m['total'], c['total'], c['schedule'],
-    1000.0 * c['schedule'] / d['nodes']))
+    1000.0 * c['schedule'] / d['nodes'], d['aug']['build_ms'], d['aug']['query_us']))
 EOF
   done
   echo
