@@ -360,7 +360,8 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
       return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "no output tensor", NULL);
     const bool has_lse = out_tensor (st, plan, ins, 1, &lse);
     if (!sg_cu_sdpa_fwd (st->cublas, s, &q, &k, &v, &o, has_lse ? &lse : NULL, causal, scale,
-                         st->exact, st->scratch[ins->stream], st->scratch_bytes[ins->stream], error))
+                         st->exact, st->scratch[ins->stream], st->scratch_bytes[ins->stream],
+                         error))
       goto fail;
     return true;
   }

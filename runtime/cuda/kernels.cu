@@ -2,86 +2,15 @@
  *
  * What: strided elementwise maps with numpy broadcasting, reductions over a
  * set of dims, flat-range copies between any two views (bucket pack/unpack,
- * collective staging, cat), and the row kernels of attention (attn.c runs
- * its GEMMs on cuBLAS): masked softmax with the log-sum-exp, the recomputed
- * probabilities of the backward, delta = rowsum(dO * O) and
- * dS = P * (dP - delta), as FlashAttention-2's backward (Dao 2023, alg. 2).
+ * collective staging, cat); attention's row kernels are in attn_kernels.cu.
  * Mirrors the CPU backend's reference kernels: same formulas, fp32
  * accumulation, one rounding to the output dtype.
  * Requires: pointers in device memory of the current device.
  * Invalidates: nothing (all work is queued on the caller's stream).
  */
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <math.h>
-#include <string.h>
-
-#include "cuda-private.h"
+#include "device.cuh"
 
 namespace {
-
-constexpr int kThreads = 256;
-
-struct Desc {
-  char *ptr;
-  int32_t dtype;
-  int32_t ndim;
-  int64_t shape[SG_CU_MAX_DIMS];
-  int64_t stride[SG_CU_MAX_DIMS];
-};
-
-__device__ __forceinline__ float
-ld (const char *p, int64_t i, int32_t dt)
-{
-  switch (dt) {
-  case SG_DTYPE_F32: return reinterpret_cast<const float *> (p)[i];
-  case SG_DTYPE_BF16: return __bfloat162float (reinterpret_cast<const __nv_bfloat16 *> (p)[i]);
-  case SG_DTYPE_F16: return __half2float (reinterpret_cast<const __half *> (p)[i]);
-  case SG_DTYPE_F64: return (float)reinterpret_cast<const double *> (p)[i];
-  case SG_DTYPE_I64: return (float)reinterpret_cast<const long long *> (p)[i];
-  case SG_DTYPE_I32: return (float)reinterpret_cast<const int *> (p)[i];
-  case SG_DTYPE_I16: return (float)reinterpret_cast<const short *> (p)[i];
-  case SG_DTYPE_I8: return (float)reinterpret_cast<const signed char *> (p)[i];
-  case SG_DTYPE_U8:
-  case SG_DTYPE_BOOL: return (float)reinterpret_cast<const unsigned char *> (p)[i];
-  default: return 0.f;
-  }
-}
-
-__device__ __forceinline__ void
-st (char *p, int64_t i, int32_t dt, float v)
-{
-  switch (dt) {
-  case SG_DTYPE_F32: reinterpret_cast<float *> (p)[i] = v; break;
-  case SG_DTYPE_BF16: reinterpret_cast<__nv_bfloat16 *> (p)[i] = __float2bfloat16_rn (v); break;
-  case SG_DTYPE_F16: reinterpret_cast<__half *> (p)[i] = __float2half_rn (v); break;
-  case SG_DTYPE_F64: reinterpret_cast<double *> (p)[i] = (double)v; break;
-  case SG_DTYPE_I64: reinterpret_cast<long long *> (p)[i] = (long long)v; break;
-  case SG_DTYPE_I32: reinterpret_cast<int *> (p)[i] = (int)v; break;
-  case SG_DTYPE_I16: reinterpret_cast<short *> (p)[i] = (short)v; break;
-  case SG_DTYPE_I8: reinterpret_cast<signed char *> (p)[i] = (signed char)v; break;
-  case SG_DTYPE_U8: reinterpret_cast<unsigned char *> (p)[i] = (unsigned char)v; break;
-  case SG_DTYPE_BOOL: reinterpret_cast<unsigned char *> (p)[i] = v != 0.f; break;
-  default: break;
-  }
-}
-
-/* Element offset of logical (row-major) index @lin in @d. I = int when the
- * launch checked that every index and offset fits (fits32): 32-bit division
- * is several times cheaper than 64-bit on the GPU. */
-template <typename I>
-__device__ __forceinline__ int64_t
-offset_of (const Desc &d, int64_t lin64)
-{
-  I lin = (I)lin64, off = 0;
-  for (int k = d.ndim - 1; k >= 0; k--) {
-    const I s = (I)d.shape[k];
-    const I q = lin / s;
-    off += (lin - q * s) * (I)d.stride[k];
-    lin = q;
-  }
-  return (int64_t)off;
-}
 
 __device__ __forceinline__ float
 sigmoidf_ (float x)
@@ -173,22 +102,6 @@ map_kernel (const MapArgs p)
 }
 
 Desc
-to_desc (const SgCuTensor *t)
-{
-  Desc d;
-  d.ptr = static_cast<char *> (t->ptr);
-  d.dtype = t->dtype;
-  d.ndim = t->ndim;
-  for (int k = 0; k < SG_CU_MAX_DIMS; k++) {
-    d.shape[k] = k < t->ndim ? t->shape[k] : 1;
-    d.stride[k] = k < t->ndim ? t->stride[k] : 0;
-  }
-  return d;
-}
-
-/* @t seen with @out's shape: aligned right, size-1 or missing dims get
- * stride 0. */
-Desc
 broadcast_to (const SgCuTensor *t, const SgCuTensor *out)
 {
   Desc d = to_desc (out);
@@ -211,15 +124,6 @@ same_layout (const SgCuTensor *t, const SgCuTensor *out)
     if (t->shape[k] != out->shape[k] || (t->shape[k] != 1 && t->stride[k] != out->stride[k]))
       return false;
   return true;
-}
-
-unsigned
-grid_for (int64_t n)
-{
-  int64_t blocks = (n + kThreads - 1) / kThreads;
-  if (blocks > 65535 * 8)
-    blocks = 65535 * 8;
-  return (unsigned)(blocks < 1 ? 1 : blocks);
 }
 
 /* Merges adjacent dims that every operand walks as one (stride[k] ==
@@ -263,18 +167,6 @@ collapse (Desc *o, Desc *a, Desc *b)
     }
     ds[d]->ndim = n;
   }
-}
-
-/* Every logical index and element offset of @d fits in an int. */
-bool
-fits32 (const Desc &d)
-{
-  int64_t n = 1, span = 0;
-  for (int k = 0; k < d.ndim; k++) {
-    n *= d.shape[k];
-    span += (d.shape[k] - 1) * (d.stride[k] < 0 ? -d.stride[k] : d.stride[k]);
-  }
-  return n < INT32_MAX && span < INT32_MAX;
 }
 
 } /* namespace */
@@ -342,30 +234,6 @@ struct RedArgs {
   int64_t n_out, n_red;
 };
 
-__device__ float
-block_reduce (float v, bool is_max)
-{
-  __shared__ float sh[32];
-  for (int o = 16; o > 0; o >>= 1) {
-    const float w = __shfl_xor_sync (0xffffffffu, v, o);
-    v = is_max ? fmaxf (v, w) : v + w;
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  if (lane == 0)
-    sh[warp] = v;
-  __syncthreads ();
-  const int nw = blockDim.x >> 5;
-  v = threadIdx.x < nw ? sh[threadIdx.x] : (is_max ? -INFINITY : 0.f);
-  if (warp == 0)
-    for (int o = 16; o > 0; o >>= 1) {
-      const float w = __shfl_xor_sync (0xffffffffu, v, o);
-      v = is_max ? fmaxf (v, w) : v + w;
-    }
-  return v;
-}
-
-/* Block (o, g) reduces slice g of G of output o's elements. G == 1: the
- * result goes to the output; else to partials[o * G + g] for finish_kernel. */
 template <typename I>
 __global__ void
 reduce_kernel (const RedArgs p, char *out_ptr, int32_t out_dtype, float *partials, int64_t G,
@@ -558,170 +426,3 @@ sg_cu_copy_range (const SgCuTensor *out, int64_t out_start, const SgCuTensor *in
   return cudaGetLastError ();
 }
 
-/* ---- attention row kernels (the GEMMs are cuBLAS: attn.c) ---- */
-
-namespace {
-
-struct RowArgs {
-  float *s;        /* [heads * Sq, Sk] dense fp32: scores, then P in place */
-  char *p_out;     /* same shape in p_dtype (GEMM operand), may be null */
-  int32_t p_dtype;
-  char *lse;       /* [heads, Sq] view: lse + h * lse_h + i * lse_i */
-  int32_t lse_dtype;
-  int64_t lse_h, lse_i;
-  int64_t heads, sq, sk;
-  int causal;
-  int recompute;   /* P = exp(S - lse) instead of a softmax */
-};
-
-__global__ void
-softmax_rows_kernel (const RowArgs a)
-{
-  const int64_t row = blockIdx.x;
-  const int64_t i = row % a.sq, h = row / a.sq;
-  float *s = a.s + row * a.sk;
-  const int64_t end = a.causal ? (i + 1 < a.sk ? i + 1 : a.sk) : a.sk;
-  float m, l;
-  if (a.recompute) {
-    m = ld (a.lse, h * a.lse_h + i * a.lse_i, a.lse_dtype);
-    l = 1.f;
-  } else {
-    float mx = -INFINITY;
-    for (int64_t j = threadIdx.x; j < end; j += blockDim.x)
-      mx = fmaxf (mx, s[j]);
-    m = block_reduce (mx, true);
-    __shared__ float bm;
-    if (threadIdx.x == 0)
-      bm = m;
-    __syncthreads ();
-    m = bm;
-    float sum = 0.f;
-    for (int64_t j = threadIdx.x; j < end; j += blockDim.x)
-      sum += expf (s[j] - m);
-    __syncthreads ();
-    l = block_reduce (sum, false);
-    __shared__ float bl;
-    if (threadIdx.x == 0)
-      bl = l;
-    __syncthreads ();
-    l = bl;
-    if (a.lse && threadIdx.x == 0)
-      st (a.lse, h * a.lse_h + i * a.lse_i, a.lse_dtype, l > 0.f ? m + logf (l) : -INFINITY);
-  }
-  const float inv = l > 0.f ? 1.f / l : 0.f;
-  for (int64_t j = threadIdx.x; j < a.sk; j += blockDim.x) {
-    const float p = j < end ? expf (s[j] - m) * inv : 0.f;
-    s[j] = p;
-    if (a.p_out)
-      st (a.p_out, row * a.sk + j, a.p_dtype, p);
-  }
-}
-
-__global__ void
-attn_delta_kernel (const Desc dout, const Desc out, float *delta, int64_t rows, int64_t sq)
-{
-  const int lane = threadIdx.x & 31;
-  const int64_t row = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= rows)
-    return;
-  const int64_t h = row / sq, i = row % sq;
-  const int64_t go = h * dout.stride[0] + i * dout.stride[1];
-  const int64_t oo = h * out.stride[0] + i * out.stride[1];
-  float acc = 0.f;
-  for (int64_t d = lane; d < dout.shape[2]; d += 32)
-    acc += ld (dout.ptr, go + d * dout.stride[2], dout.dtype) *
-           ld (out.ptr, oo + d * out.stride[2], out.dtype);
-  for (int o = 16; o > 0; o >>= 1)
-    acc += __shfl_xor_sync (0xffffffffu, acc, o);
-  if (lane == 0)
-    delta[row] = acc;
-}
-
-__global__ void
-attn_ds_kernel (const float *p, const float *dp, const float *delta, char *ds, int32_t ds_dtype,
-                int64_t n, int64_t sk)
-{
-  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
-       e += (int64_t)gridDim.x * blockDim.x)
-    st (ds, e, ds_dtype, p[e] * (dp[e] - delta[e / sk]));
-}
-
-} /* namespace */
-
-extern "C" cudaError_t
-sg_cu_softmax_rows (float *s, void *p_out, int32_t p_dtype, int64_t heads, int64_t sq, int64_t sk,
-                    bool causal, const SgCuTensor *lse, bool recompute, cudaStream_t stream)
-{
-  if (heads * sq == 0 || (recompute && !lse) || (lse && lse->ndim != 2))
-    return heads * sq == 0 ? cudaSuccess : cudaErrorInvalidValue;
-  RowArgs a;
-  memset (&a, 0, sizeof a);
-  a.s = s;
-  a.p_out = static_cast<char *> (p_out);
-  a.p_dtype = p_dtype;
-  if (lse) {
-    a.lse = static_cast<char *> (lse->ptr);
-    a.lse_dtype = lse->dtype;
-    a.lse_h = lse->stride[0];
-    a.lse_i = lse->stride[1];
-  }
-  a.heads = heads;
-  a.sq = sq;
-  a.sk = sk;
-  a.causal = causal;
-  a.recompute = recompute;
-  const int64_t rows = heads * sq;
-  if (rows > 0x7fffffff)
-    return cudaErrorInvalidValue;
-  softmax_rows_kernel<<<(unsigned)rows, kThreads, 0, stream>>> (a);
-  return cudaGetLastError ();
-}
-
-extern "C" cudaError_t
-sg_cu_attn_delta (const SgCuTensor *dout, const SgCuTensor *out, float *delta, cudaStream_t stream)
-{
-  if (dout->ndim != 3 || out->ndim != 3)
-    return cudaErrorInvalidValue;
-  const int64_t rows = dout->shape[0] * dout->shape[1];
-  if (rows == 0)
-    return cudaSuccess;
-  attn_delta_kernel<<<(unsigned)((rows + 3) / 4), 128, 0, stream>>> (to_desc (dout), to_desc (out),
-                                                                     delta, rows, dout->shape[1]);
-  return cudaGetLastError ();
-}
-
-extern "C" cudaError_t
-sg_cu_attn_ds (const float *p, const float *dp, const float *delta, void *ds, int32_t ds_dtype,
-               int64_t rows, int64_t sk, cudaStream_t stream)
-{
-  const int64_t n = rows * sk;
-  if (n == 0)
-    return cudaSuccess;
-  attn_ds_kernel<<<grid_for (n), kThreads, 0, stream>>> (p, dp, delta, static_cast<char *> (ds),
-                                                          ds_dtype, n, sk);
-  return cudaGetLastError ();
-}
-
-/* ---- a timed wait on the GPU (profiling: lets the host queue work ahead) ---- */
-
-namespace {
-
-__global__ void
-spin_kernel (unsigned long long ns)
-{
-  unsigned long long t0, t;
-  asm volatile ("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do {
-    __nanosleep (1000);
-    asm volatile ("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  } while (t - t0 < ns);
-}
-
-} /* namespace */
-
-extern "C" cudaError_t
-sg_cu_spin (double us, cudaStream_t stream)
-{
-  spin_kernel<<<1, 1, 0, stream>>> ((unsigned long long)(us * 1000.0));
-  return cudaGetLastError ();
-}
