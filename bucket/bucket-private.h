@@ -16,3 +16,14 @@ bool sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GErro
  * ready nodes, the smallest @key (ties on id). False, naming a node on it,
  * when the edges have a cycle. */
 bool sg_bucket_stable_order (SgGraph *g, const int64_t *key, SgNodeId *order, GError **error);
+
+/* predict.c: a screen of merges from the unbucketed timeline (large
+ * graphs). NULL with @error when the graph cannot be simulated. */
+typedef struct SgBucketPredict SgBucketPredict;
+SgBucketPredict *sg_bucket_predict_new (const SgGraph *g, GError **error);
+void sg_bucket_predict_free (SgBucketPredict *p);
+/* True unless the merged collective of @colls (with their @waits, @n
+ * members, @bytes in all) is predicted to stall the compute stream longer
+ * than the members did. */
+bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
+                           const SgNodeId *waits, int32_t n, uint64_t bytes);

@@ -51,6 +51,7 @@ typedef struct {
   const SgConfig *cfg;
   SgBucketStats *st;
   SgAug *aug;
+  SgBucketPredict *pred; /* batch mode only */
   Cand *cands;
   int32_t n_cands;
   GArray *buckets; /* Bucket */
@@ -179,6 +180,16 @@ commit (Ctx *x, int32_t lo, int32_t hi)
   }
 }
 
+static int32_t
+new_bucket (Ctx *x, int32_t cand)
+{
+  Bucket b = { g_array_new (FALSE, FALSE, sizeof (int32_t)),
+               g_array_new (FALSE, FALSE, sizeof (int32_t)), x->cands[cand].bytes };
+  g_array_append_val (b.members, cand);
+  g_array_append_val (x->buckets, b);
+  return (int32_t)x->buckets->len - 1;
+}
+
 /* Decides proposals [lo, hi): all at once, else by halves. */
 static void
 resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
@@ -200,6 +211,15 @@ resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
       x->st->refused_memory++;
     else
       x->st->refused_exposed++;
+    /* The refused candidate opens a bucket, and the later proposals to the
+     * same bucket join it instead (what the sequential greedy would do).
+     * Their pre-checks covered it: it was a tentative member then. */
+    int32_t b = g_array_index (x->prop_b, int32_t, lo);
+    int32_t nb = new_bucket (x, g_array_index (x->prop_c, int32_t, lo));
+    for (int32_t p = lo + 1; p < (int32_t)x->prop_b->len; p++)
+      if (g_array_index (x->prop_b, int32_t, p) == b)
+        g_array_index (x->prop_b, int32_t, p) = nb;
+    g_array_append_val (rejected, nb);
     g_array_append_val (rejected, lo);
     return;
   }
@@ -208,37 +228,26 @@ resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
   resolve (x, mid, hi, rejected);
 }
 
-static int32_t
-new_bucket (Ctx *x, int32_t cand)
-{
-  Bucket b = { g_array_new (FALSE, FALSE, sizeof (int32_t)),
-               g_array_new (FALSE, FALSE, sizeof (int32_t)), x->cands[cand].bytes };
-  g_array_append_val (b.members, cand);
-  g_array_append_val (x->buckets, b);
-  return (int32_t)x->buckets->len - 1;
-}
-
-/* Resolves the open batch; keys whose last proposal was refused reopen on
- * that candidate (so one-merge batches are exactly the sequential greedy). */
+/* Resolves the open batch; each key stays open on the bucket its last
+ * proposal ended in (its own new bucket if refused), so one-merge batches
+ * are exactly the sequential greedy. */
 static void
 flush_batch (Ctx *x, int32_t *open, int32_t n_keys)
 {
   int32_t np = (int32_t)x->prop_c->len;
   if (np == 0)
     return;
+  /* (new bucket, proposal) pairs of refused proposals */
   g_autoptr (GArray) rejected = g_array_new (FALSE, FALSE, sizeof (int32_t));
   resolve (x, 0, np, rejected);
-  g_autofree int32_t *last = g_new (int32_t, (size_t)n_keys + 1);
-  for (int32_t k = 0; k < n_keys; k++)
-    last[k] = -1;
+  g_autofree int32_t *ended = g_new (int32_t, (size_t)np + 1);
   for (int32_t p = 0; p < np; p++)
-    last[x->cands[g_array_index (x->prop_c, int32_t, p)].key] = p;
-  for (guint i = 0; i < rejected->len; i++) {
-    int32_t p = g_array_index (rejected, int32_t, i);
-    int32_t c = g_array_index (x->prop_c, int32_t, p);
-    if (last[x->cands[c].key] == p)
-      open[x->cands[c].key] = new_bucket (x, c);
-  }
+    ended[p] = g_array_index (x->prop_b, int32_t, p);
+  for (guint i = 0; i + 1 < rejected->len; i += 2)
+    ended[g_array_index (rejected, int32_t, i + 1)] = g_array_index (rejected, int32_t, i);
+  (void)n_keys;
+  for (int32_t p = 0; p < np; p++)
+    open[x->cands[g_array_index (x->prop_c, int32_t, p)].key] = ended[p];
   for (guint b = 0; b < x->buckets->len; b++) {
     Bucket *bk = &g_array_index (x->buckets, Bucket, b);
     if (bk->tent->len == 0)
@@ -267,6 +276,24 @@ acyclic_with (Ctx *x, const Bucket *bk, int32_t cand)
         return false;
     }
   return true;
+}
+
+/* The local screen of predict.c over the bucket's members plus @cand. */
+static bool
+predicted_ok (Ctx *x, const Bucket *bk, int32_t cand)
+{
+  guint n = bk->members->len + bk->tent->len + 1;
+  g_autofree SgNodeId *colls = g_new (SgNodeId, n), *waits = g_new (SgNodeId, n);
+  const GArray *lists[2] = { bk->members, bk->tent };
+  guint w = 0;
+  for (int l = 0; l < 2; l++)
+    for (guint i = 0; i < lists[l]->len; i++) {
+      const Cand *m = &x->cands[g_array_index (lists[l], int32_t, i)];
+      colls[w] = m->c, waits[w++] = m->w;
+    }
+  colls[w] = x->cands[cand].c, waits[w++] = x->cands[cand].w;
+  return sg_bucket_predict_ok (x->pred, colls, waits, (int32_t)w,
+                               bk->bytes + x->cands[cand].bytes);
 }
 
 static int32_t
@@ -383,6 +410,7 @@ ctx_clear (Ctx *x)
   g_clear_pointer (&x->prop_c, g_array_unref);
   g_clear_pointer (&x->prop_b, g_array_unref);
   g_clear_pointer (&x->aug, sg_aug_free);
+  g_clear_pointer (&x->pred, sg_bucket_predict_free);
   g_free (x->cands);
 }
 
@@ -442,6 +470,10 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   }
   x.aug = sg_aug_new (constraints);
   int32_t batch = x.n_cands <= SEQUENTIAL_LIMIT ? 1 : MAX (1, x.n_cands / TARGET_BATCHES);
+  if (batch > 1 && !(x.pred = sg_bucket_predict_new (g, error))) {
+    ctx_clear (&x);
+    return false;
+  }
   g_autofree int32_t *open = g_new (int32_t, (size_t)n_keys + 1);
   for (int32_t k = 0; k < n_keys; k++)
     open[k] = -1;
@@ -459,6 +491,9 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
       join = false;
     } else if (join && !acyclic_with (&x, bk, ci)) {
       st->refused_cycle++;
+      join = false;
+    } else if (join && x.pred && !predicted_ok (&x, bk, ci)) {
+      st->refused_predicted++;
       join = false;
     }
     if (!join) {
@@ -557,6 +592,7 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
   cJSON_AddNumberToObject (ref, "cap", st->refused_cap);
   cJSON_AddNumberToObject (ref, "exposed", st->refused_exposed);
   cJSON_AddNumberToObject (ref, "memory", st->refused_memory);
+  cJSON_AddNumberToObject (ref, "predicted", st->refused_predicted);
   cJSON_AddNumberToObject (o, "simulations", st->simulations);
   cJSON *arr = cJSON_AddArrayToObject (o, "buckets");
   for (int32_t i = 0; i < st->n_infos; i++) {

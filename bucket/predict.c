@@ -1,0 +1,84 @@
+/* predict.c: a local screen for merges on large graphs.
+ *
+ * Before a proposal costs a share of a whole-graph simulation, predict
+ * from the unbucketed timeline whether the merged collective can still be
+ * hidden: it is issued where its earliest member was (or when its last
+ * input is ready, if later), runs for the model's solo time of the merged
+ * size (queueing and contention are left to the simulator), and must end before the compute stream reaches the first
+ * consumer of any member's wait (where the rewrite puts W); the stall may
+ * not exceed what the members already stalled. This mirrors the interval
+ * test of PyTorch's overlap-preserving bucketer; the simulator still judges
+ * every proposal that passes (docs/bucketing.md).
+ * Requires: est_us, a topological order. Invalidates: nothing.
+ */
+#include "bucket-private.h"
+
+struct SgBucketPredict {
+  const SgGraph *g;
+  const SgCostModel *cm;
+  SgSimResult r;
+  int32_t *row_of; /* node id -> row, -1 */
+  double comm_slowdown;
+};
+
+SgBucketPredict *
+sg_bucket_predict_new (const SgGraph *g, GError **error)
+{
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  g_return_val_if_fail (cm != NULL, NULL);
+  SgBucketPredict *p = g_new0 (SgBucketPredict, 1);
+  p->g = g;
+  p->cm = cm;
+  if (!sg_simulate (g, NULL, &p->r, error)) {
+    g_free (p);
+    return NULL;
+  }
+  p->row_of = g_new (int32_t, (size_t)g->n_nodes + 1);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    p->row_of[i] = -1;
+  for (int32_t i = 0; i < p->r.n_rows; i++)
+    p->row_of[p->r.rows[i].node] = i;
+  const SgContention *cont = sg_cost_model_contention (cm);
+  p->comm_slowdown = cont ? MAX (cont->comm_slowdown, 1.0) : 1.0;
+  return p;
+}
+
+void
+sg_bucket_predict_free (SgBucketPredict *p)
+{
+  if (!p)
+    return;
+  sg_sim_result_clear (&p->r);
+  g_free (p->row_of);
+  g_free (p);
+}
+
+bool
+sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgNodeId *waits,
+                      int32_t n, uint64_t bytes)
+{
+  g_return_val_if_fail (p && n >= 1, true);
+  const SgGraph *g = p->g;
+  double start = INFINITY, ready = 0.0, need = INFINITY, stalled = 0.0;
+  for (int32_t i = 0; i < n; i++) {
+    int32_t r = p->row_of[colls[i]];
+    if (r < 0)
+      return true; /* not simulated: no opinion */
+    const SgCollRow *row = &p->r.rows[r];
+    start = MIN (start, row->issue_us);
+    uint32_t k;
+    SgNodeId in = sg_node_inputs (g, colls[i], &k)[0];
+    ready = MAX (ready, p->r.node_end[in]);
+    /* W goes right before the first consumer of any member's wait */
+    uint32_t nu;
+    const SgNodeId *u = sg_node_users (g, waits[i], &nu);
+    need = MIN (need, p->r.node_start[nu ? u[0] : waits[i]]);
+    stalled += row->exposed_us;
+  }
+  const SgNode *c0 = &g->nodes[colls[0]];
+  SgCostSource src;
+  double us = sg_cost_collective_us (p->cm, c0->kind, c0->meta.dtype, bytes, c0->group_size,
+                                     sg_cost_group_nodes (p->cm, &g->groups[c0->group]), &src);
+  double end = MAX (start, ready) + us * p->comm_slowdown;
+  return MAX (0.0, end - need) <= stalled + 1e-6;
+}
