@@ -11,3 +11,5 @@ void sg_plan_ins_clear (SgPlanIns *ins);
 uint64_t sg_plan_fnv1a (const char *data, size_t len);
 /* The op kind whose stable short name (sg_op_name) is @s. */
 bool sg_plan_op_from_name (const char *s, SgOpKind *out);
+/* The race rules of sg_plan_validate (plan-races.c); requires the others. */
+bool sg_plan_check_races (const SgPlan *plan, GError **error);

@@ -13,7 +13,8 @@
  * stay live until its wait; inputs live from the start, outputs to the end;
  * buffers fit the arena, are 256-byte aligned, and two buffers whose
  * lifetimes overlap never overlap in memory (a sweep over instruction
- * indices with an ordered set of live address ranges: n log n).
+ * indices with an ordered set of live address ranges: n log n); and the
+ * stream-concurrency rules of plan-races.c.
  */
 #include "plan-private.h"
 
@@ -22,6 +23,8 @@
 
 /* Larger worlds are rejected before anything is sized by world_size. */
 #define SG_PLAN_MAX_WORLD (1 << 24)
+/* Streams beyond compute + one per group (room for pipelined transforms). */
+#define SG_PLAN_EXTRA_STREAMS 16
 
 static bool G_GNUC_PRINTF (2, 3) bad (GError **error, const char *fmt, ...)
 {
@@ -68,9 +71,10 @@ check_groups (const SgPlan *p, GError **error)
 {
   if (p->world_size < 1 || p->world_size > SG_PLAN_MAX_WORLD)
     return bad (error, "world_size %d: must be in [1, %d]", p->world_size, SG_PLAN_MAX_WORLD);
-  if (p->n_streams < 1 + p->n_groups)
-    return bad (error, "n_streams %d: need 1 compute stream + 1 per group (%d groups)",
-                p->n_streams, p->n_groups);
+  if (p->n_streams < 1 + p->n_groups || p->n_streams > 1 + p->n_groups + SG_PLAN_EXTRA_STREAMS)
+    return bad (error,
+                "n_streams %d: need 1 compute stream + 1 per group (%d groups) + at most %d more",
+                p->n_streams, p->n_groups, SG_PLAN_EXTRA_STREAMS);
   g_autofree int32_t *seen = g_new (int32_t, (size_t)p->world_size);
   for (int32_t gi = 0; gi < p->n_groups; gi++) {
     const SgPlanGroup *gr = &p->groups[gi];
@@ -427,5 +431,5 @@ sg_plan_validate (const SgPlan *p, GError **error)
 {
   g_return_val_if_fail (p != NULL, false);
   return check_groups (p, error) && check_buffers_values (p, error) && check_ins (p, error) &&
-         check_memory (p, error);
+         check_memory (p, error) && sg_plan_check_races (p, error);
 }

@@ -427,6 +427,141 @@ START_TEST (broken_memory_rules_are_rejected)
 }
 END_TEST
 
+/* Memory reuse across streams. x (input) -> k1 -> h -> k2 -> g; an
+ * all_reduce on stream 1 writes o into h's bytes after h's FREE; y = k3 (o, g).
+ * @variant 0: RECORD e0 after the FREE (safe); 1: RECORD e0 before k2, so the
+ * collective may overwrite h while k2 reads it; 2: h never freed. */
+static SgPlan *
+reuse_plan (int variant)
+{
+  SgPlan *p = sg_plan_new ();
+  p->world_size = 2;
+  p->n_groups = 1;
+  p->groups = g_new0 (SgPlanGroup, 1);
+  p->groups[0].name = g_strdup ("0");
+  p->groups[0].n_ranks = 2;
+  p->groups[0].n_instances = 1;
+  p->groups[0].partition = ids (2, 0, 1);
+  p->n_streams = 2;
+  p->n_events = 2;
+  p->n_values = 5;
+  p->values = g_new0 (SgPlanValue, 5);
+  const char *names[] = { "x", "h", "g", "o", "y" };
+  for (int v = 0; v < 5; v++) {
+    set_value (&p->values[v], names[v], v, SG_DTYPE_F32, 1, 8, v ? SG_INIT_NONE : SG_INIT_INPUT);
+    p->values[v].ndim = 1;
+    p->values[v].shape[0] = 8;
+    p->values[v].stride[0] = 1;
+  }
+  p->n_inputs = 1;
+  p->inputs = ids (1, 0);
+  p->n_outputs = 1;
+  p->outputs = ids (1, 4);
+  p->ins = g_new0 (SgPlanIns, 12);
+  int n = 0;
+#define KERNEL(NM, A, B, OUT)                                                                    \
+  do {                                                                                         \
+    SgPlanIns *k_ = &p->ins[n++];                                                              \
+    *k_ = ins_new (SG_INS_KERNEL, 0);                                                          \
+    k_->name = g_strdup (NM);                                                                  \
+    k_->op = SG_OP_ADD_TENSOR;                                                                 \
+    k_->target = g_strdup ("aten.add.Tensor");                                                 \
+    k_->in = (B) >= 0 ? ids (2, A, B) : ids (1, A);                                            \
+    k_->n_in = (B) >= 0 ? 2 : 1;                                                               \
+    k_->out = ids (1, OUT);                                                                    \
+    k_->n_out = 1;                                                                             \
+  } while (0)
+  int at[4]; /* instruction index of k1, k2, coll, k3 */
+  at[0] = n;
+  KERNEL ("k1", 0, -1, 1);
+  if (variant == 1) {
+    p->ins[n] = ins_new (SG_INS_RECORD, 0);
+    p->ins[n++].event = 0;
+  }
+  at[1] = n;
+  KERNEL ("k2", 1, -1, 2);
+  int free_h = -1;
+  if (variant != 2) {
+    free_h = n;
+    p->ins[n] = ins_new (SG_INS_FREE, 0);
+    p->ins[n++].buffer = 1;
+  }
+  if (variant != 1) {
+    p->ins[n] = ins_new (SG_INS_RECORD, 0);
+    p->ins[n++].event = 0;
+  }
+  p->ins[n] = ins_new (SG_INS_WAIT_EVENT, 1);
+  p->ins[n++].event = 0;
+  at[2] = n;
+  SgPlanIns *c = &p->ins[n++];
+  *c = ins_new (SG_INS_COLLECTIVE, 1);
+  c->name = g_strdup ("ar");
+  c->op = SG_OP_ALL_REDUCE;
+  c->in = ids (1, 0);
+  c->n_in = 1;
+  c->out = ids (1, 3);
+  c->n_out = 1;
+  c->group = 0;
+  c->dtype = SG_DTYPE_F32;
+  c->count = 8;
+  c->reduce = SG_REDUCE_SUM;
+  p->ins[n] = ins_new (SG_INS_RECORD, 1);
+  p->ins[n++].event = 1;
+  p->ins[n] = ins_new (SG_INS_WAIT_EVENT, 0);
+  p->ins[n].event = 1;
+  p->ins[n++].coll = at[2];
+  at[3] = n;
+  KERNEL ("k3", 3, 2, 4);
+#undef KERNEL
+  p->ins[n] = ins_new (SG_INS_FREE, 0);
+  p->ins[n++].buffer = 2;
+  p->ins[n] = ins_new (SG_INS_FREE, 0);
+  p->ins[n++].buffer = 3;
+  p->n_ins = n;
+  p->n_buffers = 5;
+  p->buffers = g_new0 (SgPlanBuffer, 5);
+  p->buffers[0] = (SgPlanBuffer){ 0, 32, 0, n - 1 };
+  p->buffers[1] = (SgPlanBuffer){ 256, 32, at[0], at[1] };
+  p->buffers[2] = (SgPlanBuffer){ 512, 32, at[1], at[3] };
+  p->buffers[3] = (SgPlanBuffer){ 256, 32, at[2], at[3] }; /* h's bytes */
+  p->buffers[4] = (SgPlanBuffer){ 768, 32, at[3], n - 1 };
+  p->arena_bytes = 1024;
+  ck_assert (free_h < 0 || free_h > at[1]);
+  return p;
+}
+
+START_TEST (memory_reuse_across_streams_needs_an_event_after_the_free)
+{
+  g_autoptr (GError) e = NULL;
+  g_autoptr (SgPlan) safe = reuse_plan (0);
+  ck_assert_msg (sg_plan_validate (safe, &e), "%s", e ? e->message : "");
+  SgPlan *p = reuse_plan (1);
+  expect_invalid (p, "first touches buffers[3] without waiting for the FREE");
+  sg_plan_free (p);
+  p = reuse_plan (2);
+  expect_invalid (p, "buffers[1] dies at ins[1] but is never freed");
+  sg_plan_free (p);
+}
+END_TEST
+
+START_TEST (a_read_needs_an_event_after_its_write)
+{
+  /* RECORD e0 moved in front of k1, and the all_reduce reads g (k2's
+   * output): stream 1 waits on an event that predates g's write. */
+  SgPlan *p = reuse_plan (0);
+  SgPlanIns rec = p->ins[3];
+  memmove (&p->ins[1], &p->ins[0], sizeof (SgPlanIns) * 3);
+  p->ins[0] = rec;
+  p->buffers[1].first_ins = 1;
+  p->buffers[1].last_ins = 2;
+  p->buffers[2].first_ins = 2;
+  p->ins[5].in[0] = 2;
+  expect_invalid (p, "ins[5] \"ar\" on stream 1 reads value \"g\" before its write (stream 0 "
+                     "step 3)");
+  sg_plan_free (p);
+}
+END_TEST
+
 static Suite *
 plan_suite (void)
 {
@@ -441,6 +576,8 @@ plan_suite (void)
   tcase_add_test (tc, out_of_range_indices_are_rejected_naming_the_field);
   tcase_add_test (tc, broken_stream_rules_are_rejected);
   tcase_add_test (tc, broken_memory_rules_are_rejected);
+  tcase_add_test (tc, memory_reuse_across_streams_needs_an_event_after_the_free);
+  tcase_add_test (tc, a_read_needs_an_event_after_its_write);
   suite_add_tcase (s, tc);
   return s;
 }

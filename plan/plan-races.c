@@ -1,0 +1,172 @@
+/* plan-races.c: the plan is race-free when its streams run concurrently.
+ *
+ * Mirrors: vector-clock happens-before race detection (FastTrack, the CUDA
+ * stream/event model: program order per stream, RECORD -> WAIT_EVENT edges
+ * across streams).
+ * Requires: sg_plan_validate's index rules (called from it, after them).
+ * Invalidates: nothing.
+ *
+ * The host order makes a one-thread backend correct by construction; the
+ * CUDA backend only gets the order the events give. Rules, per buffer:
+ *  - a read happens after the buffer's write (inputs are written before the
+ *    step);
+ *  - every access happens before the buffer's FREE (on stream 0);
+ *  - every buffer that dies before the end is freed, and the first access of
+ *    any buffer happens after every FREE issued before it: memory is reused
+ *    only through FREE, so this orders reuse after the old occupant's last
+ *    access without searching which buffers share the bytes.
+ * Clocks: each stream has a vector clock (n_streams entries); an instruction
+ * ticks its stream's entry; RECORD copies the clock into the event; WAIT
+ * joins the event into the stream's clock. O(n_ins x n_streams).
+ */
+#include "plan-private.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+typedef struct {
+  int32_t stream, seq; /* seq 0: before the step */
+} Stamp;
+
+typedef struct {
+  const SgPlan *p;
+  int32_t ns;
+  int32_t *vc;     /* ns x ns: vc[s * ns + t] = what stream s has seen of t */
+  int32_t *ev;     /* n_events x ns */
+  Stamp *writer;   /* per buffer */
+  bool *touched;   /* per buffer: accessed at least once */
+  GArray **remote; /* per buffer: Stamps of accesses off stream 0 */
+  int32_t free_seq; /* stream 0's seq of the latest FREE */
+  GError **error;
+} Races;
+
+static bool G_GNUC_PRINTF (2, 3) race (Races *r, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
+  va_end (ap);
+  g_set_error (r->error, SG_PLAN_ERROR, SG_PLAN_ERROR_INVALID, "race: %s", msg);
+  return false;
+}
+
+static bool
+seen (const Races *r, int32_t stream, Stamp s)
+{
+  return s.seq == 0 || r->vc[stream * r->ns + s.stream] >= s.seq;
+}
+
+static bool
+touch (Races *r, int32_t i, int32_t v, bool write, Stamp now)
+{
+  const SgPlan *p = r->p;
+  int32_t b = v >= 0 ? p->values[v].buffer : -1;
+  if (b < 0)
+    return true;
+  const char *nm = p->ins[i].name ? p->ins[i].name : "";
+  if (!r->touched[b] && now.seq > 0 && r->vc[now.stream * r->ns] < r->free_seq)
+    return race (r,
+                 "ins[%d] \"%s\" on stream %d first touches buffers[%d] without waiting for the "
+                 "FREE at stream 0 step %d: it may overwrite memory still in use",
+                 i, nm, now.stream, b, r->free_seq);
+  r->touched[b] = true;
+  if (write)
+    r->writer[b] = now;
+  else if (!seen (r, now.stream, r->writer[b]))
+    return race (r,
+                 "ins[%d] \"%s\" on stream %d reads value \"%s\" before its write (stream %d step "
+                 "%d) is ordered by an event",
+                 i, nm, now.stream, p->values[v].name, r->writer[b].stream, r->writer[b].seq);
+  if (now.stream != 0) {
+    if (!r->remote[b])
+      r->remote[b] = g_array_new (FALSE, FALSE, sizeof (Stamp));
+    g_array_append_val (r->remote[b], now);
+  }
+  return true;
+}
+
+static bool
+run (Races *r)
+{
+  const SgPlan *p = r->p;
+  int32_t ns = r->ns;
+  for (int32_t v = 0; v < p->n_values; v++)
+    if (p->values[v].init == SG_INIT_INPUT && p->values[v].buffer >= 0)
+      r->touched[p->values[v].buffer] = true; /* written before the step */
+  for (int32_t i = 0; i < p->n_ins; i++) {
+    const SgPlanIns *in = &p->ins[i];
+    int32_t s = in->stream;
+    int32_t *c = &r->vc[s * ns];
+    Stamp now = { s, ++c[s] };
+    switch (in->kind) {
+    case SG_INS_RECORD:
+      memcpy (&r->ev[in->event * ns], c, sizeof (int32_t) * (size_t)ns);
+      break;
+    case SG_INS_WAIT_EVENT:
+      for (int32_t t = 0; t < ns; t++)
+        c[t] = MAX (c[t], r->ev[in->event * ns + t]);
+      break;
+    case SG_INS_KERNEL:
+    case SG_INS_COLLECTIVE:
+      for (int32_t k = 0; k < in->n_in; k++)
+        if (!touch (r, i, in->in[k], false, now))
+          return false;
+      for (int32_t k = 0; k < in->n_out; k++)
+        if (!touch (r, i, in->out[k], true, now))
+          return false;
+      break;
+    case SG_INS_FREE: {
+      GArray *a = r->remote[in->buffer];
+      for (guint k = 0; a && k < a->len; k++) {
+        Stamp x = g_array_index (a, Stamp, k);
+        if (!seen (r, s, x))
+          return race (r,
+                       "ins[%d] frees buffers[%d] while stream %d (step %d) may still use it: "
+                       "no event orders that access before the FREE",
+                       i, in->buffer, x.stream, x.seq);
+      }
+      r->free_seq = now.seq;
+      break;
+    }
+    }
+  }
+  return true;
+}
+
+bool
+sg_plan_check_races (const SgPlan *p, GError **error)
+{
+  g_return_val_if_fail (p != NULL, false);
+  int32_t end = p->n_ins - 1;
+  g_autofree bool *freed = g_new0 (bool, (size_t)p->n_buffers + 1);
+  for (int32_t i = 0; i < p->n_ins; i++)
+    if (p->ins[i].kind == SG_INS_FREE)
+      freed[p->ins[i].buffer] = true;
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    if (!freed[b] && p->buffers[b].last_ins < end && p->buffers[b].bytes > 0) {
+      g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_INVALID,
+                   "buffers[%d] dies at ins[%d] but is never freed: its memory could be reused "
+                   "without an ordering FREE",
+                   b, p->buffers[b].last_ins);
+      return false;
+    }
+  Races r = { 0 };
+  r.p = p;
+  r.ns = p->n_streams;
+  r.error = error;
+  r.vc = g_new0 (int32_t, (size_t)r.ns * (size_t)r.ns);
+  r.ev = g_new0 (int32_t, (size_t)MAX (p->n_events, 1) * (size_t)r.ns);
+  r.writer = g_new0 (Stamp, (size_t)p->n_buffers + 1);
+  r.touched = g_new0 (bool, (size_t)p->n_buffers + 1);
+  r.remote = g_new0 (GArray *, (size_t)p->n_buffers + 1);
+  bool ok = run (&r);
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    if (r.remote[b])
+      g_array_free (r.remote[b], TRUE);
+  g_free (r.remote);
+  g_free (r.touched);
+  g_free (r.writer);
+  g_free (r.ev);
+  g_free (r.vc);
+  return ok;
+}
