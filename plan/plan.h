@@ -163,7 +163,10 @@ bool sg_plan_write_file (SgPlan *plan, const char *path, GError **error);
 SgPlan *sg_plan_load (const char *path, GError **error);
 SgPlan *sg_plan_load_data (const char *data, size_t len, const char *name, GError **error);
 
-/* Checks the structural rules (indices, lifetimes, event pairing). */
+/* Checks the structural rules (indices, lifetimes, event pairing, memory
+ * overlap) and that the streams are race-free when run concurrently
+ * (docs/plan-format.md, "Rules"). False with @error naming the first
+ * broken rule and its instruction/value/buffer. */
 bool sg_plan_validate (const SgPlan *plan, GError **error);
 
 /* "kernel", "collective", "record", "wait_event", "free" (the JSON "kind"). */
