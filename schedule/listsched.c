@@ -71,10 +71,12 @@ typedef struct {
   int32_t boost;  /* compute feeding a collective within this many ids goes this much earlier */
   uint8_t *placed, *avail, *released;
   uint8_t *deferred; /* wait passed by the frontier while its collective ran */
-  /* Deferred waits not placed yet and the input position up to which the
-   * memory their collective's input holds is reserved. */
+  /* Deferred waits not placed yet; per storage root, the input position up
+   * to which the memory a deferred wait keeps alive is reserved (one
+   * storage read by several collectives is counted once). */
   SgNodeId *pend;
-  int32_t *pend_resv, n_pend;
+  int32_t n_pend;
+  int32_t *root_resv;
   int32_t *npend, *nblk;
   Heap ready;  /* compute ready and not blocked by an unfinished collective */
   Heap *colls; /* per group: ready collectives by (deadline, id) */
@@ -398,6 +400,28 @@ frontier_stop (const Run *R, SgNodeId x)
   return P->role[x] == SG_ROLE_COMPUTE || (P->role[x] == SG_ROLE_WAIT && !R->deferred[x]);
 }
 
+/* Reserves the memory that keeps collective @c's input alive up to input
+ * position @to; false (nothing reserved) when it does not fit. */
+static bool
+reserve_input (Run *R, SgNodeId c, int32_t to)
+{
+  const SgSchedProblem *P = R->P;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (P->g, c, &k);
+  if (k == 0)
+    return true;
+  SgNodeId r = P->root[in[0]];
+  /* The input lives to in_end in the input order anyway. */
+  int32_t from = MAX (R->root_resv[r], P->in_end[c]);
+  if (from >= to)
+    return true;
+  if (!mem_fits_range (R, P->in_bytes[c], from, to))
+    return false;
+  mem_take_range (R, P->in_bytes[c], from, to);
+  R->root_resv[r] = to;
+  return true;
+}
+
 /* The frontier reached wait @w's input-order position. A wait on a finished
  * collective costs nothing: place it. Otherwise defer it (to its first
  * consumer, or to the collective's end, whichever comes first) while the
@@ -413,14 +437,12 @@ reach_wait (Run *R, SgNodeId w)
   const SgSchedProblem *P = R->P;
   SgNodeId c = P->coll_of[w];
   if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c))
-      || !mem_fits_range (R, P->in_bytes[c], w, w + 1)) {
+      || !reserve_input (R, c, w + 1)) {
     run_demand (R, w);
     return;
   }
-  mem_take_range (R, P->in_bytes[c], w, w + 1);
   R->deferred[w] = 1;
-  R->pend[R->n_pend] = w;
-  R->pend_resv[R->n_pend++] = w + 1;
+  R->pend[R->n_pend++] = w;
 }
 
 /* Extends the memory reservation of every deferred wait up to the frontier,
@@ -434,19 +456,12 @@ extend_deferred (Run *R)
     SgNodeId w = R->pend[i];
     if (R->placed[w])
       continue;
-    int32_t from = R->pend_resv[i], to = MIN (R->frontier + 1, P->n);
-    uint64_t b = P->in_bytes[P->coll_of[w]];
-    if (from < to) {
-      if (!mem_fits_range (R, b, from, to)) {
-        R->n_forced_waits++;
-        run_demand (R, w);
-        continue;
-      }
-      mem_take_range (R, b, from, to);
-      R->pend_resv[i] = to;
+    if (!reserve_input (R, P->coll_of[w], MIN (R->frontier + 1, P->n))) {
+      R->n_forced_waits++;
+      run_demand (R, w);
+      continue;
     }
-    R->pend[k] = w;
-    R->pend_resv[k++] = R->pend_resv[i];
+    R->pend[k++] = w;
   }
   R->n_pend = k;
 }
@@ -464,7 +479,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   R->released = g_new0 (uint8_t, (size_t)n);
   R->deferred = g_new0 (uint8_t, (size_t)n);
   R->pend = g_new (SgNodeId, (size_t)n + 1);
-  R->pend_resv = g_new (int32_t, (size_t)n + 1);
+  R->root_resv = g_new0 (int32_t, (size_t)n + 1);
   R->npend = g_new (int32_t, (size_t)n);
   R->nblk = g_new0 (int32_t, (size_t)n);
   R->colls = g_new0 (Heap, (size_t)ng);
@@ -502,7 +517,7 @@ run_clear (Run *R)
   g_free (R->released);
   g_free (R->deferred);
   g_free (R->pend);
-  g_free (R->pend_resv);
+  g_free (R->root_resv);
   g_free (R->npend);
   g_free (R->nblk);
   g_free (R->ready.a);

@@ -98,6 +98,18 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   P->root = sg_sched_roots (g);
   P->peak_in = sg_sched_liveness (g, pos, P->profile, P->root, P->alloc);
+  /* Deferring a wait only costs memory past the point where the input
+   * order frees the collective's input anyway. */
+  g_autofree int32_t *last = g_new (int32_t, (size_t)MAX (n, 1));
+  sg_sched_last_use (g, pos, P->root, last);
+  P->in_end = g_new (int32_t, (size_t)MAX (n, 1));
+  for (SgNodeId c = 0; c < n; c++) {
+    P->in_end[c] = 0;
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, c, &k);
+    if (P->role[c] == SG_ROLE_COLL && k > 0)
+      P->in_end[c] = last[P->root[in[0]]] + 1;
+  }
   double inc = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
   P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
   P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
@@ -115,6 +127,7 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->root);
   g_free (P->comm);
   g_free (P->in_bytes);
+  g_free (P->in_end);
   g_free (P->wait_of);
   g_free (P->coll_of);
   g_free (P->deadline);

@@ -92,6 +92,13 @@ void sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out);
 uint64_t sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
                             const SgNodeId *roots, const uint64_t *alloc);
 
+/* Last position (by @pos) at which every storage root is used, with the
+ * liveness rule below (a collective uses its input until its wait; the
+ * output's inputs to the end). @last has n_nodes entries, by id; only
+ * roots' entries are meaningful. */
+void sg_sched_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root,
+                        int32_t *last);
+
 /* Storage root of every node (aliases resolved), (transfer full). */
 SgNodeId *sg_sched_roots (const SgGraph *g);
 
@@ -124,6 +131,7 @@ typedef struct {
   SgNodeId *root;    /* storage root of every node */
   uint64_t *comm;    /* bytes a collective moves */
   uint64_t *in_bytes; /* collective -> bytes of its input's storage (held until the wait) */
+  int32_t *in_end;    /* collective -> input position where that storage dies in the input order */
   SgNodeId *wait_of; /* collective -> its first wait, or SG_NO_NODE */
   SgNodeId *coll_of; /* wait -> its collective */
   int32_t *deadline; /* collective -> id of the first user of its wait */

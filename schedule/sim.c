@@ -281,20 +281,14 @@ sg_sched_positions (const SgGraph *g, const SgNodeId *order)
   return pos;
 }
 
-uint64_t
-sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
-                   const SgNodeId *roots, const uint64_t *alloc)
+void
+sg_sched_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last)
 {
   int32_t n = g->n_nodes;
-  if (n <= 0)
-    return 0;
-  g_autofree SgNodeId *own_root = roots ? NULL : sg_sched_roots (g);
-  const SgNodeId *root = roots ? roots : own_root;
   /* A collective reads its input until its wait (it runs asynchronously);
    * the output node's inputs live to the end. Same rule as
    * sg_graph_peak_bytes() (graph/liveness.c); a test checks they agree. */
-  g_autofree int32_t *use_end = g_new (int32_t, (size_t)n);
-  g_autofree int32_t *last = g_new (int32_t, (size_t)n);
+  g_autofree int32_t *use_end = g_new (int32_t, (size_t)MAX (n, 1));
   for (SgNodeId i = 0; i < n; i++)
     use_end[i] = last[i] = pos[i];
   for (SgNodeId i = 0; i < n; i++) {
@@ -311,6 +305,19 @@ sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
       last[r] = MAX (last[r], t);
     }
   }
+}
+
+uint64_t
+sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
+                   const SgNodeId *roots, const uint64_t *alloc)
+{
+  int32_t n = g->n_nodes;
+  if (n <= 0)
+    return 0;
+  g_autofree SgNodeId *own_root = roots ? NULL : sg_sched_roots (g);
+  const SgNodeId *root = roots ? roots : own_root;
+  g_autofree int32_t *last = g_new (int32_t, (size_t)n);
+  sg_sched_last_use (g, pos, root, last);
   g_autofree int64_t *diff = g_new0 (int64_t, (size_t)n + 1);
   for (SgNodeId i = 0; i < n; i++) {
     if (root[i] != i)

@@ -335,6 +335,49 @@ START_TEST (chained_collective_starts_when_its_input_collective_ends)
 }
 END_TEST
 
+/* all_to_all and broadcast go through the same machinery as the others
+ * (x is large so that holding tok across mm0 fits in 5% more memory). */
+START_TEST (all_to_all_and_broadcast_are_hidden_like_any_collective)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 1024, 1024);
+  tb_input (g, "y", "bfloat16", 2, 1024, 8);
+  tb_input (g, "tok", "bfloat16", 2, 64, 512);
+  tb_node (g, "{\"name\":\"a2a\",\"op\":\"call_function\","
+              "\"target\":\"_c10d_functional.all_to_all_single.default\","
+              "\"args\":[{\"node\":\"tok\"},[32,32],[32,32],\"0\"],\"kwargs\":{},"
+              "\"meta\":{\"shape\":[64,512],\"stride\":[512,1],\"dtype\":\"bfloat16\"}}");
+  tb_wait (g, "a2aw", "a2a");
+  tb_node (g, "{\"name\":\"bc\",\"op\":\"call_function\","
+              "\"target\":\"_c10d_functional.broadcast.default\","
+              "\"args\":[{\"node\":\"tok\"},0,\"0\"],\"kwargs\":{},"
+              "\"meta\":{\"shape\":[64,512],\"stride\":[512,1],\"dtype\":\"bfloat16\"}}");
+  tb_wait (g, "bcw", "bc");
+  tb_pointwise (g, "sum", "aten.add.Tensor", "a2aw", "bcw");
+  tb_mm (g, "mm0", "x", "y");
+  tb_output (g, 2, "sum", "mm0");
+  cost (g, "a2a", 30);
+  cost (g, "bc", 30);
+  cost (g, "sum", 1);
+  cost (g, "mm0", 100);
+  SgSimResult in;
+  ck_assert (sg_simulate (g, NULL, &in, NULL));
+  ck_assert_int_eq (in.n_rows, 2);
+  ck_assert_double_eq_tol (in.exposed_us, 60, 1e-9);
+  SgConfig cfg = config ();
+  ck_assert (sg_schedule_reorder (g, &cfg, NULL));
+  SgSimResult r;
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  /* both serialise on group 0 behind mm0 (0..30, 30..60 < 100) */
+  ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
+  ck_assert_int_eq (r.hidden, 2);
+  ck_assert_int_lt (id_of (g, "mm0"), id_of (g, "sum"));
+  sg_sim_result_clear (&in);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
 START_TEST (graph_without_collectives_keeps_its_order)
 {
   g_autoptr (SgGraph) g = tb_new (1);
@@ -448,6 +491,7 @@ schedule_suite (void)
   tcase_add_test (tc, zero_peak_allowance_never_raises_the_peak);
   tcase_add_test (tc, same_input_gives_the_same_order_every_run);
   tcase_add_test (tc, chained_collective_starts_when_its_input_collective_ends);
+  tcase_add_test (tc, all_to_all_and_broadcast_are_hidden_like_any_collective);
   tcase_add_test (tc, graph_without_collectives_keeps_its_order);
   tcase_add_test (tc, schedule_never_exposes_more_than_the_input_order);
   tcase_add_loop_test (tc, sample_graph_meets_the_quality_bar, 0, G_N_ELEMENTS (samples));
