@@ -10,6 +10,10 @@
 #include "builder.h"
 #include "codegen-private.h"
 
+#ifndef SG_TEST_GOLDEN
+#error "SG_TEST_GOLDEN must name tests/codegen/golden"
+#endif
+
 static SgPlan *
 lower (SgGraph *g, const SgSimResult *pred)
 {
@@ -321,6 +325,43 @@ START_TEST (packed_buffers_never_overlap_while_both_live)
 }
 END_TEST
 
+/* The plan text of a small graph, byte for byte: a change of the format or
+ * of the lowering shows up here (and needs SG_PLAN_VERSION bumped when the
+ * format changes). SG_REGEN_GOLDEN=1 rewrites the expected file. */
+START_TEST (small_graph_lowers_to_the_golden_plan)
+{
+  g_autofree char *gpath = g_build_filename (SG_TEST_GOLDEN, "small.graph.json", NULL);
+  g_autofree char *ppath = g_build_filename (SG_TEST_GOLDEN, "small.plan.json", NULL);
+  g_autoptr (GError) e = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load (gpath, &e);
+  ck_assert_msg (g != NULL, "%s", e ? e->message : "");
+  SgPlan *p = NULL;
+  ck_assert_msg (sg_codegen_plan (g, NULL, NULL, "small.graph.json", "golden", &p, &e), "%s",
+                 e ? e->message : "");
+  size_t len;
+  g_autofree char *text = sg_plan_to_json (p, &len);
+  sg_plan_free (p);
+  if (g_getenv ("SG_REGEN_GOLDEN"))
+    ck_assert (g_file_set_contents (ppath, text, (gssize)len, NULL));
+  g_autofree char *want = NULL;
+  size_t want_len;
+  ck_assert_msg (g_file_get_contents (ppath, &want, &want_len, &e), "%s", e ? e->message : "");
+  size_t at = 0;
+  while (at < len && at < want_len && want[at] == text[at])
+    at++;
+  if (at < len || at < want_len) {
+    size_t line = at;
+    while (line > 0 && text[line - 1] != '\n')
+      line--;
+    ck_abort_msg ("plan differs from %s at byte %zu (SG_REGEN_GOLDEN=1 to accept): %.160s",
+                  ppath, at, text + line);
+  }
+  /* and the golden file itself loads (hash, rules) */
+  g_autoptr (SgPlan) q = sg_plan_load (ppath, &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+}
+END_TEST
+
 static Suite *
 codegen_suite (void)
 {
@@ -334,6 +375,7 @@ codegen_suite (void)
   tcase_add_test (tc, collective_without_wait_is_waited_at_the_end);
   tcase_add_test (tc, collective_arguments_reach_the_plan);
   tcase_add_test (tc, collective_of_a_non_tensor_is_an_error_naming_the_node);
+  tcase_add_test (tc, small_graph_lowers_to_the_golden_plan);
   tcase_add_loop_test (tc, packed_buffers_never_overlap_while_both_live, 0, 4);
   suite_add_tcase (s, tc);
   return s;
