@@ -52,6 +52,7 @@ typedef struct {
   SgBucketStats *st;
   SgAug *aug;
   SgBucketPredict *pred; /* batch mode only */
+  uint64_t *mem_cap;     /* per key: smallest bucket the memory limit refused */
   Cand *cands;
   int32_t n_cands;
   GArray *buckets; /* Bucket */
@@ -215,7 +216,15 @@ resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
      * same bucket join it instead (what the sequential greedy would do).
      * Their pre-checks covered it: it was a tentative member then. */
     int32_t b = g_array_index (x->prop_b, int32_t, lo);
-    int32_t nb = new_bucket (x, g_array_index (x->prop_c, int32_t, lo));
+    int32_t cand = g_array_index (x->prop_c, int32_t, lo);
+    if (t == TRIAL_MEMORY) {
+      const Bucket *bk = &g_array_index (x->buckets, Bucket, b);
+      uint64_t bytes = x->cands[cand].bytes;
+      for (guint i = 0; i < bk->members->len; i++)
+        bytes += x->cands[g_array_index (bk->members, int32_t, i)].bytes;
+      x->mem_cap[x->cands[cand].key] = MIN (x->mem_cap[x->cands[cand].key], bytes);
+    }
+    int32_t nb = new_bucket (x, cand);
     for (int32_t p = lo + 1; p < (int32_t)x->prop_b->len; p++)
       if (g_array_index (x->prop_b, int32_t, p) == b)
         g_array_index (x->prop_b, int32_t, p) = nb;
@@ -411,6 +420,7 @@ ctx_clear (Ctx *x)
   g_clear_pointer (&x->prop_b, g_array_unref);
   g_clear_pointer (&x->aug, sg_aug_free);
   g_clear_pointer (&x->pred, sg_bucket_predict_free);
+  g_clear_pointer (&x->mem_cap, g_free);
   g_free (x->cands);
 }
 
@@ -475,8 +485,9 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     return false;
   }
   g_autofree int32_t *open = g_new (int32_t, (size_t)n_keys + 1);
+  x.mem_cap = g_new (uint64_t, (size_t)n_keys + 1);
   for (int32_t k = 0; k < n_keys; k++)
-    open[k] = -1;
+    open[k] = -1, x.mem_cap[k] = G_MAXUINT64;
 
   for (int32_t ci = 0; ci < x.n_cands; ci++) {
     const Cand *c = &x.cands[ci];
@@ -492,7 +503,8 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     } else if (join && !acyclic_with (&x, bk, ci)) {
       st->refused_cycle++;
       join = false;
-    } else if (join && x.pred && !predicted_ok (&x, bk, ci)) {
+    } else if (join && x.pred
+               && (bk->bytes + c->bytes >= x.mem_cap[c->key] || !predicted_ok (&x, bk, ci))) {
       st->refused_predicted++;
       join = false;
     }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bucket.h"
+#include "bucket-private.h"
 #include "builder.h"
 
 #define I(x) ((int64_t)(x))
@@ -283,6 +283,89 @@ START_TEST (samples_meet_the_peer_bar)
 }
 END_TEST
 
+START_TEST (timeline_screen_refuses_what_cannot_be_hidden)
+{
+  /* The same shape as merge_that_would_expose_a_big_gather_is_refused:
+   * the screen must see it too, and pass the two hidden gathers. */
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, I (64), I (64));
+  tb_input (g, "ws", "bfloat16", 2, I (32), I (64));
+  tb_input (g, "wb", "bfloat16", 2, I (8192), I (4096));
+  tb_all_gather (g, "ag_small", "ws", "0");
+  tb_all_gather (g, "ag_big", "wb", "0");
+  tb_cost (g, tb_pointwise (g, "c0", "aten.neg.default", "x", NULL), 200.0);
+  tb_wait (g, "ag_small_w", "ag_small");
+  tb_cost (g, tb_mm (g, "m1", "c0", "ag_small_w"), 10.0);
+  tb_cost (g, tb_pointwise (g, "long", "aten.neg.default", "m1", NULL), 50000.0);
+  tb_wait (g, "ag_big_w", "ag_big");
+  tb_t (g, "wt", "ag_big_w");
+  tb_output (g, 2, "long", "wt");
+  SgConfig cfg;
+  estimate (g, &cfg);
+  sg_graph_fill_users (g);
+  GError *error = NULL;
+  SgBucketPredict *p = sg_bucket_predict_new (g, &error);
+  ck_assert_msg (p, "%s", error ? error->message : "");
+  SgNodeId c[2] = { sg_graph_lookup (g, "ag_small"), sg_graph_lookup (g, "ag_big") };
+  SgNodeId w[2] = { sg_graph_lookup (g, "ag_small_w"), sg_graph_lookup (g, "ag_big_w") };
+  uint64_t bytes = sg_node_comm_bytes (g, c[0]) + sg_node_comm_bytes (g, c[1]);
+  ck_assert (!sg_bucket_predict_ok (p, c, w, 2, bytes));
+  ck_assert (sg_bucket_predict_ok (p, c, w, 1, sg_node_comm_bytes (g, c[0])));
+  sg_bucket_predict_free (p);
+
+  g_autoptr (SgGraph) h = two_hidden_gathers ();
+  estimate (h, &cfg);
+  sg_graph_fill_users (h);
+  p = sg_bucket_predict_new (h, &error);
+  SgNodeId hc[2] = { sg_graph_lookup (h, "ag1"), sg_graph_lookup (h, "ag2") };
+  SgNodeId hw[2] = { sg_graph_lookup (h, "ag1_w"), sg_graph_lookup (h, "ag2_w") };
+  ck_assert (sg_bucket_predict_ok (p, hc, hw, 2,
+                                   sg_node_comm_bytes (h, hc[0]) + sg_node_comm_bytes (h, hc[1])));
+  sg_bucket_predict_free (p);
+}
+END_TEST
+
+/* 300 layers, each gathering its weight: more candidates than the
+ * sequential limit, so proposals are batched and bisected. */
+START_TEST (many_gathers_are_batched_and_keep_exposure)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, I (256), I (256));
+  char prev[32] = "x", w[32], ag[32], wt[32], mm[32];
+  for (int i = 0; i < 300; i++) {
+    g_snprintf (w, sizeof w, "w%d", i);
+    tb_input (g, w, "bfloat16", 2, I (128), I (256));
+  }
+  for (int i = 0; i < 300; i++) {
+    g_snprintf (w, sizeof w, "w%d", i);
+    g_snprintf (ag, sizeof ag, "ag%d", i);
+    g_snprintf (wt, sizeof wt, "ag%d_w", i);
+    g_snprintf (mm, sizeof mm, "mm%d", i);
+    tb_all_gather (g, ag, w, "0");
+    tb_wait (g, wt, ag);
+    tb_cost (g, tb_mm (g, mm, prev, wt), i % 7 == 0 ? 5.0 : 80.0);
+    g_strlcpy (prev, mm, sizeof prev);
+  }
+  tb_output (g, 1, prev);
+  SgConfig cfg;
+  estimate (g, &cfg);
+  GError *error = NULL;
+  ck_assert (sg_schedule_reorder (g, &cfg, &error));
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_before, 300);
+  ck_assert_int_lt (st->collectives_after, 300);
+  ck_assert (st->exposed_after_us <= st->exposed_before_us + 1e-9);
+  ck_assert_int_lt (st->simulations, 150);
+  int32_t members = 0;
+  for (int32_t i = 0; i < st->n_infos; i++)
+    members += st->infos[i].n_members;
+  ck_assert_int_eq (st->collectives_after, 300 - members + st->n_infos);
+}
+END_TEST
+
 static Suite *
 pass_suite (void)
 {
@@ -296,6 +379,8 @@ pass_suite (void)
   tcase_add_test (tc, gather_of_a_gathered_value_is_never_merged);
   tcase_add_test (tc, reduce_scatters_of_gradients_merge_and_keep_outputs);
   tcase_add_test (tc, pass_is_deterministic);
+  tcase_add_test (tc, timeline_screen_refuses_what_cannot_be_hidden);
+  tcase_add_test (tc, many_gathers_are_batched_and_keep_exposure);
   tcase_add_test (tc, samples_meet_the_peer_bar);
   suite_add_tcase (s, tc);
   return s;
