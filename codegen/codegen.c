@@ -178,7 +178,8 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   SgPlan *p = sg_plan_new ();
   bool ok = g->output != SG_NO_NODE;
   if (!ok)
-    g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH, "%s: the graph has no output node",
+    g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH,
+                 "%s: the graph has no output node",
                  g->source ? g->source : "graph");
   ok = ok && sg_lower_values (&l) && sg_lower_emit (&l);
   if (ok) {

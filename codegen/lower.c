@@ -22,7 +22,6 @@
 
 #include <string.h>
 
-
 bool
 sg_lower_fail (SgLower *l, SgNodeId id, const char *fmt, ...)
 {
@@ -116,14 +115,13 @@ view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
     return true;
   g_autoptr (cJSON) args = cJSON_Parse (n->args_json);
   int64_t dim, start;
-  if (!int_arg (args, 1, 0, &dim) ||
-      !int_arg (args, 2, 0, &start))
-    return sg_lower_fail (l, id, "args: dim and start/index must be integers");
+  if (!int_arg (args, 1, 0, &dim) || !int_arg (args, 2, 0, &start))
+    return sg_lower_fail (l, id, "args[1..2]: dim and start/index must be integers");
   if (dim < 0)
     dim += base->ndim;
   if (dim < 0 || dim >= base->ndim)
-    return sg_lower_fail (l, id, "args[1]: dim %" G_GINT64_FORMAT " out of range for a %d-d input", dim,
-                 base->ndim);
+    return sg_lower_fail (l, id, "args[1]: dim %" G_GINT64_FORMAT " out of range for a %d-d input",
+                          dim, base->ndim);
   int64_t size = base->shape[dim];
   if (start < 0)
     start += size;
@@ -331,7 +329,7 @@ emit_collective (SgLower *l, SgNodeId id)
     no *= (uint64_t)o->shape[d];
   if (a->dtype != o->dtype)
     return sg_lower_fail (l, id, "meta.dtype: %s output of a %s input", sg_dtype_name (o->dtype),
-                 sg_dtype_name (a->dtype));
+                          sg_dtype_name (a->dtype));
   SgDtype dtype = a->dtype;
 
   int32_t e = l->n_events++;
@@ -364,7 +362,8 @@ emit_collective (SgLower *l, SgNodeId id)
     cJSON_ArrayForEach (m, mem)
     {
       if (!cJSON_IsString (m))
-        return sg_lower_fail (l, id, "kwargs.schedgraph_bucket[%d]: expected a node name", x->n_members);
+        return sg_lower_fail (l, id, "kwargs.schedgraph_bucket[%d]: expected a node name",
+                              x->n_members);
       x->members[x->n_members++] = g_strdup (m->valuestring);
     }
   }

@@ -415,7 +415,8 @@ check_memory (const SgPlan *p, GError **error)
     if (hit >= 0) {
       const SgPlanBuffer *y = &p->buffers[hit];
       ok = bad (error,
-                "buffers[%d] [%" PRIu64 ", %" PRIu64 ") live [%d, %d] overlaps buffers[%d] [%" PRIu64
+                "buffers[%d] [%" PRIu64 ", %" PRIu64 ") live [%d, %d] overlaps buffers[%d] "
+                "[%" PRIu64
                 ", %" PRIu64 ") live [%d, %d]",
                 b, x->offset, x->offset + x->bytes, x->first_ins, x->last_ins, hit, y->offset,
                 y->offset + y->bytes, y->first_ins, y->last_ins);

@@ -332,8 +332,9 @@ sg_plan_to_json (SgPlan *p, size_t *len)
     const SgPlanGroup *gr = &p->groups[i];
     g_string_append (s, i ? ",\n{\"name\":" : "\n{\"name\":");
     put_str (s, gr->name);
-    g_string_append_printf (s, ",\"n_ranks\":%" PRId32 ",\"n_instances\":%" PRId32 ",\"partition\":",
-                            gr->n_ranks, gr->n_instances);
+    put_key_int (s, ",\"n_ranks\":", gr->n_ranks);
+    put_key_int (s, ",\"n_instances\":", gr->n_instances);
+    g_string_append (s, ",\"partition\":");
     put_ids (s, gr->partition, gr->n_ranks * gr->n_instances);
     g_string_append_c (s, '}');
   }
