@@ -27,3 +27,7 @@ void sg_bucket_predict_free (SgBucketPredict *p);
  * than the members did. */
 bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
                            const SgNodeId *waits, int32_t n, uint64_t bytes);
+
+/* report.c: fills st->infos (and n_infos) from the bucket collectives of
+ * @g, in id order, reading their schedgraph_bucket kwargs. */
+void sg_bucket_collect_infos (const SgGraph *g, SgBucketStats *st);

@@ -93,7 +93,7 @@ typedef struct {
  * a cycle: callers apply specs to a copy (sg_graph_copy) when unsure. */
 bool sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error);
 
-/* --- the pass (bucket.c) ---------------------------------------------------- */
+/* --- the pass (bucket.c, predict.c) and its report (report.c) ------------- */
 
 typedef struct {
   char *name;      /* the bucket collective */

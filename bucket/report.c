@@ -1,0 +1,138 @@
+/* report.c: the bucket pass's statistics and the report's "bucket"
+ * section; the pass entry point that keeps them on the graph.
+ *
+ * Requires: a graph sg_bucket_run/sg_bucket_pass ran on. Invalidates: nothing.
+ */
+#include "bucket-private.h"
+
+#include <string.h>
+
+/* Fills st->infos from the bucket collectives of @g (kwargs member lists). */
+void
+sg_bucket_collect_infos (const SgGraph *g, SgBucketStats *st)
+{
+  GArray *infos = g_array_new (FALSE, TRUE, sizeof (SgBucketInfo));
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    const SgNode *n = &g->nodes[i];
+    if (!sg_op_is_collective (n->kind) || !strstr (n->kwargs_json, SG_BUCKET_KWARG))
+      continue;
+    cJSON *kw = cJSON_Parse (n->kwargs_json);
+    const cJSON *mem = cJSON_GetObjectItemCaseSensitive (kw, SG_BUCKET_KWARG);
+    if (cJSON_IsArray (mem)) {
+      SgBucketInfo info = { 0 };
+      info.name = g_strdup (n->name);
+      info.kind = n->kind;
+      info.group = g_strdup (n->group >= 0 ? g->groups[n->group].name : "");
+      info.dtype = n->meta.dtype;
+      info.reduce = n->reduce;
+      info.bytes = sg_node_comm_bytes (g, i);
+      info.n_members = cJSON_GetArraySize (mem);
+      info.members = g_new0 (char *, (size_t)info.n_members + 1);
+      int32_t j = 0;
+      const cJSON *e;
+      cJSON_ArrayForEach (e, mem)
+      {
+        info.members[j++] = g_strdup (cJSON_IsString (e) ? e->valuestring : "");
+      }
+      g_array_append_val (infos, info);
+    }
+    cJSON_Delete (kw);
+  }
+  st->n_infos = (int32_t)infos->len;
+  st->infos = (SgBucketInfo *)(void *)g_array_free (infos, FALSE);
+}
+
+void
+sg_bucket_stats_clear (SgBucketStats *st)
+{
+  if (!st)
+    return;
+  for (int32_t i = 0; i < st->n_infos; i++) {
+    g_free (st->infos[i].name);
+    g_free (st->infos[i].group);
+    g_strfreev (st->infos[i].members);
+  }
+  g_free (st->infos);
+  memset (st, 0, sizeof *st);
+}
+
+static void
+stats_free (gpointer p)
+{
+  sg_bucket_stats_clear (p);
+  g_free (p);
+}
+
+bool
+sg_bucket_pass (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  g_return_val_if_fail (g, false);
+  SgBucketStats *st = g_new0 (SgBucketStats, 1);
+  if (!sg_bucket_run (g, cfg, st, error)) {
+    stats_free (st);
+    return false;
+  }
+  if (g->bucket_stats && g->bucket_stats_free)
+    g->bucket_stats_free (g->bucket_stats);
+  g->bucket_stats = st;
+  g->bucket_stats_free = stats_free;
+  return true;
+}
+
+const SgBucketStats *
+sg_bucket_stats (const SgGraph *g)
+{
+  g_return_val_if_fail (g, NULL);
+  return g->bucket_stats_free == stats_free ? g->bucket_stats : NULL;
+}
+
+cJSON *
+sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
+{
+  if (!st)
+    st = sg_bucket_stats (g);
+  cJSON *o = cJSON_CreateObject ();
+  if (!st) {
+    cJSON_AddBoolToObject (o, "enabled", false);
+    return o;
+  }
+  cJSON_AddBoolToObject (o, "enabled", st->ran);
+  cJSON_AddNumberToObject (o, "cap_bytes", (double)st->cap_bytes);
+  cJSON_AddNumberToObject (o, "collectives_before", st->collectives_before);
+  cJSON_AddNumberToObject (o, "collectives_after", st->collectives_after);
+  cJSON_AddNumberToObject (o, "buckets_formed", st->buckets);
+  cJSON *e = cJSON_AddObjectToObject (o, "exposed_us");
+  cJSON_AddNumberToObject (e, "unbucketed", sg_report_round_us (st->exposed_before_us));
+  cJSON_AddNumberToObject (e, "bucketed", sg_report_round_us (st->exposed_after_us));
+  cJSON *s = cJSON_AddObjectToObject (o, "step_us");
+  cJSON_AddNumberToObject (s, "unbucketed", sg_report_round_us (st->step_before_us));
+  cJSON_AddNumberToObject (s, "bucketed", sg_report_round_us (st->step_after_us));
+  cJSON *pk = cJSON_AddObjectToObject (o, "peak_bytes");
+  cJSON_AddNumberToObject (pk, "unbucketed", (double)st->peak_before_bytes);
+  cJSON_AddNumberToObject (pk, "bucketed", (double)st->peak_after_bytes);
+  cJSON_AddStringToObject (o, "source", "simulator");
+  cJSON *ref = cJSON_AddObjectToObject (o, "refused");
+  cJSON_AddNumberToObject (ref, "cycle", st->refused_cycle);
+  cJSON_AddNumberToObject (ref, "cap", st->refused_cap);
+  cJSON_AddNumberToObject (ref, "exposed", st->refused_exposed);
+  cJSON_AddNumberToObject (ref, "memory", st->refused_memory);
+  cJSON_AddNumberToObject (ref, "predicted", st->refused_predicted);
+  cJSON_AddNumberToObject (o, "simulations", st->simulations);
+  cJSON *arr = cJSON_AddArrayToObject (o, "buckets");
+  for (int32_t i = 0; i < st->n_infos; i++) {
+    const SgBucketInfo *b = &st->infos[i];
+    cJSON *j = cJSON_CreateObject ();
+    cJSON_AddStringToObject (j, "name", b->name);
+    cJSON_AddStringToObject (j, "kind", sg_op_name (b->kind));
+    cJSON_AddStringToObject (j, "group", b->group);
+    cJSON_AddStringToObject (j, "dtype", sg_dtype_name (b->dtype));
+    if (b->reduce != SG_REDUCE_NONE)
+      cJSON_AddStringToObject (j, "reduce", sg_reduce_name (b->reduce));
+    cJSON_AddNumberToObject (j, "bytes", (double)b->bytes);
+    cJSON *m = cJSON_AddArrayToObject (j, "members");
+    for (int32_t k = 0; k < b->n_members; k++)
+      cJSON_AddItemToArray (m, cJSON_CreateString (b->members[k]));
+    cJSON_AddItemToArray (arr, j);
+  }
+  return o;
+}
