@@ -102,6 +102,12 @@ cudaError_t sg_cu_attn_ds (const float *p, const float *dp, const float *delta, 
  * is timed on the GPU alone, not at the host's launch rate. */
 cudaError_t sg_cu_spin (double us, cudaStream_t stream);
 
+/* @n elements of @dtype at @ptr: splitmix64(seed, index) mapped to [-1, 1)
+ * for floating dtypes, to 0..7 for the others (profiling inputs: GEMM
+ * speed and power depend on the data, so constant fills would flatter). */
+cudaError_t sg_cu_fill_random (void *ptr, int32_t dtype, int64_t n, uint64_t seed,
+                               cudaStream_t stream);
+
 /* Number of elements of a view. */
 int64_t sg_cu_numel (const SgCuTensor *t);
 /* True when the view is dense row-major (its logical order is memory order). */

@@ -426,3 +426,35 @@ sg_cu_copy_range (const SgCuTensor *out, int64_t out_start, const SgCuTensor *in
   return cudaGetLastError ();
 }
 
+
+/* ---- deterministic random contents (profiling inputs) ---- */
+
+namespace {
+
+__global__ void
+fill_random_kernel (char *p, int32_t dtype, int64_t n, unsigned long long seed)
+{
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+       i += (int64_t)gridDim.x * blockDim.x) {
+    unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const float u = (float)(z >> 40) * (1.f / 16777216.f); /* [0, 1) */
+    const bool is_float = dtype == SG_DTYPE_F32 || dtype == SG_DTYPE_F64 ||
+                          dtype == SG_DTYPE_BF16 || dtype == SG_DTYPE_F16;
+    st (p, i, dtype, is_float ? 2.f * u - 1.f : floorf (u * 8.f));
+  }
+}
+
+} /* namespace */
+
+extern "C" cudaError_t
+sg_cu_fill_random (void *ptr, int32_t dtype, int64_t n, uint64_t seed, cudaStream_t stream)
+{
+  if (n <= 0)
+    return cudaSuccess;
+  fill_random_kernel<<<grid_for (n), kThreads, 0, stream>>> (static_cast<char *> (ptr), dtype, n,
+                                                             seed);
+  return cudaGetLastError ();
+}

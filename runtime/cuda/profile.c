@@ -157,8 +157,17 @@ time_compute (const SgGraph *g, SgNodeId id, Timer *t, double *us, GError **erro
   if (!sg_cu_check_ins (&p, &ins, false, &scratch, error))
     goto out;
   SG_CU_CHECK (cudaMalloc ((void **)&base, arena + scratch + 256), error, out);
-  /* random-ish, finite contents: bytes 0x3c.. read as small bf16/f32 values */
-  SG_CU_CHECK (cudaMemset (base, 0x3c, arena + scratch + 256), error, out);
+  /* random contents in [-1, 1): GEMM speed and power depend on the data */
+  for (int32_t v = 0; v < p.n_values; v++) {
+    const SgPlanValue *pv = &p.values[v];
+    if (pv->buffer < 0)
+      continue;
+    const SgPlanBuffer *b = &p.buffers[pv->buffer];
+    SG_CU_CHECK (sg_cu_fill_random (base + b->offset, pv->dtype,
+                                    (int64_t)(b->bytes / sg_dtype_size (pv->dtype)),
+                                    (uint64_t)v + 1, t->stream),
+                 error, out);
+  }
   st.arena = base;
   st.streams = &t->stream;
   st.n_streams = 1;
