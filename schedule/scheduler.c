@@ -63,6 +63,45 @@ better_result (const SgSimResult *r, uint64_t limit, uint64_t input_peak, double
   return r->step_us < best_step - 1e-6;
 }
 
+/* Below this many nodes the variants run one after the other (threads
+ * would cost more than they save). */
+#define PARALLEL_MIN_NODES 20000
+
+typedef struct {
+  const SgSchedProblem *P;
+  int32_t v;
+  SgScheduleStats st;
+  SgSimResult res;
+  SgNodeId *order;
+} VariantJob;
+
+typedef struct {
+  VariantJob *jobs;
+  int32_t n;
+  gint next; /* atomic: the next job to take */
+} JobQueue;
+
+static void
+run_job (VariantJob *j)
+{
+  memset (&j->st, 0, sizeof j->st);
+  j->order = sg_sched_run_variant (j->P, variants[j->v].window, variants[j->v].boost, &j->st,
+                                   &j->res);
+}
+
+/* Takes jobs until none is left (thread body, also run by the caller). */
+static gpointer
+run_jobs (gpointer data)
+{
+  JobQueue *q = data;
+  for (;;) {
+    int32_t i = g_atomic_int_add (&q->next, 1);
+    if (i >= q->n)
+      return NULL;
+    run_job (&q->jobs[i]);
+  }
+}
+
 SgNodeId *
 sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
                      GError **error)
@@ -96,28 +135,45 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
   SgSchedProblem P;
   sg_sched_problem_init (&P, g, cfg);
   st->peak_limit_bytes = P.limit;
-  for (int32_t v = 0; v < (int32_t)G_N_ELEMENTS (variants); v++) {
-    SgScheduleStats vs = { 0 };
-    SgSimResult r;
-    g_autofree SgNodeId *order
-        = sg_sched_run_variant (&P, variants[v].window, variants[v].boost, &vs, &r);
+  /* Variants are independent (the problem is read-only): on large graphs
+   * they run on a thread pool; the choice below is made in variant order
+   * either way, so the result does not depend on timing. */
+  enum { NV = G_N_ELEMENTS (variants) };
+  VariantJob jobs[NV];
+  for (int32_t v = 0; v < NV; v++)
+    jobs[v] = (VariantJob){ .P = &P, .v = v };
+  JobQueue q = { jobs, NV, 0 };
+  int helpers = g->n_nodes >= PARALLEL_MIN_NODES
+                    ? MIN (NV, (int)g_get_num_processors ()) - 1 : 0;
+  GThread *th[NV];
+  int started = 0;
+  for (int i = 0; i < helpers; i++) {
+    th[started] = g_thread_try_new ("sg-schedule", run_jobs, &q, NULL);
+    started += th[started] != NULL;
+  }
+  run_jobs (&q);
+  for (int i = 0; i < started; i++)
+    g_thread_join (th[i]);
+  for (int32_t v = 0; v < NV; v++) {
+    VariantJob *j = &jobs[v];
     st->n_variants++;
-    if (better_result (&r, P.limit, st->input_peak_bytes, st->input_exposed_us, best_exp,
+    if (better_result (&j->res, P.limit, st->input_peak_bytes, st->input_exposed_us, best_exp,
                        best_exposed_n, best_step)) {
-      best_exp = r.exposed_us;
-      best_step = r.step_us;
-      best_exposed_n = r.exposed;
-      memcpy (best, order, sizeof (SgNodeId) * (size_t)g->n_nodes);
+      best_exp = j->res.exposed_us;
+      best_step = j->res.step_us;
+      best_exposed_n = j->res.exposed;
+      memcpy (best, j->order, sizeof (SgNodeId) * (size_t)g->n_nodes);
       st->variant = v;
       st->variant_name = variants[v].name;
-      st->scheduled_exposed_us = r.exposed_us;
-      st->scheduled_peak_bytes = r.peak_bytes;
-      st->n_pulled = vs.n_pulled;
-      st->n_early_waits = vs.n_early_waits;
-      st->n_forced = vs.n_forced;
-      st->n_boosted = vs.n_boosted;
+      st->scheduled_exposed_us = j->res.exposed_us;
+      st->scheduled_peak_bytes = j->res.peak_bytes;
+      st->n_pulled = j->st.n_pulled;
+      st->n_early_waits = j->st.n_early_waits;
+      st->n_forced = j->st.n_forced;
+      st->n_boosted = j->st.n_boosted;
     }
-    sg_sim_result_clear (&r);
+    g_free (j->order);
+    sg_sim_result_clear (&j->res);
   }
   sg_sched_problem_clear (&P);
   return best;

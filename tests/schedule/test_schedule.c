@@ -277,6 +277,24 @@ START_TEST (same_input_gives_the_same_order_every_run)
 }
 END_TEST
 
+/* Large enough for the variants to run on several threads: the order must
+ * still be the same on every run. */
+START_TEST (large_graph_gives_the_same_order_every_run)
+{
+  SgConfig cfg = config ();
+  g_autoptr (SgGraph) g = layered_graph (2500);
+  ck_assert_int_ge (g->n_nodes, 20000);
+  SgScheduleStats s1, s2;
+  g_autofree SgNodeId *o1 = sg_schedule_compute (g, &cfg, &s1, NULL);
+  g_autofree SgNodeId *o2 = sg_schedule_compute (g, &cfg, &s2, NULL);
+  ck_assert (memcmp (o1, o2, sizeof (SgNodeId) * (size_t)g->n_nodes) == 0);
+  ck_assert_int_eq (s1.variant, s2.variant);
+  ck_assert_int_eq (s1.n_variants, s2.n_variants);
+  ck_assert_double_eq (s1.scheduled_exposed_us, s2.scheduled_exposed_us);
+  ck_assert (s1.scheduled_exposed_us < s1.input_exposed_us);
+}
+END_TEST
+
 START_TEST (schedule_never_exposes_more_than_the_input_order)
 {
   SgConfig cfg = config ();
@@ -494,6 +512,7 @@ schedule_suite (void)
   tcase_add_test (tc, all_to_all_and_broadcast_are_hidden_like_any_collective);
   tcase_add_test (tc, graph_without_collectives_keeps_its_order);
   tcase_add_test (tc, schedule_never_exposes_more_than_the_input_order);
+  tcase_add_test (tc, large_graph_gives_the_same_order_every_run);
   tcase_add_loop_test (tc, sample_graph_meets_the_quality_bar, 0, G_N_ELEMENTS (samples));
   tcase_set_timeout (tc, 120);
   suite_add_tcase (s, tc);
