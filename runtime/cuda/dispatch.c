@@ -205,8 +205,8 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, uint64_t 
   case SG_CLASS_OUTPUT: case SG_CLASS_BUCKET:
     break;
   default:
-    return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins,
-                     "no CUDA kernel for this op (target ", ins->target ? ins->target : "?");
+    return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "no CUDA kernel for target ",
+                     ins->target ? ins->target : "?");
   }
   scratch_need[ins->stream] = MAX (scratch_need[ins->stream], need);
   return true;

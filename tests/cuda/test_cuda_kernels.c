@@ -377,7 +377,8 @@ gemm_case (bool ta, bool tb, SgDtype dt, SgDtype out_dt)
     for (int j = 0; j < N; j++) {
       double s = 0;
       for (int k = 0; k < K; k++)
-        s += (ta ? a.ref[k * M + i] : a.ref[i * K + k]) * (tb ? b.ref[j * K + k] : b.ref[k * N + j]);
+        s += (ta ? a.ref[k * M + i] : a.ref[i * K + k]) *
+             (tb ? b.ref[j * K + k] : b.ref[k * N + j]);
       want[i * N + j] = s;
     }
   assert_close (got, want, M * N, out_dt == SG_DTYPE_BF16 ? 1.0 / 128 : 1e-4, 1e-3);
@@ -511,8 +512,9 @@ sdpa_case_dt (int B, int H, int Hkv, int S, int D, bool causal, SgDtype dt, bool
   cublasHandle_t h;
   ck_assert_int_eq (cublasCreate (&h), CUBLAS_STATUS_SUCCESS);
   GError *error = NULL;
-  ck_assert_msg (sg_cu_sdpa_fwd (h, NULL, &q.t, &k.t, &v.t, &o.t, &lse.t, causal, 0, fp32_math, scratch, bytes,
-                                 &error), "%s", error ? error->message : "");
+  ck_assert_msg (sg_cu_sdpa_fwd (h, NULL, &q.t, &k.t, &v.t, &o.t, &lse.t, causal, 0, fp32_math,
+                                 scratch, bytes, &error),
+                 "%s", error ? error->message : "");
   ck_assert_msg (sg_cu_sdpa_bwd (h, NULL, &go.t, &q.t, &k.t, &v.t, &o.t, &lse.t, &dq.t, &dk.t,
                                  &dv.t, causal, 0, fp32_math, scratch, bytes, &error),
                  "%s", error ? error->message : "");

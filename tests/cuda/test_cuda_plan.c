@@ -1,0 +1,395 @@
+/* test_cuda_plan.c: the CUDA backend's host-side logic, without a GPU.
+ *
+ * What check_plan accepts and rejects (naming the node) and the scratch it
+ * plans per stream, the GEMM view classification, and the profiler's keys,
+ * text and cache. Runs in CI (no CUDA call is made); argv[1] is tests/data.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "builder.h"
+#include "cuda-private.h"
+#include "profile-private.h"
+
+static const char *data_dir = "tests/data";
+
+/* ---- a hand-made plan: values with their own buffers ---- */
+
+typedef struct {
+  SgPlan p;
+  SgPlanValue values[16];
+  SgPlanBuffer buffers[16];
+  SgPlanGroup group;
+  int32_t partition[2];
+} MiniPlan;
+
+static void
+mini_init (MiniPlan *m)
+{
+  memset (m, 0, sizeof *m);
+  m->p.values = m->values;
+  m->p.buffers = m->buffers;
+  m->p.n_streams = 2;
+  m->p.world_size = 2;
+  m->partition[0] = 0;
+  m->partition[1] = 1;
+  m->group = (SgPlanGroup){ "0", 2, 1, m->partition };
+  m->p.groups = &m->group;
+  m->p.n_groups = 1;
+}
+
+/* A dense value of @dtype with @nd dims; returns its id. */
+static int32_t
+mini_value (MiniPlan *m, SgDtype dtype, int nd, const int64_t *shape)
+{
+  const int32_t v = m->p.n_values++;
+  SgPlanValue *pv = &m->values[v];
+  pv->name = (char *)"v";
+  pv->dtype = dtype;
+  pv->ndim = nd;
+  int64_t s = 1;
+  for (int k = nd - 1; k >= 0; k--) {
+    pv->shape[k] = shape[k];
+    pv->stride[k] = s;
+    s *= shape[k];
+  }
+  pv->buffer = m->p.n_buffers++;
+  m->buffers[pv->buffer].bytes = (uint64_t)s * sg_dtype_size (dtype);
+  return v;
+}
+
+static SgPlanIns
+kernel_ins (const char *name, SgOpKind op, const char *target, const char *args_json, int32_t *out,
+            int n_out)
+{
+  SgPlanIns ins;
+  memset (&ins, 0, sizeof ins);
+  ins.kind = SG_INS_KERNEL;
+  ins.name = (char *)name;
+  ins.op = op;
+  ins.target = (char *)target;
+  ins.args = cJSON_Parse (args_json);
+  ins.kwargs = cJSON_CreateObject ();
+  ins.out = out;
+  ins.n_out = n_out;
+  return ins;
+}
+
+static void
+ins_clear (SgPlanIns *ins)
+{
+  cJSON_Delete (ins->args);
+  cJSON_Delete (ins->kwargs);
+}
+
+START_TEST (check_rejects_an_unknown_target_naming_the_node)
+{
+  MiniPlan m;
+  mini_init (&m);
+  const int64_t s[] = { 4, 4 };
+  int32_t out = mini_value (&m, SG_DTYPE_BF16, 2, s);
+  SgPlanIns ins =
+    kernel_ins ("custom_7", SG_OP_UNKNOWN, "mylib.fused_thing.default", "[]", &out, 1);
+  uint64_t need[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert_ptr_nonnull (strstr (error->message, "custom_7"));
+  ck_assert_ptr_nonnull (strstr (error->message, "mylib.fused_thing.default"));
+  g_error_free (error);
+  ins_clear (&ins);
+}
+END_TEST
+
+START_TEST (check_rejects_attention_with_dropout)
+{
+  MiniPlan m;
+  mini_init (&m);
+  const int64_t s[] = { 1, 4, 64, 32 };
+  const int32_t q = mini_value (&m, SG_DTYPE_BF16, 4, s);
+  int32_t out = mini_value (&m, SG_DTYPE_BF16, 4, s);
+  char args[160];
+  g_snprintf (args, sizeof args,
+              "[{\"value\": %d}, {\"value\": %d}, {\"value\": %d}, 0.1, true, false]", q, q, q);
+  SgPlanIns ins = kernel_ins ("sdpa_3", SG_OP_SDPA_FLASH, "f", args, &out, 1);
+  uint64_t need[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert_ptr_nonnull (strstr (error->message, "sdpa_3"));
+  ck_assert_ptr_nonnull (strstr (error->message, "dropout"));
+  g_error_free (error);
+  ins_clear (&ins);
+}
+END_TEST
+
+START_TEST (check_plans_attention_backward_scratch_larger_in_exact_mode)
+{
+  MiniPlan m;
+  mini_init (&m);
+  const int64_t s[] = { 1, 4, 128, 64 };
+  int32_t ids[6];
+  for (int i = 0; i < 6; i++)
+    ids[i] = mini_value (&m, SG_DTYPE_BF16, 4, s);
+  const int64_t sl[] = { 1, 4, 128, 1 };
+  const int32_t lse = mini_value (&m, SG_DTYPE_F32, 4, sl);
+  int32_t outs[3];
+  for (int i = 0; i < 3; i++)
+    outs[i] = mini_value (&m, SG_DTYPE_BF16, 4, s);
+  /* cudnn backward: (dout, q, k, v, out, lse, seed, offset, bias, cq, ck, mq, mk, p, causal) */
+  char args[320];
+  g_snprintf (args, sizeof args,
+              "[{\"value\": %d}, {\"value\": %d}, {\"value\": %d}, {\"value\": %d}, "
+              "{\"value\": %d}, {\"value\": %d}, null, null, null, null, null, 128, 128, 0.0, "
+              "true]",
+              ids[0], ids[1], ids[2], ids[3], ids[4], lse);
+  SgPlanIns ins = kernel_ins ("bwd", SG_OP_SDPA_CUDNN_BWD, "b", args, outs, 3);
+  uint64_t timing[2] = { 0, 0 }, exact[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, timing, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, true, exact, &error));
+  /* scores, dP (fp32) and P/dS of 4 x 128 x 128 at least */
+  ck_assert_uint_ge (timing[0], 3ull * 4 * 128 * 128 * 4 / 2);
+  ck_assert_uint_gt (exact[0], timing[0]);
+  ck_assert_uint_eq (timing[1], 0);
+  ins_clear (&ins);
+}
+END_TEST
+
+START_TEST (check_rejects_a_reduction_collective_nccl_cannot_reduce)
+{
+  MiniPlan m;
+  mini_init (&m);
+  const int64_t s[] = { 8, 4 }, so[] = { 4, 4 };
+  int32_t in = mini_value (&m, SG_DTYPE_F8E4M3, 2, s);
+  int32_t out = mini_value (&m, SG_DTYPE_F8E4M3, 2, so);
+  SgPlanIns ins;
+  memset (&ins, 0, sizeof ins);
+  ins.kind = SG_INS_COLLECTIVE;
+  ins.stream = 1;
+  ins.name = (char *)"rs_2";
+  ins.op = SG_OP_REDUCE_SCATTER;
+  ins.in = &in;
+  ins.n_in = 1;
+  ins.out = &out;
+  ins.n_out = 1;
+  ins.reduce = SG_REDUCE_SUM;
+  uint64_t need[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert_ptr_nonnull (strstr (error->message, "rs_2"));
+  g_error_free (error);
+}
+END_TEST
+
+START_TEST (check_stages_a_strided_collective_input_on_its_stream)
+{
+  MiniPlan m;
+  mini_init (&m);
+  const int64_t s[] = { 8, 16 }, so[] = { 16, 16 };
+  int32_t in = mini_value (&m, SG_DTYPE_BF16, 2, s), out = mini_value (&m, SG_DTYPE_BF16, 2, so);
+  SgPlanIns ins;
+  memset (&ins, 0, sizeof ins);
+  ins.kind = SG_INS_COLLECTIVE;
+  ins.stream = 1;
+  ins.name = (char *)"ag";
+  ins.op = SG_OP_ALL_GATHER;
+  ins.in = &in;
+  ins.n_in = 1;
+  ins.out = &out;
+  ins.n_out = 1;
+  uint64_t need[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert_uint_eq (need[1], 0); /* dense: no staging */
+  /* the input as a transposed view: staged */
+  m.values[in].shape[0] = 16;
+  m.values[in].shape[1] = 8;
+  m.values[in].stride[0] = 1;
+  m.values[in].stride[1] = 16;
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert_uint_ge (need[1], 8 * 16 * 2);
+  ck_assert_uint_eq (need[0], 0);
+}
+END_TEST
+
+/* ---- GEMM views ---- */
+
+static SgCuTensor
+view2 (int64_t r, int64_t c, int64_t rs, int64_t cs)
+{
+  SgCuTensor t;
+  memset (&t, 0, sizeof t);
+  t.dtype = SG_DTYPE_BF16;
+  t.ndim = 2;
+  t.shape[0] = r;
+  t.shape[1] = c;
+  t.stride[0] = rs;
+  t.stride[1] = cs;
+  return t;
+}
+
+START_TEST (gemm_stages_only_views_neither_row_nor_column_major)
+{
+  const SgCuTensor row = view2 (8, 16, 16, 1), col = view2 (16, 8, 1, 16);
+  const SgCuTensor padded = view2 (8, 16, 32, 1), strided = view2 (8, 16, 32, 2);
+  ck_assert_uint_eq (sg_cu_gemm_scratch_bytes (&row, &row), 0);
+  ck_assert_uint_eq (sg_cu_gemm_scratch_bytes (&col, &padded), 0);
+  ck_assert_uint_ge (sg_cu_gemm_scratch_bytes (&strided, &row), 8 * 16 * 2);
+}
+END_TEST
+
+/* ---- profile keys, text and cache ---- */
+
+static SgGraph *
+load_sample (const char *name)
+{
+  char *path = g_build_filename (data_dir, name, NULL);
+  GError *error = NULL;
+  SgGraph *g = sg_graph_load (path, &error);
+  ck_assert_msg (g != NULL, "%s: %s", path, error ? error->message : "");
+  g_free (path);
+  return g;
+}
+
+/* Distinct keys of @g, sorted as the profiler sorts them. */
+static GPtrArray *
+graph_keys (SgGraph *g, GHashTable **by_key)
+{
+  GPtrArray *keys = g_ptr_array_new_with_free_func (sg_cu_prof_key_free);
+  *by_key = g_hash_table_new (g_str_hash, g_str_equal);
+  for (SgNodeId id = 0; id < g->n_nodes; id++) {
+    Key tmp = { 0 };
+    if (!sg_cu_prof_node_key (g, id, 1, &tmp))
+      continue;
+    if (g_hash_table_contains (*by_key, tmp.key)) {
+      g_free (tmp.key);
+      g_free (tmp.json);
+      continue;
+    }
+    Key *k = g_memdup2 (&tmp, sizeof tmp);
+    k->node = id;
+    k->us = -1;
+    g_ptr_array_add (keys, k);
+    g_hash_table_insert (*by_key, k->key, k);
+  }
+  g_ptr_array_sort (keys, sg_cu_prof_key_cmp);
+  return keys;
+}
+
+START_TEST (profile_keys_are_the_distinct_shapes_of_the_graph)
+{
+  SgGraph *g = load_sample ("w2_tiny_tp2_L2_h256.json");
+  GHashTable *by_key;
+  GPtrArray *keys = graph_keys (g, &by_key);
+  int n[4] = { 0, 0, 0, 0 };
+  for (guint i = 0; i < keys->len; i++) {
+    const Key *k = keys->pdata[i];
+    n[k->fam]++;
+    if (i > 0)
+      ck_assert_int_le (sg_cu_prof_key_cmp (&keys->pdata[i - 1], &keys->pdata[i]), 0);
+  }
+  /* counted from the JSON: 6 mm shapes, cudnn fwd + bwd, one all_gather
+   * and one reduce_scatter size, 25 (target, bytes) of other ops */
+  ck_assert_int_eq (n[FAM_GEMM], 6);
+  ck_assert_int_eq (n[FAM_ATTN], 2);
+  ck_assert_int_eq (n[FAM_COLL], 2);
+  ck_assert_int_eq (n[FAM_OPS], 25);
+  g_hash_table_unref (by_key);
+  g_ptr_array_unref (keys);
+  sg_graph_free (g);
+}
+END_TEST
+
+START_TEST (profile_text_reads_back_through_the_cache_identically)
+{
+  SgGraph *g = load_sample ("w2_tiny_tp2_L2_h256.json");
+  GHashTable *by_key, *by_key2;
+  GPtrArray *keys = graph_keys (g, &by_key);
+  for (guint i = 0; i < keys->len; i++)
+    ((Key *)keys->pdata[i])->us = 1.5 + i;
+  char *text = sg_cu_prof_profile_text (keys, "NVIDIA H200", 2);
+  /* the cost model's loader accepts it */
+  cJSON *root = cJSON_Parse (text);
+  ck_assert_ptr_nonnull (root);
+  ck_assert_str_eq (cJSON_GetObjectItem (root, "format")->valuestring, "schedgraph.profile");
+  cJSON_Delete (root);
+
+  GPtrArray *fresh = graph_keys (g, &by_key2);
+  int cached = 0;
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached);
+  ck_assert_int_eq (cached, (int)keys->len);
+  g_ptr_array_sort (fresh, sg_cu_prof_key_cmp);
+  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2);
+  ck_assert_str_eq (again, text);
+
+  /* another device: nothing is taken */
+  GHashTable *by_key3;
+  GPtrArray *other = graph_keys (g, &by_key3);
+  cached = 0;
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H100", 2, other, by_key3, 1, &cached);
+  ck_assert_int_eq (cached, 0);
+  for (guint i = 0; i < other->len; i++)
+    ck_assert (((Key *)other->pdata[i])->us < 0);
+
+  g_free (text);
+  g_free (again);
+  g_hash_table_unref (by_key);
+  g_hash_table_unref (by_key2);
+  g_hash_table_unref (by_key3);
+  g_ptr_array_unref (keys);
+  g_ptr_array_unref (fresh);
+  g_ptr_array_unref (other);
+  sg_graph_free (g);
+}
+END_TEST
+
+START_TEST (profile_keys_addmm_by_its_matrix_operands)
+{
+  SgGraph *g = tb_new (2);
+  tb_input (g, "bias", "bfloat16", 1, 48);
+  tb_input (g, "a", "bfloat16", 2, 32, 64);
+  tb_input (g, "b", "bfloat16", 2, 64, 48);
+  const SgNodeId id = tb_node (
+    g, "{\"name\": \"addmm\", \"op\": \"call_function\", \"target\": \"aten.addmm.default\", "
+       "\"args\": [{\"node\": \"bias\"}, {\"node\": \"a\"}, {\"node\": \"b\"}], \"kwargs\": {}, "
+       "\"meta\": {\"shape\": [32, 48], \"stride\": [48, 1], \"dtype\": \"bfloat16\"}}");
+  Key k = { 0 };
+  ck_assert (sg_cu_prof_node_key (g, id, 1, &k));
+  ck_assert_int_eq (k.fam, FAM_GEMM);
+  ck_assert_str_eq (k.key, "addmm|bfloat16|1|32|48|64");
+  ck_assert_ptr_nonnull (strstr (k.json, "\"m\": 32, \"n\": 48, \"k\": 64"));
+  g_free (k.key);
+  g_free (k.json);
+  sg_graph_free (g);
+}
+END_TEST
+
+static Suite *
+suite (void)
+{
+  Suite *s = suite_create ("cuda-host");
+  TCase *tc = tcase_create ("plan");
+  tcase_add_test (tc, check_rejects_an_unknown_target_naming_the_node);
+  tcase_add_test (tc, check_rejects_attention_with_dropout);
+  tcase_add_test (tc, check_plans_attention_backward_scratch_larger_in_exact_mode);
+  tcase_add_test (tc, check_rejects_a_reduction_collective_nccl_cannot_reduce);
+  tcase_add_test (tc, check_stages_a_strided_collective_input_on_its_stream);
+  tcase_add_test (tc, gemm_stages_only_views_neither_row_nor_column_major);
+  tcase_add_test (tc, profile_keys_are_the_distinct_shapes_of_the_graph);
+  tcase_add_test (tc, profile_text_reads_back_through_the_cache_identically);
+  tcase_add_test (tc, profile_keys_addmm_by_its_matrix_operands);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc > 1)
+    data_dir = argv[1];
+  SRunner *sr = srunner_create (suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  const int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed == 0 ? 0 : 1;
+}
