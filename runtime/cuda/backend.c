@@ -14,6 +14,7 @@
  * Requires: sg_rt_context_init done. Invalidates: nothing.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "cuda-private.h"
 
@@ -212,6 +213,22 @@ elapsed_us (cudaEvent_t a, cudaEvent_t b)
   return (double)ms * 1000.0;
 }
 
+/* Seconds the step may wait: --timeout, and less when schedrun's whole-run
+ * alarm (SIGALRM, --timeout from the start) would fire first, so that a
+ * hung collective is reported and its communicators aborted by this rank
+ * before the alarm ends it. */
+static double
+step_budget (double timeout_s)
+{
+  if (timeout_s <= 0)
+    return 0;
+  const unsigned left = alarm (0);
+  if (left == 0)
+    return timeout_s;
+  alarm (left);
+  return MIN (timeout_s, MAX (0.5, (double)left - 1.0));
+}
+
 static bool
 cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
 {
@@ -237,6 +254,9 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
   for (i = 0; i < plan->n_ins; i++) {
     const SgPlanIns *ins = &plan->ins[i];
     cudaStream_t s = st->streams[ins->stream];
+    if (ctx->opt.fail_at_ins == i && ctx->rank == ctx->opt.fail_rank && ctx->opt.fail_hang)
+      for (;;) /* a hung rank: its peers' --timeout must end the job */
+        g_usleep (G_USEC_PER_SEC);
     if (ctx->opt.fail_at_ins == i && ctx->rank == ctx->opt.fail_rank) {
       g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_INJECTED,
                    "injected failure at instruction %d (--fail-at-ins) on rank %d", i, ctx->rank);
@@ -294,7 +314,7 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
   }
   SG_CU_CHECK (cudaEventRecord (st->step_end, st->streams[0]), error, fail);
   g_snprintf (what, sizeof what, "the step on rank %d", ctx->rank);
-  if (!sg_cu_wait_event (st, st->step_end, ctx->opt.timeout_s, what, error))
+  if (!sg_cu_wait_event (st, st->step_end, step_budget (ctx->opt.timeout_s), what, error))
     return false;
   sg_cu_watchdog_disarm (st->watchdog);
 

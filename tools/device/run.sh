@@ -85,6 +85,17 @@ for gt in w2_tiny_fsdp2_L2_h256:5e-2 w2_tiny_tp2_L2_h256:5e-2 gg_tiny_f32_fsdp2:
   done
 done
 
+section "faults: an injected error, then a hung rank under --timeout"
+p=$W/exact.w2_tiny_tp2_L2_h256.input.plan.json
+timeout 60 "${MPI[@]}" "$BIN/schedrun" --backend cuda --fail-at-ins 40 --fail-rank 1 "$p" 2>&1 \
+  | grep -v '^---\|^ \|^$\|Primary job\|mpirun\|Exit code\|Process name\|the job to be'
+echo "injected failure rc=${PIPESTATUS[0]} (nonzero expected)"
+t0=$(date +%s)
+timeout 60 "${MPI[@]}" "$BIN/schedrun" --backend cuda --fail-hang --fail-at-ins 40 --fail-rank 1 \
+  --timeout 10 "$p" 2>&1 \
+  | grep -v '^---\|^ \|^$\|Primary job\|mpirun\|Exit code\|Process name\|the job to be'
+echo "hung rank rc=${PIPESTATUS[0]} after $(( $(date +%s) - t0 )) s (nonzero, about 10 s expected)"
+
 section "profile (one file per graph; a second run measures only new keys)"
 # One file per graph: the profile format keys "ops" entries by target and
 # output bytes only, so another graph's entry of the same size but another
