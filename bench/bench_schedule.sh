@@ -94,6 +94,8 @@ EOF
 speed() {
   echo "### Speed: load + estimate + simulate input + schedule + simulate + report (sched_eval)"
   echo
+  echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  echo
   echo "| nodes | colls | load ms | estimate ms | sim input ms | schedule ms | simulate ms | total wall ms | total CPU ms | schedule CPU ms | schedule CPU us/node | aug build ms | reach query us |"
   echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
   for n in "${sizes[@]}"; do
@@ -114,6 +116,8 @@ print('| %d | %d | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.2f 
     1000.0 * c['schedule'] / d['nodes'], d['aug']['build_ms'], d['aug']['query_us']))
 EOF
   done
+  echo
+  echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo
 }
 
