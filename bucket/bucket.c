@@ -128,7 +128,7 @@ apply_and_simulate (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgSi
   return sg_simulate (g, NULL, r, error);
 }
 
-typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_EXPOSED, TRIAL_MEMORY } Trial;
+typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_EXPOSED, TRIAL_STEP, TRIAL_MEMORY } Trial;
 
 /* A copy of @g that uses @g's cost model as its own (estimate/ recognises
  * its model by the free function) without owning it: release it with
@@ -168,6 +168,10 @@ trial (Ctx *x, int32_t lo, int32_t hi, double *exposed, double *step)
   sg_sim_result_clear (&r);
   if (*exposed > x->cur_exposed + EXPOSED_EPS_US)
     return TRIAL_EXPOSED;
+  /* Prefer merges that lower step_us: one that leaves exposure where it
+   * was must not make the step longer (its copies would be pure cost). */
+  if (*exposed >= x->cur_exposed - EXPOSED_EPS_US && *step > x->cur_step + EXPOSED_EPS_US)
+    return TRIAL_STEP;
   return peak <= x->peak_limit ? TRIAL_OK : TRIAL_MEMORY;
 }
 
@@ -210,6 +214,8 @@ resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
       x->st->refused_cycle++;
     else if (t == TRIAL_MEMORY)
       x->st->refused_memory++;
+    else if (t == TRIAL_STEP)
+      x->st->refused_step++;
     else
       x->st->refused_exposed++;
     /* The refused candidate opens a bucket, and the later proposals to the

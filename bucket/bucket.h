@@ -113,6 +113,7 @@ typedef struct {
   int32_t buckets;           /* buckets formed (>= 2 members) */
   int32_t merges_accepted;   /* members joined to a bucket */
   int32_t refused_cycle, refused_cap, refused_exposed, refused_memory;
+  int32_t refused_step;      /* kept exposure but lengthened the step */
   int32_t refused_predicted; /* screened out before simulating (large graphs) */
   int32_t simulations;
   double exposed_before_us, step_before_us; /* the unbucketed graph */
@@ -125,7 +126,8 @@ typedef struct {
 /* The pass: merges collectives as described above (cfg->bucket false: only
  * counts them; cfg->bucket_cap_bytes 0: the default cap). A merge must also
  * keep the predicted peak live bytes within (1 + cfg->max_peak_increase) x
- * the unbucketed schedule's. Needs the cost
+ * the unbucketed schedule's, and one that does not lower exposed_us must not
+ * raise step_us. Needs the cost
  * model (sg_estimate_costs) and a topological id order (normally the
  * scheduler's). Its statistics stay attached to @g (sg_bucket_stats). */
 bool sg_bucket_pass (SgGraph *g, const SgConfig *cfg, GError **error);

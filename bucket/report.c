@@ -115,6 +115,7 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
   cJSON_AddNumberToObject (ref, "cycle", st->refused_cycle);
   cJSON_AddNumberToObject (ref, "cap", st->refused_cap);
   cJSON_AddNumberToObject (ref, "exposed", st->refused_exposed);
+  cJSON_AddNumberToObject (ref, "step", st->refused_step);
   cJSON_AddNumberToObject (ref, "memory", st->refused_memory);
   cJSON_AddNumberToObject (ref, "predicted", st->refused_predicted);
   cJSON_AddNumberToObject (o, "simulations", st->simulations);
