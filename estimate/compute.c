@@ -1,11 +1,13 @@
 /* compute.c: the compute side of the cost model.
  *
- * Matmuls and attention by flops with a size-dependent efficiency (a
- * roofline whose compute roof rises with the problem size, calibrated on
- * H200 bf16 GEMMs: docs/cost-model.md), memory-bound kernels by bytes over
- * HBM bandwidth. Attention flops follow FlashAttention's accounting
- * (forward 4*B*H*Sq*Skv*D, halved when causal; backward 2.5x the forward),
- * as PyTorch's flop counter does.
+ * Matmuls by flops with a size-dependent efficiency (a roofline whose
+ * compute roof rises with the problem size) above a launch-bound floor;
+ * attention by its wave-quantized work (tiles of 128 rows in waves of the
+ * SM count); memory-bound kernels by bytes over HBM bandwidth. Calibrated
+ * on H200 (docs/cost-model.md). The attention flops reported and used for
+ * profile interpolation follow FlashAttention's accounting (forward
+ * 4*B*H*Sq*Skv*D, halved when causal; backward 2.5x), as PyTorch's flop
+ * counter does.
  *
  * Requires: node metadata (graph/ load). Invalidates: nothing.
  */
@@ -29,13 +31,13 @@ peak_tflops (const SgCluster *c, SgDtype dtype)
   }
 }
 
-/* Fraction of the peak a GEMM of @flops reaches: rises from 0 towards
- * gemm_max_efficiency; half of it at gemm_half_gflops. */
+/* The size factor of a GEMM of @flops, in (0, 1): the fraction of
+ * gemm_max_efficiency it reaches; 1/2 at gemm_half_gflops. */
 static double
 size_efficiency (const SgCluster *c, double flops)
 {
   if (flops <= 0.0)
-    return c->gemm_max_efficiency;
+    return 1.0;
   double half = c->gemm_half_gflops * 1e9;
   return 1.0 / (1.0 + pow (half / flops, c->gemm_efficiency_exponent));
 }

@@ -8,8 +8,10 @@
  * the tables are NCCL 2.18+'s values for Volta/Ampere/Hopper.
  * Algorithms: ring (every kind), tree (all_reduce), NVLS (all_reduce inside
  * one NVSwitch node, when the cluster enables it); all_to_all and send/recv
- * are point-to-point. Every time includes the cluster's per-collective
- * overhead (launch + stream synchronisation, measured).
+ * are point-to-point. Two measured corrections to NCCL's numbers: each kind
+ * reaches a fraction of the bus bandwidth NCCL's table promises
+ * (efficiency_<kind>), and every time includes the per-collective overhead
+ * (launch + stream synchronisation).
  *
  * Requires: a valid SgCluster. Invalidates: nothing (pure functions).
  */
