@@ -2,7 +2,7 @@
 # e2e.sh: the runtime's semantics proof and reliability tests under mpirun.
 #
 #   e2e.sh MODE SCHEDRUN SGEVAL MKPLAN SCHEDGRAPH GRAPHGEN DATADIR
-#   MODE: samples | graphgen | np8 | faults
+#   MODE: samples | graphgen | np8 | faults | dev8 (slow, not in meson)
 #
 # samples/graphgen/np8: for each graph, the plans of the input order
 # (schedgraph --no-reorder --no-bucket), of the schedule (--no-bucket), of
@@ -156,6 +156,23 @@ np8)
   gen d2t4 --dp 2 --tp 4 && check_graph "$T/d2t4.json" 8 dp2xtp4
   gen d2t4ar --dp 2 --tp 4 --tp-mode allreduce && check_graph "$T/d2t4ar.json" 8 dp2xtp4-allreduce
   gen fsdp8 --dp 8 && check_graph "$T/fsdp8.json" 8 fsdp8
+  ;;
+dev8)
+  # Not registered with meson (about 5 minutes on 2 cores): the PyTorch-
+  # exported 2-D graph (FSDP 2 x TP 4, hidden 1024) at 8 ranks, input order
+  # and schedule+bucketing against sgeval.
+  G=$DATA/dev_fsdp2_tp4_L2_h1024.json
+  "$SGEVAL" "$G" --dump-outputs "$T/ref" || fail "sgeval"
+  for v in "a:--no-reorder --no-bucket" "c:"; do
+    tag=${v%%:*} opts=${v#*:}
+    # shellcheck disable=SC2086
+    "$SCHEDGRAPH" "$G" $opts -q -o "$T/$tag.json" || { fail "schedgraph $opts"; continue; }
+    if mpirun_ 8 "$T/$tag.json" --dump-outputs "$T/$tag.run" >"$T/out" 2>&1; then
+      agree "$T/$tag.run" "$T/ref" "dev_fsdp2_tp4_L2_h1024 plan $tag (8 ranks) vs sgeval"
+    else
+      cat "$T/out"; fail "plan $tag: schedrun exit"
+    fi
+  done
   ;;
 faults)
   G=$DATA/w2_tiny_tp2_L2_h256.json
