@@ -310,6 +310,7 @@ typedef struct {
   SgGraph *g;
   const char *node;
   GArray *refs; /* SgNodeId, distinct */
+  GHashTable *seen; /* the same ids as a set, once refs is long (output nodes) */
   GError **error;
 } RefWalk;
 
@@ -330,9 +331,21 @@ walk_refs (RefWalk *w, const cJSON *v, int depth, const char *where)
       if (id == SG_NO_NODE)
         FAIL (SG_GRAPH_ERROR_REF, "node '%s': %s: reference to '%s', which is not defined before it",
               w->node, where, ref->valuestring);
-      for (guint i = 0; i < w->refs->len; i++)
-        if (g_array_index (w->refs, SgNodeId, i) == id)
+      /* Distinct inputs: a scan for short lists, a set for long ones (an
+       * output node may list thousands; a scan would be quadratic). */
+      if (!w->seen && w->refs->len >= 32) {
+        w->seen = g_hash_table_new (g_direct_hash, g_direct_equal);
+        for (guint i = 0; i < w->refs->len; i++)
+          g_hash_table_add (w->seen, GINT_TO_POINTER (g_array_index (w->refs, SgNodeId, i) + 1));
+      }
+      if (w->seen) {
+        if (!g_hash_table_add (w->seen, GINT_TO_POINTER (id + 1)))
           return true;
+      } else {
+        for (guint i = 0; i < w->refs->len; i++)
+          if (g_array_index (w->refs, SgNodeId, i) == id)
+            return true;
+      }
       g_array_append_val (w->refs, id);
       return true;
     }
@@ -460,10 +473,11 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
     NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': a second output node (first: '%s')", name,
            g->nodes[g->output].name);
 
-  RefWalk w = { g, name, refs, error };
-  if (args && !walk_refs (&w, args, 0, "args"))
-    goto fail;
-  if (kwargs && !walk_refs (&w, kwargs, 0, "kwargs"))
+  RefWalk w = { g, name, refs, NULL, error };
+  bool refs_ok = (!args || walk_refs (&w, args, 0, "args"))
+                 && (!kwargs || walk_refs (&w, kwargs, 0, "kwargs"));
+  g_clear_pointer (&w.seen, g_hash_table_unref);
+  if (!refs_ok)
     goto fail;
 
   SgNode n = { 0 };

@@ -139,7 +139,8 @@ validate_collective (const SgGraph *g, SgNodeId id, GError **error)
 }
 
 static bool
-validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, GError **error)
+validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen,
+               GError **error)
 {
   const SgNode *n = &g->nodes[id];
   if (!n->name || !n->name[0])
@@ -185,10 +186,12 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, GError **error
              n->name, id, g->nodes[in[j]].name, in[j]);
     if (g->nodes[in[j]].op == SG_NODE_OUTPUT)
       VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args: uses the output node", n->name);
-    for (uint32_t i = 0; i < j; i++)
-      if (in[i] == in[j])
-        VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': inputs: '%s' listed twice", n->name,
-               g->nodes[in[j]].name);
+    /* seen[x] == id + 1: x already listed by this node (linear even for
+     * an output node with thousands of inputs). */
+    if (seen[in[j]] == (uint32_t)id + 1)
+      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': inputs: '%s' listed twice", n->name,
+             g->nodes[in[j]].name);
+    seen[in[j]] = (uint32_t)id + 1;
   }
   if (!(isnan (n->cost_us) || (n->cost_us >= 0 && n->cost_us < 1e12)))
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': cost_us: %g is not a time >= 0", n->name,
@@ -256,8 +259,9 @@ sg_graph_validate (const SgGraph *g, GError **error)
     VFAIL (SG_GRAPH_ERROR_REF, "nodes: %u names for %d nodes (duplicate or stale names)",
            g_hash_table_size (g->by_name), g->n_nodes);
   g_autofree uint32_t *waits_on = g_new0 (uint32_t, (size_t)g->n_nodes);
+  g_autofree uint32_t *seen = g_new0 (uint32_t, (size_t)g->n_nodes);
   for (SgNodeId id = 0; id < g->n_nodes; id++)
-    if (!validate_node (g, id, waits_on, error))
+    if (!validate_node (g, id, waits_on, seen, error))
       return false;
   return true;
 }
