@@ -131,7 +131,8 @@ for g in $GRAPHS; do
 done
 
 section summary
-python3 "$ROOT/tools/device/summarize.py" "$W" "$GRAPHS" | tee "$OUT/summary.md"
+{ python3 "$ROOT/tools/device/summarize.py" "$W" "$GRAPHS"
+  python3 "$ROOT/tools/device/kernel_report.py" "$W" "$GRAPHS"; } | tee "$OUT/summary.md"
 cat "$W"/profile.*.json > "$OUT/profiles.txt" 2>/dev/null
 tar czf "$OUT/results.tar.gz" -C "$W" --exclude='*.bin' .
 echo "done [$(date +%T)]"

@@ -42,5 +42,26 @@ def main():
                       f"{ce} |")
 
 
+def contention(work, graphs):
+    """Overlap's cost, measured: compute-stream busy time and collective
+    durations of the schedule (overlapped) against the input order (each
+    collective alone), both planned with the profile."""
+    print("\n| graph | compute busy: input order -> schedule | "
+          "collective time: input order -> schedule |")
+    print("|---|---|---|")
+    for g in graphs:
+        try:
+            a = json.load(open(os.path.join(work, f"t.{g}.profile.input.report.json")))
+            b = json.load(open(os.path.join(work, f"t.{g}.profile.sched.report.json")))
+        except OSError:
+            continue
+        ma, mb = a.get("measured", a.get("summary")), b.get("measured", b.get("summary"))
+        print(f"| {g} | {ma['compute_us']:.0f} -> {mb['compute_us']:.0f} us "
+              f"({100 * (mb['compute_us'] / ma['compute_us'] - 1):+.1f}%) | "
+              f"{ma['comm_us']:.0f} -> {mb['comm_us']:.0f} us "
+              f"({100 * (mb['comm_us'] / ma['comm_us'] - 1):+.1f}%) |")
+
+
 if __name__ == "__main__":
     main()
+    contention(sys.argv[1], sys.argv[2].split())
