@@ -504,20 +504,22 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
     if (!cJSON_IsArray (tuple))
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': meta.tuple: expected a list", name);
     n.meta.ndim = -1;
-    SgMeta *tm = g_newa (SgMeta, (size_t)cJSON_GetArraySize (tuple) + 1);
+    /* Straight into the pool (rolled back on failure): a tuple may be
+     * long, so nothing proportional to it goes on the stack. */
+    n.tuple_first = g->tuple_metas->len;
     uint32_t k = 0;
     const cJSON *e;
     cJSON_ArrayForEach (e, tuple)
     {
       char field[32];
+      SgMeta m;
       g_snprintf (field, sizeof field, "meta.tuple[%u]", k);
-      if (!parse_meta (g, name, field, e, &tm[k], error))
+      if (!parse_meta (g, name, field, e, &m, error))
         goto fail;
+      g_array_append_val (g->tuple_metas, m);
       k++;
     }
-    n.tuple_first = g->tuple_metas->len;
     n.n_tuple = k;
-    g_array_append_vals (g->tuple_metas, tm, k);
   } else if (!parse_meta (g, name, "meta", meta, &n.meta, error)) {
     goto fail;
   }

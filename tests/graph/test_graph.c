@@ -223,6 +223,25 @@ START_TEST (syntax_errors_name_their_position)
 }
 END_TEST
 
+/* A tuple far longer than any stack frame must not crash the loader. */
+START_TEST (long_tuple_meta_loads)
+{
+  GString *s = g_string_new ("{\"format\":\"schedgraph.graph\",\"version\":1,\"world_size\":1,"
+                             "\"groups\":{},\"nodes\":[{\"name\":\"t\",\"op\":\"placeholder\","
+                             "\"target\":\"t\",\"meta\":{\"tuple\":[");
+  for (int i = 0; i < 1000000; i++)
+    g_string_append (s, i ? ",null" : "{\"shape\":[2],\"dtype\":\"float32\"}");
+  g_string_append (s, "]}},{\"name\":\"output\",\"op\":\"output\",\"target\":\"output\","
+                      "\"args\":[[{\"node\":\"t\"}]]}]}");
+  GError *error = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load_data (s->str, s->len, "<t>", &error);
+  g_string_free (s, TRUE);
+  ck_assert_msg (g != NULL, "%s", error ? error->message : "?");
+  ck_assert_uint_eq (g->nodes[0].n_tuple, 1000000);
+  ck_assert_uint_eq (sg_node_alloc_bytes (g, 0), 8);
+}
+END_TEST
+
 /* --- IR operations ------------------------------------------------------------- */
 
 START_TEST (permute_renumbers_inputs_and_names)
@@ -422,6 +441,7 @@ graph_suite (void)
   tcase_add_test (load, keys_in_any_order_and_unknown_keys_ignored);
   tcase_add_test (load, reference_errors_tell_forward_dangling_and_cycle);
   tcase_add_test (load, syntax_errors_name_their_position);
+  tcase_add_test (load, long_tuple_meta_loads);
   suite_add_tcase (s, load);
   TCase *ir = tcase_create ("ir");
   tcase_add_test (ir, permute_renumbers_inputs_and_names);
