@@ -36,6 +36,8 @@
  * file does not stay resident while the IR grows. */
 #define DROP_CHUNK ((size_t)32 << 20)
 #define MAX_WORLD (1 << 20)
+/* Meshes have a handful of groups; lookups by name are linear in them. */
+#define MAX_GROUPS 1024
 
 typedef struct {
   const char *data, *end;
@@ -166,6 +168,9 @@ add_groups (Loader *ld, GError **error)
 {
   if (!cJSON_IsObject (ld->groups))
     FAIL (SG_GRAPH_ERROR_GROUP, "groups: expected an object of group name -> {\"ranks\": [...]}");
+  if (cJSON_GetArraySize (ld->groups) > MAX_GROUPS)
+    FAIL (SG_GRAPH_ERROR_GROUP, "groups: %d groups (at most %d)", cJSON_GetArraySize (ld->groups),
+          MAX_GROUPS);
   const cJSON *grp;
   cJSON_ArrayForEach (grp, ld->groups)
   {
