@@ -236,6 +236,69 @@ START_TEST (attention_matches_the_torch_measurements_on_h200)
 }
 END_TEST
 
+/* The h100-sxm preset (the H200's compute model with the H100's HBM)
+ * against one H100 (tests/estimate/data/measure_h100.json, same script):
+ * bf16 GEMMs of >= 10 GFLOP within 15%, large-shape SDPA within 20%. */
+START_TEST (h100_preset_matches_the_h100_measurements)
+{
+  g_autofree char *path = g_build_filename (SG_TEST_ESTIMATE_DATA, "measure_h100.json", NULL);
+  g_autofree char *text = NULL;
+  ck_assert (g_file_get_contents (path, &text, NULL, NULL));
+  cJSON *root = cJSON_Parse (text);
+  ck_assert (root != NULL);
+  ck_assert (strstr (cJSON_GetObjectItem (root, "device")->valuestring, "H100") != NULL);
+  SgCluster c;
+  ck_assert (sg_cluster_preset ("h100-sxm", &c));
+  const cJSON *r;
+  int checked = 0;
+  cJSON_ArrayForEach (r, cJSON_GetObjectItem (root, "gemm"))
+  {
+    if (strcmp (cJSON_GetObjectItem (r, "dtype")->valuestring, "bfloat16") != 0)
+      continue;
+    double b = cJSON_GetObjectItem (r, "batch")->valuedouble;
+    double m = cJSON_GetObjectItem (r, "m")->valuedouble;
+    double k = cJSON_GetObjectItem (r, "k")->valuedouble;
+    double n = cJSON_GetObjectItem (r, "n")->valuedouble;
+    double us = cJSON_GetObjectItem (r, "us")->valuedouble;
+    double f = 2 * b * m * n * k;
+    if (f < 10e9)
+      continue;
+    double model = sg_compute_gemm_us (&c, SG_DTYPE_BF16, f, b * (m * k + k * n + m * n) * 2);
+    ck_assert_msg (fabs (rel_err (model, us)) <= 0.15, "%gx%gx%gx%g: model %.1f, measured %.1f", b,
+                   m, k, n, model, us);
+    checked++;
+  }
+  cJSON_ArrayForEach (r, cJSON_GetObjectItem (root, "attention"))
+  {
+    const char *op = cJSON_GetObjectItem (r, "op")->valuestring;
+    SgOpKind fwd = strcmp (op, "sdpa_flash") == 0       ? SG_OP_SDPA_FLASH
+                   : strcmp (op, "sdpa_efficient") == 0 ? SG_OP_SDPA_EFFICIENT
+                                                        : SG_OP_SDPA_CUDNN;
+    SgShape s = { .dtype = SG_DTYPE_BF16,
+                  .batch = (int64_t)cJSON_GetObjectItem (r, "batch")->valuedouble,
+                  .heads = (int64_t)cJSON_GetObjectItem (r, "heads")->valuedouble,
+                  .seq_q = (int64_t)cJSON_GetObjectItem (r, "seq_q")->valuedouble,
+                  .seq_kv = (int64_t)cJSON_GetObjectItem (r, "seq_kv")->valuedouble,
+                  .head_dim = (int64_t)cJSON_GetObjectItem (r, "head_dim")->valuedouble,
+                  .causal = cJSON_IsTrue (cJSON_GetObjectItem (r, "causal")) };
+    double f = 4.0 * (double)(s.batch * s.heads * s.seq_q * s.seq_kv * s.head_dim) *
+               (s.causal ? 0.5 : 1.0);
+    if (f < 100e9)
+      continue;
+    for (int bwd = 0; bwd < 2; bwd++) {
+      s.op = bwd ? (SgOpKind)(fwd + 1) : fwd; /* ops.h: each backward follows its forward */
+      double us = cJSON_GetObjectItem (r, bwd ? "bwd_us" : "fwd_us")->valuedouble;
+      double model = sg_compute_shape_us (&c, &s);
+      ck_assert_msg (fabs (rel_err (model, us)) <= 0.2, "%s%s: model %.0f, measured %.0f", op,
+                     bwd ? "_backward" : "", model, us);
+      checked++;
+    }
+  }
+  ck_assert_int_eq (checked, 11 + 18);
+  cJSON_Delete (root);
+}
+END_TEST
+
 START_TEST (views_waits_inputs_and_output_are_free)
 {
   g_autoptr (SgGraph) g = est_graph (2);
@@ -677,6 +740,7 @@ suite (void)
   tcase_add_test (tc, gemms_within_15_percent_of_h200_measurements);
   tcase_add_test (tc, model_matches_the_torch_measurements_on_h200);
   tcase_add_test (tc, attention_matches_the_torch_measurements_on_h200);
+  tcase_add_test (tc, h100_preset_matches_the_h100_measurements);
   tcase_add_test (tc, views_waits_inputs_and_output_are_free);
   tcase_add_test (tc, pointwise_cost_is_bytes_over_hbm_bandwidth);
   tcase_add_test (tc, broadcast_views_are_read_once);
