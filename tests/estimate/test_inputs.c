@@ -323,6 +323,62 @@ START_TEST (cluster_file_without_base_starts_from_the_graphs_gpu)
 }
 END_TEST
 
+/* Deterministic mutations of a valid profile and cluster file (bytes
+ * replaced, dropped, truncated): every load either succeeds or fails with
+ * a message, never crashes (the sanitizer build checks memory). */
+START_TEST (mutated_profiles_and_cluster_files_load_or_fail_cleanly)
+{
+  GRand *rng = g_rand_new_with_seed (20261122);
+  static const char alphabet[] = "{}[]\":,0123456789-.eEtruefalsn x";
+  const char *cluster_text = "{\"base\":\"h100-sxm\",\"hbm_GBps\":3000,\"nvls\":false,"
+                             "\"efficiency_p2p\":0.9,\"name\":\"m\",\"sm_count\":100}";
+  int ok = 0, failed = 0;
+  for (int i = 0; i < 3000; i++) {
+    const char *base = i % 3 ? profile_text : cluster_text;
+    GString *t = g_string_new (base);
+    int edits = 1 + g_rand_int_range (rng, 0, 4);
+    for (int e = 0; e < edits && t->len > 1; e++) {
+      guint at = (guint)g_rand_int_range (rng, 0, (gint32)t->len);
+      switch (g_rand_int_range (rng, 0, 3)) {
+      case 0:
+        t->str[at] = alphabet[g_rand_int_range (rng, 0, (gint32)sizeof alphabet - 1)];
+        break;
+      case 1:
+        g_string_erase (t, at, 1);
+        break;
+      default:
+        g_string_truncate (t, at);
+        break;
+      }
+    }
+    GError *error = NULL;
+    if (base == profile_text) {
+      SgProfile *p = sg_profile_load_data (t->str, t->len, "fuzz", 2, &error);
+      ck_assert ((p != NULL) == (error == NULL));
+      sg_profile_free (p);
+    } else {
+      cJSON *obj = cJSON_Parse (t->str);
+      SgCluster c;
+      ck_assert (sg_cluster_preset ("h200-sxm", &c));
+      bool r = obj && sg_cluster_apply_json (&c, obj, true, "fuzz", &error);
+      ck_assert (!obj || r == (error == NULL));
+      cJSON_Delete (obj);
+    }
+    if (error) {
+      ck_assert (error->message && *error->message);
+      ck_assert (strstr (error->message, "fuzz") != NULL);
+      g_error_free (error);
+      failed++;
+    } else {
+      ok++;
+    }
+    g_string_free (t, TRUE);
+  }
+  g_rand_free (rng);
+  ck_assert (ok > 0 && failed > 0);
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -338,6 +394,7 @@ suite (void)
   tcase_add_test (tc, graph_cost_us_beats_profile_beats_model);
   tcase_add_test (tc, bad_profiles_are_rejected_naming_the_entry);
   tcase_add_test (tc, attention_profile_entries_match_shape_and_causality);
+  tcase_add_test (tc, mutated_profiles_and_cluster_files_load_or_fail_cleanly);
   suite_add_tcase (s, tc);
   return s;
 }
