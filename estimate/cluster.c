@@ -86,11 +86,14 @@ sg_cluster_preset (const char *name, SgCluster *out)
   return false;
 }
 
+/* "H100", "h100" and torch.cuda.get_device_name()'s "NVIDIA H100 80GB
+ * HBM3" all name the H100. */
 static bool
 preset_for_gpu (const char *gpu, SgCluster *out)
 {
+  g_autofree char *up = g_ascii_strup (gpu, -1);
   for (size_t i = 0; gpu_names[i]; i++)
-    if (g_ascii_strcasecmp (gpu_names[i], gpu) == 0)
+    if (strstr (up, gpu_names[i]))
       return sg_cluster_preset (preset_names[i], out);
   return false;
 }

@@ -79,6 +79,10 @@ START_TEST (graph_cluster_picks_the_preset_and_cfg_wins)
   est_run (slow, NULL, NULL);
   est_run (fast, NULL, NULL);
   ck_assert (node (slow, "ag")->est_us > node (fast, "ag")->est_us);
+  /* the GPU as torch.cuda.get_device_name() prints it */
+  g_autoptr (SgGraph) named = small_graph (64, 64, 64, "{\"gpu\":\"NVIDIA H100 80GB HBM3\"}");
+  est_run (named, NULL, NULL);
+  ck_assert_str_eq (sg_graph_cost_model (named)->cluster.name, "h100-sxm");
   /* an unknown GPU in the graph is an error that says what to do */
   g_autoptr (SgGraph) bad = small_graph (64, 64, 64, "{\"gpu\":\"Z9000\"}");
   g_autofree char *msg = est_fail (bad, NULL, NULL, SG_ESTIMATE_ERROR_CLUSTER);
