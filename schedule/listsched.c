@@ -68,8 +68,10 @@ heap_pop (Heap *h)
 typedef struct {
   const SgSchedProblem *P;
   int32_t window; /* how far (ids) compute may be pulled into a stall; 0 = never */
-  int32_t boost;  /* compute feeding a collective within this many ids goes this much earlier */
-  uint8_t *placed, *avail, *released;
+  int32_t boost;  /* priority boost of compute feeding a collective (see prio) */
+  uint8_t *placed;
+  uint8_t *avail;    /* wait whose collective is issued: its readers may become ready */
+  uint8_t *released; /* collective whose budget (bytes, count in flight) is returned */
   uint8_t *deferred; /* wait passed by the frontier while its collective ran */
   /* Deferred waits not placed yet; per storage root, the input position up
    * to which the memory a deferred wait keeps alive is reserved (one
@@ -77,10 +79,11 @@ typedef struct {
   SgNodeId *pend;
   int32_t n_pend;
   int32_t *root_resv;
-  int32_t *npend, *nblk;
+  int32_t *npend; /* inputs not placed (a wait counts as placed once available) */
+  int32_t *nblk;  /* of a ready node: available waits whose collective still runs */
   Heap ready;  /* compute ready and not blocked by an unfinished collective */
   Heap *colls; /* per group: ready collectives by (deadline, id) */
-  int32_t *fifo, *fifo_next, *fifo_head, *fifo_tail; /* per group: issued, unreleased */
+  int32_t *fifo_next, *fifo_head, *fifo_tail; /* per group: issued, unreleased, FIFO */
   uint64_t *in_flight;
   int32_t *n_in_flight;
   SgNodeId mem_wait_x;  /* compute the memory check refused to move up */
@@ -92,7 +95,7 @@ typedef struct {
   SgNodeId *order;
   int32_t n_order, frontier;
   SgNodeId *stack;
-  SgNodeId *done; /* finished collectives whose wait feeds a collective */
+  SgNodeId *done; /* finished collectives whose wait is deferred or feeds a collective */
   int32_t n_done;
   int32_t n_pulled, n_early, n_forced, n_boosted, n_forced_waits;
 } Run;
@@ -100,9 +103,10 @@ typedef struct {
 static void run_place (Run *R, SgNodeId x);
 
 /* Base priority: the input order, except that compute feeding a collective
- * (through compute only) is ordered by that collective's position when it
- * is less than @boost ahead: the collective's inputs run first, so it
- * starts earlier. Non-negative; ties break on id. */
+ * (through compute only) is ordered by that collective's position (boost >
+ * 0) or deadline (boost < 0) when that is less than |boost| ahead: the
+ * collective's inputs run first, so it starts earlier. Non-negative; ties
+ * break on id. */
 static int32_t
 prio (const Run *R, SgNodeId x)
 {
