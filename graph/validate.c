@@ -98,6 +98,46 @@ numel_of (const SgGraph *g, const SgMeta *m)
   return m->ndim < 0 ? 0 : sg_meta_numel (g, m);
 }
 
+/* Elements a strided tensor reaches from its first one: 0 when empty. */
+static uint64_t
+span_of (const SgGraph *g, const SgMeta *m)
+{
+  const int64_t *sh = sg_meta_shape (g, m), *st = sg_meta_stride (g, m);
+  uint64_t span = 1;
+  for (int32_t d = 0; d < m->ndim; d++) {
+    if (sh[d] == 0)
+      return 0;
+    span += (uint64_t)(sh[d] - 1) * (uint64_t)st[d];
+  }
+  return span;
+}
+
+/* A view reads its input's elements only: it cannot reach further than
+ * the input does (slices start later, so this bound holds for them too),
+ * and it keeps the element type. */
+static bool
+validate_view (const SgGraph *g, SgNodeId id, GError **error)
+{
+  const SgNode *n = &g->nodes[id];
+  if (n->n_in == 0 || n->meta.ndim < 0)
+    return true;
+  uint32_t k;
+  const SgNode *base = &g->nodes[sg_node_inputs (g, id, &k)[0]];
+  if (base->meta.ndim < 0)
+    return true;
+  if (base->meta.dtype != n->meta.dtype)
+    VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta.dtype: %s, but the %s of '%s' (%s) keeps the "
+           "element type", n->name, sg_dtype_name (n->meta.dtype), sg_op_name (n->kind),
+           base->name, sg_dtype_name (base->meta.dtype));
+  uint64_t span = span_of (g, &n->meta), base_span = span_of (g, &base->meta);
+  if (span > base_span)
+    VFAIL (SG_GRAPH_ERROR_SHAPE,
+           "node '%s': meta.shape/stride: the %s reaches %" G_GUINT64_FORMAT " elements, but its "
+           "input '%s' spans only %" G_GUINT64_FORMAT,
+           n->name, sg_op_name (n->kind), span, base->name, base_span);
+  return true;
+}
+
 static bool
 validate_collective (const SgGraph *g, SgNodeId id, GError **error)
 {
@@ -209,6 +249,8 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
     return false;
   }
 
+  if (sg_op_class (n->kind) == SG_CLASS_VIEW && !validate_view (g, id, error))
+    return false;
   if (sg_op_is_collective (n->kind)) {
     if (!validate_collective (g, id, error))
       return false;

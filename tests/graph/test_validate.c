@@ -124,6 +124,16 @@ START_TEST (validator_catches_overflowing_shape)
 }
 END_TEST
 
+START_TEST (validator_catches_view_beyond_its_input)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId wt = sg_graph_lookup (g, "wt"); /* t of [4,8]: [8,4] stride [1,8] */
+  g_array_index (g->dims, int64_t, g->nodes[wt].meta.first) = 9;
+  assert_invalid (g, SG_GRAPH_ERROR_SHAPE, "node 'wt': meta.shape/stride: the t reaches 33 "
+                  "elements, but its input 'ag_w' spans only 32");
+}
+END_TEST
+
 START_TEST (validator_catches_negative_cost)
 {
   g_autoptr (SgGraph) g = small_graph ();
@@ -178,6 +188,7 @@ validate_suite (void)
   tcase_add_test (v, validator_catches_negative_extent);
   tcase_add_test (v, validator_catches_overflowing_shape);
   tcase_add_test (v, validator_catches_negative_cost);
+  tcase_add_test (v, validator_catches_view_beyond_its_input);
   tcase_add_test (v, validator_catches_group_without_own_rank);
   tcase_add_test (v, validator_catches_two_waits_on_one_collective);
   tcase_add_test (v, validator_catches_structural_kind_mismatch);
