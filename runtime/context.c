@@ -10,6 +10,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "runtime-private.h"
 #include "runtime.h"
 
 G_DEFINE_QUARK (sg-rt-error-quark, sg_rt_error)
@@ -58,7 +59,7 @@ sg_rt_agree_plan (const SgPlan *plan, const GError *load_error, GError **error)
   uint64_t mine[4] = { plan != NULL, plan ? plan->hash : 0, SG_PLAN_VERSION,
                        plan ? (uint64_t)plan->world_size : 0 };
   uint64_t *all = g_new (uint64_t, 4 * (size_t)world);
-  MPI_Allgather (mine, 4, MPI_UINT64_T, all, 4, MPI_UINT64_T, MPI_COMM_WORLD);
+  MPI_OR_ABORT (MPI_Allgather (mine, 4, MPI_UINT64_T, all, 4, MPI_UINT64_T, MPI_COMM_WORLD));
   bool ok = true;
   if (plan == NULL) { /* this rank's own reason first */
     g_set_error_literal (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
@@ -101,7 +102,7 @@ sg_rt_context_init (SgRtContext *ctx, const SgPlan *plan, const SgRtOptions *opt
   ctx->world_comm = MPI_COMM_NULL;
   if (!sg_rt_agree_plan (plan, NULL, error))
     return false;
-  MPI_Comm_dup (MPI_COMM_WORLD, &ctx->world_comm);
+  MPI_OR_ABORT (MPI_Comm_dup (MPI_COMM_WORLD, &ctx->world_comm));
   MPI_Comm_rank (ctx->world_comm, &ctx->rank);
   MPI_Comm_size (ctx->world_comm, &ctx->world);
   ctx->group_comms = g_new (MPI_Comm, MAX (plan->n_groups, 1));
@@ -117,8 +118,8 @@ sg_rt_context_init (SgRtContext *ctx, const SgPlan *plan, const SgRtOptions *opt
         }
     /* The loader checked that the partition covers every rank; a rank
      * outside it still joins the split (MPI_UNDEFINED) so nobody hangs. */
-    MPI_Comm_split (ctx->world_comm, color < 0 ? MPI_UNDEFINED : color, key,
-                    &ctx->group_comms[g]);
+    MPI_OR_ABORT (MPI_Comm_split (ctx->world_comm, color < 0 ? MPI_UNDEFINED : color, key,
+                                  &ctx->group_comms[g]));
     ctx->group_rank[g] = key;
     if (!sg_rt_all_ok (ctx, color >= 0)) {
       g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MISMATCH,
@@ -150,8 +151,9 @@ bool
 sg_rt_all_ok (SgRtContext *ctx, bool ok)
 {
   int mine = ok ? 1 : 0, all = 0;
-  MPI_Allreduce (&mine, &all, 1, MPI_INT, MPI_LAND,
-                 ctx->world_comm != MPI_COMM_NULL ? ctx->world_comm : MPI_COMM_WORLD);
+  MPI_OR_ABORT (MPI_Allreduce (&mine, &all, 1, MPI_INT, MPI_LAND,
+                               ctx->world_comm != MPI_COMM_NULL ? ctx->world_comm
+                                                                : MPI_COMM_WORLD));
   return all != 0;
 }
 

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime-private.h"
 #include "runtime.h"
 
 static int
@@ -66,7 +67,7 @@ static void
 max_over_ranks (const SgRtContext *ctx, double *v, int n)
 {
   if (n > 0)
-    MPI_Allreduce (MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, ctx->world_comm);
+    MPI_OR_ABORT (MPI_Allreduce (MPI_IN_PLACE, v, n, MPI_DOUBLE, MPI_MAX, ctx->world_comm));
 }
 
 static const char *
@@ -293,7 +294,7 @@ sg_rt_collect_outputs (SgRtContext *ctx, const char *dump_dir, cJSON **checksums
     return false;
   }
   uint64_t *all = g_new0 (uint64_t, (size_t)MAX (n, 1) * (size_t)ctx->world);
-  MPI_Allgather (mine, n, MPI_UINT64_T, all, n, MPI_UINT64_T, ctx->world_comm);
+  MPI_OR_ABORT (MPI_Allgather (mine, n, MPI_UINT64_T, all, n, MPI_UINT64_T, ctx->world_comm));
   if (write) {
     char *text = cJSON_Print (list);
     char *fn = g_build_filename (dump_dir, "outputs.json", NULL);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime-private.h"
 #include "runtime.h"
 
 
@@ -208,7 +209,7 @@ main (int argc, char **argv)
     sg_rt_step_times_init (t, plan);
     ok = be->load_inputs (&ctx, &error);
     if (ok) {
-      MPI_Barrier (ctx.world_comm);
+      MPI_OR_ABORT (MPI_Barrier (ctx.world_comm));
       ok = be->run_step (&ctx, t, &error);
     }
     if (t == &scratch)
