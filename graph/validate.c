@@ -138,6 +138,64 @@ validate_view (const SgGraph *g, SgNodeId id, GError **error)
   return true;
 }
 
+/* The tensor meta of the node that args[@pos] of @n references, or NULL
+ * when that argument is not a node reference or has no tensor meta. */
+static const SgMeta *
+arg_meta (const SgGraph *g, const cJSON *args, int pos, const char **name)
+{
+  const cJSON *ref = cJSON_GetObjectItemCaseSensitive (cJSON_GetArrayItem (args, pos), "node");
+  if (!cJSON_IsString (ref))
+    return NULL;
+  SgNodeId id = sg_graph_lookup (g, ref->valuestring);
+  if (id == SG_NO_NODE || g->nodes[id].meta.ndim < 0)
+    return NULL;
+  *name = g->nodes[id].name;
+  return &g->nodes[id].meta;
+}
+
+/* Matmul family shapes: mm [m,k] x [k,n] -> [m,n]; bmm with a batch dim;
+ * addmm/baddbmm take the bias first. The cost model counts flops from
+ * these shapes and the runtime refuses disagreeing ones, so say it here. */
+static bool
+validate_matmul (const SgGraph *g, SgNodeId id, GError **error)
+{
+  const SgNode *n = &g->nodes[id];
+  bool batched = n->kind == SG_OP_BMM || n->kind == SG_OP_BADDBMM;
+  int first = (n->kind == SG_OP_ADDMM || n->kind == SG_OP_BADDBMM) ? 1 : 0;
+  int32_t rank = batched ? 3 : 2;
+  if (n->meta.ndim < 0)
+    return true;
+  cJSON *args = cJSON_Parse (n->args_json);
+  const char *an = NULL, *bn = NULL;
+  const SgMeta *a = arg_meta (g, args, first, &an), *b = arg_meta (g, args, first + 1, &bn);
+  bool ok = true;
+  if (a && b) {
+    const int64_t *as = sg_meta_shape (g, a), *bs = sg_meta_shape (g, b);
+    const int64_t *os = sg_meta_shape (g, &n->meta);
+    if (a->ndim != rank || b->ndim != rank || n->meta.ndim != rank) {
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_SHAPE,
+                   "node '%s': meta.shape: %s takes %d-d operands and gives a %d-d result "
+                   "('%s' is %d-d, '%s' %d-d, the result %d-d)",
+                   n->name, sg_op_name (n->kind), rank, rank, an, a->ndim, bn, b->ndim,
+                   n->meta.ndim);
+      ok = false;
+    } else if (as[rank - 1] != bs[rank - 2] || os[rank - 2] != as[rank - 2]
+               || os[rank - 1] != bs[rank - 1]
+               || (batched && (as[0] != bs[0] || os[0] != as[0]))) {
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_SHAPE,
+                   "node '%s': meta.shape: %s of '%s' [%s%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                   "] and '%s' [%s%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
+                   "] cannot give [%s%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT "]",
+                   n->name, sg_op_name (n->kind), an, batched ? "B, " : "", as[rank - 2],
+                   as[rank - 1], bn, batched ? "B, " : "", bs[rank - 2], bs[rank - 1],
+                   batched ? "B, " : "", os[rank - 2], os[rank - 1]);
+      ok = false;
+    }
+  }
+  cJSON_Delete (args);
+  return ok;
+}
+
 static bool
 validate_collective (const SgGraph *g, SgNodeId id, GError **error)
 {
@@ -250,6 +308,8 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
   }
 
   if (sg_op_class (n->kind) == SG_CLASS_VIEW && !validate_view (g, id, error))
+    return false;
+  if (sg_op_class (n->kind) == SG_CLASS_MATMUL && !validate_matmul (g, id, error))
     return false;
   if (sg_op_is_collective (n->kind)) {
     if (!validate_collective (g, id, error))

@@ -134,6 +134,16 @@ START_TEST (validator_catches_view_beyond_its_input)
 }
 END_TEST
 
+START_TEST (validator_catches_matmul_shape_mismatch)
+{
+  g_autoptr (SgGraph) g = small_graph (); /* mm: x [4,8] x wt [8,4] -> [4,4] */
+  SgNodeId x = sg_graph_lookup (g, "x");
+  g_array_index (g->dims, int64_t, g->nodes[x].meta.first + 1) = 6;
+  assert_invalid (g, SG_GRAPH_ERROR_SHAPE,
+                  "node 'mm': meta.shape: mm of 'x' [4, 6] and 'wt' [8, 4] cannot give [4, 4]");
+}
+END_TEST
+
 START_TEST (validator_catches_negative_cost)
 {
   g_autoptr (SgGraph) g = small_graph ();
@@ -188,6 +198,7 @@ validate_suite (void)
   tcase_add_test (v, validator_catches_negative_extent);
   tcase_add_test (v, validator_catches_overflowing_shape);
   tcase_add_test (v, validator_catches_negative_cost);
+  tcase_add_test (v, validator_catches_matmul_shape_mismatch);
   tcase_add_test (v, validator_catches_view_beyond_its_input);
   tcase_add_test (v, validator_catches_group_without_own_rank);
   tcase_add_test (v, validator_catches_two_waits_on_one_collective);
