@@ -226,6 +226,7 @@ sg_rt_collect_outputs (SgRtContext *ctx, const char *dump_dir, cJSON **checksums
   int32_t n = p->n_outputs;
   uint64_t *mine = g_new0 (uint64_t, (size_t)MAX (n, 1));
   double *sums = g_new0 (double, (size_t)MAX (n, 1));
+  int64_t *nans = g_new0 (int64_t, (size_t)MAX (n, 1));
   bool write = dump_dir != NULL && ctx->rank == ctx->opt.dump_rank;
   if (write && g_mkdir_with_parents (dump_dir, 0755) != 0) {
     g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_IO, "cannot create %s: %s", dump_dir,
@@ -267,6 +268,7 @@ sg_rt_collect_outputs (SgRtContext *ctx, const char *dump_dir, cJSON **checksums
           default: break;
           }
           sums[i] += x;
+          nans[i] += isnan (x);
         }
       cJSON_AddStringToObject (e, "name", v->name);
       cJSON *shape = cJSON_AddArrayToObject (e, "shape");
@@ -291,10 +293,13 @@ sg_rt_collect_outputs (SgRtContext *ctx, const char *dump_dir, cJSON **checksums
     cJSON_Delete (list);
     g_free (mine);
     g_free (sums);
+    g_free (nans);
     return false;
   }
   uint64_t *all = g_new0 (uint64_t, (size_t)MAX (n, 1) * (size_t)ctx->world);
   MPI_OR_ABORT (MPI_Allgather (mine, n, MPI_UINT64_T, all, n, MPI_UINT64_T, ctx->world_comm));
+  if (n > 0)
+    MPI_OR_ABORT (MPI_Allreduce (MPI_IN_PLACE, nans, n, MPI_INT64_T, MPI_SUM, ctx->world_comm));
   if (write) {
     char *text = cJSON_Print (list);
     char *fn = g_build_filename (dump_dir, "outputs.json", NULL);
@@ -313,10 +318,21 @@ sg_rt_collect_outputs (SgRtContext *ctx, const char *dump_dir, cJSON **checksums
       cJSON_AddItemToArray (fnv, cJSON_CreateString (h));
     }
     cJSON_AddNumberToObject (e, "sum_rank0", sums[i]);
+    /* NaNs over all ranks. In exact mode unwritten and freed memory reads
+     * as NaN, so a memory-planning bug shows up here. */
+    cJSON_AddNumberToObject (e, "nan_count", (double)nans[i]);
+    if (nans[i] > 0 && ctx->rank == 0)
+      fprintf (stderr, "schedrun: warning: output %d (%s) holds %" PRId64 " NaN values%s\n", i,
+               cJSON_GetObjectItem (e, "name")->valuestring, nans[i],
+               ctx->opt.mode == SG_RT_MODE_EXACT
+                   ? " (in exact mode, memory read before it is written or after it is freed "
+                     "reads as NaN)"
+                   : "");
   }
   g_free (all);
   g_free (mine);
   g_free (sums);
+  g_free (nans);
   if (checksums != NULL)
     *checksums = list;
   else

@@ -213,6 +213,14 @@ faults)
   else
     echo "ok   sgeval refuses it too: $(head -1 "$T/out")"
   fi
+  "$MKPLAN" "$DATA/../runtime/data/nan_output.json" "$T/nan.json" || fail "mkplan nan"
+  if mpirun_ 2 "$T/nan.json" --report "$T/nan.report.json" >"$T/out" 2>&1 &&
+     grep -q "output 0 (r) holds [1-9][0-9]* NaN values" "$T/out" &&
+     ! grep -q '"nan_count":	0' "$T/nan.report.json"; then
+    echo "ok   NaN outputs counted and warned about: $(grep -m1 'NaN' "$T/out")"
+  else
+    cat "$T/out"; fail "NaN outputs not reported"
+  fi
   expect_fail "bad --mode" "mode" 2 "$T/a.json" --mode fast
   if mpirun_ 2 "$T/a.json" --backend cuda >"$T/out" 2>&1; then
     echo "skip --backend cuda ran (a CUDA build on a GPU machine)"
