@@ -196,6 +196,44 @@ validate_matmul (const SgGraph *g, SgNodeId id, GError **error)
   return ok;
 }
 
+/* Pointwise results have the broadcast shape of their tensor inputs:
+ * right-aligned, each input dim equal to the result's or 1, and each
+ * result dim reached by some input (or 1). */
+static bool
+validate_pointwise (const SgGraph *g, SgNodeId id, GError **error)
+{
+  const SgNode *n = &g->nodes[id];
+  if (n->meta.ndim < 0)
+    return true;
+  const int64_t *os = sg_meta_shape (g, &n->meta);
+  int64_t reach[SG_MAX_DIMS];
+  for (int32_t d = 0; d < n->meta.ndim; d++)
+    reach[d] = 1;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  uint32_t tensors = 0;
+  for (uint32_t j = 0; j < k; j++) {
+    const SgNode *a = &g->nodes[in[j]];
+    if (a->meta.ndim < 0)
+      continue;
+    tensors++;
+    const int64_t *as = sg_meta_shape (g, &a->meta);
+    int32_t off = n->meta.ndim - a->meta.ndim;
+    for (int32_t d = 0; d < a->meta.ndim; d++)
+      if (off < 0 || (as[d] != 1 && as[d] != os[off + d]))
+        VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta.shape: input '%s' (dim %d of %" G_GINT64_FORMAT
+               ") does not broadcast to the %s result", n->name, a->name, d, as[d],
+               sg_op_name (n->kind));
+      else if (as[d] != 1)
+        reach[off + d] = as[d];
+  }
+  for (int32_t d = 0; tensors && d < n->meta.ndim; d++)
+    if (reach[d] != os[d])
+      VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta.shape[%d]: %" G_GINT64_FORMAT ", but the "
+             "inputs broadcast to %" G_GINT64_FORMAT, n->name, d, os[d], reach[d]);
+  return true;
+}
+
 static bool
 validate_collective (const SgGraph *g, SgNodeId id, GError **error)
 {
@@ -310,6 +348,8 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
   if (sg_op_class (n->kind) == SG_CLASS_VIEW && !validate_view (g, id, error))
     return false;
   if (sg_op_class (n->kind) == SG_CLASS_MATMUL && !validate_matmul (g, id, error))
+    return false;
+  if (sg_op_class (n->kind) == SG_CLASS_POINTWISE && !validate_pointwise (g, id, error))
     return false;
   if (sg_op_is_collective (n->kind)) {
     if (!validate_collective (g, id, error))

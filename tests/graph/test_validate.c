@@ -144,6 +144,18 @@ START_TEST (validator_catches_matmul_shape_mismatch)
 }
 END_TEST
 
+START_TEST (validator_catches_pointwise_shape_mismatch)
+{
+  g_autoptr (SgGraph) g = small_graph (); /* relu of mm [4,4] */
+  SgNodeId r = sg_graph_lookup (g, "relu");
+  g_array_index (g->dims, int64_t, g->nodes[r].meta.first + 1) = 1;
+  assert_invalid (g, SG_GRAPH_ERROR_SHAPE, "node 'relu': meta.shape: input 'mm' (dim 1 of 4) "
+                  "does not broadcast to the relu result");
+  g_array_index (g->dims, int64_t, g->nodes[r].meta.first + 1) = 4;
+  assert_valid (g);
+}
+END_TEST
+
 START_TEST (validator_catches_negative_cost)
 {
   g_autoptr (SgGraph) g = small_graph ();
@@ -198,6 +210,7 @@ validate_suite (void)
   tcase_add_test (v, validator_catches_negative_extent);
   tcase_add_test (v, validator_catches_overflowing_shape);
   tcase_add_test (v, validator_catches_negative_cost);
+  tcase_add_test (v, validator_catches_pointwise_shape_mismatch);
   tcase_add_test (v, validator_catches_matmul_shape_mismatch);
   tcase_add_test (v, validator_catches_view_beyond_its_input);
   tcase_add_test (v, validator_catches_group_without_own_rank);
