@@ -21,10 +21,16 @@
 
 /* At most this many members per bucket (bounds the pairwise cycle checks). */
 #define MAX_MEMBERS 64
+/* Batch mode stops proposing merges of a key after this many refusals in a
+ * row (PyTorch's bucketer gives up after 20 failed merges, for all keys). */
+#define GIVE_UP_AFTER 8
 /* Candidates up to this count are decided one merge per simulation. */
 #define SEQUENTIAL_LIMIT 256
 /* Batches of larger graphs: about this many simulations when all succeed. */
 #define TARGET_BATCHES 16
+/* Batch mode simulates at most this many times; proposals left undecided
+ * when it runs out are refused (refused.budget). */
+#define SIM_BUDGET (4 * TARGET_BATCHES)
 #define EXPOSED_EPS_US 1e-9
 
 typedef struct {
@@ -53,6 +59,8 @@ typedef struct {
   SgAug *aug;
   SgBucketPredict *pred; /* batch mode only */
   uint64_t *mem_cap;     /* per key: smallest bucket the memory limit refused */
+  int32_t *fails;        /* per key: refused proposals since its last accepted one */
+  int32_t budget;        /* simulations left (batch mode), or -1: unlimited */
   Cand *cands;
   int32_t n_cands;
   GArray *buckets; /* Bucket */
@@ -128,7 +136,7 @@ apply_and_simulate (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgSi
   return sg_simulate (g, NULL, r, error);
 }
 
-typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_EXPOSED, TRIAL_STEP, TRIAL_MEMORY } Trial;
+typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_EXPOSED, TRIAL_STEP, TRIAL_MEMORY, TRIAL_BUDGET } Trial;
 
 /* A copy of @g that uses @g's cost model as its own (estimate/ recognises
  * its model by the free function) without owning it: release it with
@@ -180,7 +188,9 @@ commit (Ctx *x, int32_t lo, int32_t hi)
 {
   for (int32_t p = lo; p < hi; p++) {
     Bucket *bk = &g_array_index (x->buckets, Bucket, g_array_index (x->prop_b, int32_t, p));
-    g_array_append_val (bk->members, g_array_index (x->prop_c, int32_t, p));
+    int32_t cand = g_array_index (x->prop_c, int32_t, p);
+    g_array_append_val (bk->members, cand);
+    x->fails[x->cands[cand].key] = 0;
     x->st->merges_accepted++;
   }
 }
@@ -195,12 +205,51 @@ new_bucket (Ctx *x, int32_t cand)
   return (int32_t)x->buckets->len - 1;
 }
 
+/* Refuses proposal @p for reason @t. The refused candidate opens a bucket,
+ * and the later proposals to the same bucket join it instead (what the
+ * sequential greedy would do); their pre-checks covered it: it was a
+ * tentative member then. */
+static void
+refuse (Ctx *x, int32_t p, Trial t, GArray *rejected)
+{
+  switch (t) {
+  case TRIAL_CYCLE: x->st->refused_cycle++; break;
+  case TRIAL_MEMORY: x->st->refused_memory++; break;
+  case TRIAL_STEP: x->st->refused_step++; break;
+  case TRIAL_BUDGET: x->st->refused_budget++; break;
+  default: x->st->refused_exposed++; break;
+  }
+  int32_t b = g_array_index (x->prop_b, int32_t, p);
+  int32_t cand = g_array_index (x->prop_c, int32_t, p);
+  x->fails[x->cands[cand].key]++;
+  if (t == TRIAL_MEMORY) {
+    const Bucket *bk = &g_array_index (x->buckets, Bucket, b);
+    uint64_t bytes = x->cands[cand].bytes;
+    for (guint i = 0; i < bk->members->len; i++)
+      bytes += x->cands[g_array_index (bk->members, int32_t, i)].bytes;
+    x->mem_cap[x->cands[cand].key] = MIN (x->mem_cap[x->cands[cand].key], bytes);
+  }
+  int32_t nb = new_bucket (x, cand);
+  for (int32_t q = p + 1; q < (int32_t)x->prop_b->len; q++)
+    if (g_array_index (x->prop_b, int32_t, q) == b)
+      g_array_index (x->prop_b, int32_t, q) = nb;
+  g_array_append_val (rejected, nb);
+  g_array_append_val (rejected, p);
+}
+
 /* Decides proposals [lo, hi): all at once, else by halves. */
 static void
 resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
 {
   if (lo >= hi)
     return;
+  if (x->budget == 0) { /* out of simulations: refuse one by one, in order */
+    for (int32_t p = lo; p < hi; p++)
+      refuse (x, p, TRIAL_BUDGET, rejected);
+    return;
+  }
+  if (x->budget > 0)
+    x->budget--;
   double e = 0, s = 0;
   Trial t = trial (x, lo, hi, &e, &s);
   if (t == TRIAL_OK) {
@@ -210,32 +259,7 @@ resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
     return;
   }
   if (hi - lo == 1) {
-    if (t == TRIAL_CYCLE)
-      x->st->refused_cycle++;
-    else if (t == TRIAL_MEMORY)
-      x->st->refused_memory++;
-    else if (t == TRIAL_STEP)
-      x->st->refused_step++;
-    else
-      x->st->refused_exposed++;
-    /* The refused candidate opens a bucket, and the later proposals to the
-     * same bucket join it instead (what the sequential greedy would do).
-     * Their pre-checks covered it: it was a tentative member then. */
-    int32_t b = g_array_index (x->prop_b, int32_t, lo);
-    int32_t cand = g_array_index (x->prop_c, int32_t, lo);
-    if (t == TRIAL_MEMORY) {
-      const Bucket *bk = &g_array_index (x->buckets, Bucket, b);
-      uint64_t bytes = x->cands[cand].bytes;
-      for (guint i = 0; i < bk->members->len; i++)
-        bytes += x->cands[g_array_index (bk->members, int32_t, i)].bytes;
-      x->mem_cap[x->cands[cand].key] = MIN (x->mem_cap[x->cands[cand].key], bytes);
-    }
-    int32_t nb = new_bucket (x, cand);
-    for (int32_t p = lo + 1; p < (int32_t)x->prop_b->len; p++)
-      if (g_array_index (x->prop_b, int32_t, p) == b)
-        g_array_index (x->prop_b, int32_t, p) = nb;
-    g_array_append_val (rejected, nb);
-    g_array_append_val (rejected, lo);
+    refuse (x, lo, t, rejected);
     return;
   }
   int32_t mid = lo + (hi - lo) / 2;
@@ -378,6 +402,7 @@ ctx_clear (Ctx *x)
   g_clear_pointer (&x->aug, sg_aug_free);
   g_clear_pointer (&x->pred, sg_bucket_predict_free);
   g_clear_pointer (&x->mem_cap, g_free);
+  g_clear_pointer (&x->fails, g_free);
   g_free (x->cands);
 }
 
@@ -443,6 +468,8 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   }
   g_autofree int32_t *open = g_new (int32_t, (size_t)n_keys + 1);
   x.mem_cap = g_new (uint64_t, (size_t)n_keys + 1);
+  x.fails = g_new0 (int32_t, (size_t)n_keys + 1);
+  x.budget = batch > 1 ? SIM_BUDGET : -1;
   for (int32_t k = 0; k < n_keys; k++)
     open[k] = -1, x.mem_cap[k] = G_MAXUINT64;
 
@@ -461,7 +488,9 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
       st->refused_cycle++;
       join = false;
     } else if (join && x.pred
-               && (bk->bytes + c->bytes >= x.mem_cap[c->key] || !predicted_ok (&x, bk, ci))) {
+               && (x.budget == 0 || x.fails[c->key] >= GIVE_UP_AFTER
+                   || bk->bytes + c->bytes >= x.mem_cap[c->key]
+                   || !predicted_ok (&x, bk, ci))) {
       st->refused_predicted++;
       join = false;
     }

@@ -114,6 +114,7 @@ typedef struct {
   int32_t merges_accepted;   /* members joined to a bucket */
   int32_t refused_cycle, refused_cap, refused_exposed, refused_memory;
   int32_t refused_step;      /* kept exposure but lengthened the step */
+  int32_t refused_budget;    /* undecided when the simulation budget ran out */
   int32_t refused_predicted; /* screened out before simulating (large graphs) */
   int32_t simulations;
   double exposed_before_us, step_before_us; /* the unbucketed graph */

@@ -118,6 +118,7 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
   cJSON_AddNumberToObject (ref, "step", st->refused_step);
   cJSON_AddNumberToObject (ref, "memory", st->refused_memory);
   cJSON_AddNumberToObject (ref, "predicted", st->refused_predicted);
+  cJSON_AddNumberToObject (ref, "budget", st->refused_budget);
   cJSON_AddNumberToObject (o, "simulations", st->simulations);
   cJSON *arr = cJSON_AddArrayToObject (o, "buckets");
   for (int32_t i = 0; i < st->n_infos; i++) {
