@@ -364,6 +364,31 @@ START_TEST (profile_keys_addmm_by_its_matrix_operands)
 }
 END_TEST
 
+/* ---- launcher and NCCL mappings ---- */
+
+START_TEST (local_rank_comes_from_the_launcher_environment)
+{
+  g_unsetenv ("OMPI_COMM_WORLD_LOCAL_RANK");
+  g_setenv ("MPI_LOCALRANKID", "5", TRUE);
+  ck_assert_int_eq (sg_cu_local_rank (MPI_COMM_NULL), 5);
+  g_setenv ("OMPI_COMM_WORLD_LOCAL_RANK", "3", TRUE); /* OpenMPI's wins */
+  ck_assert_int_eq (sg_cu_local_rank (MPI_COMM_NULL), 3);
+  g_unsetenv ("OMPI_COMM_WORLD_LOCAL_RANK");
+  g_unsetenv ("MPI_LOCALRANKID");
+}
+END_TEST
+
+START_TEST (nccl_reduces_the_float_types_and_not_fp8)
+{
+  ncclDataType_t t;
+  ck_assert (sg_cu_nccl_type (SG_DTYPE_BF16, &t) && t == ncclBfloat16);
+  ck_assert (sg_cu_nccl_type (SG_DTYPE_F16, &t) && t == ncclFloat16);
+  ck_assert (sg_cu_nccl_type (SG_DTYPE_F32, &t) && t == ncclFloat32);
+  ck_assert (sg_cu_nccl_type (SG_DTYPE_I64, &t) && t == ncclInt64);
+  ck_assert (!sg_cu_nccl_type (SG_DTYPE_F8E4M3, &t));
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -378,6 +403,8 @@ suite (void)
   tcase_add_test (tc, profile_keys_are_the_distinct_shapes_of_the_graph);
   tcase_add_test (tc, profile_text_reads_back_through_the_cache_identically);
   tcase_add_test (tc, profile_keys_addmm_by_its_matrix_operands);
+  tcase_add_test (tc, local_rank_comes_from_the_launcher_environment);
+  tcase_add_test (tc, nccl_reduces_the_float_types_and_not_fp8);
   suite_add_tcase (s, tc);
   return s;
 }
