@@ -12,10 +12,12 @@
  * in *wait). Users must be fresh (sg_graph_fill_users). */
 bool sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **error);
 
-/* A topological order of @g (data and implicit edges) that picks, among
- * ready nodes, the smallest @key (ties on id). False, naming a node on it,
- * when the edges have a cycle. */
-bool sg_bucket_stable_order (SgGraph *g, const int64_t *key, SgNodeId *order, GError **error);
+/* A topological order of the nodes of @g that @keep marks (NULL: all; no
+ * kept node may read a dropped one), data and implicit edges, that picks
+ * among ready nodes the smallest @key (ties on id); *n_order nodes. False,
+ * naming a node on it, when the edges have a cycle. */
+bool sg_bucket_stable_order (SgGraph *g, const int64_t *key, const bool *keep, SgNodeId *order,
+                             int32_t *n_order, GError **error);
 
 /* predict.c: a screen of merges from the unbucketed timeline (large
  * graphs). NULL with @error when the graph cannot be simulated. */

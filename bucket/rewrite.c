@@ -5,8 +5,8 @@
  * merge_reduce_scatter (torch/_inductor/fx_passes/bucketing.py), on our
  * dense IR: new nodes are appended through sg_graph_append() (the loader's
  * checks, including the collective's element counts against its group),
- * users are rewired, members removed (sg_graph_compact) and the graph
- * renumbered by a stable topological sort whose keys keep every other node
+ * users are rewired, and the graph renumbered without the members
+ * (sg_graph_select) by a stable topological sort whose keys keep every other node
  * where it was: P and C at the earliest member's position (later only if an
  * input comes later), W and the unpacks just before the first consumer of
  * any member's wait.
@@ -262,7 +262,8 @@ heap_pop (HeapItem *h, int32_t *n)
 }
 
 bool
-sg_bucket_stable_order (SgGraph *g, const int64_t *key, SgNodeId *order, GError **error)
+sg_bucket_stable_order (SgGraph *g, const int64_t *key, const bool *keep, SgNodeId *order,
+                        int32_t *n_order, GError **error)
 {
   int32_t n = g->n_nodes;
   sg_graph_fill_users (g);
@@ -288,31 +289,36 @@ sg_bucket_stable_order (SgGraph *g, const int64_t *key, SgNodeId *order, GError 
     iadj[fill[ifrom[i]]++] = ito[i];
     indeg[ito[i]]++;
   }
-  for (int32_t i = 0; i < n; i++)
+  int32_t n_keep = 0;
+  for (int32_t i = 0; i < n; i++) {
     indeg[i] += (int32_t)g->nodes[i].n_in;
+    n_keep += !keep || keep[i];
+  }
   g_autofree HeapItem *heap = g_new (HeapItem, (size_t)n + 1);
   int32_t hn = 0, w = 0;
   for (int32_t i = 0; i < n; i++)
-    if (indeg[i] == 0)
+    if (indeg[i] == 0 && (!keep || keep[i]))
       heap_push (heap, &hn, (HeapItem){ key[i], i });
+  /* Dropped nodes are never emitted: no kept node reads one. */
   while (hn > 0) {
     SgNodeId v = heap_pop (heap, &hn).id;
     order[w++] = v;
     uint32_t nu;
     const SgNodeId *u = sg_node_users (g, v, &nu);
     for (uint32_t j = 0; j < nu; j++)
-      if (--indeg[u[j]] == 0)
+      if (--indeg[u[j]] == 0 && (!keep || keep[u[j]]))
         heap_push (heap, &hn, (HeapItem){ key[u[j]], u[j] });
     for (uint32_t j = ifirst[v]; j < ifirst[v + 1]; j++)
-      if (--indeg[iadj[j]] == 0)
+      if (--indeg[iadj[j]] == 0 && (!keep || keep[iadj[j]]))
         heap_push (heap, &hn, (HeapItem){ key[iadj[j]], iadj[j] });
   }
-  if (w < n) {
+  if (w < n_keep) {
     for (int32_t i = 0; i < n; i++)
-      if (indeg[i] > 0)
+      if (indeg[i] > 0 && (!keep || keep[i]))
         FAIL (SG_BUCKET_ERROR_CYCLE, "bucket: node '%s': the buckets close a cycle through it",
               g->nodes[i].name);
   }
+  *n_order = w;
   return true;
 }
 
@@ -465,14 +471,10 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
   for (int32_t i = 0; i < n0; i++)
     if (taken[i])
       keep[i] = false;
-  if (!sg_graph_compact (g, keep, error))
+  g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)n1 + 1);
+  int32_t n_order;
+  if (!sg_bucket_stable_order (g, (const int64_t *)(void *)keys->data, keep, order, &n_order,
+                               error))
     return false;
-  int32_t w = 0;
-  for (int32_t i = 0; i < n1; i++)
-    if (keep[i])
-      g_array_index (keys, int64_t, w++) = g_array_index (keys, int64_t, i);
-  g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes + 1);
-  if (!sg_bucket_stable_order (g, (const int64_t *)(void *)keys->data, order, error))
-    return false;
-  return sg_graph_permute (g, order, error);
+  return sg_graph_select (g, order, n_order, error);
 }

@@ -332,6 +332,13 @@ bool sg_graph_compact (SgGraph *g, const bool *keep, GError **error);
  * Implicit edges are copied; bucket_stats is not. */
 SgGraph *sg_graph_copy (const SgGraph *g);
 
+/* Keeps exactly the @n nodes listed in @order, renumbered in that order
+ * (sg_graph_compact and sg_graph_permute in one pass). Fails, with the
+ * graph unchanged and the node named, on a repeated or invalid id, a kept
+ * node that reads a dropped one or comes before its input, or a dropped
+ * output node. Implicit edges touching dropped nodes are dropped. */
+bool sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error);
+
 /* sg_graph_replace_input() for @n (old, new) pairs at once: @user's args and
  * kwargs are parsed and written once (a user reading thousands of values,
  * like the output node, stays linear). */

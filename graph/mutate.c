@@ -202,3 +202,76 @@ sg_graph_replace_inputs (SgGraph *g, SgNodeId user, const SgNodeId *old_inputs,
   g_clear_pointer (&g->user_first, g_free);
   g_clear_pointer (&g->users, g_free);
 }
+
+bool
+sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error)
+{
+  g_return_val_if_fail (g && (order || n == 0) && n >= 0 && n <= g->n_nodes, false);
+  int32_t n0 = g->n_nodes;
+  g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)n0 + 1);
+  for (int32_t i = 0; i < n0; i++)
+    new_id[i] = SG_NO_NODE;
+  for (int32_t i = 0; i < n; i++) {
+    SgNodeId o = order[i];
+    if (o < 0 || o >= n0 || new_id[o] != SG_NO_NODE) {
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE, "select: position %d: %s node id %d",
+                   i, (o < 0 || o >= n0) ? "invalid" : "repeated", o);
+      return false;
+    }
+    new_id[o] = i;
+  }
+  if (g->output != SG_NO_NODE && new_id[g->output] == SG_NO_NODE) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_INVALID,
+                 "select: node '%s': the output node cannot be removed", g->nodes[g->output].name);
+    return false;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, order[i], &k);
+    for (uint32_t j = 0; j < k; j++)
+      if (new_id[in[j]] == SG_NO_NODE || new_id[in[j]] >= i) {
+        g_set_error (error, SG_GRAPH_ERROR,
+                     new_id[in[j]] == SG_NO_NODE ? SG_GRAPH_ERROR_REF : SG_GRAPH_ERROR_CYCLE,
+                     "select: node '%s' %s its input '%s'", g->nodes[order[i]].name,
+                     new_id[in[j]] == SG_NO_NODE ? "reads a removed node," : "comes before",
+                     g->nodes[in[j]].name);
+        return false;
+      }
+  }
+  if (g->implicit_edges) {
+    guint w = 0;
+    for (guint i = 0; i < g->implicit_edges->len; i++) {
+      SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
+      SgNodeId a = sg_graph_lookup (g, e.from), b = sg_graph_lookup (g, e.to);
+      if (a != SG_NO_NODE && b != SG_NO_NODE && new_id[a] != SG_NO_NODE
+          && new_id[b] != SG_NO_NODE)
+        g_array_index (g->implicit_edges, SgImplicitEdge, w++) = e;
+    }
+    g_array_set_size (g->implicit_edges, w);
+  }
+  SgNode *nodes = g_new (SgNode, (size_t)MAX (g->nodes_cap, 1));
+  GArray *inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), g->inputs->len);
+  for (int32_t i = 0; i < n; i++) {
+    SgNode node = g->nodes[order[i]];
+    const SgNodeId *in = &g_array_index (g->inputs, SgNodeId, node.in_first);
+    node.in_first = inputs->len;
+    for (uint32_t j = 0; j < node.n_in; j++) {
+      SgNodeId v = new_id[in[j]];
+      g_array_append_val (inputs, v);
+    }
+    nodes[i] = node;
+  }
+  g_free (g->nodes);
+  g->nodes = nodes;
+  g->n_nodes = n;
+  g_array_unref (g->inputs);
+  g->inputs = inputs;
+  g_hash_table_remove_all (g->by_name);
+  for (int32_t i = 0; i < n; i++)
+    g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
+  if (g->output != SG_NO_NODE)
+    g->output = new_id[g->output];
+  g_clear_pointer (&g->user_first, g_free);
+  g_clear_pointer (&g->users, g_free);
+  return true;
+}

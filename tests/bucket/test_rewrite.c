@@ -362,6 +362,37 @@ START_TEST (compact_refuses_to_remove_a_node_still_read)
 }
 END_TEST
 
+START_TEST (select_keeps_listed_nodes_in_order_and_refuses_bad_orders)
+{
+  g_autoptr (SgGraph) g = fsdp_graph ();
+  /* x w1 w2 ag1 ag1_w ag2 ag2_w mm1 mm2 output: swap the two gathers */
+  const char *names[] = { "x", "w1", "w2", "ag2", "ag2_w", "ag1", "ag1_w", "mm1", "mm2",
+                          "output" };
+  SgNodeId order[10];
+  for (int i = 0; i < 10; i++)
+    order[i] = id_of (g, names[i]);
+  GError *error = NULL;
+  /* dropping ag1_w, which mm1 reads, is refused and changes nothing */
+  SgNodeId dropped[9] = { order[0], order[1], order[2], order[3], order[4], order[5],
+                          order[7], order[8], order[9] };
+  ck_assert (!sg_graph_select (g, dropped, 9, &error));
+  ck_assert_ptr_nonnull (strstr (error->message, "'mm1'"));
+  g_clear_error (&error);
+  ck_assert_int_eq (g->n_nodes, 10);
+  /* an input after its user is refused */
+  SgNodeId bad[10];
+  memcpy (bad, order, sizeof bad);
+  bad[3] = order[4], bad[4] = order[3];
+  ck_assert (!sg_graph_select (g, bad, 10, &error));
+  g_clear_error (&error);
+  ck_assert (sg_graph_select (g, order, 10, &error));
+  assert_valid (g);
+  for (int i = 0; i < 10; i++)
+    ck_assert_str_eq (g->nodes[i].name, names[i]);
+  ck_assert_int_eq (g->output, 9);
+}
+END_TEST
+
 static Suite *
 rewrite_suite (void)
 {
@@ -376,6 +407,7 @@ rewrite_suite (void)
   tcase_add_test (tc, implicit_edges_of_members_move_to_the_bucket);
   tcase_add_test (tc, two_buckets_apply_at_once_and_keep_other_nodes_in_order);
   tcase_add_test (tc, compact_refuses_to_remove_a_node_still_read);
+  tcase_add_test (tc, select_keeps_listed_nodes_in_order_and_refuses_bad_orders);
   suite_add_tcase (s, tc);
   return s;
 }
