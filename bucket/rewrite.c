@@ -178,9 +178,24 @@ build_bucket (SgGraph *g, const SgBucketSpec *spec, const SgNodeId *waits, SgNod
   cJSON *ckw = cJSON_Parse (g->nodes[spec->members[0]].kwargs_json);
   g_assert (cJSON_IsArray (cargs) && cJSON_IsObject (ckw));
   cJSON_ReplaceItemInArray (cargs, 0, ref (pname));
+  /* Members that are buckets themselves contribute their own members: the
+   * list always names original collectives. */
   cJSON *names = cJSON_CreateArray ();
-  for (int32_t i = 0; i < n; i++)
-    cJSON_AddItemToArray (names, cJSON_CreateString (g->nodes[spec->members[i]].name));
+  for (int32_t i = 0; i < n; i++) {
+    const SgNode *m = &g->nodes[spec->members[i]];
+    cJSON *mkw = cJSON_Parse (m->kwargs_json);
+    const cJSON *inner = cJSON_GetObjectItemCaseSensitive (mkw, SG_BUCKET_KWARG);
+    if (cJSON_IsArray (inner)) {
+      const cJSON *e;
+      cJSON_ArrayForEach (e, inner)
+      {
+        cJSON_AddItemToArray (names, cJSON_Duplicate (e, false));
+      }
+    } else {
+      cJSON_AddItemToArray (names, cJSON_CreateString (m->name));
+    }
+    cJSON_Delete (mkw);
+  }
   cJSON_DeleteItemFromObjectCaseSensitive (ckw, SG_BUCKET_KWARG);
   cJSON_AddItemToObject (ckw, SG_BUCKET_KWARG, names);
   SgNodeId c = append (g, call_node (cname, target, cargs, ckw, flat_meta (l.out_numel, dtype)),

@@ -258,6 +258,52 @@ START_TEST (pass_is_deterministic)
 }
 END_TEST
 
+START_TEST (bucket_of_buckets_lists_the_original_members)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, I (64), I (64));
+  char w[16], ag[16], wt[16];
+  for (int i = 0; i < 4; i++) {
+    g_snprintf (w, sizeof w, "w%d", i);
+    g_snprintf (ag, sizeof ag, "ag%d", i);
+    g_snprintf (wt, sizeof wt, "ag%d_w", i);
+    tb_input (g, w, "bfloat16", 2, I (32), I (64));
+    tb_all_gather (g, ag, w, "0");
+    tb_wait (g, wt, ag);
+  }
+  tb_cost (g, tb_mm (g, "m0", "x", "ag0_w"), 5.0);
+  tb_cost (g, tb_mm (g, "m1", "m0", "ag1_w"), 5.0);
+  tb_cost (g, tb_mm (g, "m2", "m1", "ag2_w"), 5.0);
+  tb_cost (g, tb_mm (g, "m3", "m2", "ag3_w"), 5.0);
+  tb_output (g, 1, "m3");
+  SgConfig cfg;
+  estimate (g, &cfg);
+  /* two buckets by hand, then the pass may merge them */
+  SgNodeId b0[2] = { sg_graph_lookup (g, "ag0"), sg_graph_lookup (g, "ag1") };
+  SgNodeId b1[2] = { sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "ag3") };
+  SgBucketSpec specs[2] = { { b0, 2 }, { b1, 2 } };
+  GError *error = NULL;
+  ck_assert (sg_bucket_apply (g, specs, 2, &error));
+  /* a bucket of buckets: its member list names the four gathers */
+  SgNodeId bb[2] = { sg_graph_lookup (g, "bucket_ag0"), sg_graph_lookup (g, "bucket_ag2") };
+  SgBucketSpec outer = { bb, 2 };
+  ck_assert_msg (sg_bucket_apply (g, &outer, 1, &error), "%s", error ? error->message : "");
+  ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "");
+  /* one collective left: the pass has nothing to merge and lists it */
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_after, 1);
+  ck_assert_int_eq (st->n_infos, 1);
+  ck_assert_int_eq (st->infos[0].n_members, 4);
+  for (int32_t j = 0; j < 4; j++) {
+    char want[16];
+    g_snprintf (want, sizeof want, "ag%d", j);
+    ck_assert_str_eq (st->infos[0].members[j], want);
+  }
+}
+END_TEST
+
 /* The issue's bar on every sample graph: at most the peer's
  * collectives_after, exposed_us no higher than our unbucketed schedule. */
 START_TEST (samples_meet_the_peer_bar)
@@ -397,6 +443,7 @@ pass_suite (void)
   tcase_add_test (tc, gather_of_a_gathered_value_is_never_merged);
   tcase_add_test (tc, reduce_scatters_of_gradients_merge_and_keep_outputs);
   tcase_add_test (tc, pass_is_deterministic);
+  tcase_add_test (tc, bucket_of_buckets_lists_the_original_members);
   tcase_add_test (tc, timeline_screen_refuses_what_cannot_be_hidden);
   tcase_add_test (tc, many_gathers_are_batched_and_keep_exposure);
   tcase_add_test (tc, samples_meet_the_peer_bar);
