@@ -5,12 +5,12 @@
  * collectives in the scheduled order, grow one open bucket per (kind, group,
  * dtype, reduce op) with the next collective of that key, and keep a merge
  * only when the augmented graph stays acyclic, the bucket stays under the
- * byte cap and the timeline simulator's exposed_us does not rise. Ours
- * judges every merge by re-simulating the whole bucketed graph (contention
- * included) rather than by interval bookkeeping, and never gives up early.
- * Scale: merges are tried in batches (one simulation per batch, bisected on
- * refusal), so the number of simulations grows with the number of refused
- * merges, not with the number of collectives (docs/bucketing.md).
+ * byte cap, the timeline simulator's exposed_us does not rise and, when
+ * exposure does not fall, step_us does not rise. Ours judges every merge by
+ * re-simulating the whole bucketed graph (contention included) rather than
+ * by interval bookkeeping. Scale: above 256 candidates merges are tried in
+ * batches (one simulation per batch, bisected on refusal) behind cheap
+ * screens, within a fixed simulation budget (docs/bucketing.md).
  * Requires: estimate (g->cost_model, est_us), a topological order (the
  * scheduler's), implicit edges of the scheduler (optional).
  * Invalidates: node ids, users; adds pack/unpack nodes.
@@ -487,9 +487,11 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     } else if (join && !acyclic_with (&x, bk, ci)) {
       st->refused_cycle++;
       join = false;
+    } else if (join && x.budget == 0) {
+      st->refused_budget++;
+      join = false;
     } else if (join && x.pred
-               && (x.budget == 0 || x.fails[c->key] >= GIVE_UP_AFTER
-                   || bk->bytes + c->bytes >= x.mem_cap[c->key]
+               && (x.fails[c->key] >= GIVE_UP_AFTER || bk->bytes + c->bytes >= x.mem_cap[c->key]
                    || !predicted_ok (&x, bk, ci))) {
       st->refused_predicted++;
       join = false;
