@@ -26,11 +26,13 @@
 #define GIVE_UP_AFTER 8
 /* Candidates up to this count are decided one merge per simulation. */
 #define SEQUENTIAL_LIMIT 256
-/* Batches of larger graphs: about this many simulations when all succeed. */
+/* Batches of larger graphs: about this many simulations when all succeed;
+ * fewer (down to 4) above 100k nodes, so the pass stays near linear. */
 #define TARGET_BATCHES 16
-/* Batch mode simulates at most this many times; proposals left undecided
- * when it runs out are refused (refused.budget). */
-#define SIM_BUDGET (4 * TARGET_BATCHES)
+#define BATCH_NODES 100000
+/* Batch mode simulates at most 4 x batches times; proposals left undecided
+ * when the budget runs out are refused (refused.budget). */
+#define SIM_BUDGET_PER_BATCH 4
 #define EXPOSED_EPS_US 1e-9
 
 typedef struct {
@@ -461,7 +463,10 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     sg_implicit_edges_clear (constraints, SG_EDGE_HIDE_WAIT);
   }
   x.aug = sg_aug_new (constraints);
-  int32_t batch = x.n_cands <= SEQUENTIAL_LIMIT ? 1 : MAX (1, x.n_cands / TARGET_BATCHES);
+  int32_t n_batches = TARGET_BATCHES;
+  if (g->n_nodes > BATCH_NODES)
+    n_batches = MAX (4, (int32_t)((int64_t)TARGET_BATCHES * BATCH_NODES / g->n_nodes));
+  int32_t batch = x.n_cands <= SEQUENTIAL_LIMIT ? 1 : MAX (1, x.n_cands / n_batches);
   if (batch > 1 && !(x.pred = sg_bucket_predict_new (g, error))) {
     ctx_clear (&x);
     return false;
@@ -469,7 +474,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   g_autofree int32_t *open = g_new (int32_t, (size_t)n_keys + 1);
   x.mem_cap = g_new (uint64_t, (size_t)n_keys + 1);
   x.fails = g_new0 (int32_t, (size_t)n_keys + 1);
-  x.budget = batch > 1 ? SIM_BUDGET : -1;
+  x.budget = batch > 1 ? SIM_BUDGET_PER_BATCH * n_batches : -1;
   for (int32_t k = 0; k < n_keys; k++)
     open[k] = -1, x.mem_cap[k] = G_MAXUINT64;
 
