@@ -335,11 +335,16 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
   if (n->n_tuple) {
     if ((uint64_t)n->tuple_first + n->n_tuple > g->tuple_metas->len)
       VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': meta.tuple outside the pool", n->name);
+    uint64_t bytes = 0;
     for (uint32_t t = 0; t < n->n_tuple; t++) {
       char field[32];
       g_snprintf (field, sizeof field, "meta.tuple[%u]", t);
       if (!validate_meta (g, n, sg_node_tuple_meta (g, id, t), field, error))
         return false;
+      bytes += sg_meta_bytes (g, sg_node_tuple_meta (g, id, t));
+      if (bytes > MAX_EXTENT)
+        VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s: the tuple totals more than 2^62 bytes",
+               n->name, field);
     }
   } else if (!validate_meta (g, n, &n->meta, "meta", error)) {
     return false;
@@ -402,8 +407,16 @@ sg_graph_validate (const SgGraph *g, GError **error)
            g_hash_table_size (g->by_name), g->n_nodes);
   g_autofree uint32_t *waits_on = g_new0 (uint32_t, (size_t)g->n_nodes);
   g_autofree uint32_t *seen = g_new0 (uint32_t, (size_t)g->n_nodes);
-  for (SgNodeId id = 0; id < g->n_nodes; id++)
+  /* Memory sums (peak bytes, reports) stay exact: all tensors together
+   * stay below 2^62 bytes, as each one does. */
+  uint64_t total = 0;
+  for (SgNodeId id = 0; id < g->n_nodes; id++) {
     if (!validate_node (g, id, waits_on, seen, error))
       return false;
+    total += sg_node_alloc_bytes (g, id);
+    if (total > MAX_EXTENT)
+      VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta: the graph's tensors up to here total more "
+             "than 2^62 bytes", g->nodes[id].name);
+  }
   return true;
 }
