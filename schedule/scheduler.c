@@ -37,7 +37,7 @@ static const struct {
   { ANY_DISTANCE, -64, "pull/deadline-64" },
   { ANY_DISTANCE, 16, "pull/feed-16" },
   { 1024, -64, "pull-1024/deadline-64" },
-  { 16, 0, "pull-16" },
+  { 128, -64, "pull-128/deadline-64" },
 };
 
 /* Exposed time within this fraction of the best counts as a tie (the cost
