@@ -23,6 +23,7 @@ typedef enum {
   SG_SCHEDULE_ERROR_IO,    /* unreadable order file, malformed JSON */
   SG_SCHEDULE_ERROR_COST,  /* the estimate pass has not run */
   SG_SCHEDULE_ERROR_CYCLE, /* an implicit edge would close a cycle */
+  SG_SCHEDULE_ERROR_CONFIG, /* an option out of range */
 } SgScheduleError;
 
 typedef enum {

@@ -111,7 +111,7 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
   SgScheduleStats *st = stats ? stats : &dummy;
   memset (st, 0, sizeof *st);
   if (cfg && (!(cfg->max_peak_increase >= 0.0) || cfg->prefetch_limit < 0)) {
-    g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_ORDER,
+    g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_CONFIG,
                  "schedule: max_peak_increase must be >= 0 and prefetch_limit >= 0 "
                  "(got %g and %d)",
                  cfg->max_peak_increase, cfg->prefetch_limit);

@@ -206,6 +206,7 @@ START_TEST (zero_peak_allowance_never_raises_the_peak)
   bad.max_peak_increase = -1;
   GError *err = NULL;
   ck_assert (sg_schedule_compute (g, &bad, NULL, &err) == NULL);
+  ck_assert (g_error_matches (err, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_CONFIG));
   ck_assert (strstr (err->message, "max_peak_increase"));
   g_error_free (err);
 }
