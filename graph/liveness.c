@@ -10,7 +10,9 @@
  *  - a collective runs asynchronously until its wait_tensor, so a use by a
  *    collective lasts until that wait (its input cannot be freed earlier).
  * Live bytes at step t are the storages with start <= t <= end; the peak is
- * their maximum. O(n + edges) with a difference array.
+ * their maximum. O(n + edges) with a difference array. Graphs whose
+ * tensors total more than 2^62 bytes (the validator rejects them) give
+ * G_MAXUINT64.
  *
  * Requires: nothing. Invalidates: nothing.
  */
@@ -64,14 +66,19 @@ sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order)
     }
   }
 
-  /* delta[t]: bytes allocated at t minus bytes freed after t - 1. */
+  /* delta[t]: bytes allocated at t minus bytes freed after t - 1. Every
+   * partial sum is bounded by the total, which the validator keeps below
+   * 2^62; a graph that breaks that bound reports G_MAXUINT64. */
   g_autofree int64_t *delta = g_new0 (int64_t, (size_t)n + 1);
+  uint64_t total = 0;
   for (SgNodeId i = 0; i < n; i++) {
     if (root[i] != i)
       continue;
     uint64_t b = sg_node_alloc_bytes (g, i);
     if (!b)
       continue;
+    if (b > ((uint64_t)1 << 62) || (total += b) > ((uint64_t)1 << 62))
+      return G_MAXUINT64;
     delta[start[i]] += (int64_t)b;
     delta[end[i] + 1] -= (int64_t)b;
   }

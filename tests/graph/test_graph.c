@@ -348,6 +348,16 @@ START_TEST (peak_bytes_counts_a_value_without_users_at_its_step)
 }
 END_TEST
 
+START_TEST (peak_bytes_saturates_beyond_2_62)
+{
+  g_autoptr (SgGraph) g = tb_new (1);
+  tb_input (g, "a", "float32", 2, (int64_t)1 << 30, (int64_t)1 << 30); /* 2^62 B */
+  tb_input (g, "b", "float32", 1, (int64_t)4);
+  tb_output (g, 2, "a", "b");
+  ck_assert_uint_eq (sg_graph_peak_bytes (g, NULL), G_MAXUINT64);
+}
+END_TEST
+
 /* --- pass runner --------------------------------------------------------------- */
 
 static bool
@@ -450,6 +460,7 @@ graph_suite (void)
   tcase_add_test (ir, storage_root_follows_views_and_waits);
   tcase_add_test (ir, peak_bytes_matches_hand_count);
   tcase_add_test (ir, peak_bytes_counts_a_value_without_users_at_its_step);
+  tcase_add_test (ir, peak_bytes_saturates_beyond_2_62);
   suite_add_tcase (s, ir);
   TCase *p = tcase_create ("passes");
   tcase_add_test (p, pass_runner_times_validates_and_names_the_failing_pass);

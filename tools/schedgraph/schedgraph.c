@@ -371,15 +371,17 @@ run_pipeline (Run *r, bool *stopped, GError **error)
     return false;
   r->input_nodes = r->g->n_nodes;
   dump_after (cli, r->g, "load");
-  summary_graph (r);
-  if (stop && strcmp (stop, "load") == 0)
+  if (stop && strcmp (stop, "load") == 0) {
+    summary_graph (r);
     return *stopped = true;
+  }
   t0 = g_get_monotonic_time ();
   bool ok = sg_graph_validate (r->g, error);
   add_time (r, "validate", t0);
   if (!ok)
     return false;
   dump_after (cli, r->g, "validate");
+  summary_graph (r);
   if (stop && strcmp (stop, "validate") == 0)
     return *stopped = true;
   for (const Step *s = pipeline; s->name; s++) {
