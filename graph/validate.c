@@ -107,7 +107,10 @@ span_of (const SgGraph *g, const SgMeta *m)
   for (int32_t d = 0; d < m->ndim; d++) {
     if (sh[d] == 0)
       return 0;
-    span += (uint64_t)(sh[d] - 1) * (uint64_t)st[d];
+    uint64_t reach = (uint64_t)(sh[d] - 1), step = (uint64_t)st[d];
+    if (step && reach > (G_MAXUINT64 - span) / step)
+      return G_MAXUINT64; /* absurd strides: reaches everything */
+    span += reach * step;
   }
   return span;
 }
