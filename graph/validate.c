@@ -115,6 +115,30 @@ span_of (const SgGraph *g, const SgMeta *m)
   return span;
 }
 
+/* A value that gets its own storage (not an alias) holds numel elements:
+ * its strides cannot reach past them (dense in some dim order, or
+ * overlapping with stride 0), else kernels would write outside it. */
+static bool
+validate_fresh (const SgGraph *g, SgNodeId id, GError **error)
+{
+  const SgNode *n = &g->nodes[id];
+  uint32_t count = n->n_tuple ? n->n_tuple : 1;
+  for (uint32_t t = 0; t < count; t++) {
+    const SgMeta *m = n->n_tuple ? sg_node_tuple_meta (g, id, t) : &n->meta;
+    if (m->ndim < 0)
+      continue;
+    uint64_t span = span_of (g, m), numel = sg_meta_numel (g, m);
+    if (span > numel) {
+      char field[32] = "meta";
+      if (n->n_tuple)
+        g_snprintf (field, sizeof field, "meta.tuple[%u]", t);
+      VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride: reaches %" G_GUINT64_FORMAT
+             " elements, but the value holds %" G_GUINT64_FORMAT, n->name, field, span, numel);
+    }
+  }
+  return true;
+}
+
 /* A view reads its input's elements only: it cannot reach further than
  * the input does (slices start later, so this bound holds for them too),
  * and it keeps the element type. */
@@ -354,6 +378,8 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
   }
 
   if (sg_op_class (n->kind) == SG_CLASS_VIEW && !validate_view (g, id, error))
+    return false;
+  if (!sg_op_is_alias (n->kind) && !validate_fresh (g, id, error))
     return false;
   if (sg_op_class (n->kind) == SG_CLASS_MATMUL && !validate_matmul (g, id, error))
     return false;

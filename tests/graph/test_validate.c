@@ -139,6 +139,7 @@ START_TEST (validator_catches_matmul_shape_mismatch)
   g_autoptr (SgGraph) g = small_graph (); /* mm: x [4,8] x wt [8,4] -> [4,4] */
   SgNodeId x = sg_graph_lookup (g, "x");
   g_array_index (g->dims, int64_t, g->nodes[x].meta.first + 1) = 6;
+  g_array_index (g->dims, int64_t, g->nodes[x].meta.first + 2) = 6; /* stride [6,1] */
   assert_invalid (g, SG_GRAPH_ERROR_SHAPE,
                   "node 'mm': meta.shape: mm of 'x' [4, 6] and 'wt' [8, 4] cannot give [4, 4]");
 }
@@ -149,9 +150,24 @@ START_TEST (validator_catches_pointwise_shape_mismatch)
   g_autoptr (SgGraph) g = small_graph (); /* relu of mm [4,4] */
   SgNodeId r = sg_graph_lookup (g, "relu");
   g_array_index (g->dims, int64_t, g->nodes[r].meta.first + 1) = 1;
+  g_array_index (g->dims, int64_t, g->nodes[r].meta.first + 2) = 1; /* [4,1] stride [1,1] */
   assert_invalid (g, SG_GRAPH_ERROR_SHAPE, "node 'relu': meta.shape: input 'mm' (dim 1 of 4) "
                   "does not broadcast to the relu result");
   g_array_index (g->dims, int64_t, g->nodes[r].meta.first + 1) = 4;
+  g_array_index (g->dims, int64_t, g->nodes[r].meta.first + 2) = 4;
+  assert_valid (g);
+}
+END_TEST
+
+START_TEST (validator_catches_strides_past_a_fresh_value)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  SgNodeId x = sg_graph_lookup (g, "x"); /* [4,8] stride [8,1] */
+  g_array_index (g->dims, int64_t, g->nodes[x].meta.first + 2) = 9;
+  assert_invalid (g, SG_GRAPH_ERROR_SHAPE,
+                  "node 'x': meta.stride: reaches 35 elements, but the value holds 32");
+  g_array_index (g->dims, int64_t, g->nodes[x].meta.first + 2) = 1; /* column-major: dense */
+  g_array_index (g->dims, int64_t, g->nodes[x].meta.first + 3) = 4;
   assert_valid (g);
 }
 END_TEST
@@ -210,6 +226,7 @@ validate_suite (void)
   tcase_add_test (v, validator_catches_negative_extent);
   tcase_add_test (v, validator_catches_overflowing_shape);
   tcase_add_test (v, validator_catches_negative_cost);
+  tcase_add_test (v, validator_catches_strides_past_a_fresh_value);
   tcase_add_test (v, validator_catches_pointwise_shape_mismatch);
   tcase_add_test (v, validator_catches_matmul_shape_mismatch);
   tcase_add_test (v, validator_catches_view_beyond_its_input);
