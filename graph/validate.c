@@ -165,8 +165,8 @@ validate_view (const SgGraph *g, SgNodeId id, GError **error)
   return true;
 }
 
-/* The tensor meta of the node that args[@pos] of @n references, or NULL
- * when that argument is not a node reference or has no tensor meta. */
+/* The tensor meta of the node that args[@pos] references, or NULL when
+ * that argument is not a node reference or has no tensor meta. */
 static const SgMeta *
 arg_meta (const SgGraph *g, const cJSON *args, int pos, const char **name)
 {
@@ -196,7 +196,12 @@ validate_matmul (const SgGraph *g, SgNodeId id, GError **error)
   const char *an = NULL, *bn = NULL;
   const SgMeta *a = arg_meta (g, args, first, &an), *b = arg_meta (g, args, first + 1, &bn);
   bool ok = true;
-  if (a && b) {
+  if (!a || !b) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_FORMAT,
+                 "node '%s': args[%d]: %s needs a tensor (a reference to a node with meta) here",
+                 n->name, a ? first + 1 : first, sg_op_name (n->kind));
+    ok = false;
+  } else {
     const int64_t *as = sg_meta_shape (g, a), *bs = sg_meta_shape (g, b);
     const int64_t *os = sg_meta_shape (g, &n->meta);
     if (a->ndim != rank || b->ndim != rank || n->meta.ndim != rank) {
