@@ -98,6 +98,8 @@ expect_exit usage-missing-argument 2 "needs an argument" "$dir/accept-small.json
 expect_exit usage-bad-bytes 2 "--bucket-cap: '12Q' is not" --bucket-cap 12Q "$dir/accept-small.json"
 expect_exit usage-bad-fraction 2 "--max-peak-increase: 'lots'" --max-peak-increase lots "$dir/accept-small.json"
 expect_exit usage-bad-dump 2 "--dump: unknown pass 'nope'" --dump=nope "$dir/accept-small.json"
+expect_exit usage-output-is-input 2 "-o would overwrite the graph" "$dir/accept-small.json" -o "$dir/accept-small.json"
+expect_exit usage-two-outputs-one-path 2 "--report would overwrite -o" "$dir/accept-small.json" -o "$tmp/same.json" --report "$tmp/same.json"
 expect_exit help 0 "Usage: schedgraph [OPTIONS] GRAPH.json" --help
 expect_exit help-short 0 "Exit status: 0 ok" -h
 expect_exit version 0 "schedgraph " --version
