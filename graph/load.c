@@ -134,8 +134,9 @@ drop_parsed (Loader *ld, const char *p)
 static bool
 header_int (const cJSON *v, const char *key, int64_t lo, int64_t hi, int64_t *out, GError **error)
 {
-  if (!cJSON_IsNumber (v) || v->valuedouble != (double)(int64_t)v->valuedouble
-      || v->valuedouble < (double)lo || v->valuedouble > (double)hi)
+  /* Range first: casting an out-of-range double to an integer is undefined. */
+  if (!cJSON_IsNumber (v) || !(v->valuedouble >= (double)lo && v->valuedouble <= (double)hi)
+      || v->valuedouble != (double)(int64_t)v->valuedouble)
     FAIL (SG_GRAPH_ERROR_FORMAT, "%s: expected an integer from %" G_GINT64_FORMAT
           " to %" G_GINT64_FORMAT, key, lo, hi);
   *out = (int64_t)v->valuedouble;
@@ -152,8 +153,8 @@ read_ranks (const cJSON *list, const char *where, GArray *out, GError **error)
   cJSON_ArrayForEach (r, list)
   {
     int64_t v;
-    if (!cJSON_IsNumber (r) || r->valuedouble != (double)(int64_t)r->valuedouble
-        || r->valuedouble < 0 || r->valuedouble >= MAX_WORLD)
+    if (!cJSON_IsNumber (r) || !(r->valuedouble >= 0 && r->valuedouble < MAX_WORLD)
+        || r->valuedouble != (double)(int64_t)r->valuedouble)
       FAIL (SG_GRAPH_ERROR_GROUP, "%s[%d]: expected a rank (an integer >= 0)", where, i);
     v = (int64_t)r->valuedouble;
     int32_t v32 = (int32_t)v;
