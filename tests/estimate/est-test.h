@@ -83,3 +83,14 @@ est_rmtmp (const char *path)
   g_remove (path);
   g_rmdir (dir);
 }
+
+/* Runs every test of @s; the exit status for main(): 0 when all passed. */
+static inline int
+est_run_suite (Suite *s)
+{
+  SRunner *sr = srunner_create (s);
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}
