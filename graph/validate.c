@@ -266,6 +266,85 @@ validate_pointwise (const SgGraph *g, SgNodeId id, GError **error)
   return true;
 }
 
+/* Reductions: sum.dim_IntList / mean.dim / amax (x, dims, keepdim) drop
+ * the reduced dims (or keep them as 1); an empty dim list and sum/mean
+ * .default reduce every dim. Dims may be negative, counted from the end. */
+static bool
+validate_reduction (const SgGraph *g, SgNodeId id, GError **error)
+{
+  const SgNode *n = &g->nodes[id];
+  if (n->meta.ndim < 0 || n->n_in == 0)
+    return true;
+  uint32_t k;
+  const SgNode *x = &g->nodes[sg_node_inputs (g, id, &k)[0]];
+  if (x->meta.ndim < 0)
+    return true;
+  cJSON *args = cJSON_Parse (n->args_json), *kwargs = cJSON_Parse (n->kwargs_json);
+  bool all = n->kind == SG_OP_SUM || n->kind == SG_OP_MEAN, keep = false, ok = true;
+  bool reduced[SG_MAX_DIMS] = { false };
+  const cJSON *dims = all ? NULL : cJSON_GetArrayItem (args, 1);
+  const cJSON *kd = cJSON_GetArrayItem (args, 2);
+  if (!kd)
+    kd = cJSON_GetObjectItemCaseSensitive (kwargs, "keepdim");
+  keep = cJSON_IsTrue (kd);
+  if (dims && !cJSON_IsArray (dims) && !cJSON_IsNumber (dims) && !cJSON_IsNull (dims)) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_FORMAT,
+                 "node '%s': args[1]: expected the reduced dims (a list or one dim)", n->name);
+    ok = false;
+  }
+  /* One dim given as a number counts as a list of one. */
+  cJSON *one = cJSON_IsNumber (dims) ? cJSON_CreateIntArray ((int[]){ 0 }, 1) : NULL;
+  if (one)
+    cJSON_SetNumberValue (one->child, dims->valuedouble);
+  int32_t nd = x->meta.ndim, count = 0;
+  const cJSON *d, *list = one ? one : cJSON_IsArray (dims) ? dims : NULL;
+  cJSON_ArrayForEach (d, list)
+  {
+    double v = cJSON_IsNumber (d) ? d->valuedouble : (double)nd;
+    if (!ok || !(v >= -nd && v < nd) || v != (double)(int32_t)v) {
+      if (ok)
+        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_SHAPE,
+                     "node '%s': args[1][%d]: not a dim of the %d-d input '%s'", n->name, count,
+                     nd, x->name);
+      ok = false;
+      break;
+    }
+    reduced[((int32_t)v + nd) % nd] = true;
+    count++;
+  }
+  if (ok) {
+    int64_t want[SG_MAX_DIMS];
+    int32_t w = 0;
+    const int64_t *xs = sg_meta_shape (g, &x->meta);
+    for (int32_t i = 0; i < nd; i++) {
+      bool r = all || count == 0 || reduced[i];
+      if (!r)
+        want[w++] = xs[i];
+      else if (keep)
+        want[w++] = 1;
+    }
+    const int64_t *os = sg_meta_shape (g, &n->meta);
+    bool same = w == n->meta.ndim;
+    for (int32_t i = 0; same && i < w; i++)
+      same = os[i] == want[i];
+    if (!same) {
+      GString *ws = g_string_new ("[");
+      for (int32_t i = 0; i < w; i++)
+        g_string_append_printf (ws, "%s%" G_GINT64_FORMAT, i ? ", " : "", want[i]);
+      g_string_append_c (ws, ']');
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_SHAPE,
+                   "node '%s': meta.shape: the %s of '%s' has shape %s", n->name,
+                   sg_op_name (n->kind), x->name, ws->str);
+      g_string_free (ws, TRUE);
+      ok = false;
+    }
+  }
+  cJSON_Delete (one);
+  cJSON_Delete (args);
+  cJSON_Delete (kwargs);
+  return ok;
+}
+
 static bool
 validate_collective (const SgGraph *g, SgNodeId id, GError **error)
 {
@@ -389,6 +468,8 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
   if (sg_op_class (n->kind) == SG_CLASS_MATMUL && !validate_matmul (g, id, error))
     return false;
   if (sg_op_class (n->kind) == SG_CLASS_POINTWISE && !validate_pointwise (g, id, error))
+    return false;
+  if (sg_op_class (n->kind) == SG_CLASS_REDUCTION && !validate_reduction (g, id, error))
     return false;
   if (sg_op_is_collective (n->kind)) {
     if (!validate_collective (g, id, error))

@@ -172,6 +172,35 @@ START_TEST (validator_catches_strides_past_a_fresh_value)
 }
 END_TEST
 
+static SgNodeId
+add_sum (SgGraph *g, const char *name, const char *dims_keep, const char *shape)
+{
+  return tb_node (g,
+                  "{\"name\":\"%s\",\"op\":\"call_function\",\"target\":\"aten.sum.dim_IntList\","
+                  "\"args\":[{\"node\":\"mm\"},%s],\"meta\":{\"shape\":%s,\"dtype\":\"float32\"}}",
+                  name, dims_keep, shape);
+}
+
+START_TEST (validator_checks_reduction_shapes)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "float32", 2, (int64_t)4, (int64_t)8);
+  tb_input (g, "y", "float32", 2, (int64_t)8, (int64_t)3);
+  tb_mm (g, "mm", "x", "y"); /* [4,3] */
+  add_sum (g, "s1", "[1]", "[4]");
+  add_sum (g, "s2", "[-1],true", "[4,1]");
+  add_sum (g, "s3", "0", "[3]");
+  add_sum (g, "s4", "[]", "[]");
+  SgNodeId bad = add_sum (g, "s5", "[0]", "[4]");
+  tb_output (g, 1, "s1");
+  /* s1..s4 are right; s5 reduces dim 0 of [4,3] but claims [4] */
+  assert_invalid (g, SG_GRAPH_ERROR_SHAPE, "node 's5': meta.shape: the sum_dim of 'mm' has shape [3]");
+  g_array_index (g->dims, int64_t, g->nodes[bad].meta.first) = 3;
+  assert_valid (g);
+}
+END_TEST
+
 START_TEST (validator_catches_negative_cost)
 {
   g_autoptr (SgGraph) g = small_graph ();
@@ -226,6 +255,7 @@ validate_suite (void)
   tcase_add_test (v, validator_catches_negative_extent);
   tcase_add_test (v, validator_catches_overflowing_shape);
   tcase_add_test (v, validator_catches_negative_cost);
+  tcase_add_test (v, validator_checks_reduction_shapes);
   tcase_add_test (v, validator_catches_strides_past_a_fresh_value);
   tcase_add_test (v, validator_catches_pointwise_shape_mismatch);
   tcase_add_test (v, validator_catches_matmul_shape_mismatch);
