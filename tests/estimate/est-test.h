@@ -84,6 +84,19 @@ est_rmtmp (const char *path)
   g_rmdir (dir);
 }
 
+/* Parses the JSON file @dir/@name (transfer full); fails the test when it
+ * cannot be read or parsed. */
+static inline cJSON *
+est_load_json (const char *dir, const char *name)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autofree char *text = NULL;
+  ck_assert_msg (g_file_get_contents (path, &text, NULL, NULL), "cannot read %s", path);
+  cJSON *root = cJSON_Parse (text);
+  ck_assert_msg (root != NULL, "%s is not JSON", path);
+  return root;
+}
+
 /* Runs every test of @s; the exit status for main(): 0 when all passed. */
 static inline int
 est_run_suite (Suite *s)

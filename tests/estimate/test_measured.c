@@ -6,17 +6,26 @@
 
 #include <math.h>
 
+/* The bf16 SDPA shape of one "attention" row of the measurements (op unset). */
+static SgShape
+attention_shape (const cJSON *r)
+{
+  return (SgShape){ .dtype = SG_DTYPE_BF16,
+                    .batch = (int64_t)cJSON_GetObjectItem (r, "batch")->valuedouble,
+                    .heads = (int64_t)cJSON_GetObjectItem (r, "heads")->valuedouble,
+                    .seq_q = (int64_t)cJSON_GetObjectItem (r, "seq_q")->valuedouble,
+                    .seq_kv = (int64_t)cJSON_GetObjectItem (r, "seq_kv")->valuedouble,
+                    .head_dim = (int64_t)cJSON_GetObjectItem (r, "head_dim")->valuedouble,
+                    .causal = cJSON_IsTrue (cJSON_GetObjectItem (r, "causal")) };
+}
+
 /* Out-of-sample: our own 2x H200 measurements (tests/estimate/measure/,
  * eager PyTorch 2.11, NCCL 2.28.9, back-to-back CUDA-event timing):
  * every bf16 mm within 15% (bmm 20%), every collective kind with a shard >= 16 MiB
  * within 25% (the small ones carry torch.distributed's own overhead). */
 START_TEST (model_matches_the_torch_measurements_on_h200)
 {
-  g_autofree char *path = g_build_filename (SG_TEST_ESTIMATE_DATA, "measure_h200x2.json", NULL);
-  g_autofree char *text = NULL;
-  ck_assert (g_file_get_contents (path, &text, NULL, NULL));
-  cJSON *root = cJSON_Parse (text);
-  ck_assert (root != NULL);
+  cJSON *root = est_load_json (SG_TEST_ESTIMATE_DATA, "measure_h200x2.json");
   SgCluster c;
   ck_assert (sg_cluster_preset ("h200-sxm", &c));
   const cJSON *r;
@@ -79,11 +88,7 @@ END_TEST
  * measurements: shapes of >= 100 GFLOP within 20%. */
 START_TEST (attention_matches_the_torch_measurements_on_h200)
 {
-  g_autofree char *path = g_build_filename (SG_TEST_ESTIMATE_DATA, "measure_h200x2.json", NULL);
-  g_autofree char *text = NULL;
-  ck_assert (g_file_get_contents (path, &text, NULL, NULL));
-  cJSON *root = cJSON_Parse (text);
-  ck_assert (root != NULL);
+  cJSON *root = est_load_json (SG_TEST_ESTIMATE_DATA, "measure_h200x2.json");
   SgCluster c;
   ck_assert (sg_cluster_preset ("h200-sxm", &c));
   static const struct {
@@ -102,13 +107,7 @@ START_TEST (attention_matches_the_torch_measurements_on_h200)
     for (size_t i = 0; i < G_N_ELEMENTS (ops); i++) {
       if (strcmp (op, ops[i].name) != 0)
         continue;
-      SgShape s = { .dtype = SG_DTYPE_BF16,
-                    .batch = (int64_t)cJSON_GetObjectItem (r, "batch")->valuedouble,
-                    .heads = (int64_t)cJSON_GetObjectItem (r, "heads")->valuedouble,
-                    .seq_q = (int64_t)cJSON_GetObjectItem (r, "seq_q")->valuedouble,
-                    .seq_kv = (int64_t)cJSON_GetObjectItem (r, "seq_kv")->valuedouble,
-                    .head_dim = (int64_t)cJSON_GetObjectItem (r, "head_dim")->valuedouble,
-                    .causal = cJSON_IsTrue (cJSON_GetObjectItem (r, "causal")) };
+      SgShape s = attention_shape (r);
       for (int bwd = 0; bwd < 2; bwd++) {
         double us = cJSON_GetObjectItem (r, bwd ? "bwd_us" : "fwd_us")->valuedouble;
         s.op = bwd ? ops[i].bwd : ops[i].fwd;
@@ -137,11 +136,7 @@ END_TEST
  * bf16 GEMMs of >= 10 GFLOP within 15%, large-shape SDPA within 20%. */
 START_TEST (h100_preset_matches_the_h100_measurements)
 {
-  g_autofree char *path = g_build_filename (SG_TEST_ESTIMATE_DATA, "measure_h100.json", NULL);
-  g_autofree char *text = NULL;
-  ck_assert (g_file_get_contents (path, &text, NULL, NULL));
-  cJSON *root = cJSON_Parse (text);
-  ck_assert (root != NULL);
+  cJSON *root = est_load_json (SG_TEST_ESTIMATE_DATA, "measure_h100.json");
   ck_assert (strstr (cJSON_GetObjectItem (root, "device")->valuestring, "H100") != NULL);
   SgCluster c;
   ck_assert (sg_cluster_preset ("h100-sxm", &c));
@@ -170,13 +165,7 @@ START_TEST (h100_preset_matches_the_h100_measurements)
     SgOpKind fwd = strcmp (op, "sdpa_flash") == 0       ? SG_OP_SDPA_FLASH
                    : strcmp (op, "sdpa_efficient") == 0 ? SG_OP_SDPA_EFFICIENT
                                                         : SG_OP_SDPA_CUDNN;
-    SgShape s = { .dtype = SG_DTYPE_BF16,
-                  .batch = (int64_t)cJSON_GetObjectItem (r, "batch")->valuedouble,
-                  .heads = (int64_t)cJSON_GetObjectItem (r, "heads")->valuedouble,
-                  .seq_q = (int64_t)cJSON_GetObjectItem (r, "seq_q")->valuedouble,
-                  .seq_kv = (int64_t)cJSON_GetObjectItem (r, "seq_kv")->valuedouble,
-                  .head_dim = (int64_t)cJSON_GetObjectItem (r, "head_dim")->valuedouble,
-                  .causal = cJSON_IsTrue (cJSON_GetObjectItem (r, "causal")) };
+    SgShape s = attention_shape (r);
     double f = 4.0 * (double)(s.batch * s.heads * s.seq_q * s.seq_kv * s.head_dim) *
                (s.causal ? 0.5 : 1.0);
     if (f < 100e9)
@@ -207,12 +196,7 @@ START_TEST (contention_defaults_match_the_interference_measurements)
   est_run (g, NULL, NULL);
   const SgCostModel *cm = sg_graph_cost_model (g);
   const SgContention *ct = sg_cost_model_contention (cm);
-  g_autofree char *path =
-    g_build_filename (SG_TEST_ESTIMATE_DATA, "interference_h200x2.json", NULL);
-  g_autofree char *text = NULL;
-  ck_assert (g_file_get_contents (path, &text, NULL, NULL));
-  cJSON *root = cJSON_Parse (text);
-  ck_assert (root != NULL);
+  cJSON *root = est_load_json (SG_TEST_ESTIMATE_DATA, "interference_h200x2.json");
   const cJSON *r;
   double extra = 0.0, overlap = 0.0, lo = 1e9, hi = 0.0;
   int waits = 0;

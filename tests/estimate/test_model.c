@@ -8,12 +8,7 @@
 static cJSON *
 load_limits (void)
 {
-  g_autofree char *path = g_build_filename (SG_TEST_DATA, "limits-h200x2.json", NULL);
-  g_autofree char *text = NULL;
-  ck_assert_msg (g_file_get_contents (path, &text, NULL, NULL), "cannot read %s", path);
-  cJSON *root = cJSON_Parse (text);
-  ck_assert (root != NULL);
-  return root;
+  return est_load_json (SG_TEST_DATA, "limits-h200x2.json");
 }
 
 /* A call_function node with raw args and meta JSON. */
