@@ -191,31 +191,21 @@ put_us (GString *s, double v)
   g_string_append (s, g_ascii_formatd (buf, sizeof buf, "%.3f", v));
 }
 
+/* a JSON array of the @n integers at @v, each int32_t or int64_t (@width) */
 static void
-put_ids (GString *s, const int32_t *v, int32_t n)
+put_int_array (GString *s, const void *v, size_t width, int32_t n)
 {
+  g_assert (width == sizeof (int32_t) || width == sizeof (int64_t));
   g_string_append_c (s, '[');
-  for (int32_t i = 0; i < n; i++)
-  {
+  for (int32_t i = 0; i < n; i++) {
     if (i)
       g_string_append_c (s, ',');
-    put_i64 (s, v[i]);
+    put_i64 (s, width == sizeof (int64_t) ? ((const int64_t *)v)[i] : ((const int32_t *)v)[i]);
   }
   g_string_append_c (s, ']');
 }
 
-static void
-put_i64s (GString *s, const int64_t *v, int32_t n)
-{
-  g_string_append_c (s, '[');
-  for (int32_t i = 0; i < n; i++)
-  {
-    if (i)
-      g_string_append_c (s, ',');
-    put_i64 (s, v[i]);
-  }
-  g_string_append_c (s, ']');
-}
+#define put_ints(s, v, n) put_int_array ((s), (v), sizeof *(v), (n))
 
 static void
 put_cjson (GString *s, const cJSON *v, const char *empty)
@@ -249,9 +239,9 @@ put_ins (GString *s, const SgPlanIns *in)
       put_str (s, in->target);
     }
     g_string_append (s, ",\"in\":");
-    put_ids (s, in->in, in->n_in);
+    put_ints (s, in->in, in->n_in);
     g_string_append (s, ",\"out\":");
-    put_ids (s, in->out, in->n_out);
+    put_ints (s, in->out, in->n_out);
     g_string_append (s, ",\"args\":");
     put_cjson (s, in->args, "[]");
     g_string_append (s, ",\"kwargs\":");
@@ -335,7 +325,7 @@ sg_plan_to_json (SgPlan *p, size_t *len)
     put_key_int (s, ",\"n_ranks\":", gr->n_ranks);
     put_key_int (s, ",\"n_instances\":", gr->n_instances);
     g_string_append (s, ",\"partition\":");
-    put_ids (s, gr->partition, gr->n_ranks * gr->n_instances);
+    put_ints (s, gr->partition, gr->n_ranks * gr->n_instances);
     g_string_append_c (s, '}');
   }
   g_string_append (s, "],\n\"buffers\":[");
@@ -360,15 +350,15 @@ sg_plan_to_json (SgPlan *p, size_t *len)
     g_string_append (s, ",\"dtype\":");
     put_str (s, sg_dtype_name (v->dtype));
     g_string_append (s, ",\"shape\":");
-    put_i64s (s, v->shape, v->ndim);
+    put_ints (s, v->shape, v->ndim);
     g_string_append (s, ",\"stride\":");
-    put_i64s (s, v->stride, v->ndim);
+    put_ints (s, v->stride, v->ndim);
     g_string_append (s, v->init == SG_INIT_INPUT ? ",\"init\":\"input\"}" : ",\"init\":\"none\"}");
   }
   g_string_append (s, "],\n\"inputs\":");
-  put_ids (s, p->inputs, p->n_inputs);
+  put_ints (s, p->inputs, p->n_inputs);
   g_string_append (s, ",\n\"outputs\":");
-  put_ids (s, p->outputs, p->n_outputs);
+  put_ints (s, p->outputs, p->n_outputs);
   g_string_append (s, ",\n\"ins\":[");
   for (int32_t i = 0; i < p->n_ins; i++) {
     g_string_append (s, i ? ",\n" : "\n");
