@@ -108,28 +108,28 @@ sg_report_print_summary (FILE *out, const char *label, const SgGraph *g, const S
   fprintf (out, "  collectives %d: %d hidden, %d partial, %d exposed; exposed %.3f us\n",
            r->n_rows, r->hidden, r->partial, r->exposed, r->exposed_us);
   fprintf (out, "  peak memory %s\n", peak);
-  /* The worst offenders, largest exposure first (ties: issue order). */
-  int32_t shown = 0;
-  g_autofree int32_t *idx = g_new (int32_t, (size_t)MAX (r->n_rows, 1));
-  for (int32_t i = 0; i < r->n_rows; i++)
-    idx[i] = i;
-  for (int32_t i = 1; i < r->n_rows; i++) {
-    int32_t v = idx[i], j = i;
-    while (j > 0 && r->rows[idx[j - 1]].exposed_us < r->rows[v].exposed_us) {
-      idx[j] = idx[j - 1];
-      j--;
+  /* The five worst offenders, largest exposure first (ties: issue order):
+   * five linear selections, so the summary stays O(n) on huge graphs. */
+  enum { SHOW = 5 };
+  int32_t picked[SHOW];
+  for (int32_t shown = 0; shown < SHOW; shown++) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < r->n_rows; i++) {
+      bool taken = false;
+      for (int32_t k = 0; k < shown; k++)
+        taken |= picked[k] == i;
+      if (!taken && r->rows[i].status != SG_EXPOSURE_HIDDEN
+          && (best < 0 || r->rows[i].exposed_us > r->rows[best].exposed_us))
+        best = i;
     }
-    idx[j] = v;
-  }
-  for (int32_t i = 0; i < r->n_rows && shown < 5; i++) {
-    const SgCollRow *row = &r->rows[idx[i]];
-    if (row->status == SG_EXPOSURE_HIDDEN)
+    if (best < 0)
       break;
+    picked[shown] = best;
+    const SgCollRow *row = &r->rows[best];
     const SgNode *n = &g->nodes[row->node];
     fprintf (out, "  %-8s %-32s %-14s group %-4s est %10.3f us exposed %10.3f us\n",
              sg_exposure_name (row->status), n->name, sg_op_name (n->kind),
              group_name (g, n->group), row->est_us, row->exposed_us);
-    shown++;
   }
 }
 

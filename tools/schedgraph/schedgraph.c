@@ -69,8 +69,10 @@ step_codegen (Run *r, GError **error)
   if (!r->cli->output)
     return true;
   g_autofree char *opts = options_text (&r->cli->cfg);
-  return sg_codegen_plan (r->g, &r->cli->cfg, &r->final, r->cli->graph_path, opts, &r->plan,
-                          error);
+  /* The file name alone: the same graph and options give the same plan
+   * bytes however the path was spelled (./a.json, /abs/a.json). */
+  g_autofree char *graph_name = g_path_get_basename (r->cli->graph_path);
+  return sg_codegen_plan (r->g, &r->cli->cfg, &r->final, graph_name, opts, &r->plan, error);
 }
 
 /* One row per step after load and validate: a graph pass or a driver step. */
