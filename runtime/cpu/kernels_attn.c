@@ -85,9 +85,9 @@ load_qkv (const KCtx *k, SdpaArgs p, SgTensor *q, SgTensor *kt, SgTensor *v, Dim
   return true;
 }
 
-/* Rows [b, h] of a 4-D tensor as a contiguous float matrix [rows, cols]. */
-static void
-load_bh (const SgTensor *t, int64_t b, int64_t h, float *dst)
+/* The 2-D view [rows, cols] of rows [b, h] of a 4-D tensor. */
+static SgTensor
+view_bh (const SgTensor *t, int64_t b, int64_t h)
 {
   SgTensor m = *t;
   m.ndim = 2;
@@ -95,18 +95,21 @@ load_bh (const SgTensor *t, int64_t b, int64_t h, float *dst)
            (b * t->stride[0] + h * t->stride[1]) * (int64_t)sg_dtype_size (t->dtype);
   m.shape[0] = t->shape[2], m.shape[1] = t->shape[3];
   m.stride[0] = t->stride[2], m.stride[1] = t->stride[3];
+  return m;
+}
+
+/* Rows [b, h] of a 4-D tensor as a contiguous float matrix [rows, cols]. */
+static void
+load_bh (const SgTensor *t, int64_t b, int64_t h, float *dst)
+{
+  SgTensor m = view_bh (t, b, h);
   sg_tensor_to_float (&m, dst);
 }
 
 static void
 store_bh (const SgTensor *t, int64_t b, int64_t h, const float *src)
 {
-  SgTensor m = *t;
-  m.ndim = 2;
-  m.data = (char *)t->data +
-           (b * t->stride[0] + h * t->stride[1]) * (int64_t)sg_dtype_size (t->dtype);
-  m.shape[0] = t->shape[2], m.shape[1] = t->shape[3];
-  m.stride[0] = t->stride[2], m.stride[1] = t->stride[3];
+  SgTensor m = view_bh (t, b, h);
   sg_tensor_from_float (&m, src);
 }
 
