@@ -294,12 +294,13 @@ START_TEST (corrupt_plans_are_rejected_with_a_clear_message)
 END_TEST
 
 /* Re-serialises @p after a broken rule so the hash matches: only the
- * validator stands between the broken plan and a backend. */
+ * validator stands between the broken plan and a backend. Frees @p. */
 static void
-expect_invalid (SgPlan *p, const char *needle)
+expect_invalid_and_free (SgPlan *p, const char *needle)
 {
   size_t len;
   g_autofree char *text = sg_plan_to_json (p, &len);
+  sg_plan_free (p);
   expect_reject (text, len, SG_PLAN_ERROR_INVALID, needle);
 }
 
@@ -308,40 +309,31 @@ START_TEST (out_of_range_indices_are_rejected_naming_the_field)
   SgPlan *p;
   p = small_plan ();
   p->ins[5].in[1] = 99;
-  expect_invalid (p, "in value 99 out of range");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "in value 99 out of range");
   p = small_plan ();
   p->ins[0].event = 7;
-  expect_invalid (p, "ins[0].event 7: out of range");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "ins[0].event 7: out of range");
   p = small_plan ();
   p->ins[6].buffer = 4;
-  expect_invalid (p, "ins[6].buffer 4: out of range");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "ins[6].buffer 4: out of range");
   p = small_plan ();
   p->ins[2].group = 1;
-  expect_invalid (p, "group 1: out of range");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "group 1: out of range");
   p = small_plan ();
   p->values[2].buffer = 9;
-  expect_invalid (p, "values[2] \"ag\".buffer 9: out of range");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "values[2] \"ag\".buffer 9: out of range");
   p = small_plan ();
   p->outputs[0] = 5;
-  expect_invalid (p, "outputs[0] = 5");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "outputs[0] = 5");
   p = small_plan ();
   p->ins[5].stream = 3;
-  expect_invalid (p, "ins[5].stream 3");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "ins[5].stream 3");
   p = small_plan (); /* sizes that would make the validator allocate gigabytes */
   p->n_events = 2000000000;
-  expect_invalid (p, "n_events 2000000000");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "n_events 2000000000");
   p = small_plan ();
   p->world_size = 2000000000;
-  expect_invalid (p, "world_size 2000000000");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "world_size 2000000000");
 }
 END_TEST
 
@@ -350,28 +342,22 @@ START_TEST (broken_stream_rules_are_rejected)
   SgPlan *p;
   p = small_plan (); /* wait before record */
   p->ins[1].event = 1;
-  expect_invalid (p, "before any RECORD");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "before any RECORD");
   p = small_plan (); /* collective on the compute stream */
   p->ins[2].stream = 0;
-  expect_invalid (p, "must run on stream 1");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "must run on stream 1");
   p = small_plan (); /* count that does not match the operands */
   p->ins[2].count = 32;
-  expect_invalid (p, "count 32");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "count 32");
   p = small_plan (); /* wait_tensor pointing at a kernel */
   p->ins[4].coll = 5;
-  expect_invalid (p, "not an earlier collective");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "not an earlier collective");
   p = small_plan (); /* collective never waited */
   p->ins[4].coll = -1;
-  expect_invalid (p, "no WAIT_EVENT waits for it");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "no WAIT_EVENT waits for it");
   p = small_plan (); /* event recorded twice */
   p->ins[3].event = 0;
-  expect_invalid (p, "recorded twice");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "recorded twice");
 }
 END_TEST
 
@@ -380,50 +366,39 @@ START_TEST (broken_memory_rules_are_rejected)
   SgPlan *p;
   p = small_plan (); /* ag's buffer dies before the wait */
   p->buffers[2].last_ins = 3;
-  expect_invalid (p, "dies at ins[3], before its wait ins[4]");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "dies at ins[3], before its wait ins[4]");
   p = small_plan (); /* y written before its buffer's lifetime starts */
   p->buffers[3].first_ins = 6;
-  expect_invalid (p, "outside its buffer 3's lifetime [6, 6]");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "outside its buffer 3's lifetime [6, 6]");
   p = small_plan (); /* freed while live */
   p->buffers[2].last_ins = 6;
-  expect_invalid (p, "live until ins[6]");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "live until ins[6]");
   p = small_plan (); /* y overlaps x while both live */
   p->buffers[3].offset = 0;
-  expect_invalid (p, "overlaps");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "overlaps");
   p = small_plan (); /* y may reuse ag's memory only after ag dies: it does not here */
   p->buffers[3].offset = 512;
-  expect_invalid (p, "overlaps");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "overlaps");
   p = small_plan (); /* misaligned */
   p->buffers[3].offset = 800;
-  expect_invalid (p, "not 256-byte aligned");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "not 256-byte aligned");
   p = small_plan (); /* outside the arena */
   p->arena_bytes = 880;
-  expect_invalid (p, "does not fit arena_bytes");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "does not fit arena_bytes");
   p = small_plan (); /* a view reaching past its buffer */
   p->values[3].offset = 2;
-  expect_invalid (p, "reach past buffers[2]");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "reach past buffers[2]");
   p = small_plan (); /* a stride whose extent overflows 64 bits */
   p->values[3].stride[1] = INT64_C (4000000000000000);
   p->values[3].shape[1] = 8000;
-  expect_invalid (p, "reach past buffers[2]");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "reach past buffers[2]");
   p = small_plan (); /* read before written */
   p->ins[5].in[1] = 4;
   p->ins[5].out[0] = 3;
-  expect_invalid (p, "before anything writes");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "before anything writes");
   p = small_plan (); /* an output that dies early */
   p->buffers[3].last_ins = 5;
-  expect_invalid (p, "not at the end");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "not at the end");
 }
 END_TEST
 
@@ -536,11 +511,9 @@ START_TEST (memory_reuse_across_streams_needs_an_event_after_the_free)
   g_autoptr (SgPlan) safe = reuse_plan (0);
   ck_assert_msg (sg_plan_validate (safe, &e), "%s", e ? e->message : "");
   SgPlan *p = reuse_plan (1);
-  expect_invalid (p, "first touches buffers[3] without waiting for the FREE");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "first touches buffers[3] without waiting for the FREE");
   p = reuse_plan (2);
-  expect_invalid (p, "buffers[1] dies at ins[1] but is never freed");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "buffers[1] dies at ins[1] but is never freed");
 }
 END_TEST
 
@@ -556,9 +529,8 @@ START_TEST (a_read_needs_an_event_after_its_write)
   p->buffers[1].last_ins = 2;
   p->buffers[2].first_ins = 2;
   p->ins[5].in[0] = 2;
-  expect_invalid (p, "ins[5] \"ar\" on stream 1 reads value \"g\" before its write (stream 0 "
-                     "step 3)");
-  sg_plan_free (p);
+  expect_invalid_and_free (p, "ins[5] \"ar\" on stream 1 reads value \"g\" before its write "
+                              "(stream 0 step 3)");
 }
 END_TEST
 
