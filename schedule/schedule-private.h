@@ -40,15 +40,30 @@ sg_sched_cost (const SgNode *n)
 }
 
 /* The engine. Collectives of one group run FIFO on the group's stream; the
- * head of each non-empty queue is running. While the compute stream is
- * busy, running collectives progress at 1/comm_slowdown and compute at
- * 1/compute_slowdown (when at least one collective runs); otherwise at 1. */
+ * head of each non-empty queue is running unless it is held (start wait,
+ * below). While the compute stream is busy, running collectives progress at
+ * 1/comm_slowdown and compute at 1/compute_slowdown (when at least one
+ * collective runs); otherwise at 1.
+ * Start wait (sw = comm_start_wait of the graph's cost model, 0 without
+ * one): a head that becomes startable while a matmul/attention kernel runs
+ * is held until that kernel has done sw of its remaining work; one that
+ * becomes startable while the compute stream is idle is held until the
+ * next engine call: the next compute kernel (work > 0) holds it the same
+ * way if it is a matmul/attention, anything else (another kernel, a stall,
+ * the drain) starts it at once. sw = 0: no hold ever. */
+enum { SG_HOLD_NONE, SG_HOLD_NEXT, SG_HOLD_KERNEL };
 typedef struct {
   const SgGraph *g;
   double cs, ms; /* compute_slowdown, comm_slowdown */
+  double sw;     /* comm_start_wait */
   double now;    /* the compute stream's clock */
   double busy_us;
-  int32_t n_groups, n_active;
+  int32_t n_groups, n_active; /* n_active: non-empty queues (held or running) */
+  int32_t n_held, n_kheld;    /* held heads; of those, held by the kernel */
+  uint8_t *hold;              /* per group: SG_HOLD_* of its head */
+  double *hold_at;            /* per group: kernel work left at which its head starts */
+  bool in_kernel, kbig;       /* a compute kernel runs; it is a matmul/attention */
+  double kleft;               /* its solo work left */
   int32_t *ghead, *gtail; /* per group: queue of row indices, -1 when empty */
   int32_t *rnext;         /* per row: next in its group's queue */
   double *rem;            /* per row: solo work left */

@@ -9,6 +9,10 @@
  * Contention is integrated piecewise, event by event: while the compute
  * stream is busy, running collectives progress at 1/comm_slowdown; while
  * any collective runs, compute progresses at 1/compute_slowdown.
+ * Start wait: a collective that becomes startable beside a running
+ * matmul/attention kernel, or right before one starts (the kernel issued
+ * after it), starts only after comm_start_wait x that kernel's remaining
+ * time (Hopper GEMMs hold every SM; docs/cost-model.md section 3).
  * Mirrors: the runtime estimate of Inductor's overlap scheduler and XLA's
  * latency-hiding scheduler's async tracker, with contention added.
  * Requires: est_us (estimate/). Invalidates: nothing (read-only).
@@ -45,8 +49,13 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   e->g = g;
   e->cs = cont && cont->compute_slowdown >= 1.0 ? cont->compute_slowdown : 1.0;
   e->ms = cont && cont->comm_slowdown >= 1.0 ? cont->comm_slowdown : 1.0;
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  double sw = cm ? sg_cost_model_comm_start_wait (cm) : 0.0;
+  e->sw = isfinite (sw) ? CLAMP (sw, 0.0, 1.0) : 0.0;
   e->n_groups = g->n_groups;
   int32_t ng = MAX (g->n_groups, 1);
+  e->hold = g_new0 (uint8_t, (size_t)ng);
+  e->hold_at = g_new0 (double, (size_t)ng);
   e->ghead = g_new (int32_t, (size_t)ng);
   e->gtail = g_new (int32_t, (size_t)ng);
   for (int32_t i = 0; i < ng; i++)
@@ -73,6 +82,8 @@ sg_eng_clear (SgSimEngine *e)
 {
   g_free (e->ghead);
   g_free (e->gtail);
+  g_free (e->hold);
+  g_free (e->hold_at);
   g_free (e->rows);
   g_free (e->rnext);
   g_free (e->rem);
@@ -81,6 +92,51 @@ sg_eng_clear (SgSimEngine *e)
   g_free (e->node_start);
   g_free (e->node_end);
   memset (e, 0, sizeof *e);
+}
+
+static void
+start_head (SgSimEngine *e, int32_t grp)
+{
+  int32_t r = e->ghead[grp];
+  e->rows[r].start_us = e->now;
+  if (e->node_start)
+    e->node_start[e->rows[r].node] = e->now;
+}
+
+/* The head of @grp became startable now: starts it, or holds it (the start
+ * wait rule, schedule-private.h). */
+static void
+head_ready (SgSimEngine *e, int32_t grp)
+{
+  if (e->sw > 0.0 && !e->in_kernel) {
+    e->hold[grp] = SG_HOLD_NEXT;
+    e->n_held++;
+  } else if (e->sw > 0.0 && e->kbig && e->kleft > 0.0) {
+    e->hold[grp] = SG_HOLD_KERNEL;
+    e->hold_at[grp] = e->kleft * (1.0 - e->sw);
+    e->n_held++;
+    e->n_kheld++;
+  } else {
+    start_head (e, grp);
+  }
+}
+
+static void
+release (SgSimEngine *e, int32_t grp)
+{
+  e->n_held--;
+  e->n_kheld -= e->hold[grp] == SG_HOLD_KERNEL;
+  e->hold[grp] = SG_HOLD_NONE;
+  start_head (e, grp);
+}
+
+/* Releases every head held with @kind. */
+static void
+release_all (SgSimEngine *e, uint8_t kind)
+{
+  for (int32_t grp = 0; grp < e->n_groups && e->n_held > 0; grp++)
+    if (e->hold[grp] == kind)
+      release (e, grp);
 }
 
 static void
@@ -97,10 +153,7 @@ finish_head (SgSimEngine *e, int32_t grp)
     e->gtail[grp] = -1;
     e->n_active--;
   } else {
-    int32_t nx = e->ghead[grp];
-    e->rows[nx].start_us = e->now;
-    if (e->node_start)
-      e->node_start[e->rows[nx].node] = e->now;
+    head_ready (e, grp);
   }
   if (e->on_finish)
     e->on_finish (e->ud, e->rows[r].node);
@@ -111,28 +164,40 @@ static void
 settle (SgSimEngine *e)
 {
   for (int32_t grp = 0; grp < e->n_groups; grp++)
-    while (e->ghead[grp] >= 0 && e->rem[e->ghead[grp]] <= REM_EPS)
+    while (e->ghead[grp] >= 0 && !e->hold[grp] && e->rem[e->ghead[grp]] <= REM_EPS)
       finish_head (e, grp);
 }
 
 /* Advances time by at most @max_dt (INFINITY: to the next collective end).
- * @busy: the compute stream runs @hider meanwhile. Sets *dt; returns true
- * when the step ended because @max_dt ran out (not on a collective end). */
+ * @busy: the compute stream runs kernel @hider meanwhile (then @max_dt is
+ * the kernel's end, kleft x its rate, and kleft goes down). Sets *dt;
+ * returns true when the step ended because @max_dt ran out (not on a
+ * collective end or a held collective's start). */
 static bool
 step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
 {
   settle (e);
-  if (e->n_active == 0) {
+  if (!busy && e->n_held > 0) {
+    /* time passes with the compute stream idle: nothing holds the SMs */
+    release_all (e, SG_HOLD_NEXT);
+    release_all (e, SG_HOLD_KERNEL);
+    settle (e);
+  }
+  int32_t running = e->n_active - e->n_held;
+  if (running == 0 && !(busy && e->n_kheld > 0)) {
     *dt = max_dt;
     e->now += isfinite (max_dt) ? max_dt : 0.0;
+    if (busy)
+      e->kleft = 0.0;
     return true;
   }
   double slow = busy ? e->ms : 1.0;
+  double crate = running > 0 ? e->cs : 1.0; /* wall time per unit of kernel work */
   double best = max_dt;
   int32_t who = -1;
   for (int32_t grp = 0; grp < e->n_groups; grp++) {
     int32_t h = e->ghead[grp];
-    if (h < 0)
+    if (h < 0 || e->hold[grp])
       continue;
     double t = e->rem[h] * slow;
     if (t < best) {
@@ -140,10 +205,23 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
       who = grp;
     }
   }
+  int32_t rel = -1;
+  if (busy && e->n_kheld > 0) {
+    for (int32_t grp = 0; grp < e->n_groups; grp++) {
+      if (e->hold[grp] != SG_HOLD_KERNEL)
+        continue;
+      double t = MAX (e->kleft - e->hold_at[grp], 0.0) * crate;
+      if (t < best) {
+        best = t;
+        who = -1;
+        rel = grp;
+      }
+    }
+  }
   bool hides = busy && best > 0.0 && hider != SG_NO_NODE;
   for (int32_t grp = 0; grp < e->n_groups; grp++) {
     int32_t h = e->ghead[grp];
-    if (h < 0)
+    if (h < 0 || e->hold[grp])
       continue;
     e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / slow;
     if (hides) {
@@ -159,6 +237,17 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
   }
   e->now += best;
   *dt = best;
+  if (busy)
+    e->kleft -= best / crate;
+  if (rel >= 0) {
+    /* that head and every other whose point is reached (ties) start now */
+    for (int32_t grp = 0; grp < e->n_groups; grp++)
+      if (e->hold[grp] == SG_HOLD_KERNEL
+          && (grp == rel || e->kleft - e->hold_at[grp] <= REM_EPS * (1.0 + e->kleft)))
+        release (e, grp);
+    settle (e);
+    return false;
+  }
   if (who >= 0) {
     finish_head (e, who);
     settle (e);
@@ -187,9 +276,7 @@ sg_eng_issue (SgSimEngine *e, SgNodeId c)
   if (e->gtail[grp] < 0) {
     e->ghead[grp] = e->gtail[grp] = r;
     e->n_active++;
-    row->start_us = e->now;
-    if (e->node_start)
-      e->node_start[c] = e->now;
+    head_ready (e, grp);
   } else {
     e->rnext[e->gtail[grp]] = r;
     e->gtail[grp] = r;
@@ -204,19 +291,44 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
   double t0 = e->now;
   if (e->node_start)
     e->node_start[x] = t0;
-  double left = work;
-  while (left > 0.0) {
+  SgOpClass kc = sg_op_class (e->g->nodes[x].kind);
+  bool big = kc == SG_CLASS_MATMUL || kc == SG_CLASS_ATTENTION;
+  if (work > 0.0 && e->n_held > 0) {
+    /* heads held for the next kernel: this one */
+    for (int32_t grp = 0; grp < e->n_groups; grp++) {
+      if (e->hold[grp] != SG_HOLD_NEXT)
+        continue;
+      if (big) {
+        e->hold[grp] = SG_HOLD_KERNEL;
+        e->hold_at[grp] = work * (1.0 - e->sw);
+        e->n_kheld++;
+      } else {
+        release (e, grp);
+      }
+    }
+  }
+  e->in_kernel = true;
+  e->kbig = big;
+  e->kleft = work;
+  while (e->kleft > 0.0) {
     settle (e);
-    if (e->n_active == 0) {
-      e->now += left;
+    if (e->n_active - e->n_held == 0 && e->n_kheld == 0) {
+      e->now += e->kleft;
       break;
     }
     double dt;
-    if (step (e, true, left * e->cs, x, &dt))
+    double crate = e->n_active - e->n_held > 0 ? e->cs : 1.0;
+    if (step (e, true, e->kleft * crate, x, &dt))
       break;
-    left -= dt / e->cs;
-    if (left <= REM_EPS * work)
+    if (e->kleft <= REM_EPS * work)
       break;
+  }
+  e->in_kernel = false;
+  e->kleft = 0.0;
+  /* the kernel ended: what it held starts now */
+  if (e->n_kheld > 0) {
+    release_all (e, SG_HOLD_KERNEL);
+    settle (e);
   }
   e->busy_us += e->now - t0;
   if (e->node_end)

@@ -93,8 +93,10 @@ END_TEST
 START_TEST (hidden_gathers_stay_apart_when_a_merge_only_adds_copies)
 {
   /* behind 5 ms of compute both are hidden: a bucket would save nothing
-   * and add a pack and two unpacks to the compute stream */
+   * and add a pack and two unpacks to the compute stream (comm_start_wait
+   * 0: the gathers start beside the GEMM instead of waiting for its end) */
   g_autoptr (SgGraph) g = two_gathers (5000.0);
+  g->cluster_json = g_strdup ("{\"comm_start_wait\": 0}");
   SgConfig cfg;
   estimate (g, &cfg);
   run_pass (g, &cfg);

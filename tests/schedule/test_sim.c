@@ -203,6 +203,186 @@ START_TEST (collectives_on_two_groups_overlap)
 }
 END_TEST
 
+/* --- start wait (comm_start_wait) ----------------------------------------- */
+
+/* x, w -> ag(w, 50 us) -> wt; "k" = x.x (a GEMM) or x+x (pointwise), 100
+ * us; mm1 = x.wt, 30 us. Costs are cost_us overrides; the estimate pass
+ * runs with a graph cluster that sets comm_start_wait to @sw. */
+static SgGraph *
+start_wait_graph (double sw, bool gemm)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 64, 64);
+  tb_input (g, "w", "bfloat16", 2, 32, 64);
+  tb_cost (g, tb_all_gather (g, "ag", "w", "0"), 50);
+  tb_wait (g, "wt", "ag");
+  tb_cost (g, tb_mm (g, "mm1", "x", "wt"), 30);
+  tb_cost (g, gemm ? tb_mm (g, "k", "x", "x") : tb_pointwise (g, "k", "aten.add.Tensor", "x", "x"),
+           100);
+  tb_output (g, 2, "k", "mm1");
+  g->cluster_json = g_strdup_printf ("{\"comm_start_wait\": %g}", sw);
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  GError *err = NULL;
+  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
+  ck_assert_double_eq (sg_cost_model_comm_start_wait (sg_graph_cost_model (g)), sw);
+  return g;
+}
+
+START_TEST (collective_issued_before_a_gemm_waits_for_its_end)
+{
+  g_autoptr (SgGraph) g = start_wait_graph (1.0, true);
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "k", "wt", "mm1", "output");
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &no_contention, &r, NULL));
+  /* k 0..100 holds the SMs: ag 100..150, wt stalls 50, mm1 150..180 */
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->issue_us, 0, 1e-9);
+  ck_assert_double_eq_tol (ag->start_us, 100, 1e-9);
+  ck_assert_double_eq_tol (ag->end_us, 150, 1e-9);
+  ck_assert_double_eq_tol (ag->exposed_us, 50, 1e-9);
+  ck_assert_double_eq_tol (ag->overlap_us, 0, 1e-9);
+  ck_assert_int_eq (ag->status, SG_EXPOSURE_EXPOSED);
+  ck_assert_double_eq_tol (r.node_start[id_of (g, "ag")], 100, 1e-9);
+  ck_assert_double_eq_tol (r.node_start[id_of (g, "mm1")], 150, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 180, 1e-9);
+  ck_assert_double_eq_tol (r.compute_busy_us, 130, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (collective_issued_before_a_pointwise_op_starts_at_once)
+{
+  g_autoptr (SgGraph) g = start_wait_graph (1.0, false);
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "k", "wt", "mm1", "output");
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &no_contention, &r, NULL));
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->start_us, 0, 1e-9);
+  ck_assert_double_eq_tol (ag->end_us, 50, 1e-9);
+  ck_assert_double_eq_tol (ag->exposed_us, 0, 1e-9);
+  ck_assert_int_eq (ag->status, SG_EXPOSURE_HIDDEN);
+  ck_assert_int_eq (ag->hidden_by, id_of (g, "k"));
+  ck_assert_double_eq_tol (r.step_us, 130, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (partial_start_wait_delays_by_that_fraction_of_the_gemm)
+{
+  g_autoptr (SgGraph) g = start_wait_graph (0.25, true);
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "k", "wt", "mm1", "output");
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &no_contention, &r, NULL));
+  /* starts after 25 of k's 100 us, ends at 75 beside k: hidden */
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->start_us, 25, 1e-9);
+  ck_assert_double_eq_tol (ag->end_us, 75, 1e-9);
+  ck_assert_double_eq_tol (ag->overlap_us, 50, 1e-9);
+  ck_assert_int_eq (ag->status, SG_EXPOSURE_HIDDEN);
+  ck_assert_double_eq_tol (r.step_us, 130, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (zero_start_wait_gives_the_old_timeline)
+{
+  /* the timeline of independent_mm_before_wait_hides_collective and of
+   * contention_is_integrated_piecewise, with the cost model attached */
+  g_autoptr (SgGraph) g = start_wait_graph (0.0, true);
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "k", "wt", "mm1", "output");
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &no_contention, &r, NULL));
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->start_us, 0, 1e-9);
+  ck_assert_double_eq_tol (ag->end_us, 50, 1e-9);
+  ck_assert_double_eq_tol (ag->exposed_us, 0, 1e-9);
+  ck_assert_int_eq (ag->hidden_by, id_of (g, "k"));
+  ck_assert_double_eq_tol (r.step_us, 130, 1e-9);
+  sg_sim_result_clear (&r);
+  SgContention c = { 2.0, 2.0 };
+  ck_assert (sg_simulate_with (g, o, &c, &r, NULL));
+  ck_assert_double_eq_tol (row_of (&r, g, "ag")->end_us, 100, 1e-9);
+  ck_assert_double_eq_tol (r.node_end[id_of (g, "k")], 150, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 180, 1e-9);
+  ck_assert_double_eq_tol (r.compute_busy_us, 180, 1e-9);
+  sg_sim_result_clear (&r);
+  /* and the same timeline, node by node, as a graph without a cost model */
+  g_autoptr (SgGraph) bare = hide_graph (50, 100, 30);
+  g_autofree SgNodeId *ob = order_of (bare, 7, "x", "w", "ag", "mm0", "wt", "mm1", "output");
+  SgSimResult a, b;
+  ck_assert (sg_simulate_with (g, o, &c, &a, NULL));
+  ck_assert (sg_simulate_with (bare, ob, &c, &b, NULL));
+  for (int32_t p = 0; p < 7; p++) {
+    ck_assert_double_eq (a.node_start[o[p]], b.node_start[ob[p]]);
+    ck_assert_double_eq (a.node_end[o[p]], b.node_end[ob[p]]);
+  }
+  ck_assert_double_eq (a.step_us, b.step_us);
+  sg_sim_result_clear (&a);
+  sg_sim_result_clear (&b);
+}
+END_TEST
+
+/* ag1, ag2 on one group (10 us each), then pointwise p (5 us) and GEMM mm
+ * (100 us): ag1 runs 0..10 beside p and mm; ag2 becomes startable at 10
+ * while mm runs with 95 us left. */
+static SgGraph *
+queued_graph (double sw)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "a", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 64, 64);
+  tb_input (g, "w1", "bfloat16", 2, 32, 64);
+  tb_input (g, "w2", "bfloat16", 2, 32, 64);
+  tb_cost (g, tb_all_gather (g, "ag1", "w1", "a"), 10);
+  tb_cost (g, tb_all_gather (g, "ag2", "w2", "a"), 10);
+  tb_cost (g, tb_pointwise (g, "p", "aten.relu.default", "x", NULL), 5);
+  tb_cost (g, tb_mm (g, "mm", "x", "x"), 100);
+  tb_wait (g, "wt1", "ag1");
+  tb_wait (g, "wt2", "ag2");
+  tb_cost (g, tb_pointwise (g, "sum", "aten.add.Tensor", "wt1", "wt2"), 5);
+  tb_output (g, 3, "p", "mm", "sum");
+  g->cluster_json = g_strdup_printf ("{\"comm_start_wait\": %g}", sw);
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  ck_assert (sg_estimate_costs (g, &cfg, NULL));
+  return g;
+}
+
+START_TEST (collective_queued_behind_another_waits_for_the_running_gemm)
+{
+  const double sw[] = { 1.0, 0.5, 0.0 };
+  const double start[] = { 105, 57.5, 10 }; /* 10 + sw x 95 */
+  for (int i = 0; i < 3; i++) {
+    g_autoptr (SgGraph) g = queued_graph (sw[i]);
+    SgSimResult r;
+    ck_assert (sg_simulate_with (g, NULL, &no_contention, &r, NULL));
+    ck_assert_double_eq_tol (row_of (&r, g, "ag1")->start_us, 0, 1e-9);
+    ck_assert_double_eq_tol (row_of (&r, g, "ag1")->end_us, 10, 1e-9);
+    ck_assert_double_eq_tol (row_of (&r, g, "ag2")->start_us, start[i], 1e-9);
+    ck_assert_double_eq_tol (row_of (&r, g, "ag2")->end_us, start[i] + 10, 1e-9);
+    ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 105, 1e-9);
+    /* the wait on ag2 stalls only when it ends after mm */
+    ck_assert_double_eq_tol (r.step_us, MAX (105, start[i] + 10) + 5, 1e-9);
+    sg_sim_result_clear (&r);
+  }
+}
+END_TEST
+
+START_TEST (held_collective_starts_when_the_compute_stream_stalls)
+{
+  /* issued, then waited on at once: the stall frees the SMs, no delay */
+  g_autoptr (SgGraph) g = start_wait_graph (1.0, true);
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, NULL, &no_contention, &r, NULL));
+  ck_assert_double_eq_tol (row_of (&r, g, "ag")->start_us, 0, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "ag")->exposed_us, 50, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 180, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
 START_TEST (order_with_input_after_user_is_rejected_naming_it)
 {
   g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
@@ -318,6 +498,12 @@ sim_suite (void)
   tcase_add_test (tc, contention_is_integrated_piecewise);
   tcase_add_test (tc, collectives_on_one_group_serialise);
   tcase_add_test (tc, collectives_on_two_groups_overlap);
+  tcase_add_test (tc, collective_issued_before_a_gemm_waits_for_its_end);
+  tcase_add_test (tc, collective_issued_before_a_pointwise_op_starts_at_once);
+  tcase_add_test (tc, partial_start_wait_delays_by_that_fraction_of_the_gemm);
+  tcase_add_test (tc, zero_start_wait_gives_the_old_timeline);
+  tcase_add_test (tc, collective_queued_behind_another_waits_for_the_running_gemm);
+  tcase_add_test (tc, held_collective_starts_when_the_compute_stream_stalls);
   tcase_add_test (tc, order_with_input_after_user_is_rejected_naming_it);
   tcase_add_test (tc, missing_costs_are_an_error);
   tcase_add_test (tc, order_files_name_the_first_bad_node);
