@@ -14,24 +14,13 @@
 # (tests/codegen/bench_codegen). arena/peak compares the planned arena with
 # the largest sum of live buffers at any instruction (a lower bound for any
 # placement); arena/sum with no reuse at all.
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-bench-codegen}
-shift || true
-sizes=("$@")
-[ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000)
-
-if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" "$root" --buildtype=release -Dcuda=disabled >/dev/null
-fi
-ninja -C "$build" tests/codegen/bench_codegen tools/graphgen/graphgen >/dev/null
+. "$(dirname "$0")/common.sh"
+bench_args build-bench-codegen "10000 100000" "$@"
+bench_build -Dcuda=disabled -- tests/codegen/bench_codegen tools/graphgen/graphgen
 bench=$build/tests/codegen/bench_codegen
 gen=$build/tools/graphgen/graphgen
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+bench_machine
 echo
 echo "| graph | nodes | ins | buffers | plan MB | codegen ms | of which memplan ms | to_json ms | load ms | arena MiB | arena/peak | arena/sum |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

@@ -14,22 +14,11 @@
 # collective and 4 op entries (so every matmul/collective/pointwise node
 # goes through a profile lookup). Load time is not counted. Prints a
 # markdown table. Target: 1,000,000 nodes <= 0.5 s.
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-bench-estimate}
-shift || true
-sizes=("$@")
-[ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000)
-
-if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" "$root" --buildtype=release -Dcuda=disabled >/dev/null
-fi
-ninja -C "$build" tools/graphgen/graphgen tests/estimate/bench_estimate >/dev/null
+. "$(dirname "$0")/common.sh"
+bench_args build-bench-estimate "10000 100000 1000000" "$@"
+bench_build -Dcuda=disabled -- tools/graphgen/graphgen tests/estimate/bench_estimate
 gen=$build/tools/graphgen/graphgen
 bench=$build/tests/estimate/bench_estimate
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 
 # A profile for world 8: GEMMs over a range of sizes, all_gather /
 # reduce_scatter / all_reduce over groups of 2, 4 and 8, four pointwise ops.
@@ -48,7 +37,7 @@ json.dump({"format": "schedgraph.profile", "version": 1, "device": "synthetic (t
            "world_size": 8, "gemm": gemm, "collectives": coll, "ops": ops}, open(sys.argv[1], "w"))
 PY
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+bench_machine
 echo
 echo "| layout | nodes | model best ms | model median ms | model cpu ms | ns/node | profile best ms | profile median ms | profile cpu ms | ns/node | from profile |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

@@ -15,27 +15,16 @@
 # byte-identical (cmp). Prints a markdown table. Target: 1M nodes in a few
 # seconds with memory that does not grow with the graph beyond a few hundred
 # bytes per layer.
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-bench}
-shift || true
-sizes=("$@")
-[ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000)
-
-if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" "$root" --buildtype=release -Dtests=disabled -Dcuda=disabled >/dev/null
-fi
-ninja -C "$build" tools/graphgen/graphgen >/dev/null
+. "$(dirname "$0")/common.sh"
+bench_args build-bench "10000 100000 1000000" "$@"
+bench_build -Dtests=disabled -Dcuda=disabled -- tools/graphgen/graphgen
 gen=$build/tools/graphgen/graphgen
-[ -x /usr/bin/time ] || { echo "bench_graphgen.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
-
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+bench_need_time
 
 model="--hidden 4096 --ffn 11008 --heads 32 --seq 4096"
 layouts=("fsdp8|--dp 8" "fsdp2_tp4_sp|--dp 2 --tp 4" "fsdp2_tp4_ar|--dp 2 --tp 4 --tp-mode allreduce")
 
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+bench_machine
 echo
 echo "| layout | target | layers | nodes | collectives | file MB | best wall s | MB/s | peak RSS MB | identical |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"

@@ -10,25 +10,14 @@
 # NODES nodes; `schedgraph --stop-after=validate` loads and validates it
 # (best of 3 runs for time; peak RSS from /usr/bin/time -v). Prints a
 # markdown table. Targets: 100k <= 0.5 s, 1M <= 5 s, RSS <= 1.5 KB/node.
-set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-$root/build-bench}
-shift || true
-sizes=("$@")
-[ ${#sizes[@]} -gt 0 ] || sizes=(10000 100000 1000000)
-
-if [ ! -f "$build/build.ninja" ]; then
-  meson setup "$build" "$root" --buildtype=release -Dtests=disabled -Dcuda=disabled >/dev/null
-fi
-ninja -C "$build" tools/schedgraph/schedgraph tools/graphgen/graphgen >/dev/null
+. "$(dirname "$0")/common.sh"
+bench_args build-bench "10000 100000 1000000" "$@"
+bench_build -Dtests=disabled -Dcuda=disabled -- tools/schedgraph/schedgraph tools/graphgen/graphgen
 sg=$build/tools/schedgraph/schedgraph
 gen=$build/tools/graphgen/graphgen
-[ -x /usr/bin/time ] || { echo "bench_load.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+bench_need_time
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+bench_machine
 echo
 echo "| nodes | file MB | load ms | validate ms | load+validate s | wall s | peak RSS MB | RSS B/node |"
 echo "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

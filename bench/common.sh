@@ -1,0 +1,50 @@
+# bench/common.sh: the preamble of the bench_*.sh scripts that build this
+# tree and time graphs of several sizes. Sourced, not run:
+#   . "$(dirname "$0")/common.sh"
+# It sets `root` (the repository), `tmp` (a directory removed on exit) and
+# strict mode, and defines the functions below.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# bench_args DEFAULT_BUILD "DEFAULT_SIZES" [BUILD_DIR [NODES...]]: sets
+# `build` (BUILD_DIR, else $root/DEFAULT_BUILD) and the array `sizes`
+# (NODES, else the words of DEFAULT_SIZES).
+bench_args () {
+  local def_build=$1 def_sizes=$2
+  shift 2
+  build=${1:-$root/$def_build}
+  shift || true
+  sizes=("$@")
+  [ ${#sizes[@]} -gt 0 ] || read -r -a sizes <<<"$def_sizes"
+}
+
+# bench_build [MESON_OPTION...] -- TARGET...: configures $build with
+# buildtype=release and the options when it has no build.ninja yet, then
+# builds the targets (quietly).
+bench_build () {
+  local opts=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do
+    opts+=("$1")
+    shift
+  done
+  shift
+  if [ ! -f "$build/build.ninja" ]; then
+    meson setup "$build" "$root" --buildtype=release "${opts[@]}" >/dev/null
+  fi
+  ninja -C "$build" "$@" >/dev/null
+}
+
+# bench_need_time: stops the script unless GNU time is there (peak RSS).
+bench_need_time () {
+  [ -x /usr/bin/time ] || {
+    echo "$(basename "$0"): needs /usr/bin/time (apt-get install time)" >&2
+    exit 1
+  }
+}
+
+# bench_machine: the "machine:" line each RESULTS.md section starts with.
+bench_machine () {
+  echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+}
