@@ -48,17 +48,30 @@ ins_new (SgInsKind kind, int32_t stream)
   return in;
 }
 
-/* x[8,16] (input), w[4,16] (input shard); ag = all_gather(w) [8,16];
- * y = mm(x, t(ag)) [8,8]; output y.
- * 0 RECORD e0 s0; 1 WAIT e0 s1; 2 COLL ag s1; 3 RECORD e1 s1; 4 WAIT e1 s0 coll 2;
- * 5 KERNEL mm; 6 FREE ag's buffer. */
+/* A collective on stream 1 over group 0 reading value @in, writing @out. */
+static SgPlanIns
+coll_new (const char *name, SgOpKind op, int32_t in, int32_t out, SgDtype dtype, int64_t count)
+{
+  SgPlanIns c = ins_new (SG_INS_COLLECTIVE, 1);
+  c.name = g_strdup (name);
+  c.op = op;
+  c.in = ids (1, in);
+  c.n_in = 1;
+  c.out = ids (1, out);
+  c.n_out = 1;
+  c.group = 0;
+  c.dtype = dtype;
+  c.count = count;
+  return c;
+}
+
+/* An empty world-2 plan: group "0" over ranks 0 and 1, two streams, two
+ * events. */
 static SgPlan *
-small_plan (void)
+two_rank_plan (void)
 {
   SgPlan *p = sg_plan_new ();
   p->world_size = 2;
-  p->graph = g_strdup ("small \"test\"\n");
-  p->options = g_strdup ("reorder=1 bucket=1");
   p->n_groups = 1;
   p->groups = g_new0 (SgPlanGroup, 1);
   p->groups[0].name = g_strdup ("0");
@@ -67,6 +80,19 @@ small_plan (void)
   p->groups[0].partition = ids (2, 0, 1);
   p->n_streams = 2;
   p->n_events = 2;
+  return p;
+}
+
+/* x[8,16] (input), w[4,16] (input shard); ag = all_gather(w) [8,16];
+ * y = mm(x, t(ag)) [8,8]; output y.
+ * 0 RECORD e0 s0; 1 WAIT e0 s1; 2 COLL ag s1; 3 RECORD e1 s1; 4 WAIT e1 s0 coll 2;
+ * 5 KERNEL mm; 6 FREE ag's buffer. */
+static SgPlan *
+small_plan (void)
+{
+  SgPlan *p = two_rank_plan ();
+  p->graph = g_strdup ("small \"test\"\n");
+  p->options = g_strdup ("reorder=1 bucket=1");
   p->n_buffers = 4;
   p->buffers = g_new0 (SgPlanBuffer, 4);
   p->buffers[0] = (SgPlanBuffer){ 0, 256, 0, 6 };   /* x bf16 8x16 */
@@ -94,16 +120,7 @@ small_plan (void)
   p->ins[1] = ins_new (SG_INS_WAIT_EVENT, 1);
   p->ins[1].event = 0;
   SgPlanIns *c = &p->ins[2];
-  *c = ins_new (SG_INS_COLLECTIVE, 1);
-  c->name = g_strdup ("ag");
-  c->op = SG_OP_ALL_GATHER;
-  c->in = ids (1, 1);
-  c->n_in = 1;
-  c->out = ids (1, 2);
-  c->n_out = 1;
-  c->group = 0;
-  c->dtype = SG_DTYPE_BF16;
-  c->count = 64;
+  *c = coll_new ("ag", SG_OP_ALL_GATHER, 1, 2, SG_DTYPE_BF16, 64);
   c->members = g_new0 (char *, 2);
   c->members[0] = g_strdup ("ag");
   c->n_members = 1;
@@ -409,16 +426,7 @@ END_TEST
 static SgPlan *
 reuse_plan (int variant)
 {
-  SgPlan *p = sg_plan_new ();
-  p->world_size = 2;
-  p->n_groups = 1;
-  p->groups = g_new0 (SgPlanGroup, 1);
-  p->groups[0].name = g_strdup ("0");
-  p->groups[0].n_ranks = 2;
-  p->groups[0].n_instances = 1;
-  p->groups[0].partition = ids (2, 0, 1);
-  p->n_streams = 2;
-  p->n_events = 2;
+  SgPlan *p = two_rank_plan ();
   p->n_values = 5;
   p->values = g_new0 (SgPlanValue, 5);
   const char *names[] = { "x", "h", "g", "o", "y" };
@@ -469,16 +477,7 @@ reuse_plan (int variant)
   p->ins[n++].event = 0;
   at[2] = n;
   SgPlanIns *c = &p->ins[n++];
-  *c = ins_new (SG_INS_COLLECTIVE, 1);
-  c->name = g_strdup ("ar");
-  c->op = SG_OP_ALL_REDUCE;
-  c->in = ids (1, 0);
-  c->n_in = 1;
-  c->out = ids (1, 3);
-  c->n_out = 1;
-  c->group = 0;
-  c->dtype = SG_DTYPE_F32;
-  c->count = 8;
+  *c = coll_new ("ar", SG_OP_ALL_REDUCE, 0, 3, SG_DTYPE_F32, 8);
   c->reduce = SG_REDUCE_SUM;
   p->ins[n] = ins_new (SG_INS_RECORD, 1);
   p->ins[n++].event = 1;
