@@ -192,17 +192,25 @@ check_plan (const SgGraph *g, const SgSimResult *pred, const char *what)
   sg_plan_free (q);
 }
 
+/* Simulates @g in its current order and checks the plan lowered with
+ * those predictions. */
+static void
+check_simulated_plan (const SgGraph *g, const char *what)
+{
+  SgSimResult sim = { 0 };
+  g_autoptr (GError) e = NULL;
+  ck_assert_msg (sg_simulate (g, NULL, &sim, &e), "%s: %s", what, e ? e->message : "");
+  check_plan (g, &sim, what);
+  sg_sim_result_clear (&sim);
+}
+
 START_TEST (sample_plans_in_input_order)
 {
   g_autoptr (SgGraph) g = load_estimated (samples[_i]);
   g_autofree char *nopred = g_strdup_printf ("%s input-order no-pred", samples[_i]);
   check_plan (g, NULL, nopred);
-  SgSimResult sim = { 0 };
-  g_autoptr (GError) e = NULL;
-  ck_assert_msg (sg_simulate (g, NULL, &sim, &e), "%s", e ? e->message : "");
   g_autofree char *what = g_strdup_printf ("%s input-order", samples[_i]);
-  check_plan (g, &sim, what);
-  sg_sim_result_clear (&sim);
+  check_simulated_plan (g, what);
 }
 END_TEST
 
@@ -213,11 +221,8 @@ START_TEST (sample_plans_after_scheduling)
   sg_config_init (&cfg);
   g_autoptr (GError) e = NULL;
   ck_assert_msg (sg_schedule_reorder (g, &cfg, &e), "%s", e ? e->message : "");
-  SgSimResult sim = { 0 };
-  ck_assert_msg (sg_simulate (g, NULL, &sim, &e), "%s", e ? e->message : "");
   g_autofree char *what = g_strdup_printf ("%s scheduled", samples[_i]);
-  check_plan (g, &sim, what);
-  sg_sim_result_clear (&sim);
+  check_simulated_plan (g, what);
 }
 END_TEST
 
