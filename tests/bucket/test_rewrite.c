@@ -78,6 +78,19 @@ apply_one (SgGraph *g, const char *a, const char *b)
   ck_assert_msg (sg_bucket_apply (g, &spec, 1, &error), "%s", error ? error->message : "");
 }
 
+/* Applies the bucket {@a, @b}, which must be refused; returns the error
+ * (transfer full). */
+static GError *
+refuse_one (SgGraph *g, const char *a, const char *b)
+{
+  SgNodeId m[2] = { id_of (g, a), id_of (g, b) };
+  SgBucketSpec spec = { m, 2 };
+  GError *error = NULL;
+  ck_assert_msg (!sg_bucket_apply (g, &spec, 1, &error), "{%s, %s} was not refused", a, b);
+  ck_assert (error != NULL);
+  return error;
+}
+
 START_TEST (all_gather_bucket_packs_gathers_and_unpacks_rank_major)
 {
   g_autoptr (SgGraph) g = fsdp_graph ();
@@ -216,10 +229,7 @@ START_TEST (bucket_whose_input_needs_a_members_wait_is_a_cycle)
   tb_all_gather (g, "ag2", "h", "0");
   tb_wait (g, "ag2_w", "ag2");
   tb_output (g, 1, "ag2_w");
-  SgNodeId m[2] = { id_of (g, "ag1"), id_of (g, "ag2") };
-  SgBucketSpec spec = { m, 2 };
-  GError *error = NULL;
-  ck_assert (!sg_bucket_apply (g, &spec, 1, &error));
+  GError *error = refuse_one (g, "ag1", "ag2");
   ck_assert (g_error_matches (error, SG_BUCKET_ERROR, SG_BUCKET_ERROR_CYCLE));
   g_error_free (error);
 }
@@ -236,10 +246,7 @@ START_TEST (members_of_different_groups_are_refused)
   tb_all_reduce (g, "ar2", "x", "b");
   tb_wait (g, "ar2_w", "ar2");
   tb_output (g, 2, "ar1_w", "ar2_w");
-  SgNodeId m[2] = { id_of (g, "ar1"), id_of (g, "ar2") };
-  SgBucketSpec spec = { m, 2 };
-  GError *error = NULL;
-  ck_assert (!sg_bucket_apply (g, &spec, 1, &error));
+  GError *error = refuse_one (g, "ar1", "ar2");
   ck_assert (g_error_matches (error, SG_BUCKET_ERROR, SG_BUCKET_ERROR_LAYOUT));
   ck_assert_ptr_nonnull (strstr (error->message, "'ar2'"));
   g_error_free (error);
@@ -258,10 +265,7 @@ START_TEST (member_read_by_more_than_its_wait_is_refused)
   tb_all_gather (h, "ag2", "w1", "0");
   tb_wait (h, "ag2_w", "ag2");
   tb_output (h, 3, "ag1_w", "ag1_w2", "ag2_w");
-  SgNodeId m[2] = { id_of (h, "ag1"), id_of (h, "ag2") };
-  SgBucketSpec spec = { m, 2 };
-  GError *error = NULL;
-  ck_assert (!sg_bucket_apply (h, &spec, 1, &error));
+  GError *error = refuse_one (h, "ag1", "ag2");
   ck_assert_ptr_nonnull (strstr (error->message, "'ag1'"));
   g_clear_error (&error);
   /* a single-member bucket is refused too */
@@ -288,10 +292,7 @@ START_TEST (implicit_edges_of_members_move_to_the_bucket)
    * closes a cycle */
   g_autoptr (SgGraph) copy = sg_graph_copy (g);
   ck_assert_uint_eq (copy->implicit_edges->len, G_N_ELEMENTS (e));
-  SgNodeId m[2] = { id_of (copy, "ag1"), id_of (copy, "ag2") };
-  SgBucketSpec spec = { m, 2 };
-  GError *error = NULL;
-  ck_assert (!sg_bucket_apply (copy, &spec, 1, &error));
+  GError *error = refuse_one (copy, "ag1", "ag2");
   ck_assert (g_error_matches (error, SG_BUCKET_ERROR, SG_BUCKET_ERROR_CYCLE));
   g_clear_error (&error);
   /* without it the merge is fine: the other edge moves to the bucket, the
