@@ -97,7 +97,7 @@ typedef struct {
   SgNodeId *stack;
   SgNodeId *done; /* finished collectives whose wait is deferred or feeds a collective */
   int32_t n_done;
-  int32_t n_pulled, n_early, n_forced, n_boosted, n_forced_waits;
+  int32_t n_pulled, n_early, n_forced, n_boosted, n_forced_waits, n_shielded;
 } Run;
 
 static void run_place (Run *R, SgNodeId x);
@@ -404,6 +404,56 @@ frontier_stop (const Run *R, SgNodeId x)
   return P->role[x] == SG_ROLE_COMPUTE || (P->role[x] == SG_ROLE_WAIT && !R->deferred[x]);
 }
 
+static bool
+holds_sms (const SgSchedProblem *P, SgNodeId x)
+{
+  SgOpClass k = sg_op_class (P->g->nodes[x].kind);
+  return (k == SG_CLASS_MATMUL || k == SG_CLASS_ATTENTION) && P->cost[x] > 0.0;
+}
+
+/* How far down the ready heap's array a shield is looked for, and how far
+ * ahead of the GEMM (ids) it may come from. */
+#define SHIELD_SCAN 64
+#define SHIELD_WINDOW 256
+
+/* Start wait (docs/scheduler.md): a collective issued right before a
+ * matmul/attention kernel waits for it. When one was just issued (the
+ * engine holds it for the next kernel) and @x, a GEMM that would run next,
+ * returns a ready compute node that does not hold the SMs (cost > 0; the
+ * lowest priority key among the first SHIELD_SCAN heap entries, at most
+ * SHIELD_WINDOW ids after @x) to run first, so the collective starts at once; else
+ * SG_NO_NODE. */
+static SgNodeId
+shield_for (Run *R, SgNodeId x)
+{
+  const SgSchedProblem *P = R->P;
+  if (R->eng.n_held <= R->eng.n_kheld || !holds_sms (P, x) || would_stall (R, x))
+    return SG_NO_NODE;
+  int64_t best = INT64_MAX;
+  for (int32_t i = 0; i < MIN (R->ready.n, SHIELD_SCAN); i++) {
+    int64_t k = R->ready.a[i];
+    SgNodeId c = KEY_ID (k);
+    if (k >= best || R->placed[c] || c == x || holds_sms (P, c) || P->cost[c] <= 0.0
+        || c - x > SHIELD_WINDOW)
+      continue;
+    best = k;
+  }
+  return best == INT64_MAX ? SG_NO_NODE : KEY_ID (best);
+}
+
+/* Places the shield for @next, if any and memory allows; its heap entry
+ * goes when it reaches the top (placed entries are skipped). */
+static bool
+run_shield (Run *R, SgNodeId next)
+{
+  SgNodeId s = shield_for (R, next);
+  if (s == SG_NO_NODE || !mem_fits_moved (R, s))
+    return false;
+  R->n_shielded++;
+  run_demand (R, s);
+  return true;
+}
+
 /* Reserves the memory that keeps collective @c's input alive up to input
  * position @to; false (nothing reserved) when it does not fit. */
 static bool
@@ -542,11 +592,12 @@ run_clear (Run *R)
 }
 
 SgNodeId *
-sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
+sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bool shield,
                       SgScheduleStats *st, SgSimResult *res)
 {
   Run R;
   run_init (&R, P, window, boost);
+  shield = shield && R.eng.sw > 0.0;
   int32_t n = P->n;
   while (R.n_order < n) {
     while (R.frontier < n && !frontier_stop (&R, R.frontier))
@@ -593,6 +644,8 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
       break;
     }
     if (f != SG_NO_NODE && f != x && prio (&R, f) < prio (&R, x) && mem_fits_moved (&R, f)) {
+      if (shield && run_shield (&R, f))
+        continue;
       heap_pop (&R.ready);
       R.n_boosted++;
       run_demand (&R, f);
@@ -600,15 +653,19 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
     }
     if (R.window > 0 && would_stall (&R, x)) {
       if (f != SG_NO_NODE && f != x && f - x <= R.window && mem_fits_moved (&R, f)) {
+        if (shield && run_shield (&R, f))
+          continue;
         heap_pop (&R.ready);
         R.n_pulled++;
         run_demand (&R, f);
         continue;
       }
     }
+    if (shield && run_shield (&R, x))
+      continue;
     run_demand (&R, x);
   }
-  st->n_pulled = R.n_pulled;
+  st->n_pulled = R.n_pulled + R.n_shielded; /* a shield is pulled forward too */
   st->n_early_waits = R.n_early;
   st->n_forced = R.n_forced;
   st->n_boosted = R.n_boosted;

@@ -165,9 +165,11 @@ typedef struct {
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
 void sg_sched_problem_clear (SgSchedProblem *P);
 
-/* Runs one variant: stall-fill @window (0 = never) and priority @boost
- * (docs/scheduler.md). Returns the order (transfer full); fills @st's
+/* Runs one variant: stall-fill @window (0 = never), priority @boost and
+ * @shield (a ready non-GEMM node between a just-issued collective and the
+ * GEMM that would hold it; only with comm_start_wait > 0), see
+ * docs/scheduler.md. Returns the order (transfer full); fills @st's
  * counters and @res's totals (hidden/partial/exposed counts, exposed_us,
  * step_us, peak_bytes; no rows). */
 SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
-                                SgScheduleStats *st, SgSimResult *res);
+                                bool shield, SgScheduleStats *st, SgSimResult *res);

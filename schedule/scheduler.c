@@ -23,7 +23,10 @@
 
 /* The variants tried: (stall-fill window, priority boost; a negative boost
  * ranks compute by the deadline of the collective it feeds, a positive one
- * by that collective's position). keep-compute-order comes first: moving
+ * by that collective's position; shield: run a ready non-GEMM node between
+ * a collective's issue and a GEMM that would hold it, docs/scheduler.md).
+ * An unshielded variant is run only when the cost model's comm_start_wait
+ * is > 0 (else it is its shielded twin). keep-compute-order comes first: moving
  * compute must beat it by more than the tie band. The others were chosen
  * on the sample graphs and graphgen graphs of 8 to 80 layers
  * (docs/scheduler.md): for every one of them the best of the grid is in
@@ -31,13 +34,15 @@
 #define ANY_DISTANCE (INT32_MAX / 2)
 static const struct {
   int32_t window, boost;
+  bool shield;
   const char *name;
 } variants[] = {
-  { 0, 0, "keep-compute-order" },
-  { ANY_DISTANCE, -64, "pull/deadline-64" },
-  { ANY_DISTANCE, 16, "pull/feed-16" },
-  { 1024, -64, "pull-1024/deadline-64" },
-  { 128, -64, "pull-128/deadline-64" },
+  { 0, 0, true, "keep-compute-order" },
+  { ANY_DISTANCE, -64, true, "pull/deadline-64" },
+  { ANY_DISTANCE, 16, true, "pull/feed-16" },
+  { 1024, -64, true, "pull-1024/deadline-64" },
+  { 128, -64, true, "pull-128/deadline-64" },
+  { ANY_DISTANCE, -64, false, "pull/deadline-64/unshielded" },
 };
 
 /* Exposed time within this fraction of the best counts as a tie (the cost
@@ -85,8 +90,8 @@ static void
 run_job (VariantJob *j)
 {
   memset (&j->st, 0, sizeof j->st);
-  j->order = sg_sched_run_variant (j->P, variants[j->v].window, variants[j->v].boost, &j->st,
-                                   &j->res);
+  j->order = sg_sched_run_variant (j->P, variants[j->v].window, variants[j->v].boost,
+                                   variants[j->v].shield, &j->st, &j->res);
 }
 
 /* Takes jobs until none is left (thread body, also run by the caller). */
@@ -139,12 +144,16 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
    * they run on a thread pool; the choice below is made in variant order
    * either way, so the result does not depend on timing. */
   enum { NV = G_N_ELEMENTS (variants) };
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  bool start_wait = cm && sg_cost_model_comm_start_wait (cm) > 0.0;
   VariantJob jobs[NV];
+  int32_t nj = 0;
   for (int32_t v = 0; v < NV; v++)
-    jobs[v] = (VariantJob){ .P = &P, .v = v };
-  JobQueue q = { jobs, NV, 0 };
+    if (variants[v].shield || start_wait)
+      jobs[nj++] = (VariantJob){ .P = &P, .v = v };
+  JobQueue q = { jobs, nj, 0 };
   int helpers = g->n_nodes >= PARALLEL_MIN_NODES
-                    ? MIN (NV, (int)g_get_num_processors ()) - 1 : 0;
+                    ? MIN (nj, (int)g_get_num_processors ()) - 1 : 0;
   GThread *th[NV];
   int started = 0;
   for (int i = 0; i < helpers; i++) {
@@ -154,8 +163,9 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
   run_jobs (&q);
   for (int i = 0; i < started; i++)
     g_thread_join (th[i]);
-  for (int32_t v = 0; v < NV; v++) {
-    VariantJob *j = &jobs[v];
+  for (int32_t i = 0; i < nj; i++) {
+    VariantJob *j = &jobs[i];
+    int32_t v = j->v;
     st->n_variants++;
     if (better_result (&j->res, P.limit, st->input_peak_bytes, st->input_exposed_us, best_exp,
                        best_exposed_n, best_step)) {

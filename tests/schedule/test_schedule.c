@@ -91,6 +91,67 @@ START_TEST (independent_mm_hides_all_gather)
 }
 END_TEST
 
+/* ag (50 us) -> wt -> t -> mm1 (30 us); then an independent GEMM k
+ * (100 us) and pointwise p (40 us). With comm_start_wait 1 an all_gather
+ * issued right before k waits for k's end (and is exposed 10 us even with p
+ * after k); issued before p it starts at once and is hidden. */
+static SgGraph *
+shield_graph (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 512, 512);
+  tb_input (g, "w", "bfloat16", 2, 8, 512);
+  tb_cost (g, tb_all_gather (g, "ag", "w", "0"), 50);
+  tb_wait (g, "wt", "ag");
+  tb_t (g, "t", "wt");
+  tb_cost (g, tb_mm (g, "mm1", "x", "t"), 30);
+  tb_cost (g, tb_mm (g, "k", "x", "x"), 100);
+  tb_cost (g, tb_pointwise (g, "p", "aten.relu.default", "x", NULL), 40);
+  tb_output (g, 3, "mm1", "k", "p");
+  g->cluster_json = g_strdup (
+      "{\"comm_start_wait\": 1, \"comm_slowdown\": 1, \"compute_slowdown\": 1}");
+  SgConfig cfg = config ();
+  GError *err = NULL;
+  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
+  return g;
+}
+
+START_TEST (collective_is_issued_before_pointwise_work_rather_than_a_gemm)
+{
+  g_autoptr (SgGraph) g = shield_graph ();
+  SgSimResult before;
+  ck_assert (sg_simulate (g, NULL, &before, NULL));
+  ck_assert_double_eq_tol (before.exposed_us, 50, 1e-9);
+  /* the GEMM first (the old best order) holds the all_gather */
+  const char *gemm_first[] = { "x", "w", "ag", "k", "p", "wt", "t", "mm1", "output" };
+  SgNodeId o[9];
+  for (int i = 0; i < 9; i++)
+    o[i] = id_of (g, gemm_first[i]);
+  SgSimResult held;
+  ck_assert (sg_simulate (g, o, &held, NULL));
+  ck_assert_double_eq_tol (held.rows[0].start_us, 100, 1e-9);
+  ck_assert_double_eq_tol (held.exposed_us, 10, 1e-9);
+  SgConfig cfg = config ();
+  GError *err = NULL;
+  ck_assert_msg (sg_schedule_reorder (g, &cfg, &err), "%s", err ? err->message : "");
+  ck_assert (sg_graph_validate (g, NULL));
+  SgSimResult r;
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
+  ck_assert_double_eq_tol (r.rows[0].start_us, 0, 1e-9);
+  ck_assert_int_eq (r.rows[0].hidden_by, id_of (g, "p"));
+  /* p runs right after the issue, before the GEMM */
+  ck_assert_int_lt (id_of (g, "ag"), id_of (g, "p"));
+  ck_assert_int_lt (id_of (g, "p"), id_of (g, "k"));
+  ck_assert_double_eq_tol (r.node_start[id_of (g, "p")], 0, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 170, 1e-9);
+  sg_sim_result_clear (&before);
+  sg_sim_result_clear (&held);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
 START_TEST (wait_stays_after_its_collective_and_before_its_consumer)
 {
   g_autoptr (SgGraph) g = hide_graph ();
@@ -503,6 +564,7 @@ schedule_suite (void)
   tcase_add_test (tc, memory_tree_matches_a_plain_array);
   tcase_add_test (tc, independent_mm_hides_all_gather);
   tcase_add_test (tc, wait_stays_after_its_collective_and_before_its_consumer);
+  tcase_add_test (tc, collective_is_issued_before_pointwise_work_rather_than_a_gemm);
   tcase_add_test (tc, no_reorder_keeps_the_input_order);
   tcase_add_test (tc, unlimited_budget_prefetches_both_collectives);
   tcase_add_test (tc, bytes_in_flight_budget_forces_an_early_wait);
