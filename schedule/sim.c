@@ -15,7 +15,8 @@
  * time (Hopper GEMMs hold every SM; docs/cost-model.md section 3).
  * Mirrors: the runtime estimate of Inductor's overlap scheduler and XLA's
  * latency-hiding scheduler's async tracker, with contention added.
- * Requires: est_us (estimate/). Invalidates: nothing (read-only).
+ * Requires: est_us (estimate/); comm_start_wait from the graph's cost model
+ * (0 without one). Invalidates: nothing (read-only).
  */
 #include <string.h>
 
