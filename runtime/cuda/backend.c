@@ -24,6 +24,23 @@ state (SgRtContext *ctx)
   return ctx->priv;
 }
 
+/* Seconds the step may wait: --timeout, and less when schedrun's whole-run
+ * alarm (SIGALRM, --timeout from the start) would fire first, so that a
+ * hung collective is reported and its communicators aborted by this rank
+ * (polling, or the watchdog 0.5 s later for a host call that blocks)
+ * before the alarm ends it. */
+static double
+step_budget (double timeout_s)
+{
+  if (timeout_s <= 0)
+    return 0;
+  const unsigned left = alarm (0);
+  if (left == 0)
+    return timeout_s;
+  alarm (left);
+  return MIN (timeout_s, MAX (0.5, (double)left - 1.5));
+}
+
 static bool
 cuda_check_plan (SgRtContext *ctx, GError **error)
 {
@@ -63,7 +80,7 @@ cuda_setup (SgRtContext *ctx, GError **error)
   st->device = sg_cu_local_rank (ctx->world_comm) % MAX (1, ndev);
   SG_CU_CHECK (cudaSetDevice (st->device), error, fail);
   st->watchdog = sg_cu_watchdog_start (st, ctx->rank);
-  sg_cu_watchdog_arm (st->watchdog, ctx->opt.timeout_s, "backend setup");
+  sg_cu_watchdog_arm (st->watchdog, step_budget (ctx->opt.timeout_s), "backend setup");
 
   /* One allocation: arena, then per-stream scratch. */
   st->n_streams = plan->n_streams;
@@ -213,22 +230,6 @@ elapsed_us (cudaEvent_t a, cudaEvent_t b)
   return (double)ms * 1000.0;
 }
 
-/* Seconds the step may wait: --timeout, and less when schedrun's whole-run
- * alarm (SIGALRM, --timeout from the start) would fire first, so that a
- * hung collective is reported and its communicators aborted by this rank
- * before the alarm ends it. */
-static double
-step_budget (double timeout_s)
-{
-  if (timeout_s <= 0)
-    return 0;
-  const unsigned left = alarm (0);
-  if (left == 0)
-    return timeout_s;
-  alarm (left);
-  return MIN (timeout_s, MAX (0.5, (double)left - 1.0));
-}
-
 static bool
 cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
 {
@@ -246,7 +247,8 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
     g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MPI, "MPI_Barrier before the step failed");
     return false;
   }
-  sg_cu_watchdog_arm (st->watchdog, ctx->opt.timeout_s, "the step");
+  const double budget = step_budget (ctx->opt.timeout_s);
+  sg_cu_watchdog_arm (st->watchdog, budget, "the step");
   SG_CU_CHECK (cudaEventRecord (st->step_start, st->streams[0]), error, fail);
   for (int32_t s = 1; s < st->n_streams; s++)
     SG_CU_CHECK (cudaStreamWaitEvent (st->streams[s], st->step_start, 0), error, fail);
@@ -314,7 +316,7 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
   }
   SG_CU_CHECK (cudaEventRecord (st->step_end, st->streams[0]), error, fail);
   g_snprintf (what, sizeof what, "the step on rank %d", ctx->rank);
-  if (!sg_cu_wait_event (st, st->step_end, step_budget (ctx->opt.timeout_s), what, error))
+  if (!sg_cu_wait_event (st, st->step_end, budget, what, error))
     return false;
   sg_cu_watchdog_disarm (st->watchdog);
 

@@ -315,10 +315,10 @@ sg_cu_watchdog_arm (SgCuWatchdog *wd, double timeout_s, const char *what)
   if (!wd || timeout_s <= 0)
     return;
   g_mutex_lock (&wd->lock);
-  /* The host-side deadline trails the in-step polling one, so that a hung
-   * step is reported by sg_cu_wait_event with its error first. */
+  /* The host-side deadline trails the in-step polling one by 0.5 s, so
+   * that a hung step is reported by sg_cu_wait_event with its error first. */
   wd->timeout_s = timeout_s;
-  wd->deadline = g_get_monotonic_time () + (gint64)(timeout_s * 1e6) + 2000000;
+  wd->deadline = g_get_monotonic_time () + (gint64)(timeout_s * 1e6) + 500000;
   g_strlcpy (wd->what, what, sizeof wd->what);
   g_cond_signal (&wd->cond);
   g_mutex_unlock (&wd->lock);
