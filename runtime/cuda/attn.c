@@ -54,23 +54,31 @@ inner_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward)
   return 2 * f32 + half + ((uint64_t)(d.hc * d.Sq) * 4 + 255) / 256 * 256;
 }
 
-/* [n, S, D] view of heads h0 .. h0+n of batch element b of a [B, H, S, D] view. */
+/* Heads h0 .. h0+n of batch element b of a [B, H, ...] view, as an
+ * @ndim-dimensional [n, ...] view (the dims after H, up to @ndim - 1 of them). */
 static SgCuTensor
-heads (const SgCuTensor *t, int64_t b, int64_t h0, int64_t n)
+slice_heads (const SgCuTensor *t, int64_t b, int64_t h0, int64_t n, int ndim)
 {
   SgCuTensor v;
   memset (&v, 0, sizeof v);
   v.dtype = t->dtype;
-  v.ndim = 3;
+  v.ndim = ndim;
   v.shape[0] = n;
-  v.shape[1] = t->shape[2];
-  v.shape[2] = t->shape[3];
   v.stride[0] = t->stride[1];
-  v.stride[1] = t->stride[2];
-  v.stride[2] = t->stride[3];
+  for (int i = 1; i < ndim; i++) {
+    v.shape[i] = t->shape[i + 1];
+    v.stride[i] = t->stride[i + 1];
+  }
   v.ptr = (char *)t->ptr +
           (b * t->stride[0] + h0 * t->stride[1]) * (int64_t)sg_dtype_size ((SgDtype)t->dtype);
   return v;
+}
+
+/* [n, S, D] view of heads h0 .. h0+n of batch element b of a [B, H, S, D] view. */
+static SgCuTensor
+heads (const SgCuTensor *t, int64_t b, int64_t h0, int64_t n)
+{
+  return slice_heads (t, b, h0, n, 3);
 }
 
 /* The transpose of the last two dims. */
@@ -108,17 +116,7 @@ dense3 (void *ptr, int32_t dtype, int64_t n, int64_t r, int64_t c)
 static SgCuTensor
 lse_rows (const SgCuTensor *lse, int64_t b, int64_t h0, int64_t n)
 {
-  SgCuTensor v;
-  memset (&v, 0, sizeof v);
-  v.dtype = lse->dtype;
-  v.ndim = 2;
-  v.shape[0] = n;
-  v.shape[1] = lse->shape[2];
-  v.stride[0] = lse->stride[1];
-  v.stride[1] = lse->stride[2];
-  v.ptr = (char *)lse->ptr +
-          (b * lse->stride[0] + h0 * lse->stride[1]) * (int64_t)sg_dtype_size ((SgDtype)lse->dtype);
-  return v;
+  return slice_heads (lse, b, h0, n, 2);
 }
 
 static bool
