@@ -266,10 +266,6 @@ uint64_t sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order);
  * @order is not topological; the graph is unchanged then. */
 bool sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error);
 
-/* Makes @user read @new_input wherever it read @old_input (inputs and the
- * {"node": ...} references in its args/kwargs). */
-void sg_graph_replace_input (SgGraph *g, SgNodeId user, SgNodeId old_input, SgNodeId new_input);
-
 /* Interns a string in the graph's chunk. (transfer none) */
 const char *sg_graph_intern (SgGraph *g, const char *s);
 
@@ -339,9 +335,11 @@ SgGraph *sg_graph_copy (const SgGraph *g);
  * output node. Implicit edges touching dropped nodes are dropped. */
 bool sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error);
 
-/* sg_graph_replace_input() for @n (old, new) pairs at once: @user's args and
- * kwargs are parsed and written once (a user reading thousands of values,
- * like the output node, stays linear). */
+/* Makes @user read new_inputs[i] wherever it read old_inputs[i], for @n
+ * pairs at once: the {"node": ...} references in its args/kwargs, and its
+ * inputs, kept distinct in order of first appearance. Args and kwargs are
+ * parsed and written once (a user reading thousands of values, like the
+ * output node, stays linear). */
 void sg_graph_replace_inputs (SgGraph *g, SgNodeId user, const SgNodeId *old_inputs,
                               const SgNodeId *new_inputs, uint32_t n);
 
