@@ -259,6 +259,22 @@ SgNodeId sg_node_storage_root (const SgGraph *g, SgNodeId id);
  * aliases) use; placeholders are live from the start, outputs to the end. */
 uint64_t sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order);
 
+/* The same rule at positions @pos (id -> position, a permutation). Fills
+ * @profile (n_nodes entries by position, or NULL) with the live bytes while
+ * the node at that position runs and returns the peak. @roots
+ * (sg_graph_storage_roots) and @alloc (sg_node_alloc_bytes of every node)
+ * may be given precomputed, or NULL. */
+uint64_t sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
+                            const SgNodeId *roots, const uint64_t *alloc);
+
+/* Last position (by @pos) at which every storage root is used under that
+ * rule; @last has n_nodes entries by id, meaningful for roots. */
+void sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root,
+                        int32_t *last);
+
+/* Storage root of every node, aliases resolved (n_nodes), (transfer full). */
+SgNodeId *sg_graph_storage_roots (const SgGraph *g);
+
 /* --- mutation ----------------------------------------------------------- */
 
 /* Renumbers nodes so that new id i is old id @order[i] (a permutation of all

@@ -10,7 +10,8 @@
  *  - a collective runs asynchronously until its wait_tensor, so a use by a
  *    collective lasts until that wait (its input cannot be freed earlier).
  * Live bytes at step t are the storages with start <= t <= end; the peak is
- * their maximum. O(n + edges) with a difference array. Graphs whose
+ * their maximum. O(n + edges) with a difference array. schedule/ calls
+ * sg_graph_liveness() with cached roots and sizes and a per-step profile. Graphs whose
  * tensors total more than 2^62 bytes (the validator rejects them) give
  * G_MAXUINT64.
  *
@@ -18,42 +19,33 @@
  */
 #include "graph.h"
 
-uint64_t
-sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order)
+SgNodeId *
+sg_graph_storage_roots (const SgGraph *g)
 {
-  g_return_val_if_fail (g != NULL, 0);
-  int32_t n = g->n_nodes;
-  if (n <= 0)
-    return 0;
-  g_autofree int32_t *pos = g_new (int32_t, (size_t)n);
-  for (int32_t t = 0; t < n; t++)
-    pos[order ? order[t] : t] = t;
-
-  /* Storage roots in id order (ids are topological: inputs come first). */
-  g_autofree SgNodeId *root = g_new (SgNodeId, (size_t)n);
-  for (SgNodeId i = 0; i < n; i++) {
+  SgNodeId *root = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
+  /* Inputs have lower ids, so one pass in id order resolves alias chains. */
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
     root[i] = i;
     if (sg_op_is_alias (g->nodes[i].kind) && g->nodes[i].n_in > 0) {
       uint32_t k;
       root[i] = root[sg_node_inputs (g, i, &k)[0]];
     }
   }
+  return root;
+}
+
+void
+sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last)
+{
+  int32_t n = g->n_nodes;
   /* A collective's uses end at its wait, when it has one. */
-  g_autofree int32_t *use_end = g_new (int32_t, (size_t)n);
+  g_autofree int32_t *use_end = g_new (int32_t, (size_t)MAX (n, 1));
   for (SgNodeId i = 0; i < n; i++)
-    use_end[i] = pos[i];
+    use_end[i] = last[i] = pos[i];
   for (SgNodeId i = 0; i < n; i++) {
     SgNodeId c = sg_node_wait_target (g, i);
     if (c != SG_NO_NODE && pos[i] > use_end[c])
       use_end[c] = pos[i];
-  }
-
-  g_autofree int32_t *start = g_new (int32_t, (size_t)n);
-  g_autofree int32_t *end = g_new (int32_t, (size_t)n);
-  for (SgNodeId i = 0; i < n; i++) {
-    SgNodeOp op = g->nodes[i].op;
-    start[i] = (op == SG_NODE_PLACEHOLDER || op == SG_NODE_GET_ATTR) ? 0 : pos[i];
-    end[i] = pos[i];
   }
   for (SgNodeId u = 0; u < n; u++) {
     uint32_t k;
@@ -61,10 +53,24 @@ sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order)
     int32_t t = g->nodes[u].op == SG_NODE_OUTPUT ? n - 1 : use_end[u];
     for (uint32_t j = 0; j < k; j++) {
       SgNodeId r = root[in[j]];
-      if (t > end[r])
-        end[r] = t;
+      if (t > last[r])
+        last[r] = t;
     }
   }
+}
+
+uint64_t
+sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, const SgNodeId *roots,
+                   const uint64_t *alloc)
+{
+  g_return_val_if_fail (g != NULL && pos != NULL, 0);
+  int32_t n = g->n_nodes;
+  if (n <= 0)
+    return 0;
+  g_autofree SgNodeId *own_root = roots ? NULL : sg_graph_storage_roots (g);
+  const SgNodeId *root = roots ? roots : own_root;
+  g_autofree int32_t *last = g_new (int32_t, (size_t)n);
+  sg_graph_last_use (g, pos, root, last);
 
   /* delta[t]: bytes allocated at t minus bytes freed after t - 1. Every
    * partial sum is bounded by the total, which the validator keeps below
@@ -74,19 +80,38 @@ sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order)
   for (SgNodeId i = 0; i < n; i++) {
     if (root[i] != i)
       continue;
-    uint64_t b = sg_node_alloc_bytes (g, i);
+    uint64_t b = alloc ? alloc[i] : sg_node_alloc_bytes (g, i);
     if (!b)
       continue;
-    if (b > ((uint64_t)1 << 62) || (total += b) > ((uint64_t)1 << 62))
+    if (b > ((uint64_t)1 << 62) || (total += b) > ((uint64_t)1 << 62)) {
+      for (int32_t t = 0; profile && t < n; t++)
+        profile[t] = G_MAXUINT64;
       return G_MAXUINT64;
-    delta[start[i]] += (int64_t)b;
-    delta[end[i] + 1] -= (int64_t)b;
+    }
+    SgNodeOp op = g->nodes[i].op;
+    bool input = op == SG_NODE_PLACEHOLDER || op == SG_NODE_GET_ATTR;
+    delta[input ? 0 : pos[i]] += (int64_t)b;
+    delta[last[i] + 1] -= (int64_t)b;
   }
   int64_t live = 0, peak = 0;
   for (int32_t t = 0; t < n; t++) {
     live += delta[t];
+    if (profile)
+      profile[t] = (uint64_t)live;
     if (live > peak)
       peak = live;
   }
   return (uint64_t)peak;
+}
+
+uint64_t
+sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order)
+{
+  g_return_val_if_fail (g != NULL, 0);
+  if (g->n_nodes <= 0)
+    return 0;
+  g_autofree int32_t *pos = g_new (int32_t, (size_t)g->n_nodes);
+  for (int32_t t = 0; t < g->n_nodes; t++)
+    pos[order ? order[t] : t] = t;
+  return sg_graph_liveness (g, pos, NULL, NULL, NULL);
 }

@@ -96,12 +96,12 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   }
   P->profile = g_new (uint64_t, (size_t)MAX (n, 1));
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
-  P->root = sg_sched_roots (g);
-  P->peak_in = sg_sched_liveness (g, pos, P->profile, P->root, P->alloc);
+  P->root = sg_graph_storage_roots (g);
+  P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
   /* Deferring a wait only costs memory past the point where the input
    * order frees the collective's input anyway. */
   g_autofree int32_t *last = g_new (int32_t, (size_t)MAX (n, 1));
-  sg_sched_last_use (g, pos, P->root, last);
+  sg_graph_last_use (g, pos, P->root, last);
   P->in_end = g_new (int32_t, (size_t)MAX (n, 1));
   for (SgNodeId c = 0; c < n; c++) {
     P->in_end[c] = 0;

@@ -99,24 +99,6 @@ sg_eng_finished (const SgSimEngine *e, SgNodeId c)
  * counts and exposed_us of @out. */
 void sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out);
 
-/* Storage liveness (the rule of sg_graph_peak_bytes): @pos maps id ->
- * position. Fills @profile (n_nodes entries, by position; may be NULL)
- * with the live bytes while the node at that position runs and returns the
- * peak. @roots (sg_sched_roots) and @alloc (sg_node_alloc_bytes of every
- * node) may be given precomputed, or NULL. */
-uint64_t sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
-                            const SgNodeId *roots, const uint64_t *alloc);
-
-/* Last position (by @pos) at which every storage root is used, with the
- * liveness rule below (a collective uses its input until its wait; the
- * output's inputs to the end). @last has n_nodes entries, by id; only
- * roots' entries are meaningful. */
-void sg_sched_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root,
-                        int32_t *last);
-
-/* Storage root of every node (aliases resolved), (transfer full). */
-SgNodeId *sg_sched_roots (const SgGraph *g);
-
 /* id -> position for @order (NULL = identity), (transfer full). */
 int32_t *sg_sched_positions (const SgGraph *g, const SgNodeId *order);
 

@@ -368,23 +368,6 @@ sg_eng_drain (SgSimEngine *e)
 
 /* --- liveness ------------------------------------------------------------- */
 
-SgNodeId *
-sg_sched_roots (const SgGraph *g)
-{
-  SgNodeId *root = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
-  /* Inputs have lower ids, so one pass in id order resolves alias chains. */
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    const SgNode *n = &g->nodes[i];
-    if (sg_op_is_alias (n->kind) && n->n_in > 0) {
-      uint32_t k;
-      root[i] = root[sg_node_inputs (g, i, &k)[0]];
-    } else {
-      root[i] = i;
-    }
-  }
-  return root;
-}
-
 int32_t *
 sg_sched_positions (const SgGraph *g, const SgNodeId *order)
 {
@@ -392,66 +375,6 @@ sg_sched_positions (const SgGraph *g, const SgNodeId *order)
   for (int32_t p = 0; p < g->n_nodes; p++)
     pos[order ? order[p] : p] = p;
   return pos;
-}
-
-void
-sg_sched_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last)
-{
-  int32_t n = g->n_nodes;
-  /* A collective reads its input until its wait (it runs asynchronously);
-   * the output node's inputs live to the end. Same rule as
-   * sg_graph_peak_bytes() (graph/liveness.c); a test checks they agree. */
-  g_autofree int32_t *use_end = g_new (int32_t, (size_t)MAX (n, 1));
-  for (SgNodeId i = 0; i < n; i++)
-    use_end[i] = last[i] = pos[i];
-  for (SgNodeId i = 0; i < n; i++) {
-    SgNodeId c = sg_node_wait_target (g, i);
-    if (c != SG_NO_NODE && pos[i] > use_end[c])
-      use_end[c] = pos[i];
-  }
-  for (SgNodeId i = 0; i < n; i++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, i, &k);
-    int32_t t = g->nodes[i].op == SG_NODE_OUTPUT ? n - 1 : use_end[i];
-    for (uint32_t j = 0; j < k; j++) {
-      SgNodeId r = root[in[j]];
-      last[r] = MAX (last[r], t);
-    }
-  }
-}
-
-uint64_t
-sg_sched_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
-                   const SgNodeId *roots, const uint64_t *alloc)
-{
-  int32_t n = g->n_nodes;
-  if (n <= 0)
-    return 0;
-  g_autofree SgNodeId *own_root = roots ? NULL : sg_sched_roots (g);
-  const SgNodeId *root = roots ? roots : own_root;
-  g_autofree int32_t *last = g_new (int32_t, (size_t)n);
-  sg_sched_last_use (g, pos, root, last);
-  g_autofree int64_t *diff = g_new0 (int64_t, (size_t)n + 1);
-  for (SgNodeId i = 0; i < n; i++) {
-    if (root[i] != i)
-      continue;
-    uint64_t b = alloc ? alloc[i] : sg_node_alloc_bytes (g, i);
-    if (b == 0)
-      continue;
-    const SgNode *nd = &g->nodes[i];
-    bool input = nd->op == SG_NODE_PLACEHOLDER || nd->op == SG_NODE_GET_ATTR;
-    diff[input ? 0 : pos[i]] += (int64_t)b;
-    diff[last[i] + 1] -= (int64_t)b;
-  }
-  int64_t live = 0;
-  uint64_t peak = 0;
-  for (int32_t p = 0; p < n; p++) {
-    live += diff[p];
-    if (profile)
-      profile[p] = (uint64_t)live;
-    peak = MAX (peak, (uint64_t)live);
-  }
-  return peak;
 }
 
 /* --- sg_simulate ------------------------------------------------------------ */
@@ -576,7 +499,7 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
   out->lower_bound_us = lb;
   sg_sim_classify (e.rows, e.n_rows, out);
   g_autofree int32_t *pos = sg_sched_positions (g, order);
-  out->peak_bytes = sg_sched_liveness (g, pos, NULL, NULL, NULL);
+  out->peak_bytes = sg_graph_liveness (g, pos, NULL, NULL, NULL);
   out->n_rows = e.n_rows;
   out->rows = e.rows;
   out->node_start = e.node_start;
