@@ -19,6 +19,49 @@ bool sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GErro
 bool sg_bucket_stable_order (SgGraph *g, const int64_t *key, const bool *keep, SgNodeId *order,
                              int32_t *n_order, GError **error);
 
+/* Min-heap of (key, id) for the stable topological sort. */
+typedef struct {
+  int64_t key;
+  SgNodeId id;
+} HeapItem;
+
+static inline bool
+item_less (HeapItem a, HeapItem b)
+{
+  return a.key < b.key || (a.key == b.key && a.id < b.id);
+}
+
+static inline void
+heap_push (HeapItem *h, int32_t *n, HeapItem it)
+{
+  int32_t i = (*n)++;
+  while (i > 0 && item_less (it, h[(i - 1) / 2])) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = it;
+}
+
+static inline HeapItem
+heap_pop (HeapItem *h, int32_t *n)
+{
+  HeapItem top = h[0], last = h[--(*n)];
+  int32_t i = 0;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= *n)
+      break;
+    if (c + 1 < *n && item_less (h[c + 1], h[c]))
+      c++;
+    if (!item_less (h[c], last))
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = last;
+  return top;
+}
+
 /* predict.c: a screen of merges from the unbucketed timeline (large
  * graphs). NULL with @error when the graph cannot be simulated. */
 typedef struct SgBucketPredict SgBucketPredict;
@@ -33,3 +76,49 @@ bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
 /* report.c: fills st->infos (and n_infos) from the bucket collectives of
  * @g, in id order, reading their schedgraph_bucket kwargs. */
 void sg_bucket_collect_infos (const SgGraph *g, SgBucketStats *st);
+
+/* rewrite.c: what a bucket's new nodes hold, from its members alone. */
+typedef struct {
+  int32_t n;            /* members */
+  SgOpKind kind;
+  int32_t group, k;     /* group index and size */
+  SgReduceOp reduce;
+  SgDtype dtype;
+  SgBucketLayout l;
+  uint64_t *in_numel, *offsets, *out_numel; /* n each (sg_bucket_layout) */
+  SgNodeId *inputs;     /* each member's input, n */
+} SgBucketPlan;
+
+/* Fills @p for @spec (members with their @waits): the layout and the
+ * checks the rewrite makes before it appends anything. False with @error
+ * (and @p cleared) when the members cannot share a bucket. */
+bool sg_bucket_plan_make (const SgGraph *g, const SgBucketSpec *spec, const SgNodeId *waits,
+                          SgBucketPlan *p, GError **error);
+void sg_bucket_plan_clear (SgBucketPlan *p);
+
+/* sg_bucket_apply's checks of @specs on @g (users refreshed): at least two
+ * members each, ids in range, no member twice (@taken, n_nodes entries,
+ * zeroed by the caller, marks them), each member bucketable. Fills @waits
+ * (one per member, in spec order) and per spec the earliest member id
+ * (@start_pos) and the first consumer of any member's wait (@use_pos). */
+bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, bool *taken,
+                            SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
+                            GError **error);
+
+/* trial.c: the graph sg_bucket_apply would make from @g and a set of
+ * specs, built straight from arrays (no names, no JSON) for the pass's
+ * trial simulations. The base graph must stay unchanged (its users fresh)
+ * while the trial lives; each build borrows its pools and strings. */
+typedef struct SgBucketTrial SgBucketTrial;
+SgBucketTrial *sg_bucket_trial_new (SgGraph *g);
+void sg_bucket_trial_free (SgBucketTrial *t);
+/* (transfer full) The rewritten graph as far as the simulator and the
+ * cost model read it: nodes in the order sg_bucket_apply gives them, their
+ * kinds, metas, inputs, groups and costs (new nodes costed); names, args
+ * and kwargs of new nodes are placeholders, rewired users keep their old
+ * args text, implicit edges are left out. Release it with
+ * sg_bucket_trial_graph_free() before the next build. NULL with @error
+ * where sg_bucket_apply fails (an ill-formed bucket, a cycle). */
+SgGraph *sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_specs,
+                                GError **error);
+void sg_bucket_trial_graph_free (SgBucketTrial *t, SgGraph *trial);

@@ -60,6 +60,7 @@ typedef struct {
   SgBucketStats *st;
   SgAug *aug;
   SgBucketPredict *pred; /* batch mode only */
+  SgBucketTrial *trial;  /* builds the trial graphs from @g */
   uint64_t *mem_cap;     /* per key: smallest bucket the memory limit refused */
   int32_t *fails;        /* per key: refused proposals since its last accepted one */
   int32_t budget;        /* simulations left (batch mode), or -1: unlimited */
@@ -140,36 +141,18 @@ apply_and_simulate (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgSi
 
 typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_EXPOSED, TRIAL_STEP, TRIAL_MEMORY, TRIAL_BUDGET } Trial;
 
-/* A copy of @g that uses @g's cost model as its own (estimate/ recognises
- * its model by the free function) without owning it: release it with
- * trial_graph_free(). */
-static SgGraph *
-trial_graph_new (const SgGraph *g)
-{
-  SgGraph *c = sg_graph_copy (g);
-  c->cost_model_free = g->cost_model_free;
-  return c;
-}
-
-static void
-trial_graph_free (SgGraph *c)
-{
-  c->cost_model = NULL; /* borrowed */
-  sg_graph_free (c);
-}
-
 static Trial
 trial (Ctx *x, int32_t lo, int32_t hi, double *exposed, double *step)
 {
   int32_t ns;
   SgBucketSpec *specs = build_specs (x, lo, hi, &ns);
-  SgGraph *copy = trial_graph_new (x->g);
   SgSimResult r;
   g_autoptr (GError) err = NULL;
   x->st->simulations++;
-  bool ok = apply_and_simulate (copy, specs, ns, &r, &err);
+  SgGraph *tg = sg_bucket_trial_build (x->trial, specs, ns, &err);
+  bool ok = tg && sg_simulate (tg, NULL, &r, &err);
+  sg_bucket_trial_graph_free (x->trial, tg);
   specs_free (specs, ns);
-  trial_graph_free (copy);
   if (!ok)
     return TRIAL_CYCLE; /* the rewrite found a cycle through implicit edges */
   *exposed = r.exposed_us;
@@ -403,6 +386,7 @@ ctx_clear (Ctx *x)
   g_clear_pointer (&x->prop_b, g_array_unref);
   g_clear_pointer (&x->aug, sg_aug_free);
   g_clear_pointer (&x->pred, sg_bucket_predict_free);
+  g_clear_pointer (&x->trial, sg_bucket_trial_free);
   g_clear_pointer (&x->mem_cap, g_free);
   g_clear_pointer (&x->fails, g_free);
   g_free (x->cands);
@@ -463,6 +447,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     sg_implicit_edges_clear (constraints, SG_EDGE_HIDE_WAIT);
   }
   x.aug = sg_aug_new (constraints);
+  x.trial = sg_bucket_trial_new (g);
   int32_t n_batches = TARGET_BATCHES;
   if (g->n_nodes > BATCH_NODES)
     n_batches = MAX (4, (int32_t)((int64_t)TARGET_BATCHES * BATCH_NODES / g->n_nodes));
@@ -514,6 +499,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   }
   flush_batch (&x, open, n_keys);
   g_clear_pointer (&x.aug, sg_aug_free);
+  g_clear_pointer (&x.trial, sg_bucket_trial_free);
 
   /* The accepted buckets, applied to the graph itself. */
   int32_t ns;

@@ -116,42 +116,77 @@ sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **e
   return true;
 }
 
+bool
+sg_bucket_plan_make (const SgGraph *g, const SgBucketSpec *spec, const SgNodeId *waits,
+                     SgBucketPlan *p, GError **error)
+{
+  int32_t n = spec->n_members;
+  const SgNode *m0 = &g->nodes[spec->members[0]];
+  memset (p, 0, sizeof *p);
+  p->n = n;
+  p->kind = m0->kind;
+  p->group = m0->group, p->k = m0->group_size;
+  p->reduce = m0->reduce;
+  p->dtype = m0->meta.dtype;
+  p->in_numel = g_new (uint64_t, (size_t)n);
+  p->offsets = g_new (uint64_t, (size_t)n);
+  p->out_numel = g_new (uint64_t, (size_t)n);
+  p->inputs = g_new (SgNodeId, (size_t)n);
+  for (int32_t i = 0; i < n; i++) {
+    const SgNode *m = &g->nodes[spec->members[i]];
+    uint32_t nin;
+    p->inputs[i] = sg_node_inputs (g, spec->members[i], &nin)[0];
+    const SgMeta *im = &g->nodes[p->inputs[i]].meta;
+    if (m->kind != p->kind || m->group != p->group || m->reduce != p->reduce
+        || m->meta.dtype != p->dtype || im->dtype != p->dtype) {
+      sg_bucket_plan_clear (p);
+      FAIL (SG_BUCKET_ERROR_LAYOUT,
+            "bucket: node '%s': kind, group, dtype or reduce op differs from '%s'", m->name,
+            m0->name);
+    }
+    p->in_numel[i] = sg_meta_numel (g, im);
+  }
+  if (!sg_bucket_layout (p->kind, p->k, p->in_numel, n, p->offsets, p->out_numel, &p->l,
+                         error)) {
+    sg_bucket_plan_clear (p);
+    return false;
+  }
+  for (int32_t i = 0; i < n; i++) {
+    const SgMeta *wm = &g->nodes[waits[i]].meta;
+    if (wm->ndim < 0 || sg_meta_numel (g, wm) != p->out_numel[i] * (uint64_t)p->l.unpack_k) {
+      sg_bucket_plan_clear (p);
+      FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s': meta.shape: its wait's element count "
+            "disagrees with its input", g->nodes[spec->members[i]].name);
+    }
+  }
+  return true;
+}
+
+void
+sg_bucket_plan_clear (SgBucketPlan *p)
+{
+  g_clear_pointer (&p->in_numel, g_free);
+  g_clear_pointer (&p->offsets, g_free);
+  g_clear_pointer (&p->out_numel, g_free);
+  g_clear_pointer (&p->inputs, g_free);
+}
+
 /* Appends the bucket's nodes for @spec; fills @w_out and @u (one per member). */
 static bool
 build_bucket (SgGraph *g, const SgBucketSpec *spec, const SgNodeId *waits, SgNodeId *c_out,
               SgNodeId *w_out, SgNodeId *u, GError **error)
 {
   int32_t n = spec->n_members;
-  const SgNode *m0 = &g->nodes[spec->members[0]];
-  SgOpKind kind = m0->kind;
-  int32_t group = m0->group, k = m0->group_size;
-  SgReduceOp reduce = m0->reduce;
-  g_autofree uint64_t *in_numel = g_new (uint64_t, (size_t)n);
-  g_autofree uint64_t *offsets = g_new (uint64_t, (size_t)n);
-  g_autofree uint64_t *out_numel = g_new (uint64_t, (size_t)n);
-  g_autofree SgNodeId *inputs = g_new (SgNodeId, (size_t)n);
-  SgDtype dtype = m0->meta.dtype;
-  for (int32_t i = 0; i < n; i++) {
-    const SgNode *m = &g->nodes[spec->members[i]];
-    uint32_t nin;
-    inputs[i] = sg_node_inputs (g, spec->members[i], &nin)[0];
-    const SgMeta *im = &g->nodes[inputs[i]].meta;
-    if (m->kind != kind || m->group != group || m->reduce != reduce || m->meta.dtype != dtype
-        || im->dtype != dtype)
-      FAIL (SG_BUCKET_ERROR_LAYOUT,
-            "bucket: node '%s': kind, group, dtype or reduce op differs from '%s'", m->name,
-            m0->name);
-    in_numel[i] = sg_meta_numel (g, im);
-  }
-  SgBucketLayout l;
-  if (!sg_bucket_layout (kind, k, in_numel, n, offsets, out_numel, &l, error))
+  SgBucketPlan plan;
+  if (!sg_bucket_plan_make (g, spec, waits, &plan, error))
     return false;
-  for (int32_t i = 0; i < n; i++) {
-    const SgMeta *wm = &g->nodes[waits[i]].meta;
-    if (wm->ndim < 0 || sg_meta_numel (g, wm) != out_numel[i] * (uint64_t)l.unpack_k)
-      FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s': meta.shape: its wait's element count "
-            "disagrees with its input", g->nodes[spec->members[i]].name);
-  }
+  g_autofree uint64_t *offsets = plan.offsets, *out_numel = plan.out_numel;
+  g_autofree SgNodeId *inputs = plan.inputs;
+  g_free (plan.in_numel);
+  const SgNode *m0 = &g->nodes[spec->members[0]];
+  int32_t k = plan.k;
+  SgDtype dtype = plan.dtype;
+  SgBucketLayout l = plan.l;
   /* Names are taken before any append: node pointers move on append. */
   const char *first = m0->name;
   g_autofree char *pname = fresh_name (g, "bucket_pack_", first);
@@ -231,49 +266,6 @@ build_bucket (SgGraph *g, const SgBucketSpec *spec, const SgNodeId *waits, SgNod
   *c_out = c;
   *w_out = w;
   return true;
-}
-
-/* Min-heap of (key, id) for the stable topological sort. */
-typedef struct {
-  int64_t key;
-  SgNodeId id;
-} HeapItem;
-
-static bool
-item_less (HeapItem a, HeapItem b)
-{
-  return a.key < b.key || (a.key == b.key && a.id < b.id);
-}
-
-static void
-heap_push (HeapItem *h, int32_t *n, HeapItem it)
-{
-  int32_t i = (*n)++;
-  while (i > 0 && item_less (it, h[(i - 1) / 2])) {
-    h[i] = h[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h[i] = it;
-}
-
-static HeapItem
-heap_pop (HeapItem *h, int32_t *n)
-{
-  HeapItem top = h[0], last = h[--(*n)];
-  int32_t i = 0;
-  for (;;) {
-    int32_t c = 2 * i + 1;
-    if (c >= *n)
-      break;
-    if (c + 1 < *n && item_less (h[c + 1], h[c]))
-      c++;
-    if (!item_less (h[c], last))
-      break;
-    h[i] = h[c];
-    i = c;
-  }
-  h[i] = last;
-  return top;
 }
 
 bool
@@ -396,35 +388,15 @@ move_implicit_edges (SgGraph *g, GHashTable *rename)
 }
 
 bool
-sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error)
+sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, bool *taken,
+                       SgNodeId *waits, int64_t *start_pos, int64_t *use_pos, GError **error)
 {
-  g_return_val_if_fail (g && (specs || n_specs == 0) && n_specs >= 0, false);
-  if (n_specs <= 0)
-    return true;
   int32_t n0 = g->n_nodes;
   sg_graph_fill_users (g);
-  g_autofree bool *taken = g_new0 (bool, (size_t)n0);
-  int32_t total = 0;
-  for (int32_t b = 0; b < n_specs; b++) {
+  for (int32_t b = 0; b < n_specs; b++)
     if (specs[b].n_members < 2)
       FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: bucket %d has %d member(s); at least 2 are needed",
             b, specs[b].n_members);
-    total += specs[b].n_members;
-  }
-  /* Per member: wait, the wait's users (copied: appends invalidate users). */
-  g_autofree SgNodeId *waits = g_new (SgNodeId, (size_t)total);
-  g_autoptr (GArray) wusers = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
-  g_autofree uint32_t *wu_first = g_new (uint32_t, (size_t)total + 1);
-  /* Keys of the stable sort: existing node at position p -> 4p + 2; a
-   * bucket's P, C -> 4 * earliest member + 0, 1; W, U -> 4 * first consumer
-   * + 0, 1 (ties on id keep the unpacks in member order). */
-  g_autoptr (GArray) keys = g_array_sized_new (FALSE, FALSE, sizeof (int64_t), (guint)n0 + 64);
-  for (int32_t i = 0; i < n0; i++) {
-    int64_t k = 4 * (int64_t)i + 2;
-    g_array_append_val (keys, k);
-  }
-  g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs);
-  g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs);
   int32_t t = 0;
   for (int32_t b = 0; b < n_specs; b++) {
     start_pos[b] = G_MAXINT64, use_pos[b] = G_MAXINT64;
@@ -439,17 +411,51 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
         return false;
       uint32_t nu;
       const SgNodeId *u = sg_node_users (g, waits[t], &nu);
-      wu_first[t] = wusers->len;
-      g_array_append_vals (wusers, u, nu);
       start_pos[b] = MIN (start_pos[b], (int64_t)c);
       use_pos[b] = MIN (use_pos[b], nu ? (int64_t)u[0] : (int64_t)waits[t]);
     }
   }
+  return true;
+}
+
+bool
+sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error)
+{
+  g_return_val_if_fail (g && (specs || n_specs == 0) && n_specs >= 0, false);
+  if (n_specs <= 0)
+    return true;
+  int32_t n0 = g->n_nodes;
+  g_autofree bool *taken = g_new0 (bool, (size_t)n0);
+  int32_t total = 0;
+  for (int32_t b = 0; b < n_specs; b++)
+    total += MAX (specs[b].n_members, 0);
+  /* Per member: wait, the wait's users (copied: appends invalidate users). */
+  g_autofree SgNodeId *waits = g_new (SgNodeId, (size_t)total + 1);
+  g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs);
+  g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs);
+  if (!sg_bucket_specs_check (g, specs, n_specs, taken, waits, start_pos, use_pos, error))
+    return false;
+  g_autoptr (GArray) wusers = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_autofree uint32_t *wu_first = g_new (uint32_t, (size_t)total + 1);
+  for (int32_t t = 0; t < total; t++) {
+    uint32_t nu;
+    const SgNodeId *u = sg_node_users (g, waits[t], &nu);
+    wu_first[t] = wusers->len;
+    g_array_append_vals (wusers, u, nu);
+  }
   wu_first[total] = wusers->len;
+  /* Keys of the stable sort: existing node at position p -> 4p + 2; a
+   * bucket's P, C -> 4 * earliest member + 0, 1; W, U -> 4 * first consumer
+   * + 0, 1 (ties on id keep the unpacks in member order). */
+  g_autoptr (GArray) keys = g_array_sized_new (FALSE, FALSE, sizeof (int64_t), (guint)n0 + 64);
+  for (int32_t i = 0; i < n0; i++) {
+    int64_t k = 4 * (int64_t)i + 2;
+    g_array_append_val (keys, k);
+  }
 
   g_autoptr (GHashTable) rename = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GArray) rewires = g_array_new (FALSE, FALSE, sizeof (Rewire));
-  t = 0;
+  int32_t t = 0;
   for (int32_t b = 0; b < n_specs; b++) {
     int32_t n = specs[b].n_members;
     g_autofree SgNodeId *u = g_new (SgNodeId, (size_t)n);
