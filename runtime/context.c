@@ -158,9 +158,15 @@ sg_rt_all_ok (SgRtContext *ctx, bool ok)
 }
 
 void
-sg_rt_step_times_init (SgRtStepTimes *t, const SgPlan *plan)
+sg_rt_step_times_init (SgRtStepTimes *t, const SgPlan *plan, bool spans)
 {
   memset (t, 0, sizeof *t);
+  if (spans) {
+    t->span_start = g_new (double, MAX (plan->n_ins, 1));
+    t->span_end = g_new (double, MAX (plan->n_ins, 1));
+    for (int32_t i = 0; i < plan->n_ins; i++)
+      t->span_start[i] = t->span_end[i] = -1;
+  }
   for (int32_t i = 0; i < plan->n_ins; i++)
     t->n_coll += plan->ins[i].kind == SG_INS_COLLECTIVE;
   t->coll_ins = g_new0 (int32_t, MAX (t->n_coll, 1));
@@ -178,5 +184,7 @@ sg_rt_step_times_clear (SgRtStepTimes *t)
   g_free (t->coll_ins);
   g_free (t->measured_us);
   g_free (t->exposed_us);
+  g_free (t->span_start);
+  g_free (t->span_end);
   memset (t, 0, sizeof *t);
 }

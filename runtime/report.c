@@ -115,6 +115,12 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
   cJSON_AddStringToObject (root, "clock", clock);
   cJSON_AddStringToObject (root, "backend", ctx->backend ? ctx->backend->name : "?");
   cJSON_AddStringToObject (root, "mode", ctx->opt.mode == SG_RT_MODE_EXACT ? "exact" : "timing");
+  int32_t n_graph = 0;
+  for (int32_t it = 0; it < n_iters; it++)
+    n_graph += iters[it].graph_launch;
+  /* what the measured steps were: a graph run's first step is eager */
+  cJSON_AddStringToObject (root, "launch",
+                           n_graph == 0 ? "eager" : n_graph == n_iters ? "graph" : "mixed");
   cJSON_AddNumberToObject (root, "world_size", ctx->world);
   cJSON_AddNumberToObject (root, "iters", n_iters);
   cJSON_AddNumberToObject (root, "warmup", ctx->opt.warmup);

@@ -49,8 +49,14 @@ typedef enum {
   SG_RT_MODE_TIMING, /* time is the point: warm-up, K iterations, medians */
 } SgRtMode;
 
+typedef enum {
+  SG_RT_LAUNCH_EAGER, /* the host issues every instruction of every step */
+  SG_RT_LAUNCH_GRAPH, /* cuda: step 1 captured into a CUDA graph, then replayed */
+} SgRtLaunch;
+
 typedef struct {
   SgRtMode mode;
+  SgRtLaunch launch;    /* how steps are issued (cpu: eager only) */
   int32_t iters;        /* measured iterations (>= 1) */
   int32_t warmup;       /* unmeasured iterations before them (timing mode) */
   uint64_t seed;        /* deterministic inputs (sg_rt_fill_input) */
@@ -60,6 +66,7 @@ typedef struct {
   double timeout_s;     /* backend watchdog; 0 = none */
   const char *backend;  /* "cpu" or "cuda" */
   int32_t dump_rank;    /* whose outputs --dump-outputs writes (default 0) */
+  bool timeline;        /* backends fill SgRtStepTimes' spans (--trace) */
 } SgRtOptions;
 
 /* Options with their defaults: exact, 1 iteration, no warm-up, seed 0,
@@ -91,10 +98,18 @@ typedef struct {
   double *exposed_us;  /* time the compute stream waited for it at its WAIT_EVENT(s) */
   double step_us;      /* first instruction issued -> everything complete */
   double compute_us;   /* time spent in KERNEL instructions (busy compute stream) */
+  bool graph_launch;   /* the step replayed a captured CUDA graph */
+  /* The step's timeline (schedrun --trace), per instruction, us from the
+   * step's start, -1 where none; NULL unless asked for. KERNEL: that kernel
+   * (cpu) or the run of kernels on stream 0 that it starts (cuda);
+   * COLLECTIVE: start -> its data is complete; WAIT_EVENT of a collective:
+   * the waiting stream reached it -> went on. */
+  double *span_start, *span_end;
 } SgRtStepTimes;
 
-/* Sizes @t for @plan's collectives (zeroed). */
-void sg_rt_step_times_init (SgRtStepTimes *t, const SgPlan *plan);
+/* Sizes @t for @plan's collectives (zeroed); with @spans also the timeline
+ * (all -1). */
+void sg_rt_step_times_init (SgRtStepTimes *t, const SgPlan *plan, bool spans);
 void sg_rt_step_times_clear (SgRtStepTimes *t);
 
 /* A backend. Every function that returns false sets @error; the driver
@@ -182,6 +197,12 @@ cJSON *sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int
  * its dtype, contiguous) and DIR/outputs.json (index, name, shape, dtype).
  * Every rank must call it (values are read through the backend). Also fills
  * @checksums (transfer full, may be NULL) with [{index, name, fnv1a64, sum}]. */
+/* Collective over MPI_COMM_WORLD: the Chrome trace (chrome://tracing,
+ * ui.perfetto.dev) of the measured step whose time (slowest rank) is the
+ * median, every rank's timeline in it (pid = rank); built on rank 0, NULL
+ * on the others. @iters: filled with spans. */
+cJSON *sg_rt_trace_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_iters);
+
 bool sg_rt_collect_outputs (SgRtContext *ctx, const char *dump_dir, cJSON **checksums,
                             GError **error);
 

@@ -32,7 +32,7 @@ on_alarm (int sig)
 }
 
 typedef struct {
-  char *backend, *mode, *report, *dump;
+  char *backend, *mode, *launch, *report, *dump, *trace;
   int iters, warmup, fail_at, fail_rank, dump_rank;
   gboolean fail_hang;
   gint64 seed;
@@ -49,12 +49,19 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
   GOptionEntry entries[] = {
     { "backend", 0, 0, G_OPTION_ARG_STRING, &a->backend, "cpu (default) or cuda", "NAME" },
     { "mode", 0, 0, G_OPTION_ARG_STRING, &a->mode, "exact (default) or timing", "MODE" },
+    { "launch", 0, 0, G_OPTION_ARG_STRING, &a->launch,
+      "graph (cuda default: step 1 captured into a CUDA graph, then replayed) or eager "
+      "(the host issues every step; the only one for cpu)",
+      "HOW" },
     { "iters", 0, 0, G_OPTION_ARG_INT, &a->iters,
       "measured iterations (default 1 exact, 10 timing)", "K" },
     { "warmup", 0, 0, G_OPTION_ARG_INT, &a->warmup,
       "unmeasured iterations first (default 0 exact, 2 timing)", "W" },
     { "seed", 0, 0, G_OPTION_ARG_INT64, &a->seed, "seed of the deterministic inputs", "S" },
     { "report", 0, 0, G_OPTION_ARG_FILENAME, &a->report, "write the report JSON (rank 0)",
+      "FILE" },
+    { "trace", 0, 0, G_OPTION_ARG_FILENAME, &a->trace,
+      "write the measured timeline of the median step, every rank, as a Chrome trace (rank 0)",
       "FILE" },
     { "dump-outputs", 0, 0, G_OPTION_ARG_FILENAME, &a->dump,
       "write each output as DIR/<index>.bin and DIR/outputs.json", "DIR" },
@@ -99,6 +106,21 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
                  a->mode);
     return false;
   }
+  const bool cuda = strcmp (opt->backend, "cuda") == 0;
+  if (a->launch == NULL) {
+    opt->launch = cuda ? SG_RT_LAUNCH_GRAPH : SG_RT_LAUNCH_EAGER;
+  } else if (strcmp (a->launch, "eager") == 0) {
+    opt->launch = SG_RT_LAUNCH_EAGER;
+  } else if (strcmp (a->launch, "graph") == 0 && cuda) {
+    opt->launch = SG_RT_LAUNCH_GRAPH;
+  } else {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
+                 strcmp (a->launch, "graph") == 0
+                   ? "--launch graph needs --backend cuda (the %s backend issues eagerly)"
+                   : "--launch must be graph or eager, not '%s'",
+                 strcmp (a->launch, "graph") == 0 ? opt->backend : a->launch);
+    return false;
+  }
   bool timing = opt->mode == SG_RT_MODE_TIMING;
   opt->iters = a->iters >= 0 ? a->iters : timing ? 10 : 1;
   opt->warmup = a->warmup >= 0 ? a->warmup : timing ? 2 : 0;
@@ -120,6 +142,7 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
   opt->fail_hang = a->fail_hang;
   opt->timeout_s = a->timeout;
   opt->dump_rank = a->dump_rank;
+  opt->timeline = a->trace != NULL;
   return true;
 }
 
@@ -206,7 +229,7 @@ main (int argc, char **argv)
   for (int32_t it = 0; it < total; it++) {
     SgRtStepTimes scratch;
     SgRtStepTimes *t = it >= opt.warmup ? &times[it - opt.warmup] : &scratch;
-    sg_rt_step_times_init (t, plan);
+    sg_rt_step_times_init (t, plan, opt.timeline && t != &scratch);
     ok = be->load_inputs (&ctx, &error);
     if (ok) {
       MPI_OR_ABORT (MPI_Barrier (ctx.world_comm));
@@ -250,6 +273,18 @@ main (int argc, char **argv)
     }
     cJSON_Delete (report);
     cJSON_Delete (sums);
+    cJSON *trace = a.trace ? sg_rt_trace_new (&ctx, times, opt.iters) : NULL;
+    if (trace != NULL) {
+      char *text = cJSON_PrintUnformatted (trace);
+      GError *e = NULL;
+      if (!g_file_set_contents (a.trace, text, (gssize)strlen (text), &e)) {
+        fprintf (stderr, "schedrun: cannot write %s: %s\n", a.trace, e->message);
+        g_error_free (e);
+        code = 1;
+      }
+      cJSON_free (text);
+      cJSON_Delete (trace);
+    }
   } else {
     code = 1;
   }
@@ -261,7 +296,9 @@ main (int argc, char **argv)
   sg_plan_free (plan);
   g_free (a.backend);
   g_free (a.mode);
+  g_free (a.launch);
   g_free (a.report);
   g_free (a.dump);
+  g_free (a.trace);
   return finish (rank, error, code);
 }

@@ -441,7 +441,12 @@ cpu_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
       double a = MPI_Wtime ();
       if (!run_kernel (ctx, ins, error))
         return false;
-      compute += MPI_Wtime () - a;
+      const double b = MPI_Wtime ();
+      compute += b - a;
+      if (out->span_start) {
+        out->span_start[i] = (a - t0) * 1e6;
+        out->span_end[i] = (b - t0) * 1e6;
+      }
       if (!coll_poll (ctx, error))
         return false;
       break;
@@ -450,10 +455,16 @@ cpu_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
       if (!coll_start (ctx, i, error))
         return false;
       break;
-    case SG_INS_WAIT_EVENT:
+    case SG_INS_WAIT_EVENT: {
+      const double a = MPI_Wtime ();
       if (ins->coll >= 0 && !coll_wait (ctx, ins->coll, error))
         return false;
+      if (out->span_start && ins->coll >= 0) {
+        out->span_start[i] = (a - t0) * 1e6;
+        out->span_end[i] = (MPI_Wtime () - t0) * 1e6;
+      }
       break;
+    }
     case SG_INS_FREE:
       if (ctx->opt.mode == SG_RT_MODE_EXACT && ins->buffer >= 0)
         memset (st->arena + p->buffers[ins->buffer].offset, 0xFF,
@@ -476,6 +487,10 @@ cpu_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
       continue;
     out->measured_us[c] = (st->coll[i].end - st->coll[i].start) * 1e6;
     out->exposed_us[c] = st->coll[i].exposed * 1e6;
+    if (out->span_start) {
+      out->span_start[i] = (st->coll[i].start - t0) * 1e6;
+      out->span_end[i] = (st->coll[i].end - t0) * 1e6;
+    }
   }
   return true;
 }

@@ -12,7 +12,8 @@
  * Every GEMM goes through sg_cu_gemm on strided views (transposed Q/K/V
  * views need no copies); grouped-query gradients of K/V accumulate over the
  * query heads that share them (beta = 1).
- * Requires: a cuBLAS handle; scratch of sg_cu_sdpa_scratch_bytes.
+ * Requires: a cuBLAS handle bound to the stream passed (the caller sets its
+ * stream and workspace); scratch of sg_cu_sdpa_scratch_bytes.
  * Invalidates: nothing.
  */
 #include <math.h>
@@ -161,7 +162,6 @@ sdpa_fwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *q, const SgCuTenso
   float *S = (float *)scratch;
   char *P = scratch + (sq * 4 + 255) / 256 * 256;
   const int64_t rep = d.H / d.Hkv;
-  SG_CUBLAS_CHECK (cublasSetStream (h, s), error, fail);
   for (int64_t b = 0; b < d.B; b++)
     for (int64_t h0 = 0; h0 < d.H; h0 += d.hc) {
       const SgCuTensor Q = heads (q, b, h0, d.hc), K = heads (k, b, h0 / rep, d.hc);
@@ -202,7 +202,6 @@ sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout, const SgCuTe
   char *Pb = scratch + 2 * f32;         /* P, then dS, in the operands' dtype */
   float *delta = (float *)(scratch + 3 * f32);
   const int64_t rep = d.H / d.Hkv;
-  SG_CUBLAS_CHECK (cublasSetStream (h, s), error, fail);
   for (int64_t b = 0; b < d.B; b++)
     for (int64_t h0 = 0; h0 < d.H; h0 += d.hc) {
       const SgCuTensor Q = heads (q, b, h0, d.hc), K = heads (k, b, h0 / rep, d.hc);

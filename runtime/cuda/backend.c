@@ -3,9 +3,13 @@
  * Maps a plan to CUDA resources exactly as it says: one non-blocking stream
  * per plan stream, one event per plan event, one NCCL communicator per
  * group, one cudaMalloc per rank holding the plan's arena and, after it, a
- * scratch area per stream (strided GEMM operands, SDPA backward rows,
- * collective staging). The host issues `ins` in order; cross-stream order
- * is only the plan's RECORD / WAIT_EVENT, as in nvFuser's host IR executor.
+ * scratch area per stream (cuBLAS workspace, strided GEMM operands, SDPA
+ * backward rows, collective staging). The host issues `ins` in order;
+ * cross-stream order is only the plan's RECORD / WAIT_EVENT, as in
+ * nvFuser's host IR executor. --launch graph (the default) captures that
+ * issue once into a CUDA graph and replays it, so the GPUs run the plan at
+ * their own pace instead of the host's launch rate (PyTorch's CUDA graphs);
+ * --launch eager issues every step from the host.
  * Measurement (CUDA events, both modes): per collective a start/end pair on
  * its stream; at each WAIT_EVENT of a collective on stream 0 a "reached"
  * event, exposed = end - reached clamped at 0 (time compute stood still);
@@ -87,6 +91,7 @@ cuda_setup (SgRtContext *ctx, GError **error)
   st->scratch = g_new0 (char *, st->n_streams);
   st->scratch_bytes = g_new0 (uint64_t, st->n_streams);
   st->exact = ctx->opt.mode == SG_RT_MODE_EXACT;
+  st->graph = ctx->opt.launch == SG_RT_LAUNCH_GRAPH;
   for (int32_t i = 0; i < plan->n_ins; i++)
     if (!sg_cu_check_ins (plan, &plan->ins[i], st->exact, st->scratch_bytes, error))
       goto fail;
@@ -117,14 +122,17 @@ cuda_setup (SgRtContext *ctx, GError **error)
 
   /* Measurement events. */
   st->coll_ordinal = g_new (int32_t, MAX (1, plan->n_ins));
+  st->run_first = g_new (int32_t, MAX (1, plan->n_ins));
+  st->wait_run = g_new (int32_t, MAX (1, plan->n_ins));
   int32_t n_coll = 0, n_runs = 0;
   bool in_run = false;
   for (int32_t i = 0; i < plan->n_ins; i++) {
     const SgPlanIns *ins = &plan->ins[i];
     st->coll_ordinal[i] = ins->kind == SG_INS_COLLECTIVE ? n_coll++ : -1;
+    st->wait_run[i] = n_runs;
     if (ins->kind == SG_INS_KERNEL && ins->stream == 0 && !in_run) {
       in_run = true;
-      n_runs++;
+      st->run_first[n_runs++] = i;
     } else if (ins->kind == SG_INS_WAIT_EVENT && ins->stream == 0) {
       in_run = false;
     }
@@ -230,28 +238,30 @@ elapsed_us (cudaEvent_t a, cudaEvent_t b)
   return (double)ms * 1000.0;
 }
 
-static bool
-cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
+/* A measurement event: inside a capture it must become an event node of the
+ * graph (cudaEventRecordExternal) for its time to be readable afterwards. */
+static cudaError_t
+mark (const SgCuState *st, cudaEvent_t ev, cudaStream_t s)
 {
-  SgCuState *st = state (ctx);
+  return st->capturing ? cudaEventRecordWithFlags (ev, s, cudaEventRecordExternal)
+                       : cudaEventRecord (ev, s);
+}
+
+/* Queues one step: `ins` in order, with the measurement events around it.
+ * Eagerly, or into the graph being captured (the same calls either way). */
+static bool
+issue_step (SgRtContext *ctx, SgCuState *st, GError **error)
+{
   const SgPlan *plan = ctx->plan;
   const bool exact = ctx->opt.mode == SG_RT_MODE_EXACT;
   int32_t i = 0, run = 0;
   bool in_run = false;
-  char what[160];
 
-  /* Start together: a rank that starts late would show as exposed time on
-   * its peers. */
-  SG_CU_CHECK (cudaDeviceSynchronize (), error, fail);
-  if (MPI_Barrier (ctx->world_comm) != MPI_SUCCESS) {
-    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MPI, "MPI_Barrier before the step failed");
-    return false;
-  }
-  const double budget = step_budget (ctx->opt.timeout_s);
-  sg_cu_watchdog_arm (st->watchdog, budget, "the step");
-  SG_CU_CHECK (cudaEventRecord (st->step_start, st->streams[0]), error, fail);
+  SG_CU_CHECK (mark (st, st->step_start, st->streams[0]), error, fail);
+  /* join[0] forks the other streams off stream 0 (and into a capture). */
+  SG_CU_CHECK (cudaEventRecord (st->join[0], st->streams[0]), error, fail);
   for (int32_t s = 1; s < st->n_streams; s++)
-    SG_CU_CHECK (cudaStreamWaitEvent (st->streams[s], st->step_start, 0), error, fail);
+    SG_CU_CHECK (cudaStreamWaitEvent (st->streams[s], st->join[0], 0), error, fail);
 
   for (i = 0; i < plan->n_ins; i++) {
     const SgPlanIns *ins = &plan->ins[i];
@@ -267,22 +277,22 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
     switch (ins->kind) {
     case SG_INS_KERNEL:
       if (ins->stream == 0 && !in_run) {
-        SG_CU_CHECK (cudaEventRecord (st->run_ev[2 * run], s), error, fail);
+        SG_CU_CHECK (mark (st, st->run_ev[2 * run], s), error, fail);
         in_run = true;
       }
       if (st->kev)
-        SG_CU_CHECK (cudaEventRecord (st->kev[2 * i], s), error, fail);
+        SG_CU_CHECK (mark (st, st->kev[2 * i], s), error, fail);
       if (!sg_cu_run_kernel (st, plan, ins, error))
         goto fail;
       if (st->kev)
-        SG_CU_CHECK (cudaEventRecord (st->kev[2 * i + 1], s), error, fail);
+        SG_CU_CHECK (mark (st, st->kev[2 * i + 1], s), error, fail);
       break;
     case SG_INS_COLLECTIVE: {
       const int32_t c = st->coll_ordinal[i];
-      SG_CU_CHECK (cudaEventRecord (st->coll_start[c], s), error, fail);
+      SG_CU_CHECK (mark (st, st->coll_start[c], s), error, fail);
       if (!sg_cu_run_collective (st, plan, ins, error))
         goto fail;
-      SG_CU_CHECK (cudaEventRecord (st->coll_end[c], s), error, fail);
+      SG_CU_CHECK (mark (st, st->coll_end[c], s), error, fail);
       break;
     }
     case SG_INS_RECORD:
@@ -290,12 +300,12 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
       break;
     case SG_INS_WAIT_EVENT:
       if (ins->stream == 0 && in_run) {
-        SG_CU_CHECK (cudaEventRecord (st->run_ev[2 * run + 1], s), error, fail);
+        SG_CU_CHECK (mark (st, st->run_ev[2 * run + 1], s), error, fail);
         in_run = false;
         run++;
       }
       if (st->reached[i])
-        SG_CU_CHECK (cudaEventRecord (st->reached[i], s), error, fail);
+        SG_CU_CHECK (mark (st, st->reached[i], s), error, fail);
       SG_CU_CHECK (cudaStreamWaitEvent (s, st->events[ins->event], 0), error, fail);
       break;
     case SG_INS_FREE:
@@ -307,14 +317,104 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
     }
   }
   if (in_run) {
-    SG_CU_CHECK (cudaEventRecord (st->run_ev[2 * run + 1], st->streams[0]), error, fail);
+    SG_CU_CHECK (mark (st, st->run_ev[2 * run + 1], st->streams[0]), error, fail);
     run++;
   }
+  st->n_runs = run;
   for (int32_t s = 1; s < st->n_streams; s++) {
     SG_CU_CHECK (cudaEventRecord (st->join[s], st->streams[s]), error, fail);
     SG_CU_CHECK (cudaStreamWaitEvent (st->streams[0], st->join[s], 0), error, fail);
   }
-  SG_CU_CHECK (cudaEventRecord (st->step_end, st->streams[0]), error, fail);
+  SG_CU_CHECK (mark (st, st->step_end, st->streams[0]), error, fail);
+  return true;
+fail:
+  if (i < plan->n_ins)
+    g_prefix_error (error, "rank %d, instruction %d: ", ctx->rank, i);
+  return false;
+}
+
+/* Captures issue_step into st->exec. Host work only: the GPUs run nothing
+ * until cudaGraphLaunch. */
+static bool
+capture_step (SgRtContext *ctx, SgCuState *st, GError **error)
+{
+  cudaGraph_t graph = NULL;
+  SG_CU_CHECK (cudaStreamBeginCapture (st->streams[0], cudaStreamCaptureModeThreadLocal), error,
+               fail);
+  st->capturing = true;
+  const bool ok = issue_step (ctx, st, error);
+  const cudaError_t e = cudaStreamEndCapture (st->streams[0], &graph);
+  st->capturing = false;
+  if (!ok)
+    goto fail;
+  SG_CU_CHECK (e, error, fail);
+  SG_CU_CHECK (cudaGraphInstantiate (&st->exec, graph, 0), error, fail);
+  SG_CU_CHECK (cudaGraphUpload (st->exec, st->streams[0]), error, fail);
+  SG_CU_CHECK (cudaStreamSynchronize (st->streams[0]), error, fail);
+  cudaGraphDestroy (graph);
+  return true;
+fail:
+  if (graph)
+    cudaGraphDestroy (graph);
+  (void)cudaGetLastError ();
+  g_prefix_error (error, "capturing the step into a CUDA graph (--launch graph): ");
+  return false;
+}
+
+/* The step's timeline (--trace), us from step_start: runs of kernels on
+ * stream 0 (at their first kernel), collectives, and each reached wait up
+ * to the start of the run after it (the time stream 0 stood still). */
+static void
+fill_spans (const SgCuState *st, const SgPlan *plan, SgRtStepTimes *out)
+{
+  for (int32_t r = 0; r < st->n_runs; r++) {
+    out->span_start[st->run_first[r]] = elapsed_us (st->step_start, st->run_ev[2 * r]);
+    out->span_end[st->run_first[r]] = elapsed_us (st->step_start, st->run_ev[2 * r + 1]);
+  }
+  for (int32_t k = 0; k < plan->n_ins; k++) {
+    const int32_t c = st->coll_ordinal[k];
+    if (c >= 0) {
+      out->span_start[k] = elapsed_us (st->step_start, st->coll_start[c]);
+      out->span_end[k] = elapsed_us (st->step_start, st->coll_end[c]);
+    } else if (st->reached[k]) {
+      const int32_t r = st->wait_run[k];
+      out->span_start[k] = elapsed_us (st->step_start, st->reached[k]);
+      out->span_end[k] = elapsed_us (st->step_start, r < st->n_runs ? st->run_ev[2 * r]
+                                                                   : st->step_end);
+    }
+  }
+}
+
+static bool
+run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
+{
+  SgCuState *st = state (ctx);
+  const SgPlan *plan = ctx->plan;
+  char what[160];
+
+  /* Step 0 runs eagerly (NCCL connects its channels, cuBLAS and CUDA's lazy
+   * module loading settle); step 1 is captured, then every step replays. */
+  const bool replay = st->graph && st->n_steps >= 1;
+  const double budget = step_budget (ctx->opt.timeout_s);
+  if (replay && !st->exec) {
+    sg_cu_watchdog_arm (st->watchdog, budget, "capturing the step");
+    if (!capture_step (ctx, st, error))
+      return false;
+    sg_cu_watchdog_disarm (st->watchdog);
+  }
+  /* Start together: a rank that starts late would show as exposed time on
+   * its peers. */
+  SG_CU_CHECK (cudaDeviceSynchronize (), error, fail);
+  if (MPI_Barrier (ctx->world_comm) != MPI_SUCCESS) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_MPI, "MPI_Barrier before the step failed");
+    return false;
+  }
+  sg_cu_watchdog_arm (st->watchdog, budget, "the step");
+  if (replay)
+    SG_CU_CHECK (cudaGraphLaunch (st->exec, st->streams[0]), error, fail);
+  else if (!issue_step (ctx, st, error))
+    return false;
+  out->graph_launch = replay;
   g_snprintf (what, sizeof what, "the step on rank %d", ctx->rank);
   if (!sg_cu_wait_event (st, st->step_end, budget, what, error))
     return false;
@@ -328,7 +428,7 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
           elapsed_us (st->kev[2 * k], st->kev[2 * k + 1]);
   out->step_us = elapsed_us (st->step_start, st->step_end);
   out->compute_us = 0;
-  for (int32_t r = 0; r < run; r++)
+  for (int32_t r = 0; r < st->n_runs; r++)
     out->compute_us += elapsed_us (st->run_ev[2 * r], st->run_ev[2 * r + 1]);
   for (int32_t c = 0; c < out->n_coll; c++) {
     out->measured_us[c] = elapsed_us (st->coll_start[c], st->coll_end[c]);
@@ -344,10 +444,28 @@ cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
     const double e = elapsed_us (st->reached[k], st->coll_end[c]);
     out->exposed_us[c] += e > 0 ? e : 0;
   }
+  if (out->span_start)
+    fill_spans (st, plan, out);
   return true;
 fail:
-  if (i < plan->n_ins)
-    g_prefix_error (error, "rank %d, instruction %d: ", ctx->rank, i);
+  g_prefix_error (error, "rank %d: ", ctx->rank);
+  return false;
+}
+
+static bool
+cuda_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
+{
+  SgCuState *st = state (ctx);
+  if (run_step (ctx, out, error))
+    return true;
+  /* A call the watchdog's abort broke (CUDA or cuBLAS errors follow an
+   * aborted communicator): the watchdog ends the job with its message. */
+  if (sg_cu_watchdog_fired (st->watchdog)) {
+    g_printerr ("schedrun: rank %d: after the watchdog's abort: %s\n", ctx->rank,
+                (*error)->message);
+    for (;;)
+      g_usleep (G_USEC_PER_SEC);
+  }
   return false;
 }
 
@@ -448,6 +566,8 @@ cuda_teardown (SgRtContext *ctx)
   for (int32_t i = 0; st->coll_ordinal && i < plan->n_ins; i++)
     n_coll += st->coll_ordinal[i] >= 0;
   cudaDeviceSynchronize ();
+  if (st->exec)
+    cudaGraphExecDestroy (st->exec);
   sg_cu_comms_destroy (st, false);
   if (st->cublas)
     cublasDestroy (st->cublas);
@@ -474,6 +594,8 @@ cuda_teardown (SgRtContext *ctx)
   g_free (st->scratch);
   g_free (st->scratch_bytes);
   g_free (st->coll_ordinal);
+  g_free (st->run_first);
+  g_free (st->wait_run);
   sg_cu_watchdog_stop (st->watchdog);
   g_free (st);
   ctx->priv = NULL;

@@ -81,6 +81,15 @@ bool
 sg_cu_comms_init (SgCuState *st, SgRtContext *ctx, GError **error)
 {
   const SgPlan *plan = ctx->plan;
+  /* NCCL's "graph mixing" support (captured and un-captured NCCL calls of
+   * a communicator outstanding at once) serializes a graph's first kernels
+   * behind its collectives: measured on 2x H200, stream 0's first kernel
+   * started 321 us into the scheduled w2_fsdp2 step with it, 72 us without
+   * (step -5%). schedrun never has both outstanding: step 0 (eager) and
+   * every replay start after a device synchronize. A user's setting wins;
+   * NCCL reads it at its first call, below. */
+  if (st->graph)
+    g_setenv ("NCCL_GRAPH_MIXING_SUPPORT", "0", FALSE);
   st->n_comms = plan->n_groups;
   st->comms = g_new0 (ncclComm_t, MAX (1, plan->n_groups));
   for (int32_t g = 0; g < plan->n_groups; g++) {
@@ -266,6 +275,7 @@ struct SgCuWatchdog {
   gint64 deadline; /* monotonic us; 0 = disarmed */
   char what[128];
   double timeout_s;
+  gint fired; /* atomic: the deadline passed and the job is being aborted */
 };
 
 static gpointer
@@ -281,6 +291,7 @@ watchdog_main (gpointer data)
     if (g_cond_wait_until (&wd->cond, &wd->lock, wd->deadline))
       continue; /* re-armed, disarmed or stopped */
     if (wd->deadline != 0 && g_get_monotonic_time () >= wd->deadline) {
+      g_atomic_int_set (&wd->fired, 1);
       fprintf (stderr,
                "schedrun: rank %d: watchdog: %s did not finish within %.1f s (--timeout); "
                "aborting every NCCL communicator and the job\n",
@@ -322,6 +333,12 @@ sg_cu_watchdog_arm (SgCuWatchdog *wd, double timeout_s, const char *what)
   g_strlcpy (wd->what, what, sizeof wd->what);
   g_cond_signal (&wd->cond);
   g_mutex_unlock (&wd->lock);
+}
+
+bool
+sg_cu_watchdog_fired (SgCuWatchdog *wd)
+{
+  return wd && g_atomic_int_get (&wd->fired);
 }
 
 void

@@ -157,6 +157,12 @@ bool sg_cu_is_contiguous (const SgCuTensor *t);
 
 typedef struct SgCuWatchdog SgCuWatchdog;
 
+/* cuBLAS workspace per stream that runs GEMMs or attention: the first bytes
+ * of that stream's scratch (sized by sg_cu_check_ins). cuBLAS's own pool may
+ * allocate, which a CUDA-graph capture forbids; 32 MiB is what cuBLAS
+ * reserves by default on Hopper, so kernels are chosen as in the profile. */
+#define SG_CU_BLAS_WORKSPACE ((uint64_t)32 << 20)
+
 typedef struct {
   int device;
   char *base;               /* the one cudaMalloc: arena, then per-stream scratch */
@@ -168,8 +174,15 @@ typedef struct {
   int32_t n_streams;
   cudaEvent_t *events;      /* the plan's events */
   int32_t n_events;
-  cublasHandle_t cublas;
+  cublasHandle_t cublas;    /* bound per call to a stream and its workspace */
   bool exact;               /* exact mode: attention math in fp32 */
+  /* --launch graph: step 1 is captured into a CUDA graph (step 0 runs
+   * eagerly: NCCL connects, cuBLAS and lazy module loading settle), later
+   * steps replay it with one cudaGraphLaunch */
+  bool graph;
+  bool capturing;           /* inside cudaStreamBeginCapture/EndCapture */
+  cudaGraphExec_t exec;
+  int32_t n_runs;           /* runs of kernels on stream 0 the plan makes */
   ncclComm_t *comms;        /* per plan group */
   int32_t n_comms;
   /* measurement */
@@ -178,6 +191,8 @@ typedef struct {
   cudaEvent_t *reached;     /* per instruction: WAIT_EVENT of a collective on stream 0 */
   cudaEvent_t *run_ev;      /* boundaries of runs of kernels on stream 0 */
   int32_t n_run_ev;
+  int32_t *run_first;       /* per run: its first KERNEL instruction */
+  int32_t *wait_run;        /* per instruction: at a reached WAIT_EVENT, the run after it */
   cudaEvent_t step_start, step_end;
   cudaEvent_t *join;        /* per stream */
   void **input_host;        /* per plan input: pinned host bytes, filled once */
@@ -218,8 +233,8 @@ uint64_t sg_cu_gemm_scratch_bytes (const SgCuTensor *a, const SgCuTensor *b);
  * operands' dtype, as FlashAttention rounds them; @fp32_math (exact mode):
  * bf16/f16 operands are widened first and every product runs in fp32, the
  * CPU reference's numerics. @lse fp32 [B, H, Sq(, 1)] may be NULL in the
- * forward; the backward recomputes P from it. @scratch:
- * sg_cu_sdpa_scratch_bytes. */
+ * forward; the backward recomputes P from it. @h: bound to @s by the caller.
+ * @scratch: sg_cu_sdpa_scratch_bytes. */
 bool sg_cu_sdpa_fwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *q, const SgCuTensor *k,
                      const SgCuTensor *v, const SgCuTensor *out, const SgCuTensor *lse, bool causal,
                      double scale, bool fp32_math, char *scratch, uint64_t scratch_bytes,
@@ -250,6 +265,9 @@ bool sg_cu_wait_event (SgCuState *st, cudaEvent_t ev, double timeout_s, const ch
 SgCuWatchdog *sg_cu_watchdog_start (SgCuState *st, int32_t rank);
 void sg_cu_watchdog_arm (SgCuWatchdog *wd, double timeout_s, const char *what);
 void sg_cu_watchdog_disarm (SgCuWatchdog *wd);
+/* True once the deadline passed: the watchdog is ending the job (MPI_Abort
+ * from two threads at once crashes Open MPI, so the caller must not). */
+bool sg_cu_watchdog_fired (SgCuWatchdog *wd);
 void sg_cu_watchdog_stop (SgCuWatchdog *wd);
 
 /* Local rank from the launcher's environment (OMPI, MPICH, Slurm, torchrun),

@@ -176,7 +176,7 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, uint64_t 
                                a.dtype != SG_DTYPE_F32))
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "matmul dtype not run by cuBLAS: ",
                        sg_dtype_name ((SgDtype)a.dtype));
-    need = sg_cu_gemm_scratch_bytes (&a, &b);
+    need = SG_CU_BLAS_WORKSPACE + sg_cu_gemm_scratch_bytes (&a, &b);
     break;
   }
   case SG_CLASS_ATTENTION: {
@@ -193,7 +193,7 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, uint64_t 
         sg_cu_sdpa_scratch_bytes (&a, &b, s.backward, exact) == 0)
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins,
                        "attention q/k must be [B, H, S, D] with H a multiple of K's heads", NULL);
-    need = sg_cu_sdpa_scratch_bytes (&a, &b, s.backward, exact) + 256;
+    need = SG_CU_BLAS_WORKSPACE + sg_cu_sdpa_scratch_bytes (&a, &b, s.backward, exact) + 256;
     break;
   }
   case SG_CLASS_REDUCTION:
@@ -336,6 +336,27 @@ fail:
   return false;
 }
 
+/* Binds the cuBLAS handle to @ins's stream, with the first
+ * SG_CU_BLAS_WORKSPACE bytes of that stream's scratch as its workspace
+ * (cublasSetStream resets the workspace to the library's pool, so both are
+ * set on every call); @scratch / @bytes: the op's own scratch after it. */
+static bool
+bind_blas (SgCuState *st, const SgPlanIns *ins, char **scratch, uint64_t *bytes, GError **error)
+{
+  char *ws = st->scratch[ins->stream];
+  const uint64_t have = st->scratch_bytes[ins->stream];
+  if (have < SG_CU_BLAS_WORKSPACE)
+    return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "no cuBLAS workspace on its stream", NULL);
+  SG_CUBLAS_CHECK (cublasSetStream (st->cublas, st->streams[ins->stream]), error, fail);
+  SG_CUBLAS_CHECK (cublasSetWorkspace (st->cublas, ws, SG_CU_BLAS_WORKSPACE), error, fail);
+  *scratch = ws + SG_CU_BLAS_WORKSPACE;
+  *bytes = have - SG_CU_BLAS_WORKSPACE;
+  return true;
+fail:
+  g_prefix_error (error, "node %s: ", ins->name);
+  return false;
+}
+
 static bool
 run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStream_t s,
                GError **error)
@@ -348,6 +369,10 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
     return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "q/k/v are not tensors", NULL);
   const bool causal = arg_bool (ins, sc.causal, false);
   const double scale = kw_double (ins, "scale", 0.0);
+  char *scratch;
+  uint64_t scratch_bytes;
+  if (!bind_blas (st, ins, &scratch, &scratch_bytes, error))
+    return false;
   /* Tuple slots that are tensors but not out/lse (philox seeds, cumulative
    * lengths): zero them so outputs are deterministic. */
   for (int j = sc.backward ? 3 : 2; j < ins->n_out; j++) {
@@ -360,8 +385,7 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
       return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "no output tensor", NULL);
     const bool has_lse = out_tensor (st, plan, ins, 1, &lse);
     if (!sg_cu_sdpa_fwd (st->cublas, s, &q, &k, &v, &o, has_lse ? &lse : NULL, causal, scale,
-                         st->exact, st->scratch[ins->stream], st->scratch_bytes[ins->stream],
-                         error))
+                         st->exact, scratch, scratch_bytes, error))
       goto fail;
     return true;
   }
@@ -374,7 +398,7 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
       !out_tensor (st, plan, ins, 2, &dv))
     return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "gradients are not tensors", NULL);
   if (!sg_cu_sdpa_bwd (st->cublas, s, &dout, &q, &k, &v, &o, &lse, &dq, &dk, &dv, causal, scale,
-                       st->exact, st->scratch[ins->stream], st->scratch_bytes[ins->stream], error))
+                       st->exact, scratch, scratch_bytes, error))
     goto fail;
   return true;
 fail:
@@ -532,9 +556,11 @@ sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GErro
         SG_CU_CHECK (sg_cu_map (SG_CU_MUL_S, &o, &bias, NULL, beta, s), error, fail);
       beta = beta != 0.f ? 1.f : 0.f;
     }
-    SG_CUBLAS_CHECK (cublasSetStream (st->cublas, s), error, fail);
-    if (!sg_cu_gemm (st->cublas, s, &a, &b, &o, alpha, beta, st->scratch[ins->stream],
-                     st->scratch_bytes[ins->stream], error))
+    char *scratch;
+    uint64_t scratch_bytes;
+    if (!bind_blas (st, ins, &scratch, &scratch_bytes, error))
+      return false;
+    if (!sg_cu_gemm (st->cublas, s, &a, &b, &o, alpha, beta, scratch, scratch_bytes, error))
       goto fail;
     return true;
   }

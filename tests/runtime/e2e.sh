@@ -222,6 +222,10 @@ faults)
     cat "$T/out"; fail "NaN outputs not reported"
   fi
   expect_fail "bad --mode" "mode" 2 "$T/a.json" --mode fast
+  expect_fail "bad --launch" "launch must be graph or eager, not 'later'" 2 "$T/a.json" \
+    --launch later
+  expect_fail "--launch graph on the CPU backend" "launch graph needs --backend cuda" 2 \
+    "$T/a.json" --launch graph
   if mpirun_ 2 "$T/a.json" --backend cuda >"$T/out" 2>&1; then
     echo "skip --backend cuda ran (a CUDA build on a GPU machine)"
   elif grep -q "not built in" "$T/out"; then
@@ -240,10 +244,30 @@ faults)
   # timing mode: several iterations, a report with per-collective rows
   if mpirun_ 2 "$T/a.json" --mode timing --iters 3 --warmup 1 --report "$T/r.json" >"$T/out" 2>&1 &&
      grep -q '"mode":	"timing"' "$T/r.json" && grep -q '"measured_us"' "$T/r.json" &&
-     grep -q '"iters":	3' "$T/r.json"; then
+     grep -q '"iters":	3' "$T/r.json" && grep -q '"launch":	"eager"' "$T/r.json"; then
     echo "ok   timing mode report"
   else
     cat "$T/out"; fail "timing mode report"
+  fi
+  # --trace: the median step's timeline, both ranks, every collective on each
+  if mpirun_ 2 "$T/a.json" --mode timing --iters 3 --warmup 1 --trace "$T/t.json" >"$T/out" 2>&1 &&
+     python3 - "$T/t.json" "$T/a.json" <<'PY'
+import json, sys
+t, plan = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ev = [e for e in t["traceEvents"] if e["ph"] == "X"]
+n_coll = sum(1 for i in plan["ins"] if i["kind"] == "collective")
+n_kern = sum(1 for i in plan["ins"] if i["kind"] == "kernel")
+for r in (0, 1):
+    mine = [e for e in ev if e["pid"] == r]
+    assert sum(e["cat"] == "comm" for e in mine) == n_coll, "collectives of rank %d" % r
+    assert sum(e["cat"] == "compute" for e in mine) == n_kern, "kernels of rank %d" % r
+    assert all(e["ts"] >= 0 and e["dur"] >= 0 for e in mine)
+    assert max(e["ts"] + e["dur"] for e in mine) <= t["metadata"]["step_us"] * 1.001 + 1
+PY
+  then
+    echo "ok   --trace: every kernel and collective of both ranks"
+  else
+    cat "$T/out"; fail "--trace"
   fi
   ;;
 *)

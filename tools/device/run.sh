@@ -10,6 +10,8 @@
 # Results: $OUT/summary.md (the table of bench/RESULTS.md), $OUT/log.txt,
 # $OUT/results.tar.gz (every report, profile, plan and dump comparison).
 # smoke: the same with fewer iterations and the graphgen graph left out.
+# trace: profiles, then the profile plans timed with --trace, launch graph
+# and eager (measured timelines for diagnosis).
 set -u
 MODE=${1:-full}
 ROOT=$PWD
@@ -49,6 +51,27 @@ plan () {
   "$BIN/schedgraph" -q $flags "$2" -o "$1" --report "${1%.plan.json}.sgreport.json"
 }
 
+if [ "$MODE" = trace ]; then  # measured timelines of the profile plans, both launches
+  section trace
+  for g in $GRAPHS; do
+    timeout 300 "${MPI[@]}" "$BIN/schedrun" --profile "$G/$g.json" -o "$W/profile.$g.json" \
+      --iters $PITERS --timeout 120 | tail -1
+    for v in input sched schedb; do
+      p=$W/t.$g.profile.$v.plan.json
+      plan "$p" "$G/$g.json" $v "$W/profile.$g.json" || continue
+      for l in graph eager; do
+        sfx=""; [ $l = eager ] && sfx=.eager
+        timeout 240 "${MPI[@]}" "$BIN/schedrun" --backend cuda --mode timing --iters $ITERS \
+          --warmup $WARM --timeout 200 --launch $l "$p" --trace "$W/t.$g.profile.$v.$l.trace.json" \
+          --report "$W/t.$g.profile.$v$sfx.report.json" | tail -1
+      done
+    done
+  done
+  tar czf "$OUT/results.tar.gz" -C "$W" --exclude='*.bin' .
+  python3 "$ROOT/tools/device/summarize.py" "$W" "$GRAPHS" | tee "$OUT/summary.md"
+  exit 0
+fi
+
 if [ "$MODE" = quick ]; then  # kernels, one exact pair, one profile and timing run
   section quick
   p=$W/q.plan.json
@@ -76,12 +99,19 @@ for gt in w2_tiny_fsdp2_L2_h256:5e-2 w2_tiny_tp2_L2_h256:5e-2 gg_tiny_f32_fsdp2:
     p=$W/exact.$g.$v.plan.json
     plan "$p" "$G/$g.json" $v || { echo "schedgraph failed on $g"; continue; }
     timeout 120 "${MPI[@]}" "$BIN/schedrun" --backend cpu "$p" --dump-outputs "$W/exact.$g.$v.cpu" >/dev/null
-    timeout 120 "${MPI[@]}" "$BIN/schedrun" --backend cuda --timeout 60 "$p" \
+    # 2 steps: the outputs are step 2's, a replay of the captured CUDA graph
+    timeout 120 "${MPI[@]}" "$BIN/schedrun" --backend cuda --timeout 60 --iters 2 "$p" \
       --dump-outputs "$W/exact.$g.$v.cuda" --report "$W/exact.$g.$v.cuda.report.json"
-    echo "-- $g $v"
+    echo "-- $g $v (launch graph)"
     python3 "$ROOT/tools/device/compare_dumps.py" "$W/exact.$g.$v.cpu" "$W/exact.$g.$v.cuda" \
       --tol "$tol" > "$W/exact.$g.$v.compare.txt"; echo "compare rc=$?"
     tail -1 "$W/exact.$g.$v.compare.txt"
+    [ $v = input ] || continue
+    timeout 120 "${MPI[@]}" "$BIN/schedrun" --backend cuda --timeout 60 --launch eager "$p" \
+      --dump-outputs "$W/exact.$g.$v.eager.cuda" >/dev/null
+    echo "-- $g $v (launch eager)"
+    python3 "$ROOT/tools/device/compare_dumps.py" "$W/exact.$g.$v.cpu" "$W/exact.$g.$v.eager.cuda" \
+      --tol "$tol" | tail -1
   done
 done
 
@@ -118,15 +148,22 @@ for g in $GRAPHS; do
       else plan "$p" "$G/$g.json" $v; fi \
         || { echo "schedgraph failed: $g $pf $v"; continue; }
       timeout 240 "${MPI[@]}" "$BIN/schedrun" --backend cuda --mode timing --iters $ITERS \
-        --warmup $WARM --timeout 200 "$p" --report "$W/t.$g.$pf.$v.report.json" | tail -1
+        --warmup $WARM --timeout 200 "$p" --report "$W/t.$g.$pf.$v.report.json" \
+        --trace "$W/t.$g.$pf.$v.trace.json" | tail -1
+      [ $pf = profile ] || continue  # the host's launch rate: the same plans issued eagerly
+      timeout 240 "${MPI[@]}" "$BIN/schedrun" --backend cuda --mode timing --iters $ITERS \
+        --warmup $WARM --timeout 200 --launch eager "$p" \
+        --report "$W/t.$g.$pf.$v.eager.report.json" | tail -1
     done
   done
 done
 
-section "diagnostics: per-kernel GPU times vs the profile's estimates (input order)"
+section "diagnostics: per-kernel GPU times vs the profile's estimates (input order, schedule)"
 for g in $GRAPHS; do
-  timeout 120 "${MPI[@]}" -x SG_CUDA_KERNEL_TIMES="$W/ktimes.$g.tsv" "$BIN/schedrun" \
-    --backend cuda --mode timing --iters 10 --warmup 3 "$W/t.$g.profile.input.plan.json" | tail -1
+  for v in input sched; do
+    timeout 120 "${MPI[@]}" -x SG_CUDA_KERNEL_TIMES="$W/ktimes.$g.$v.tsv" "$BIN/schedrun" \
+      --backend cuda --mode timing --iters 10 --warmup 3 "$W/t.$g.profile.$v.plan.json" | tail -1
+  done
   "$BIN/schedgraph" --costs --profile "$W/profile.$g.json" "$G/$g.json" > "$W/costs.$g.txt" 2>&1
 done
 
