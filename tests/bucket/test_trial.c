@@ -1,0 +1,279 @@
+/* test_trial.c: the pass's trial graphs (bucket/trial.c) are the graphs
+ * sg_bucket_apply makes, node for node: order, kinds, metas, inputs,
+ * groups, costs and the simulator's verdict, on builder graphs (implicit
+ * edges, refusals) and on every sample graph after estimate and schedule,
+ * for many bucket sets, including ones that close cycles.
+ */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bucket-private.h"
+#include "builder.h"
+
+#define I(x) ((int64_t)(x))
+
+static const char *data_dir = "tests/data"; /* argv[1] overrides */
+
+static void
+assert_meta_eq (const SgGraph *a, const SgMeta *ma, const SgGraph *b, const SgMeta *mb,
+                SgNodeId i)
+{
+  ck_assert_int_eq (ma->ndim, mb->ndim);
+  ck_assert_int_eq (ma->dtype, mb->dtype);
+  for (int32_t d = 0; d < ma->ndim; d++) {
+    ck_assert_msg (sg_meta_shape (a, ma)[d] == sg_meta_shape (b, mb)[d], "node %d: shape", i);
+    ck_assert_msg (sg_meta_stride (a, ma)[d] == sg_meta_stride (b, mb)[d], "node %d: stride", i);
+  }
+}
+
+/* Applies @specs with sg_bucket_apply to a copy of @g and with the trial
+ * builder; both must agree on success and, when they succeed, on every
+ * field the simulator and the cost model read, and on the simulation. */
+static void
+assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs)
+{
+  SgGraph *full = sg_graph_copy (g);
+  full->cost_model_free = g->cost_model_free; /* borrowed model, see bucket.c */
+  g_autoptr (GError) e1 = NULL, e2 = NULL;
+  bool ok_full = sg_bucket_apply (full, specs, n_specs, &e1);
+  const SgCostModel *cm = sg_graph_cost_model (full);
+  for (SgNodeId i = 0; ok_full && i < full->n_nodes; i++) {
+    SgNode *n = &full->nodes[i];
+    if (n->est_src == SG_COST_NONE)
+      n->est_us = cm ? sg_cost_node_us (cm, full, i, &n->est_src) : 0.0;
+  }
+  SgBucketTrial *t = sg_bucket_trial_new (g);
+  SgGraph *tg = sg_bucket_trial_build (t, specs, n_specs, &e2);
+  ck_assert_msg (ok_full == (tg != NULL), "apply: %s; trial: %s", e1 ? e1->message : "ok",
+                 e2 ? e2->message : "ok");
+  if (ok_full) {
+    ck_assert_int_eq (full->n_nodes, tg->n_nodes);
+    ck_assert_int_eq (full->output, tg->output);
+    for (SgNodeId i = 0; i < full->n_nodes; i++) {
+      const SgNode *a = &full->nodes[i], *b = &tg->nodes[i];
+      if (sg_graph_lookup (g, a->name) != SG_NO_NODE)
+        ck_assert_str_eq (a->name, b->name);
+      ck_assert_str_eq (a->target, b->target);
+      ck_assert_int_eq (a->op, b->op);
+      ck_assert_int_eq (a->kind, b->kind);
+      assert_meta_eq (full, &a->meta, tg, &b->meta, i);
+      ck_assert_int_eq (a->n_tuple, b->n_tuple);
+      for (uint32_t k = 0; k < a->n_tuple; k++)
+        assert_meta_eq (full, sg_node_tuple_meta (full, i, k), tg, sg_node_tuple_meta (tg, i, k),
+                        i);
+      uint32_t na, nb;
+      const SgNodeId *ia = sg_node_inputs (full, i, &na), *ib = sg_node_inputs (tg, i, &nb);
+      ck_assert_int_eq (na, nb);
+      for (uint32_t k = 0; k < na; k++)
+        ck_assert_int_eq (ia[k], ib[k]);
+      ck_assert_int_eq (a->group, b->group);
+      ck_assert_int_eq (a->group_size, b->group_size);
+      ck_assert_int_eq (a->reduce, b->reduce);
+      ck_assert_int_eq (a->getitem_index, b->getitem_index);
+      ck_assert (isnan (a->cost_us) == isnan (b->cost_us));
+      ck_assert_msg (a->est_us == b->est_us, "node %d (%s): est_us %.17g vs %.17g", i, a->name,
+                     a->est_us, b->est_us);
+      ck_assert_int_eq (a->est_src, b->est_src);
+    }
+    SgSimResult ra, rb;
+    GError *error = NULL;
+    ck_assert_msg (sg_simulate (full, NULL, &ra, &error), "%s", error ? error->message : "");
+    ck_assert_msg (sg_simulate (tg, NULL, &rb, &error), "%s", error ? error->message : "");
+    ck_assert (ra.exposed_us == rb.exposed_us);
+    ck_assert (ra.step_us == rb.step_us);
+    ck_assert (ra.peak_bytes == rb.peak_bytes);
+    ck_assert_int_eq (ra.n_rows, rb.n_rows);
+    sg_sim_result_clear (&ra);
+    sg_sim_result_clear (&rb);
+  }
+  sg_bucket_trial_graph_free (t, tg);
+  sg_bucket_trial_free (t);
+  full->cost_model = NULL;
+  sg_graph_free (full);
+}
+
+static void
+prepare (SgGraph *g, bool reorder)
+{
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.reorder = reorder;
+  GError *error = NULL;
+  ck_assert_msg (sg_estimate_costs (g, &cfg, &error), "%s", error ? error->message : "");
+  ck_assert_msg (sg_schedule_reorder (g, &cfg, &error), "%s", error ? error->message : "");
+}
+
+/* Three gathers and a reduce_scatter with a non-hiding implicit edge from
+ * a member to compute and one into a member's wait. */
+static SgGraph *
+edges_graph (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, I (64), I (64));
+  tb_input (g, "w1", "bfloat16", 2, I (32), I (64));
+  tb_input (g, "w2", "bfloat16", 2, I (32), I (64));
+  tb_input (g, "w3", "bfloat16", 1, I (100));
+  tb_all_gather (g, "ag1", "w1", "0");
+  tb_all_gather (g, "ag2", "w2", "0");
+  tb_mm (g, "busy", "x", "x");
+  tb_all_gather (g, "ag3", "w3", "0");
+  tb_wait (g, "ag1_w", "ag1");
+  tb_wait (g, "ag2_w", "ag2");
+  tb_wait (g, "ag3_w", "ag3");
+  tb_mm (g, "mm1", "busy", "ag1_w");
+  tb_mm (g, "mm2", "mm1", "ag2_w");
+  tb_reduce_scatter (g, "rs1", "mm2", "0");
+  tb_wait (g, "rs1_w", "rs1");
+  tb_output (g, 3, "rs1_w", "ag3_w", "mm1");
+  return g;
+}
+
+START_TEST (trial_matches_apply_with_implicit_edges)
+{
+  g_autoptr (SgGraph) g = edges_graph ();
+  prepare (g, false);
+  sg_implicit_edge_add (g, sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "busy"),
+                        SG_EDGE_OTHER);
+  sg_implicit_edge_add (g, sg_graph_lookup (g, "busy"), sg_graph_lookup (g, "ag1_w"),
+                        SG_EDGE_BUCKET);
+  sg_implicit_edge_add (g, sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "busy"),
+                        SG_EDGE_HIDE_START);
+  sg_implicit_edge_add (g, sg_graph_lookup (g, "x"), sg_graph_lookup (g, "ag3"),
+                        SG_EDGE_HIDE_START);
+  SgNodeId m12[2] = { sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "ag2") };
+  SgNodeId m123[3] = { m12[0], m12[1], sg_graph_lookup (g, "ag3") };
+  SgNodeId m13[2] = { m12[0], m123[2] };
+  SgBucketSpec s12 = { m12, 2 }, s123 = { m123, 3 }, s13 = { m13, 2 };
+  assert_trial_matches_apply (g, &s12, 1);
+  assert_trial_matches_apply (g, &s123, 1);
+  assert_trial_matches_apply (g, &s13, 1);
+  assert_trial_matches_apply (g, NULL, 0);
+}
+END_TEST
+
+START_TEST (trial_refuses_what_apply_refuses)
+{
+  g_autoptr (SgGraph) g = edges_graph ();
+  prepare (g, false);
+  SgNodeId ag1 = sg_graph_lookup (g, "ag1"), ag2 = sg_graph_lookup (g, "ag2");
+  SgNodeId rs1 = sg_graph_lookup (g, "rs1"), mm1 = sg_graph_lookup (g, "mm1");
+  SgNodeId one[1] = { ag1 }, twice[2] = { ag1, ag1 }, mixed[2] = { ag1, rs1 };
+  SgNodeId not_coll[2] = { ag1, mm1 }, ok[2] = { ag1, ag2 };
+  SgBucketSpec s_one = { one, 1 }, s_twice = { twice, 2 }, s_mixed = { mixed, 2 };
+  SgBucketSpec s_not = { not_coll, 2 }, s_two[2] = { { ok, 2 }, { ok, 2 } };
+  assert_trial_matches_apply (g, &s_one, 1);
+  assert_trial_matches_apply (g, &s_twice, 1);
+  assert_trial_matches_apply (g, &s_mixed, 1);
+  assert_trial_matches_apply (g, &s_not, 1);
+  assert_trial_matches_apply (g, s_two, 2);
+  /* a gather fed by the reduce_scatter's result closes a cycle with it */
+  SgGraph *h = tb_new (2);
+  tb_group (h, "0", 2, 0, 1);
+  tb_input (h, "w", "bfloat16", 1, I (64));
+  tb_all_reduce (h, "ar1", "w", "0");
+  tb_wait (h, "ar1_w", "ar1");
+  tb_all_reduce (h, "ar2", "ar1_w", "0");
+  tb_wait (h, "ar2_w", "ar2");
+  tb_output (h, 1, "ar2_w");
+  prepare (h, false);
+  SgNodeId cyc[2] = { sg_graph_lookup (h, "ar1"), sg_graph_lookup (h, "ar2") };
+  SgBucketSpec s_cyc = { cyc, 2 };
+  assert_trial_matches_apply (h, &s_cyc, 1);
+  sg_graph_free (h);
+}
+END_TEST
+
+typedef struct {
+  SgOpKind kind;
+  int32_t group;
+  SgDtype dtype;
+  SgReduceOp reduce;
+} Key;
+
+/* Bucket sets over the candidates of @g, grouped by key like the pass:
+ * consecutive pairs, runs of @run, and each adjacent pair alone. */
+static void
+check_sample (const char *file)
+{
+  g_autofree char *path = g_build_filename (data_dir, file, NULL);
+  GError *error = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load (path, &error);
+  ck_assert_msg (g, "%s", error ? error->message : "");
+  prepare (g, true);
+  sg_graph_fill_users (g);
+  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (Key));
+  g_autoptr (GPtrArray) lists = g_ptr_array_new_with_free_func ((GDestroyNotify)g_array_unref);
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    SgNodeId w;
+    const SgNode *n = &g->nodes[i];
+    if (!sg_op_is_collective (n->kind) || !sg_bucket_member_check (g, i, &w, NULL)
+        || sg_node_comm_bytes (g, i) == 0)
+      continue;
+    Key k = { n->kind, n->group, n->meta.dtype, n->reduce };
+    guint ki = 0;
+    while (ki < keys->len && memcmp (&g_array_index (keys, Key, ki), &k, sizeof k) != 0)
+      ki++;
+    if (ki == keys->len) {
+      g_array_append_val (keys, k);
+      g_ptr_array_add (lists, g_array_new (FALSE, FALSE, sizeof (SgNodeId)));
+    }
+    g_array_append_val (g_ptr_array_index (lists, ki), i);
+  }
+  ck_assert_uint_gt (keys->len, 0);
+  for (int run = 2; run <= 5; run++) {
+    g_autoptr (GArray) specs = g_array_new (FALSE, FALSE, sizeof (SgBucketSpec));
+    for (guint k = 0; k < lists->len; k++) {
+      GArray *l = g_ptr_array_index (lists, k);
+      for (guint i = 0; i + (guint)run <= l->len; i += (guint)run) {
+        SgBucketSpec s = { &g_array_index (l, SgNodeId, i), run };
+        g_array_append_val (specs, s);
+      }
+    }
+    assert_trial_matches_apply (g, (SgBucketSpec *)(void *)specs->data, (int32_t)specs->len);
+  }
+  for (guint k = 0; k < lists->len; k++) {
+    GArray *l = g_ptr_array_index (lists, k);
+    for (guint i = 0; i + 2 <= l->len && i < 6; i++) {
+      SgBucketSpec s = { &g_array_index (l, SgNodeId, i), 2 };
+      assert_trial_matches_apply (g, &s, 1);
+    }
+  }
+}
+
+START_TEST (trial_matches_apply_on_samples)
+{
+  static const char *const files[] = {
+    "dev_fsdp2_tp4_L2_h1024.json", "dev_fsdp8_L2_h1024.json", "w2_fsdp2_L2_h1024.json",
+    "w2_tiny_fsdp2_L2_h256.json",  "w2_tiny_tp2_L2_h256.json", "w2_tp2_L2_h1024.json",
+  };
+  check_sample (files[_i]);
+}
+END_TEST
+
+static Suite *
+trial_suite (void)
+{
+  Suite *s = suite_create ("bucket_trial");
+  TCase *tc = tcase_create ("trial");
+  tcase_set_timeout (tc, 60);
+  tcase_add_test (tc, trial_matches_apply_with_implicit_edges);
+  tcase_add_test (tc, trial_refuses_what_apply_refuses);
+  tcase_add_loop_test (tc, trial_matches_apply_on_samples, 0, 6);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (int argc, char **argv)
+{
+  if (argc > 1)
+    data_dir = argv[1];
+  SRunner *sr = srunner_create (trial_suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
