@@ -20,6 +20,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
  * interference_h200x2.json; derivation in docs/cost-model.md). */
 #define DEFAULT_COMM_SLOWDOWN 1.05
 #define DEFAULT_COMPUTE_SLOWDOWN 1.22
+/* Collectives that reduce, beside our runtime's kernels: schedrun's
+ * measurements (tests/estimate/data/overlap_h200x2.json, docs/cost-model.md). */
+#define DEFAULT_REDUCE_SLOWDOWN 1.30
 
 /* Hopper (H100/H200 SXM, NVLink 4 + NVSwitch 3, NDR InfiniBand): measured
  * on 2x H200 (tests/data/limits-h200x2.json, tests/estimate/measure/);
@@ -39,7 +42,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
   .nvls_busbw_GBps = 0.0, .nvls_latency_us = 25.0, .collective_overhead_us = 18.0,              \
   .efficiency_all_gather = 0.695, .efficiency_reduce_scatter = 0.695,                           \
   .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
-  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN }, .comm_start_wait = 1.0
+  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0
 
 static const SgCluster presets[] = {
   { .name = "h200-sxm", .gpu = "H200", .hbm_GBps = 4800.0, HOPPER_COMMON },
@@ -62,7 +65,7 @@ static const SgCluster presets[] = {
     .nvls_busbw_GBps = 0.0, .nvls_latency_us = 0.0, .collective_overhead_us = 18.0,
     .efficiency_all_gather = 1.0, .efficiency_reduce_scatter = 1.0,
     .efficiency_all_reduce = 1.0, .efficiency_broadcast = 1.0, .efficiency_p2p = 1.0,
-    .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN }, .comm_start_wait = 1.0,
+    .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0,
   },
 };
 
@@ -154,6 +157,7 @@ static const Field fields[] = {
   D ("efficiency_p2p", efficiency_p2p, 0, true, 2),
   D ("comm_slowdown", contention.comm_slowdown, 1, false, 100),
   D ("compute_slowdown", contention.compute_slowdown, 1, false, 100),
+  D ("reduce_slowdown", contention.reduce_slowdown, 1, false, 100),
   D ("comm_start_wait", comm_start_wait, 0, false, 1),
 };
 

@@ -31,6 +31,10 @@ typedef enum {
 typedef struct {
   double comm_slowdown;
   double compute_slowdown;
+  /* comm_slowdown of the collectives that reduce (reduce_scatter,
+   * all_reduce): their kernels add and stream their inputs through HBM
+   * beside the compute (measured by schedrun on 2x H200) */
+  double reduce_slowdown;
 } SgContention;
 
 typedef struct SgCostModel SgCostModel;

@@ -42,8 +42,9 @@ sg_sched_cost (const SgNode *n)
 /* The engine. Collectives of one group run FIFO on the group's stream; the
  * head of each non-empty queue is running unless it is held (start wait,
  * below). While the compute stream is busy, running collectives progress at
- * 1/comm_slowdown and compute at 1/compute_slowdown (when at least one
- * collective runs); otherwise at 1.
+ * 1/comm_slowdown (1/reduce_slowdown for reduce_scatter and all_reduce) and
+ * compute at 1/compute_slowdown (when at least one collective runs);
+ * otherwise at 1.
  * Start wait (sw = comm_start_wait of the graph's cost model, 0 without
  * one): a head that becomes startable while a matmul/attention kernel runs
  * is held until that kernel has done sw of its remaining work; one that
@@ -55,6 +56,7 @@ enum { SG_HOLD_NONE, SG_HOLD_NEXT, SG_HOLD_KERNEL };
 typedef struct {
   const SgGraph *g;
   double cs, ms; /* compute_slowdown, comm_slowdown */
+  double mr;     /* reduce_slowdown: ms of the collectives that reduce */
   double sw;     /* comm_start_wait */
   double now;    /* the compute stream's clock */
   double busy_us;
@@ -67,6 +69,7 @@ typedef struct {
   int32_t *ghead, *gtail; /* per group: queue of row indices, -1 when empty */
   int32_t *rnext;         /* per row: next in its group's queue */
   double *rem;            /* per row: solo work left */
+  double *rslow;          /* per row: its slowdown while compute runs (ms or mr) */
   uint8_t *fin;           /* per row: finished */
   SgCollRow *rows;
   int32_t n_rows, cap_rows;

@@ -7,7 +7,8 @@
  * starts when the stream is free; a wait stalls the compute stream until
  * its collective ends (that stall is the collective's exposed time).
  * Contention is integrated piecewise, event by event: while the compute
- * stream is busy, running collectives progress at 1/comm_slowdown; while
+ * stream is busy, running collectives progress at 1/comm_slowdown (those
+ * that reduce at 1/reduce_slowdown); while
  * any collective runs, compute progresses at 1/compute_slowdown.
  * Start wait: a collective that becomes startable beside a running
  * matmul/attention kernel, or right before one starts (the kernel issued
@@ -50,6 +51,7 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   e->g = g;
   e->cs = cont && cont->compute_slowdown >= 1.0 ? cont->compute_slowdown : 1.0;
   e->ms = cont && cont->comm_slowdown >= 1.0 ? cont->comm_slowdown : 1.0;
+  e->mr = cont && cont->reduce_slowdown >= 1.0 ? cont->reduce_slowdown : e->ms;
   const SgCostModel *cm = sg_graph_cost_model (g);
   double sw = cm ? sg_cost_model_comm_start_wait (cm) : 0.0;
   e->sw = isfinite (sw) ? CLAMP (sw, 0.0, 1.0) : 0.0;
@@ -68,6 +70,7 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   e->rows = g_new0 (SgCollRow, (size_t)e->cap_rows);
   e->rnext = g_new (int32_t, (size_t)e->cap_rows);
   e->rem = g_new0 (double, (size_t)e->cap_rows);
+  e->rslow = g_new0 (double, (size_t)e->cap_rows);
   e->fin = g_new0 (uint8_t, (size_t)e->cap_rows);
   e->row_of = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
   for (SgNodeId i = 0; i < g->n_nodes; i++)
@@ -88,6 +91,7 @@ sg_eng_clear (SgSimEngine *e)
   g_free (e->rows);
   g_free (e->rnext);
   g_free (e->rem);
+  g_free (e->rslow);
   g_free (e->fin);
   g_free (e->row_of);
   g_free (e->node_start);
@@ -192,7 +196,6 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
       e->kleft = 0.0;
     return true;
   }
-  double slow = busy ? e->ms : 1.0;
   double crate = running > 0 ? e->cs : 1.0; /* wall time per unit of kernel work */
   double best = max_dt;
   int32_t who = -1;
@@ -200,7 +203,7 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    double t = e->rem[h] * slow;
+    double t = e->rem[h] * (busy ? e->rslow[h] : 1.0);
     if (t < best) {
       best = t;
       who = grp;
@@ -224,7 +227,7 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / slow;
+    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / (busy ? e->rslow[h] : 1.0);
     if (hides) {
       SgCollRow *row = &e->rows[h];
       row->overlap_us += best;
@@ -271,6 +274,7 @@ sg_eng_issue (SgSimEngine *e, SgNodeId c)
   row->hidden_by = row->last_hiding = SG_NO_NODE;
   row->status = SG_EXPOSURE_HIDDEN;
   e->rem[r] = row->est_us;
+  e->rslow[r] = n->kind == SG_OP_REDUCE_SCATTER || n->kind == SG_OP_ALL_REDUCE ? e->mr : e->ms;
   e->rnext[r] = -1;
   e->row_of[c] = r;
   int32_t grp = n->group;
@@ -453,7 +457,7 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
     return false;
   if (!check_costs (g, error))
     return false;
-  SgContention none = { 1.0, 1.0 };
+  SgContention none = { 1.0, 1.0, 1.0 };
   if (!cont) {
     const SgCostModel *cm = sg_graph_cost_model (g);
     cont = cm ? sg_cost_model_contention (cm) : &none;

@@ -53,7 +53,7 @@ str (const cJSON *o, const char *key)
 START_TEST (metrics_have_every_key_rounded_to_a_nanosecond)
 {
   g_autoptr (SgGraph) g = graph ();
-  SgContention none = { 1, 1 };
+  SgContention none = { 1, 1, 1 };
   SgSimResult r;
   ck_assert (sg_simulate_with (g, NULL, &none, &r, NULL));
   cJSON *m = sg_report_metrics (g, &r);
@@ -81,7 +81,7 @@ END_TEST
 START_TEST (rows_resolve_names_after_a_permute)
 {
   g_autoptr (SgGraph) g = graph ();
-  SgContention none = { 1, 1 };
+  SgContention none = { 1, 1, 1 };
   /* renumbered: rows hold the new ids, names are resolved from them */
   SgNodeId order[] = { 0, 1, 3, 2, 4, 5, 6 };
   ck_assert (sg_graph_permute (g, order, NULL));
@@ -112,7 +112,7 @@ END_TEST
 START_TEST (trace_has_a_compute_track_and_one_per_group)
 {
   g_autoptr (SgGraph) g = graph ();
-  SgContention none = { 1, 1 };
+  SgContention none = { 1, 1, 1 };
   SgSimResult r;
   ck_assert (sg_simulate_with (g, NULL, &none, &r, NULL));
   cJSON *t = sg_trace_build (g, &r);
@@ -161,7 +161,7 @@ END_TEST
 START_TEST (summary_names_counts_and_the_worst_collective)
 {
   g_autoptr (SgGraph) g = graph ();
-  SgContention none = { 1, 1 };
+  SgContention none = { 1, 1, 1 };
   SgSimResult r;
   ck_assert (sg_simulate_with (g, NULL, &none, &r, NULL));
   char *buf = NULL;

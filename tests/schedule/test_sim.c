@@ -6,7 +6,7 @@
 #include "builder.h"
 #include "schedule.h"
 
-static const SgContention no_contention = { 1.0, 1.0 };
+static const SgContention no_contention = { 1.0, 1.0, 1.0 };
 
 static void
 cost (SgGraph *g, const char *name, double us)
@@ -136,7 +136,7 @@ START_TEST (contention_is_integrated_piecewise)
    * ends at 100; mm0 has done 50 of its 100 by then and finishes at 150. */
   g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
   g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "mm0", "wt", "mm1", "output");
-  SgContention c = { 2.0, 2.0 };
+  SgContention c = { 2.0, 2.0, 2.0 };
   SgSimResult r;
   ck_assert (sg_simulate_with (g, o, &c, &r, NULL));
   const SgCollRow *ag = row_of (&r, g, "ag");
@@ -147,6 +147,42 @@ START_TEST (contention_is_integrated_piecewise)
   ck_assert_double_eq_tol (r.compute_busy_us, 180, 1e-9);
   /* solo work is what the bound counts */
   ck_assert_double_eq_tol (r.compute_us, 130, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
+START_TEST (reducing_collectives_slow_by_reduce_slowdown)
+{
+  /* an all_gather and a reduce_scatter (own groups, 40 us solo each) beside
+   * a 100 us matmul: only the reduce_scatter runs at 1/reduce_slowdown */
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_group (g, "1", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 64, 64);
+  tb_input (g, "w", "bfloat16", 2, 32, 64);
+  tb_input (g, "d", "bfloat16", 2, 64, 64);
+  tb_all_gather (g, "ag", "w", "0");
+  tb_reduce_scatter (g, "rs", "d", "1");
+  tb_mm (g, "mm0", "x", "x");
+  tb_wait (g, "wa", "ag");
+  tb_wait (g, "wr", "rs");
+  tb_output (g, 3, "mm0", "wa", "wr");
+  cost (g, "ag", 40);
+  cost (g, "rs", 40);
+  cost (g, "mm0", 100);
+  g_autofree SgNodeId *o = order_of (g, 9, "x", "w", "d", "ag", "rs", "mm0", "wa", "wr", "output");
+  SgContention c = { 1.0, 1.0, 2.0 };
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &c, &r, NULL));
+  ck_assert_double_eq_tol (row_of (&r, g, "ag")->end_us, 40, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "rs")->end_us, 80, 1e-9);
+  ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
+  sg_sim_result_clear (&r);
+  /* past the matmul the compute stream is idle: full speed again */
+  cost (g, "rs", 70); /* 50 us of work by t=100 at half speed, the last 20 alone */
+  ck_assert (sg_simulate_with (g, o, &c, &r, NULL));
+  ck_assert_double_eq_tol (row_of (&r, g, "rs")->end_us, 120, 1e-9);
+  ck_assert_double_eq_tol (r.exposed_us, 20, 1e-9);
   sg_sim_result_clear (&r);
 }
 END_TEST
@@ -301,7 +337,7 @@ START_TEST (zero_start_wait_gives_the_old_timeline)
   ck_assert_int_eq (ag->hidden_by, id_of (g, "k"));
   ck_assert_double_eq_tol (r.step_us, 130, 1e-9);
   sg_sim_result_clear (&r);
-  SgContention c = { 2.0, 2.0 };
+  SgContention c = { 2.0, 2.0, 2.0 };
   ck_assert (sg_simulate_with (g, o, &c, &r, NULL));
   ck_assert_double_eq_tol (row_of (&r, g, "ag")->end_us, 100, 1e-9);
   ck_assert_double_eq_tol (r.node_end[id_of (g, "k")], 150, 1e-9);
@@ -496,6 +532,7 @@ sim_suite (void)
   tcase_add_test (tc, independent_mm_before_wait_hides_collective);
   tcase_add_test (tc, short_compute_leaves_collective_partial);
   tcase_add_test (tc, contention_is_integrated_piecewise);
+  tcase_add_test (tc, reducing_collectives_slow_by_reduce_slowdown);
   tcase_add_test (tc, collectives_on_one_group_serialise);
   tcase_add_test (tc, collectives_on_two_groups_overlap);
   tcase_add_test (tc, collective_issued_before_a_gemm_waits_for_its_end);
