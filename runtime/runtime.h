@@ -99,6 +99,9 @@ typedef struct {
   double step_us;      /* first instruction issued -> everything complete */
   double compute_us;   /* time spent in KERNEL instructions (busy compute stream) */
   bool graph_launch;   /* the step replayed a captured CUDA graph */
+  /* The same step again without any measurement event but its start and
+   * end (cuda, timing mode; 0 = not run): the report's step_us. */
+  double bare_step_us;
   /* The step's timeline (schedrun --trace), per instruction, us from the
    * step's start, -1 where none; NULL unless asked for. KERNEL: that kernel
    * (cpu) or the run of kernels on stream 0 that it starts (cuda);

@@ -243,6 +243,8 @@ elapsed_us (cudaEvent_t a, cudaEvent_t b)
 static cudaError_t
 mark (const SgCuState *st, cudaEvent_t ev, cudaStream_t s)
 {
+  if (st->bare && ev != st->step_start && ev != st->step_end)
+    return cudaSuccess;
   return st->capturing ? cudaEventRecordWithFlags (ev, s, cudaEventRecordExternal)
                        : cudaEventRecord (ev, s);
 }
@@ -336,7 +338,7 @@ fail:
 /* Captures issue_step into st->exec. Host work only: the GPUs run nothing
  * until cudaGraphLaunch. */
 static bool
-capture_step (SgRtContext *ctx, SgCuState *st, GError **error)
+capture_step (SgRtContext *ctx, SgCuState *st, cudaGraphExec_t *exec, GError **error)
 {
   cudaGraph_t graph = NULL;
   SG_CU_CHECK (cudaStreamBeginCapture (st->streams[0], cudaStreamCaptureModeThreadLocal), error,
@@ -348,8 +350,8 @@ capture_step (SgRtContext *ctx, SgCuState *st, GError **error)
   if (!ok)
     goto fail;
   SG_CU_CHECK (e, error, fail);
-  SG_CU_CHECK (cudaGraphInstantiate (&st->exec, graph, 0), error, fail);
-  SG_CU_CHECK (cudaGraphUpload (st->exec, st->streams[0]), error, fail);
+  SG_CU_CHECK (cudaGraphInstantiate (exec, graph, 0), error, fail);
+  SG_CU_CHECK (cudaGraphUpload (*exec, st->streams[0]), error, fail);
   SG_CU_CHECK (cudaStreamSynchronize (st->streams[0]), error, fail);
   cudaGraphDestroy (graph);
   return true;
@@ -385,20 +387,20 @@ fill_spans (const SgCuState *st, const SgPlan *plan, SgRtStepTimes *out)
   }
 }
 
+/* Runs the step once, with every measurement event or (st->bare) with only
+ * its start and end: the GPUs start together, then wait for its end. */
 static bool
-run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
+launch_once (SgRtContext *ctx, SgCuState *st, GError **error)
 {
-  SgCuState *st = state (ctx);
-  const SgPlan *plan = ctx->plan;
   char what[160];
-
   /* Step 0 runs eagerly (NCCL connects its channels, cuBLAS and CUDA's lazy
    * module loading settle); step 1 is captured, then every step replays. */
   const bool replay = st->graph && st->n_steps >= 1;
+  cudaGraphExec_t *exec = st->bare ? &st->exec_bare : &st->exec;
   const double budget = step_budget (ctx->opt.timeout_s);
-  if (replay && !st->exec) {
+  if (replay && !*exec) {
     sg_cu_watchdog_arm (st->watchdog, budget, "capturing the step");
-    if (!capture_step (ctx, st, error))
+    if (!capture_step (ctx, st, exec, error))
       return false;
     sg_cu_watchdog_disarm (st->watchdog);
   }
@@ -411,14 +413,39 @@ run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
   }
   sg_cu_watchdog_arm (st->watchdog, budget, "the step");
   if (replay)
-    SG_CU_CHECK (cudaGraphLaunch (st->exec, st->streams[0]), error, fail);
+    SG_CU_CHECK (cudaGraphLaunch (*exec, st->streams[0]), error, fail);
   else if (!issue_step (ctx, st, error))
     return false;
-  out->graph_launch = replay;
   g_snprintf (what, sizeof what, "the step on rank %d", ctx->rank);
   if (!sg_cu_wait_event (st, st->step_end, budget, what, error))
     return false;
   sg_cu_watchdog_disarm (st->watchdog);
+  return true;
+fail:
+  g_prefix_error (error, "rank %d: ", ctx->rank);
+  return false;
+}
+
+static bool
+run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
+{
+  SgCuState *st = state (ctx);
+  const SgPlan *plan = ctx->plan;
+
+  /* Timing mode: the step first without measurement events (their event
+   * nodes cost the streams microseconds each), for step_us; then with
+   * them, for the breakdown. */
+  if (ctx->opt.mode == SG_RT_MODE_TIMING) {
+    st->bare = true;
+    const bool ok = launch_once (ctx, st, error);
+    st->bare = false;
+    if (!ok)
+      return false;
+    out->bare_step_us = elapsed_us (st->step_start, st->step_end);
+  }
+  if (!launch_once (ctx, st, error))
+    return false;
+  out->graph_launch = st->graph && st->n_steps >= 1;
 
   const int32_t measured = st->n_steps++ - ctx->opt.warmup;
   if (st->kev && measured >= 0 && measured < ctx->opt.iters)
@@ -447,9 +474,6 @@ run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
   if (out->span_start)
     fill_spans (st, plan, out);
   return true;
-fail:
-  g_prefix_error (error, "rank %d: ", ctx->rank);
-  return false;
 }
 
 static bool
@@ -568,6 +592,8 @@ cuda_teardown (SgRtContext *ctx)
   cudaDeviceSynchronize ();
   if (st->exec)
     cudaGraphExecDestroy (st->exec);
+  if (st->exec_bare)
+    cudaGraphExecDestroy (st->exec_bare);
   sg_cu_comms_destroy (st, false);
   if (st->cublas)
     cublasDestroy (st->cublas);

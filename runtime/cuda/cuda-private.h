@@ -181,7 +181,8 @@ typedef struct {
    * steps replay it with one cudaGraphLaunch */
   bool graph;
   bool capturing;           /* inside cudaStreamBeginCapture/EndCapture */
-  cudaGraphExec_t exec;
+  bool bare;                /* issuing without measurement events but the step's ends */
+  cudaGraphExec_t exec, exec_bare; /* the step with every measurement event; bare */
   int32_t n_runs;           /* runs of kernels on stream 0 the plan makes */
   ncclComm_t *comms;        /* per plan group */
   int32_t n_comms;

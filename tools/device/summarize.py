@@ -6,9 +6,11 @@ from run.sh's schedrun timing reports: t.GRAPH.{model,profile}.VARIANT.report.js
 
 Per graph and plan: predicted vs measured step time and exposed communication
 (error = (predicted - measured) / measured), measured compute-stream busy
-time, idle (step - compute - exposed: the compute stream waiting for neither
-a kernel nor a collective, e.g. for the host), and the median error of the
-per-collective duration estimates. Then what overlap costs: collective
+time, idle (instrumented step - compute - exposed: the compute stream
+waiting for neither a kernel nor a collective: the host, event nodes, wait
+latency), and the median error of the per-collective duration estimates.
+The step is timed without measurement events (schedrun's step_us), the
+breakdown in the instrumented run of the same step (instrumented_step_us). Then what overlap costs: collective
 durations against their solo estimates, input order vs schedule.
 """
 import json
@@ -31,9 +33,9 @@ def load(work, g, pf, v, launch=""):
 def main():
     work, graphs = sys.argv[1], sys.argv[2].split()
     print("| graph | costs | plan | launch | colls | pred step us | meas step us | step err | "
-          "pred exposed us | meas exposed us | meas compute us | idle us | "
+          "instrumented step us | pred exposed us | meas exposed us | meas compute us | idle us | "
           "coll est err (median) |")
-    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for g in graphs:
         for pf in ("model", "profile"):
             for launch in ("", ".eager"):
@@ -43,17 +45,18 @@ def main():
                     r = load(work, g, pf, v, launch)
                     if r is None:
                         print(f"| {g} | {pf} | {label} | {launch[1:] or 'graph'} | missing "
-                              "| | | | | | | | |")
+                              "| | | | | | | | | |")
                         continue
                     s, p = r["measured"], r["predicted"]
                     est = [(c.get("estimated_us", -1), c["measured_us"]) for c in r["collectives"]]
                     errs = [abs(e - m) / m for e, m in est if m > 0 and e >= 0]
                     ce = f"{100 * statistics.median(errs):.0f}%" if errs else "n/a"
-                    idle = s["step_us"] - s["compute_us"] - s["exposed_us"]
+                    inst = s.get("instrumented_step_us", s["step_us"])
+                    idle = inst - s["compute_us"] - s["exposed_us"]
                     print(f"| {g} | {pf} | {label} | {r.get('launch', '?')} | "
                           f"{s['collectives']} | {p['step_us']:.0f} | "
                           f"{s['step_us']:.0f} | {err(p['step_us'], s['step_us'])} | "
-                          f"{p['exposed_us']:.0f} | {s['exposed_us']:.0f} | "
+                          f"{inst:.0f} | {p['exposed_us']:.0f} | {s['exposed_us']:.0f} | "
                           f"{s['compute_us']:.0f} | {idle:.0f} | {ce} |")
 
 
