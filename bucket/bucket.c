@@ -372,6 +372,28 @@ record_hiding (SgGraph *g, const SgSimResult *r)
   }
 }
 
+/* The augmented graph of @g without its hiding edges. It reads @g's
+ * inputs, so it must go before @g changes; @g's edges are swapped out for
+ * the filtered list only while it is built. */
+static SgAug *
+constraints_aug (SgGraph *g)
+{
+  GArray *all = g->implicit_edges;
+  if (!all)
+    return sg_aug_new (g);
+  GArray *kept = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), all->len);
+  for (guint i = 0; i < all->len; i++) {
+    const SgImplicitEdge *e = &g_array_index (all, SgImplicitEdge, i);
+    if (e->kind != SG_EDGE_HIDE_START && e->kind != SG_EDGE_HIDE_WAIT)
+      g_array_append_vals (kept, e, 1);
+  }
+  g->implicit_edges = kept;
+  SgAug *a = sg_aug_new (g);
+  g->implicit_edges = all;
+  g_array_unref (kept);
+  return a;
+}
+
 static void
 ctx_clear (Ctx *x)
 {
@@ -441,12 +463,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   /* The cycle pre-check sees data edges and the implicit edges that stay
    * constraints; hiding edges are the unbucketed overlap, which the
    * simulator judges instead (docs/bucketing.md). */
-  g_autoptr (SgGraph) constraints = sg_graph_copy (g);
-  if (constraints->implicit_edges) {
-    sg_implicit_edges_clear (constraints, SG_EDGE_HIDE_START);
-    sg_implicit_edges_clear (constraints, SG_EDGE_HIDE_WAIT);
-  }
-  x.aug = sg_aug_new (constraints);
+  x.aug = constraints_aug (g);
   x.trial = sg_bucket_trial_new (g);
   int32_t n_batches = TARGET_BATCHES;
   if (g->n_nodes > BATCH_NODES)

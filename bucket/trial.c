@@ -171,11 +171,13 @@ successors (const Build *bd, const SgGraph *g, SgNodeId v, const uint32_t *xfirs
   return s;
 }
 
+/* One input of @u is done; once all are and the cursor has passed it, @u
+ * waits in the heap (the cursor finds those ahead of it). */
 static void
-release (SgNodeId u, int32_t *indeg, const bool *keep, const int64_t *key, HeapItem *heap,
-         int32_t *hn)
+release (SgNodeId u, int32_t *indeg, const bool *keep, const int64_t *key, const int32_t *pos,
+         int32_t cur, HeapItem *heap, int32_t *hn)
 {
-  if (--indeg[u] == 0 && keep[u])
+  if (--indeg[u] == 0 && keep[u] && pos[u] < cur)
     heap_push (heap, hn, (HeapItem){ key[u], u });
 }
 
@@ -302,32 +304,59 @@ sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_sp
     }
   }
 
-  /* sg_bucket_stable_order over the rewritten graph. */
+  /* sg_bucket_stable_order over the rewritten graph: among ready nodes
+   * the smallest (key, id). Nodes are visited in that order (base ids are
+   * already sorted, 4i + 2; new nodes are merged in); a cursor takes the
+   * next ready one, and only nodes that become ready behind the cursor go
+   * through a heap: the same sequence in O(n + late log late). */
   int32_t n_keep = 0;
   for (int32_t i = 0; i < n1; i++)
     n_keep += keep[i];
   g_autofree HeapItem *heap = g_new (HeapItem, (size_t)n1 + 1);
   g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)n1 + 1);
+  g_autofree SgNodeId *sorted = g_new (SgNodeId, (size_t)n1 + 1);
+  g_autofree int32_t *pos = g_new (int32_t, (size_t)n1 + 1);
   int32_t hn = 0, w = 0;
-  if (n_specs == 0) /* sg_bucket_apply leaves the graph as it is */
-    for (; w < n0; w++)
-      order[w] = w;
-  for (int32_t i = 0; i < n1 && n_specs > 0; i++)
-    if (indeg[i] == 0 && keep[i])
-      heap_push (heap, &hn, (HeapItem){ key[i], i });
-  while (hn > 0) {
-    SgNodeId v = heap_pop (heap, &hn).id;
+  {
+    int32_t nn = n1 - n0, j = 0, k = 0;
+    for (SgNodeId id = n0; id < n1; id++)
+      heap_push (heap, &hn, (HeapItem){ key[id], id });
+    for (SgNodeId i = 0; i <= n0; i++) {
+      while (j < nn && (i == n0 || heap[0].key < key[i])) {
+        sorted[k++] = heap_pop (heap, &hn).id;
+        j++;
+      }
+      if (i < n0)
+        sorted[k++] = i;
+    }
+    for (int32_t q = 0; q < n1; q++)
+      pos[sorted[q]] = q;
+  }
+  int32_t cur = 0;
+  for (;;) {
+    while (cur < n1 && !(keep[sorted[cur]] && indeg[sorted[cur]] == 0))
+      cur++;
+    SgNodeId v;
+    if (hn > 0 && (cur == n1 || item_less (heap[0], (HeapItem){ key[sorted[cur]], sorted[cur] })))
+      v = heap_pop (heap, &hn).id;
+    else if (cur < n1)
+      v = sorted[cur++];
+    else
+      break;
     order[w++] = v;
     Succ s = successors (&bd, g, v, xfirst, xadj);
     for (uint32_t j = 0; j < s.na; j++)
-      release (s.a[j], indeg, keep, key, heap, &hn);
+      release (s.a[j], indeg, keep, key, pos, cur, heap, &hn);
     for (uint32_t j = 0; j < s.nb; j++)
-      release (s.b[j], indeg, keep, key, heap, &hn);
+      release (s.b[j], indeg, keep, key, pos, cur, heap, &hn);
     for (SgNodeId u = s.lo; u < s.hi; u++)
-      release (u, indeg, keep, key, heap, &hn);
+      release (u, indeg, keep, key, pos, cur, heap, &hn);
     for (uint32_t j = ifirst[v]; j < ifirst[v + 1]; j++)
-      release (iadj[j], indeg, keep, key, heap, &hn);
+      release (iadj[j], indeg, keep, key, pos, cur, heap, &hn);
   }
+  if (n_specs == 0) /* sg_bucket_apply leaves the graph as it is */
+    for (w = 0; w < n0; w++)
+      order[w] = w;
   if (w < n_keep) {
     for (int32_t i = 0; i < n1; i++)
       if (indeg[i] > 0 && keep[i]) {
