@@ -29,6 +29,11 @@ struct SgBucketTrial {
   int32_t n_edges;
   const char *pack_target, *wait_target, *unpack_target;
   SgOpKind pack_kind, wait_kind, unpack_kind;
+  int32_t *n_in;         /* per base node: its input count */
+  SgNodeId *uncosted;    /* base nodes without a cost (normally none) */
+  int32_t n_uncosted;
+  SgNode *spare;         /* the last trial graph's node array, reused */
+  int32_t spare_cap;
 };
 
 SgBucketTrial *
@@ -51,6 +56,13 @@ sg_bucket_trial_new (SgGraph *g)
       continue;
     t->efrom[t->n_edges] = a, t->eto[t->n_edges] = b, t->ekind[t->n_edges++] = e.kind;
   }
+  t->n_in = g_new (int32_t, (size_t)t->n0 + 1);
+  t->uncosted = g_new (SgNodeId, (size_t)t->n0 + 1);
+  for (SgNodeId i = 0; i < t->n0; i++) {
+    t->n_in[i] = (int32_t)g->nodes[i].n_in;
+    if (g->nodes[i].est_src == SG_COST_NONE)
+      t->uncosted[t->n_uncosted++] = i;
+  }
   t->pack_target = sg_op_info (SG_OP_BUCKET_PACK)->target;
   t->wait_target = sg_op_info (SG_OP_WAIT)->target;
   t->unpack_target = sg_op_info (SG_OP_BUCKET_UNPACK)->target;
@@ -68,6 +80,9 @@ sg_bucket_trial_free (SgBucketTrial *t)
   g_free (t->efrom);
   g_free (t->eto);
   g_free (t->ekind);
+  g_free (t->n_in);
+  g_free (t->uncosted);
+  g_free (t->spare);
   g_free (t);
 }
 
@@ -226,11 +241,11 @@ sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_sp
     bd.redir[i] = bd.rename[i] = -1;
   g_autofree bool *keep = g_new (bool, (size_t)n1 + 1);
   g_autofree int64_t *key = g_new (int64_t, (size_t)n1 + 1);
-  g_autofree int32_t *indeg = g_new0 (int32_t, (size_t)n1 + 1);
+  g_autofree int32_t *indeg = g_new (int32_t, (size_t)n1 + 1);
+  memcpy (indeg, t->n_in, sizeof (int32_t) * (size_t)n0);
   for (SgNodeId i = 0; i < n0; i++) {
     key[i] = 4 * (int64_t)i + 2;
     keep[i] = !taken[i];
-    indeg[i] = (int32_t)g->nodes[i].n_in;
   }
   /* Extra data edges: a member's input -> its bucket's P (distinct per P,
    * in member order, as the loader keeps references). CSR by source. */
@@ -388,8 +403,14 @@ sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_sp
     new_id[i] = SG_NO_NODE;
   for (int32_t i = 0; i < w; i++)
     new_id[order[i]] = i;
-  tg->nodes = g_new (SgNode, (size_t)MAX (w, 1));
-  tg->nodes_cap = MAX (w, 1);
+  if (t->spare && t->spare_cap >= w) {
+    tg->nodes = t->spare;
+    tg->nodes_cap = t->spare_cap;
+    t->spare = NULL;
+  } else {
+    tg->nodes = g_new (SgNode, (size_t)MAX (w, 1));
+    tg->nodes_cap = MAX (w, 1);
+  }
   g_array_unref (tg->inputs);
   tg->inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId),
                                   g->inputs->len + (guint)(n1 - n0) + (guint)total);
@@ -447,8 +468,13 @@ sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_sp
   tg->n_nodes = w;
   tg->output = g->output != SG_NO_NODE ? new_id[g->output] : SG_NO_NODE;
   build_clear (&bd);
+  /* What cost_new_nodes in bucket.c costs: every node without a source,
+   * i.e. the new nodes and the base graph's uncosted ones. */
   const SgCostModel *cm = sg_graph_cost_model (tg);
-  for (SgNodeId i = 0; i < tg->n_nodes; i++) {
+  for (int32_t j = 0; j < n1 - n0 + t->n_uncosted; j++) {
+    SgNodeId i = new_id[j < n1 - n0 ? n0 + j : t->uncosted[j - (n1 - n0)]];
+    if (i == SG_NO_NODE) /* an uncosted member or wait, gone */
+      continue;
     SgNode *n = &tg->nodes[i];
     if (n->est_src == SG_COST_NONE)
       n->est_us = cm ? sg_cost_node_us (cm, tg, i, &n->est_src) : 0.0;
@@ -462,6 +488,12 @@ sg_bucket_trial_graph_free (SgBucketTrial *t, SgGraph *tg)
   if (!tg)
     return;
   g_array_set_size (t->g->dims, t->dims_len);
+  if (!t->spare || t->spare_cap < tg->nodes_cap) {
+    g_free (t->spare);
+    t->spare = tg->nodes;
+    t->spare_cap = tg->nodes_cap;
+    tg->nodes = NULL;
+  }
   tg->groups = NULL;
   tg->n_groups = 0;
   tg->cost_model = NULL; /* borrowed */
