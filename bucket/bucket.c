@@ -30,8 +30,11 @@
  * fewer (down to 4) above 100k nodes, so the pass stays near linear. */
 #define TARGET_BATCHES 16
 #define BATCH_NODES 100000
-/* Batch mode simulates at most 4 x batches times; proposals left undecided
- * when the budget runs out are refused (refused.budget). */
+/* Batch mode gives each batch of B proposals max(4, log2(B) / 2)
+ * simulations (a bisection down to one proposal takes log2 B) plus what
+ * earlier batches left unused, so a batch that needs a long bisection
+ * cannot starve the later ones; the pass simulates at most that times the
+ * batches. Proposals left undecided are refused (refused.budget). */
 #define SIM_BUDGET_PER_BATCH 4
 #define EXPOSED_EPS_US 1e-9
 
@@ -64,6 +67,8 @@ typedef struct {
   uint64_t *mem_cap;     /* per key: smallest bucket the memory limit refused */
   int32_t *fails;        /* per key: refused proposals since its last accepted one */
   int32_t budget;        /* simulations left (batch mode), or -1: unlimited */
+  int32_t batch_left;    /* of those, for the open batch (batch mode) */
+  int32_t per_batch;     /* simulations each batch adds to batch_left */
   Cand *cands;
   int32_t n_cands;
   GArray *buckets; /* Bucket */
@@ -206,7 +211,8 @@ refuse (Ctx *x, int32_t p, Trial t, GArray *rejected)
   }
   int32_t b = g_array_index (x->prop_b, int32_t, p);
   int32_t cand = g_array_index (x->prop_c, int32_t, p);
-  x->fails[x->cands[cand].key]++;
+  if (t != TRIAL_BUDGET) /* the key's give-up rule counts judged refusals */
+    x->fails[x->cands[cand].key]++;
   if (t == TRIAL_MEMORY) {
     const Bucket *bk = &g_array_index (x->buckets, Bucket, b);
     uint64_t bytes = x->cands[cand].bytes;
@@ -228,13 +234,13 @@ resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
 {
   if (lo >= hi)
     return;
-  if (x->budget == 0) { /* out of simulations: refuse one by one, in order */
+  if (x->budget == 0 || x->batch_left == 0) { /* out of simulations: refuse in order */
     for (int32_t p = lo; p < hi; p++)
       refuse (x, p, TRIAL_BUDGET, rejected);
     return;
   }
   if (x->budget > 0)
-    x->budget--;
+    x->budget--, x->batch_left--;
   double e = 0, s = 0;
   Trial t = trial (x, lo, hi, &e, &s);
   if (t == TRIAL_OK) {
@@ -263,6 +269,8 @@ flush_batch (Ctx *x, int32_t *open, int32_t n_keys)
     return;
   /* (new bucket, proposal) pairs of refused proposals */
   g_autoptr (GArray) rejected = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  if (x->budget >= 0)
+    x->batch_left += x->per_batch;
   resolve (x, 0, np, rejected);
   g_autofree int32_t *ended = g_new (int32_t, (size_t)np + 1);
   for (int32_t p = 0; p < np; p++)
@@ -476,7 +484,9 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   g_autofree int32_t *open = g_new (int32_t, (size_t)n_keys + 1);
   x.mem_cap = g_new (uint64_t, (size_t)n_keys + 1);
   x.fails = g_new0 (int32_t, (size_t)n_keys + 1);
-  x.budget = batch > 1 ? SIM_BUDGET_PER_BATCH * n_batches : -1;
+  x.per_batch = MAX (SIM_BUDGET_PER_BATCH, (int32_t)g_bit_storage ((gulong)batch) / 2);
+  x.budget = batch > 1 ? x.per_batch * n_batches : -1;
+  x.batch_left = batch > 1 ? 0 : -1;
   for (int32_t k = 0; k < n_keys; k++)
     open[k] = -1, x.mem_cap[k] = G_MAXUINT64;
 
