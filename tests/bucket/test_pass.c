@@ -10,6 +10,9 @@
 
 #include "bucket-private.h"
 #include "builder.h"
+#ifdef HAVE_GRAPHGEN
+#include "graphgen.h"
+#endif
 
 #define I(x) ((int64_t)(x))
 
@@ -431,6 +434,63 @@ START_TEST (many_gathers_are_batched_and_keep_exposure)
 }
 END_TEST
 
+#ifdef HAVE_GRAPHGEN
+/* A graphgen FSDP-8 step of ~10k nodes, scheduled: 936 collectives, so
+ * batch mode with trial graphs (trial.c), bisections and the budget. */
+static SgGraph *
+graphgen_10k (SgConfig *cfg)
+{
+  GgConfig gc;
+  gg_config_init (&gc);
+  gc.dp = 8, gc.world = 8;
+  gc.layers = gg_layers_for_nodes (&gc, 10000);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&text, &len);
+  GError *error = NULL;
+  ck_assert_msg (gg_write (&gc, f, NULL, &error), "%s", error ? error->message : "");
+  fclose (f);
+  SgGraph *g = sg_graph_load_data (text, len, "gg_fsdp8_10k", &error);
+  free (text);
+  ck_assert_msg (g, "%s", error ? error->message : "");
+  estimate (g, cfg);
+  ck_assert_msg (sg_schedule_reorder (g, cfg, &error), "%s", error ? error->message : "");
+  return g;
+}
+
+/* Every rule holds on a generated step: acyclic (the validator), exposure
+ * and peak within bounds, the simulation budget (16 batches of at most
+ * max(4, log2(batch) / 2) each), members counted once; and the pass is
+ * deterministic there too. */
+START_TEST (graphgen_step_keeps_the_rules_in_batch_mode)
+{
+  SgConfig cfg;
+  g_autoptr (SgGraph) g = graphgen_10k (&cfg);
+  g_autoptr (SgGraph) h = graphgen_10k (&cfg);
+  run_pass (g, &cfg);
+  run_pass (h, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g), *sh = sg_bucket_stats (h);
+  ck_assert_int_gt (st->collectives_before, 256);
+  ck_assert_int_lt (st->collectives_after, st->collectives_before);
+  ck_assert (st->exposed_after_us <= st->exposed_before_us + 1e-9);
+  ck_assert (st->peak_after_bytes <= (uint64_t)((double)st->peak_before_bytes * 1.05));
+  ck_assert_int_le (st->simulations, 16 * 4);
+  int32_t members = 0;
+  for (int32_t i = 0; i < st->n_infos; i++)
+    members += st->infos[i].n_members;
+  ck_assert_int_eq (st->collectives_after, st->collectives_before - members + st->n_infos);
+  ck_assert_int_eq (st->n_infos, sh->n_infos);
+  ck_assert (st->exposed_after_us == sh->exposed_after_us && st->step_after_us == sh->step_after_us);
+  for (int32_t i = 0; i < st->n_infos; i++) {
+    ck_assert_str_eq (st->infos[i].name, sh->infos[i].name);
+    ck_assert_int_eq (st->infos[i].n_members, sh->infos[i].n_members);
+    for (int32_t j = 0; j < st->infos[i].n_members; j++)
+      ck_assert_str_eq (st->infos[i].members[j], sh->infos[i].members[j]);
+  }
+}
+END_TEST
+#endif
+
 static Suite *
 pass_suite (void)
 {
@@ -449,6 +509,9 @@ pass_suite (void)
   tcase_add_test (tc, timeline_screen_refuses_what_cannot_be_hidden);
   tcase_add_test (tc, many_gathers_are_batched_and_keep_exposure);
   tcase_add_test (tc, samples_meet_the_peer_bar);
+#ifdef HAVE_GRAPHGEN
+  tcase_add_test (tc, graphgen_step_keeps_the_rules_in_batch_mode);
+#endif
   suite_add_tcase (s, tc);
   return s;
 }
