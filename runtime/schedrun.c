@@ -146,6 +146,22 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
   return true;
 }
 
+/* Writes @doc to @path (atomically: g_file_set_contents); false with a
+ * message on stderr. */
+static bool
+write_json (const char *path, const cJSON *doc, bool pretty)
+{
+  char *text = pretty ? cJSON_Print (doc) : cJSON_PrintUnformatted (doc);
+  GError *e = NULL;
+  const bool ok = g_file_set_contents (path, text, (gssize)strlen (text), &e);
+  if (!ok) {
+    fprintf (stderr, "schedrun: cannot write %s: %s\n", path, e->message);
+    g_error_free (e);
+  }
+  cJSON_free (text);
+  return ok;
+}
+
 /* Ends every rank the same way: message, MPI_Finalize, exit code. */
 static int
 finish (int rank, GError *error, int code)
@@ -260,31 +276,15 @@ main (int argc, char **argv)
               cJSON_GetObjectItem (s, "step_us")->valuedouble,
               cJSON_GetObjectItem (s, "exposed_us")->valuedouble,
               (int)cJSON_GetObjectItem (s, "collectives")->valuedouble, clock);
-      if (a.report != NULL) {
-        char *text = cJSON_Print (report);
-        GError *e = NULL;
-        if (!g_file_set_contents (a.report, text, (gssize)strlen (text), &e)) {
-          fprintf (stderr, "schedrun: cannot write %s: %s\n", a.report, e->message);
-          g_error_free (e);
-          code = 1;
-        }
-        cJSON_free (text);
-      }
+      if (a.report != NULL && !write_json (a.report, report, true))
+        code = 1;
     }
     cJSON_Delete (report);
     cJSON_Delete (sums);
     cJSON *trace = a.trace ? sg_rt_trace_new (&ctx, times, opt.iters) : NULL;
-    if (trace != NULL) {
-      char *text = cJSON_PrintUnformatted (trace);
-      GError *e = NULL;
-      if (!g_file_set_contents (a.trace, text, (gssize)strlen (text), &e)) {
-        fprintf (stderr, "schedrun: cannot write %s: %s\n", a.trace, e->message);
-        g_error_free (e);
-        code = 1;
-      }
-      cJSON_free (text);
-      cJSON_Delete (trace);
-    }
+    if (trace != NULL && !write_json (a.trace, trace, false))
+      code = 1;
+    cJSON_Delete (trace);
   } else {
     code = 1;
   }
