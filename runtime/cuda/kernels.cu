@@ -169,6 +169,176 @@ collapse (Desc *o, Desc *a, Desc *b)
   }
 }
 
+/* ---- fast path: same-dtype maps over rows, 16-byte vectors ----
+ *
+ * After collapse() most maps of a training step are at most 2-D over a dense
+ * output [R, C]: plain elementwise ops (every operand dense), RMSNorm's
+ * x * rstd[r] (an operand constant along a row) and y * w[c] (one varying
+ * along C only). When every operand has the output's dtype (bf16, f16 or
+ * f32), each runs as (row stride, column stride 0 or 1), C is a multiple of
+ * the vector width V = 16 / sizeof(T) and every vector load is 16-byte
+ * aligned, a thread maps V consecutive elements of a row with one 16-byte
+ * load per dense operand and one store, and the op and dtype are template
+ * parameters instead of per-element switches: the generic kernel's index
+ * divisions and 2-byte accesses ran bf16 maps at 0.3-0.7 TB/s on H200
+ * (bench/RESULTS.md). Same formula (apply), same fp32 math and rounding. */
+struct RowOperand {
+  const char *ptr;
+  int64_t rs; /* elements between rows */
+  int cs;     /* 1: varies along the row (vector loads); 0: one value per row */
+};
+
+template <typename T> __device__ __forceinline__ float to_f (T v);
+template <> __device__ __forceinline__ float to_f<float> (float v) { return v; }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16> (__nv_bfloat16 v)
+{
+  return __bfloat162float (v);
+}
+template <> __device__ __forceinline__ float to_f<__half> (__half v) { return __half2float (v); }
+template <typename T> __device__ __forceinline__ T from_f (float v);
+template <> __device__ __forceinline__ float from_f<float> (float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16> (float v)
+{
+  return __float2bfloat16_rn (v);
+}
+template <> __device__ __forceinline__ __half from_f<__half> (float v) { return __float2half_rn (v); }
+
+template <typename T, int V>
+__device__ __forceinline__ void
+load_row (const RowOperand &x, int64_t r, int64_t c, float (&v)[V])
+{
+  const T *base = reinterpret_cast<const T *> (x.ptr) + r * x.rs;
+  if (x.cs) {
+    union {
+      uint4 u;
+      T e[V];
+    } w;
+    w.u = *reinterpret_cast<const uint4 *> (base + c);
+#pragma unroll
+    for (int j = 0; j < V; j++)
+      v[j] = to_f<T> (w.e[j]);
+  } else {
+    const float s = to_f<T> (*base);
+#pragma unroll
+    for (int j = 0; j < V; j++)
+      v[j] = s;
+  }
+}
+
+template <int OP, typename T, bool HAS_A, bool HAS_B>
+__global__ void
+map_rows_kernel (T *out, const RowOperand a, const RowOperand b, float s0, int64_t rows,
+                 int64_t cols)
+{
+  constexpr int V = 16 / sizeof (T);
+  /* rows * cols < 2^31 (checked at launch): 32-bit index math */
+  const unsigned per_row = (unsigned)(cols / V), n = (unsigned)rows * per_row;
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const unsigned r = i / per_row, c = (i - r * per_row) * V;
+    float va[V], vb[V];
+    if (HAS_A)
+      load_row<T, V> (a, r, c, va);
+    if (HAS_B)
+      load_row<T, V> (b, r, c, vb);
+    union {
+      uint4 u;
+      T e[V];
+    } w;
+#pragma unroll
+    for (int j = 0; j < V; j++)
+      w.e[j] = from_f<T> (apply (OP, HAS_A ? va[j] : 0.f, HAS_B ? vb[j] : 0.f, s0));
+    *reinterpret_cast<uint4 *> (out + r * cols + c) = w.u;
+  }
+}
+
+/* (row stride, column stride) of @d, collapsed to <= 2 dims, as a
+ * RowOperand of [R, C] with @es-byte elements; false when it is neither
+ * dense along the row nor constant along it, or a vector load would be
+ * misaligned. */
+bool
+row_operand (const Desc &d, size_t es, RowOperand *x)
+{
+  const int64_t rs = d.ndim == 2 ? d.stride[0] : 0, cs = d.stride[d.ndim - 1];
+  if (cs != 0 && cs != 1)
+    return false;
+  if (cs == 1 && ((uintptr_t)d.ptr % 16 != 0 || ((uint64_t)rs * es) % 16 != 0))
+    return false;
+  x->ptr = d.ptr;
+  x->rs = rs;
+  x->cs = (int)cs;
+  return true;
+}
+
+template <typename T, bool HAS_A, bool HAS_B>
+void
+launch_rows (int op, T *out, const RowOperand &a, const RowOperand &b, float s0, int64_t rows,
+             int64_t cols, cudaStream_t s)
+{
+  const unsigned grid = grid_for (rows * (cols / (16 / (int64_t)sizeof (T))));
+#define SG_ROWS_CASE(OPC)                                                                       \
+  case OPC:                                                                                     \
+    map_rows_kernel<OPC, T, HAS_A, HAS_B><<<grid, kThreads, 0, s>>> (out, a, b, s0, rows, cols); \
+    break;
+  switch (op) {
+    SG_ROWS_CASE (SG_CU_COPY) SG_ROWS_CASE (SG_CU_FILL) SG_ROWS_CASE (SG_CU_ADD)
+    SG_ROWS_CASE (SG_CU_SUB) SG_ROWS_CASE (SG_CU_MUL) SG_ROWS_CASE (SG_CU_DIV)
+    SG_ROWS_CASE (SG_CU_ADD_S) SG_ROWS_CASE (SG_CU_MUL_S) SG_ROWS_CASE (SG_CU_DIV_S)
+    SG_ROWS_CASE (SG_CU_RSUB_S) SG_ROWS_CASE (SG_CU_POW_S) SG_ROWS_CASE (SG_CU_RSQRT)
+    SG_ROWS_CASE (SG_CU_SQRT) SG_ROWS_CASE (SG_CU_EXP) SG_ROWS_CASE (SG_CU_NEG)
+    SG_ROWS_CASE (SG_CU_RECIP) SG_ROWS_CASE (SG_CU_SILU) SG_ROWS_CASE (SG_CU_SILU_BWD)
+    SG_ROWS_CASE (SG_CU_GELU) SG_ROWS_CASE (SG_CU_GELU_BWD) SG_ROWS_CASE (SG_CU_RELU)
+    SG_ROWS_CASE (SG_CU_SIGMOID) SG_ROWS_CASE (SG_CU_TANH)
+  default: break;
+  }
+#undef SG_ROWS_CASE
+}
+
+template <typename T>
+void
+launch_rows_t (const MapArgs &p, const RowOperand &a, const RowOperand &b, int64_t rows,
+               int64_t cols, cudaStream_t s)
+{
+  T *out = reinterpret_cast<T *> (p.out.ptr);
+  if (p.has_a && p.has_b)
+    launch_rows<T, true, true> (p.op, out, a, b, p.s0, rows, cols, s);
+  else if (p.has_a)
+    launch_rows<T, true, false> (p.op, out, a, b, p.s0, rows, cols, s);
+  else
+    launch_rows<T, false, false> (p.op, out, a, b, p.s0, rows, cols, s);
+}
+
+/* Runs @p (collapsed) on the row path when it qualifies; false otherwise
+ * (nothing queued). */
+bool
+try_map_rows (const MapArgs &p, cudaStream_t s)
+{
+  const Desc &o = p.out;
+  const int32_t dt = o.dtype;
+  size_t es;
+  switch (dt) {
+  case SG_DTYPE_BF16: case SG_DTYPE_F16: es = 2; break;
+  case SG_DTYPE_F32: es = 4; break;
+  default: return false;
+  }
+  const int V = (int)(16 / es);
+  if (o.ndim > 2 || (p.has_a && p.a.dtype != dt) || (p.has_b && p.b.dtype != dt) ||
+      (p.has_b && !p.has_a))
+    return false;
+  const int64_t cols = o.shape[o.ndim - 1], rows = o.ndim == 2 ? o.shape[0] : 1;
+  if (cols % V != 0 || o.stride[o.ndim - 1] != 1 || (o.ndim == 2 && o.stride[0] != cols) ||
+      (uintptr_t)o.ptr % 16 != 0 || rows * cols >= INT32_MAX)
+    return false;
+  RowOperand a = { nullptr, 0, 0 }, b = { nullptr, 0, 0 };
+  if ((p.has_a && !row_operand (p.a, es, &a)) || (p.has_b && !row_operand (p.b, es, &b)))
+    return false;
+  switch (dt) {
+  case SG_DTYPE_BF16: launch_rows_t<__nv_bfloat16> (p, a, b, rows, cols, s); break;
+  case SG_DTYPE_F16: launch_rows_t<__half> (p, a, b, rows, cols, s); break;
+  default: launch_rows_t<float> (p, a, b, rows, cols, s); break;
+  }
+  return true;
+}
+
 } /* namespace */
 
 extern "C" int64_t
@@ -209,10 +379,16 @@ sg_cu_map (SgCuMapOp op, const SgCuTensor *out, const SgCuTensor *a, const SgCuT
   p.n = sg_cu_numel (out);
   p.linear = sg_cu_is_contiguous (out) && (!a || same_layout (a, out)) &&
              (!b || same_layout (b, out));
-  if (!p.linear)
-    collapse (&p.out, &p.a, &p.b);
   if (p.n == 0)
     return cudaSuccess;
+  {
+    MapArgs q = p; /* the row path wants every dense run merged */
+    collapse (&q.out, &q.a, &q.b);
+    if (try_map_rows (q, stream))
+      return cudaGetLastError ();
+    if (!p.linear)
+      p = q;
+  }
   if (fits32 (p.out) && fits32 (p.a) && fits32 (p.b))
     map_kernel<int><<<grid_for (p.n), kThreads, 0, stream>>> (p);
   else

@@ -245,6 +245,54 @@ START_TEST (map_silu_backward_and_pow_match_formulas)
 }
 END_TEST
 
+/* The row path (16-byte vectors, kernels.cu): bf16 [64, 256] with an operand
+ * constant along each row (RMSNorm's x * rstd), one varying along the row
+ * only (y * w), a unary op, a fill; and a row length that is not a multiple
+ * of the vector width (generic path) for comparison. */
+START_TEST (map_rows_path_broadcasts_rows_and_columns)
+{
+  const int64_t s2[] = { 64, 256 }, sr[] = { 64, 1 }, sc[] = { 256 }, so[] = { 64, 250 };
+  DevT x = dev_rand (SG_DTYPE_BF16, 2, s2, 0), r = dev_rand (SG_DTYPE_BF16, 2, sr, 0);
+  DevT w = dev_rand (SG_DTYPE_BF16, 1, sc, 0);
+  DevT o1 = dev_empty (SG_DTYPE_BF16, 2, s2), o2 = dev_empty (SG_DTYPE_BF16, 2, s2);
+  DevT o3 = dev_empty (SG_DTYPE_BF16, 2, s2), o4 = dev_empty (SG_DTYPE_BF16, 2, s2);
+  DevT o5 = dev_empty (SG_DTYPE_BF16, 2, so);
+  ck_assert_int_eq (sg_cu_map (SG_CU_MUL, &o1.t, &x.t, &r.t, 0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_map (SG_CU_ADD, &o2.t, &x.t, &w.t, -2.0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_map (SG_CU_SILU, &o3.t, &x.t, NULL, 0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_map (SG_CU_FILL, &o4.t, NULL, NULL, 0.75, NULL), cudaSuccess);
+  SgCuTensor xv = x.t; /* [64, 250] of the [64, 256] rows: generic path */
+  xv.shape[1] = 250;
+  ck_assert_int_eq (sg_cu_map (SG_CU_MUL_S, &o5.t, &xv, NULL, 3.0, NULL), cudaSuccess);
+  double *g1 = dev_read (&o1), *g2 = dev_read (&o2), *g3 = dev_read (&o3), *g4 = dev_read (&o4);
+  double *g5 = dev_read (&o5);
+  double *w1 = g_new (double, 64 * 256), *w2 = g_new (double, 64 * 256);
+  double *w3 = g_new (double, 64 * 256), *w4 = g_new (double, 64 * 256);
+  double *w5 = g_new (double, 64 * 250);
+  for (int i = 0; i < 64; i++)
+    for (int j = 0; j < 256; j++) {
+      const double v = x.ref[i * 256 + j];
+      w1[i * 256 + j] = v * r.ref[i];
+      w2[i * 256 + j] = v - 2.0 * w.ref[j];
+      w3[i * 256 + j] = v / (1 + exp (-v));
+      w4[i * 256 + j] = 0.75;
+      if (j < 250)
+        w5[i * 250 + j] = 3.0 * v;
+    }
+  assert_close (g1, w1, 64 * 256, 1.0 / 128, 1e-6);
+  assert_close (g2, w2, 64 * 256, 1.0 / 128, 1e-6);
+  assert_close (g3, w3, 64 * 256, 1.0 / 128, 1e-6);
+  assert_close (g4, w4, 64 * 256, 0, 0);
+  assert_close (g5, w5, 64 * 250, 1.0 / 128, 1e-6);
+  double *gs[] = { g1, g2, g3, g4, g5, w1, w2, w3, w4, w5 };
+  for (int k = 0; k < 10; k++)
+    g_free (gs[k]);
+  DevT *ds[] = { &x, &r, &w, &o1, &o2, &o3, &o4, &o5 };
+  for (int k = 0; k < 8; k++)
+    dev_free (ds[k]);
+}
+END_TEST
+
 /* ---- reductions ---- */
 
 START_TEST (reduce_mean_over_last_dim_keepdim)
@@ -616,6 +664,7 @@ suite (void)
   tcase_add_test (tc, map_mul_broadcasts_a_middle_dim_over_collapsed_dims);
   tcase_add_test (tc, map_reads_transposed_views);
   tcase_add_test (tc, map_silu_backward_and_pow_match_formulas);
+  tcase_add_test (tc, map_rows_path_broadcasts_rows_and_columns);
   tcase_add_test (tc, reduce_mean_over_last_dim_keepdim);
   tcase_add_test (tc, reduce_sum_over_dim0_drops_it);
   tcase_add_test (tc, reduce_long_mean_to_a_scalar_runs_in_two_passes);
