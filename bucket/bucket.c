@@ -228,34 +228,44 @@ refuse (Ctx *x, int32_t p, Trial t, GArray *rejected)
   g_array_append_val (rejected, p);
 }
 
-/* Decides proposals [lo, hi): all at once, else by halves. */
+/* Decides proposals [lo, hi) in order, a window at a time: first all of
+ * them; a refused window is halved (from the same start), an accepted one
+ * is committed and the next window is twice as long; after a refusal the
+ * window restarts at the run that was accepted before it (buckets that
+ * outgrow what compute can hide tend to do so at similar sizes). Every
+ * committed window passed a whole-graph simulation; a batch of
+ * single-proposal windows is the sequential greedy. */
 static void
 resolve (Ctx *x, int32_t lo, int32_t hi, GArray *rejected)
 {
-  if (lo >= hi)
-    return;
-  if (x->budget == 0 || x->batch_left == 0) { /* out of simulations: refuse in order */
-    for (int32_t p = lo; p < hi; p++)
-      refuse (x, p, TRIAL_BUDGET, rejected);
-    return;
+  int32_t window = hi - lo, run = 0;
+  while (lo < hi) {
+    if (x->budget == 0 || x->batch_left == 0) { /* out of simulations: refuse in order */
+      for (int32_t p = lo; p < hi; p++)
+        refuse (x, p, TRIAL_BUDGET, rejected);
+      return;
+    }
+    if (x->budget > 0)
+      x->budget--, x->batch_left--;
+    int32_t n = MIN (window, hi - lo);
+    double e = 0, s = 0;
+    Trial t = trial (x, lo, lo + n, &e, &s);
+    if (t == TRIAL_OK) {
+      commit (x, lo, lo + n);
+      x->cur_exposed = e;
+      x->cur_step = s;
+      lo += n;
+      run += n;
+      window = 2 * n;
+    } else if (n == 1) {
+      refuse (x, lo, t, rejected);
+      lo++;
+      window = MAX (run, 1);
+      run = 0;
+    } else {
+      window = n / 2;
+    }
   }
-  if (x->budget > 0)
-    x->budget--, x->batch_left--;
-  double e = 0, s = 0;
-  Trial t = trial (x, lo, hi, &e, &s);
-  if (t == TRIAL_OK) {
-    commit (x, lo, hi);
-    x->cur_exposed = e;
-    x->cur_step = s;
-    return;
-  }
-  if (hi - lo == 1) {
-    refuse (x, lo, t, rejected);
-    return;
-  }
-  int32_t mid = lo + (hi - lo) / 2;
-  resolve (x, lo, mid, rejected);
-  resolve (x, mid, hi, rejected);
 }
 
 /* Resolves the open batch; each key stays open on the bucket its last
