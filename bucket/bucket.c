@@ -9,8 +9,10 @@
  * exposure does not fall, step_us does not rise. Ours judges every merge by
  * re-simulating the whole bucketed graph (contention included) rather than
  * by interval bookkeeping. Scale: above 256 candidates merges are tried in
- * batches (one simulation per batch, bisected on refusal) behind cheap
- * screens, within a fixed simulation budget (docs/bucketing.md).
+ * batches (one simulation per batch, then windows that halve on refusal
+ * and grow on success) behind cheap screens, within a simulation budget
+ * (docs/bucketing.md). Trial graphs are built from arrays (trial.c), not
+ * by copying and rewriting the graph.
  * Requires: estimate (g->cost_model, est_us), a topological order (the
  * scheduler's), implicit edges of the scheduler (optional).
  * Invalidates: node ids, users; adds pack/unpack nodes.
@@ -31,9 +33,9 @@
 #define TARGET_BATCHES 16
 #define BATCH_NODES 100000
 /* Batch mode gives each batch of B proposals max(4, log2(B) / 2)
- * simulations (a bisection down to one proposal takes log2 B) plus what
- * earlier batches left unused, so a batch that needs a long bisection
- * cannot starve the later ones; the pass simulates at most that times the
+ * simulations (halving down to one proposal takes log2 B) plus what
+ * earlier batches left unused, so a batch that needs a long search cannot
+ * starve the later ones; the pass simulates at most that times the
  * batches. Proposals left undecided are refused (refused.budget). */
 #define SIM_BUDGET_PER_BATCH 4
 #define EXPOSED_EPS_US 1e-9
