@@ -9,7 +9,10 @@
  * (sg_graph_select) by a stable topological sort whose keys keep every other node
  * where it was: P and C at the earliest member's position (later only if an
  * input comes later), W and the unpacks just before the first consumer of
- * any member's wait.
+ * any member's wait. The checks and the layout (sg_bucket_specs_check,
+ * sg_bucket_plan_make) are shared with trial.c, which builds the same graph
+ * from arrays for the pass's trials; any change to the placement rules
+ * here must be made there too (tests/bucket/test_trial.c compares them).
  * Requires: a topological id order; users (rebuilt here).
  * Invalidates: node ids, users; hiding edges of members (stale once they
  * merge) are dropped, their other implicit edges move to the bucket's

@@ -11,6 +11,9 @@
 
 #include "bucket-private.h"
 #include "builder.h"
+#ifdef HAVE_GRAPHGEN
+#include "graphgen.h"
+#endif
 
 #define I(x) ((int64_t)(x))
 
@@ -193,16 +196,12 @@ typedef struct {
   SgReduceOp reduce;
 } Key;
 
-/* Bucket sets over the candidates of @g, grouped by key like the pass:
- * consecutive pairs, runs of @run, and each adjacent pair alone. */
+/* Bucket sets over the candidates of @g (estimated and scheduled), grouped
+ * by key like the pass: runs of 2 to 5 consecutive candidates all at once,
+ * and each of the first adjacent pairs alone. */
 static void
-check_sample (const char *file)
+check_bucket_sets (SgGraph *g)
 {
-  g_autofree char *path = g_build_filename (data_dir, file, NULL);
-  GError *error = NULL;
-  g_autoptr (SgGraph) g = sg_graph_load (path, &error);
-  ck_assert_msg (g, "%s", error ? error->message : "");
-  prepare (g, true);
   sg_graph_fill_users (g);
   g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (Key));
   g_autoptr (GPtrArray) lists = g_ptr_array_new_with_free_func ((GDestroyNotify)g_array_unref);
@@ -243,6 +242,17 @@ check_sample (const char *file)
   }
 }
 
+static void
+check_sample (const char *file)
+{
+  g_autofree char *path = g_build_filename (data_dir, file, NULL);
+  GError *error = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load (path, &error);
+  ck_assert_msg (g, "%s", error ? error->message : "");
+  prepare (g, true);
+  check_bucket_sets (g);
+}
+
 START_TEST (trial_matches_apply_on_samples)
 {
   static const char *const files[] = {
@@ -253,6 +263,30 @@ START_TEST (trial_matches_apply_on_samples)
 }
 END_TEST
 
+#ifdef HAVE_GRAPHGEN
+/* A generated FSDP-8 step of ~10k nodes: hundreds of buckets at once, as
+ * in the pass's late trials on large graphs. */
+START_TEST (trial_matches_apply_on_a_generated_step)
+{
+  GgConfig gc;
+  gg_config_init (&gc);
+  gc.dp = 8, gc.world = 8;
+  gc.layers = gg_layers_for_nodes (&gc, 10000);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&text, &len);
+  GError *error = NULL;
+  ck_assert_msg (gg_write (&gc, f, NULL, &error), "%s", error ? error->message : "");
+  fclose (f);
+  g_autoptr (SgGraph) g = sg_graph_load_data (text, len, "gg_fsdp8_10k", &error);
+  free (text);
+  ck_assert_msg (g, "%s", error ? error->message : "");
+  prepare (g, true);
+  check_bucket_sets (g);
+}
+END_TEST
+#endif
+
 static Suite *
 trial_suite (void)
 {
@@ -262,6 +296,9 @@ trial_suite (void)
   tcase_add_test (tc, trial_matches_apply_with_implicit_edges);
   tcase_add_test (tc, trial_refuses_what_apply_refuses);
   tcase_add_loop_test (tc, trial_matches_apply_on_samples, 0, 6);
+#ifdef HAVE_GRAPHGEN
+  tcase_add_test (tc, trial_matches_apply_on_a_generated_step);
+#endif
   suite_add_tcase (s, tc);
   return s;
 }
