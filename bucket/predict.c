@@ -4,9 +4,11 @@
  * from the unbucketed timeline whether the merged collective can still be
  * hidden: it is issued where its earliest member was (or when its last
  * input is ready, if later), runs for the model's solo time of the merged
- * size (queueing and contention are left to the simulator), and must end before the compute stream reaches the first
- * consumer of any member's wait (where the rewrite puts W); the stall may
- * not exceed what the members already stalled. This mirrors the interval
+ * size times the slowdown beside compute (comm_slowdown, reduce_slowdown for
+ * reductions; queueing is left to the simulator), and must end before the
+ * compute stream reaches the first consumer of any member's wait (where the
+ * rewrite puts W); the stall may not exceed what the members already
+ * stalled. This mirrors the interval
  * test of PyTorch's overlap-preserving bucketer; the simulator still judges
  * every proposal that passes (docs/bucketing.md).
  * Requires: est_us, a topological order. Invalidates: nothing.
@@ -18,7 +20,7 @@ struct SgBucketPredict {
   const SgCostModel *cm;
   SgSimResult r;
   int32_t *row_of; /* node id -> row, -1 */
-  double comm_slowdown;
+  double comm_slowdown, reduce_slowdown; /* the simulator's rates beside compute */
 };
 
 SgBucketPredict *
@@ -40,6 +42,8 @@ sg_bucket_predict_new (const SgGraph *g, GError **error)
     p->row_of[p->r.rows[i].node] = i;
   const SgContention *cont = sg_cost_model_contention (cm);
   p->comm_slowdown = cont ? MAX (cont->comm_slowdown, 1.0) : 1.0;
+  p->reduce_slowdown = cont && cont->reduce_slowdown >= 1.0 ? cont->reduce_slowdown
+                                                            : p->comm_slowdown;
   return p;
 }
 
@@ -79,6 +83,7 @@ sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgN
   SgCostSource src;
   double us = sg_cost_collective_us (p->cm, c0->kind, c0->meta.dtype, bytes, c0->group_size,
                                      sg_cost_group_nodes (p->cm, &g->groups[c0->group]), &src);
-  double end = MAX (start, ready) + us * p->comm_slowdown;
+  const bool reduces = c0->kind == SG_OP_REDUCE_SCATTER || c0->kind == SG_OP_ALL_REDUCE;
+  double end = MAX (start, ready) + us * (reduces ? p->reduce_slowdown : p->comm_slowdown);
   return MAX (0.0, end - need) <= stalled + 1e-6;
 }
