@@ -83,9 +83,10 @@ sg_cu_comms_init (SgCuState *st, SgRtContext *ctx, GError **error)
   const SgPlan *plan = ctx->plan;
   /* NCCL's "graph mixing" support (captured and un-captured NCCL calls of
    * a communicator outstanding at once) serializes a graph's first kernels
-   * behind its collectives: measured on 2x H200, stream 0's first kernel
-   * started 321 us into the scheduled w2_fsdp2 step with it, 72 us without
-   * (step -5%). schedrun never has both outstanding: step 0 (eager) and
+   * behind its collectives: measured on 2x H200 (tools/device/
+   * probe_launch.sh), stream 0's first kernel started 332 us into the
+   * scheduled w2_fsdp2 step with it, 68 us without; its input order's step
+   * took 3102 us with it, 2861 us without. schedrun never has both outstanding: step 0 (eager) and
    * every replay start after a device synchronize. A user's setting wins;
    * NCCL reads it at its first call, below. */
   if (st->graph)
