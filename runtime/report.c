@@ -5,7 +5,10 @@
  * exposed_us, collectives, hidden, partial, exposed), "collectives" ROWs
  * (name, kind, group, bytes, estimated_us, exposed_us, status) with the
  * measured and predicted numbers side by side, and
- * says which clock measured ("clock": "cpu-wall" for the CPU backend).
+ * says which clock measured ("clock": "cpu-wall" for the CPU backend) and
+ * how the measured steps were issued ("launch"). Where the backend timed a
+ * step also without its measurement events (cuda, timing mode), that time
+ * is step_us and the instrumented one instrumented_step_us.
  * Per iteration the slowest rank counts (MPI max), then medians over the
  * measured iterations. Dumps: raw little-endian values per output, in its
  * dtype, row-major, plus outputs.json; written by one rank (default 0).

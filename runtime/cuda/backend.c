@@ -140,6 +140,7 @@ cuda_setup (SgRtContext *ctx, GError **error)
   st->coll_start = g_new0 (cudaEvent_t, MAX (1, n_coll));
   st->coll_end = g_new0 (cudaEvent_t, MAX (1, n_coll));
   st->reached = g_new0 (cudaEvent_t, MAX (1, plan->n_ins));
+  st->n_runs = n_runs;
   st->n_run_ev = 2 * n_runs;
   st->run_ev = g_new0 (cudaEvent_t, MAX (1, st->n_run_ev));
   st->join = g_new0 (cudaEvent_t, st->n_streams);
@@ -322,7 +323,6 @@ issue_step (SgRtContext *ctx, SgCuState *st, GError **error)
     SG_CU_CHECK (mark (st, st->run_ev[2 * run + 1], st->streams[0]), error, fail);
     run++;
   }
-  st->n_runs = run;
   for (int32_t s = 1; s < st->n_streams; s++) {
     SG_CU_CHECK (cudaEventRecord (st->join[s], st->streams[s]), error, fail);
     SG_CU_CHECK (cudaStreamWaitEvent (st->streams[0], st->join[s], 0), error, fail);
@@ -335,7 +335,7 @@ fail:
   return false;
 }
 
-/* Captures issue_step into st->exec. Host work only: the GPUs run nothing
+/* Captures issue_step into @exec. Host work only: the GPUs run nothing
  * until cudaGraphLaunch. */
 static bool
 capture_step (SgRtContext *ctx, SgCuState *st, cudaGraphExec_t *exec, GError **error)
@@ -387,15 +387,21 @@ fill_spans (const SgCuState *st, const SgPlan *plan, SgRtStepTimes *out)
   }
 }
 
+/* Step 0 runs eagerly (NCCL connects its channels, cuBLAS and CUDA's lazy
+ * module loading settle); step 1 is captured, then every step replays. */
+static bool
+replays (const SgCuState *st)
+{
+  return st->graph && st->n_steps >= 1;
+}
+
 /* Runs the step once, with every measurement event or (st->bare) with only
  * its start and end: the GPUs start together, then wait for its end. */
 static bool
 launch_once (SgRtContext *ctx, SgCuState *st, GError **error)
 {
   char what[160];
-  /* Step 0 runs eagerly (NCCL connects its channels, cuBLAS and CUDA's lazy
-   * module loading settle); step 1 is captured, then every step replays. */
-  const bool replay = st->graph && st->n_steps >= 1;
+  const bool replay = replays (st);
   cudaGraphExec_t *exec = st->bare ? &st->exec_bare : &st->exec;
   const double budget = step_budget (ctx->opt.timeout_s);
   if (replay && !*exec) {
@@ -445,7 +451,7 @@ run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
   }
   if (!launch_once (ctx, st, error))
     return false;
-  out->graph_launch = st->graph && st->n_steps >= 1;
+  out->graph_launch = replays (st);
 
   const int32_t measured = st->n_steps++ - ctx->opt.warmup;
   if (st->kev && measured >= 0 && measured < ctx->opt.iters)
