@@ -9,10 +9,8 @@
 #include <string.h>
 
 #include "bucket-private.h"
+#include "bucket-test.h"
 #include "builder.h"
-#ifdef HAVE_GRAPHGEN
-#include "graphgen.h"
-#endif
 
 #define I(x) ((int64_t)(x))
 
@@ -440,19 +438,8 @@ END_TEST
 static SgGraph *
 graphgen_10k (SgConfig *cfg)
 {
-  GgConfig gc;
-  gg_config_init (&gc);
-  gc.dp = 8, gc.world = 8;
-  gc.layers = gg_layers_for_nodes (&gc, 10000);
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream (&text, &len);
+  SgGraph *g = bt_generated_fsdp8 (10000);
   GError *error = NULL;
-  ck_assert_msg (gg_write (&gc, f, NULL, &error), "%s", error ? error->message : "");
-  fclose (f);
-  SgGraph *g = sg_graph_load_data (text, len, "gg_fsdp8_10k", &error);
-  free (text);
-  ck_assert_msg (g, "%s", error ? error->message : "");
   estimate (g, cfg);
   ck_assert_msg (sg_schedule_reorder (g, cfg, &error), "%s", error ? error->message : "");
   return g;
@@ -519,11 +506,5 @@ pass_suite (void)
 int
 main (int argc, char **argv)
 {
-  if (argc > 1)
-    data_dir = argv[1];
-  SRunner *sr = srunner_create (pass_suite ());
-  srunner_run_all (sr, CK_NORMAL);
-  int failed = srunner_ntests_failed (sr);
-  srunner_free (sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return bt_main (argc, argv, &data_dir, pass_suite ());
 }

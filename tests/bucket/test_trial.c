@@ -10,10 +10,8 @@
 #include <string.h>
 
 #include "bucket-private.h"
+#include "bucket-test.h"
 #include "builder.h"
-#ifdef HAVE_GRAPHGEN
-#include "graphgen.h"
-#endif
 
 #define I(x) ((int64_t)(x))
 
@@ -268,19 +266,7 @@ END_TEST
  * in the pass's late trials on large graphs. */
 START_TEST (trial_matches_apply_on_a_generated_step)
 {
-  GgConfig gc;
-  gg_config_init (&gc);
-  gc.dp = 8, gc.world = 8;
-  gc.layers = gg_layers_for_nodes (&gc, 10000);
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream (&text, &len);
-  GError *error = NULL;
-  ck_assert_msg (gg_write (&gc, f, NULL, &error), "%s", error ? error->message : "");
-  fclose (f);
-  g_autoptr (SgGraph) g = sg_graph_load_data (text, len, "gg_fsdp8_10k", &error);
-  free (text);
-  ck_assert_msg (g, "%s", error ? error->message : "");
+  g_autoptr (SgGraph) g = bt_generated_fsdp8 (10000);
   prepare (g, true);
   check_bucket_sets (g);
 }
@@ -306,11 +292,5 @@ trial_suite (void)
 int
 main (int argc, char **argv)
 {
-  if (argc > 1)
-    data_dir = argv[1];
-  SRunner *sr = srunner_create (trial_suite ());
-  srunner_run_all (sr, CK_NORMAL);
-  int failed = srunner_ntests_failed (sr);
-  srunner_free (sr);
-  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+  return bt_main (argc, argv, &data_dir, trial_suite ());
 }

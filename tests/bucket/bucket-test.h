@@ -1,0 +1,51 @@
+/* bucket-test.h: helpers shared by the bucket pass tests (test_pass.c,
+ * test_trial.c): the data folder from argv[1], the Check runner, and a
+ * generated FSDP-8 step (graphgen, in memory) as loaded.
+ * Requires: Check; graphgen for bt_generated_fsdp8. Invalidates: nothing.
+ */
+#pragma once
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "graph.h"
+#ifdef HAVE_GRAPHGEN
+#include "graphgen.h"
+#endif
+
+/* Runs @s; argv[1], when given, replaces *@data_dir (the sample graphs). */
+static inline int
+bt_main (int argc, char **argv, const char **data_dir, Suite *s)
+{
+  if (argc > 1)
+    *data_dir = argv[1];
+  SRunner *sr = srunner_create (s);
+  srunner_run_all (sr, CK_NORMAL);
+  const int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+#ifdef HAVE_GRAPHGEN
+/* graphgen's FSDP step over 8 ranks, layers sized for about @nodes nodes,
+ * loaded as a graph (not estimated, not scheduled). */
+static inline SgGraph *
+bt_generated_fsdp8 (int64_t nodes)
+{
+  GgConfig gc;
+  gg_config_init (&gc);
+  gc.dp = 8, gc.world = 8;
+  gc.layers = gg_layers_for_nodes (&gc, nodes);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream (&text, &len);
+  GError *error = NULL;
+  ck_assert_msg (gg_write (&gc, f, NULL, &error), "%s", error ? error->message : "");
+  fclose (f);
+  SgGraph *g = sg_graph_load_data (text, len, "gg_fsdp8", &error);
+  free (text);
+  ck_assert_msg (g, "%s", error ? error->message : "");
+  return g;
+}
+#endif
