@@ -1,9 +1,10 @@
 /* cuda-private.h: the CUDA backend's internal interfaces (runtime/cuda/ only).
  *
- * kernels.cu: strided pointwise maps, reductions, flat-range copies (bucket
- * pack/unpack, collective staging) and a straightforward causal SDPA
- * forward/backward, every one accumulating in fp32, over plain descriptors
- * (pointer, dtype, shape, stride in elements) so the C side needs no C++.
+ * kernels.cu: strided pointwise maps and flat-range copies (bucket
+ * pack/unpack, collective staging); reduce.cu: reductions; attn_kernels.cu:
+ * the row kernels of a straightforward causal SDPA forward/backward; every
+ * one accumulating in fp32, over plain descriptors (pointer, dtype, shape,
+ * stride in elements) so the C side needs no C++.
  * gemm.c: cuBLAS GEMMs over row-major strided views (bf16/f16/f32 in,
  * CUBLAS_COMPUTE_32F). comm.c: one NCCL communicator per plan group, the
  * watchdog. Requires: a current CUDA device. Invalidates: nothing.

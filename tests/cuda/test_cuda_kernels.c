@@ -342,6 +342,54 @@ START_TEST (reduce_sum_over_dim0_drops_it)
 }
 END_TEST
 
+/* The dense fast paths (kernels.cu): rows (the innermost dim reduced, a
+ * warp per row) and columns (the outermost reduced, tiles of columns), sum,
+ * mean and amax, bf16 in, fp32 out. */
+START_TEST (reduce_dense_rows_and_columns)
+{
+  const int64_t sr[] = { 512, 384 }, sro[] = { 512, 1 }, sc[] = { 64, 4224 }, sco[] = { 4224 };
+  DevT a = dev_rand (SG_DTYPE_BF16, 2, sr, 0), b = dev_rand (SG_DTYPE_BF16, 2, sc, 0);
+  DevT mean = dev_empty (SG_DTYPE_F32, 2, sro), mx = dev_empty (SG_DTYPE_F32, 2, sro);
+  DevT sum = dev_empty (SG_DTYPE_F32, 1, sco), cmx = dev_empty (SG_DTYPE_F32, 1, sco);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_MEAN, &mean.t, &a.t, 1u << 1, NULL, 0, NULL),
+                    cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_AMAX, &mx.t, &a.t, 1u << 1, NULL, 0, NULL),
+                    cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_SUM, &sum.t, &b.t, 1u, NULL, 0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_AMAX, &cmx.t, &b.t, 1u, NULL, 0, NULL), cudaSuccess);
+  double *gmean = dev_read (&mean), *gmx = dev_read (&mx), *gsum = dev_read (&sum);
+  double *gcmx = dev_read (&cmx);
+  double *wmean = g_new (double, 512), *wmx = g_new (double, 512);
+  double *wsum = g_new (double, 4224), *wcmx = g_new (double, 4224);
+  for (int i = 0; i < 512; i++) {
+    wmean[i] = 0;
+    wmx[i] = -INFINITY;
+    for (int j = 0; j < 384; j++) {
+      wmean[i] += a.ref[i * 384 + j] / 384;
+      wmx[i] = fmax (wmx[i], a.ref[i * 384 + j]);
+    }
+  }
+  for (int j = 0; j < 4224; j++) {
+    wsum[j] = 0;
+    wcmx[j] = -INFINITY;
+    for (int i = 0; i < 64; i++) {
+      wsum[j] += b.ref[i * 4224 + j];
+      wcmx[j] = fmax (wcmx[j], b.ref[i * 4224 + j]);
+    }
+  }
+  assert_close (gmean, wmean, 512, 1e-5, 1e-6);
+  assert_close (gmx, wmx, 512, 0, 0);
+  assert_close (gsum, wsum, 4224, 1e-5, 1e-5);
+  assert_close (gcmx, wcmx, 4224, 0, 0);
+  double *fr[] = { gmean, gmx, gsum, gcmx, wmean, wmx, wsum, wcmx };
+  for (int k = 0; k < 8; k++)
+    g_free (fr[k]);
+  DevT *ds[] = { &a, &b, &mean, &mx, &sum, &cmx };
+  for (int k = 0; k < 6; k++)
+    dev_free (ds[k]);
+}
+END_TEST
+
 START_TEST (reduce_long_mean_to_a_scalar_runs_in_two_passes)
 {
   const int64_t s[] = { 300, 1000 };
@@ -666,6 +714,7 @@ suite (void)
   tcase_add_test (tc, map_silu_backward_and_pow_match_formulas);
   tcase_add_test (tc, map_rows_path_broadcasts_rows_and_columns);
   tcase_add_test (tc, reduce_mean_over_last_dim_keepdim);
+  tcase_add_test (tc, reduce_dense_rows_and_columns);
   tcase_add_test (tc, reduce_sum_over_dim0_drops_it);
   tcase_add_test (tc, reduce_long_mean_to_a_scalar_runs_in_two_passes);
   tcase_add_test (tc, copy_range_reads_a_transposed_view_in_logical_order);
