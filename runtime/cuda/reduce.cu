@@ -1,8 +1,7 @@
 /* reduce.cu: the CUDA backend's reductions (sum, mean, amax over a set of
- * dims): dense fast paths for the innermost dims (a warp per output row) and
- * the outermost dims (tiles of columns), else one block per output element,
- * long reductions into few outputs in two passes. Every output is summed in
- * one fixed order: results do not depend on timing.
+ * dims): one block per output element, long reductions into few outputs in
+ * two passes. Every output is summed in one fixed order: results do not
+ * depend on timing.
  * Mirrors the CPU backend's reference reductions: fp32 accumulation, one
  * rounding to the output dtype.
  * Requires: pointers in device memory of the current device.
@@ -87,105 +86,6 @@ reduce_split (int64_t n_out, int64_t n_red)
   return g > 256 ? 256 : g;
 }
 
-/* Fast paths over a dense input whose reduced dims are its innermost
- * (rows: RMSNorm's mean over the hidden dim) or its outermost (columns: a
- * bias or norm weight's gradient summed over tokens). The generic kernel
- * gives each output a block that walks its elements with a stride, which for
- * columns reads one element per 32-byte sector (bench/RESULTS.md). Each
- * output is still summed in one fixed order (per-lane partial sums, then a
- * fixed tree), so results do not depend on timing. */
-
-/* One warp per output row: lanes take every 32nd element of the row. */
-__global__ void
-reduce_rows_kernel (const char *in, int32_t in_dtype, int64_t rows, int64_t cols, Desc out, int op)
-{
-  const bool is_max = op == SG_CU_RED_AMAX;
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
-  for (int64_t r = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); r < rows;
-       r += warps) {
-    float acc = is_max ? -INFINITY : 0.f;
-    const int64_t base = r * cols;
-    for (int64_t c = lane; c < cols; c += 32) {
-      const float x = ld (in, base + c, in_dtype);
-      acc = is_max ? fmaxf (acc, x) : acc + x;
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      const float w = __shfl_xor_sync (0xffffffffu, acc, o);
-      acc = is_max ? fmaxf (acc, w) : acc + w;
-    }
-    if (lane == 0)
-      st (out.ptr, offset_of<int> (out, r), out.dtype,
-          op == SG_CU_RED_MEAN ? acc / (float)cols : acc);
-  }
-}
-
-/* A block per tile of blockDim.x adjacent columns; its blockDim.y lanes per
- * column take every blockDim.y-th row, then lane 0 adds the lanes in order. */
-__global__ void
-reduce_cols_kernel (const char *in, int32_t in_dtype, int64_t rows, int64_t cols, Desc out, int op)
-{
-  __shared__ float part[256];
-  const bool is_max = op == SG_CU_RED_AMAX;
-  const int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
-  float acc = is_max ? -INFINITY : 0.f;
-  if (c < cols)
-    for (int64_t r = threadIdx.y; r < rows; r += blockDim.y) {
-      const float x = ld (in, r * cols + c, in_dtype);
-      acc = is_max ? fmaxf (acc, x) : acc + x;
-    }
-  part[threadIdx.y * blockDim.x + threadIdx.x] = acc;
-  __syncthreads ();
-  if (threadIdx.y == 0 && c < cols) {
-    for (unsigned y = 1; y < blockDim.y; y++) {
-      const float w = part[y * blockDim.x + threadIdx.x];
-      acc = is_max ? fmaxf (acc, w) : acc + w;
-    }
-    st (out.ptr, offset_of<int> (out, c), out.dtype,
-        op == SG_CU_RED_MEAN ? acc / (float)rows : acc);
-  }
-}
-
-/* Runs the reduction on a fast path when @in is dense and the reduced dims
- * are all its innermost or all its outermost ones; false otherwise. */
-bool
-try_reduce_dense (SgCuRedOp op, const SgCuTensor *in, uint32_t reduce_mask, const Desc &kept_out,
-                  int64_t n_out, int64_t n_red, cudaStream_t s)
-{
-  const int nd = in->ndim;
-  if (nd < 2 || !sg_cu_is_contiguous (in) || n_out < 1 || n_red < 1 ||
-      n_out * n_red >= INT32_MAX || !fits32 (kept_out))
-    return false;
-  const uint32_t all = (1u << nd) - 1u; /* nd <= SG_CU_MAX_DIMS */
-  int nr = 0;
-  for (int k = 0; k < nd; k++)
-    nr += (reduce_mask >> k) & 1u;
-  const uint32_t inner = ((1u << nr) - 1u) << (nd - nr), outer = (1u << nr) - 1u;
-  const char *p = static_cast<const char *> (in->ptr);
-  /* enough outputs to fill the GPU, rows short enough for one warp or one
-   * column of lanes; the rest (few long reductions) splits over blocks */
-  if (n_red > 65536)
-    return false;
-  if ((reduce_mask & all) == inner && n_red >= 32 && n_out >= 256) {
-    const int64_t warps_per_block = kThreads / 32;
-    int64_t blocks = (n_out + warps_per_block - 1) / warps_per_block;
-    blocks = blocks > 65535 * 8 ? 65535 * 8 : blocks;
-    reduce_rows_kernel<<<(unsigned)blocks, kThreads, 0, s>>> (p, in->dtype, n_out, n_red,
-                                                              kept_out, op);
-    return true;
-  }
-  if ((reduce_mask & all) == outer && n_out >= 1024 && n_out <= 65535 * 8) {
-    /* the widest tile that still gives every SM a block: whole 32-byte
-     * sectors per warp where the columns allow it */
-    const unsigned tw = n_out >= 32 * 132 ? 32 : n_out >= 16 * 132 ? 16 : 8;
-    const dim3 block (tw, kThreads / tw);
-    reduce_cols_kernel<<<(unsigned)((n_out + tw - 1) / tw), block, 0, s>>> (p, in->dtype, n_red,
-                                                                           n_out, kept_out, op);
-    return true;
-  }
-  return false;
-}
-
 } /* namespace */
 
 extern "C" cudaError_t
@@ -227,13 +127,6 @@ sg_cu_reduce (SgCuRedOp op, const SgCuTensor *out, const SgCuTensor *in, uint32_
     p.n_red *= p.red.shape[k];
   if (p.n_out == 0)
     return cudaSuccess;
-  {
-    Desc kd = p.kept_out; /* the output as the kept dims walk it */
-    kd.ptr = static_cast<char *> (out->ptr);
-    kd.dtype = out->dtype;
-    if (try_reduce_dense (op, in, reduce_mask, kd, p.n_out, p.n_red, stream))
-      return cudaGetLastError ();
-  }
   /* reduced dims dense and innermost-contiguous: offset of r is r */
   int red_lin = 1;
   int64_t expect = 1;

@@ -342,9 +342,9 @@ START_TEST (reduce_sum_over_dim0_drops_it)
 }
 END_TEST
 
-/* The dense fast paths (kernels.cu): rows (the innermost dim reduced, a
- * warp per row) and columns (the outermost reduced, tiles of columns), sum,
- * mean and amax, bf16 in, fp32 out. */
+/* Many rows reduced over the innermost dim (RMSNorm's mean) and many
+ * columns over the outermost (a weight's gradient): sum, mean and amax,
+ * bf16 in, fp32 out. */
 START_TEST (reduce_dense_rows_and_columns)
 {
   const int64_t sr[] = { 512, 384 }, sro[] = { 512, 1 }, sc[] = { 64, 4224 }, sco[] = { 4224 };
