@@ -263,7 +263,9 @@ out:
  * from the barrier, that skew counts as collective time (two runs on 2x H200
  * differed by 6-12 us on every size, up to +50% on 2 MiB shards). So each sample first runs the
  * collective once untimed (the ranks finish it together), then times
- * COLL_RUNS back-to-back runs and divides. */
+ * COLL_RUNS back-to-back runs and divides. Back to back they overlap their
+ * fixed costs: measured ~30% below the same collectives alone inside a
+ * step (bench/RESULTS.md). */
 static bool
 time_collective (const SgGraph *g, SgNodeId id, ncclComm_t comm, MPI_Comm mpi, Timer *t,
                  double *us, GError **error)
