@@ -199,11 +199,15 @@ bool sg_graph_validate (const SgGraph *g, GError **error);
 
 /* --- queries ------------------------------------------------------------ */
 
+/* (transfer none) The node's inputs, *@n of them. A node without inputs
+ * gets an empty list that is not NULL, and no arithmetic on the pool: the
+ * pool has no storage before the first input (NULL + 0 is undefined). */
 static inline const SgNodeId *
 sg_node_inputs (const SgGraph *g, SgNodeId id, uint32_t *n)
 {
+  static const SgNodeId none[1] = { SG_NO_NODE };
   *n = g->nodes[id].n_in;
-  return &g_array_index (g->inputs, SgNodeId, g->nodes[id].in_first);
+  return *n ? &g_array_index (g->inputs, SgNodeId, g->nodes[id].in_first) : none;
 }
 
 static inline const int64_t *

@@ -56,9 +56,10 @@ sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
       continue;
     }
     SgNode node = g->nodes[i];
-    const SgNodeId *in = &g_array_index (g->inputs, SgNodeId, node.in_first);
+    uint32_t n_in;
+    const SgNodeId *in = sg_node_inputs (g, i, &n_in);
     node.in_first = inputs->len;
-    for (uint32_t j = 0; j < node.n_in; j++) {
+    for (uint32_t j = 0; j < n_in; j++) {
       SgNodeId v = new_id[in[j]];
       g_array_append_val (inputs, v);
     }
@@ -253,9 +254,10 @@ sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error)
   GArray *inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), g->inputs->len);
   for (int32_t i = 0; i < n; i++) {
     SgNode node = g->nodes[order[i]];
-    const SgNodeId *in = &g_array_index (g->inputs, SgNodeId, node.in_first);
+    uint32_t n_in;
+    const SgNodeId *in = sg_node_inputs (g, order[i], &n_in);
     node.in_first = inputs->len;
-    for (uint32_t j = 0; j < node.n_in; j++) {
+    for (uint32_t j = 0; j < n_in; j++) {
       SgNodeId v = new_id[in[j]];
       g_array_append_val (inputs, v);
     }
