@@ -9,6 +9,7 @@
  * Requires: nothing. Invalidates: nothing.
  */
 #include "estimate-private.h"
+#include "textio.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -316,11 +317,11 @@ load_json_file (const char *path, GError **error)
     g_error_free (io);
     return NULL;
   }
-  cJSON *obj = cJSON_ParseWithLength (text, len);
+  GError *je = NULL;
+  cJSON *obj = sg_json_parse (text, len, &je);
   if (!obj) {
-    const char *at = cJSON_GetErrorPtr ();
-    long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
-    fail (error, path, NULL, "malformed JSON near byte %ld", off);
+    fail (error, path, NULL, "%s", je->message);
+    g_error_free (je);
   }
   return obj;
 }

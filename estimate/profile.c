@@ -9,6 +9,7 @@
  * Requires: nothing. Invalidates: nothing.
  */
 #include "estimate-private.h"
+#include "textio.h"
 
 #include <math.h>
 #include <string.h>
@@ -341,11 +342,11 @@ sg_profile_load_data (const char *data, size_t len, const char *name, int32_t wo
                       GError **error)
 {
   Ctx c = { .file = name, .error = error };
-  cJSON *root = cJSON_ParseWithLength (data, len);
+  GError *je = NULL;
+  cJSON *root = sg_json_parse (data, len, &je);
   if (!root) {
-    const char *at = cJSON_GetErrorPtr ();
-    long off = at && at >= data && at <= data + len ? (long)(at - data) : -1;
-    bad (&c, "json", "malformed JSON near byte %ld", off);
+    bad (&c, "json", "%s", je->message);
+    g_error_free (je);
     return NULL;
   }
   SgProfile *p = g_new0 (SgProfile, 1);

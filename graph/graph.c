@@ -15,6 +15,8 @@ G_DEFINE_QUARK (sg-graph-error-quark, sg_graph_error)
 #define MAX_ARG_DEPTH 64
 /* Anything above 2^62 elements or bytes is absurd and risks overflow. */
 #define MAX_EXTENT ((int64_t)1 << 62)
+/* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
+#define MAX_COST_US 1e12
 
 const char *
 sg_cost_source_name (SgCostSource src)
@@ -526,8 +528,12 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
 
   const cJSON *cost = cJSON_GetObjectItemCaseSensitive (obj, "cost_us");
   if (cost) {
-    if (!cJSON_IsNumber (cost) || !(cost->valuedouble >= 0 && cost->valuedouble < 1e12))
-      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number >= 0", name);
+    if (!cJSON_IsNumber (cost))
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number of "
+             "microseconds", name);
+    if (!(cost->valuedouble >= 0 && cost->valuedouble < MAX_COST_US))
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': %g is outside [0, %g) "
+             "microseconds", name, cost->valuedouble, MAX_COST_US);
     n.cost_us = cost->valuedouble;
   }
 

@@ -137,7 +137,11 @@ START_TEST (bad_cluster_files_are_rejected_naming_the_field)
   expect_cluster_error ("{\"nccl_arch\": \"kepler\"}", "nccl_arch");
   expect_cluster_error ("{\"gemm_max_efficiency\": 1.5}", "gemm_max_efficiency");
   expect_cluster_error ("[1, 2]", "must be a JSON object");
-  expect_cluster_error ("{\"hbm_GBps\": 3000,", "malformed JSON");
+  expect_cluster_error ("{\"hbm_GBps\": 3000,", "truncated");
+  expect_cluster_error ("{\"hbm_GBps\": 3000 x}", "line 1, column 19: malformed JSON");
+  /* cJSON reads 1e400 as infinity: refused as text, before any range check */
+  expect_cluster_error ("{\"hbm_GBps\": 1e400}", "number 1e400 is out of range");
+  expect_cluster_error ("\xEF\xBB\xBF{}", "byte-order mark");
   g_autoptr (SgGraph) g = small_graph (64, 64, 64, NULL);
   g_autofree char *m1 = est_fail (g, "/nonexistent/cluster.json", NULL, SG_ESTIMATE_ERROR_CLUSTER);
   ck_assert_msg (strstr (m1, "cannot read cluster file"), "%s", m1);
@@ -282,7 +286,11 @@ START_TEST (bad_profiles_are_rejected_naming_the_entry)
                         "\"group_size\":2,\"us\":4}]}",
                         "collectives[1]: duplicates the key of collectives[0]");
   expect_profile_error ("{" HDR ",\"ops\":{}}", "ops: expected an array");
-  expect_profile_error ("{" HDR ",", "malformed JSON");
+  expect_profile_error ("{" HDR ",", "truncated");
+  expect_profile_error ("{" HDR "} []", "trailing text");
+  expect_profile_error ("{" HDR ",\"ops\":[{\"target\":\"aten.add.Tensor\",\"bytes\":1e999,"
+                        "\"us\":3}]}",
+                        "number 1e999 is out of range");
   g_autoptr (SgGraph) g = small_graph (64, 64, 64, NULL);
   g_autofree char *msg = est_fail (g, NULL, "/nonexistent/p.json", SG_ESTIMATE_ERROR_PROFILE);
   ck_assert_msg (strstr (msg, "cannot read profile"), "%s", msg);
