@@ -7,8 +7,9 @@
  *
  * Canonical text (docs/plan-format.md): fixed key order, one element of each
  * list per line, integers for ids and bytes, "%.3f" for microseconds, the
- * hash as 16 hex digits. The hash is FNV-1a 64 over the text with the hash
- * digits all '0'; the loader rebuilds the text from what it parsed, so any
+ * hash as 16 lower-case hex digits. The hash is FNV-1a 64 over the text
+ * with the hash digits all '0' and without the `graph` line (the file name
+ * is not content); the loader rebuilds the text from what it parsed, so any
  * change of content (not of the bytes' layout only) is detected.
  */
 #include "plan-private.h"
@@ -289,7 +290,12 @@ put_ins (GString *s, const SgPlanIns *in)
 uint64_t
 sg_plan_fnv1a (const char *data, size_t len)
 {
-  uint64_t h = UINT64_C (0xcbf29ce484222325);
+  return sg_plan_fnv1a_more (UINT64_C (0xcbf29ce484222325), data, len);
+}
+
+uint64_t
+sg_plan_fnv1a_more (uint64_t h, const char *data, size_t len)
+{
   for (size_t i = 0; i < len; i++) {
     h ^= (unsigned char)data[i];
     h *= UINT64_C (0x100000001b3);
@@ -308,9 +314,14 @@ sg_plan_to_json (SgPlan *p, size_t *len)
   g_string_append_printf (s, "\"version\":%d,\n", SG_PLAN_VERSION);
   size_t hash_at = s->len + strlen (HASH_KEY);
   g_string_append (s, HASH_KEY "0000000000000000\",\n");
+  /* The graph's file name is provenance, not content: ranks that planned
+   * copies of one graph under other names run the same plan. */
+  size_t graph_from = s->len;
   g_string_append (s, "\"graph\":");
   put_str (s, p->graph ? p->graph : "");
-  g_string_append (s, ",\n\"options\":");
+  g_string_append (s, ",\n");
+  size_t graph_to = s->len;
+  g_string_append (s, "\"options\":");
   put_str (s, p->options ? p->options : "");
   g_string_append_printf (s,
                           ",\n\"world_size\":%" PRId32 ",\n\"n_streams\":%" PRId32
@@ -381,7 +392,8 @@ sg_plan_to_json (SgPlan *p, size_t *len)
                           "}\n}\n",
                           pr->peak_bytes, pr->collectives, pr->hidden, pr->partial, pr->exposed);
 
-  p->hash = sg_plan_fnv1a (s->str, s->len);
+  p->hash = sg_plan_fnv1a_more (sg_plan_fnv1a (s->str, graph_from), s->str + graph_to,
+                                s->len - graph_to);
   char hex[17];
   g_snprintf (hex, sizeof hex, "%016" PRIx64, p->hash);
   memcpy (s->str + hash_at, hex, 16);

@@ -284,15 +284,20 @@ START_TEST (lowering_does_not_change_the_graph)
   ck_assert (sg_codegen_plan (g, NULL, NULL, "x", "", &p, &e));
   ck_assert_int_eq (g->n_nodes, n);
   ck_assert_str_eq (g->nodes[n / 2].args_json, before);
-  /* graph name and options reach the plan and its hash */
-  SgPlan *q = NULL;
+  /* options reach the plan and its hash; the graph's name only the plan */
+  SgPlan *q = NULL, *r = NULL;
   ck_assert (sg_codegen_plan (g, NULL, NULL, "x", "bucket=0", &q, &e));
+  ck_assert (sg_codegen_plan (g, NULL, NULL, "y", "", &r, &e));
   g_free (sg_plan_to_json (p, NULL));
   g_free (sg_plan_to_json (q, NULL));
+  g_free (sg_plan_to_json (r, NULL));
   ck_assert_uint_ne (p->hash, q->hash);
   ck_assert_str_eq (q->options, "bucket=0");
+  ck_assert_uint_eq (p->hash, r->hash);
+  ck_assert_str_eq (r->graph, "y");
   sg_plan_free (p);
   sg_plan_free (q);
+  sg_plan_free (r);
 }
 END_TEST
 
