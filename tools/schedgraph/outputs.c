@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "schedgraph-private.h"
+#include "textio.h"
 
 void
 run_clear (Run *r)
@@ -186,6 +187,26 @@ build_report (Run *r)
 }
 
 /* --- writing ------------------------------------------------------------------- */
+
+char *
+outputs_clash (const Cli *cli)
+{
+  /* inputs first, then outputs; a cluster that is a preset name is no file */
+  const char *cluster = cli->cfg.cluster;
+  if (cluster && !g_file_test (cluster, G_FILE_TEST_EXISTS))
+    cluster = NULL;
+  const char *paths[] = { cli->graph_path, cli->order, cluster, cli->cfg.profile,
+                          cli->output, cli->report, cli->trace };
+  const char *what[] = { "the graph", "the --order file", "the --cluster file",
+                         "the --profile file", "-o", "--report", "--trace" };
+  const size_t first_output = 4;
+  for (size_t i = first_output; i < G_N_ELEMENTS (paths); i++)
+    for (size_t j = 0; paths[i] && j < i; j++)
+      if (paths[j] && sg_same_file (paths[i], paths[j]))
+        return g_strdup_printf ("%s would overwrite %s ('%s' is '%s')", what[i], what[j],
+                                paths[i], paths[j]);
+  return NULL;
+}
 
 typedef enum { OUT_TRACE, OUT_REPORT, OUT_PLAN } OutputKind;
 

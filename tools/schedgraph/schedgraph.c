@@ -301,13 +301,9 @@ parse_args (int argc, char **argv, Cli *cli)
     return usage_error ("one graph file expected, got %d (extra: '%s')", argc - optind,
                         argv[optind + 1]);
   cli->graph_path = argv[optind];
-  /* No output may overwrite the input or another output. */
-  const char *paths[] = { cli->graph_path, cli->order, cli->output, cli->report, cli->trace };
-  const char *what[] = { "the graph", "the --order file", "-o", "--report", "--trace" };
-  for (size_t i = 2; i < G_N_ELEMENTS (paths); i++)
-    for (size_t j = 0; paths[i] && j < i; j++)
-      if (paths[j] && strcmp (paths[i], paths[j]) == 0)
-        return usage_error ("%s would overwrite %s ('%s')", what[i], what[j], paths[i]);
+  g_autofree char *clash = outputs_clash (cli);
+  if (clash)
+    return usage_error ("%s", clash);
   if (cli->stop_after && (cli->output || cli->report || cli->trace || cli->costs))
     return usage_error ("--stop-after writes nothing: drop -o, --report, --trace and --costs");
   return -1;
