@@ -43,6 +43,13 @@ check "summary names the orders" \
 check "summary times every pass" \
   grep -qE '^passes: load [0-9.]+ ms, validate [0-9.]+ ms, estimate .* schedule .* bucket .* codegen [0-9.]+ ms$' "$tmp/a.out"
 
+# Compute grows after bucketing by the pack/unpack copies, and says so.
+check "the bucketing line accounts for the growth of compute" bash -c "
+  in=\$(awk '/^input order:/ { getline; print \$10 }' '$tmp/a.out')
+  out=\$(awk '/^scheduled order:/ { getline; print \$10 }' '$tmp/a.out')
+  add=\$(sed -n 's/^bucketing: .*; compute +\\([0-9.]*\\) us: [0-9]* pack\\/unpack copies .*/\\1/p' '$tmp/a.out')
+  [ -n \"\$add\" ] && awk -v a=\"\$in\" -v b=\"\$out\" -v c=\"\$add\" 'BEGIN { d = b - a - c; exit !(d < 0.01 && d > -0.01) }'"
+
 "$sg" "$g" -q -o "$tmp/b.plan.json" --trace "$tmp/b.trace.json" --order "$order"
 check "identical runs give byte-identical plans" cmp -s "$tmp/a.plan.json" "$tmp/b.plan.json"
 check "identical runs give byte-identical traces" cmp -s "$tmp/a.trace.json" "$tmp/b.trace.json"

@@ -125,13 +125,26 @@ summary_finish (Run *r)
 {
   GString *s = r->summary;
   const SgBucketStats *bs = sg_bucket_stats (r->g);
-  if (bs && bs->ran)
+  if (bs && bs->ran) {
     g_string_append_printf (s,
                             "bucketing: %d collectives -> %d (%d buckets, cap %" G_GUINT64_FORMAT
-                            " B); exposed %.3f -> %.3f us, step %.3f -> %.3f us\n",
+                            " B); exposed %.3f -> %.3f us, step %.3f -> %.3f us",
                             bs->collectives_before, bs->collectives_after, bs->buckets,
                             bs->cap_bytes, bs->exposed_before_us, bs->exposed_after_us,
                             bs->step_before_us, bs->step_after_us);
+    /* Why compute grows after bucketing: the buckets' copies are compute. */
+    int32_t copies = 0;
+    double copy_us = 0;
+    for (SgNodeId i = 0; i < r->g->n_nodes; i++)
+      if (sg_op_class (r->g->nodes[i].kind) == SG_CLASS_BUCKET) {
+        copies++;
+        copy_us += r->g->nodes[i].est_us;
+      }
+    if (copies)
+      g_string_append_printf (s, "; compute +%.3f us: %d pack/unpack copies into and out of "
+                              "the buckets", copy_us, copies);
+    g_string_append_c (s, '\n');
+  }
   g_string_append (s, "passes:");
   for (size_t i = 0; i < r->n_times; i++)
     g_string_append_printf (s, "%s %s %.3f ms", i ? "," : "", r->times[i].name, r->times[i].ms);
