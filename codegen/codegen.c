@@ -251,6 +251,16 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   return true;
 }
 
+/* A cluster or profile file by its last component: the same plan however
+ * the path is spelt or wherever the file lies (a preset name is kept). */
+static char *
+file_option (const char *v)
+{
+  if (!v)
+    return g_strdup ("-");
+  return strchr (v, '/') ? g_path_get_basename (v) : g_strdup (v);
+}
+
 char *
 sg_codegen_options_text (const SgConfig *cfg)
 {
@@ -261,10 +271,12 @@ sg_codegen_options_text (const SgConfig *cfg)
   }
   char frac[G_ASCII_DTOSTR_BUF_SIZE];
   g_ascii_formatd (frac, sizeof frac, "%.6f", cfg->max_peak_increase);
+  g_autofree char *cluster = file_option (cfg->cluster);
+  g_autofree char *profile = file_option (cfg->profile);
   return g_strdup_printf ("cluster=%s profile=%s reorder=%d max_in_flight_bytes=%" G_GUINT64_FORMAT
                           " max_peak_increase=%s prefetch_limit=%d bucket=%d"
                           " bucket_cap_bytes=%" G_GUINT64_FORMAT,
-                          cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-",
+                          cluster, profile,
                           cfg->reorder ? 1 : 0, cfg->max_in_flight_bytes, frac,
                           (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes);
 }

@@ -182,7 +182,9 @@ sg_trace_build (const SgGraph *g, const SgSimResult *r)
   cJSON_AddNumberToObject (pm, "pid", 0);
   cJSON_AddNumberToObject (pm, "tid", 0);
   cJSON *pa = cJSON_AddObjectToObject (pm, "args");
-  g_autofree char *pname = g_strdup_printf ("schedgraph (predicted) %s rank %d", g->source,
+  /* the file name alone: the same trace however the path was spelt */
+  g_autofree char *file = g_path_get_basename (g->source);
+  g_autofree char *pname = g_strdup_printf ("schedgraph (predicted) %s rank %d", file,
                                             g->rank);
   cJSON_AddStringToObject (pa, "name", pname);
   cJSON_AddItemToArray (ev, pm);

@@ -321,6 +321,15 @@ START_TEST (write_puts_a_loadable_plan_at_the_path_or_nothing)
   cfg.reorder = false;
   g_autofree char *opts = sg_codegen_options_text (&cfg);
   ck_assert_ptr_nonnull (strstr (opts, "reorder=0"));
+  /* files by their last component (any spelling, any directory), presets as named */
+  cfg.cluster = "./some/../dir/lab.json";
+  cfg.profile = "/abs/prof.json";
+  g_autofree char *files = sg_codegen_options_text (&cfg);
+  ck_assert_msg (g_str_has_prefix (files, "cluster=lab.json profile=prof.json "), "%s", files);
+  cfg.cluster = "h100-sxm";
+  cfg.profile = NULL;
+  g_autofree char *preset = sg_codegen_options_text (&cfg);
+  ck_assert_msg (g_str_has_prefix (preset, "cluster=h100-sxm profile=- "), "%s", preset);
   g_autofree char *bad = g_build_filename (dir, "no", "plan.json", NULL);
   ck_assert (!sg_codegen_write (g, &cfg, samples[1], bad, NULL, &e));
   ck_assert (!g_file_test (bad, G_FILE_TEST_EXISTS));

@@ -151,17 +151,6 @@ summary_finish (Run *r)
   g_string_append_c (s, '\n');
 }
 
-char *
-options_text (const SgConfig *cfg)
-{
-  return g_strdup_printf ("reorder=%d bucket=%d bucket_cap=%" G_GUINT64_FORMAT
-                          " max_in_flight=%" G_GUINT64_FORMAT
-                          " max_peak_increase=%.6g prefetch_limit=%d cluster=%s profile=%s",
-                          cfg->reorder, cfg->bucket, cfg->bucket_cap_bytes,
-                          cfg->max_in_flight_bytes, cfg->max_peak_increase, cfg->prefetch_limit,
-                          cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-");
-}
-
 /* --- report ------------------------------------------------------------------- */
 
 static cJSON *
@@ -171,14 +160,17 @@ build_report (Run *r)
   cJSON *o = cJSON_CreateObject ();
   cJSON_AddStringToObject (o, "format", "schedgraph.report");
   cJSON_AddNumberToObject (o, "version", 1);
-  cJSON_AddStringToObject (o, "graph", r->cli->graph_path);
+  /* the file name alone, as in the plan: the same report however the path
+   * was spelt */
+  g_autofree char *graph_name = g_path_get_basename (r->cli->graph_path);
+  cJSON_AddStringToObject (o, "graph", graph_name);
   cJSON_AddNumberToObject (o, "nodes", r->input_nodes);
   cJSON_AddNumberToObject (o, "nodes_final", g->n_nodes);
   cJSON_AddNumberToObject (o, "world_size", g->world_size);
   cJSON_AddNumberToObject (o, "rank", g->rank);
   const SgCostModel *cm = sg_graph_cost_model (g);
   cJSON_AddStringToObject (o, "cluster", cm ? sg_cost_model_cluster_name (cm) : "-");
-  g_autofree char *opts = options_text (&r->cli->cfg);
+  g_autofree char *opts = sg_codegen_options_text (&r->cli->cfg);
   cJSON_AddStringToObject (o, "options", opts);
   if (r->input_metrics)
     cJSON_AddItemReferenceToObject (o, "input", r->input_metrics);

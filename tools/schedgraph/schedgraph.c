@@ -68,7 +68,7 @@ step_codegen (Run *r, GError **error)
 {
   if (!r->cli->output)
     return true;
-  g_autofree char *opts = options_text (&r->cli->cfg);
+  g_autofree char *opts = sg_codegen_options_text (&r->cli->cfg);
   /* The file name alone: the same graph and options give the same plan
    * bytes however the path was spelled (./a.json, /abs/a.json). */
   g_autofree char *graph_name = g_path_get_basename (r->cli->graph_path);
