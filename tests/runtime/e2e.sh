@@ -129,10 +129,10 @@ expect_fail () { # LABEL PATTERN NP ARGS... : exit != 0 and PATTERN in the outpu
     fail "$label: exit 0"
   elif [ $rc -eq 124 ]; then
     fail "$label: hung (timeout)"
-  elif ! grep -q "$pat" "$T/out"; then
+  elif ! grep -q -- "$pat" "$T/out"; then
     cat "$T/out"; fail "$label: no message matching '$pat'"
   else
-    echo "ok   $label: exit $rc: $(grep -m1 "$pat" "$T/out")"
+    echo "ok   $label: exit $rc: $(grep -m1 -- "$pat" "$T/out")"
   fi
 }
 
@@ -308,6 +308,19 @@ faults)
   fault "cpu: an arena larger than memory" "rank 1: cannot allocate the arena" $BOUND \
     mpirun_ 2 "$T/huge.json" --timeout $WD $OUTS
   RUN_ASAN=
+  # outputs compared with the plan and each other as files, not path texts
+  cp "$T/a.json" "$T/a.copy.json"
+  expect_fail "--report is the plan under another spelling" \
+    "--report would overwrite the plan" 2 "$T/a.json" --report "$T/./a.json"
+  echo old >"$T/r2.json" && ln -sf r2.json "$T/r2-link.json"
+  expect_fail "--trace is the report through a symbolic link" \
+    "--trace would overwrite --report" 2 "$T/a.json" --report "$T/r2.json" --trace "$T/r2-link.json"
+  mkdir -p "$T/dumpdir" && cp "$T/a.json" "$T/dumpdir/outputs.json"
+  expect_fail "--dump-outputs would overwrite the plan" \
+    "--dump-outputs .* would overwrite the plan" 2 "$T/dumpdir/outputs.json" \
+    --dump-outputs "$T/dumpdir"
+  cmp -s "$T/a.json" "$T/a.copy.json" && cmp -s "$T/a.json" "$T/dumpdir/outputs.json" ||
+    fail "a refused run changed the plan"
   printf 'not a plan\n' >"$T/junk.json"
   expect_fail "corrupt plan" "rank 0:" 2 "$T/junk.json"
   expect_fail "missing plan file" "rank 0:" 2 "$T/none.json"
