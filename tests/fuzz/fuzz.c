@@ -6,12 +6,48 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include "estimate.h"
+#include "schedule.h"
+
+int LLVMFuzzerInitialize (int *argc, char ***argv);
+
+int
+LLVMFuzzerInitialize (int *argc, char ***argv)
+{
+  (void)argc, (void)argv;
+  g_log_set_always_fatal (G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
+  return 0;
+}
 
 void
-fuzz_init (void)
+fuzz_rejected (GError *e)
 {
-  g_log_set_always_fatal (G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
+  if (!e || !e->message[0])
+    fuzz_bug ("rejected without a message");
+  g_error_free (e);
+}
+
+void
+fuzz_estimate (const char *sample, const SgConfig *cfg, const char *what)
+{
+  SgGraph *g = fuzz_sample_graph (sample);
+  GError *e = NULL;
+  if (!sg_estimate_costs (g, cfg, &e)) {
+    fuzz_rejected (e);
+    return;
+  }
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    if (!(isfinite (g->nodes[i].est_us) && g->nodes[i].est_us >= 0))
+      fuzz_bug ("node '%s': cost %g from an accepted %s", g->nodes[i].name, g->nodes[i].est_us,
+                what);
+  SgSimResult r;
+  if (!sg_simulate (g, NULL, &r, &e))
+    fuzz_bug ("simulation failed: %s", e->message);
+  if (!isfinite (r.step_us))
+    fuzz_bug ("step %g us from an accepted %s", r.step_us, what);
+  sg_sim_result_clear (&r);
 }
 
 const char *

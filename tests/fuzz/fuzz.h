@@ -15,8 +15,16 @@
 
 #include "graph.h"
 
-/* Once per process: GLib warnings and criticals abort. */
-void fuzz_init (void);
+/* libFuzzer's LLVMFuzzerInitialize (fuzz.c, for every harness): GLib
+ * warnings and criticals abort. */
+
+/* A rejection: it must carry a message (else fuzz_bug). Frees @e. */
+void fuzz_rejected (GError *e);
+
+/* Estimates the sample graph @sample with @cfg (a cluster or profile under
+ * test), then checks that every node got a finite cost >= 0 and that the
+ * input order simulates to a finite step (@what names the input kind). */
+void fuzz_estimate (const char *sample, const SgConfig *cfg, const char *what);
 
 /* A path naming a file that holds exactly @data (a memfd reused across
  * calls, /proc/self/fd/N), for readers that take a path. */

@@ -20,15 +20,6 @@
 
 static FILE *devnull;
 
-int
-LLVMFuzzerInitialize (int *argc, char ***argv)
-{
-  (void)argc, (void)argv;
-  fuzz_init ();
-  devnull = fopen ("/dev/null", "w");
-  return 0;
-}
-
 /* Prints @o, parses the text back, frees both. */
 static void
 print_json (cJSON *o, const char *what)
@@ -58,9 +49,8 @@ ran (bool ok, GError *e, const char *pass)
 {
   if (ok)
     return true;
-  if (!e || !e->message[0])
-    fuzz_bug ("%s failed without a message", pass);
-  g_error_free (e);
+  (void)pass;
+  fuzz_rejected (e);
   return false;
 }
 
@@ -93,6 +83,8 @@ outputs (SgGraph *g, const SgConfig *cfg)
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
+  if (!devnull)
+    devnull = fopen ("/dev/null", "w");
   GError *e = NULL;
   SgGraph *g = sg_graph_load_data ((const char *)data, size, "fuzz.json", &e);
   if (!g) {
