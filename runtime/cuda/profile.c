@@ -21,6 +21,7 @@
 #include "cuda-private.h"
 #include "graph.h"
 #include "profile-private.h"
+#include "textio.h"
 
 /* ---- timing ---- */
 
@@ -644,6 +645,11 @@ sg_rt_cuda_profile_main (int *argc, char ***argv, GError **error)
     g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
                  "usage: schedrun --profile GRAPH.json -o PROFILE.json [--iters K] [--warmup W] "
                  "[--timeout SEC]");
+    ok = false;
+  }
+  if (ok && sg_same_file (graph, out)) { /* device and inode, not path text */
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
+                 "-o would overwrite the graph ('%s' is '%s')", out, graph);
     ok = false;
   }
   if (ok)
