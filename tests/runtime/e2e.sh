@@ -321,6 +321,16 @@ faults)
     --dump-outputs "$T/dumpdir"
   cmp -s "$T/a.json" "$T/a.copy.json" && cmp -s "$T/a.json" "$T/dumpdir/outputs.json" ||
     fail "a refused run changed the plan"
+  cp "$G" "$T/g.json"
+  if mpirun_ 1 --profile "$T/g.json" -o "$T/./g.json" >"$T/out" 2>&1; then
+    fail "--profile -o the graph: exit 0"
+  elif grep -q "no CUDA backend" "$T/out"; then
+    echo "skip --profile -o the graph: no CUDA in this build"
+  elif grep -q -- "-o would overwrite the graph" "$T/out" && cmp -s "$G" "$T/g.json"; then
+    echo "ok   --profile -o the graph: $(grep -m1 -- '-o would overwrite' "$T/out")"
+  else
+    cat "$T/out"; fail "--profile -o the graph"
+  fi
   printf 'not a plan\n' >"$T/junk.json"
   expect_fail "corrupt plan" "rank 0:" 2 "$T/junk.json"
   expect_fail "missing plan file" "rank 0:" 2 "$T/none.json"
