@@ -330,8 +330,12 @@ family_finish (Family *f, const char *file, GError **error)
         return false;
       }
     }
-    f->xs[f->n_xs] = es[i].x;
-    f->ys[f->n_xs++] = exp (logsum / (j - i));
+    /* Sizes of 0 (an ops entry of an empty value) answer exact lookups
+     * only: log-log interpolation and linear scaling need sizes > 0. */
+    if (es[i].x > 0) {
+      f->xs[f->n_xs] = es[i].x;
+      f->ys[f->n_xs++] = exp (logsum / (j - i));
+    }
     i = j;
   }
   return true;

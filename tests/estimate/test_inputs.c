@@ -219,6 +219,28 @@ START_TEST (profile_interpolates_gemms_by_flops_and_falls_back_below)
 }
 END_TEST
 
+START_TEST (an_ops_entry_of_zero_bytes_answers_its_exact_key_only)
+{
+  /* fuzz_profile found it: 0 bytes as an interpolation point made every
+   * larger lookup infinite (x / 0) */
+  static const char text[] =
+    "{\"format\":\"schedgraph.profile\",\"version\":1,\"world_size\":2,\"ops\":["
+    "{\"target\":\"aten.mul.Tensor\",\"bytes\":0,\"us\":2},"
+    "{\"target\":\"aten.add.Tensor\",\"bytes\":0,\"us\":3},"
+    "{\"target\":\"aten.add.Tensor\",\"bytes\":1024,\"us\":4}]}";
+  g_autoptr (GError) e = NULL;
+  SgProfile *p = sg_profile_load_data (text, strlen (text), "z.json", 2, &e);
+  ck_assert_msg (p != NULL, "%s", e ? e->message : "");
+  double us = -1;
+  ck_assert (sg_profile_op_us (p, "aten.mul.Tensor", 0, &us) && us == 2);
+  ck_assert (!sg_profile_op_us (p, "aten.mul.Tensor", 64, &us));
+  ck_assert (sg_profile_op_us (p, "aten.add.Tensor", 0, &us) && us == 3);
+  ck_assert (!sg_profile_op_us (p, "aten.add.Tensor", 512, &us));
+  ck_assert (sg_profile_op_us (p, "aten.add.Tensor", 4096, &us) && us == 16);
+  sg_profile_free (p);
+}
+END_TEST
+
 START_TEST (graph_cost_us_beats_profile_beats_model)
 {
   g_autofree char *path = est_tmpfile ("p.json", profile_text);
@@ -403,6 +425,7 @@ suite (void)
   tcase_add_test (tc, cluster_file_without_base_starts_from_the_graphs_gpu);
   tcase_add_test (tc, profile_exact_hits_win_over_the_model);
   tcase_add_test (tc, profile_interpolates_gemms_by_flops_and_falls_back_below);
+  tcase_add_test (tc, an_ops_entry_of_zero_bytes_answers_its_exact_key_only);
   tcase_add_test (tc, graph_cost_us_beats_profile_beats_model);
   tcase_add_test (tc, bad_profiles_are_rejected_naming_the_entry);
   tcase_add_test (tc, attention_profile_entries_match_shape_and_causality);
