@@ -121,7 +121,10 @@ static const char usage_text[] =
   "      --order ORDER.json       also evaluate this order (JSON array of node names)\n"
   "      --costs                  print the per-node cost table and exit\n"
   "Passes:\n"
-  "      --no-reorder             keep the input order\n"
+  "      --no-reorder             keep the input order (with --order: plan that order)\n"
+  "      --exact                  optimal order by exhaustive search (small graphs: at most\n"
+  "                               16 compute nodes with a cost and 6 collectives; no\n"
+  "                               memory limit)\n"
   "      --no-bucket              do not merge collectives\n"
   "      --cluster NAME|FILE      preset (h200-sxm, h100-sxm, a100-sxm) or cluster JSON\n"
   "                               (docs/cluster-format.md; default: the graph's\n"
@@ -211,7 +214,7 @@ parse_count (const char *s, int32_t *out)
 enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
   OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_COSTS,
-  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION,
+  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EXACT,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -224,6 +227,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "trace", required_argument, NULL, OPT_TRACE },
     { "order", required_argument, NULL, OPT_ORDER },
     { "no-reorder", no_argument, NULL, OPT_NO_REORDER },
+    { "exact", no_argument, NULL, OPT_EXACT },
     { "no-bucket", no_argument, NULL, OPT_NO_BUCKET },
     { "cluster", required_argument, NULL, OPT_CLUSTER },
     { "profile", required_argument, NULL, OPT_PROFILE },
@@ -254,6 +258,7 @@ parse_args (int argc, char **argv, Cli *cli)
     case OPT_TRACE: cli->trace = optarg; break;
     case OPT_ORDER: cli->order = optarg; break;
     case OPT_NO_REORDER: cli->cfg.reorder = false; break;
+    case OPT_EXACT: cli->cfg.exact = true; break;
     case OPT_NO_BUCKET: cli->cfg.bucket = false; break;
     case OPT_CLUSTER: cli->cfg.cluster = optarg; break;
     case OPT_PROFILE: cli->cfg.profile = optarg; break;
@@ -308,6 +313,8 @@ parse_args (int argc, char **argv, Cli *cli)
     for (size_t j = 0; paths[i] && j < i; j++)
       if (paths[j] && strcmp (paths[i], paths[j]) == 0)
         return usage_error ("%s would overwrite %s ('%s')", what[i], what[j], paths[i]);
+  if (cli->cfg.exact && !cli->cfg.reorder)
+    return usage_error ("--exact and --no-reorder contradict each other");
   if (cli->stop_after && (cli->output || cli->report || cli->trace || cli->costs))
     return usage_error ("--stop-after writes nothing: drop -o, --report, --trace and --costs");
   return -1;

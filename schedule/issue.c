@@ -1,0 +1,198 @@
+/* issue.c: when the list scheduler issues collectives.
+ *
+ * Per group, collectives are taken in order of due (P->due_us: when the
+ * input order needs their result, chains included); a ready one goes ahead
+ * of a more urgent one that is not ready yet only if that does not make
+ * the worst lateness of the two worse (collectives of a group run in issue
+ * order, so it would delay the urgent one). Times are estimated from the
+ * engine's queues and the input order's compute from the frontier on.
+ * Limits (bytes and count in flight, memory) as before: a group over its
+ * budget places the wait of a finished collective to free it.
+ * Mirrors: earliest-due-date sequencing with release times on one machine
+ * (each group's stream), as list schedulers order their ready queue.
+ * Requires: a Run (listsched-private.h). Invalidates: nothing.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "listsched-private.h"
+
+bool
+ls_budget_allows (Run *R, SgNodeId c)
+{
+  const SgSchedProblem *P = R->P;
+  int32_t grp = P->g->nodes[c].group;
+  if (R->n_in_flight[grp] == 0)
+    return true;
+  if (P->max_in_flight > 0 && R->in_flight[grp] + P->comm[c] > P->max_in_flight)
+    return false;
+  if (P->prefetch_limit > 0 && R->n_in_flight[grp] >= P->prefetch_limit)
+    return false;
+  return true;
+}
+
+/* Places the wait of the group's oldest in-flight collective when that
+ * collective has already finished (no stall): frees budget for the next. */
+bool
+ls_release_early (Run *R, int32_t grp)
+{
+  const SgSchedProblem *P = R->P;
+  while (R->fifo_head[grp] >= 0 && R->released[R->fifo_head[grp]])
+    R->fifo_head[grp] = R->fifo_next[R->fifo_head[grp]];
+  if (R->fifo_head[grp] < 0)
+    R->fifo_tail[grp] = -1;
+  SgNodeId c = R->fifo_head[grp];
+  if (c < 0 || !sg_eng_finished (&R->eng, c) || P->wait_of[c] == SG_NO_NODE)
+    return false;
+  R->n_early++;
+  ls_run_demand (R, P->wait_of[c]);
+  return true;
+}
+
+/* How far down a group's order by due a collective may be issued ahead of
+ * one not ready yet. */
+#define ISSUE_SCAN 32
+
+/* Engine time at which collective @c, issued on its group's stream, would
+ * end (solo work of the queue up to it; NAN if not issued). */
+double
+ls_queue_end (const Run *R, SgNodeId c)
+{
+  const SgSimEngine *e = &R->eng;
+  int32_t grp = R->P->g->nodes[c].group, want = e->row_of[c];
+  double t = e->now;
+  for (int32_t r = e->ghead[grp]; r >= 0; r = e->rnext[r]) {
+    t += e->rem[r];
+    if (r == want)
+      return t;
+  }
+  return want >= 0 ? e->now : NAN;
+}
+
+/* When collective @c, not ready, is expected to be: its inputs' times in
+ * the input order from the frontier on, with compute resuming at @resume
+ * (after the frontier's stall, if it has one), a chained input at its
+ * collective's expected end. */
+static double
+expect_ready (const Run *R, SgNodeId c, double resume)
+{
+  const SgSchedProblem *P = R->P;
+  double base = P->base_us[MIN (R->frontier, P->n)], t = resume;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (P->g, c, &k);
+  for (uint32_t j = 0; j < k; j++) {
+    SgNodeId i = in[j], p = P->coll_of[i];
+    if (R->placed[i])
+      continue;
+    if (P->role[i] == SG_ROLE_WAIT && p != SG_NO_NODE && R->placed[p])
+      t = MAX (t, ls_queue_end (R, p));
+    else if (P->role[i] == SG_ROLE_WAIT && p != SG_NO_NODE)
+      t = MAX (t, resume + MAX (0.0, P->ready_us[p] - base) + P->cost[p]);
+    else
+      t = MAX (t, resume + MAX (0.0, P->base_us[i + 1] - base));
+  }
+  return t;
+}
+
+/* When the compute stream can go on: now, or when the collectives the
+ * frontier node waits for are expected to end. */
+static double
+frontier_resume (const Run *R)
+{
+  const SgSchedProblem *P = R->P;
+  double t = R->eng.now;
+  if (R->frontier >= P->n)
+    return t;
+  SgNodeId x = R->frontier;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (P->g, x, &k);
+  for (uint32_t j = 0; j < k; j++) {
+    SgNodeId w = in[j], c = P->coll_of[w];
+    if (P->role[w] == SG_ROLE_WAIT && !R->placed[w] && c != SG_NO_NODE && R->placed[c])
+      t = MAX (t, ls_queue_end (R, c));
+  }
+  if (P->role[x] == SG_ROLE_WAIT && P->coll_of[x] != SG_NO_NODE && R->placed[P->coll_of[x]]
+      && !R->deferred[x])
+    t = MAX (t, ls_queue_end (R, P->coll_of[x]));
+  return t;
+}
+
+/* A collective of a group's order that is not ready yet: when it is
+ * expected, when it is due (engine time) and its work. */
+typedef struct {
+  double ready, due, work;
+} Later;
+
+/* Should ready collective @c (due @due) be issued now, with the stream free
+ * at @free_at, ahead of the more urgent collectives @w that are not ready?
+ * Yes when that makes the worst lateness (end - due, 0 when early) of @c
+ * and each of them no worse than issuing @c after it (collectives of a
+ * group run in issue order, so @c would delay it). */
+static bool
+worth_issuing (double free_at, double work, double due, const Later *w, int32_t n)
+{
+  for (int32_t k = 0; k < n; k++) {
+    double end_c = free_at + work;
+    double a = MAX (end_c - due, MAX (w[k].ready, end_c) + w[k].work - w[k].due);
+    double end_w = MAX (w[k].ready, free_at) + w[k].work;
+    double b = MAX (end_w - w[k].due, end_w + work - due);
+    if (MAX (a, 0.0) > MAX (b, 0.0)) /* finishing early gains nothing */
+      return false;
+  }
+  return true;
+}
+
+/* Issues ready collectives, per group in order of due; a ready one goes
+ * ahead of a more urgent one that is not ready only if worth_issuing. */
+void
+ls_try_issue (Run *R, bool force)
+{
+  const SgSchedProblem *P = R->P;
+  Later later[ISSUE_SCAN];
+  double resume = frontier_resume (R);
+  double to_engine = resume - P->base_us[MIN (R->frontier, P->n)];
+  for (int32_t grp = 0; grp < P->n_groups; grp++) {
+    int32_t end = P->gfirst[grp + 1], n_later = 0;
+    while (R->gnext[grp] < end && R->placed[P->gorder[R->gnext[grp]]])
+      R->gnext[grp]++;
+    double free_at = R->eng.now;
+    for (int32_t r = R->eng.ghead[grp]; r >= 0; r = R->eng.rnext[r])
+      free_at += R->eng.rem[r];
+    for (int32_t i = R->gnext[grp], seen = 0; i < end && seen < ISSUE_SCAN; i++) {
+      SgNodeId c = P->gorder[i];
+      if (R->placed[c])
+        continue;
+      seen++;
+      double due = P->due_us[c] + to_engine;
+      if (R->npend[c] > 0) {
+        later[n_later++] = (Later){ expect_ready (R, c, resume), due, P->cost[c] };
+        continue;
+      }
+      if (!force && !worth_issuing (free_at, P->cost[c], due, later, n_later))
+        continue;
+      /* Added bytes never go away, so a collective that did not fit
+       * cannot fit before the frontier passes the position that was full. */
+      bool fits;
+      if (R->mem_wait_c[grp] == c && R->frontier < R->mem_wait_at[grp]) {
+        fits = false;
+      } else {
+        int32_t at = -1;
+        fits = ls_mem_fits_range_at (R, P->alloc[c], R->frontier, c, &at);
+        R->mem_wait_c[grp] = fits ? SG_NO_NODE : c;
+        R->mem_wait_at[grp] = at + 1;
+      }
+      if (force || (ls_budget_allows (R, c) && fits)) {
+        ls_run_place (R, c);
+        free_at += P->cost[c];
+        continue;
+      }
+      if (fits && ls_release_early (R, grp)) {
+        i--; /* the budget is back: this one again */
+        seen--;
+        continue;
+      }
+      break;
+    }
+  }
+}
+
