@@ -51,22 +51,34 @@ ls_release_early (Run *R, int32_t grp)
 
 /* How far down a group's order by due a collective may be issued ahead of
  * one not ready yet. */
-#define ISSUE_SCAN 32
+#define ISSUE_SCAN 16
+/* Collectives not ready yet that the scan looks past. */
+#define ISSUE_LATER 4
 
-/* Engine time at which collective @c, issued on its group's stream, would
- * end (solo work of the queue up to it; NAN if not issued). */
+/* Work of the group's head done so far. */
+static double
+head_done (const Run *R, int32_t grp)
+{
+  int32_t h = R->eng.ghead[grp];
+  return h >= 0 ? R->eng.rows[h].est_us - R->eng.rem[h] : 0.0;
+}
+
 double
 ls_queue_end (const Run *R, SgNodeId c)
 {
   const SgSimEngine *e = &R->eng;
-  int32_t grp = R->P->g->nodes[c].group, want = e->row_of[c];
-  double t = e->now;
-  for (int32_t r = e->ghead[grp]; r >= 0; r = e->rnext[r]) {
-    t += e->rem[r];
-    if (r == want)
-      return t;
-  }
-  return want >= 0 ? e->now : NAN;
+  int32_t r = e->row_of[c], grp = R->P->g->nodes[c].group;
+  if (r < 0)
+    return NAN;
+  if (e->fin[r])
+    return e->now;
+  return e->now + R->cum[c] - R->gdone[grp] - head_done (R, grp);
+}
+
+double
+ls_group_free (const Run *R, int32_t grp)
+{
+  return R->eng.now + R->gissued[grp] - R->gdone[grp] - head_done (R, grp);
 }
 
 /* When collective @c, not ready, is expected to be: its inputs' times in
@@ -155,9 +167,7 @@ ls_try_issue (Run *R, bool force)
     int32_t end = P->gfirst[grp + 1], n_later = 0;
     while (R->gnext[grp] < end && R->placed[P->gorder[R->gnext[grp]]])
       R->gnext[grp]++;
-    double free_at = R->eng.now;
-    for (int32_t r = R->eng.ghead[grp]; r >= 0; r = R->eng.rnext[r])
-      free_at += R->eng.rem[r];
+    double free_at = ls_group_free (R, grp);
     for (int32_t i = R->gnext[grp], seen = 0; i < end && seen < ISSUE_SCAN; i++) {
       SgNodeId c = P->gorder[i];
       if (R->placed[c])
@@ -165,6 +175,8 @@ ls_try_issue (Run *R, bool force)
       seen++;
       double due = P->due_us[c] + to_engine;
       if (R->npend[c] > 0) {
+        if (n_later == ISSUE_LATER)
+          break; /* behind this many urgent ones, nothing more goes ahead */
         later[n_later++] = (Later){ expect_ready (R, c, resume), due, P->cost[c] };
         continue;
       }

@@ -80,6 +80,10 @@ typedef struct {
   Heap blocked; /* critical-path variant: ready compute blocked by a running collective */
   double done_us; /* compute work placed */
   int32_t *gnext; /* per group: first entry of P->gorder not issued */
+  /* Solo work per group: issued in all (gissued), of the finished
+   * collectives (gdone); per collective, issued in its group up to it
+   * (cum): queue ends in O(1) */
+  double *gissued, *gdone, *cum;
   int32_t *fifo_next, *fifo_head, *fifo_tail; /* per group: issued, unreleased, FIFO */
   uint64_t *in_flight;
   int32_t *n_in_flight;
@@ -110,7 +114,11 @@ bool ls_would_stall (Run *R, SgNodeId x);
 /* issue.c */
 bool ls_budget_allows (Run *R, SgNodeId c);
 bool ls_release_early (Run *R, int32_t grp);
+/* Engine time at which issued collective @c would end (solo work of its
+ * queue up to it), or NAN when it is not issued. O(1). */
 double ls_queue_end (const Run *R, SgNodeId c);
+/* Engine time at which group @grp's queue would be done (solo work). */
+double ls_group_free (const Run *R, int32_t grp);
 void ls_try_issue (Run *R, bool force);
 
 /* stall.c */

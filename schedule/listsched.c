@@ -75,6 +75,7 @@ on_finish (void *ud, SgNodeId c)
         ls_heap_push (&R->ready, KEY (ls_prio (R, u), u));
     }
   }
+  R->gdone[P->g->nodes[c].group] += P->cost[c];
   SgNodeId w = P->wait_of[c];
   if (w != SG_NO_NODE && (P->feeds_coll[w] || R->deferred[w]))
     R->done[R->n_done++] = c;
@@ -161,6 +162,8 @@ ls_run_place (Run *R, SgNodeId x)
     else
       R->fifo_next[R->fifo_tail[grp]] = x;
     R->fifo_tail[grp] = x;
+    R->gissued[grp] += P->cost[x];
+    R->cum[x] = R->gissued[grp];
     sg_eng_issue (&R->eng, x);
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
       SgNodeId w = P->users[a];
@@ -367,6 +370,9 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   R->root_resv = g_new0 (int32_t, (size_t)n + 1);
   R->npend = g_new (int32_t, (size_t)n);
   R->nblk = g_new0 (int32_t, (size_t)n);
+  R->gissued = g_new0 (double, (size_t)ng);
+  R->gdone = g_new0 (double, (size_t)ng);
+  R->cum = g_new0 (double, (size_t)MAX (n, 1));
   R->gnext = g_new (int32_t, (size_t)ng);
   for (int32_t i = 0; i < ng; i++)
     R->gnext[i] = i < P->n_groups ? P->gfirst[i] : 0;
@@ -411,6 +417,9 @@ run_clear (Run *R)
   g_free (R->freeq.a);
   g_free (R->blocked.a);
   g_free (R->gnext);
+  g_free (R->gissued);
+  g_free (R->gdone);
+  g_free (R->cum);
   g_free (R->fifo_next);
   g_free (R->fifo_head);
   g_free (R->fifo_tail);

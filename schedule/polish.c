@@ -27,7 +27,12 @@
 #define POLISH_DECISIONS 20
 #define WINDOW_BUDGET 2000
 #define STATES_PER_NODE 20
-#define STATES_MAX (500 * 1000)
+#define STATES_MAX (300 * 1000)
+/* States of a window after windows that did not improve (halved each time
+ * down to this; back to WINDOW_BUDGET after one that did). */
+#define WINDOW_MIN 64
+/* Nodes per window, free ones included. */
+#define WINDOW_NODES 96
 
 static bool
 is_decision (const SgGraph *g, SgNodeId x)
@@ -42,10 +47,11 @@ static int32_t
 window_end (const SgGraph *g, const SgNodeId *order, int32_t pos, int32_t k)
 {
   int32_t end = pos, d = 0;
-  while (end < g->n_nodes && d < k)
+  while (end < g->n_nodes && d < k && end - pos < WINDOW_NODES)
     d += is_decision (g, order[end++]);
   /* the free nodes that follow go with it */
-  while (end < g->n_nodes && !is_decision (g, order[end]) && order[end] != g->output)
+  while (end < g->n_nodes && end - pos < WINDOW_NODES && !is_decision (g, order[end])
+         && order[end] != g->output)
     end++;
   return end;
 }
@@ -181,6 +187,7 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
   g_autofree SgNodeId *cand = g_new (SgNodeId, (size_t)MAX (n, 1));
   int64_t budget = MIN ((int64_t)STATES_PER_NODE * n + WINDOW_BUDGET, STATES_MAX);
   int32_t improved = 0;
+  int64_t window_budget = WINDOW_BUDGET;
   for (int32_t pos = 0; pos < n;) {
     int32_t end = window_end (g, out, pos, POLISH_DECISIONS);
     int32_t mid = window_end (g, out, pos, POLISH_DECISIONS / 2);
@@ -189,19 +196,24 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
     sg_eng_restore (&e, &Q.at);
     if (trouble && sg_search_fits (g, &e, out + pos, end - pos)) {
       SgSearch *S = sg_search_new (g, &e, out + pos, end - pos, local, SG_SEARCH_EARLY,
-                                   MIN (WINDOW_BUDGET, budget));
+                                   MIN (window_budget, budget));
       sg_search_run (S, P->base_us[P->n] - done_before (P, out, end));
       budget -= sg_search_expanded (S);
-      for (int32_t k = 0; k < sg_search_n_kept (S); k++) {
+      bool took = false;
+      int32_t tries = window_budget == WINDOW_BUDGET ? SG_SEARCH_KEEP : 2;
+      for (int32_t k = 0; k < MIN (sg_search_n_kept (S), tries) && !took; k++) {
         sg_search_kept (S, k, cand);
         if (memcmp (cand, out + pos, sizeof (SgNodeId) * (size_t)(end - pos)) == 0)
           continue;
-        if (catches_up (&Q, out, pos, end, cand)) {
-          memcpy (out + pos, cand, sizeof (SgNodeId) * (size_t)(end - pos));
-          improved++;
-          break;
-        }
+        took = catches_up (&Q, out, pos, end, cand);
+        budget -= (end - pos + HORIZON) / 4; /* a check costs about that many states */
       }
+      if (took) {
+        memcpy (out + pos, cand, sizeof (SgNodeId) * (size_t)(end - pos));
+        improved++;
+      }
+      /* effort goes where windows improve */
+      window_budget = took ? WINDOW_BUDGET : MAX (window_budget / 2, WINDOW_MIN);
       sg_search_free (S);
       sg_eng_restore (&e, &Q.at);
     }

@@ -75,6 +75,8 @@ struct SgSearch {
   uint32_t *ifirst, *ufirst;  /* in-window inputs and users, CSR by position */
   int32_t *ins, *users;
   int32_t n_dec, n_comp, n_coll;
+  int32_t *quick; /* positions closure may place: neither costly compute nor a collective */
+  int32_t n_quick;
   SgNodeId coll_node[SG_SEARCH_MAX_COLLS]; /* tracked collectives: the window's, then
                                             * those running at its start */
   int32_t n_track;
@@ -175,6 +177,7 @@ sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t 
   S->comp = g_new (int32_t, (size_t)MAX (m, 1));
   S->coll = g_new (int32_t, (size_t)MAX (m, 1));
   S->coll_of = g_new (SgNodeId, (size_t)MAX (m, 1));
+  S->quick = g_new (int32_t, (size_t)MAX (m, 1));
   S->ifirst = g_new0 (uint32_t, (size_t)m + 1);
   S->ufirst = g_new0 (uint32_t, (size_t)m + 1);
   for (int32_t i = 0; i < m; i++)
@@ -199,6 +202,8 @@ sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t 
     }
     if (S->comp[i] >= 0 || S->coll[i] >= 0 || S->coll_of[i] != SG_NO_NODE)
       S->dec[i] = S->n_dec++;
+    if (S->comp[i] < 0 && S->coll[i] < 0)
+      S->quick[S->n_quick++] = i;
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, nodes[i], &k);
     for (uint32_t j = 0; j < k; j++)
@@ -288,6 +293,7 @@ sg_search_free (SgSearch *S)
   g_free (S->comp);
   g_free (S->coll);
   g_free (S->coll_of);
+  g_free (S->quick);
   g_free (S->ifirst);
   g_free (S->ufirst);
   g_free (S->ins);
@@ -345,12 +351,13 @@ closure (SgSearch *S, Frame *f)
 {
   for (bool changed = true; changed;) {
     changed = false;
-    for (int32_t i = 0; i < S->m; i++)
-      if (!f->placed[i] && f->npend[i] == 0 && S->comp[i] < 0 && S->coll[i] < 0
-          && free_now (S, f, i)) {
+    for (int32_t k = 0; k < S->n_quick; k++) {
+      int32_t i = S->quick[k];
+      if (!f->placed[i] && f->npend[i] == 0 && free_now (S, f, i)) {
         place (S, f, i);
         changed = true;
       }
+    }
   }
 }
 
