@@ -13,6 +13,18 @@
 
 #include "schedule-private.h"
 
+/* Puts row @r back as queued and never started. */
+static void
+unstart (SgSimEngine *e, int32_t r)
+{
+  SgCollRow *row = &e->rows[r];
+  e->rem[r] = row->est_us;
+  e->fin[r] = 0;
+  row->start_us = row->end_us = row->exposed_us = row->overlap_us = 0.0;
+  row->n_hiding = 0;
+  row->hidden_by = row->last_hiding = SG_NO_NODE;
+}
+
 void
 sg_eng_save (const SgSimEngine *e, SgEngSnap *s)
 {
@@ -60,24 +72,16 @@ sg_eng_save (const SgSimEngine *e, SgEngSnap *s)
   }
 }
 
-/* Puts row @r back as queued and never started. */
-static void
-unstart (SgSimEngine *e, int32_t r)
-{
-  SgCollRow *row = &e->rows[r];
-  e->rem[r] = row->est_us;
-  e->fin[r] = 0;
-  row->start_us = row->end_us = row->exposed_us = row->overlap_us = 0.0;
-  row->n_hiding = 0;
-  row->hidden_by = row->last_hiding = SG_NO_NODE;
-}
-
 void
 sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
 {
   size_t ng = (size_t)MAX (e->g->n_groups, 1);
-  for (int32_t r = s->n_rows; r < e->n_rows; r++)
+  /* rows issued since: forgotten, and clean for the next issue (which
+   * expects the fields it does not set to be zero) */
+  for (int32_t r = s->n_rows; r < e->n_rows; r++) {
     e->row_of[e->rows[r].node] = -1;
+    unstart (e, r);
+  }
   for (size_t grp = 0; grp < ng; grp++) {
     /* rows behind the saved ones that started since (FIFO: a run of them) */
     for (int32_t r = s->behind[grp]; r >= 0 && (e->fin[r] || e->ghead[grp] == r);

@@ -7,7 +7,7 @@
 
 #include "builder.h"
 #include "randgraph.h"
-#include "schedule.h"
+#include "schedule-private.h"
 
 #ifndef SG_TEST_OUT
 #define SG_TEST_OUT "."
@@ -132,6 +132,107 @@ START_TEST (exact_is_never_worse_than_the_list_scheduler)
 }
 END_TEST
 
+START_TEST (exact_refuses_a_graph_beyond_its_limits)
+{
+  g_autofree char *json = rg_graph_json (7, 20, 2, 1, RG_PLAIN);
+  g_autoptr (SgGraph) g = load (json, "big");
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.exact = true;
+  GError *err = NULL;
+  SgNodeId *o = sg_schedule_compute (g, &cfg, NULL, &err);
+  ck_assert (o == NULL);
+  ck_assert (g_error_matches (err, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_LIMIT));
+  ck_assert_msg (strstr (err->message, "20 compute nodes with a cost")
+                     && strstr (err->message, "the limits are 16 and 6"),
+                 "%s", err->message);
+  g_error_free (err);
+}
+END_TEST
+
+START_TEST (exact_gives_the_same_order_every_run)
+{
+  g_autofree char *json = rg_graph_json (42, 10, 4, 2, RG_BOTH);
+  g_autoptr (SgGraph) g = load (json, "twice");
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.exact = true;
+  g_autofree SgNodeId *a = sg_schedule_compute (g, &cfg, NULL, NULL);
+  g_autofree SgNodeId *b = sg_schedule_compute (g, &cfg, NULL, NULL);
+  ck_assert (a && b);
+  ck_assert_mem_eq (a, b, sizeof (SgNodeId) * (size_t)g->n_nodes);
+}
+END_TEST
+
+/* Twelve all_gathers queued on one group (deeper than a save keeps), a
+ * chain of compute reading them: saving in the middle, running to the
+ * end, restoring and running again gives the simulator's numbers. */
+START_TEST (engine_restore_matches_a_fresh_simulation)
+{
+  GString *j = g_string_new ("{\"format\": \"schedgraph.graph\", \"version\": 1, "
+                             "\"world_size\": 2, \"cluster\": {\"comm_start_wait\": 1}, "
+                             "\"groups\": {\"a\": {\"ranks\": [0, 1]}}, \"nodes\": [");
+  g_string_append (j, "{\"name\": \"x\", \"op\": \"placeholder\", \"target\": \"x\", "
+                      "\"meta\": {\"shape\": [64, 64], \"dtype\": \"bfloat16\"}}");
+  for (int i = 0; i < 12; i++)
+    g_string_append_printf (
+        j,
+        ", {\"name\": \"w%d\", \"op\": \"placeholder\", \"target\": \"w%d\", \"meta\": "
+        "{\"shape\": [32, 64], \"dtype\": \"bfloat16\"}}, {\"name\": \"k%d\", \"op\": "
+        "\"call_function\", \"target\": \"_c10d_functional.all_gather_into_tensor.default\", "
+        "\"args\": [{\"node\": \"w%d\"}, 2, \"a\"], \"cost_us\": %d, \"meta\": {\"shape\": "
+        "[64, 64], \"dtype\": \"bfloat16\"}}",
+        i, i, i, i, 10 + 7 * i);
+  char prev[16] = "x";
+  for (int i = 0; i < 12; i++) {
+    g_string_append_printf (
+        j,
+        ", {\"name\": \"kw%d\", \"op\": \"call_function\", \"target\": "
+        "\"_c10d_functional.wait_tensor.default\", \"args\": [{\"node\": \"k%d\"}], \"meta\": "
+        "{\"shape\": [64, 64], \"dtype\": \"bfloat16\"}}, {\"name\": \"m%d\", \"op\": "
+        "\"call_function\", \"target\": \"%s\", \"args\": [{\"node\": \"%s\"}, {\"node\": "
+        "\"kw%d\"}], \"cost_us\": %d, \"meta\": {\"shape\": [64, 64], \"dtype\": "
+        "\"bfloat16\"}}",
+        i, i, i, i % 3 ? "aten.mm.default" : "aten.add.Tensor", prev, i, 15 + 5 * (i % 4));
+    g_snprintf (prev, sizeof prev, "m%d", i);
+  }
+  g_string_append_printf (j, ", {\"name\": \"output\", \"op\": \"output\", \"target\": "
+                             "\"output\", \"args\": [[{\"node\": \"%s\"}]]}]}", prev);
+  g_autoptr (SgGraph) g = load (j->str, "queue");
+  g_string_free (j, TRUE);
+  SgSimResult want;
+  ck_assert (sg_simulate (g, NULL, &want, NULL));
+  /* issue everything first, then the chain: ids already do */
+  for (int32_t cut = 1; cut < g->n_nodes; cut += 3) {
+    SgSimEngine e;
+    sg_eng_init (&e, g, sg_cost_model_contention (sg_graph_cost_model (g)), false);
+    for (SgNodeId x = 0; x < cut; x++)
+      sg_eng_place (&e, x);
+    SgEngSnap s = { 0 };
+    sg_eng_save (&e, &s);
+    for (SgNodeId x = cut; x < g->n_nodes; x++)
+      sg_eng_place (&e, x);
+    sg_eng_drain (&e);
+    sg_eng_restore (&e, &s);
+    for (SgNodeId x = cut; x < g->n_nodes; x++)
+      sg_eng_place (&e, x);
+    double end = e.now;
+    sg_eng_drain (&e);
+    ck_assert_double_eq_tol (MAX (end, e.now), want.step_us, 1e-9);
+    for (int32_t r = 0; r < e.n_rows; r++) {
+      ck_assert_int_eq (e.rows[r].node, want.rows[r].node);
+      ck_assert_double_eq_tol (e.rows[r].start_us, want.rows[r].start_us, 1e-9);
+      ck_assert_double_eq_tol (e.rows[r].end_us, want.rows[r].end_us, 1e-9);
+      ck_assert_double_eq_tol (e.rows[r].exposed_us, want.rows[r].exposed_us, 1e-9);
+      ck_assert_double_eq_tol (e.rows[r].overlap_us, want.rows[r].overlap_us, 1e-9);
+    }
+    sg_eng_snap_clear (&s);
+    sg_eng_clear (&e);
+  }
+  sg_sim_result_clear (&want);
+}
+END_TEST
+
 /* --- the property test --------------------------------------------------------- */
 
 /* The issue's bar: the list scheduler within NEAR of the optimum on at
@@ -220,6 +321,9 @@ main (void)
   tcase_set_timeout (tc, 600);
   tcase_add_test (tc, exact_step_is_the_least_of_every_order);
   tcase_add_test (tc, exact_is_never_worse_than_the_list_scheduler);
+  tcase_add_test (tc, exact_refuses_a_graph_beyond_its_limits);
+  tcase_add_test (tc, exact_gives_the_same_order_every_run);
+  tcase_add_test (tc, engine_restore_matches_a_fresh_simulation);
   tcase_add_test (tc, list_scheduler_is_near_the_optimum_on_random_graphs);
   suite_add_tcase (s, tc);
   SRunner *sr = srunner_create (s);
