@@ -288,6 +288,23 @@ START_TEST (collective_issued_before_a_gemm_waits_for_its_end)
 }
 END_TEST
 
+START_TEST (collective_beside_an_sm_limited_gemm_starts_at_once)
+{
+  /* the GEMM k runs on fewer SMs (sm_count): it does not hold the
+   * all_gather, which runs beside it as beside a pointwise op */
+  g_autoptr (SgGraph) g = start_wait_graph (1.0, true);
+  g->nodes[id_of (g, "k")].sm_count = 112;
+  g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "k", "wt", "mm1", "output");
+  SgSimResult r;
+  ck_assert (sg_simulate_with (g, o, &no_contention, &r, NULL));
+  const SgCollRow *ag = row_of (&r, g, "ag");
+  ck_assert_double_eq_tol (ag->start_us, 0, 1e-9);
+  ck_assert_double_eq_tol (ag->end_us, 50, 1e-9);
+  ck_assert_double_eq_tol (ag->exposed_us, 0, 1e-9);
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
 START_TEST (collective_issued_before_a_pointwise_op_starts_at_once)
 {
   g_autoptr (SgGraph) g = start_wait_graph (1.0, false);
@@ -537,6 +554,7 @@ sim_suite (void)
   tcase_add_test (tc, collectives_on_two_groups_overlap);
   tcase_add_test (tc, collective_issued_before_a_gemm_waits_for_its_end);
   tcase_add_test (tc, collective_issued_before_a_pointwise_op_starts_at_once);
+  tcase_add_test (tc, collective_beside_an_sm_limited_gemm_starts_at_once);
   tcase_add_test (tc, partial_start_wait_delays_by_that_fraction_of_the_gemm);
   tcase_add_test (tc, zero_start_wait_gives_the_old_timeline);
   tcase_add_test (tc, collective_queued_behind_another_waits_for_the_running_gemm);
