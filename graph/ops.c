@@ -187,6 +187,27 @@ sg_transport_name (SgTransport t)
   return transport_names[t];
 }
 
+SgPairsError
+sg_pairs_check (const int32_t *pairs, int32_t n_pairs, int32_t n_ranks, int32_t *target,
+                int32_t *source, int32_t *bad)
+{
+  for (int32_t r = 0; r < n_ranks; r++)
+    target[r] = source[r] = -1;
+  for (int32_t i = 0; i < n_pairs; i++) {
+    const int32_t s = pairs[2 * i], t = pairs[2 * i + 1];
+    *bad = i;
+    if (s < 0 || s >= n_ranks || t < 0 || t >= n_ranks)
+      return SG_PAIRS_RANGE;
+    if (target[s] >= 0)
+      return SG_PAIRS_SENDS_TWICE;
+    if (source[t] >= 0)
+      return SG_PAIRS_RECEIVES_TWICE;
+    target[s] = t;
+    source[t] = s;
+  }
+  return SG_PAIRS_OK;
+}
+
 int64_t
 sg_rank_roll_block (int64_t b, int64_t k, int64_t shift, int64_t sign, int64_t group_rank)
 {

@@ -179,6 +179,21 @@ typedef enum {
 bool sg_transport_from_name (const char *name, SgTransport *out);
 const char *sg_transport_name (SgTransport t);
 
+/* collective_permute's pairs rule, shared by the graph and the plan
+ * validators: @n_pairs (source, target) pairs of group ranks
+ * (pairs[2 i], pairs[2 i + 1]) over a group of @n_ranks must form a partial
+ * permutation: ranks in range, none sending twice, none receiving twice.
+ * Fills @target / @source (n_ranks entries each, -1: none). On failure
+ * *@bad is the index of the first pair that breaks it. */
+typedef enum {
+  SG_PAIRS_OK = 0,
+  SG_PAIRS_RANGE,
+  SG_PAIRS_SENDS_TWICE,
+  SG_PAIRS_RECEIVES_TWICE,
+} SgPairsError;
+SgPairsError sg_pairs_check (const int32_t *pairs, int32_t n_pairs, int32_t n_ranks,
+                             int32_t *target, int32_t *source, int32_t *bad);
+
 /* schedgraph.rank_roll's block map, the one place of its arithmetic
  * (docs/ops.md): output block @b of @k takes input block
  * (b + shift + sign * group_rank) mod k, in [0, k). */

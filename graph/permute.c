@@ -60,8 +60,6 @@ sg_node_permute (const SgGraph *g, SgNodeId id, SgPermute *out, GError **error)
   out->n_ranks = k;
   out->target = g_new (int32_t, (size_t)k);
   out->source = g_new (int32_t, (size_t)k);
-  for (int32_t r = 0; r < k; r++)
-    out->target[r] = out->source[r] = -1;
   const cJSON *list = cJSON_GetArrayItem (args, pa);
   if (!cJSON_IsArray (list))
     PFAIL (SG_GRAPH_ERROR_FORMAT,
@@ -81,24 +79,28 @@ sg_node_permute (const SgGraph *g, SgNodeId id, SgPermute *out, GError **error)
         !as_int (cJSON_GetArrayItem (e, 0), &s) || !as_int (cJSON_GetArrayItem (e, 1), &t))
       PFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[%d][%d]: expected [source, target]",
              n->name, pa, i);
-    if (s < 0 || s >= k || t < 0 || t >= k)
-      PFAIL (SG_GRAPH_ERROR_GROUP,
-             "node '%s': args[%d][%d]: [%" G_GINT64_FORMAT ", %" G_GINT64_FORMAT
-             "] is not a pair of ranks of group '%s' (0 .. %d)",
-             n->name, pa, i, s, t, g->groups[n->group].name, k - 1);
-    if (out->target[s] >= 0)
-      PFAIL (SG_GRAPH_ERROR_GROUP,
-             "node '%s': args[%d][%d]: rank %" G_GINT64_FORMAT " sends twice (also to %d): the "
-             "pairs must be a partial permutation", n->name, pa, i, s, out->target[s]);
-    if (out->source[t] >= 0)
-      PFAIL (SG_GRAPH_ERROR_GROUP,
-             "node '%s': args[%d][%d]: rank %" G_GINT64_FORMAT " receives twice (also from %d): "
-             "the pairs must be a partial permutation", n->name, pa, i, t, out->source[t]);
-    out->target[s] = (int32_t)t;
-    out->source[t] = (int32_t)s;
-    out->pairs[2 * i] = (int32_t)s;
-    out->pairs[2 * i + 1] = (int32_t)t;
+    out->pairs[2 * i] = (int32_t)CLAMP (s, -1, (int64_t)k);
+    out->pairs[2 * i + 1] = (int32_t)CLAMP (t, -1, (int64_t)k);
     i++;
+  }
+  int32_t bad = 0;
+  switch (sg_pairs_check (out->pairs, np, k, out->target, out->source, &bad)) {
+  case SG_PAIRS_OK:
+    break;
+  case SG_PAIRS_RANGE:
+    PFAIL (SG_GRAPH_ERROR_GROUP,
+           "node '%s': args[%d][%d]: a pair of ranks outside group '%s' (0 .. %d)", n->name, pa,
+           bad, g->groups[n->group].name, k - 1);
+  case SG_PAIRS_SENDS_TWICE:
+    PFAIL (SG_GRAPH_ERROR_GROUP,
+           "node '%s': args[%d][%d]: rank %d sends twice (also to %d): the pairs must be a "
+           "partial permutation", n->name, pa, bad, out->pairs[2 * bad],
+           out->target[out->pairs[2 * bad]]);
+  case SG_PAIRS_RECEIVES_TWICE:
+    PFAIL (SG_GRAPH_ERROR_GROUP,
+           "node '%s': args[%d][%d]: rank %d receives twice (also from %d): the pairs must be a "
+           "partial permutation", n->name, pa, bad, out->pairs[2 * bad + 1],
+           out->source[out->pairs[2 * bad + 1]]);
   }
   out->n_pairs = np;
   const cJSON *tr = cJSON_GetObjectItemCaseSensitive (kwargs, "transport");

@@ -45,6 +45,7 @@ sg_plan_ins_clear (SgPlanIns *ins)
   for (int32_t i = 0; i < ins->n_members; i++)
     g_free (ins->members[i]);
   g_free (ins->members);
+  g_free (ins->pairs);
   memset (ins, 0, sizeof *ins);
 }
 
@@ -246,6 +247,8 @@ put_ins (GString *s, const SgPlanIns *in)
     put_cjson (s, in->args, "[]");
     g_string_append (s, ",\"kwargs\":");
     put_cjson (s, in->kwargs, "{}");
+    if (in->kind == SG_INS_KERNEL && in->sm_count > 0)
+      put_key_int (s, ",\"sm_count\":", in->sm_count);
     if (in->kind == SG_INS_COLLECTIVE) {
       put_key_int (s, ",\"group\":", in->group);
       put_key_int (s, ",\"count\":", in->count);
@@ -260,6 +263,19 @@ put_ins (GString *s, const SgPlanIns *in)
         put_str (s, in->members[i]);
       }
       g_string_append_c (s, ']');
+      if (in->op == SG_OP_COLLECTIVE_PERMUTE) {
+        g_string_append (s, ",\"transport\":");
+        put_str (s, sg_transport_name (in->transport));
+        g_string_append (s, ",\"pairs\":[");
+        for (int32_t i = 0; i < in->n_pairs; i++) {
+          g_string_append (s, i ? ",[" : "[");
+          put_i64 (s, in->pairs[2 * i]);
+          g_string_append_c (s, ',');
+          put_i64 (s, in->pairs[2 * i + 1]);
+          g_string_append_c (s, ']');
+        }
+        g_string_append_c (s, ']');
+      }
     }
     g_string_append (s, ",\"est_us\":");
     put_us (s, in->est_us);

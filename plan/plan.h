@@ -113,6 +113,12 @@ typedef struct {
   /* bucket/: a COLLECTIVE that merges several graph collectives lists them */
   char **members;
   int32_t n_members;
+  /* COLLECTIVE collective_permute: n_pairs (source, target) pairs of group
+   * ranks, pairs[2 i] and pairs[2 i + 1], and how the data moves */
+  int32_t *pairs, n_pairs;
+  SgTransport transport;
+  /* KERNEL of a matmul: its GEMM's SM-count target; 0 = every SM */
+  int32_t sm_count;
   /* predictions from schedule/'s simulator (microseconds), -1 when none */
   double est_us, pred_start_us, pred_end_us, pred_exposed_us;
 } SgPlanIns;

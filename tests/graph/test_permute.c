@@ -76,7 +76,7 @@ START_TEST (permute_pairs_must_be_a_partial_permutation)
   assert_error (append_error (g, PERMUTE ("[[0,1],[0,2]]", "tp", "{}", "[8,4]")),
                 SG_GRAPH_ERROR_GROUP, "node 'p': args[1][1]: rank 0 sends twice (also to 1)");
   assert_error (append_error (g, PERMUTE ("[[0,4]]", "tp", "{}", "[8,4]")),
-                SG_GRAPH_ERROR_GROUP, "[0, 4] is not a pair of ranks of group 'tp' (0 .. 3)");
+                SG_GRAPH_ERROR_GROUP, "args[1][0]: a pair of ranks outside group 'tp' (0 .. 3)");
   assert_error (append_error (g, PERMUTE ("[[0]]", "tp", "{}", "[8,4]")),
                 SG_GRAPH_ERROR_FORMAT, "args[1][0]: expected [source, target]");
   assert_error (append_error (g, PERMUTE ("7", "tp", "{}", "[8,4]")), SG_GRAPH_ERROR_FORMAT,
