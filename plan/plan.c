@@ -508,3 +508,28 @@ sg_plan_kwarg (const SgPlanIns *ins, const char *key)
     return NULL;
   return cJSON_GetObjectItemCaseSensitive (ins->kwargs, key);
 }
+
+int32_t
+sg_plan_arg_group (const SgPlan *plan, const SgPlanIns *ins)
+{
+  const int ga = sg_op_info (ins->op)->group_arg;
+  const cJSON *v = arg_at (ins, ga);
+  if (ga < 0 || !cJSON_IsString (v))
+    return -1;
+  for (int32_t g = 0; g < plan->n_groups; g++)
+    if (strcmp (plan->groups[g].name, v->valuestring) == 0)
+      return g;
+  return -1;
+}
+
+void
+sg_plan_permute_peers (const SgPlanIns *ins, int32_t me, int32_t *target, int32_t *source)
+{
+  *target = *source = -1;
+  for (int32_t i = 0; i < ins->n_pairs; i++) {
+    if (ins->pairs[2 * i] == me)
+      *target = ins->pairs[2 * i + 1];
+    if (ins->pairs[2 * i + 1] == me)
+      *source = ins->pairs[2 * i];
+  }
+}

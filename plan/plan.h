@@ -190,4 +190,14 @@ int sg_plan_arg_ints (const SgPlanIns *ins, int i, int64_t *out, int max);
 /* Keyword argument lookup; (transfer none), NULL when absent. */
 const cJSON *sg_plan_kwarg (const SgPlanIns *ins, const char *key);
 
+/* The group a kernel names in its arguments (rank_roll: the op table's
+ * group_arg), as an index into plan->groups; -1 when it names none or an
+ * unknown one. */
+int32_t sg_plan_arg_group (const SgPlan *plan, const SgPlanIns *ins);
+
+/* A collective_permute seen from group rank @me: the group rank it sends
+ * to and the one it receives from (-1: none; @me itself for a pair of one
+ * rank). */
+void sg_plan_permute_peers (const SgPlanIns *ins, int32_t me, int32_t *target, int32_t *source);
+
 G_END_DECLS
