@@ -208,6 +208,18 @@ sg_pairs_check (const int32_t *pairs, int32_t n_pairs, int32_t n_ranks, int32_t 
   return SG_PAIRS_OK;
 }
 
+bool
+sg_strides_dense (int ndim, const int64_t *shape, const int64_t *stride)
+{
+  int64_t want = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (shape[d] != 1 && stride[d] != want)
+      return false;
+    want *= shape[d];
+  }
+  return true;
+}
+
 int64_t
 sg_rank_roll_block (int64_t b, int64_t k, int64_t shift, int64_t sign, int64_t group_rank)
 {

@@ -194,6 +194,10 @@ typedef enum {
 SgPairsError sg_pairs_check (const int32_t *pairs, int32_t n_pairs, int32_t n_ranks,
                              int32_t *target, int32_t *source, int32_t *bad);
 
+/* True when @ndim dims of @shape with element @stride are dense row-major
+ * (logical order = memory order; size-1 dims may have any stride). */
+bool sg_strides_dense (int ndim, const int64_t *shape, const int64_t *stride);
+
 /* schedgraph.rank_roll's block map, the one place of its arithmetic
  * (docs/ops.md): output block @b of @k takes input block
  * (b + shift + sign * group_rank) mod k, in [0, k). */

@@ -102,18 +102,6 @@ touch (Races *r, int32_t i, int32_t v, bool write, Stamp now)
   return true;
 }
 
-static bool
-dense (const SgPlanValue *v)
-{
-  int64_t want = 1;
-  for (int32_t d = v->ndim - 1; d >= 0; d--) {
-    if (v->shape[d] != 1 && v->stride[d] != want)
-      return false;
-    want *= v->shape[d];
-  }
-  return true;
-}
-
 /* The cross-rank rules of a collective_permute step (the contract above). */
 static bool
 p2p_step (Races *r, int32_t i)
@@ -136,7 +124,7 @@ p2p_step (Races *r, int32_t i)
   if (in->transport == SG_TRANSPORT_CE)
     for (int k = 0; k < 2; k++) {
       const SgPlanValue *v = k ? o : a;
-      if (!dense (v))
+      if (!sg_strides_dense (v->ndim, v->shape, v->stride))
         return race (r,
                      "ins[%d] \"%s\" (collective_permute over ce): %s \"%s\" (buffers[%d]) is "
                      "not dense: the copy engine moves the bytes of one contiguous range",

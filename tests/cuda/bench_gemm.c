@@ -41,16 +41,7 @@ die (const char *what, GError *e)
 static SgCuTensor
 mat (void *ptr, SgDtype dt, int64_t r, int64_t c, int64_t ld)
 {
-  SgCuTensor t;
-  memset (&t, 0, sizeof t);
-  t.ptr = ptr;
-  t.dtype = dt;
-  t.ndim = 2;
-  t.shape[0] = r;
-  t.shape[1] = c;
-  t.stride[0] = ld;
-  t.stride[1] = 1;
-  return t;
+  return (SgCuTensor){ .ptr = ptr, .dtype = dt, .ndim = 2, .shape = { r, c }, .stride = { ld, 1 } };
 }
 
 /* Queues the case once: @mode 'm', 'n', 'k' in @k chunks, or 's' on @sms SMs. */

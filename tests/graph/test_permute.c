@@ -68,32 +68,35 @@ START_TEST (partial_permutation_leaves_ranks_out)
 }
 END_TEST
 
-START_TEST (permute_pairs_must_be_a_partial_permutation)
+/* What the loader refuses: the pairs (a partial permutation of the
+ * group's ranks), the group, the sizes, the transport. */
+START_TEST (permute_arguments_are_checked_at_load)
 {
+  static const struct {
+    const char *json;
+    int code;
+    const char *msg;
+  } bad[] = {
+    { PERMUTE ("[[0,1],[2,1]]", "tp", "{}", "[8,4]"), SG_GRAPH_ERROR_GROUP,
+      "node 'p': args[1][1]: rank 1 receives twice (also from 0)" },
+    { PERMUTE ("[[0,1],[0,2]]", "tp", "{}", "[8,4]"), SG_GRAPH_ERROR_GROUP,
+      "node 'p': args[1][1]: rank 0 sends twice (also to 1)" },
+    { PERMUTE ("[[0,4]]", "tp", "{}", "[8,4]"), SG_GRAPH_ERROR_GROUP,
+      "args[1][0]: a pair of ranks outside group 'tp' (0 .. 3)" },
+    { PERMUTE ("[[0]]", "tp", "{}", "[8,4]"), SG_GRAPH_ERROR_FORMAT,
+      "args[1][0]: expected [source, target]" },
+    { PERMUTE ("7", "tp", "{}", "[8,4]"), SG_GRAPH_ERROR_FORMAT,
+      "args[1]: expected the source->target pairs" },
+    { PERMUTE ("[[0,1]]", "dp", "{}", "[8,4]"), SG_GRAPH_ERROR_GROUP,
+      "node 'p': args[2]: group 'dp' is not in `groups`" },
+    { PERMUTE ("[[0,1]]", "tp", "{}", "[16,4]"), SG_GRAPH_ERROR_GROUP,
+      "64 elements out for 32 in" },
+    { PERMUTE ("[[0,1]]", "tp", "{\"transport\":\"nvshmem\"}", "[8,4]"), SG_GRAPH_ERROR_FORMAT,
+      "node 'p': kwargs.transport: expected \"nccl\" or \"ce\"" },
+  };
   g_autoptr (SgGraph) g = ring_base ();
-  assert_error (append_error (g, PERMUTE ("[[0,1],[2,1]]", "tp", "{}", "[8,4]")),
-                SG_GRAPH_ERROR_GROUP, "node 'p': args[1][1]: rank 1 receives twice (also from 0)");
-  assert_error (append_error (g, PERMUTE ("[[0,1],[0,2]]", "tp", "{}", "[8,4]")),
-                SG_GRAPH_ERROR_GROUP, "node 'p': args[1][1]: rank 0 sends twice (also to 1)");
-  assert_error (append_error (g, PERMUTE ("[[0,4]]", "tp", "{}", "[8,4]")),
-                SG_GRAPH_ERROR_GROUP, "args[1][0]: a pair of ranks outside group 'tp' (0 .. 3)");
-  assert_error (append_error (g, PERMUTE ("[[0]]", "tp", "{}", "[8,4]")),
-                SG_GRAPH_ERROR_FORMAT, "args[1][0]: expected [source, target]");
-  assert_error (append_error (g, PERMUTE ("7", "tp", "{}", "[8,4]")), SG_GRAPH_ERROR_FORMAT,
-                "args[1]: expected the source->target pairs");
-}
-END_TEST
-
-START_TEST (permute_needs_a_known_group_equal_sizes_and_a_transport)
-{
-  g_autoptr (SgGraph) g = ring_base ();
-  assert_error (append_error (g, PERMUTE ("[[0,1]]", "dp", "{}", "[8,4]")),
-                SG_GRAPH_ERROR_GROUP, "node 'p': args[2]: group 'dp' is not in `groups`");
-  assert_error (append_error (g, PERMUTE ("[[0,1]]", "tp", "{}", "[16,4]")),
-                SG_GRAPH_ERROR_GROUP, "64 elements out for 32 in");
-  assert_error (append_error (g, PERMUTE ("[[0,1]]", "tp", "{\"transport\":\"nvshmem\"}",
-                                          "[8,4]")),
-                SG_GRAPH_ERROR_FORMAT, "node 'p': kwargs.transport: expected \"nccl\" or \"ce\"");
+  for (size_t i = 0; i < G_N_ELEMENTS (bad); i++)
+    assert_error (append_error (g, bad[i].json), bad[i].code, bad[i].msg);
 }
 END_TEST
 
@@ -199,8 +202,7 @@ permute_suite (void)
   TCase *t = tcase_create ("permute");
   tcase_add_test (t, ring_permute_with_its_wait_is_valid);
   tcase_add_test (t, partial_permutation_leaves_ranks_out);
-  tcase_add_test (t, permute_pairs_must_be_a_partial_permutation);
-  tcase_add_test (t, permute_needs_a_known_group_equal_sizes_and_a_transport);
+  tcase_add_test (t, permute_arguments_are_checked_at_load);
   tcase_add_test (t, validator_catches_permute_without_wait);
   tcase_add_test (t, validator_catches_pairs_a_pass_broke);
   tcase_add_test (t, rank_roll_maps_blocks_by_group_rank);

@@ -9,11 +9,9 @@
 # Results: $OUT/chunked_mm.tsv (every case) and $OUT/chunked_mm.md (the
 # table, also printed last). About 30 s on one H200.
 set -u
-ROOT=$PWD
-OUT=${OUT:-/tmp/sg-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=$ROOT/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-BIN=$ROOT/.carry/bin/bench_gemm
+# shellcheck source=tools/device/env.sh
+. "$PWD/tools/device/env.sh"
+BIN=$BIN/bench_gemm
 [ -x "$BIN" ] || { echo "no $BIN: run tools/device/pack.sh first"; exit 1; }
 nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader
 SMS=$("$BIN" --sm-count) || { echo "no GPU"; exit 1; }

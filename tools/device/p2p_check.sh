@@ -13,18 +13,11 @@
 # Results: $OUT/p2p_check.md (the table, also printed last), $OUT/p2p_log.txt.
 # About 90 s.
 set -u
-ROOT=$PWD
-OUT=${OUT:-/tmp/sg-out}
+# shellcheck source=tools/device/env.sh
+. "$PWD/tools/device/env.sh"
 W=/tmp/sg-p2p
 rm -rf "$W"
-mkdir -p "$OUT" "$W"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export LD_LIBRARY_PATH=$ROOT/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-BIN=$ROOT/.carry/bin
-MPI=(mpirun -np 2 --bind-to none --oversubscribe
-     -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x TORCH_SYMM_MEM_DISABLE_MULTICAST
-     -x NVSHMEM_DISABLE_NVLS --mca btl_vader_single_copy_mechanism none)
+mkdir -p "$W"
 exec > >(tee "$OUT/p2p_log.txt") 2>&1
 TABLE=$W/table.md
 printf '| check | launch | result |\n|---|---|---|\n' >"$TABLE"
