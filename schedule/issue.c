@@ -49,11 +49,12 @@ ls_release_early (Run *R, int32_t grp)
   return true;
 }
 
-/* How far down a group's order by due a collective may be issued ahead of
- * one not ready yet. */
-#define ISSUE_SCAN 16
-/* Collectives not ready yet that the scan looks past. */
-#define ISSUE_LATER 4
+/* Entries of a group's order by due looked at for collectives not ready
+ * yet; how many of those a ready one is checked against; ready ones passed
+ * over for less urgent ones per group and call. */
+#define ISSUE_SCAN 32
+#define ISSUE_LATER 8
+#define ISSUE_TRIES 8
 
 /* Work of the group's head done so far. */
 static double
@@ -154,34 +155,52 @@ worth_issuing (double free_at, double work, double due, const Later *w, int32_t 
   return true;
 }
 
-/* Issues ready collectives, per group in order of due; a ready one goes
- * ahead of a more urgent one that is not ready only if worth_issuing. */
+/* Issues ready collectives, per group in order of due (a heap of the ready
+ * ones); a ready one goes ahead of more urgent ones that are not ready
+ * (the first ISSUE_LATER of the group's order, looked for among its next
+ * ISSUE_SCAN entries) only if worth_issuing. Up to ISSUE_TRIES ready ones
+ * that may not go yet are passed over for less urgent ones that may. */
 void
 ls_try_issue (Run *R, bool force)
 {
   const SgSchedProblem *P = R->P;
-  Later later[ISSUE_SCAN];
+  Later later[ISSUE_LATER];
+  int32_t later_rank[ISSUE_LATER];
+  int64_t passed[ISSUE_TRIES];
   double resume = frontier_resume (R);
   double to_engine = resume - P->base_us[MIN (R->frontier, P->n)];
   for (int32_t grp = 0; grp < P->n_groups; grp++) {
-    int32_t end = P->gfirst[grp + 1], n_later = 0;
+    Heap *h = &R->rq[grp];
+    int32_t end = P->gfirst[grp + 1], n_later = 0, n_passed = 0;
     while (R->gnext[grp] < end && R->placed[P->gorder[R->gnext[grp]]])
       R->gnext[grp]++;
-    double free_at = ls_group_free (R, grp);
-    for (int32_t i = R->gnext[grp], seen = 0; i < end && seen < ISSUE_SCAN; i++) {
+    for (int32_t i = R->gnext[grp]; i < end && i - R->gnext[grp] < ISSUE_SCAN
+                                    && n_later < ISSUE_LATER;
+         i++) {
       SgNodeId c = P->gorder[i];
+      if (R->placed[c] || R->npend[c] == 0)
+        continue;
+      later_rank[n_later] = i;
+      later[n_later++] = (Later){ expect_ready (R, c, resume), P->due_us[c] + to_engine,
+                                  P->cost[c] };
+    }
+    double free_at = ls_group_free (R, grp);
+    while (h->n > 0) {
+      int64_t key = h->a[0];
+      SgNodeId c = KEY_ID (key);
+      ls_heap_pop (h);
       if (R->placed[c])
         continue;
-      seen++;
-      double due = P->due_us[c] + to_engine;
-      if (R->npend[c] > 0) {
-        if (n_later == ISSUE_LATER)
-          break; /* behind this many urgent ones, nothing more goes ahead */
-        later[n_later++] = (Later){ expect_ready (R, c, resume), due, P->cost[c] };
+      int32_t n_before = 0;
+      while (n_before < n_later && later_rank[n_before] < P->due_rank[c])
+        n_before++;
+      if (!force
+          && !worth_issuing (free_at, P->cost[c], P->due_us[c] + to_engine, later, n_before)) {
+        passed[n_passed++] = key;
+        if (n_passed == ISSUE_TRIES)
+          break;
         continue;
       }
-      if (!force && !worth_issuing (free_at, P->cost[c], due, later, n_later))
-        continue;
       /* Added bytes never go away, so a collective that did not fit
        * cannot fit before the frontier passes the position that was full. */
       bool fits;
@@ -198,13 +217,12 @@ ls_try_issue (Run *R, bool force)
         free_at += P->cost[c];
         continue;
       }
-      if (fits && ls_release_early (R, grp)) {
-        i--; /* the budget is back: this one again */
-        seen--;
-        continue;
-      }
+      ls_heap_push (h, key);
+      if (fits && ls_release_early (R, grp))
+        continue; /* the budget is back: this one again */
       break;
     }
+    for (int32_t k = 0; k < n_passed; k++)
+      ls_heap_push (h, passed[k]);
   }
 }
-

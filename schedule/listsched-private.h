@@ -80,6 +80,7 @@ typedef struct {
   Heap blocked; /* critical-path variant: ready compute blocked by a running collective */
   double done_us; /* compute work placed */
   int32_t *gnext; /* per group: first entry of P->gorder not issued */
+  Heap *rq;       /* per group: ready collectives by (P->due_rank, id) */
   /* Solo work per group: issued in all (gissued), of the finished
    * collectives (gdone); per collective, issued in its group up to it
    * (cum): queue ends in O(1) */

@@ -34,6 +34,8 @@ static void
 became_ready (Run *R, SgNodeId u)
 {
   const SgSchedProblem *P = R->P;
+  if (P->role[u] == SG_ROLE_COLL)
+    ls_heap_push (&R->rq[P->g->nodes[u].group], KEY (P->due_rank[u], u));
   if (P->role[u] != SG_ROLE_COMPUTE)
     return;
   if (P->free_feed[u])
@@ -373,6 +375,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   R->gissued = g_new0 (double, (size_t)ng);
   R->gdone = g_new0 (double, (size_t)ng);
   R->cum = g_new0 (double, (size_t)MAX (n, 1));
+  R->rq = g_new0 (Heap, (size_t)ng);
   R->gnext = g_new (int32_t, (size_t)ng);
   for (int32_t i = 0; i < ng; i++)
     R->gnext[i] = i < P->n_groups ? P->gfirst[i] : 0;
@@ -417,6 +420,9 @@ run_clear (Run *R)
   g_free (R->freeq.a);
   g_free (R->blocked.a);
   g_free (R->gnext);
+  for (int32_t i = 0; i < MAX (R->P->n_groups, 1); i++)
+    g_free (R->rq[i].a);
+  g_free (R->rq);
   g_free (R->gissued);
   g_free (R->gdone);
   g_free (R->cum);

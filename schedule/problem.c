@@ -72,10 +72,13 @@ due_and_ready (SgSchedProblem *P)
     if (P->role[c] == SG_ROLE_COLL)
       all[fill[P->g->nodes[c].group]++] = (Due){ P->due_us[c], c };
   P->gorder = g_new (SgNodeId, (size_t)P->gfirst[ng] + 1);
+  P->due_rank = g_new0 (int32_t, (size_t)MAX (n, 1));
   for (int32_t i = 0; i < ng; i++) {
     qsort (all + P->gfirst[i], (size_t)(P->gfirst[i + 1] - P->gfirst[i]), sizeof (Due), by_due);
-    for (int32_t j = P->gfirst[i]; j < P->gfirst[i + 1]; j++)
+    for (int32_t j = P->gfirst[i]; j < P->gfirst[i + 1]; j++) {
       P->gorder[j] = all[j].id;
+      P->due_rank[all[j].id] = j;
+    }
   }
 }
 
@@ -245,6 +248,7 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->due_us);
   g_free (P->ready_us);
   g_free (P->gorder);
+  g_free (P->due_rank);
   g_free (P->gfirst);
   g_free (P->ufirst);
   g_free (P->users);

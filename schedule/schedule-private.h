@@ -190,6 +190,7 @@ typedef struct {
    * gfirst[g + 1]). */
   SgNodeId *gorder;
   int32_t *gfirst;
+  int32_t *due_rank; /* collective -> its index in gorder */
   double *cp_us;     /* longest path from a node's start to the end (solo costs,
                      * comm included) */
   int32_t *cp_rank;  /* rank by cp_us, longest first: the critical-path priority */

@@ -114,6 +114,7 @@ main (int argc, char **argv)
     cJSON_AddItemToObject (out, "collectives", sg_report_rows (g, &sched_r));
   cJSON_AddStringToObject (out, "variant", st.variant_name);
   cJSON_AddNumberToObject (out, "pulled", st.n_pulled);
+  cJSON_AddNumberToObject (out, "polished", st.n_polished);
   cJSON_AddNumberToObject (out, "early_waits", st.n_early_waits);
   cJSON_AddNumberToObject (out, "peak_limit_bytes", (double)st.peak_limit_bytes);
   if (dump_path) {
