@@ -189,12 +189,27 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   }
   due_and_ready (P);
   critical_path_rank (P);
-  /* Free feeders: placed as soon as they are ready, so the collectives
-   * they feed can be issued (an input listed late, a view of a gradient). */
-  for (SgNodeId x = n - 1; x >= 0; x--) {
-    if (P->role[x] != SG_ROLE_COMPUTE || P->cost[x] > 0.0 || x == g->output)
+  /* Free feeders: inputs, and 0 us views of them, that feed a collective;
+   * placed as soon as they are ready (an input listed late would hold its
+   * collective back). Inputs are live from the start and views allocate
+   * nothing, so moving them changes neither time nor memory; other 0 us
+   * nodes stay where the input order has them. */
+  g_autofree uint8_t *from_input = g_new0 (uint8_t, (size_t)MAX (n, 1));
+  for (SgNodeId x = 0; x < n; x++) {
+    if (sg_op_class (g->nodes[x].kind) == SG_CLASS_INPUT) {
+      from_input[x] = 1;
       continue;
-    if (P->alloc[x] > 0 && sg_op_class (g->nodes[x].kind) != SG_CLASS_INPUT)
+    }
+    if (P->role[x] != SG_ROLE_COMPUTE || P->cost[x] > 0.0 || P->alloc[x] > 0 || x == g->output)
+      continue;
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    from_input[x] = k > 0;
+    for (uint32_t j = 0; j < k; j++)
+      from_input[x] &= from_input[in[j]];
+  }
+  for (SgNodeId x = n - 1; x >= 0; x--) {
+    if (!from_input[x])
       continue;
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1] && !P->free_feed[x]; a++) {
       SgNodeId u = P->users[a];

@@ -195,8 +195,8 @@ typedef struct {
                      * comm included) */
   int32_t *cp_rank;  /* rank by cp_us, longest first: the critical-path priority */
   double compute_us; /* all compute work (solo) */
-  uint8_t *free_feed; /* 0 us compute that costs no memory when moved up (views,
-                       * getitem, inputs) and feeds a collective through such nodes */
+  uint8_t *free_feed; /* an input, or a 0 us view of inputs, that feeds a collective
+                       * through such nodes: placed as soon as it is ready */
   uint32_t *ufirst;  /* users CSR (g is const here) */
   SgNodeId *users;
   uint64_t *profile; /* live bytes of the input order, by id */

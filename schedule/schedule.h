@@ -103,6 +103,12 @@ void sg_lower_bound_refine (const SgGraph *g, SgSimResult *r);
  * !cfg->reorder. Deterministic. */
 bool sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error);
 
+/* The polish pass alone (polish.c) on the graph's current order, e.g.
+ * after bucketing merged collectives: windows of it improved by exact
+ * search, the step never longer, the peak within cfg's limit; re-records
+ * the hiding relation. Nothing with !cfg->reorder. */
+bool sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error);
+
 /* Reads a JSON array of node names (another tool's order) and returns ids
  * (transfer full), or NULL with @error naming the first name that is
  * unknown, missing, repeated, or placed before one of its inputs. */

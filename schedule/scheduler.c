@@ -205,18 +205,11 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
   return best;
 }
 
-bool
-sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
+/* Records the hiding relation of the graph's order as implicit edges
+ * (hide_start, hide_wait; the others are kept). */
+static bool
+record_hiding (SgGraph *g, GError **error)
 {
-  g_return_val_if_fail (g != NULL, false);
-  if (g->n_nodes == 0)
-    return true;
-  g_autofree SgNodeId *order = sg_schedule_compute (g, cfg, NULL, error);
-  if (!order)
-    return false;
-  if (!sg_graph_permute (g, order, error))
-    return false;
-  /* Record the hiding relation of the final order as implicit edges. */
   SgSimResult r;
   if (!sg_simulate (g, NULL, &r, error))
     return false;
@@ -232,4 +225,42 @@ sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
   }
   sg_sim_result_clear (&r);
   return true;
+}
+
+bool
+sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  g_return_val_if_fail (g != NULL, false);
+  if (g->n_nodes == 0)
+    return true;
+  g_autofree SgNodeId *order = sg_schedule_compute (g, cfg, NULL, error);
+  if (!order)
+    return false;
+  if (!sg_graph_permute (g, order, error))
+    return false;
+  return record_hiding (g, error);
+}
+
+bool
+sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  g_return_val_if_fail (g != NULL, false);
+  if (g->n_nodes == 0 || (cfg && !cfg->reorder))
+    return true;
+  SgSimResult r;
+  if (!sg_simulate (g, NULL, &r, error))
+    return false;
+  SgSchedProblem P;
+  sg_sched_problem_init (&P, g, cfg);
+  g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    order[i] = i;
+  int32_t improved = sg_polish (&P, order, &r);
+  sg_sched_problem_clear (&P);
+  sg_sim_result_clear (&r);
+  if (improved == 0)
+    return true;
+  if (!sg_graph_permute (g, order, error))
+    return false;
+  return record_hiding (g, error);
 }

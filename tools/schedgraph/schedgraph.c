@@ -2,7 +2,7 @@
  *
  * schedgraph [OPTIONS] GRAPH.json runs the step table below in order:
  * load -> validate -> estimate -> simulate-input -> schedule -> bucket ->
- * simulate -> codegen, then prints the summary and writes the outputs
+ * polish -> simulate -> codegen, then prints the summary and writes the outputs
  * (outputs.c). Graph passes (SgPass signature) go through sg_pass_run():
  * each is timed, followed by the validator with --validate (default on in
  * debug builds) and dumped with --dump=PASS; driver steps (simulations,
@@ -97,6 +97,7 @@ static const Step pipeline[] = {
   { "simulate-input", NULL, step_simulate_input },
   { "schedule", sg_schedule_reorder, NULL },
   { "bucket", sg_bucket_pass, NULL },
+  { "polish", sg_schedule_polish_pass, NULL },
   { "simulate", NULL, step_simulate_final },
   { "codegen", NULL, step_codegen },
   { NULL, NULL, NULL },
@@ -148,7 +149,7 @@ static const char usage_text[] =
   "Debugging:\n"
   "      --dump=PASS              print the IR to stderr after PASS: load, validate,\n"
   "                               estimate, simulate-input, schedule, bucket,\n"
-  "                               simulate, codegen, or all\n"
+  "                               polish, simulate, codegen, or all\n"
   "      --stop-after=PASS        run up to PASS, print the summary, write nothing\n"
   "      --validate               run the validator after every pass\n"
   "      --no-validate            do not (default unless built with buildtype=debug)\n"
