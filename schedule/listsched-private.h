@@ -111,6 +111,8 @@ bool ls_mem_fits_range_at (Run *R, uint64_t b, int32_t a, int32_t e, int32_t *at
 bool ls_mem_fits_moved (Run *R, SgNodeId x);
 void ls_release (Run *R, SgNodeId c);
 bool ls_would_stall (Run *R, SgNodeId x);
+/* Are all inputs of @u placed (waits included)? */
+bool ls_inputs_placed (const Run *R, SgNodeId u);
 
 /* issue.c */
 bool ls_budget_allows (Run *R, SgNodeId c);

@@ -205,6 +205,17 @@ ls_run_place (Run *R, SgNodeId x)
   }
 }
 
+bool
+ls_inputs_placed (const Run *R, SgNodeId u)
+{
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (R->P->g, u, &k);
+  for (uint32_t j = 0; j < k; j++)
+    if (!R->placed[in[j]])
+      return false;
+  return true;
+}
+
 /* Places every free feeder whose inputs are all placed (a free feeder that
  * reads a wait not placed yet comes back when the wait is). Moving one up
  * changes no time and no memory: it takes 0 us and allocates nothing, or is
@@ -218,12 +229,7 @@ place_free_feeders (Run *R)
     ls_heap_pop (&R->freeq);
     if (R->placed[u])
       continue;
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (P->g, u, &k);
-    bool all = true;
-    for (uint32_t j = 0; j < k && all; j++)
-      all = R->placed[in[j]];
-    if (!all)
+    if (!ls_inputs_placed (R, u))
       continue;
     R->placed[u] = 1;
     R->order[R->n_order++] = u;

@@ -82,8 +82,8 @@ has_trouble (SgSimEngine *e, const SgNodeId *order, int32_t pos, int32_t end)
 static bool
 snap_dominates (const SgGraph *g, const SgEngSnap *a, const SgEngSnap *b, bool equal)
 {
-  double tol = 1e-9 * (1.0 + b->now);
-  if (equal ? fabs (a->now - b->now) > tol : a->now > b->now + tol)
+  double tol = 1e-9 * (1.0 + b->top.now);
+  if (equal ? fabs (a->top.now - b->top.now) > tol : a->top.now > b->top.now + tol)
     return false;
   /* the saved rows come group by group, each in queue order */
   int32_t ia = 0, ib = 0;

@@ -98,9 +98,7 @@ void sg_eng_clear (SgSimEngine *e);
  * saved. */
 #define SG_SNAP_PREFIX 8
 typedef struct {
-  double now, busy_us, kleft;
-  int32_t n_active, n_held, n_kheld, n_rows;
-  bool in_kernel, kbig;
+  SgSimEngine top; /* the engine's scalars (its array pointers: the engine's own) */
   uint8_t *hold;
   double *hold_at;
   int32_t *ghead, *gtail;

@@ -1,7 +1,9 @@
 /* snap.c: saving and restoring the simulator engine's state (sim.c), for
  * the searches that backtrack (search.c, polish.c).
  *
- * A save keeps the scalars, the per-group arrays and, per group, the first
+ * A save keeps the scalars (a copy of the engine struct: a scalar added to
+ * SgSimEngine is saved with no change here), the per-group arrays and, per
+ * group, the first
  * SG_SNAP_PREFIX queued collectives: O(groups x SG_SNAP_PREFIX), however
  * deep the queues. A collective queued behind those has not started at the
  * save; restoring puts any of them that started since back as queued, cuts
@@ -25,6 +27,18 @@ unstart (SgSimEngine *e, int32_t r)
   row->hidden_by = row->last_hiding = SG_NO_NODE;
 }
 
+/* The per-group arrays, from the @s* ones. */
+static void
+copy_groups (size_t ng, uint8_t *hold, double *hold_at, int32_t *ghead, int32_t *gtail,
+             const uint8_t *shold, const double *shold_at, const int32_t *sghead,
+             const int32_t *sgtail)
+{
+  memcpy (hold, shold, ng * sizeof *hold);
+  memcpy (hold_at, shold_at, ng * sizeof *hold_at);
+  memcpy (ghead, sghead, ng * sizeof *ghead);
+  memcpy (gtail, sgtail, ng * sizeof *gtail);
+}
+
 void
 sg_eng_save (const SgSimEngine *e, SgEngSnap *s)
 {
@@ -36,19 +50,9 @@ sg_eng_save (const SgSimEngine *e, SgEngSnap *s)
     s->gtail = g_new (int32_t, ng);
     s->behind = g_new (int32_t, ng);
   }
-  s->now = e->now;
-  s->busy_us = e->busy_us;
-  s->kleft = e->kleft;
-  s->n_active = e->n_active;
-  s->n_held = e->n_held;
-  s->n_kheld = e->n_kheld;
-  s->n_rows = e->n_rows;
-  s->in_kernel = e->in_kernel;
-  s->kbig = e->kbig;
-  memcpy (s->hold, e->hold, ng * sizeof *s->hold);
-  memcpy (s->hold_at, e->hold_at, ng * sizeof *s->hold_at);
-  memcpy (s->ghead, e->ghead, ng * sizeof *s->ghead);
-  memcpy (s->gtail, e->gtail, ng * sizeof *s->gtail);
+  s->top = *e;
+  copy_groups (ng, s->hold, s->hold_at, s->ghead, s->gtail, e->hold, e->hold_at, e->ghead,
+               e->gtail);
   s->n_act = 0;
   for (size_t grp = 0; grp < ng; grp++) {
     int32_t r = e->ghead[grp];
@@ -78,7 +82,8 @@ sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
   size_t ng = (size_t)MAX (e->g->n_groups, 1);
   /* rows issued since: forgotten, and clean for the next issue (which
    * expects the fields it does not set to be zero) */
-  for (int32_t r = s->n_rows; r < e->n_rows; r++) {
+  g_return_if_fail (s->top.rows == e->rows); /* a save of this engine */
+  for (int32_t r = s->top.n_rows; r < e->n_rows; r++) {
     e->row_of[e->rows[r].node] = -1;
     unstart (e, r);
   }
@@ -95,19 +100,9 @@ sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
     if (s->gtail[grp] >= 0)
       e->rnext[s->gtail[grp]] = -1;
   }
-  e->now = s->now;
-  e->busy_us = s->busy_us;
-  e->kleft = s->kleft;
-  e->n_active = s->n_active;
-  e->n_held = s->n_held;
-  e->n_kheld = s->n_kheld;
-  e->n_rows = s->n_rows;
-  e->in_kernel = s->in_kernel;
-  e->kbig = s->kbig;
-  memcpy (e->hold, s->hold, ng * sizeof *s->hold);
-  memcpy (e->hold_at, s->hold_at, ng * sizeof *s->hold_at);
-  memcpy (e->ghead, s->ghead, ng * sizeof *s->ghead);
-  memcpy (e->gtail, s->gtail, ng * sizeof *s->gtail);
+  *e = s->top;
+  copy_groups (ng, e->hold, e->hold_at, e->ghead, e->gtail, s->hold, s->hold_at, s->ghead,
+               s->gtail);
   for (int32_t k = 0; k < s->n_act; k++) {
     int32_t r = s->act[k];
     e->rnext[r] = s->rnext[k];

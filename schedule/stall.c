@@ -176,11 +176,7 @@ ls_finish_tail (Run *R)
       SgNodeId u = left[a];
       if (R->placed[u])
         continue;
-      uint32_t ni;
-      const SgNodeId *in = sg_node_inputs (P->g, u, &ni);
-      bool ok = true;
-      for (uint32_t j = 0; j < ni && ok; j++)
-        ok = R->placed[in[j]];
+      bool ok = ls_inputs_placed (R, u);
       SgNodeId c = P->role[u] == SG_ROLE_WAIT ? P->coll_of[u] : SG_NO_NODE;
       if (ok && c != SG_NO_NODE && !sg_eng_finished (&R->eng, c)) {
         double t = ls_queue_end (R, c);

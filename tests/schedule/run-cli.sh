@@ -13,22 +13,8 @@ order=$data/w2_tiny_fsdp2_L2_h256.peer_order_plain.json
 small=$sdata/raise-small.json
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-total=0
-
-check() { # NAME CONDITION-COMMAND...
-  local name=$1
-  shift
-  total=$((total + 1))
-  if "$@"; then
-    echo "ok: $name"
-  else
-    echo "FAIL: $name"
-    fails=$((fails + 1))
-  fi
-}
-
-has() { grep -qF -- "$2" "$1"; }
+# shellcheck source=../cli-check.sh
+. "$(dirname "$0")/../cli-check.sh"
 
 # --exact on a small graph: the optimal order (the all_gather raised ahead
 # of the independent matmul), the option recorded in the plan

@@ -1,23 +1,8 @@
 /* test_bound.c: the lower bound (bound.c) by term on hand-computed graphs,
  * and never above the optimum on random small graphs. */
-#include <check.h>
-#include <string.h>
-
 #include "builder.h"
 #include "randgraph.h"
-#include "schedule.h"
-
-static void
-estimate (SgGraph *g, double start_wait, double compute_slowdown, double comm_slowdown)
-{
-  g->cluster_json = g_strdup_printf ("{\"comm_start_wait\": %g, \"compute_slowdown\": %g, "
-                                     "\"comm_slowdown\": %g, \"reduce_slowdown\": %g}",
-                                     start_wait, compute_slowdown, comm_slowdown, comm_slowdown);
-  SgConfig cfg;
-  sg_config_init (&cfg);
-  GError *err = NULL;
-  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
-}
+#include "sched-test.h"
 
 static void
 bound_of (const SgGraph *g, SgSimResult *r)
@@ -40,7 +25,7 @@ START_TEST (overlap_term_prices_contention_beside_compute)
   tb_cost (g, tb_pointwise (g, "a", "aten.relu.default", "x", NULL), 500);
   tb_cost (g, tb_pointwise (g, "b", "aten.relu.default", "a", NULL), 500);
   tb_output (g, 2, "b", "wt");
-  estimate (g, 0, 1.22, 1.05);
+  st_estimate (g, 0, 1.22, 1.05);
   SgSimResult r;
   bound_of (g, &r);
   double hidden = 1000 + 100 * 1.05 * (1 - 1 / 1.22);
@@ -68,7 +53,7 @@ START_TEST (window_term_counts_the_compute_that_must_follow_a_collective)
   tb_cost (g, tb_pointwise (g, "c2", "aten.mul.Tensor", "wt", "x"), 100);
   tb_cost (g, tb_pointwise (g, "d", "aten.relu.default", "x", NULL), 10);
   tb_output (g, 3, "c1", "c2", "d");
-  estimate (g, 0, 1, 1);
+  st_estimate (g, 0, 1, 1);
   SgSimResult r;
   bound_of (g, &r);
   ck_assert_double_eq_tol (r.bound.critical_path_us, 150, 1e-9);
@@ -94,12 +79,10 @@ START_TEST (lower_bound_is_never_above_the_optimum)
     RgCluster cl = (RgCluster)(seed % RG_N_CLUSTERS);
     g_autofree char *json = rg_graph_json (seed, 3 + (int)(seed % 8), 1 + (int)(seed % 5),
                                            1 + (int)(seed % 3), cl);
+    g_autoptr (SgGraph) g = st_load (json, "random");
     GError *err = NULL;
-    g_autoptr (SgGraph) g = sg_graph_load_data (json, strlen (json), "random", &err);
-    ck_assert_msg (g != NULL, "%s", err ? err->message : "");
     SgConfig cfg;
     sg_config_init (&cfg);
-    ck_assert (sg_estimate_costs (g, &cfg, NULL));
     SgSimResult r;
     bound_of (g, &r);
     cfg.exact = true;
@@ -119,16 +102,10 @@ END_TEST
 int
 main (void)
 {
-  Suite *s = suite_create ("bound");
-  TCase *tc = tcase_create ("bound");
-  tcase_set_timeout (tc, 300);
-  tcase_add_test (tc, overlap_term_prices_contention_beside_compute);
-  tcase_add_test (tc, window_term_counts_the_compute_that_must_follow_a_collective);
-  tcase_add_test (tc, lower_bound_is_never_above_the_optimum);
-  suite_add_tcase (s, tc);
-  SRunner *sr = srunner_create (s);
-  srunner_run_all (sr, CK_NORMAL);
-  int failed = srunner_ntests_failed (sr);
-  srunner_free (sr);
-  return failed ? 1 : 0;
+  const TTest *tests[] = {
+    overlap_term_prices_contention_beside_compute,
+    window_term_counts_the_compute_that_must_follow_a_collective,
+    lower_bound_is_never_above_the_optimum,
+  };
+  return st_run ("bound", 300, tests, G_N_ELEMENTS (tests));
 }

@@ -2,28 +2,14 @@
  * limits, and the list scheduler against it on random small graphs (the
  * property test of issue 15: within 1.05x of the optimum on >= 95% of
  * 1,000 graphs, within 1.25x on all). */
-#include <check.h>
-#include <string.h>
-
 #include "builder.h"
 #include "randgraph.h"
+#include "sched-test.h"
 #include "schedule-private.h"
 
 #ifndef SG_TEST_OUT
 #define SG_TEST_OUT "."
 #endif
-
-static SgGraph *
-load (const char *json, const char *name)
-{
-  GError *err = NULL;
-  SgGraph *g = sg_graph_load_data (json, strlen (json), name, &err);
-  ck_assert_msg (g != NULL, "%s: %s", name, err ? err->message : "");
-  SgConfig cfg;
-  sg_config_init (&cfg);
-  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s: %s", name, err ? err->message : "");
-  return g;
-}
 
 static double
 step_of (const SgGraph *g, const SgNodeId *order)
@@ -100,7 +86,7 @@ START_TEST (exact_step_is_the_least_of_every_order)
     RgCluster cl = (RgCluster)(seed % RG_N_CLUSTERS);
     g_autofree char *json = rg_graph_json (seed, 3 + (int)(seed % 2), 1 + (int)(seed % 3 == 0),
                                            1 + (int)(seed % 2), cl);
-    g_autoptr (SgGraph) g = load (json, "tiny");
+    g_autoptr (SgGraph) g = st_load (json, "tiny");
     if (g->n_nodes > 12)
       continue;
     Brute B = { g, g_new (SgNodeId, (size_t)g->n_nodes), g_new0 (uint8_t, (size_t)g->n_nodes),
@@ -123,7 +109,7 @@ START_TEST (exact_is_never_worse_than_the_list_scheduler)
 {
   for (guint32 seed = 100; seed < 140; seed++) {
     g_autofree char *json = rg_graph_json (seed, 8, 3, 2, (RgCluster)(seed % RG_N_CLUSTERS));
-    g_autoptr (SgGraph) g = load (json, "small");
+    g_autoptr (SgGraph) g = st_load (json, "small");
     SgScheduleStats st;
     double exact = scheduled_step (g, true, &st);
     double list = scheduled_step (g, false, &st);
@@ -135,7 +121,7 @@ END_TEST
 START_TEST (exact_refuses_a_graph_beyond_its_limits)
 {
   g_autofree char *json = rg_graph_json (7, 20, 2, 1, RG_PLAIN);
-  g_autoptr (SgGraph) g = load (json, "big");
+  g_autoptr (SgGraph) g = st_load (json, "big");
   SgConfig cfg;
   sg_config_init (&cfg);
   cfg.exact = true;
@@ -153,7 +139,7 @@ END_TEST
 START_TEST (exact_gives_the_same_order_every_run)
 {
   g_autofree char *json = rg_graph_json (42, 10, 4, 2, RG_BOTH);
-  g_autoptr (SgGraph) g = load (json, "twice");
+  g_autoptr (SgGraph) g = st_load (json, "twice");
   SgConfig cfg;
   sg_config_init (&cfg);
   cfg.exact = true;
@@ -198,7 +184,7 @@ START_TEST (engine_restore_matches_a_fresh_simulation)
   }
   g_string_append_printf (j, ", {\"name\": \"output\", \"op\": \"output\", \"target\": "
                              "\"output\", \"args\": [[{\"node\": \"%s\"}]]}]}", prev);
-  g_autoptr (SgGraph) g = load (j->str, "queue");
+  g_autoptr (SgGraph) g = st_load (j->str, "queue");
   g_string_free (j, TRUE);
   SgSimResult want;
   ck_assert (sg_simulate (g, NULL, &want, NULL));
@@ -281,7 +267,7 @@ START_TEST (list_scheduler_is_near_the_optimum_on_random_graphs)
     RgCluster cl = (RgCluster)(i % RG_N_CLUSTERS);
     char *text = rg_graph_json (seed, nc, nk, ng, cl);
     g_ptr_array_add (json, text);
-    g_autoptr (SgGraph) g = load (text, "random");
+    g_autoptr (SgGraph) g = st_load (text, "random");
     SgScheduleStats st;
     double exact = scheduled_step (g, true, &st);
     double list = scheduled_step (g, false, &st);
@@ -316,19 +302,13 @@ END_TEST
 int
 main (void)
 {
-  Suite *s = suite_create ("exact");
-  TCase *tc = tcase_create ("exact");
-  tcase_set_timeout (tc, 600);
-  tcase_add_test (tc, exact_step_is_the_least_of_every_order);
-  tcase_add_test (tc, exact_is_never_worse_than_the_list_scheduler);
-  tcase_add_test (tc, exact_refuses_a_graph_beyond_its_limits);
-  tcase_add_test (tc, exact_gives_the_same_order_every_run);
-  tcase_add_test (tc, engine_restore_matches_a_fresh_simulation);
-  tcase_add_test (tc, list_scheduler_is_near_the_optimum_on_random_graphs);
-  suite_add_tcase (s, tc);
-  SRunner *sr = srunner_create (s);
-  srunner_run_all (sr, CK_NORMAL);
-  int failed = srunner_ntests_failed (sr);
-  srunner_free (sr);
-  return failed ? 1 : 0;
+  const TTest *tests[] = {
+    exact_step_is_the_least_of_every_order,
+    exact_is_never_worse_than_the_list_scheduler,
+    exact_refuses_a_graph_beyond_its_limits,
+    exact_gives_the_same_order_every_run,
+    engine_restore_matches_a_fresh_simulation,
+    list_scheduler_is_near_the_optimum_on_random_graphs,
+  };
+  return st_run ("exact", 600, tests, G_N_ELEMENTS (tests));
 }

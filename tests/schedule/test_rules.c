@@ -7,10 +7,8 @@
  * first; and a start-wait case the list alone misses reaches the optimum
  * through the polish pass. Costs are `cost_us`; the cluster is set per
  * test. */
-#include <check.h>
-#include <string.h>
-
 #include "builder.h"
+#include "sched-test.h"
 #include "schedule-private.h"
 
 static SgNodeId
@@ -19,19 +17,6 @@ id_of (const SgGraph *g, const char *name)
   SgNodeId id = sg_graph_lookup (g, name);
   ck_assert_msg (id != SG_NO_NODE, "no node %s", name);
   return id;
-}
-
-/* Estimates with the given contention and start wait. */
-static void
-estimate (SgGraph *g, double start_wait, double compute_slowdown, double comm_slowdown)
-{
-  g->cluster_json = g_strdup_printf ("{\"comm_start_wait\": %g, \"compute_slowdown\": %g, "
-                                     "\"comm_slowdown\": %g, \"reduce_slowdown\": %g}",
-                                     start_wait, compute_slowdown, comm_slowdown, comm_slowdown);
-  SgConfig cfg;
-  sg_config_init (&cfg);
-  GError *err = NULL;
-  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
 }
 
 /* Schedules (no memory limit) and simulates the result into @r. */
@@ -109,7 +94,7 @@ START_TEST (ready_all_reduce_is_hidden_by_independent_pointwise_work)
   tb_cost (g, tb_pointwise (g, "c", "aten.relu.default", "wt", NULL), 5);
   tb_cost (g, tb_pointwise (g, "e", "aten.add.Tensor", "x", "x"), 1000);
   tb_output (g, 2, "c", "e");
-  estimate (g, 0, 1, 1);
+  st_estimate (g, 0, 1, 1);
   SgSimResult r;
   schedule (g, &r);
   ck_assert_double_eq_tol (r.exposed_us, 0, 1e-9);
@@ -134,7 +119,7 @@ START_TEST (ready_collective_is_raised_ahead_of_an_independent_matmul)
   tb_t (g, "t", "wt");
   tb_cost (g, tb_mm (g, "mm1", "x", "t"), 30);
   tb_output (g, 2, "mm0", "mm1");
-  estimate (g, 0, 1, 1);
+  st_estimate (g, 0, 1, 1);
   SgSimResult r;
   schedule (g, &r);
   ck_assert_int_lt (id_of (g, "ag"), id_of (g, "mm0"));
@@ -158,7 +143,7 @@ START_TEST (collective_reading_an_input_listed_late_is_issued_at_once)
   tb_t (g, "t", "wt");
   tb_cost (g, tb_mm (g, "mm1", "x", "t"), 30);
   tb_output (g, 2, "mm0", "mm1");
-  estimate (g, 0, 1, 1);
+  st_estimate (g, 0, 1, 1);
   g_autofree SgNodeId *o = NULL;
   /* keep-compute-order: nothing is boosted or pulled, the input moves */
   ck_assert_double_eq_tol (list_variant_step (g, 0, 0, &o), 130, 1e-9);
@@ -182,7 +167,7 @@ START_TEST (urgent_collective_is_not_queued_behind_a_long_one)
   tb_cost (g, tb_pointwise (g, "c", "aten.relu.default", "wu", NULL), 5);
   tb_cost (g, tb_pointwise (g, "d", "aten.relu.default", "c", NULL), 200);
   tb_output (g, 2, "d", "wl");
-  estimate (g, 0, 1, 1);
+  st_estimate (g, 0, 1, 1);
   g_autofree SgNodeId *o = NULL;
   ck_assert_double_eq_tol (list_variant_step (g, ANY, -64, &o), 230, 1e-9);
   ck_assert_double_eq_tol (optimum (g), 230, 1e-9);
@@ -207,7 +192,7 @@ START_TEST (stall_waits_first_for_the_collective_that_ends_first)
   tb_wait (g, "wt2", "k2");
   tb_cost (g, tb_pointwise (g, "c2", "aten.add.Tensor", "wt2", "x"), 50);
   tb_output (g, 2, "c1", "c2");
-  estimate (g, 0, 1, 1);
+  st_estimate (g, 0, 1, 1);
   g_autofree SgNodeId *o = NULL;
   ck_assert_double_eq_tol (list_variant_step (g, ANY, -64, &o), 110, 1e-9);
   ck_assert_int_lt (pos_in (g, o, "wt2"), pos_in (g, o, "wt1"));
@@ -235,7 +220,7 @@ START_TEST (start_wait_case_reaches_the_optimum)
   tb_t (g, "t1", "wt1");
   tb_cost (g, tb_mm (g, "g3", "g2", "t1"), 30);
   tb_output (g, 1, "g3");
-  estimate (g, 1, 1, 1);
+  st_estimate (g, 1, 1, 1);
   double best = optimum (g);
   SgSimResult in, r;
   ck_assert (sg_simulate (g, NULL, &in, NULL));
@@ -251,18 +236,13 @@ END_TEST
 int
 main (void)
 {
-  Suite *s = suite_create ("rules");
-  TCase *tc = tcase_create ("rules");
-  tcase_add_test (tc, ready_all_reduce_is_hidden_by_independent_pointwise_work);
-  tcase_add_test (tc, ready_collective_is_raised_ahead_of_an_independent_matmul);
-  tcase_add_test (tc, collective_reading_an_input_listed_late_is_issued_at_once);
-  tcase_add_test (tc, urgent_collective_is_not_queued_behind_a_long_one);
-  tcase_add_test (tc, stall_waits_first_for_the_collective_that_ends_first);
-  tcase_add_test (tc, start_wait_case_reaches_the_optimum);
-  suite_add_tcase (s, tc);
-  SRunner *sr = srunner_create (s);
-  srunner_run_all (sr, CK_NORMAL);
-  int failed = srunner_ntests_failed (sr);
-  srunner_free (sr);
-  return failed ? 1 : 0;
+  const TTest *tests[] = {
+    ready_all_reduce_is_hidden_by_independent_pointwise_work,
+    ready_collective_is_raised_ahead_of_an_independent_matmul,
+    collective_reading_an_input_listed_late_is_issued_at_once,
+    urgent_collective_is_not_queued_behind_a_long_one,
+    stall_waits_first_for_the_collective_that_ends_first,
+    start_wait_case_reaches_the_optimum,
+  };
+  return st_run ("rules", 120, tests, G_N_ELEMENTS (tests));
 }
