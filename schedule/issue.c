@@ -171,6 +171,8 @@ ls_try_issue (Run *R, bool force)
   double to_engine = resume - P->base_us[MIN (R->frontier, P->n)];
   for (int32_t grp = 0; grp < P->n_groups; grp++) {
     Heap *h = &R->rq[grp];
+    if (h->n == 0)
+      continue; /* nothing ready: nothing to decide */
     int32_t end = P->gfirst[grp + 1], n_later = 0, n_passed = 0;
     while (R->gnext[grp] < end && R->placed[P->gorder[R->gnext[grp]]])
       R->gnext[grp]++;

@@ -500,7 +500,10 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
     }
     if (R.boost == SG_BOOST_CRITICAL_PATH && ls_stall_for_critical (&R, f))
       continue;
-    if (f != SG_NO_NODE && f != x && ls_prio (&R, f) < ls_prio (&R, x) && ls_mem_fits_moved (&R, f)) {
+    /* the critical-path order moves compute within the window only */
+    bool near = R.boost != SG_BOOST_CRITICAL_PATH || f - x <= R.window;
+    if (f != SG_NO_NODE && f != x && near && ls_prio (&R, f) < ls_prio (&R, x)
+        && ls_mem_fits_moved (&R, f)) {
       if (shield && ls_run_shield (&R, f))
         continue;
       ls_heap_pop (&R.ready);

@@ -120,13 +120,14 @@ typedef struct {
   SgEngSnap at;         /* the window's start */
   SgEngSnap cur;        /* scratch */
   SgEngSnap trail[HORIZON + 1]; /* the given order past the window */
+  double given_step;            /* its step, when it ends within the horizon */
 } Polish;
 
-/* Takes the window order @cand for out[@pos, @end) when, placed on the
- * window's start and followed by the given order, it catches up with the
- * given order within HORIZON nodes (or ends with a shorter step). */
-static bool
-catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNodeId *cand)
+/* Simulates the given order over the window and HORIZON nodes past it
+ * from the window's start, saving the state at each node past it (and the
+ * step, when the order ends within the horizon). */
+static void
+given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
 {
   int32_t n = Q->g->n_nodes, h = MIN (n, end + HORIZON);
   sg_eng_restore (Q->e, &Q->at);
@@ -137,12 +138,21 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
     if (p < h)
       sg_eng_place (Q->e, out[p]);
   }
-  double given_step = 0.0;
+  Q->given_step = 0.0;
   if (h == n) {
     double ce = Q->e->now;
     sg_eng_drain (Q->e);
-    given_step = MAX (ce, Q->e->now);
+    Q->given_step = MAX (ce, Q->e->now);
   }
+}
+
+/* Does the window order @cand for out[@pos, @end), placed on the window's
+ * start and followed by the given order, catch up with the given order
+ * (given_trail) within HORIZON nodes, or end with a shorter step? */
+static bool
+catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNodeId *cand)
+{
+  int32_t n = Q->g->n_nodes, h = MIN (n, end + HORIZON);
   sg_eng_restore (Q->e, &Q->at);
   for (int32_t i = 0; i < end - pos; i++)
     sg_eng_place (Q->e, cand[i]);
@@ -158,7 +168,7 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
     return false;
   double ce = Q->e->now;
   sg_eng_drain (Q->e);
-  return MAX (ce, Q->e->now) < given_step - 1e-9 * (1.0 + given_step);
+  return MAX (ce, Q->e->now) < Q->given_step - 1e-9 * (1.0 + Q->given_step);
 }
 
 /* Compute work of out[0, @end). */
@@ -201,10 +211,14 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
       budget -= sg_search_expanded (S);
       bool took = false;
       int32_t tries = window_budget == WINDOW_BUDGET ? SG_SEARCH_KEEP : 2;
+      bool traced = false;
       for (int32_t k = 0; k < MIN (sg_search_n_kept (S), tries) && !took; k++) {
         sg_search_kept (S, k, cand);
         if (memcmp (cand, out + pos, sizeof (SgNodeId) * (size_t)(end - pos)) == 0)
           continue;
+        if (!traced)
+          given_trail (&Q, out, pos, end);
+        traced = true;
         took = catches_up (&Q, out, pos, end, cand);
         budget -= (end - pos + HORIZON) / 4; /* a check costs about that many states */
       }
@@ -217,6 +231,8 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
       sg_search_free (S);
       sg_eng_restore (&e, &Q.at);
     }
+    if (budget <= 0)
+      break; /* the rest stays as it is */
     if (end >= n)
       mid = n;
     for (int32_t i = pos; i < mid; i++)

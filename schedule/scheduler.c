@@ -43,7 +43,7 @@ static const struct {
   { 1024, -64, true, "pull-1024/deadline-64" },
   { 128, -64, true, "pull-128/deadline-64" },
   { ANY_DISTANCE, -64, false, "pull/deadline-64/unshielded" },
-  { ANY_DISTANCE, SG_BOOST_CRITICAL_PATH, true, "critical-path" },
+  { 1024, SG_BOOST_CRITICAL_PATH, true, "critical-path" },
 };
 
 /* Steps within this fraction of each other count as a tie (the order
