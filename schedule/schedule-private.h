@@ -321,7 +321,8 @@ bool sg_search_gave_up (const SgSearch *S);
 /* --- the polish pass (polish.c) --------------------------------------------------- */
 
 /* Improves @order window by window with the search of search.c (see
- * polish.c); @res holds the order's step_us and peak_bytes on entry.
- * Returns the windows it changed; when > 0, @order was improved and @res
- * is its full simulation (clear it). */
+ * polish.c); @res holds the order's step_us and peak_bytes on entry, and
+ * nothing to free (it is overwritten). Returns the windows it changed;
+ * when > 0, @order was improved and @res is its full simulation (clear
+ * it). */
 int32_t sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res);

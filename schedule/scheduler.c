@@ -247,9 +247,12 @@ sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   g_return_val_if_fail (g != NULL, false);
   if (g->n_nodes == 0 || (cfg && !cfg->reorder))
     return true;
-  SgSimResult r;
-  if (!sg_simulate (g, NULL, &r, error))
+  SgSimResult full;
+  if (!sg_simulate (g, NULL, &full, error))
     return false;
+  /* sg_polish wants the totals only (it overwrites them when it improves) */
+  SgSimResult r = { .step_us = full.step_us, .peak_bytes = full.peak_bytes };
+  sg_sim_result_clear (&full);
   SgSchedProblem P;
   sg_sched_problem_init (&P, g, cfg);
   g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes);
@@ -257,7 +260,8 @@ sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
     order[i] = i;
   int32_t improved = sg_polish (&P, order, &r);
   sg_sched_problem_clear (&P);
-  sg_sim_result_clear (&r);
+  if (improved > 0)
+    sg_sim_result_clear (&r);
   if (improved == 0)
     return true;
   if (!sg_graph_permute (g, order, error))
