@@ -162,8 +162,10 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   l.coll_done = g_new (int32_t, nn);
   l.coll_waited = g_new0 (bool, nn);
   l.pred_row = g_new (int32_t, nn);
+  l.group_buf = g_new (int32_t, nn);
   for (size_t i = 0; i < nn; i++)
-    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = -1;
+    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = -1;
+  sg_graph_elision (g, &l.el);
   for (guint i = 0; i < g->tuple_metas->len; i++)
     l.tval[i] = -1;
   if (pred)
@@ -243,6 +245,8 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   g_free (l.coll_done);
   g_free (l.coll_waited);
   g_free (l.pred_row);
+  g_free (l.group_buf);
+  sg_elision_clear (&l.el);
   if (!ok) {
     sg_plan_free (p);
     return false;

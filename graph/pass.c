@@ -25,6 +25,7 @@ sg_config_init (SgConfig *cfg)
     .prefetch_limit = 0,
     .bucket = true,
     .bucket_cap_bytes = (uint64_t)256 << 20,
+    .bucket_mode = SG_BUCKET_MODE_AUTO,
     .validate_between = false,
     .dump_pass = NULL,
     .dump_file = NULL,

@@ -3,7 +3,8 @@
  * predicted exposed_us and step_us without and with bucketing, pass time).
  * Used by bench/bench_bucket.sh; not a unit test.
  *
- * usage: bucket_bench [--no-reorder] [--cap BYTES] [--peer PEER.json] [--json] GRAPH.json...
+ * usage: bucket_bench [--no-reorder] [--cap BYTES] [--mode auto|per-layer] [--peer PEER.json]
+ *                     [--json] GRAPH.json...
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +52,9 @@ main (int argc, char **argv)
       cfg.reorder = false;
     } else if (strcmp (argv[first], "--json") == 0) {
       json = true;
+    } else if (strcmp (argv[first], "--mode") == 0 && first + 1 < argc) {
+      cfg.bucket_mode = strcmp (argv[++first], "per-layer") == 0 ? SG_BUCKET_MODE_PER_LAYER
+                                                                 : SG_BUCKET_MODE_AUTO;
     } else if (strcmp (argv[first], "--cap") == 0 && first + 1 < argc) {
       cfg.bucket_cap_bytes = g_ascii_strtoull (argv[++first], NULL, 10);
     } else if (strcmp (argv[first], "--peer") == 0 && first + 1 < argc) {
@@ -61,16 +65,17 @@ main (int argc, char **argv)
         return 2;
       }
     } else {
-      fprintf (stderr, "usage: bucket_bench [--no-reorder] [--cap BYTES] [--peer PEER.json] "
-                       "[--json] GRAPH.json...\n");
+      fprintf (stderr, "usage: bucket_bench [--no-reorder] [--cap BYTES] [--mode auto|per-layer] "
+                       "[--peer PEER.json] [--json] GRAPH.json...\n");
       return 2;
     }
   }
   if (!json)
-    printf ("| graph | collectives | ours after | peer after | buckets | exposed_us "
-            "unbucketed | exposed_us bucketed | step_us unbucketed | step_us bucketed | "
-            "simulations | bucket ms (cpu) | bucket ms (wall) |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf ("| graph | collectives | ours after | peer after | buckets | layers | chosen | "
+            "exposed_us unbucketed | exposed_us bucketed | step_us unbucketed | step_us greedy | "
+            "step_us per-layer | step_us bucketed | simulations | bucket ms (cpu) | "
+            "bucket ms (wall) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int rc = 0;
   for (int i = first; i < argc; i++) {
     GError *error = NULL;
@@ -106,10 +111,13 @@ main (int argc, char **argv)
     }
     int pa = peer ? peer_after (peer, base) : -1;
     g_autofree char *pa_s = pa < 0 ? g_strdup ("n/a") : g_strdup_printf ("%d", pa);
-    printf ("| %s | %d | %d | %s | %d | %.3f | %.3f | %.3f | %.3f | %d | %.1f | %.1f |\n", base,
-            st->collectives_before, st->collectives_after, pa_s, st->buckets,
-            st->exposed_before_us, st->exposed_after_us, st->step_before_us, st->step_after_us,
-            st->simulations, cms, ms);
+    static const char *const from[] = { "none", "greedy", "per-layer" };
+    printf ("| %s | %d | %d | %s | %d | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %d "
+            "| %.1f | %.1f |\n",
+            base, st->collectives_before, st->collectives_after, pa_s, st->buckets, st->layers,
+            from[st->source], st->exposed_before_us, st->exposed_after_us, st->step_before_us,
+            st->greedy_step_us, st->per_layer_step_us, st->step_after_us, st->simulations, cms,
+            ms);
   }
   cJSON_Delete (peer);
   return rc;
