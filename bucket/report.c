@@ -127,7 +127,7 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
     return o;
   }
   cJSON_AddBoolToObject (o, "enabled", st->ran);
-  cJSON_AddStringToObject (o, "mode", st->mode == SG_BUCKET_MODE_PER_LAYER ? "per-layer" : "auto");
+  cJSON_AddStringToObject (o, "mode", sg_bucket_mode_name (st->mode));
   cJSON_AddNumberToObject (o, "cap_bytes", (double)st->cap_bytes);
   cJSON_AddNumberToObject (o, "collectives_before", st->collectives_before);
   cJSON_AddNumberToObject (o, "collectives_after", st->collectives_after);

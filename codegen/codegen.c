@@ -267,10 +267,11 @@ sg_codegen_options_text (const SgConfig *cfg)
   g_ascii_formatd (frac, sizeof frac, "%.6f", cfg->max_peak_increase);
   return g_strdup_printf ("cluster=%s profile=%s reorder=%d max_in_flight_bytes=%" G_GUINT64_FORMAT
                           " max_peak_increase=%s prefetch_limit=%d bucket=%d"
-                          " bucket_cap_bytes=%" G_GUINT64_FORMAT,
+                          " bucket_cap_bytes=%" G_GUINT64_FORMAT " bucket_mode=%s",
                           cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-",
                           cfg->reorder ? 1 : 0, cfg->max_in_flight_bytes, frac,
-                          (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes);
+                          (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes,
+                          sg_bucket_mode_name (cfg->bucket_mode));
 }
 
 bool

@@ -338,6 +338,11 @@ typedef enum {
   SG_BUCKET_MODE_PER_LAYER, /* FSDP2's buckets: one per layer and collective kind */
 } SgBucketMode;
 
+/* "auto", "per-layer" (the --bucket-mode spellings). */
+const char *sg_bucket_mode_name (SgBucketMode mode);
+/* Parses a --bucket-mode spelling; false for anything else. */
+bool sg_bucket_mode_from_name (const char *name, SgBucketMode *out);
+
 /* Every option of every pass; CLI flags map 1:1 onto these fields.
  * sg_config_init() sets the documented defaults. */
 typedef struct {

@@ -32,6 +32,23 @@ sg_config_init (SgConfig *cfg)
   };
 }
 
+const char *
+sg_bucket_mode_name (SgBucketMode mode)
+{
+  return mode == SG_BUCKET_MODE_PER_LAYER ? "per-layer" : "auto";
+}
+
+bool
+sg_bucket_mode_from_name (const char *name, SgBucketMode *out)
+{
+  for (int m = SG_BUCKET_MODE_AUTO; m <= SG_BUCKET_MODE_PER_LAYER; m++)
+    if (g_strcmp0 (name, sg_bucket_mode_name ((SgBucketMode)m)) == 0) {
+      *out = (SgBucketMode)m;
+      return true;
+    }
+  return false;
+}
+
 static bool
 dump_wanted (const SgConfig *cfg, const char *pass)
 {

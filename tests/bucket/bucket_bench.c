@@ -53,8 +53,10 @@ main (int argc, char **argv)
     } else if (strcmp (argv[first], "--json") == 0) {
       json = true;
     } else if (strcmp (argv[first], "--mode") == 0 && first + 1 < argc) {
-      cfg.bucket_mode = strcmp (argv[++first], "per-layer") == 0 ? SG_BUCKET_MODE_PER_LAYER
-                                                                 : SG_BUCKET_MODE_AUTO;
+      if (!sg_bucket_mode_from_name (argv[++first], &cfg.bucket_mode)) {
+        fprintf (stderr, "bucket_bench: --mode: auto or per-layer\n");
+        return 2;
+      }
     } else if (strcmp (argv[first], "--cap") == 0 && first + 1 < argc) {
       cfg.bucket_cap_bytes = g_ascii_strtoull (argv[++first], NULL, 10);
     } else if (strcmp (argv[first], "--peer") == 0 && first + 1 < argc) {
