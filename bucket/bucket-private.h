@@ -64,6 +64,12 @@ heap_pop (HeapItem *h, int32_t *n)
 
 /* --- the searches (bucket.c, layers.c) and their driver (run.c) --------- */
 
+/* Steps within this many microseconds count as equal (the report's
+ * precision): a merge that changes the predicted step by less is kept for
+ * the collectives it saves. No result exceeds the unbucketed step by more
+ * (the searches compare with it as well as with their current step). */
+#define SG_BUCKET_TIE_US 1e-3
+
 /* A collective that may join a bucket (sg_bucket_member_check), with its
  * wait, its key (kind, group, dtype, reduce op: only equal keys merge) and
  * the bytes it moves (sg_node_comm_bytes). */
@@ -84,6 +90,7 @@ typedef struct {
   int32_t n_cands, n_keys;
   uint64_t cap;          /* bytes per bucket (the greedy's limit) */
   uint64_t peak_limit;   /* predicted peak live bytes a result may reach */
+  double base_step_us;   /* the unbucketed graph's predicted step */
 } SgBucketSearch;
 
 /* The simulator's verdict on one set of buckets. */

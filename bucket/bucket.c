@@ -39,7 +39,6 @@
  * starve the later ones; the pass simulates at most that times the
  * batches. Proposals left undecided are refused (refused.budget). */
 #define SIM_BUDGET_PER_BATCH 4
-#define STEP_EPS_US 1e-9
 
 typedef struct {
   GArray *members; /* candidate indices (accepted), ascending */
@@ -109,7 +108,7 @@ trial (Ctx *x, int32_t lo, int32_t hi, SgBucketEval *ev)
   if (!ok)
     return TRIAL_CYCLE; /* the rewrite found a cycle through implicit edges */
   /* The objective: no merge may lengthen the predicted step. */
-  if (ev->step_us > x->cur.step_us + STEP_EPS_US)
+  if (ev->step_us > MIN (x->cur.step_us, x->s->base_step_us) + SG_BUCKET_TIE_US)
     return TRIAL_STEP;
   return ev->peak_bytes <= x->s->peak_limit ? TRIAL_OK : TRIAL_MEMORY;
 }

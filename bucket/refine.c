@@ -6,8 +6,8 @@
  * all_gather bucket must arrive before the first layer can start, and the
  * last gradients' reduce_scatter bucket can only start after the last of
  * them is computed. Two kinds of moves, each kept only when the predicted
- * step gets shorter (a split) or not longer (a merge), with the peak within
- * the limit:
+ * step gets shorter (a split) or not longer (a merge, SG_BUCKET_TIE_US),
+ * with the peak within the limit:
  *  - split: the first member of the first bucket of a key, or the last
  *    member of its last bucket, leaves the bucket (repeatedly, while the
  *    step gets shorter);
@@ -27,7 +27,6 @@
 #define REFINE_SIMULATIONS 64
 #define REFINE_NODES 100000
 #define SPLITS_PER_END 4
-#define STEP_EPS_US 1e-9
 #define MAX_MEMBERS 64
 
 /* Units of one key in issue order: each a GArray of candidate indices. */
@@ -69,7 +68,8 @@ better (Refine *r, bool ties, SgBucketEval *ev)
   SgBucketSpec *specs = to_specs (r, &ns);
   bool ok = sg_bucket_evaluate (r->s, specs, ns, ev);
   sg_bucket_specs_free (specs, ns);
-  double limit = r->cur.step_us + (ties ? STEP_EPS_US : -STEP_EPS_US);
+  double limit = ties ? MIN (r->cur.step_us, r->s->base_step_us) + SG_BUCKET_TIE_US
+                      : r->cur.step_us - SG_BUCKET_TIE_US;
   return ok && ev->step_us <= limit && ev->peak_bytes <= r->s->peak_limit;
 }
 

@@ -21,8 +21,6 @@
 #include <math.h>
 #include <string.h>
 
-/* A candidate set must beat another by more than this to replace it. */
-#define STEP_EPS_US 1e-9
 
 typedef struct {
   SgOpKind kind;
@@ -49,8 +47,6 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   SgGraph *tg = sg_bucket_trial_build (s->trial, specs, n_specs, &err);
   bool ok = tg && sg_simulate (tg, NULL, &r, &err);
   sg_bucket_trial_graph_free (s->trial, tg);
-  if (!ok && g_getenv ("SG_BUCKET_DEBUG"))
-    g_printerr ("bucket: trial refused: %s\n", err ? err->message : "?");
   if (!ok)
     return false;
   out->exposed_us = r.exposed_us;
@@ -183,12 +179,12 @@ typedef struct {
 } Choice;
 
 /* Keeps @c in @best when it predicts a shorter step, or the same step
- * with fewer collectives; frees the loser. */
+ * (within SG_BUCKET_TIE_US) with fewer collectives; frees the loser. */
 static void
 keep_better (Choice *best, Choice c)
 {
-  bool shorter = c.ev.step_us < best->ev.step_us - STEP_EPS_US;
-  bool tie = c.ev.step_us <= best->ev.step_us + STEP_EPS_US;
+  bool shorter = c.ev.step_us < best->ev.step_us - SG_BUCKET_TIE_US;
+  bool tie = c.ev.step_us <= best->ev.step_us + SG_BUCKET_TIE_US;
   if (shorter || (tie && merged (c.specs, c.n) > merged (best->specs, best->n))) {
     sg_bucket_specs_free (best->specs, best->n);
     *best = c;
@@ -293,6 +289,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   SgBucketSearch s = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes };
   double grow = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
   s.peak_limit = (uint64_t)((double)base.peak_bytes * (1.0 + MAX (grow, 0.0)));
+  s.base_step_us = base.step_us;
   collect_cands (&s);
   s.aug = constraints_aug (g);
   s.trial = sg_bucket_trial_new (g);

@@ -1,6 +1,6 @@
 /* bucket-test.h: helpers shared by the bucket pass tests (test_pass.c,
- * test_trial.c): the data folder from argv[1], the Check runner, and a
- * generated FSDP-8 step (graphgen, in memory) as loaded.
+ * test_trial.c, test_modes.c): the data folder from argv[1], the Check
+ * runner, and graphgen's steps (in memory) as loaded.
  * Requires: Check; graphgen for bt_generated_fsdp8. Invalidates: nothing.
  */
 #pragma once
@@ -28,8 +28,33 @@ bt_main (int argc, char **argv, const char **data_dir, Suite *s)
 }
 
 #ifdef HAVE_GRAPHGEN
-/* graphgen's FSDP step over 8 ranks, layers sized for about @nodes nodes,
- * loaded as a graph (not estimated, not scheduled). */
+/* (transfer full) graphgen's graph JSON for @gc, *@len bytes. */
+static inline char *
+bt_generate_text (const GgConfig *gc, size_t *len)
+{
+  char *text = NULL;
+  FILE *f = open_memstream (&text, len);
+  GError *error = NULL;
+  ck_assert_msg (gg_write (gc, f, NULL, &error), "%s", error ? error->message : "");
+  fclose (f);
+  return text;
+}
+
+/* graphgen's step for @gc, loaded as a graph (not estimated, not
+ * scheduled). */
+static inline SgGraph *
+bt_generated (const GgConfig *gc)
+{
+  size_t len = 0;
+  char *text = bt_generate_text (gc, &len);
+  GError *error = NULL;
+  SgGraph *g = sg_graph_load_data (text, len, "graphgen", &error);
+  free (text);
+  ck_assert_msg (g, "%s", error ? error->message : "");
+  return g;
+}
+
+/* graphgen's FSDP step over 8 ranks, layers sized for about @nodes nodes. */
 static inline SgGraph *
 bt_generated_fsdp8 (int64_t nodes)
 {
@@ -37,15 +62,6 @@ bt_generated_fsdp8 (int64_t nodes)
   gg_config_init (&gc);
   gc.dp = 8, gc.world = 8;
   gc.layers = gg_layers_for_nodes (&gc, nodes);
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream (&text, &len);
-  GError *error = NULL;
-  ck_assert_msg (gg_write (&gc, f, NULL, &error), "%s", error ? error->message : "");
-  fclose (f);
-  SgGraph *g = sg_graph_load_data (text, len, "gg_fsdp8", &error);
-  free (text);
-  ck_assert_msg (g, "%s", error ? error->message : "");
-  return g;
+  return bt_generated (&gc);
 }
 #endif
