@@ -8,13 +8,13 @@
  * them is computed. Two kinds of moves, each kept only when the predicted
  * step gets shorter (a split) or not longer (a merge, SG_BUCKET_TIE_US),
  * with the peak within the limit:
- *  - split: the first member of the first bucket of a key, or the last
- *    member of its last bucket, leaves the bucket (repeatedly, while the
- *    step gets shorter);
+ *  - split: the first and the last bucket of a key are cut in two where
+ *    the step is shortest (every cut simulated), repeatedly while that
+ *    shortens the step;
  *  - merge: two neighbouring units of a key (buckets or single
  *    collectives, in issue order) become one, where no path joins them in
  *    the augmented graph and the cap allows.
- * At most REFINE_SIMULATIONS simulations per set (fewer above 100k nodes):
+ * At most REFINE_SIMULATIONS simulations per set (fewer above 20k nodes):
  * the pass stays near linear on large graphs.
  * Mirrors: the split/merge moves of local search over partitions (e.g.
  * XLA's and Alpa's cost-model-driven bucketing), without annealing.
@@ -22,10 +22,10 @@
  */
 #include "bucket-private.h"
 
-/* Simulations per refined set: 64 up to 100k nodes, fewer above (at
- * least 4), so that refining costs about as much as the greedy. */
+/* Simulations per refined set: 64 up to 20k nodes, fewer above (12 at
+ * 100k, at least 4), about what the greedy spends in batch mode. */
 #define REFINE_SIMULATIONS 64
-#define REFINE_NODES 100000
+#define REFINE_NODES 20000
 #define SPLITS_PER_END 4
 #define MAX_MEMBERS 64
 
@@ -73,28 +73,38 @@ better (Refine *r, bool ties, SgBucketEval *ev)
   return ok && ev->step_us <= limit && ev->peak_bytes <= r->s->peak_limit;
 }
 
-/* Moves the first (@front) or last member of unit @u into a unit of its
- * own next to it; undoes the move when it does not shorten the step. */
+/* Cuts unit @u in two where the step is shortest (every cut is
+ * simulated), and keeps that cut when it shortens the step. */
 static bool
-try_split (Refine *r, GPtrArray *units, guint u, bool front)
+try_split (Refine *r, GPtrArray *units, guint u)
 {
   GArray *a = g_ptr_array_index (units, u);
-  if (a->len < 2)
+  guint m = a->len, best = 0;
+  if (m < 2)
     return false;
-  int32_t m = g_array_index (a, int32_t, front ? 0 : a->len - 1);
-  GArray *one = g_array_new (FALSE, FALSE, sizeof (int32_t));
-  g_array_append_val (one, m);
-  g_array_remove_index (a, front ? 0 : a->len - 1);
-  g_ptr_array_insert (units, (gint)(front ? u : u + 1), one);
-  SgBucketEval ev;
-  if (better (r, false, &ev)) {
-    r->cur = ev;
-    return true;
+  g_autofree int32_t *saved = g_memdup2 (a->data, sizeof (int32_t) * m);
+  GArray *tail = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  g_ptr_array_insert (units, (gint)(u + 1), tail);
+  SgBucketEval best_ev = r->cur, ev;
+  for (guint j = 1; j < m && r->budget > 0; j++) {
+    g_array_set_size (tail, 0);
+    g_array_append_vals (tail, saved + j, m - j);
+    g_array_set_size (a, 0);
+    g_array_append_vals (a, saved, j);
+    if (better (r, false, &ev) && ev.step_us < best_ev.step_us)
+      best = j, best_ev = ev;
   }
-  g_ptr_array_steal_index (units, front ? u : u + 1);
-  g_array_insert_val (a, front ? 0 : a->len, m);
-  g_array_unref (one);
-  return false;
+  g_array_set_size (a, 0);
+  g_array_set_size (tail, 0);
+  if (best == 0) {
+    g_array_append_vals (a, saved, m);
+    g_ptr_array_remove_index (units, u + 1);
+    return false;
+  }
+  g_array_append_vals (a, saved, best);
+  g_array_append_vals (tail, saved + best, m - best);
+  r->cur = best_ev;
+  return true;
 }
 
 static bool
@@ -171,22 +181,21 @@ sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
     }
     g_array_append_val (a, i);
   }
-  /* the ends first: split the first gather and the last reductions */
+  /* the ends first: cut the first and the last bucket of every key */
   for (int32_t k = 0; k < s->n_keys; k++) {
     GPtrArray *units = r.units[k];
-    guint first = 0, last;
-    while (first < units->len && ((GArray *)g_ptr_array_index (units, first))->len < 2)
-      first++;
-    for (int t = 0; t < SPLITS_PER_END && first < units->len; t++)
-      if (try_split (&r, units, first, true))
-        first++; /* the bucket moved one unit on */
-      else
-        break;
     for (int t = 0; t < SPLITS_PER_END; t++) {
-      last = units->len;
+      guint first = 0;
+      while (first < units->len && ((GArray *)g_ptr_array_index (units, first))->len < 2)
+        first++;
+      if (first == units->len || !try_split (&r, units, first))
+        break;
+    }
+    for (int t = 0; t < SPLITS_PER_END; t++) {
+      guint last = units->len;
       while (last > 0 && ((GArray *)g_ptr_array_index (units, last - 1))->len < 2)
         last--;
-      if (last == 0 || !try_split (&r, units, last - 1, false))
+      if (last == 0 || !try_split (&r, units, last - 1))
         break;
     }
   }

@@ -126,7 +126,7 @@ copy_elided (const SgGraph *g, SgNodeId id, const SgElision *e)
   if (e)
     return e->reason[id] == SG_COPY_ELIDED;
   SgElision own;
-  sg_graph_elision (g, &own);
+  sg_graph_elision_reasons (g, &own);
   bool elided = own.reason[id] == SG_COPY_ELIDED;
   sg_elision_clear (&own);
   return elided;
@@ -207,7 +207,7 @@ elision_if_buckets (const SgGraph *g, SgElision *e)
 {
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     if (sg_op_class (g->nodes[i].kind) == SG_CLASS_BUCKET) {
-      sg_graph_elision (g, e);
+      sg_graph_elision_reasons (g, e);
       return true;
     }
   return false;

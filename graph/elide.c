@@ -49,7 +49,7 @@ static const char *const reason_text[SG_COPY_N_REASONS] = {
                            "buffer",
   [SG_COPY_COMM_WRITTEN] = "comm_written: a member input is written by a collective",
   [SG_COPY_TUPLE_INPUT] = "tuple_input: a member input is an element of a multi-output op",
-  [SG_COPY_NO_COLLECTIVE] = "no_collective: the pack is not read by exactly one collective",
+  [SG_COPY_NO_COLLECTIVE] = "no_collective: no single collective reads the pack",
 };
 
 const char *
@@ -269,68 +269,96 @@ decide_unpack (Ctx *x, SgNodeId u)
   return SG_COPY_ELIDED;
 }
 
-void
-sg_graph_elision (const SgGraph *g, SgElision *e)
+static bool
+is_copy (SgOpKind k)
 {
-  g_return_if_fail (g && e);
+  return k == SG_OP_BUCKET_PACK || k == SG_OP_BUCKET_UNPACK;
+}
+
+/* The analysis; @roots false leaves e->root NULL (what the cost model
+ * needs is the reasons). One pass over the nodes and their inputs, the
+ * decisions over the copies only, one more pass for the roots. */
+static void
+elision (const SgGraph *g, SgElision *e, bool roots)
+{
   int32_t n = g->n_nodes;
   size_t nn = (size_t)MAX (n, 1);
+  memset (e, 0, sizeof *e);
   e->reason = g_new0 (uint8_t, nn);
   e->view_of = g_new (SgNodeId, nn);
   e->view_off = g_new0 (uint64_t, nn);
-  e->root = g_new (SgNodeId, nn);
-  e->n_elided = 0;
   Ctx x = { .g = g, .e = e };
   x.reader = g_new (SgNodeId, nn);
   x.unpacked = g_new0 (uint64_t, nn);
   x.is_output = g_new0 (bool, nn);
   x.group_root = g_new (SgNodeId, nn);
-  bool any = false;
+  memset (e->view_of, 0xff, nn * sizeof (SgNodeId)); /* -1 */
+  memset (x.reader, 0xff, nn * sizeof (SgNodeId));
+  memset (x.group_root, 0xff, nn * sizeof (SgNodeId));
+  /* the copies, and the collective that reads each pack (a pack read by
+   * anything else is a view all the same: its layout is what counts) */
+  g_autoptr (GArray) copies = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   for (SgNodeId v = 0; v < n; v++) {
-    e->view_of[v] = x.reader[v] = x.group_root[v] = -1;
-    any |= sg_op_class (g->nodes[v].kind) == SG_CLASS_BUCKET;
-  }
-  for (SgNodeId v = 0; any && v < n; v++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, v, &k);
-    for (uint32_t j = 0; j < k; j++) {
-      if (g->nodes[in[j]].kind == SG_OP_BUCKET_PACK)
-        x.reader[in[j]] = x.reader[in[j]] == -1 ? v : -2;
-      if (g->nodes[v].op == SG_NODE_OUTPUT)
-        x.is_output[sg_node_storage_root (g, in[j])] = true;
-    }
-  }
-  for (SgNodeId v = 0; any && v < n; v++) {
     SgOpKind kind = g->nodes[v].kind;
-    if (kind == SG_OP_BUCKET_PACK || kind == SG_OP_BUCKET_UNPACK) {
-      SgCopyReason r = kind == SG_OP_BUCKET_PACK ? decide_pack (&x, v) : decide_unpack (&x, v);
-      e->reason[v] = (uint8_t)r;
-      e->n_elided += r == SG_COPY_ELIDED;
+    if (is_copy (kind))
+      g_array_append_val (copies, v);
+    else if (sg_op_is_collective (kind) && g->nodes[v].n_in > 0) {
+      uint32_t k;
+      SgNodeId in = sg_node_inputs (g, v, &k)[0];
+      if (g->nodes[in].kind == SG_OP_BUCKET_PACK)
+        x.reader[in] = x.reader[in] == -1 ? v : -2;
     }
+  }
+  if (g->output != SG_NO_NODE) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, g->output, &k);
+    for (uint32_t j = 0; j < k; j++)
+      x.is_output[sg_node_storage_root (g, in[j])] = true;
+  }
+  for (guint i = 0; i < copies->len; i++) {
+    SgNodeId v = g_array_index (copies, SgNodeId, i);
+    SgCopyReason r = g->nodes[v].kind == SG_OP_BUCKET_PACK ? decide_pack (&x, v)
+                                                           : decide_unpack (&x, v);
+    e->reason[v] = (uint8_t)r;
+    e->n_elided += r == SG_COPY_ELIDED;
   }
   /* Storage roots with elision (liveness.c), one pass in id order: what
    * a node resolves to always has a lower id (a relocation's group root is
    * its lowest-id member, whose root is itself). */
-  for (SgNodeId v = 0; v < n; v++) {
+  if (roots)
+    e->root = g_new (SgNodeId, nn);
+  for (SgNodeId v = 0; roots && v < n; v++) {
     const SgNode *nd = &g->nodes[v];
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, v, &k);
-    bool elided = sg_op_class (nd->kind) == SG_CLASS_BUCKET && e->reason[v] == SG_COPY_ELIDED;
+    bool elided = is_copy (nd->kind) && e->reason[v] == SG_COPY_ELIDED;
     SgNodeId r = v;
-    if (sg_elision_relocated (g, e, v))
+    if (e->view_of[v] >= 0 && !is_copy (nd->kind)) /* relocated */
       r = x.group_root[e->view_of[v]];
-    else if (sg_op_is_alias (nd->kind) && k)
-      r = e->root[in[0]];
-    else if (elided && e->view_of[v] >= 0)
-      r = e->root[e->view_of[v]];
     else if (elided)
-      r = x.group_root[v];
+      r = e->view_of[v] >= 0 ? e->root[e->view_of[v]] : x.group_root[v];
+    else if (k && sg_op_is_alias (nd->kind))
+      r = e->root[in[0]];
     e->root[v] = r;
   }
   g_free (x.reader);
   g_free (x.unpacked);
   g_free (x.is_output);
   g_free (x.group_root);
+}
+
+void
+sg_graph_elision (const SgGraph *g, SgElision *e)
+{
+  g_return_if_fail (g && e);
+  elision (g, e, true);
+}
+
+void
+sg_graph_elision_reasons (const SgGraph *g, SgElision *e)
+{
+  g_return_if_fail (g && e);
+  elision (g, e, false);
 }
 
 void
@@ -348,5 +376,5 @@ sg_elision_clear (SgElision *e)
 bool
 sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v)
 {
-  return e->view_of[v] >= 0 && sg_op_class (g->nodes[v].kind) != SG_CLASS_BUCKET;
+  return e->view_of[v] >= 0 && !is_copy (g->nodes[v].kind);
 }

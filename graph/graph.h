@@ -289,7 +289,7 @@ typedef enum {
   SG_COPY_MIXED_INPUTS,  /* graph inputs and computed members */
   SG_COPY_COMM_WRITTEN,  /* a member input is written by a collective */
   SG_COPY_TUPLE_INPUT,   /* a member input is a tuple element */
-  SG_COPY_NO_COLLECTIVE, /* the pack is not read by exactly one collective */
+  SG_COPY_NO_COLLECTIVE, /* no single collective reads the pack */
   SG_COPY_N_REASONS
 } SgCopyReason;
 
@@ -316,6 +316,8 @@ typedef struct {
 
 /* Fills @e for @g (clear it with sg_elision_clear). O(n_nodes). */
 void sg_graph_elision (const SgGraph *g, SgElision *e);
+/* The same without e->root (NULL): what the cost model reads. */
+void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
 void sg_elision_clear (SgElision *e);
 /* True when @v's storage lives in an elided pack's buffer (e->view_of[v]). */
 bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
