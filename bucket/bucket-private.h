@@ -70,6 +70,14 @@ heap_pop (HeapItem *h, int32_t *n)
  * (the searches compare with it as well as with their current step). */
 #define SG_BUCKET_TIE_US 1e-3
 
+/* What collectives must share to merge: kind, group, dtype, reduce op. */
+typedef struct {
+  SgOpKind kind;
+  int32_t group;
+  SgDtype dtype;
+  SgReduceOp reduce;
+} SgBucketKey;
+
 /* A collective that may join a bucket (sg_bucket_member_check), with its
  * wait, its key (kind, group, dtype, reduce op: only equal keys merge) and
  * the bytes it moves (sg_node_comm_bytes). */

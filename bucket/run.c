@@ -22,13 +22,6 @@
 #include <string.h>
 
 
-typedef struct {
-  SgOpKind kind;
-  int32_t group;
-  SgDtype dtype;
-  SgReduceOp reduce;
-} Key;
-
 void
 sg_bucket_specs_free (SgBucketSpec *specs, int32_t n)
 {
@@ -64,10 +57,10 @@ sg_bucket_cands_independent (SgAug *aug, const SgBucketCand *a, const SgBucketCa
 }
 
 static int32_t
-key_index (GArray *keys, Key k)
+key_index (GArray *keys, SgBucketKey k)
 {
   for (guint i = 0; i < keys->len; i++) {
-    Key *o = &g_array_index (keys, Key, i);
+    SgBucketKey *o = &g_array_index (keys, SgBucketKey, i);
     if (o->kind == k.kind && o->group == k.group && o->dtype == k.dtype && o->reduce == k.reduce)
       return (int32_t)i;
   }
@@ -146,7 +139,7 @@ collect_cands (SgBucketSearch *s)
   SgGraph *g = s->g;
   sg_graph_fill_users (g);
   s->cands = g_new (SgBucketCand, (size_t)g->n_nodes + 1);
-  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (Key));
+  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (SgBucketKey));
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     const SgNode *n = &g->nodes[i];
     SgNodeId w;
@@ -155,7 +148,7 @@ collect_cands (SgBucketSearch *s)
     uint64_t bytes = sg_node_comm_bytes (g, i);
     if (bytes == 0)
       continue;
-    Key k = { n->kind, n->group, n->meta.dtype, n->reduce };
+    SgBucketKey k = { n->kind, n->group, n->meta.dtype, n->reduce };
     s->cands[s->n_cands++] = (SgBucketCand){ i, w, key_index (keys, k), bytes };
   }
   s->n_keys = (int32_t)keys->len;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "builder.h"
 #include "graph.h"
 #ifdef HAVE_GRAPHGEN
 #include "graphgen.h"
@@ -25,6 +26,29 @@ bt_main (int argc, char **argv, const char **data_dir, Suite *s)
   const int failed = srunner_ntests_failed (sr);
   srunner_free (sr);
   return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* Two all_gathers of 1 MiB shards over two ranks issued up front, then
+ * one compute of @busy_us, then their consumers (matmuls). With a short
+ * compute the second gather waits behind the first on the comm stream and
+ * is exposed: one bucket pays one latency; with a long one both hide. */
+static inline SgGraph *
+bt_two_gathers (double busy_us)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, (int64_t)1024, (int64_t)1024);
+  tb_input (g, "w1", "bfloat16", 2, (int64_t)512, (int64_t)1024);
+  tb_input (g, "w2", "bfloat16", 2, (int64_t)512, (int64_t)1024);
+  tb_all_gather (g, "ag1", "w1", "0");
+  tb_all_gather (g, "ag2", "w2", "0");
+  tb_cost (g, tb_mm (g, "busy", "x", "x"), busy_us);
+  tb_wait (g, "ag1_w", "ag1");
+  tb_wait (g, "ag2_w", "ag2");
+  tb_mm (g, "mm1", "busy", "ag1_w");
+  tb_mm (g, "mm2", "mm1", "ag2_w");
+  tb_output (g, 1, "mm2");
+  return g;
 }
 
 #ifdef HAVE_GRAPHGEN

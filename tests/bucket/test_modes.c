@@ -88,31 +88,12 @@ END_TEST
  * one machine both calls end within it, so a bucket would only add its
  * unpack copies; across two machines (one NIC per call, network latency)
  * the second is exposed, and one call of both hides. */
-static SgGraph *
-gathers_behind (double busy_us)
-{
-  SgGraph *g = tb_new (2);
-  tb_group (g, "0", 2, 0, 1);
-  tb_input (g, "x", "bfloat16", 2, I (1024), I (1024));
-  tb_input (g, "w1", "bfloat16", 2, I (512), I (1024));
-  tb_input (g, "w2", "bfloat16", 2, I (512), I (1024));
-  tb_all_gather (g, "ag1", "w1", "0");
-  tb_all_gather (g, "ag2", "w2", "0");
-  tb_cost (g, tb_mm (g, "busy", "x", "x"), busy_us);
-  tb_wait (g, "ag1_w", "ag1");
-  tb_wait (g, "ag2_w", "ag2");
-  tb_cost (g, tb_mm (g, "mm1", "busy", "ag1_w"), 5.0);
-  tb_cost (g, tb_mm (g, "mm2", "mm1", "ag2_w"), 5.0);
-  tb_output (g, 1, "mm2");
-  return g;
-}
-
 START_TEST (a_cluster_of_several_machines_merges_what_one_keeps_apart)
 {
   const char *one = "{\"gpus_per_node\": 2, \"comm_start_wait\": 0}";
   const char *two = "{\"gpus_per_node\": 1, \"comm_start_wait\": 0}";
-  g_autoptr (SgGraph) a = gathers_behind (100.0);
-  g_autoptr (SgGraph) b = gathers_behind (100.0);
+  g_autoptr (SgGraph) a = bt_two_gathers (100.0);
+  g_autoptr (SgGraph) b = bt_two_gathers (100.0);
   SgConfig ca, cb;
   estimate_with (a, &ca, one);
   estimate_with (b, &cb, two);
@@ -132,7 +113,7 @@ END_TEST
  * not reach. */
 START_TEST (merging_gains_are_priced)
 {
-  g_autoptr (SgGraph) g = gathers_behind (100.0);
+  g_autoptr (SgGraph) g = bt_two_gathers (100.0);
   SgConfig cfg;
   estimate_with (g, &cfg, NULL);
   const SgCostModel *cm = sg_graph_cost_model (g);

@@ -33,32 +33,9 @@ run_pass (SgGraph *g, const SgConfig *cfg)
   ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "");
 }
 
-/* Two all_gathers issued up front, then one compute of @busy_us, then
- * their consumers. With a short compute the second gather waits behind the
- * first on the comm stream and is exposed: one bucket pays one latency. */
-static SgGraph *
-two_gathers (double busy_us)
-{
-  SgGraph *g = tb_new (2);
-  tb_group (g, "0", 2, 0, 1);
-  tb_input (g, "x", "bfloat16", 2, I (1024), I (1024));
-  tb_input (g, "w1", "bfloat16", 2, I (512), I (1024));
-  tb_input (g, "w2", "bfloat16", 2, I (512), I (1024));
-  tb_all_gather (g, "ag1", "w1", "0");
-  tb_all_gather (g, "ag2", "w2", "0");
-  SgNodeId busy = tb_mm (g, "busy", "x", "x");
-  tb_cost (g, busy, busy_us);
-  tb_wait (g, "ag1_w", "ag1");
-  tb_wait (g, "ag2_w", "ag2");
-  tb_mm (g, "mm1", "busy", "ag1_w");
-  tb_mm (g, "mm2", "mm1", "ag2_w");
-  tb_output (g, 1, "mm2");
-  return g;
-}
-
 START_TEST (exposed_gathers_merge_into_one_bucket)
 {
-  g_autoptr (SgGraph) g = two_gathers (25.0);
+  g_autoptr (SgGraph) g = bt_two_gathers (25.0);
   SgConfig cfg;
   estimate (g, &cfg);
   run_pass (g, &cfg);
@@ -102,7 +79,7 @@ START_TEST (hidden_gathers_stay_apart_when_a_merge_only_adds_copies)
   /* behind 5 ms of compute both are hidden: a bucket would save nothing
    * and add a pack and two unpacks to the compute stream (comm_start_wait
    * 0: the gathers start beside the GEMM instead of waiting for its end) */
-  g_autoptr (SgGraph) g = two_gathers (5000.0);
+  g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
   g->cluster_json = g_strdup ("{\"comm_start_wait\": 0}");
   SgConfig cfg;
   estimate (g, &cfg);
@@ -117,7 +94,7 @@ END_TEST
 
 START_TEST (no_bucket_leaves_the_graph_alone)
 {
-  g_autoptr (SgGraph) g = two_gathers (5000.0);
+  g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
   SgConfig cfg;
   estimate (g, &cfg);
   cfg.bucket = false;
@@ -138,7 +115,7 @@ END_TEST
 
 START_TEST (bucket_cap_stops_a_merge)
 {
-  g_autoptr (SgGraph) g = two_gathers (5000.0);
+  g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
   SgConfig cfg;
   estimate (g, &cfg);
   cfg.bucket_cap_bytes = 3u << 20; /* each gather moves 2 MiB */
@@ -396,7 +373,7 @@ START_TEST (timeline_screen_refuses_what_cannot_be_hidden)
   ck_assert (sg_bucket_predict_ok (p, c, w, 1, sg_node_comm_bytes (g, c[0])));
   sg_bucket_predict_free (p);
 
-  g_autoptr (SgGraph) h = two_gathers (5000.0);
+  g_autoptr (SgGraph) h = bt_two_gathers (5000.0);
   estimate (h, &cfg);
   sg_graph_fill_users (h);
   p = sg_bucket_predict_new (h, &error);

@@ -184,13 +184,6 @@ START_TEST (trial_refuses_what_apply_refuses)
 }
 END_TEST
 
-typedef struct {
-  SgOpKind kind;
-  int32_t group;
-  SgDtype dtype;
-  SgReduceOp reduce;
-} Key;
-
 /* Bucket sets over the candidates of @g (estimated and scheduled), grouped
  * by key like the pass: runs of 2 to 5 consecutive candidates all at once,
  * and each of the first adjacent pairs alone. */
@@ -198,7 +191,7 @@ static void
 check_bucket_sets (SgGraph *g)
 {
   sg_graph_fill_users (g);
-  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (Key));
+  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (SgBucketKey));
   g_autoptr (GPtrArray) lists = g_ptr_array_new_with_free_func ((GDestroyNotify)g_array_unref);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     SgNodeId w;
@@ -206,9 +199,9 @@ check_bucket_sets (SgGraph *g)
     if (!sg_op_is_collective (n->kind) || !sg_bucket_member_check (g, i, &w, NULL)
         || sg_node_comm_bytes (g, i) == 0)
       continue;
-    Key k = { n->kind, n->group, n->meta.dtype, n->reduce };
+    SgBucketKey k = { n->kind, n->group, n->meta.dtype, n->reduce };
     guint ki = 0;
-    while (ki < keys->len && memcmp (&g_array_index (keys, Key, ki), &k, sizeof k) != 0)
+    while (ki < keys->len && memcmp (&g_array_index (keys, SgBucketKey, ki), &k, sizeof k) != 0)
       ki++;
     if (ki == keys->len) {
       g_array_append_val (keys, k);

@@ -10,22 +10,11 @@
 #     without bucketing, auto and per-layer (model costs), measured step
 #     against the predicted step.
 # Results: $OUT/bucket.md (the tables for bench/RESULTS.md), $OUT/log.txt.
+# Uses $OUT/log.txt like run.sh: run one of them per call.
 # About 6 minutes (3 plans x 2 graphs x 30 iterations, 6 exact runs).
 set -u
-ROOT=$PWD
-OUT=${OUT:-/tmp/sg-out}
 W=/tmp/sg-bucket
-rm -rf "$W"
-mkdir -p "$OUT" "$W"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export LD_LIBRARY_PATH=$ROOT/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-BIN=$ROOT/.carry/bin
-G=$ROOT/.carry/graphs
-MPI=(mpirun -np 2 --bind-to none --oversubscribe
-     -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x TORCH_SYMM_MEM_DISABLE_MULTICAST
-     -x NVSHMEM_DISABLE_NVLS --mca btl_vader_single_copy_mechanism none)
-exec > >(tee "$OUT/log.txt") 2>&1
+. tools/device/env.sh
 ITERS=${ITERS:-30}; WARM=5
 
 # plan FILE GRAPH VARIANT: none | auto | layer
