@@ -289,6 +289,77 @@ START_TEST (reduce_long_mean_to_a_scalar_runs_in_two_passes)
 }
 END_TEST
 
+/* Tall columns (sum over the two outer dims of [4, 512, 64]) take two
+ * passes through partials; both passes run in a fixed order, so a second run
+ * gives the same bits, and one pass (no partials) agrees to rounding. */
+START_TEST (reduce_tall_columns_in_two_passes_repeat_bitwise)
+{
+  const int64_t s[] = { 4, 512, 64 }, so[] = { 64 };
+  DevT a = dev_rand (SG_DTYPE_BF16, 3, s, 0);
+  DevT o = dev_empty (SG_DTYPE_F32, 1, so), o2 = dev_empty (SG_DTYPE_F32, 1, so);
+  DevT o1 = dev_empty (SG_DTYPE_F32, 1, so), m = dev_empty (SG_DTYPE_BF16, 1, so);
+  const int64_t np = sg_cu_reduce_partials (&o.t, &a.t);
+  ck_assert_int_gt (np, 64);
+  float *partials;
+  ck_assert_int_eq (cudaMalloc ((void **)&partials, (size_t)np * 4), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_SUM, &o.t, &a.t, 3u, partials, np, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_SUM, &o2.t, &a.t, 3u, partials, np, NULL),
+                    cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_SUM, &o1.t, &a.t, 3u, NULL, 0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_AMAX, &m.t, &a.t, 3u, partials, np, NULL),
+                    cudaSuccess);
+  double *g = dev_read (&o), *g2 = dev_read (&o2), *g1 = dev_read (&o1), *gm = dev_read (&m);
+  double want[64], wm[64];
+  for (int j = 0; j < 64; j++) {
+    want[j] = 0;
+    wm[j] = -INFINITY;
+    for (int i = 0; i < 2048; i++) {
+      want[j] += a.ref[i * 64 + j];
+      wm[j] = fmax (wm[j], a.ref[i * 64 + j]);
+    }
+  }
+  assert_close (g, want, 64, 1e-5, 1e-4);
+  assert_close (g1, want, 64, 1e-5, 1e-4);
+  assert_close (gm, wm, 64, 0, 0);
+  ck_assert_int_eq (memcmp (g, g2, sizeof want), 0);
+  double *fr[] = { g, g2, g1, gm };
+  for (int k = 0; k < 4; k++)
+    g_free (fr[k]);
+  cudaFree (partials);
+  DevT *ds[] = { &a, &o, &o2, &o1, &m };
+  for (int k = 0; k < 5; k++)
+    dev_free (ds[k]);
+}
+END_TEST
+
+/* ---- dtype conversion (_to_copy) ---- */
+
+START_TEST (copy_converts_bf16_to_f32_and_back)
+{
+  const int64_t s[] = { 1000, 24 };
+  DevT a = dev_rand (SG_DTYPE_BF16, 2, s, 0);
+  DevT f = dev_empty (SG_DTYPE_F32, 2, s), b = dev_empty (SG_DTYPE_BF16, 2, s);
+  DevT x = dev_rand (SG_DTYPE_F32, 2, s, 0), xb = dev_empty (SG_DTYPE_BF16, 2, s);
+  ck_assert_int_eq (sg_cu_map (SG_CU_COPY, &f.t, &a.t, NULL, 0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_map (SG_CU_COPY, &b.t, &f.t, NULL, 0, NULL), cudaSuccess);
+  ck_assert_int_eq (sg_cu_map (SG_CU_COPY, &xb.t, &x.t, NULL, 0, NULL), cudaSuccess);
+  double *gf = dev_read (&f), *gb = dev_read (&b), *gx = dev_read (&xb);
+  double *wx = g_new (double, 24000);
+  for (int i = 0; i < 24000; i++)
+    wx[i] = bf2f (f2bf ((float)x.ref[i])); /* round to nearest even, once */
+  assert_close (gf, a.ref, 24000, 0, 0);
+  assert_close (gb, a.ref, 24000, 0, 0);
+  assert_close (gx, wx, 24000, 0, 0);
+  g_free (gf);
+  g_free (gb);
+  g_free (gx);
+  g_free (wx);
+  DevT *ds[] = { &a, &f, &b, &x, &xb };
+  for (int k = 0; k < 5; k++)
+    dev_free (ds[k]);
+}
+END_TEST
+
 /* ---- flat copies (bucket pack / unpack semantics) ---- */
 
 START_TEST (copy_range_reads_a_transposed_view_in_logical_order)
@@ -419,6 +490,8 @@ suite (void)
   tcase_add_test (tc, reduce_dense_rows_and_columns);
   tcase_add_test (tc, reduce_sum_over_dim0_drops_it);
   tcase_add_test (tc, reduce_long_mean_to_a_scalar_runs_in_two_passes);
+  tcase_add_test (tc, reduce_tall_columns_in_two_passes_repeat_bitwise);
+  tcase_add_test (tc, copy_converts_bf16_to_f32_and_back);
   tcase_add_test (tc, copy_range_reads_a_transposed_view_in_logical_order);
   tcase_add_test (tc, gemm_handles_every_transposition_in_bf16);
   tcase_add_test (tc, gemm_f32_matches_reference);
