@@ -187,6 +187,14 @@ attn_plan (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, uint64_t *ws
   SgCuSdpa a;
   if (!st->dnn)
     return -1; /* st->attn_why says why (backend setup) */
+  const char *want = g_getenv ("SG_CUDA_ATTENTION");
+  if (st->exact && !(want && strcmp (want, "cudnn") == 0)) {
+    /* exact mode keeps the CPU reference's numerics: fp32 math throughout
+     * (cuDNN rounds P and dS to bf16, which nearly one-hot softmaxes turn
+     * into 1e-1 of relative error in the gradients: docs/gpu.md) */
+    *why = g_strdup ("exact mode computes attention in fp32 (SG_CUDA_ATTENTION=cudnn: on cuDNN)");
+    return -1;
+  }
   if (!attn_args (NULL, plan, ins, st->exact, &a)) {
     *why = g_strdup ("operands are not tensors");
     return -1;

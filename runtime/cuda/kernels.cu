@@ -13,10 +13,13 @@
 
 namespace {
 
+/* The hardware exp2 and reciprocal (a few ulp, far below bf16's and fp32
+ * outputs' tolerance): silu and its backward on [8192, 14336] were bound by
+ * expf and the IEEE division (254 us against PyTorch's 189 us on H200). */
 __device__ __forceinline__ float
 sigmoidf_ (float x)
 {
-  return 1.f / (1.f + expf (-x));
+  return __frcp_rn (1.f + __expf (-x));
 }
 
 __device__ __forceinline__ float
