@@ -96,7 +96,7 @@ COMPILE=${COMPILE:-1}
 NAMES=""
 IFS=, read -ra CASE_LIST <<< "$CASES"
 for spec in "${CASE_LIST[@]}"; do
-  IFS=: read -r name L H F NH S CC <<< "$spec"
+  IFS=: read -r name L H F NH S CASE_COMPILE <<< "$spec"
   NAMES="$NAMES $name"
   C=$W/$name
   mkdir -p "$C"
@@ -130,7 +130,7 @@ for spec in "${CASE_LIST[@]}"; do
   [ "${TORCH_OPS:-1}" = 1 ] && CASE="$name:$L:$H:$F:$NH:$S:1:1" PEER_DIR=$PY ITERS=10 WARM=3 \
     run 60 30 torchrun --standalone --nproc_per_node 1 "$ROOT/tools/device/torch_op_classes.py" "$C" \
     2>&1 | grep -v Warning | tail -2
-  CASE="$name:$L:$H:$F:$NH:$S:1:1" ITERS=10 WARM=3 COMPILE=${CC:-$COMPILE} \
+  CASE="$name:$L:$H:$F:$NH:$S:1:1" ITERS=10 WARM=3 COMPILE=${CASE_COMPILE:-$COMPILE} \
     run 200 40 torchrun --standalone --nproc_per_node 1 "$PY/torch_step.py" "$C" \
     2>&1 | grep -E '^(eager|fx_|compiled)' | tail -6
 done
