@@ -192,35 +192,13 @@ struct RowOperand {
   int cs;     /* 1: varies along the row (vector loads); 0: one value per row */
 };
 
-template <typename T> __device__ __forceinline__ float to_f (T v);
-template <> __device__ __forceinline__ float to_f<float> (float v) { return v; }
-template <> __device__ __forceinline__ float to_f<__nv_bfloat16> (__nv_bfloat16 v)
-{
-  return __bfloat162float (v);
-}
-template <> __device__ __forceinline__ float to_f<__half> (__half v) { return __half2float (v); }
-template <typename T> __device__ __forceinline__ T from_f (float v);
-template <> __device__ __forceinline__ float from_f<float> (float v) { return v; }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16> (float v)
-{
-  return __float2bfloat16_rn (v);
-}
-template <> __device__ __forceinline__ __half from_f<__half> (float v) { return __float2half_rn (v); }
-
 template <typename T, int V>
 __device__ __forceinline__ void
 load_row (const RowOperand &x, int64_t r, int64_t c, float (&v)[V])
 {
   const T *base = reinterpret_cast<const T *> (x.ptr) + r * x.rs;
   if (x.cs) {
-    union {
-      uint4 u;
-      T e[V];
-    } w;
-    w.u = *reinterpret_cast<const uint4 *> (base + c);
-#pragma unroll
-    for (int j = 0; j < V; j++)
-      v[j] = to_f<T> (w.e[j]);
+    load16<T, V> (base + c, v);
   } else {
     const float s = to_f<T> (*base);
 #pragma unroll

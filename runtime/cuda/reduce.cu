@@ -116,19 +116,29 @@ split_cols (int64_t rows, int64_t cols)
 
 /* ---- fast paths over dense bf16/f16/f32 inputs ---- */
 
-template <typename T> __device__ __forceinline__ float to_f (T v);
-template <> __device__ __forceinline__ float to_f<float> (float v) { return v; }
-template <> __device__ __forceinline__ float to_f<__nv_bfloat16> (__nv_bfloat16 v)
-{
-  return __bfloat162float (v);
-}
-template <> __device__ __forceinline__ float to_f<__half> (__half v) { return __half2float (v); }
-
 template <bool IS_MAX>
 __device__ __forceinline__ float
 combine (float a, float b)
 {
   return IS_MAX ? fmaxf (a, b) : a + b;
+}
+
+/* @acc combined with row[r], row[r + 1], ... for r < end, V = 16 /
+ * sizeof(T) elements per 16-byte load, loads @step elements apart. */
+template <typename T, bool IS_MAX>
+__device__ __forceinline__ float
+acc_span (const T *row, int64_t r, int64_t end, int64_t step, float acc)
+{
+  constexpr int V = 16 / sizeof (T);
+#pragma unroll 4
+  for (; r < end; r += step) {
+    float v[V];
+    load16<T, V> (row + r, v);
+#pragma unroll
+    for (int j = 0; j < V; j++)
+      acc = combine<IS_MAX> (acc, v[j]);
+  }
+  return acc;
 }
 
 /* The final value of output @o (mean divides), or its slice's partial. */
@@ -157,18 +167,8 @@ rows_kernel (const T *in, int64_t n_out, int64_t n_red, int64_t G, int op, float
   for (int64_t blk = blockIdx.x; blk < n_out * G; blk += gridDim.x) {
     const int64_t o = blk / G, g = blk % G;
     const int64_t r0 = g * per, r1 = r0 + per < n_red ? r0 + per : n_red;
-    const T *row = in + o * n_red;
-    float acc = IS_MAX ? -INFINITY : 0.f;
-    for (int64_t r = r0 + (int64_t)threadIdx.x * V; r < r1; r += (int64_t)blockDim.x * V) {
-      union {
-        uint4 u;
-        T e[V];
-      } w;
-      w.u = *reinterpret_cast<const uint4 *> (row + r);
-#pragma unroll
-      for (int j = 0; j < V; j++)
-        acc = combine<IS_MAX> (acc, to_f<T> (w.e[j]));
-    }
+    float acc = acc_span<T, IS_MAX> (in + o * n_red, r0 + (int64_t)threadIdx.x * V, r1,
+                                     (int64_t)blockDim.x * V, IS_MAX ? -INFINITY : 0.f);
     acc = block_reduce (acc, IS_MAX);
     if (threadIdx.x == 0)
       emit (acc, op, n_red, G > 1, partials, blk, out, out_dt, o);
@@ -189,19 +189,8 @@ rows_warp_kernel (const T *in, int64_t n_out, int64_t n_red, int op, char *out, 
   const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);
   for (int64_t o = blockIdx.x * (int64_t)(blockDim.x >> 5) + (threadIdx.x >> 5); o < n_out;
        o += warps) {
-    const T *row = in + o * n_red;
-    float acc = IS_MAX ? -INFINITY : 0.f;
-#pragma unroll 4
-    for (int64_t r = (int64_t)lane * V; r < n_red; r += 32 * V) {
-      union {
-        uint4 u;
-        T e[V];
-      } w;
-      w.u = *reinterpret_cast<const uint4 *> (row + r);
-#pragma unroll
-      for (int j = 0; j < V; j++)
-        acc = combine<IS_MAX> (acc, to_f<T> (w.e[j]));
-    }
+    float acc = acc_span<T, IS_MAX> (in + o * n_red, (int64_t)lane * V, n_red, 32 * V,
+                                     IS_MAX ? -INFINITY : 0.f);
     for (int k = 16; k > 0; k >>= 1)
       acc = combine<IS_MAX> (acc, __shfl_xor_sync (0xffffffffu, acc, k));
     if (lane == 0)
@@ -235,14 +224,11 @@ cols_kernel (const T *in, int64_t rows, int64_t cols, int64_t G, int op, float *
       acc[j] = IS_MAX ? -INFINITY : 0.f;
     if (c < cols)
       for (int64_t r = r0 + warp; r < r1; r += kColWarps) {
-        union {
-          uint4 u;
-          T e[V];
-        } w;
-        w.u = *reinterpret_cast<const uint4 *> (in + r * cols + c);
+        float v[V];
+        load16<T, V> (in + r * cols + c, v);
 #pragma unroll
         for (int j = 0; j < V; j++)
-          acc[j] = combine<IS_MAX> (acc[j], to_f<T> (w.e[j]));
+          acc[j] = combine<IS_MAX> (acc[j], v[j]);
       }
 #pragma unroll
     for (int j = 0; j < V; j++)

@@ -133,3 +133,33 @@ assert_close (const double *got, const double *want, int64_t n, double rtol, dou
     ck_assert_msg (fabs (got[i] - want[i]) <= atol + rtol * fabs (want[i]),
                    "element %" G_GINT64_FORMAT ": got %.6g, want %.6g", i, got[i], want[i]);
 }
+
+void
+dev_free_n (DevT *const *ds, int n)
+{
+  for (int k = 0; k < n; k++)
+    dev_free (ds[k]);
+}
+
+void
+free_n (double *const *ps, int n)
+{
+  for (int k = 0; k < n; k++)
+    g_free (ps[k]);
+}
+
+int
+devt_main (Suite *s)
+{
+  SRunner *sr = srunner_create (s);
+  if (sg_cu_device_count () == 0) {
+    fprintf (stderr, "no CUDA device: skipped\n");
+    srunner_free (sr);
+    return 77;
+  }
+  srunner_set_fork_status (sr, CK_NOFORK);
+  srunner_run_all (sr, CK_NORMAL);
+  const int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed == 0 ? 0 : 1;
+}

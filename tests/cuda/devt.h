@@ -1,6 +1,8 @@
 /* devt.h: host helpers of the CUDA kernel tests (devt.c). */
 #pragma once
 
+#include <check.h>
+
 #include "cuda-private.h"
 
 typedef struct {
@@ -25,3 +27,9 @@ void dev_free (DevT *d);
 void assert_rel_l2 (const double *got, const double *want, int64_t n, double tol);
 /* |got - want| <= atol + rtol * |want|, element by element. */
 void assert_close (const double *got, const double *want, int64_t n, double rtol, double atol);
+/* Frees @n device tensors / host arrays. */
+void dev_free_n (DevT *const *ds, int n);
+void free_n (double *const *ps, int n);
+/* A test program's main: 77 (skip) without a GPU, else runs @s without
+ * forking; 0 when every test passed. */
+int devt_main (Suite *s);

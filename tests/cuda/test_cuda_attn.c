@@ -237,8 +237,7 @@ static void
 bufs_free (AttnBufs *b)
 {
   DevT *all[] = { &b->q, &b->k, &b->v, &b->go, &b->o, &b->lse, &b->dq, &b->dk, &b->dv };
-  for (size_t i = 0; i < G_N_ELEMENTS (all); i++)
-    dev_free (all[i]);
+  dev_free_n (all, G_N_ELEMENTS (all));
 }
 
 /* The call of @b's views; the backward reads @fwd's output and lse. */
@@ -342,8 +341,7 @@ dnn_vs_math (int B, int H, int Hkv, int S, int D, bool causal)
   assert_same_values (&c.dk, &m.dk, 2e-2);
   assert_same_values (&c.dv, &m.dv, 2e-2);
   DevT *own[] = { &c.o, &c.lse, &c.dq, &c.dk, &c.dv };
-  for (size_t i = 0; i < G_N_ELEMENTS (own); i++)
-    dev_free (own[i]);
+  dev_free_n (own, G_N_ELEMENTS (own));
   bufs_free (&m);
   sg_cu_dnn_free (d);
 }
@@ -431,14 +429,5 @@ suite (void)
 int
 main (void)
 {
-  if (sg_cu_device_count () == 0) {
-    fprintf (stderr, "no CUDA device: skipped\n");
-    return 77;
-  }
-  SRunner *sr = srunner_create (suite ());
-  srunner_set_fork_status (sr, CK_NOFORK);
-  srunner_run_all (sr, CK_NORMAL);
-  const int failed = srunner_ntests_failed (sr);
-  srunner_free (sr);
-  return failed == 0 ? 0 : 1;
+  return devt_main (suite ());
 }

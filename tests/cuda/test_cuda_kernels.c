@@ -164,6 +164,20 @@ END_TEST
 
 /* ---- reductions ---- */
 
+/* Per column of a dense [rows, cols] @a: its sum and its max. */
+static void
+column_ref (const double *a, int rows, int cols, double *sum, double *max)
+{
+  for (int j = 0; j < cols; j++) {
+    sum[j] = 0;
+    max[j] = -INFINITY;
+    for (int i = 0; i < rows; i++) {
+      sum[j] += a[i * cols + j];
+      max[j] = fmax (max[j], a[i * cols + j]);
+    }
+  }
+}
+
 /* few short rows: a block per row */
 START_TEST (reduce_mean_over_last_dim_keepdim)
 {
@@ -194,14 +208,7 @@ START_TEST (reduce_sum_over_dim0_drops_it)
   ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_SUM, &o.t, &a.t, 1u, NULL, 0, NULL), cudaSuccess);
   ck_assert_int_eq (sg_cu_reduce (SG_CU_RED_AMAX, &m.t, &a.t, 1u, NULL, 0, NULL), cudaSuccess);
   double *got = dev_read (&o), *gm = dev_read (&m), want[9], wm[9];
-  for (int j = 0; j < 9; j++) {
-    want[j] = 0;
-    wm[j] = -INFINITY;
-    for (int i = 0; i < 513; i++) {
-      want[j] += a.ref[i * 9 + j];
-      wm[j] = fmax (wm[j], a.ref[i * 9 + j]);
-    }
-  }
+  column_ref (a.ref, 513, 9, want, wm);
   assert_close (got, want, 9, 1e-5, 1e-4);
   assert_close (gm, wm, 9, 0, 0);
   g_free (got);
@@ -239,14 +246,7 @@ START_TEST (reduce_dense_rows_and_columns)
       wmx[i] = fmax (wmx[i], a.ref[i * 384 + j]);
     }
   }
-  for (int j = 0; j < 4224; j++) {
-    wsum[j] = 0;
-    wcmx[j] = -INFINITY;
-    for (int i = 0; i < 64; i++) {
-      wsum[j] += b.ref[i * 4224 + j];
-      wcmx[j] = fmax (wcmx[j], b.ref[i * 4224 + j]);
-    }
-  }
+  column_ref (b.ref, 64, 4224, wsum, wcmx);
   assert_close (gmean, wmean, 512, 1e-5, 1e-6);
   assert_close (gmx, wmx, 512, 0, 0);
   assert_close (gsum, wsum, 4224, 1e-5, 1e-5);
@@ -311,25 +311,16 @@ START_TEST (reduce_tall_columns_in_two_passes_repeat_bitwise)
                     cudaSuccess);
   double *g = dev_read (&o), *g2 = dev_read (&o2), *g1 = dev_read (&o1), *gm = dev_read (&m);
   double want[64], wm[64];
-  for (int j = 0; j < 64; j++) {
-    want[j] = 0;
-    wm[j] = -INFINITY;
-    for (int i = 0; i < 2048; i++) {
-      want[j] += a.ref[i * 64 + j];
-      wm[j] = fmax (wm[j], a.ref[i * 64 + j]);
-    }
-  }
+  column_ref (a.ref, 2048, 64, want, wm);
   assert_close (g, want, 64, 1e-5, 1e-4);
   assert_close (g1, want, 64, 1e-5, 1e-4);
   assert_close (gm, wm, 64, 0, 0);
   ck_assert_int_eq (memcmp (g, g2, sizeof want), 0);
   double *fr[] = { g, g2, g1, gm };
-  for (int k = 0; k < 4; k++)
-    g_free (fr[k]);
+  free_n (fr, 4);
   cudaFree (partials);
   DevT *ds[] = { &a, &o, &o2, &o1, &m };
-  for (int k = 0; k < 5; k++)
-    dev_free (ds[k]);
+  dev_free_n (ds, 5);
 }
 END_TEST
 
@@ -351,13 +342,10 @@ START_TEST (copy_converts_bf16_to_f32_and_back)
   assert_close (gf, a.ref, 24000, 0, 0);
   assert_close (gb, a.ref, 24000, 0, 0);
   assert_close (gx, wx, 24000, 0, 0);
-  g_free (gf);
-  g_free (gb);
-  g_free (gx);
-  g_free (wx);
+  double *fr[] = { gf, gb, gx, wx };
+  free_n (fr, 4);
   DevT *ds[] = { &a, &f, &b, &x, &xb };
-  for (int k = 0; k < 5; k++)
-    dev_free (ds[k]);
+  dev_free_n (ds, 5);
 }
 END_TEST
 
@@ -504,14 +492,5 @@ suite (void)
 int
 main (void)
 {
-  if (sg_cu_device_count () == 0) {
-    fprintf (stderr, "no CUDA device: skipped\n");
-    return 77;
-  }
-  SRunner *sr = srunner_create (suite ());
-  srunner_set_fork_status (sr, CK_NOFORK);
-  srunner_run_all (sr, CK_NORMAL);
-  const int failed = srunner_ntests_failed (sr);
-  srunner_free (sr);
-  return failed == 0 ? 0 : 1;
+  return devt_main (suite ());
 }

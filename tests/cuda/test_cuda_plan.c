@@ -123,41 +123,8 @@ START_TEST (check_rejects_attention_with_dropout)
 }
 END_TEST
 
-START_TEST (check_plans_attention_backward_scratch_larger_in_exact_mode)
-{
-  MiniPlan m;
-  mini_init (&m);
-  const int64_t s[] = { 1, 4, 128, 64 };
-  int32_t ids[6];
-  for (int i = 0; i < 6; i++)
-    ids[i] = mini_value (&m, SG_DTYPE_BF16, 4, s);
-  const int64_t sl[] = { 1, 4, 128, 1 };
-  const int32_t lse = mini_value (&m, SG_DTYPE_F32, 4, sl);
-  int32_t outs[3];
-  for (int i = 0; i < 3; i++)
-    outs[i] = mini_value (&m, SG_DTYPE_BF16, 4, s);
-  /* cudnn backward: (dout, q, k, v, out, lse, seed, offset, bias, cq, ck, mq, mk, p, causal) */
-  char args[320];
-  g_snprintf (args, sizeof args,
-              "[{\"value\": %d}, {\"value\": %d}, {\"value\": %d}, {\"value\": %d}, "
-              "{\"value\": %d}, {\"value\": %d}, null, null, null, null, null, 128, 128, 0.0, "
-              "true]",
-              ids[0], ids[1], ids[2], ids[3], ids[4], lse);
-  SgPlanIns ins = kernel_ins ("bwd", SG_OP_SDPA_CUDNN_BWD, "b", args, outs, 3);
-  uint64_t timing[2] = { 0, 0 }, exact[2] = { 0, 0 };
-  GError *error = NULL;
-  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, timing, &error));
-  ck_assert (sg_cu_check_ins (&m.p, &ins, true, -1, exact, &error));
-  /* scores, dP (fp32) and P/dS of 4 x 128 x 128 at least */
-  ck_assert_uint_ge (timing[0], 3ull * 4 * 128 * 128 * 4 / 2);
-  ck_assert_uint_gt (exact[0], timing[0]);
-  ck_assert_uint_eq (timing[1], 0);
-  ins_clear (&ins);
-}
-END_TEST
-
-/* The cudnn backward of check_plans_attention_backward_scratch_larger_in_exact_mode
- * as the plan's only instruction. */
+/* A cudnn attention backward of q/k/v/out [1, 4, 128, 64] bf16, causal:
+ * (dout, q, k, v, out, lse, seed, offset, bias, cq, ck, mq, mk, p, causal). */
 static SgPlanIns
 attention_backward_plan (MiniPlan *m, int32_t *outs)
 {
@@ -176,6 +143,24 @@ attention_backward_plan (MiniPlan *m, int32_t *outs)
               ids[0], ids[1], ids[2], ids[3], ids[4], lse);
   return kernel_ins ("bwd", SG_OP_SDPA_CUDNN_BWD, "b", args, outs, 3);
 }
+
+START_TEST (check_plans_attention_backward_scratch_larger_in_exact_mode)
+{
+  MiniPlan m;
+  mini_init (&m);
+  int32_t outs[3];
+  SgPlanIns ins = attention_backward_plan (&m, outs);
+  uint64_t timing[2] = { 0, 0 }, exact[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, timing, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, true, -1, exact, &error));
+  /* scores, dP (fp32) and P/dS of 4 x 128 x 128 at least */
+  ck_assert_uint_ge (timing[0], 3ull * 4 * 128 * 128 * 4 / 2);
+  ck_assert_uint_gt (exact[0], timing[0]);
+  ck_assert_uint_eq (timing[1], 0);
+  ins_clear (&ins);
+}
+END_TEST
 
 START_TEST (attention_keeps_the_math_path_without_cudnn_and_says_why)
 {
