@@ -17,12 +17,15 @@
 #     model's predictions (without / with the profile) against the step.
 # Before the cases (BENCH_TESTS=1, the default): the CUDA unit tests with
 # cuDNN required, and exact CPU-vs-CUDA comparisons of W=1 graphgen graphs
-# (bf16 on cuDNN, bf16 on the math path, the fp32 twin).
+# (bf16 with exact mode's fp32 attention, bf16 on cuDNN, the fp32 twin).
 # CASES: name:L:H:F:heads:S[:COMPILE] (default: the two shapes, the
-# large one first; COMPILE 0/1 overrides $COMPILE for that case). Every step runs under `timeout`, and the whole under BENCH_BUDGET
-# seconds (default 230): a step that would start with too little time left
-# is skipped with a line saying so. COMPILE=0 leaves torch.compile out;
-# TORCH_OPS=0 the profiler run of torch_op_classes.py.
+# large one first; COMPILE 0/1 overrides $COMPILE for that case). Every step
+# runs under `timeout`, and the whole under BENCH_BUDGET seconds (default
+# 230): a step that would start with too little time left is skipped with a
+# line saying so. COMPILE=0 leaves torch.compile out; TORCH_OPS=0 the
+# profiler run of torch_op_classes.py. About 250 s without torch.compile,
+# 350-450 s with it (both shapes, H200): give BENCH_BUDGET=560 and a 600 s
+# device call for the whole.
 # Results: $OUT/bench.md (the summary), $OUT/log.txt, $OUT/bench.tar.gz.
 set -u
 ROOT=$PWD
