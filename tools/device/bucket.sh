@@ -9,12 +9,16 @@
 #  2. timing: for w2_fsdp2_L2_h1024 and gg_fsdp2_L4_h2048, the plans
 #     without bucketing, auto and per-layer (model costs), measured step
 #     against the predicted step.
-# Results: $OUT/bucket.md (the tables for bench/RESULTS.md), $OUT/log.txt.
-# Uses $OUT/log.txt like run.sh: run one of them per call.
+# Results: $OUT/bucket.md (the tables for bench/RESULTS.md),
+# $OUT/bucket-log.txt.
 # About 6 minutes (3 plans x 2 graphs x 30 iterations, 6 exact runs).
 set -u
+# shellcheck source=tools/device/env.sh
+. "$PWD/tools/device/env.sh"
 W=/tmp/sg-bucket
-. tools/device/env.sh
+rm -rf "$W"
+mkdir -p "$W"
+exec > >(tee "$OUT/bucket-log.txt") 2>&1
 ITERS=${ITERS:-30}; WARM=5
 
 # plan FILE GRAPH VARIANT: none | auto | layer

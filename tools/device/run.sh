@@ -14,8 +14,12 @@
 # and eager (measured timelines for diagnosis).
 set -u
 MODE=${1:-full}
+# shellcheck source=tools/device/env.sh
+. "$PWD/tools/device/env.sh"
 W=/tmp/sg-work
-. tools/device/env.sh
+rm -rf "$W"
+mkdir -p "$W"
+exec > >(tee "$OUT/log.txt") 2>&1
 section () { echo; echo "=== $* [$(date +%T)]"; }
 ITERS=30; WARM=5; PITERS=20
 GRAPHS="w2_fsdp2_L2_h1024 w2_tp2_L2_h1024 gg_fsdp2_L4_h2048"
