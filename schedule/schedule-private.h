@@ -156,10 +156,11 @@ int64_t sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at);
 
 /* --- the list scheduler (problem.c, listsched.c, scheduler.c) ------------------ */
 
-/* The list scheduler's variants and the choice among them (scheduler.c);
- * sg_schedule_compute without cfg->exact. */
-SgNodeId *sg_schedule_list (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
-                            GError **error);
+/* The list scheduler's variants and the choice among them (scheduler.c),
+ * then, with @polish, the polish pass on the winner; sg_schedule_compute
+ * without cfg->exact. */
+SgNodeId *sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish,
+                            SgScheduleStats *stats, GError **error);
 
 /* What every variant shares (problem.c). */
 typedef struct {

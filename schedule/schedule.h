@@ -99,14 +99,16 @@ void sg_sim_result_clear (SgSimResult *r);
 void sg_lower_bound_refine (const SgGraph *g, SgSimResult *r);
 
 /* The scheduling pass: reorders the graph (sg_graph_permute) to minimise
- * exposed communication within cfg's memory limits; keeps id order when
- * !cfg->reorder. Deterministic. */
+ * the predicted step within cfg's memory limits; keeps id order when
+ * !cfg->reorder. With cfg->bucket the polish is left to
+ * sg_schedule_polish_pass after bucketing. Deterministic. */
 bool sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error);
 
-/* The polish pass alone (polish.c) on the graph's current order, e.g.
- * after bucketing merged collectives: windows of it improved by exact
- * search, the step never longer, the peak within cfg's limit; re-records
- * the hiding relation. Nothing with !cfg->reorder. */
+/* The polish pass (polish.c) on the graph's current order after bucketing:
+ * windows of it improved by exact search, the step never longer, the peak
+ * within cfg's limit; re-records the hiding relation. Nothing unless
+ * cfg->reorder and cfg->bucket (else the schedule pass polished) and not
+ * cfg->exact. */
 bool sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error);
 
 /* Reads a JSON array of node names (another tool's order) and returns ids

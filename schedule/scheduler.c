@@ -110,11 +110,11 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
 {
   if (cfg && cfg->exact && cfg->reorder)
     return sg_schedule_exact (g, cfg, stats, error);
-  return sg_schedule_list (g, cfg, stats, error);
+  return sg_schedule_list (g, cfg, true, stats, error);
 }
 
 SgNodeId *
-sg_schedule_list (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
+sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, SgScheduleStats *stats,
                   GError **error)
 {
   g_return_val_if_fail (g != NULL && g->n_nodes > 0, NULL);
@@ -195,7 +195,7 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
   /* windows of the winner improved by exact search (polish.c) */
   SgSimResult pr = best_res;
   pr.peak_bytes = st->scheduled_peak_bytes;
-  st->n_polished = sg_polish (&P, best, &pr);
+  st->n_polished = polish ? sg_polish (&P, best, &pr) : 0;
   if (st->n_polished > 0) {
     st->scheduled_exposed_us = pr.exposed_us;
     st->scheduled_peak_bytes = pr.peak_bytes;
@@ -233,7 +233,14 @@ sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
   g_return_val_if_fail (g != NULL, false);
   if (g->n_nodes == 0)
     return true;
-  g_autofree SgNodeId *order = sg_schedule_compute (g, cfg, NULL, error);
+  /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
+   * bucketing re-times the collectives it merges, and what it merges
+   * depends on the order it is given (polishing before it made a sample's
+   * plan worse). */
+  bool bucket_next = cfg && cfg->bucket && !cfg->exact;
+  g_autofree SgNodeId *order = cfg && cfg->exact && cfg->reorder
+                                   ? sg_schedule_exact (g, cfg, NULL, error)
+                                   : sg_schedule_list (g, cfg, !bucket_next, NULL, error);
   if (!order)
     return false;
   if (!sg_graph_permute (g, order, error))
@@ -245,7 +252,8 @@ bool
 sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
 {
   g_return_val_if_fail (g != NULL, false);
-  if (g->n_nodes == 0 || (cfg && !cfg->reorder))
+  /* without bucketing (or with --exact) the schedule pass polished */
+  if (g->n_nodes == 0 || !cfg || !cfg->reorder || !cfg->bucket || cfg->exact)
     return true;
   SgSimResult full;
   if (!sg_simulate (g, NULL, &full, error))
