@@ -42,7 +42,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
   .nvls_busbw_GBps = 0.0, .nvls_latency_us = 25.0, .collective_overhead_us = 18.0,              \
   .efficiency_all_gather = 0.695, .efficiency_reduce_scatter = 0.695,                           \
   .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
-  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0
+  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0, \
+  .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0
 
 static const SgCluster presets[] = {
   { .name = "h200-sxm", .gpu = "H200", .hbm_GBps = 4800.0, HOPPER_COMMON },
@@ -66,6 +67,7 @@ static const SgCluster presets[] = {
     .efficiency_all_gather = 1.0, .efficiency_reduce_scatter = 1.0,
     .efficiency_all_reduce = 1.0, .efficiency_broadcast = 1.0, .efficiency_p2p = 1.0,
     .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0,
+    .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,
   },
 };
 
@@ -159,6 +161,9 @@ static const Field fields[] = {
   D ("compute_slowdown", contention.compute_slowdown, 1, false, 100),
   D ("reduce_slowdown", contention.reduce_slowdown, 1, false, 100),
   D ("comm_start_wait", comm_start_wait, 0, false, 1),
+  D ("contention_comm_scale", contention_comm_scale, 0, false, 10),
+  D ("contention_compute_scale", contention_compute_scale, 0, false, 10),
+  D ("contention_wait_scale", contention_wait_scale, 0, false, 10),
 };
 
 static gboolean

@@ -61,7 +61,7 @@ sg_compute_gemm_us (const SgCluster *c, SgDtype dtype, double flops, double byte
 static bool
 is_backward (SgOpKind op)
 {
-  return op == SG_OP_SDPA_FLASH_BWD || op == SG_OP_SDPA_EFFICIENT_BWD || op == SG_OP_SDPA_CUDNN_BWD;
+  return sg_kernel_class (op) == SG_KERNEL_ATTENTION_BACKWARD;
 }
 
 /* The work an SDPA kernel does, wave-quantized: FlashAttention-style
