@@ -145,7 +145,7 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
    * either way, so the result does not depend on timing. */
   enum { NV = G_N_ELEMENTS (variants) };
   const SgCostModel *cm = sg_graph_cost_model (g);
-  bool start_wait = cm && sg_cost_model_comm_start_wait (cm) > 0.0;
+  bool start_wait = sg_cost_model_has_start_wait (cm);
   VariantJob jobs[NV];
   int32_t nj = 0;
   for (int32_t v = 0; v < NV; v++)
