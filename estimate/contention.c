@@ -42,6 +42,16 @@ sg_kernel_class (SgOpKind kind)
   }
 }
 
+/* Index of @name among @n @names, -1 when absent. */
+static int
+name_index (const char *const *names, int n, const char *name)
+{
+  for (int i = 0; i < n; i++)
+    if (g_strcmp0 (name, names[i]) == 0)
+      return i;
+  return -1;
+}
+
 const char *
 sg_kernel_class_name (SgKernelClass k)
 {
@@ -52,12 +62,9 @@ sg_kernel_class_name (SgKernelClass k)
 bool
 sg_kernel_class_from_name (const char *name, SgKernelClass *out)
 {
-  for (int k = 0; k < SG_KERNEL_N_CLASSES; k++)
-    if (g_strcmp0 (name, class_names[k]) == 0) {
-      *out = (SgKernelClass)k;
-      return true;
-    }
-  return false;
+  const int i = name_index (class_names, SG_KERNEL_N_CLASSES, name);
+  *out = (SgKernelClass)MAX (i, 0);
+  return i >= 0;
 }
 
 const char *
@@ -70,12 +77,9 @@ sg_transport_name (SgTransport t)
 bool
 sg_transport_from_name (const char *name, SgTransport *out)
 {
-  for (int t = 0; t < SG_TRANSPORT_N; t++)
-    if (g_strcmp0 (name, transport_names[t]) == 0) {
-      *out = (SgTransport)t;
-      return true;
-    }
-  return false;
+  const int i = name_index (transport_names, SG_TRANSPORT_N, name);
+  *out = (SgTransport)MAX (i, 0);
+  return i >= 0;
 }
 
 void

@@ -10,25 +10,7 @@
 
 #include "builder.h"
 #include "schedule.h"
-
-static SgNodeId
-id_of (const SgGraph *g, const char *name)
-{
-  SgNodeId id = sg_graph_lookup (g, name);
-  ck_assert_msg (id != SG_NO_NODE, "no node %s", name);
-  return id;
-}
-
-static const SgCollRow *
-row_of (const SgSimResult *r, const SgGraph *g, const char *name)
-{
-  SgNodeId id = id_of (g, name);
-  for (int32_t i = 0; i < r->n_rows; i++)
-    if (r->rows[i].node == id)
-      return &r->rows[i];
-  ck_abort_msg ("no row for %s", name);
-  return NULL;
-}
+#include "sim-test.h"
 
 /* Runs the estimate pass with @cluster_json (graph cluster) and, when not
  * NULL, a version-2 profile whose contention section is @entries. */
