@@ -98,8 +98,10 @@ void sg_beside_free (SgBeside *b);
  * t0 + us x that rate. */
 double sg_beside_end (const SgBeside *b, SgNodeId like, uint64_t bytes, double t0, double us);
 
-/* Simulates with explicit contention factors instead of the cost model's
- * (tests; @cont NULL = the model's, or none when no model is attached). */
+/* Simulates with explicit global contention factors for every pair instead
+ * of the cost model's contention table (tests; the model's comm_start_wait
+ * still applies to matmul/attention kernels); @cont NULL = the model's
+ * table, measured pairs included, or none when no model is attached. */
 bool sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
                        SgSimResult *out, GError **error);
 
