@@ -259,9 +259,10 @@ measure_pair (Rig *rig, Kern *kn, const SgCuCollBuf *cb, ncclComm_t comm, MPI_Co
               Shape *sh, double *vec, GError **error)
 {
   Sample s, cf, kf, solo_comm;
-  /* warm-up, which also times the host's queueing of the chain: the gate
-   * spin must outlast it on every rank */
-  const bool warm = sample (rig, kn, cb, comm, mpi, SOLO_CHAIN, sh, &s, error);
+  /* two warm-ups (the first may load modules), the second timing the host's
+   * queueing of the chain: the gate spin must outlast it on every rank */
+  const bool warm = sample (rig, kn, cb, comm, mpi, SOLO_CHAIN, sh, &s, error)
+                    && sample (rig, kn, cb, comm, mpi, SOLO_CHAIN, sh, &s, error);
   double host = warm ? s.host_us : 0.0;
   MPI_Allreduce (MPI_IN_PLACE, &host, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
   if (!warm)
@@ -408,7 +409,7 @@ sg_cu_prof_contention (const SgCuContentionJob *job, char **entries, GError **er
     }
     for (int32_t i = 0; ok && i < nk; i++) {
       Shape sh = shape_of (ck->us, kern[i].k->us, job->iters);
-      const double pair_us = (1 + 4 * sh.samples) * (sh.n_reps * sh.runs * kern[i].k->us
+      const double pair_us = (2 + 4 * sh.samples) * (sh.n_reps * sh.runs * kern[i].k->us
                                                       + 2 * ck->us + sh.gate_us);
       if (!budget_allows (t0, job->budget_s, pair_us)) {
         n_left++;
