@@ -42,6 +42,14 @@ in_dir (const char *name)
   return g_build_filename (dir, name, NULL);
 }
 
+/* @dir/@tag@suffix */
+static char *
+tagged (const char *tag, const char *suffix)
+{
+  g_autofree char *name = g_strconcat (tag, suffix, NULL);
+  return in_dir (name);
+}
+
 static SgGraph *
 load_estimated (const char *graph, const char *profile, bool truth_scales)
 {
@@ -115,7 +123,7 @@ measure (GString *manifest, const char *graph, const char *tag, const char *set_
   g_autoptr (SgGraph) g = load_estimated (graph, profile, true);
   g_autofree char *graph_path = g_build_filename (data, graph, NULL);
   /* the input order, as schedgraph --no-reorder --no-bucket -o would plan it */
-  g_autofree char *plan = in_dir (g_strconcat (tag, ".input.plan.json", NULL));
+  g_autofree char *plan = tagged (tag, ".input.plan.json");
   GError *e = NULL;
   SgConfig cfg;
   sg_config_init (&cfg);
@@ -123,7 +131,7 @@ measure (GString *manifest, const char *graph, const char *tag, const char *set_
   g_autofree SgNodeId *ids = g_new (SgNodeId, (size_t)g->n_nodes);
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     ids[i] = i;
-  g_autofree char *rep = in_dir (g_strconcat (tag, ".input.report.json", NULL));
+  g_autofree char *rep = tagged (tag, ".input.report.json");
   write_report (g, ids, rep);
   g_string_append_printf (manifest, "%s{\"name\":\"%s input\",\"graph\":\"%s\",\"profile\":\"%s\","
                           "\"plan\":\"%s\",\"report\":\"%s\",\"set\":\"%s\"}",
@@ -133,8 +141,8 @@ measure (GString *manifest, const char *graph, const char *tag, const char *set_
   SgScheduleStats st;
   g_autofree SgNodeId *sched = sg_schedule_compute (g, NULL, &st, &e);
   ck_assert (sched != NULL);
-  g_autofree char *ord = in_dir (g_strconcat (tag, ".sched.order.json", NULL));
-  g_autofree char *rep2 = in_dir (g_strconcat (tag, ".sched.report.json", NULL));
+  g_autofree char *ord = tagged (tag, ".sched.order.json");
+  g_autofree char *rep2 = tagged (tag, ".sched.report.json");
   write_order (g, sched, ord);
   write_report (g, sched, rep2);
   g_string_append_printf (manifest, ",{\"name\":\"%s sched\",\"graph\":\"%s\",\"profile\":\"%s\","
@@ -146,7 +154,7 @@ measure (GString *manifest, const char *graph, const char *tag, const char *set_
   g_autofree SgNodeId *po = g_file_test (peer, G_FILE_TEST_EXISTS) ? sg_order_load (g, peer, &e)
                                                                    : NULL;
   if (po) {
-    g_autofree char *rep3 = in_dir (g_strconcat (tag, ".peer.report.json", NULL));
+    g_autofree char *rep3 = tagged (tag, ".peer.report.json");
     write_report (g, po, rep3);
     g_string_append_printf (manifest, ",{\"name\":\"%s peer\",\"graph\":\"%s\",\"profile\":\"%s\","
                             "\"order\":\"%s\",\"report\":\"%s\",\"set\":\"judge\"}",
