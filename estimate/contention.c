@@ -20,9 +20,8 @@
 #include <string.h>
 
 static const char *const class_names[SG_KERNEL_N_CLASSES] = {
-  "gemm", "attention", "attention_backward", "map", "reduction",
+  "gemm", "attention", "attention_backward", "map", "reduction", "gemm_sm",
 };
-static const char *const transport_names[SG_TRANSPORT_N] = { "nccl" };
 
 SgKernelClass
 sg_kernel_class (SgOpKind kind)
@@ -42,14 +41,11 @@ sg_kernel_class (SgOpKind kind)
   }
 }
 
-/* Index of @name among @n @names, -1 when absent. */
-static int
-name_index (const char *const *names, int n, const char *name)
+SgKernelClass
+sg_node_kernel_class (const SgNode *n)
 {
-  for (int i = 0; i < n; i++)
-    if (g_strcmp0 (name, names[i]) == 0)
-      return i;
-  return -1;
+  const SgKernelClass k = sg_kernel_class (n->kind);
+  return k == SG_KERNEL_GEMM && !sg_node_holds_sms (n) ? SG_KERNEL_GEMM_SM : k;
 }
 
 const char *
@@ -62,24 +58,12 @@ sg_kernel_class_name (SgKernelClass k)
 bool
 sg_kernel_class_from_name (const char *name, SgKernelClass *out)
 {
-  const int i = name_index (class_names, SG_KERNEL_N_CLASSES, name);
-  *out = (SgKernelClass)MAX (i, 0);
-  return i >= 0;
-}
-
-const char *
-sg_transport_name (SgTransport t)
-{
-  g_return_val_if_fail (t >= 0 && t < SG_TRANSPORT_N, "?");
-  return transport_names[t];
-}
-
-bool
-sg_transport_from_name (const char *name, SgTransport *out)
-{
-  const int i = name_index (transport_names, SG_TRANSPORT_N, name);
-  *out = (SgTransport)MAX (i, 0);
-  return i >= 0;
+  for (int i = 0; i < SG_KERNEL_N_CLASSES; i++)
+    if (g_strcmp0 (name, class_names[i]) == 0) {
+      *out = (SgKernelClass)i;
+      return true;
+    }
+  return false;
 }
 
 void
@@ -454,7 +438,7 @@ sg_cost_contention_slot_class (const SgCostModel *cm, int32_t slot)
 int32_t
 sg_cost_contention_slot (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double work_us)
 {
-  const SgKernelClass k = sg_kernel_class (g->nodes[id].kind);
+  const SgKernelClass k = sg_node_kernel_class (&g->nodes[id]);
   if (!cm || !cm->contention)
     return (int32_t)k;
   const SgContentionTable *t = cm->contention;
@@ -476,9 +460,12 @@ SgTransport
 sg_cost_collective_transport (const SgCostModel *cm, const SgGraph *g, SgNodeId id)
 {
   (void)cm;
-  (void)g;
-  (void)id;
-  return SG_TRANSPORT_NCCL;
+  if (g->nodes[id].kind != SG_OP_COLLECTIVE_PERMUTE)
+    return SG_TRANSPORT_NCCL;
+  SgPermute p;
+  const SgTransport t = sg_node_permute (g, id, &p, NULL) ? p.transport : SG_TRANSPORT_NCCL;
+  sg_permute_clear (&p);
+  return t;
 }
 
 static SgOpKind

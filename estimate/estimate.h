@@ -74,25 +74,23 @@ double sg_cost_model_comm_start_wait (const SgCostModel *cm);
  * has (GEMMs by size), and the model derives per pair the rates below.
  * Without such data every pair gets the global factors above. */
 typedef enum {
-  SG_KERNEL_GEMM = 0,           /* mm, addmm, bmm, baddbmm */
+  SG_KERNEL_GEMM = 0,           /* mm, addmm, bmm, baddbmm on every SM */
   SG_KERNEL_ATTENTION,          /* SDPA forward */
   SG_KERNEL_ATTENTION_BACKWARD, /* SDPA backward */
   SG_KERNEL_MAP,                /* pointwise, copies, creation, bucket copies, unknown ops */
   SG_KERNEL_REDUCTION,
+  SG_KERNEL_GEMM_SM,            /* a matmul with an SM-count target (sm_count): SMs left free */
   SG_KERNEL_N_CLASSES
 } SgKernelClass;
 
 /* The class a compute node of op @kind runs in (SG_KERNEL_MAP for anything
- * that is not a matmul, attention or reduction). */
+ * that is not a matmul, attention or reduction; matmuls are SG_KERNEL_GEMM). */
 SgKernelClass sg_kernel_class (SgOpKind kind);
-/* "gemm", "attention", "attention_backward", "map", "reduction". */
+/* The class of node @n: as its kind, but a matmul that does not hold every
+ * SM (graph/'s sg_node_holds_sms: an sm_count target) is SG_KERNEL_GEMM_SM. */
+SgKernelClass sg_node_kernel_class (const SgNode *n);
+/* "gemm", "attention", "attention_backward", "map", "reduction", "gemm_sm". */
 const char *sg_kernel_class_name (SgKernelClass k);
-
-/* How a collective's data moves. Only NCCL today; a copy-engine transport
- * (CUDA IPC copies, no SMs) is the next entry: profile entries carry it
- * (`transport`) and sg_cost_collective_transport() picks it per node. */
-typedef enum { SG_TRANSPORT_NCCL = 0, SG_TRANSPORT_N } SgTransport;
-const char *sg_transport_name (SgTransport t);
 
 /* One collective beside one kernel (a pair). Rates as SgContention reads
  * them, waits as comm_start_wait: */
@@ -108,8 +106,9 @@ typedef struct {
 /* The global factors as pair rates: comm_x = reduce_slowdown for the
  * collectives that reduce (@coll reduce_scatter, all_reduce), else
  * comm_slowdown; kernel_x = compute_slowdown; both waits = @start_wait for
- * GEMM and attention classes (they hold every SM), 0 for the others. The
- * fallback of every missing pair, and the whole model without a profile. */
+ * the GEMM (on every SM) and attention classes (they hold every SM), 0 for
+ * the others. The fallback of every missing pair, and the whole model
+ * without a profile; it does not depend on the transport. */
 void sg_contention_global_rates (const SgContention *c, double start_wait, SgOpKind coll,
                                  SgKernelClass k, SgPairRates *out);
 
@@ -154,7 +153,8 @@ int32_t sg_cost_contention_slot (const SgCostModel *cm, const SgGraph *g, SgNode
                                  double work_us);
 /* The class of @slot. */
 SgKernelClass sg_cost_contention_slot_class (const SgCostModel *cm, int32_t slot);
-/* The transport collective node @id uses (NCCL today). */
+/* The transport collective node @id uses: a collective_permute's own
+ * (nccl or ce), NCCL for the others. */
 SgTransport sg_cost_collective_transport (const SgCostModel *cm, const SgGraph *g, SgNodeId id);
 /* Rates of a collective (@kind, @bytes as sg_node_comm_bytes counts them,
  * @group_size ranks over @n_nodes machines, over @t) beside each slot:
@@ -172,9 +172,16 @@ int32_t sg_cost_contention_pairs (const SgCostModel *cm);
 /* Machines a group of the graph spans, from the cluster's gpus_per_node. */
 int32_t sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group);
 
-/* One send/recv pair (a step of a collective permute) of @bytes between two
- * ranks, on the same node (NVLink) or not (one NIC). Model source. */
-double sg_cost_sendrecv_us (const SgCostModel *cm, uint64_t bytes, bool same_node);
+/* One point-to-point step (a pair of a collective_permute) of @bytes between
+ * two ranks, on the same node (NVLink) or not (one NIC), over @transport:
+ * NCCL send/recv, or the copy engine (+inf across nodes). Model source. */
+double sg_cost_p2p_us (const SgCostModel *cm, SgTransport transport, uint64_t bytes,
+                       bool same_node);
+
+/* SMs of one GPU of the cluster (the full count an `sm_count` target is a
+ * fraction of; a matmul given s of them costs (sm_count / s)^gemm_sm_exponent
+ * times more, docs/cost-model.md). */
+int32_t sg_cost_model_sm_count (const SgCostModel *cm);
 
 /* (transfer none) The cluster's name: a preset name or the cluster file. */
 const char *sg_cost_model_cluster_name (const SgCostModel *cm);

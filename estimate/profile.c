@@ -346,12 +346,12 @@ parse_contention (SgProfile *p, const cJSON *o, const Ctx *c)
   if (!(tr = get_str (c, o, "transport", false, &ok), ok))
     return false;
   if (tr && !sg_transport_from_name (tr, &s.transport))
-    return bad (c, "transport", "unknown transport \"%s\" (nccl)", tr);
+    return bad (c, "transport", "unknown transport \"%s\" (nccl, ce)", tr);
   if (!(kc = get_str (c, o, "kernel", true, &ok), ok))
     return false;
   if (!sg_kernel_class_from_name (kc, &s.klass))
     return bad (c, "kernel", "unknown kernel class \"%s\" (gemm, attention, attention_backward, "
-                "map, reduction)", kc);
+                "map, reduction, gemm_sm)", kc);
   if (!(key = get_str (c, o, "kernel_key", true, &ok), ok))
     return false;
   if (!*key)

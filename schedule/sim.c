@@ -15,7 +15,10 @@
  * Start wait: a collective that becomes startable beside a running kernel,
  * or right before one starts (the kernel issued after it), starts only
  * after the pair's wait (during / before) x that kernel's remaining time
- * (Hopper GEMMs hold every SM; docs/cost-model.md section 3).
+ * (Hopper GEMMs hold every SM; docs/cost-model.md section 3); without a
+ * contention profile only matmul/attention kernels hold, and a matmul with
+ * an SM-count target leaves SMs free and holds nothing (its own kernel
+ * class, sg_node_kernel_class).
  * Mirrors: the runtime estimate of Inductor's overlap scheduler and XLA's
  * latency-hiding scheduler's async tracker, with contention added.
  * Requires: est_us (estimate/); the graph's cost model for the pairs

@@ -4,8 +4,8 @@
  *
  * Kernels: the graph's GEMMs in size bins (factor 4 in flops; per bin the
  * shape with the most time in the step; the GEMM_BINS bins with the most
- * time), the attention forward and backward with the most time, the
- * largest map and reduction; each runs through the backend's own dispatch
+ * time), the attention forward and backward and the GEMM on fewer SMs
+ * (sm_count) with the most time, the largest map and reduction; each runs through the backend's own dispatch
  * (a one-instruction plan, profile.c), whatever kernel that is. Per pair
  * (collective key x kernel) a chain of reps (each one or more runs of the
  * kernel, an event after each) runs on the compute stream, alone, with the
@@ -30,7 +30,7 @@
 #include "profile-private.h"
 
 #define GEMM_BINS 3
-#define MAX_KERNELS (GEMM_BINS + 4)
+#define MAX_KERNELS (GEMM_BINS + 5)
 #define MAX_REPS SG_CU_CONTENTION_MAX_REPS
 #define MAX_RUNS 2048        /* kernel launches per chain */
 #define ORDER_TARGET_US 2.5e5 /* samples of one order take about this long */
@@ -81,7 +81,8 @@ pick_kernels (const SgGraph *g, GPtrArray *keys, Kern *out)
     if (k->node < 0 || k->count <= 0 || !(k->us > 0) || k->fam == FAM_COLL)
       continue;
     const double total = k->us * k->count;
-    if (k->fam == FAM_GEMM) {
+    const SgKernelClass c = sg_node_kernel_class (&g->nodes[k->node]);
+    if (c == SG_KERNEL_GEMM) {
       int32_t b = 0;
       while (b < nb && bin[b] != gemm_bin (k))
         b++;
@@ -97,10 +98,10 @@ pick_kernels (const SgGraph *g, GPtrArray *keys, Kern *out)
       }
       continue;
     }
-    const SgKernelClass c = sg_kernel_class (g->nodes[k->node].kind);
-    /* attention by its time in the step, maps and reductions by the largest */
-    const double s = c == SG_KERNEL_ATTENTION || c == SG_KERNEL_ATTENTION_BACKWARD ? total : k->us;
-    if (c != SG_KERNEL_GEMM && s > score[c]) {
+    /* attention and GEMMs on fewer SMs by their time in the step, maps and
+     * reductions by the largest */
+    const double s = c == SG_KERNEL_MAP || c == SG_KERNEL_REDUCTION ? k->us : total;
+    if (s > score[c]) {
       score[c] = s;
       best[c] = k;
     }
@@ -117,7 +118,7 @@ pick_kernels (const SgGraph *g, GPtrArray *keys, Kern *out)
     bin_key[b] = NULL;
   }
   static const SgKernelClass rest[] = { SG_KERNEL_ATTENTION_BACKWARD, SG_KERNEL_ATTENTION,
-                                        SG_KERNEL_MAP, SG_KERNEL_REDUCTION };
+                                        SG_KERNEL_GEMM_SM, SG_KERNEL_MAP, SG_KERNEL_REDUCTION };
   for (size_t i = 0; i < G_N_ELEMENTS (rest); i++)
     if (best[rest[i]])
       out[n++] = (Kern){ best[rest[i]], rest[i], NULL };
