@@ -32,7 +32,7 @@
 #define GEMM_BINS 3
 #define MAX_KERNELS (GEMM_BINS + 5)
 #define MAX_REPS SG_CU_CONTENTION_MAX_REPS
-#define MAX_RUNS 2048        /* kernel launches per chain */
+#define MAX_RUNS 768 /* kernel runs per chain: the launch queue must hold them */
 #define ORDER_TARGET_US 2.5e5 /* samples of one order take about this long */
 #define VEC_LEN SG_CU_CONTENTION_VEC
 
