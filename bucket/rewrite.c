@@ -459,9 +459,10 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
   g_autoptr (GHashTable) rename = g_hash_table_new (g_str_hash, g_str_equal);
   g_autoptr (GArray) rewires = g_array_new (FALSE, FALSE, sizeof (Rewire));
   int32_t t = 0;
+  g_autofree SgNodeId *unpack_of = g_new (SgNodeId, (size_t)total + 1);
   for (int32_t b = 0; b < n_specs; b++) {
     int32_t n = specs[b].n_members;
-    g_autofree SgNodeId *u = g_new (SgNodeId, (size_t)n);
+    SgNodeId *u = &unpack_of[t];
     SgNodeId c, w;
     SgNodeId first_new = g->n_nodes;
     if (!build_bucket (g, &specs[b], &waits[t], &c, &w, u, error))
@@ -481,6 +482,19 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
       g_hash_table_insert (rename, (gpointer)g->nodes[waits[t]].name,
                            (gpointer)g->nodes[w].name);
     }
+  }
+  /* A pack that reads a member's wait (a bucket of the results of another
+   * bucket's members: HSDP's all_reduces of reduce_scatters) reads the
+   * unpack instead; the packs were appended after those users were read. */
+  sg_graph_fill_users (g);
+  for (int32_t i = 0; i < total; i++) {
+    uint32_t nu;
+    const SgNodeId *us = sg_node_users (g, waits[i], &nu);
+    for (uint32_t j = 0; j < nu; j++)
+      if (us[j] >= n0 && g->nodes[us[j]].kind == SG_OP_BUCKET_PACK) {
+        Rewire r = { us[j], waits[i], unpack_of[i] };
+        g_array_append_val (rewires, r);
+      }
   }
   rewire_users (g, rewires);
   move_implicit_edges (g, rename);

@@ -180,8 +180,10 @@ successors (const Build *bd, const SgGraph *g, SgNodeId v, const uint32_t *xfirs
     s.lo = v + 1, s.hi = v + 2;
   } else if (r == 2) { /* W -> every U */
     s.lo = v + 1, s.hi = v + 1 + bd->specs[b].n_members;
-  } else { /* U_i -> the users of member i's wait */
+  } else { /* U_i -> the users of member i's wait, the packs that read it */
     s.a = sg_node_users (g, bd->waits[bd->first[b] + r - 3], &s.na);
+    s.b = &xadj[xfirst[v]];
+    s.nb = xfirst[v + 1] - xfirst[v];
   }
   return s;
 }
@@ -247,22 +249,35 @@ sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_sp
     key[i] = 4 * (int64_t)i + 2;
     keep[i] = !taken[i];
   }
+  for (int32_t b = 0; b < n_specs; b++) {
+    SgNodeId p = bd.p_id[b], c = p + 1, w = p + 2;
+    for (int32_t i = 0; i < specs[b].n_members; i++) {
+      SgNodeId wt = bd.waits[bd.first[b] + i];
+      keep[wt] = false;
+      bd.redir[wt] = p + 3 + i;
+      bd.rename[specs[b].members[i]] = c;
+      bd.rename[wt] = w;
+    }
+  }
   /* Extra data edges: a member's input -> its bucket's P (distinct per P,
-   * in member order, as the loader keeps references). CSR by source. */
-  g_autofree uint32_t *xfirst = g_new0 (uint32_t, (size_t)n0 + 2);
+   * in member order, as the loader keeps references). An input that is
+   * another bucket's member's wait is that member's unpack (the rewrite's
+   * rule for chained buckets). CSR by source over all ids. */
+  g_autofree uint32_t *xfirst = g_new0 (uint32_t, (size_t)n1 + 2);
   g_autoptr (GArray) xpairs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   for (int32_t b = 0; b < n_specs; b++) {
     const SgBucketPlan *pl = &bd.plans[b];
     SgNodeId p = bd.p_id[b], c = p + 1, w = p + 2;
     bd.p_inputs[b] = g_new (SgNodeId, (size_t)pl->n);
     for (int32_t i = 0; i < pl->n; i++) {
+      SgNodeId src = bd.redir[pl->inputs[i]] >= 0 ? bd.redir[pl->inputs[i]] : pl->inputs[i];
       bool seen = false;
       for (uint32_t j = 0; j < bd.p_n_in[b] && !seen; j++)
-        seen = bd.p_inputs[b][j] == pl->inputs[i];
+        seen = bd.p_inputs[b][j] == src;
       if (!seen) {
-        bd.p_inputs[b][bd.p_n_in[b]++] = pl->inputs[i];
-        xfirst[pl->inputs[i] + 1]++;
-        SgNodeId pair[2] = { pl->inputs[i], p };
+        bd.p_inputs[b][bd.p_n_in[b]++] = src;
+        xfirst[src + 1]++;
+        SgNodeId pair[2] = { src, p };
         g_array_append_vals (xpairs, pair, 2);
       }
     }
@@ -273,19 +288,12 @@ sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_sp
       indeg[id] = 1;
     }
     indeg[p] = (int32_t)bd.p_n_in[b];
-    for (int32_t i = 0; i < pl->n; i++) {
-      SgNodeId wt = bd.waits[bd.first[b] + i];
-      keep[wt] = false;
-      bd.redir[wt] = p + 3 + i;
-      bd.rename[specs[b].members[i]] = c;
-      bd.rename[wt] = w;
-    }
   }
-  for (SgNodeId i = 0; i < n0; i++)
+  for (SgNodeId i = 0; i < n1; i++)
     xfirst[i + 1] += xfirst[i];
   g_autofree SgNodeId *xadj = g_new (SgNodeId, xpairs->len / 2 + 1);
   {
-    g_autofree uint32_t *fill = g_memdup2 (xfirst, sizeof (uint32_t) * ((size_t)n0 + 1));
+    g_autofree uint32_t *fill = g_memdup2 (xfirst, sizeof (uint32_t) * ((size_t)n1 + 1));
     for (guint i = 0; i < xpairs->len; i += 2)
       xadj[fill[g_array_index (xpairs, SgNodeId, i)]++] = g_array_index (xpairs, SgNodeId, i + 1);
   }
@@ -471,14 +479,12 @@ sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_sp
   /* What cost_new_nodes in bucket.c costs: every node without a source,
    * i.e. the new nodes and the base graph's uncosted ones. */
   const SgCostModel *cm = sg_graph_cost_model (tg);
-  for (int32_t j = 0; j < n1 - n0 + t->n_uncosted; j++) {
-    SgNodeId i = new_id[j < n1 - n0 ? n0 + j : t->uncosted[j - (n1 - n0)]];
-    if (i == SG_NO_NODE) /* an uncosted member or wait, gone */
-      continue;
-    SgNode *n = &tg->nodes[i];
-    if (n->est_src == SG_COST_NONE)
-      n->est_us = cm ? sg_cost_node_us (cm, tg, i, &n->est_src) : 0.0;
-  }
+  int32_t n_cost = n1 - n0 + t->n_uncosted;
+  g_autofree SgNodeId *to_cost = g_new (SgNodeId, (size_t)n_cost + 1);
+  for (int32_t j = 0; j < n_cost; j++) /* SG_NO_NODE: an uncosted member or wait, gone */
+    to_cost[j] = new_id[j < n1 - n0 ? n0 + j : t->uncosted[j - (n1 - n0)]];
+  if (cm)
+    sg_cost_new_nodes (cm, tg, to_cost, n_cost);
   return tg;
 }
 

@@ -47,9 +47,16 @@ bool sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error);
 /* (transfer none) The model the estimate pass attached, or NULL. */
 const SgCostModel *sg_graph_cost_model (const SgGraph *g);
 
-/* Cost of one node as the model sees it (bucket/ uses it for nodes it
- * creates). Sets *src. */
+/* Cost of one node as the model sees it. Sets *src. A bucket copy runs
+ * the zero-copy analysis of the whole graph (O(n)): cost many new nodes
+ * with sg_cost_new_nodes(). */
 double sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSource *src);
+
+/* Costs the nodes @ids (n_ids; ids NULL: every node) of @g whose est_src
+ * is SG_COST_NONE (nodes a pass added), with one zero-copy analysis
+ * (graph/elide.c) for all of them: bucket copies codegen elides are free.
+ * Ids may be SG_NO_NODE (skipped). */
+void sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids);
 
 /* Solo time of a collective: @kind in SG_CLASS_COLLECTIVE, @bytes as
  * sg_node_comm_bytes() counts them, over a group of @group_size ranks that

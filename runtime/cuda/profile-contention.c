@@ -43,7 +43,7 @@ typedef struct {
 } Kern;
 
 typedef struct {
-  cudaStream_t s0, s1; /* compute, comm */
+  cudaStream_t s0, s1; /* compute (the profiler's), comm (the rig's) */
   cudaEvent_t a, e, c0, c1, r[MAX_REPS];
   float *align; /* one float on the device: the aligning all_reduce */
 } Rig;
@@ -321,11 +321,13 @@ sg_cu_prof_contention_entries (GString *out, const Key *ck, SgKernelClass klass,
   }
 }
 
+/* @s0: the compute stream (the profiler's, which cuBLAS and cuDNN are
+ * bound to); the comm stream is the rig's own. */
 static bool
-rig_init (Rig *rig, GError **error)
+rig_init (Rig *rig, cudaStream_t s0, GError **error)
 {
   memset (rig, 0, sizeof *rig);
-  SG_CU_CHECK (cudaStreamCreateWithFlags (&rig->s0, cudaStreamNonBlocking), error, fail);
+  rig->s0 = s0;
   SG_CU_CHECK (cudaStreamCreateWithFlags (&rig->s1, cudaStreamNonBlocking), error, fail);
   cudaEvent_t *ev[] = { &rig->a, &rig->e, &rig->c0, &rig->c1 };
   for (size_t i = 0; i < G_N_ELEMENTS (ev); i++)
@@ -355,8 +357,6 @@ rig_clear (Rig *rig)
       cudaEventDestroy (rig->r[i]);
   if (rig->align)
     cudaFree (rig->align);
-  if (rig->s0)
-    cudaStreamDestroy (rig->s0);
   if (rig->s1)
     cudaStreamDestroy (rig->s1);
 }
@@ -391,10 +391,11 @@ sg_cu_prof_contention (const SgCuContentionJob *job, char **entries, GError **er
   GString *out = g_string_new (NULL);
   double *vec = g_new0 (double, VEC_LEN), *all = g_new0 (double, (size_t)VEC_LEN * world);
   double *col = g_new (double, (size_t)world);
-  bool ok = rig_init (&rig, error);
+  bool ok = rig_init (&rig, job->stream, error);
   for (int32_t i = 0; ok && i < nk; i++) {
     kern[i].run = g_new0 (SgCuOneKernel, 1);
-    ok = sg_cu_one_kernel_init (kern[i].run, g, kern[i].k->node, rig.s0, job->cublas, error);
+    ok = sg_cu_one_kernel_init (kern[i].run, g, kern[i].k->node, rig.s0, job->cublas, job->dnn,
+                                error);
   }
   ok = agreed (ok, "setting up the contention kernels", error);
   const int64_t t0 = g_get_monotonic_time ();

@@ -45,22 +45,24 @@ char *sg_cu_prof_profile_text (GPtrArray *keys, const char *device, int32_t worl
 double sg_cu_prof_median (double *v, int n);
 
 /* One node's kernel as a one-instruction plan through the backend's own
- * dispatch (dispatch.c), with that node's operand layouts and random
- * operands, on @stream. Keep it in place after init (it points into
- * itself). */
+ * setup and dispatch (sg_cu_prepare_ins, dispatch.c: attention on cuDNN
+ * where @dnn, bound to @stream, runs it), with that node's operand layouts
+ * and random operands, on @stream. Keep it in place after init (it points
+ * into itself). */
 typedef struct {
   SgPlan p;
   SgPlanValue values[64];
   SgPlanBuffer buffers[64];
   SgPlanIns ins;
   int32_t outs[16];
+  int32_t attn_plan;
   SgCuState st;
   cudaStream_t stream;
   char *base, *sp;
   uint64_t scratch;
 } SgCuOneKernel;
 bool sg_cu_one_kernel_init (SgCuOneKernel *k, const SgGraph *g, SgNodeId id, cudaStream_t stream,
-                            cublasHandle_t cublas, GError **error);
+                            cublasHandle_t cublas, SgCuDnn *dnn, GError **error);
 /* Queues one run of the kernel on its stream. */
 bool sg_cu_one_kernel_run (SgCuOneKernel *k, GError **error);
 /* Frees the buffers (synchronize the stream first if it may still run). */
@@ -88,7 +90,9 @@ typedef struct {
   GPtrArray *keys;         /* Key *, measured and agreed (us > 0) */
   ncclComm_t *comms;       /* per graph group */
   MPI_Comm *mpi;           /* per graph group: this rank's instance */
+  cudaStream_t stream;     /* the compute stream, the one @cublas and @dnn are bound to */
   cublasHandle_t cublas;
+  SgCuDnn *dnn;            /* cuDNN attention as schedrun runs it; NULL: the math path */
   SgCuWatchdog *watchdog;
   int32_t iters;           /* samples per order, at most */
   double budget_s;         /* wall time for the whole measurement (rank 0's clock) */

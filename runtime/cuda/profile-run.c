@@ -77,7 +77,7 @@ rewrite_refs (cJSON *item, SgPlan *p, const SgGraph *g, uint64_t *arena)
 
 bool
 sg_cu_one_kernel_init (SgCuOneKernel *k, const SgGraph *g, SgNodeId id, cudaStream_t stream,
-                       cublasHandle_t cublas, GError **error)
+                       cublasHandle_t cublas, SgCuDnn *dnn, GError **error)
 {
   const SgNode *n = &g->nodes[id];
   memset (k, 0, sizeof *k);
@@ -111,7 +111,14 @@ sg_cu_one_kernel_init (SgCuOneKernel *k, const SgGraph *g, SgNodeId id, cudaStre
   ins->n_out = (int32_t)n_out;
   k->p.ins = ins;
   k->p.n_ins = 1;
-  if (!sg_cu_check_ins (&k->p, ins, false, &k->scratch, error))
+  /* attention on cuDNN where the backend would run it there */
+  k->attn_plan = -1;
+  k->st.dnn = dnn;
+  k->st.attn_plan = &k->attn_plan;
+  const bool prepared = sg_cu_prepare_ins (&k->st, &k->p, 0, &k->scratch, error);
+  free (k->st.attn_why);
+  k->st.attn_why = NULL;
+  if (!prepared)
     return false;
   SG_CU_CHECK (cudaMalloc ((void **)&k->base, arena + k->scratch + 256), error, fail);
   /* random contents in [-1, 1): GEMM speed and power depend on the data */

@@ -18,6 +18,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda-private.h"
@@ -45,6 +46,7 @@ typedef struct {
   cudaStream_t stream;
   cudaEvent_t *ev; /* 2 * iters */
   cublasHandle_t cublas;
+  SgCuDnn *dnn; /* cuDNN attention as schedrun runs it; NULL: the math path */
 } Timer;
 
 /* Times node @id's kernel as a one-instruction plan; median over iters. */
@@ -54,7 +56,7 @@ time_compute (const SgGraph *g, SgNodeId id, Timer *t, double *us, GError **erro
   SgCuOneKernel *k = g_new0 (SgCuOneKernel, 1);
   double *samples = g_new (double, t->iters);
   bool ok = false;
-  if (!sg_cu_one_kernel_init (k, g, id, t->stream, t->cublas, error))
+  if (!sg_cu_one_kernel_init (k, g, id, t->stream, t->cublas, t->dnn, error))
     goto done;
   /* Warm-up, then one run alone to size the batches. */
   for (int32_t i = 0; i < MAX (1, t->warmup); i++)
@@ -339,6 +341,15 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, const SgRtProf
     SG_CU_CHECK (cudaEventCreate (&t.ev[i]), error, out);
   SG_CUBLAS_CHECK (cublasCreate (&t.cublas), error, out);
   SG_CUBLAS_CHECK (cublasSetStream (t.cublas, t.stream), error, out);
+  {
+    char *why = NULL;
+    t.dnn = sg_cu_dnn_new (&t.stream, 1, &why);
+    if (rank == 0)
+      fprintf (stderr, "schedrun --profile: attention on %s%s%s\n",
+               t.dnn ? "cuDNN's fused SDPA where it runs" : "the math path (",
+               t.dnn ? "" : why, t.dnn ? "" : ")");
+    free (why);
+  }
   if (!all_ok (comms_init (g, rank, &comms, error)))
     goto out;
   wd_state.comms = comms.comms;
@@ -402,7 +413,8 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, const SgRtProf
   const bool measure_contention = o->contention && !contention;
   if (measure_contention) {
     SgCuContentionJob job = { .g = g, .keys = keys, .comms = comms.comms, .mpi = comms.mpi,
-                              .cublas = t.cublas, .watchdog = wd,
+                              .stream = t.stream, .cublas = t.cublas, .dnn = t.dnn,
+                              .watchdog = wd,
                               .iters = MAX (o->contention_iters, 1),
                               .budget_s = o->contention_budget_s, .timeout_s = timeout_s };
     const bool cok = sg_cu_prof_contention (&job, &contention, error);
@@ -451,6 +463,7 @@ out:
   comms_clear (&comms, !ok);
   if (t.cublas)
     cublasDestroy (t.cublas);
+  sg_cu_dnn_free (t.dnn);
   for (int32_t i = 0; t.ev && i < 2 * iters; i++)
     if (t.ev[i])
       cudaEventDestroy (t.ev[i]);
