@@ -16,6 +16,8 @@
 #     manifest-plain.json (version-1 profiles) for sgfit.
 # Output ($OUT, 4 files): results.tar.gz (graphs, profiles, plans, reports,
 # manifests), summary.md (the table printed last), log.txt, profiles.txt.
+# If `--contention` fails on a graph, a plain profile is measured instead
+# (its timing runs still come back; the log says so).
 # A step is skipped, not started, when less time is left than it needs
 # (LIMIT seconds in all, default 270; every command's timeout is what is
 # left), so results always come back inside the lead's 300 s call.
@@ -105,6 +107,12 @@ EOF
       --iters "$it" --warmup 2 --timeout 100 --contention --contention-budget "$budget" \
       --contention-iters 3
     echo "profile $g rc=$?"
+    if [ ! -f "$W/p.$g.json" ]; then  # the timing runs still need a profile
+      echo "profile $g: no contention profile; measuring a plain one"
+      timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --profile "$W/$g.json" -o "$W/p.$g.json" \
+        --iters "$it" --warmup 2 --timeout 100
+      echo "plain profile $g rc=$?"
+    fi
   fi
   python3 - "$W/p.$g.json" "$W/p1.$g.json" <<'EOF'
 import json, sys
