@@ -17,7 +17,8 @@
 # Output ($OUT, 4 files): results.tar.gz (graphs, profiles, plans, reports,
 # manifests), summary.md (the table printed last), log.txt, profiles.txt.
 # If `--contention` fails on a graph, a plain profile is measured instead
-# (its timing runs still come back; the log says so).
+# and later graphs skip it (their timing runs still come back; the log says
+# so).
 # A step is skipped, not started, when less time is left than it needs
 # (LIMIT seconds in all, default 270; every command's timeout is what is
 # left), so results always come back inside the lead's 300 s call.
@@ -31,6 +32,7 @@ BIN=${BIN_DIR:-$BIN}
 G=${GRAPHS_DIR:-$G}
 W=${WORK:-/tmp/sg-cont}
 LIMIT=${LIMIT:-270}
+CONT_OK=1
 T0=$(date +%s)
 rm -rf "$W"
 mkdir -p "$W"
@@ -103,14 +105,18 @@ for kind in ("all_gather", "reduce_scatter"):
 json.dump(p, open(sys.argv[2], "w"), indent=1)
 EOF
   else
-    timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --profile "$W/$g.json" -o "$W/p.$g.json" \
-      --iters "$it" --warmup 2 --timeout 100 --contention --contention-budget "$budget" \
-      --contention-iters 3
-    echo "profile $g rc=$?"
+    # --timeout: a hung key or pair ends the job after 30 s (the watchdog)
+    if [ "$CONT_OK" = 1 ]; then
+      timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --profile "$W/$g.json" -o "$W/p.$g.json" \
+        --iters "$it" --warmup 2 --timeout 30 --contention --contention-budget "$budget" \
+        --contention-iters 3
+      echo "profile $g rc=$?"
+    fi
     if [ ! -f "$W/p.$g.json" ]; then  # the timing runs still need a profile
+      CONT_OK=0                       # and later graphs skip --contention
       echo "profile $g: no contention profile; measuring a plain one"
       timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --profile "$W/$g.json" -o "$W/p.$g.json" \
-        --iters "$it" --warmup 2 --timeout 100
+        --iters "$it" --warmup 2 --timeout 30
       echo "plain profile $g rc=$?"
     fi
   fi
