@@ -69,7 +69,7 @@ sg_compute_sm_factor (const SgCluster *c, const SgNode *n)
 static bool
 is_backward (SgOpKind op)
 {
-  return op == SG_OP_SDPA_FLASH_BWD || op == SG_OP_SDPA_EFFICIENT_BWD || op == SG_OP_SDPA_CUDNN_BWD;
+  return sg_kernel_class (op) == SG_KERNEL_ATTENTION_BACKWARD;
 }
 
 /* The work an SDPA kernel does, wave-quantized: FlashAttention-style

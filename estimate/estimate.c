@@ -23,6 +23,7 @@ cost_model_free (gpointer p)
   SgCostModel *cm = p;
   if (!cm)
     return;
+  sg_contention_table_free (cm->contention);
   sg_profile_free (cm->profile);
   g_free (cm->profile_path);
   g_free (cm->group_nodes);
@@ -276,6 +277,7 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
     }
     cm->profile_path = g_strdup (cfg->profile);
   }
+  cm->contention = sg_contention_table_new (cm->profile, c);
   cm->n_groups = g->n_groups;
   cm->group_nodes = g_new (int32_t, MAX (g->n_groups, 1));
   for (int32_t i = 0; i < g->n_groups; i++)

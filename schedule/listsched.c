@@ -398,7 +398,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   for (int32_t i = 0; i < ng; i++)
     R->mem_wait_c[i] = SG_NO_NODE;
   sg_memtree_init (&R->seg, n, P->profile);
-  sg_eng_init (&R->eng, P->g, &P->cont, false);
+  sg_eng_init (&R->eng, P->g, NULL, false);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
   R->order = g_new (SgNodeId, (size_t)n);

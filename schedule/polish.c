@@ -187,9 +187,19 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
   const SgGraph *g = P->g;
   int32_t n = g->n_nodes;
   SgSimEngine e;
-  sg_eng_init (&e, g, &P->cont, false);
+  sg_eng_init (&e, g, NULL, false);
   Polish Q = { .g = g, .e = &e };
-  Q.equal = !(e.cs * (1.0 - 1.0 / MAX (e.ms, e.mr)) < 1.0);
+  {
+    SgBoundRates R;
+    int32_t nc = 0;
+    g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (n, 1));
+    for (SgNodeId x = 0; x < n; x++)
+      if (P->role[x] == SG_ROLE_COLL)
+        colls[nc++] = x;
+    sg_bound_rates_init (&R, &e, colls, nc);
+    Q.equal = !R.monotone;
+    sg_bound_rates_clear (&R);
+  }
   g_autofree int32_t *local = g_new (int32_t, (size_t)MAX (n, 1));
   for (int32_t i = 0; i < n; i++)
     local[i] = -1;
@@ -247,7 +257,7 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
   if (improved == 0)
     return 0;
   SgSimResult r;
-  if (!sg_simulate_with (g, out, &P->cont, &r, NULL))
+  if (!sg_simulate (g, out, &r, NULL))
     return 0;
   bool better = r.step_us < res->step_us - 1e-9 * (1.0 + res->step_us)
                 && r.peak_bytes <= MAX (P->limit, res->peak_bytes);

@@ -149,8 +149,8 @@ sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t 
         S->desc[S->coll[i]] = reach_mask (S, i, false, seen, stack);
       }
   }
-  S->rates = (SgBoundRates){ e->cs, e->ms, e->mr, g->n_groups };
-  S->monotone = e->cs * (1.0 - 1.0 / MAX (e->ms, e->mr)) < 1.0;
+  sg_bound_rates_init (&S->rates, e, S->coll_node, S->n_track);
+  S->monotone = S->rates.monotone;
   S->frames = g_new0 (Frame, (size_t)S->n_dec + 2);
   for (int32_t d = 0; d < S->n_dec + 2; d++) {
     S->frames[d].placed = g_new0 (uint8_t, (size_t)MAX (m, 1));
@@ -208,6 +208,7 @@ sg_search_free (SgSearch *S)
   g_free (S->mhead);
   g_free (S->states);
   sg_bound_scratch_clear (&S->bs);
+  sg_bound_rates_clear (&S->rates);
   g_free (S);
 }
 

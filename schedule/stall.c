@@ -12,9 +12,9 @@
 #include "listsched-private.h"
 
 bool
-ls_holds_sms (const SgSchedProblem *P, SgNodeId x)
+ls_holds_sms (const Run *R, SgNodeId x)
 {
-  return sg_node_holds_sms (&P->g->nodes[x]) && P->cost[x] > 0.0;
+  return sg_eng_would_hold (&R->eng, x, R->P->cost[x]);
 }
 
 /* How far down the ready heap's array a shield is looked for, and how far
@@ -33,13 +33,13 @@ static SgNodeId
 shield_for (Run *R, SgNodeId x)
 {
   const SgSchedProblem *P = R->P;
-  if (R->eng.n_held <= R->eng.n_kheld || !ls_holds_sms (P, x) || ls_would_stall (R, x))
+  if (R->eng.n_held <= R->eng.n_kheld || !ls_holds_sms (R, x) || ls_would_stall (R, x))
     return SG_NO_NODE;
   int64_t best = INT64_MAX;
   for (int32_t i = 0; i < MIN (R->ready.n, SHIELD_SCAN); i++) {
     int64_t k = R->ready.a[i];
     SgNodeId c = KEY_ID (k);
-    if (k >= best || R->placed[c] || c == x || ls_holds_sms (P, c) || P->cost[c] <= 0.0
+    if (k >= best || R->placed[c] || c == x || ls_holds_sms (R, c) || P->cost[c] <= 0.0
         || c - x > SHIELD_WINDOW)
       continue;
     best = k;
