@@ -11,8 +11,8 @@
  * by interval bookkeeping. Scale: above 256 candidates merges are tried in
  * batches (one simulation per batch, then windows that halve on refusal
  * and grow on success) behind cheap screens, within a simulation budget
- * (docs/bucketing.md). Trial graphs are built from arrays (trial.c), not
- * by copying and rewriting the graph.
+ * (docs/bucketing.md). Trial graphs are the rewrite itself, built as
+ * trial graphs of the graph rewrite API (sg_bucket_trial), not copies.
  * Requires: estimate (g->cost_model, est_us), a topological order (the
  * scheduler's), implicit edges of the scheduler (optional).
  * Invalidates: node ids, users; adds pack/unpack nodes.
@@ -65,7 +65,6 @@ typedef struct {
   SgBucketStats *st;
   SgAug *aug;
   SgBucketPredict *pred; /* batch mode only */
-  SgBucketTrial *trial;  /* builds the trial graphs from @g */
   uint64_t *mem_cap;     /* per key: smallest bucket the memory limit refused */
   int32_t *fails;        /* per key: refused proposals since its last accepted one */
   int32_t budget;        /* simulations left (batch mode), or -1: unlimited */
@@ -156,9 +155,11 @@ trial (Ctx *x, int32_t lo, int32_t hi, double *exposed, double *step)
   SgSimResult r;
   g_autoptr (GError) err = NULL;
   x->st->simulations++;
-  SgGraph *tg = sg_bucket_trial_build (x->trial, specs, ns, &err);
+  SgGraph *tg = sg_bucket_trial (x->g, specs, ns, &err);
+  if (tg)
+    cost_new_nodes (tg);
   bool ok = tg && sg_simulate (tg, NULL, &r, &err);
-  sg_bucket_trial_graph_free (x->trial, tg);
+  sg_graph_free (tg);
   specs_free (specs, ns);
   if (!ok)
     return TRIAL_CYCLE; /* the rewrite found a cycle through implicit edges */
@@ -428,7 +429,6 @@ ctx_clear (Ctx *x)
   g_clear_pointer (&x->prop_b, g_array_unref);
   g_clear_pointer (&x->aug, sg_aug_free);
   g_clear_pointer (&x->pred, sg_bucket_predict_free);
-  g_clear_pointer (&x->trial, sg_bucket_trial_free);
   g_clear_pointer (&x->mem_cap, g_free);
   g_clear_pointer (&x->fails, g_free);
   g_free (x->cands);
@@ -484,7 +484,6 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
    * constraints; hiding edges are the unbucketed overlap, which the
    * simulator judges instead (docs/bucketing.md). */
   x.aug = constraints_aug (g);
-  x.trial = sg_bucket_trial_new (g);
   int32_t n_batches = TARGET_BATCHES;
   if (g->n_nodes > BATCH_NODES)
     n_batches = MAX (4, (int32_t)((int64_t)TARGET_BATCHES * BATCH_NODES / g->n_nodes));
@@ -538,7 +537,6 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   }
   flush_batch (&x, open, n_keys);
   g_clear_pointer (&x.aug, sg_aug_free);
-  g_clear_pointer (&x.trial, sg_bucket_trial_free);
 
   /* The accepted buckets, applied to the graph itself. */
   int32_t ns;

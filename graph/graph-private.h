@@ -1,0 +1,90 @@
+/* graph-private.h: what the files of graph/ share (not a public contract). */
+#pragma once
+
+#include "graph.h"
+
+/* Deeper nesting inside args/kwargs is refused at load. */
+#define SG_MAX_ARG_DEPTH 64
+
+/* args.c: building a node's typed arguments in g->args. */
+typedef struct {
+  SgGraph *g;
+  const char *node;   /* the node's name, for messages */
+  GArray *refs;       /* SgNodeId: the node's inputs so far (distinct) */
+  GHashTable *seen;   /* id + 1 -> index + 1, once refs is long */
+  const GArray *scratch; /* SgArg: where spec lists live (rewrite.c) */
+  GError **error;
+} SgArgBuild;
+
+void sg_arg_build_init (SgArgBuild *b, SgGraph *g, const char *node, const GArray *scratch,
+                        GError **error);
+void sg_arg_build_clear (SgArgBuild *b);
+
+/* Parses graph-format @args (a JSON list or NULL) and @kwargs (an object or
+ * NULL) of node @n into g->args, resolving {"node": NAME} by name into
+ * b->refs; sets n's args_first, n_args, kwargs_first, n_kwargs. False with
+ * b->error set (the caller truncates g->args). */
+bool sg_args_from_json (SgArgBuild *b, const cJSON *args, const cJSON *kwargs, SgNode *n);
+
+/* The same from an SgNodeSpec's values (references are node ids, lists
+ * live in b->scratch); @node_count bounds valid references. */
+bool sg_args_from_spec (SgArgBuild *b, const SgArg *args, uint32_t n_args, const SgKwarg *kwargs,
+                        uint32_t n_kwargs, SgNodeId node_count, SgNode *n);
+
+/* Node @src's argument @a (a node of @g whose inputs are @src_inputs) in
+ * spec form, lists copied into @scratch. */
+SgArg sg_arg_to_spec (const SgGraph *g, const SgNodeId *src_inputs, const SgArg *a,
+                      GArray *scratch);
+
+/* graph.c: what sg_graph_append and sg_rewrite_add share once a node's
+ * args and inputs are built: kind from op and target, collective group,
+ * size and reduce op, getitem index, and the checks of the node alone.
+ * @node_of resolves an input id to its node (base or added). */
+typedef const SgNode *(*SgNodeOf) (gconstpointer ctx, SgNodeId id);
+bool sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
+                     gconstpointer ctx, GError **error);
+
+/* Interns string arguments of the args pool entries [from, to) of @src
+ * into @dst's strings (sg_graph_copy). */
+void sg_args_reintern (SgGraph *dst, guint from, guint to);
+
+/* rewrite.c and rewrite-order.c: the rewrite being built. */
+typedef struct {
+  SgNodeId old, to;
+  uint32_t drop; /* implicit-edge kinds dropped, 1 << kind */
+} SgRewriteMove;
+
+struct SgRewrite {
+  SgGraph *g;
+  int32_t n0;
+  guint dims0, tuples0, args0; /* @g's pool lengths at the start */
+  GArray *nodes;               /* SgNode: added nodes, id n0 + i */
+  GArray *inputs;              /* SgNodeId: added nodes' inputs (their in_first) */
+  GArray *keys;                /* int64_t per added node; -1: default placement */
+  GStringChunk *names;         /* added nodes' names as given */
+  GArray *scratch;             /* SgArg: lists of specs */
+  GArray *redirects;           /* SgNodeId pairs (old, to) */
+  GArray *removed;             /* SgNodeId */
+  GArray *moves;               /* SgRewriteMove */
+  bool done;                   /* committed: its additions stay in @g's pools */
+};
+
+/* The edited graph laid out in its new order. */
+typedef struct {
+  int32_t n;        /* nodes kept */
+  SgNode *nodes;    /* n, in the new order; added nodes named as given */
+  GArray *inputs;   /* SgNodeId, renumbered */
+  GArray *edges;    /* SgImplicitEdge, renumbered; NULL when @g had none */
+  SgNodeId output;
+  SgNodeId *old_id; /* new id -> id in the rewrite (base or added) */
+} SgRewriteLayout;
+
+/* Checks the edits and lays the result out (rewrite-order.c): the stable
+ * topological order by placement keys, inputs and implicit edges
+ * renumbered, args of users whose inputs merged re-indexed (appended to
+ * g->args). False with @error as sg_rewrite_commit. */
+bool sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error);
+void sg_rewrite_layout_clear (SgRewriteLayout *l);
+
+/* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
+void sg_rewrite_trial_release (SgGraph *trial);
