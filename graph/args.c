@@ -175,8 +175,9 @@ json_value (SgArgBuild *b, const cJSON *v, int depth, const char *where, const c
               "node '%s': %s: a node reference must be {\"node\": \"<name>\"}", b->node, where);
       SgNodeId id = sg_graph_lookup (g, ref->valuestring);
       if (id == SG_NO_NODE)
-        FAIL (SG_GRAPH_ERROR_REF, "node '%s': %s: reference to '%s', which is not defined before it",
-              b->node, where, ref->valuestring);
+        FAIL (SG_GRAPH_ERROR_REF,
+              "node '%s': %s: reference to '%s', which is not defined before it", b->node, where,
+              ref->valuestring);
       a.type = SG_ARG_NODE;
       a.input = input_index (b, id);
     } else {

@@ -411,8 +411,9 @@ sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
   if (n->kind == SG_OP_WAIT) {
     const SgNode *c = n->n_in ? node_of (ctx, inputs[0]) : NULL;
     if (!c || !sg_op_is_collective (c->kind))
-      FAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args[0]: wait_tensor must wait on a collective%s%s%s",
-            n->name, c ? " ('" : "", c ? c->name : "", c ? "' is not one)" : "");
+      FAIL (SG_GRAPH_ERROR_INVALID,
+            "node '%s': args[0]: wait_tensor must wait on a collective%s%s%s", n->name,
+            c ? " ('" : "", c ? c->name : "", c ? "' is not one)" : "");
   } else if (n->kind == SG_OP_GETITEM) {
     int64_t idx;
     const SgArg *ia = n->n_args > 1 ? &g_array_index (g->args, SgArg, n->args_first + 1) : NULL;

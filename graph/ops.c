@@ -2,7 +2,8 @@
  * tensor-option tables (see ops.h).
  *
  * One row per SgOpKind, in enum order; the first lookup checks that.
- * Each row lists the op's positional parameters as its schema does: ATen's native_functions.yaml for aten ops (SDPA's included), the c10d
+ * Each row lists the op's positional parameters as its schema does:
+ * ATen's native_functions.yaml for aten ops (SDPA's included), the c10d
  * functional signatures for collectives (graph-format.md), docs/ops.md for
  * the bucket ops. Every reader of an argument position (graph/, estimate/,
  * codegen/, the runtime's kernels) asks sg_op_param_pos().

@@ -80,7 +80,8 @@ csr_build (Csr *c, int32_t n1, const GArray *pairs)
     c->first[i + 1] += c->first[i];
   g_autofree uint32_t *fill = g_memdup2 (c->first, sizeof (uint32_t) * ((size_t)n1 + 1));
   for (guint i = 0; i < m; i++)
-    c->adj[fill[g_array_index (pairs, SgNodeId, 2 * i)]++] = g_array_index (pairs, SgNodeId, 2 * i + 1);
+    c->adj[fill[g_array_index (pairs, SgNodeId, 2 * i)]++]
+        = g_array_index (pairs, SgNodeId, 2 * i + 1);
 }
 
 static void
