@@ -55,10 +55,12 @@ bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
                             SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
                             GError **error);
 
-/* rewrite.c: the graph sg_bucket_apply would make from @g and @specs, as a
- * trial graph of the rewrite API (sg_rewrite_trial: the same code as the
- * commit, nothing of @g copied or changed). New nodes have est_src
- * SG_COST_NONE. Free it with sg_graph_free() before @g changes. NULL with
- * @error where sg_bucket_apply fails (an ill-formed bucket, a cycle). */
-SgGraph *sg_bucket_trial (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs,
+/* rewrite.c: the graph sg_bucket_apply would make from @rw's graph and
+ * @specs, as a trial graph of the rewrite API (sg_rewrite_trial: the same
+ * code as the commit, nothing of the graph copied or changed). @rw is
+ * reset first: a pass keeps one for all its trials (sg_rewrite_new of the
+ * graph). New nodes have est_src SG_COST_NONE. Free it with
+ * sg_graph_free() before the next trial or before the graph changes. NULL
+ * with @error where sg_bucket_apply fails (an ill-formed bucket, a cycle). */
+SgGraph *sg_bucket_trial (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs,
                           GError **error);

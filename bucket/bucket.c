@@ -65,6 +65,7 @@ typedef struct {
   SgBucketStats *st;
   SgAug *aug;
   SgBucketPredict *pred; /* batch mode only */
+  SgRewrite *trial;      /* the rewrite every trial graph is built with */
   uint64_t *mem_cap;     /* per key: smallest bucket the memory limit refused */
   int32_t *fails;        /* per key: refused proposals since its last accepted one */
   int32_t budget;        /* simulations left (batch mode), or -1: unlimited */
@@ -155,7 +156,7 @@ trial (Ctx *x, int32_t lo, int32_t hi, double *exposed, double *step)
   SgSimResult r;
   g_autoptr (GError) err = NULL;
   x->st->simulations++;
-  SgGraph *tg = sg_bucket_trial (x->g, specs, ns, &err);
+  SgGraph *tg = sg_bucket_trial (x->trial, specs, ns, &err);
   if (tg)
     cost_new_nodes (tg);
   bool ok = tg && sg_simulate (tg, NULL, &r, &err);
@@ -429,6 +430,7 @@ ctx_clear (Ctx *x)
   g_clear_pointer (&x->prop_b, g_array_unref);
   g_clear_pointer (&x->aug, sg_aug_free);
   g_clear_pointer (&x->pred, sg_bucket_predict_free);
+  g_clear_pointer (&x->trial, sg_rewrite_free);
   g_clear_pointer (&x->mem_cap, g_free);
   g_clear_pointer (&x->fails, g_free);
   g_free (x->cands);
@@ -484,6 +486,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
    * constraints; hiding edges are the unbucketed overlap, which the
    * simulator judges instead (docs/bucketing.md). */
   x.aug = constraints_aug (g);
+  x.trial = sg_rewrite_new (g);
   int32_t n_batches = TARGET_BATCHES;
   if (g->n_nodes > BATCH_NODES)
     n_batches = MAX (4, (int32_t)((int64_t)TARGET_BATCHES * BATCH_NODES / g->n_nodes));
@@ -537,6 +540,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   }
   flush_batch (&x, open, n_keys);
   g_clear_pointer (&x.aug, sg_aug_free);
+  g_clear_pointer (&x.trial, sg_rewrite_free);
 
   /* The accepted buckets, applied to the graph itself. */
   int32_t ns;

@@ -148,8 +148,9 @@ member_names (SgRewrite *rw, const SgBucketSpec *spec)
     const SgArg *items = sg_arg_items (g, inner, &n);
     if (inner && inner->type == SG_ARG_LIST) {
       g_array_append_vals (names, items, n);
-    } else {
-      SgArg a = sg_rewrite_str (rw, g->nodes[spec->members[i]].name);
+    } else { /* node names live in the graph's strings already */
+      SgArg a = { .type = SG_ARG_STR };
+      a.s = g->nodes[spec->members[i]].name;
       g_array_append_val (names, a);
     }
   }
@@ -258,11 +259,12 @@ out:
   return ok;
 }
 
-/* The rewrite of @specs on @g, not committed; NULL with @error when a
+/* Describes @specs in @rw (fresh or reset); false with @error when a
  * bucket is ill-formed. */
-static SgRewrite *
-bucket_rewrite (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error)
+static bool
+bucket_rewrite (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs, GError **error)
 {
+  SgGraph *g = sg_rewrite_graph (rw);
   int32_t n0 = g->n_nodes, total = 0;
   for (int32_t b = 0; b < n_specs; b++)
     total += MAX (specs[b].n_members, 0);
@@ -271,15 +273,12 @@ bucket_rewrite (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError *
   g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs + 1);
   g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs + 1);
   if (!sg_bucket_specs_check (g, specs, n_specs, taken, waits, start_pos, use_pos, error))
-    return NULL;
-  SgRewrite *rw = sg_rewrite_new (g);
+    return false;
   for (int32_t b = 0, t = 0; b < n_specs; t += specs[b].n_members, b++)
     if (!add_bucket (rw, &specs[b], &waits[t], (SgNodeId)start_pos[b], (SgNodeId)use_pos[b],
-                     error)) {
-      sg_rewrite_free (rw);
-      return NULL;
-    }
-  return rw;
+                     error))
+      return false;
+  return true;
 }
 
 /* The rewrite's refusals as the pass names them. */
@@ -302,8 +301,8 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
   g_return_val_if_fail (g && (specs || n_specs == 0) && n_specs >= 0, false);
   if (n_specs <= 0)
     return true;
-  g_autoptr (SgRewrite) rw = bucket_rewrite (g, specs, n_specs, error);
-  if (!rw || !sg_rewrite_commit (rw, error)) {
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  if (!bucket_rewrite (rw, specs, n_specs, error) || !sg_rewrite_commit (rw, error)) {
     bucket_error (error);
     return false;
   }
@@ -311,11 +310,11 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
 }
 
 SgGraph *
-sg_bucket_trial (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error)
+sg_bucket_trial (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs, GError **error)
 {
-  g_return_val_if_fail (g && (specs || n_specs == 0) && n_specs >= 0, NULL);
-  SgRewrite *rw = bucket_rewrite (g, specs, n_specs, error);
-  SgGraph *t = rw ? sg_rewrite_trial (rw, error) : NULL;
+  g_return_val_if_fail (rw && (specs || n_specs == 0) && n_specs >= 0, NULL);
+  sg_rewrite_reset (rw);
+  SgGraph *t = bucket_rewrite (rw, specs, n_specs, error) ? sg_rewrite_trial (rw, error) : NULL;
   if (!t)
     bucket_error (error);
   return t;

@@ -27,16 +27,19 @@
 
 void
 sg_arg_build_init (SgArgBuild *b, SgGraph *g, const char *node, const GArray *scratch,
-                   GError **error)
+                   GArray *refs, GError **error)
 {
-  *b = (SgArgBuild){ g, node, g_array_new (FALSE, FALSE, sizeof (SgNodeId)), NULL, scratch,
-                     error };
+  if (refs)
+    g_array_set_size (refs, 0);
+  *b = (SgArgBuild){ g, node, refs ? refs : g_array_new (FALSE, FALSE, sizeof (SgNodeId)), !refs,
+                     NULL, scratch, error };
 }
 
 void
 sg_arg_build_clear (SgArgBuild *b)
 {
-  g_clear_pointer (&b->refs, g_array_unref);
+  if (b->own_refs)
+    g_clear_pointer (&b->refs, g_array_unref);
   g_clear_pointer (&b->seen, g_hash_table_unref);
 }
 
@@ -258,12 +261,8 @@ spec_value (SgArgBuild *b, const SgArg *v, int depth, SgNodeId node_count, const
     }
     break;
   }
-  case SG_ARG_STR:
-    a = str_arg (g, v->s);
+  case SG_ARG_STR: /* interned already (sg_rewrite_str, or a node's args) */
     classify (&a, key);
-    break;
-  case SG_ARG_DTYPE: case SG_ARG_DEVICE: case SG_ARG_LAYOUT: case SG_ARG_MEMORY_FORMAT:
-    a.s = g_string_chunk_insert_const (g->strings, v->s);
     break;
   default:
     break;

@@ -11,13 +11,16 @@ typedef struct {
   SgGraph *g;
   const char *node;   /* the node's name, for messages */
   GArray *refs;       /* SgNodeId: the node's inputs so far (distinct) */
+  bool own_refs;      /* refs is this build's (else the caller's, reused) */
   GHashTable *seen;   /* id + 1 -> index + 1, once refs is long */
   const GArray *scratch; /* SgArg: where spec lists live (rewrite.c) */
   GError **error;
 } SgArgBuild;
 
+/* @refs: an array to collect the inputs in (emptied first), or NULL for
+ * one of the build's own. */
 void sg_arg_build_init (SgArgBuild *b, SgGraph *g, const char *node, const GArray *scratch,
-                        GError **error);
+                        GArray *refs, GError **error);
 void sg_arg_build_clear (SgArgBuild *b);
 
 /* Parses graph-format @args (a JSON list or NULL) and @kwargs (an object or
@@ -54,6 +57,14 @@ typedef struct {
   uint32_t drop; /* implicit-edge kinds dropped, 1 << kind */
 } SgRewriteMove;
 
+/* Working arrays of the layout (rewrite-order.c), kept by the rewrite so
+ * that trial after trial reuses them. */
+enum {
+  SG_RW_KEEP, SG_RW_REDIR, SG_RW_TIX, SG_RW_AKEY, SG_RW_INDEG, SG_RW_POS, SG_RW_SORTED,
+  SG_RW_HEAP, SG_RW_ORDER, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ, SG_RW_IFIRST, SG_RW_IADJ,
+  SG_RW_FILL, SG_RW_MOVED, SG_RW_N_WORK
+};
+
 struct SgRewrite {
   SgGraph *g;
   int32_t n0;
@@ -63,28 +74,44 @@ struct SgRewrite {
   GArray *keys;                /* int64_t per added node; -1: default placement */
   GStringChunk *names;         /* added nodes' names as given */
   GArray *scratch;             /* SgArg: lists of specs */
+  GArray *refs;                /* SgNodeId: reused by sg_rewrite_add */
+  const char *targets[SG_OP_N_KINDS]; /* interned table targets, as used */
   GArray *redirects;           /* SgNodeId pairs (old, to) */
   GArray *removed;             /* SgNodeId */
   GArray *moves;               /* SgRewriteMove */
   bool done;                   /* committed: its additions stay in @g's pools */
+  int32_t trials;              /* trial graphs alive */
+  /* reused memory */
+  void *work[SG_RW_N_WORK];
+  size_t work_size[SG_RW_N_WORK];
+  GArray *touched, *t_in, *pairs; /* layout's (touched: created by it) */
+  SgNode *spare_nodes;         /* a freed trial graph's node array */
+  int32_t spare_cap;
+  GArray *spare_inputs;        /* and its inputs */
 };
 
 /* The edited graph laid out in its new order. */
 typedef struct {
   int32_t n;        /* nodes kept */
-  SgNode *nodes;    /* n, in the new order; added nodes named as given */
+  SgNode *nodes;    /* n (capacity nodes_cap), in the new order; added
+                     * nodes named as given */
+  int32_t nodes_cap;
   GArray *inputs;   /* SgNodeId, renumbered */
   GArray *edges;    /* SgImplicitEdge, renumbered; NULL when @g had none */
   SgNodeId output;
-  SgNodeId *old_id; /* new id -> id in the rewrite (base or added) */
+  const SgNodeId *old_id; /* new id -> id in the rewrite; the rewrite's
+                           * memory, valid until its next layout */
 } SgRewriteLayout;
 
 /* Checks the edits and lays the result out (rewrite-order.c): the stable
  * topological order by placement keys, inputs and implicit edges
  * renumbered, args of users whose inputs merged re-indexed (appended to
- * g->args). False with @error as sg_rewrite_commit. */
+ * g->args). Node and input arrays come from the rewrite's spares when it
+ * has them. False with @error as sg_rewrite_commit. */
 bool sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error);
 void sg_rewrite_layout_clear (SgRewriteLayout *l);
+/* A working array of at least @bytes, kept by @rw (contents undefined). */
+void *sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes);
 
 /* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
 void sg_rewrite_trial_release (SgGraph *trial);

@@ -53,13 +53,17 @@ sg_graph_free (SgGraph *g)
 {
   if (!g)
     return;
-  /* A trial graph borrows groups, strings and the cost model. */
-  for (int32_t i = 0; !g->trial_of && i < g->n_groups; i++) {
+  /* A trial graph borrows groups, strings and the cost model, and hands
+   * its arrays back to its rewrite. */
+  bool trial = g->trial_of != NULL;
+  if (trial)
+    sg_rewrite_trial_release (g);
+  for (int32_t i = 0; !trial && i < g->n_groups; i++) {
     g_free (g->groups[i].name);
     g_free (g->groups[i].ranks);
     g_free (g->groups[i].partition);
   }
-  if (!g->trial_of) {
+  if (!trial) {
     g_free (g->groups);
     g_string_chunk_free (g->strings);
   }
@@ -73,14 +77,12 @@ sg_graph_free (SgGraph *g)
   g_array_unref (g->args);
   g_hash_table_unref (g->by_name);
   users_invalidate (g);
-  if (g->cost_model && g->cost_model_free && !g->trial_of)
+  if (g->cost_model && g->cost_model_free && !trial)
     g->cost_model_free (g->cost_model);
   if (g->implicit_edges)
     g_array_unref (g->implicit_edges);
   if (g->bucket_stats && g->bucket_stats_free)
     g->bucket_stats_free (g->bucket_stats);
-  if (g->trial_of)
-    sg_rewrite_trial_release (g);
   g_free (g);
 }
 
@@ -402,7 +404,10 @@ sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
   case SG_NODE_PLACEHOLDER: n->kind = SG_OP_PLACEHOLDER; break;
   case SG_NODE_GET_ATTR: n->kind = SG_OP_GET_ATTR; break;
   case SG_NODE_OUTPUT: n->kind = SG_OP_OUTPUT; break;
-  case SG_NODE_CALL: n->kind = sg_op_from_target (n->target); break;
+  case SG_NODE_CALL: /* a kind set by the caller is its target's */
+    if (n->kind == SG_OP_UNKNOWN)
+      n->kind = sg_op_from_target (n->target);
+    break;
   }
   n->group = -1;
   n->getitem_index = -1;
@@ -479,7 +484,7 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
 
   SgNode n = { 0 };
   n.op = op;
-  sg_arg_build_init (&ab, g, name, NULL, error);
+  sg_arg_build_init (&ab, g, name, NULL, NULL, error);
   if (!sg_args_from_json (&ab, args, kwargs, &n))
     goto fail;
   n.name = sg_graph_intern (g, name);

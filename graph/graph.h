@@ -552,7 +552,9 @@ bool sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **err
  *
  * @g must not change while the rewrite lives: added nodes' args, metas and
  * strings go to @g's pools at once and are taken back by sg_rewrite_free()
- * unless committed. */
+ * or sg_rewrite_reset() unless committed. A pass that judges many
+ * rewrites of one graph keeps one SgRewrite and resets it between them:
+ * its working memory is reused. */
 typedef struct SgRewrite SgRewrite;
 
 /* Keyword argument of an SgNodeSpec; @key is copied. */
@@ -562,7 +564,9 @@ typedef struct {
 } SgKwarg;
 
 /* A node to add. Node references in @args / @kwargs are sg_arg_ref(id) of
- * base or already added nodes; lists are sg_rewrite_list() values. */
+ * base or already added nodes; lists are sg_rewrite_list() values; strings
+ * live in the graph's strings: sg_rewrite_str() values, strings of a node's
+ * args, node names. */
 typedef struct {
   const char *name;   /* made unique on commit: name, name_1, name_2 ... */
   SgOpKind kind;      /* a call_function of this op (its table target) */
@@ -587,15 +591,21 @@ typedef enum {
 
 /* (transfer full) Starts a rewrite of @g (users are rebuilt if stale). */
 SgRewrite *sg_rewrite_new (SgGraph *g);
-/* Frees @rw; uncommitted additions are taken back from @g's pools. */
+/* Frees @rw; uncommitted additions are taken back from @g's pools. No
+ * trial graph of it may be alive. */
 void sg_rewrite_free (SgRewrite *rw);
+/* Discards every edit and addition (as sg_rewrite_new would start), keeping
+ * the working memory for the next rewrite of the same, unchanged graph.
+ * Not after a commit; no trial graph of it may be alive. */
+void sg_rewrite_reset (SgRewrite *rw);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgRewrite, sg_rewrite_free)
 
 /* (transfer none) The graph being rewritten. */
 SgGraph *sg_rewrite_graph (const SgRewrite *rw);
 
 /* A meta for an added node: @shape (@ndim dims) with @stride (NULL:
- * contiguous) of @dtype, stored in the graph's dims pool. */
+ * contiguous) of @dtype, stored in the graph's dims pool (@shape may be
+ * another meta's, sg_meta_shape). */
 SgMeta sg_rewrite_meta (SgRewrite *rw, const int64_t *shape, const int64_t *stride, int32_t ndim,
                         SgDtype dtype);
 /* Spec values: an interned string, a list of @n items (spec form). */
@@ -646,9 +656,9 @@ bool sg_rewrite_commit (SgRewrite *rw, GError **error);
 /* (transfer full) The graph sg_rewrite_commit would make, as a new graph
  * that shares @g's pools, strings and groups (@g stays as it is); names of
  * added nodes are as given (uniqueness is settled on commit) and it has no
- * name table. It takes @rw over: the rewrite is freed with the trial graph
- * (sg_graph_free), which must happen before @g changes. NULL with @error
- * where sg_rewrite_commit would fail (and @rw freed). */
+ * name table. It borrows @rw and @g: free it (sg_graph_free) before either
+ * changes, is reset or is freed. NULL with @error where sg_rewrite_commit
+ * would fail. The rewrite may be committed or tried again afterwards. */
 SgGraph *sg_rewrite_trial (SgRewrite *rw, GError **error);
 
 G_END_DECLS

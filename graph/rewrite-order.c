@@ -12,8 +12,9 @@
  * base nodes are released through the base graph's users; only edited
  * edges (added nodes' inputs, redirected users) are built here.
  * Mirrors Kahn's algorithm with a priority queue (a stable topological
- * sort). Requires: @g's users fresh. Invalidates: nothing (appends the
- * re-indexed args of users whose inputs merged to g->args).
+ * sort). Working arrays are the rewrite's and reused by its next layout
+ * (a pass's trials). Requires: @g's users fresh. Invalidates: nothing
+ * (appends the re-indexed args of users whose inputs merged to g->args).
  */
 #include "graph-private.h"
 
@@ -62,34 +63,52 @@ heap_pop (Item *h, int32_t *n)
   return top;
 }
 
-/* A CSR of extra edges by source over the rewrite's ids. */
+void *
+sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes)
+{
+  g_assert (slot >= 0 && slot < SG_RW_N_WORK);
+  if (rw->work_size[slot] < bytes) {
+    g_free (rw->work[slot]);
+    rw->work_size[slot] = MAX (bytes, rw->work_size[slot] + rw->work_size[slot] / 4);
+    rw->work[slot] = g_malloc (rw->work_size[slot]);
+  }
+  return rw->work[slot];
+}
+
+#define WORK(rw, slot, type, n) ((type *)sg_rewrite_work ((rw), (slot), sizeof (type) * ((size_t)(n) + 1)))
+
+/* A CSR of extra edges by source over the rewrite's ids, from (from, to)
+ * pairs, in the rewrite's slots @first_slot and @adj_slot. */
 typedef struct {
-  uint32_t *first; /* n1 + 1 */
-  SgNodeId *adj;
+  const uint32_t *first; /* n1 + 1 */
+  const SgNodeId *adj;
 } Csr;
 
-static void
-csr_build (Csr *c, int32_t n1, const GArray *pairs)
+static Csr
+csr_build (SgRewrite *rw, int first_slot, int adj_slot, int32_t n1, const GArray *pairs)
 {
-  c->first = g_new0 (uint32_t, (size_t)n1 + 2);
+  uint32_t *first = WORK (rw, first_slot, uint32_t, n1 + 1);
   guint m = pairs->len / 2;
-  c->adj = g_new (SgNodeId, m + 1);
+  const SgNodeId *p = (const SgNodeId *)(const void *)pairs->data;
+  SgNodeId *adj = WORK (rw, adj_slot, SgNodeId, m);
+  memset (first, 0, sizeof (uint32_t) * ((size_t)n1 + 2));
   for (guint i = 0; i < m; i++)
-    c->first[g_array_index (pairs, SgNodeId, 2 * i) + 1]++;
+    first[p[2 * i] + 1]++;
   for (int32_t i = 0; i < n1; i++)
-    c->first[i + 1] += c->first[i];
-  g_autofree uint32_t *fill = g_memdup2 (c->first, sizeof (uint32_t) * ((size_t)n1 + 1));
+    first[i + 1] += first[i];
+  uint32_t *fill = WORK (rw, SG_RW_FILL, uint32_t, n1);
+  memcpy (fill, first, sizeof (uint32_t) * ((size_t)n1 + 1));
   for (guint i = 0; i < m; i++)
-    c->adj[fill[g_array_index (pairs, SgNodeId, 2 * i)]++]
-        = g_array_index (pairs, SgNodeId, 2 * i + 1);
+    adj[fill[p[2 * i]]++] = p[2 * i + 1];
+  return (Csr){ first, adj };
 }
 
-static void
-csr_clear (Csr *c)
-{
-  g_clear_pointer (&c->first, g_free);
-  g_clear_pointer (&c->adj, g_free);
-}
+/* A base node whose inputs a redirect changed. */
+typedef struct {
+  uint32_t first, n;           /* its inputs in t_in */
+  uint32_t args_first, kwargs_first; /* re-indexed args when inputs merged */
+  bool reindexed;
+} Touched;
 
 /* Working state of one layout. */
 typedef struct {
@@ -97,13 +116,9 @@ typedef struct {
   SgGraph *g;
   int32_t n0, n1;
   bool *keep;
-  SgNodeId *redir;   /* per base node: its replacement, or SG_NO_NODE; NULL: none */
-  bool *touched;     /* per base node: a user of a replaced node */
-  uint32_t *t_first; /* touched: its inputs in @t_in */
-  uint32_t *t_n;
-  GArray *t_in;      /* SgNodeId */
-  uint32_t *t_args, *t_kwargs; /* touched with merged inputs: re-indexed args */
-  bool *t_reindexed;
+  SgNodeId *redir; /* per base node: its replacement, or SG_NO_NODE; NULL: none */
+  int32_t *tix;    /* per base node: its Touched, or -1; NULL: none */
+  const int64_t *akey; /* keys of added nodes */
 } Ctx;
 
 static const char *
@@ -112,16 +127,33 @@ name_of (const Ctx *x, SgNodeId id)
   return sg_rewrite_node (x->rw, id)->name;
 }
 
+static inline const Touched *
+touched_of (const Ctx *x, SgNodeId id)
+{
+  if (id >= x->n0 || !x->tix || x->tix[id] < 0)
+    return NULL;
+  return &g_array_index (x->rw->touched, Touched, x->tix[id]);
+}
+
+static inline int64_t
+key_of (const Ctx *x, SgNodeId v)
+{
+  return v < x->n0 ? 4 * (int64_t)v + 2 : x->akey[v - x->n0];
+}
+
 /* @id's inputs in the result, before renumbering. */
-static const SgNodeId *
+static inline const SgNodeId *
 new_inputs (const Ctx *x, SgNodeId id, uint32_t *n)
 {
-  if (id < x->n0 && x->touched && x->touched[id]) {
-    *n = x->t_n[id];
-    return &g_array_index (x->t_in, SgNodeId, x->t_first[id]);
+  const Touched *t = touched_of (x, id);
+  if (t) {
+    *n = t->n;
+    return &g_array_index (x->rw->t_in, SgNodeId, t->first);
   }
-  if (id < x->n0)
-    return sg_node_inputs (x->g, id, n);
+  if (id < x->n0) {
+    *n = x->g->nodes[id].n_in;
+    return &g_array_index (x->g->inputs, SgNodeId, x->g->nodes[id].in_first);
+  }
   const SgNode *a = &g_array_index (x->rw->nodes, SgNode, id - x->n0);
   *n = a->n_in;
   return &g_array_index (x->rw->inputs, SgNodeId, a->in_first);
@@ -136,65 +168,93 @@ final_target (const Ctx *x, SgNodeId v)
   return v;
 }
 
-/* Copies args entry @a of node @u with input indices mapped by @map. */
+/* Copies args entry @src with input indices mapped by @map. */
 static SgArg
 reindex (SgGraph *g, const SgArg *src, const uint32_t *map)
 {
-  SgArg a = *src;
+  SgArg a = *src; /* @src may move: the pool grows below */
   if (a.type == SG_ARG_NODE) {
     a.input = map[a.input];
   } else if (a.type == SG_ARG_LIST || a.type == SG_ARG_DICT) {
-    uint32_t len = a.type == SG_ARG_DICT ? 2 * a.n : a.n;
+    uint32_t len = a.type == SG_ARG_DICT ? 2 * a.n : a.n, from = a.first;
     a.first = g->args->len;
     g_array_set_size (g->args, a.first + len);
     for (uint32_t i = 0; i < len; i++) {
-      SgArg item = reindex (g, &g_array_index (g->args, SgArg, src->first + i), map);
+      SgArg item = g_array_index (g->args, SgArg, from + i);
+      item = reindex (g, &item, map);
       g_array_index (g->args, SgArg, a.first + i) = item;
     }
   }
   return a;
 }
 
-/* Users of replaced nodes: their inputs redirected and kept distinct; the
- * args of one whose inputs merged are re-indexed. @stamp: n1 entries. */
+/* Where @v already is among @u's new inputs t_in[first ..], or -1: a scan
+ * for short lists, @index (id -> position + 1) for long ones. */
+static int64_t
+find_input (const GArray *t_in, uint32_t first, SgNodeId v, GHashTable *index)
+{
+  if (index) {
+    gpointer at = g_hash_table_lookup (index, GINT_TO_POINTER (v + 1));
+    return at ? GPOINTER_TO_INT (at) - 1 : -1;
+  }
+  for (guint i = first; i < t_in->len; i++)
+    if (g_array_index (t_in, SgNodeId, i) == v)
+      return (int64_t)(i - first);
+  return -1;
+}
+
+/* One user @u of replaced nodes: its inputs redirected and kept distinct;
+ * its args re-indexed when two inputs became one. */
 static void
-redirect_users (Ctx *x, int32_t *stamp, uint32_t *slot)
+redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
 {
   SgGraph *g = x->g;
+  GArray *t_in = x->rw->t_in;
+  uint32_t n;
+  const SgNodeId *in = sg_node_inputs (g, u, &n);
+  Touched t = { t_in->len, 0, 0, 0, false };
+  if (n > *map_len) {
+    *map_len = MAX (n, 2 * *map_len);
+    *map = g_renew (uint32_t, *map, *map_len);
+  }
+  g_autoptr (GHashTable) index = n > 32 ? g_hash_table_new (g_direct_hash, g_direct_equal) : NULL;
+  for (uint32_t j = 0; j < n; j++) {
+    SgNodeId v = final_target (x, in[j]);
+    int64_t at = find_input (t_in, t.first, v, index);
+    if (at < 0) {
+      at = t_in->len - t.first;
+      g_array_append_val (t_in, v);
+      if (index)
+        g_hash_table_insert (index, GINT_TO_POINTER (v + 1), GINT_TO_POINTER (at + 1));
+    }
+    (*map)[j] = (uint32_t)at;
+  }
+  t.n = t_in->len - t.first;
+  if (t.n < n) {
+    const SgNode *un = &g->nodes[u];
+    SgArg args = { .type = SG_ARG_LIST, .n = un->n_args, .first = un->args_first };
+    SgArg kw = { .type = SG_ARG_DICT, .n = un->n_kwargs, .first = un->kwargs_first };
+    t.args_first = reindex (g, &args, *map).first;
+    t.kwargs_first = reindex (g, &kw, *map).first;
+    t.reindexed = true;
+  }
+  x->tix[u] = (int32_t)x->rw->touched->len;
+  g_array_append_val (x->rw->touched, t);
+}
+
+static void
+redirect_users (Ctx *x)
+{
+  g_autofree uint32_t *map = NULL;
+  uint32_t map_len = 0;
   for (SgNodeId old = 0; old < x->n0; old++) {
     if (x->redir[old] == SG_NO_NODE)
       continue;
     uint32_t nu;
-    const SgNodeId *users = sg_node_users (g, old, &nu);
-    for (uint32_t k = 0; k < nu; k++) {
-      SgNodeId u = users[k];
-      if (x->touched[u])
-        continue;
-      x->touched[u] = true;
-      uint32_t n;
-      const SgNodeId *in = sg_node_inputs (g, u, &n);
-      x->t_first[u] = x->t_in->len;
-      g_autofree uint32_t *map = g_new (uint32_t, (size_t)n + 1);
-      for (uint32_t j = 0; j < n; j++) {
-        SgNodeId v = final_target (x, in[j]);
-        if (stamp[v] != u + 1) {
-          stamp[v] = u + 1;
-          slot[v] = x->t_in->len - x->t_first[u];
-          g_array_append_val (x->t_in, v);
-        }
-        map[j] = slot[v];
-      }
-      x->t_n[u] = x->t_in->len - x->t_first[u];
-      if (x->t_n[u] == n)
-        continue;
-      /* Two inputs became one: argument indices shift. */
-      const SgNode *nu_ = &g->nodes[u];
-      SgArg args = { .type = SG_ARG_LIST, .n = nu_->n_args, .first = nu_->args_first };
-      SgArg kw = { .type = SG_ARG_DICT, .n = nu_->n_kwargs, .first = nu_->kwargs_first };
-      x->t_args[u] = reindex (g, &args, map).first;
-      x->t_kwargs[u] = reindex (g, &kw, map).first;
-      x->t_reindexed[u] = true;
-    }
+    const SgNodeId *users = sg_node_users (x->g, old, &nu);
+    for (uint32_t k = 0; k < nu; k++)
+      if (x->tix[users[k]] < 0)
+        redirect_user (x, users[k], &map, &map_len);
   }
 }
 
@@ -214,16 +274,16 @@ check_removed (const Ctx *x, GError **error)
     uint32_t nu;
     const SgNodeId *users = r < x->n0 ? sg_node_users (g, r, &nu) : (nu = 0, NULL);
     for (uint32_t k = 0; k < nu; k++)
-      if (x->keep[users[k]] && !(x->touched && x->touched[users[k]])) {
+      if (x->keep[users[k]] && !touched_of (x, users[k])) {
         g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
-                     "node '%s' reads '%s', which is being removed",
-                     name_of (x, users[k]), name_of (x, r));
+                     "node '%s' reads '%s', which is being removed", name_of (x, users[k]),
+                     name_of (x, r));
         return false;
       }
   }
   /* Redirected users and added nodes: their inputs in the result. */
   for (SgNodeId v = 0; v < x->n1; v++) {
-    if (!x->keep[v] || (v < x->n0 && !(x->touched && x->touched[v])))
+    if (!x->keep[v] || (v < x->n0 && !touched_of (x, v)))
       continue;
     uint32_t n;
     const SgNodeId *in = new_inputs (x, v, &n);
@@ -238,39 +298,35 @@ check_removed (const Ctx *x, GError **error)
   return true;
 }
 
-/* Implicit edges after moves, as (from, to, kind) triples over the
- * rewrite's ids: moved ends renamed (or the edge dropped for its kind),
- * edges touching removed nodes and self-loops dropped. */
+/* Implicit edges after moves, over the rewrite's ids: moved ends renamed
+ * (or the edge dropped for its kind), edges touching removed nodes and
+ * self-loops dropped. */
 static GArray *
-moved_edges (const Ctx *x)
+moved_edges (Ctx *x)
 {
   SgGraph *g = x->g;
-  GArray *out = g_array_new (FALSE, FALSE, sizeof (SgImplicitEdge));
-  if (!g->implicit_edges)
-    return out;
+  guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
+  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), ne);
   const GArray *mv = x->rw->moves;
-  g_autofree SgNodeId *to = NULL;
-  g_autofree uint32_t *drop = NULL;
+  int32_t *moved = NULL; /* per base node: its move, or -1 */
   if (mv->len) {
-    to = g_new (SgNodeId, (size_t)x->n0 + 1);
-    drop = g_new0 (uint32_t, (size_t)x->n0 + 1);
-    for (SgNodeId i = 0; i < x->n0; i++)
-      to[i] = SG_NO_NODE;
-    for (guint i = 0; i < mv->len; i++) {
-      const SgRewriteMove *m = &g_array_index (mv, SgRewriteMove, i);
-      to[m->old] = m->to;
-      drop[m->old] = m->drop;
-    }
+    moved = WORK (x->rw, SG_RW_MOVED, int32_t, x->n0);
+    memset (moved, -1, sizeof (int32_t) * (size_t)x->n0);
+    for (guint i = 0; i < mv->len; i++)
+      moved[g_array_index (mv, SgRewriteMove, i).old] = (int32_t)i;
   }
-  for (guint i = 0; i < g->implicit_edges->len; i++) {
+  for (guint i = 0; i < ne; i++) {
     SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
     uint32_t bit = e.kind >= 0 && e.kind < 32 ? 1u << e.kind : 0;
-    if (to) {
-      bool ma = to[e.from] != SG_NO_NODE, mb = to[e.to] != SG_NO_NODE;
-      if ((ma && (drop[e.from] & bit)) || (mb && (drop[e.to] & bit)))
+    if (moved) {
+      const SgRewriteMove *a
+          = moved[e.from] >= 0 ? &g_array_index (mv, SgRewriteMove, moved[e.from]) : NULL;
+      const SgRewriteMove *b
+          = moved[e.to] >= 0 ? &g_array_index (mv, SgRewriteMove, moved[e.to]) : NULL;
+      if ((a && (a->drop & bit)) || (b && (b->drop & bit)))
         continue;
-      e.from = ma ? to[e.from] : e.from;
-      e.to = mb ? to[e.to] : e.to;
+      e.from = a ? a->to : e.from;
+      e.to = b ? b->to : e.to;
     }
     if (x->keep[e.from] && x->keep[e.to] && e.from != e.to)
       g_array_append_val (out, e);
@@ -278,59 +334,62 @@ moved_edges (const Ctx *x)
   return out;
 }
 
-/* Placement keys: base nodes 4 id + 2; added nodes as placed, else just
- * after their latest input's anchor. */
-static int64_t *
-make_keys (const Ctx *x)
+/* Keys of added nodes: as placed, else just after their latest input's
+ * anchor (base nodes have 4 id + 2, key_of). */
+static void
+added_keys (Ctx *x, int64_t *akey)
 {
-  int64_t *key = g_new (int64_t, (size_t)x->n1 + 1);
-  for (SgNodeId i = 0; i < x->n0; i++)
-    key[i] = 4 * (int64_t)i + 2;
+  x->akey = akey;
   for (SgNodeId v = x->n0; v < x->n1; v++) {
-    key[v] = g_array_index (x->rw->keys, int64_t, v - x->n0);
-    if (key[v] >= 0)
-      continue;
-    uint32_t n;
-    const SgNodeId *in = new_inputs (x, v, &n);
-    int64_t anchor = -1;
-    for (uint32_t j = 0; j < n; j++)
-      anchor = MAX (anchor, key[in[j]] / 4);
-    key[v] = anchor >= 0 ? 4 * anchor + SG_PLACE_AFTER : SG_PLACE_BEFORE;
+    int64_t k = g_array_index (x->rw->keys, int64_t, v - x->n0);
+    if (k < 0) {
+      uint32_t n;
+      const SgNodeId *in = new_inputs (x, v, &n);
+      int64_t anchor = -1;
+      for (uint32_t j = 0; j < n; j++)
+        anchor = MAX (anchor, key_of (x, in[j]) / 4);
+      k = anchor >= 0 ? 4 * anchor + SG_PLACE_AFTER : SG_PLACE_BEFORE;
+    }
+    akey[v - x->n0] = k;
   }
-  return key;
 }
 
 /* The stable order; *n_order nodes into @order, or false on a cycle. */
 static bool
-stable_order (const Ctx *x, const int64_t *key, const GArray *edges, SgNodeId *order,
-              int32_t *n_order, GError **error)
+stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
+              GError **error)
 {
+  SgRewrite *rw = x->rw;
   SgGraph *g = x->g;
   int32_t n0 = x->n0, n1 = x->n1;
-  bool ok = false;
-  g_autofree int32_t *indeg = g_new0 (int32_t, (size_t)n1 + 1);
-  g_autofree int32_t *pos = g_new (int32_t, (size_t)n1 + 1);
-  g_autofree SgNodeId *sorted = g_new (SgNodeId, (size_t)n1 + 1);
-  g_autofree Item *heap = g_new (Item, (size_t)n1 + 1);
-  Csr extra = { 0 }, imp = { 0 };
-  /* Edited data edges (into added and redirected nodes), implicit edges. */
-  g_autoptr (GArray) pairs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  int32_t *indeg = WORK (rw, SG_RW_INDEG, int32_t, n1);
+  int32_t *pos = WORK (rw, SG_RW_POS, int32_t, n1);
+  SgNodeId *sorted = WORK (rw, SG_RW_SORTED, SgNodeId, n1);
+  Item *heap = WORK (rw, SG_RW_HEAP, Item, n1);
+  /* In-degrees of untouched base nodes from the users CSR (a few bytes
+   * per edge, not a walk over the node array); edited nodes from their new
+   * inputs, which are also the edited data edges. */
+  memset (indeg, 0, sizeof (int32_t) * (size_t)n1);
+  for (uint32_t j = 0; j < g->user_first[n0]; j++)
+    indeg[g->users[j]]++;
+  GArray *pairs = rw->pairs;
+  g_array_set_size (pairs, 0);
   int32_t n_keep = 0;
   for (SgNodeId v = 0; v < n1; v++) {
     if (!x->keep[v])
       continue;
     n_keep++;
+    if (v < n0 && !touched_of (x, v))
+      continue;
     uint32_t n;
     const SgNodeId *in = new_inputs (x, v, &n);
     indeg[v] = (int32_t)n;
-    if (v < n0 && !(x->touched && x->touched[v]))
-      continue;
     for (uint32_t j = 0; j < n; j++) {
       SgNodeId pr[2] = { in[j], v };
       g_array_append_vals (pairs, pr, 2);
     }
   }
-  csr_build (&extra, n1, pairs);
+  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, n1, pairs);
   g_array_set_size (pairs, 0);
   for (guint i = 0; i < edges->len; i++) {
     const SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
@@ -338,14 +397,14 @@ stable_order (const Ctx *x, const int64_t *key, const GArray *edges, SgNodeId *o
     g_array_append_vals (pairs, pr, 2);
     indeg[e->to]++;
   }
-  csr_build (&imp, n1, pairs);
+  Csr imp = csr_build (rw, SG_RW_IFIRST, SG_RW_IADJ, n1, pairs);
 
   /* All nodes by (key, id): base nodes in id order, added ones merged in. */
   int32_t hn = 0, w = 0;
   for (SgNodeId v = n0; v < n1; v++)
-    heap_push (heap, &hn, (Item){ key[v], v });
+    heap_push (heap, &hn, (Item){ key_of (x, v), v });
   for (SgNodeId i = 0, k = 0; i <= n0; i++) {
-    while (hn > 0 && (i == n0 || heap[0].key < key[i]))
+    while (hn > 0 && (i == n0 || heap[0].key < key_of (x, i)))
       sorted[k++] = heap_pop (heap, &hn).id;
     if (i < n0)
       sorted[k++] = i;
@@ -357,13 +416,13 @@ stable_order (const Ctx *x, const int64_t *key, const GArray *edges, SgNodeId *o
   do {                                                                                             \
     SgNodeId u_ = (u);                                                                             \
     if (--indeg[u_] == 0 && x->keep[u_] && pos[u_] < cur)                                          \
-      heap_push (heap, &hn, (Item){ key[u_], u_ });                                                \
+      heap_push (heap, &hn, (Item){ key_of (x, u_), u_ });                                         \
   } while (0)
   for (;;) {
     while (cur < n1 && !(x->keep[sorted[cur]] && indeg[sorted[cur]] == 0))
       cur++;
     SgNodeId v;
-    if (hn > 0 && (cur == n1 || item_less (heap[0], (Item){ key[sorted[cur]], sorted[cur] })))
+    if (hn > 0 && (cur == n1 || item_less (heap[0], (Item){ key_of (x, sorted[cur]), sorted[cur] })))
       v = heap_pop (heap, &hn).id;
     else if (cur < n1)
       v = sorted[cur++];
@@ -374,7 +433,7 @@ stable_order (const Ctx *x, const int64_t *key, const GArray *edges, SgNodeId *o
       uint32_t nu;
       const SgNodeId *users = sg_node_users (g, v, &nu);
       for (uint32_t j = 0; j < nu; j++)
-        if (x->keep[users[j]] && !(x->touched && x->touched[users[j]]))
+        if (x->keep[users[j]] && !touched_of (x, users[j]))
           RELEASE (users[j]);
     }
     for (uint32_t j = extra.first[v]; j < extra.first[v + 1]; j++)
@@ -390,29 +449,66 @@ stable_order (const Ctx *x, const int64_t *key, const GArray *edges, SgNodeId *o
                      "node '%s': the edits close a cycle through it", name_of (x, v));
         break;
       }
-    goto out;
+    return false;
   }
   *n_order = w;
-  ok = true;
-out:
-  csr_clear (&extra);
-  csr_clear (&imp);
-  return ok;
+  return true;
 }
 
+/* Nodes in @order, inputs and edges renumbered, into @out. */
 static void
-ctx_clear (Ctx *x)
+lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewriteLayout *out)
 {
-  g_free (x->keep);
-  g_free (x->redir);
-  g_free (x->touched);
-  g_free (x->t_first);
-  g_free (x->t_n);
-  g_free (x->t_args);
-  g_free (x->t_kwargs);
-  g_free (x->t_reindexed);
-  if (x->t_in)
-    g_array_unref (x->t_in);
+  SgRewrite *rw = x->rw;
+  SgGraph *g = x->g;
+  int32_t n0 = x->n0, n1 = x->n1;
+  SgNodeId *new_id = WORK (rw, SG_RW_NEW_ID, SgNodeId, n1);
+  for (SgNodeId v = 0; v < n1; v++)
+    new_id[v] = SG_NO_NODE;
+  for (int32_t i = 0; i < n; i++)
+    new_id[order[i]] = i;
+  out->n = n;
+  if (rw->spare_nodes && rw->spare_cap >= n) {
+    out->nodes = g_steal_pointer (&rw->spare_nodes);
+    out->nodes_cap = rw->spare_cap;
+  } else {
+    out->nodes_cap = MAX (n, 1);
+    out->nodes = g_new (SgNode, (size_t)out->nodes_cap);
+  }
+  /* Room for every input there may be; trimmed below. */
+  guint bound = g->inputs->len + rw->inputs->len + rw->t_in->len;
+  out->inputs = rw->spare_inputs ? g_steal_pointer (&rw->spare_inputs)
+                                 : g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_array_set_size (out->inputs, bound);
+  SgNodeId *dst = (SgNodeId *)(void *)out->inputs->data;
+  uint32_t at = 0;
+  for (int32_t i = 0; i < n; i++) {
+    SgNodeId v = order[i];
+    SgNode node = v < n0 ? g->nodes[v] : g_array_index (rw->nodes, SgNode, v - n0);
+    uint32_t k;
+    const SgNodeId *in = new_inputs (x, v, &k);
+    node.in_first = at;
+    node.n_in = k;
+    for (uint32_t j = 0; j < k; j++)
+      dst[at++] = new_id[in[j]];
+    const Touched *t = touched_of (x, v);
+    if (t && t->reindexed) {
+      node.args_first = t->args_first;
+      node.kwargs_first = t->kwargs_first;
+    }
+    out->nodes[i] = node;
+  }
+  g_array_set_size (out->inputs, at);
+  if (g->implicit_edges) {
+    for (guint i = 0; i < edges->len; i++) {
+      SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
+      e->from = new_id[e->from];
+      e->to = new_id[e->to];
+    }
+    out->edges = g_array_ref (edges);
+  }
+  out->output = g->output != SG_NO_NODE ? new_id[g->output] : SG_NO_NODE;
+  out->old_id = order;
 }
 
 bool
@@ -421,83 +517,36 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
   SgGraph *g = rw->g;
   Ctx x = { .rw = rw, .g = g, .n0 = rw->n0, .n1 = rw->n0 + (int32_t)rw->nodes->len };
   int32_t n0 = x.n0, n1 = x.n1;
-  bool ok = false;
-  g_autofree int64_t *key = NULL;
-  g_autofree SgNodeId *order = NULL, *new_id = NULL;
-  g_autoptr (GArray) edges = NULL;
   memset (out, 0, sizeof *out);
   sg_graph_fill_users (g);
-  x.keep = g_new (bool, (size_t)n1 + 1);
-  for (SgNodeId v = 0; v < n1; v++)
-    x.keep[v] = true;
+  x.keep = WORK (rw, SG_RW_KEEP, bool, n1);
+  memset (x.keep, 1, sizeof (bool) * (size_t)n1);
   for (guint i = 0; i < rw->removed->len; i++)
     x.keep[g_array_index (rw->removed, SgNodeId, i)] = false;
+  if (!rw->touched)
+    rw->touched = g_array_new (FALSE, FALSE, sizeof (Touched));
+  g_array_set_size (rw->touched, 0);
+  g_array_set_size (rw->t_in, 0);
   if (rw->redirects->len) {
-    x.redir = g_new (SgNodeId, (size_t)n0 + 1);
+    x.redir = WORK (rw, SG_RW_REDIR, SgNodeId, n0);
+    x.tix = WORK (rw, SG_RW_TIX, int32_t, n0);
     for (SgNodeId v = 0; v < n0; v++)
-      x.redir[v] = SG_NO_NODE;
+      x.redir[v] = SG_NO_NODE, x.tix[v] = -1;
     for (guint i = 0; i < rw->redirects->len; i += 2)
       x.redir[g_array_index (rw->redirects, SgNodeId, i)]
           = g_array_index (rw->redirects, SgNodeId, i + 1);
-    x.touched = g_new0 (bool, (size_t)n0 + 1);
-    x.t_first = g_new (uint32_t, (size_t)n0 + 1);
-    x.t_n = g_new (uint32_t, (size_t)n0 + 1);
-    x.t_args = g_new (uint32_t, (size_t)n0 + 1);
-    x.t_kwargs = g_new (uint32_t, (size_t)n0 + 1);
-    x.t_reindexed = g_new0 (bool, (size_t)n0 + 1);
-    x.t_in = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
-    g_autofree int32_t *stamp = g_new0 (int32_t, (size_t)n1 + 1);
-    g_autofree uint32_t *slot = g_new (uint32_t, (size_t)n1 + 1);
-    redirect_users (&x, stamp, slot);
+    redirect_users (&x);
   }
   if (!check_removed (&x, error))
-    goto done;
-  edges = moved_edges (&x);
-  key = make_keys (&x);
-  order = g_new (SgNodeId, (size_t)n1 + 1);
+    return false;
+  g_autoptr (GArray) edges = moved_edges (&x);
+  added_keys (&x, WORK (rw, SG_RW_AKEY, int64_t, n1 - n0));
+  SgNodeId *order = WORK (rw, SG_RW_ORDER, SgNodeId, n1);
   int32_t n;
-  if (!stable_order (&x, key, edges, order, &n, error))
-    goto done;
-
-  /* The layout: nodes in order, inputs and edges renumbered. */
-  new_id = g_new (SgNodeId, (size_t)n1 + 1);
-  for (SgNodeId v = 0; v < n1; v++)
-    new_id[v] = SG_NO_NODE;
-  for (int32_t i = 0; i < n; i++)
-    new_id[order[i]] = i;
-  out->n = n;
-  out->nodes = g_new (SgNode, (size_t)MAX (n, 1));
-  out->inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId),
-                                   g->inputs->len + rw->inputs->len);
-  for (int32_t i = 0; i < n; i++) {
-    SgNodeId v = order[i];
-    SgNode node = *sg_rewrite_node (rw, v);
-    uint32_t k;
-    const SgNodeId *in = new_inputs (&x, v, &k);
-    node.in_first = out->inputs->len;
-    node.n_in = k;
-    for (uint32_t j = 0; j < k; j++)
-      g_array_append_val (out->inputs, new_id[in[j]]);
-    if (v < n0 && x.t_reindexed && x.t_reindexed[v]) {
-      node.args_first = x.t_args[v];
-      node.kwargs_first = x.t_kwargs[v];
-    }
-    out->nodes[i] = node;
-  }
-  if (g->implicit_edges) {
-    for (guint i = 0; i < edges->len; i++) {
-      SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
-      e->from = new_id[e->from];
-      e->to = new_id[e->to];
-    }
-    out->edges = g_steal_pointer (&edges);
-  }
-  out->output = g->output != SG_NO_NODE ? new_id[g->output] : SG_NO_NODE;
-  out->old_id = g_steal_pointer (&order);
-  ok = true;
-done:
-  ctx_clear (&x);
-  return ok;
+  if (!stable_order (&x, edges, order, &n, error))
+    return false;
+  lay_out (&x, order, n, edges, out);
+  return true;
 }
 
 void
@@ -506,5 +555,4 @@ sg_rewrite_layout_clear (SgRewriteLayout *l)
   g_clear_pointer (&l->nodes, g_free);
   g_clear_pointer (&l->inputs, g_array_unref);
   g_clear_pointer (&l->edges, g_array_unref);
-  g_clear_pointer (&l->old_id, g_free);
 }

@@ -31,11 +31,41 @@ sg_rewrite_new (SgGraph *g)
   rw->keys = g_array_new (FALSE, FALSE, sizeof (int64_t));
   rw->names = g_string_chunk_new (4096);
   rw->scratch = g_array_new (FALSE, FALSE, sizeof (SgArg));
+  rw->refs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   rw->redirects = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   rw->removed = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   rw->moves = g_array_new (FALSE, FALSE, sizeof (SgRewriteMove));
+  rw->t_in = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  rw->pairs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   sg_graph_fill_users (g);
   return rw;
+}
+
+/* Takes back what the rewrite added to @g's pools, unless committed. */
+static void
+roll_back (SgRewrite *rw)
+{
+  if (rw->done)
+    return;
+  g_array_set_size (rw->g->dims, rw->dims0);
+  g_array_set_size (rw->g->tuple_metas, rw->tuples0);
+  g_array_set_size (rw->g->args, rw->args0);
+}
+
+void
+sg_rewrite_reset (SgRewrite *rw)
+{
+  g_return_if_fail (rw && !rw->done && rw->trials == 0 && rw->n0 == rw->g->n_nodes);
+  roll_back (rw);
+  g_array_set_size (rw->nodes, 0);
+  g_array_set_size (rw->inputs, 0);
+  g_array_set_size (rw->keys, 0);
+  g_string_chunk_clear (rw->names);
+  g_array_set_size (rw->scratch, 0);
+  g_array_set_size (rw->redirects, 0);
+  g_array_set_size (rw->removed, 0);
+  g_array_set_size (rw->moves, 0);
+  sg_graph_fill_users (rw->g);
 }
 
 void
@@ -43,16 +73,23 @@ sg_rewrite_free (SgRewrite *rw)
 {
   if (!rw)
     return;
-  if (!rw->done) {
-    g_array_set_size (rw->g->dims, rw->dims0);
-    g_array_set_size (rw->g->tuple_metas, rw->tuples0);
-    g_array_set_size (rw->g->args, rw->args0);
-  }
+  g_return_if_fail (rw->trials == 0);
+  roll_back (rw);
+  for (int i = 0; i < SG_RW_N_WORK; i++)
+    g_free (rw->work[i]);
+  if (rw->touched)
+    g_array_unref (rw->touched);
+  g_array_unref (rw->t_in);
+  g_array_unref (rw->pairs);
+  g_free (rw->spare_nodes);
+  if (rw->spare_inputs)
+    g_array_unref (rw->spare_inputs);
   g_array_unref (rw->nodes);
   g_array_unref (rw->inputs);
   g_array_unref (rw->keys);
   g_string_chunk_free (rw->names);
   g_array_unref (rw->scratch);
+  g_array_unref (rw->refs);
   g_array_unref (rw->redirects);
   g_array_unref (rw->removed);
   g_array_unref (rw->moves);
@@ -102,15 +139,16 @@ sg_rewrite_meta (SgRewrite *rw, const int64_t *shape, const int64_t *stride, int
   SgMeta m = { -1, SG_DTYPE_INVALID, 0 };
   g_return_val_if_fail (ndim >= 0 && ndim <= SG_MAX_DIMS && (shape || ndim == 0), m);
   GArray *dims = rw->g->dims;
-  int64_t st[SG_MAX_DIMS];
+  /* Copied first: @shape and @stride may point into the dims pool. */
+  int64_t v[2 * SG_MAX_DIMS];
   int64_t s = 1;
   for (int32_t d = ndim - 1; d >= 0; d--) {
-    st[d] = stride ? stride[d] : s;
+    v[d] = shape[d];
+    v[ndim + d] = stride ? stride[d] : s;
     s *= shape[d] ? shape[d] : 1;
   }
   m = (SgMeta){ ndim, dtype, dims->len };
-  g_array_append_vals (dims, shape, (guint)ndim);
-  g_array_append_vals (dims, st, (guint)ndim);
+  g_array_append_vals (dims, v, 2 * (guint)ndim);
   return m;
 }
 
@@ -177,25 +215,42 @@ SgNodeId
 sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error)
 {
   g_return_val_if_fail (rw && !rw->done && spec && spec->name && spec->name[0], SG_NO_NODE);
-  const char *target = spec->target ? spec->target : sg_op_info (spec->kind)->target;
-  g_return_val_if_fail (target != NULL, SG_NO_NODE);
+  g_return_val_if_fail (spec->kind > SG_OP_UNKNOWN && spec->kind < SG_OP_N_KINDS, SG_NO_NODE);
   SgGraph *g = rw->g;
+  const char *target = spec->target;
+  if (!target) { /* the table's, interned once per rewrite */
+    if (!rw->targets[spec->kind] && sg_op_info (spec->kind)->target)
+      rw->targets[spec->kind]
+          = g_string_chunk_insert_const (g->strings, sg_op_info (spec->kind)->target);
+    target = rw->targets[spec->kind];
+  } else {
+    target = g_string_chunk_insert_const (g->strings, target);
+  }
+  g_return_val_if_fail (target != NULL, SG_NO_NODE);
   guint args_len = g->args->len, tuples_len = g->tuple_metas->len;
   guint inputs_len = rw->inputs->len;
   SgNode n = { 0 };
   n.op = SG_NODE_CALL;
   n.name = g_string_chunk_insert (rw->names, spec->name);
-  n.target = g_string_chunk_insert_const (g->strings, target);
+  n.target = target;
+  n.kind = spec->target ? SG_OP_UNKNOWN : spec->kind;
   n.cost_us = spec->cost_us;
   n.meta = spec->meta;
   if (spec->n_tuple) {
     n.meta.ndim = -1;
     n.tuple_first = g->tuple_metas->len;
     n.n_tuple = spec->n_tuple;
-    g_array_append_vals (g->tuple_metas, spec->tuple, spec->n_tuple);
+    /* @spec->tuple may be another node's, in the pool that grows here */
+    const SgMeta *pool = (const SgMeta *)(const void *)g->tuple_metas->data;
+    bool inside = spec->tuple >= pool && spec->tuple < pool + g->tuple_metas->len;
+    size_t from = inside ? (size_t)(spec->tuple - pool) : 0;
+    g_array_set_size (g->tuple_metas, n.tuple_first + spec->n_tuple);
+    memmove (&g_array_index (g->tuple_metas, SgMeta, n.tuple_first),
+             inside ? &g_array_index (g->tuple_metas, SgMeta, from) : spec->tuple,
+             sizeof (SgMeta) * spec->n_tuple);
   }
   SgArgBuild ab;
-  sg_arg_build_init (&ab, g, n.name, rw->scratch, error);
+  sg_arg_build_init (&ab, g, n.name, rw->scratch, rw->refs, error);
   bool ok = sg_args_from_spec (&ab, spec->args, spec->n_args, spec->kwargs, spec->n_kwargs,
                                n_total (rw), &n);
   if (ok) {
@@ -276,7 +331,7 @@ name_added (SgRewrite *rw, SgRewriteLayout *l, const SgNodeId *new_id)
 bool
 sg_rewrite_commit (SgRewrite *rw, GError **error)
 {
-  g_return_val_if_fail (rw && !rw->done, false);
+  g_return_val_if_fail (rw && !rw->done && rw->trials == 0, false);
   SgRewriteLayout l = { 0 };
   if (!sg_rewrite_layout (rw, &l, error))
     return false;
@@ -293,7 +348,8 @@ sg_rewrite_commit (SgRewrite *rw, GError **error)
     g_hash_table_insert (g->by_name, (gpointer)l.nodes[i].name, GINT_TO_POINTER (i + 1));
   g_free (g->nodes);
   g->nodes = g_steal_pointer (&l.nodes);
-  g->n_nodes = g->nodes_cap = l.n;
+  g->n_nodes = l.n;
+  g->nodes_cap = l.nodes_cap;
   g_array_unref (g->inputs);
   g->inputs = g_steal_pointer (&l.inputs);
   if (g->implicit_edges)
@@ -312,16 +368,15 @@ sg_rewrite_trial (SgRewrite *rw, GError **error)
 {
   g_return_val_if_fail (rw && !rw->done, NULL);
   SgRewriteLayout l = { 0 };
-  if (!sg_rewrite_layout (rw, &l, error)) {
-    sg_rewrite_free (rw);
+  if (!sg_rewrite_layout (rw, &l, error))
     return NULL;
-  }
   const SgGraph *g = rw->g;
   SgGraph *t = g_new0 (SgGraph, 1);
   t->world_size = g->world_size;
   t->rank = g->rank;
   t->nodes = g_steal_pointer (&l.nodes);
-  t->n_nodes = t->nodes_cap = l.n;
+  t->n_nodes = l.n;
+  t->nodes_cap = l.nodes_cap;
   t->groups = g->groups;
   t->n_groups = g->n_groups;
   t->output = l.output;
@@ -336,6 +391,7 @@ sg_rewrite_trial (SgRewrite *rw, GError **error)
   t->cost_model_free = g->cost_model_free; /* identifies the model; not called */
   t->implicit_edges = g_steal_pointer (&l.edges);
   t->trial_of = rw;
+  rw->trials++;
   sg_rewrite_layout_clear (&l);
   return t;
 }
@@ -343,5 +399,16 @@ sg_rewrite_trial (SgRewrite *rw, GError **error)
 void
 sg_rewrite_trial_release (SgGraph *trial)
 {
-  sg_rewrite_free (g_steal_pointer (&trial->trial_of));
+  SgRewrite *rw = g_steal_pointer (&trial->trial_of);
+  rw->trials--;
+  /* The arrays serve the rewrite's next trial. */
+  if (!rw->spare_nodes || rw->spare_cap < trial->nodes_cap) {
+    g_free (rw->spare_nodes);
+    rw->spare_nodes = g_steal_pointer (&trial->nodes);
+    rw->spare_cap = trial->nodes_cap;
+  }
+  if (!rw->spare_inputs) {
+    rw->spare_inputs = g_steal_pointer (&trial->inputs);
+    trial->inputs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  }
 }

@@ -57,7 +57,8 @@ assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
     cost_new_nodes (full);
   guint args_len = g->args->len, dims_len = g->dims->len;
   int32_t n_nodes = g->n_nodes;
-  SgGraph *tg = sg_bucket_trial (g, specs, n_specs, &e2);
+  SgRewrite *rw = sg_rewrite_new (g);
+  SgGraph *tg = sg_bucket_trial (rw, specs, n_specs, &e2);
   if (tg)
     cost_new_nodes (tg);
   ck_assert_msg (ok_full == (tg != NULL), "apply: %s; trial: %s", e1 ? e1->message : "ok",
@@ -112,6 +113,7 @@ assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
                          sizeof (SgImplicitEdge)) == 0);
   }
   sg_graph_free (tg);
+  sg_rewrite_free (rw);
   /* the base graph is as it was */
   ck_assert_int_eq (g->n_nodes, n_nodes);
   ck_assert_uint_eq (g->args->len, args_len);

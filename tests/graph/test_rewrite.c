@@ -77,7 +77,8 @@ START_TEST (trial_graph_is_the_commit_and_leaves_the_base_alone)
   g_array_append_val (g->implicit_edges, e);
   guint args_len = g->args->len, dims_len = g->dims->len;
   g_autoptr (SgGraph) c = sg_graph_copy (g);
-  SgGraph *t = sg_rewrite_trial (relu_to_two (g), NULL);
+  g_autoptr (SgRewrite) trw = relu_to_two (g);
+  SgGraph *t = sg_rewrite_trial (trw, NULL);
   ck_assert_ptr_nonnull (t);
   g_autoptr (SgRewrite) rw = relu_to_two (c);
   sg_rewrite_move_edges (rw, id_of (c, "relu"), c->n_nodes + 1, 0);
@@ -93,6 +94,16 @@ START_TEST (trial_graph_is_the_commit_and_leaves_the_base_alone)
   ck_assert_uint_eq (c->implicit_edges->len, 1);
   ck_assert_str_eq (c->nodes[g_array_index (c->implicit_edges, SgImplicitEdge, 0).to].name, "tanh");
   sg_graph_free (t);
+  /* a second trial of the same rewrite, and a reset one, reuse its memory */
+  t = sg_rewrite_trial (trw, NULL);
+  ck_assert_str_eq (t->nodes[7].name, "tanh");
+  sg_graph_free (t);
+  sg_rewrite_reset (trw);
+  t = sg_rewrite_trial (trw, NULL);
+  ck_assert_int_eq (t->n_nodes, 8);
+  ck_assert_str_eq (t->nodes[6].name, "relu");
+  sg_graph_free (t);
+  g_clear_pointer (&trw, sg_rewrite_free);
   ck_assert_int_eq (g->n_nodes, 8);
   ck_assert_uint_eq (g->args->len, args_len);
   ck_assert_uint_eq (g->dims->len, dims_len);
@@ -160,6 +171,7 @@ START_TEST (refusals_name_the_node_and_leave_the_graph)
   ck_assert_ptr_null (sg_rewrite_trial (rw, &error));
   assert_error (error, SG_GRAPH_ERROR_REF, "the output node cannot be removed");
   error = NULL;
+  sg_rewrite_free (rw);
   /* a cycle: mm reads a node computed from relu, which reads mm */
   rw = sg_rewrite_new (g);
   SgNodeId relu = id_of (g, "relu"), x = id_of (g, "x");
