@@ -12,6 +12,10 @@
  * in *wait). Users must be fresh (sg_graph_fill_users). */
 bool sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **error);
 
+/* bucket.c: costs every node of @g without a cost source (the new nodes
+ * of a rewrite) with the graph's cost model. */
+void sg_bucket_cost_new_nodes (SgGraph *g);
+
 /* predict.c: a screen of merges from the unbucketed timeline (large
  * graphs). NULL with @error when the graph cannot be simulated. */
 typedef struct SgBucketPredict SgBucketPredict;

@@ -81,8 +81,8 @@ typedef struct {
   uint64_t peak_limit; /* bytes: the unbucketed peak x (1 + max_peak_increase) */
 } Ctx;
 
-static void
-cost_new_nodes (SgGraph *g)
+void
+sg_bucket_cost_new_nodes (SgGraph *g)
 {
   const SgCostModel *cm = sg_graph_cost_model (g);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
@@ -142,7 +142,7 @@ apply_and_simulate (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgSi
 {
   if (!sg_bucket_apply (g, specs, n_specs, error))
     return false;
-  cost_new_nodes (g);
+  sg_bucket_cost_new_nodes (g);
   return sg_simulate (g, NULL, r, error);
 }
 
@@ -158,7 +158,7 @@ trial (Ctx *x, int32_t lo, int32_t hi, double *exposed, double *step)
   x->st->simulations++;
   SgGraph *tg = sg_bucket_trial (x->trial, specs, ns, &err);
   if (tg)
-    cost_new_nodes (tg);
+    sg_bucket_cost_new_nodes (tg);
   bool ok = tg && sg_simulate (tg, NULL, &r, &err);
   sg_graph_free (tg);
   specs_free (specs, ns);

@@ -31,18 +31,6 @@ assert_meta_eq (const SgGraph *a, const SgMeta *ma, const SgGraph *b, const SgMe
   }
 }
 
-/* What the pass does to new nodes: costs every node without a source. */
-static void
-cost_new_nodes (SgGraph *g)
-{
-  const SgCostModel *cm = sg_graph_cost_model (g);
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    SgNode *n = &g->nodes[i];
-    if (n->est_src == SG_COST_NONE)
-      n->est_us = cm ? sg_cost_node_us (cm, g, i, &n->est_src) : 0.0;
-  }
-}
-
 /* Applies @specs with sg_bucket_apply to a copy of @g and with the trial
  * builder; both must agree on success and, when they succeed, on every
  * field the simulator and the cost model read, and on the simulation. */
@@ -54,13 +42,13 @@ assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
   g_autoptr (GError) e1 = NULL, e2 = NULL;
   bool ok_full = sg_bucket_apply (full, specs, n_specs, &e1);
   if (ok_full)
-    cost_new_nodes (full);
+    sg_bucket_cost_new_nodes (full);
   guint args_len = g->args->len, dims_len = g->dims->len;
   int32_t n_nodes = g->n_nodes;
   SgRewrite *rw = sg_rewrite_new (g);
   SgGraph *tg = sg_bucket_trial (rw, specs, n_specs, &e2);
   if (tg)
-    cost_new_nodes (tg);
+    sg_bucket_cost_new_nodes (tg);
   ck_assert_msg (ok_full == (tg != NULL), "apply: %s; trial: %s", e1 ? e1->message : "ok",
                  e2 ? e2->message : "ok");
   if (ok_full) {
