@@ -47,6 +47,12 @@ typedef const SgNode *(*SgNodeOf) (gconstpointer ctx, SgNodeId id);
 bool sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
                      gconstpointer ctx, GError **error);
 
+/* permute.c: the ring ops' readers for a node that may not be in the graph
+ * yet (its args in the pool; @input: its first input's node, or NULL). */
+bool sg_permute_read (const SgGraph *g, const SgNode *n, SgPermute *out, GError **error);
+bool sg_rank_roll_read (const SgGraph *g, const SgNode *n, const SgNode *input, SgRankRoll *out,
+                        GError **error);
+
 /* Interns string arguments of the args pool entries [from, to) of @src
  * into @dst's strings (sg_graph_copy). */
 void sg_args_reintern (SgGraph *dst, guint from, guint to);

@@ -5,7 +5,8 @@
  * Each row lists the op's positional parameters as its schema does:
  * ATen's native_functions.yaml for aten ops (SDPA's included), the c10d
  * functional signatures for collectives (graph-format.md), docs/ops.md for
- * the bucket ops. Every reader of an argument position (graph/, estimate/,
+ * schedgraph's own (bucket_pack, bucket_unpack, collective_permute,
+ * rank_roll). Every reader of an argument position (graph/, estimate/,
  * codegen/, the runtime's kernels) asks sg_op_param_pos().
  */
 #include "ops.h"
@@ -185,6 +186,11 @@ static const SgOpInfo op_table[SG_OP_N_KINDS] = {
         INPUTS, K, INTERLEAVE),
   ROWP (SG_OP_BUCKET_UNPACK, "schedgraph.bucket_unpack", "bucket_unpack", SG_CLASS_BUCKET,
         INPUT, K, OFFSET, NUMEL),
+  ROWP (SG_OP_COLLECTIVE_PERMUTE, "schedgraph.collective_permute", "collective_permute",
+        SG_CLASS_COLLECTIVE,
+        INPUT, SOURCE_TARGET_PAIRS, GROUP_NAME),
+  ROWP (SG_OP_RANK_ROLL, "schedgraph.rank_roll", "rank_roll", SG_CLASS_COPY,
+        INPUT, SHIFT, SIGN, GROUP_NAME),
 };
 
 static const char *const param_names[SG_PARAM_N] = {
@@ -252,6 +258,10 @@ static const char *const param_names[SG_PARAM_N] = {
   [SG_PARAM_INTERLEAVE] = "interleave",
   [SG_PARAM_OFFSET] = "offset",
   [SG_PARAM_NUMEL] = "numel",
+  [SG_PARAM_SOURCE_TARGET_PAIRS] = "source_target_pairs",
+  [SG_PARAM_TRANSPORT] = "transport",
+  [SG_PARAM_SHIFT] = "shift",
+  [SG_PARAM_SIGN] = "sign",
 };
 
 /* Built once: target -> kind, and every (kind, param) -> position. */
@@ -355,6 +365,67 @@ sg_reduce_name (SgReduceOp op)
 {
   g_return_val_if_fail ((size_t)op < G_N_ELEMENTS (reduce_names), "none");
   return reduce_names[op];
+}
+
+static const char *const transport_names[SG_TRANSPORT_N] = { "nccl", "ce" };
+
+bool
+sg_transport_from_name (const char *name, SgTransport *out)
+{
+  for (int t = 0; t < SG_TRANSPORT_N; t++)
+    if (name && strcmp (name, transport_names[t]) == 0) {
+      *out = (SgTransport)t;
+      return true;
+    }
+  return false;
+}
+
+const char *
+sg_transport_name (SgTransport t)
+{
+  g_return_val_if_fail ((unsigned)t < SG_TRANSPORT_N, "nccl");
+  return transport_names[t];
+}
+
+SgPairsError
+sg_pairs_check (const int32_t *pairs, int32_t n_pairs, int32_t n_ranks, int32_t *target,
+                int32_t *source, int32_t *bad)
+{
+  for (int32_t r = 0; r < n_ranks; r++)
+    target[r] = source[r] = -1;
+  for (int32_t i = 0; i < n_pairs; i++) {
+    const int32_t s = pairs[2 * i], t = pairs[2 * i + 1];
+    *bad = i;
+    if (s < 0 || s >= n_ranks || t < 0 || t >= n_ranks)
+      return SG_PAIRS_RANGE;
+    if (target[s] >= 0)
+      return SG_PAIRS_SENDS_TWICE;
+    if (source[t] >= 0)
+      return SG_PAIRS_RECEIVES_TWICE;
+    target[s] = t;
+    source[t] = s;
+  }
+  return SG_PAIRS_OK;
+}
+
+bool
+sg_strides_dense (int ndim, const int64_t *shape, const int64_t *stride)
+{
+  int64_t want = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (shape[d] != 1 && stride[d] != want)
+      return false;
+    want *= shape[d];
+  }
+  return true;
+}
+
+int64_t
+sg_rank_roll_block (int64_t b, int64_t k, int64_t shift, int64_t sign, int64_t group_rank)
+{
+  g_return_val_if_fail (k > 0, 0);
+  int64_t x = (b % k + shift % k + (sign < 0 ? -1 : 1) * (group_rank % k)) % k;
+  return x < 0 ? x + k : x;
 }
 
 static const struct {

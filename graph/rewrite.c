@@ -235,6 +235,7 @@ sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error)
   n.target = target;
   n.kind = spec->target ? SG_OP_UNKNOWN : spec->kind;
   n.cost_us = spec->cost_us;
+  n.sm_count = spec->sm_count;
   n.meta = spec->meta;
   if (spec->n_tuple) {
     n.meta.ndim = -1;

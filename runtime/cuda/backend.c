@@ -9,7 +9,8 @@
  * nvFuser's host IR executor. --launch graph (the default) captures that
  * issue once into a CUDA graph and replays it, so the GPUs run the plan at
  * their own pace instead of the host's launch rate (PyTorch's CUDA graphs);
- * --launch eager issues every step from the host.
+ * --launch eager issues every step from the host. A collective_permute
+ * over the copy engine maps its peers' allocations at setup (p2p.c).
  * Measurement (CUDA events, both modes): per collective a start/end pair on
  * its stream; at each WAIT_EVENT of a collective on stream 0 a "reached"
  * event, exposed = end - reached clamped at 0 (time compute stood still);
@@ -99,6 +100,8 @@ cuda_setup (SgRtContext *ctx, GError **error)
   st->arena_bytes = plan->arena_bytes;
   for (int32_t s = 0; s < st->n_streams; s++)
     total += (st->scratch_bytes[s] + 255) / 256 * 256;
+  const uint64_t flags_off = total; /* the copy-engine flags (p2p.c) come last */
+  total += sg_cu_p2p_flag_bytes (plan);
   SG_CU_CHECK (cudaMalloc ((void **)&st->base, MAX (total, 256)), error, fail);
   st->arena = st->base;
   {
@@ -119,6 +122,9 @@ cuda_setup (SgRtContext *ctx, GError **error)
   if (!make_events (st->events, plan->n_events, cudaEventDisableTiming, error))
     goto fail;
   SG_CUBLAS_CHECK (cublasCreate (&st->cublas), error, fail);
+  SG_CUBLAS_CHECK (cublasLtCreate (&st->lt), error, fail);
+  st->rank = ctx->rank;
+  st->group_rank = g_memdup2 (ctx->group_rank, sizeof (int32_t) * (size_t)MAX (1, plan->n_groups));
 
   /* Measurement events. */
   st->coll_ordinal = g_new (int32_t, MAX (1, plan->n_ins));
@@ -170,7 +176,7 @@ cuda_setup (SgRtContext *ctx, GError **error)
         SG_CU_CHECK (cudaEventCreate (&st->kev[2 * i + 1]), error, fail);
       }
   }
-  if (!sg_cu_comms_init (st, ctx, error))
+  if (!sg_cu_comms_init (st, ctx, error) || !sg_cu_p2p_setup (st, ctx, flags_off, error))
     goto fail;
   SG_CU_CHECK (cudaDeviceSynchronize (), error, fail);
   sg_cu_watchdog_disarm (st->watchdog);
@@ -601,8 +607,12 @@ cuda_teardown (SgRtContext *ctx)
   if (st->exec_bare)
     cudaGraphExecDestroy (st->exec_bare);
   sg_cu_comms_destroy (st, false);
+  sg_cu_p2p_destroy (st);
+  g_free (st->group_rank);
   if (st->cublas)
     cublasDestroy (st->cublas);
+  if (st->lt)
+    cublasLtDestroy (st->lt);
   destroy_events (st->events, st->n_events);
   destroy_events (st->coll_start, n_coll);
   destroy_events (st->coll_end, n_coll);

@@ -120,6 +120,7 @@ bool sg_cu_is_contiguous (const SgCuTensor *t);
 
 #ifndef __CUDACC__
 /* ---- C side of the backend (backend.c, dispatch.c, gemm.c, comm.c) ---- */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <glib.h>
 #include <nccl.h>
@@ -157,6 +158,7 @@ bool sg_cu_is_contiguous (const SgCuTensor *t);
   } while (0)
 
 typedef struct SgCuWatchdog SgCuWatchdog;
+typedef struct SgCuP2p SgCuP2p;
 
 /* cuBLAS workspace per stream that runs GEMMs or attention: the first bytes
  * of that stream's scratch (sized by sg_cu_check_ins). cuBLAS's own pool may
@@ -204,6 +206,12 @@ typedef struct {
   double *ksamples;         /* [measured iteration][instruction] */
   int32_t n_steps;          /* run_step calls so far */
   SgCuWatchdog *watchdog;
+  /* collective_permute and rank_roll: this rank's world rank and its group
+   * rank per plan group (NULL outside a run: the profile's state) */
+  int32_t rank;
+  int32_t *group_rank;
+  SgCuP2p *p2p;             /* p2p.c: copy-engine state, NULL without ce steps */
+  cublasLtHandle_t lt;      /* GEMMs with an SM-count target */
 } SgCuState;
 
 /* A plan value as a kernel descriptor in @st's arena. */
@@ -250,6 +258,27 @@ bool sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout,
  * that are not [B, H, S, D]. */
 uint64_t sg_cu_sdpa_scratch_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward,
                                    bool fp32_math);
+
+/* sg_cu_gemm on @sm_count SMs: cuBLASLt with CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET
+ * (the plan's sm_count of a matmul), its workspace @ws of @ws_bytes. */
+bool sg_cu_gemm_sms (cublasLtHandle_t lt, void *ws, uint64_t ws_bytes, int32_t sm_count,
+                     cudaStream_t stream, const SgCuTensor *a, const SgCuTensor *b,
+                     const SgCuTensor *c, float alpha, float beta, char *scratch,
+                     uint64_t scratch_bytes, GError **error);
+
+/* p2p.c: collective_permute. Bytes of the copy-engine flags the plan needs
+ * (laid out after the scratch, in the one allocation every peer maps). */
+uint64_t sg_cu_p2p_flag_bytes (const SgPlan *plan);
+/* Maps the peers of every copy-engine step (CUDA IPC handles exchanged over
+ * the groups' MPI communicators), zeroes the flags at @flags_off. Collective
+ * over each group with a ce step. */
+bool sg_cu_p2p_setup (SgCuState *st, SgRtContext *ctx, uint64_t flags_off, GError **error);
+void sg_cu_p2p_destroy (SgCuState *st);
+/* Queues one collective_permute step over dense @in / @out (@count elements
+ * of NCCL type @t, @es bytes each) on its stream, over its transport. */
+bool sg_cu_run_permute (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins,
+                        const SgCuTensor *in, const SgCuTensor *out, ncclDataType_t t,
+                        size_t count, size_t es, GError **error);
 
 /* NCCL type for @dtype; false when NCCL has none. */
 bool sg_cu_nccl_type (SgDtype dtype, ncclDataType_t *out);

@@ -135,7 +135,8 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, uint64_t 
     sg_cu_value_tensor (NULL, plan, ins->out[0], &o);
     ncclDataType_t nt;
     if (ins->op != SG_OP_ALL_GATHER && ins->op != SG_OP_REDUCE_SCATTER &&
-        ins->op != SG_OP_ALL_REDUCE && ins->op != SG_OP_ALL_TO_ALL && ins->op != SG_OP_BROADCAST)
+        ins->op != SG_OP_ALL_REDUCE && ins->op != SG_OP_ALL_TO_ALL && ins->op != SG_OP_BROADCAST &&
+        ins->op != SG_OP_COLLECTIVE_PERMUTE)
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "not a collective NCCL runs", NULL);
     if ((ins->op == SG_OP_REDUCE_SCATTER || ins->op == SG_OP_ALL_REDUCE) &&
         !sg_cu_nccl_type ((SgDtype)a.dtype, &nt))
@@ -512,6 +513,33 @@ fail:
   return false;
 }
 
+/* schedgraph.rank_roll (docs/ops.md): one block copy per group rank, by
+ * this rank's group rank (0 outside a run: the profile times the copies). */
+static bool
+run_rank_roll (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, const SgCuTensor *o,
+               cudaStream_t s, GError **error)
+{
+  SgCuTensor a;
+  int64_t shift = 0, sign = 1;
+  const int32_t g = sg_plan_arg_group (plan, ins);
+  if (!arg_tensor (st, plan, ins, 0, &a) || !sg_plan_arg_int (ins, 1, &shift) ||
+      !sg_plan_arg_int (ins, 2, &sign) || g < 0)
+    return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "rank_roll takes (input, shift, sign, group)",
+                     NULL);
+  const int64_t k = plan->groups[g].n_ranks, n = sg_cu_numel (&a), blk = n / k;
+  if (a.ndim < 1 || a.shape[0] % k != 0 || sg_cu_numel (o) != n)
+    return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "rank_roll blocks do not divide", NULL);
+  const int64_t me = st->group_rank ? st->group_rank[g] : 0;
+  for (int64_t b = 0; b < k; b++)
+    SG_CU_CHECK (sg_cu_copy_range (o, b * blk, &a, sg_rank_roll_block (b, k, shift, sign, me) * blk,
+                                   blk, s),
+                 error, fail);
+  return true;
+fail:
+  g_prefix_error (error, "node %s: ", ins->name);
+  return false;
+}
+
 bool
 sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GError **error)
 {
@@ -547,7 +575,11 @@ sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GErro
     uint64_t scratch_bytes;
     if (!bind_blas (st, ins, &scratch, &scratch_bytes, error))
       return false;
-    if (!sg_cu_gemm (st->cublas, s, &a, &b, &o, alpha, beta, scratch, scratch_bytes, error))
+    if (ins->sm_count > 0 ? !sg_cu_gemm_sms (st->lt, st->scratch[ins->stream], SG_CU_BLAS_WORKSPACE,
+                                             ins->sm_count, s, &a, &b, &o, alpha, beta, scratch,
+                                             scratch_bytes, error)
+                          : !sg_cu_gemm (st->cublas, s, &a, &b, &o, alpha, beta, scratch,
+                                         scratch_bytes, error))
       goto fail;
     return true;
   }
@@ -560,6 +592,8 @@ sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GErro
   case SG_CLASS_BUCKET:
     return run_bucket (st, plan, ins, &o, s, error);
   case SG_CLASS_COPY:
+    if (ins->op == SG_OP_RANK_ROLL)
+      return run_rank_roll (st, plan, ins, &o, s, error);
     if (ins->op == SG_OP_CAT) {
       const cJSON *list = arg_item (ins, 0);
       int64_t dim = 0;

@@ -448,8 +448,9 @@ END_TEST
 
 /* ---- GEMM ---- */
 
+/* @sms > 0: on that many SMs through cuBLASLt (a plan's sm_count). */
 static void
-gemm_case (bool ta, bool tb, SgDtype dt, SgDtype out_dt)
+gemm_case_on (bool ta, bool tb, SgDtype dt, SgDtype out_dt, int32_t sms)
 {
   enum { M = 37, K = 64, N = 29 };
   const int64_t sa[] = { ta ? K : M, ta ? M : K }, sb[] = { tb ? N : K, tb ? K : N };
@@ -464,10 +465,18 @@ gemm_case (bool ta, bool tb, SgDtype dt, SgDtype out_dt)
     bv.shape[0] = K; bv.shape[1] = N; bv.stride[0] = 1; bv.stride[1] = K;
   }
   cublasHandle_t h;
+  cublasLtHandle_t lt;
+  void *ws = NULL;
   ck_assert_int_eq (cublasCreate (&h), CUBLAS_STATUS_SUCCESS);
+  ck_assert_int_eq (cublasLtCreate (&lt), CUBLAS_STATUS_SUCCESS);
+  ck_assert_int_eq (cudaMalloc (&ws, SG_CU_BLAS_WORKSPACE), cudaSuccess);
   GError *error = NULL;
-  ck_assert_msg (sg_cu_gemm (h, NULL, &av, &bv, &c.t, 1.f, 0.f, NULL, 0, &error), "%s",
-                 error ? error->message : "");
+  ck_assert_msg (sms > 0 ? sg_cu_gemm_sms (lt, ws, SG_CU_BLAS_WORKSPACE, sms, NULL, &av, &bv,
+                                           &c.t, 1.f, 0.f, NULL, 0, &error)
+                         : sg_cu_gemm (h, NULL, &av, &bv, &c.t, 1.f, 0.f, NULL, 0, &error),
+                 "%s", error ? error->message : "");
+  cudaFree (ws);
+  cublasLtDestroy (lt);
   double *got = dev_read (&c), want[M * N];
   for (int i = 0; i < M; i++)
     for (int j = 0; j < N; j++) {
@@ -484,6 +493,21 @@ gemm_case (bool ta, bool tb, SgDtype dt, SgDtype out_dt)
   dev_free (&b);
   dev_free (&c);
 }
+
+static void
+gemm_case (bool ta, bool tb, SgDtype dt, SgDtype out_dt)
+{
+  gemm_case_on (ta, tb, dt, out_dt, 0);
+}
+
+START_TEST (gemm_on_fewer_sms_matches_reference)
+{
+  gemm_case_on (false, false, SG_DTYPE_BF16, SG_DTYPE_BF16, 66);
+  gemm_case_on (true, false, SG_DTYPE_BF16, SG_DTYPE_BF16, 16);
+  gemm_case_on (false, true, SG_DTYPE_BF16, SG_DTYPE_F32, 120);
+  gemm_case_on (true, true, SG_DTYPE_F32, SG_DTYPE_F32, 8);
+}
+END_TEST
 
 START_TEST (gemm_handles_every_transposition_in_bf16)
 {
@@ -720,6 +744,7 @@ suite (void)
   tcase_add_test (tc, copy_range_reads_a_transposed_view_in_logical_order);
   tcase_add_test (tc, gemm_handles_every_transposition_in_bf16);
   tcase_add_test (tc, gemm_f32_matches_reference);
+  tcase_add_test (tc, gemm_on_fewer_sms_matches_reference);
   tcase_add_test (tc, gemm_stages_an_operand_that_is_neither_row_nor_column_major);
   tcase_add_test (tc, sdpa_forward_and_backward_match_the_reference);
   tcase_add_test (tc, sdpa_grouped_query_heads_sum_their_kv_gradients);

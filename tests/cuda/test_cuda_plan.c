@@ -212,6 +212,39 @@ START_TEST (check_stages_a_strided_collective_input_on_its_stream)
 }
 END_TEST
 
+START_TEST (check_accepts_permute_steps_and_sizes_their_flags)
+{
+  MiniPlan m;
+  mini_init (&m);
+  const int64_t s[] = { 8, 16 };
+  int32_t in = mini_value (&m, SG_DTYPE_BF16, 2, s), out = mini_value (&m, SG_DTYPE_BF16, 2, s);
+  int32_t pairs[] = { 0, 1, 1, 0 };
+  SgPlanIns ins[2];
+  memset (ins, 0, sizeof ins);
+  for (int k = 0; k < 2; k++) {
+    ins[k].kind = SG_INS_COLLECTIVE;
+    ins[k].stream = 1;
+    ins[k].name = (char *)"p";
+    ins[k].op = SG_OP_COLLECTIVE_PERMUTE;
+    ins[k].in = &in;
+    ins[k].n_in = 1;
+    ins[k].out = &out;
+    ins[k].n_out = 1;
+    ins[k].pairs = pairs;
+    ins[k].n_pairs = 2;
+    ins[k].transport = k ? SG_TRANSPORT_CE : SG_TRANSPORT_NCCL;
+  }
+  uint64_t need[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_check_ins (&m.p, &ins[0], false, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins[1], false, need, &error));
+  ck_assert_uint_eq (need[1], 0);
+  m.p.ins = ins;
+  m.p.n_ins = 2;
+  ck_assert_uint_eq (sg_cu_p2p_flag_bytes (&m.p), 2 * sizeof (uint32_t)); /* the ce step only */
+}
+END_TEST
+
 /* ---- GEMM views ---- */
 
 static SgCuTensor
@@ -399,6 +432,7 @@ suite (void)
   tcase_add_test (tc, check_plans_attention_backward_scratch_larger_in_exact_mode);
   tcase_add_test (tc, check_rejects_a_reduction_collective_nccl_cannot_reduce);
   tcase_add_test (tc, check_stages_a_strided_collective_input_on_its_stream);
+  tcase_add_test (tc, check_accepts_permute_steps_and_sizes_their_flags);
   tcase_add_test (tc, gemm_stages_only_views_neither_row_nor_column_major);
   tcase_add_test (tc, profile_keys_are_the_distinct_shapes_of_the_graph);
   tcase_add_test (tc, profile_text_reads_back_through_the_cache_identically);

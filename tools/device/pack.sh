@@ -11,7 +11,8 @@ B=${1:-build-h}
 rm -rf .carry
 mkdir -p .carry/bin .carry/lib .carry/graphs
 for t in runtime/schedrun tests/cuda/test_cuda_kernels tools/schedgraph/schedgraph \
-         tools/graphgen/graphgen tools/sgeval/sgeval tests/runtime/mkplan; do
+         tools/graphgen/graphgen tools/sgeval/sgeval tests/runtime/mkplan \
+         tests/runtime/mkring tests/cuda/bench_gemm; do
   if ninja -C "$B" "$t" >/dev/null 2>&1; then
     cp "$B/$t" .carry/bin/
   else
