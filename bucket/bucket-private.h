@@ -12,9 +12,85 @@
  * in *wait). Users must be fresh (sg_graph_fill_users). */
 bool sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **error);
 
-/* bucket.c: costs every node of @g without a cost source (the new nodes
- * of a rewrite) with the graph's cost model. */
-void sg_bucket_cost_new_nodes (SgGraph *g);
+/* --- the searches (bucket.c, layers.c) and their driver (run.c) --------- */
+
+/* Steps within this many microseconds count as equal (the report's
+ * precision): a merge that changes the predicted step by less is kept for
+ * the collectives it saves. No result exceeds the unbucketed step by more
+ * (the searches compare with it as well as with their current step). */
+#define SG_BUCKET_TIE_US 1e-3
+
+/* What collectives must share to merge: kind, group, dtype, reduce op. */
+typedef struct {
+  SgOpKind kind;
+  int32_t group;
+  SgDtype dtype;
+  SgReduceOp reduce;
+} SgBucketKey;
+
+/* A collective that may join a bucket (sg_bucket_member_check), with its
+ * wait, its key (kind, group, dtype, reduce op: only equal keys merge) and
+ * the bytes it moves (sg_node_comm_bytes). */
+typedef struct {
+  SgNodeId c, w;
+  int32_t key;
+  uint64_t bytes;
+} SgBucketCand;
+
+/* What every search reads; run.c sets it up on the scheduled graph. */
+typedef struct {
+  SgGraph *g;
+  const SgConfig *cfg;
+  SgBucketStats *st;     /* simulations and refusals are counted here */
+  SgAug *aug;            /* data and non-hiding implicit edges of @g */
+  SgRewrite *trial;      /* every trial graph of @g is built with it */
+  SgBucketCand *cands;   /* in id order */
+  int32_t n_cands, n_keys;
+  uint64_t cap;          /* bytes per bucket (the greedy's limit) */
+  uint64_t peak_limit;   /* predicted peak live bytes a result may reach */
+  double base_step_us;   /* the unbucketed graph's predicted step */
+} SgBucketSearch;
+
+/* The simulator's verdict on one set of buckets. */
+typedef struct {
+  double exposed_us, step_us;
+  uint64_t peak_bytes;
+} SgBucketEval;
+
+/* Simulates @s->g with @specs applied (a trial graph, @s->g unchanged) and
+ * counts the simulation. False when the rewrite refuses the specs (a cycle
+ * through implicit edges): @out is left alone then. */
+bool sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
+                         SgBucketEval *out);
+/* No path between @a and @b in @aug, neither between the collectives nor
+ * between the waits: one bucket may hold both without closing a cycle. */
+bool sg_bucket_cands_independent (SgAug *aug, const SgBucketCand *a, const SgBucketCand *b);
+void sg_bucket_specs_free (SgBucketSpec *specs, int32_t n);
+
+/* bucket.c: the greedy over @s->cands in id order from the unbucketed
+ * graph (@base its simulation): every merge it keeps passed a simulation
+ * with step_us not above the current one and the peak within the limit.
+ * Returns the specs (transfer full, sg_bucket_specs_free) and their
+ * evaluation in @out (@base when none). NULL with @error when the screen's
+ * simulation fails. */
+SgBucketSpec *sg_bucket_greedy (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *out,
+                                int32_t *n_specs, GError **error);
+
+/* layers.c: FSDP2's per-layer buckets from the graph's structure: the
+ * parameter collectives (all_gathers of graph inputs, reduce_scatters and
+ * all_reduces of gradients) grouped by the transformer layer they serve,
+ * one bucket per layer and key (docs/bucketing.md "Per-layer mode").
+ * *@n_layers gets the layers found (0: none, and no specs). (transfer
+ * full) */
+SgBucketSpec *sg_bucket_per_layer (SgBucketSearch *s, int32_t *n_specs, int32_t *n_layers);
+
+/* refine.c: splits at the ends and merges of neighbours on @specs (whose
+ * evaluation is *@ev), each kept only when the predicted step gets
+ * shorter (a split) or not longer (a merge) and the peak stays within the
+ * limit; a bounded number of simulations. Returns the refined specs
+ * (transfer full) and updates *@ev. */
+SgBucketSpec *sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
+                                SgBucketEval *ev, int32_t *n_out);
 
 /* predict.c: a screen of merges from the unbucketed timeline (large
  * graphs). NULL with @error when the graph cannot be simulated. */
@@ -28,8 +104,9 @@ bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
                            const SgNodeId *waits, int32_t n, uint64_t bytes);
 
 /* report.c: fills st->infos (and n_infos) from the bucket collectives of
- * @g, in id order, reading their schedgraph_bucket kwargs. */
-void sg_bucket_collect_infos (const SgGraph *g, SgBucketStats *st);
+ * @g, in id order, reading their schedgraph_bucket kwargs, with what
+ * codegen does with their copies. */
+void sg_bucket_collect_infos (SgGraph *g, SgBucketStats *st);
 
 /* rewrite.c: what a bucket's new nodes hold, from its members alone. */
 typedef struct {

@@ -150,8 +150,10 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   l.coll_done = g_new (int32_t, nn);
   l.coll_waited = g_new0 (bool, nn);
   l.pred_row = g_new (int32_t, nn);
+  l.group_buf = g_new (int32_t, nn);
   for (size_t i = 0; i < nn; i++)
-    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = -1;
+    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = -1;
+  sg_graph_elision (g, &l.el);
   for (guint i = 0; i < g->tuple_metas->len; i++)
     l.tval[i] = -1;
   if (pred)
@@ -231,6 +233,8 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   g_free (l.coll_done);
   g_free (l.coll_waited);
   g_free (l.pred_row);
+  g_free (l.group_buf);
+  sg_elision_clear (&l.el);
   if (!ok) {
     sg_plan_free (p);
     return false;
@@ -251,10 +255,11 @@ sg_codegen_options_text (const SgConfig *cfg)
   g_ascii_formatd (frac, sizeof frac, "%.6f", cfg->max_peak_increase);
   return g_strdup_printf ("cluster=%s profile=%s reorder=%d max_in_flight_bytes=%" G_GUINT64_FORMAT
                           " max_peak_increase=%s prefetch_limit=%d bucket=%d"
-                          " bucket_cap_bytes=%" G_GUINT64_FORMAT,
+                          " bucket_cap_bytes=%" G_GUINT64_FORMAT " bucket_mode=%s",
                           cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-",
                           cfg->reorder ? 1 : 0, cfg->max_in_flight_bytes, frac,
-                          (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes);
+                          (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes,
+                          sg_bucket_mode_name (cfg->bucket_mode));
 }
 
 bool

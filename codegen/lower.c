@@ -11,6 +11,12 @@
  * tuple element); views are new values on their base's buffer at an offset
  * (0 for view-like ops, computed for slice/select); getitem IS the tuple
  * element's value and wait_tensor IS its collective's value (no new value).
+ * Zero-copy buckets (graph/elide.c): an elided bucket_unpack is a view of
+ * the bucket's result, an elided bucket_pack a view of the storage its
+ * inputs already form or the owner of one buffer into which its inputs are
+ * written at their concatenation offsets (graph inputs: a whole-step
+ * buffer holding several input values); neither emits a kernel. A pack or
+ * unpack that stays a kernel names why in its kwargs ("schedgraph_copy").
  * (2) instructions in id order: KERNEL on stream 0; a collective becomes
  * RECORD e (0), WAIT_EVENT e (1+g), COLLECTIVE (1+g), RECORD e' (1+g); its
  * wait_tensor becomes WAIT_EVENT e' (0) naming the collective; collectives
@@ -132,6 +138,50 @@ view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
   return true;
 }
 
+static bool
+copy_elided (const SgLower *l, SgNodeId id)
+{
+  return sg_op_class (l->g->nodes[id].kind) == SG_CLASS_BUCKET
+         && l->el.reason[id] == SG_COPY_ELIDED;
+}
+
+/* The buffer an elided pack's relocated inputs share (made at the first). */
+static int32_t
+group_buffer (SgLower *l, SgNodeId pack, bool pinned)
+{
+  if (l->group_buf[pack] < 0)
+    l->group_buf[pack] =
+      new_buffer (l, meta_storage_bytes (l->g, &l->g->nodes[pack].meta), pinned);
+  return l->group_buf[pack];
+}
+
+/* Step 1 for the nodes zero-copy buckets place (true when @id is one). */
+static bool
+place_zero_copy (SgLower *l, SgNodeId id)
+{
+  const SgGraph *g = l->g;
+  const SgNode *n = &g->nodes[id];
+  if (sg_elision_relocated (g, &l->el, id)) {
+    bool input = n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR;
+    int32_t b = group_buffer (l, l->el.view_of[id], input);
+    l->nval[id] = new_value (l, n->name, &n->meta, b, l->el.view_off[id],
+                             input ? SG_INIT_INPUT : SG_INIT_NONE);
+    return true;
+  }
+  if (!copy_elided (l, id))
+    return false;
+  SgNodeId of = l->el.view_of[id];
+  if (of < 0) { /* a relocation: its inputs came first and made the buffer */
+    l->nval[id] = new_value (l, n->name, &n->meta, l->group_buf[id], 0, SG_INIT_NONE);
+    return true;
+  }
+  /* copy: new_value may grow the array */
+  SgPlanValue base = g_array_index (l->values, SgPlanValue, l->nval[of]);
+  l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + l->el.view_off[id],
+                           SG_INIT_NONE);
+  return true;
+}
+
 /* Step 1 for one node. */
 static bool
 make_values (SgLower *l, SgNodeId id)
@@ -142,7 +192,7 @@ make_values (SgLower *l, SgNodeId id)
   const SgNodeId *in = sg_node_inputs (g, id, &k);
   l->nval[id] = -1;
   SgOpClass c = sg_op_class (n->kind);
-  if (n->op == SG_NODE_OUTPUT)
+  if (n->op == SG_NODE_OUTPUT || place_zero_copy (l, id))
     return true;
   if (n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR || c == SG_CLASS_INPUT) {
     l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_INPUT);
@@ -286,6 +336,9 @@ emit_kernel (SgLower *l, SgNodeId id)
   x->out = sg_lower_steal_ids (outs, &x->n_out);
   x->args = sg_node_args_json (g, id, false, value_ref, l);
   x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
+  if (sg_op_class (n->kind) == SG_CLASS_BUCKET) /* a copy that stays: why */
+    cJSON_AddStringToObject (x->kwargs, "schedgraph_copy",
+                             sg_copy_reason_text ((SgCopyReason)l->el.reason[id]));
   x->sm_count = sg_op_class (n->kind) == SG_CLASS_MATMUL ? n->sm_count : 0;
   set_node_pred (l, x, id);
   return true;
@@ -383,7 +436,7 @@ sg_lower_emit (SgLower *l)
     const SgNode *n = &g->nodes[id];
     SgOpClass c = sg_op_class (n->kind);
     if (n->op == SG_NODE_OUTPUT || n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR ||
-        c == SG_CLASS_INPUT || c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM)
+        c == SG_CLASS_INPUT || c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM || copy_elided (l, id))
       continue;
     if (c == SG_CLASS_WAIT) {
       SgNodeId t = sg_node_wait_target (g, id);

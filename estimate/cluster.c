@@ -43,7 +43,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
   .efficiency_all_gather = 0.695, .efficiency_reduce_scatter = 0.695,                           \
   .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
   .ce_GBps = 324.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 1.0,                              \
-  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0
+  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0, \
+  .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0
 
 static const SgCluster presets[] = {
   { .name = "h200-sxm", .gpu = "H200", .hbm_GBps = 4800.0, HOPPER_COMMON },
@@ -68,6 +69,7 @@ static const SgCluster presets[] = {
     .efficiency_all_reduce = 1.0, .efficiency_broadcast = 1.0, .efficiency_p2p = 1.0,
     .ce_GBps = 232.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 1.0,
     .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0,
+    .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,
   },
 };
 
@@ -164,6 +166,9 @@ static const Field fields[] = {
   D ("compute_slowdown", contention.compute_slowdown, 1, false, 100),
   D ("reduce_slowdown", contention.reduce_slowdown, 1, false, 100),
   D ("comm_start_wait", comm_start_wait, 0, false, 1),
+  D ("contention_comm_scale", contention_comm_scale, 0, false, 10),
+  D ("contention_compute_scale", contention_compute_scale, 0, false, 10),
+  D ("contention_wait_scale", contention_wait_scale, 0, false, 10),
 };
 
 static gboolean

@@ -69,7 +69,7 @@ sg_compute_sm_factor (const SgCluster *c, const SgNode *n)
 static bool
 is_backward (SgOpKind op)
 {
-  return op == SG_OP_SDPA_FLASH_BWD || op == SG_OP_SDPA_EFFICIENT_BWD || op == SG_OP_SDPA_CUDNN_BWD;
+  return sg_kernel_class (op) == SG_KERNEL_ATTENTION_BACKWARD;
 }
 
 /* The work an SDPA kernel does, wave-quantized: FlashAttention-style
@@ -233,6 +233,8 @@ sg_compute_node_bytes (const SgGraph *g, SgNodeId id, const uint64_t *storage_by
   SgOpClass k = sg_op_class (n->kind);
   if (k == SG_CLASS_CREATION)
     return bytes; /* writes only */
+  if (n->kind == SG_OP_BUCKET_UNPACK)
+    return 2.0 * bytes; /* reads its member's slices of the bucket, not all of it */
   uint32_t n_in;
   const SgNodeId *in = sg_node_inputs (g, id, &n_in);
   for (uint32_t i = 0; i < n_in; i++) {

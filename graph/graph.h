@@ -496,6 +496,53 @@ void sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *ro
 /* Storage root of every node, aliases resolved (n_nodes), (transfer full). */
 SgNodeId *sg_graph_storage_roots (const SgGraph *g);
 
+/* --- zero-copy buckets (elide.c) ----------------------------------------- */
+
+/* Why a bucket copy (schedgraph.bucket_pack / bucket_unpack, docs/ops.md)
+ * stays a kernel; SG_COPY_ELIDED when codegen lowers it to views. */
+typedef enum {
+  SG_COPY_ELIDED = 0,
+  SG_COPY_RANK_MAJOR,    /* all_gather unpack: the member is strided over rank segments */
+  SG_COPY_INTERLEAVED,   /* reduce_scatter pack: chunk r of every member in segment r */
+  SG_COPY_STRIDED_INPUT, /* a member input is not a whole contiguous tensor */
+  SG_COPY_SHARED_INPUT,  /* a member input is placed elsewhere in another layout */
+  SG_COPY_OUTPUT_INPUT,  /* a member input is a graph output */
+  SG_COPY_MIXED_INPUTS,  /* graph inputs and computed members */
+  SG_COPY_COMM_WRITTEN,  /* a member input is written by a collective */
+  SG_COPY_TUPLE_INPUT,   /* a member input is a tuple element */
+  SG_COPY_NO_COLLECTIVE, /* no single collective reads the pack */
+  SG_COPY_N_REASONS
+} SgCopyReason;
+
+/* (transfer none) "elided", or the reason's name and a sentence. */
+const char *sg_copy_reason_text (SgCopyReason r);
+
+/* The zero-copy layout of a graph's buckets (n_nodes entries each):
+ *  reason[v]   an SgCopyReason for pack/unpack nodes (0 elsewhere);
+ *  view_of[v]  an elided unpack: its input (the bucket result); an elided
+ *              pack whose inputs already lie back to back: its first
+ *              input; a member input relocated into an elided pack's
+ *              buffer ("relocated"): that pack; else -1. An elided pack
+ *              with view_of -1 owns the buffer its relocated inputs share;
+ *  view_off[v] the byte offset there (from the viewed value's start, or
+ *              from the pack buffer's start for a relocated input);
+ *  root[v]     the storage root of v with elision (sg_graph_storage_roots). */
+typedef struct {
+  uint8_t *reason;
+  SgNodeId *view_of;
+  uint64_t *view_off;
+  SgNodeId *root;
+  int32_t n_elided; /* pack and unpack nodes lowered without a copy */
+} SgElision;
+
+/* Fills @e for @g (clear it with sg_elision_clear). O(n_nodes). */
+void sg_graph_elision (const SgGraph *g, SgElision *e);
+/* The same without e->root (NULL): what the cost model reads. */
+void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
+void sg_elision_clear (SgElision *e);
+/* True when @v's storage lives in an elided pack's buffer (e->view_of[v]). */
+bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
+
 /* --- mutation ----------------------------------------------------------- */
 
 /* Renumbers nodes so that new id i is old id @order[i] (a permutation of all
@@ -507,6 +554,17 @@ bool sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error);
 const char *sg_graph_intern (SgGraph *g, const char *s);
 
 /* --- configuration and the pass runner (pass.c) -------------------------- */
+
+/* How bucket/ forms buckets (--bucket-mode). */
+typedef enum {
+  SG_BUCKET_MODE_AUTO = 0,  /* the best predicted step of the greedy and per-layer */
+  SG_BUCKET_MODE_PER_LAYER, /* FSDP2's buckets: one per layer and collective kind */
+} SgBucketMode;
+
+/* "auto", "per-layer" (the --bucket-mode spellings). */
+const char *sg_bucket_mode_name (SgBucketMode mode);
+/* Parses a --bucket-mode spelling; false for anything else. */
+bool sg_bucket_mode_from_name (const char *name, SgBucketMode *out);
 
 /* Every option of every pass; CLI flags map 1:1 onto these fields.
  * sg_config_init() sets the documented defaults. */
@@ -522,6 +580,7 @@ typedef struct {
   /* bucket/ */
   bool bucket;              /* false: --no-bucket */
   uint64_t bucket_cap_bytes;
+  SgBucketMode bucket_mode;
   /* runner */
   bool validate_between;    /* run the validator after every pass */
   const char *dump_pass;    /* dump the IR after this pass ("all" for every pass) */
@@ -683,8 +742,9 @@ SgNodeId sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error);
 void sg_rewrite_place (SgRewrite *rw, SgNodeId id, SgNodeId anchor, SgPlace where);
 
 /* Every base node that reads @old reads @to instead (in its inputs and
- * its args). Added nodes are not redirected: they read what their spec
- * names. @old must be a base node; @to any node. */
+ * its args). Added nodes read what their spec names, except where that is
+ * @old and @old is removed (nothing may read a removed node): then they
+ * read @to as well. @old must be a base node; @to any node. */
 void sg_rewrite_replace_uses (SgRewrite *rw, SgNodeId old, SgNodeId to);
 
 /* Removes node @id. Committing fails if a kept node still reads it. */

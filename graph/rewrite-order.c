@@ -117,7 +117,7 @@ typedef struct {
   int32_t n0, n1;
   bool *keep;
   SgNodeId *redir; /* per base node: its replacement, or SG_NO_NODE; NULL: none */
-  int32_t *tix;    /* per base node: its Touched, or -1; NULL: none */
+  int32_t *tix;    /* per node: its Touched, or -1; NULL: none */
   const int64_t *akey; /* keys of added nodes */
 } Ctx;
 
@@ -130,7 +130,7 @@ name_of (const Ctx *x, SgNodeId id)
 static inline const Touched *
 touched_of (const Ctx *x, SgNodeId id)
 {
-  if (id >= x->n0 || !x->tix || x->tix[id] < 0)
+  if (!x->tix || x->tix[id] < 0)
     return NULL;
   return &g_array_index (x->rw->touched, Touched, x->tix[id]);
 }
@@ -203,15 +203,16 @@ find_input (const GArray *t_in, uint32_t first, SgNodeId v, GHashTable *index)
   return -1;
 }
 
-/* One user @u of replaced nodes: its inputs redirected and kept distinct;
- * its args re-indexed when two inputs became one. */
+/* One user @u of replaced nodes: its inputs redirected and kept distinct
+ * (an added node's only where they are removed); its args re-indexed when
+ * two inputs became one. */
 static void
 redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
 {
   SgGraph *g = x->g;
   GArray *t_in = x->rw->t_in;
   uint32_t n;
-  const SgNodeId *in = sg_node_inputs (g, u, &n);
+  const SgNodeId *in = new_inputs (x, u, &n); /* not touched yet: its own */
   Touched t = { t_in->len, 0, 0, 0, false };
   if (n > *map_len) {
     *map_len = MAX (n, 2 * *map_len);
@@ -219,7 +220,7 @@ redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
   }
   g_autoptr (GHashTable) index = n > 32 ? g_hash_table_new (g_direct_hash, g_direct_equal) : NULL;
   for (uint32_t j = 0; j < n; j++) {
-    SgNodeId v = final_target (x, in[j]);
+    SgNodeId v = u < x->n0 || !x->keep[in[j]] ? final_target (x, in[j]) : in[j];
     int64_t at = find_input (t_in, t.first, v, index);
     if (at < 0) {
       at = t_in->len - t.first;
@@ -231,7 +232,7 @@ redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
   }
   t.n = t_in->len - t.first;
   if (t.n < n) {
-    const SgNode *un = &g->nodes[u];
+    const SgNode *un = sg_rewrite_node (x->rw, u);
     SgArg args = { .type = SG_ARG_LIST, .n = un->n_args, .first = un->args_first };
     SgArg kw = { .type = SG_ARG_DICT, .n = un->n_kwargs, .first = un->kwargs_first };
     t.args_first = reindex (g, &args, *map).first;
@@ -255,6 +256,18 @@ redirect_users (Ctx *x)
     for (uint32_t k = 0; k < nu; k++)
       if (x->tix[users[k]] < 0)
         redirect_user (x, users[k], &map, &map_len);
+  }
+  /* Added nodes that read a replaced node being removed (nothing may read
+   * it) read its replacement: e.g. a bucket's pack of another bucket's
+   * member waits. */
+  for (SgNodeId v = x->n0; v < x->n1; v++) {
+    uint32_t n;
+    const SgNodeId *in = new_inputs (x, v, &n);
+    for (uint32_t j = 0; j < n; j++)
+      if (in[j] < x->n0 && x->redir[in[j]] != SG_NO_NODE && !x->keep[in[j]]) {
+        redirect_user (x, v, &map, &map_len);
+        break;
+      }
   }
 }
 
@@ -529,9 +542,11 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
   g_array_set_size (rw->t_in, 0);
   if (rw->redirects->len) {
     x.redir = WORK (rw, SG_RW_REDIR, SgNodeId, n0);
-    x.tix = WORK (rw, SG_RW_TIX, int32_t, n0);
+    x.tix = WORK (rw, SG_RW_TIX, int32_t, n1);
     for (SgNodeId v = 0; v < n0; v++)
-      x.redir[v] = SG_NO_NODE, x.tix[v] = -1;
+      x.redir[v] = SG_NO_NODE;
+    for (SgNodeId v = 0; v < n1; v++)
+      x.tix[v] = -1;
     for (guint i = 0; i < rw->redirects->len; i += 2)
       x.redir[g_array_index (rw->redirects, SgNodeId, i)]
           = g_array_index (rw->redirects, SgNodeId, i + 1);

@@ -405,9 +405,9 @@ frontier_stop (const Run *R, SgNodeId x)
 }
 
 static bool
-holds_sms (const SgSchedProblem *P, SgNodeId x)
+holds_sms (const Run *R, SgNodeId x)
 {
-  return sg_node_holds_sms (&P->g->nodes[x]) && P->cost[x] > 0.0;
+  return sg_eng_would_hold (&R->eng, x, R->P->cost[x]);
 }
 
 /* How far down the ready heap's array a shield is looked for, and how far
@@ -416,9 +416,10 @@ holds_sms (const SgSchedProblem *P, SgNodeId x)
 #define SHIELD_WINDOW 256
 
 /* Start wait (docs/scheduler.md): a collective issued right before a
- * matmul/attention kernel waits for it. When one was just issued (the
- * engine holds it for the next kernel) and @x, a GEMM that would run next,
- * returns a ready compute node that does not hold the SMs (cost > 0; the
+ * kernel that holds the SMs (a matmul/attention kernel, or whatever the
+ * contention pairs say) waits for it. When one was just issued (the
+ * engine holds it for the next kernel) and @x, a kernel that would hold it,
+ * returns a ready compute node that does not (cost > 0; the
  * lowest priority key among the first SHIELD_SCAN heap entries, at most
  * SHIELD_WINDOW ids after @x) to run first, so the collective starts at once; else
  * SG_NO_NODE. */
@@ -426,13 +427,13 @@ static SgNodeId
 shield_for (Run *R, SgNodeId x)
 {
   const SgSchedProblem *P = R->P;
-  if (R->eng.n_held <= R->eng.n_kheld || !holds_sms (P, x) || would_stall (R, x))
+  if (R->eng.n_held <= R->eng.n_kheld || !holds_sms (R, x) || would_stall (R, x))
     return SG_NO_NODE;
   int64_t best = INT64_MAX;
   for (int32_t i = 0; i < MIN (R->ready.n, SHIELD_SCAN); i++) {
     int64_t k = R->ready.a[i];
     SgNodeId c = KEY_ID (k);
-    if (k >= best || R->placed[c] || c == x || holds_sms (P, c) || P->cost[c] <= 0.0
+    if (k >= best || R->placed[c] || c == x || holds_sms (R, c) || P->cost[c] <= 0.0
         || c - x > SHIELD_WINDOW)
       continue;
     best = k;
@@ -549,7 +550,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   for (int32_t i = 0; i < ng; i++)
     R->mem_wait_c[i] = SG_NO_NODE;
   sg_memtree_init (&R->seg, n, P->profile);
-  sg_eng_init (&R->eng, P->g, &P->cont, false);
+  sg_eng_init (&R->eng, P->g, NULL, false);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
   R->order = g_new (SgNodeId, (size_t)n);

@@ -114,8 +114,6 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
   P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
   P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
-  const SgCostModel *cm = sg_graph_cost_model (g);
-  P->cont = cm ? *sg_cost_model_contention (cm) : (SgContention){ 1.0, 1.0, 1.0 };
 }
 
 void

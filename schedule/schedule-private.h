@@ -41,35 +41,41 @@ sg_sched_cost (const SgNode *n)
 
 /* The engine. Collectives of one group run FIFO on the group's stream; the
  * head of each non-empty queue is running unless it is held (start wait,
- * below). While the compute stream is busy, running collectives progress at
- * 1/comm_slowdown (1/reduce_slowdown for reduce_scatter and all_reduce) and
- * compute at 1/compute_slowdown (when at least one collective runs);
- * otherwise at 1.
- * Start wait (sw = comm_start_wait of the graph's cost model, 0 without
- * one): a head that becomes startable while a matmul/attention kernel runs
- * is held until that kernel has done sw of its remaining work; one that
- * becomes startable while the compute stream is idle is held until the
- * next engine call: the next compute kernel (work > 0) holds it the same
- * way if it is a matmul/attention, anything else (another kernel, a stall,
- * the drain) starts it at once. sw = 0: no hold ever. */
+ * below). Rates are per pair (estimate/'s contention table: a collective
+ * beside the running kernel's slot, SgPairRates): while a kernel runs, a
+ * running collective progresses at 1/comm_x of that pair and the kernel at
+ * 1/kernel_x of the most disturbing running collective (the largest); with
+ * the compute stream idle, or no collective running, at 1.
+ * Start wait: a head that becomes startable while a kernel runs is held
+ * until that kernel has done the pair's wait_during of its remaining work;
+ * one that becomes startable while the compute stream is idle is held until
+ * the next engine call: the next compute kernel (work > 0) holds it for the
+ * pair's wait_before of its work (not at all when that is 0), anything else
+ * (a stall, the drain) starts it at once. Without a contention profile the
+ * pairs are the global factors (sg_contention_global_rates: waits only
+ * beside matmul/attention, comm_start_wait of the graph's cost model, 0
+ * without one). */
 enum { SG_HOLD_NONE, SG_HOLD_NEXT, SG_HOLD_KERNEL };
 typedef struct {
   const SgGraph *g;
-  double cs, ms; /* compute_slowdown, comm_slowdown */
-  double mr;     /* reduce_slowdown: ms of the collectives that reduce */
-  double sw;     /* comm_start_wait */
+  const SgCostModel *pairs; /* the table the rates come from; NULL: global factors */
+  SgContention cont;        /* global factors (pairs NULL) */
+  double sw;                /* their start wait (comm_start_wait) */
+  int32_t n_slots;          /* kernel slots (sg_cost_contention_slots) */
   double now;    /* the compute stream's clock */
   double busy_us;
   int32_t n_groups, n_active; /* n_active: non-empty queues (held or running) */
   int32_t n_held, n_kheld;    /* held heads; of those, held by the kernel */
   uint8_t *hold;              /* per group: SG_HOLD_* of its head */
   double *hold_at;            /* per group: kernel work left at which its head starts */
-  bool in_kernel, kbig;       /* a compute kernel runs; it is a matmul/attention */
+  bool in_kernel;             /* a compute kernel runs */
+  int32_t kslot;              /* its slot */
   double kleft;               /* its solo work left */
   int32_t *ghead, *gtail; /* per group: queue of row indices, -1 when empty */
   int32_t *rnext;         /* per row: next in its group's queue */
   double *rem;            /* per row: solo work left */
-  double *rslow;          /* per row: its slowdown while compute runs (ms or mr) */
+  SgPairRates *rates;     /* per row: n_slots pairs (the collective beside each slot) */
+  uint8_t *wnext;         /* per row: some slot has wait_before > 0 */
   uint8_t *fin;           /* per row: finished */
   SgCollRow *rows;
   int32_t n_rows, cap_rows;
@@ -80,6 +86,9 @@ typedef struct {
   void *ud;
 } SgSimEngine;
 
+/* @cont NULL: the rates of the graph's cost model (its contention table,
+ * measured pairs included); else these global factors for every pair, with
+ * the cost model's comm_start_wait (0 without one). */
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
 void sg_eng_clear (SgSimEngine *e);
 /* Issues collective @c now; returns its row. */
@@ -90,6 +99,9 @@ void sg_eng_compute (SgSimEngine *e, SgNodeId x, double work);
 double sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c);
 /* Runs every queued collective to its end (compute idle). */
 void sg_eng_drain (SgSimEngine *e);
+/* True when compute node @x of solo @work, run next, would hold a collective
+ * the engine holds for the next kernel (its pair's wait_before > 0). */
+bool sg_eng_would_hold (const SgSimEngine *e, SgNodeId x, double work);
 static inline bool
 sg_eng_finished (const SgSimEngine *e, SgNodeId c)
 {
@@ -142,7 +154,6 @@ typedef struct {
   SgNodeId *users;
   uint64_t *profile; /* live bytes of the input order, by id */
   uint64_t peak_in, limit;
-  SgContention cont;
   uint64_t max_in_flight;
   int32_t prefetch_limit;
 } SgSchedProblem;

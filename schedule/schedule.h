@@ -78,8 +78,30 @@ bool sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error);
  * unknown, missing, repeated, or placed before one of its inputs. */
 SgNodeId *sg_order_load (const SgGraph *g, const char *path, GError **error);
 
-/* Simulates with explicit contention factors instead of the cost model's
- * (tests; @cont NULL = the model's, or none when no model is attached). */
+/* --- pricing beside a simulated timeline (beside.c) ------------------------ */
+
+/* The compute intervals of one simulated order (node, start, end, kernel
+ * slot), for pricing a collective that is not in it without simulating
+ * again: bucket/'s screen of a merge. */
+typedef struct SgBeside SgBeside;
+/* (transfer full) From @r (sg_simulate's node times of an order of @g);
+ * @g must keep its cost model while the result lives. */
+SgBeside *sg_beside_new (const SgGraph *g, const SgSimResult *r);
+void sg_beside_free (SgBeside *b);
+/* End of a collective like node @like (kind, group, transport) of @bytes
+ * and solo @us that starts at @t0 and runs beside the timeline's compute:
+ * at 1/comm_x of its pair with each kernel (the simulator's rates), at 1
+ * between kernels and after the last. The order's own collectives, start
+ * waits and the compute's slowdown are left out (the simulator judges what
+ * passes). When the collective's rate does not depend on the kernel (no
+ * contention profile), it is taken to run beside compute throughout:
+ * t0 + us x that rate. */
+double sg_beside_end (const SgBeside *b, SgNodeId like, uint64_t bytes, double t0, double us);
+
+/* Simulates with explicit global contention factors for every pair instead
+ * of the cost model's contention table (tests; the model's comm_start_wait
+ * still applies to matmul/attention kernels); @cont NULL = the model's
+ * table, measured pairs included, or none when no model is attached. */
 bool sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
                        SgSimResult *out, GError **error);
 

@@ -25,8 +25,8 @@
  * ranks compute by the deadline of the collective it feeds, a positive one
  * by that collective's position; shield: run a ready non-GEMM node between
  * a collective's issue and a GEMM that would hold it, docs/scheduler.md).
- * An unshielded variant is run only when the cost model's comm_start_wait
- * is > 0 (else it is its shielded twin). keep-compute-order comes first: moving
+ * An unshielded variant is run only when some pair of the cost model has a
+ * start wait (else it is its shielded twin). keep-compute-order comes first: moving
  * compute must beat it by more than the tie band. The others were chosen
  * on the sample graphs and graphgen graphs of 8 to 80 layers
  * (docs/scheduler.md): for every one of them the best of the grid is in
@@ -145,7 +145,7 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
    * either way, so the result does not depend on timing. */
   enum { NV = G_N_ELEMENTS (variants) };
   const SgCostModel *cm = sg_graph_cost_model (g);
-  bool start_wait = cm && sg_cost_model_comm_start_wait (cm) > 0.0;
+  bool start_wait = sg_cost_model_has_start_wait (cm);
   VariantJob jobs[NV];
   int32_t nj = 0;
   for (int32_t v = 0; v < NV; v++)

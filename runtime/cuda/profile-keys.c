@@ -5,9 +5,11 @@
  * attention (op, dtype, batch, heads, seq_q, seq_kv, head_dim, causal),
  * collectives (kind, bytes as sg_node_comm_bytes counts them, group size,
  * nodes), ops (target, bytes of the fresh value). An existing profile (the
- * cache) is read into the same keys; the text is written in one fixed order
- * (family, then key) with fixed precision, so equal numbers give equal bytes
- * on every rank. Requires: a loaded graph. Invalidates: nothing.
+ * cache) is read into the same keys, and its contention section kept as
+ * text; the text is written in one fixed order (family, then key) with
+ * fixed precision, so equal numbers give equal bytes on every rank; version
+ * 2 only with a contention section. Requires: a loaded graph. Invalidates:
+ * nothing.
  */
 #include <stdio.h>
 #include <string.h>
@@ -178,11 +180,31 @@ entry_json (Fam fam, const cJSON *e)
   return g_string_free (s, FALSE);
 }
 
-/* Adds the cache's entries: fills us of keys it has, appends the others.
- * A file for another device or world size is ignored (whole). */
+/* The contention section's entries as sg_cu_prof_profile_text writes them,
+ * or NULL when there are none. */
+static char *
+cached_contention (const cJSON *root)
+{
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive (root, "contention"), *e;
+  if (!cJSON_IsArray (arr) || cJSON_GetArraySize (arr) == 0)
+    return NULL;
+  GString *s = g_string_new (NULL);
+  cJSON_ArrayForEach (e, arr)
+  {
+    char *t = cJSON_PrintUnformatted (e);
+    g_string_append_printf (s, "%s    %s", s->len ? ",\n" : "", t);
+    cJSON_free (t);
+  }
+  return g_string_free (s, FALSE);
+}
+
+/* Adds the cache's entries: fills us of keys it has, appends the others;
+ * keeps its contention section as text. A file for another device or world
+ * size is ignored (whole). */
 void
 sg_cu_prof_read_cache (const char *text, size_t len, const char *device, int32_t world,
-                       GPtrArray *keys, GHashTable *by_key, int32_t rank, int *n_cached)
+                       GPtrArray *keys, GHashTable *by_key, int32_t rank, int *n_cached,
+                       char **contention)
 {
   cJSON *root = cJSON_ParseWithLength (text, len);
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive (root, "format");
@@ -197,6 +219,7 @@ sg_cu_prof_read_cache (const char *text, size_t len, const char *device, int32_t
     cJSON_Delete (root);
     return;
   }
+  *contention = cached_contention (root);
   for (int f = 0; f < 4; f++) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive (root, sg_cu_prof_fam_key[f]), *e;
     cJSON_ArrayForEach (e, arr)
@@ -233,12 +256,14 @@ sg_cu_prof_read_cache (const char *text, size_t len, const char *device, int32_t
 }
 
 char *
-sg_cu_prof_profile_text (GPtrArray *keys, const char *device, int32_t world)
+sg_cu_prof_profile_text (GPtrArray *keys, const char *device, int32_t world,
+                         const char *contention)
 {
   GString *s = g_string_new (NULL);
   gchar *dev = g_strescape (device, NULL);
-  g_string_append_printf (s, "{\n  \"format\": \"schedgraph.profile\",\n  \"version\": 1,\n"
-                             "  \"device\": \"%s\",\n  \"world_size\": %d", dev, world);
+  g_string_append_printf (s, "{\n  \"format\": \"schedgraph.profile\",\n  \"version\": %d,\n"
+                             "  \"device\": \"%s\",\n  \"world_size\": %d",
+                          contention ? 2 : 1, dev, world);
   g_free (dev);
   for (int f = 0; f < 4; f++) {
     g_string_append_printf (s, ",\n  \"%s\": [", sg_cu_prof_fam_key[f]);
@@ -255,7 +280,8 @@ sg_cu_prof_profile_text (GPtrArray *keys, const char *device, int32_t world)
     }
     g_string_append (s, first ? "]" : "\n  ]");
   }
+  if (contention)
+    g_string_append_printf (s, ",\n  \"contention\": [\n%s\n  ]", contention);
   g_string_append (s, "\n}\n");
   return g_string_free (s, FALSE);
 }
-

@@ -65,6 +65,14 @@ check "--stop-after=estimate stops there" \
 "$sg" "$g" --stop-after=estimate -o "$tmp/e.plan.json" 2>/dev/null
 check "--stop-after with -o is a usage error" test $? -eq 2
 
+"$sg" "$g" -q --bucket-mode per-layer -o "$tmp/l.plan.json" --report "$tmp/l.report.json"
+check "--bucket-mode per-layer writes a plan" has "$tmp/l.plan.json" 'bucket_mode=per-layer'
+check "... and reports the mode" grep -qE '"mode":[[:space:]]*"per-layer"' "$tmp/l.report.json"
+"$sg" "$g" --bucket-mode greedy -o "$tmp/m.plan.json" 2>"$tmp/m.err"
+check "unknown --bucket-mode is a usage error" test $? -eq 2
+check "... naming the value" has "$tmp/m.err" "--bucket-mode: 'greedy' is not auto or per-layer"
+check "... and writes nothing" test ! -e "$tmp/m.plan.json"
+
 # Failures: exit 1, one line naming the file at fault, nothing written.
 printf '["not_a_node"]\n' >"$tmp/bad-order.json"
 "$sg" "$g" --order "$tmp/bad-order.json" -o "$tmp/f.plan.json" --report "$tmp/f.report.json" 2>"$tmp/f.err"

@@ -131,6 +131,9 @@ static const char usage_text[] =
   "      --max-peak-increase F    allowed peak-memory growth over the input order (0.05)\n"
   "      --prefetch-limit N       collectives started ahead per group (0: no limit)\n"
   "      --bucket-cap BYTES       largest bucket (default 256M)\n"
+  "      --bucket-mode MODE       auto (default: the shorter predicted step of a\n"
+  "                               greedy search and per-layer buckets) or per-layer\n"
+  "                               (FSDP2's: one bucket per layer and collective kind)\n"
   "  BYTES take the suffixes K, M, G (KiB, MiB, GiB).\n"
   "Debugging:\n"
   "      --dump=PASS              print the IR to stderr after PASS: load, validate,\n"
@@ -210,7 +213,8 @@ parse_count (const char *s, int32_t *out)
 
 enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
-  OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_COSTS,
+  OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_BUCKET_MODE,
+  OPT_COSTS,
   OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION,
 };
 
@@ -231,6 +235,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "max-peak-increase", required_argument, NULL, OPT_MAX_PEAK },
     { "prefetch-limit", required_argument, NULL, OPT_PREFETCH },
     { "bucket-cap", required_argument, NULL, OPT_BUCKET_CAP },
+    { "bucket-mode", required_argument, NULL, OPT_BUCKET_MODE },
     { "costs", no_argument, NULL, OPT_COSTS },
     { "dump", required_argument, NULL, OPT_DUMP },
     { "stop-after", required_argument, NULL, OPT_STOP_AFTER },
@@ -265,6 +270,10 @@ parse_args (int argc, char **argv, Cli *cli)
       if (!parse_bytes (optarg, &cli->cfg.bucket_cap_bytes) || cli->cfg.bucket_cap_bytes == 0)
         return usage_error ("--bucket-cap: '%s' is not a positive byte count (e.g. 256M)",
                             optarg);
+      break;
+    case OPT_BUCKET_MODE:
+      if (!sg_bucket_mode_from_name (optarg, &cli->cfg.bucket_mode))
+        return usage_error ("--bucket-mode: '%s' is not auto or per-layer", optarg);
       break;
     case OPT_MAX_PEAK:
       if (!parse_fraction (optarg, &cli->cfg.max_peak_increase))
