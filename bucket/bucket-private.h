@@ -12,56 +12,6 @@
  * in *wait). Users must be fresh (sg_graph_fill_users). */
 bool sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **error);
 
-/* A topological order of the nodes of @g that @keep marks (NULL: all; no
- * kept node may read a dropped one), data and implicit edges, that picks
- * among ready nodes the smallest @key (ties on id); *n_order nodes. False,
- * naming a node on it, when the edges have a cycle. */
-bool sg_bucket_stable_order (SgGraph *g, const int64_t *key, const bool *keep, SgNodeId *order,
-                             int32_t *n_order, GError **error);
-
-/* Min-heap of (key, id) for the stable topological sort. */
-typedef struct {
-  int64_t key;
-  SgNodeId id;
-} HeapItem;
-
-static inline bool
-item_less (HeapItem a, HeapItem b)
-{
-  return a.key < b.key || (a.key == b.key && a.id < b.id);
-}
-
-static inline void
-heap_push (HeapItem *h, int32_t *n, HeapItem it)
-{
-  int32_t i = (*n)++;
-  while (i > 0 && item_less (it, h[(i - 1) / 2])) {
-    h[i] = h[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h[i] = it;
-}
-
-static inline HeapItem
-heap_pop (HeapItem *h, int32_t *n)
-{
-  HeapItem top = h[0], last = h[--(*n)];
-  int32_t i = 0;
-  for (;;) {
-    int32_t c = 2 * i + 1;
-    if (c >= *n)
-      break;
-    if (c + 1 < *n && item_less (h[c + 1], h[c]))
-      c++;
-    if (!item_less (h[c], last))
-      break;
-    h[i] = h[c];
-    i = c;
-  }
-  h[i] = last;
-  return top;
-}
-
 /* --- the searches (bucket.c, layers.c) and their driver (run.c) --------- */
 
 /* Steps within this many microseconds count as equal (the report's
@@ -93,7 +43,7 @@ typedef struct {
   const SgConfig *cfg;
   SgBucketStats *st;     /* simulations and refusals are counted here */
   SgAug *aug;            /* data and non-hiding implicit edges of @g */
-  struct SgBucketTrial *trial; /* builds the trial graphs of @g */
+  SgRewrite *trial;      /* every trial graph of @g is built with it */
   SgBucketCand *cands;   /* in id order */
   int32_t n_cands, n_keys;
   uint64_t cap;          /* bytes per bucket (the greedy's limit) */
@@ -186,20 +136,12 @@ bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
                             SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
                             GError **error);
 
-/* trial.c: the graph sg_bucket_apply would make from @g and a set of
- * specs, built straight from arrays (no names, no JSON) for the pass's
- * trial simulations. The base graph must stay unchanged (its users fresh)
- * while the trial lives; each build borrows its pools and strings. */
-typedef struct SgBucketTrial SgBucketTrial;
-SgBucketTrial *sg_bucket_trial_new (SgGraph *g);
-void sg_bucket_trial_free (SgBucketTrial *t);
-/* (transfer full) The rewritten graph as far as the simulator and the
- * cost model read it: nodes in the order sg_bucket_apply gives them, their
- * kinds, metas, inputs, groups and costs (new nodes costed); names, args
- * and kwargs of new nodes are placeholders, rewired users keep their old
- * args text, implicit edges are left out. Release it with
- * sg_bucket_trial_graph_free() before the next build. NULL with @error
- * where sg_bucket_apply fails (an ill-formed bucket, a cycle). */
-SgGraph *sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_specs,
-                                GError **error);
-void sg_bucket_trial_graph_free (SgBucketTrial *t, SgGraph *trial);
+/* rewrite.c: the graph sg_bucket_apply would make from @rw's graph and
+ * @specs, as a trial graph of the rewrite API (sg_rewrite_trial: the same
+ * code as the commit, nothing of the graph copied or changed). @rw is
+ * reset first: a pass keeps one for all its trials (sg_rewrite_new of the
+ * graph). New nodes have est_src SG_COST_NONE. Free it with
+ * sg_graph_free() before the next trial or before the graph changes. NULL
+ * with @error where sg_bucket_apply fails (an ill-formed bucket, a cycle). */
+SgGraph *sg_bucket_trial (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs,
+                          GError **error);

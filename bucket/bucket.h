@@ -90,9 +90,10 @@ typedef struct {
  * Members' hide_start / hide_wait implicit edges are dropped (they describe
  * the unbucketed overlap); their other implicit edges move to the bucket's
  * collective and wait and stay constraints of the new order.
- * New nodes have est_src SG_COST_NONE (the pass costs them).
- * False with @error, and @g unusable, when a bucket is ill-formed or closes
- * a cycle: callers apply specs to a copy (sg_graph_copy) when unsure. */
+ * New nodes have est_src SG_COST_NONE (the pass costs them). It is one
+ * rewrite of the graph rewrite API (graph.h), committed at once.
+ * False with @error, and @g unchanged, when a bucket is ill-formed or
+ * closes a cycle. */
 bool sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error);
 
 /* --- the pass (bucket.c, predict.c) and its report (report.c) ------------- */

@@ -42,30 +42,27 @@ sg_bucket_collect_infos (SgGraph *g, SgBucketStats *st)
   sg_graph_fill_users (g);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     const SgNode *n = &g->nodes[i];
-    if (!sg_op_is_collective (n->kind) || !strstr (n->kwargs_json, SG_BUCKET_KWARG))
+    const SgArg *mem = sg_op_is_collective (n->kind) ? sg_node_kwarg (g, i, SG_BUCKET_KWARG)
+                                                     : NULL;
+    if (!mem || mem->type != SG_ARG_LIST)
       continue;
-    cJSON *kw = cJSON_Parse (n->kwargs_json);
-    const cJSON *mem = cJSON_GetObjectItemCaseSensitive (kw, SG_BUCKET_KWARG);
-    if (cJSON_IsArray (mem)) {
-      SgBucketInfo info = { 0 };
-      info.name = g_strdup (n->name);
-      info.kind = n->kind;
-      info.group = g_strdup (n->group >= 0 ? g->groups[n->group].name : "");
-      info.dtype = n->meta.dtype;
-      info.reduce = n->reduce;
-      info.bytes = sg_node_comm_bytes (g, i);
-      info.n_members = cJSON_GetArraySize (mem);
-      info.members = g_new0 (char *, (size_t)info.n_members + 1);
-      int32_t j = 0;
-      const cJSON *m;
-      cJSON_ArrayForEach (m, mem)
-      {
-        info.members[j++] = g_strdup (cJSON_IsString (m) ? m->valuestring : "");
-      }
-      copies_of (g, &e, i, &info);
-      g_array_append_val (infos, info);
+    uint32_t n_mem;
+    const SgArg *items = sg_arg_items (g, mem, &n_mem);
+    SgBucketInfo info = { 0 };
+    info.name = g_strdup (n->name);
+    info.kind = n->kind;
+    info.group = g_strdup (n->group >= 0 ? g->groups[n->group].name : "");
+    info.dtype = n->meta.dtype;
+    info.reduce = n->reduce;
+    info.bytes = sg_node_comm_bytes (g, i);
+    info.n_members = (int32_t)n_mem;
+    info.members = g_new0 (char *, (size_t)n_mem + 1);
+    for (uint32_t j = 0; j < n_mem; j++) {
+      const char *s = sg_arg_str (&items[j]);
+      info.members[j] = g_strdup (s ? s : "");
     }
-    cJSON_Delete (kw);
+    copies_of (g, &e, i, &info);
+    g_array_append_val (infos, info);
   }
   sg_elision_clear (&e);
   st->n_infos = (int32_t)infos->len;

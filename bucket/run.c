@@ -1,7 +1,8 @@
 /* run.c: the bucket pass's driver (sg_bucket_run).
  *
  * Sets up what the searches share (the bucketable collectives and their
- * keys, the augmented graph without hiding edges, the trial builder),
+ * keys, the augmented graph without hiding edges, the rewrite of the
+ * trial graphs),
  * simulates the unbucketed graph, runs the searches of the mode
  * (auto: the greedy of bucket.c and the per-layer buckets of layers.c;
  * per-layer: those alone), keeps the set with the shortest predicted step
@@ -37,9 +38,11 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   SgSimResult r;
   g_autoptr (GError) err = NULL;
   s->st->simulations++;
-  SgGraph *tg = sg_bucket_trial_build (s->trial, specs, n_specs, &err);
+  SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
+  if (tg)
+    sg_cost_new_nodes (sg_graph_cost_model (tg), tg, NULL, 0);
   bool ok = tg && sg_simulate (tg, NULL, &r, &err);
-  sg_bucket_trial_graph_free (s->trial, tg);
+  sg_graph_free (tg);
   if (!ok)
     return false;
   out->exposed_us = r.exposed_us;
@@ -250,7 +253,7 @@ static void
 search_clear (SgBucketSearch *s)
 {
   g_clear_pointer (&s->aug, sg_aug_free);
-  g_clear_pointer (&s->trial, sg_bucket_trial_free);
+  g_clear_pointer (&s->trial, sg_rewrite_free);
   g_clear_pointer (&s->cands, g_free);
 }
 
@@ -285,7 +288,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   s.base_step_us = base.step_us;
   collect_cands (&s);
   s.aug = constraints_aug (g);
-  s.trial = sg_bucket_trial_new (g);
+  s.trial = sg_rewrite_new (g);
   int32_t ns = 0;
   GError *err = NULL;
   SgBucketSpec *specs = choose (&s, &base, &ns, &err);

@@ -104,26 +104,14 @@ collect_outputs (SgLower *l, GArray *outputs)
   const SgGraph *g = l->g;
   if (g->output == SG_NO_NODE)
     return;
-  g_autoptr (cJSON) args = cJSON_Parse (g->nodes[g->output].args_json);
-  const cJSON *first = cJSON_IsArray (args) ? cJSON_GetArrayItem (args, 0) : NULL;
-  const cJSON *list = first;
-  const cJSON *e;
-  if (!cJSON_IsArray (list)) {
-    int32_t v = -1;
+  SgNodeId out = g->output;
+  const SgArg *first = sg_node_arg (g, out, 0);
+  uint32_t n = 1;
+  const SgArg *list = first && first->type == SG_ARG_LIST ? sg_arg_items (g, first, &n) : first;
+  for (uint32_t i = 0; i < n; i++) {
+    SgNodeId r = list ? sg_arg_node (g, out, &list[i]) : SG_NO_NODE;
+    int32_t v = r != SG_NO_NODE && (!g->nodes[r].n_tuple || list == first) ? l->nval[r] : -1;
     g_array_append_val (outputs, v);
-    list = NULL;
-  }
-  cJSON_ArrayForEach (e, list)
-  {
-    const cJSON *ref = cJSON_IsObject (e) ? cJSON_GetObjectItemCaseSensitive (e, "node") : NULL;
-    SgNodeId r = cJSON_IsString (ref) ? sg_graph_lookup (g, ref->valuestring) : SG_NO_NODE;
-    int32_t v = r != SG_NO_NODE && !g->nodes[r].n_tuple ? l->nval[r] : -1;
-    g_array_append_val (outputs, v);
-  }
-  if (!list && cJSON_IsObject (first)) {
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (first, "node");
-    SgNodeId r = cJSON_IsString (ref) ? sg_graph_lookup (g, ref->valuestring) : SG_NO_NODE;
-    g_array_index (outputs, int32_t, 0) = r != SG_NO_NODE ? l->nval[r] : -1;
   }
 }
 

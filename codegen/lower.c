@@ -91,24 +91,23 @@ owned_value (SgLower *l, const char *name, const SgMeta *m, SgValueInit init)
   return new_value (l, name, m, b, 0, init);
 }
 
-static const cJSON *
-arg (const cJSON *args, int i)
-{
-  return cJSON_IsArray (args) ? cJSON_GetArrayItem (args, i) : NULL;
-}
-
-/* Integer argument @i, @dflt when absent or null. False for another type. */
+/* Integer parameter @p of node @id (graph/ops.c has the positions), @dflt
+ * when absent or None. False for another type. */
 static bool
-int_arg (const cJSON *args, int i, int64_t dflt, int64_t *out)
+int_param (const SgGraph *g, SgNodeId id, SgParam p, int64_t dflt, int64_t *out)
 {
-  const cJSON *v = arg (args, i);
-  if (!v || cJSON_IsNull (v)) {
+  const SgArg *a = sg_node_param (g, id, p);
+  double f;
+  if (sg_arg_is_none (a)) {
     *out = dflt;
     return true;
   }
-  if (!cJSON_IsNumber (v) || v->valuedouble != floor (v->valuedouble))
+  if (sg_arg_int (a, out))
+    return true;
+  /* An integral float beyond int64 (an open slice end) saturates. */
+  if (!sg_arg_float (a, &f) || f != floor (f))
     return false;
-  *out = v->valuedouble >= 9.2e18 ? INT64_MAX : (int64_t)v->valuedouble;
+  *out = f > 0 ? INT64_MAX : INT64_MIN;
   return true;
 }
 
@@ -120,9 +119,9 @@ view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
   *delta = 0;
   if (n->kind != SG_OP_SLICE && n->kind != SG_OP_SELECT)
     return true;
-  g_autoptr (cJSON) args = cJSON_Parse (n->args_json);
   int64_t dim, start;
-  if (!int_arg (args, 1, 0, &dim) || !int_arg (args, 2, 0, &start))
+  SgParam at = n->kind == SG_OP_SLICE ? SG_PARAM_START : SG_PARAM_INDEX;
+  if (!int_param (l->g, id, SG_PARAM_DIM, 0, &dim) || !int_param (l->g, id, at, 0, &start))
     return sg_lower_fail (l, id, "args[1..2]: dim and start/index must be integers");
   if (dim < 0)
     dim += base->ndim;
@@ -241,27 +240,21 @@ make_values (SgLower *l, SgNodeId id)
   return true;
 }
 
-/* {"node": NAME} -> {"value": ID} (a tuple node: {"values": [IDs]}). */
-static void
-rewrite_refs (SgLower *l, cJSON *v)
+/* A node reference in a plan: {"value": ID} (a tuple node: {"values":
+ * [IDs]}). */
+static cJSON *
+value_ref (const SgGraph *g, SgNodeId r, gpointer user)
 {
-  if (cJSON_IsObject (v)) {
-    cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
-    if (cJSON_IsString (ref) && cJSON_GetArraySize (v) == 1) {
-      SgNodeId r = sg_graph_lookup (l->g, ref->valuestring);
-      cJSON_DeleteItemFromObjectCaseSensitive (v, "node");
-      if (r != SG_NO_NODE && l->g->nodes[r].n_tuple) {
-        cJSON *ids = cJSON_AddArrayToObject (v, "values");
-        for (uint32_t i = 0; i < l->g->nodes[r].n_tuple; i++)
-          cJSON_AddItemToArray (ids,
-                                cJSON_CreateNumber (l->tval[l->g->nodes[r].tuple_first + i]));
-      } else
-        cJSON_AddNumberToObject (v, "value", r != SG_NO_NODE ? l->nval[r] : -1);
-      return;
-    }
+  const SgLower *l = user;
+  cJSON *v = cJSON_CreateObject ();
+  if (g->nodes[r].n_tuple) {
+    cJSON *ids = cJSON_AddArrayToObject (v, "values");
+    for (uint32_t i = 0; i < g->nodes[r].n_tuple; i++)
+      cJSON_AddItemToArray (ids, cJSON_CreateNumber (l->tval[g->nodes[r].tuple_first + i]));
+  } else {
+    cJSON_AddNumberToObject (v, "value", l->nval[r]);
   }
-  cJSON *e;
-  cJSON_ArrayForEach (e, v) rewrite_refs (l, e);
+  return v;
 }
 
 static SgPlanIns *
@@ -335,28 +328,17 @@ emit_kernel (SgLower *l, SgNodeId id)
       g_array_append_val (outs, l->tval[n->tuple_first + t]);
   else if (l->nval[id] >= 0)
     g_array_append_val (outs, l->nval[id]);
-  cJSON *args = cJSON_Parse (n->args_json ? n->args_json : "[]");
-  cJSON *kwargs = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
-  if (!cJSON_IsArray (args) || !cJSON_IsObject (kwargs)) {
-    g_array_free (ins, TRUE);
-    g_array_free (outs, TRUE);
-    cJSON_Delete (args);
-    cJSON_Delete (kwargs);
-    return sg_lower_fail (l, id, "args/kwargs: not a JSON list/object");
-  }
-  rewrite_refs (l, args);
-  rewrite_refs (l, kwargs);
-  if (sg_op_class (n->kind) == SG_CLASS_BUCKET) /* a copy that stays: why */
-    cJSON_AddStringToObject (kwargs, "schedgraph_copy",
-                             sg_copy_reason_text ((SgCopyReason)l->el.reason[id]));
   SgPlanIns *x = emit (l, SG_INS_KERNEL, 0);
   x->name = g_strdup (n->name);
   x->op = n->kind;
   x->target = g_strdup (n->target);
   x->in = sg_lower_steal_ids (ins, &x->n_in);
   x->out = sg_lower_steal_ids (outs, &x->n_out);
-  x->args = args;
-  x->kwargs = kwargs;
+  x->args = sg_node_args_json (g, id, false, value_ref, l);
+  x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
+  if (sg_op_class (n->kind) == SG_CLASS_BUCKET) /* a copy that stays: why */
+    cJSON_AddStringToObject (x->kwargs, "schedgraph_copy",
+                             sg_copy_reason_text ((SgCopyReason)l->el.reason[id]));
   x->sm_count = sg_op_class (n->kind) == SG_CLASS_MATMUL ? n->sm_count : 0;
   set_node_pred (l, x, id);
   return true;
@@ -404,22 +386,18 @@ emit_collective (SgLower *l, SgNodeId id)
   x->reduce = n->reduce;
   x->dtype = dtype;
   x->count = (int64_t)(n->kind == SG_OP_REDUCE_SCATTER ? no : ni);
-  x->args = cJSON_Parse (n->args_json ? n->args_json : "[]");
-  x->kwargs = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
-  if (!cJSON_IsArray (x->args) || !cJSON_IsObject (x->kwargs))
-    return sg_lower_fail (l, id, "args/kwargs: not a JSON list/object");
-  rewrite_refs (l, x->args);
-  rewrite_refs (l, x->kwargs);
-  const cJSON *mem = cJSON_GetObjectItemCaseSensitive (x->kwargs, "schedgraph_bucket");
-  if (cJSON_IsArray (mem)) {
-    x->members = g_new0 (char *, (size_t)cJSON_GetArraySize (mem) + 1);
-    const cJSON *m;
-    cJSON_ArrayForEach (m, mem)
-    {
-      if (!cJSON_IsString (m))
+  x->args = sg_node_args_json (g, id, false, value_ref, l);
+  x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
+  const SgArg *mem = sg_node_kwarg (g, id, "schedgraph_bucket");
+  if (mem && mem->type == SG_ARG_LIST) {
+    uint32_t nm;
+    const SgArg *m = sg_arg_items (g, mem, &nm);
+    x->members = g_new0 (char *, (size_t)nm + 1);
+    for (uint32_t i = 0; i < nm; i++) {
+      if (!sg_arg_str (&m[i]))
         return sg_lower_fail (l, id, "kwargs.schedgraph_bucket[%d]: expected a node name",
                               x->n_members);
-      x->members[x->n_members++] = g_strdup (m->valuestring);
+      x->members[x->n_members++] = g_strdup (sg_arg_str (&m[i]));
     }
   }
   if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {

@@ -23,10 +23,8 @@
  * This is the one rule: the cost model prices elided nodes at zero, the
  * liveness rule (liveness.c) uses the storage roots below, codegen places
  * the buffers by it, the bucket report and the plan say why a copy stays.
- * Offsets and k come from the node's args when it has them, else (trial
- * graphs of bucket/, whose new nodes carry no args) from the structure the
- * rewrite guarantees: the pack's reader is the bucket collective, unpacks
- * of one result follow member order.
+ * Offsets and k come from the unpack's args (trial graphs of bucket/ have
+ * them too: they are the rewrite's own layout).
  * Mirrors: buffer assignment with aliasing in XLA (a "bitcast" is free,
  * an operand may share its user's buffer) and TFLite's arena planner.
  * Requires: a topological id order. Invalidates: nothing.
@@ -75,26 +73,23 @@ meta_contiguous (const SgGraph *g, const SgMeta *m)
   return true;
 }
 
-/* args [x, k, offset, numel] of an unpack; false when the node has none. */
+/* k and offset of an unpack (x, k, offset, numel); false when missing. */
 static bool
-unpack_args (const SgNode *n, int64_t *k, int64_t *off)
+unpack_args (const SgGraph *g, SgNodeId u, int64_t *k, int64_t *off)
 {
-  cJSON *a = n->args_json ? cJSON_Parse (n->args_json) : NULL;
-  bool ok = cJSON_IsArray (a) && cJSON_GetArraySize (a) == 4
-            && cJSON_IsNumber (cJSON_GetArrayItem (a, 1)) && cJSON_IsNumber (cJSON_GetArrayItem (a, 2));
-  if (ok) {
-    *k = (int64_t)cJSON_GetArrayItem (a, 1)->valuedouble;
-    *off = (int64_t)cJSON_GetArrayItem (a, 2)->valuedouble;
-  }
-  cJSON_Delete (a);
-  return ok;
+  double dk, doff;
+  if (!sg_arg_float (sg_node_param (g, u, SG_PARAM_K), &dk)
+      || !sg_arg_float (sg_node_param (g, u, SG_PARAM_OFFSET), &doff))
+    return false;
+  *k = (int64_t)dk;
+  *off = (int64_t)doff;
+  return true;
 }
 
 typedef struct {
   const SgGraph *g;
   SgElision *e;
   SgNodeId *reader;    /* per pack: its only reader, or -1 (none), -2 (several) */
-  uint64_t *unpacked;  /* per node: elements of its earlier unpacks (derived offsets) */
   bool *is_output;     /* per storage root: read by the output node */
   SgNodeId *group_root; /* per mode-A pack: the lowest-id member root */
 } Ctx;
@@ -252,12 +247,8 @@ decide_unpack (Ctx *x, SgNodeId u)
   SgNodeId w = in[0];
   uint64_t numel = sg_meta_numel (g, &n->meta);
   int64_t ku, off;
-  if (!unpack_args (n, &ku, &off)) { /* a trial graph's node: the rewrite's layout */
-    SgNodeId c = sg_node_wait_target (g, w);
-    ku = c != SG_NO_NODE && g->nodes[c].kind == SG_OP_ALL_GATHER ? g->nodes[c].group_size : 1;
-    off = (int64_t)x->unpacked[w];
-    x->unpacked[w] += numel / (uint64_t)MAX (ku, 1);
-  }
+  if (!unpack_args (g, u, &ku, &off))
+    return SG_COPY_STRIDED_INPUT;
   if (ku > 1)
     return SG_COPY_RANK_MAJOR;
   const SgMeta *wm = &g->nodes[w].meta;
@@ -289,7 +280,6 @@ elision (const SgGraph *g, SgElision *e, bool roots)
   e->view_off = g_new0 (uint64_t, nn);
   Ctx x = { .g = g, .e = e };
   x.reader = g_new (SgNodeId, nn);
-  x.unpacked = g_new0 (uint64_t, nn);
   x.is_output = g_new0 (bool, nn);
   x.group_root = g_new (SgNodeId, nn);
   memset (e->view_of, 0xff, nn * sizeof (SgNodeId)); /* -1 */
@@ -342,7 +332,6 @@ elision (const SgGraph *g, SgElision *e, bool roots)
     e->root[v] = r;
   }
   g_free (x.reader);
-  g_free (x.unpacked);
   g_free (x.is_output);
   g_free (x.group_root);
 }

@@ -512,7 +512,7 @@ sg_plan_kwarg (const SgPlanIns *ins, const char *key)
 int32_t
 sg_plan_arg_group (const SgPlan *plan, const SgPlanIns *ins)
 {
-  const int ga = sg_op_info (ins->op)->group_arg;
+  const int ga = sg_op_param_pos (ins->op, SG_PARAM_GROUP_NAME);
   const cJSON *v = arg_at (ins, ga);
   if (ga < 0 || !cJSON_IsString (v))
     return -1;

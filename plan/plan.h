@@ -191,7 +191,7 @@ int sg_plan_arg_ints (const SgPlanIns *ins, int i, int64_t *out, int max);
 const cJSON *sg_plan_kwarg (const SgPlanIns *ins, const char *key);
 
 /* The group a kernel names in its arguments (rank_roll: the op table's
- * group_arg), as an index into plan->groups; -1 when it names none or an
+ * group_name parameter), as an index into plan->groups; -1 when it names none or an
  * unknown one. */
 int32_t sg_plan_arg_group (const SgPlan *plan, const SgPlanIns *ins);
 

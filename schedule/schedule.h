@@ -207,7 +207,7 @@ typedef enum {
 
 const char *sg_edge_kind_name (SgEdgeKind k); /* "hide_start", "hide_wait", "bucket", "other" */
 
-/* Appends an implicit edge to g->implicit_edges (by name). */
+/* Appends an implicit edge to g->implicit_edges (by id). */
 void sg_implicit_edge_add (SgGraph *g, SgNodeId from, SgNodeId to, SgEdgeKind kind);
 /* Removes every implicit edge of @kind (0 = all). */
 void sg_implicit_edges_clear (SgGraph *g, SgEdgeKind kind);
@@ -218,8 +218,8 @@ void sg_implicit_edges_clear (SgGraph *g, SgEdgeKind kind);
 typedef struct SgAug SgAug;
 
 /* (transfer full) The augmented graph of @g over its current id order, with
- * g->implicit_edges loaded (edges naming missing nodes, or that would close
- * a cycle, are skipped). O(nodes + edges). @g must outlive it and must not
+ * g->implicit_edges loaded (edges with ids outside the graph, or that would
+ * close a cycle, are skipped). O(nodes + edges). @g must outlive it and must not
  * be mutated while it lives. */
 SgAug *sg_aug_new (const SgGraph *g);
 void sg_aug_free (SgAug *a);

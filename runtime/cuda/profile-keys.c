@@ -51,9 +51,10 @@ sg_cu_prof_node_key (const SgGraph *g, SgNodeId id, int32_t n_nodes_of_group, Ke
   const SgNode *n = &g->nodes[id];
   const SgOpClass klass = sg_op_class (n->kind);
   if (klass == SG_CLASS_MATMUL) {
-    const bool bias = n->kind == SG_OP_ADDMM || n->kind == SG_OP_BADDBMM;
-    const SgMeta *a = sg_cu_prof_in_meta (g, id, bias ? 1 : 0);
-    const SgMeta *b = sg_cu_prof_in_meta (g, id, bias ? 2 : 1);
+    SgParam pa, pb;
+    if (!sg_op_matmul_params (n->kind, &pa, &pb))
+      return false;
+    const SgMeta *a = sg_node_param_meta (g, id, pa), *b = sg_node_param_meta (g, id, pb);
     if (!a || !b || a->ndim < 2 || b->ndim < 2)
       return false;
     const int64_t *as = sg_meta_shape (g, a), *bs = sg_meta_shape (g, b);
@@ -71,20 +72,13 @@ sg_cu_prof_node_key (const SgGraph *g, SgNodeId id, int32_t n_nodes_of_group, Ke
     return true;
   }
   if (klass == SG_CLASS_ATTENTION) {
-    const bool bwd = n->kind == SG_OP_SDPA_FLASH_BWD || n->kind == SG_OP_SDPA_EFFICIENT_BWD ||
-                     n->kind == SG_OP_SDPA_CUDNN_BWD;
-    const SgMeta *q = sg_cu_prof_in_meta (g, id, bwd ? 1 : 0);
-    const SgMeta *kv = sg_cu_prof_in_meta (g, id, bwd ? 2 : 1);
+    const SgMeta *q = sg_node_param_meta (g, id, SG_PARAM_QUERY);
+    const SgMeta *kv = sg_node_param_meta (g, id, SG_PARAM_KEY);
     if (!q || !kv || q->ndim != 4 || kv->ndim != 4)
       return false;
     const int64_t *qs = sg_meta_shape (g, q), *ks = sg_meta_shape (g, kv);
-    /* is_causal's position in each schema (dispatch.c has them all) */
-    int pos = n->kind == SG_OP_SDPA_FLASH ? 4 : n->kind == SG_OP_SDPA_FLASH_BWD ? 11
-              : n->kind == SG_OP_SDPA_EFFICIENT_BWD ? 11 : n->kind == SG_OP_SDPA_CUDNN_BWD ? 14 : 6;
-    cJSON *args = cJSON_Parse (n->args_json);
-    const cJSON *c = cJSON_GetArrayItem (args, pos);
-    const bool causal = cJSON_IsTrue (c);
-    cJSON_Delete (args);
+    bool causal = false;
+    sg_arg_bool (sg_node_param (g, id, SG_PARAM_IS_CAUSAL), &causal);
     k->fam = FAM_ATTN;
     k->key = g_strdup_printf ("%s|%s|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT
                               "|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT "|%d",

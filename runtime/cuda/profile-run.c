@@ -52,27 +52,26 @@ add_value (SgPlan *p, const SgGraph *g, const char *name, const SgMeta *m, uint6
   return v;
 }
 
-/* {"node": NAME} -> {"value": id}, adding a value per distinct input. */
-static void
-rewrite_refs (cJSON *item, SgPlan *p, const SgGraph *g, uint64_t *arena)
+typedef struct {
+  SgPlan *p;
+  uint64_t *arena;
+} RefCtx;
+
+/* A node reference in the one-instruction plan: {"value": id}, adding a
+ * value per distinct input. */
+static cJSON *
+value_ref (const SgGraph *g, SgNodeId src, gpointer user)
 {
-  if (cJSON_IsObject (item)) {
-    cJSON *ref = cJSON_GetObjectItemCaseSensitive (item, "node");
-    if (cJSON_IsString (ref)) {
-      const SgNodeId src = sg_graph_lookup (g, ref->valuestring);
-      int32_t v = -1;
-      for (int32_t i = 0; i < p->n_values; i++)
-        if (strcmp (p->values[i].name, ref->valuestring) == 0)
-          v = i;
-      if (v < 0 && src != SG_NO_NODE)
-        v = add_value (p, g, g->nodes[src].name, &g->nodes[src].meta, arena);
-      cJSON_DeleteItemFromObjectCaseSensitive (item, "node");
-      cJSON_AddNumberToObject (item, "value", v);
-      return;
-    }
-  }
-  cJSON *c;
-  cJSON_ArrayForEach (c, item) rewrite_refs (c, p, g, arena);
+  RefCtx *c = user;
+  int32_t v = -1;
+  for (int32_t i = 0; i < c->p->n_values; i++)
+    if (strcmp (c->p->values[i].name, g->nodes[src].name) == 0)
+      v = i;
+  if (v < 0)
+    v = add_value (c->p, g, g->nodes[src].name, &g->nodes[src].meta, c->arena);
+  cJSON *o = cJSON_CreateObject ();
+  cJSON_AddNumberToObject (o, "value", v);
+  return o;
 }
 
 bool
@@ -91,8 +90,6 @@ sg_cu_one_kernel_init (SgCuOneKernel *k, const SgGraph *g, SgNodeId id, cudaStre
   ins->name = (char *)n->name;
   ins->op = n->kind;
   ins->target = (char *)n->target;
-  ins->args = cJSON_Parse (n->args_json);
-  ins->kwargs = cJSON_Parse (n->kwargs_json);
   uint32_t n_in;
   sg_node_inputs (g, id, &n_in);
   if (n_in + 16 > 64) {
@@ -100,8 +97,9 @@ sg_cu_one_kernel_init (SgCuOneKernel *k, const SgGraph *g, SgNodeId id, cudaStre
                  n->name);
     return false;
   }
-  rewrite_refs (ins->args, &k->p, g, &arena);
-  rewrite_refs (ins->kwargs, &k->p, g, &arena);
+  RefCtx rc = { &k->p, &arena };
+  ins->args = sg_node_args_json (g, id, false, value_ref, &rc);
+  ins->kwargs = sg_node_args_json (g, id, true, value_ref, &rc);
   const uint32_t n_out = n->n_tuple ? MIN (n->n_tuple, 16u) : 1;
   for (uint32_t j = 0; j < n_out; j++) {
     const SgMeta *m = n->n_tuple ? sg_node_tuple_meta (g, id, j) : &n->meta;
