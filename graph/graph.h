@@ -577,6 +577,7 @@ typedef struct {
   uint64_t max_in_flight_bytes; /* per group; 0 = unlimited */
   double max_peak_increase;     /* allowed peak-memory growth over the input order, fraction */
   int32_t prefetch_limit;       /* max collectives started ahead per group; 0 = unlimited */
+  bool exact;               /* the exact scheduler instead of the list scheduler (--exact) */
   /* bucket/ */
   bool bucket;              /* false: --no-bucket */
   uint64_t bucket_cap_bytes;

@@ -23,6 +23,7 @@ sg_config_init (SgConfig *cfg)
     .max_in_flight_bytes = 0,
     .max_peak_increase = 0.05,
     .prefetch_limit = 0,
+    .exact = false,
     .bucket = true,
     .bucket_cap_bytes = (uint64_t)256 << 20,
     .bucket_mode = SG_BUCKET_MODE_AUTO,

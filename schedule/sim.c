@@ -24,6 +24,9 @@
  * Requires: est_us (estimate/); the graph's cost model for the pairs
  * (global factors without one, no start wait). Invalidates: nothing
  * (read-only).
+ * snap.c saves and restores the engine's state for the searches: a new
+ * per-row or per-group array of SgSimEngine needs a line there (scalars
+ * are copied with the struct).
  */
 #include <string.h>
 
@@ -291,6 +294,21 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
   return true;
 }
 
+void
+sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out)
+{
+  const SgNode *n = &e->g->nodes[c];
+  if (e->pairs) {
+    const SgCostModel *cm = e->pairs;
+    sg_cost_contention_rates (cm, sg_cost_collective_transport (cm, e->g, c), n->kind,
+                              sg_node_comm_bytes (e->g, c), n->group_size,
+                              sg_cost_group_nodes (cm, &e->g->groups[n->group]), out);
+  } else {
+    for (int32_t s = 0; s < e->n_slots; s++)
+      sg_contention_global_rates (&e->cont, e->sw, n->kind, (SgKernelClass)s, &out[s]);
+  }
+}
+
 int32_t
 sg_eng_issue (SgSimEngine *e, SgNodeId c)
 {
@@ -306,15 +324,7 @@ sg_eng_issue (SgSimEngine *e, SgNodeId c)
   row->status = SG_EXPOSURE_HIDDEN;
   e->rem[r] = row->est_us;
   SgPairRates *pr = &e->rates[(size_t)r * (size_t)e->n_slots];
-  if (e->pairs) {
-    const SgCostModel *cm = e->pairs;
-    sg_cost_contention_rates (cm, sg_cost_collective_transport (cm, e->g, c), n->kind,
-                              sg_node_comm_bytes (e->g, c), n->group_size,
-                              sg_cost_group_nodes (cm, &e->g->groups[n->group]), pr);
-  } else {
-    for (int32_t s = 0; s < e->n_slots; s++)
-      sg_contention_global_rates (&e->cont, e->sw, n->kind, (SgKernelClass)s, &pr[s]);
-  }
+  sg_eng_pair_rates (e, c, pr);
   e->wnext[r] = 0;
   for (int32_t s = 0; s < e->n_slots; s++)
     e->wnext[r] |= pr[s].wait_before > 0.0;
@@ -405,6 +415,9 @@ sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
   double t0 = e->now;
   if (e->node_start)
     e->node_start[w] = t0;
+  /* a collective left with rounding-level work (it ended with the last
+   * kernel) is finished now, not after the next event */
+  settle (e);
   while (!e->fin[r]) {
     double dt;
     step (e, false, INFINITY, SG_NO_NODE, &dt);
@@ -416,6 +429,29 @@ sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
   if (e->node_end)
     e->node_end[w] = e->now;
   return stall;
+}
+
+void
+sg_eng_place (SgSimEngine *e, SgNodeId x)
+{
+  const SgNode *n = &e->g->nodes[x];
+  switch (sg_sched_role (n)) {
+  case SG_ROLE_COLL:
+    sg_eng_issue (e, x);
+    break;
+  case SG_ROLE_WAIT: {
+    SgNodeId c = sg_node_wait_target (e->g, x);
+    if (c != SG_NO_NODE && e->row_of[c] >= 0) {
+      sg_eng_wait (e, x, c);
+    } else if (e->node_start) {
+      e->node_start[x] = e->node_end[x] = e->now;
+    }
+    break;
+  }
+  case SG_ROLE_COMPUTE:
+    sg_eng_compute (e, x, sg_sched_cost (n));
+    break;
+  }
 }
 
 void
@@ -487,23 +523,6 @@ check_costs (const SgGraph *g, GError **error)
   return true;
 }
 
-static double
-critical_path (const SgGraph *g)
-{
-  g_autofree double *fin = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
-  double best = 0.0;
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, i, &k);
-    double t = 0.0;
-    for (uint32_t j = 0; j < k; j++)
-      t = MAX (t, fin[in[j]]);
-    fin[i] = t + sg_sched_cost (&g->nodes[i]);
-    best = MAX (best, fin[i]);
-  }
-  return best;
-}
-
 bool
 sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
                   SgSimResult *out, GError **error)
@@ -516,31 +535,14 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
     return false;
   SgSimEngine e;
   sg_eng_init (&e, g, cont, true);
-  g_autofree double *group_work = g_new0 (double, (size_t)MAX (g->n_groups, 1));
   double compute_us = 0.0, comm_us = 0.0;
   for (int32_t p = 0; p < g->n_nodes; p++) {
     SgNodeId x = order ? order[p] : p;
     const SgNode *n = &g->nodes[x];
-    switch (sg_sched_role (n)) {
-    case SG_ROLE_COLL:
-      sg_eng_issue (&e, x);
-      comm_us += sg_sched_cost (n);
-      group_work[n->group] += sg_sched_cost (n);
-      break;
-    case SG_ROLE_WAIT: {
-      SgNodeId c = sg_node_wait_target (g, x);
-      if (c != SG_NO_NODE && e.row_of[c] >= 0) {
-        sg_eng_wait (&e, x, c);
-      } else {
-        e.node_start[x] = e.node_end[x] = e.now;
-      }
-      break;
-    }
-    case SG_ROLE_COMPUTE:
-      compute_us += sg_sched_cost (n);
-      sg_eng_compute (&e, x, sg_sched_cost (n));
-      break;
-    }
+    SgRole role = sg_sched_role (n);
+    comm_us += role == SG_ROLE_COLL ? sg_sched_cost (n) : 0.0;
+    compute_us += role == SG_ROLE_COMPUTE ? sg_sched_cost (n) : 0.0;
+    sg_eng_place (&e, x);
   }
   double compute_end = e.now;
   sg_eng_drain (&e);
@@ -548,11 +550,9 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
   out->compute_us = compute_us;
   out->comm_us = comm_us;
   out->compute_busy_us = e.busy_us;
-  out->critical_path_us = critical_path (g);
-  double lb = MAX (compute_us, out->critical_path_us);
-  for (int32_t i = 0; i < g->n_groups; i++)
-    lb = MAX (lb, group_work[i]);
-  out->lower_bound_us = lb;
+  sg_bound_basic (g, &e, &out->bound);
+  out->critical_path_us = out->bound.critical_path_us;
+  out->lower_bound_us = out->bound.lower_bound_us;
   sg_sim_classify (e.rows, e.n_rows, out);
   g_autofree int32_t *pos = sg_sched_positions (g, order);
   out->peak_bytes = sg_graph_liveness (g, pos, NULL, NULL, NULL);

@@ -10,22 +10,8 @@ g=$data/w2_tiny_fsdp2_L2_h256.json
 order=$data/w2_tiny_fsdp2_L2_h256.peer_order_plain.json
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-total=0
-
-check() { # NAME CONDITION-COMMAND...
-  local name=$1
-  shift
-  total=$((total + 1))
-  if "$@"; then
-    echo "ok: $name"
-  else
-    echo "FAIL: $name"
-    fails=$((fails + 1))
-  fi
-}
-
-has() { grep -qF -- "$2" "$1"; }
+# shellcheck source=../cli-check.sh
+. "$(dirname "$0")/../cli-check.sh"
 
 "$sg" "$g" -o "$tmp/a.plan.json" --report "$tmp/a.report.json" --trace "$tmp/a.trace.json" \
   --order "$order" >"$tmp/a.out" 2>"$tmp/a.err"

@@ -140,13 +140,15 @@ summary_finish (Run *r)
 char *
 options_text (const SgConfig *cfg)
 {
+  /* exact=1 only when set: plans made without it keep their bytes */
   return g_strdup_printf ("reorder=%d bucket=%d bucket_cap=%" G_GUINT64_FORMAT
                           " bucket_mode=%s max_in_flight=%" G_GUINT64_FORMAT
-                          " max_peak_increase=%.6g prefetch_limit=%d cluster=%s profile=%s",
+                          " max_peak_increase=%.6g prefetch_limit=%d cluster=%s profile=%s%s",
                           cfg->reorder, cfg->bucket, cfg->bucket_cap_bytes,
                           sg_bucket_mode_name (cfg->bucket_mode), cfg->max_in_flight_bytes,
                           cfg->max_peak_increase, cfg->prefetch_limit,
-                          cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-");
+                          cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-",
+                          cfg->exact ? " exact=1" : "");
 }
 
 /* --- report ------------------------------------------------------------------- */
