@@ -67,9 +67,21 @@ typedef struct {
   double efficiency_all_reduce;
   double efficiency_broadcast;
   double efficiency_p2p; /* all_to_all, send/recv */
+  /* point-to-point over the copy engine (CUDA IPC, inside a node) */
+  double ce_GBps;        /* one peer, one direction */
+  double ce_latency_us;  /* per step: the copy's issue and the two flag handshakes */
+  /* a GEMM given s of sm_count SMs takes (sm_count / s)^gemm_sm_exponent
+   * times as long */
+  double gemm_sm_exponent;
 
   SgContention contention;
   double comm_start_wait; /* see sg_cost_model_comm_start_wait() */
+  /* applied to the pairs a contention profile measured (not to the global
+   * factors): comm_x -> 1 + s (comm_x - 1), kernel_x likewise, waits x s
+   * (capped at 1); fitted from runtime reports (tools/sgfit) */
+  double contention_comm_scale;
+  double contention_compute_scale;
+  double contention_wait_scale;
 } SgCluster;
 
 /* --- cluster.c --- */
@@ -106,7 +118,19 @@ double sg_nccl_p2p_time (const SgCluster *c, uint64_t bytes, bool same_node);
 const char *sg_nccl_algo_name (SgNcclAlgo a);
 const char *sg_nccl_proto_name (SgNcclProto p);
 
+/* --- p2p.c --- */
+/* One point-to-point step of @bytes between two ranks over @transport, on
+ * the same node or not (ce across nodes: +inf, sg_p2p_check refuses it). */
+double sg_p2p_time (const SgCluster *c, SgTransport transport, uint64_t bytes, bool same_node);
+/* A collective_permute node's time: its slowest pair; a pair within one
+ * rank is a local copy. Pairs are judged on the graph's own group instance. */
+double sg_p2p_permute_us (const SgCluster *c, const SgGraph *g, SgNodeId id);
+/* Fails, naming the node and the pair, when a ce permute crosses nodes. */
+bool sg_p2p_check (const SgCluster *c, const SgGraph *g, SgNodeId id, GError **error);
+
 /* --- compute.c --- */
+/* The slowdown of a matmul @n given an SM-count target (1 without one). */
+double sg_compute_sm_factor (const SgCluster *c, const SgNode *n);
 /* GEMM of @flops and @bytes moved, operands of @dtype. */
 double sg_compute_gemm_us (const SgCluster *c, SgDtype dtype, double flops, double bytes);
 /* Memory-bound kernel moving @bytes. */
@@ -158,6 +182,38 @@ const char *sg_profile_device (const SgProfile *p);
  * below the smallest. Shared by profile.c and tests. */
 bool sg_interp_loglog (const double *xs, const double *ys, size_t n, double x, double *y);
 
+/* --- contention.c (entries parsed by profile.c) --- */
+/* One `contention` entry of a profile (docs/profile-format.md), raw. */
+typedef struct {
+  SgTransport transport;
+  SgOpKind kind;
+  int32_t group_size, nodes;
+  uint64_t bytes;
+  SgKernelClass klass;
+  char *kernel_key;  /* the measured kernel (the profile's key text) */
+  bool kernel_first; /* order "kernel_first" (else "comm_first") */
+  int32_t runs_per_rep;
+  double comm_solo_us, rep_solo_us, lag_us, comm_us;
+  double *reps_us;
+  int32_t n_reps;
+  int index; /* position in the JSON array, for messages */
+} SgContentionSample;
+
+/* Frees what @s owns. */
+void sg_contention_sample_clear (SgContentionSample *s);
+/* (transfer none) The profile's contention samples (version 2), *@n of them
+ * (profile.c). */
+const SgContentionSample *sg_profile_contention (const SgProfile *p, size_t *n);
+/* The class named @name (sg_kernel_class_name); false when none is. */
+bool sg_kernel_class_from_name (const char *name, SgKernelClass *out);
+
+/* The pair table of a cost model: slots, measured pairs, fallbacks. */
+typedef struct SgContentionTable SgContentionTable;
+/* From the samples of @p (NULL or none: the global factors only) and the
+ * cluster's factors and scales. */
+SgContentionTable *sg_contention_table_new (const SgProfile *p, const SgCluster *c);
+void sg_contention_table_free (SgContentionTable *t);
+
 /* --- estimate.c --- */
 struct SgCostModel {
   SgCluster cluster;
@@ -169,6 +225,7 @@ struct SgCostModel {
   uint64_t *storage_bytes; /* during the pass only: storage-root bytes per node */
   int32_t n_storage;
   GHashTable *unknown_set;
+  SgContentionTable *contention; /* pairs (contention.c) */
 };
 
 G_END_DECLS

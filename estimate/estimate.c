@@ -23,6 +23,7 @@ cost_model_free (gpointer p)
   SgCostModel *cm = p;
   if (!cm)
     return;
+  sg_contention_table_free (cm->contention);
   sg_profile_free (cm->profile);
   g_free (cm->profile_path);
   g_free (cm->group_nodes);
@@ -86,6 +87,10 @@ sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint
   g_return_val_if_fail (cm && sg_op_is_collective (kind), 0.0);
   (void)dtype; /* NCCL's time depends on bytes, not on the element type */
   double us;
+  if (kind == SG_OP_COLLECTIVE_PERMUTE) { /* pairs unknown here: one NCCL step */
+    *src = SG_COST_MODEL;
+    return sg_p2p_time (&cm->cluster, SG_TRANSPORT_NCCL, bytes, n_nodes <= 1);
+  }
   if (sg_profile_collective_us (cm->profile, kind, bytes, group_size, n_nodes, &us)) {
     *src = SG_COST_PROFILE;
     return us;
@@ -95,10 +100,16 @@ sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint
 }
 
 double
-sg_cost_sendrecv_us (const SgCostModel *cm, uint64_t bytes, bool same_node)
+sg_cost_p2p_us (const SgCostModel *cm, SgTransport transport, uint64_t bytes, bool same_node)
 {
   g_return_val_if_fail (cm, 0.0);
-  return sg_nccl_p2p_time (&cm->cluster, bytes, same_node);
+  return sg_p2p_time (&cm->cluster, transport, bytes, same_node);
+}
+
+int32_t
+sg_cost_model_sm_count (const SgCostModel *cm)
+{
+  return cm->cluster.sm_count;
 }
 
 static double
@@ -118,10 +129,24 @@ memory_bound_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double fl
   return MAX (floor_us, c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
 }
 
-double
-sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSource *src)
+/* Whether codegen lowers bucket copy @id without a kernel (graph/elide.c);
+ * @e: the graph's analysis, or NULL to run it for this one node. */
+static bool
+copy_elided (const SgGraph *g, SgNodeId id, const SgElision *e)
 {
-  g_return_val_if_fail (cm && g && id >= 0 && id < g->n_nodes && src, 0.0);
+  if (e)
+    return e->reason[id] == SG_COPY_ELIDED;
+  SgElision own;
+  sg_graph_elision_reasons (g, &own);
+  bool elided = own.reason[id] == SG_COPY_ELIDED;
+  sg_elision_clear (&own);
+  return elided;
+}
+
+static double
+node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, const SgElision *e,
+         SgCostSource *src)
+{
   const SgNode *n = &g->nodes[id];
   if (!isnan (n->cost_us)) {
     *src = SG_COST_GRAPH;
@@ -143,12 +168,17 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
     double us;
     if (sg_profile_shape_us (cm->profile, &s, &us)) {
       *src = SG_COST_PROFILE;
-      return us;
+    } else {
+      *src = SG_COST_MODEL;
+      us = sg_compute_shape_us (&cm->cluster, &s);
     }
-    *src = SG_COST_MODEL;
-    return sg_compute_shape_us (&cm->cluster, &s);
+    return us * sg_compute_sm_factor (&cm->cluster, n);
   }
   case SG_CLASS_COLLECTIVE: {
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE) { /* the profile has no p2p entries */
+      *src = SG_COST_MODEL;
+      return sg_p2p_permute_us (&cm->cluster, g, id);
+    }
     int32_t nodes = 1;
     if (n->group >= 0 && n->group < g->n_groups)
       nodes = cm->group_nodes && n->group < cm->n_groups
@@ -163,16 +193,57 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
       return 0.0;
     }
     return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
+  case SG_CLASS_BUCKET:
+    if (copy_elided (g, id, e)) { /* views of the bucket's buffer: no kernel */
+      *src = SG_COST_FREE;
+      return 0.0;
+    }
+    return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_POINTWISE:
   case SG_CLASS_REDUCTION:
   case SG_CLASS_COPY:
-  case SG_CLASS_BUCKET:
     return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_UNKNOWN:
   default:
     return memory_bound_us (cm, g, id,
                             MAX (cm->cluster.kernel_floor_us, cm->cluster.unknown_op_us), src);
   }
+}
+
+double
+sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSource *src)
+{
+  g_return_val_if_fail (cm && g && id >= 0 && id < g->n_nodes && src, 0.0);
+  return node_us (cm, g, id, NULL, src);
+}
+
+/* The zero-copy analysis when @g has bucket copies (else none is needed). */
+static bool
+elision_if_buckets (const SgGraph *g, SgElision *e)
+{
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    if (sg_op_class (g->nodes[i].kind) == SG_CLASS_BUCKET) {
+      sg_graph_elision_reasons (g, e);
+      return true;
+    }
+  return false;
+}
+
+void
+sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids)
+{
+  g_return_if_fail (cm && g);
+  SgElision e;
+  bool have = elision_if_buckets (g, &e);
+  int32_t n = ids ? n_ids : g->n_nodes;
+  for (int32_t j = 0; j < n; j++) {
+    SgNodeId i = ids ? ids[j] : j;
+    if (i == SG_NO_NODE || g->nodes[i].est_src != SG_COST_NONE)
+      continue;
+    g->nodes[i].est_us = node_us (cm, g, i, have ? &e : NULL, &g->nodes[i].est_src);
+  }
+  if (have)
+    sg_elision_clear (&e);
 }
 
 static void
@@ -206,6 +277,7 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
     }
     cm->profile_path = g_strdup (cfg->profile);
   }
+  cm->contention = sg_contention_table_new (cm->profile, c);
   cm->n_groups = g->n_groups;
   cm->group_nodes = g_new (int32_t, MAX (g->n_groups, 1));
   for (int32_t i = 0; i < g->n_groups; i++)
@@ -222,12 +294,21 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
 
   cm->storage_bytes = sg_compute_storage_bytes (g);
   cm->n_storage = g->n_nodes;
+  SgElision e;
+  bool have = elision_if_buckets (g, &e);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     SgNode *n = &g->nodes[i];
-    n->est_us = sg_cost_node_us (cm, g, i, &n->est_src);
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE && !sg_p2p_check (&cm->cluster, g, i, error)) {
+      if (have)
+        sg_elision_clear (&e);
+      return false; /* the model stays attached: the graph owns and frees it */
+    }
+    n->est_us = node_us (cm, g, i, have ? &e : NULL, &n->est_src);
     if (n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL)
       note_unknown (cm, n->target);
   }
+  if (have)
+    sg_elision_clear (&e);
   /* later passes add and move nodes: the table would go stale */
   g_clear_pointer (&cm->storage_bytes, g_free);
   cm->n_storage = 0;

@@ -89,7 +89,12 @@ shape_summary (GString *s, const SgGraph *g, const SgCostModel *cm, SgNodeId id)
     g_string_append_printf (s, " g%d", n->group_size);
     if (nodes > 1)
       g_string_append_printf (s, " nodes%d", nodes);
-    if (n->est_src == SG_COST_MODEL) { /* what NCCL would pick */
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
+      SgPermute p;
+      if (sg_node_permute (g, id, &p, NULL))
+        g_string_append_printf (s, " p2p/%s pairs%d", sg_transport_name (p.transport), p.n_pairs);
+      sg_permute_clear (&p);
+    } else if (n->est_src == SG_COST_MODEL) { /* what NCCL would pick */
       SgNcclChoice ch =
         sg_nccl_time (&cm->cluster, n->kind, sg_node_comm_bytes (g, id), n->group_size, nodes);
       g_string_append_printf (s, " %s/%s", sg_nccl_algo_name (ch.algo),
@@ -132,9 +137,14 @@ sg_estimate_print_costs (const SgGraph *g, FILE *out)
     fprintf (out, "# costs: not estimated\n");
     return;
   }
-  fprintf (out, "# costs: cluster %s, profile %s%s%s%s\n", cm->cluster.name,
+  fprintf (out, "# costs: cluster %s, profile %s%s%s%s", cm->cluster.name,
            cm->profile_path ? cm->profile_path : "none", cm->profile ? " (" : "",
            cm->profile ? sg_profile_device (cm->profile) : "", cm->profile ? ")" : "");
+  const int32_t pairs = sg_cost_contention_pairs (cm);
+  if (pairs > 0) /* docs/cost-model.md section 3, "Contention per pair" */
+    fprintf (out, ", %d contention pairs over %d kernel slots", pairs,
+             sg_cost_contention_slots (cm));
+  fprintf (out, "\n");
   GArray *rows = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), (guint)g->n_nodes);
   double cls_us[N_CLASSES] = { 0 }, src_us[SG_COST_MODEL + 1] = { 0 };
   int64_t cls_n[N_CLASSES] = { 0 }, src_n[SG_COST_MODEL + 1] = { 0 };

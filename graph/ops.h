@@ -89,9 +89,13 @@ typedef enum {
   SG_OP_ALL_TO_ALL,
   SG_OP_BROADCAST,
   SG_OP_WAIT,
-  /* schedgraph's own ops, created by bucket/ (documented in docs/ops.md) */
+  /* schedgraph's own ops (docs/ops.md): bucket/'s pack and unpack, the
+   * point-to-point collective and the rank-dependent block rotation that
+   * ring decompositions need */
   SG_OP_BUCKET_PACK,
   SG_OP_BUCKET_UNPACK,
+  SG_OP_COLLECTIVE_PERMUTE,
+  SG_OP_RANK_ROLL,
   SG_OP_N_KINDS
 } SgOpKind;
 
@@ -112,14 +116,101 @@ typedef enum {
   SG_CLASS_BUCKET, /* bucket pack / unpack copies */
 } SgOpClass;
 
+/* Named parameters of the ops' schemas (ATen's native_functions.yaml, the
+ * c10d functional ops, docs/ops.md for schedgraph's own). The op table
+ * lists each op's positional parameters in order; sg_op_param_pos() says
+ * where one is, sg_param_name() how it is spelled as a keyword argument.
+ * This is the one place argument positions are defined. */
+typedef enum {
+  SG_PARAM_NONE = 0, /* ends a positional list */
+  /* tensors and scalars of most ops */
+  SG_PARAM_SELF,
+  SG_PARAM_OTHER,
+  SG_PARAM_ALPHA,
+  SG_PARAM_EXPONENT,
+  SG_PARAM_GRAD_OUTPUT,
+  SG_PARAM_APPROXIMATE,
+  SG_PARAM_ROUNDING_MODE,
+  SG_PARAM_INDEX, /* getitem's and select's index */
+  /* matmul family */
+  SG_PARAM_MAT1,
+  SG_PARAM_MAT2,
+  SG_PARAM_BATCH1,
+  SG_PARAM_BATCH2,
+  SG_PARAM_BETA,
+  /* attention: forward */
+  SG_PARAM_QUERY,
+  SG_PARAM_KEY,
+  SG_PARAM_VALUE,
+  SG_PARAM_ATTN_BIAS,
+  SG_PARAM_COMPUTE_LOG_SUMEXP,
+  SG_PARAM_DROPOUT_P,
+  SG_PARAM_IS_CAUSAL,
+  SG_PARAM_RETURN_DEBUG_MASK,
+  SG_PARAM_SCALE, /* keyword-only in every SDPA overload */
+  /* attention: backward */
+  SG_PARAM_GRAD_OUT,
+  SG_PARAM_OUT,
+  SG_PARAM_LOGSUMEXP,
+  SG_PARAM_CUM_SEQ_Q,
+  SG_PARAM_CUM_SEQ_K,
+  SG_PARAM_MAX_Q,
+  SG_PARAM_MAX_K,
+  SG_PARAM_PHILOX_SEED,
+  SG_PARAM_PHILOX_OFFSET,
+  SG_PARAM_GRAD_INPUT_MASK,
+  /* shapes and dims (views, reductions, creation) */
+  SG_PARAM_SIZE,
+  SG_PARAM_SHAPE,
+  SG_PARAM_DIM,
+  SG_PARAM_DIM0,
+  SG_PARAM_DIM1,
+  SG_PARAM_DIMS,
+  SG_PARAM_KEEPDIM,
+  SG_PARAM_START,
+  SG_PARAM_END,
+  SG_PARAM_STEP,
+  SG_PARAM_TENSORS,
+  SG_PARAM_FILL_VALUE,
+  /* tensor options (keyword-only in ATen) */
+  SG_PARAM_DTYPE,
+  SG_PARAM_LAYOUT,
+  SG_PARAM_DEVICE,
+  SG_PARAM_PIN_MEMORY,
+  SG_PARAM_MEMORY_FORMAT,
+  SG_PARAM_NON_BLOCKING,
+  /* collectives */
+  SG_PARAM_INPUT,
+  SG_PARAM_GROUP_SIZE,
+  SG_PARAM_GROUP_NAME,
+  SG_PARAM_REDUCE_OP,
+  SG_PARAM_OUTPUT_SPLIT_SIZES,
+  SG_PARAM_INPUT_SPLIT_SIZES,
+  SG_PARAM_SRC,
+  SG_PARAM_TENSOR, /* wait_tensor's collective */
+  /* schedgraph's bucket ops (docs/ops.md) */
+  SG_PARAM_INPUTS,
+  SG_PARAM_K,
+  SG_PARAM_INTERLEAVE,
+  SG_PARAM_OFFSET,
+  SG_PARAM_NUMEL,
+  /* schedgraph's ring ops (docs/ops.md) */
+  SG_PARAM_SOURCE_TARGET_PAIRS,
+  SG_PARAM_TRANSPORT, /* keyword-only */
+  SG_PARAM_SHIFT,
+  SG_PARAM_SIGN,
+  SG_PARAM_N
+} SgParam;
+
 typedef struct {
   SgOpKind kind;
   const char *target; /* canonical str(node.target), or NULL for structure ops */
   const char *short_name; /* stable lower-case name for reports and plans */
   SgOpClass klass;
-  /* For collectives: index of the group_name argument, the group_size
-   * argument (-1 if none) and the reduce op argument (-1 if none). */
-  int8_t group_arg, size_arg, reduce_arg;
+  /* Positional parameters in schema order, ended by SG_PARAM_NONE; NULL
+   * when the op has none or is unknown. Keyword-only parameters (SDPA's
+   * scale, tensor options) are not listed: they are read by name. */
+  const SgParam *params;
 } SgOpInfo;
 
 /* (transfer none) The row for @kind; never NULL for a valid kind. */
@@ -147,6 +238,18 @@ sg_op_is_collective (SgOpKind kind)
  * wait_tensor): no kernel runs and no bytes are allocated for them. */
 bool sg_op_is_alias (SgOpKind kind);
 
+/* Position of @param among @kind's positional arguments, or -1 when the
+ * schema has no such positional parameter (keyword-only or absent). */
+int sg_op_param_pos (SgOpKind kind, SgParam param);
+
+/* The keyword spelling of @param ("is_causal", "group_name", ...). */
+const char *sg_param_name (SgParam param);
+
+/* The two operands of a matmul-class op: mm/bmm (self, mat2), addmm
+ * (mat1, mat2; self is the bias), baddbmm (batch1, batch2). False for
+ * other kinds. */
+bool sg_op_matmul_params (SgOpKind kind, SgParam *a, SgParam *b);
+
 /* Reduce ops of reduce_scatter / all_reduce. */
 typedef enum {
   SG_REDUCE_NONE = 0,
@@ -160,6 +263,42 @@ typedef enum {
 /* "sum", "avg", "max", "min", "product"; false when unknown. */
 bool sg_reduce_from_name (const char *name, SgReduceOp *out);
 const char *sg_reduce_name (SgReduceOp op);
+
+/* How a collective_permute moves its data (docs/ops.md): NCCL send/recv, or
+ * the copy engine over CUDA IPC between ranks of one node (no SMs). */
+typedef enum {
+  SG_TRANSPORT_NCCL = 0,
+  SG_TRANSPORT_CE,
+  SG_TRANSPORT_N
+} SgTransport;
+
+/* "nccl", "ce"; false when unknown. */
+bool sg_transport_from_name (const char *name, SgTransport *out);
+const char *sg_transport_name (SgTransport t);
+
+/* collective_permute's pairs rule, shared by the graph and the plan
+ * validators: @n_pairs (source, target) pairs of group ranks
+ * (pairs[2 i], pairs[2 i + 1]) over a group of @n_ranks must form a partial
+ * permutation: ranks in range, none sending twice, none receiving twice.
+ * Fills @target / @source (n_ranks entries each, -1: none). On failure
+ * *@bad is the index of the first pair that breaks it. */
+typedef enum {
+  SG_PAIRS_OK = 0,
+  SG_PAIRS_RANGE,
+  SG_PAIRS_SENDS_TWICE,
+  SG_PAIRS_RECEIVES_TWICE,
+} SgPairsError;
+SgPairsError sg_pairs_check (const int32_t *pairs, int32_t n_pairs, int32_t n_ranks,
+                             int32_t *target, int32_t *source, int32_t *bad);
+
+/* True when @ndim dims of @shape with element @stride are dense row-major
+ * (logical order = memory order; size-1 dims may have any stride). */
+bool sg_strides_dense (int ndim, const int64_t *shape, const int64_t *stride);
+
+/* schedgraph.rank_roll's block map, the one place of its arithmetic
+ * (docs/ops.md): output block @b of @k takes input block
+ * (b + shift + sign * group_rank) mod k, in [0, k). */
+int64_t sg_rank_roll_block (int64_t b, int64_t k, int64_t shift, int64_t sign, int64_t group_rank);
 
 typedef enum {
   SG_DTYPE_INVALID = 0,
@@ -177,6 +316,35 @@ typedef enum {
   SG_DTYPE_BOOL,
   SG_DTYPE_N
 } SgDtype;
+
+/* Tensor options that arguments name (a dtype is an SgDtype below). The
+ * argument keeps its spelling; these enums are what it means. */
+typedef enum {
+  SG_DEVICE_CPU = 1,
+  SG_DEVICE_CUDA,
+  SG_DEVICE_META,
+} SgDeviceType;
+
+typedef enum {
+  SG_LAYOUT_STRIDED = 1,
+  SG_LAYOUT_SPARSE_COO,
+} SgLayout;
+
+typedef enum {
+  SG_MEMORY_FORMAT_PRESERVE = 1,
+  SG_MEMORY_FORMAT_CONTIGUOUS,
+  SG_MEMORY_FORMAT_CHANNELS_LAST,
+  SG_MEMORY_FORMAT_CHANNELS_LAST_3D,
+} SgMemoryFormat;
+
+/* "cpu", "cuda", "cuda:N", "meta" (as torch prints a device): the type and
+ * the index (-1 when none). False for any other text. */
+bool sg_device_from_name (const char *name, SgDeviceType *type, int32_t *index);
+/* "torch.strided", "torch.sparse_coo" ("torch." optional); 0 when unknown. */
+SgLayout sg_layout_from_name (const char *name);
+/* "torch.preserve_format", "torch.contiguous_format", "torch.channels_last",
+ * "torch.channels_last_3d" ("torch." optional); 0 when unknown. */
+SgMemoryFormat sg_memory_format_from_name (const char *name);
 
 /* "float32", "bfloat16", ... as torch prints them without "torch.";
  * SG_DTYPE_INVALID when unknown. */

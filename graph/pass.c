@@ -23,12 +23,31 @@ sg_config_init (SgConfig *cfg)
     .max_in_flight_bytes = 0,
     .max_peak_increase = 0.05,
     .prefetch_limit = 0,
+    .exact = false,
     .bucket = true,
     .bucket_cap_bytes = (uint64_t)256 << 20,
+    .bucket_mode = SG_BUCKET_MODE_AUTO,
     .validate_between = false,
     .dump_pass = NULL,
     .dump_file = NULL,
   };
+}
+
+const char *
+sg_bucket_mode_name (SgBucketMode mode)
+{
+  return mode == SG_BUCKET_MODE_PER_LAYER ? "per-layer" : "auto";
+}
+
+bool
+sg_bucket_mode_from_name (const char *name, SgBucketMode *out)
+{
+  for (int m = SG_BUCKET_MODE_AUTO; m <= SG_BUCKET_MODE_PER_LAYER; m++)
+    if (g_strcmp0 (name, sg_bucket_mode_name ((SgBucketMode)m)) == 0) {
+      *out = (SgBucketMode)m;
+      return true;
+    }
+  return false;
 }
 
 static bool
@@ -126,6 +145,8 @@ sg_graph_dump (const SgGraph *g, FILE *out)
       fprintf (out, " target %s", n->target);
     if (!isnan (n->cost_us))
       fprintf (out, " cost_us %.3f", n->cost_us);
+    if (n->sm_count)
+      fprintf (out, " sm_count %d", n->sm_count);
     if (n->est_src != SG_COST_NONE)
       fprintf (out, " est_us %.3f (%s)", n->est_us, sg_cost_source_name (n->est_src));
     fputc ('\n', out);

@@ -92,6 +92,9 @@ typedef struct SgRtContext {
   SgRtOptions opt;
   const struct SgBackend *backend;
   void *priv; /* the backend's state, set by setup, freed by teardown */
+  /* The backend's kernel paths in one line (cuda: which attention ran, the
+   * report's "kernels"); set by setup, may stay NULL; owned (g_free). */
+  char *info;
 } SgRtContext;
 
 /* Timing of one step, filled by run_step. Collectives are listed in `ins`
@@ -145,15 +148,27 @@ typedef struct SgBackend {
 const SgBackend *sg_rt_backend_lookup (const char *name, GError **error);
 
 extern const SgBackend sg_rt_cpu_backend;
+/* Options of `schedrun --profile` (runtime/cuda/profile.c). */
+typedef struct {
+  int32_t iters, warmup; /* per key: timed runs (median), untimed runs first */
+  double timeout_s;      /* per key (and per contention pair), 0: none */
+  bool contention;       /* also measure collectives beside each kernel class */
+  double contention_budget_s; /* wall time the contention measurement may take */
+  int32_t contention_iters;   /* samples per pair and order, at most */
+} SgRtProfileOptions;
 #ifdef SG_HAVE_CUDA
 extern const SgBackend sg_rt_cuda_backend;
 /* runtime/cuda/profile.c: `schedrun --profile GRAPH -o PROFILE` (docs/gpu.md).
  * Collective over MPI_COMM_WORLD; writes docs/profile-format.md on rank 0,
  * identical on every rank; an existing PROFILE is a cache. */
+/* runtime/cuda/backend.c: the CUDA backend's kernel paths in one line
+ * (schedrun --version): cuDNN attention as built and as loadable here, or
+ * the math path and why; g_free it. */
+char *sg_rt_cuda_describe (void);
 bool sg_rt_cuda_profile_requested (int argc, char **argv);
 bool sg_rt_cuda_profile_main (int *argc, char ***argv, GError **error);
-bool sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
-                         int32_t warmup, double timeout_s, GError **error);
+bool sg_rt_cuda_profile (const char *graph_path, const char *out_path,
+                         const SgRtProfileOptions *o, GError **error);
 #endif
 
 /* Collective over MPI_COMM_WORLD, before anything else (the plan is not

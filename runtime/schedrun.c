@@ -106,6 +106,8 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
       "the rank whose outputs --dump-outputs writes (default 0)", "R" },
     { "timeout", 0, 0, G_OPTION_ARG_DOUBLE, &a->timeout,
       "end the job when a rank runs longer than this many seconds", "SEC" },
+    { "version", 0, 0, G_OPTION_ARG_NONE, &a->version,
+      "print the version and the kernel paths of the backends (cuDNN attention or math)", NULL },
     { "fail-at-ins", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &a->fail_at,
       "test hook: --fail-rank fails at this instruction", "N" },
     { "fail-hang", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &a->fail_hang,
@@ -115,7 +117,6 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
     { "fail-kill", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &a->fail_kill,
       "test hook: the failing rank sends itself SIGKILL instead of failing", NULL },
     { "help", 'h', 0, G_OPTION_ARG_NONE, &a->help, "this text", NULL },
-    { "version", 0, 0, G_OPTION_ARG_NONE, &a->version, "print the version", NULL },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
   };
   GOptionContext *oc = g_option_context_new ("PLAN.json - run a schedgraph plan under mpirun");
@@ -254,6 +255,20 @@ profile_unavailable (int argc, char **argv)
 #endif
 }
 
+/* --version: this build and its backends. */
+static void
+print_version (void)
+{
+  printf ("schedrun %s\nbackend cpu: reference kernels in C\n", SG_VERSION);
+#ifdef SG_HAVE_CUDA
+  char *cuda = sg_rt_cuda_describe ();
+  printf ("backend cuda: %s\n", cuda);
+  g_free (cuda);
+#else
+  printf ("backend cuda: not built (no CUDA toolkit at configure time)\n");
+#endif
+}
+
 /* Options parsed and agreed on every rank, outputs writable, the alarm
  * armed: -1 to go on, else the exit status (after MPI_Finalize). */
 static int
@@ -263,8 +278,10 @@ start (int *argc, char ***argv, int rank, Args *a, SgRtOptions *opt, char **plan
   if (!parse_args (argc, argv, a, opt, plan_path, &args_error))
     ; /* agreed below: every rank learns that one could not parse */
   else if (a->help || a->version) {
-    if (rank == 0)
-      a->help ? fputs (a->help_text, stdout) : printf ("schedrun %s\n", SG_VERSION);
+    if (rank == 0 && a->help)
+      fputs (a->help_text, stdout);
+    else if (rank == 0)
+      print_version ();
     return finish (rank, NULL, 0);
   }
   if (!sg_rt_agree_options (opt, args_error, &error)) {

@@ -6,10 +6,12 @@
  */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "builder.h"
 #include "cuda-private.h"
+#include "estimate-private.h"
 #include "profile-private.h"
 
 static const char *data_dir = "tests/data";
@@ -93,7 +95,7 @@ START_TEST (check_rejects_an_unknown_target_naming_the_node)
     kernel_ins ("custom_7", SG_OP_UNKNOWN, "mylib.fused_thing.default", "[]", &out, 1);
   uint64_t need[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_ptr_nonnull (strstr (error->message, "custom_7"));
   ck_assert_ptr_nonnull (strstr (error->message, "mylib.fused_thing.default"));
   g_error_free (error);
@@ -114,7 +116,7 @@ START_TEST (check_rejects_attention_with_dropout)
   SgPlanIns ins = kernel_ins ("sdpa_3", SG_OP_SDPA_FLASH, "f", args, &out, 1);
   uint64_t need[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_ptr_nonnull (strstr (error->message, "sdpa_3"));
   ck_assert_ptr_nonnull (strstr (error->message, "dropout"));
   g_error_free (error);
@@ -122,35 +124,93 @@ START_TEST (check_rejects_attention_with_dropout)
 }
 END_TEST
 
-START_TEST (check_plans_attention_backward_scratch_larger_in_exact_mode)
+/* A cudnn attention backward of q/k/v/out [1, 4, 128, 64] bf16, causal:
+ * (dout, q, k, v, out, lse, seed, offset, bias, cq, ck, mq, mk, p, causal). */
+static SgPlanIns
+attention_backward_plan (MiniPlan *m, int32_t *outs)
 {
-  MiniPlan m;
-  mini_init (&m);
-  const int64_t s[] = { 1, 4, 128, 64 };
-  int32_t ids[6];
-  for (int i = 0; i < 6; i++)
-    ids[i] = mini_value (&m, SG_DTYPE_BF16, 4, s);
-  const int64_t sl[] = { 1, 4, 128, 1 };
-  const int32_t lse = mini_value (&m, SG_DTYPE_F32, 4, sl);
-  int32_t outs[3];
+  const int64_t s[] = { 1, 4, 128, 64 }, sl[] = { 1, 4, 128, 1 };
+  int32_t ids[5];
+  for (int i = 0; i < 5; i++)
+    ids[i] = mini_value (m, SG_DTYPE_BF16, 4, s);
+  const int32_t lse = mini_value (m, SG_DTYPE_F32, 4, sl);
   for (int i = 0; i < 3; i++)
-    outs[i] = mini_value (&m, SG_DTYPE_BF16, 4, s);
-  /* cudnn backward: (dout, q, k, v, out, lse, seed, offset, bias, cq, ck, mq, mk, p, causal) */
+    outs[i] = mini_value (m, SG_DTYPE_BF16, 4, s);
   char args[320];
   g_snprintf (args, sizeof args,
               "[{\"value\": %d}, {\"value\": %d}, {\"value\": %d}, {\"value\": %d}, "
               "{\"value\": %d}, {\"value\": %d}, null, null, null, null, null, 128, 128, 0.0, "
               "true]",
               ids[0], ids[1], ids[2], ids[3], ids[4], lse);
-  SgPlanIns ins = kernel_ins ("bwd", SG_OP_SDPA_CUDNN_BWD, "b", args, outs, 3);
+  return kernel_ins ("bwd", SG_OP_SDPA_CUDNN_BWD, "b", args, outs, 3);
+}
+
+START_TEST (check_plans_attention_backward_scratch_larger_in_exact_mode)
+{
+  MiniPlan m;
+  mini_init (&m);
+  int32_t outs[3];
+  SgPlanIns ins = attention_backward_plan (&m, outs);
   uint64_t timing[2] = { 0, 0 }, exact[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (sg_cu_check_ins (&m.p, &ins, false, timing, &error));
-  ck_assert (sg_cu_check_ins (&m.p, &ins, true, exact, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, timing, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, true, -1, exact, &error));
   /* scores, dP (fp32) and P/dS of 4 x 128 x 128 at least */
   ck_assert_uint_ge (timing[0], 3ull * 4 * 128 * 128 * 4 / 2);
   ck_assert_uint_gt (exact[0], timing[0]);
   ck_assert_uint_eq (timing[1], 0);
+  ins_clear (&ins);
+}
+END_TEST
+
+START_TEST (attention_keeps_the_math_path_without_cudnn_and_says_why)
+{
+  MiniPlan m;
+  mini_init (&m);
+  int32_t outs[3];
+  SgPlanIns ins = attention_backward_plan (&m, outs);
+  m.p.ins = &ins;
+  m.p.n_ins = 1;
+  SgCuState st;
+  memset (&st, 0, sizeof st);
+  int32_t plan = 7;
+  st.attn_plan = &plan;
+  st.attn_why = g_strdup ("no libcudnn here");
+  uint64_t need[2] = { 0, 0 }, math[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_prepare_ins (&st, &m.p, 0, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, math, &error));
+  ck_assert_int_eq (plan, -1);
+  ck_assert_int_eq (st.n_attn, 1);
+  ck_assert_int_eq (st.n_attn_dnn, 0);
+  ck_assert_uint_eq (need[0], math[0]);
+  char *note = sg_cu_attention_note (&st);
+  ck_assert_ptr_nonnull (strstr (note, "math path"));
+  ck_assert_ptr_nonnull (strstr (note, "no libcudnn here"));
+  g_free (note);
+  /* SG_CUDA_ATTENTION=cudnn: an instruction cuDNN does not run is an error */
+  g_setenv ("SG_CUDA_ATTENTION", "cudnn", TRUE);
+  ck_assert (!sg_cu_prepare_ins (&st, &m.p, 0, need, &error));
+  g_unsetenv ("SG_CUDA_ATTENTION");
+  ck_assert_ptr_nonnull (strstr (error->message, "bwd"));
+  g_error_free (error);
+  free (st.attn_why);
+  ins_clear (&ins);
+}
+END_TEST
+
+START_TEST (attention_on_cudnn_needs_only_its_workspace)
+{
+  MiniPlan m;
+  mini_init (&m);
+  int32_t outs[3];
+  SgPlanIns ins = attention_backward_plan (&m, outs);
+  uint64_t math[2] = { 0, 0 }, dnn[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, math, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, 4096, dnn, &error));
+  ck_assert_uint_ge (dnn[0], 4096);
+  ck_assert_uint_lt (dnn[0], math[0] / 4); /* no scores, no cuBLAS workspace */
   ins_clear (&ins);
 }
 END_TEST
@@ -175,7 +235,7 @@ START_TEST (check_rejects_a_reduction_collective_nccl_cannot_reduce)
   ins.reduce = SG_REDUCE_SUM;
   uint64_t need[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_ptr_nonnull (strstr (error->message, "rs_2"));
   g_error_free (error);
 }
@@ -199,16 +259,49 @@ START_TEST (check_stages_a_strided_collective_input_on_its_stream)
   ins.n_out = 1;
   uint64_t need[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_uint_eq (need[1], 0); /* dense: no staging */
   /* the input as a transposed view: staged */
   m.values[in].shape[0] = 16;
   m.values[in].shape[1] = 8;
   m.values[in].stride[0] = 1;
   m.values[in].stride[1] = 16;
-  ck_assert (sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_uint_ge (need[1], 8 * 16 * 2);
   ck_assert_uint_eq (need[0], 0);
+}
+END_TEST
+
+START_TEST (check_accepts_permute_steps_and_sizes_their_flags)
+{
+  MiniPlan m;
+  mini_init (&m);
+  const int64_t s[] = { 8, 16 };
+  int32_t in = mini_value (&m, SG_DTYPE_BF16, 2, s), out = mini_value (&m, SG_DTYPE_BF16, 2, s);
+  int32_t pairs[] = { 0, 1, 1, 0 };
+  SgPlanIns ins[2];
+  memset (ins, 0, sizeof ins);
+  for (int k = 0; k < 2; k++) {
+    ins[k].kind = SG_INS_COLLECTIVE;
+    ins[k].stream = 1;
+    ins[k].name = (char *)"p";
+    ins[k].op = SG_OP_COLLECTIVE_PERMUTE;
+    ins[k].in = &in;
+    ins[k].n_in = 1;
+    ins[k].out = &out;
+    ins[k].n_out = 1;
+    ins[k].pairs = pairs;
+    ins[k].n_pairs = 2;
+    ins[k].transport = k ? SG_TRANSPORT_CE : SG_TRANSPORT_NCCL;
+  }
+  uint64_t need[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_check_ins (&m.p, &ins[0], false, -1, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins[1], false, -1, need, &error));
+  ck_assert_uint_eq (need[1], 0);
+  m.p.ins = ins;
+  m.p.n_ins = 2;
+  ck_assert_uint_eq (sg_cu_p2p_flag_bytes (&m.p), 2 * sizeof (uint32_t)); /* the ce step only */
 }
 END_TEST
 
@@ -307,7 +400,7 @@ START_TEST (profile_text_reads_back_through_the_cache_identically)
   GPtrArray *keys = graph_keys (g, &by_key);
   for (guint i = 0; i < keys->len; i++)
     ((Key *)keys->pdata[i])->us = 1.5 + i;
-  char *text = sg_cu_prof_profile_text (keys, "NVIDIA H200", 2);
+  char *text = sg_cu_prof_profile_text (keys, "NVIDIA H200", 2, NULL);
   /* the cost model's loader accepts it */
   cJSON *root = cJSON_Parse (text);
   ck_assert_ptr_nonnull (root);
@@ -316,17 +409,21 @@ START_TEST (profile_text_reads_back_through_the_cache_identically)
 
   GPtrArray *fresh = graph_keys (g, &by_key2);
   int cached = 0;
-  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached);
+  char *contention = NULL;
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached,
+                         &contention);
   ck_assert_int_eq (cached, (int)keys->len);
+  ck_assert_ptr_null (contention);
   g_ptr_array_sort (fresh, sg_cu_prof_key_cmp);
-  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2);
+  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2, NULL);
   ck_assert_str_eq (again, text);
 
   /* another device: nothing is taken */
   GHashTable *by_key3;
   GPtrArray *other = graph_keys (g, &by_key3);
   cached = 0;
-  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H100", 2, other, by_key3, 1, &cached);
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H100", 2, other, by_key3, 1, &cached,
+                         &contention);
   ck_assert_int_eq (cached, 0);
   for (guint i = 0; i < other->len; i++)
     ck_assert (((Key *)other->pdata[i])->us < 0);
@@ -339,6 +436,71 @@ START_TEST (profile_text_reads_back_through_the_cache_identically)
   g_ptr_array_unref (keys);
   g_ptr_array_unref (fresh);
   g_ptr_array_unref (other);
+  sg_graph_free (g);
+}
+END_TEST
+
+/* The contention section: written entries load in the cost model (every
+ * field where estimate/profile.c reads it), come back through the cache
+ * unchanged, and make the profile version 2. */
+START_TEST (contention_entries_load_in_the_cost_model_and_survive_the_cache)
+{
+  SgGraph *g = load_sample ("w2_tiny_tp2_L2_h256.json");
+  GHashTable *by_key, *by_key2;
+  GPtrArray *keys = graph_keys (g, &by_key);
+  const Key *coll = NULL, *gemm = NULL;
+  for (guint i = 0; i < keys->len; i++) {
+    Key *k = keys->pdata[i];
+    k->us = 10.0 + i;
+    if (k->fam == FAM_COLL && !coll)
+      coll = k;
+    if (k->fam == FAM_GEMM && !gemm)
+      gemm = k;
+  }
+  ck_assert (coll && gemm);
+  double vec[SG_CU_CONTENTION_VEC] = { 100.0004, 50.25 };
+  for (int o = 0; o < 2; o++) {
+    double *x = vec + 2 + o * (2 + SG_CU_CONTENTION_MAX_REPS);
+    x[0] = o ? 50.0 : 0.0;
+    x[1] = 120.0;
+    for (int r = 0; r < 3; r++)
+      x[2 + r] = 100.0 + 10.0 * (r == 1);
+  }
+  GString *entries = g_string_new (NULL);
+  sg_cu_prof_contention_entries (entries, coll, SG_KERNEL_GEMM, gemm->key, 1, 3, vec);
+  char *text = sg_cu_prof_profile_text (keys, "NVIDIA H200", 2, entries->str);
+  GError *err = NULL;
+  SgProfile *p = sg_profile_load_data (text, strlen (text), "mem", 2, &err);
+  ck_assert_msg (p != NULL, "%s", err ? err->message : "");
+  size_t n = 0;
+  const SgContentionSample *s = sg_profile_contention (p, &n);
+  ck_assert_int_eq ((int)n, 2);
+  ck_assert (!s[0].kernel_first && s[1].kernel_first);
+  ck_assert_int_eq (s[0].klass, SG_KERNEL_GEMM);
+  ck_assert_str_eq (s[0].kernel_key, gemm->key);
+  ck_assert_int_eq (s[0].n_reps, 3);
+  ck_assert (s[0].rep_solo_us == 100.0 && s[0].comm_solo_us == 50.25); /* 0.001 us */
+  ck_assert (s[1].lag_us == 50.0 && s[1].reps_us[1] == 110.0);
+  sg_profile_free (p);
+
+  GPtrArray *fresh = graph_keys (g, &by_key2);
+  int cached = 0;
+  char *contention = NULL;
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached,
+                         &contention);
+  ck_assert_str_eq (contention, entries->str);
+  g_ptr_array_sort (fresh, sg_cu_prof_key_cmp);
+  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2, contention);
+  ck_assert_str_eq (again, text);
+  ck_assert (strstr (text, "\"version\": 2") != NULL);
+  g_free (contention);
+  g_free (again);
+  g_free (text);
+  g_string_free (entries, TRUE);
+  g_hash_table_unref (by_key);
+  g_hash_table_unref (by_key2);
+  g_ptr_array_unref (keys);
+  g_ptr_array_unref (fresh);
   sg_graph_free (g);
 }
 END_TEST
@@ -397,12 +559,16 @@ suite (void)
   tcase_add_test (tc, check_rejects_an_unknown_target_naming_the_node);
   tcase_add_test (tc, check_rejects_attention_with_dropout);
   tcase_add_test (tc, check_plans_attention_backward_scratch_larger_in_exact_mode);
+  tcase_add_test (tc, attention_keeps_the_math_path_without_cudnn_and_says_why);
+  tcase_add_test (tc, attention_on_cudnn_needs_only_its_workspace);
   tcase_add_test (tc, check_rejects_a_reduction_collective_nccl_cannot_reduce);
   tcase_add_test (tc, check_stages_a_strided_collective_input_on_its_stream);
+  tcase_add_test (tc, check_accepts_permute_steps_and_sizes_their_flags);
   tcase_add_test (tc, gemm_stages_only_views_neither_row_nor_column_major);
   tcase_add_test (tc, profile_keys_are_the_distinct_shapes_of_the_graph);
   tcase_add_test (tc, profile_text_reads_back_through_the_cache_identically);
   tcase_add_test (tc, profile_keys_addmm_by_its_matrix_operands);
+  tcase_add_test (tc, contention_entries_load_in_the_cost_model_and_survive_the_cache);
   tcase_add_test (tc, local_rank_comes_from_the_launcher_environment);
   tcase_add_test (tc, nccl_reduces_the_float_types_and_not_fp8);
   suite_add_tcase (s, tc);

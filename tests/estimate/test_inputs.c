@@ -276,8 +276,8 @@ START_TEST (bad_profiles_are_rejected_naming_the_entry)
 {
   expect_profile_error ("{\"format\":\"other\",\"version\":1,\"world_size\":2}",
                         "format: \"other\" is not \"schedgraph.profile\"");
-  expect_profile_error ("{\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2}",
-                        "version 2 is not supported");
+  expect_profile_error ("{\"format\":\"schedgraph.profile\",\"version\":3,\"world_size\":2}",
+                        "version 3 is not supported");
   expect_profile_error ("{\"format\":\"schedgraph.profile\",\"version\":1,\"world_size\":8}",
                         "world_size 8, the graph has 2");
   expect_profile_error ("{\"format\":\"schedgraph.profile\",\"version\":1}", "world_size: missing");
@@ -308,6 +308,26 @@ START_TEST (bad_profiles_are_rejected_naming_the_entry)
                         "\"group_size\":2,\"us\":4}]}",
                         "collectives[1]: duplicates the key of collectives[0]");
   expect_profile_error ("{" HDR ",\"ops\":{}}", "ops: expected an array");
+  /* the contention section (version 2) */
+#define CE(first) /* fields in @first win over the defaults (cJSON reads the first) */         \
+  "{" first "\"kind\":\"reduce_scatter\",\"bytes\":1048576,\"group_size\":2,\"kernel\":\"gemm\","           \
+  "\"kernel_key\":\"mm|bfloat16|1|8|8|8\",\"order\":\"comm_first\",\"comm_solo_us\":50,"            \
+  "\"rep_solo_us\":100,\"comm_us\":60,\"reps_us\":[110,100]}"
+#define V2 "\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2"
+  expect_profile_error ("{" HDR ",\"contention\":[" CE ("") "]}",
+                        "contention: needs version 2 (this profile says 1)");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"kernel\":\"conv\",") "]}",
+                        "contention[0].kernel: unknown kernel class \"conv\"");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"order\":\"both\",") "]}",
+                        "contention[0].order: \"both\" is neither comm_first nor kernel_first");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"reps_us\":[1,0],") "]}",
+                        "contention[0].reps_us: element 1: expected a positive time");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"transport\":\"ib\",") "]}",
+                        "contention[0].transport: unknown transport \"ib\"");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"lag_us\":-1,") "]}",
+                        "contention[0].lag_us: expected a non-negative time");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("") "," CE ("") "]}",
+                        "contention[1]: duplicates the key of contention[0]");
   expect_profile_error ("{" HDR ",", "truncated");
   expect_profile_error ("{" HDR "} []", "trailing text");
   expect_profile_error ("{" HDR ",\"ops\":[{\"target\":\"aten.add.Tensor\",\"bytes\":1e999,"
