@@ -11,7 +11,7 @@
  * and `\u0000` escapes, and sg_json_parse(), the whole-document reader of
  * plans, cluster files, profiles and orders. The checks of a parsed value
  * are cheap on the common path: a tree walk for non-finite numbers and a
- * memmem() for the escape; the text is scanned token by token only to
+ * memchr() for backslashes; the text is scanned token by token only to
  * place an error.
  *
  * Requires: nothing. Invalidates: nothing.
@@ -183,12 +183,25 @@ find_bad_token (const char *p, const char *end, bool nul, size_t *tok_len)
   return NULL;
 }
 
+/* Whether "\\u0000" occurs in [p, end): memchr for the (rare) backslash
+ * first, which is several times faster than memmem over the text. */
+static bool
+has_nul_escape (const char *p, const char *end)
+{
+  while ((p = memchr (p, '\\', (size_t)(end - p))) != NULL) {
+    if (end - p >= 6 && memcmp (p, "\\u0000", 6) == 0)
+      return true;
+    p++;
+  }
+  return false;
+}
+
 bool
 sg_json_check_scalars (const cJSON *v, const char *doc, const char *text, const char *text_end,
                        GError **error)
 {
   bool finite = !v || (cJSON_IsNumber (v) ? isfinite (v->valuedouble) : all_finite (v->child));
-  bool nul = memmem (text, (size_t)(text_end - text), "\\u0000", 6) != NULL;
+  bool nul = has_nul_escape (text, text_end);
   if (finite && !nul)
     return true;
   size_t n = 0;
