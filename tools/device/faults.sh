@@ -11,16 +11,10 @@
 # non-zero exit and no output left. Results: $OUT/faults.log; exit status
 # that of e2e.sh (0: every case passed).
 set -u
-ROOT=$PWD
-OUT=${OUT:-/tmp/sg-out}
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export LD_LIBRARY_PATH=$ROOT/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export SG_MPIRUN_ARGS="--bind-to none -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH \
--x TORCH_SYMM_MEM_DISABLE_MULTICAST -x NVSHMEM_DISABLE_NVLS \
---mca btl_vader_single_copy_mechanism none"
-BIN=$ROOT/.carry/bin
+# shellcheck source=tools/device/env.sh
+. "$PWD/tools/device/env.sh"
+# e2e.sh's mpirun takes the flags of env.sh's MPI array (not -np)
+export SG_MPIRUN_ARGS="${MPI[*]:3}"
 nvidia-smi --query-gpu=index,name,memory.total --format=csv | tee "$OUT/faults.log"
 timeout 900 bash tests/runtime/e2e.sh faults-cuda "$BIN/schedrun" "$BIN/sgeval" "$BIN/mkplan" \
   "$BIN/schedgraph" "$BIN/graphgen" "$ROOT/tests/data" 2>&1 | tee -a "$OUT/faults.log"
