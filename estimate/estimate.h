@@ -175,6 +175,11 @@ void sg_cost_contention_rates (const SgCostModel *cm, SgTransport t, SgOpKind ki
 bool sg_cost_model_has_start_wait (const SgCostModel *cm);
 /* Measured pairs in the model (0 without a contention profile). */
 int32_t sg_cost_contention_pairs (const SgCostModel *cm);
+/* The pair table as text (the --costs section, docs/cost-model.md section
+ * 5): the kernel slots, then every measured point (family, bytes, slot) with
+ * the rates derived from it, before the cluster's scales. Prints nothing
+ * without measured pairs. */
+void sg_contention_print_pairs (const SgCostModel *cm, FILE *out);
 
 /* Machines a group of the graph spans, from the cluster's gpus_per_node. */
 int32_t sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group);
