@@ -441,6 +441,29 @@ sg_fit_search (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, int 
   return true;
 }
 
+bool
+sg_fit_write_orders (SgFit *f, const char *dir, GError **error)
+{
+  for (guint i = 0; i < f->runs->len; i++) {
+    const Run *r = f->runs->pdata[i];
+    g_autofree char *base = g_strdup (r->name);
+    for (char *c = base; *c; c++)
+      if (!g_ascii_isalnum (*c) && *c != '-' && *c != '_')
+        *c = '.';
+    g_autofree char *file = g_strconcat (base, ".order.json", NULL);
+    g_autofree char *path = g_build_filename (dir, file, NULL);
+    GString *s = g_string_new ("[");
+    for (SgNodeId p = 0; p < r->g->n_nodes; p++)
+      g_string_append_printf (s, "%s\"%s\"", p ? "," : "", r->g->nodes[r->order[p]].name);
+    g_string_append (s, "]\n");
+    const bool ok = g_file_set_contents (path, s->str, (gssize)s->len, error);
+    g_string_free (s, TRUE);
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
 /* --- axes and report ------------------------------------------------------------ */
 
 bool

@@ -68,6 +68,13 @@ bool sg_fit_search (SgFit *f, const SgFitAxis *axes, double *values, int n_axes,
  * matches the measured one. */
 cJSON *sg_fit_report (SgFit *f, const SgFitAxis *axes, const double *values, int n_axes,
                       GError **error);
+/* Writes each run's order (rebuilt from its plan, or as read) to
+ * @dir/NAME.order.json, an order file (JSON array of node names, the format
+ * of schedgraph --order) named after the run (characters other than
+ * letters, digits, '-' and '_' become '.'), so that a manifest can name
+ * orders instead of plans. */
+bool sg_fit_write_orders (SgFit *f, const char *dir, GError **error);
+
 /* The default values of @axes: the cluster's own (of the first run). */
 bool sg_fit_start (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, GError **error);
 
