@@ -1,6 +1,7 @@
 /* test_pairs.c: the simulator with contention per pair (a collective beside
  * a kernel class, estimate/contention.c): measured pairs price a collective
- * by the kernel beside it, compute slows by the most disturbing collective,
+ * by the kernel beside it, compute slows by the most disturbing collective
+ * (a held one too),
  * the derivation of a pair inverts the simulator's own timeline, and
  * bucket/'s screen (sg_beside_end) prices like the simulator. */
 #include <check.h>
@@ -141,13 +142,59 @@ START_TEST (compute_slows_by_the_most_disturbing_collective)
             "\"rep_solo_us\":100,\"comm_us\":30,\"reps_us\":[100,100]}");
   SgSimResult r;
   ck_assert (sg_simulate (g, NULL, &r, NULL));
-  /* rs runs from 0 (quiet); ag waits for half of mm (50), then runs 45 us
-   * at 1/1.5 while mm runs at 1/2 (22.5 of work), then mm's last 27.5 beside
+  /* rs runs from 0 (quiet); ag waits for half of mm's work, which runs at
+   * 1/2 meanwhile (ag held is resident too): 100 us; then ag runs 45 us at
+   * 1/1.5 while mm runs at 1/2 (22.5 of work), then mm's last 27.5 beside
    * rs alone at full speed */
-  ck_assert_double_eq_tol (row_of (&r, g, "ag")->start_us, 50, 1e-9);
-  ck_assert_double_eq_tol (row_of (&r, g, "ag")->end_us, 95, 1e-9);
-  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 122.5, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "ag")->start_us, 100, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "ag")->end_us, 145, 1e-9);
+  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 172.5, 1e-9);
   ck_assert_double_eq_tol (row_of (&r, g, "rs")->end_us, 200, 1e-9);
+  sg_sim_result_clear (&r);
+  sg_graph_free (g);
+}
+END_TEST
+
+/* An all_gather measured beside GEMMs: issued with the chain it waited for
+ * the first (100 us, wait_before 1), then ran 50 us beside the second,
+ * which it slowed by 2 (125 us). */
+#define AG_HELD_GEMM                                                                           \
+  "{\"kind\":\"all_gather\",\"bytes\":2048,\"group_size\":2,\"kernel\":\"gemm\","           \
+  "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":50,\"rep_solo_us\":100,"     \
+  "\"comm_us\":150,\"reps_us\":[100,125,100,100]}"
+
+START_TEST (a_held_collective_slows_the_kernel_that_holds_it)
+{
+  /* ag (50 us) issued right before mm (100 us) waits for all of it; with
+   * measured pairs it is resident meanwhile (on the rank where it got in
+   * first), so mm runs at 1/2: it ends at 200, ag at 250 */
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 32, 16);
+  tb_cost (g, tb_all_gather (g, "ag", "x", "0"), 50);
+  tb_cost (g, tb_mm (g, "mm", "x", "x"), 100);
+  tb_wait (g, "w", "ag");
+  tb_output (g, 2, "mm", "w");
+  estimate (g, NO_GLOBAL, AG_HELD_GEMM);
+  SgSimResult r;
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 200, 1e-9);
+  ck_assert_double_eq_tol (row_of (&r, g, "ag")->start_us, 200, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 250, 1e-9);
+  sg_sim_result_clear (&r);
+  sg_graph_free (g);
+  /* the global factors (no measured pair): held, but not slowing mm */
+  g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 32, 16);
+  tb_cost (g, tb_all_gather (g, "ag", "x", "0"), 50);
+  tb_cost (g, tb_mm (g, "mm", "x", "x"), 100);
+  tb_wait (g, "w", "ag");
+  tb_output (g, 2, "mm", "w");
+  estimate (g, "{\"comm_start_wait\": 1, \"comm_slowdown\": 1, \"compute_slowdown\": 2}", NULL);
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 100, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 150, 1e-9);
   sg_sim_result_clear (&r);
   sg_graph_free (g);
 }
@@ -216,6 +263,7 @@ suite (void)
   tcase_add_test (tc, a_collective_is_priced_by_the_kernel_beside_it);
   tcase_add_test (tc, the_screen_prices_a_collective_like_the_simulator);
   tcase_add_test (tc, compute_slows_by_the_most_disturbing_collective);
+  tcase_add_test (tc, a_held_collective_slows_the_kernel_that_holds_it);
   tcase_add_test (tc, deriving_a_pair_inverts_the_simulator);
   suite_add_tcase (s, tc);
   return s;
