@@ -411,11 +411,49 @@ sg_fit_loss (SgFit *f, const SgFitAxis *axes, const double *values, int n_axes, 
   return true;
 }
 
+/* Points of the axes' grid (0 when there are more than @cap). */
+static int64_t
+grid_points (const SgFitAxis *axes, int n_axes, int64_t cap)
+{
+  int64_t n = 1;
+  for (int a = 0; a < n_axes && n <= cap; a++)
+    n *= (int64_t)floor ((axes[a].hi - axes[a].lo) / axes[a].step + 1e-9) + 1;
+  return n <= cap ? n : 0;
+}
+
+/* The best point of the whole grid into @values (ties: the first in order,
+ * the last axis fastest), when it is small enough to walk. */
+static bool
+grid_start (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, double *loss,
+            GError **error)
+{
+  const int64_t n = grid_points (axes, n_axes, SG_FIT_GRID_MAX);
+  double v[16];
+  for (int64_t k = 0; k < n; k++) {
+    int64_t rest = k;
+    for (int a = n_axes - 1; a >= 0; a--) {
+      const int64_t m = (int64_t)floor ((axes[a].hi - axes[a].lo) / axes[a].step + 1e-9) + 1;
+      v[a] = axes[a].lo + (double)(rest % m) * axes[a].step;
+      rest /= m;
+    }
+    double l;
+    if (!sg_fit_loss (f, axes, v, n_axes, "fit", &l, error))
+      return false;
+    if (l < *loss - 1e-12) {
+      *loss = l;
+      memcpy (values, v, sizeof *v * (size_t)n_axes);
+    }
+  }
+  return true;
+}
+
 bool
 sg_fit_search (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, int rounds,
                double *loss, GError **error)
 {
-  if (!sg_fit_loss (f, axes, values, n_axes, "fit", loss, error))
+  g_return_val_if_fail (n_axes <= 16, false);
+  if (!sg_fit_loss (f, axes, values, n_axes, "fit", loss, error)
+      || !grid_start (f, axes, values, n_axes, loss, error))
     return false;
   for (int round = 0; round < rounds; round++) {
     bool moved = false;

@@ -56,8 +56,14 @@ bool sg_fit_parse_axis (const char *text, SgFitAxis *out, GError **error);
 bool sg_fit_loss (SgFit *f, const SgFitAxis *axes, const double *values, int n_axes,
                   const char *set, double *loss, GError **error);
 
-/* Coordinate descent over the axes' grids from @values (in: the start,
- * out: the best), on the fit set; at most @rounds passes. */
+/* The loss is not convex in the scales: the search first takes the best
+ * point of the whole grid when it has at most this many points. */
+#define SG_FIT_GRID_MAX 4096
+
+/* The best point of the axes' whole grid (when it has at most
+ * SG_FIT_GRID_MAX points) if better than @values, then coordinate descent
+ * over the axes' grids from there (in: the start, out: the best), on the
+ * fit set; at most @rounds passes. */
 bool sg_fit_search (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, int rounds,
                     double *loss, GError **error);
 
