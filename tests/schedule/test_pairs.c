@@ -200,6 +200,82 @@ START_TEST (a_held_collective_slows_the_kernel_that_holds_it)
 }
 END_TEST
 
+/* A reduce_scatter (60 us) beside 100 us GEMMs and 60 us maps: "holds"
+ * that kernel class (wait_before 1, and slows it by 2 once running),
+ * the other class is quiet (no wait, no slowdown). */
+#define RS_PAIR(kernel, key, rep, comm, reps)                                                  \
+  "{\"kind\":\"reduce_scatter\",\"bytes\":2048,\"group_size\":2,\"kernel\":\"" kernel "\","  \
+  "\"kernel_key\":\"" key "\",\"order\":\"comm_first\",\"comm_solo_us\":60,"                    \
+  "\"rep_solo_us\":" rep ",\"comm_us\":" comm ",\"reps_us\":[" reps "]}"
+#define RS_HELD_BY_GEMM RS_PAIR ("gemm", "g", "100", "160", "100,130,100,100")
+#define RS_QUIET_BESIDE_GEMM RS_PAIR ("gemm", "g", "100", "60", "100,100,100")
+#define RS_HELD_BY_MAP RS_PAIR ("map", "m", "60", "120", "60,90,60,60")
+#define RS_QUIET_BESIDE_MAP RS_PAIR ("map", "m", "60", "60", "60,60,60")
+
+/* g1 (mm, 100 us) -> rs (60 us) -> w; then g2 (mm, 100 us) and m (map,
+ * 60 us), independent, in the input order @first then the other; the
+ * order the scheduler chose. */
+static SgNodeId *
+placed_reduction (const char *entries, bool map_first, SgGraph **out, double *step)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 32, 32);
+  tb_cost (g, tb_mm (g, "g1", "x", "x"), 100);
+  tb_cost (g, tb_reduce_scatter (g, "rs", "g1", "0"), 60);
+  tb_wait (g, "w", "rs");
+  if (map_first)
+    tb_cost (g, tb_pointwise (g, "m", "aten.relu.default", "x", NULL), 60);
+  tb_cost (g, tb_mm (g, "g2", "x", "x"), 100);
+  if (!map_first)
+    tb_cost (g, tb_pointwise (g, "m", "aten.relu.default", "x", NULL), 60);
+  tb_output (g, 3, "w", "g2", "m");
+  estimate (g, NO_GLOBAL, entries);
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.max_peak_increase = 100.0;
+  SgScheduleStats st;
+  GError *err = NULL;
+  SgNodeId *o = sg_schedule_compute (g, &cfg, &st, &err);
+  ck_assert_msg (o != NULL, "%s", err ? err->message : "");
+  SgSimResult r;
+  ck_assert (sg_simulate (g, o, &r, NULL));
+  *step = r.step_us;
+  sg_sim_result_clear (&r);
+  *out = g;
+  return o;
+}
+
+static int32_t
+position (const SgGraph *g, const SgNodeId *o, const char *name)
+{
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    if (o[i] == id_of (g, name))
+      return i;
+  return -1;
+}
+
+START_TEST (a_reduction_goes_where_its_measured_pairs_make_it_cheap)
+{
+  /* held by GEMMs, quiet beside maps: the map goes first, the
+   * reduce_scatter runs beside it (60 us), then g2: 260 us (the input
+   * order holds it through g2, slowed to 200: 360) */
+  SgGraph *g;
+  double step;
+  g_autofree SgNodeId *a = placed_reduction (RS_HELD_BY_GEMM "," RS_QUIET_BESIDE_MAP, false, &g,
+                                             &step);
+  ck_assert_int_lt (position (g, a, "m"), position (g, a, "g2"));
+  ck_assert_double_eq_tol (step, 260, 1e-9);
+  sg_graph_free (g);
+  /* the other way round: the GEMM goes first */
+  g_autofree SgNodeId *b = placed_reduction (RS_QUIET_BESIDE_GEMM "," RS_HELD_BY_MAP, true, &g,
+                                             &step);
+  ck_assert_int_lt (position (g, b, "g2"), position (g, b, "m"));
+  ck_assert_double_eq_tol (step, 260, 1e-9);
+  sg_graph_free (g);
+}
+END_TEST
+
 /* x -> ag (@tc) ; N GEMMs of @t ; wait. Global factors from the cluster. */
 static SgGraph *
 chain_graph (int n, double tc, double t, double cx, double kx, double sw)
@@ -264,6 +340,7 @@ suite (void)
   tcase_add_test (tc, the_screen_prices_a_collective_like_the_simulator);
   tcase_add_test (tc, compute_slows_by_the_most_disturbing_collective);
   tcase_add_test (tc, a_held_collective_slows_the_kernel_that_holds_it);
+  tcase_add_test (tc, a_reduction_goes_where_its_measured_pairs_make_it_cheap);
   tcase_add_test (tc, deriving_a_pair_inverts_the_simulator);
   suite_add_tcase (s, tc);
   return s;
