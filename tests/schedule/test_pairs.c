@@ -183,6 +183,24 @@ START_TEST (a_held_collective_slows_the_kernel_that_holds_it)
   ck_assert_double_eq_tol (r.step_us, 250, 1e-9);
   sg_sim_result_clear (&r);
   sg_graph_free (g);
+  /* ranks kept aligned (contention_held_scale 0, as the profiler runs):
+   * held, not resident, mm at full speed */
+  g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 32, 16);
+  tb_cost (g, tb_all_gather (g, "ag", "x", "0"), 50);
+  tb_cost (g, tb_mm (g, "mm", "x", "x"), 100);
+  tb_wait (g, "w", "ag");
+  tb_output (g, 2, "mm", "w");
+  estimate (g,
+            "{\"comm_start_wait\": 0, \"comm_slowdown\": 1, \"reduce_slowdown\": 1, "
+            "\"compute_slowdown\": 1, \"contention_held_scale\": 0}",
+            AG_HELD_GEMM);
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 100, 1e-9);
+  ck_assert_double_eq_tol (r.step_us, 150, 1e-9);
+  sg_sim_result_clear (&r);
+  sg_graph_free (g);
   /* the global factors (no measured pair): held, but not slowing mm */
   g = tb_new (2);
   tb_group (g, "0", 2, 0, 1);
