@@ -422,12 +422,15 @@ grid_points (const SgFitAxis *axes, int n_axes, int64_t cap)
 }
 
 /* The best point of the whole grid into @values (ties: the first in order,
- * the last axis fastest), when it is small enough to walk. */
+ * the last axis fastest), when it is small enough to walk: the result is a
+ * grid point even when the start value is not on the grid. */
 static bool
 grid_start (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, double *loss,
             GError **error)
 {
   const int64_t n = grid_points (axes, n_axes, SG_FIT_GRID_MAX);
+  if (n > 0)
+    *loss = INFINITY;
   double v[16];
   for (int64_t k = 0; k < n; k++) {
     int64_t rest = k;
