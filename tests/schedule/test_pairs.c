@@ -163,58 +163,47 @@ END_TEST
   "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":50,\"rep_solo_us\":100,"     \
   "\"comm_us\":150,\"reps_us\":[100,125,100,100]}"
 
+/* x -> ag (50 us) ; mm (100 us) ; wait, estimated with @cluster_json and
+ * @entries; the simulated mm end and step. */
+static void
+held_case (const char *cluster_json, const char *entries, double *mm_end, double *step)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 32, 16);
+  tb_cost (g, tb_all_gather (g, "ag", "x", "0"), 50);
+  tb_cost (g, tb_mm (g, "mm", "x", "x"), 100);
+  tb_wait (g, "w", "ag");
+  tb_output (g, 2, "mm", "w");
+  estimate (g, cluster_json, entries);
+  SgSimResult r;
+  ck_assert (sg_simulate (g, NULL, &r, NULL));
+  *mm_end = r.node_end[id_of (g, "mm")];
+  *step = r.step_us;
+  sg_sim_result_clear (&r);
+}
+
 START_TEST (a_held_collective_slows_the_kernel_that_holds_it)
 {
   /* ag (50 us) issued right before mm (100 us) waits for all of it; with
    * measured pairs it is resident meanwhile (on the rank where it got in
    * first), so mm runs at 1/2: it ends at 200, ag at 250 */
-  SgGraph *g = tb_new (2);
-  tb_group (g, "0", 2, 0, 1);
-  tb_input (g, "x", "bfloat16", 2, 32, 16);
-  tb_cost (g, tb_all_gather (g, "ag", "x", "0"), 50);
-  tb_cost (g, tb_mm (g, "mm", "x", "x"), 100);
-  tb_wait (g, "w", "ag");
-  tb_output (g, 2, "mm", "w");
-  estimate (g, NO_GLOBAL, AG_HELD_GEMM);
-  SgSimResult r;
-  ck_assert (sg_simulate (g, NULL, &r, NULL));
-  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 200, 1e-9);
-  ck_assert_double_eq_tol (row_of (&r, g, "ag")->start_us, 200, 1e-9);
-  ck_assert_double_eq_tol (r.step_us, 250, 1e-9);
-  sg_sim_result_clear (&r);
-  sg_graph_free (g);
+  double mm_end, step;
+  held_case (NO_GLOBAL, AG_HELD_GEMM, &mm_end, &step);
+  ck_assert_double_eq_tol (mm_end, 200, 1e-9);
+  ck_assert_double_eq_tol (step, 250, 1e-9);
   /* ranks kept aligned (contention_held_scale 0, as the profiler runs):
    * held, not resident, mm at full speed */
-  g = tb_new (2);
-  tb_group (g, "0", 2, 0, 1);
-  tb_input (g, "x", "bfloat16", 2, 32, 16);
-  tb_cost (g, tb_all_gather (g, "ag", "x", "0"), 50);
-  tb_cost (g, tb_mm (g, "mm", "x", "x"), 100);
-  tb_wait (g, "w", "ag");
-  tb_output (g, 2, "mm", "w");
-  estimate (g,
-            "{\"comm_start_wait\": 0, \"comm_slowdown\": 1, \"reduce_slowdown\": 1, "
-            "\"compute_slowdown\": 1, \"contention_held_scale\": 0}",
-            AG_HELD_GEMM);
-  ck_assert (sg_simulate (g, NULL, &r, NULL));
-  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 100, 1e-9);
-  ck_assert_double_eq_tol (r.step_us, 150, 1e-9);
-  sg_sim_result_clear (&r);
-  sg_graph_free (g);
+  held_case ("{\"comm_start_wait\": 0, \"comm_slowdown\": 1, \"reduce_slowdown\": 1, "
+             "\"compute_slowdown\": 1, \"contention_held_scale\": 0}",
+             AG_HELD_GEMM, &mm_end, &step);
+  ck_assert_double_eq_tol (mm_end, 100, 1e-9);
+  ck_assert_double_eq_tol (step, 150, 1e-9);
   /* the global factors (no measured pair): held, but not slowing mm */
-  g = tb_new (2);
-  tb_group (g, "0", 2, 0, 1);
-  tb_input (g, "x", "bfloat16", 2, 32, 16);
-  tb_cost (g, tb_all_gather (g, "ag", "x", "0"), 50);
-  tb_cost (g, tb_mm (g, "mm", "x", "x"), 100);
-  tb_wait (g, "w", "ag");
-  tb_output (g, 2, "mm", "w");
-  estimate (g, "{\"comm_start_wait\": 1, \"comm_slowdown\": 1, \"compute_slowdown\": 2}", NULL);
-  ck_assert (sg_simulate (g, NULL, &r, NULL));
-  ck_assert_double_eq_tol (r.node_end[id_of (g, "mm")], 100, 1e-9);
-  ck_assert_double_eq_tol (r.step_us, 150, 1e-9);
-  sg_sim_result_clear (&r);
-  sg_graph_free (g);
+  held_case ("{\"comm_start_wait\": 1, \"comm_slowdown\": 1, \"compute_slowdown\": 2}", NULL,
+             &mm_end, &step);
+  ck_assert_double_eq_tol (mm_end, 100, 1e-9);
+  ck_assert_double_eq_tol (step, 150, 1e-9);
 }
 END_TEST
 

@@ -26,20 +26,11 @@
 # synthetic contention profile of tools/device/contention.sh's dry mode.
 set -u
 MODE=${1:-full}
-# shellcheck source=tools/device/env.sh
-. "$PWD/tools/device/env.sh"
-BIN=${BIN_DIR:-$BIN}
-G=${GRAPHS_DIR:-$G}
+# shellcheck source=tools/device/contention-common.sh
+. "$PWD/tools/device/contention-common.sh"
 W=${WORK:-/tmp/sg-judge}
 LIMIT=${LIMIT:-230}
-T0=$(date +%s)
-rm -rf "$W"
-mkdir -p "$W"
-exec > >(tee "$OUT/log.txt") 2>&1
-elapsed () { echo $(( $(date +%s) - T0 )); }
-section () { echo; echo "=== $* [$(date +%T), $(elapsed) s]"; }
-fits () { [ $(( $(elapsed) + $1 )) -le "$LIMIT" ]; }
-tleft () { local t=$(( LIMIT - $(elapsed) )); echo $(( t > 10 ? t : 10 )); }
+start
 
 # graph:graphgen-args (or "-" for tests/data):profile-iters:contention-budget:timing-iters:warmup:need-seconds
 if [ "$MODE" = dry ]; then
@@ -54,55 +45,7 @@ gg_new_fsdp2_L6_h3072:$N,--dp,2:5:20:5:2:40 gg_new_hsdp2_L6_h3072:$N,--dp,1,--wo
 gg_judge_fsdp2_L8_h4096:$J,--dp,2:5:25:5:2:50 gg_judge_tp2_L8_h4096:$J,--dp,1,--tp,2:5:20:5:2:45"
 fi
 
-section environment
-if [ "$MODE" != dry ]; then
-  nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv
-  nvidia-smi topo -m | head -4
-fi
-mpirun --version | head -1
-for b in schedrun schedgraph graphgen; do [ -x "$BIN/$b" ] || echo "MISSING $BIN/$b"; done
-ldd "$BIN/schedrun" | grep 'not found' && echo "MISSING LIBRARIES"
-
-# profile GRAPH ITERS BUDGET -> $W/p.GRAPH.json (version 2)
-profile () {
-  local g=$1 it=$2 budget=$3
-  if [ "$MODE" = dry ]; then  # contention.sh's synthetic section on the reference profile
-    python3 - "$ROOT/tests/estimate/data/h200x2.profile.json" "$W/p.$g.json" <<'EOF'
-import json, sys
-p = json.load(open(sys.argv[1])); p["version"] = 2; p["contention"] = []
-for kind in ("all_gather", "reduce_scatter", "all_reduce"):
-    for kernel, rep, reps in (("gemm", 100, [150, 200, 175, 100, 100]), ("map", 10, [15] * 4 + [10] * 6)):
-        for order, lag in (("comm_first", 0), ("kernel_first", rep / 2)):
-            p["contention"].append({"kind": kind, "bytes": 1 << 20, "group_size": 2,
-                "transport": "nccl", "kernel": kernel, "kernel_key": kernel, "order": order,
-                "runs_per_rep": 1, "comm_solo_us": 300 if kernel == "gemm" else 30,
-                "rep_solo_us": rep, "lag_us": lag, "comm_us": 500 if kernel == "gemm" else 60,
-                "reps_us": reps})
-json.dump(p, open(sys.argv[2], "w"), indent=1)
-EOF
-  else
-    timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --profile "$W/$g.json" -o "$W/p.$g.json" \
-      --iters "$it" --warmup 2 --timeout 30 --contention --contention-budget "$budget" \
-      --contention-iters 3
-    echo "profile $g rc=$?"
-    if [ ! -f "$W/p.$g.json" ]; then  # the plans still need a profile
-      timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --profile "$W/$g.json" -o "$W/p.$g.json" \
-        --iters "$it" --warmup 2 --timeout 30
-      echo "plain profile $g rc=$?"
-    fi
-  fi
-}
-
-# timed GRAPH ORDER GRAPHFILE FLAGS ITERS WARMUP
-timed () {
-  local g=$1 v=$2 gf=$3 flags=$4 it=$5 wu=$6
-  local p=$W/t.$g.$v.plan.json
-  "$BIN/schedgraph" -q --no-bucket $flags --profile "$W/p.$g.json" "$gf" -o "$p" \
-    --report "$W/t.$g.$v.sgreport.json" || { echo "schedgraph failed: $g $v"; return; }
-  timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --backend "$BACKEND" --mode timing --iters "$it" \
-    --warmup "$wu" --timeout 120 "$p" --report "$W/t.$g.$v.report.json" | tail -1
-  echo "timing $g $v rc=${PIPESTATUS[0]}"
-}
+environment
 
 for spec in $PLAN_G; do
   IFS=: read -r g gen pit budget tit twu need <<< "$spec"
@@ -118,21 +61,14 @@ for spec in $PLAN_G; do
     "$BIN/graphgen" ${gen//,/ } -o "$W/$g.json" --stats
   fi
   po=$ROOT/tests/data/$g.peer_order_plain.json
-  if [ -f "$po" ]; then  # PyTorch's order as a graph whose input order it is
-    python3 - "$W/$g.json" "$po" "$W/$g.peer.json" <<'EOF'
-import json, sys
-g = json.load(open(sys.argv[1])); order = json.load(open(sys.argv[2]))
-by = {n["name"]: n for n in g["nodes"]}
-g["nodes"] = [by[n] for n in order]
-json.dump(g, open(sys.argv[3], "w"))
-EOF
-  fi
+  [ -f "$po" ] && peer_graph "$W/$g.json" "$po" "$W/$g.peer.json"
   profile "$g" "$pit" "$budget"
   [ -f "$W/p.$g.json" ] || { echo "no profile for $g"; continue; }
   section "$g: timing (input, ours, peer)"
-  timed "$g" input "$W/$g.json" --no-reorder "$tit" "$twu"
-  timed "$g" ours "$W/$g.json" "" "$tit" "$twu"
-  [ -f "$W/$g.peer.json" ] && timed "$g" peer "$W/$g.peer.json" --no-reorder "$tit" "$twu"
+  timed "$g" input "$W/$g.json" --no-reorder "$W/p.$g.json" "$tit" "$twu"
+  timed "$g" ours "$W/$g.json" "" "$W/p.$g.json" "$tit" "$twu"
+  [ -f "$W/$g.peer.json" ] && timed "$g" peer "$W/$g.peer.json" --no-reorder "$W/p.$g.json" \
+    "$tit" "$twu"
   echo "$g" >> "$W/graphs.txt"
 done
 
