@@ -45,7 +45,8 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
   .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
   .ce_GBps = 324.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 1.0,                              \
   .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0, \
-  .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0
+  .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,    \
+  .contention_held_scale = 1.0
 
 static const SgCluster presets[] = {
   { .name = "h200-sxm", .gpu = "H200", .hbm_GBps = 4800.0, HOPPER_COMMON },
@@ -71,6 +72,7 @@ static const SgCluster presets[] = {
     .ce_GBps = 232.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 1.0,
     .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0,
     .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,
+    .contention_held_scale = 1.0,
   },
 };
 
@@ -170,6 +172,7 @@ static const Field fields[] = {
   D ("contention_comm_scale", contention_comm_scale, 0, false, 10),
   D ("contention_compute_scale", contention_compute_scale, 0, false, 10),
   D ("contention_wait_scale", contention_wait_scale, 0, false, 10),
+  D ("contention_held_scale", contention_held_scale, 0, false, 10),
 };
 
 static gboolean

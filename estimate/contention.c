@@ -17,6 +17,7 @@
 #include "estimate-private.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const char *const class_names[SG_KERNEL_N_CLASSES] = {
@@ -95,19 +96,39 @@ sg_contention_global_rates (const SgContention *c, double start_wait, SgOpKind c
 
 /* --- deriving a pair from one run ------------------------------------------ */
 
+static int double_cmp (const void *x, const void *y);
+
 /* A rep counts as slowed when it took this much longer than alone. */
 #define SLOW_REL 0.03
 #define SLOW_ABS_US 1.0
 #define MAX_X 100.0
 #define MAX_REPS 1024
 
+/* The kernel's own time in this run: the median of the reps that ran wholly
+ * after the collective ended (nothing beside them), else its solo time. A
+ * solo time taken in another run may differ by a few percent (clocks), which
+ * read against a long chain would count as the collective's slowdown. */
+static double
+baseline_rep (const SgContentionRun *run, const double *a, double end)
+{
+  double u[MAX_REPS];
+  int32_t k = 0;
+  for (int32_t i = 0; i < run->n_reps; i++)
+    if (a[i] >= end && run->reps_us[i] > 0.0)
+      u[k++] = run->reps_us[i];
+  if (k == 0)
+    return run->rep_solo_us;
+  qsort (u, (size_t)k, sizeof *u, double_cmp);
+  return k % 2 ? u[k / 2] : 0.5 * (u[k / 2 - 1] + u[k / 2]);
+}
+
 bool
 sg_contention_derive (const SgContentionRun *run, SgPairRates *out)
 {
   out->comm_x = out->kernel_x = out->wait_before = out->wait_during = NAN;
-  const double tc = run->comm_solo_us, t = run->rep_solo_us;
+  const double tc = run->comm_solo_us;
   const int32_t n = run->n_reps;
-  if (!(tc > 0.0 && t > 0.0 && run->comm_us > 0.0 && n >= 1 && n <= MAX_REPS)
+  if (!(tc > 0.0 && run->rep_solo_us > 0.0 && run->comm_us > 0.0 && n >= 1 && n <= MAX_REPS)
       || !isfinite (run->lag_us))
     return false;
   const double lag = MAX (run->lag_us, 0.0), end = lag + run->comm_us;
@@ -117,7 +138,7 @@ sg_contention_derive (const SgContentionRun *run, SgPairRates *out)
     at += MAX (run->reps_us[i], 0.0);
     b[i] = at;
   }
-  const double chain_end = at;
+  const double chain_end = at, t = baseline_rep (run, a, end);
   /* the first rep the collective slowed: after it became startable, before it ended */
   int32_t j = -1;
   for (int32_t i = 0; i < n && j < 0; i++)
@@ -126,10 +147,11 @@ sg_contention_derive (const SgContentionRun *run, SgPairRates *out)
   double start;
   bool resolved = true;
   if (j < 0) {
-    /* Nothing slowed. Ran after the chain (waited for it) when what is left
-     * after the chain could hold its whole solo time; else it ran beside
-     * the chain without slowing it, from the moment it was startable. */
-    start = end - chain_end >= 0.9 * tc ? MAX (end - tc, lag) : lag;
+    /* Nothing slowed: the collective did not disturb the kernel, so it ran
+     * undisturbed, at its solo speed, until it ended (beside the chain,
+     * after it, or after waiting for the kernel that ran when it became
+     * startable: kernels dispatch a waiting collective at their end). */
+    start = MAX (end - tc, lag);
   } else {
     /* The rate of a rep the collective covered whole gives the kernel's
      * slowdown, which places the start inside rep j. */
@@ -151,8 +173,14 @@ sg_contention_derive (const SgContentionRun *run, SgPairRates *out)
   const double work = tc - alone;                               /* done beside the chain */
   if (overlap > 0.0 && work > 0.05 * tc)
     out->comm_x = CLAMP (overlap / work, 1.0, MAX_X);
-  if (overlap > 0.0) {
-    const double extra = chain_end - (double)n * t;
+  if (overlap > 0.0 && j < 0) {
+    out->kernel_x = 1.0;
+  } else if (overlap > 0.0) {
+    /* the extra time of the reps the collective ran beside */
+    double extra = 0.0;
+    for (int32_t i = 0; i < n; i++)
+      if (a[i] < end && b[i] > start)
+        extra += run->reps_us[i] - t;
     out->kernel_x = extra <= 0.0                   ? 1.0
                     : overlap - extra > overlap / MAX_X ? CLAMP (overlap / (overlap - extra), 1.0, MAX_X)
                                                     : MAX_X;
@@ -572,4 +600,42 @@ int32_t
 sg_cost_contention_pairs (const SgCostModel *cm)
 {
   return cm && cm->contention ? cm->contention->n_pairs : 0;
+}
+
+/* --- the table as text (--costs) ------------------------------------------- */
+
+static void
+print_rates (FILE *out, const SgPairRates *r)
+{
+  fprintf (out, " %8.3f %8.3f %7.3f %7.3f\n", r->comm_x, r->kernel_x, r->wait_before,
+           r->wait_during);
+}
+
+void
+sg_contention_print_pairs (const SgCostModel *cm, FILE *out)
+{
+  if (!cm || !cm->contention || cm->contention->n_pairs == 0)
+    return;
+  const SgContentionTable *t = cm->contention;
+  fprintf (out, "# contention slots\n# %4s %-18s %10s  %s\n", "slot", "class", "solo_us", "kernel");
+  for (int32_t s = 0; s < t->n_slots; s++)
+    fprintf (out, "  %4d %-18s %10.1f  %s\n", s, class_names[t->slots[s].klass], t->slots[s].us,
+             t->slots[s].key ? t->slots[s].key : "- (global factors)");
+  fprintf (out, "# contention pairs (derived, before the cluster's scales)\n"
+                "# %-9s %-14s %3s %5s %12s %4s %8s %8s %7s %7s\n",
+           "transport", "collective", "gs", "nodes", "bytes", "slot", "comm_x", "kernel_x",
+           "w_befor", "w_durng");
+  for (guint i = 0; i < t->fams->len; i++) {
+    const Fam *f = t->fams->pdata[i];
+    for (int32_t s = 0; s < t->n_slots; s++) {
+      if (!f->points[s])
+        continue;
+      for (guint j = 0; j < f->points[s]->len; j++) {
+        const Point *p = &g_array_index (f->points[s], Point, j);
+        fprintf (out, "  %-9s %-14s %3d %5d %12.0f %4d", sg_transport_name (f->transport),
+                 sg_op_name (f->kind), f->group_size, f->nodes, exp (p->logb), s);
+        print_rates (out, &p->r);
+      }
+    }
+  }
 }

@@ -82,6 +82,10 @@ typedef struct {
   double contention_comm_scale;
   double contention_compute_scale;
   double contention_wait_scale;
+  /* the kernel_x of a measured pair applied while its collective is held
+   * by the start wait: 1 in a step (resident on one rank, waiting for its
+   * peer), 0 for ranks kept aligned (the profiler's runs) */
+  double contention_held_scale;
 } SgCluster;
 
 /* --- cluster.c --- */

@@ -53,6 +53,12 @@ sg_cost_model_comm_start_wait (const SgCostModel *cm)
   return cm->cluster.comm_start_wait;
 }
 
+double
+sg_cost_model_held_scale (const SgCostModel *cm)
+{
+  return sg_cost_contention_pairs (cm) > 0 ? cm->cluster.contention_held_scale : 0.0;
+}
+
 const char *
 sg_cost_model_cluster_name (const SgCostModel *cm)
 {

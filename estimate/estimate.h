@@ -73,6 +73,14 @@ const SgContention *sg_cost_model_contention (const SgCostModel *cm);
  * so an all_gather issued behind one waits for it), 0 means at once. */
 double sg_cost_model_comm_start_wait (const SgCostModel *cm);
 
+/* With measured pairs (a contention profile): how much of a pair's kernel_x
+ * applies while its collective is held by the start wait (the cluster's
+ * contention_held_scale: 1 in a step, where the held collective is resident
+ * on the rank that let it in first; 0 for aligned ranks); 0 without
+ * measured pairs (the global factors never slow a held collective's
+ * kernel). */
+double sg_cost_model_held_scale (const SgCostModel *cm);
+
 /* --- contention per pair (contention.c, docs/cost-model.md section 3) ---
  *
  * What runs beside a collective decides how both slow down. Compute nodes
@@ -175,6 +183,11 @@ void sg_cost_contention_rates (const SgCostModel *cm, SgTransport t, SgOpKind ki
 bool sg_cost_model_has_start_wait (const SgCostModel *cm);
 /* Measured pairs in the model (0 without a contention profile). */
 int32_t sg_cost_contention_pairs (const SgCostModel *cm);
+/* The pair table as text (the --costs section, docs/cost-model.md section
+ * 5): the kernel slots, then every measured point (family, bytes, slot) with
+ * the rates derived from it, before the cluster's scales. Prints nothing
+ * without measured pairs. */
+void sg_contention_print_pairs (const SgCostModel *cm, FILE *out);
 
 /* Machines a group of the graph spans, from the cluster's gpus_per_node. */
 int32_t sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group);

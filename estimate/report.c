@@ -145,6 +145,7 @@ sg_estimate_print_costs (const SgGraph *g, FILE *out)
     fprintf (out, ", %d contention pairs over %d kernel slots", pairs,
              sg_cost_contention_slots (cm));
   fprintf (out, "\n");
+  sg_contention_print_pairs (cm, out);
   GArray *rows = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), (guint)g->n_nodes);
   double cls_us[N_CLASSES] = { 0 }, src_us[SG_COST_MODEL + 1] = { 0 };
   int64_t cls_n[N_CLASSES] = { 0 }, src_n[SG_COST_MODEL + 1] = { 0 };

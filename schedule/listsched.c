@@ -100,12 +100,6 @@ ls_mem_fits_range_at (Run *R, uint64_t b, int32_t a, int32_t e, int32_t *at)
   return m + (int64_t)b <= (int64_t)R->P->limit;
 }
 
-static bool
-mem_fits_range (Run *R, uint64_t b, int32_t a, int32_t e)
-{
-  return ls_mem_fits_range_at (R, b, a, e, NULL);
-}
-
 static void
 mem_take_range (Run *R, uint64_t b, int32_t a, int32_t e)
 {
@@ -297,7 +291,9 @@ frontier_stop (const Run *R, SgNodeId x)
 }
 
 /* Reserves the memory that keeps collective @c's input alive up to input
- * position @to; false (nothing reserved) when it does not fit. */
+ * position @to; false (nothing reserved) when it does not fit. A finished
+ * collective's wait is only kept back for slack, which may not raise the
+ * input order's peak; one still running may use the limit. */
 static bool
 reserve_input (Run *R, SgNodeId c, int32_t to)
 {
@@ -311,7 +307,8 @@ reserve_input (Run *R, SgNodeId c, int32_t to)
   int32_t from = MAX (R->root_resv[r], P->in_end[c]);
   if (from >= to)
     return true;
-  if (!mem_fits_range (R, P->in_bytes[c], from, to))
+  const uint64_t cap = R->placed[c] && sg_eng_finished (&R->eng, c) ? P->peak_in : P->limit;
+  if ((int64_t)sg_memtree_max (&R->seg, from, to, NULL) + (int64_t)P->in_bytes[c] > (int64_t)cap)
     return false;
   mem_take_range (R, P->in_bytes[c], from, to);
   R->root_resv[r] = to;
@@ -332,7 +329,7 @@ reach_wait (Run *R, SgNodeId w)
 {
   const SgSchedProblem *P = R->P;
   SgNodeId c = P->coll_of[w];
-  if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c))
+  if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c) && P->feeds_coll[w])
       || !reserve_input (R, c, w + 1)) {
     ls_run_demand (R, w);
     return;
@@ -474,10 +471,13 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
       continue;
     }
     place_free_feeders (&R);
-    /* Deferred waits go in as soon as their collective is done (free), so
-     * memory is released and a collective reading the result can start. */
+    /* A wait whose collective is done goes in now (free) when a collective
+     * reads its result; a deferred one stays back while its memory fits
+     * under the input order's peak (extend_deferred): that slack costs
+     * nothing in the model and absorbs what the model does not see (ranks
+     * that drift apart, a collective dispatched late; docs/scheduler.md). */
     for (int32_t d = 0; d < R.n_done; d++)
-      if (!R.placed[P->wait_of[R.done[d]]])
+      if (!R.placed[P->wait_of[R.done[d]]] && P->feeds_coll[P->wait_of[R.done[d]]])
         ls_run_demand (&R, P->wait_of[R.done[d]]);
     R.n_done = 0;
     extend_deferred (&R);

@@ -115,6 +115,11 @@ sg_report_rows (const SgGraph *g, const SgSimResult *r)
       cJSON_AddStringToObject (o, "wait", g->nodes[row->wait].name);
     else
       cJSON_AddNullToObject (o, "wait");
+    /* how long before its wait it ended (negative: the stall) */
+    if (row->wait != SG_NO_NODE && r->node_start)
+      add_us (o, "slack_us", r->node_start[row->wait] - row->end_us);
+    else
+      cJSON_AddNullToObject (o, "slack_us");
     cJSON_AddItemToArray (rows, o);
   }
   return rows;

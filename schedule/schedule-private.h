@@ -61,6 +61,7 @@ typedef struct {
   const SgCostModel *pairs; /* the table the rates come from; NULL: global factors */
   SgContention cont;        /* global factors (pairs NULL) */
   double sw;                /* their start wait (comm_start_wait) */
+  double held_scale;        /* a held head's kernel_x applies by this much (sim.c) */
   int32_t n_slots;          /* kernel slots (sg_cost_contention_slots) */
   double now;    /* the compute stream's clock */
   double busy_us;

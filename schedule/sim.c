@@ -66,6 +66,7 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   double sw = cm ? sg_cost_model_comm_start_wait (cm) : 0.0;
   e->sw = isfinite (sw) ? CLAMP (sw, 0.0, 1.0) : 0.0;
   e->n_slots = sg_cost_contention_slots (e->pairs);
+  e->held_scale = e->pairs ? sg_cost_model_held_scale (e->pairs) : 0.0;
   e->n_groups = g->n_groups;
   int32_t ng = MAX (g->n_groups, 1);
   e->hold = g_new0 (uint8_t, (size_t)ng);
@@ -129,14 +130,21 @@ pair (const SgSimEngine *e, int32_t r)
 }
 
 /* Wall time per unit of kernel work: the kernel_x of the most disturbing
- * running collective, 1 when none runs. */
+ * running collective, 1 when none runs. With measured pairs a head held by
+ * the start wait slows it too (by held_scale of its kernel_x): on 2 GPUs it
+ * is resident on the rank where it got in first, waiting for its peer, and
+ * the step goes at the pace of the slower rank (docs/cost-model.md, "Held
+ * collectives"). */
 static double
 compute_rate (const SgSimEngine *e)
 {
   double x = 0.0;
-  for (int32_t grp = 0; grp < e->n_groups; grp++)
-    if (e->ghead[grp] >= 0 && !e->hold[grp])
-      x = MAX (x, pair (e, e->ghead[grp])->kernel_x);
+  for (int32_t grp = 0; grp < e->n_groups; grp++) {
+    if (e->ghead[grp] < 0)
+      continue;
+    const double kx = pair (e, e->ghead[grp])->kernel_x;
+    x = MAX (x, !e->hold[grp] ? kx : 1.0 + e->held_scale * (kx - 1.0));
+  }
   return x > 0.0 ? x : 1.0;
 }
 
@@ -376,7 +384,7 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
       break;
     }
     double dt;
-    double crate = e->n_active - e->n_held > 0 ? compute_rate (e) : 1.0;
+    double crate = compute_rate (e);
     if (step (e, true, e->kleft * crate, x, &dt))
       break;
     if (e->kleft <= REM_EPS * work)

@@ -127,6 +127,43 @@ START_TEST (derive_marks_what_a_run_cannot_show)
 }
 END_TEST
 
+START_TEST (derive_reads_an_undisturbed_collective_as_waiting_for_the_kernel)
+{
+  /* a 10 us collective issued with a chain of 100 us GEMMs ends at 105,
+   * no rep slowed: it waited for the first one (kernels hand a waiting
+   * collective the SMs at their end) and ran at its solo speed; it did not
+   * run 105 us at a tenth of its speed */
+  const double reps[] = { 100, 100, 100 };
+  SgContentionRun run = run_of (10, 100, 0, 105, reps, 3, false);
+  SgPairRates r;
+  ck_assert (sg_contention_derive (&run, &r));
+  ck_assert_double_eq_tol (r.wait_before, 0.95, 1e-9);
+  ck_assert_double_eq_tol (r.comm_x, 1.0, 1e-9);
+  ck_assert_double_eq_tol (r.kernel_x, 1.0, 1e-9);
+  /* issued 40 us into the first GEMM, ended 2 us after it */
+  run = run_of (10, 100, 40, 62, reps, 3, true);
+  ck_assert (sg_contention_derive (&run, &r));
+  ck_assert_double_eq_tol (r.wait_during, 52.0 / 60.0, 1e-9);
+  ck_assert_double_eq_tol (r.comm_x, 1.0, 1e-9);
+}
+END_TEST
+
+START_TEST (derive_takes_the_kernels_time_from_the_reps_beside_nothing)
+{
+  /* the chain's kernel takes 104 us in this run, 100 when timed alone
+   * (clocks); a 50 us collective runs from 0 at its solo speed and slows
+   * the first rep by 1.2 (41.67 of 104 done by 50, 112.33 in all). Read
+   * against 100 us the chain's extra would be 24.3 us and kernel_x 1.95. */
+  const double reps[] = { 50 + (104 - 50 / 1.2), 104, 104, 104 };
+  SgContentionRun run = run_of (50, 100, 0, 50, reps, 4, false);
+  SgPairRates r;
+  sg_contention_derive (&run, &r);
+  ck_assert_double_eq_tol (r.kernel_x, 1.2, 1e-9);
+  ck_assert_double_eq_tol (r.comm_x, 1.0, 1e-9);
+  ck_assert_double_eq_tol (r.wait_before, 0.0, 1e-9);
+}
+END_TEST
+
 START_TEST (global_rates_are_the_cluster_factors)
 {
   const SgContention c = { 1.05, 1.22, 1.30 };
@@ -313,6 +350,8 @@ suite (void)
   tcase_add_test (tc, derive_places_the_start_by_a_whole_slowed_rep);
   tcase_add_test (tc, derive_takes_the_other_orders_rate_to_place_a_start);
   tcase_add_test (tc, derive_marks_what_a_run_cannot_show);
+  tcase_add_test (tc, derive_reads_an_undisturbed_collective_as_waiting_for_the_kernel);
+  tcase_add_test (tc, derive_takes_the_kernels_time_from_the_reps_beside_nothing);
   tcase_add_test (tc, global_rates_are_the_cluster_factors);
   tcase_add_test (tc, a_profile_without_contention_keeps_the_global_factors);
   tcase_add_test (tc, pairs_are_derived_merged_and_interpolated_in_bytes);

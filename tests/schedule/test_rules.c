@@ -5,8 +5,8 @@
  * input listed late is issued at once, an urgent collective is not queued
  * behind a long one, a stall waits first for the collective that ends
  * first; and a start-wait case the list alone misses reaches the optimum
- * through the polish pass. Costs are `cost_us`; the cluster is set per
- * test. */
+ * through the polish pass; a finished collective's wait sinks while
+ * memory allows. Costs are `cost_us`; the cluster is set per test. */
 #include "builder.h"
 #include "sched-test.h"
 #include "schedule-private.h"
@@ -235,6 +235,56 @@ START_TEST (start_wait_case_reaches_the_optimum)
 }
 END_TEST
 
+/* x -> p -> ar (20 us) -> wt, then e1 and e2 (100 us each) that do not
+ * need it; wt feeds only the output. @p_out: p is an output too (it lives
+ * to the end whatever the order). Returns the order of one list variant. */
+static SgNodeId *
+finished_wait_order (SgGraph **out, bool p_out)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 64, 64);
+  tb_cost (g, tb_pointwise (g, "p", "aten.relu.default", "x", NULL), 10);
+  tb_cost (g, tb_all_reduce (g, "ar", "p", "0"), 20);
+  tb_wait (g, "wt", "ar");
+  tb_cost (g, tb_pointwise (g, "e1", "aten.add.Tensor", "x", "x"), 100);
+  tb_cost (g, tb_pointwise (g, "e2", "aten.add.Tensor", "x", "x"), 100);
+  if (p_out)
+    tb_output (g, 4, "wt", "e1", "e2", "p");
+  else
+    tb_output (g, 3, "wt", "e1", "e2");
+  st_estimate (g, 0, 1, 1);
+  SgNodeId *o = NULL;
+  ck_assert_double_eq_tol (list_variant_step (g, ANY, -64, &o), 210, 1e-9);
+  *out = g;
+  return o;
+}
+
+/* The all_reduce ends beside e1; its wait costs nothing anywhere after
+ * that, and placed last it leaves the most slack for what the model does
+ * not see (docs/scheduler.md "Waits"). */
+START_TEST (finished_collective_wait_sinks_while_memory_allows)
+{
+  SgGraph *g;
+  g_autofree SgNodeId *o = finished_wait_order (&g, true);
+  ck_assert_int_gt (pos_in (g, o, "wt"), pos_in (g, o, "e2"));
+  sg_graph_free (g);
+}
+END_TEST
+
+/* The same, but holding p (the all_reduce's input, live until the wait)
+ * past e1 would raise the input order's peak: the wait goes in once the
+ * all_reduce is done. */
+START_TEST (finished_collective_wait_does_not_raise_the_peak_for_slack)
+{
+  SgGraph *g;
+  g_autofree SgNodeId *o = finished_wait_order (&g, false);
+  ck_assert_int_lt (pos_in (g, o, "wt"), pos_in (g, o, "e2"));
+  ck_assert_int_gt (pos_in (g, o, "wt"), pos_in (g, o, "e1"));
+  sg_graph_free (g);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -245,6 +295,8 @@ main (void)
     urgent_collective_is_not_queued_behind_a_long_one,
     stall_waits_first_for_the_collective_that_ends_first,
     start_wait_case_reaches_the_optimum,
+    finished_collective_wait_sinks_while_memory_allows,
+    finished_collective_wait_does_not_raise_the_peak_for_slack,
   };
   return st_run ("rules", 120, tests, G_N_ELEMENTS (tests));
 }

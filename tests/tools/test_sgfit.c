@@ -17,7 +17,8 @@ static const char *data = SG_TEST_DATA;
 
 /* Pairs of all_gather and reduce_scatter (2 ranks) beside GEMMs and maps:
  * a run that slowed both sides (comm_x 1.5, kernel_x 2, wait 0.5, from
- * tests/estimate) and a collective twice as slow beside maps. */
+ * tests/estimate) and a collective twice as slow beside maps, which it
+ * slows by 1.5 (tests/schedule/test_pairs.c). */
 #define PAIR(kind, kernel, key, solo, rep, comm, reps)                                          \
   "{\"kind\":\"" kind "\",\"bytes\":1048576,\"group_size\":2,\"kernel\":\"" kernel "\","        \
   "\"kernel_key\":\"" key "\",\"order\":\"comm_first\",\"comm_solo_us\":" solo ","              \
@@ -26,8 +27,8 @@ static const char *profile_text =
   "{\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2,\"contention\":["
   PAIR ("all_gather", "gemm", "g", "300", "100", "500", "150,200,175,100,100") ","
   PAIR ("reduce_scatter", "gemm", "g", "300", "100", "500", "150,200,175,100,100") ","
-  PAIR ("all_gather", "map", "m", "30", "10", "60", "10,10,10,10,10,10,10,10,10,10") ","
-  PAIR ("reduce_scatter", "map", "m", "30", "10", "60", "10,10,10,10,10,10,10,10,10,10")
+  PAIR ("all_gather", "map", "m", "30", "10", "60", "15,15,15,15,10,10,10,10,10,10") ","
+  PAIR ("reduce_scatter", "map", "m", "30", "10", "60", "15,15,15,15,10,10,10,10,10,10")
   "]}";
 
 static const char *const truth_fields[] = { "contention_comm_scale", "contention_compute_scale",

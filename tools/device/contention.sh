@@ -26,22 +26,11 @@
 # synthetic contention profile instead of --profile (checks the plumbing).
 set -u
 MODE=${1:-full}
-# shellcheck source=tools/device/env.sh
-. "$PWD/tools/device/env.sh"
-BIN=${BIN_DIR:-$BIN}
-G=${GRAPHS_DIR:-$G}
+# shellcheck source=tools/device/contention-common.sh
+. "$PWD/tools/device/contention-common.sh"
 W=${WORK:-/tmp/sg-cont}
 LIMIT=${LIMIT:-270}
-CONT_OK=1
-T0=$(date +%s)
-rm -rf "$W"
-mkdir -p "$W"
-exec > >(tee "$OUT/log.txt") 2>&1
-elapsed () { echo $(( $(date +%s) - T0 )); }
-section () { echo; echo "=== $* [$(date +%T), $(elapsed) s]"; }
-# fits SEC: true when SEC more seconds fit in the limit; tleft: seconds left (>= 10)
-fits () { [ $(( $(elapsed) + $1 )) -le "$LIMIT" ]; }
-tleft () { local t=$(( LIMIT - $(elapsed) )); echo $(( t > 10 ? t : 10 )); }
+start
 
 # graph set profile-iters contention-budget timing-iters timing-warmup need-seconds
 if [ "$MODE" = dry ]; then
@@ -54,15 +43,7 @@ gg_fsdp2_L4_h2048:fit:10:12:20:3:45 gg_judge_tp2_L8_h4096:judge:5:25:5:2:60 \
 w2_tp2_L2_h1024:fit:10:12:20:3:40"
 fi
 
-section environment
-if [ "$MODE" != dry ]; then
-  nvidia-smi --query-gpu=index,name,memory.total,clocks.max.sm --format=csv
-  nvidia-smi topo -m | head -4
-fi
-mpirun --version | head -1
-nproc; grep -m1 'model name' /proc/cpuinfo
-for b in schedrun schedgraph graphgen; do [ -x "$BIN/$b" ] || echo "MISSING $BIN/$b"; done
-ldd "$BIN/schedrun" | grep 'not found' && echo "MISSING LIBRARIES"
+environment
 
 section graphs
 cp "$G"/*.json "$W/" 2>/dev/null
@@ -78,64 +59,18 @@ fi
 # PyTorch's order as a graph whose input order it is (same names)
 for po in "$ROOT"/tests/data/*.peer_order_plain.json; do
   g=$(basename "$po" .peer_order_plain.json)
-  [ -f "$W/$g.json" ] && python3 - "$W/$g.json" "$po" "$W/$g.peer.json" <<'EOF'
-import json, sys
-g = json.load(open(sys.argv[1])); order = json.load(open(sys.argv[2]))
-by = {n["name"]: n for n in g["nodes"]}
-g["nodes"] = [by[n] for n in order]
-json.dump(g, open(sys.argv[3], "w"))
-EOF
+  [ -f "$W/$g.json" ] && peer_graph "$W/$g.json" "$po" "$W/$g.peer.json"
 done
 
-# profile GRAPH ITERS BUDGET: $W/p.GRAPH.json (version 2) and p1.GRAPH.json (version 1)
-profile () {
-  local g=$1 it=$2 budget=$3
-  if [ "$MODE" = dry ]; then  # a synthetic contention section on the measured reference profile
-    python3 - "$ROOT/tests/estimate/data/h200x2.profile.json" "$W/p.$g.json" <<'EOF'
-import json, sys
-p = json.load(open(sys.argv[1])); p["version"] = 2; p["contention"] = []
-for kind in ("all_gather", "reduce_scatter"):
-    for kernel, rep, reps in (("gemm", 100, [150, 200, 175, 100, 100]), ("map", 10, [10] * 10)):
-        for order, lag in (("comm_first", 0), ("kernel_first", rep / 2)):
-            p["contention"].append({"kind": kind, "bytes": 1 << 20, "group_size": 2,
-                "transport": "nccl", "kernel": kernel, "kernel_key": kernel, "order": order,
-                "runs_per_rep": 1, "comm_solo_us": 300 if kernel == "gemm" else 30,
-                "rep_solo_us": rep, "lag_us": lag, "comm_us": 500 if kernel == "gemm" else 60,
-                "reps_us": reps})
-json.dump(p, open(sys.argv[2], "w"), indent=1)
-EOF
-  else
-    # --timeout: a hung key or pair ends the job after 30 s (the watchdog)
-    if [ "$CONT_OK" = 1 ]; then
-      timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --profile "$W/$g.json" -o "$W/p.$g.json" \
-        --iters "$it" --warmup 2 --timeout 30 --contention --contention-budget "$budget" \
-        --contention-iters 3
-      echo "profile $g rc=$?"
-    fi
-    if [ ! -f "$W/p.$g.json" ]; then  # the timing runs still need a profile
-      CONT_OK=0                       # and later graphs skip --contention
-      echo "profile $g: no contention profile; measuring a plain one"
-      timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --profile "$W/$g.json" -o "$W/p.$g.json" \
-        --iters "$it" --warmup 2 --timeout 30
-      echo "plain profile $g rc=$?"
-    fi
-  fi
+# profile_both GRAPH ITERS BUDGET: $W/p.GRAPH.json (version 2) and p1.GRAPH.json (version 1)
+profile_both () {
+  profile "$@"
+  local g=$1
   python3 - "$W/p.$g.json" "$W/p1.$g.json" <<'EOF'
 import json, sys
 p = json.load(open(sys.argv[1])); p.pop("contention", None); p["version"] = 1
 json.dump(p, open(sys.argv[2], "w"), indent=1)
 EOF
-}
-
-# timed GRAPH VARIANT GRAPHFILE FLAGS PROFILE ITERS WARMUP
-timed () {
-  local g=$1 v=$2 gf=$3 flags=$4 prof=$5 it=$6 wu=$7
-  local p=$W/t.$g.$v.plan.json
-  "$BIN/schedgraph" -q --no-bucket $flags --profile "$prof" "$gf" -o "$p" \
-    --report "$W/t.$g.$v.sgreport.json" || { echo "schedgraph failed: $g $v"; return; }
-  timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --backend "$BACKEND" --mode timing --iters "$it" \
-    --warmup "$wu" --timeout 120 "$p" --report "$W/t.$g.$v.report.json" | tail -1
-  echo "timing $g $v rc=${PIPESTATUS[0]}"
 }
 
 for spec in $PLAN_G; do
@@ -145,7 +80,7 @@ for spec in $PLAN_G; do
     continue
   fi
   section "$g ($set set): profile with contention"
-  profile "$g" "$pit" "$budget"
+  profile_both "$g" "$pit" "$budget"
   [ -f "$W/p.$g.json" ] || { echo "no profile for $g"; continue; }
   section "$g: timing (input, sched with the plain profile, sched with contention, peer)"
   timed "$g" input "$W/$g.json" --no-reorder "$W/p.$g.json" "$tit" "$twu"

@@ -415,11 +415,52 @@ sg_fit_loss (SgFit *f, const SgFitAxis *axes, const double *values, int n_axes, 
   return true;
 }
 
+/* Points of the axes' grid (0 when there are more than @cap). */
+static int64_t
+grid_points (const SgFitAxis *axes, int n_axes, int64_t cap)
+{
+  int64_t n = 1;
+  for (int a = 0; a < n_axes && n <= cap; a++)
+    n *= (int64_t)floor ((axes[a].hi - axes[a].lo) / axes[a].step + 1e-9) + 1;
+  return n <= cap ? n : 0;
+}
+
+/* The best point of the whole grid into @values (ties: the first in order,
+ * the last axis fastest), when it is small enough to walk: the result is a
+ * grid point even when the start value is not on the grid. */
+static bool
+grid_start (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, double *loss,
+            GError **error)
+{
+  const int64_t n = grid_points (axes, n_axes, SG_FIT_GRID_MAX);
+  if (n > 0)
+    *loss = INFINITY;
+  double v[16];
+  for (int64_t k = 0; k < n; k++) {
+    int64_t rest = k;
+    for (int a = n_axes - 1; a >= 0; a--) {
+      const int64_t m = (int64_t)floor ((axes[a].hi - axes[a].lo) / axes[a].step + 1e-9) + 1;
+      v[a] = axes[a].lo + (double)(rest % m) * axes[a].step;
+      rest /= m;
+    }
+    double l;
+    if (!sg_fit_loss (f, axes, v, n_axes, "fit", &l, error))
+      return false;
+    if (l < *loss - 1e-12) {
+      *loss = l;
+      memcpy (values, v, sizeof *v * (size_t)n_axes);
+    }
+  }
+  return true;
+}
+
 bool
 sg_fit_search (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, int rounds,
                double *loss, GError **error)
 {
-  if (!sg_fit_loss (f, axes, values, n_axes, "fit", loss, error))
+  g_return_val_if_fail (n_axes <= 16, false);
+  if (!sg_fit_loss (f, axes, values, n_axes, "fit", loss, error)
+      || !grid_start (f, axes, values, n_axes, loss, error))
     return false;
   for (int round = 0; round < rounds; round++) {
     bool moved = false;
@@ -441,6 +482,29 @@ sg_fit_search (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, int 
     }
     if (!moved)
       break;
+  }
+  return true;
+}
+
+bool
+sg_fit_write_orders (SgFit *f, const char *dir, GError **error)
+{
+  for (guint i = 0; i < f->runs->len; i++) {
+    const Run *r = f->runs->pdata[i];
+    g_autofree char *base = g_strdup (r->name);
+    for (char *c = base; *c; c++)
+      if (!g_ascii_isalnum (*c) && *c != '-' && *c != '_')
+        *c = '.';
+    g_autofree char *file = g_strconcat (base, ".order.json", NULL);
+    g_autofree char *path = g_build_filename (dir, file, NULL);
+    GString *s = g_string_new ("[");
+    for (SgNodeId p = 0; p < r->g->n_nodes; p++)
+      g_string_append_printf (s, "%s\"%s\"", p ? "," : "", r->g->nodes[r->order[p]].name);
+    g_string_append (s, "]\n");
+    const bool ok = g_file_set_contents (path, s->str, (gssize)s->len, error);
+    g_string_free (s, TRUE);
+    if (!ok)
+      return false;
   }
   return true;
 }

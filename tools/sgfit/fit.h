@@ -56,8 +56,14 @@ bool sg_fit_parse_axis (const char *text, SgFitAxis *out, GError **error);
 bool sg_fit_loss (SgFit *f, const SgFitAxis *axes, const double *values, int n_axes,
                   const char *set, double *loss, GError **error);
 
-/* Coordinate descent over the axes' grids from @values (in: the start,
- * out: the best), on the fit set; at most @rounds passes. */
+/* The loss is not convex in the scales: the search first takes the best
+ * point of the whole grid when it has at most this many points. */
+#define SG_FIT_GRID_MAX 4096
+
+/* The best point of the axes' whole grid (when it has at most
+ * SG_FIT_GRID_MAX points) if better than @values, then coordinate descent
+ * over the axes' grids from there (in: the start, out: the best), on the
+ * fit set; at most @rounds passes. */
 bool sg_fit_search (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, int rounds,
                     double *loss, GError **error);
 
@@ -68,6 +74,13 @@ bool sg_fit_search (SgFit *f, const SgFitAxis *axes, double *values, int n_axes,
  * matches the measured one. */
 cJSON *sg_fit_report (SgFit *f, const SgFitAxis *axes, const double *values, int n_axes,
                       GError **error);
+/* Writes each run's order (rebuilt from its plan, or as read) to
+ * @dir/NAME.order.json, an order file (JSON array of node names, the format
+ * of schedgraph --order) named after the run (characters other than
+ * letters, digits, '-' and '_' become '.'), so that a manifest can name
+ * orders instead of plans. */
+bool sg_fit_write_orders (SgFit *f, const char *dir, GError **error);
+
 /* The default values of @axes: the cluster's own (of the first run). */
 bool sg_fit_start (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, GError **error);
 

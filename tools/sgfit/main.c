@@ -10,14 +10,14 @@ static int
 usage (const char *msg)
 {
   fprintf (stderr, "sgfit: %s\nUsage: sgfit MANIFEST.json [--axis FIELD=LO:HI:STEP]... "
-                   "[--rounds N] [-o FIT.json]\n", msg);
+                   "[--rounds N] [-o FIT.json] [--write-orders DIR]\n", msg);
   return 2;
 }
 
 int
 main (int argc, char **argv)
 {
-  char **axis_text = NULL, *out = NULL;
+  char **axis_text = NULL, *out = NULL, *orders = NULL;
   int rounds = 8;
   GOptionEntry entries[] = {
     { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axis_text,
@@ -25,6 +25,8 @@ main (int argc, char **argv)
       "contention profile, else the global factors)", "FIELD=LO:HI:STEP" },
     { "rounds", 0, 0, G_OPTION_ARG_INT, &rounds, "coordinate-descent passes, at most (8)", "N" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "write the result JSON here", "FIT.json" },
+    { "write-orders", 0, 0, G_OPTION_ARG_FILENAME, &orders,
+      "write each run's order as DIR/NAME.order.json (schedgraph --order's format)", "DIR" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
   };
   GOptionContext *oc = g_option_context_new (
@@ -54,6 +56,8 @@ main (int argc, char **argv)
   }
   if (ok && n == 0)
     n = sg_fit_default_axes (f, axes);
+  ok = ok && (!orders || sg_fit_write_orders (f, orders, &error));
+  g_free (orders);
   ok = ok && sg_fit_start (f, axes, values, n, &error)
        && sg_fit_search (f, axes, values, n, rounds, &loss, &error)
        && (rep = sg_fit_report (f, axes, values, n, &error)) != NULL;
