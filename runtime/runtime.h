@@ -32,6 +32,10 @@
 
 G_BEGIN_DECLS
 
+/* Exit status of a run that outlived --timeout (the alarm and the CUDA
+ * watchdog alike; docs/runtime.md). */
+#define SG_RT_EXIT_TIMEOUT 3
+
 #define SG_RT_ERROR (sg_rt_error_quark ())
 GQuark sg_rt_error_quark (void);
 typedef enum {

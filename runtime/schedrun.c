@@ -50,7 +50,7 @@ on_alarm (int sig)
   w = write (STDERR_FILENO, p, strlen (p));
   w = write (STDERR_FILENO, alarm_tail, strlen (alarm_tail));
   (void)w;
-  _exit (3);
+  _exit (SG_RT_EXIT_TIMEOUT);
 }
 
 typedef struct {
