@@ -22,6 +22,7 @@
 # profiles, plans, reports, manifest.json for sgfit), log.txt,
 # profiles.txt. LIMIT seconds in all (default 230); every command's timeout
 # is what is left.
+# ONLY="g1 g2" (names from the list below) runs just those graphs.
 # dry: the same steps here, without a GPU: CPU backend, tiny graphs, the
 # synthetic contention profile of tools/device/contention.sh's dry mode.
 set -u
@@ -49,6 +50,7 @@ environment
 
 for spec in $PLAN_G; do
   IFS=: read -r g gen pit budget tit twu need <<< "$spec"
+  case " ${ONLY:-$g} " in *" $g "*) ;; *) continue ;; esac
   if ! fits "$need"; then
     section "$g: skipped ($(elapsed) s of $LIMIT used, needs about $need)"
     continue
