@@ -456,7 +456,7 @@ json_as_int (const cJSON *v, int64_t *out)
   if (!cJSON_IsNumber (v))
     return false;
   double d = v->valuedouble;
-  if (d != floor (d) || d < -9007199254740992.0 || d > 9007199254740992.0)
+  if (d != floor (d) || d < -SG_PLAN_MAX_INT || d > SG_PLAN_MAX_INT)
     return false;
   *out = (int64_t)d;
   return true;
