@@ -197,6 +197,10 @@ SgGraph *sg_graph_load_full (const char *path, bool validate, GError **error);
  * collectives, shapes. The message names the node and the field. */
 bool sg_graph_validate (const SgGraph *g, GError **error);
 
+/* (transfer full) @g in the graph format (docs/graph-format.md), nodes in id
+ * order: what sg_graph_load() reads back into the same graph (write.c). */
+cJSON *sg_graph_to_json (const SgGraph *g);
+
 /* --- queries ------------------------------------------------------------ */
 
 static inline const SgNodeId *
@@ -237,6 +241,9 @@ uint64_t sg_node_alloc_bytes (const SgGraph *g, SgNodeId id);
 uint64_t sg_node_comm_bytes (const SgGraph *g, SgNodeId id);
 /* The collective a wait waits on (its first input), or SG_NO_NODE. */
 SgNodeId sg_node_wait_target (const SgGraph *g, SgNodeId wait);
+
+/* The graph format's `op` string of @op ("placeholder", "call_function", ...). */
+const char *sg_node_op_name (SgNodeOp op);
 
 /* Id of the node named @name, or SG_NO_NODE. */
 SgNodeId sg_graph_lookup (const SgGraph *g, const char *name);

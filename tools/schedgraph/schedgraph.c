@@ -119,6 +119,8 @@ static const char usage_text[] =
   "      --report REPORT.json     write the report (metrics per order, collectives)\n"
   "      --trace TRACE.json       Chrome trace of the predicted timeline\n"
   "      --order ORDER.json       also evaluate this order (JSON array of node names)\n"
+  "      --emit-graph FILE        write the final graph (scheduled order, buckets) in\n"
+  "                               the graph format (docs/graph-format.md)\n"
   "      --costs                  print the per-node cost table and exit\n"
   "Passes:\n"
   "      --no-reorder             keep the input order\n"
@@ -211,7 +213,7 @@ parse_count (const char *s, int32_t *out)
 enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
   OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_COSTS,
-  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION,
+  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EMIT_GRAPH,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -223,6 +225,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "report", required_argument, NULL, OPT_REPORT },
     { "trace", required_argument, NULL, OPT_TRACE },
     { "order", required_argument, NULL, OPT_ORDER },
+    { "emit-graph", required_argument, NULL, OPT_EMIT_GRAPH },
     { "no-reorder", no_argument, NULL, OPT_NO_REORDER },
     { "no-bucket", no_argument, NULL, OPT_NO_BUCKET },
     { "cluster", required_argument, NULL, OPT_CLUSTER },
@@ -253,6 +256,7 @@ parse_args (int argc, char **argv, Cli *cli)
     case OPT_REPORT: cli->report = optarg; break;
     case OPT_TRACE: cli->trace = optarg; break;
     case OPT_ORDER: cli->order = optarg; break;
+    case OPT_EMIT_GRAPH: cli->emit_graph = optarg; break;
     case OPT_NO_REORDER: cli->cfg.reorder = false; break;
     case OPT_NO_BUCKET: cli->cfg.bucket = false; break;
     case OPT_CLUSTER: cli->cfg.cluster = optarg; break;
@@ -302,14 +306,17 @@ parse_args (int argc, char **argv, Cli *cli)
                         argv[optind + 1]);
   cli->graph_path = argv[optind];
   /* No output may overwrite the input or another output. */
-  const char *paths[] = { cli->graph_path, cli->order, cli->output, cli->report, cli->trace };
-  const char *what[] = { "the graph", "the --order file", "-o", "--report", "--trace" };
+  const char *paths[] = { cli->graph_path, cli->order, cli->output, cli->report, cli->trace,
+                          cli->emit_graph };
+  const char *what[] = { "the graph", "the --order file", "-o", "--report", "--trace",
+                         "--emit-graph" };
   for (size_t i = 2; i < G_N_ELEMENTS (paths); i++)
     for (size_t j = 0; paths[i] && j < i; j++)
       if (paths[j] && strcmp (paths[i], paths[j]) == 0)
         return usage_error ("%s would overwrite %s ('%s')", what[i], what[j], paths[i]);
-  if (cli->stop_after && (cli->output || cli->report || cli->trace || cli->costs))
-    return usage_error ("--stop-after writes nothing: drop -o, --report, --trace and --costs");
+  if (cli->stop_after && (cli->output || cli->report || cli->trace || cli->emit_graph || cli->costs))
+    return usage_error (
+        "--stop-after writes nothing: drop -o, --report, --trace, --emit-graph and --costs");
   return -1;
 }
 

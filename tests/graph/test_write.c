@@ -1,0 +1,149 @@
+/* test_write.c: sg_graph_to_json (graph/write.c): what it writes loads back
+ * into the same graph, for the samples, for a hand-built graph with every
+ * optional field, and for a graph the bucketing pass rewrote. */
+#include <check.h>
+#include <string.h>
+
+#include "bucket.h"
+#include "common.h"
+#include "estimate.h"
+
+#ifndef SG_TEST_DATA
+#error "SG_TEST_DATA must name tests/data"
+#endif
+
+static char *
+to_text (const SgGraph *g)
+{
+  cJSON *o = sg_graph_to_json (g);
+  char *s = cJSON_PrintUnformatted (o);
+  cJSON_Delete (o);
+  char *t = g_strdup (s);
+  cJSON_free (s);
+  return t;
+}
+
+/* Writes @g, loads the text (validator included), writes that again: the
+ * two texts are equal and the nodes keep their names, order and kinds.
+ * Returns the first text. */
+static char *
+assert_round_trip (const SgGraph *g)
+{
+  char *text = to_text (g);
+  GError *error = NULL;
+  g_autoptr (SgGraph) back = sg_graph_load_data (text, strlen (text), "<written>", &error);
+  ck_assert_msg (back != NULL, "written graph does not load: %s", error ? error->message : "?");
+  g_autofree char *again = to_text (back);
+  ck_assert_str_eq (text, again);
+  ck_assert_int_eq (back->n_nodes, g->n_nodes);
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    ck_assert_str_eq (back->nodes[i].name, g->nodes[i].name);
+    ck_assert_int_eq (back->nodes[i].kind, g->nodes[i].kind);
+    ck_assert_int_eq (back->nodes[i].n_tuple, g->nodes[i].n_tuple);
+  }
+  return text;
+}
+
+static const char *const samples[] = {
+  "dev_fsdp8_L2_h1024.json",    "dev_fsdp2_tp4_L2_h1024.json", "w2_fsdp2_L2_h1024.json",
+  "w2_tp2_L2_h1024.json",       "w2_tiny_fsdp2_L2_h256.json",  "w2_tiny_tp2_L2_h256.json",
+};
+
+static SgGraph *
+load_sample (const char *file)
+{
+  g_autofree char *path = g_build_filename (SG_TEST_DATA, file, NULL);
+  GError *error = NULL;
+  SgGraph *g = sg_graph_load (path, &error);
+  ck_assert_msg (g != NULL, "%s: %s", file, error ? error->message : "?");
+  return g;
+}
+
+START_TEST (written_sample_loads_back_the_same)
+{
+  g_autoptr (SgGraph) g = load_sample (samples[_i]);
+  g_autofree char *text = assert_round_trip (g);
+  /* groups come with the partition the loader inferred */
+  ck_assert_ptr_nonnull (strstr (text, "\"partition\":[["));
+  ck_assert_ptr_nonnull (strstr (text, "\"cluster\":{"));
+}
+END_TEST
+
+START_TEST (written_graph_keeps_tuples_costs_partition_and_big_ints)
+{
+  const char *text =
+      "{\"format\":\"schedgraph.graph\",\"version\":1,\"world_size\":4,\"rank\":1,"
+      "\"groups\":{\"g\":{\"ranks\":[1,2],\"partition\":[[0,3],[1,2]]}},"
+      "\"description\":\"hand-made\",\"nodes\":["
+      "{\"name\":\"x\",\"op\":\"placeholder\",\"target\":\"x\","
+      "\"meta\":{\"shape\":[4503599627370497],\"stride\":[1],\"dtype\":\"int8\"}},"
+      "{\"name\":\"y\",\"op\":\"placeholder\",\"target\":\"y\","
+      "\"meta\":{\"shape\":[4,8],\"stride\":[8,1],\"dtype\":\"float32\"}},"
+      "{\"name\":\"ag\",\"op\":\"call_function\","
+      "\"target\":\"_c10d_functional.all_gather_into_tensor.default\","
+      "\"args\":[{\"node\":\"y\"},2,\"g\"],\"kwargs\":{},"
+      "\"meta\":{\"shape\":[8,8],\"dtype\":\"float32\"},\"cost_us\":12.5},"
+      "{\"name\":\"w\",\"op\":\"call_function\",\"target\":\"_c10d_functional.wait_tensor.default\","
+      "\"args\":[{\"node\":\"ag\"}],\"meta\":{\"shape\":[8,8],\"dtype\":\"float32\"}},"
+      "{\"name\":\"tu\",\"op\":\"call_function\",\"target\":\"my.op\","
+      "\"args\":[{\"node\":\"w\"},[1,{\"k\":null}]],\"kwargs\":{\"f\":0.25},"
+      "\"meta\":{\"tuple\":[{\"shape\":[8],\"dtype\":\"bfloat16\"},null]}},"
+      "{\"name\":\"gi\",\"op\":\"call_function\",\"target\":\"<built-in function getitem>\","
+      "\"args\":[{\"node\":\"tu\"},0],\"meta\":{\"shape\":[8],\"dtype\":\"bfloat16\"}},"
+      "{\"name\":\"output\",\"op\":\"output\",\"target\":\"output\","
+      "\"args\":[[{\"node\":\"gi\"},{\"node\":\"x\"}]]}]}";
+  GError *error = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load_data (text, strlen (text), "<test>", &error);
+  ck_assert_msg (g != NULL, "%s", error ? error->message : "?");
+  g_autofree char *out = assert_round_trip (g);
+  ck_assert_ptr_nonnull (strstr (out, "\"rank\":1,"));
+  ck_assert_ptr_nonnull (strstr (out, "\"partition\":[[0,3],[1,2]]"));
+  ck_assert_ptr_nonnull (strstr (out, "\"shape\":[4503599627370497],\"stride\":[1]"));
+  ck_assert_ptr_nonnull (strstr (out, "\"cost_us\":12.5"));
+  ck_assert_ptr_nonnull (strstr (out, "\"tuple\":[{\"shape\":[8],\"stride\":[1],"
+                                      "\"dtype\":\"bfloat16\"},null]"));
+  ck_assert_ptr_nonnull (strstr (out, "\"args\":[{\"node\":\"w\"},[1,{\"k\":null}]],"
+                                      "\"kwargs\":{\"f\":0.25}"));
+  ck_assert_ptr_nonnull (strstr (out, "\"description\":\"hand-made\""));
+  ck_assert_ptr_null (strstr (out, "\"cluster\""));
+}
+END_TEST
+
+START_TEST (bucketed_graph_writes_its_bucket_ops_and_loads_back)
+{
+  g_autoptr (SgGraph) g = load_sample ("w2_tiny_fsdp2_L2_h256.json");
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  GError *error = NULL;
+  ck_assert_msg (sg_estimate_costs (g, &cfg, &error), "%s", error ? error->message : "?");
+  ck_assert_msg (sg_bucket_pass (g, &cfg, &error), "%s", error ? error->message : "?");
+  ck_assert_int_lt (sg_bucket_stats (g)->collectives_after, sg_bucket_stats (g)->collectives_before);
+  g_autofree char *out = assert_round_trip (g);
+  ck_assert_ptr_nonnull (strstr (out, "\"target\":\"schedgraph.bucket_pack\""));
+  ck_assert_ptr_nonnull (strstr (out, "\"target\":\"schedgraph.bucket_unpack\""));
+  ck_assert_ptr_nonnull (strstr (out, "\"kwargs\":{\"schedgraph_bucket\":["));
+}
+END_TEST
+
+static Suite *
+write_suite (void)
+{
+  Suite *s = suite_create ("graph-write");
+  TCase *t = tcase_create ("write");
+  tcase_set_timeout (t, 60);
+  tcase_add_loop_test (t, written_sample_loads_back_the_same, 0, G_N_ELEMENTS (samples));
+  tcase_add_test (t, written_graph_keeps_tuples_costs_partition_and_big_ints);
+  tcase_add_test (t, bucketed_graph_writes_its_bucket_ops_and_loads_back);
+  suite_add_tcase (s, t);
+  return s;
+}
+
+int
+main (void)
+{
+  SRunner *sr = srunner_create (write_suite ());
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}
