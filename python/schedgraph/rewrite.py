@@ -37,6 +37,7 @@ import functools
 import operator
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.node import map_arg
 
 from .binary import SchedgraphError
@@ -114,18 +115,20 @@ class _Ctx:
         self.created = []
 
     def val(self, n):
-        v = n.meta.get("val")
-        if isinstance(v, torch.Tensor) and not isinstance(
-                v, torch._subclasses.fake_tensor.FakeTensor):
-            v = self.fake_mode.from_tensor(v)
-        elif v is None and "tensor_meta" in n.meta:
-            tm = n.meta["tensor_meta"]
+        """n's value as a fake tensor of this graph's fake mode."""
+        v = n.meta.get("val", n.meta.get("tensor_meta"))
+        if isinstance(v, FakeTensor) and v.fake_mode is self.fake_mode:
+            return v
+        if isinstance(v, torch.Tensor):  # real, or fake of another mode (real-mode make_fx)
             with self.fake_mode:
-                v = torch.empty_strided(tm.shape, tm.stride, dtype=tm.dtype)
+                return torch.empty_strided(v.shape, v.stride(), dtype=v.dtype, device=v.device)
+        if v is not None and hasattr(v, "stride") and hasattr(v, "dtype"):  # ShapeProp's
+            with self.fake_mode:
+                return torch.empty_strided(v.shape, v.stride, dtype=v.dtype)
         return v
 
-    def call(self, target, args, kwargs):
-        n = self.graph.call_function(target, tuple(args), kwargs)
+    def call(self, target, args, kwargs, name=None):
+        n = self.graph.create_node("call_function", target, tuple(args), kwargs, name=name)
         with self.fake_mode:
             n.meta["val"] = target(*map_arg(tuple(args), self.val), **map_arg(kwargs, self.val))
         self.created.append(n)
@@ -162,7 +165,7 @@ def _generic(ctx, node, args, kwargs):
         types = {a.name: a.type for a in schema.arguments}
         args = [_decode_leaf(v, a.type) for v, a in zip(args, schema.arguments)]
         kwargs = {k: _decode_leaf(v, types.get(k, "")) for k, v in kwargs.items()}
-    return ctx.call(target, args, kwargs)
+    return ctx.call(target, args, kwargs, name=node["name"])
 
 
 def _resolve_refs(value, env):
@@ -176,11 +179,12 @@ def _resolve_refs(value, env):
 
 
 def _fake_mode(graph):
-    from torch._guards import detect_fake_mode
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
-    vals = [n.meta.get("val") for n in graph.nodes if n.op == "placeholder"]
-    return detect_fake_mode([v for v in vals if isinstance(v, torch.Tensor)]) or FakeTensorMode()
+    """The fake mode the graph was traced under, when its inputs share one
+    (make_fx fake tracing, Inductor); else a new one."""
+    modes = {id(v.fake_mode): v.fake_mode for v in
+             (n.meta.get("val") for n in graph.nodes if n.op == "placeholder")
+             if isinstance(v, FakeTensor)}
+    return next(iter(modes.values())) if len(modes) == 1 else FakeTensorMode()
 
 
 def apply_plan(graph, plan):
