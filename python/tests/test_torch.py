@@ -264,5 +264,52 @@ class InductorHook(unittest.TestCase):
                 self.assertTrue(res["uuid_stable"])
 
 
+class Scripts(unittest.TestCase):
+    """The documented examples and the device script's CPU dry run."""
+
+    def run_py(self, args, env=None, timeout=600):
+        import subprocess
+
+        e = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), **(env or {}))
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.run([sys.executable] + args, cwd=d, env=e, capture_output=True,
+                               text=True, timeout=timeout)
+            self.assertEqual(p.returncode, 0, p.stdout[-3000:] + p.stderr[-3000:])
+            return p.stdout, sorted(os.listdir(d))
+
+    def test_examples_run_as_documented(self):
+        docs = []
+        for f in ("README.md", os.path.join("docs", "python.md")):
+            with open(os.path.join(ROOT, f)) as fh:
+                docs.append(fh.read())
+        ex = os.path.join(ROOT, "python", "examples")
+        for name in sorted(os.listdir(ex)):
+            with self.subTest(name):
+                with open(os.path.join(ex, name)) as fh:
+                    text = fh.read()
+                for d in docs:
+                    self.assertIn(text, d)
+                # a cached compilation would not call the pass again
+                out, files = self.run_py([os.path.join(ex, name)],
+                                         env={"TORCHINDUCTOR_FORCE_DISABLE_CACHES": "1"})
+                if name == "make_fx_step.py":
+                    self.assertIn("all_gather_into_tensor", out)
+                    self.assertEqual(files, ["step.json"])
+                else:
+                    self.assertIn("'nodes_after'", out)
+
+    def test_device_script_dry_run_on_cpu(self):
+        with tempfile.TemporaryDirectory() as out:
+            stdout, _ = self.run_py(
+                [os.path.join(ROOT, "tools", "device", "torch_roundtrip.py")],
+                env={"DEVICE": "cpu", "CASE": "1:256:688:4:256", "ITERS": "1", "WARM": "0",
+                     "OUT": out})
+            self.assertIn("round trip: passed", stdout)
+            with open(os.path.join(out, "torch_roundtrip.json")) as f:
+                rows = json.load(f)["rows"]
+            self.assertEqual({(r["phase"], r["variant"]) for r in rows},
+                             {(p, v) for p in ("w1", "w2fake") for v in ("input", "sg", "sg_b")})
+
+
 if __name__ == "__main__":
     unittest.main()
