@@ -153,6 +153,29 @@ class Schedule(unittest.TestCase):
         self.assertTrue(new)
         self.assertTrue(all(isinstance(n.meta["val"], torch.Tensor) for n in new))
 
+    def test_aot_autograd_forward_and_backward_graphs(self):
+        import torch.distributed._functional_collectives as funcol
+        from functorch.compile import aot_function, make_boxed_func
+
+        graphs = []
+
+        def capture(gm, example_inputs):
+            graphs.append(gm)
+            return make_boxed_func(gm.forward)
+
+        def f(x, w1, w2):
+            w = [funcol.all_gather_tensor_autograd(v, 0, dist.group.WORLD) for v in (w1, w2)]
+            return (torch.relu(x @ w[0].t()) @ w[1].t()).sum()
+
+        ws = [torch.randn(64, 128, requires_grad=True), torch.randn(64, 128, requires_grad=True)]
+        aot_function(f, fw_compiler=capture, bw_compiler=capture)(torch.randn(32, 128), *ws).backward()
+        self.assertEqual(len(graphs), 2)
+        for gm in graphs:
+            g = schedgraph.to_graph_json(gm)
+            self.assertTrue(any(n["target"].startswith("_c10d_functional") for n in g["nodes"]))
+            schedgraph.schedule(gm)
+            gm.graph.lint()
+
     def test_workdir_keeps_the_files(self):
         gm = testing.trace(testing.Config(layers=1, dp=2), dp_group=dist.group.WORLD)
         with tempfile.TemporaryDirectory() as d:
