@@ -3,7 +3,9 @@
 1. New nodes are built where the final graph has them, each by the lowering
    of its target (LOWERINGS below, else the generic one: any torch op the
    target string names, arguments decoded by the op's schema). Every new
-   node gets meta["val"], computed under the graph's fake mode.
+   node gets meta["val"], computed under the graph's fake mode. Until step
+   2 nothing reads them: a lowering that fails erases them and the graph is
+   as it was (SchedgraphError naming the node).
 2. Kept nodes whose references changed (users of a bucket member's wait)
    are rewired.
 3. The dropped nodes (bucket members and their waits) are erased.
@@ -34,6 +36,7 @@ hood, or the symmetric-memory ops). Chunked matmuls need nothing: their
 slices, mms and cats are aten ops the generic lowering builds.
 """
 import functools
+import itertools
 import operator
 
 import torch
@@ -200,18 +203,25 @@ def apply_plan(graph, plan):
                 seq.append(by_name[step.name])
                 continue
             node = step.node
-            args = _resolve_refs(node.get("args", []), env)
-            kwargs = _resolve_refs(node.get("kwargs", {}), env)
-            extra = {k: kwargs.pop(k) for k in list(kwargs) if k.startswith("schedgraph_")}
             first = len(ctx.created)
-            lower = LOWERINGS.get(node["target"])
-            value = lower(ctx, node, args) if lower else _generic(ctx, node, args, kwargs)
+            try:
+                args = _resolve_refs(node.get("args", []), env)
+                kwargs = _resolve_refs(node.get("kwargs", {}), env)
+                extra = {k: kwargs.pop(k) for k in list(kwargs) if k.startswith("schedgraph_")}
+                lower = LOWERINGS.get(node["target"])
+                value = lower(ctx, node, args) if lower else _generic(ctx, node, args, kwargs)
+            except Exception as e:
+                # nothing read the new nodes yet: erasing them restores the graph
+                for n in reversed(ctx.created):
+                    graph.erase_node(n)
+                raise SchedgraphError(f"node '{step.name}': cannot build {node['target']} in "
+                                      f"PyTorch: {e}") from e
             value.meta.update(extra)
             env[step.name] = value
             seq.extend(ctx.created[first:])
     for name, sub in plan.subs.items():
         n = by_name[name]
-        count = iter(range(1 << 62))
+        count = itertools.count()
 
         def swap(ref, sub=sub, count=count):
             i = next(count)

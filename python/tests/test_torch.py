@@ -176,6 +176,24 @@ class Schedule(unittest.TestCase):
             schedgraph.schedule(gm)
             gm.graph.lint()
 
+    def test_a_failing_lowering_leaves_the_graph_as_it_was(self):
+        gm = testing.trace(testing.Config(layers=1, dp=2), dp_group=dist.group.WORLD)
+        before = gm.code
+
+        def broken(ctx, node, args):
+            raise RuntimeError("no such op here")
+
+        old = rewrite.LOWERINGS[rewrite.BUCKET_UNPACK]
+        rewrite.LOWERINGS[rewrite.BUCKET_UNPACK] = broken
+        try:
+            with self.assertRaisesRegex(schedgraph.SchedgraphError,
+                                        "node 'bucket_unpack_.*schedgraph.bucket_unpack.*no such"):
+                schedgraph.schedule(gm)
+        finally:
+            rewrite.LOWERINGS[rewrite.BUCKET_UNPACK] = old
+        gm.recompile()
+        self.assertEqual(gm.code, before)
+
     def test_workdir_keeps_the_files(self):
         gm = testing.trace(testing.Config(layers=1, dp=2), dp_group=dist.group.WORLD)
         with tempfile.TemporaryDirectory() as d:
