@@ -7,9 +7,9 @@ name, op, target (`str(node.target)`), args/kwargs with node references as
 {"node": NAME}, and meta from node.meta["val"] (or ShapeProp's
 "tensor_meta"): shape, stride, dtype, or a tuple of those.
 
-Group names map to ranks through the process group registry (the real or
-fake process group the graph was traced with), else through the `groups`
-argument. Refused, with ExportError naming the node: call_module and
+Group names map to ranks through the `groups` argument where it lists
+them, else through the process group registry (the real or fake process
+group the graph was traced with). Refused, with ExportError naming the node: call_module and
 call_method nodes, targets that are not aten/c10d ops (Python functions,
 higher-order ops), ops that mutate an argument (schedgraph orders by data
 dependencies only), c10d ops other than the five functional collectives
@@ -193,8 +193,8 @@ def to_graph_json(gm, world_size=None, groups=None, rank=None, extra=None):
 
     world_size, rank: default to the initialized process group's, else 1, 0.
     groups: {c10d group name: ranks list, or {"ranks": [...], "partition":
-    [[...], ...]}}; used for names the process-group registry cannot
-    resolve, and always for `partition`. extra: more top-level keys
+    [[...], ...]}}; used instead of the process-group registry for the
+    names it lists, and the only source of `partition`. extra: more top-level keys
     (cluster, description)."""
     graph = gm.graph if isinstance(gm, torch.fx.GraphModule) else gm
     world_size, rank = _world(world_size, rank)
