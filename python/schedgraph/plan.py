@@ -18,8 +18,9 @@ RewritePlan that the torch side (rewrite.py) carries out on the fx graph:
 
 Every rule is checked; a broken one raises PlanError naming the node: a kept
 node whose target, op or non-reference arguments changed, a dropped node
-that is neither a bucket member nor the wait of one, a new node whose target
-the caller cannot lower.
+that no new node replaces (kwargs `schedgraph_bucket` or
+`schedgraph_replaces`) and that is not the wait of a replaced collective, a
+new node whose target the caller cannot lower.
 """
 from dataclasses import dataclass, field
 
@@ -101,6 +102,16 @@ def bucket_members(node):
     return list(m) if isinstance(m, list) else []
 
 
+def replaced(node):
+    """Original nodes a new node stands for: its bucket's members, and the
+    names in its `schedgraph_replaces` kwarg (the way a pass that drops
+    nodes other than bucket members, such as the decomposition of
+    collective matmuls, says which)."""
+    kw = node.get("kwargs") or {}
+    r = kw.get("schedgraph_replaces")
+    return bucket_members(node) + (list(r) if isinstance(r, list) else [])
+
+
 def make_plan(exported, final, can_lower):
     """The RewritePlan that turns `exported` into `final` (both graph-format
     dicts). can_lower(target) says whether a new node of that target can be
@@ -138,15 +149,15 @@ def make_plan(exported, final, can_lower):
             plan.subs[name] = sub
         plan.steps.append(Step(name))
     kept = set(fin_names)
-    members = {m for b in plan.buckets for m in b["members"]}
+    gone = {r for s in plan.steps if not s.keep for r in replaced(s.node)}
     for n in exported["nodes"]:
         name = n["name"]
         if name in kept:
             continue
         waited = refs(n.get("args", []))[:1]
-        if name not in members and not (n.get("target", "").endswith("wait_tensor.default")
-                                        and waited and waited[0] in members):
-            raise PlanError(f"node '{name}': schedgraph dropped it, but it is neither a "
-                            f"bucket member nor a member's wait")
+        if name not in gone and not (n.get("target", "").endswith("wait_tensor.default")
+                                     and waited and waited[0] in gone):
+            raise PlanError(f"node '{name}': schedgraph dropped it, but no new node replaces "
+                            f"it (schedgraph_bucket, schedgraph_replaces) nor its collective")
         plan.removed.append(name)
     return plan

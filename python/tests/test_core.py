@@ -243,8 +243,17 @@ class Plans(unittest.TestCase):
     def test_a_dropped_node_that_is_no_bucket_member_is_refused(self):
         g, f = self.small()
         g["nodes"].insert(1, {"name": "extra", "op": "placeholder", "target": "extra"})
-        with self.assertRaisesRegex(PlanError, "node 'extra': schedgraph dropped it"):
+        with self.assertRaisesRegex(PlanError, "node 'extra': schedgraph dropped it, but no new node replaces"):
             make_plan(g, f, LOWERABLE.__contains__)
+
+    def test_a_node_listed_in_schedgraph_replaces_may_go(self):
+        g, f = self.small()
+        g["nodes"].insert(1, {"name": "extra", "op": "placeholder", "target": "extra"})
+        f["nodes"].insert(-1, {"name": "new", "op": "call_function",
+                               "target": "aten.clone.default", "args": [{"node": "mm"}],
+                               "kwargs": {"schedgraph_replaces": ["extra"]}})
+        p = make_plan(g, f, lambda t: True)
+        self.assertEqual(p.removed, ["extra"])
 
     def test_a_new_target_that_cannot_be_lowered_is_refused(self):
         g, f = load("w2_tiny_fsdp2_L2_h256"), final_of("w2_tiny_fsdp2_L2_h256")
