@@ -14,7 +14,8 @@
  * (2) instructions in id order: KERNEL on stream 0; a collective becomes
  * RECORD e (0), WAIT_EVENT e (1+g), COLLECTIVE (1+g), RECORD e' (1+g); its
  * wait_tensor becomes WAIT_EVENT e' (0) naming the collective; collectives
- * without a wait are waited at the end. (3) lifetimes: producer to last
+ * without a wait are waited at the end. A collective_permute is such a
+ * collective with its pairs and transport; a matmul carries its sm_count. (3) lifetimes: producer to last
  * use, a collective's operands to its WAIT_EVENT, placeholders and outputs
  * whole-step; FREE after the last use (codegen.c). (4) offsets (memplan.c).
  */
@@ -303,6 +304,7 @@ emit_kernel (SgLower *l, SgNodeId id)
   x->out = sg_lower_steal_ids (outs, &x->n_out);
   x->args = args;
   x->kwargs = kwargs;
+  x->sm_count = sg_op_class (n->kind) == SG_CLASS_MATMUL ? n->sm_count : 0;
   set_node_pred (l, x, id);
   return true;
 }
@@ -366,6 +368,17 @@ emit_collective (SgLower *l, SgNodeId id)
                               x->n_members);
       x->members[x->n_members++] = g_strdup (m->valuestring);
     }
+  }
+  if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
+    SgPermute p;
+    if (!sg_node_permute (g, id, &p, l->error)) {
+      sg_permute_clear (&p);
+      return false;
+    }
+    x->transport = p.transport;
+    x->n_pairs = p.n_pairs;
+    x->pairs = g_steal_pointer (&p.pairs);
+    sg_permute_clear (&p);
   }
   set_node_pred (l, x, id);
   int32_t done = l->n_events++;

@@ -58,6 +58,14 @@ sg_compute_gemm_us (const SgCluster *c, SgDtype dtype, double flops, double byte
   return MAX (c->gemm_floor_us, c->gemm_launch_us + MAX (t_flops, t_bytes));
 }
 
+double
+sg_compute_sm_factor (const SgCluster *c, const SgNode *n)
+{
+  if (sg_op_class (n->kind) != SG_CLASS_MATMUL || n->sm_count <= 0 || n->sm_count >= c->sm_count)
+    return 1.0;
+  return pow ((double)c->sm_count / (double)n->sm_count, c->gemm_sm_exponent);
+}
+
 static bool
 is_backward (SgOpKind op)
 {

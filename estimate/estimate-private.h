@@ -67,6 +67,12 @@ typedef struct {
   double efficiency_all_reduce;
   double efficiency_broadcast;
   double efficiency_p2p; /* all_to_all, send/recv */
+  /* point-to-point over the copy engine (CUDA IPC, inside a node) */
+  double ce_GBps;        /* one peer, one direction */
+  double ce_latency_us;  /* per step: the copy's issue and the two flag handshakes */
+  /* a GEMM given s of sm_count SMs takes (sm_count / s)^gemm_sm_exponent
+   * times as long */
+  double gemm_sm_exponent;
 
   SgContention contention;
   double comm_start_wait; /* see sg_cost_model_comm_start_wait() */
@@ -106,7 +112,19 @@ double sg_nccl_p2p_time (const SgCluster *c, uint64_t bytes, bool same_node);
 const char *sg_nccl_algo_name (SgNcclAlgo a);
 const char *sg_nccl_proto_name (SgNcclProto p);
 
+/* --- p2p.c --- */
+/* One point-to-point step of @bytes between two ranks over @transport, on
+ * the same node or not (ce across nodes: +inf, sg_p2p_check refuses it). */
+double sg_p2p_time (const SgCluster *c, SgTransport transport, uint64_t bytes, bool same_node);
+/* A collective_permute node's time: its slowest pair; a pair within one
+ * rank is a local copy. Pairs are judged on the graph's own group instance. */
+double sg_p2p_permute_us (const SgCluster *c, const SgGraph *g, SgNodeId id);
+/* Fails, naming the node and the pair, when a ce permute crosses nodes. */
+bool sg_p2p_check (const SgCluster *c, const SgGraph *g, SgNodeId id, GError **error);
+
 /* --- compute.c --- */
+/* The slowdown of a matmul @n given an SM-count target (1 without one). */
+double sg_compute_sm_factor (const SgCluster *c, const SgNode *n);
 /* GEMM of @flops and @bytes moved, operands of @dtype. */
 double sg_compute_gemm_us (const SgCluster *c, SgDtype dtype, double flops, double bytes);
 /* Memory-bound kernel moving @bytes. */

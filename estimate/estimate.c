@@ -86,6 +86,10 @@ sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint
   g_return_val_if_fail (cm && sg_op_is_collective (kind), 0.0);
   (void)dtype; /* NCCL's time depends on bytes, not on the element type */
   double us;
+  if (kind == SG_OP_COLLECTIVE_PERMUTE) { /* pairs unknown here: one NCCL step */
+    *src = SG_COST_MODEL;
+    return sg_p2p_time (&cm->cluster, SG_TRANSPORT_NCCL, bytes, n_nodes <= 1);
+  }
   if (sg_profile_collective_us (cm->profile, kind, bytes, group_size, n_nodes, &us)) {
     *src = SG_COST_PROFILE;
     return us;
@@ -95,10 +99,16 @@ sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint
 }
 
 double
-sg_cost_sendrecv_us (const SgCostModel *cm, uint64_t bytes, bool same_node)
+sg_cost_p2p_us (const SgCostModel *cm, SgTransport transport, uint64_t bytes, bool same_node)
 {
   g_return_val_if_fail (cm, 0.0);
-  return sg_nccl_p2p_time (&cm->cluster, bytes, same_node);
+  return sg_p2p_time (&cm->cluster, transport, bytes, same_node);
+}
+
+int32_t
+sg_cost_model_sm_count (const SgCostModel *cm)
+{
+  return cm->cluster.sm_count;
 }
 
 static double
@@ -143,12 +153,17 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
     double us;
     if (sg_profile_shape_us (cm->profile, &s, &us)) {
       *src = SG_COST_PROFILE;
-      return us;
+    } else {
+      *src = SG_COST_MODEL;
+      us = sg_compute_shape_us (&cm->cluster, &s);
     }
-    *src = SG_COST_MODEL;
-    return sg_compute_shape_us (&cm->cluster, &s);
+    return us * sg_compute_sm_factor (&cm->cluster, n);
   }
   case SG_CLASS_COLLECTIVE: {
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE) { /* the profile has no p2p entries */
+      *src = SG_COST_MODEL;
+      return sg_p2p_permute_us (&cm->cluster, g, id);
+    }
     int32_t nodes = 1;
     if (n->group >= 0 && n->group < g->n_groups)
       nodes = cm->group_nodes && n->group < cm->n_groups
@@ -224,6 +239,8 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
   cm->n_storage = g->n_nodes;
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     SgNode *n = &g->nodes[i];
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE && !sg_p2p_check (&cm->cluster, g, i, error))
+      return false; /* the model stays attached: the graph owns and frees it */
     n->est_us = sg_cost_node_us (cm, g, i, &n->est_src);
     if (n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL)
       note_unknown (cm, n->target);

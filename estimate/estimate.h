@@ -69,9 +69,16 @@ double sg_cost_model_comm_start_wait (const SgCostModel *cm);
 /* Machines a group of the graph spans, from the cluster's gpus_per_node. */
 int32_t sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group);
 
-/* One send/recv pair (a step of a collective permute) of @bytes between two
- * ranks, on the same node (NVLink) or not (one NIC). Model source. */
-double sg_cost_sendrecv_us (const SgCostModel *cm, uint64_t bytes, bool same_node);
+/* One point-to-point step (a pair of a collective_permute) of @bytes between
+ * two ranks, on the same node (NVLink) or not (one NIC), over @transport:
+ * NCCL send/recv, or the copy engine (+inf across nodes). Model source. */
+double sg_cost_p2p_us (const SgCostModel *cm, SgTransport transport, uint64_t bytes,
+                       bool same_node);
+
+/* SMs of one GPU of the cluster (the full count an `sm_count` target is a
+ * fraction of; a matmul given s of them costs (sm_count / s)^gemm_sm_exponent
+ * times more, docs/cost-model.md). */
+int32_t sg_cost_model_sm_count (const SgCostModel *cm);
 
 /* (transfer none) The cluster's name: a preset name or the cluster file. */
 const char *sg_cost_model_cluster_name (const SgCostModel *cm);

@@ -89,7 +89,12 @@ shape_summary (GString *s, const SgGraph *g, const SgCostModel *cm, SgNodeId id)
     g_string_append_printf (s, " g%d", n->group_size);
     if (nodes > 1)
       g_string_append_printf (s, " nodes%d", nodes);
-    if (n->est_src == SG_COST_MODEL) { /* what NCCL would pick */
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
+      SgPermute p;
+      if (sg_node_permute (g, id, &p, NULL))
+        g_string_append_printf (s, " p2p/%s pairs%d", sg_transport_name (p.transport), p.n_pairs);
+      sg_permute_clear (&p);
+    } else if (n->est_src == SG_COST_MODEL) { /* what NCCL would pick */
       SgNcclChoice ch =
         sg_nccl_time (&cm->cluster, n->kind, sg_node_comm_bytes (g, id), n->group_size, nodes);
       g_string_append_printf (s, " %s/%s", sg_nccl_algo_name (ch.algo),

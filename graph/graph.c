@@ -428,13 +428,21 @@ check_collective (SgGraph *g, SgNode *n, const cJSON *args, GError **error)
       ok = oe == ie * k, rule = "output = input x group size";
     else if (n->kind == SG_OP_REDUCE_SCATTER)
       ok = ie == oe * k, rule = "input = output x group size";
-    else if (n->kind == SG_OP_ALL_REDUCE || n->kind == SG_OP_BROADCAST)
+    else if (n->kind == SG_OP_ALL_REDUCE || n->kind == SG_OP_BROADCAST
+             || n->kind == SG_OP_COLLECTIVE_PERMUTE)
       ok = ie == oe, rule = "output = input";
     if (!ok)
       FAIL (SG_GRAPH_ERROR_GROUP,
             "node '%s': meta.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
             " in disagrees with group '%s' of %d ranks (%s)",
             n->name, oe, ie, grp->name, grp->n_ranks, rule);
+  }
+  if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
+    SgPermute p;
+    bool ok = sg_node_permute (g, (SgNodeId)(n - g->nodes), &p, error);
+    sg_permute_clear (&p);
+    if (!ok)
+      return false;
   }
   return true;
 }
@@ -539,6 +547,14 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number >= 0", name);
     n.cost_us = cost->valuedouble;
   }
+  const cJSON *sms = cJSON_GetObjectItemCaseSensitive (obj, "sm_count");
+  if (sms) {
+    int64_t v;
+    if (!json_int (sms, &v) || v < 0 || v > SG_MAX_SM_COUNT)
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'sm_count': expected an integer in [0, %d]",
+             name, SG_MAX_SM_COUNT);
+    n.sm_count = (int32_t)v;
+  }
 
   n.in_first = g->inputs->len;
   n.n_in = refs->len;
@@ -574,6 +590,10 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[1]: index %" G_GINT64_FORMAT
              " out of range for '%s' (a tuple of %u)", name, idx, src->name, src->n_tuple);
     np->getitem_index = (int32_t)idx;
+  } else if (n.kind == SG_OP_RANK_ROLL) {
+    SgRankRoll rr;
+    if (!sg_node_rank_roll (g, id, &rr, error))
+      goto fail;
   }
 
   if (op == SG_NODE_OUTPUT)

@@ -25,6 +25,8 @@ G_BEGIN_DECLS
 #define SG_GRAPH_VERSION 1
 /* Tensors of more dimensions are rejected at load with the node named. */
 #define SG_MAX_DIMS 12
+/* Largest `sm_count` a node may ask for (no GPU has more SMs). */
+#define SG_MAX_SM_COUNT 4096
 
 typedef int32_t SgNodeId;
 #define SG_NO_NODE ((SgNodeId)-1)
@@ -92,6 +94,10 @@ typedef struct {
   SgReduceOp reduce;
   int32_t getitem_index; /* getitem: the tuple index; otherwise -1 */
   double cost_us;        /* the graph's override; NAN when absent */
+  /* Matmuls: the SM-count target of the GEMM (the node's `sm_count` key,
+   * docs/graph-format.md; a pass may set it): run on that many SMs so that
+   * a collective beside it is not held until it ends; 0 = every SM. */
+  int32_t sm_count;
   double est_us;         /* estimate/: the node's cost in microseconds */
   SgCostSource est_src;
 } SgNode;
@@ -239,6 +245,48 @@ uint64_t sg_node_alloc_bytes (const SgGraph *g, SgNodeId id);
  * them: all_gather output, reduce_scatter input, all_reduce / all_to_all /
  * broadcast tensor. 0 for non-collectives. */
 uint64_t sg_node_comm_bytes (const SgGraph *g, SgNodeId id);
+/* True for kernels that hold every SM while they run (matmul and attention
+ * with a cost and no SM-count target): a collective issued beside one
+ * waits for it (the cost model's comm_start_wait, docs/cost-model.md). */
+static inline bool
+sg_node_holds_sms (const SgNode *n)
+{
+  SgOpClass c = sg_op_class (n->kind);
+  return (c == SG_CLASS_MATMUL && n->sm_count == 0) || c == SG_CLASS_ATTENTION;
+}
+
+/* --- schedgraph's ring ops (permute.c, docs/ops.md) ---------------------- */
+
+/* A collective_permute's arguments: over a group instance of n_ranks,
+ * group rank r sends its input to target[r] (-1: sends nothing) and
+ * receives its output from source[r] (-1: receives nothing, its output is
+ * zeros). pairs[2 i], pairs[2 i + 1] are the n_pairs (source, target)
+ * pairs in argument order. */
+typedef struct {
+  int32_t n_ranks, n_pairs;
+  int32_t *target, *source, *pairs;
+  SgTransport transport; /* kwargs.transport, default nccl */
+} SgPermute;
+
+/* Reads node @id's pairs and transport (the one reader of them) into @out,
+ * checking that the pairs form a partial permutation of its group's ranks.
+ * False with @error naming the node and the field. (transfer full) @out:
+ * sg_permute_clear() it, also after a failure. */
+bool sg_node_permute (const SgGraph *g, SgNodeId id, SgPermute *out, GError **error);
+void sg_permute_clear (SgPermute *p);
+
+/* A rank_roll's arguments: its group (index into g->groups), shift, sign
+ * (+1 or -1); block arithmetic in sg_rank_roll_block (ops.h). */
+typedef struct {
+  int32_t group;
+  int64_t shift, sign;
+} SgRankRoll;
+
+/* Reads and checks node @id's rank_roll arguments: a known group, an
+ * integer shift, sign +-1, dim 0 of the input divisible by the group size,
+ * output of the input's shape and dtype. False with @error naming the node. */
+bool sg_node_rank_roll (const SgGraph *g, SgNodeId id, SgRankRoll *out, GError **error);
+
 /* The collective a wait waits on (its first input), or SG_NO_NODE. */
 SgNodeId sg_node_wait_target (const SgGraph *g, SgNodeId wait);
 

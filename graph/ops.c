@@ -6,15 +6,17 @@
  * reduce_scatter_tensor(input, reduce_op, group_size, group_name),
  * all_reduce(input, reduce_op, group_name),
  * all_to_all_single(input, output_split_sizes, input_split_sizes, group_name),
- * broadcast(input, src, group_name).
+ * broadcast(input, src, group_name); schedgraph's own
+ * collective_permute(input, source_target_pairs, group_name) and
+ * rank_roll(input, shift, sign, group_name) (docs/ops.md).
  */
 #include "ops.h"
 
 #include <glib.h>
 #include <string.h>
 
-#define ROW(k, t, s, c) { k, t, s, c, -1, -1, -1 }
-#define COLL(k, t, s, g, n, r) { k, t, s, SG_CLASS_COLLECTIVE, g, n, r }
+#define ROW(k, t, s, c) { k, t, s, c, -1, -1, -1, -1 }
+#define COLL(k, t, s, g, n, r) { k, t, s, SG_CLASS_COLLECTIVE, g, n, r, -1 }
 
 static const SgOpInfo op_table[SG_OP_N_KINDS] = {
   ROW (SG_OP_UNKNOWN, NULL, "unknown", SG_CLASS_UNKNOWN),
@@ -94,6 +96,9 @@ static const SgOpInfo op_table[SG_OP_N_KINDS] = {
   ROW (SG_OP_WAIT, "_c10d_functional.wait_tensor.default", "wait", SG_CLASS_WAIT),
   ROW (SG_OP_BUCKET_PACK, "schedgraph.bucket_pack", "bucket_pack", SG_CLASS_BUCKET),
   ROW (SG_OP_BUCKET_UNPACK, "schedgraph.bucket_unpack", "bucket_unpack", SG_CLASS_BUCKET),
+  { SG_OP_COLLECTIVE_PERMUTE, "schedgraph.collective_permute", "collective_permute",
+    SG_CLASS_COLLECTIVE, 2, -1, -1, 1 },
+  { SG_OP_RANK_ROLL, "schedgraph.rank_roll", "rank_roll", SG_CLASS_COPY, 3, -1, -1, -1 },
 };
 
 static GHashTable *
@@ -160,6 +165,67 @@ sg_reduce_name (SgReduceOp op)
 {
   g_return_val_if_fail ((size_t)op < G_N_ELEMENTS (reduce_names), "none");
   return reduce_names[op];
+}
+
+static const char *const transport_names[SG_TRANSPORT_N] = { "nccl", "ce" };
+
+bool
+sg_transport_from_name (const char *name, SgTransport *out)
+{
+  for (int t = 0; t < SG_TRANSPORT_N; t++)
+    if (name && strcmp (name, transport_names[t]) == 0) {
+      *out = (SgTransport)t;
+      return true;
+    }
+  return false;
+}
+
+const char *
+sg_transport_name (SgTransport t)
+{
+  g_return_val_if_fail ((unsigned)t < SG_TRANSPORT_N, "nccl");
+  return transport_names[t];
+}
+
+SgPairsError
+sg_pairs_check (const int32_t *pairs, int32_t n_pairs, int32_t n_ranks, int32_t *target,
+                int32_t *source, int32_t *bad)
+{
+  for (int32_t r = 0; r < n_ranks; r++)
+    target[r] = source[r] = -1;
+  for (int32_t i = 0; i < n_pairs; i++) {
+    const int32_t s = pairs[2 * i], t = pairs[2 * i + 1];
+    *bad = i;
+    if (s < 0 || s >= n_ranks || t < 0 || t >= n_ranks)
+      return SG_PAIRS_RANGE;
+    if (target[s] >= 0)
+      return SG_PAIRS_SENDS_TWICE;
+    if (source[t] >= 0)
+      return SG_PAIRS_RECEIVES_TWICE;
+    target[s] = t;
+    source[t] = s;
+  }
+  return SG_PAIRS_OK;
+}
+
+bool
+sg_strides_dense (int ndim, const int64_t *shape, const int64_t *stride)
+{
+  int64_t want = 1;
+  for (int d = ndim - 1; d >= 0; d--) {
+    if (shape[d] != 1 && stride[d] != want)
+      return false;
+    want *= shape[d];
+  }
+  return true;
+}
+
+int64_t
+sg_rank_roll_block (int64_t b, int64_t k, int64_t shift, int64_t sign, int64_t group_rank)
+{
+  g_return_val_if_fail (k > 0, 0);
+  int64_t x = (b % k + shift % k + (sign < 0 ? -1 : 1) * (group_rank % k)) % k;
+  return x < 0 ? x + k : x;
 }
 
 static const struct {

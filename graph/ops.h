@@ -89,9 +89,13 @@ typedef enum {
   SG_OP_ALL_TO_ALL,
   SG_OP_BROADCAST,
   SG_OP_WAIT,
-  /* schedgraph's own ops, created by bucket/ (documented in docs/ops.md) */
+  /* schedgraph's own ops (docs/ops.md): bucket/'s pack and unpack, the
+   * point-to-point collective and the rank-dependent block rotation that
+   * ring decompositions need */
   SG_OP_BUCKET_PACK,
   SG_OP_BUCKET_UNPACK,
+  SG_OP_COLLECTIVE_PERMUTE,
+  SG_OP_RANK_ROLL,
   SG_OP_N_KINDS
 } SgOpKind;
 
@@ -117,9 +121,11 @@ typedef struct {
   const char *target; /* canonical str(node.target), or NULL for structure ops */
   const char *short_name; /* stable lower-case name for reports and plans */
   SgOpClass klass;
-  /* For collectives: index of the group_name argument, the group_size
-   * argument (-1 if none) and the reduce op argument (-1 if none). */
-  int8_t group_arg, size_arg, reduce_arg;
+  /* For collectives (and rank_roll, which names a group): index of the
+   * group_name argument, the group_size argument (-1 if none), the reduce
+   * op argument (-1 if none) and collective_permute's source->target pairs
+   * (-1 if none). */
+  int8_t group_arg, size_arg, reduce_arg, pairs_arg;
 } SgOpInfo;
 
 /* (transfer none) The row for @kind; never NULL for a valid kind. */
@@ -160,6 +166,42 @@ typedef enum {
 /* "sum", "avg", "max", "min", "product"; false when unknown. */
 bool sg_reduce_from_name (const char *name, SgReduceOp *out);
 const char *sg_reduce_name (SgReduceOp op);
+
+/* How a collective_permute moves its data (docs/ops.md): NCCL send/recv, or
+ * the copy engine over CUDA IPC between ranks of one node (no SMs). */
+typedef enum {
+  SG_TRANSPORT_NCCL = 0,
+  SG_TRANSPORT_CE,
+  SG_TRANSPORT_N
+} SgTransport;
+
+/* "nccl", "ce"; false when unknown. */
+bool sg_transport_from_name (const char *name, SgTransport *out);
+const char *sg_transport_name (SgTransport t);
+
+/* collective_permute's pairs rule, shared by the graph and the plan
+ * validators: @n_pairs (source, target) pairs of group ranks
+ * (pairs[2 i], pairs[2 i + 1]) over a group of @n_ranks must form a partial
+ * permutation: ranks in range, none sending twice, none receiving twice.
+ * Fills @target / @source (n_ranks entries each, -1: none). On failure
+ * *@bad is the index of the first pair that breaks it. */
+typedef enum {
+  SG_PAIRS_OK = 0,
+  SG_PAIRS_RANGE,
+  SG_PAIRS_SENDS_TWICE,
+  SG_PAIRS_RECEIVES_TWICE,
+} SgPairsError;
+SgPairsError sg_pairs_check (const int32_t *pairs, int32_t n_pairs, int32_t n_ranks,
+                             int32_t *target, int32_t *source, int32_t *bad);
+
+/* True when @ndim dims of @shape with element @stride are dense row-major
+ * (logical order = memory order; size-1 dims may have any stride). */
+bool sg_strides_dense (int ndim, const int64_t *shape, const int64_t *stride);
+
+/* schedgraph.rank_roll's block map, the one place of its arithmetic
+ * (docs/ops.md): output block @b of @k takes input block
+ * (b + shift + sign * group_rank) mod k, in [0, k). */
+int64_t sg_rank_roll_block (int64_t b, int64_t k, int64_t shift, int64_t sign, int64_t group_rank);
 
 typedef enum {
   SG_DTYPE_INVALID = 0,

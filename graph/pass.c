@@ -126,6 +126,8 @@ sg_graph_dump (const SgGraph *g, FILE *out)
       fprintf (out, " target %s", n->target);
     if (!isnan (n->cost_us))
       fprintf (out, " cost_us %.3f", n->cost_us);
+    if (n->sm_count)
+      fprintf (out, " sm_count %d", n->sm_count);
     if (n->est_src != SG_COST_NONE)
       fprintf (out, " est_us %.3f (%s)", n->est_us, sg_cost_source_name (n->est_src));
     fputc ('\n', out);

@@ -374,13 +374,26 @@ validate_collective (const SgGraph *g, SgNodeId id, GError **error)
       ok = oe == ie * size;
     else if (n->kind == SG_OP_REDUCE_SCATTER)
       ok = ie == oe * size;
-    else if (n->kind == SG_OP_ALL_REDUCE || n->kind == SG_OP_BROADCAST)
+    else if (n->kind == SG_OP_ALL_REDUCE || n->kind == SG_OP_BROADCAST
+             || n->kind == SG_OP_COLLECTIVE_PERMUTE)
       ok = ie == oe;
     if (!ok)
       VFAIL (SG_GRAPH_ERROR_GROUP,
              "node '%s': meta.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
              " in disagrees with group '%s' of %d ranks",
              n->name, oe, ie, grp->name, grp->n_ranks);
+  }
+  if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
+    const SgMeta *im = &g->nodes[in[0]].meta;
+    if (im->ndim >= 0 && n->meta.ndim >= 0 && im->dtype != n->meta.dtype)
+      VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta.dtype: %s, but its input '%s' is %s (a "
+             "collective_permute moves elements unchanged)", n->name,
+             sg_dtype_name (n->meta.dtype), g->nodes[in[0]].name, sg_dtype_name (im->dtype));
+    SgPermute p;
+    bool ok = sg_node_permute (g, id, &p, error);
+    sg_permute_clear (&p);
+    if (!ok)
+      return false;
   }
   return true;
 }
@@ -487,6 +500,17 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
              "by '%s'", n->name, g->nodes[in[0]].name, g->nodes[waits_on[in[0]] - 1].name);
     waits_on[in[0]] = (uint32_t)id + 1;
   }
+  if (n->sm_count != 0 && sg_op_class (n->kind) != SG_CLASS_MATMUL)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': sm_count: only matmuls (mm, addmm, bmm, baddbmm) "
+           "take an SM-count target, not %s", n->name, sg_op_name (n->kind));
+  if (n->sm_count < 0 || n->sm_count > SG_MAX_SM_COUNT)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': sm_count: %d is outside [0, %d]", n->name,
+           n->sm_count, SG_MAX_SM_COUNT);
+  if (n->kind == SG_OP_RANK_ROLL) {
+    SgRankRoll rr;
+    if (!sg_node_rank_roll (g, id, &rr, error))
+      return false;
+  }
   if (n->kind == SG_OP_GETITEM) {
     if (k != 1 || n->getitem_index < 0)
       VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args: getitem takes (node, index >= 0)", n->name);
@@ -533,5 +557,11 @@ sg_graph_validate (const SgGraph *g, GError **error)
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta: the graph's tensors up to here total more "
              "than 2^62 bytes", g->nodes[id].name);
   }
+  /* A point-to-point step is async like the c10d collectives, and its
+   * peers' copies are ordered only by its wait: one must follow it. */
+  for (SgNodeId id = 0; id < g->n_nodes; id++)
+    if (g->nodes[id].kind == SG_OP_COLLECTIVE_PERMUTE && waits_on[id] == 0)
+      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': no wait_tensor waits on this collective_permute "
+             "(one must follow it)", g->nodes[id].name);
   return true;
 }

@@ -4,7 +4,8 @@
  * them (format, version, world_size, rank, groups, nodes, cluster,
  * description), groups with their explicit `partition`, every node in id
  * order (the current program order) with its args and kwargs verbatim,
- * its meta (tuple metas included) and its `cost_us` override. Whatever a
+ * its meta (tuple metas included), its `cost_us` override and its
+ * `sm_count` target. Whatever a
  * pass added (bucket/'s pack, collective and unpack nodes) is written like
  * any other node, so the file loads back into the same graph. Integers are
  * written exactly (as text, not through doubles). `tools/schedgraph
@@ -75,6 +76,8 @@ node_json (const SgGraph *g, SgNodeId id)
   }
   if (!isnan (n->cost_us))
     cJSON_AddNumberToObject (o, "cost_us", n->cost_us);
+  if (n->sm_count > 0)
+    cJSON_AddNumberToObject (o, "sm_count", n->sm_count);
   return o;
 }
 

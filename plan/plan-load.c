@@ -309,6 +309,37 @@ load_op (Loader *l, const cJSON *e, int i, SgOpKind *op)
   return true;
 }
 
+/* collective_permute's transport and pairs (ranges: sg_plan_validate). */
+static bool
+load_permute (Loader *l, const cJSON *e, int i, SgPlanIns *in)
+{
+  const char *tr = get_str (l, e, "ins", i, "transport");
+  if (!tr)
+    return false;
+  if (!sg_transport_from_name (tr, &in->transport))
+    return fail (l, "ins[%d].transport: unknown transport \"%s\" (nccl, ce)", i, tr);
+  int n = 0;
+  const cJSON *pairs = get_array (l, e, "ins", i, "pairs", &n);
+  if (!pairs)
+    return false;
+  in->pairs = g_new0 (int32_t, 2 * (size_t)n + 1);
+  const cJSON *p;
+  cJSON_ArrayForEach (p, pairs)
+  {
+    int64_t s, t;
+    const int k = in->n_pairs;
+    if (!cJSON_IsArray (p) || cJSON_GetArraySize (p) != 2)
+      return fail (l, "ins[%d].pairs[%d]: expected [source, target] group ranks", i, k);
+    if (!as_int (l, cJSON_GetArrayItem (p, 0), "ins", i, "pairs", 0, INT32_MAX, &s) ||
+        !as_int (l, cJSON_GetArrayItem (p, 1), "ins", i, "pairs", 0, INT32_MAX, &t))
+      return false;
+    in->pairs[2 * k] = (int32_t)s;
+    in->pairs[2 * k + 1] = (int32_t)t;
+    in->n_pairs++;
+  }
+  return true;
+}
+
 static bool
 load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
 {
@@ -360,6 +391,12 @@ load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
     if (!target)
       return false;
     in->target = g_strdup (target);
+    /* optional: written only when set, so 0 is not a valid value */
+    const cJSON *sm = cJSON_GetObjectItemCaseSensitive (e, "sm_count");
+    int64_t v = 0;
+    if (sm && !as_int (l, sm, "ins", i, "sm_count", 1, INT32_MAX, &v))
+      return false;
+    in->sm_count = (int32_t)v;
     return true;
   }
   const char *reduce = get_str (l, e, "ins", i, "reduce");
@@ -383,7 +420,7 @@ load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
       return fail (l, "ins[%d].members[%d]: expected a node name", i, in->n_members);
     in->members[in->n_members++] = g_strdup (m->valuestring);
   }
-  return true;
+  return in->op != SG_OP_COLLECTIVE_PERMUTE || load_permute (l, e, i, in);
 }
 
 static bool

@@ -13,3 +13,6 @@ uint64_t sg_plan_fnv1a (const char *data, size_t len);
 bool sg_plan_op_from_name (const char *s, SgOpKind *out);
 /* The race rules of sg_plan_validate (plan-races.c); requires the others. */
 bool sg_plan_check_races (const SgPlan *plan, GError **error);
+/* Bytes from a value's offset to one past its last element; UINT64_MAX
+ * when that overflows (a hostile shape or stride). */
+uint64_t sg_plan_value_extent (const SgPlanValue *v);

@@ -18,6 +18,23 @@
  * Clocks: each stream has a vector clock (n_streams entries); an instruction
  * ticks its stream's entry; RECORD copies the clock into the event; WAIT
  * joins the event into the stream's clock. O(n_ins x n_streams).
+ *
+ * Across ranks (collective_permute): every rank runs the same plan (its hash
+ * is agreed), so a peer's accesses to this rank's memory are those of the
+ * same instruction on the peer. The transports bracket them inside the
+ * instruction's own execution here (docs/gpu.md "Point-to-point"): NCCL's
+ * send/recv by construction; the copy engine by its protocol, where this
+ * rank tells its source "my output is free" when its stream reaches the
+ * instruction, the source copies into it and then signals "done", and the
+ * instruction ends here only after that signal. So a peer's write of the
+ * output is ordered like this rank's own write at that instruction (the
+ * rules above cover it: the receive buffer is free, nothing reads it before
+ * the instruction's completion is waited for), and a peer's read of the
+ * input happens while this rank's instruction runs. What the bracket does
+ * not cover is checked here: the input and the output of a step must not
+ * share bytes (a peer would write the output while this rank still sends
+ * from the input), and a copy-engine step moves plain bytes, so both must
+ * be dense.
  */
 #include "plan-private.h"
 
@@ -85,6 +102,37 @@ touch (Races *r, int32_t i, int32_t v, bool write, Stamp now)
   return true;
 }
 
+/* The cross-rank rules of a collective_permute step (the contract above). */
+static bool
+p2p_step (Races *r, int32_t i)
+{
+  const SgPlan *p = r->p;
+  const SgPlanIns *in = &p->ins[i];
+  const char *nm = in->name ? in->name : "";
+  const SgPlanValue *a = &p->values[in->in[0]], *o = &p->values[in->out[0]];
+  if (a->buffer >= 0 && a->buffer == o->buffer) {
+    const uint64_t a0 = a->offset, a1 = a0 + sg_plan_value_extent (a);
+    const uint64_t o0 = o->offset, o1 = o0 + sg_plan_value_extent (o);
+    if (a0 < o1 && o0 < a1)
+      return race (r,
+                   "ins[%d] \"%s\" (collective_permute over %s): its output \"%s\" (buffers[%d] "
+                   "bytes [%" PRIu64 ", %" PRIu64 ")) overlaps its input \"%s\" (bytes [%" PRIu64
+                   ", %" PRIu64 ")): a peer writes the output while this rank still sends the input",
+                   i, nm, sg_transport_name (in->transport), o->name, o->buffer, o0, o1, a->name,
+                   a0, a1);
+  }
+  if (in->transport == SG_TRANSPORT_CE)
+    for (int k = 0; k < 2; k++) {
+      const SgPlanValue *v = k ? o : a;
+      if (!sg_strides_dense (v->ndim, v->shape, v->stride))
+        return race (r,
+                     "ins[%d] \"%s\" (collective_permute over ce): %s \"%s\" (buffers[%d]) is "
+                     "not dense: the copy engine moves the bytes of one contiguous range",
+                     i, nm, k ? "output" : "input", v->name, v->buffer);
+    }
+  return true;
+}
+
 static bool
 run (Races *r)
 {
@@ -108,6 +156,8 @@ run (Races *r)
       break;
     case SG_INS_KERNEL:
     case SG_INS_COLLECTIVE:
+      if (in->kind == SG_INS_COLLECTIVE && in->op == SG_OP_COLLECTIVE_PERMUTE && !p2p_step (r, i))
+        return false;
       for (int32_t k = 0; k < in->n_in; k++)
         if (!touch (r, i, in->in[k], false, now))
           return false;

@@ -47,10 +47,8 @@ value_numel (const SgPlanValue *v)
   return n;
 }
 
-/* Bytes from the value's offset to one past its last element;
- * UINT64_MAX when that overflows (a hostile shape or stride). */
-static uint64_t
-value_extent (const SgPlanValue *v)
+uint64_t
+sg_plan_value_extent (const SgPlanValue *v)
 {
   for (int32_t d = 0; d < v->ndim; d++)
     if (v->shape[d] == 0)
@@ -128,7 +126,7 @@ check_buffers_values (const SgPlan *p, GError **error)
                     val->name, d);
     if (val->buffer >= 0) {
       const SgPlanBuffer *bf = &p->buffers[val->buffer];
-      uint64_t ext = value_extent (val);
+      uint64_t ext = sg_plan_value_extent (val);
       if (ext > bf->bytes || val->offset > bf->bytes - ext)
         return bad (error,
                     "values[%d] \"%s\": bytes [%" PRIu64 ", %" PRIu64
@@ -229,6 +227,9 @@ check_collective (const SgPlan *p, int32_t i, GError **error)
   case SG_OP_ALL_GATHER:
     ok = ok && ni == c && no == cn;
     break;
+  case SG_OP_COLLECTIVE_PERMUTE:
+    ok = ok && ni == c && no == c;
+    break;
   case SG_OP_REDUCE_SCATTER:
     ok = ok && no == c && ni == cn;
     break;
@@ -243,6 +244,23 @@ check_collective (const SgPlan *p, int32_t i, GError **error)
                 "ins[%d] \"%s\".count %" PRId64 ": does not match %s of %" PRIu64 " -> %" PRIu64
                 " elements over %" PRIu64 " ranks",
                 i, nm, in->count, sg_op_name (in->op), ni, no, n);
+  if (in->op != SG_OP_COLLECTIVE_PERMUTE)
+    return in->n_pairs == 0 || bad (error, "ins[%d] \"%s\": pairs on a %s", i, nm,
+                                    sg_op_name (in->op));
+  if ((unsigned)in->transport >= SG_TRANSPORT_N || in->n_pairs < 0 ||
+      in->n_pairs > p->groups[in->group].n_ranks)
+    return bad (error, "ins[%d] \"%s\": transport or pair count out of range", i, nm);
+  const int32_t k = p->groups[in->group].n_ranks;
+  g_autofree int32_t *tgt = g_new (int32_t, (size_t)k), *src = g_new (int32_t, (size_t)k);
+  int32_t at = 0;
+  const SgPairsError pe = sg_pairs_check (in->pairs, in->n_pairs, k, tgt, src, &at);
+  if (pe != SG_PAIRS_OK)
+    return bad (error, "ins[%d] \"%s\".pairs[%d]: [%d, %d] %s (group %d has %d ranks)", i, nm, at,
+                in->pairs[2 * at], in->pairs[2 * at + 1],
+                pe == SG_PAIRS_RANGE         ? "is not a pair of the group's ranks"
+                : pe == SG_PAIRS_SENDS_TWICE ? "sends twice from one rank"
+                                             : "receives twice on one rank",
+                in->group, k);
   return true;
 }
 
@@ -276,6 +294,9 @@ check_ins (const SgPlan *p, GError **error)
                     in->stream);
       if ((int)in->op < 0 || in->op >= SG_OP_N_KINDS || sg_op_is_collective (in->op))
         return bad (error, "ins[%d] kernel \"%s\": op is not a kernel", i, nm);
+      if (in->sm_count != 0 && (in->sm_count < 0 || sg_op_class (in->op) != SG_CLASS_MATMUL))
+        return bad (error, "ins[%d] kernel \"%s\".sm_count %d: only a matmul takes an SM-count "
+                    "target", i, nm, in->sm_count);
       for (int32_t k = 0; k < in->n_in; k++)
         if (!use_value (&s, i, in->in[k], false, false))
           return false;

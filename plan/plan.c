@@ -45,6 +45,7 @@ sg_plan_ins_clear (SgPlanIns *ins)
   for (int32_t i = 0; i < ins->n_members; i++)
     g_free (ins->members[i]);
   g_free (ins->members);
+  g_free (ins->pairs);
   memset (ins, 0, sizeof *ins);
 }
 
@@ -246,6 +247,8 @@ put_ins (GString *s, const SgPlanIns *in)
     put_cjson (s, in->args, "[]");
     g_string_append (s, ",\"kwargs\":");
     put_cjson (s, in->kwargs, "{}");
+    if (in->kind == SG_INS_KERNEL && in->sm_count > 0)
+      put_key_int (s, ",\"sm_count\":", in->sm_count);
     if (in->kind == SG_INS_COLLECTIVE) {
       put_key_int (s, ",\"group\":", in->group);
       put_key_int (s, ",\"count\":", in->count);
@@ -260,6 +263,19 @@ put_ins (GString *s, const SgPlanIns *in)
         put_str (s, in->members[i]);
       }
       g_string_append_c (s, ']');
+      if (in->op == SG_OP_COLLECTIVE_PERMUTE) {
+        g_string_append (s, ",\"transport\":");
+        put_str (s, sg_transport_name (in->transport));
+        g_string_append (s, ",\"pairs\":[");
+        for (int32_t i = 0; i < in->n_pairs; i++) {
+          g_string_append (s, i ? ",[" : "[");
+          put_i64 (s, in->pairs[2 * i]);
+          g_string_append_c (s, ',');
+          put_i64 (s, in->pairs[2 * i + 1]);
+          g_string_append_c (s, ']');
+        }
+        g_string_append_c (s, ']');
+      }
     }
     g_string_append (s, ",\"est_us\":");
     put_us (s, in->est_us);
@@ -491,4 +507,29 @@ sg_plan_kwarg (const SgPlanIns *ins, const char *key)
   if (!ins || !ins->kwargs || !cJSON_IsObject (ins->kwargs) || !key)
     return NULL;
   return cJSON_GetObjectItemCaseSensitive (ins->kwargs, key);
+}
+
+int32_t
+sg_plan_arg_group (const SgPlan *plan, const SgPlanIns *ins)
+{
+  const int ga = sg_op_info (ins->op)->group_arg;
+  const cJSON *v = arg_at (ins, ga);
+  if (ga < 0 || !cJSON_IsString (v))
+    return -1;
+  for (int32_t g = 0; g < plan->n_groups; g++)
+    if (strcmp (plan->groups[g].name, v->valuestring) == 0)
+      return g;
+  return -1;
+}
+
+void
+sg_plan_permute_peers (const SgPlanIns *ins, int32_t me, int32_t *target, int32_t *source)
+{
+  *target = *source = -1;
+  for (int32_t i = 0; i < ins->n_pairs; i++) {
+    if (ins->pairs[2 * i] == me)
+      *target = ins->pairs[2 * i + 1];
+    if (ins->pairs[2 * i + 1] == me)
+      *source = ins->pairs[2 * i];
+  }
 }

@@ -113,6 +113,12 @@ typedef struct {
   /* bucket/: a COLLECTIVE that merges several graph collectives lists them */
   char **members;
   int32_t n_members;
+  /* COLLECTIVE collective_permute: n_pairs (source, target) pairs of group
+   * ranks, pairs[2 i] and pairs[2 i + 1], and how the data moves */
+  int32_t *pairs, n_pairs;
+  SgTransport transport;
+  /* KERNEL of a matmul: its GEMM's SM-count target; 0 = every SM */
+  int32_t sm_count;
   /* predictions from schedule/'s simulator (microseconds), -1 when none */
   double est_us, pred_start_us, pred_end_us, pred_exposed_us;
 } SgPlanIns;
@@ -183,5 +189,15 @@ bool sg_plan_arg_value (const SgPlanIns *ins, int i, int32_t *out);
 int sg_plan_arg_ints (const SgPlanIns *ins, int i, int64_t *out, int max);
 /* Keyword argument lookup; (transfer none), NULL when absent. */
 const cJSON *sg_plan_kwarg (const SgPlanIns *ins, const char *key);
+
+/* The group a kernel names in its arguments (rank_roll: the op table's
+ * group_arg), as an index into plan->groups; -1 when it names none or an
+ * unknown one. */
+int32_t sg_plan_arg_group (const SgPlan *plan, const SgPlanIns *ins);
+
+/* A collective_permute seen from group rank @me: the group rank it sends
+ * to and the one it receives from (-1: none; @me itself for a pair of one
+ * rank). */
+void sg_plan_permute_peers (const SgPlanIns *ins, int32_t me, int32_t *target, int32_t *source);
 
 G_END_DECLS

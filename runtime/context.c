@@ -143,6 +143,7 @@ sg_rt_context_clear (SgRtContext *ctx)
         MPI_Comm_free (&ctx->group_comms[g]);
   g_clear_pointer (&ctx->group_comms, g_free);
   g_clear_pointer (&ctx->group_rank, g_free);
+  g_clear_pointer (&ctx->info, g_free);
   if (ctx->world_comm != MPI_COMM_NULL)
     MPI_Comm_free (&ctx->world_comm);
 }

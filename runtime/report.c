@@ -119,6 +119,8 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
   cJSON_AddNumberToObject (root, "version", 1);
   cJSON_AddStringToObject (root, "clock", clock);
   cJSON_AddStringToObject (root, "backend", ctx->backend ? ctx->backend->name : "?");
+  if (ctx->info)
+    cJSON_AddStringToObject (root, "kernels", ctx->info);
   cJSON_AddStringToObject (root, "mode", ctx->opt.mode == SG_RT_MODE_EXACT ? "exact" : "timing");
   int32_t n_graph = 0;
   for (int32_t it = 0; it < n_iters; it++)

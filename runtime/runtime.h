@@ -87,6 +87,9 @@ typedef struct SgRtContext {
   SgRtOptions opt;
   const struct SgBackend *backend;
   void *priv; /* the backend's state, set by setup, freed by teardown */
+  /* The backend's kernel paths in one line (cuda: which attention ran, the
+   * report's "kernels"); set by setup, may stay NULL; owned (g_free). */
+  char *info;
 } SgRtContext;
 
 /* Timing of one step, filled by run_step. Collectives are listed in `ins`
@@ -145,6 +148,10 @@ extern const SgBackend sg_rt_cuda_backend;
 /* runtime/cuda/profile.c: `schedrun --profile GRAPH -o PROFILE` (docs/gpu.md).
  * Collective over MPI_COMM_WORLD; writes docs/profile-format.md on rank 0,
  * identical on every rank; an existing PROFILE is a cache. */
+/* runtime/cuda/backend.c: the CUDA backend's kernel paths in one line
+ * (schedrun --version): cuDNN attention as built and as loadable here, or
+ * the math path and why; g_free it. */
+char *sg_rt_cuda_describe (void);
 bool sg_rt_cuda_profile_requested (int argc, char **argv);
 bool sg_rt_cuda_profile_main (int *argc, char ***argv, GError **error);
 bool sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,

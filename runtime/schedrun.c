@@ -34,7 +34,7 @@ on_alarm (int sig)
 typedef struct {
   char *backend, *mode, *launch, *report, *dump, *trace;
   int iters, warmup, fail_at, fail_rank, dump_rank;
-  gboolean fail_hang;
+  gboolean fail_hang, version;
   gint64 seed;
   double timeout;
 } Args;
@@ -69,6 +69,8 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
       "the rank whose outputs --dump-outputs writes (default 0)", "R" },
     { "timeout", 0, 0, G_OPTION_ARG_DOUBLE, &a->timeout,
       "end the job when a rank runs longer than this many seconds", "SEC" },
+    { "version", 0, 0, G_OPTION_ARG_NONE, &a->version,
+      "print the version and the kernel paths of the backends (cuDNN attention or math)", NULL },
     { "fail-at-ins", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_INT, &a->fail_at,
       "test hook: --fail-rank fails at this instruction", "N" },
     { "fail-hang", 0, G_OPTION_FLAG_HIDDEN, G_OPTION_ARG_NONE, &a->fail_hang,
@@ -81,8 +83,8 @@ parse_args (int *argc, char ***argv, Args *a, SgRtOptions *opt, char **plan_path
   g_option_context_add_main_entries (oc, entries, NULL);
   bool ok = g_option_context_parse (oc, argc, argv, error);
   g_option_context_free (oc);
-  if (!ok)
-    return false;
+  if (!ok || a->version)
+    return ok;
   int world = 1;
   MPI_Comm_size (MPI_COMM_WORLD, &world);
   if (a->dump_rank < 0 || a->dump_rank >= world) {
@@ -197,6 +199,19 @@ main (int argc, char **argv)
   /* Every rank parses the same argv: the verdict is the same everywhere. */
   if (!parse_args (&argc, &argv, &a, &opt, &plan_path, &error))
     return finish (rank, rank == 0 ? error : (g_clear_error (&error), NULL), 2);
+  if (a.version) {
+    if (rank == 0) {
+      printf ("schedrun %s\nbackend cpu: reference kernels in C\n", SG_VERSION);
+#ifdef SG_HAVE_CUDA
+      char *cuda = sg_rt_cuda_describe ();
+      printf ("backend cuda: %s\n", cuda);
+      g_free (cuda);
+#else
+      printf ("backend cuda: not built (no CUDA toolkit at configure time)\n");
+#endif
+    }
+    return finish (rank, NULL, 0);
+  }
   if (opt.timeout_s > 0) {
     signal (SIGALRM, on_alarm);
     alarm ((unsigned)(opt.timeout_s + 0.999));

@@ -407,8 +407,7 @@ frontier_stop (const Run *R, SgNodeId x)
 static bool
 holds_sms (const SgSchedProblem *P, SgNodeId x)
 {
-  SgOpClass k = sg_op_class (P->g->nodes[x].kind);
-  return (k == SG_CLASS_MATMUL || k == SG_CLASS_ATTENTION) && P->cost[x] > 0.0;
+  return sg_node_holds_sms (&P->g->nodes[x]) && P->cost[x] > 0.0;
 }
 
 /* How far down the ready heap's array a shield is looked for, and how far

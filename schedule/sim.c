@@ -13,7 +13,9 @@
  * Start wait: a collective that becomes startable beside a running
  * matmul/attention kernel, or right before one starts (the kernel issued
  * after it), starts only after comm_start_wait x that kernel's remaining
- * time (Hopper GEMMs hold every SM; docs/cost-model.md section 3).
+ * time (Hopper GEMMs hold every SM; docs/cost-model.md section 3); a
+ * matmul with an SM-count target leaves SMs free and holds nothing
+ * (sg_node_holds_sms).
  * Mirrors: the runtime estimate of Inductor's overlap scheduler and XLA's
  * latency-hiding scheduler's async tracker, with contention added.
  * Requires: est_us (estimate/); comm_start_wait from the graph's cost model
@@ -296,8 +298,7 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
   double t0 = e->now;
   if (e->node_start)
     e->node_start[x] = t0;
-  SgOpClass kc = sg_op_class (e->g->nodes[x].kind);
-  bool big = kc == SG_CLASS_MATMUL || kc == SG_CLASS_ATTENTION;
+  bool big = sg_node_holds_sms (&e->g->nodes[x]);
   if (work > 0.0 && e->n_held > 0) {
     /* heads held for the next kernel: this one */
     for (int32_t grp = 0; grp < e->n_groups; grp++) {

@@ -198,6 +198,47 @@ tb_wait (SgGraph *g, const char *name, const char *coll)
                sg_dtype_name (nc->meta.dtype), ndim, dims);
 }
 
+/* A call of @target whose value has @in's shape and dtype. */
+static SgNodeId
+same_shape_call (SgGraph *g, const char *name, const char *in, const char *target,
+                 const char *args, const char *kwargs)
+{
+  const SgNode *na = node (g, in);
+  int ndim;
+  int64_t dims[SG_MAX_DIMS];
+  shape_of (g, na, &ndim, dims);
+  GString *sh = g_string_new ("");
+  for (int i = 0; i < ndim; i++)
+    g_string_append_printf (sh, "%s%" G_GINT64_FORMAT, i ? "," : "", dims[i]);
+  SgNodeId id = tb_node (g,
+                         "{\"name\":\"%s\",\"op\":\"call_function\",\"target\":\"%s\","
+                         "\"args\":%s,\"kwargs\":%s,\"meta\":{\"shape\":[%s],\"dtype\":\"%s\"}}",
+                         name, target, args, kwargs, sh->str, sg_dtype_name (na->meta.dtype));
+  g_string_free (sh, TRUE);
+  return id;
+}
+
+SgNodeId
+tb_permute (SgGraph *g, const char *name, const char *in, const char *group, const char *pairs,
+            const char *transport)
+{
+  g_autofree char *args = g_strdup_printf ("[{\"node\":\"%s\"},%s,\"%s\"]", in, pairs, group);
+  g_autofree char *kwargs = transport ? g_strdup_printf ("{\"transport\":\"%s\"}", transport)
+                                      : g_strdup ("{}");
+  return same_shape_call (g, name, in, sg_op_info (SG_OP_COLLECTIVE_PERMUTE)->target, args,
+                          kwargs);
+}
+
+SgNodeId
+tb_rank_roll (SgGraph *g, const char *name, const char *in, const char *group, int64_t shift,
+              int64_t sign)
+{
+  g_autofree char *args = g_strdup_printf ("[{\"node\":\"%s\"},%" G_GINT64_FORMAT
+                                           ",%" G_GINT64_FORMAT ",\"%s\"]",
+                                           in, shift, sign, group);
+  return same_shape_call (g, name, in, sg_op_info (SG_OP_RANK_ROLL)->target, args, "{}");
+}
+
 void
 tb_cost (SgGraph *g, SgNodeId id, double us)
 {

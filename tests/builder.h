@@ -27,6 +27,14 @@ SgNodeId tb_all_gather (SgGraph *g, const char *name, const char *in, const char
 SgNodeId tb_reduce_scatter (SgGraph *g, const char *name, const char *in, const char *group);
 SgNodeId tb_all_reduce (SgGraph *g, const char *name, const char *in, const char *group);
 SgNodeId tb_wait (SgGraph *g, const char *name, const char *coll);
+/* schedgraph.collective_permute of @in over @group: @pairs is the JSON list
+ * of [source, target] group ranks ("[[0,1],[1,0]]"), @transport "nccl" or
+ * "ce" (NULL: no kwarg). */
+SgNodeId tb_permute (SgGraph *g, const char *name, const char *in, const char *group,
+                     const char *pairs, const char *transport);
+/* schedgraph.rank_roll of @in over @group (docs/ops.md). */
+SgNodeId tb_rank_roll (SgGraph *g, const char *name, const char *in, const char *group,
+                       int64_t shift, int64_t sign);
 /* Sets the node's `cost_us` override. */
 void tb_cost (SgGraph *g, SgNodeId id, double us);
 /* The output node over @n values listed after it. */

@@ -35,6 +35,11 @@ step() {
   fi
 }
 
+# cuDNN attention (runtime/cuda/attn_cudnn.cpp) compiles where cuDNN's
+# headers are beside CUDA's and cudnn-frontend can be fetched; otherwise the
+# CUDA backend builds with the math path alone (-Dcudnn=auto).
+bash tools/setup-cudnn-frontend.sh ||
+  echo "=== cudnn-frontend unavailable: building without cuDNN attention"
 if step "configure build-ci (werror)" configure build-ci -Dwerror=true -Dcuda=auto; then
   step "build build-ci" ninja -C build-ci &&
     step "test build-ci" meson test -C build-ci --print-errorlogs "$@"

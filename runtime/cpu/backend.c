@@ -9,8 +9,11 @@
  * exchanged (all-to-all for reduce_scatter, all-gather for all_reduce) and
  * summed in group-rank order in double, rounded once, exactly as
  * tools/sgeval does; so input-order, scheduled and bucketed plans agree
- * bitwise. Between kernels the backend polls in-flight requests (MPI_Test)
- * to progress them and to time their completion.
+ * bitwise. A collective_permute is a nonblocking MPI_Isend/MPI_Irecv pair
+ * to and from the group ranks its pairs name (zeros where none sends to
+ * this rank); rank_roll is the kernel that needs this rank's group rank.
+ * Between kernels the backend polls in-flight requests (MPI_Testall) to
+ * progress them and to time their completion.
  * Requires: a plan that passed sg_plan_validate and check_plan.
  * Invalidates: nothing outside its own arena.
  */
@@ -24,7 +27,8 @@
 
 typedef struct {
   bool active;
-  MPI_Request req;
+  MPI_Request req[2]; /* collective_permute: its send and its receive */
+  int n_req;
   void *send_stage; /* packed input when not contiguous; owned */
   void *recv_stage; /* exchange buffer (reductions, strided outputs); owned */
   double start, end;
@@ -129,6 +133,12 @@ cpu_check_plan (SgRtContext *ctx, GError **error)
     for (int32_t j = 0; j < ins->n_out; j++)
       if (!check_value (p, ins, ins->out[j], error))
         return false;
+    if (ins->kind == SG_INS_KERNEL && ins->op == SG_OP_RANK_ROLL &&
+        sg_plan_arg_group (p, ins) < 0) {
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
+                   "node '%s': rank_roll names no group of the plan", node);
+      return false;
+    }
     if (ins->kind == SG_INS_KERNEL) {
       GError *e = NULL;
       if (!sg_cpu_kernel_check (ins->op, node, ins->args, ins->kwargs, &e)) {
@@ -147,6 +157,7 @@ cpu_check_plan (SgRtContext *ctx, GError **error)
       case SG_OP_REDUCE_SCATTER: sizes_ok = in == out * k; break;
       case SG_OP_ALL_REDUCE: case SG_OP_BROADCAST: sizes_ok = in == out; break;
       case SG_OP_ALL_TO_ALL: sizes_ok = in == out && in % k == 0; break;
+      case SG_OP_COLLECTIVE_PERMUTE: sizes_ok = in == out; break;
       default:
         g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
                      "node '%s': collective %s is not supported by the CPU backend", node,
@@ -284,39 +295,62 @@ coll_start (SgRtContext *ctx, int32_t i, GError **error)
   cs->start = MPI_Wtime ();
   cs->exposed = 0;
   cs->end = -1;
+  cs->n_req = 1;
   const char *what = ins->name ? ins->name : "collective";
   switch (ins->op) {
+  case SG_OP_COLLECTIVE_PERMUTE: {
+    /* point to point: the pairs name group ranks, this instance's ranks in
+     * the communicator's order; a pair of one rank and the zeros of a rank
+     * that receives nothing are finished at the wait (coll_finish) */
+    int32_t to, from;
+    const int32_t me = ctx->group_rank[ins->group];
+    sg_plan_permute_peers (ins, me, &to, &from);
+    const int bytes = (int)(n_in * es), tag = i % 32768;
+    cs->n_req = 0;
+    cs->recv_stage = g_malloc (n_out * es + 1);
+    if (to == me)
+      memcpy (cs->recv_stage, send, n_in * es);
+    else if (to >= 0)
+      MPI_TRY (MPI_Isend (send, bytes, MPI_BYTE, to, tag, comm, &cs->req[cs->n_req++]), what);
+    if (from >= 0 && from != me)
+      MPI_TRY (MPI_Irecv (cs->recv_stage, bytes, MPI_BYTE, from, tag, comm,
+                          &cs->req[cs->n_req++]), what);
+    else if (from < 0)
+      memset (cs->recv_stage, 0, n_out * es); /* raw zeros: +0.0 in every dtype */
+    break;
+  }
   case SG_OP_ALL_GATHER: {
     void *recv = out.data;
     if (!out_direct)
       recv = cs->recv_stage = g_malloc (n_out * es + 1);
     MPI_TRY (MPI_Iallgather (send, (int)(n_in * es), MPI_BYTE, recv, (int)(n_in * es), MPI_BYTE,
-                             comm, &cs->req), what);
+                             comm, &cs->req[0]), what);
     break;
   }
   case SG_OP_REDUCE_SCATTER:
     cs->recv_stage = g_malloc (n_in * es + 1);
     MPI_TRY (MPI_Ialltoall (send, (int)(n_out * es), MPI_BYTE, cs->recv_stage,
-                            (int)(n_out * es), MPI_BYTE, comm, &cs->req), what);
+                            (int)(n_out * es), MPI_BYTE, comm, &cs->req[0]), what);
     break;
   case SG_OP_ALL_REDUCE:
     cs->recv_stage = g_malloc (n_in * (uint64_t)k * es + 1);
     MPI_TRY (MPI_Iallgather (send, (int)(n_in * es), MPI_BYTE, cs->recv_stage, (int)(n_in * es),
-                             MPI_BYTE, comm, &cs->req), what);
+                             MPI_BYTE, comm, &cs->req[0]), what);
     break;
   case SG_OP_ALL_TO_ALL: {
     void *recv = out.data;
     if (!out_direct)
       recv = cs->recv_stage = g_malloc (n_out * es + 1);
     int chunk = (int)(n_in / (uint64_t)k * es);
-    MPI_TRY (MPI_Ialltoall (send, chunk, MPI_BYTE, recv, chunk, MPI_BYTE, comm, &cs->req), what);
+    MPI_TRY (MPI_Ialltoall (send, chunk, MPI_BYTE, recv, chunk, MPI_BYTE, comm, &cs->req[0]),
+             what);
     break;
   }
   case SG_OP_BROADCAST:
     cs->recv_stage = g_malloc (n_in * es + 1);
     memcpy (cs->recv_stage, send, n_in * es);
     MPI_TRY (MPI_Ibcast (cs->recv_stage, (int)(n_in * es), MPI_BYTE, broadcast_root (ctx, ins),
-                         comm, &cs->req), what);
+                         comm, &cs->req[0]), what);
     break;
   default:
     g_return_val_if_reached (false);
@@ -373,7 +407,7 @@ coll_poll (SgRtContext *ctx, GError **error)
     if (!cs->active || cs->end >= 0)
       continue;
     int done = 0;
-    MPI_TRY (MPI_Test (&cs->req, &done, MPI_STATUS_IGNORE), p->ins[i].name);
+    MPI_TRY (MPI_Testall (cs->n_req, cs->req, &done, MPI_STATUSES_IGNORE), p->ins[i].name);
     if (done)
       cs->end = MPI_Wtime ();
   }
@@ -389,7 +423,7 @@ coll_wait (SgRtContext *ctx, int32_t i, GError **error)
   double reach = MPI_Wtime ();
   bool arrived = cs->end >= 0; /* seen complete by an earlier poll */
   if (!arrived)
-    MPI_TRY (MPI_Wait (&cs->req, MPI_STATUS_IGNORE), ctx->plan->ins[i].name);
+    MPI_TRY (MPI_Waitall (cs->n_req, cs->req, MPI_STATUSES_IGNORE), ctx->plan->ins[i].name);
   coll_finish (ctx, i);
   double done = MPI_Wtime ();
   if (!arrived)
@@ -408,8 +442,11 @@ run_kernel (SgRtContext *ctx, const SgPlanIns *ins, GError **error)
   for (int32_t j = 0; j < ins->n_out; j++)
     value_tensor (ctx, ins->out[j], &o[j]);
   GError *e = NULL;
-  bool ok = sg_cpu_kernel (ins->op, ins->name, ins->args, ins->kwargs, resolve_value, ctx, o,
-                           ins->n_out, &e);
+  const int32_t g = ins->op == SG_OP_RANK_ROLL ? sg_plan_arg_group (ctx->plan, ins) : -1;
+  bool ok = g >= 0 ? sg_cpu_rank_roll (ins->name, ins->args, resolve_value, ctx,
+                                       ctx->group_rank[g], ctx->plan->groups[g].n_ranks, o, &e)
+                   : sg_cpu_kernel (ins->op, ins->name, ins->args, ins->kwargs, resolve_value,
+                                    ctx, o, ins->n_out, &e);
   if (o != outs)
     g_free (o);
   if (!ok) {

@@ -565,6 +565,8 @@ sg_cpu_kernel (SgOpKind op, const char *node, const cJSON *args, const cJSON *kw
   }
   case SG_OP_BUCKET_PACK: return run_bucket_pack (k, o);
   case SG_OP_BUCKET_UNPACK: return run_bucket_unpack (k, o);
+  case SG_OP_RANK_ROLL:
+    return kfail (k, "rank_roll depends on the rank: its caller runs sg_cpu_rank_roll");
   default:
     g_set_error (error, SG_CPU_ERROR, SG_CPU_ERROR_UNSUPPORTED,
                  "node '%s': op %s has no CPU kernel", k->node, sg_op_name (op));

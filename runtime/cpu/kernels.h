@@ -55,6 +55,12 @@ bool sg_cpu_kernel (SgOpKind op, const char *node, const cJSON *args, const cJSO
                     SgTensorResolver resolve, void *ud, SgTensor *outs, int n_out,
                     GError **error);
 
+/* schedgraph.rank_roll (docs/ops.md) as group rank @group_rank of a group
+ * of @group_size sees it: the one kernel that depends on the rank, so its
+ * callers (the CPU backend, sgeval) pass it; sg_cpu_kernel refuses the op. */
+bool sg_cpu_rank_roll (const char *node, const cJSON *args, SgTensorResolver resolve, void *ud,
+                       int32_t group_rank, int32_t group_size, SgTensor *out, GError **error);
+
 /* Whether sg_cpu_kernel runs @op at all, and for ops with argument forms
  * it rejects (attention with a bias or dropout), whether these @args do.
  * False with @error naming @node. Used before any work starts. */

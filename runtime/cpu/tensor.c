@@ -25,13 +25,7 @@ sg_tensor_numel (const SgTensor *t)
 bool
 sg_tensor_is_contiguous (const SgTensor *t)
 {
-  int64_t expect = 1;
-  for (int i = t->ndim - 1; i >= 0; i--) {
-    if (t->shape[i] != 1 && t->stride[i] != expect)
-      return false;
-    expect *= t->shape[i];
-  }
-  return true;
+  return sg_strides_dense (t->ndim, t->shape, t->stride);
 }
 
 uint64_t

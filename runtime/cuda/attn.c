@@ -341,3 +341,64 @@ sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout, const 
 fail:
   return false;
 }
+
+/* ---- a build without cuDNN: the math path above runs every attention ---- */
+
+#ifndef SG_HAVE_CUDNN
+#define SG_NO_CUDNN "this build has no cuDNN (meson -Dcudnn: cuDNN 9 headers and " \
+                    "tools/setup-cudnn-frontend.sh)"
+
+const char *
+sg_cu_dnn_built (void)
+{
+  return NULL;
+}
+
+bool
+sg_cu_dnn_load (int64_t *version, char **why)
+{
+  if (version)
+    *version = 0;
+  if (why)
+    *why = g_strdup (SG_NO_CUDNN);
+  return false;
+}
+
+SgCuDnn *
+sg_cu_dnn_new (const cudaStream_t *streams, int32_t n_streams, char **why)
+{
+  (void)streams;
+  (void)n_streams;
+  sg_cu_dnn_load (NULL, why);
+  return NULL;
+}
+
+void
+sg_cu_dnn_free (SgCuDnn *d)
+{
+  (void)d;
+}
+
+int32_t
+sg_cu_dnn_sdpa_plan (SgCuDnn *d, const SgCuSdpa *a, uint64_t *workspace, char **why)
+{
+  (void)d;
+  (void)a;
+  *workspace = 0;
+  sg_cu_dnn_load (NULL, why);
+  return -1;
+}
+
+bool
+sg_cu_dnn_sdpa_run (SgCuDnn *d, int32_t plan, int32_t stream, const SgCuSdpa *a, void *workspace,
+                    char **why)
+{
+  (void)d;
+  (void)plan;
+  (void)stream;
+  (void)a;
+  (void)workspace;
+  sg_cu_dnn_load (NULL, why);
+  return false;
+}
+#endif

@@ -9,7 +9,8 @@
  * nvFuser's host IR executor. --launch graph (the default) captures that
  * issue once into a CUDA graph and replays it, so the GPUs run the plan at
  * their own pace instead of the host's launch rate (PyTorch's CUDA graphs);
- * --launch eager issues every step from the host.
+ * --launch eager issues every step from the host. A collective_permute
+ * over the copy engine maps its peers' allocations at setup (p2p.c).
  * Measurement (CUDA events, both modes): per collective a start/end pair on
  * its stream; at each WAIT_EVENT of a collective on stream 0 a "reached"
  * event, exposed = end - reached clamped at 0 (time compute stood still);
@@ -17,6 +18,7 @@
  * of runs of kernels on stream 0 between waits.
  * Requires: sg_rt_context_init done. Invalidates: nothing.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -57,7 +59,7 @@ cuda_check_plan (SgRtContext *ctx, GError **error)
   uint64_t *need = g_new0 (uint64_t, MAX (1, plan->n_streams));
   bool ok = true;
   for (int32_t i = 0; i < plan->n_ins && ok; i++)
-    ok = sg_cu_check_ins (plan, &plan->ins[i], ctx->opt.mode == SG_RT_MODE_EXACT, need, error);
+    ok = sg_cu_check_ins (plan, &plan->ins[i], ctx->opt.mode == SG_RT_MODE_EXACT, -1, need, error);
   g_free (need);
   return ok;
 }
@@ -86,19 +88,32 @@ cuda_setup (SgRtContext *ctx, GError **error)
   st->watchdog = sg_cu_watchdog_start (st, ctx->rank);
   sg_cu_watchdog_arm (st->watchdog, step_budget (ctx->opt.timeout_s), "backend setup");
 
-  /* One allocation: arena, then per-stream scratch. */
   st->n_streams = plan->n_streams;
+  st->streams = g_new0 (cudaStream_t, st->n_streams);
+  for (int32_t s = 0; s < st->n_streams; s++)
+    SG_CU_CHECK (cudaStreamCreateWithFlags (&st->streams[s], cudaStreamNonBlocking), error, fail);
+
+  /* Attention on cuDNN where it runs (plans built here, once per shape),
+   * and every instruction's scratch; then one allocation: arena, then
+   * per-stream scratch. */
   st->scratch = g_new0 (char *, st->n_streams);
   st->scratch_bytes = g_new0 (uint64_t, st->n_streams);
   st->exact = ctx->opt.mode == SG_RT_MODE_EXACT;
   st->graph = ctx->opt.launch == SG_RT_LAUNCH_GRAPH;
+  st->dnn = sg_cu_dnn_new (st->streams, st->n_streams, &st->attn_why);
+  st->attn_plan = g_new (int32_t, MAX (1, plan->n_ins));
   for (int32_t i = 0; i < plan->n_ins; i++)
-    if (!sg_cu_check_ins (plan, &plan->ins[i], st->exact, st->scratch_bytes, error))
+    if (!sg_cu_prepare_ins (st, plan, i, st->scratch_bytes, error))
       goto fail;
+  ctx->info = sg_cu_attention_note (st);
+  if (ctx->rank == 0)
+    g_printerr ("schedrun: cuda backend: %s\n", ctx->info);
   uint64_t total = (plan->arena_bytes + 255) / 256 * 256;
   st->arena_bytes = plan->arena_bytes;
   for (int32_t s = 0; s < st->n_streams; s++)
     total += (st->scratch_bytes[s] + 255) / 256 * 256;
+  const uint64_t flags_off = total; /* the copy-engine flags (p2p.c) come last */
+  total += sg_cu_p2p_flag_bytes (plan);
   SG_CU_CHECK (cudaMalloc ((void **)&st->base, MAX (total, 256)), error, fail);
   st->arena = st->base;
   {
@@ -111,14 +126,14 @@ cuda_setup (SgRtContext *ctx, GError **error)
   if (ctx->opt.mode == SG_RT_MODE_EXACT) /* deterministic contents of never-written bytes */
     SG_CU_CHECK (cudaMemset (st->base, 0, MAX (total, 256)), error, fail);
 
-  st->streams = g_new0 (cudaStream_t, st->n_streams);
-  for (int32_t s = 0; s < st->n_streams; s++)
-    SG_CU_CHECK (cudaStreamCreateWithFlags (&st->streams[s], cudaStreamNonBlocking), error, fail);
   st->n_events = plan->n_events;
   st->events = g_new0 (cudaEvent_t, MAX (1, plan->n_events));
   if (!make_events (st->events, plan->n_events, cudaEventDisableTiming, error))
     goto fail;
   SG_CUBLAS_CHECK (cublasCreate (&st->cublas), error, fail);
+  SG_CUBLAS_CHECK (cublasLtCreate (&st->lt), error, fail);
+  st->rank = ctx->rank;
+  st->group_rank = g_memdup2 (ctx->group_rank, sizeof (int32_t) * (size_t)MAX (1, plan->n_groups));
 
   /* Measurement events. */
   st->coll_ordinal = g_new (int32_t, MAX (1, plan->n_ins));
@@ -170,7 +185,7 @@ cuda_setup (SgRtContext *ctx, GError **error)
         SG_CU_CHECK (cudaEventCreate (&st->kev[2 * i + 1]), error, fail);
       }
   }
-  if (!sg_cu_comms_init (st, ctx, error))
+  if (!sg_cu_comms_init (st, ctx, error) || !sg_cu_p2p_setup (st, ctx, flags_off, error))
     goto fail;
   SG_CU_CHECK (cudaDeviceSynchronize (), error, fail);
   sg_cu_watchdog_disarm (st->watchdog);
@@ -601,8 +616,15 @@ cuda_teardown (SgRtContext *ctx)
   if (st->exec_bare)
     cudaGraphExecDestroy (st->exec_bare);
   sg_cu_comms_destroy (st, false);
+  sg_cu_p2p_destroy (st);
+  g_free (st->group_rank);
   if (st->cublas)
     cublasDestroy (st->cublas);
+  if (st->lt)
+    cublasLtDestroy (st->lt);
+  sg_cu_dnn_free (st->dnn);
+  g_free (st->attn_plan);
+  free (st->attn_why);
   destroy_events (st->events, st->n_events);
   destroy_events (st->coll_start, n_coll);
   destroy_events (st->coll_end, n_coll);
@@ -631,6 +653,28 @@ cuda_teardown (SgRtContext *ctx)
   sg_cu_watchdog_stop (st->watchdog);
   g_free (st);
   ctx->priv = NULL;
+}
+
+char *
+sg_rt_cuda_describe (void)
+{
+  int64_t ver = 0;
+  char *why = NULL;
+  char *out;
+  if (sg_cu_dnn_load (&ver, &why))
+    out = g_strdup_printf ("CUDA %d.%d, cuBLAS GEMMs, attention on %s; libcudnn.so.9 here: "
+                           "%d.%d.%d", CUDART_VERSION / 1000, CUDART_VERSION / 10 % 100,
+                           sg_cu_dnn_built (), (int)(ver / 10000), (int)(ver / 100 % 100),
+                           (int)(ver % 100));
+  else if (sg_cu_dnn_built ())
+    out = g_strdup_printf ("CUDA %d.%d, cuBLAS GEMMs, attention on %s where libcudnn.so.9 "
+                           "loads, here the math path on cuBLAS (%s)", CUDART_VERSION / 1000,
+                           CUDART_VERSION / 10 % 100, sg_cu_dnn_built (), why ? why : "?");
+  else
+    out = g_strdup_printf ("CUDA %d.%d, cuBLAS GEMMs, attention: math path on cuBLAS (%s)",
+                           CUDART_VERSION / 1000, CUDART_VERSION / 10 % 100, why ? why : "?");
+  free (why);
+  return out;
 }
 
 const SgBackend sg_rt_cuda_backend = {

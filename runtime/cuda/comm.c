@@ -194,6 +194,11 @@ sg_cu_run_collective (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, G
     SG_NCCL_CHECK (ncclBroadcast (din.ptr, dout.ptr, count_in, t, root, comm, s), error, fail);
     break;
   }
+  case SG_OP_COLLECTIVE_PERMUTE:
+    if (!sg_cu_run_permute (st, plan, ins, &din, &dout, t, count_in,
+                            t == ncclUint8 ? 1 : sg_dtype_size ((SgDtype)in.dtype), error))
+      goto fail;
+    break;
   case SG_OP_ALL_TO_ALL: {
     /* Equal splits over dim 0 (the plan's all_to_all_single with split
      * sizes of None or all equal): one send and one receive per peer. */

@@ -109,6 +109,42 @@ cudaError_t sg_cu_spin (double us, cudaStream_t stream);
 cudaError_t sg_cu_fill_random (void *ptr, int32_t dtype, int64_t n, uint64_t seed,
                                cudaStream_t stream);
 
+/* ---- attention on cuDNN's fused SDPA (attn_cudnn.cpp; built with -Dcudnn,
+ * else attn.c's fallbacks say so and the math path runs) ---- */
+
+typedef struct SgCuDnn SgCuDnn;
+
+/* One attention call: [B, H, S, D] views (K/V may have fewer heads); @lse
+ * the fp32 log-sum-exp [B, H, Sq(, 1)] (ndim 0: none, forward only). The
+ * pointers are not part of a plan: the same plan runs any operands of the
+ * same shapes and strides. */
+typedef struct {
+  bool backward, causal;
+  bool deterministic; /* backward: cuDNN's deterministic algorithm */
+  double scale;       /* <= 0: 1/sqrt(D) */
+  SgCuTensor q, k, v, o, lse;
+  SgCuTensor dout, dq, dk, dv; /* backward */
+} SgCuSdpa;
+
+/* What this build runs attention with: a line naming cuDNN's header and
+ * cudnn-frontend versions, or NULL in a build without cuDNN. */
+const char *sg_cu_dnn_built (void);
+/* Opens libcudnn.so.9 (once): true with its cudnnGetVersion() in @version;
+ * false with why in *@why (malloc'ed) when there is none, it is not 9.x, the
+ * build has no cuDNN, or SG_CUDA_ATTENTION=math. */
+bool sg_cu_dnn_load (int64_t *version, char **why);
+/* One cuDNN handle per stream, bound to it; NULL with *@why. */
+SgCuDnn *sg_cu_dnn_new (const cudaStream_t *streams, int32_t n_streams, char **why);
+void sg_cu_dnn_free (SgCuDnn *d);
+/* The execution plan of @a's shapes (built on first use, then shared):
+ * its index and workspace bytes, or -1 with *@why when cuDNN cannot run it
+ * (fp32, a head dim that is not contiguous, no engine). Host work: call at
+ * setup, never inside a step or a capture. */
+int32_t sg_cu_dnn_sdpa_plan (SgCuDnn *d, const SgCuSdpa *a, uint64_t *workspace, char **why);
+/* Queues plan @plan on stream @stream's handle with @a's pointers. */
+bool sg_cu_dnn_sdpa_run (SgCuDnn *d, int32_t plan, int32_t stream, const SgCuSdpa *a,
+                         void *workspace, char **why);
+
 /* Number of elements of a view. */
 int64_t sg_cu_numel (const SgCuTensor *t);
 /* True when the view is dense row-major (its logical order is memory order). */
@@ -118,8 +154,9 @@ bool sg_cu_is_contiguous (const SgCuTensor *t);
 }
 #endif
 
-#ifndef __CUDACC__
+#ifndef __cplusplus
 /* ---- C side of the backend (backend.c, dispatch.c, gemm.c, comm.c) ---- */
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <glib.h>
 #include <nccl.h>
@@ -157,6 +194,7 @@ bool sg_cu_is_contiguous (const SgCuTensor *t);
   } while (0)
 
 typedef struct SgCuWatchdog SgCuWatchdog;
+typedef struct SgCuP2p SgCuP2p;
 
 /* cuBLAS workspace per stream that runs GEMMs or attention: the first bytes
  * of that stream's scratch (sized by sg_cu_check_ins). cuBLAS's own pool may
@@ -177,6 +215,12 @@ typedef struct {
   int32_t n_events;
   cublasHandle_t cublas;    /* bound per call to a stream and its workspace */
   bool exact;               /* exact mode: attention math in fp32 */
+  /* attention (sg_cu_prepare_ins): cuDNN's fused SDPA where it runs the
+   * instruction, else the math path */
+  SgCuDnn *dnn;             /* handles per stream and plans; NULL: math path only */
+  int32_t *attn_plan;       /* per instruction: its cuDNN plan, -1: math path */
+  int32_t n_attn, n_attn_dnn; /* attention instructions; of them on cuDNN */
+  char *attn_why;           /* why the first one that is not on cuDNN is not */
   /* --launch graph: step 1 is captured into a CUDA graph (step 0 runs
    * eagerly: NCCL connects, cuBLAS and lazy module loading settle), later
    * steps replay it with one cudaGraphLaunch */
@@ -204,15 +248,34 @@ typedef struct {
   double *ksamples;         /* [measured iteration][instruction] */
   int32_t n_steps;          /* run_step calls so far */
   SgCuWatchdog *watchdog;
+  /* collective_permute and rank_roll: this rank's world rank and its group
+   * rank per plan group (NULL outside a run: the profile's state) */
+  int32_t rank;
+  int32_t *group_rank;
+  SgCuP2p *p2p;             /* p2p.c: copy-engine state, NULL without ce steps */
+  cublasLtHandle_t lt;      /* GEMMs with an SM-count target */
 } SgCuState;
 
 /* A plan value as a kernel descriptor in @st's arena. */
 void sg_cu_value_tensor (const SgCuState *st, const SgPlan *plan, int32_t value, SgCuTensor *out);
 
 /* Rejects what dispatch cannot run (op, dtype, argument forms), naming the
- * node; adds to @scratch_need (bytes per stream) what the instruction needs. */
-bool sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact,
+ * node; adds to @scratch_need (bytes per stream) what the instruction needs:
+ * for attention, @attn_ws bytes (cuDNN's workspace) or, when it is < 0,
+ * the math path's scratch. */
+bool sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, int64_t attn_ws,
                       uint64_t *scratch_need, GError **error);
+/* Setup of instruction @i (the backend's and the profiler's): an attention
+ * instruction gets its cuDNN plan when @st->dnn can run it (st->attn_plan[i],
+ * counted in st->n_attn*), then sg_cu_check_ins sizes its scratch. Host work
+ * only (plans are built here, never while a step is issued or captured).
+ * SG_CUDA_ATTENTION=cudnn makes an attention instruction that cuDNN cannot
+ * run an error instead of a fallback. */
+bool sg_cu_prepare_ins (SgCuState *st, const SgPlan *plan, int32_t i, uint64_t *scratch_need,
+                        GError **error);
+/* One line: which path attention took (for the report's "kernels" and the
+ * setup message); owned by the caller. */
+char *sg_cu_attention_note (const SgCuState *st);
 /* Queues one KERNEL instruction on its stream. */
 bool sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GError **error);
 /* Queues one COLLECTIVE instruction on its stream (staging through the
@@ -250,6 +313,27 @@ bool sg_cu_sdpa_bwd (cublasHandle_t h, cudaStream_t s, const SgCuTensor *dout,
  * that are not [B, H, S, D]. */
 uint64_t sg_cu_sdpa_scratch_bytes (const SgCuTensor *q, const SgCuTensor *k, bool backward,
                                    bool fp32_math);
+
+/* sg_cu_gemm on @sm_count SMs: cuBLASLt with CUBLASLT_MATMUL_DESC_SM_COUNT_TARGET
+ * (the plan's sm_count of a matmul), its workspace @ws of @ws_bytes. */
+bool sg_cu_gemm_sms (cublasLtHandle_t lt, void *ws, uint64_t ws_bytes, int32_t sm_count,
+                     cudaStream_t stream, const SgCuTensor *a, const SgCuTensor *b,
+                     const SgCuTensor *c, float alpha, float beta, char *scratch,
+                     uint64_t scratch_bytes, GError **error);
+
+/* p2p.c: collective_permute. Bytes of the copy-engine flags the plan needs
+ * (laid out after the scratch, in the one allocation every peer maps). */
+uint64_t sg_cu_p2p_flag_bytes (const SgPlan *plan);
+/* Maps the peers of every copy-engine step (CUDA IPC handles exchanged over
+ * the groups' MPI communicators), zeroes the flags at @flags_off. Collective
+ * over each group with a ce step. */
+bool sg_cu_p2p_setup (SgCuState *st, SgRtContext *ctx, uint64_t flags_off, GError **error);
+void sg_cu_p2p_destroy (SgCuState *st);
+/* Queues one collective_permute step over dense @in / @out (@count elements
+ * of NCCL type @t, @es bytes each) on its stream, over its transport. */
+bool sg_cu_run_permute (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins,
+                        const SgCuTensor *in, const SgCuTensor *out, ncclDataType_t t,
+                        size_t count, size_t es, GError **error);
 
 /* NCCL type for @dtype; false when NCCL has none. */
 bool sg_cu_nccl_type (SgDtype dtype, ncclDataType_t *out);

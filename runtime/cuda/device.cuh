@@ -1,6 +1,8 @@
 /* device.cuh: device helpers shared by the backend's .cu files (kernels.cu,
- * attn_kernels.cu): the view descriptor, dtype loads/stores widening to
- * fp32, logical-index -> offset, a block reduction, launch sizing.
+ * reduce.cu, attn_kernels.cu): the view descriptor, dtype loads/stores
+ * widening to fp32 (per element at run time, or 16 bytes at a time for a
+ * compile-time type), logical-index -> offset, a block reduction, launch
+ * sizing.
  * Internal to runtime/cuda. Requires: cuda-private.h. Invalidates: nothing.
  */
 #pragma once
@@ -75,6 +77,38 @@ offset_of (const Desc &d, int64_t lin64)
     lin = q;
   }
   return (int64_t)off;
+}
+
+/* fp32 <-> the 16-bit and 32-bit float types, compile-time dispatch (the
+ * vectorized paths of kernels.cu and reduce.cu). */
+template <typename T> __device__ __forceinline__ float to_f (T v);
+template <> __device__ __forceinline__ float to_f<float> (float v) { return v; }
+template <> __device__ __forceinline__ float to_f<__nv_bfloat16> (__nv_bfloat16 v)
+{
+  return __bfloat162float (v);
+}
+template <> __device__ __forceinline__ float to_f<__half> (__half v) { return __half2float (v); }
+template <typename T> __device__ __forceinline__ T from_f (float v);
+template <> __device__ __forceinline__ float from_f<float> (float v) { return v; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16> (float v)
+{
+  return __float2bfloat16_rn (v);
+}
+template <> __device__ __forceinline__ __half from_f<__half> (float v) { return __float2half_rn (v); }
+
+/* The V = 16 / sizeof(T) elements at @p (16-byte aligned), one load, as fp32. */
+template <typename T, int V>
+__device__ __forceinline__ void
+load16 (const T *p, float (&v)[V])
+{
+  union {
+    uint4 u;
+    T e[V];
+  } w;
+  w.u = *reinterpret_cast<const uint4 *> (p);
+#pragma unroll
+  for (int j = 0; j < V; j++)
+    v[j] = to_f<T> (w.e[j]);
 }
 
 __device__ float

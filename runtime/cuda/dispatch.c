@@ -10,6 +10,7 @@
  * Invalidates: nothing.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda-private.h"
@@ -129,9 +130,145 @@ dtype_ok (SgDtype d)
   }
 }
 
+/* The operands of attention instruction @ins in @st's arena (NULL pointers
+ * without @st); false when they are not tensors. A forward's log-sum-exp
+ * padded beyond Sq (the memory-efficient kernel's) is viewed as its first Sq
+ * entries; one shorter than Sq is left out (no statistics). */
+static bool
+attn_args (const SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, bool deterministic,
+           SgCuSdpa *a)
+{
+  AttnSchema sc;
+  memset (a, 0, sizeof *a);
+  if (!attn_schema (ins->op, &sc))
+    return false;
+  a->backward = sc.backward;
+  a->causal = arg_bool (ins, sc.causal, false);
+  a->scale = kw_double (ins, "scale", 0.0);
+  a->deterministic = deterministic;
+  if (!arg_tensor (st, plan, ins, sc.q, &a->q) || !arg_tensor (st, plan, ins, sc.k, &a->k) ||
+      !arg_tensor (st, plan, ins, sc.v, &a->v) || a->q.ndim != 4)
+    return false;
+  if (!sc.backward) {
+    if (!out_tensor (st, plan, ins, 0, &a->o))
+      return false;
+    SgCuTensor *l = &a->lse;
+    if (!out_tensor (st, plan, ins, 1, l) || l->ndim < 3 || l->shape[2] < a->q.shape[2])
+      memset (l, 0, sizeof *l);
+    else
+      l->shape[2] = a->q.shape[2];
+    return true;
+  }
+  return arg_tensor (st, plan, ins, sc.dout, &a->dout) && arg_tensor (st, plan, ins, sc.out, &a->o) &&
+         arg_tensor (st, plan, ins, sc.lse, &a->lse) && out_tensor (st, plan, ins, 0, &a->dq) &&
+         out_tensor (st, plan, ins, 1, &a->dk) && out_tensor (st, plan, ins, 2, &a->dv);
+}
+
+/* Every tensor @ins reads or writes starts 16-byte aligned in the arena
+ * (cuDNN's kernels load 16 bytes at a time; the arena itself is 256-aligned). */
+static bool
+arena_aligned (const SgPlan *plan, const SgPlanIns *ins)
+{
+  for (int j = 0; j < ins->n_in + ins->n_out; j++) {
+    const int32_t id = j < ins->n_in ? ins->in[j] : ins->out[j - ins->n_in];
+    if (id < 0 || id >= plan->n_values || plan->values[id].buffer < 0)
+      continue;
+    const SgPlanValue *v = &plan->values[id];
+    if ((plan->buffers[v->buffer].offset + v->offset) % 16 != 0)
+      return false;
+  }
+  return true;
+}
+
+/* cuDNN's plan for attention instruction @i, or -1 with *@why. */
+static int32_t
+attn_plan (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, uint64_t *ws, char **why)
+{
+  SgCuSdpa a;
+  if (!st->dnn)
+    return -1; /* st->attn_why says why (backend setup) */
+  const char *want = g_getenv ("SG_CUDA_ATTENTION");
+  if (st->exact && !(want && strcmp (want, "cudnn") == 0)) {
+    /* exact mode keeps the CPU reference's numerics: fp32 math throughout
+     * (cuDNN rounds P and dS to bf16, which nearly one-hot softmaxes turn
+     * into 1e-1 of relative error in the gradients: docs/gpu.md) */
+    *why = g_strdup ("exact mode computes attention in fp32 (SG_CUDA_ATTENTION=cudnn: on cuDNN)");
+    return -1;
+  }
+  if (!attn_args (NULL, plan, ins, st->exact, &a)) {
+    *why = g_strdup ("operands are not tensors");
+    return -1;
+  }
+  if (!arena_aligned (plan, ins)) {
+    *why = g_strdup ("an operand is not 16-byte aligned in the arena");
+    return -1;
+  }
+  int32_t p = sg_cu_dnn_sdpa_plan (st->dnn, &a, ws, why);
+  if (p < 0 && a.deterministic) { /* exact mode: a deterministic backward, else cuDNN's default */
+    free (*why);
+    *why = NULL;
+    a.deterministic = false;
+    p = sg_cu_dnn_sdpa_plan (st->dnn, &a, ws, why);
+  }
+  return p;
+}
+
 bool
-sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, uint64_t *scratch_need,
-                 GError **error)
+sg_cu_prepare_ins (SgCuState *st, const SgPlan *plan, int32_t i, uint64_t *scratch_need,
+                   GError **error)
+{
+  const SgPlanIns *ins = &plan->ins[i];
+  int64_t ws = -1;
+  if (st->attn_plan)
+    st->attn_plan[i] = -1;
+  if (ins->kind == SG_INS_KERNEL && sg_op_class (ins->op) == SG_CLASS_ATTENTION &&
+      st->attn_plan) {
+    char *why = NULL;
+    uint64_t w = 0;
+    const int32_t p = attn_plan (st, plan, ins, &w, &why);
+    st->n_attn++;
+    if (p >= 0) {
+      st->attn_plan[i] = p;
+      st->n_attn_dnn++;
+      ws = (int64_t)w;
+    }
+    if (why && !st->attn_why)
+      st->attn_why = g_strdup_printf ("node %s: %s", ins->name ? ins->name : "?", why);
+    free (why);
+    const char *want = g_getenv ("SG_CUDA_ATTENTION");
+    if (p < 0 && want && strcmp (want, "cudnn") == 0)
+      return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins,
+                       "SG_CUDA_ATTENTION=cudnn, but cuDNN does not run it: ",
+                       st->attn_why ? st->attn_why : "?");
+  }
+  return sg_cu_check_ins (plan, ins, st->exact, ws, scratch_need, error);
+}
+
+char *
+sg_cu_attention_note (const SgCuState *st)
+{
+  int64_t ver = 0;
+  const bool loaded = st->dnn && sg_cu_dnn_load (&ver, NULL);
+  if (st->n_attn == 0)
+    return g_strdup_printf ("attention: none in the plan (%s)",
+                            loaded ? "cuDNN loaded" : "math path");
+  GString *s = g_string_new (NULL);
+  if (loaded)
+    g_string_append_printf (s, "attention: cuDNN %d.%d.%d fused SDPA on %d of %d instructions "
+                            "(%s)", (int)(ver / 10000), (int)(ver / 100 % 100), (int)(ver % 100),
+                            st->n_attn_dnn, st->n_attn, sg_cu_dnn_built ());
+  else
+    g_string_append_printf (s, "attention: math path on cuBLAS for all %d instructions",
+                            st->n_attn);
+  if (st->attn_why)
+    g_string_append_printf (s, "; %s: %s", loaded ? "math path where" : "no cuDNN",
+                            st->attn_why);
+  return g_string_free (s, FALSE);
+}
+
+bool
+sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, int64_t attn_ws,
+                 uint64_t *scratch_need, GError **error)
 {
   if (ins->kind != SG_INS_KERNEL && ins->kind != SG_INS_COLLECTIVE)
     return true;
@@ -148,7 +285,8 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, uint64_t 
     sg_cu_value_tensor (NULL, plan, ins->out[0], &o);
     ncclDataType_t nt;
     if (ins->op != SG_OP_ALL_GATHER && ins->op != SG_OP_REDUCE_SCATTER &&
-        ins->op != SG_OP_ALL_REDUCE && ins->op != SG_OP_ALL_TO_ALL && ins->op != SG_OP_BROADCAST)
+        ins->op != SG_OP_ALL_REDUCE && ins->op != SG_OP_ALL_TO_ALL && ins->op != SG_OP_BROADCAST &&
+        ins->op != SG_OP_COLLECTIVE_PERMUTE)
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "not a collective NCCL runs", NULL);
     if ((ins->op == SG_OP_REDUCE_SCATTER || ins->op == SG_OP_ALL_REDUCE) &&
         !sg_cu_nccl_type ((SgDtype)a.dtype, &nt))
@@ -193,7 +331,9 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, uint64_t 
         sg_cu_sdpa_scratch_bytes (&a, &b, s.backward, exact) == 0)
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins,
                        "attention q/k must be [B, H, S, D] with H a multiple of K's heads", NULL);
-    need = SG_CU_BLAS_WORKSPACE + sg_cu_sdpa_scratch_bytes (&a, &b, s.backward, exact) + 256;
+    need = attn_ws >= 0 ? (uint64_t)attn_ws + 256
+                        : SG_CU_BLAS_WORKSPACE + sg_cu_sdpa_scratch_bytes (&a, &b, s.backward, exact)
+                            + 256;
     break;
   }
   case SG_CLASS_REDUCTION:
@@ -363,6 +503,26 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
 {
   AttnSchema sc;
   g_return_val_if_fail (attn_schema (ins->op, &sc), false);
+  /* Tuple slots that are tensors but not out/lse (philox seeds, cumulative
+   * lengths): zero them so outputs are deterministic. */
+  for (int j = sc.backward ? 3 : 2; j < ins->n_out; j++) {
+    SgCuTensor z;
+    if (out_tensor (st, plan, ins, j, &z))
+      SG_CU_CHECK (sg_cu_map (SG_CU_FILL, &z, NULL, NULL, 0, s), error, fail);
+  }
+  const int32_t dnn_plan = st->attn_plan ? st->attn_plan[ins - plan->ins] : -1;
+  if (dnn_plan >= 0) { /* cuDNN's fused kernel, planned at setup */
+    SgCuSdpa a;
+    char *why = NULL;
+    if (!attn_args (st, plan, ins, false, &a))
+      return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "attention operands are not tensors",
+                       NULL);
+    if (sg_cu_dnn_sdpa_run (st->dnn, dnn_plan, ins->stream, &a, st->scratch[ins->stream], &why))
+      return true;
+    fail_ins (error, SG_RT_ERROR_KERNEL, ins, "", why);
+    free (why);
+    return false;
+  }
   SgCuTensor q, k, v, o, lse;
   if (!arg_tensor (st, plan, ins, sc.q, &q) || !arg_tensor (st, plan, ins, sc.k, &k) ||
       !arg_tensor (st, plan, ins, sc.v, &v))
@@ -373,13 +533,6 @@ run_attention (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, cudaStre
   uint64_t scratch_bytes;
   if (!bind_blas (st, ins, &scratch, &scratch_bytes, error))
     return false;
-  /* Tuple slots that are tensors but not out/lse (philox seeds, cumulative
-   * lengths): zero them so outputs are deterministic. */
-  for (int j = sc.backward ? 3 : 2; j < ins->n_out; j++) {
-    SgCuTensor z;
-    if (out_tensor (st, plan, ins, j, &z))
-      SG_CU_CHECK (sg_cu_map (SG_CU_FILL, &z, NULL, NULL, 0, s), error, fail);
-  }
   if (!sc.backward) {
     if (!out_tensor (st, plan, ins, 0, &o))
       return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "no output tensor", NULL);
@@ -525,6 +678,33 @@ fail:
   return false;
 }
 
+/* schedgraph.rank_roll (docs/ops.md): one block copy per group rank, by
+ * this rank's group rank (0 outside a run: the profile times the copies). */
+static bool
+run_rank_roll (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, const SgCuTensor *o,
+               cudaStream_t s, GError **error)
+{
+  SgCuTensor a;
+  int64_t shift = 0, sign = 1;
+  const int32_t g = sg_plan_arg_group (plan, ins);
+  if (!arg_tensor (st, plan, ins, 0, &a) || !sg_plan_arg_int (ins, 1, &shift) ||
+      !sg_plan_arg_int (ins, 2, &sign) || g < 0)
+    return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "rank_roll takes (input, shift, sign, group)",
+                     NULL);
+  const int64_t k = plan->groups[g].n_ranks, n = sg_cu_numel (&a), blk = n / k;
+  if (a.ndim < 1 || a.shape[0] % k != 0 || sg_cu_numel (o) != n)
+    return fail_ins (error, SG_RT_ERROR_KERNEL, ins, "rank_roll blocks do not divide", NULL);
+  const int64_t me = st->group_rank ? st->group_rank[g] : 0;
+  for (int64_t b = 0; b < k; b++)
+    SG_CU_CHECK (sg_cu_copy_range (o, b * blk, &a, sg_rank_roll_block (b, k, shift, sign, me) * blk,
+                                   blk, s),
+                 error, fail);
+  return true;
+fail:
+  g_prefix_error (error, "node %s: ", ins->name);
+  return false;
+}
+
 bool
 sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GError **error)
 {
@@ -560,7 +740,11 @@ sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GErro
     uint64_t scratch_bytes;
     if (!bind_blas (st, ins, &scratch, &scratch_bytes, error))
       return false;
-    if (!sg_cu_gemm (st->cublas, s, &a, &b, &o, alpha, beta, scratch, scratch_bytes, error))
+    if (ins->sm_count > 0 ? !sg_cu_gemm_sms (st->lt, st->scratch[ins->stream], SG_CU_BLAS_WORKSPACE,
+                                             ins->sm_count, s, &a, &b, &o, alpha, beta, scratch,
+                                             scratch_bytes, error)
+                          : !sg_cu_gemm (st->cublas, s, &a, &b, &o, alpha, beta, scratch,
+                                         scratch_bytes, error))
       goto fail;
     return true;
   }
@@ -573,6 +757,8 @@ sg_cu_run_kernel (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GErro
   case SG_CLASS_BUCKET:
     return run_bucket (st, plan, ins, &o, s, error);
   case SG_CLASS_COPY:
+    if (ins->op == SG_OP_RANK_ROLL)
+      return run_rank_roll (st, plan, ins, &o, s, error);
     if (ins->op == SG_OP_CAT) {
       const cJSON *list = arg_item (ins, 0);
       int64_t dim = 0;

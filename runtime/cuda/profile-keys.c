@@ -96,7 +96,8 @@ sg_cu_prof_node_key (const SgGraph *g, SgNodeId id, int32_t n_nodes_of_group, Ke
                                ks[2], qs[3], causal ? "true" : "false");
     return true;
   }
-  if (klass == SG_CLASS_COLLECTIVE) {
+  /* (collective_permute steps are not measured: the model prices them) */
+  if (klass == SG_CLASS_COLLECTIVE && n->kind != SG_OP_COLLECTIVE_PERMUTE) {
     const uint64_t bytes = sg_node_comm_bytes (g, id);
     const SgMeta *in = sg_cu_prof_in_meta (g, id, 0);
     if (bytes == 0 || !in || n->group < 0 || n->group_size < 2)
@@ -110,8 +111,10 @@ sg_cu_prof_node_key (const SgGraph *g, SgNodeId id, int32_t n_nodes_of_group, Ke
                                n->group_size, n_nodes_of_group);
     return true;
   }
-  if (klass == SG_CLASS_POINTWISE || klass == SG_CLASS_REDUCTION || klass == SG_CLASS_COPY ||
-      klass == SG_CLASS_CREATION || klass == SG_CLASS_BUCKET) {
+  /* (rank_roll needs its group, which a one-instruction plan lacks: the
+   * model prices that copy) */
+  if ((klass == SG_CLASS_POINTWISE || klass == SG_CLASS_REDUCTION || klass == SG_CLASS_COPY ||
+       klass == SG_CLASS_CREATION || klass == SG_CLASS_BUCKET) && n->kind != SG_OP_RANK_ROLL) {
     const uint64_t bytes = sg_node_alloc_bytes (g, id);
     if (bytes == 0)
       return false;

@@ -16,6 +16,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda-private.h"
@@ -43,6 +44,7 @@ typedef struct {
   cudaStream_t stream;
   cudaEvent_t *ev; /* 2 * iters */
   cublasHandle_t cublas;
+  SgCuDnn *dnn; /* cuDNN attention as schedrun runs it; NULL: the math path */
 } Timer;
 
 /* Storage extent (elements) of a strided meta. */
@@ -154,8 +156,12 @@ time_compute (const SgGraph *g, SgNodeId id, Timer *t, double *us, GError **erro
   p.ins = &ins;
   p.n_ins = 1;
   uint64_t scratch = 0;
-  if (!sg_cu_check_ins (&p, &ins, false, &scratch, error))
+  int32_t attn_plan = -1;
+  st.dnn = t->dnn;
+  st.attn_plan = &attn_plan;
+  if (!sg_cu_prepare_ins (&st, &p, 0, &scratch, error))
     goto out;
+  free (st.attn_why);
   SG_CU_CHECK (cudaMalloc ((void **)&base, arena + scratch + 256), error, out);
   /* random contents in [-1, 1): GEMM speed and power depend on the data */
   for (int32_t v = 0; v < p.n_values; v++) {
@@ -504,6 +510,15 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
     SG_CU_CHECK (cudaEventCreate (&t.ev[i]), error, out);
   SG_CUBLAS_CHECK (cublasCreate (&t.cublas), error, out);
   SG_CUBLAS_CHECK (cublasSetStream (t.cublas, t.stream), error, out);
+  {
+    char *why = NULL;
+    t.dnn = sg_cu_dnn_new (&t.stream, 1, &why);
+    if (rank == 0)
+      fprintf (stderr, "schedrun --profile: attention on %s%s%s\n",
+               t.dnn ? "cuDNN's fused SDPA where it runs" : "the math path (",
+               t.dnn ? "" : why, t.dnn ? "" : ")");
+    free (why);
+  }
   if (!all_ok (comms_init (g, rank, &comms, error)))
     goto out;
   wd_state.comms = comms.comms;
@@ -595,6 +610,7 @@ out:
   comms_clear (&comms, !ok);
   if (t.cublas)
     cublasDestroy (t.cublas);
+  sg_cu_dnn_free (t.dnn);
   for (int32_t i = 0; t.ev && i < 2 * iters; i++)
     if (t.ev[i])
       cudaEventDestroy (t.ev[i]);

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "builder.h"
@@ -93,7 +94,7 @@ START_TEST (check_rejects_an_unknown_target_naming_the_node)
     kernel_ins ("custom_7", SG_OP_UNKNOWN, "mylib.fused_thing.default", "[]", &out, 1);
   uint64_t need[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_ptr_nonnull (strstr (error->message, "custom_7"));
   ck_assert_ptr_nonnull (strstr (error->message, "mylib.fused_thing.default"));
   g_error_free (error);
@@ -114,7 +115,7 @@ START_TEST (check_rejects_attention_with_dropout)
   SgPlanIns ins = kernel_ins ("sdpa_3", SG_OP_SDPA_FLASH, "f", args, &out, 1);
   uint64_t need[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_ptr_nonnull (strstr (error->message, "sdpa_3"));
   ck_assert_ptr_nonnull (strstr (error->message, "dropout"));
   g_error_free (error);
@@ -122,35 +123,93 @@ START_TEST (check_rejects_attention_with_dropout)
 }
 END_TEST
 
-START_TEST (check_plans_attention_backward_scratch_larger_in_exact_mode)
+/* A cudnn attention backward of q/k/v/out [1, 4, 128, 64] bf16, causal:
+ * (dout, q, k, v, out, lse, seed, offset, bias, cq, ck, mq, mk, p, causal). */
+static SgPlanIns
+attention_backward_plan (MiniPlan *m, int32_t *outs)
 {
-  MiniPlan m;
-  mini_init (&m);
-  const int64_t s[] = { 1, 4, 128, 64 };
-  int32_t ids[6];
-  for (int i = 0; i < 6; i++)
-    ids[i] = mini_value (&m, SG_DTYPE_BF16, 4, s);
-  const int64_t sl[] = { 1, 4, 128, 1 };
-  const int32_t lse = mini_value (&m, SG_DTYPE_F32, 4, sl);
-  int32_t outs[3];
+  const int64_t s[] = { 1, 4, 128, 64 }, sl[] = { 1, 4, 128, 1 };
+  int32_t ids[5];
+  for (int i = 0; i < 5; i++)
+    ids[i] = mini_value (m, SG_DTYPE_BF16, 4, s);
+  const int32_t lse = mini_value (m, SG_DTYPE_F32, 4, sl);
   for (int i = 0; i < 3; i++)
-    outs[i] = mini_value (&m, SG_DTYPE_BF16, 4, s);
-  /* cudnn backward: (dout, q, k, v, out, lse, seed, offset, bias, cq, ck, mq, mk, p, causal) */
+    outs[i] = mini_value (m, SG_DTYPE_BF16, 4, s);
   char args[320];
   g_snprintf (args, sizeof args,
               "[{\"value\": %d}, {\"value\": %d}, {\"value\": %d}, {\"value\": %d}, "
               "{\"value\": %d}, {\"value\": %d}, null, null, null, null, null, 128, 128, 0.0, "
               "true]",
               ids[0], ids[1], ids[2], ids[3], ids[4], lse);
-  SgPlanIns ins = kernel_ins ("bwd", SG_OP_SDPA_CUDNN_BWD, "b", args, outs, 3);
+  return kernel_ins ("bwd", SG_OP_SDPA_CUDNN_BWD, "b", args, outs, 3);
+}
+
+START_TEST (check_plans_attention_backward_scratch_larger_in_exact_mode)
+{
+  MiniPlan m;
+  mini_init (&m);
+  int32_t outs[3];
+  SgPlanIns ins = attention_backward_plan (&m, outs);
   uint64_t timing[2] = { 0, 0 }, exact[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (sg_cu_check_ins (&m.p, &ins, false, timing, &error));
-  ck_assert (sg_cu_check_ins (&m.p, &ins, true, exact, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, timing, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, true, -1, exact, &error));
   /* scores, dP (fp32) and P/dS of 4 x 128 x 128 at least */
   ck_assert_uint_ge (timing[0], 3ull * 4 * 128 * 128 * 4 / 2);
   ck_assert_uint_gt (exact[0], timing[0]);
   ck_assert_uint_eq (timing[1], 0);
+  ins_clear (&ins);
+}
+END_TEST
+
+START_TEST (attention_keeps_the_math_path_without_cudnn_and_says_why)
+{
+  MiniPlan m;
+  mini_init (&m);
+  int32_t outs[3];
+  SgPlanIns ins = attention_backward_plan (&m, outs);
+  m.p.ins = &ins;
+  m.p.n_ins = 1;
+  SgCuState st;
+  memset (&st, 0, sizeof st);
+  int32_t plan = 7;
+  st.attn_plan = &plan;
+  st.attn_why = g_strdup ("no libcudnn here");
+  uint64_t need[2] = { 0, 0 }, math[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_prepare_ins (&st, &m.p, 0, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, math, &error));
+  ck_assert_int_eq (plan, -1);
+  ck_assert_int_eq (st.n_attn, 1);
+  ck_assert_int_eq (st.n_attn_dnn, 0);
+  ck_assert_uint_eq (need[0], math[0]);
+  char *note = sg_cu_attention_note (&st);
+  ck_assert_ptr_nonnull (strstr (note, "math path"));
+  ck_assert_ptr_nonnull (strstr (note, "no libcudnn here"));
+  g_free (note);
+  /* SG_CUDA_ATTENTION=cudnn: an instruction cuDNN does not run is an error */
+  g_setenv ("SG_CUDA_ATTENTION", "cudnn", TRUE);
+  ck_assert (!sg_cu_prepare_ins (&st, &m.p, 0, need, &error));
+  g_unsetenv ("SG_CUDA_ATTENTION");
+  ck_assert_ptr_nonnull (strstr (error->message, "bwd"));
+  g_error_free (error);
+  free (st.attn_why);
+  ins_clear (&ins);
+}
+END_TEST
+
+START_TEST (attention_on_cudnn_needs_only_its_workspace)
+{
+  MiniPlan m;
+  mini_init (&m);
+  int32_t outs[3];
+  SgPlanIns ins = attention_backward_plan (&m, outs);
+  uint64_t math[2] = { 0, 0 }, dnn[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, math, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, 4096, dnn, &error));
+  ck_assert_uint_ge (dnn[0], 4096);
+  ck_assert_uint_lt (dnn[0], math[0] / 4); /* no scores, no cuBLAS workspace */
   ins_clear (&ins);
 }
 END_TEST
@@ -175,7 +234,7 @@ START_TEST (check_rejects_a_reduction_collective_nccl_cannot_reduce)
   ins.reduce = SG_REDUCE_SUM;
   uint64_t need[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (!sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_ptr_nonnull (strstr (error->message, "rs_2"));
   g_error_free (error);
 }
@@ -199,16 +258,49 @@ START_TEST (check_stages_a_strided_collective_input_on_its_stream)
   ins.n_out = 1;
   uint64_t need[2] = { 0, 0 };
   GError *error = NULL;
-  ck_assert (sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_uint_eq (need[1], 0); /* dense: no staging */
   /* the input as a transposed view: staged */
   m.values[in].shape[0] = 16;
   m.values[in].shape[1] = 8;
   m.values[in].stride[0] = 1;
   m.values[in].stride[1] = 16;
-  ck_assert (sg_cu_check_ins (&m.p, &ins, false, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins, false, -1, need, &error));
   ck_assert_uint_ge (need[1], 8 * 16 * 2);
   ck_assert_uint_eq (need[0], 0);
+}
+END_TEST
+
+START_TEST (check_accepts_permute_steps_and_sizes_their_flags)
+{
+  MiniPlan m;
+  mini_init (&m);
+  const int64_t s[] = { 8, 16 };
+  int32_t in = mini_value (&m, SG_DTYPE_BF16, 2, s), out = mini_value (&m, SG_DTYPE_BF16, 2, s);
+  int32_t pairs[] = { 0, 1, 1, 0 };
+  SgPlanIns ins[2];
+  memset (ins, 0, sizeof ins);
+  for (int k = 0; k < 2; k++) {
+    ins[k].kind = SG_INS_COLLECTIVE;
+    ins[k].stream = 1;
+    ins[k].name = (char *)"p";
+    ins[k].op = SG_OP_COLLECTIVE_PERMUTE;
+    ins[k].in = &in;
+    ins[k].n_in = 1;
+    ins[k].out = &out;
+    ins[k].n_out = 1;
+    ins[k].pairs = pairs;
+    ins[k].n_pairs = 2;
+    ins[k].transport = k ? SG_TRANSPORT_CE : SG_TRANSPORT_NCCL;
+  }
+  uint64_t need[2] = { 0, 0 };
+  GError *error = NULL;
+  ck_assert (sg_cu_check_ins (&m.p, &ins[0], false, -1, need, &error));
+  ck_assert (sg_cu_check_ins (&m.p, &ins[1], false, -1, need, &error));
+  ck_assert_uint_eq (need[1], 0);
+  m.p.ins = ins;
+  m.p.n_ins = 2;
+  ck_assert_uint_eq (sg_cu_p2p_flag_bytes (&m.p), 2 * sizeof (uint32_t)); /* the ce step only */
 }
 END_TEST
 
@@ -397,8 +489,11 @@ suite (void)
   tcase_add_test (tc, check_rejects_an_unknown_target_naming_the_node);
   tcase_add_test (tc, check_rejects_attention_with_dropout);
   tcase_add_test (tc, check_plans_attention_backward_scratch_larger_in_exact_mode);
+  tcase_add_test (tc, attention_keeps_the_math_path_without_cudnn_and_says_why);
+  tcase_add_test (tc, attention_on_cudnn_needs_only_its_workspace);
   tcase_add_test (tc, check_rejects_a_reduction_collective_nccl_cannot_reduce);
   tcase_add_test (tc, check_stages_a_strided_collective_input_on_its_stream);
+  tcase_add_test (tc, check_accepts_permute_steps_and_sizes_their_flags);
   tcase_add_test (tc, gemm_stages_only_views_neither_row_nor_column_major);
   tcase_add_test (tc, profile_keys_are_the_distinct_shapes_of_the_graph);
   tcase_add_test (tc, profile_text_reads_back_through_the_cache_identically);

@@ -421,7 +421,7 @@ START_TEST (groups_spanning_nodes_are_slower)
   SgCostSource src;
   ck_assert (sg_cost_collective_us (cm, SG_OP_ALL_GATHER, SG_DTYPE_BF16, 1u << 28, 16, 2, &src) >
              sg_cost_collective_us (cm, SG_OP_ALL_GATHER, SG_DTYPE_BF16, 1u << 28, 8, 1, &src));
-  ck_assert (sg_cost_sendrecv_us (cm, 1u << 26, false) > sg_cost_sendrecv_us (cm, 1u << 26, true));
+  ck_assert (sg_cost_p2p_us (cm, SG_TRANSPORT_NCCL, 1u << 26, false) > sg_cost_p2p_us (cm, SG_TRANSPORT_NCCL, 1u << 26, true));
   ck_assert (sg_cost_collective_us (cm, SG_OP_ALL_TO_ALL, SG_DTYPE_BF16, 1u << 28, 16, 2, &src) >
              sg_cost_collective_us (cm, SG_OP_ALL_TO_ALL, SG_DTYPE_BF16, 1u << 28, 8, 1, &src));
   ck_assert (sg_cost_collective_us (cm, SG_OP_BROADCAST, SG_DTYPE_BF16, 1u << 28, 8, 1, &src) > 0);

@@ -78,7 +78,7 @@ START_TEST (written_samples_load_back_the_same)
 }
 END_TEST
 
-START_TEST (written_graph_keeps_tuples_costs_partition_and_big_ints)
+START_TEST (written_graph_keeps_tuples_costs_sm_counts_partition_and_big_ints)
 {
   const char *text =
       "{\"format\":\"schedgraph.graph\",\"version\":1,\"world_size\":4,\"rank\":1,"
@@ -94,6 +94,9 @@ START_TEST (written_graph_keeps_tuples_costs_partition_and_big_ints)
       "\"meta\":{\"shape\":[8,8],\"dtype\":\"float32\"},\"cost_us\":12.5},"
       "{\"name\":\"w\",\"op\":\"call_function\",\"target\":\"_c10d_functional.wait_tensor.default\","
       "\"args\":[{\"node\":\"ag\"}],\"meta\":{\"shape\":[8,8],\"dtype\":\"float32\"}},"
+      "{\"name\":\"mm\",\"op\":\"call_function\",\"target\":\"aten.mm.default\","
+      "\"args\":[{\"node\":\"w\"},{\"node\":\"w\"}],\"sm_count\":66,"
+      "\"meta\":{\"shape\":[8,8],\"dtype\":\"float32\"}},"
       "{\"name\":\"tu\",\"op\":\"call_function\",\"target\":\"my.op\","
       "\"args\":[{\"node\":\"w\"},[1,{\"k\":null}]],\"kwargs\":{\"f\":0.25},"
       "\"meta\":{\"tuple\":[{\"shape\":[8],\"dtype\":\"bfloat16\"},null]}},"
@@ -109,12 +112,30 @@ START_TEST (written_graph_keeps_tuples_costs_partition_and_big_ints)
   ck_assert_ptr_nonnull (strstr (out, "\"partition\":[[0,3],[1,2]]"));
   ck_assert_ptr_nonnull (strstr (out, "\"shape\":[4503599627370497],\"stride\":[1]"));
   ck_assert_ptr_nonnull (strstr (out, "\"cost_us\":12.5"));
+  ck_assert_ptr_nonnull (strstr (out, "\"sm_count\":66"));
   ck_assert_ptr_nonnull (strstr (out, "\"tuple\":[{\"shape\":[8],\"stride\":[1],"
                                       "\"dtype\":\"bfloat16\"},null]"));
   ck_assert_ptr_nonnull (strstr (out, "\"args\":[{\"node\":\"w\"},[1,{\"k\":null}]],"
                                       "\"kwargs\":{\"f\":0.25}"));
   ck_assert_ptr_nonnull (strstr (out, "\"description\":\"hand-made\""));
   ck_assert_ptr_null (strstr (out, "\"cluster\""));
+}
+END_TEST
+
+START_TEST (ring_ops_load_back_with_their_pairs_and_transport)
+{
+  g_autoptr (SgGraph) g = tb_new (4);
+  tb_group (g, "tp", 4, 0, 1, 2, 3);
+  tb_input (g, "x", "float32", 2, (int64_t)8, (int64_t)4);
+  tb_permute (g, "p", "x", "tp", "[[0,1],[1,2],[2,3],[3,0]]", "ce");
+  tb_wait (g, "p_w", "p");
+  tb_rank_roll (g, "roll", "p_w", "tp", 1, -1);
+  tb_output (g, 1, "roll");
+  assert_valid (g);
+  g_autofree char *out = assert_round_trip (g);
+  ck_assert_ptr_nonnull (strstr (out, "[[0,1],[1,2],[2,3],[3,0]]"));
+  ck_assert_ptr_nonnull (strstr (out, "\"transport\":\"ce\""));
+  ck_assert_ptr_nonnull (strstr (out, "\"target\":\"schedgraph.rank_roll\""));
 }
 END_TEST
 
@@ -143,7 +164,8 @@ write_suite (void)
   TCase *t = tcase_create ("write");
   tcase_set_timeout (t, 60);
   tcase_add_test (t, written_samples_load_back_the_same);
-  tcase_add_test (t, written_graph_keeps_tuples_costs_partition_and_big_ints);
+  tcase_add_test (t, written_graph_keeps_tuples_costs_sm_counts_partition_and_big_ints);
+  tcase_add_test (t, ring_ops_load_back_with_their_pairs_and_transport);
   tcase_add_test (t, bucketed_graph_writes_its_bucket_ops_and_loads_back);
   suite_add_tcase (s, t);
   return s;

@@ -1,8 +1,8 @@
 #!/bin/sh
 # e2e.sh: the runtime's semantics proof and reliability tests under mpirun.
 #
-#   e2e.sh MODE SCHEDRUN SGEVAL MKPLAN SCHEDGRAPH GRAPHGEN DATADIR
-#   MODE: samples | graphgen | np8 | faults | dev8 (slow, not in meson)
+#   e2e.sh MODE SCHEDRUN SGEVAL MKPLAN SCHEDGRAPH GRAPHGEN DATADIR [MKRING]
+#   MODE: samples | graphgen | np8 | ring | faults | dev8 (slow, not in meson)
 #
 # samples/graphgen/np8: for each graph, the plans of the input order
 # (schedgraph --no-reorder --no-bucket), of the schedule (--no-bucket), of
@@ -12,10 +12,13 @@
 # single-process evaluation: bitwise, else within 1e-5 relative (reported).
 # Until schedgraph -o exists in a build, the input-order plan comes from
 # mkplan (codegen directly) and the scheduled plans are reported as skipped.
+# ring (issue 13): at 2, 4 and 8 ranks, collective_permute ring
+# formulations (tests/runtime/mkring.c) against all_gather -> mm (bitwise)
+# and mm -> reduce_scatter (within 1e-5), each also against sgeval.
 # faults: plan hash / world size disagreement, corrupt and truncated plans,
 # an op the backend cannot run, an injected mid-run failure (no hang).
 set -u
-MODE=$1 SCHEDRUN=$2 SGEVAL=$3 MKPLAN=$4 SCHEDGRAPH=$5 GRAPHGEN=$6 DATA=$7
+MODE=$1 SCHEDRUN=$2 SGEVAL=$3 MKPLAN=$4 SCHEDGRAPH=$5 GRAPHGEN=$6 DATA=$7 MKRING=${8:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 # OpenMPI's own allocations at exit are unsymbolizable leaks for LSan in a
@@ -156,6 +159,42 @@ np8)
   gen d2t4 --dp 2 --tp 4 && check_graph "$T/d2t4.json" 8 dp2xtp4
   gen d2t4ar --dp 2 --tp 4 --tp-mode allreduce && check_graph "$T/d2t4ar.json" 8 dp2xtp4-allreduce
   gen fsdp8 --dp 8 && check_graph "$T/fsdp8.json" 8 fsdp8
+  ;;
+ring)
+  # world:tp:dtype; 8 ranks: two instances of a tp group of 4. The
+  # references (all_gather, reduce_scatter) are sgeval's evaluations.
+  for v in 2:2:float32 4:4:bfloat16 8:4:float32; do
+    np=${v%%:*} rest=${v#*:} tp=${rest%%:*} dt=${rest#*:}
+    d="$T/ring$np" last=$((np - 1))
+    mkdir -p "$d" && "$MKRING" "$d" "$np" "$tp" "$dt" || { fail "mkring $v"; continue; }
+    for gname in ag_ring rs_ring part; do
+      check_graph "$d/$gname.json" "$np" "ring$np-$gname"
+    done
+    for r in ag rs; do
+      for rank in 0 $last; do
+        "$SGEVAL" "$d/${r}_ref.json" --rank $rank --dump-outputs "$d/${r}_ref.$rank" ||
+          fail "sgeval ${r}_ref"
+      done
+      for tag in a b c s; do
+        run="$T/ring$np-${r}_ring.$tag.run"
+        [ -d "$run" ] || continue
+        if [ $r = ag ]; then
+          if out=$("$SGEVAL" --compare --bitwise "$run" "$d/ag_ref.0"); then
+            echo "ok   ring$np ($dt): all_gather->mm as $((tp - 1)) permutes, plan $tag, bitwise: $out"
+          else
+            fail "ring$np ($dt) plan $tag: all_gather->mm ring not bitwise equal: $out"
+          fi
+        else
+          agree "$run" "$d/rs_ref.0" "ring$np: mm->reduce_scatter as $((tp - 1)) permutes, plan $tag"
+        fi
+      done
+    done
+    if out=$("$SGEVAL" --compare --bitwise "$T/ring$np-ag_ring.c.run$last" "$d/ag_ref.$last"); then
+      echo "ok   ring$np: rank $last's all_gather->mm ring bitwise: $out"
+    else
+      fail "ring$np: rank $last's all_gather->mm ring: $out"
+    fi
+  done
   ;;
 dev8)
   # Not registered with meson (about 5 minutes on 2 cores): the PyTorch-

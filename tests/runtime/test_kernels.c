@@ -416,6 +416,69 @@ START_TEST (inputs_depend_on_name_rank_and_seed_only)
 }
 END_TEST
 
+/* Each output element is one dot product summed k ascending, so an
+ * M-chunked (all_gather -> mm decomposed) or N-chunked mm gives the same
+ * bits as one mm; 7 rows exercise both the four-row and the single-row
+ * paths of the loop. A K-chunked mm is not claimed (partial sums). */
+START_TEST (mm_rows_and_columns_do_not_depend_on_chunking)
+{
+  float a[7 * 13], b[13 * 5], full[7 * 5], part[7 * 5];
+  for (int i = 0; i < 7 * 13; i++)
+    a[i] = (float)sin (0.37 * i + 0.1);
+  for (int i = 0; i < 13 * 5; i++)
+    b[i] = (float)cos (0.91 * i);
+  Table tb = { 0 };
+  add (&tb, "a", f32 (a, 2, (int64_t[]){ 7, 13 }));
+  add (&tb, "b", f32 (b, 2, (int64_t[]){ 13, 5 }));
+  SgTensor out = f32 (full, 2, (int64_t[]){ 7, 5 });
+  ck_assert (run (SG_OP_MM, &tb, "[{\"node\":\"a\"},{\"node\":\"b\"}]", NULL, &out, 1, NULL));
+  const int cuts[][2] = { { 0, 3 }, { 3, 7 }, { 0, 1 }, { 1, 6 }, { 6, 7 } };
+  for (size_t c = 0; c < G_N_ELEMENTS (cuts); c++) { /* rows [r0, r1) of a */
+    const int r0 = cuts[c][0], r1 = cuts[c][1];
+    tb.items[0].t = f32 (a + r0 * 13, 2, (int64_t[]){ r1 - r0, 13 });
+    SgTensor o = f32 (part, 2, (int64_t[]){ r1 - r0, 5 });
+    ck_assert (run (SG_OP_MM, &tb, "[{\"node\":\"a\"},{\"node\":\"b\"}]", NULL, &o, 1, NULL));
+    ck_assert (memcmp (part, full + r0 * 5, sizeof (float) * (size_t)(r1 - r0) * 5) == 0);
+  }
+  tb.items[0].t = f32 (a, 2, (int64_t[]){ 7, 13 });
+  for (int c0 = 0; c0 < 5; c0 += 2) { /* columns [c0, c0 + 2) of b as a strided view */
+    const int w = MIN (2, 5 - c0);
+    SgTensor bv = f32 (b + c0, 2, (int64_t[]){ 13, w });
+    bv.stride[0] = 5;
+    tb.items[1].t = bv;
+    SgTensor o = f32 (part, 2, (int64_t[]){ 7, w });
+    ck_assert (run (SG_OP_MM, &tb, "[{\"node\":\"a\"},{\"node\":\"b\"}]", NULL, &o, 1, NULL));
+    for (int r = 0; r < 7; r++)
+      ck_assert (memcmp (part + r * w, full + r * 5 + c0, sizeof (float) * (size_t)w) == 0);
+  }
+}
+END_TEST
+
+START_TEST (rank_roll_rotates_blocks_by_group_rank)
+{
+  float x[8], y[8];
+  for (int i = 0; i < 8; i++)
+    x[i] = (float)i;
+  Table tb = { 0 };
+  add (&tb, "x", f32 (x, 2, (int64_t[]){ 4, 2 }));
+  SgTensor out = f32 (y, 2, (int64_t[]){ 4, 2 });
+  cJSON *args = cJSON_Parse ("[{\"node\":\"x\"},0,-1,\"tp\"]");
+  /* group rank 1 of 4, sign -1: out block b = x block (b - 1) mod 4 */
+  ck_assert (sg_cpu_rank_roll ("rr", args, resolve, &tb, 1, 4, &out, NULL));
+  const float want[8] = { 6, 7, 0, 1, 2, 3, 4, 5 };
+  ck_assert (memcmp (y, want, sizeof want) == 0);
+  GError *e = NULL;
+  ck_assert (!sg_cpu_rank_roll ("rr", args, resolve, &tb, 1, 3, &out, &e)); /* 4 rows, 3 blocks */
+  ck_assert (strstr (e->message, "node 'rr'"));
+  g_clear_error (&e);
+  SgTensor o2 = out;
+  ck_assert (!sg_cpu_kernel (SG_OP_RANK_ROLL, "rr", args, NULL, resolve, &tb, &o2, 1, &e));
+  ck_assert (strstr (e->message, "rank_roll depends on the rank"));
+  g_clear_error (&e);
+  cJSON_Delete (args);
+}
+END_TEST
+
 static Suite *
 kernels_suite (void)
 {
@@ -432,6 +495,8 @@ kernels_suite (void)
   tcase_add_test (tc, views_copy_the_elements_they_describe);
   tcase_add_test (tc, to_copy_rounds_to_bf16);
   tcase_add_test (tc, bucket_pack_interleaves_and_unpack_inverts_it);
+  tcase_add_test (tc, mm_rows_and_columns_do_not_depend_on_chunking);
+  tcase_add_test (tc, rank_roll_rotates_blocks_by_group_rank);
   tcase_add_test (tc, sdpa_causal_forward_matches_hand_softmax);
   tcase_add_test (tc, sdpa_backward_matches_finite_differences);
   tcase_add_test (tc, check_rejects_dropout_bias_and_unknown_ops_naming_the_node);

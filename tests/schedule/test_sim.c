@@ -288,9 +288,10 @@ START_TEST (collective_issued_before_a_gemm_waits_for_its_end)
 }
 END_TEST
 
-START_TEST (collective_issued_before_a_pointwise_op_starts_at_once)
+/* The all_gather starts at once beside k, which holds no SM: hidden by it. */
+static void
+assert_ag_starts_at_once (SgGraph *g)
 {
-  g_autoptr (SgGraph) g = start_wait_graph (1.0, false);
   g_autofree SgNodeId *o = order_of (g, 7, "x", "w", "ag", "k", "wt", "mm1", "output");
   SgSimResult r;
   ck_assert (sg_simulate_with (g, o, &no_contention, &r, NULL));
@@ -302,6 +303,22 @@ START_TEST (collective_issued_before_a_pointwise_op_starts_at_once)
   ck_assert_int_eq (ag->hidden_by, id_of (g, "k"));
   ck_assert_double_eq_tol (r.step_us, 130, 1e-9);
   sg_sim_result_clear (&r);
+}
+
+START_TEST (collective_issued_before_a_pointwise_op_starts_at_once)
+{
+  g_autoptr (SgGraph) g = start_wait_graph (1.0, false);
+  assert_ag_starts_at_once (g);
+}
+END_TEST
+
+START_TEST (collective_beside_an_sm_limited_gemm_starts_at_once)
+{
+  /* the GEMM k runs on fewer SMs (sm_count): it does not hold the
+   * all_gather, which runs beside it as beside a pointwise op */
+  g_autoptr (SgGraph) g = start_wait_graph (1.0, true);
+  g->nodes[id_of (g, "k")].sm_count = 112;
+  assert_ag_starts_at_once (g);
 }
 END_TEST
 
@@ -537,6 +554,7 @@ sim_suite (void)
   tcase_add_test (tc, collectives_on_two_groups_overlap);
   tcase_add_test (tc, collective_issued_before_a_gemm_waits_for_its_end);
   tcase_add_test (tc, collective_issued_before_a_pointwise_op_starts_at_once);
+  tcase_add_test (tc, collective_beside_an_sm_limited_gemm_starts_at_once);
   tcase_add_test (tc, partial_start_wait_delays_by_that_fraction_of_the_gemm);
   tcase_add_test (tc, zero_start_wait_gives_the_old_timeline);
   tcase_add_test (tc, collective_queued_behind_another_waits_for_the_running_gemm);

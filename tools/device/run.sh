@@ -14,19 +14,11 @@
 # and eager (measured timelines for diagnosis).
 set -u
 MODE=${1:-full}
-ROOT=$PWD
-OUT=${OUT:-/tmp/sg-out}
+# shellcheck source=tools/device/env.sh
+. "$PWD/tools/device/env.sh"
 W=/tmp/sg-work
 rm -rf "$W"
-mkdir -p "$OUT" "$W"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export LD_LIBRARY_PATH=$ROOT/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-BIN=$ROOT/.carry/bin
-G=$ROOT/.carry/graphs
-MPI=(mpirun -np 2 --bind-to none --oversubscribe
-     -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x TORCH_SYMM_MEM_DISABLE_MULTICAST
-     -x NVSHMEM_DISABLE_NVLS --mca btl_vader_single_copy_mechanism none)
+mkdir -p "$W"
 exec > >(tee "$OUT/log.txt") 2>&1
 section () { echo; echo "=== $* [$(date +%T)]"; }
 ITERS=30; WARM=5; PITERS=20

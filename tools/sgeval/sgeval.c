@@ -11,7 +11,9 @@
  * come from the same CPU kernel library and inputs from the same
  * sg_rt_fill_named as the backends; collectives are computed in-process
  * over each group's partition, reductions in group-rank order in double and
- * rounded once, exactly as the CPU backend does.
+ * rounded once, exactly as the CPU backend does; a collective_permute
+ * copies each rank's source's input (zeros without one), rank_roll runs
+ * with each rank's group rank.
  * Mirrors torch.fx's Interpreter (run_node per node, in order).
  * Requires: a graph that sg_graph_load accepts. Invalidates: nothing.
  */
@@ -167,6 +169,19 @@ eval_collective (Eval *ev, SgNodeId id, GError **error)
         g_free (tmp);
         break;
       }
+      case SG_OP_COLLECTIVE_PERMUTE: {
+        SgPermute perm = { 0 };
+        bool ok = n_in == n_out && sg_node_permute (g, id, &perm, NULL);
+        const int q = ok ? perm.source[p] : -1;
+        char *zero = ok && q < 0 ? g_malloc0 (n_out * es + 1) : NULL;
+        if (ok)
+          sg_tensor_unpack (&out, zero ? zero : flat + (uint64_t)q * n_in * es);
+        g_free (zero);
+        sg_permute_clear (&perm);
+        if (!ok)
+          goto bad;
+        break;
+      }
       case SG_OP_BROADCAST: {
         cJSON *args = cJSON_Parse (nd->args_json);
         const cJSON *s = cJSON_GetArrayItem (args, 1);
@@ -253,7 +268,18 @@ eval_node (Eval *ev, SgNodeId id, uint64_t seed, GError **error)
     if (v->t[0].data == NULL && nd->n_tuple == 0)
       continue; /* no tensor value: nothing to compute */
     GError *e = NULL;
-    ok = sg_cpu_kernel (nd->kind, nd->name, args, kwargs, resolve_node, ev, v->t, v->n_t, &e);
+    SgRankRoll rr;
+    if (nd->kind == SG_OP_RANK_ROLL && sg_node_rank_roll (g, id, &rr, &e)) {
+      const SgGroup *grp = &g->groups[rr.group];
+      int32_t q = 0; /* r's position in its instance of the group */
+      for (int32_t k = 0; k < grp->n_ranks * grp->n_instances; k++)
+        if (grp->partition[k] == r)
+          q = k % grp->n_ranks;
+      ok = sg_cpu_rank_roll (nd->name, args, resolve_node, ev, q, grp->n_ranks, &v->t[0], &e);
+    } else {
+      ok = e == NULL &&
+           sg_cpu_kernel (nd->kind, nd->name, args, kwargs, resolve_node, ev, v->t, v->n_t, &e);
+    }
     if (!ok) {
       g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_KERNEL, "rank %d: %s (target %s)", r,
                    e->message, nd->target);
