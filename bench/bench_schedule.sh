@@ -6,7 +6,8 @@
 # quality: every sample graph in tests/data (input order, PyTorch Inductor's
 #   order NAME.peer_order_plain.json, ours; one cost model for all three) and
 #   graphgen graphs of 8 to 80 layers (input vs ours: no peer order exists for
-#   them without PyTorch). Prints markdown tables.
+#   them without PyTorch), with our step over the lower bound (all its terms,
+#   docs/scheduler.md "Lower bound"). Prints markdown tables.
 # speed: graphgen graphs of SIZES nodes (default 10000 100000 1000000):
 #   load + estimate + simulate(input) + schedule + simulate + report through
 #   tests/schedule/sched_eval: the run with the best wall total of 3, and
@@ -34,8 +35,8 @@ echo
 quality_samples() {
   echo "### Sample graphs (tests/data): input vs Inductor (peer) vs ours"
   echo
-  echo "| graph | nodes | colls | input exposed us | peer exposed us | ours exposed us | peer fully exp. | ours fully exp. | peer peak MB | ours peak MB | peer step us | ours step us | bar |"
-  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+  echo "| graph | nodes | colls | input exposed us | peer exposed us | ours exposed us | peer fully exp. | ours fully exp. | peer peak MB | ours peak MB | peer step us | ours step us | lower bound us | ours / bound | bar |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
   for f in "$root"/tests/data/*.json; do
     case $f in *peer_order* | *limits* | *peer_results*) continue ;; esac
     b=${f%.json}
@@ -48,10 +49,11 @@ i, g, s = d['input'], d['given'], d['scheduled']
 ok = (s['exposed_us'] <= g['exposed_us'] and s['exposed_us'] <= i['exposed_us']
       and s['exposed'] <= g['exposed'] and s['peak_bytes'] <= 1.05 * g['peak_bytes'])
 name = d['graph'].rsplit('/', 1)[-1][:-5]
-print('| %s | %d | %d | %.1f | %.1f | **%.1f** | %d | %d | %.2f | %.2f | %.1f | %.1f | %s |' % (
+print('| %s | %d | %d | %.1f | %.1f | **%.1f** | %d | %d | %.2f | %.2f | %.1f | %.1f | %.1f (%s) | %.3f | %s |' % (
     name, d['nodes'], s['collectives'], i['exposed_us'], g['exposed_us'], s['exposed_us'],
     g['exposed'], s['exposed'], g['peak_bytes'] / 2**20, s['peak_bytes'] / 2**20,
-    g['step_us'], s['step_us'], 'met' if ok else 'MISSED'))
+    g['step_us'], s['step_us'], s['lower_bound_us'], s['lower_bound']['binding'], s['gap'],
+    'met' if ok else 'MISSED'))
 EOF
   done
   echo
@@ -60,8 +62,8 @@ EOF
 quality_graphgen() {
   echo "### graphgen graphs: input order vs ours"
   echo
-  echo "| layout | layers | nodes | colls | input exposed us | ours exposed us | input fully exp. | ours fully exp. | input peak MB | ours peak MB | ours step us | lower bound us | variant |"
-  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
+  echo "| layout | layers | nodes | colls | input exposed us | ours exposed us | input fully exp. | ours fully exp. | input peak MB | ours peak MB | ours step us | lower bound us | ours / bound | variant |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
   local layouts=(
     "fsdp8:--dp 8"
     "fsdp2_tp4_sp:--dp 2 --tp 4"
@@ -81,10 +83,11 @@ quality_graphgen() {
 import json, sys
 d = json.load(open(sys.argv[1]))
 i, s = d['input'], d['scheduled']
-print('| %s | %s | %d | %d | %.1f | **%.1f** | %d | %d | %.2f | %.2f | %.1f | %.1f | %s |' % (
+print('| %s | %s | %d | %d | %.1f | **%.1f** | %d | %d | %.2f | %.2f | %.1f | %.1f (%s) | %.3f | %s%s |' % (
     sys.argv[2], sys.argv[3], d['nodes'], s['collectives'], i['exposed_us'], s['exposed_us'],
     i['exposed'], s['exposed'], i['peak_bytes'] / 2**20, s['peak_bytes'] / 2**20,
-    s['step_us'], s['lower_bound_us'], d['variant']))
+    s['step_us'], s['lower_bound_us'], s['lower_bound']['binding'], s['gap'], d['variant'],
+    ' + polish' if d.get('polished') else ''))
 EOF
     done
   done

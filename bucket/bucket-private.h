@@ -12,55 +12,85 @@
  * in *wait). Users must be fresh (sg_graph_fill_users). */
 bool sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **error);
 
-/* A topological order of the nodes of @g that @keep marks (NULL: all; no
- * kept node may read a dropped one), data and implicit edges, that picks
- * among ready nodes the smallest @key (ties on id); *n_order nodes. False,
- * naming a node on it, when the edges have a cycle. */
-bool sg_bucket_stable_order (SgGraph *g, const int64_t *key, const bool *keep, SgNodeId *order,
-                             int32_t *n_order, GError **error);
+/* --- the searches (bucket.c, layers.c) and their driver (run.c) --------- */
 
-/* Min-heap of (key, id) for the stable topological sort. */
+/* Steps within this many microseconds count as equal (the report's
+ * precision): a merge that changes the predicted step by less is kept for
+ * the collectives it saves. No result exceeds the unbucketed step by more
+ * (the searches compare with it as well as with their current step). */
+#define SG_BUCKET_TIE_US 1e-3
+
+/* What collectives must share to merge: kind, group, dtype, reduce op. */
 typedef struct {
-  int64_t key;
-  SgNodeId id;
-} HeapItem;
+  SgOpKind kind;
+  int32_t group;
+  SgDtype dtype;
+  SgReduceOp reduce;
+} SgBucketKey;
 
-static inline bool
-item_less (HeapItem a, HeapItem b)
-{
-  return a.key < b.key || (a.key == b.key && a.id < b.id);
-}
+/* A collective that may join a bucket (sg_bucket_member_check), with its
+ * wait, its key (kind, group, dtype, reduce op: only equal keys merge) and
+ * the bytes it moves (sg_node_comm_bytes). */
+typedef struct {
+  SgNodeId c, w;
+  int32_t key;
+  uint64_t bytes;
+} SgBucketCand;
 
-static inline void
-heap_push (HeapItem *h, int32_t *n, HeapItem it)
-{
-  int32_t i = (*n)++;
-  while (i > 0 && item_less (it, h[(i - 1) / 2])) {
-    h[i] = h[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  h[i] = it;
-}
+/* What every search reads; run.c sets it up on the scheduled graph. */
+typedef struct {
+  SgGraph *g;
+  const SgConfig *cfg;
+  SgBucketStats *st;     /* simulations and refusals are counted here */
+  SgAug *aug;            /* data and non-hiding implicit edges of @g */
+  SgRewrite *trial;      /* every trial graph of @g is built with it */
+  SgBucketCand *cands;   /* in id order */
+  int32_t n_cands, n_keys;
+  uint64_t cap;          /* bytes per bucket (the greedy's limit) */
+  uint64_t peak_limit;   /* predicted peak live bytes a result may reach */
+  double base_step_us;   /* the unbucketed graph's predicted step */
+} SgBucketSearch;
 
-static inline HeapItem
-heap_pop (HeapItem *h, int32_t *n)
-{
-  HeapItem top = h[0], last = h[--(*n)];
-  int32_t i = 0;
-  for (;;) {
-    int32_t c = 2 * i + 1;
-    if (c >= *n)
-      break;
-    if (c + 1 < *n && item_less (h[c + 1], h[c]))
-      c++;
-    if (!item_less (h[c], last))
-      break;
-    h[i] = h[c];
-    i = c;
-  }
-  h[i] = last;
-  return top;
-}
+/* The simulator's verdict on one set of buckets. */
+typedef struct {
+  double exposed_us, step_us;
+  uint64_t peak_bytes;
+} SgBucketEval;
+
+/* Simulates @s->g with @specs applied (a trial graph, @s->g unchanged) and
+ * counts the simulation. False when the rewrite refuses the specs (a cycle
+ * through implicit edges): @out is left alone then. */
+bool sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
+                         SgBucketEval *out);
+/* No path between @a and @b in @aug, neither between the collectives nor
+ * between the waits: one bucket may hold both without closing a cycle. */
+bool sg_bucket_cands_independent (SgAug *aug, const SgBucketCand *a, const SgBucketCand *b);
+void sg_bucket_specs_free (SgBucketSpec *specs, int32_t n);
+
+/* bucket.c: the greedy over @s->cands in id order from the unbucketed
+ * graph (@base its simulation): every merge it keeps passed a simulation
+ * with step_us not above the current one and the peak within the limit.
+ * Returns the specs (transfer full, sg_bucket_specs_free) and their
+ * evaluation in @out (@base when none). NULL with @error when the screen's
+ * simulation fails. */
+SgBucketSpec *sg_bucket_greedy (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *out,
+                                int32_t *n_specs, GError **error);
+
+/* layers.c: FSDP2's per-layer buckets from the graph's structure: the
+ * parameter collectives (all_gathers of graph inputs, reduce_scatters and
+ * all_reduces of gradients) grouped by the transformer layer they serve,
+ * one bucket per layer and key (docs/bucketing.md "Per-layer mode").
+ * *@n_layers gets the layers found (0: none, and no specs). (transfer
+ * full) */
+SgBucketSpec *sg_bucket_per_layer (SgBucketSearch *s, int32_t *n_specs, int32_t *n_layers);
+
+/* refine.c: splits at the ends and merges of neighbours on @specs (whose
+ * evaluation is *@ev), each kept only when the predicted step gets
+ * shorter (a split) or not longer (a merge) and the peak stays within the
+ * limit; a bounded number of simulations. Returns the refined specs
+ * (transfer full) and updates *@ev. */
+SgBucketSpec *sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
+                                SgBucketEval *ev, int32_t *n_out);
 
 /* predict.c: a screen of merges from the unbucketed timeline (large
  * graphs). NULL with @error when the graph cannot be simulated. */
@@ -74,8 +104,9 @@ bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
                            const SgNodeId *waits, int32_t n, uint64_t bytes);
 
 /* report.c: fills st->infos (and n_infos) from the bucket collectives of
- * @g, in id order, reading their schedgraph_bucket kwargs. */
-void sg_bucket_collect_infos (const SgGraph *g, SgBucketStats *st);
+ * @g, in id order, reading their schedgraph_bucket kwargs, with what
+ * codegen does with their copies. */
+void sg_bucket_collect_infos (SgGraph *g, SgBucketStats *st);
 
 /* rewrite.c: what a bucket's new nodes hold, from its members alone. */
 typedef struct {
@@ -105,20 +136,12 @@ bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
                             SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
                             GError **error);
 
-/* trial.c: the graph sg_bucket_apply would make from @g and a set of
- * specs, built straight from arrays (no names, no JSON) for the pass's
- * trial simulations. The base graph must stay unchanged (its users fresh)
- * while the trial lives; each build borrows its pools and strings. */
-typedef struct SgBucketTrial SgBucketTrial;
-SgBucketTrial *sg_bucket_trial_new (SgGraph *g);
-void sg_bucket_trial_free (SgBucketTrial *t);
-/* (transfer full) The rewritten graph as far as the simulator and the
- * cost model read it: nodes in the order sg_bucket_apply gives them, their
- * kinds, metas, inputs, groups and costs (new nodes costed); names, args
- * and kwargs of new nodes are placeholders, rewired users keep their old
- * args text, implicit edges are left out. Release it with
- * sg_bucket_trial_graph_free() before the next build. NULL with @error
- * where sg_bucket_apply fails (an ill-formed bucket, a cycle). */
-SgGraph *sg_bucket_trial_build (SgBucketTrial *t, const SgBucketSpec *specs, int32_t n_specs,
-                                GError **error);
-void sg_bucket_trial_graph_free (SgBucketTrial *t, SgGraph *trial);
+/* rewrite.c: the graph sg_bucket_apply would make from @rw's graph and
+ * @specs, as a trial graph of the rewrite API (sg_rewrite_trial: the same
+ * code as the commit, nothing of the graph copied or changed). @rw is
+ * reset first: a pass keeps one for all its trials (sg_rewrite_new of the
+ * graph). New nodes have est_src SG_COST_NONE. Free it with
+ * sg_graph_free() before the next trial or before the graph changes. NULL
+ * with @error where sg_bucket_apply fails (an ill-formed bucket, a cycle). */
+SgGraph *sg_bucket_trial (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs,
+                          GError **error);

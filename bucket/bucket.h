@@ -5,9 +5,11 @@
  * buffer: schedgraph.bucket_pack -> the c10d collective (kwargs
  * "schedgraph_bucket": member names) -> wait_tensor -> one
  * schedgraph.bucket_unpack per member (docs/ops.md has the exact semantics,
- * docs/bucketing.md the algorithm). A merge is kept only where the augmented
- * graph stays acyclic, the bucket's bytes stay under the cap and the
- * simulator's exposed_us does not rise.
+ * docs/bucketing.md the algorithm). The objective is the simulator's
+ * step_us: a bucket is kept only where the augmented graph stays acyclic,
+ * the predicted step does not lengthen and the predicted peak stays within
+ * --max-peak-increase; the automatic mode takes the better of a greedy
+ * search and FSDP2's per-layer buckets.
  */
 #pragma once
 
@@ -88,9 +90,10 @@ typedef struct {
  * Members' hide_start / hide_wait implicit edges are dropped (they describe
  * the unbucketed overlap); their other implicit edges move to the bucket's
  * collective and wait and stay constraints of the new order.
- * New nodes have est_src SG_COST_NONE (the pass costs them).
- * False with @error, and @g unusable, when a bucket is ill-formed or closes
- * a cycle: callers apply specs to a copy (sg_graph_copy) when unsure. */
+ * New nodes have est_src SG_COST_NONE (the pass costs them). It is one
+ * rewrite of the graph rewrite API (graph.h), committed at once.
+ * False with @error, and @g unchanged, when a bucket is ill-formed or
+ * closes a cycle. */
 bool sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error);
 
 /* --- the pass (bucket.c, predict.c) and its report (report.c) ------------- */
@@ -104,19 +107,37 @@ typedef struct {
   uint64_t bytes;  /* as sg_node_comm_bytes counts them */
   char **members;  /* member collective names, in issue order */
   int32_t n_members;
+  /* zero-copy (graph/elide.c): SgCopyReason of its pack and of its
+   * unpacks (SG_COPY_ELIDED: lowered to views), unpacks elided */
+  SgCopyReason pack_copy, unpack_copy;
+  int32_t unpacks_elided;
 } SgBucketInfo;
+
+/* Where the buckets of a run came from. */
+typedef enum {
+  SG_BUCKET_FROM_NONE = 0,  /* no bucket: the unbucketed graph was best */
+  SG_BUCKET_FROM_GREEDY,    /* the greedy search (bucket.c) */
+  SG_BUCKET_FROM_PER_LAYER, /* the per-layer buckets (layers.c) */
+} SgBucketSource;
 
 typedef struct {
   bool ran;                  /* false for --no-bucket */
+  SgBucketMode mode;
   uint64_t cap_bytes;
   int32_t collectives_before, collectives_after;
   int32_t buckets;           /* buckets formed (>= 2 members) */
-  int32_t merges_accepted;   /* members joined to a bucket */
-  int32_t refused_cycle, refused_cap, refused_exposed, refused_memory;
-  int32_t refused_step;      /* kept exposure but lengthened the step */
+  int32_t merges_accepted;   /* members the greedy joined to a bucket */
+  int32_t refused_cycle, refused_cap, refused_memory;
+  int32_t refused_step;      /* would have lengthened the predicted step */
   int32_t refused_budget;    /* undecided when the simulation budget ran out */
   int32_t refused_predicted; /* screened out before simulating (large graphs) */
   int32_t simulations;
+  int32_t layers;            /* layers the per-layer analysis found (0: none) */
+  SgBucketSource source;     /* the buckets applied */
+  double greedy_step_us;     /* the greedy's (refined) predicted step, NAN when not run */
+  double per_layer_step_us;  /* the per-layer buckets' step, NAN when none */
+  double per_layer_refined_step_us; /* after refine.c's moves (auto mode), or NAN */
+  uint64_t per_layer_peak_bytes;
   double exposed_before_us, step_before_us; /* the unbucketed graph */
   double exposed_after_us, step_after_us;   /* the bucketed graph */
   uint64_t peak_before_bytes, peak_after_bytes; /* predicted peak live bytes */
@@ -125,10 +146,11 @@ typedef struct {
 } SgBucketStats;
 
 /* The pass: merges collectives as described above (cfg->bucket false: only
- * counts them; cfg->bucket_cap_bytes 0: the default cap). A merge must also
- * keep the predicted peak live bytes within (1 + cfg->max_peak_increase) x
- * the unbucketed schedule's, and one that does not lower exposed_us must not
- * raise step_us. Needs the cost
+ * counts them; cfg->bucket_cap_bytes 0: the default cap). cfg->bucket_mode
+ * AUTO applies the buckets of the greedy or of the per-layer analysis,
+ * whichever predicts the shorter step (neither if no bucket shortens it),
+ * within (1 + cfg->max_peak_increase) x the unbucketed predicted peak;
+ * PER_LAYER applies the per-layer buckets as they are. Needs the cost
  * model (sg_estimate_costs) and a topological id order (normally the
  * scheduler's). Its statistics stay attached to @g (sg_bucket_stats). */
 bool sg_bucket_pass (SgGraph *g, const SgConfig *cfg, GError **error);

@@ -4,8 +4,9 @@
  * from the unbucketed timeline whether the merged collective can still be
  * hidden: it is issued where its earliest member was (or when its last
  * input is ready, if later), runs for the model's solo time of the merged
- * size times the slowdown beside compute (comm_slowdown, reduce_slowdown for
- * reductions; queueing is left to the simulator), and must end before the
+ * size beside the unbucketed timeline's compute, priced as the simulator
+ * prices it (schedule/'s sg_beside_end: the pair rates of each kernel beside
+ * it; queueing is left to the simulator), and must end before the
  * compute stream reaches the first consumer of any member's wait (where the
  * rewrite puts W); the stall may not exceed what the members already
  * stalled. This mirrors the interval
@@ -20,7 +21,7 @@ struct SgBucketPredict {
   const SgCostModel *cm;
   SgSimResult r;
   int32_t *row_of; /* node id -> row, -1 */
-  double comm_slowdown, reduce_slowdown; /* the simulator's rates beside compute */
+  SgBeside *beside; /* the timeline's compute, to price a merge beside it */
 };
 
 SgBucketPredict *
@@ -40,10 +41,7 @@ sg_bucket_predict_new (const SgGraph *g, GError **error)
     p->row_of[i] = -1;
   for (int32_t i = 0; i < p->r.n_rows; i++)
     p->row_of[p->r.rows[i].node] = i;
-  const SgContention *cont = sg_cost_model_contention (cm);
-  p->comm_slowdown = cont ? MAX (cont->comm_slowdown, 1.0) : 1.0;
-  p->reduce_slowdown = cont && cont->reduce_slowdown >= 1.0 ? cont->reduce_slowdown
-                                                            : p->comm_slowdown;
+  p->beside = sg_beside_new (g, &p->r);
   return p;
 }
 
@@ -52,6 +50,7 @@ sg_bucket_predict_free (SgBucketPredict *p)
 {
   if (!p)
     return;
+  sg_beside_free (p->beside);
   sg_sim_result_clear (&p->r);
   g_free (p->row_of);
   g_free (p);
@@ -83,7 +82,6 @@ sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgN
   SgCostSource src;
   double us = sg_cost_collective_us (p->cm, c0->kind, c0->meta.dtype, bytes, c0->group_size,
                                      sg_cost_group_nodes (p->cm, &g->groups[c0->group]), &src);
-  const bool reduces = c0->kind == SG_OP_REDUCE_SCATTER || c0->kind == SG_OP_ALL_REDUCE;
-  double end = MAX (start, ready) + us * (reduces ? p->reduce_slowdown : p->comm_slowdown);
+  double end = sg_beside_end (p->beside, colls[0], bytes, MAX (start, ready), us);
   return MAX (0.0, end - need) <= stalled + 1e-6;
 }

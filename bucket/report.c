@@ -5,39 +5,66 @@
  */
 #include "bucket-private.h"
 
+#include <math.h>
 #include <string.h>
+
+/* What codegen does with the pack and unpacks of bucket collective @c. */
+static void
+copies_of (const SgGraph *g, const SgElision *e, SgNodeId c, SgBucketInfo *info)
+{
+  uint32_t k, nu;
+  const SgNodeId *in = sg_node_inputs (g, c, &k);
+  info->pack_copy = k && g->nodes[in[0]].kind == SG_OP_BUCKET_PACK
+                      ? (SgCopyReason)e->reason[in[0]] : SG_COPY_NO_COLLECTIVE;
+  info->unpack_copy = SG_COPY_ELIDED;
+  const SgNodeId *w = sg_node_users (g, c, &nu);
+  for (uint32_t i = 0; i < nu; i++) {
+    uint32_t nuu;
+    const SgNodeId *u = sg_node_users (g, w[i], &nuu);
+    for (uint32_t j = 0; j < nuu; j++) {
+      if (g->nodes[u[j]].kind != SG_OP_BUCKET_UNPACK)
+        continue;
+      if (e->reason[u[j]] == SG_COPY_ELIDED)
+        info->unpacks_elided++;
+      else
+        info->unpack_copy = (SgCopyReason)e->reason[u[j]];
+    }
+  }
+}
 
 /* Fills st->infos from the bucket collectives of @g (kwargs member lists). */
 void
-sg_bucket_collect_infos (const SgGraph *g, SgBucketStats *st)
+sg_bucket_collect_infos (SgGraph *g, SgBucketStats *st)
 {
   GArray *infos = g_array_new (FALSE, TRUE, sizeof (SgBucketInfo));
+  SgElision e;
+  sg_graph_elision (g, &e);
+  sg_graph_fill_users (g);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     const SgNode *n = &g->nodes[i];
-    if (!sg_op_is_collective (n->kind) || !strstr (n->kwargs_json, SG_BUCKET_KWARG))
+    const SgArg *mem = sg_op_is_collective (n->kind) ? sg_node_kwarg (g, i, SG_BUCKET_KWARG)
+                                                     : NULL;
+    if (!mem || mem->type != SG_ARG_LIST)
       continue;
-    cJSON *kw = cJSON_Parse (n->kwargs_json);
-    const cJSON *mem = cJSON_GetObjectItemCaseSensitive (kw, SG_BUCKET_KWARG);
-    if (cJSON_IsArray (mem)) {
-      SgBucketInfo info = { 0 };
-      info.name = g_strdup (n->name);
-      info.kind = n->kind;
-      info.group = g_strdup (n->group >= 0 ? g->groups[n->group].name : "");
-      info.dtype = n->meta.dtype;
-      info.reduce = n->reduce;
-      info.bytes = sg_node_comm_bytes (g, i);
-      info.n_members = cJSON_GetArraySize (mem);
-      info.members = g_new0 (char *, (size_t)info.n_members + 1);
-      int32_t j = 0;
-      const cJSON *e;
-      cJSON_ArrayForEach (e, mem)
-      {
-        info.members[j++] = g_strdup (cJSON_IsString (e) ? e->valuestring : "");
-      }
-      g_array_append_val (infos, info);
+    uint32_t n_mem;
+    const SgArg *items = sg_arg_items (g, mem, &n_mem);
+    SgBucketInfo info = { 0 };
+    info.name = g_strdup (n->name);
+    info.kind = n->kind;
+    info.group = g_strdup (n->group >= 0 ? g->groups[n->group].name : "");
+    info.dtype = n->meta.dtype;
+    info.reduce = n->reduce;
+    info.bytes = sg_node_comm_bytes (g, i);
+    info.n_members = (int32_t)n_mem;
+    info.members = g_new0 (char *, (size_t)n_mem + 1);
+    for (uint32_t j = 0; j < n_mem; j++) {
+      const char *s = sg_arg_str (&items[j]);
+      info.members[j] = g_strdup (s ? s : "");
     }
-    cJSON_Delete (kw);
+    copies_of (g, &e, i, &info);
+    g_array_append_val (infos, info);
   }
+  sg_elision_clear (&e);
   st->n_infos = (int32_t)infos->len;
   st->infos = (SgBucketInfo *)(void *)g_array_free (infos, FALSE);
 }
@@ -97,6 +124,7 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
     return o;
   }
   cJSON_AddBoolToObject (o, "enabled", st->ran);
+  cJSON_AddStringToObject (o, "mode", sg_bucket_mode_name (st->mode));
   cJSON_AddNumberToObject (o, "cap_bytes", (double)st->cap_bytes);
   cJSON_AddNumberToObject (o, "collectives_before", st->collectives_before);
   cJSON_AddNumberToObject (o, "collectives_after", st->collectives_after);
@@ -111,10 +139,21 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
   cJSON_AddNumberToObject (pk, "unbucketed", (double)st->peak_before_bytes);
   cJSON_AddNumberToObject (pk, "bucketed", (double)st->peak_after_bytes);
   cJSON_AddStringToObject (o, "source", "simulator");
+  static const char *const from[] = { "none", "greedy", "per-layer" };
+  cJSON_AddStringToObject (o, "chosen", from[st->source]);
+  cJSON_AddNumberToObject (o, "layers", st->layers);
+  cJSON *cand = cJSON_AddObjectToObject (o, "candidates_step_us");
+  cJSON_AddNumberToObject (cand, "unbucketed", sg_report_round_us (st->step_before_us));
+  if (!isnan (st->greedy_step_us))
+    cJSON_AddNumberToObject (cand, "greedy", sg_report_round_us (st->greedy_step_us));
+  if (!isnan (st->per_layer_step_us))
+    cJSON_AddNumberToObject (cand, "per_layer", sg_report_round_us (st->per_layer_step_us));
+  if (!isnan (st->per_layer_refined_step_us))
+    cJSON_AddNumberToObject (cand, "per_layer_refined",
+                             sg_report_round_us (st->per_layer_refined_step_us));
   cJSON *ref = cJSON_AddObjectToObject (o, "refused");
   cJSON_AddNumberToObject (ref, "cycle", st->refused_cycle);
   cJSON_AddNumberToObject (ref, "cap", st->refused_cap);
-  cJSON_AddNumberToObject (ref, "exposed", st->refused_exposed);
   cJSON_AddNumberToObject (ref, "step", st->refused_step);
   cJSON_AddNumberToObject (ref, "memory", st->refused_memory);
   cJSON_AddNumberToObject (ref, "predicted", st->refused_predicted);
@@ -131,6 +170,10 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
     if (b->reduce != SG_REDUCE_NONE)
       cJSON_AddStringToObject (j, "reduce", sg_reduce_name (b->reduce));
     cJSON_AddNumberToObject (j, "bytes", (double)b->bytes);
+    cJSON *cp = cJSON_AddObjectToObject (j, "copies");
+    cJSON_AddStringToObject (cp, "pack", sg_copy_reason_text (b->pack_copy));
+    cJSON_AddNumberToObject (cp, "unpacks_elided", b->unpacks_elided);
+    cJSON_AddStringToObject (cp, "unpack", sg_copy_reason_text (b->unpack_copy));
     cJSON *m = cJSON_AddArrayToObject (j, "members");
     for (int32_t k = 0; k < b->n_members; k++)
       cJSON_AddItemToArray (m, cJSON_CreateString (b->members[k]));

@@ -25,6 +25,8 @@ typedef struct {
   int32_t *coll_done;   /* node -> event recorded after it */
   bool *coll_waited;
   int32_t *pred_row;    /* node -> row in pred->rows, -1 */
+  SgElision el;         /* zero-copy buckets (graph/elide.c) */
+  int32_t *group_buf;   /* elided pack -> the buffer its relocated inputs share, -1 */
   int32_t n_events;
   GError **error;
 } SgLower;

@@ -104,26 +104,14 @@ collect_outputs (SgLower *l, GArray *outputs)
   const SgGraph *g = l->g;
   if (g->output == SG_NO_NODE)
     return;
-  g_autoptr (cJSON) args = cJSON_Parse (g->nodes[g->output].args_json);
-  const cJSON *first = cJSON_IsArray (args) ? cJSON_GetArrayItem (args, 0) : NULL;
-  const cJSON *list = first;
-  const cJSON *e;
-  if (!cJSON_IsArray (list)) {
-    int32_t v = -1;
+  SgNodeId out = g->output;
+  const SgArg *first = sg_node_arg (g, out, 0);
+  uint32_t n = 1;
+  const SgArg *list = first && first->type == SG_ARG_LIST ? sg_arg_items (g, first, &n) : first;
+  for (uint32_t i = 0; i < n; i++) {
+    SgNodeId r = list ? sg_arg_node (g, out, &list[i]) : SG_NO_NODE;
+    int32_t v = r != SG_NO_NODE && (!g->nodes[r].n_tuple || list == first) ? l->nval[r] : -1;
     g_array_append_val (outputs, v);
-    list = NULL;
-  }
-  cJSON_ArrayForEach (e, list)
-  {
-    const cJSON *ref = cJSON_IsObject (e) ? cJSON_GetObjectItemCaseSensitive (e, "node") : NULL;
-    SgNodeId r = cJSON_IsString (ref) ? sg_graph_lookup (g, ref->valuestring) : SG_NO_NODE;
-    int32_t v = r != SG_NO_NODE && !g->nodes[r].n_tuple ? l->nval[r] : -1;
-    g_array_append_val (outputs, v);
-  }
-  if (!list && cJSON_IsObject (first)) {
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (first, "node");
-    SgNodeId r = cJSON_IsString (ref) ? sg_graph_lookup (g, ref->valuestring) : SG_NO_NODE;
-    g_array_index (outputs, int32_t, 0) = r != SG_NO_NODE ? l->nval[r] : -1;
   }
 }
 
@@ -162,8 +150,10 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   l.coll_done = g_new (int32_t, nn);
   l.coll_waited = g_new0 (bool, nn);
   l.pred_row = g_new (int32_t, nn);
+  l.group_buf = g_new (int32_t, nn);
   for (size_t i = 0; i < nn; i++)
-    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = -1;
+    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = -1;
+  sg_graph_elision (g, &l.el);
   for (guint i = 0; i < g->tuple_metas->len; i++)
     l.tval[i] = -1;
   if (pred)
@@ -214,6 +204,13 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
         g_array_append_val (inputs, v);
     p->inputs = sg_lower_steal_ids (inputs, &p->n_inputs);
     sg_codegen_pack_buffers (p, (const bool *)l.pinned->data);
+    if ((double)p->arena_bytes > SG_PLAN_MAX_INT) {
+      g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH,
+                   "the plan needs an arena of %" G_GUINT64_FORMAT
+                   " bytes, more than a plan can hold (2^53)",
+                   (guint64)p->arena_bytes);
+      ok = false;
+    }
     if (pred) {
       p->pred.step_us = pred->step_us;
       p->pred.compute_us = pred->compute_us;
@@ -228,7 +225,7 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
     } else
       p->pred.peak_bytes = sg_graph_peak_bytes (g, NULL);
     GError *e = NULL;
-    if (!sg_plan_validate (p, &e)) {
+    if (ok && !sg_plan_validate (p, &e)) {
       g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_PLAN,
                    "%s: the lowered plan is invalid: %s", g->source ? g->source : "graph",
                    e->message);
@@ -243,12 +240,24 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   g_free (l.coll_done);
   g_free (l.coll_waited);
   g_free (l.pred_row);
+  g_free (l.group_buf);
+  sg_elision_clear (&l.el);
   if (!ok) {
     sg_plan_free (p);
     return false;
   }
   *out = p;
   return true;
+}
+
+/* A cluster or profile file by its last component: the same plan however
+ * the path is spelt or wherever the file lies (a preset name is kept). */
+static char *
+file_option (const char *v)
+{
+  if (!v)
+    return g_strdup ("-");
+  return strchr (v, '/') ? g_path_get_basename (v) : g_strdup (v);
 }
 
 char *
@@ -261,12 +270,17 @@ sg_codegen_options_text (const SgConfig *cfg)
   }
   char frac[G_ASCII_DTOSTR_BUF_SIZE];
   g_ascii_formatd (frac, sizeof frac, "%.6f", cfg->max_peak_increase);
+  g_autofree char *cluster = file_option (cfg->cluster);
+  g_autofree char *profile = file_option (cfg->profile);
   return g_strdup_printf ("cluster=%s profile=%s reorder=%d max_in_flight_bytes=%" G_GUINT64_FORMAT
                           " max_peak_increase=%s prefetch_limit=%d bucket=%d"
-                          " bucket_cap_bytes=%" G_GUINT64_FORMAT,
-                          cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-",
+                          " bucket_cap_bytes=%" G_GUINT64_FORMAT " bucket_mode=%s%s",
+                          cluster, profile,
                           cfg->reorder ? 1 : 0, cfg->max_in_flight_bytes, frac,
-                          (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes);
+                          (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes,
+                          sg_bucket_mode_name (cfg->bucket_mode),
+                          /* only when set: plans made without it keep their bytes */
+                          cfg->exact ? " exact=1" : "");
 }
 
 bool

@@ -46,7 +46,8 @@ bool sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *
 
 /* The options that shape a plan, as canonical text (fixed order, one
  * "key=value" per option, space separated) for sg_codegen_plan's
- * @options_text. (transfer full) g_free() it. */
+ * @options_text; a cluster or profile file by its last path component.
+ * (transfer full) g_free() it. */
 char *sg_codegen_options_text (const SgConfig *cfg);
 
 /* What `schedgraph -o PATH` does after the passes: simulates @g's order

@@ -11,6 +11,12 @@
  * tuple element); views are new values on their base's buffer at an offset
  * (0 for view-like ops, computed for slice/select); getitem IS the tuple
  * element's value and wait_tensor IS its collective's value (no new value).
+ * Zero-copy buckets (graph/elide.c): an elided bucket_unpack is a view of
+ * the bucket's result, an elided bucket_pack a view of the storage its
+ * inputs already form or the owner of one buffer into which its inputs are
+ * written at their concatenation offsets (graph inputs: a whole-step
+ * buffer holding several input values); neither emits a kernel. A pack or
+ * unpack that stays a kernel names why in its kwargs ("schedgraph_copy").
  * (2) instructions in id order: KERNEL on stream 0; a collective becomes
  * RECORD e (0), WAIT_EVENT e (1+g), COLLECTIVE (1+g), RECORD e' (1+g); its
  * wait_tensor becomes WAIT_EVENT e' (0) naming the collective; collectives
@@ -85,24 +91,23 @@ owned_value (SgLower *l, const char *name, const SgMeta *m, SgValueInit init)
   return new_value (l, name, m, b, 0, init);
 }
 
-static const cJSON *
-arg (const cJSON *args, int i)
-{
-  return cJSON_IsArray (args) ? cJSON_GetArrayItem (args, i) : NULL;
-}
-
-/* Integer argument @i, @dflt when absent or null. False for another type. */
+/* Integer parameter @p of node @id (graph/ops.c has the positions), @dflt
+ * when absent or None. False for another type. */
 static bool
-int_arg (const cJSON *args, int i, int64_t dflt, int64_t *out)
+int_param (const SgGraph *g, SgNodeId id, SgParam p, int64_t dflt, int64_t *out)
 {
-  const cJSON *v = arg (args, i);
-  if (!v || cJSON_IsNull (v)) {
+  const SgArg *a = sg_node_param (g, id, p);
+  double f;
+  if (sg_arg_is_none (a)) {
     *out = dflt;
     return true;
   }
-  if (!cJSON_IsNumber (v) || v->valuedouble != floor (v->valuedouble))
+  if (sg_arg_int (a, out))
+    return true;
+  /* An integral float beyond int64 (an open slice end) saturates. */
+  if (!sg_arg_float (a, &f) || f != floor (f))
     return false;
-  *out = v->valuedouble >= 9.2e18 ? INT64_MAX : (int64_t)v->valuedouble;
+  *out = f > 0 ? INT64_MAX : INT64_MIN;
   return true;
 }
 
@@ -114,9 +119,9 @@ view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
   *delta = 0;
   if (n->kind != SG_OP_SLICE && n->kind != SG_OP_SELECT)
     return true;
-  g_autoptr (cJSON) args = cJSON_Parse (n->args_json);
   int64_t dim, start;
-  if (!int_arg (args, 1, 0, &dim) || !int_arg (args, 2, 0, &start))
+  SgParam at = n->kind == SG_OP_SLICE ? SG_PARAM_START : SG_PARAM_INDEX;
+  if (!int_param (l->g, id, SG_PARAM_DIM, 0, &dim) || !int_param (l->g, id, at, 0, &start))
     return sg_lower_fail (l, id, "args[1..2]: dim and start/index must be integers");
   if (dim < 0)
     dim += base->ndim;
@@ -133,6 +138,50 @@ view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
   return true;
 }
 
+static bool
+copy_elided (const SgLower *l, SgNodeId id)
+{
+  return sg_op_class (l->g->nodes[id].kind) == SG_CLASS_BUCKET
+         && l->el.reason[id] == SG_COPY_ELIDED;
+}
+
+/* The buffer an elided pack's relocated inputs share (made at the first). */
+static int32_t
+group_buffer (SgLower *l, SgNodeId pack, bool pinned)
+{
+  if (l->group_buf[pack] < 0)
+    l->group_buf[pack] =
+      new_buffer (l, meta_storage_bytes (l->g, &l->g->nodes[pack].meta), pinned);
+  return l->group_buf[pack];
+}
+
+/* Step 1 for the nodes zero-copy buckets place (true when @id is one). */
+static bool
+place_zero_copy (SgLower *l, SgNodeId id)
+{
+  const SgGraph *g = l->g;
+  const SgNode *n = &g->nodes[id];
+  if (sg_elision_relocated (g, &l->el, id)) {
+    bool input = n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR;
+    int32_t b = group_buffer (l, l->el.view_of[id], input);
+    l->nval[id] = new_value (l, n->name, &n->meta, b, l->el.view_off[id],
+                             input ? SG_INIT_INPUT : SG_INIT_NONE);
+    return true;
+  }
+  if (!copy_elided (l, id))
+    return false;
+  SgNodeId of = l->el.view_of[id];
+  if (of < 0) { /* a relocation: its inputs came first and made the buffer */
+    l->nval[id] = new_value (l, n->name, &n->meta, l->group_buf[id], 0, SG_INIT_NONE);
+    return true;
+  }
+  /* copy: new_value may grow the array */
+  SgPlanValue base = g_array_index (l->values, SgPlanValue, l->nval[of]);
+  l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + l->el.view_off[id],
+                           SG_INIT_NONE);
+  return true;
+}
+
 /* Step 1 for one node. */
 static bool
 make_values (SgLower *l, SgNodeId id)
@@ -143,7 +192,7 @@ make_values (SgLower *l, SgNodeId id)
   const SgNodeId *in = sg_node_inputs (g, id, &k);
   l->nval[id] = -1;
   SgOpClass c = sg_op_class (n->kind);
-  if (n->op == SG_NODE_OUTPUT)
+  if (n->op == SG_NODE_OUTPUT || place_zero_copy (l, id))
     return true;
   if (n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR || c == SG_CLASS_INPUT) {
     l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_INPUT);
@@ -191,27 +240,21 @@ make_values (SgLower *l, SgNodeId id)
   return true;
 }
 
-/* {"node": NAME} -> {"value": ID} (a tuple node: {"values": [IDs]}). */
-static void
-rewrite_refs (SgLower *l, cJSON *v)
+/* A node reference in a plan: {"value": ID} (a tuple node: {"values":
+ * [IDs]}). */
+static cJSON *
+value_ref (const SgGraph *g, SgNodeId r, gpointer user)
 {
-  if (cJSON_IsObject (v)) {
-    cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
-    if (cJSON_IsString (ref) && cJSON_GetArraySize (v) == 1) {
-      SgNodeId r = sg_graph_lookup (l->g, ref->valuestring);
-      cJSON_DeleteItemFromObjectCaseSensitive (v, "node");
-      if (r != SG_NO_NODE && l->g->nodes[r].n_tuple) {
-        cJSON *ids = cJSON_AddArrayToObject (v, "values");
-        for (uint32_t i = 0; i < l->g->nodes[r].n_tuple; i++)
-          cJSON_AddItemToArray (ids,
-                                cJSON_CreateNumber (l->tval[l->g->nodes[r].tuple_first + i]));
-      } else
-        cJSON_AddNumberToObject (v, "value", r != SG_NO_NODE ? l->nval[r] : -1);
-      return;
-    }
+  const SgLower *l = user;
+  cJSON *v = cJSON_CreateObject ();
+  if (g->nodes[r].n_tuple) {
+    cJSON *ids = cJSON_AddArrayToObject (v, "values");
+    for (uint32_t i = 0; i < g->nodes[r].n_tuple; i++)
+      cJSON_AddItemToArray (ids, cJSON_CreateNumber (l->tval[g->nodes[r].tuple_first + i]));
+  } else {
+    cJSON_AddNumberToObject (v, "value", l->nval[r]);
   }
-  cJSON *e;
-  cJSON_ArrayForEach (e, v) rewrite_refs (l, e);
+  return v;
 }
 
 static SgPlanIns *
@@ -285,25 +328,17 @@ emit_kernel (SgLower *l, SgNodeId id)
       g_array_append_val (outs, l->tval[n->tuple_first + t]);
   else if (l->nval[id] >= 0)
     g_array_append_val (outs, l->nval[id]);
-  cJSON *args = cJSON_Parse (n->args_json ? n->args_json : "[]");
-  cJSON *kwargs = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
-  if (!cJSON_IsArray (args) || !cJSON_IsObject (kwargs)) {
-    g_array_free (ins, TRUE);
-    g_array_free (outs, TRUE);
-    cJSON_Delete (args);
-    cJSON_Delete (kwargs);
-    return sg_lower_fail (l, id, "args/kwargs: not a JSON list/object");
-  }
-  rewrite_refs (l, args);
-  rewrite_refs (l, kwargs);
   SgPlanIns *x = emit (l, SG_INS_KERNEL, 0);
   x->name = g_strdup (n->name);
   x->op = n->kind;
   x->target = g_strdup (n->target);
   x->in = sg_lower_steal_ids (ins, &x->n_in);
   x->out = sg_lower_steal_ids (outs, &x->n_out);
-  x->args = args;
-  x->kwargs = kwargs;
+  x->args = sg_node_args_json (g, id, false, value_ref, l);
+  x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
+  if (sg_op_class (n->kind) == SG_CLASS_BUCKET) /* a copy that stays: why */
+    cJSON_AddStringToObject (x->kwargs, "schedgraph_copy",
+                             sg_copy_reason_text ((SgCopyReason)l->el.reason[id]));
   x->sm_count = sg_op_class (n->kind) == SG_CLASS_MATMUL ? n->sm_count : 0;
   set_node_pred (l, x, id);
   return true;
@@ -351,22 +386,18 @@ emit_collective (SgLower *l, SgNodeId id)
   x->reduce = n->reduce;
   x->dtype = dtype;
   x->count = (int64_t)(n->kind == SG_OP_REDUCE_SCATTER ? no : ni);
-  x->args = cJSON_Parse (n->args_json ? n->args_json : "[]");
-  x->kwargs = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
-  if (!cJSON_IsArray (x->args) || !cJSON_IsObject (x->kwargs))
-    return sg_lower_fail (l, id, "args/kwargs: not a JSON list/object");
-  rewrite_refs (l, x->args);
-  rewrite_refs (l, x->kwargs);
-  const cJSON *mem = cJSON_GetObjectItemCaseSensitive (x->kwargs, "schedgraph_bucket");
-  if (cJSON_IsArray (mem)) {
-    x->members = g_new0 (char *, (size_t)cJSON_GetArraySize (mem) + 1);
-    const cJSON *m;
-    cJSON_ArrayForEach (m, mem)
-    {
-      if (!cJSON_IsString (m))
+  x->args = sg_node_args_json (g, id, false, value_ref, l);
+  x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
+  const SgArg *mem = sg_node_kwarg (g, id, "schedgraph_bucket");
+  if (mem && mem->type == SG_ARG_LIST) {
+    uint32_t nm;
+    const SgArg *m = sg_arg_items (g, mem, &nm);
+    x->members = g_new0 (char *, (size_t)nm + 1);
+    for (uint32_t i = 0; i < nm; i++) {
+      if (!sg_arg_str (&m[i]))
         return sg_lower_fail (l, id, "kwargs.schedgraph_bucket[%d]: expected a node name",
                               x->n_members);
-      x->members[x->n_members++] = g_strdup (m->valuestring);
+      x->members[x->n_members++] = g_strdup (sg_arg_str (&m[i]));
     }
   }
   if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
@@ -405,7 +436,7 @@ sg_lower_emit (SgLower *l)
     const SgNode *n = &g->nodes[id];
     SgOpClass c = sg_op_class (n->kind);
     if (n->op == SG_NODE_OUTPUT || n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR ||
-        c == SG_CLASS_INPUT || c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM)
+        c == SG_CLASS_INPUT || c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM || copy_elided (l, id))
       continue;
     if (c == SG_CLASS_WAIT) {
       SgNodeId t = sg_node_wait_target (g, id);

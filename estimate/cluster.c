@@ -9,6 +9,7 @@
  * Requires: nothing. Invalidates: nothing.
  */
 #include "estimate-private.h"
+#include "textio.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -43,7 +44,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
   .efficiency_all_gather = 0.695, .efficiency_reduce_scatter = 0.695,                           \
   .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
   .ce_GBps = 324.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 1.0,                              \
-  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0
+  .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0, \
+  .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,    \
+  .contention_held_scale = 1.0
 
 static const SgCluster presets[] = {
   { .name = "h200-sxm", .gpu = "H200", .hbm_GBps = 4800.0, HOPPER_COMMON },
@@ -68,6 +71,8 @@ static const SgCluster presets[] = {
     .efficiency_all_reduce = 1.0, .efficiency_broadcast = 1.0, .efficiency_p2p = 1.0,
     .ce_GBps = 232.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 1.0,
     .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0,
+    .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,
+    .contention_held_scale = 1.0,
   },
 };
 
@@ -164,6 +169,10 @@ static const Field fields[] = {
   D ("compute_slowdown", contention.compute_slowdown, 1, false, 100),
   D ("reduce_slowdown", contention.reduce_slowdown, 1, false, 100),
   D ("comm_start_wait", comm_start_wait, 0, false, 1),
+  D ("contention_comm_scale", contention_comm_scale, 0, false, 10),
+  D ("contention_compute_scale", contention_compute_scale, 0, false, 10),
+  D ("contention_wait_scale", contention_wait_scale, 0, false, 10),
+  D ("contention_held_scale", contention_held_scale, 0, false, 10),
 };
 
 static gboolean
@@ -321,11 +330,11 @@ load_json_file (const char *path, GError **error)
     g_error_free (io);
     return NULL;
   }
-  cJSON *obj = cJSON_ParseWithLength (text, len);
+  GError *je = NULL;
+  cJSON *obj = sg_json_parse (text, len, &je);
   if (!obj) {
-    const char *at = cJSON_GetErrorPtr ();
-    long off = at && at >= text && at <= text + len ? (long)(at - text) : -1;
-    fail (error, path, NULL, "malformed JSON near byte %ld", off);
+    fail (error, path, NULL, "%s", je->message);
+    g_error_free (je);
   }
   return obj;
 }

@@ -69,7 +69,7 @@ sg_compute_sm_factor (const SgCluster *c, const SgNode *n)
 static bool
 is_backward (SgOpKind op)
 {
-  return op == SG_OP_SDPA_FLASH_BWD || op == SG_OP_SDPA_EFFICIENT_BWD || op == SG_OP_SDPA_CUDNN_BWD;
+  return sg_kernel_class (op) == SG_KERNEL_ATTENTION_BACKWARD;
 }
 
 /* The work an SDPA kernel does, wave-quantized: FlashAttention-style
@@ -121,53 +121,11 @@ sg_compute_shape_us (const SgCluster *c, const SgShape *s)
   return MAX (c->attention_floor_us, c->gemm_launch_us + MAX (t_flops, t_bytes));
 }
 
-static const SgMeta *
-input_meta (const SgGraph *g, SgNodeId id, uint32_t i)
-{
-  uint32_t n;
-  const SgNodeId *in = sg_node_inputs (g, id, &n);
-  if (i >= n)
-    return NULL;
-  const SgMeta *m = &g->nodes[in[i]].meta;
-  return m->ndim >= 0 ? m : NULL;
-}
-
-/* Position of `is_causal` in each SDPA overload's schema (aten's
- * native_functions.yaml). */
-static int
-causal_arg (SgOpKind op)
-{
-  switch (op) {
-  case SG_OP_SDPA_FLASH:
-    return 4;
-  case SG_OP_SDPA_EFFICIENT:
-  case SG_OP_SDPA_CUDNN:
-    return 6;
-  case SG_OP_SDPA_FLASH_BWD:
-  case SG_OP_SDPA_EFFICIENT_BWD:
-    return 11;
-  case SG_OP_SDPA_CUDNN_BWD:
-    return 14;
-  default:
-    return -1;
-  }
-}
-
 static bool
-node_causal (const SgNode *n)
+node_causal (const SgGraph *g, SgNodeId id)
 {
   bool causal = false;
-  cJSON *kw = cJSON_Parse (n->kwargs_json ? n->kwargs_json : "{}");
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive (kw, "is_causal");
-  if (cJSON_IsBool (v)) {
-    causal = cJSON_IsTrue (v);
-  } else {
-    cJSON *args = cJSON_Parse (n->args_json ? n->args_json : "[]");
-    v = cJSON_GetArrayItem (args, causal_arg (n->kind));
-    causal = cJSON_IsTrue (v);
-    cJSON_Delete (args);
-  }
-  cJSON_Delete (kw);
+  sg_arg_bool (sg_node_param (g, id, SG_PARAM_IS_CAUSAL), &causal);
   return causal;
 }
 
@@ -176,8 +134,10 @@ matmul_shape (const SgGraph *g, SgNodeId id, SgShape *s)
 {
   const SgNode *n = &g->nodes[id];
   bool batched = n->kind == SG_OP_BMM || n->kind == SG_OP_BADDBMM;
-  uint32_t a_idx = (n->kind == SG_OP_ADDMM || n->kind == SG_OP_BADDBMM) ? 1 : 0;
-  const SgMeta *a = input_meta (g, id, a_idx);
+  SgParam pa, pb;
+  if (!sg_op_matmul_params (n->kind, &pa, &pb))
+    return false;
+  const SgMeta *a = sg_node_param_meta (g, id, pa);
   int32_t nd = batched ? 3 : 2;
   if (!a || a->ndim != nd || n->meta.ndim != nd)
     return false;
@@ -205,8 +165,8 @@ attention_shape (const SgGraph *g, SgNodeId id, SgShape *s)
     q = sg_node_tuple_meta (g, id, 0);
     k = sg_node_tuple_meta (g, id, 1);
   } else {
-    q = input_meta (g, id, bwd ? 1 : 0);
-    k = input_meta (g, id, bwd ? 2 : 1);
+    q = sg_node_param_meta (g, id, SG_PARAM_QUERY);
+    k = sg_node_param_meta (g, id, SG_PARAM_KEY);
   }
   if (!q || q->ndim != 4)
     return false;
@@ -219,7 +179,7 @@ attention_shape (const SgGraph *g, SgNodeId id, SgShape *s)
   s->seq_q = qs[2];
   s->head_dim = qs[3];
   s->seq_kv = ks[2];
-  s->causal = node_causal (n);
+  s->causal = node_causal (g, id);
   double f = 4.0 * (double)s->batch * (double)s->heads * (double)s->seq_q * (double)s->seq_kv *
              (double)s->head_dim;
   if (s->causal)
@@ -273,6 +233,8 @@ sg_compute_node_bytes (const SgGraph *g, SgNodeId id, const uint64_t *storage_by
   SgOpClass k = sg_op_class (n->kind);
   if (k == SG_CLASS_CREATION)
     return bytes; /* writes only */
+  if (n->kind == SG_OP_BUCKET_UNPACK)
+    return 2.0 * bytes; /* reads its member's slices of the bucket, not all of it */
   uint32_t n_in;
   const SgNodeId *in = sg_node_inputs (g, id, &n_in);
   for (uint32_t i = 0; i < n_in; i++) {

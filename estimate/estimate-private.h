@@ -76,6 +76,16 @@ typedef struct {
 
   SgContention contention;
   double comm_start_wait; /* see sg_cost_model_comm_start_wait() */
+  /* applied to the pairs a contention profile measured (not to the global
+   * factors): comm_x -> 1 + s (comm_x - 1), kernel_x likewise, waits x s
+   * (capped at 1); fitted from runtime reports (tools/sgfit) */
+  double contention_comm_scale;
+  double contention_compute_scale;
+  double contention_wait_scale;
+  /* the kernel_x of a measured pair applied while its collective is held
+   * by the start wait: 1 in a step (resident on one rank, waiting for its
+   * peer), 0 for ranks kept aligned (the profiler's runs) */
+  double contention_held_scale;
 } SgCluster;
 
 /* --- cluster.c --- */
@@ -176,6 +186,38 @@ const char *sg_profile_device (const SgProfile *p);
  * below the smallest. Shared by profile.c and tests. */
 bool sg_interp_loglog (const double *xs, const double *ys, size_t n, double x, double *y);
 
+/* --- contention.c (entries parsed by profile.c) --- */
+/* One `contention` entry of a profile (docs/profile-format.md), raw. */
+typedef struct {
+  SgTransport transport;
+  SgOpKind kind;
+  int32_t group_size, nodes;
+  uint64_t bytes;
+  SgKernelClass klass;
+  char *kernel_key;  /* the measured kernel (the profile's key text) */
+  bool kernel_first; /* order "kernel_first" (else "comm_first") */
+  int32_t runs_per_rep;
+  double comm_solo_us, rep_solo_us, lag_us, comm_us;
+  double *reps_us;
+  int32_t n_reps;
+  int index; /* position in the JSON array, for messages */
+} SgContentionSample;
+
+/* Frees what @s owns. */
+void sg_contention_sample_clear (SgContentionSample *s);
+/* (transfer none) The profile's contention samples (version 2), *@n of them
+ * (profile.c). */
+const SgContentionSample *sg_profile_contention (const SgProfile *p, size_t *n);
+/* The class named @name (sg_kernel_class_name); false when none is. */
+bool sg_kernel_class_from_name (const char *name, SgKernelClass *out);
+
+/* The pair table of a cost model: slots, measured pairs, fallbacks. */
+typedef struct SgContentionTable SgContentionTable;
+/* From the samples of @p (NULL or none: the global factors only) and the
+ * cluster's factors and scales. */
+SgContentionTable *sg_contention_table_new (const SgProfile *p, const SgCluster *c);
+void sg_contention_table_free (SgContentionTable *t);
+
 /* --- estimate.c --- */
 struct SgCostModel {
   SgCluster cluster;
@@ -187,6 +229,7 @@ struct SgCostModel {
   uint64_t *storage_bytes; /* during the pass only: storage-root bytes per node */
   int32_t n_storage;
   GHashTable *unknown_set;
+  SgContentionTable *contention; /* pairs (contention.c) */
 };
 
 G_END_DECLS

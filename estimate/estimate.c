@@ -23,6 +23,7 @@ cost_model_free (gpointer p)
   SgCostModel *cm = p;
   if (!cm)
     return;
+  sg_contention_table_free (cm->contention);
   sg_profile_free (cm->profile);
   g_free (cm->profile_path);
   g_free (cm->group_nodes);
@@ -50,6 +51,12 @@ double
 sg_cost_model_comm_start_wait (const SgCostModel *cm)
 {
   return cm->cluster.comm_start_wait;
+}
+
+double
+sg_cost_model_held_scale (const SgCostModel *cm)
+{
+  return sg_cost_contention_pairs (cm) > 0 ? cm->cluster.contention_held_scale : 0.0;
 }
 
 const char *
@@ -128,10 +135,24 @@ memory_bound_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double fl
   return MAX (floor_us, c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
 }
 
-double
-sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSource *src)
+/* Whether codegen lowers bucket copy @id without a kernel (graph/elide.c);
+ * @e: the graph's analysis, or NULL to run it for this one node. */
+static bool
+copy_elided (const SgGraph *g, SgNodeId id, const SgElision *e)
 {
-  g_return_val_if_fail (cm && g && id >= 0 && id < g->n_nodes && src, 0.0);
+  if (e)
+    return e->reason[id] == SG_COPY_ELIDED;
+  SgElision own;
+  sg_graph_elision_reasons (g, &own);
+  bool elided = own.reason[id] == SG_COPY_ELIDED;
+  sg_elision_clear (&own);
+  return elided;
+}
+
+static double
+node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, const SgElision *e,
+         SgCostSource *src)
+{
   const SgNode *n = &g->nodes[id];
   if (!isnan (n->cost_us)) {
     *src = SG_COST_GRAPH;
@@ -178,16 +199,57 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
       return 0.0;
     }
     return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
+  case SG_CLASS_BUCKET:
+    if (copy_elided (g, id, e)) { /* views of the bucket's buffer: no kernel */
+      *src = SG_COST_FREE;
+      return 0.0;
+    }
+    return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_POINTWISE:
   case SG_CLASS_REDUCTION:
   case SG_CLASS_COPY:
-  case SG_CLASS_BUCKET:
     return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_UNKNOWN:
   default:
     return memory_bound_us (cm, g, id,
                             MAX (cm->cluster.kernel_floor_us, cm->cluster.unknown_op_us), src);
   }
+}
+
+double
+sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSource *src)
+{
+  g_return_val_if_fail (cm && g && id >= 0 && id < g->n_nodes && src, 0.0);
+  return node_us (cm, g, id, NULL, src);
+}
+
+/* The zero-copy analysis when @g has bucket copies (else none is needed). */
+static bool
+elision_if_buckets (const SgGraph *g, SgElision *e)
+{
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    if (sg_op_class (g->nodes[i].kind) == SG_CLASS_BUCKET) {
+      sg_graph_elision_reasons (g, e);
+      return true;
+    }
+  return false;
+}
+
+void
+sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids)
+{
+  g_return_if_fail (cm && g);
+  SgElision e;
+  bool have = elision_if_buckets (g, &e);
+  int32_t n = ids ? n_ids : g->n_nodes;
+  for (int32_t j = 0; j < n; j++) {
+    SgNodeId i = ids ? ids[j] : j;
+    if (i == SG_NO_NODE || g->nodes[i].est_src != SG_COST_NONE)
+      continue;
+    g->nodes[i].est_us = node_us (cm, g, i, have ? &e : NULL, &g->nodes[i].est_src);
+  }
+  if (have)
+    sg_elision_clear (&e);
 }
 
 static void
@@ -221,6 +283,7 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
     }
     cm->profile_path = g_strdup (cfg->profile);
   }
+  cm->contention = sg_contention_table_new (cm->profile, c);
   cm->n_groups = g->n_groups;
   cm->group_nodes = g_new (int32_t, MAX (g->n_groups, 1));
   for (int32_t i = 0; i < g->n_groups; i++)
@@ -237,14 +300,21 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
 
   cm->storage_bytes = sg_compute_storage_bytes (g);
   cm->n_storage = g->n_nodes;
+  SgElision e;
+  bool have = elision_if_buckets (g, &e);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     SgNode *n = &g->nodes[i];
-    if (n->kind == SG_OP_COLLECTIVE_PERMUTE && !sg_p2p_check (&cm->cluster, g, i, error))
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE && !sg_p2p_check (&cm->cluster, g, i, error)) {
+      if (have)
+        sg_elision_clear (&e);
       return false; /* the model stays attached: the graph owns and frees it */
-    n->est_us = sg_cost_node_us (cm, g, i, &n->est_src);
+    }
+    n->est_us = node_us (cm, g, i, have ? &e : NULL, &n->est_src);
     if (n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL)
       note_unknown (cm, n->target);
   }
+  if (have)
+    sg_elision_clear (&e);
   /* later passes add and move nodes: the table would go stale */
   g_clear_pointer (&cm->storage_bytes, g_free);
   cm->n_storage = 0;

@@ -47,9 +47,16 @@ bool sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error);
 /* (transfer none) The model the estimate pass attached, or NULL. */
 const SgCostModel *sg_graph_cost_model (const SgGraph *g);
 
-/* Cost of one node as the model sees it (bucket/ uses it for nodes it
- * creates). Sets *src. */
+/* Cost of one node as the model sees it. Sets *src. A bucket copy runs
+ * the zero-copy analysis of the whole graph (O(n)): cost many new nodes
+ * with sg_cost_new_nodes(). */
 double sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSource *src);
+
+/* Costs the nodes @ids (n_ids; ids NULL: every node) of @g whose est_src
+ * is SG_COST_NONE (nodes a pass added), with one zero-copy analysis
+ * (graph/elide.c) for all of them: bucket copies codegen elides are free.
+ * Ids may be SG_NO_NODE (skipped). */
+void sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids);
 
 /* Solo time of a collective: @kind in SG_CLASS_COLLECTIVE, @bytes as
  * sg_node_comm_bytes() counts them, over a group of @group_size ranks that
@@ -65,6 +72,122 @@ const SgContention *sg_cost_model_contention (const SgCostModel *cm);
  * kernel ends (measured on H200: cuBLAS's persistent GEMMs hold every SM,
  * so an all_gather issued behind one waits for it), 0 means at once. */
 double sg_cost_model_comm_start_wait (const SgCostModel *cm);
+
+/* With measured pairs (a contention profile): how much of a pair's kernel_x
+ * applies while its collective is held by the start wait (the cluster's
+ * contention_held_scale: 1 in a step, where the held collective is resident
+ * on the rank that let it in first; 0 for aligned ranks); 0 without
+ * measured pairs (the global factors never slow a held collective's
+ * kernel). */
+double sg_cost_model_held_scale (const SgCostModel *cm);
+
+/* --- contention per pair (contention.c, docs/cost-model.md section 3) ---
+ *
+ * What runs beside a collective decides how both slow down. Compute nodes
+ * fall in kernel classes; a profile's `contention` section (profile format
+ * version 2) measures collectives beside one kernel of each class the graph
+ * has (GEMMs by size), and the model derives per pair the rates below.
+ * Without such data every pair gets the global factors above. */
+typedef enum {
+  SG_KERNEL_GEMM = 0,           /* mm, addmm, bmm, baddbmm on every SM */
+  SG_KERNEL_ATTENTION,          /* SDPA forward */
+  SG_KERNEL_ATTENTION_BACKWARD, /* SDPA backward */
+  SG_KERNEL_MAP,                /* pointwise, copies, creation, bucket copies, unknown ops */
+  SG_KERNEL_REDUCTION,
+  SG_KERNEL_GEMM_SM,            /* a matmul with an SM-count target (sm_count): SMs left free */
+  SG_KERNEL_N_CLASSES
+} SgKernelClass;
+
+/* The class a compute node of op @kind runs in (SG_KERNEL_MAP for anything
+ * that is not a matmul, attention or reduction; matmuls are SG_KERNEL_GEMM). */
+SgKernelClass sg_kernel_class (SgOpKind kind);
+/* The class of node @n: as its kind, but a matmul that does not hold every
+ * SM (graph/'s sg_node_holds_sms: an sm_count target) is SG_KERNEL_GEMM_SM. */
+SgKernelClass sg_node_kernel_class (const SgNode *n);
+/* "gemm", "attention", "attention_backward", "map", "reduction", "gemm_sm". */
+const char *sg_kernel_class_name (SgKernelClass k);
+
+/* One collective beside one kernel (a pair). Rates as SgContention reads
+ * them, waits as comm_start_wait: */
+typedef struct {
+  double comm_x;      /* the collective's time multiplier while the kernel runs beside it */
+  double kernel_x;    /* the kernel's time multiplier while the collective runs */
+  double wait_before; /* issued right before the kernel (startable when it starts): the
+                       * fraction of its work the collective waits before it starts */
+  double wait_during; /* startable while the kernel runs: the fraction of its remaining
+                       * work the collective waits */
+} SgPairRates;
+
+/* The global factors as pair rates: comm_x = reduce_slowdown for the
+ * collectives that reduce (@coll reduce_scatter, all_reduce), else
+ * comm_slowdown; kernel_x = compute_slowdown; both waits = @start_wait for
+ * the GEMM (on every SM) and attention classes (they hold every SM), 0 for
+ * the others. The fallback of every missing pair, and the whole model
+ * without a profile; it does not depend on the transport. */
+void sg_contention_global_rates (const SgContention *c, double start_wait, SgOpKind coll,
+                                 SgKernelClass k, SgPairRates *out);
+
+/* One in-place measurement (docs/profile-format.md `contention`): a chain
+ * of @n_reps reps of one kernel (each rep @runs_per_rep runs) on the compute
+ * stream, a collective that becomes startable @lag_us after the chain
+ * starts and ends @comm_us later; alone, the collective takes
+ * @comm_solo_us and a rep @rep_solo_us. */
+typedef struct {
+  double comm_solo_us, rep_solo_us, lag_us, comm_us;
+  const double *reps_us; /* [n_reps]: each rep's time beside the collective */
+  int32_t n_reps;
+  int32_t runs_per_rep;  /* kernel runs per rep (>= 1) */
+  bool kernel_first;     /* issued while the chain's first kernel ran (else with the chain) */
+  double comm_x_hint;    /* the pair's comm_x from another run, or NaN (below) */
+} SgContentionRun;
+
+/* The pair rates one run shows (docs/cost-model.md "Deriving a pair"):
+ * where the collective really started is read from the reps it slowed (a
+ * rep it covered whole gives the kernel's slowdown, which places the start
+ * inside the first slowed rep); comm_x and kernel_x from the overlap; the
+ * wait (wait_during when the collective became startable while the chain
+ * ran, @kernel_first, else wait_before; the other wait is NaN) from the
+ * start against the kernel that held it. Returns true when the start was
+ * read that way (or nothing overlapped); false when the collective ended
+ * inside the rep it started in, where start and comm_x trade off: then the
+ * start is placed by @comm_x_hint when finite (the other order's comm_x),
+ * else at that rep's start (no wait). A field the run cannot show (no
+ * overlap) is NaN. comm_x and kernel_x are clamped to [1, 100], waits to
+ * [0, 1]. */
+bool sg_contention_derive (const SgContentionRun *run, SgPairRates *out);
+
+/* Kernel slots the model distinguishes: one per measured kernel of the
+ * profile's contention section (by class, then solo time), and one for
+ * each class the profile did not measure (every class without a profile).
+ * @cm may be NULL (SG_KERNEL_N_CLASSES slots, one per class). */
+int32_t sg_cost_contention_slots (const SgCostModel *cm);
+/* The slot of compute node @id of @g whose solo time is @work_us: its
+ * class's measured kernel nearest in log time. (The node, not only its
+ * kind: a GEMM limited to fewer SMs will be a slot of its own.) */
+int32_t sg_cost_contention_slot (const SgCostModel *cm, const SgGraph *g, SgNodeId id,
+                                 double work_us);
+/* The class of @slot. */
+SgKernelClass sg_cost_contention_slot_class (const SgCostModel *cm, int32_t slot);
+/* The transport collective node @id uses: a collective_permute's own
+ * (nccl or ce), NCCL for the others. */
+SgTransport sg_cost_collective_transport (const SgCostModel *cm, const SgGraph *g, SgNodeId id);
+/* Rates of a collective (@kind, @bytes as sg_node_comm_bytes counts them,
+ * @group_size ranks over @n_nodes machines, over @t) beside each slot:
+ * fills @out[sg_cost_contention_slots (cm)]. Measured pairs are
+ * interpolated in bytes; missing ones fall back (docs/cost-model.md
+ * "Missing pairs") down to sg_contention_global_rates. */
+void sg_cost_contention_rates (const SgCostModel *cm, SgTransport t, SgOpKind kind,
+                               uint64_t bytes, int32_t group_size, int32_t n_nodes,
+                               SgPairRates *out);
+/* True when some pair may delay a collective's start (a wait > 0). */
+bool sg_cost_model_has_start_wait (const SgCostModel *cm);
+/* Measured pairs in the model (0 without a contention profile). */
+int32_t sg_cost_contention_pairs (const SgCostModel *cm);
+/* The pair table as text (the --costs section, docs/cost-model.md section
+ * 5): the kernel slots, then every measured point (family, bytes, slot) with
+ * the rates derived from it, before the cluster's scales. Prints nothing
+ * without measured pairs. */
+void sg_contention_print_pairs (const SgCostModel *cm, FILE *out);
 
 /* Machines a group of the graph spans, from the cluster's gpus_per_node. */
 int32_t sg_cost_group_nodes (const SgCostModel *cm, const SgGroup *group);

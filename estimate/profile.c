@@ -1,6 +1,8 @@
 /* profile.c: measured times (docs/profile-format.md): load, check, look up.
  *
- * Entries are grouped in families (gemm: op x dtype; attention: op x dtype
+ * Version 1 or 2 (2 adds the `contention` section: raw in-place
+ * measurements of collectives beside kernels, kept as samples for
+ * contention.c). Entries are grouped in families (gemm: op x dtype; attention: op x dtype
  * x causal; collectives: kind x group size x nodes; ops: target), each
  * sorted by size (flops or bytes). A lookup is an exact key match, else a
  * log-log interpolation in size between the neighbouring measured sizes,
@@ -9,12 +11,13 @@
  * Requires: nothing. Invalidates: nothing.
  */
 #include "estimate-private.h"
+#include "textio.h"
 
 #include <math.h>
 #include <string.h>
 
 #define PROFILE_FORMAT "schedgraph.profile"
-#define PROFILE_VERSION 1
+#define PROFILE_VERSION 2 /* the newest read; version 1 has no contention section */
 #define KEY_LEN 6
 
 typedef struct {
@@ -39,6 +42,7 @@ typedef struct {
 struct SgProfile {
   char *device;
   GPtrArray *families; /* Family *, file order of first appearance */
+  GArray *contention;  /* SgContentionSample, file order */
 };
 
 static void
@@ -58,6 +62,9 @@ sg_profile_free (SgProfile *p)
   if (!p)
     return;
   g_ptr_array_unref (p->families);
+  for (guint i = 0; i < p->contention->len; i++)
+    sg_contention_sample_clear (&g_array_index (p->contention, SgContentionSample, i));
+  g_array_unref (p->contention);
   g_free (p->device);
   g_free (p);
 }
@@ -66,6 +73,13 @@ const char *
 sg_profile_device (const SgProfile *p)
 {
   return p->device ? p->device : "";
+}
+
+const SgContentionSample *
+sg_profile_contention (const SgProfile *p, size_t *n)
+{
+  *n = p->contention->len;
+  return (const SgContentionSample *)(const void *)p->contention->data;
 }
 
 bool
@@ -140,16 +154,29 @@ get_int (const Ctx *c, const cJSON *o, const char *k, int64_t def, int64_t min, 
   return true;
 }
 
+/* A time in microseconds: > 0, or >= 0 with @zero_ok; @def when absent
+ * (required when def < 0). */
+static bool
+get_time (const Ctx *c, const cJSON *o, const char *k, bool zero_ok, double def, double *out)
+{
+  const cJSON *v = cJSON_GetObjectItemCaseSensitive (o, k);
+  if (!v) {
+    if (def < 0)
+      return bad (c, k, "missing");
+    *out = def;
+    return true;
+  }
+  if (!cJSON_IsNumber (v) || !isfinite (v->valuedouble)
+      || !(zero_ok ? v->valuedouble >= 0 : v->valuedouble > 0))
+    return bad (c, k, "expected a %s time in microseconds", zero_ok ? "non-negative" : "positive");
+  *out = v->valuedouble;
+  return true;
+}
+
 static bool
 get_us (const Ctx *c, const cJSON *o, double *out)
 {
-  const cJSON *v = cJSON_GetObjectItemCaseSensitive (o, "us");
-  if (!v)
-    return bad (c, "us", "missing");
-  if (!cJSON_IsNumber (v) || !isfinite (v->valuedouble) || !(v->valuedouble > 0))
-    return bad (c, "us", "expected a positive time in microseconds");
-  *out = v->valuedouble;
-  return true;
+  return get_time (c, o, "us", false, -1, out);
 }
 
 static const char *
@@ -298,6 +325,92 @@ parse_entry (SgProfile *p, FamKind fk, const cJSON *o, const Ctx *c)
   return true;
 }
 
+#define MAX_REPS 1024
+
+/* A `contention` entry (version 2): one in-place measurement, kept raw. */
+static bool
+parse_contention (SgProfile *p, const cJSON *o, const Ctx *c)
+{
+  if (!cJSON_IsObject (o))
+    return bad (c, "", "expected an object");
+  SgContentionSample s = { .index = c->index };
+  int64_t bytes, gs, nodes, rpr;
+  bool ok;
+  const char *tr, *kc, *key, *order;
+  if (!get_kind (c, o, "kind", SG_CLASS_COLLECTIVE, &s.kind)
+      || !get_int (c, o, "bytes", -1, 1, &bytes) || !get_int (c, o, "group_size", -1, 2, &gs)
+      || !get_int (c, o, "nodes", 1, 1, &nodes) || !get_int (c, o, "runs_per_rep", 1, 1, &rpr))
+    return false;
+  if (nodes > gs)
+    return bad (c, "nodes", "%" G_GINT64_FORMAT " nodes for a group of %" G_GINT64_FORMAT, nodes,
+                gs);
+  if (!(tr = get_str (c, o, "transport", false, &ok), ok))
+    return false;
+  if (tr && !sg_transport_from_name (tr, &s.transport))
+    return bad (c, "transport", "unknown transport \"%s\" (nccl, ce)", tr);
+  if (!(kc = get_str (c, o, "kernel", true, &ok), ok))
+    return false;
+  if (!sg_kernel_class_from_name (kc, &s.klass))
+    return bad (c, "kernel", "unknown kernel class \"%s\" (gemm, attention, attention_backward, "
+                "map, reduction, gemm_sm)", kc);
+  if (!(key = get_str (c, o, "kernel_key", true, &ok), ok))
+    return false;
+  if (!*key)
+    return bad (c, "kernel_key", "empty");
+  if (!(order = get_str (c, o, "order", true, &ok), ok))
+    return false;
+  if (strcmp (order, "comm_first") != 0 && strcmp (order, "kernel_first") != 0)
+    return bad (c, "order", "\"%s\" is neither comm_first nor kernel_first", order);
+  if (!get_time (c, o, "comm_solo_us", false, -1, &s.comm_solo_us)
+      || !get_time (c, o, "rep_solo_us", false, -1, &s.rep_solo_us)
+      || !get_time (c, o, "lag_us", true, 0, &s.lag_us)
+      || !get_time (c, o, "comm_us", false, -1, &s.comm_us))
+    return false;
+  const cJSON *reps = cJSON_GetObjectItemCaseSensitive (o, "reps_us");
+  if (!cJSON_IsArray (reps) || cJSON_GetArraySize (reps) < 1
+      || cJSON_GetArraySize (reps) > MAX_REPS)
+    return bad (c, "reps_us", "expected an array of 1 to %d times", MAX_REPS);
+  s.n_reps = cJSON_GetArraySize (reps);
+  s.reps_us = g_new (double, (size_t)s.n_reps);
+  const cJSON *r;
+  int i = 0;
+  cJSON_ArrayForEach (r, reps)
+  {
+    if (!cJSON_IsNumber (r) || !isfinite (r->valuedouble) || !(r->valuedouble > 0)) {
+      g_free (s.reps_us);
+      return bad (c, "reps_us", "element %d: expected a positive time in microseconds", i);
+    }
+    s.reps_us[i++] = r->valuedouble;
+  }
+  s.bytes = (uint64_t)bytes;
+  s.group_size = (int32_t)gs;
+  s.nodes = (int32_t)nodes;
+  s.runs_per_rep = (int32_t)rpr;
+  s.kernel_first = strcmp (order, "kernel_first") == 0;
+  s.kernel_key = g_strdup (key);
+  g_array_append_val (p->contention, s);
+  return true;
+}
+
+/* Two contention entries with the same key (collective, kernel, order). */
+static bool
+contention_unique (const SgProfile *p, const char *file, GError **error)
+{
+  const SgContentionSample *s = (const SgContentionSample *)(const void *)p->contention->data;
+  for (guint i = 0; i < p->contention->len; i++)
+    for (guint j = 0; j < i; j++)
+      if (s[i].transport == s[j].transport && s[i].kind == s[j].kind
+          && s[i].group_size == s[j].group_size && s[i].nodes == s[j].nodes
+          && s[i].bytes == s[j].bytes && s[i].kernel_first == s[j].kernel_first
+          && strcmp (s[i].kernel_key, s[j].kernel_key) == 0) {
+        g_set_error (error, SG_ESTIMATE_ERROR, SG_ESTIMATE_ERROR_PROFILE,
+                     "%s: contention[%d]: duplicates the key of contention[%d]", file, s[i].index,
+                     s[j].index);
+        return false;
+      }
+  return true;
+}
+
 static int
 entry_cmp (const void *a, const void *b)
 {
@@ -329,8 +442,12 @@ family_finish (Family *f, const char *file, GError **error)
         return false;
       }
     }
-    f->xs[f->n_xs] = es[i].x;
-    f->ys[f->n_xs++] = exp (logsum / (j - i));
+    /* Sizes of 0 (an ops entry of an empty value) answer exact lookups
+     * only: log-log interpolation and linear scaling need sizes > 0. */
+    if (es[i].x > 0) {
+      f->xs[f->n_xs] = es[i].x;
+      f->ys[f->n_xs++] = exp (logsum / (j - i));
+    }
     i = j;
   }
   return true;
@@ -341,15 +458,16 @@ sg_profile_load_data (const char *data, size_t len, const char *name, int32_t wo
                       GError **error)
 {
   Ctx c = { .file = name, .error = error };
-  cJSON *root = cJSON_ParseWithLength (data, len);
+  GError *je = NULL;
+  cJSON *root = sg_json_parse (data, len, &je);
   if (!root) {
-    const char *at = cJSON_GetErrorPtr ();
-    long off = at && at >= data && at <= data + len ? (long)(at - data) : -1;
-    bad (&c, "json", "malformed JSON near byte %ld", off);
+    bad (&c, "json", "%s", je->message);
+    g_error_free (je);
     return NULL;
   }
   SgProfile *p = g_new0 (SgProfile, 1);
   p->families = g_ptr_array_new_with_free_func (family_free);
+  p->contention = g_array_new (FALSE, FALSE, sizeof (SgContentionSample));
   bool ok = false;
   bool sok;
   int64_t version, ws;
@@ -367,9 +485,9 @@ sg_profile_load_data (const char *data, size_t len, const char *name, int32_t wo
   }
   if (!get_int (&c, root, "version", -1, 0, &version))
     goto out;
-  if (version != PROFILE_VERSION) {
-    bad (&c, "version", "version %" G_GINT64_FORMAT " is not supported (expected %d)", version,
-         PROFILE_VERSION);
+  if (version < 1 || version > PROFILE_VERSION) {
+    bad (&c, "version", "version %" G_GINT64_FORMAT " is not supported (expected 1 to %d)",
+         version, PROFILE_VERSION);
     goto out;
   }
   if (!get_int (&c, root, "world_size", -1, 1, &ws))
@@ -401,9 +519,30 @@ sg_profile_load_data (const char *data, size_t len, const char *name, int32_t wo
       ec.index++;
     }
   }
+  {
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive (root, "contention");
+    if (arr && version < 2) {
+      bad (&c, "contention", "needs version 2 (this profile says %" G_GINT64_FORMAT ")", version);
+      goto out;
+    }
+    if (arr && !cJSON_IsArray (arr)) {
+      bad (&c, "contention", "expected an array");
+      goto out;
+    }
+    Ctx ec = { .file = name, .array = "contention", .error = error };
+    const cJSON *e;
+    cJSON_ArrayForEach (e, arr)
+    {
+      if (!parse_contention (p, e, &ec))
+        goto out;
+      ec.index++;
+    }
+  }
   for (guint i = 0; i < p->families->len; i++)
     if (!family_finish (p->families->pdata[i], name, error))
       goto out;
+  if (!contention_unique (p, name, error))
+    goto out;
   ok = true;
 out:
   cJSON_Delete (root);

@@ -137,9 +137,15 @@ sg_estimate_print_costs (const SgGraph *g, FILE *out)
     fprintf (out, "# costs: not estimated\n");
     return;
   }
-  fprintf (out, "# costs: cluster %s, profile %s%s%s%s\n", cm->cluster.name,
+  fprintf (out, "# costs: cluster %s, profile %s%s%s%s", cm->cluster.name,
            cm->profile_path ? cm->profile_path : "none", cm->profile ? " (" : "",
            cm->profile ? sg_profile_device (cm->profile) : "", cm->profile ? ")" : "");
+  const int32_t pairs = sg_cost_contention_pairs (cm);
+  if (pairs > 0) /* docs/cost-model.md section 3, "Contention per pair" */
+    fprintf (out, ", %d contention pairs over %d kernel slots", pairs,
+             sg_cost_contention_slots (cm));
+  fprintf (out, "\n");
+  sg_contention_print_pairs (cm, out);
   GArray *rows = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), (guint)g->n_nodes);
   double cls_us[N_CLASSES] = { 0 }, src_us[SG_COST_MODEL + 1] = { 0 };
   int64_t cls_n[N_CLASSES] = { 0 }, src_n[SG_COST_MODEL + 1] = { 0 };

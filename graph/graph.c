@@ -1,20 +1,22 @@
 /* graph.c: construction, node parsing, queries and mutation of the IR.
  *
- * sg_graph_append() is the one place a node enters the IR, for the file
- * loader, the test builder and bucket/ alike: it interns the target and
- * dtypes, resolves {"node": NAME} references and checks everything that
- * concerns the node alone. Whole-graph rules live in validate.c.
+ * A node enters the IR through sg_graph_append() (graph-format JSON: the
+ * file loader, the test builder) or sg_rewrite_add() (passes); both end in
+ * sg_node_finish(), which interns the target and checks everything that
+ * concerns the node alone. Arguments are parsed in args.c. Whole-graph
+ * rules live in validate.c.
  */
-#include "graph.h"
+#include "graph-private.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 G_DEFINE_QUARK (sg-graph-error-quark, sg_graph_error)
 
-#define MAX_ARG_DEPTH 64
 /* Anything above 2^62 elements or bytes is absurd and risks overflow. */
 #define MAX_EXTENT ((int64_t)1 << 62)
+/* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
+#define MAX_COST_US 1e12
 
 const char *
 sg_cost_source_name (SgCostSource src)
@@ -36,6 +38,7 @@ sg_graph_new (int32_t world_size, int32_t rank)
   g->dims = g_array_new (FALSE, FALSE, sizeof (int64_t));
   g->inputs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   g->tuple_metas = g_array_new (FALSE, FALSE, sizeof (SgMeta));
+  g->args = g_array_new (FALSE, FALSE, sizeof (SgArg));
   g->by_name = g_hash_table_new (g_str_hash, g_str_equal);
   return g;
 }
@@ -52,23 +55,31 @@ sg_graph_free (SgGraph *g)
 {
   if (!g)
     return;
-  for (int32_t i = 0; i < g->n_groups; i++) {
+  /* A trial graph borrows groups, strings and the cost model, and hands
+   * its arrays back to its rewrite. */
+  bool trial = g->trial_of != NULL;
+  if (trial)
+    sg_rewrite_trial_release (g);
+  for (int32_t i = 0; !trial && i < g->n_groups; i++) {
     g_free (g->groups[i].name);
     g_free (g->groups[i].ranks);
     g_free (g->groups[i].partition);
   }
-  g_free (g->groups);
+  if (!trial) {
+    g_free (g->groups);
+    g_string_chunk_free (g->strings);
+  }
   g_free (g->nodes);
   g_free (g->source);
   g_free (g->cluster_json);
   g_free (g->description);
-  g_string_chunk_free (g->strings);
   g_array_unref (g->dims);
   g_array_unref (g->inputs);
   g_array_unref (g->tuple_metas);
+  g_array_unref (g->args);
   g_hash_table_unref (g->by_name);
   users_invalidate (g);
-  if (g->cost_model && g->cost_model_free)
+  if (g->cost_model && g->cost_model_free && !trial)
     g->cost_model_free (g->cost_model);
   if (g->implicit_edges)
     g_array_unref (g->implicit_edges);
@@ -306,61 +317,6 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
   return true;
 }
 
-typedef struct {
-  SgGraph *g;
-  const char *node;
-  GArray *refs; /* SgNodeId, distinct */
-  GHashTable *seen; /* the same ids as a set, once refs is long (output nodes) */
-  GError **error;
-} RefWalk;
-
-static bool
-walk_refs (RefWalk *w, const cJSON *v, int depth, const char *where)
-{
-  GError **error = w->error;
-  if (depth > MAX_ARG_DEPTH)
-    FAIL (SG_GRAPH_ERROR_PARSE, "node '%s': %s: nesting deeper than %d", w->node, where,
-          MAX_ARG_DEPTH);
-  if (cJSON_IsObject (v)) {
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
-    if (ref) {
-      if (!cJSON_IsString (ref) || cJSON_GetArraySize (v) != 1)
-        FAIL (SG_GRAPH_ERROR_FORMAT,
-              "node '%s': %s: a node reference must be {\"node\": \"<name>\"}", w->node, where);
-      SgNodeId id = sg_graph_lookup (w->g, ref->valuestring);
-      if (id == SG_NO_NODE)
-        FAIL (SG_GRAPH_ERROR_REF, "node '%s': %s: reference to '%s', which is not defined before it",
-              w->node, where, ref->valuestring);
-      /* Distinct inputs: a scan for short lists, a set for long ones (an
-       * output node may list thousands; a scan would be quadratic). */
-      if (!w->seen && w->refs->len >= 32) {
-        w->seen = g_hash_table_new (g_direct_hash, g_direct_equal);
-        for (guint i = 0; i < w->refs->len; i++)
-          g_hash_table_add (w->seen, GINT_TO_POINTER (g_array_index (w->refs, SgNodeId, i) + 1));
-      }
-      if (w->seen) {
-        if (!g_hash_table_add (w->seen, GINT_TO_POINTER (id + 1)))
-          return true;
-      } else {
-        for (guint i = 0; i < w->refs->len; i++)
-          if (g_array_index (w->refs, SgNodeId, i) == id)
-            return true;
-      }
-      g_array_append_val (w->refs, id);
-      return true;
-    }
-  }
-  if (cJSON_IsArray (v) || cJSON_IsObject (v)) {
-    const cJSON *c;
-    cJSON_ArrayForEach (c, v)
-    {
-      if (!walk_refs (w, c, depth + 1, where))
-        return false;
-    }
-  }
-  return true;
-}
-
 /* The graph format's `op` strings, by SgNodeOp. */
 static const char *const node_ops[] = { "placeholder", "get_attr", "call_function", "output" };
 
@@ -382,43 +338,59 @@ parse_op (const char *s, SgNodeOp *op)
   return false;
 }
 
+/* An integer argument as the loader accepts one: within +-2^62. */
 static bool
-check_collective (SgGraph *g, SgNode *n, const cJSON *args, GError **error)
+arg_int62 (const SgArg *a, int64_t *out)
 {
-  const SgOpInfo *info = sg_op_info (n->kind);
-  const cJSON *ga = cJSON_GetArrayItem (args, info->group_arg);
-  if (!cJSON_IsString (ga))
+  return sg_arg_int (a, out) && *out >= -MAX_EXTENT && *out <= MAX_EXTENT;
+}
+
+static bool
+check_collective (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
+                  gconstpointer ctx, GError **error)
+{
+  int group_arg = sg_op_param_pos (n->kind, SG_PARAM_GROUP_NAME);
+  int size_arg = sg_op_param_pos (n->kind, SG_PARAM_GROUP_SIZE);
+  int reduce_arg = sg_op_param_pos (n->kind, SG_PARAM_REDUCE_OP);
+  /* n is not in g->nodes yet; a node without arguments has no slot in
+   * g->args (whose data may then be NULL): no address is formed for it */
+#define ARG(i)                                                                                     \
+  ((i) >= 0 && (uint32_t)(i) < n->n_args                                                         \
+       ? &g_array_index (g->args, SgArg, n->args_first + (uint32_t)(i))                          \
+       : NULL)
+  const char *gname =
+      ARG (group_arg) && ARG (group_arg)->type == SG_ARG_STR ? ARG (group_arg)->s : NULL;
+  if (!gname)
     FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: expected the group name (a string)", n->name,
-          info->group_arg);
-  n->group = sg_graph_find_group (g, ga->valuestring);
+          group_arg);
+  n->group = sg_graph_find_group (g, gname);
   if (n->group < 0)
     FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: group '%s' is not in `groups`", n->name,
-          info->group_arg, ga->valuestring);
+          group_arg, gname);
   const SgGroup *grp = &g->groups[n->group];
   n->group_size = grp->n_ranks;
-  if (info->size_arg >= 0) {
+  if (size_arg >= 0) {
     int64_t size;
-    if (!json_int (cJSON_GetArrayItem (args, info->size_arg), &size))
+    if (!arg_int62 (ARG (size_arg), &size))
       FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: expected the group size (an integer)",
-            n->name, info->size_arg);
+            n->name, size_arg);
     if (size != grp->n_ranks)
       FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: group size %" G_GINT64_FORMAT
             " disagrees with group '%s' of %d ranks",
-            n->name, info->size_arg, size, grp->name, grp->n_ranks);
+            n->name, size_arg, size, grp->name, grp->n_ranks);
   }
-  if (info->reduce_arg >= 0) {
-    const cJSON *r = cJSON_GetArrayItem (args, info->reduce_arg);
-    if (!cJSON_IsString (r) || !sg_reduce_from_name (r->valuestring, &n->reduce))
+  if (reduce_arg >= 0) {
+    const SgArg *r = ARG (reduce_arg);
+    if (!r || r->type != SG_ARG_STR || !sg_reduce_from_name (r->s, &n->reduce))
       FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[%d]: expected a reduce op (sum, avg, max, "
-            "min, product)", n->name, info->reduce_arg);
+            "min, product)", n->name, reduce_arg);
   }
+#undef ARG
   /* Sizes must agree with the group: compare element counts of the input
    * and the output where both are known. */
-  uint32_t n_in;
-  const SgNodeId *in = sg_node_inputs (g, (SgNodeId)(n - g->nodes), &n_in);
-  if (n_in == 0)
+  if (n->n_in == 0)
     FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0]: expected the input tensor", n->name);
-  const SgMeta *im = &g->nodes[in[0]].meta;
+  const SgMeta *im = &node_of (ctx, inputs[0])->meta;
   if (im->ndim >= 0 && n->meta.ndim >= 0) {
     uint64_t ie = sg_meta_numel (g, im), oe = sg_meta_numel (g, &n->meta);
     uint64_t k = (uint64_t)grp->n_ranks;
@@ -439,12 +411,58 @@ check_collective (SgGraph *g, SgNode *n, const cJSON *args, GError **error)
   }
   if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
     SgPermute p;
-    bool ok = sg_node_permute (g, (SgNodeId)(n - g->nodes), &p, error);
+    bool ok = sg_permute_read (g, n, &p, error);
     sg_permute_clear (&p);
     if (!ok)
       return false;
   }
   return true;
+}
+
+bool
+sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
+                gconstpointer ctx, GError **error)
+{
+  switch (n->op) {
+  case SG_NODE_PLACEHOLDER: n->kind = SG_OP_PLACEHOLDER; break;
+  case SG_NODE_GET_ATTR: n->kind = SG_OP_GET_ATTR; break;
+  case SG_NODE_OUTPUT: n->kind = SG_OP_OUTPUT; break;
+  case SG_NODE_CALL: /* a kind set by the caller is its target's */
+    if (n->kind == SG_OP_UNKNOWN)
+      n->kind = sg_op_from_target (n->target);
+    break;
+  }
+  n->group = -1;
+  n->getitem_index = -1;
+  if (sg_op_is_collective (n->kind))
+    return check_collective (g, n, inputs, node_of, ctx, error);
+  if (n->kind == SG_OP_WAIT) {
+    const SgNode *c = n->n_in ? node_of (ctx, inputs[0]) : NULL;
+    if (!c || !sg_op_is_collective (c->kind))
+      FAIL (SG_GRAPH_ERROR_INVALID,
+            "node '%s': args[0]: wait_tensor must wait on a collective%s%s%s", n->name,
+            c ? " ('" : "", c ? c->name : "", c ? "' is not one)" : "");
+  } else if (n->kind == SG_OP_GETITEM) {
+    int64_t idx;
+    const SgArg *ia = n->n_args > 1 ? &g_array_index (g->args, SgArg, n->args_first + 1) : NULL;
+    if (n->n_in != 1 || !arg_int62 (ia, &idx) || idx < 0)
+      FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args: getitem takes (node, index >= 0)", n->name);
+    const SgNode *src = node_of (ctx, inputs[0]);
+    if (src->n_tuple && idx >= src->n_tuple)
+      FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[1]: index %" G_GINT64_FORMAT
+            " out of range for '%s' (a tuple of %u)", n->name, idx, src->name, src->n_tuple);
+    n->getitem_index = (int32_t)idx;
+  } else if (n->kind == SG_OP_RANK_ROLL) {
+    SgRankRoll rr;
+    return sg_rank_roll_read (g, n, n->n_in ? node_of (ctx, inputs[0]) : NULL, &rr, error);
+  }
+  return true;
+}
+
+static const SgNode *
+base_node_of (gconstpointer ctx, SgNodeId id)
+{
+  return &((const SgGraph *)ctx)->nodes[id];
 }
 
 SgNodeId
@@ -455,9 +473,9 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
     g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
     goto fail;                                                                 \
   } while (0)
-  g_autoptr (GArray) refs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   guint dims_len = g->dims->len, tuples_len = g->tuple_metas->len, inputs_len = g->inputs->len;
-  char *args_s = NULL, *kwargs_s = NULL;
+  guint args_len = g->args->len;
+  SgArgBuild ab = { 0 };
   if (!cJSON_IsObject (obj))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node #%d: expected an object", g->n_nodes);
   const cJSON *jname = cJSON_GetObjectItemCaseSensitive (obj, "name");
@@ -490,30 +508,14 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
     NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': a second output node (first: '%s')", name,
            g->nodes[g->output].name);
 
-  RefWalk w = { g, name, refs, NULL, error };
-  bool refs_ok = (!args || walk_refs (&w, args, 0, "args"))
-                 && (!kwargs || walk_refs (&w, kwargs, 0, "kwargs"));
-  g_clear_pointer (&w.seen, g_hash_table_unref);
-  if (!refs_ok)
-    goto fail;
-
   SgNode n = { 0 };
+  n.op = op;
+  sg_arg_build_init (&ab, g, name, NULL, NULL, error);
+  if (!sg_args_from_json (&ab, args, kwargs, &n))
+    goto fail;
   n.name = sg_graph_intern (g, name);
   n.target = sg_graph_intern (g, jtarget->valuestring);
-  n.op = op;
-  switch (op) {
-  case SG_NODE_PLACEHOLDER: n.kind = SG_OP_PLACEHOLDER; break;
-  case SG_NODE_GET_ATTR: n.kind = SG_OP_GET_ATTR; break;
-  case SG_NODE_OUTPUT: n.kind = SG_OP_OUTPUT; break;
-  case SG_NODE_CALL: n.kind = sg_op_from_target (n.target); break;
-  }
-  n.group = -1;
-  n.getitem_index = -1;
   n.cost_us = NAN;
-  args_s = args ? cJSON_PrintUnformatted (args) : NULL;
-  kwargs_s = kwargs ? cJSON_PrintUnformatted (kwargs) : NULL;
-  n.args_json = g_string_chunk_insert (g->strings, args_s ? args_s : "[]");
-  n.kwargs_json = g_string_chunk_insert_const (g->strings, kwargs_s ? kwargs_s : "{}");
 
   const cJSON *meta = cJSON_GetObjectItemCaseSensitive (obj, "meta");
   const cJSON *tuple = meta ? cJSON_GetObjectItemCaseSensitive (meta, "tuple") : NULL;
@@ -543,8 +545,12 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
 
   const cJSON *cost = cJSON_GetObjectItemCaseSensitive (obj, "cost_us");
   if (cost) {
-    if (!cJSON_IsNumber (cost) || !(cost->valuedouble >= 0 && cost->valuedouble < 1e12))
-      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number >= 0", name);
+    if (!cJSON_IsNumber (cost))
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number of "
+             "microseconds", name);
+    if (!(cost->valuedouble >= 0 && cost->valuedouble < MAX_COST_US))
+      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': %g is outside [0, %g) "
+             "microseconds", name, cost->valuedouble, MAX_COST_US);
     n.cost_us = cost->valuedouble;
   }
   const cJSON *sms = cJSON_GetObjectItemCaseSensitive (obj, "sm_count");
@@ -557,60 +563,33 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
   }
 
   n.in_first = g->inputs->len;
-  n.n_in = refs->len;
-  g_array_append_vals (g->inputs, refs->data, refs->len);
+  n.n_in = ab.refs->len;
+  g_array_append_vals (g->inputs, ab.refs->data, ab.refs->len);
 
   if (g->n_nodes == G_MAXINT32 - 1)
     NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': too many nodes", name);
+  if (!sg_node_finish (g, &n, (const SgNodeId *)(void *)ab.refs->data, base_node_of, g, error))
+    goto fail;
   if (g->n_nodes == g->nodes_cap) {
     g->nodes_cap = g->nodes_cap ? g->nodes_cap * 2 : 256;
     g->nodes = g_renew (SgNode, g->nodes, (size_t)g->nodes_cap);
   }
   SgNodeId id = g->n_nodes;
   g->nodes[id] = n;
-  SgNode *np = &g->nodes[id];
-
-  /* Checks that need the node in place (they read its inputs). */
-  if (sg_op_is_collective (n.kind)) {
-    if (!check_collective (g, np, args, error))
-      goto fail;
-  } else if (n.kind == SG_OP_WAIT) {
-    if (n.n_in == 0 || !sg_op_is_collective (g->nodes[g_array_index (g->inputs, SgNodeId,
-                                                                     n.in_first)].kind))
-      NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args[0]: wait_tensor must wait on a collective%s%s%s",
-             name, n.n_in ? " ('" : "",
-             n.n_in ? g->nodes[g_array_index (g->inputs, SgNodeId, n.in_first)].name : "",
-             n.n_in ? "' is not one)" : "");
-  } else if (n.kind == SG_OP_GETITEM) {
-    int64_t idx;
-    if (n.n_in != 1 || !json_int (cJSON_GetArrayItem (args, 1), &idx) || idx < 0)
-      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args: getitem takes (node, index >= 0)", name);
-    const SgNode *src = &g->nodes[g_array_index (g->inputs, SgNodeId, n.in_first)];
-    if (src->n_tuple && idx >= src->n_tuple)
-      NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[1]: index %" G_GINT64_FORMAT
-             " out of range for '%s' (a tuple of %u)", name, idx, src->name, src->n_tuple);
-    np->getitem_index = (int32_t)idx;
-  } else if (n.kind == SG_OP_RANK_ROLL) {
-    SgRankRoll rr;
-    if (!sg_node_rank_roll (g, id, &rr, error))
-      goto fail;
-  }
-
   if (op == SG_NODE_OUTPUT)
     g->output = id;
   g->n_nodes++;
-  g_hash_table_insert (g->by_name, (gpointer)np->name, GINT_TO_POINTER (id + 1));
+  g_hash_table_insert (g->by_name, (gpointer)g->nodes[id].name, GINT_TO_POINTER (id + 1));
   users_invalidate (g);
-  cJSON_free (args_s);
-  cJSON_free (kwargs_s);
+  sg_arg_build_clear (&ab);
   return id;
 
 fail:
   g_array_set_size (g->dims, dims_len);
   g_array_set_size (g->tuple_metas, tuples_len);
   g_array_set_size (g->inputs, inputs_len);
-  cJSON_free (args_s);
-  cJSON_free (kwargs_s);
+  g_array_set_size (g->args, args_len);
+  sg_arg_build_clear (&ab);
   return SG_NO_NODE;
 #undef NFAIL
 }
@@ -773,6 +752,11 @@ sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error)
     g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
   if (g->output != SG_NO_NODE)
     g->output = new_id[g->output];
+  for (guint j = 0; g->implicit_edges && j < g->implicit_edges->len; j++) {
+    SgImplicitEdge *e = &g_array_index (g->implicit_edges, SgImplicitEdge, j);
+    e->from = new_id[e->from];
+    e->to = new_id[e->to];
+  }
   users_invalidate (g);
   return true;
 }

@@ -73,16 +73,71 @@ typedef struct {
   uint32_t first;
 } SgMeta;
 
+/* Typed arguments. Every node's args and kwargs are parsed once, when the
+ * node enters the IR, into values in the graph's args pool (docs/ir.md):
+ *   SG_ARG_NONE    JSON null (Python None)
+ *   SG_ARG_BOOL    .b
+ *   SG_ARG_INT     .i: a JSON number with an integral value in int64 range
+ *   SG_ARG_FLOAT   .f: any other JSON number
+ *   SG_ARG_STR     .s: interned in the graph's strings
+ *   SG_ARG_DTYPE, SG_ARG_DEVICE, SG_ARG_LAYOUT, SG_ARG_MEMORY_FORMAT:
+ *                  a string at a keyword of that name (dtype=, device=,
+ *                  layout=, memory_format=) that names one; .s keeps the
+ *                  spelling, .tag the SgDtype / SgDeviceType / SgLayout /
+ *                  SgMemoryFormat, .n the device index (-1: none)
+ *   SG_ARG_NODE    a node reference {"node": NAME}: .input is the index of
+ *                  the referenced node in the owner's inputs (so arguments
+ *                  never hold node ids and survive every renumbering); read
+ *                  it with sg_arg_node()
+ *   SG_ARG_LIST    .n items at g->args[.first ..]
+ *   SG_ARG_DICT    a JSON object that is not a node reference: .n (key, value)
+ *                  pairs, 2 .n entries at g->args[.first ..], keys SG_ARG_STR
+ * In an SgNodeSpec (the rewrite API) an SG_ARG_NODE holds the node id
+ * itself (.ref, made by sg_arg_ref()); the graph stores the input index. */
+typedef enum {
+  SG_ARG_NONE = 0,
+  SG_ARG_BOOL,
+  SG_ARG_INT,
+  SG_ARG_FLOAT,
+  SG_ARG_STR,
+  SG_ARG_DTYPE,
+  SG_ARG_DEVICE,
+  SG_ARG_LAYOUT,
+  SG_ARG_MEMORY_FORMAT,
+  SG_ARG_NODE,
+  SG_ARG_LIST,
+  SG_ARG_DICT,
+} SgArgType;
+
+typedef struct {
+  uint8_t type; /* SgArgType */
+  uint8_t tag;  /* enum-typed strings: the enum value */
+  uint16_t reserved;
+  uint32_t n; /* LIST: items; DICT: pairs; DEVICE: index (as int32_t) */
+  union {
+    bool b;
+    int64_t i;
+    double f;
+    const char *s;
+    uint32_t input; /* NODE in the graph: index into the owner's inputs */
+    SgNodeId ref;   /* NODE in an SgNodeSpec: the node id */
+    uint32_t first; /* LIST, DICT: first entry in g->args */
+  };
+} SgArg;
+
 typedef struct {
   const char *name;        /* unique; (transfer none) owned by the graph */
   const char *target;      /* as in the input (str(node.target)) */
-  const char *args_json;   /* compact JSON array; node refs are {"node": NAME} */
-  const char *kwargs_json; /* compact JSON object */
   SgNodeOp op;
   SgOpKind kind;
   /* Data inputs: distinct referenced nodes, in order of first appearance in
    * args then kwargs: g->inputs[in_first .. in_first + n_in). */
   uint32_t in_first, n_in;
+  /* Positional arguments: g->args[args_first .. + n_args). Keyword
+   * arguments: n_kwargs (key, value) pairs, g->args[kwargs_first .. + 2
+   * n_kwargs), keys SG_ARG_STR, in input order. */
+  uint32_t args_first, n_args;
+  uint32_t kwargs_first, n_kwargs;
   SgMeta meta;
   /* Tuple values: g->tuple_metas[tuple_first .. + n_tuple); elements that
    * are not tensors have ndim -1. n_tuple == 0 for plain values. */
@@ -131,6 +186,7 @@ typedef struct SgGraph {
   GArray *dims;        /* int64_t */
   GArray *inputs;      /* SgNodeId */
   GArray *tuple_metas; /* SgMeta */
+  GArray *args;        /* SgArg: every node's args and kwargs */
   GHashTable *by_name; /* name -> GINT_TO_POINTER(id + 1); lookups only */
 
   /* derived, rebuilt on demand (NULL when stale) */
@@ -147,15 +203,20 @@ typedef struct SgGraph {
 
   /* Implicit (non-data) ordering edges recorded by passes (schedule/,
    * bucket/): a GArray of SgImplicitEdge, NULL when none. Edges hold node
-   * names (interned in @strings), so they survive sg_graph_permute().
+   * ids; sg_graph_permute(), _compact(), _select() and the rewrite API
+   * renumber them (and drop those whose ends are removed).
    * schedule.h has the kinds and helpers; docs/scheduler.md the rules. */
   GArray *implicit_edges;
+
+  /* A trial graph of the rewrite API shares the pools, strings and groups
+   * of the graph it was made from; NULL for graphs that own theirs. */
+  struct SgRewrite *trial_of;
 } SgGraph;
 
 /* One implicit edge: @to must run after @from. @kind is an SgEdgeKind
  * (schedule.h). */
 typedef struct {
-  const char *from, *to;
+  SgNodeId from, to;
   int32_t kind;
 } SgImplicitEdge;
 
@@ -203,17 +264,133 @@ SgGraph *sg_graph_load_full (const char *path, bool validate, GError **error);
  * collectives, shapes. The message names the node and the field. */
 bool sg_graph_validate (const SgGraph *g, GError **error);
 
+/* --- arguments (args.c) --------------------------------------------------- */
+
+/* (transfer none) Positional argument @pos of node @id, or NULL when the
+ * node has fewer. */
+static inline const SgArg *
+sg_node_arg (const SgGraph *g, SgNodeId id, uint32_t pos)
+{
+  const SgNode *n = &g->nodes[id];
+  return pos < n->n_args ? &g_array_index (g->args, SgArg, n->args_first + pos) : NULL;
+}
+
+/* (transfer none) Keyword argument @key of node @id, or NULL. */
+const SgArg *sg_node_kwarg (const SgGraph *g, SgNodeId id, const char *key);
+
+/* (transfer none) The argument for parameter @p of node @id's op: the
+ * keyword argument of that name when given, else the positional one where
+ * the op table puts it (sg_op_param_pos); NULL when neither is there. */
+const SgArg *sg_node_param (const SgGraph *g, SgNodeId id, SgParam p);
+
+/* (transfer none) The items of a LIST (@n of them), or of a DICT (2 @n
+ * entries, key then value). NULL with *n = 0 for other types. */
+static inline const SgArg *
+sg_arg_items (const SgGraph *g, const SgArg *a, uint32_t *n)
+{
+  if (!a || (a->type != SG_ARG_LIST && a->type != SG_ARG_DICT) || a->n == 0) {
+    *n = 0;
+    return NULL;
+  }
+  *n = a->n;
+  return &g_array_index (g->args, SgArg, a->first);
+}
+
+/* The node that @a (an argument of node @owner) references, or SG_NO_NODE
+ * when @a is NULL or not a node reference. */
+static inline SgNodeId
+sg_arg_node (const SgGraph *g, SgNodeId owner, const SgArg *a)
+{
+  if (!a || a->type != SG_ARG_NODE)
+    return SG_NO_NODE;
+  return g_array_index (g->inputs, SgNodeId, g->nodes[owner].in_first + a->input);
+}
+
+/* The node that parameter @p of node @id references, or SG_NO_NODE. */
+static inline SgNodeId
+sg_node_param_node (const SgGraph *g, SgNodeId id, SgParam p)
+{
+  return sg_arg_node (g, id, sg_node_param (g, id, p));
+}
+
+/* (transfer none) The tensor meta of that node, or NULL when there is no
+ * such reference or its value is not a tensor (ndim -1). */
+const SgMeta *sg_node_param_meta (const SgGraph *g, SgNodeId id, SgParam p);
+
+/* Scalar readers: true with *out set when @a has that type (an INT reads
+ * as a float too); false for NULL and other types. */
+bool sg_arg_int (const SgArg *a, int64_t *out);
+bool sg_arg_float (const SgArg *a, double *out);
+bool sg_arg_bool (const SgArg *a, bool *out);
+/* The text of a STR or an enum-typed string; NULL for other types. */
+const char *sg_arg_str (const SgArg *a);
+/* True for an absent argument or None. */
+static inline bool
+sg_arg_is_none (const SgArg *a)
+{
+  return !a || a->type == SG_ARG_NONE;
+}
+
+/* Builds a node reference for an SgNodeSpec (and the other spec values;
+ * strings and lists come from sg_rewrite_str / sg_rewrite_list). */
+static inline SgArg
+sg_arg_ref (SgNodeId id)
+{
+  SgArg a = { .type = SG_ARG_NODE };
+  a.ref = id;
+  return a;
+}
+static inline SgArg
+sg_arg_i (int64_t v)
+{
+  SgArg a = { .type = SG_ARG_INT };
+  a.i = v;
+  return a;
+}
+static inline SgArg
+sg_arg_f (double v)
+{
+  SgArg a = { .type = SG_ARG_FLOAT };
+  a.f = v;
+  return a;
+}
+static inline SgArg
+sg_arg_b (bool v)
+{
+  SgArg a = { .type = SG_ARG_BOOL };
+  a.b = v;
+  return a;
+}
+
+/* Makes the JSON of a node reference when arguments are written out:
+ * {"node": NAME} by default (@ref NULL), {"value": ID} in plans. Returns a
+ * new cJSON item (transfer full). */
+typedef cJSON *(*SgArgRefJson) (const SgGraph *g, SgNodeId ref, gpointer user);
+
+/* (transfer full) Node @id's args as a JSON array (@kwargs false) or its
+ * kwargs as a JSON object (@kwargs true), node references written by @ref
+ * (NULL: {"node": NAME}). Numbers, strings, nesting and key order are
+ * those of the input, so printing this gives the input's compact text.
+ * This is where arguments go back to JSON (plans, tools); nothing parses
+ * argument JSON after load. */
+cJSON *sg_node_args_json (const SgGraph *g, SgNodeId id, bool kwargs, SgArgRefJson ref,
+                          gpointer user);
+
 /* (transfer full) @g in the graph format (docs/graph-format.md), nodes in id
  * order: what sg_graph_load() reads back into the same graph (write.c). */
 cJSON *sg_graph_to_json (const SgGraph *g);
 
 /* --- queries ------------------------------------------------------------ */
 
+/* (transfer none) The node's inputs, *@n of them. A node without inputs
+ * gets an empty list that is not NULL, and no arithmetic on the pool: the
+ * pool has no storage before the first input (NULL + 0 is undefined). */
 static inline const SgNodeId *
 sg_node_inputs (const SgGraph *g, SgNodeId id, uint32_t *n)
 {
+  static const SgNodeId none[1] = { SG_NO_NODE };
   *n = g->nodes[id].n_in;
-  return &g_array_index (g->inputs, SgNodeId, g->nodes[id].in_first);
+  return *n ? &g_array_index (g->inputs, SgNodeId, g->nodes[id].in_first) : none;
 }
 
 static inline const int64_t *
@@ -330,6 +507,53 @@ void sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *ro
 /* Storage root of every node, aliases resolved (n_nodes), (transfer full). */
 SgNodeId *sg_graph_storage_roots (const SgGraph *g);
 
+/* --- zero-copy buckets (elide.c) ----------------------------------------- */
+
+/* Why a bucket copy (schedgraph.bucket_pack / bucket_unpack, docs/ops.md)
+ * stays a kernel; SG_COPY_ELIDED when codegen lowers it to views. */
+typedef enum {
+  SG_COPY_ELIDED = 0,
+  SG_COPY_RANK_MAJOR,    /* all_gather unpack: the member is strided over rank segments */
+  SG_COPY_INTERLEAVED,   /* reduce_scatter pack: chunk r of every member in segment r */
+  SG_COPY_STRIDED_INPUT, /* a member input is not a whole contiguous tensor */
+  SG_COPY_SHARED_INPUT,  /* a member input is placed elsewhere in another layout */
+  SG_COPY_OUTPUT_INPUT,  /* a member input is a graph output */
+  SG_COPY_MIXED_INPUTS,  /* graph inputs and computed members */
+  SG_COPY_COMM_WRITTEN,  /* a member input is written by a collective */
+  SG_COPY_TUPLE_INPUT,   /* a member input is a tuple element */
+  SG_COPY_NO_COLLECTIVE, /* no single collective reads the pack */
+  SG_COPY_N_REASONS
+} SgCopyReason;
+
+/* (transfer none) "elided", or the reason's name and a sentence. */
+const char *sg_copy_reason_text (SgCopyReason r);
+
+/* The zero-copy layout of a graph's buckets (n_nodes entries each):
+ *  reason[v]   an SgCopyReason for pack/unpack nodes (0 elsewhere);
+ *  view_of[v]  an elided unpack: its input (the bucket result); an elided
+ *              pack whose inputs already lie back to back: its first
+ *              input; a member input relocated into an elided pack's
+ *              buffer ("relocated"): that pack; else -1. An elided pack
+ *              with view_of -1 owns the buffer its relocated inputs share;
+ *  view_off[v] the byte offset there (from the viewed value's start, or
+ *              from the pack buffer's start for a relocated input);
+ *  root[v]     the storage root of v with elision (sg_graph_storage_roots). */
+typedef struct {
+  uint8_t *reason;
+  SgNodeId *view_of;
+  uint64_t *view_off;
+  SgNodeId *root;
+  int32_t n_elided; /* pack and unpack nodes lowered without a copy */
+} SgElision;
+
+/* Fills @e for @g (clear it with sg_elision_clear). O(n_nodes). */
+void sg_graph_elision (const SgGraph *g, SgElision *e);
+/* The same without e->root (NULL): what the cost model reads. */
+void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
+void sg_elision_clear (SgElision *e);
+/* True when @v's storage lives in an elided pack's buffer (e->view_of[v]). */
+bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
+
 /* --- mutation ----------------------------------------------------------- */
 
 /* Renumbers nodes so that new id i is old id @order[i] (a permutation of all
@@ -342,6 +566,17 @@ const char *sg_graph_intern (SgGraph *g, const char *s);
 
 /* --- configuration and the pass runner (pass.c) -------------------------- */
 
+/* How bucket/ forms buckets (--bucket-mode). */
+typedef enum {
+  SG_BUCKET_MODE_AUTO = 0,  /* the best predicted step of the greedy and per-layer */
+  SG_BUCKET_MODE_PER_LAYER, /* FSDP2's buckets: one per layer and collective kind */
+} SgBucketMode;
+
+/* "auto", "per-layer" (the --bucket-mode spellings). */
+const char *sg_bucket_mode_name (SgBucketMode mode);
+/* Parses a --bucket-mode spelling; false for anything else. */
+bool sg_bucket_mode_from_name (const char *name, SgBucketMode *out);
+
 /* Every option of every pass; CLI flags map 1:1 onto these fields.
  * sg_config_init() sets the documented defaults. */
 typedef struct {
@@ -353,9 +588,11 @@ typedef struct {
   uint64_t max_in_flight_bytes; /* per group; 0 = unlimited */
   double max_peak_increase;     /* allowed peak-memory growth over the input order, fraction */
   int32_t prefetch_limit;       /* max collectives started ahead per group; 0 = unlimited */
+  bool exact;               /* the exact scheduler instead of the list scheduler (--exact) */
   /* bucket/ */
   bool bucket;              /* false: --no-bucket */
   uint64_t bucket_cap_bytes;
+  SgBucketMode bucket_mode;
   /* runner */
   bool validate_between;    /* run the validator after every pass */
   const char *dump_pass;    /* dump the IR after this pass ("all" for every pass) */
@@ -406,12 +643,143 @@ SgGraph *sg_graph_copy (const SgGraph *g);
  * output node. Implicit edges touching dropped nodes are dropped. */
 bool sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error);
 
-/* Makes @user read new_inputs[i] wherever it read old_inputs[i], for @n
- * pairs at once: the {"node": ...} references in its args/kwargs, and its
- * inputs, kept distinct in order of first appearance. Args and kwargs are
- * parsed and written once (a user reading thousands of values, like the
- * output node, stays linear). */
-void sg_graph_replace_inputs (SgGraph *g, SgNodeId user, const SgNodeId *old_inputs,
-                              const SgNodeId *new_inputs, uint32_t n);
+
+/* --- the rewrite API (rewrite.c; docs/ir.md) ------------------------------ */
+
+/* A batch of edits to a graph, committed at once: passes that add, replace
+ * and remove nodes (bucketing, decompositions) describe the result here,
+ * then either commit it to the graph or build a trial graph from it to
+ * judge it (simulate, cost) without changing the graph. Trial and commit
+ * run the same code; a trial graph is the committed graph node for node
+ * (ids, kinds, names, args, metas, inputs, groups, implicit edges).
+ *
+ *   SgRewrite *rw = sg_rewrite_new (g);
+ *   SgNodeId a = sg_rewrite_add (rw, &spec_a, error);   // ids >= g->n_nodes
+ *   sg_rewrite_replace_uses (rw, old, b);                // users of old read b
+ *   sg_rewrite_remove (rw, old);
+ *   ok = sg_rewrite_commit (rw, error);                  // or sg_rewrite_trial
+ *   sg_rewrite_free (rw);
+ *
+ * Node ids: base nodes keep their ids while the rewrite is built; added
+ * nodes get g->n_nodes, g->n_nodes + 1, ... in creation order. The result
+ * is renumbered into one topological order: the stable order that picks,
+ * among nodes whose inputs (and implicit-edge sources) are placed, the one
+ * with the smallest key, ties on the pre-commit id. A base node's key is
+ * its position; an added node's key is set by sg_rewrite_place() (default:
+ * just after its latest input). Everything not edited keeps its relative
+ * order unless implicit edges say otherwise.
+ *
+ * @g must not change while the rewrite lives: added nodes' args, metas and
+ * strings go to @g's pools at once and are taken back by sg_rewrite_free()
+ * or sg_rewrite_reset() unless committed. A pass that judges many
+ * rewrites of one graph keeps one SgRewrite and resets it between them:
+ * its working memory is reused. */
+typedef struct SgRewrite SgRewrite;
+
+/* Keyword argument of an SgNodeSpec; @key is copied. */
+typedef struct {
+  const char *key;
+  SgArg value;
+} SgKwarg;
+
+/* A node to add. Node references in @args / @kwargs are sg_arg_ref(id) of
+ * base or already added nodes; lists are sg_rewrite_list() values; strings
+ * live in the graph's strings: sg_rewrite_str() values, strings of a node's
+ * args, node names. */
+typedef struct {
+  const char *name;   /* made unique on commit: name, name_1, name_2 ... */
+  SgOpKind kind;      /* a call_function of this op (its table target) */
+  const char *target; /* NULL: the op table's target of @kind */
+  const SgArg *args;
+  uint32_t n_args;
+  const SgKwarg *kwargs;
+  uint32_t n_kwargs;
+  SgMeta meta;          /* sg_rewrite_meta(), or ndim -1 */
+  const SgMeta *tuple;  /* a tuple value: n_tuple metas (meta ignored) */
+  uint32_t n_tuple;
+  double cost_us;       /* NAN: none (the pass costs new nodes) */
+  int32_t sm_count;     /* matmuls: the SM-count target (SgNode.sm_count), 0: all */
+} SgNodeSpec;
+
+/* Where an added node goes relative to a base node @anchor
+ * (sg_rewrite_place): keys 4 anchor + slot, base nodes have slot 2. */
+typedef enum {
+  SG_PLACE_BEFORE_EARLY = 0, /* before the anchor, ahead of SG_PLACE_BEFORE nodes */
+  SG_PLACE_BEFORE = 1,       /* just before the anchor */
+  SG_PLACE_AFTER = 3,        /* just after the anchor */
+} SgPlace;
+
+/* (transfer full) Starts a rewrite of @g (users are rebuilt if stale). */
+SgRewrite *sg_rewrite_new (SgGraph *g);
+/* Frees @rw; uncommitted additions are taken back from @g's pools. No
+ * trial graph of it may be alive. */
+void sg_rewrite_free (SgRewrite *rw);
+/* Discards every edit and addition (as sg_rewrite_new would start), keeping
+ * the working memory for the next rewrite of the same, unchanged graph.
+ * Not after a commit; no trial graph of it may be alive. */
+void sg_rewrite_reset (SgRewrite *rw);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgRewrite, sg_rewrite_free)
+
+/* (transfer none) The graph being rewritten. */
+SgGraph *sg_rewrite_graph (const SgRewrite *rw);
+
+/* A meta for an added node: @shape (@ndim dims) with @stride (NULL:
+ * contiguous) of @dtype, stored in the graph's dims pool (@shape may be
+ * another meta's, sg_meta_shape). */
+SgMeta sg_rewrite_meta (SgRewrite *rw, const int64_t *shape, const int64_t *stride, int32_t ndim,
+                        SgDtype dtype);
+/* Spec values: an interned string, a list of @n items (spec form). */
+SgArg sg_rewrite_str (SgRewrite *rw, const char *s);
+SgArg sg_rewrite_list (SgRewrite *rw, const SgArg *items, uint32_t n);
+/* Node @src's positional arguments in spec form (references as ids, lists
+ * copied), at most @max into @out; returns how many @src has. Kwargs
+ * likewise. Use them to add a node like an existing one. */
+uint32_t sg_rewrite_args_of (SgRewrite *rw, SgNodeId src, SgArg *out, uint32_t max);
+uint32_t sg_rewrite_kwargs_of (SgRewrite *rw, SgNodeId src, SgKwarg *out, uint32_t max);
+/* The node an argument of @id references, whether @id is a base node or
+ * an added one. */
+SgNodeId sg_rewrite_arg_node (const SgRewrite *rw, SgNodeId id, const SgArg *a);
+/* (transfer none) A node of the rewrite (base or added); valid until the
+ * next sg_rewrite_add. */
+const SgNode *sg_rewrite_node (const SgRewrite *rw, SgNodeId id);
+
+/* Adds a node: interns its target, derives its inputs (distinct references
+ * in order of first appearance) and its collective group, size and reduce
+ * op or getitem index from the typed args, with the loader's checks of the
+ * node alone (sg_graph_append's). Returns its id, or SG_NO_NODE with
+ * @error naming the node and field. */
+SgNodeId sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error);
+
+/* Places added node @id at @anchor (a base node) in slot @where. */
+void sg_rewrite_place (SgRewrite *rw, SgNodeId id, SgNodeId anchor, SgPlace where);
+
+/* Every base node that reads @old reads @to instead (in its inputs and
+ * its args). Added nodes read what their spec names, except where that is
+ * @old and @old is removed (nothing may read a removed node): then they
+ * read @to as well. @old must be a base node; @to any node. */
+void sg_rewrite_replace_uses (SgRewrite *rw, SgNodeId old, SgNodeId to);
+
+/* Removes node @id. Committing fails if a kept node still reads it. */
+void sg_rewrite_remove (SgRewrite *rw, SgNodeId id);
+
+/* Implicit edges of base node @old (removed) move to @to, except those of
+ * a kind in @drop_kinds (a bit mask: 1 << SgEdgeKind), which are dropped.
+ * Edges of removed nodes that are not moved are dropped. */
+void sg_rewrite_move_edges (SgRewrite *rw, SgNodeId old, SgNodeId to, uint32_t drop_kinds);
+
+/* Applies the rewrite to the graph: renumbered as described above, new
+ * names made unique, users and derived tables invalidated. False with
+ * @error (SG_GRAPH_ERROR_REF naming a kept node that reads a removed one
+ * or the removed output; SG_GRAPH_ERROR_CYCLE naming a node the edits put
+ * on a cycle) and the graph unchanged. At most once per rewrite. */
+bool sg_rewrite_commit (SgRewrite *rw, GError **error);
+
+/* (transfer full) The graph sg_rewrite_commit would make, as a new graph
+ * that shares @g's pools, strings and groups (@g stays as it is); names of
+ * added nodes are as given (uniqueness is settled on commit) and it has no
+ * name table. It borrows @rw and @g: free it (sg_graph_free) before either
+ * changes, is reset or is freed. NULL with @error where sg_rewrite_commit
+ * would fail. The rewrite may be committed or tried again afterwards. */
+SgGraph *sg_rewrite_trial (SgRewrite *rw, GError **error);
 
 G_END_DECLS

@@ -9,6 +9,10 @@
  *    values the output node returns exist after it ends;
  *  - a collective runs asynchronously until its wait_tensor, so a use by a
  *    collective lasts until that wait (its input cannot be freed earlier).
+ * Zero-copy buckets (elide.c) share storage too: an elided unpack is an
+ * alias of the bucket's result, an elided pack of the storage its inputs
+ * already form, and the inputs relocated into an elided pack's buffer are
+ * one storage of the pack's bytes, allocated with its lowest-id member.
  * Live bytes at step t are the storages with start <= t <= end; the peak is
  * their maximum. O(n + edges) with a difference array. schedule/ calls
  * sg_graph_liveness() with cached roots and sizes and a per-step profile. Graphs whose
@@ -22,16 +26,27 @@
 SgNodeId *
 sg_graph_storage_roots (const SgGraph *g)
 {
-  SgNodeId *root = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
-  /* Inputs have lower ids, so one pass in id order resolves alias chains. */
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    root[i] = i;
-    if (sg_op_is_alias (g->nodes[i].kind) && g->nodes[i].n_in > 0) {
-      uint32_t k;
-      root[i] = root[sg_node_inputs (g, i, &k)[0]];
-    }
-  }
+  SgElision e;
+  sg_graph_elision (g, &e);
+  SgNodeId *root = e.root;
+  e.root = NULL;
+  sg_elision_clear (&e);
   return root;
+}
+
+/* Bytes each storage root allocates (0 for the other nodes): the sum of
+ * what the nodes sharing it allocate themselves. */
+static uint64_t *
+storage_bytes (const SgGraph *g, const SgElision *e)
+{
+  uint64_t *alloc = g_new0 (uint64_t, (size_t)MAX (g->n_nodes, 1));
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    bool elided = sg_op_class (g->nodes[i].kind) == SG_CLASS_BUCKET
+                  && e->reason[i] == SG_COPY_ELIDED;
+    if (!elided)
+      alloc[e->root[i]] += sg_node_alloc_bytes (g, i);
+  }
+  return alloc;
 }
 
 void
@@ -67,10 +82,23 @@ sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, cons
   int32_t n = g->n_nodes;
   if (n <= 0)
     return 0;
-  g_autofree SgNodeId *own_root = roots ? NULL : sg_graph_storage_roots (g);
-  const SgNodeId *root = roots ? roots : own_root;
+  SgElision e = { 0 };
+  if (!roots || !alloc)
+    sg_graph_elision (g, &e);
+  g_autofree uint64_t *own_alloc = alloc ? NULL : storage_bytes (g, &e);
+  const SgNodeId *root = roots ? roots : e.root;
+  if (!alloc)
+    alloc = own_alloc;
   g_autofree int32_t *last = g_new (int32_t, (size_t)n);
   sg_graph_last_use (g, pos, root, last);
+  /* a storage shared by several producers (a relocation) starts with the
+   * first of them */
+  g_autofree int32_t *start = g_new (int32_t, (size_t)n);
+  for (SgNodeId i = 0; i < n; i++)
+    start[i] = pos[i];
+  for (SgNodeId i = 0; i < n; i++)
+    if (root[i] != i && !sg_op_is_alias (g->nodes[i].kind) && pos[i] < start[root[i]])
+      start[root[i]] = pos[i];
 
   /* delta[t]: bytes allocated at t minus bytes freed after t - 1. Every
    * partial sum is bounded by the total, which the validator keeps below
@@ -80,19 +108,21 @@ sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, cons
   for (SgNodeId i = 0; i < n; i++) {
     if (root[i] != i)
       continue;
-    uint64_t b = alloc ? alloc[i] : sg_node_alloc_bytes (g, i);
+    uint64_t b = alloc[i];
     if (!b)
       continue;
     if (b > ((uint64_t)1 << 62) || (total += b) > ((uint64_t)1 << 62)) {
       for (int32_t t = 0; profile && t < n; t++)
         profile[t] = G_MAXUINT64;
+      sg_elision_clear (&e);
       return G_MAXUINT64;
     }
     SgNodeOp op = g->nodes[i].op;
     bool input = op == SG_NODE_PLACEHOLDER || op == SG_NODE_GET_ATTR;
-    delta[input ? 0 : pos[i]] += (int64_t)b;
+    delta[input ? 0 : start[i]] += (int64_t)b;
     delta[last[i] + 1] -= (int64_t)b;
   }
+  sg_elision_clear (&e);
   int64_t live = 0, peak = 0;
   for (int32_t t = 0; t < n; t++) {
     live += delta[t];

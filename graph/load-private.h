@@ -2,17 +2,7 @@
 #pragma once
 
 #include "graph.h"
-
-typedef enum { SCAN_OK, SCAN_EOF, SCAN_DEPTH, SCAN_BAD } ScanResult;
-
-/* First byte at or after @p that is not JSON whitespace (or @end). */
-const char *sg_load_skip_ws (const char *p, const char *end);
-
-/* Finds the end of the JSON value at @p (leading whitespace allowed)
- * without building it: strings with escapes, brackets, scalars up to a
- * delimiter; lenient about scalar spelling, exact about structure.
- * *@at: the end (after trailing whitespace), or the offending position. */
-ScanResult sg_load_scan_value (const char *p, const char *end, const char **at);
+#include "textio.h"
 
 /* First {"node": NAME} in @v, depth first (the order graph.c walks), whose
  * NAME is not a node of @g yet; its location is appended to @path. */

@@ -1,12 +1,32 @@
-/* mutate.c: removing nodes and copying graphs, for passes that rewrite the
- * IR (bucket/ removes merged collectives and tries merges on copies).
+/* mutate.c: removing nodes and copying graphs.
  *
  * Mirrors torch.fx's Graph.erase_node / copy.deepcopy(graph) in our dense
- * IR. Requires: nothing. Invalidates: users (CSR), node ids (compact).
+ * IR. Passes that add and replace nodes use the rewrite API (rewrite.c).
+ * Arguments hold input indices, not ids, so renumbering touches only the
+ * inputs pool and the implicit edges. Requires: nothing. Invalidates:
+ * users (CSR), node ids (compact, select).
  */
-#include "graph.h"
+#include "graph-private.h"
 
 #include <string.h>
+
+/* Renumbers implicit edges by @new_id, dropping those that touch a node
+ * mapped to SG_NO_NODE. */
+static void
+remap_edges (SgGraph *g, const SgNodeId *new_id)
+{
+  if (!g->implicit_edges)
+    return;
+  guint w = 0;
+  for (guint i = 0; i < g->implicit_edges->len; i++) {
+    SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
+    e.from = new_id[e.from];
+    e.to = new_id[e.to];
+    if (e.from != SG_NO_NODE && e.to != SG_NO_NODE)
+      g_array_index (g->implicit_edges, SgImplicitEdge, w++) = e;
+  }
+  g_array_set_size (g->implicit_edges, w);
+}
 
 bool
 sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
@@ -32,21 +52,11 @@ sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
         return false;
       }
   }
-  /* Implicit edges name their ends: drop those that touch removed nodes. */
-  if (g->implicit_edges) {
-    guint w = 0;
-    for (guint i = 0; i < g->implicit_edges->len; i++) {
-      SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
-      SgNodeId a = sg_graph_lookup (g, e.from), b = sg_graph_lookup (g, e.to);
-      if (a != SG_NO_NODE && b != SG_NO_NODE && keep[a] && keep[b])
-        g_array_index (g->implicit_edges, SgImplicitEdge, w++) = e;
-    }
-    g_array_set_size (g->implicit_edges, w);
-  }
   g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)n + 1);
   SgNodeId w = 0;
   for (SgNodeId i = 0; i < n; i++)
     new_id[i] = keep[i] ? w++ : SG_NO_NODE;
+  remap_edges (g, new_id);
   /* The inputs pool is rebuilt: every entry must stay a valid id (permute
    * renumbers the whole pool). */
   GArray *inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), g->inputs->len);
@@ -56,9 +66,10 @@ sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
       continue;
     }
     SgNode node = g->nodes[i];
-    const SgNodeId *in = &g_array_index (g->inputs, SgNodeId, node.in_first);
+    uint32_t n_in;
+    const SgNodeId *in = sg_node_inputs (g, i, &n_in);
     node.in_first = inputs->len;
-    for (uint32_t j = 0; j < node.n_in; j++) {
+    for (uint32_t j = 0; j < n_in; j++) {
       SgNodeId v = new_id[in[j]];
       g_array_append_val (inputs, v);
     }
@@ -108,99 +119,25 @@ sg_graph_copy (const SgGraph *g)
   g_array_append_vals (c->dims, g->dims->data, g->dims->len);
   g_array_append_vals (c->inputs, g->inputs->data, g->inputs->len);
   g_array_append_vals (c->tuple_metas, g->tuple_metas->data, g->tuple_metas->len);
+  g_array_append_vals (c->args, g->args->data, g->args->len);
+  sg_args_reintern (c, 0, c->args->len);
   c->nodes_cap = g->n_nodes > 0 ? g->n_nodes : 1;
   c->nodes = g_new (SgNode, (size_t)c->nodes_cap);
   c->n_nodes = g->n_nodes;
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     SgNode n = g->nodes[i];
-    /* Names and args are unique per node; targets and kwargs repeat. */
+    /* Names are unique per node; targets repeat. */
     n.name = copy_str (c, n.name, true);
     n.target = copy_str (c, n.target, false);
-    n.args_json = copy_str (c, n.args_json, true);
-    n.kwargs_json = copy_str (c, n.kwargs_json, false);
     c->nodes[i] = n;
     g_hash_table_insert (c->by_name, (gpointer)c->nodes[i].name, GINT_TO_POINTER (i + 1));
   }
   c->output = g->output;
-  if (g->implicit_edges) {
-    c->implicit_edges = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge),
-                                           g->implicit_edges->len);
-    for (guint i = 0; i < g->implicit_edges->len; i++) {
-      SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
-      e.from = copy_str (c, e.from, false);
-      e.to = copy_str (c, e.to, false);
-      g_array_append_val (c->implicit_edges, e);
-    }
-  }
+  if (g->implicit_edges)
+    c->implicit_edges = g_array_copy (g->implicit_edges);
   c->cost_model = g->cost_model;
   c->cost_model_free = NULL;
   return c;
-}
-
-static void
-rename_many (cJSON *v, GHashTable *map)
-{
-  if (cJSON_IsObject (v)) {
-    cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
-    if (cJSON_IsString (ref)) {
-      const char *to = g_hash_table_lookup (map, ref->valuestring);
-      if (to)
-        cJSON_SetValuestring (ref, to);
-      return;
-    }
-  }
-  if (cJSON_IsArray (v) || cJSON_IsObject (v)) {
-    cJSON *c;
-    cJSON_ArrayForEach (c, v) rename_many (c, map);
-  }
-}
-
-static const char *
-rewrite_many (SgGraph *g, const char *json, GHashTable *map)
-{
-  cJSON *v = cJSON_Parse (json);
-  g_assert (v);
-  rename_many (v, map);
-  char *s = cJSON_PrintUnformatted (v);
-  const char *out = g_string_chunk_insert (g->strings, s);
-  cJSON_free (s);
-  cJSON_Delete (v);
-  return out;
-}
-
-void
-sg_graph_replace_inputs (SgGraph *g, SgNodeId user, const SgNodeId *old_inputs,
-                         const SgNodeId *new_inputs, uint32_t n)
-{
-  g_return_if_fail (user >= 0 && user < g->n_nodes && (n == 0 || (old_inputs && new_inputs)));
-  if (n == 0)
-    return;
-  g_autoptr (GHashTable) map = g_hash_table_new (g_str_hash, g_str_equal);
-  for (uint32_t i = 0; i < n; i++)
-    g_hash_table_insert (map, (gpointer)g->nodes[old_inputs[i]].name,
-                         (gpointer)g->nodes[new_inputs[i]].name);
-  SgNode *u = &g->nodes[user];
-  u->args_json = rewrite_many (g, u->args_json, map);
-  u->kwargs_json = rewrite_many (g, u->kwargs_json, map);
-  /* The inputs, in order of first appearance, mapped and kept distinct. */
-  SgNodeId *in = &g_array_index (g->inputs, SgNodeId, u->in_first);
-  g_autoptr (GHashTable) seen = g_hash_table_new (g_direct_hash, g_direct_equal);
-  g_autoptr (GHashTable) idmap = g_hash_table_new (g_direct_hash, g_direct_equal);
-  for (uint32_t i = 0; i < n; i++)
-    g_hash_table_insert (idmap, GINT_TO_POINTER (old_inputs[i] + 1),
-                         GINT_TO_POINTER (new_inputs[i] + 1));
-  uint32_t w = 0;
-  for (uint32_t j = 0; j < u->n_in; j++) {
-    gpointer to = g_hash_table_lookup (idmap, GINT_TO_POINTER (in[j] + 1));
-    SgNodeId v = to ? GPOINTER_TO_INT (to) - 1 : in[j];
-    if (g_hash_table_contains (seen, GINT_TO_POINTER (v + 1)))
-      continue;
-    g_hash_table_add (seen, GINT_TO_POINTER (v + 1));
-    in[w++] = v;
-  }
-  u->n_in = w;
-  g_clear_pointer (&g->user_first, g_free);
-  g_clear_pointer (&g->users, g_free);
 }
 
 bool
@@ -238,24 +175,15 @@ sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error)
         return false;
       }
   }
-  if (g->implicit_edges) {
-    guint w = 0;
-    for (guint i = 0; i < g->implicit_edges->len; i++) {
-      SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
-      SgNodeId a = sg_graph_lookup (g, e.from), b = sg_graph_lookup (g, e.to);
-      if (a != SG_NO_NODE && b != SG_NO_NODE && new_id[a] != SG_NO_NODE
-          && new_id[b] != SG_NO_NODE)
-        g_array_index (g->implicit_edges, SgImplicitEdge, w++) = e;
-    }
-    g_array_set_size (g->implicit_edges, w);
-  }
+  remap_edges (g, new_id);
   SgNode *nodes = g_new (SgNode, (size_t)MAX (g->nodes_cap, 1));
   GArray *inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), g->inputs->len);
   for (int32_t i = 0; i < n; i++) {
     SgNode node = g->nodes[order[i]];
-    const SgNodeId *in = &g_array_index (g->inputs, SgNodeId, node.in_first);
+    uint32_t n_in;
+    const SgNodeId *in = sg_node_inputs (g, order[i], &n_in);
     node.in_first = inputs->len;
-    for (uint32_t j = 0; j < node.n_in; j++) {
+    for (uint32_t j = 0; j < n_in; j++) {
       SgNodeId v = new_id[in[j]];
       g_array_append_val (inputs, v);
     }

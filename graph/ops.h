@@ -116,16 +116,101 @@ typedef enum {
   SG_CLASS_BUCKET, /* bucket pack / unpack copies */
 } SgOpClass;
 
+/* Named parameters of the ops' schemas (ATen's native_functions.yaml, the
+ * c10d functional ops, docs/ops.md for schedgraph's own). The op table
+ * lists each op's positional parameters in order; sg_op_param_pos() says
+ * where one is, sg_param_name() how it is spelled as a keyword argument.
+ * This is the one place argument positions are defined. */
+typedef enum {
+  SG_PARAM_NONE = 0, /* ends a positional list */
+  /* tensors and scalars of most ops */
+  SG_PARAM_SELF,
+  SG_PARAM_OTHER,
+  SG_PARAM_ALPHA,
+  SG_PARAM_EXPONENT,
+  SG_PARAM_GRAD_OUTPUT,
+  SG_PARAM_APPROXIMATE,
+  SG_PARAM_ROUNDING_MODE,
+  SG_PARAM_INDEX, /* getitem's and select's index */
+  /* matmul family */
+  SG_PARAM_MAT1,
+  SG_PARAM_MAT2,
+  SG_PARAM_BATCH1,
+  SG_PARAM_BATCH2,
+  SG_PARAM_BETA,
+  /* attention: forward */
+  SG_PARAM_QUERY,
+  SG_PARAM_KEY,
+  SG_PARAM_VALUE,
+  SG_PARAM_ATTN_BIAS,
+  SG_PARAM_COMPUTE_LOG_SUMEXP,
+  SG_PARAM_DROPOUT_P,
+  SG_PARAM_IS_CAUSAL,
+  SG_PARAM_RETURN_DEBUG_MASK,
+  SG_PARAM_SCALE, /* keyword-only in every SDPA overload */
+  /* attention: backward */
+  SG_PARAM_GRAD_OUT,
+  SG_PARAM_OUT,
+  SG_PARAM_LOGSUMEXP,
+  SG_PARAM_CUM_SEQ_Q,
+  SG_PARAM_CUM_SEQ_K,
+  SG_PARAM_MAX_Q,
+  SG_PARAM_MAX_K,
+  SG_PARAM_PHILOX_SEED,
+  SG_PARAM_PHILOX_OFFSET,
+  SG_PARAM_GRAD_INPUT_MASK,
+  /* shapes and dims (views, reductions, creation) */
+  SG_PARAM_SIZE,
+  SG_PARAM_SHAPE,
+  SG_PARAM_DIM,
+  SG_PARAM_DIM0,
+  SG_PARAM_DIM1,
+  SG_PARAM_DIMS,
+  SG_PARAM_KEEPDIM,
+  SG_PARAM_START,
+  SG_PARAM_END,
+  SG_PARAM_STEP,
+  SG_PARAM_TENSORS,
+  SG_PARAM_FILL_VALUE,
+  /* tensor options (keyword-only in ATen) */
+  SG_PARAM_DTYPE,
+  SG_PARAM_LAYOUT,
+  SG_PARAM_DEVICE,
+  SG_PARAM_PIN_MEMORY,
+  SG_PARAM_MEMORY_FORMAT,
+  SG_PARAM_NON_BLOCKING,
+  /* collectives */
+  SG_PARAM_INPUT,
+  SG_PARAM_GROUP_SIZE,
+  SG_PARAM_GROUP_NAME,
+  SG_PARAM_REDUCE_OP,
+  SG_PARAM_OUTPUT_SPLIT_SIZES,
+  SG_PARAM_INPUT_SPLIT_SIZES,
+  SG_PARAM_SRC,
+  SG_PARAM_TENSOR, /* wait_tensor's collective */
+  /* schedgraph's bucket ops (docs/ops.md) */
+  SG_PARAM_INPUTS,
+  SG_PARAM_K,
+  SG_PARAM_INTERLEAVE,
+  SG_PARAM_OFFSET,
+  SG_PARAM_NUMEL,
+  /* schedgraph's ring ops (docs/ops.md) */
+  SG_PARAM_SOURCE_TARGET_PAIRS,
+  SG_PARAM_TRANSPORT, /* keyword-only */
+  SG_PARAM_SHIFT,
+  SG_PARAM_SIGN,
+  SG_PARAM_N
+} SgParam;
+
 typedef struct {
   SgOpKind kind;
   const char *target; /* canonical str(node.target), or NULL for structure ops */
   const char *short_name; /* stable lower-case name for reports and plans */
   SgOpClass klass;
-  /* For collectives (and rank_roll, which names a group): index of the
-   * group_name argument, the group_size argument (-1 if none), the reduce
-   * op argument (-1 if none) and collective_permute's source->target pairs
-   * (-1 if none). */
-  int8_t group_arg, size_arg, reduce_arg, pairs_arg;
+  /* Positional parameters in schema order, ended by SG_PARAM_NONE; NULL
+   * when the op has none or is unknown. Keyword-only parameters (SDPA's
+   * scale, tensor options) are not listed: they are read by name. */
+  const SgParam *params;
 } SgOpInfo;
 
 /* (transfer none) The row for @kind; never NULL for a valid kind. */
@@ -152,6 +237,18 @@ sg_op_is_collective (SgOpKind kind)
 /* True for ops whose value aliases an input's storage (views, getitem,
  * wait_tensor): no kernel runs and no bytes are allocated for them. */
 bool sg_op_is_alias (SgOpKind kind);
+
+/* Position of @param among @kind's positional arguments, or -1 when the
+ * schema has no such positional parameter (keyword-only or absent). */
+int sg_op_param_pos (SgOpKind kind, SgParam param);
+
+/* The keyword spelling of @param ("is_causal", "group_name", ...). */
+const char *sg_param_name (SgParam param);
+
+/* The two operands of a matmul-class op: mm/bmm (self, mat2), addmm
+ * (mat1, mat2; self is the bias), baddbmm (batch1, batch2). False for
+ * other kinds. */
+bool sg_op_matmul_params (SgOpKind kind, SgParam *a, SgParam *b);
 
 /* Reduce ops of reduce_scatter / all_reduce. */
 typedef enum {
@@ -219,6 +316,35 @@ typedef enum {
   SG_DTYPE_BOOL,
   SG_DTYPE_N
 } SgDtype;
+
+/* Tensor options that arguments name (a dtype is an SgDtype below). The
+ * argument keeps its spelling; these enums are what it means. */
+typedef enum {
+  SG_DEVICE_CPU = 1,
+  SG_DEVICE_CUDA,
+  SG_DEVICE_META,
+} SgDeviceType;
+
+typedef enum {
+  SG_LAYOUT_STRIDED = 1,
+  SG_LAYOUT_SPARSE_COO,
+} SgLayout;
+
+typedef enum {
+  SG_MEMORY_FORMAT_PRESERVE = 1,
+  SG_MEMORY_FORMAT_CONTIGUOUS,
+  SG_MEMORY_FORMAT_CHANNELS_LAST,
+  SG_MEMORY_FORMAT_CHANNELS_LAST_3D,
+} SgMemoryFormat;
+
+/* "cpu", "cuda", "cuda:N", "meta" (as torch prints a device): the type and
+ * the index (-1 when none). False for any other text. */
+bool sg_device_from_name (const char *name, SgDeviceType *type, int32_t *index);
+/* "torch.strided", "torch.sparse_coo" ("torch." optional); 0 when unknown. */
+SgLayout sg_layout_from_name (const char *name);
+/* "torch.preserve_format", "torch.contiguous_format", "torch.channels_last",
+ * "torch.channels_last_3d" ("torch." optional); 0 when unknown. */
+SgMemoryFormat sg_memory_format_from_name (const char *name);
 
 /* "float32", "bfloat16", ... as torch prints them without "torch.";
  * SG_DTYPE_INVALID when unknown. */

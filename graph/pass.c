@@ -23,12 +23,31 @@ sg_config_init (SgConfig *cfg)
     .max_in_flight_bytes = 0,
     .max_peak_increase = 0.05,
     .prefetch_limit = 0,
+    .exact = false,
     .bucket = true,
     .bucket_cap_bytes = (uint64_t)256 << 20,
+    .bucket_mode = SG_BUCKET_MODE_AUTO,
     .validate_between = false,
     .dump_pass = NULL,
     .dump_file = NULL,
   };
+}
+
+const char *
+sg_bucket_mode_name (SgBucketMode mode)
+{
+  return mode == SG_BUCKET_MODE_PER_LAYER ? "per-layer" : "auto";
+}
+
+bool
+sg_bucket_mode_from_name (const char *name, SgBucketMode *out)
+{
+  for (int m = SG_BUCKET_MODE_AUTO; m <= SG_BUCKET_MODE_PER_LAYER; m++)
+    if (g_strcmp0 (name, sg_bucket_mode_name ((SgBucketMode)m)) == 0) {
+      *out = (SgBucketMode)m;
+      return true;
+    }
+  return false;
 }
 
 static bool

@@ -8,7 +8,7 @@
  *
  * Requires: nothing (it trusts no derived table). Invalidates: nothing.
  */
-#include "graph.h"
+#include "graph-private.h"
 
 #include <string.h>
 
@@ -165,21 +165,6 @@ validate_view (const SgGraph *g, SgNodeId id, GError **error)
   return true;
 }
 
-/* The tensor meta of the node that args[@pos] references, or NULL when
- * that argument is not a node reference or has no tensor meta. */
-static const SgMeta *
-arg_meta (const SgGraph *g, const cJSON *args, int pos, const char **name)
-{
-  const cJSON *ref = cJSON_GetObjectItemCaseSensitive (cJSON_GetArrayItem (args, pos), "node");
-  if (!cJSON_IsString (ref))
-    return NULL;
-  SgNodeId id = sg_graph_lookup (g, ref->valuestring);
-  if (id == SG_NO_NODE || g->nodes[id].meta.ndim < 0)
-    return NULL;
-  *name = g->nodes[id].name;
-  return &g->nodes[id].meta;
-}
-
 /* Matmul family shapes: mm [m,k] x [k,n] -> [m,n]; bmm with a batch dim;
  * addmm/baddbmm take the bias first. The cost model counts flops from
  * these shapes and the runtime refuses disagreeing ones, so say it here. */
@@ -188,18 +173,18 @@ validate_matmul (const SgGraph *g, SgNodeId id, GError **error)
 {
   const SgNode *n = &g->nodes[id];
   bool batched = n->kind == SG_OP_BMM || n->kind == SG_OP_BADDBMM;
-  int first = (n->kind == SG_OP_ADDMM || n->kind == SG_OP_BADDBMM) ? 1 : 0;
   int32_t rank = batched ? 3 : 2;
-  if (n->meta.ndim < 0)
+  SgParam pa, pb;
+  if (n->meta.ndim < 0 || !sg_op_matmul_params (n->kind, &pa, &pb))
     return true;
-  cJSON *args = cJSON_Parse (n->args_json);
-  const char *an = NULL, *bn = NULL;
-  const SgMeta *a = arg_meta (g, args, first, &an), *b = arg_meta (g, args, first + 1, &bn);
+  const SgMeta *a = sg_node_param_meta (g, id, pa), *b = sg_node_param_meta (g, id, pb);
+  const char *an = a ? g->nodes[sg_node_param_node (g, id, pa)].name : NULL;
+  const char *bn = b ? g->nodes[sg_node_param_node (g, id, pb)].name : NULL;
   bool ok = true;
   if (!a || !b) {
     g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_FORMAT,
                  "node '%s': args[%d]: %s needs a tensor (a reference to a node with meta) here",
-                 n->name, a ? first + 1 : first, sg_op_name (n->kind));
+                 n->name, sg_op_param_pos (n->kind, a ? pb : pa), sg_op_name (n->kind));
     ok = false;
   } else {
     const int64_t *as = sg_meta_shape (g, a), *bs = sg_meta_shape (g, b);
@@ -224,7 +209,6 @@ validate_matmul (const SgGraph *g, SgNodeId id, GError **error)
       ok = false;
     }
   }
-  cJSON_Delete (args);
   return ok;
 }
 
@@ -279,33 +263,30 @@ validate_reduction (const SgGraph *g, SgNodeId id, GError **error)
   const SgNode *x = &g->nodes[sg_node_inputs (g, id, &k)[0]];
   if (x->meta.ndim < 0)
     return true;
-  cJSON *args = cJSON_Parse (n->args_json), *kwargs = cJSON_Parse (n->kwargs_json);
   bool all = n->kind == SG_OP_SUM || n->kind == SG_OP_MEAN, keep = false, ok = true;
   bool reduced[SG_MAX_DIMS] = { false };
-  const cJSON *dims = all ? NULL : cJSON_GetArrayItem (args, 1);
-  const cJSON *kd = cJSON_GetArrayItem (args, 2);
-  if (!kd)
-    kd = cJSON_GetObjectItemCaseSensitive (kwargs, "keepdim");
-  keep = cJSON_IsTrue (kd);
-  if (dims && !cJSON_IsArray (dims) && !cJSON_IsNumber (dims) && !cJSON_IsNull (dims)) {
+  const SgArg *dims = all ? NULL : sg_node_param (g, id, SG_PARAM_DIM);
+  sg_arg_bool (sg_node_param (g, id, SG_PARAM_KEEPDIM), &keep);
+  if (dims && dims->type != SG_ARG_LIST && dims->type != SG_ARG_INT
+      && dims->type != SG_ARG_FLOAT && dims->type != SG_ARG_NONE) {
     g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_FORMAT,
                  "node '%s': args[1]: expected the reduced dims (a list or one dim)", n->name);
     ok = false;
   }
   /* One dim given as a number counts as a list of one. */
-  cJSON *one = cJSON_IsNumber (dims) ? cJSON_CreateIntArray ((int[]){ 0 }, 1) : NULL;
-  if (one)
-    cJSON_SetNumberValue (one->child, dims->valuedouble);
+  uint32_t n_dims = 0;
+  const SgArg *list = dims && dims->type == SG_ARG_LIST ? sg_arg_items (g, dims, &n_dims) : NULL;
+  if (dims && (dims->type == SG_ARG_INT || dims->type == SG_ARG_FLOAT))
+    list = dims, n_dims = 1;
   int32_t nd = x->meta.ndim, count = 0;
-  const cJSON *d, *list = one ? one : cJSON_IsArray (dims) ? dims : NULL;
-  cJSON_ArrayForEach (d, list)
-  {
-    double v = cJSON_IsNumber (d) ? d->valuedouble : (double)nd;
-    if (!ok || !(v >= -nd && v < nd) || v != (double)(int32_t)v) {
-      if (ok)
-        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_SHAPE,
-                     "node '%s': args[1][%d]: not a dim of the %d-d input '%s'", n->name, count,
-                     nd, x->name);
+  for (uint32_t i = 0; ok && i < n_dims; i++) {
+    double v;
+    if (!sg_arg_float (&list[i], &v))
+      v = (double)nd;
+    if (!(v >= -nd && v < nd) || v != (double)(int32_t)v) {
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_SHAPE,
+                   "node '%s': args[1][%d]: not a dim of the %d-d input '%s'", n->name, count, nd,
+                   x->name);
       ok = false;
       break;
     }
@@ -339,9 +320,6 @@ validate_reduction (const SgGraph *g, SgNodeId id, GError **error)
       ok = false;
     }
   }
-  cJSON_Delete (one);
-  cJSON_Delete (args);
-  cJSON_Delete (kwargs);
   return ok;
 }
 
@@ -349,21 +327,22 @@ static bool
 validate_collective (const SgGraph *g, SgNodeId id, GError **error)
 {
   const SgNode *n = &g->nodes[id];
-  const SgOpInfo *info = sg_op_info (n->kind);
+  int group_arg = sg_op_param_pos (n->kind, SG_PARAM_GROUP_NAME);
+  int size_arg = sg_op_param_pos (n->kind, SG_PARAM_GROUP_SIZE);
+  int reduce_arg = sg_op_param_pos (n->kind, SG_PARAM_REDUCE_OP);
   if (n->group < 0 || n->group >= g->n_groups)
     VFAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: group index %d is not in `groups`",
-           n->name, info->group_arg, n->group);
+           n->name, group_arg, n->group);
   const SgGroup *grp = &g->groups[n->group];
   if (n->group_size != grp->n_ranks)
     VFAIL (SG_GRAPH_ERROR_GROUP,
            "node '%s': args[%d]: group size %d disagrees with group '%s' of %d ranks", n->name,
-           info->size_arg >= 0 ? info->size_arg : info->group_arg, n->group_size, grp->name,
-           grp->n_ranks);
+           size_arg >= 0 ? size_arg : group_arg, n->group_size, grp->name, grp->n_ranks);
   if (n->n_in == 0)
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0]: a collective needs an input tensor",
            n->name);
-  if (info->reduce_arg >= 0 && n->reduce == SG_REDUCE_NONE)
-    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[%d]: no reduce op", n->name, info->reduce_arg);
+  if (reduce_arg >= 0 && n->reduce == SG_REDUCE_NONE)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[%d]: no reduce op", n->name, reduce_arg);
   uint32_t k;
   const SgNodeId *in = sg_node_inputs (g, id, &k);
   uint64_t ie = numel_of (g, &g->nodes[in[0]].meta), oe = numel_of (g, &n->meta);
@@ -398,6 +377,39 @@ validate_collective (const SgGraph *g, SgNodeId id, GError **error)
   return true;
 }
 
+/* Arguments lie in the pool, nest no deeper than the loader allows, and
+ * reference only the node's own inputs (by index). */
+static bool
+check_arg (const SgGraph *g, const SgNode *n, const SgArg *a, int depth, GError **error)
+{
+  if (depth > SG_MAX_ARG_DEPTH)
+    VFAIL (SG_GRAPH_ERROR_PARSE, "node '%s': args: nesting deeper than %d", n->name,
+           SG_MAX_ARG_DEPTH);
+  if (a->type > SG_ARG_DICT)
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args: unknown argument type %d", n->name, a->type);
+  if (a->type == SG_ARG_NODE && a->input >= n->n_in)
+    VFAIL (SG_GRAPH_ERROR_REF, "node '%s': args: reference to input #%u of %u", n->name,
+           a->input, n->n_in);
+  if (a->type != SG_ARG_LIST && a->type != SG_ARG_DICT)
+    return true;
+  uint64_t len = a->type == SG_ARG_DICT ? 2 * (uint64_t)a->n : a->n;
+  if (a->first + len > g->args->len)
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args: a list outside the pool", n->name);
+  for (uint64_t i = 0; i < len; i++)
+    if (!check_arg (g, n, &g_array_index (g->args, SgArg, a->first + i), depth + 1, error))
+      return false;
+  return true;
+}
+
+static bool
+validate_args (const SgGraph *g, SgNodeId id, GError **error)
+{
+  const SgNode *n = &g->nodes[id];
+  SgArg args = { .type = SG_ARG_LIST, .n = n->n_args, .first = n->args_first };
+  SgArg kwargs = { .type = SG_ARG_DICT, .n = n->n_kwargs, .first = n->kwargs_first };
+  return check_arg (g, n, &args, 0, error) && check_arg (g, n, &kwargs, 0, error);
+}
+
 static bool
 validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen,
                GError **error)
@@ -408,8 +420,10 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
   if (sg_graph_lookup (g, n->name) != id)
     VFAIL (SG_GRAPH_ERROR_REF, "node '%s' (#%d): name: duplicate name or stale name table (it "
            "resolves to #%d)", n->name, id, sg_graph_lookup (g, n->name));
-  if (!n->target || !n->args_json || !n->kwargs_json)
-    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': target/args/kwargs: missing", n->name);
+  if (!n->target)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': target: missing", n->name);
+  if (!validate_args (g, id, error))
+    return false;
   if ((unsigned)n->op > SG_NODE_OUTPUT)
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': op: unknown op %d", n->name, (int)n->op);
   if ((unsigned)n->kind >= SG_OP_N_KINDS)

@@ -3,7 +3,8 @@
  * The inverse of load.c: top-level keys in the order the exporters write
  * them (format, version, world_size, rank, groups, nodes, cluster,
  * description), groups with their explicit `partition`, every node in id
- * order (the current program order) with its args and kwargs verbatim,
+ * order (the current program order) with its args and kwargs as loaded
+ * (sg_node_args_json: the input's numbers, nesting and key order),
  * its meta (tuple metas included), its `cost_us` override and its
  * `sm_count` target. Whatever a
  * pass added (bucket/'s pack, collective and unpack nodes) is written like
@@ -65,8 +66,8 @@ node_json (const SgGraph *g, SgNodeId id)
   cJSON_AddStringToObject (o, "name", n->name);
   cJSON_AddStringToObject (o, "op", sg_node_op_name (n->op));
   cJSON_AddStringToObject (o, "target", n->target);
-  cJSON_AddItemToObject (o, "args", cJSON_CreateRaw (n->args_json));
-  cJSON_AddItemToObject (o, "kwargs", cJSON_CreateRaw (n->kwargs_json));
+  cJSON_AddItemToObject (o, "args", sg_node_args_json (g, id, false, NULL, NULL));
+  cJSON_AddItemToObject (o, "kwargs", sg_node_args_json (g, id, true, NULL, NULL));
   if (n->n_tuple) {
     cJSON *tuple = cJSON_AddArrayToObject (cJSON_AddObjectToObject (o, "meta"), "tuple");
     for (uint32_t t = 0; t < n->n_tuple; t++)

@@ -12,10 +12,11 @@
  */
 #include "plan-private.h"
 
+#include "textio.h"
+
 #include <inttypes.h>
 #include <string.h>
 
-#define MAX_SAFE_INT 9007199254740992.0 /* 2^53: larger integers lose bits in JSON */
 
 typedef struct {
   const char *name;
@@ -58,7 +59,7 @@ as_int (Loader *l, const cJSON *v, const char *sec, int64_t idx, const char *key
         int64_t max, int64_t *out)
 {
   if (!cJSON_IsNumber (v) || v->valuedouble != floor (v->valuedouble) ||
-      fabs (v->valuedouble) > MAX_SAFE_INT || v->valuedouble < (double)min ||
+      fabs (v->valuedouble) > SG_PLAN_MAX_INT || v->valuedouble < (double)min ||
       v->valuedouble > (double)max) {
     g_autofree char *w = where (sec, idx, key);
     return fail (l, "%s: expected an integer in [%" PRId64 ", %" PRId64 "]", w, min, max);
@@ -91,7 +92,7 @@ get_u64 (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *
          uint64_t *out)
 {
   int64_t x;
-  if (!get_int (l, obj, sec, idx, key, 0, (int64_t)MAX_SAFE_INT, &x))
+  if (!get_int (l, obj, sec, idx, key, 0, (int64_t)SG_PLAN_MAX_INT, &x))
     return false;
   *out = (uint64_t)x;
   return true;
@@ -182,7 +183,7 @@ get_dims (Loader *l, const cJSON *obj, int64_t idx, const char *key, int64_t *ou
   const cJSON *e;
   cJSON_ArrayForEach (e, a)
   {
-    if (!cJSON_IsNumber (e) || e->valuedouble < 0 || e->valuedouble > MAX_SAFE_INT ||
+    if (!cJSON_IsNumber (e) || e->valuedouble < 0 || e->valuedouble > SG_PLAN_MAX_INT ||
         e->valuedouble != floor (e->valuedouble)) {
       g_autofree char *w = where ("values", idx, key);
       return fail (l, "%s[%d]: expected a non-negative integer", w, i);
@@ -399,12 +400,13 @@ load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
     in->sm_count = (int32_t)v;
     return true;
   }
-  const char *reduce = get_str (l, e, "ins", i, "reduce");
+  const char *reduce = NULL;
   int n_members = 0;
   const cJSON *members = NULL;
   if (!get_i32 (l, e, "ins", i, "group", 0, &in->group) ||
-      !get_int (l, e, "ins", i, "count", 0, (int64_t)MAX_SAFE_INT, &in->count) ||
-      !get_dtype (l, e, "ins", i, &in->dtype) || !reduce ||
+      !get_int (l, e, "ins", i, "count", 0, (int64_t)SG_PLAN_MAX_INT, &in->count) ||
+      !get_dtype (l, e, "ins", i, &in->dtype) ||
+      !(reduce = get_str (l, e, "ins", i, "reduce")) ||
       !get_us (l, e, "ins", i, "pred_exposed_us", &in->pred_exposed_us) ||
       !(members = get_array (l, e, "ins", i, "members", &n_members)))
     return false;
@@ -450,10 +452,9 @@ load_root (Loader *l, const cJSON *root, SgPlan *p, uint64_t *file_hash)
   const char *hash = get_str (l, root, "hash", -1, NULL);
   if (!hash)
     return false;
-  char *end = NULL;
-  if (strlen (hash) != 16 || !g_ascii_isxdigit (hash[0]) ||
-      (*file_hash = g_ascii_strtoull (hash, &end, 16), *end != '\0'))
-    return fail (l, "hash: \"%s\" is not 16 hex digits", hash);
+  if (strlen (hash) != 16 || strspn (hash, "0123456789abcdef") != 16)
+    return fail (l, "hash: \"%s\" is not 16 lower-case hex digits", hash);
+  *file_hash = g_ascii_strtoull (hash, NULL, 16);
   const char *graph = get_str (l, root, "graph", -1, NULL);
   const char *options = graph ? get_str (l, root, "options", -1, NULL) : NULL;
   if (!graph || !options)
@@ -485,73 +486,22 @@ load_root (Loader *l, const cJSON *root, SgPlan *p, uint64_t *file_hash)
   return load_pred (l, root, p);
 }
 
-/* True when @data is a prefix of a JSON text: brackets never mismatch and
- * the text ends inside a string or with brackets still open. */
-static bool
-ends_early (const char *data, size_t len)
-{
-  g_autoptr (GByteArray) open = g_byte_array_new ();
-  bool in_str = false, esc = false;
-  for (size_t i = 0; i < len; i++) {
-    char c = data[i];
-    if (in_str) {
-      if (esc)
-        esc = false;
-      else if (c == '\\')
-        esc = true;
-      else if (c == '"')
-        in_str = false;
-    } else if (c == '"')
-      in_str = true;
-    else if (c == '{' || c == '[') {
-      guint8 b = (guint8)c;
-      g_byte_array_append (open, &b, 1);
-    } else if (c == '}' || c == ']') {
-      if (open->len == 0 || open->data[open->len - 1] != (c == '}' ? '{' : '['))
-        return false;
-      g_byte_array_set_size (open, open->len - 1);
-    }
-  }
-  return in_str || open->len > 0;
-}
-
 SgPlan *
 sg_plan_load_data (const char *data, size_t len, const char *name, GError **error)
 {
   g_return_val_if_fail (data != NULL || len == 0, NULL);
   if (!name)
     name = "<memory>";
-  if (len == 0) {
-    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE, "plan %s: empty file", name);
-    return NULL;
-  }
-  const char *stop = NULL;
-  cJSON *root = cJSON_ParseWithLengthOpts (data, len, &stop, false);
+  GError *je = NULL;
+  cJSON *root = sg_json_parse (data, len, &je);
   if (!root) {
-    size_t at = stop && stop >= data ? (size_t)(stop - data) : 0;
-    if (ends_early (data, len))
-      g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE,
-                   "plan %s: truncated: the JSON text ends at byte %zu before it is complete",
-                   name, len);
-    else {
-      int line = 1;
-      for (size_t i = 0; i < at && i < len; i++)
-        line += data[i] == '\n';
-      g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE,
-                   "plan %s: corrupt: malformed JSON at byte %zu (line %d)", name, at, line);
-    }
+    bool cut = g_error_matches (je, SG_JSON_ERROR, SG_JSON_ERROR_TRUNCATED);
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE, "plan %s: %s%s", name,
+                 cut ? "" : "corrupt: ", je->message);
+    g_error_free (je);
     return NULL;
   }
   SgPlan *p = NULL;
-  size_t end = stop && stop >= data ? (size_t)(stop - data) : len;
-  while (end < len && g_ascii_isspace (data[end]))
-    end++;
-  if (end < len) {
-    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_PARSE,
-                 "plan %s: corrupt: %zu bytes of trailing data after the JSON text at byte %zu",
-                 name, len - end, end);
-    goto out;
-  }
   if (!cJSON_IsObject (root)) {
     g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_VERSION,
                  "plan %s: not a schedgraph plan (the top level is not an object)", name);

@@ -7,8 +7,9 @@
 
 /* Frees what @ins owns and zeroes it. */
 void sg_plan_ins_clear (SgPlanIns *ins);
-/* FNV-1a 64 of @len bytes. */
+/* FNV-1a 64 of @len bytes; _more goes on from the hash @h of earlier bytes. */
 uint64_t sg_plan_fnv1a (const char *data, size_t len);
+uint64_t sg_plan_fnv1a_more (uint64_t h, const char *data, size_t len);
 /* The op kind whose stable short name (sg_op_name) is @s. */
 bool sg_plan_op_from_name (const char *s, SgOpKind *out);
 /* The race rules of sg_plan_validate (plan-races.c); requires the others. */

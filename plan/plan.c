@@ -7,13 +7,15 @@
  *
  * Canonical text (docs/plan-format.md): fixed key order, one element of each
  * list per line, integers for ids and bytes, "%.3f" for microseconds, the
- * hash as 16 hex digits. The hash is FNV-1a 64 over the text with the hash
- * digits all '0'; the loader rebuilds the text from what it parsed, so any
+ * hash as 16 lower-case hex digits. The hash is FNV-1a 64 over the text
+ * with the hash digits all '0' and without the `graph` line (the file name
+ * is not content); the loader rebuilds the text from what it parsed, so any
  * change of content (not of the bytes' layout only) is detected.
  */
 #include "plan-private.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
@@ -176,7 +178,10 @@ put_key_int (GString *s, const char *key, int64_t v)
 static void
 put_us (GString *s, double v)
 {
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  /* "%.3f" of any finite double: up to 309 integer digits (DBL_MAX), the
+   * point and 3 decimals; G_ASCII_DTOSTR_BUF_SIZE (39) truncated it, and
+   * the text no longer loaded with its hash */
+  char buf[DBL_MAX_10_EXP + 8];
   if (!isfinite (v) || v < 0) {
     g_string_append (s, "-1.000");
     return;
@@ -305,7 +310,12 @@ put_ins (GString *s, const SgPlanIns *in)
 uint64_t
 sg_plan_fnv1a (const char *data, size_t len)
 {
-  uint64_t h = UINT64_C (0xcbf29ce484222325);
+  return sg_plan_fnv1a_more (UINT64_C (0xcbf29ce484222325), data, len);
+}
+
+uint64_t
+sg_plan_fnv1a_more (uint64_t h, const char *data, size_t len)
+{
   for (size_t i = 0; i < len; i++) {
     h ^= (unsigned char)data[i];
     h *= UINT64_C (0x100000001b3);
@@ -324,9 +334,14 @@ sg_plan_to_json (SgPlan *p, size_t *len)
   g_string_append_printf (s, "\"version\":%d,\n", SG_PLAN_VERSION);
   size_t hash_at = s->len + strlen (HASH_KEY);
   g_string_append (s, HASH_KEY "0000000000000000\",\n");
+  /* The graph's file name is provenance, not content: ranks that planned
+   * copies of one graph under other names run the same plan. */
+  size_t graph_from = s->len;
   g_string_append (s, "\"graph\":");
   put_str (s, p->graph ? p->graph : "");
-  g_string_append (s, ",\n\"options\":");
+  g_string_append (s, ",\n");
+  size_t graph_to = s->len;
+  g_string_append (s, "\"options\":");
   put_str (s, p->options ? p->options : "");
   g_string_append_printf (s,
                           ",\n\"world_size\":%" PRId32 ",\n\"n_streams\":%" PRId32
@@ -397,7 +412,8 @@ sg_plan_to_json (SgPlan *p, size_t *len)
                           "}\n}\n",
                           pr->peak_bytes, pr->collectives, pr->hidden, pr->partial, pr->exposed);
 
-  p->hash = sg_plan_fnv1a (s->str, s->len);
+  p->hash = sg_plan_fnv1a_more (sg_plan_fnv1a (s->str, graph_from), s->str + graph_to,
+                                s->len - graph_to);
   char hex[17];
   g_snprintf (hex, sizeof hex, "%016" PRIx64, p->hash);
   memcpy (s->str + hash_at, hex, 16);
@@ -440,7 +456,7 @@ json_as_int (const cJSON *v, int64_t *out)
   if (!cJSON_IsNumber (v))
     return false;
   double d = v->valuedouble;
-  if (d != floor (d) || d < -9007199254740992.0 || d > 9007199254740992.0)
+  if (d != floor (d) || d < -SG_PLAN_MAX_INT || d > SG_PLAN_MAX_INT)
     return false;
   *out = (int64_t)d;
   return true;
@@ -512,7 +528,7 @@ sg_plan_kwarg (const SgPlanIns *ins, const char *key)
 int32_t
 sg_plan_arg_group (const SgPlan *plan, const SgPlanIns *ins)
 {
-  const int ga = sg_op_info (ins->op)->group_arg;
+  const int ga = sg_op_param_pos (ins->op, SG_PARAM_GROUP_NAME);
   const cJSON *v = arg_at (ins, ga);
   if (ga < 0 || !cJSON_IsString (v))
     return -1;

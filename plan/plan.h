@@ -38,6 +38,9 @@ G_BEGIN_DECLS
 #define SG_PLAN_FORMAT "schedgraph.plan"
 #define SG_PLAN_VERSION 1
 #define SG_PLAN_MAX_DIMS 12
+/* The largest integer a plan holds (2^53: JSON numbers are doubles; a
+ * larger one would lose bits). */
+#define SG_PLAN_MAX_INT 9007199254740992.0
 
 #define SG_PLAN_ERROR (sg_plan_error_quark ())
 GQuark sg_plan_error_quark (void);
@@ -191,7 +194,7 @@ int sg_plan_arg_ints (const SgPlanIns *ins, int i, int64_t *out, int max);
 const cJSON *sg_plan_kwarg (const SgPlanIns *ins, const char *key);
 
 /* The group a kernel names in its arguments (rank_roll: the op table's
- * group_arg), as an index into plan->groups; -1 when it names none or an
+ * group_name parameter), as an index into plan->groups; -1 when it names none or an
  * unknown one. */
 int32_t sg_plan_arg_group (const SgPlan *plan, const SgPlanIns *ins);
 

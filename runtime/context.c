@@ -1,13 +1,17 @@
-/* context.c: the per-rank context of a run: plan agreement over MPI, one
+/* context.c: the per-rank context of a run: option and plan agreement over MPI, one
  * communicator per group instance, backend lookup, verdict agreement,
  * timing records.
  *
- * Mirrors torch.distributed's new_subgroups_by_enumeration (MPI_Comm_split
- * with the partition row as colour) and NCCL's rule that every rank must
- * agree before a collective starts.
+ * Agreement comes first: the run options (sg_rt_agree_options), then the
+ * plan. Mirrors torch.distributed's new_subgroups_by_enumeration
+ * (MPI_Comm_split with the partition row as colour) and NCCL's rule that
+ * every rank must agree before a collective starts. Also the test hooks
+ * and the position for --timeout, both recorded before each instruction
+ * (sg_rt_ins_hook).
  * Requires: MPI initialised. Invalidates: nothing.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <string.h>
 
 #include "runtime-private.h"
@@ -47,6 +51,135 @@ sg_rt_backend_lookup (const char *name, GError **error)
   g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_BACKEND,
                "unknown backend '%s' (known: cpu, cuda)", name);
   return NULL;
+}
+
+/* --- options every rank must share ------------------------------------------ */
+
+typedef enum {
+  AGREED_ARGS, AGREED_BACKEND, AGREED_MODE, AGREED_LAUNCH, AGREED_ITERS, AGREED_WARMUP,
+  AGREED_SEED, AGREED_TIMEOUT, AGREED_REPORT, AGREED_TRACE, AGREED_DUMP, AGREED_DUMP_RANK,
+  AGREED_FAIL_AT, AGREED_FAIL_RANK, AGREED_FAIL_HANG, AGREED_FAIL_KILL, N_AGREED
+} Agreed;
+
+/* The option's flag; kind 'b': given or not, 'i': an integer, 'u': unsigned,
+ * 'd': a double's bits, 'e': an enumeration with the names below. */
+static const struct {
+  const char *flag;
+  char kind;
+} agreed[N_AGREED] = {
+  [AGREED_ARGS] = { "", 'b' },          [AGREED_BACKEND] = { "--backend", 'e' },
+  [AGREED_MODE] = { "--mode", 'e' },    [AGREED_LAUNCH] = { "--launch", 'e' },
+  [AGREED_ITERS] = { "--iters", 'i' },  [AGREED_WARMUP] = { "--warmup", 'i' },
+  [AGREED_SEED] = { "--seed", 'u' },    [AGREED_TIMEOUT] = { "--timeout", 'd' },
+  [AGREED_REPORT] = { "--report", 'b' }, [AGREED_TRACE] = { "--trace", 'b' },
+  [AGREED_DUMP] = { "--dump-outputs", 'b' }, [AGREED_DUMP_RANK] = { "--dump-rank", 'i' },
+  [AGREED_FAIL_AT] = { "--fail-at-ins", 'i' }, [AGREED_FAIL_RANK] = { "--fail-rank", 'i' },
+  [AGREED_FAIL_HANG] = { "--fail-hang", 'b' }, [AGREED_FAIL_KILL] = { "--fail-kill", 'b' },
+};
+
+static const char *
+enum_name (Agreed a, int64_t v)
+{
+  static const char *const backends[] = { "cpu", "cuda", "another backend" };
+  static const char *const modes[] = { "exact", "timing" };
+  static const char *const launches[] = { "eager", "graph" };
+  if (a == AGREED_BACKEND)
+    return backends[CLAMP (v, 0, 2)];
+  if (a == AGREED_MODE)
+    return modes[v == SG_RT_MODE_TIMING];
+  return launches[v == SG_RT_LAUNCH_GRAPH];
+}
+
+static char *
+agreed_text (Agreed a, int64_t v)
+{
+  double d;
+  switch (agreed[a].kind) {
+  case 'e': return g_strdup_printf ("with %s %s", agreed[a].flag, enum_name (a, v));
+  case 'i': return g_strdup_printf ("with %s %" PRId64, agreed[a].flag, v);
+  case 'u': return g_strdup_printf ("with %s %" PRIu64, agreed[a].flag, (uint64_t)v);
+  case 'd':
+    memcpy (&d, &v, sizeof d);
+    return d > 0 ? g_strdup_printf ("with %s %g", agreed[a].flag, d)
+                 : g_strdup_printf ("without %s", agreed[a].flag);
+  default: return g_strdup_printf ("%s %s", v ? "with" : "without", agreed[a].flag);
+  }
+}
+
+bool
+sg_rt_agree_options (const SgRtOptions *opt, const GError *args_error, GError **error)
+{
+  const bool args_ok = args_error == NULL;
+  int rank = 0, world = 1;
+  MPI_Comm_rank (MPI_COMM_WORLD, &rank);
+  MPI_Comm_size (MPI_COMM_WORLD, &world);
+  int64_t mine[N_AGREED] = { 0 };
+  mine[AGREED_ARGS] = args_ok;
+  if (args_ok) {
+    const char *b = opt->backend ? opt->backend : "cpu";
+    mine[AGREED_BACKEND] = strcmp (b, "cpu") == 0 ? 0 : strcmp (b, "cuda") == 0 ? 1 : 2;
+    mine[AGREED_MODE] = opt->mode;
+    mine[AGREED_LAUNCH] = opt->launch;
+    mine[AGREED_ITERS] = opt->iters;
+    mine[AGREED_WARMUP] = opt->warmup;
+    mine[AGREED_SEED] = (int64_t)opt->seed;
+    memcpy (&mine[AGREED_TIMEOUT], &opt->timeout_s, sizeof (double));
+    mine[AGREED_REPORT] = opt->report != NULL;
+    mine[AGREED_TRACE] = opt->trace != NULL;
+    mine[AGREED_DUMP] = opt->dump_dir != NULL;
+    mine[AGREED_DUMP_RANK] = opt->dump_rank;
+    mine[AGREED_FAIL_AT] = opt->fail_at_ins;
+    mine[AGREED_FAIL_RANK] = opt->fail_rank;
+    mine[AGREED_FAIL_HANG] = opt->fail_hang;
+    mine[AGREED_FAIL_KILL] = opt->fail_kill;
+  }
+  int64_t *all = g_new (int64_t, (size_t)N_AGREED * (size_t)world);
+  MPI_OR_ABORT (MPI_Allgather (mine, N_AGREED, MPI_INT64_T, all, N_AGREED, MPI_INT64_T,
+                               MPI_COMM_WORLD));
+  bool ok = args_ok;
+  if (!args_ok) /* this rank's own reason */
+    g_set_error_literal (error, SG_RT_ERROR, SG_RT_ERROR_ARGS, args_error->message);
+  for (int r = 0; r < world && ok; r++) {
+    const int64_t *e = all + (size_t)N_AGREED * (size_t)r;
+    if (!e[AGREED_ARGS]) {
+      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
+                   "rank %d could not parse its options; no rank runs", r);
+      ok = false;
+      break;
+    }
+    for (int a = AGREED_ARGS + 1; a < N_AGREED && ok; a++)
+      if (e[a] != all[a]) {
+        g_autofree char *theirs = agreed_text ((Agreed)a, e[a]);
+        g_autofree char *first = agreed_text ((Agreed)a, all[a]);
+        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
+                     "rank %d was started %s, rank 0 %s: every rank must be given the same "
+                     "options; no rank runs", r, theirs, first);
+        ok = false;
+      }
+  }
+  g_free (all);
+  return ok;
+}
+
+volatile sig_atomic_t sg_rt_at_ins = -1;
+
+bool
+sg_rt_ins_hook (const SgRtContext *ctx, int32_t i, GError **error)
+{
+  sg_rt_at_ins = i;
+  const SgRtOptions *o = &ctx->opt;
+  if (i != o->fail_at_ins || ctx->rank != o->fail_rank)
+    return true;
+  if (o->fail_kill)
+    raise (SIGKILL); /* no message, no cleanup: as the OOM killer does it */
+  if (o->fail_hang)
+    for (;;)
+      g_usleep (G_USEC_PER_SEC); /* a hung rank: only --timeout or a kill ends it */
+  const SgPlanIns *ins = &ctx->plan->ins[i];
+  g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_INJECTED,
+               "injected failure at instruction %d (%s) (--fail-at-ins)", i,
+               ins->name ? ins->name : "-");
+  return false;
 }
 
 bool

@@ -5,11 +5,14 @@
  * on anything, so the only safe answer is to end the job with the
  * statement, its place and MPI's message. Calls that can fail on their own
  * (a backend's collectives) return a GError instead (backend.c MPI_TRY).
+ * Also schedrun's output checks (outputs.c).
  */
 #pragma once
 
 #include <mpi.h>
 #include <stdio.h>
+
+#include "runtime.h"
 
 #define MPI_OR_ABORT(call)                                                                     \
   do {                                                                                         \
@@ -24,3 +27,25 @@
       MPI_Abort (MPI_COMM_WORLD, 1);                                                           \
     }                                                                                          \
   } while (0)
+
+/* --- outputs.c: schedrun's output files ------------------------------------ */
+
+/* (transfer full) A usage error when --report, --trace or a file of
+ * --dump-outputs would overwrite the plan or another output (the same
+ * file by device and inode), else NULL. */
+char *sg_rt_outputs_clash (const SgRtOptions *opt, const char *plan_path);
+
+/* Probes, on the rank that writes each (rank 0: report, trace; dump_rank:
+ * the dump), that its directory takes a new file; false with the output
+ * and the reason named. */
+bool sg_rt_outputs_writable (const SgRtOptions *opt, int rank, GError **error);
+
+/* What this rank wrote (or began to write) in this run. */
+typedef struct {
+  bool report, trace, dump;
+  bool dump_dir_existed; /* the dump directory was there before the run */
+} SgRtWritten;
+
+/* Removes what @w says this rank wrote: the report, the trace, the dump's
+ * files (the plan's outputs) and the dump directory when it created it. */
+void sg_rt_outputs_remove (const SgRtOptions *opt, const SgPlan *plan, const SgRtWritten *w);

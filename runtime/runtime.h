@@ -24,12 +24,17 @@
 
 #include <glib.h>
 #include <mpi.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "plan.h"
 
 G_BEGIN_DECLS
+
+/* Exit status of a run that outlived --timeout (the alarm and the CUDA
+ * watchdog alike; docs/runtime.md). */
+#define SG_RT_EXIT_TIMEOUT 3
 
 #define SG_RT_ERROR (sg_rt_error_quark ())
 GQuark sg_rt_error_quark (void);
@@ -63,10 +68,14 @@ typedef struct {
   int32_t fail_at_ins;  /* test hook: rank fail_rank fails at this instruction; -1 = off */
   int32_t fail_rank;    /* which rank fails (default 1) */
   bool fail_hang;       /* test hook: that rank stops responding instead (--timeout ends it) */
+  bool fail_kill;       /* test hook: that rank sends itself SIGKILL instead */
   double timeout_s;     /* backend watchdog; 0 = none */
   const char *backend;  /* "cpu" or "cuda" */
   int32_t dump_rank;    /* whose outputs --dump-outputs writes (default 0) */
   bool timeline;        /* backends fill SgRtStepTimes' spans (--trace) */
+  /* outputs, NULL when not asked for: rank 0 writes the report and the
+   * trace, rank dump_rank the dump */
+  const char *report, *trace, *dump_dir;
 } SgRtOptions;
 
 /* Options with their defaults: exact, 1 iteration, no warm-up, seed 0,
@@ -143,6 +152,14 @@ typedef struct SgBackend {
 const SgBackend *sg_rt_backend_lookup (const char *name, GError **error);
 
 extern const SgBackend sg_rt_cpu_backend;
+/* Options of `schedrun --profile` (runtime/cuda/profile.c). */
+typedef struct {
+  int32_t iters, warmup; /* per key: timed runs (median), untimed runs first */
+  double timeout_s;      /* per key (and per contention pair), 0: none */
+  bool contention;       /* also measure collectives beside each kernel class */
+  double contention_budget_s; /* wall time the contention measurement may take */
+  int32_t contention_iters;   /* samples per pair and order, at most */
+} SgRtProfileOptions;
 #ifdef SG_HAVE_CUDA
 extern const SgBackend sg_rt_cuda_backend;
 /* runtime/cuda/profile.c: `schedrun --profile GRAPH -o PROFILE` (docs/gpu.md).
@@ -154,9 +171,32 @@ extern const SgBackend sg_rt_cuda_backend;
 char *sg_rt_cuda_describe (void);
 bool sg_rt_cuda_profile_requested (int argc, char **argv);
 bool sg_rt_cuda_profile_main (int *argc, char ***argv, GError **error);
-bool sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
-                         int32_t warmup, double timeout_s, GError **error);
+bool sg_rt_cuda_profile (const char *graph_path, const char *out_path,
+                         const SgRtProfileOptions *o, GError **error);
 #endif
+
+/* Collective over MPI_COMM_WORLD, before anything else (the plan is not
+ * loaded yet): every rank says whether it parsed its command line
+ * (@args_error NULL; else it says why) and with which options: backend,
+ * mode, launch, iterations, warm-up, seed, timeout, which outputs it was
+ * asked for, the dump rank and the test hooks. True on every rank iff all
+ * parsed and agree; otherwise false on every rank with a message: this
+ * rank's own parse error first, else the first rank that could not parse,
+ * else the first rank and option that differ from rank 0 ("rank 1 was
+ * started with --mode timing, rank 0 with --mode exact"). Ranks with different options
+ * would otherwise wait for each other forever. */
+bool sg_rt_agree_options (const SgRtOptions *opt, const GError *args_error, GError **error);
+
+/* Backends call it before instruction @i of every step. It records @i for
+ * the --timeout message (sg_rt_at_ins) and runs the test hooks
+ * (--fail-at-ins): at @i, rank opt.fail_rank hangs (fail_hang), sends
+ * itself SIGKILL (fail_kill) or returns false with an
+ * SG_RT_ERROR_INJECTED error naming @i; true everywhere else. */
+bool sg_rt_ins_hook (const SgRtContext *ctx, int32_t i, GError **error);
+
+/* The instruction the step is at (sg_rt_ins_hook), -1 outside steps; read
+ * by schedrun's SIGALRM handler. */
+extern volatile sig_atomic_t sg_rt_at_ins;
 
 /* Collective over MPI_COMM_WORLD, before anything else: every rank says
  * whether it loaded a plan (@plan NULL: it did not, @load_error says why)

@@ -40,7 +40,7 @@ sg_implicit_edge_add (SgGraph *g, SgNodeId from, SgNodeId to, SgEdgeKind kind)
   g_return_if_fail (from >= 0 && from < g->n_nodes && to >= 0 && to < g->n_nodes);
   if (!g->implicit_edges)
     g->implicit_edges = g_array_new (FALSE, FALSE, sizeof (SgImplicitEdge));
-  SgImplicitEdge e = { g->nodes[from].name, g->nodes[to].name, (int32_t)kind };
+  SgImplicitEdge e = { from, to, (int32_t)kind };
   g_array_append_val (g->implicit_edges, e);
 }
 
@@ -268,8 +268,8 @@ sg_aug_new (const SgGraph *g)
   if (g->implicit_edges) {
     for (guint i = 0; i < g->implicit_edges->len; i++) {
       const SgImplicitEdge *e = &g_array_index (g->implicit_edges, SgImplicitEdge, i);
-      SgNodeId f = sg_graph_lookup (g, e->from), t = sg_graph_lookup (g, e->to);
-      if (f == SG_NO_NODE || t == SG_NO_NODE)
+      SgNodeId f = e->from, t = e->to;
+      if (f < 0 || f >= n || t < 0 || t >= n)
         continue;
       /* Edges consistent with the id order (the scheduler's) cost O(1). */
       if (f < t && a->pos[f] < a->pos[t])

@@ -12,104 +12,19 @@
  */
 #include <string.h>
 
-#include "schedule-private.h"
+#include "listsched-private.h"
 
-/* --- small containers ------------------------------------------------------ */
-
-/* Binary min-heap of 64-bit keys: (priority << 32) | id, so ties break on id. */
-typedef struct {
-  int64_t *a;
-  int32_t n, cap;
-} Heap;
-
-static void
-heap_push (Heap *h, int64_t k)
-{
-  if (h->n == h->cap) {
-    h->cap = MAX (16, h->cap * 2);
-    h->a = g_renew (int64_t, h->a, (size_t)h->cap);
-  }
-  int32_t i = h->n++;
-  while (i > 0) {
-    int32_t p = (i - 1) / 2;
-    if (h->a[p] <= k)
-      break;
-    h->a[i] = h->a[p];
-    i = p;
-  }
-  h->a[i] = k;
-}
-
-static void
-heap_pop (Heap *h)
-{
-  int64_t k = h->a[--h->n];
-  int32_t i = 0;
-  for (;;) {
-    int32_t c = 2 * i + 1;
-    if (c >= h->n)
-      break;
-    if (c + 1 < h->n && h->a[c + 1] < h->a[c])
-      c++;
-    if (k <= h->a[c])
-      break;
-    h->a[i] = h->a[c];
-    i = c;
-  }
-  if (h->n > 0)
-    h->a[i] = k;
-}
-
-#define KEY(prio, id) (((int64_t)(prio) << 32) | (int64_t)(uint32_t)(id))
-#define KEY_ID(k) ((SgNodeId)((k) & 0xffffffff))
-
-/* --- one variant ------------------------------------------------------------- */
-
-typedef struct {
-  const SgSchedProblem *P;
-  int32_t window; /* how far (ids) compute may be pulled into a stall; 0 = never */
-  int32_t boost;  /* priority boost of compute feeding a collective (see prio) */
-  uint8_t *placed;
-  uint8_t *avail;    /* wait whose collective is issued: its readers may become ready */
-  uint8_t *released; /* collective whose budget (bytes, count in flight) is returned */
-  uint8_t *deferred; /* wait passed by the frontier while its collective ran */
-  /* Deferred waits not placed yet; per storage root, the input position up
-   * to which the memory a deferred wait keeps alive is reserved (one
-   * storage read by several collectives is counted once). */
-  SgNodeId *pend;
-  int32_t n_pend;
-  int32_t *root_resv;
-  int32_t *npend; /* inputs not placed (a wait counts as placed once available) */
-  int32_t *nblk;  /* of a ready node: available waits whose collective still runs */
-  Heap ready;  /* compute ready and not blocked by an unfinished collective */
-  Heap *colls; /* per group: ready collectives by (deadline, id) */
-  int32_t *fifo_next, *fifo_head, *fifo_tail; /* per group: issued, unreleased, FIFO */
-  uint64_t *in_flight;
-  int32_t *n_in_flight;
-  SgNodeId mem_wait_x;  /* compute the memory check refused to move up */
-  int32_t mem_wait_x_at;
-  SgNodeId *mem_wait_c; /* per group: collective the memory check refused */
-  int32_t *mem_wait_at; /* ... until the frontier reaches this position */
-  SgMemTree seg;
-  SgSimEngine eng;
-  SgNodeId *order;
-  int32_t n_order, frontier;
-  SgNodeId *stack;
-  SgNodeId *done; /* finished collectives whose wait is deferred or feeds a collective */
-  int32_t n_done;
-  int32_t n_pulled, n_early, n_forced, n_boosted, n_forced_waits, n_shielded;
-} Run;
-
-static void run_place (Run *R, SgNodeId x);
 
 /* Base priority: the input order, except that compute feeding a collective
  * (through compute only) is ordered by that collective's position (boost >
  * 0) or deadline (boost < 0) when that is less than |boost| ahead: the
  * collective's inputs run first, so it starts earlier. Non-negative; ties
  * break on id. */
-static int32_t
-prio (const Run *R, SgNodeId x)
+int32_t
+ls_prio (const Run *R, SgNodeId x)
 {
+  if (R->boost == SG_BOOST_CRITICAL_PATH)
+    return R->P->cp_rank[x];
   if (R->boost < 0)
     return MIN (x - R->boost, R->P->near_dead[x]);
   return MIN (x + R->boost, R->P->near_coll[x]);
@@ -119,12 +34,12 @@ static void
 became_ready (Run *R, SgNodeId u)
 {
   const SgSchedProblem *P = R->P;
-  if (P->role[u] == SG_ROLE_COLL) {
-    heap_push (&R->colls[P->g->nodes[u].group], KEY (P->deadline[u], u));
-    return;
-  }
+  if (P->role[u] == SG_ROLE_COLL)
+    ls_heap_push (&R->rq[P->g->nodes[u].group], KEY (P->due_rank[u], u));
   if (P->role[u] != SG_ROLE_COMPUTE)
     return;
+  if (P->free_feed[u])
+    ls_heap_push (&R->freeq, KEY (0, u));
   uint32_t k;
   const SgNodeId *in = sg_node_inputs (P->g, u, &k);
   int32_t blk = 0;
@@ -134,7 +49,9 @@ became_ready (Run *R, SgNodeId u)
       blk++;
   R->nblk[u] = blk;
   if (blk == 0)
-    heap_push (&R->ready, KEY (prio (R, u), u));
+    ls_heap_push (&R->ready, KEY (ls_prio (R, u), u));
+  else if (R->boost == SG_BOOST_CRITICAL_PATH)
+    ls_heap_push (&R->blocked, KEY (ls_prio (R, u), u));
 }
 
 static void
@@ -157,9 +74,10 @@ on_finish (void *ud, SgNodeId c)
       SgNodeId u = P->users[b];
       if (P->role[u] == SG_ROLE_COMPUTE && R->npend[u] == 0 && !R->placed[u]
           && --R->nblk[u] == 0)
-        heap_push (&R->ready, KEY (prio (R, u), u));
+        ls_heap_push (&R->ready, KEY (ls_prio (R, u), u));
     }
   }
+  R->gdone[P->g->nodes[c].group] += P->cost[c];
   SgNodeId w = P->wait_of[c];
   if (w != SG_NO_NODE && (P->feeds_coll[w] || R->deferred[w]))
     R->done[R->n_done++] = c;
@@ -173,19 +91,13 @@ on_finish (void *ud, SgNodeId c)
 /* Memory is checked against the input order's live-bytes profile (by
  * base position, i.e. input-order id) plus what earlier decisions added:
  * @b more bytes over positions [@a, @e) must stay within the limit. */
-static bool
-mem_fits_range_at (Run *R, uint64_t b, int32_t a, int32_t e, int32_t *at)
+bool
+ls_mem_fits_range_at (Run *R, uint64_t b, int32_t a, int32_t e, int32_t *at)
 {
   if (b == 0 || a >= e)
     return true;
   int64_t m = sg_memtree_max (&R->seg, a, e, at);
   return m + (int64_t)b <= (int64_t)R->P->limit;
-}
-
-static bool
-mem_fits_range (Run *R, uint64_t b, int32_t a, int32_t e)
-{
-  return mem_fits_range_at (R, b, a, e, NULL);
 }
 
 static void
@@ -198,13 +110,13 @@ mem_take_range (Run *R, uint64_t b, int32_t a, int32_t e)
 /* Running compute @x at the frontier instead of its own position allocates
  * early; a refusal is remembered until the frontier passes the position
  * that was full (added bytes never go away, see try_issue). */
-static bool
-mem_fits_moved (Run *R, SgNodeId x)
+bool
+ls_mem_fits_moved (Run *R, SgNodeId x)
 {
   if (R->mem_wait_x == x && R->frontier < R->mem_wait_x_at)
     return false;
   int32_t at = -1;
-  bool ok = mem_fits_range_at (R, R->P->alloc[x], R->frontier, x, &at);
+  bool ok = ls_mem_fits_range_at (R, R->P->alloc[x], R->frontier, x, &at);
   R->mem_wait_x = ok ? SG_NO_NODE : x;
   R->mem_wait_x_at = at + 1;
   return ok;
@@ -216,8 +128,8 @@ mem_take (Run *R, SgNodeId x, int32_t at)
   mem_take_range (R, R->P->alloc[x], at, x);
 }
 
-static void
-release (Run *R, SgNodeId c)
+void
+ls_release (Run *R, SgNodeId c)
 {
   if (R->released[c])
     return;
@@ -227,8 +139,8 @@ release (Run *R, SgNodeId c)
   R->n_in_flight[grp]--;
 }
 
-static void
-run_place (Run *R, SgNodeId x)
+void
+ls_run_place (Run *R, SgNodeId x)
 {
   const SgSchedProblem *P = R->P;
   g_assert (!R->placed[x]);
@@ -246,6 +158,8 @@ run_place (Run *R, SgNodeId x)
     else
       R->fifo_next[R->fifo_tail[grp]] = x;
     R->fifo_tail[grp] = x;
+    R->gissued[grp] += P->cost[x];
+    R->cum[x] = R->gissued[grp];
     sg_eng_issue (&R->eng, x);
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
       SgNodeId w = P->users[a];
@@ -262,27 +176,66 @@ run_place (Run *R, SgNodeId x)
     SgNodeId c = P->coll_of[x];
     if (c != SG_NO_NODE) {
       sg_eng_wait (&R->eng, x, c);
-      release (R, c);
+      ls_release (R, c);
     }
     break;
   }
   case SG_ROLE_COMPUTE:
     sg_eng_compute (&R->eng, x, P->cost[x]);
+    R->done_us += P->cost[x];
     break;
   }
   bool wait_avail = P->role[x] == SG_ROLE_WAIT && R->avail[x];
   for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
     SgNodeId u = P->users[a];
-    if (wait_avail && P->role[u] == SG_ROLE_COMPUTE)
-      continue; /* counted when the collective was issued */
+    if (wait_avail && P->role[u] == SG_ROLE_COMPUTE) {
+      /* counted when the collective was issued; a free feeder waited
+       * for this wait to be placed */
+      if (P->free_feed[u] && R->npend[u] == 0)
+        ls_heap_push (&R->freeq, KEY (0, u));
+      continue;
+    }
     dec_pending (R, u);
+  }
+}
+
+bool
+ls_inputs_placed (const Run *R, SgNodeId u)
+{
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (R->P->g, u, &k);
+  for (uint32_t j = 0; j < k; j++)
+    if (!R->placed[in[j]])
+      return false;
+  return true;
+}
+
+/* Places every free feeder whose inputs are all placed (a free feeder that
+ * reads a wait not placed yet comes back when the wait is). Moving one up
+ * changes no time and no memory: it takes 0 us and allocates nothing, or is
+ * an input, live from the start anyway. */
+static void
+place_free_feeders (Run *R)
+{
+  const SgSchedProblem *P = R->P;
+  while (R->freeq.n > 0) {
+    SgNodeId u = KEY_ID (R->freeq.a[0]);
+    ls_heap_pop (&R->freeq);
+    if (R->placed[u])
+      continue;
+    if (!ls_inputs_placed (R, u))
+      continue;
+    R->placed[u] = 1;
+    R->order[R->n_order++] = u;
+    for (uint32_t a = P->ufirst[u]; a < P->ufirst[u + 1]; a++)
+      dec_pending (R, P->users[a]);
   }
 }
 
 /* Places @x after everything it needs that is not placed yet (waits, and
  * collectives not issued yet, which are then issued regardless of limits). */
-static void
-run_demand (Run *R, SgNodeId x)
+void
+ls_run_demand (Run *R, SgNodeId x)
 {
   const SgSchedProblem *P = R->P;
   int32_t sp = 0;
@@ -303,81 +256,14 @@ run_demand (Run *R, SgNodeId x)
     if (!R->placed[t]) {
       if (P->role[t] == SG_ROLE_COLL)
         R->n_forced++;
-      run_place (R, t);
-    }
-  }
-}
-
-static bool
-budget_allows (Run *R, SgNodeId c)
-{
-  const SgSchedProblem *P = R->P;
-  int32_t grp = P->g->nodes[c].group;
-  if (R->n_in_flight[grp] == 0)
-    return true;
-  if (P->max_in_flight > 0 && R->in_flight[grp] + P->comm[c] > P->max_in_flight)
-    return false;
-  if (P->prefetch_limit > 0 && R->n_in_flight[grp] >= P->prefetch_limit)
-    return false;
-  return true;
-}
-
-/* Places the wait of the group's oldest in-flight collective when that
- * collective has already finished (no stall): frees budget for the next. */
-static bool
-release_early (Run *R, int32_t grp)
-{
-  const SgSchedProblem *P = R->P;
-  while (R->fifo_head[grp] >= 0 && R->released[R->fifo_head[grp]])
-    R->fifo_head[grp] = R->fifo_next[R->fifo_head[grp]];
-  if (R->fifo_head[grp] < 0)
-    R->fifo_tail[grp] = -1;
-  SgNodeId c = R->fifo_head[grp];
-  if (c < 0 || !sg_eng_finished (&R->eng, c) || P->wait_of[c] == SG_NO_NODE)
-    return false;
-  R->n_early++;
-  run_demand (R, P->wait_of[c]);
-  return true;
-}
-
-static void
-try_issue (Run *R, bool force)
-{
-  const SgSchedProblem *P = R->P;
-  for (int32_t grp = 0; grp < P->n_groups; grp++) {
-    Heap *h = &R->colls[grp];
-    while (h->n > 0) {
-      SgNodeId c = KEY_ID (h->a[0]);
-      if (R->placed[c]) {
-        heap_pop (h);
-        continue;
-      }
-      /* Added bytes never go away, so a collective that did not fit
-       * cannot fit before the frontier passes the position that was full. */
-      bool fits;
-      if (R->mem_wait_c[grp] == c && R->frontier < R->mem_wait_at[grp]) {
-        fits = false;
-      } else {
-        int32_t at = -1;
-        fits = mem_fits_range_at (R, P->alloc[c], R->frontier, c, &at);
-        R->mem_wait_c[grp] = fits ? SG_NO_NODE : c;
-        R->mem_wait_at[grp] = at + 1;
-      }
-      if (force || (budget_allows (R, c) && fits)) {
-        heap_pop (h);
-        run_place (R, c);
-        continue;
-      }
-      if (fits && release_early (R, grp))
-        continue;
-      break;
+      ls_run_place (R, t);
     }
   }
 }
 
 /* Would placing @x now stall the compute stream on a collective? */
-static bool
-would_stall (Run *R, SgNodeId x)
+bool
+ls_would_stall (Run *R, SgNodeId x)
 {
   const SgSchedProblem *P = R->P;
   uint32_t k;
@@ -404,57 +290,10 @@ frontier_stop (const Run *R, SgNodeId x)
   return P->role[x] == SG_ROLE_COMPUTE || (P->role[x] == SG_ROLE_WAIT && !R->deferred[x]);
 }
 
-static bool
-holds_sms (const SgSchedProblem *P, SgNodeId x)
-{
-  return sg_node_holds_sms (&P->g->nodes[x]) && P->cost[x] > 0.0;
-}
-
-/* How far down the ready heap's array a shield is looked for, and how far
- * ahead of the GEMM (ids) it may come from. */
-#define SHIELD_SCAN 64
-#define SHIELD_WINDOW 256
-
-/* Start wait (docs/scheduler.md): a collective issued right before a
- * matmul/attention kernel waits for it. When one was just issued (the
- * engine holds it for the next kernel) and @x, a GEMM that would run next,
- * returns a ready compute node that does not hold the SMs (cost > 0; the
- * lowest priority key among the first SHIELD_SCAN heap entries, at most
- * SHIELD_WINDOW ids after @x) to run first, so the collective starts at once; else
- * SG_NO_NODE. */
-static SgNodeId
-shield_for (Run *R, SgNodeId x)
-{
-  const SgSchedProblem *P = R->P;
-  if (R->eng.n_held <= R->eng.n_kheld || !holds_sms (P, x) || would_stall (R, x))
-    return SG_NO_NODE;
-  int64_t best = INT64_MAX;
-  for (int32_t i = 0; i < MIN (R->ready.n, SHIELD_SCAN); i++) {
-    int64_t k = R->ready.a[i];
-    SgNodeId c = KEY_ID (k);
-    if (k >= best || R->placed[c] || c == x || holds_sms (P, c) || P->cost[c] <= 0.0
-        || c - x > SHIELD_WINDOW)
-      continue;
-    best = k;
-  }
-  return best == INT64_MAX ? SG_NO_NODE : KEY_ID (best);
-}
-
-/* Places the shield for @next, if any and memory allows; its heap entry
- * goes when it reaches the top (placed entries are skipped). */
-static bool
-run_shield (Run *R, SgNodeId next)
-{
-  SgNodeId s = shield_for (R, next);
-  if (s == SG_NO_NODE || !mem_fits_moved (R, s))
-    return false;
-  R->n_shielded++;
-  run_demand (R, s);
-  return true;
-}
-
 /* Reserves the memory that keeps collective @c's input alive up to input
- * position @to; false (nothing reserved) when it does not fit. */
+ * position @to; false (nothing reserved) when it does not fit. A finished
+ * collective's wait is only kept back for slack, which may not raise the
+ * input order's peak; one still running may use the limit. */
 static bool
 reserve_input (Run *R, SgNodeId c, int32_t to)
 {
@@ -468,7 +307,8 @@ reserve_input (Run *R, SgNodeId c, int32_t to)
   int32_t from = MAX (R->root_resv[r], P->in_end[c]);
   if (from >= to)
     return true;
-  if (!mem_fits_range (R, P->in_bytes[c], from, to))
+  const uint64_t cap = R->placed[c] && sg_eng_finished (&R->eng, c) ? P->peak_in : P->limit;
+  if ((int64_t)sg_memtree_max (&R->seg, from, to, NULL) + (int64_t)P->in_bytes[c] > (int64_t)cap)
     return false;
   mem_take_range (R, P->in_bytes[c], from, to);
   R->root_resv[r] = to;
@@ -489,9 +329,9 @@ reach_wait (Run *R, SgNodeId w)
 {
   const SgSchedProblem *P = R->P;
   SgNodeId c = P->coll_of[w];
-  if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c))
+  if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c) && P->feeds_coll[w])
       || !reserve_input (R, c, w + 1)) {
-    run_demand (R, w);
+    ls_run_demand (R, w);
     return;
   }
   R->deferred[w] = 1;
@@ -511,7 +351,7 @@ extend_deferred (Run *R)
       continue;
     if (!reserve_input (R, P->coll_of[w], MIN (R->frontier + 1, P->n))) {
       R->n_forced_waits++;
-      run_demand (R, w);
+      ls_run_demand (R, w);
       continue;
     }
     R->pend[k++] = w;
@@ -535,7 +375,13 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   R->root_resv = g_new0 (int32_t, (size_t)n + 1);
   R->npend = g_new (int32_t, (size_t)n);
   R->nblk = g_new0 (int32_t, (size_t)n);
-  R->colls = g_new0 (Heap, (size_t)ng);
+  R->gissued = g_new0 (double, (size_t)ng);
+  R->gdone = g_new0 (double, (size_t)ng);
+  R->cum = g_new0 (double, (size_t)MAX (n, 1));
+  R->rq = g_new0 (Heap, (size_t)ng);
+  R->gnext = g_new (int32_t, (size_t)ng);
+  for (int32_t i = 0; i < ng; i++)
+    R->gnext[i] = i < P->n_groups ? P->gfirst[i] : 0;
   R->fifo_next = g_new (int32_t, (size_t)n);
   R->fifo_head = g_new (int32_t, (size_t)ng);
   R->fifo_tail = g_new (int32_t, (size_t)ng);
@@ -549,7 +395,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   for (int32_t i = 0; i < ng; i++)
     R->mem_wait_c[i] = SG_NO_NODE;
   sg_memtree_init (&R->seg, n, P->profile);
-  sg_eng_init (&R->eng, P->g, &P->cont, false);
+  sg_eng_init (&R->eng, P->g, NULL, false);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
   R->order = g_new (SgNodeId, (size_t)n);
@@ -574,9 +420,15 @@ run_clear (Run *R)
   g_free (R->npend);
   g_free (R->nblk);
   g_free (R->ready.a);
+  g_free (R->freeq.a);
+  g_free (R->blocked.a);
+  g_free (R->gnext);
   for (int32_t i = 0; i < MAX (R->P->n_groups, 1); i++)
-    g_free (R->colls[i].a);
-  g_free (R->colls);
+    g_free (R->rq[i].a);
+  g_free (R->rq);
+  g_free (R->gissued);
+  g_free (R->gdone);
+  g_free (R->cum);
   g_free (R->fifo_next);
   g_free (R->fifo_head);
   g_free (R->fifo_tail);
@@ -603,29 +455,33 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
       R.frontier++;
     if (R.frontier >= n) {
       /* Only collectives without consumers are left. */
-      try_issue (&R, true);
+      ls_try_issue (&R, true);
       for (SgNodeId i = 0; i < n; i++)
         if (!R.placed[i])
-          run_demand (&R, i);
+          ls_run_demand (&R, i);
       break;
     }
     SgNodeId x = R.frontier;
     if (x == P->g->output) {
-      try_issue (&R, true);
+      ls_finish_tail (&R);
       for (SgNodeId i = 0; i < n; i++)
         if (!R.placed[i] && i != x)
-          run_demand (&R, i);
-      run_demand (&R, x);
+          ls_run_demand (&R, i);
+      ls_run_demand (&R, x);
       continue;
     }
-    /* Deferred waits go in as soon as their collective is done (free), so
-     * memory is released and a collective reading the result can start. */
+    place_free_feeders (&R);
+    /* A wait whose collective is done goes in now (free) when a collective
+     * reads its result; a deferred one stays back while its memory fits
+     * under the input order's peak (extend_deferred): that slack costs
+     * nothing in the model and absorbs what the model does not see (ranks
+     * that drift apart, a collective dispatched late; docs/scheduler.md). */
     for (int32_t d = 0; d < R.n_done; d++)
-      if (!R.placed[P->wait_of[R.done[d]]])
-        run_demand (&R, P->wait_of[R.done[d]]);
+      if (!R.placed[P->wait_of[R.done[d]]] && P->feeds_coll[P->wait_of[R.done[d]]])
+        ls_run_demand (&R, P->wait_of[R.done[d]]);
     R.n_done = 0;
     extend_deferred (&R);
-    try_issue (&R, false);
+    ls_try_issue (&R, false);
     if (R.placed[x])
       continue;
     if (P->role[x] == SG_ROLE_WAIT) {
@@ -636,33 +492,40 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
     while (R.ready.n > 0) {
       SgNodeId c = KEY_ID (R.ready.a[0]);
       if (R.placed[c]) {
-        heap_pop (&R.ready);
+        ls_heap_pop (&R.ready);
         continue;
       }
       f = c;
       break;
     }
-    if (f != SG_NO_NODE && f != x && prio (&R, f) < prio (&R, x) && mem_fits_moved (&R, f)) {
-      if (shield && run_shield (&R, f))
+    if (R.boost == SG_BOOST_CRITICAL_PATH && ls_stall_for_critical (&R, f))
+      continue;
+    /* the critical-path order moves compute within the window only */
+    bool near = R.boost != SG_BOOST_CRITICAL_PATH || f - x <= R.window;
+    if (f != SG_NO_NODE && f != x && near && ls_prio (&R, f) < ls_prio (&R, x)
+        && ls_mem_fits_moved (&R, f)) {
+      if (shield && ls_run_shield (&R, f))
         continue;
-      heap_pop (&R.ready);
+      ls_heap_pop (&R.ready);
       R.n_boosted++;
-      run_demand (&R, f);
+      ls_run_demand (&R, f);
       continue;
     }
-    if (R.window > 0 && would_stall (&R, x)) {
-      if (f != SG_NO_NODE && f != x && f - x <= R.window && mem_fits_moved (&R, f)) {
-        if (shield && run_shield (&R, f))
+    if (R.window > 0 && ls_would_stall (&R, x)) {
+      if (f != SG_NO_NODE && f != x && f - x <= R.window && ls_mem_fits_moved (&R, f)) {
+        if (shield && ls_run_shield (&R, f))
           continue;
-        heap_pop (&R.ready);
+        ls_heap_pop (&R.ready);
         R.n_pulled++;
-        run_demand (&R, f);
+        ls_run_demand (&R, f);
         continue;
       }
     }
-    if (shield && run_shield (&R, x))
+    if (shield && ls_run_shield (&R, x))
       continue;
-    run_demand (&R, x);
+    if (ls_would_stall (&R, x) && ls_stall_shorter (&R, x))
+      continue;
+    ls_run_demand (&R, x);
   }
   st->n_pulled = R.n_pulled + R.n_shielded; /* a shield is pulled forward too */
   st->n_early_waits = R.n_early;

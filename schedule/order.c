@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "schedule-private.h"
+#include "textio.h"
 
 bool
 sg_order_check (const SgGraph *g, const SgNodeId *order, GError **error)
@@ -119,11 +120,11 @@ sg_order_load (const SgGraph *g, const char *path, GError **error)
     g_error_free (err);
     return NULL;
   }
-  cJSON *arr = cJSON_ParseWithLength (data, len);
+  cJSON *arr = sg_json_parse (data, len, &err);
   if (!arr) {
-    g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_IO,
-                 "order %s: malformed JSON near byte %ld", path,
-                 (long)(cJSON_GetErrorPtr () ? cJSON_GetErrorPtr () - data : 0));
+    g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_IO, "order %s: %s", path,
+                 err->message);
+    g_error_free (err);
     return NULL;
   }
   g_autofree char *what = g_strdup_printf ("order %s", path);

@@ -4,11 +4,103 @@
  *
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "schedule-private.h"
 
 
+
+typedef struct {
+  double key;
+  SgNodeId id;
+} Due;
+
+static int
+by_due (const void *a, const void *b)
+{
+  const Due *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key < y->key ? -1 : 1;
+  return (x->id > y->id) - (x->id < y->id);
+}
+
+/* base_us, due_us, ready_us and the per-group order by due. */
+static void
+due_and_ready (SgSchedProblem *P)
+{
+  int32_t n = P->n, ng = MAX (P->n_groups, 1);
+  P->base_us = g_new (double, (size_t)n + 1);
+  P->due_us = g_new0 (double, (size_t)MAX (n, 1));
+  P->ready_us = g_new0 (double, (size_t)MAX (n, 1));
+  P->base_us[0] = 0.0;
+  for (SgNodeId x = 0; x < n; x++)
+    P->base_us[x + 1] = P->base_us[x] + (P->role[x] == SG_ROLE_COMPUTE ? P->cost[x] : 0.0);
+  P->compute_us = P->base_us[n];
+  for (SgNodeId c = 0; c < n; c++) {
+    if (P->role[c] != SG_ROLE_COLL)
+      continue;
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (P->g, c, &k);
+    double t = 0.0;
+    for (uint32_t j = 0; j < k; j++) {
+      SgNodeId i = in[j], p = P->coll_of[i];
+      t = MAX (t, P->role[i] == SG_ROLE_WAIT && p != SG_NO_NODE ? P->ready_us[p] + P->cost[p]
+                                                                 : P->base_us[i + 1]);
+    }
+    P->ready_us[c] = t;
+  }
+  P->gfirst = g_new0 (int32_t, (size_t)ng + 1);
+  for (SgNodeId c = n - 1; c >= 0; c--) {
+    if (P->role[c] != SG_ROLE_COLL)
+      continue;
+    P->gfirst[P->g->nodes[c].group + 1]++;
+    SgNodeId w = P->wait_of[c];
+    double d = P->base_us[n];
+    if (w != SG_NO_NODE)
+      for (uint32_t a = P->ufirst[w]; a < P->ufirst[w + 1]; a++) {
+        SgNodeId u = P->users[a];
+        d = MIN (d, P->role[u] == SG_ROLE_COLL ? P->due_us[u] - P->cost[u] : P->base_us[u]);
+      }
+    P->due_us[c] = d;
+  }
+  for (int32_t i = 0; i < ng; i++)
+    P->gfirst[i + 1] += P->gfirst[i];
+  g_autofree Due *all = g_new (Due, (size_t)P->gfirst[ng] + 1);
+  g_autofree int32_t *fill = g_memdup2 (P->gfirst, sizeof (int32_t) * (size_t)(ng + 1));
+  for (SgNodeId c = 0; c < n; c++)
+    if (P->role[c] == SG_ROLE_COLL)
+      all[fill[P->g->nodes[c].group]++] = (Due){ P->due_us[c], c };
+  P->gorder = g_new (SgNodeId, (size_t)P->gfirst[ng] + 1);
+  P->due_rank = g_new0 (int32_t, (size_t)MAX (n, 1));
+  for (int32_t i = 0; i < ng; i++) {
+    qsort (all + P->gfirst[i], (size_t)(P->gfirst[i + 1] - P->gfirst[i]), sizeof (Due), by_due);
+    for (int32_t j = P->gfirst[i]; j < P->gfirst[i + 1]; j++) {
+      P->gorder[j] = all[j].id;
+      P->due_rank[all[j].id] = j;
+    }
+  }
+}
+
+/* cp_rank: longest path from a node's start to the end, longest first. */
+static void
+critical_path_rank (SgSchedProblem *P)
+{
+  int32_t n = P->n;
+  double *b = P->cp_us = g_new0 (double, (size_t)MAX (n, 1));
+  g_autofree Due *by = g_new (Due, (size_t)MAX (n, 1));
+  for (SgNodeId x = n - 1; x >= 0; x--) {
+    double t = 0.0;
+    for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++)
+      t = MAX (t, b[P->users[a]]);
+    b[x] = t + P->cost[x];
+    by[x] = (Due){ -b[x], x };
+  }
+  qsort (by, (size_t)n, sizeof (Due), by_due);
+  P->cp_rank = g_new (int32_t, (size_t)MAX (n, 1));
+  for (int32_t i = 0; i < n; i++)
+    P->cp_rank[by[i].id] = i;
+}
 
 void
 sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
@@ -29,6 +121,7 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   P->feeds_coll = g_new0 (uint8_t, (size_t)n);
   P->near_coll = g_new (int32_t, (size_t)n);
   P->near_dead = g_new (int32_t, (size_t)n);
+  P->free_feed = g_new0 (uint8_t, (size_t)n);
   P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
   for (SgNodeId i = 0; i < n; i++) {
     const SgNode *nd = &g->nodes[i];
@@ -94,6 +187,35 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
     P->near_coll[x] = bc;
     P->near_dead[x] = bd;
   }
+  due_and_ready (P);
+  critical_path_rank (P);
+  /* Free feeders: inputs, and 0 us views of them, that feed a collective;
+   * placed as soon as they are ready (an input listed late would hold its
+   * collective back). Inputs are live from the start and views allocate
+   * nothing, so moving them changes neither time nor memory; other 0 us
+   * nodes stay where the input order has them. */
+  g_autofree uint8_t *from_input = g_new0 (uint8_t, (size_t)MAX (n, 1));
+  for (SgNodeId x = 0; x < n; x++) {
+    if (sg_op_class (g->nodes[x].kind) == SG_CLASS_INPUT) {
+      from_input[x] = 1;
+      continue;
+    }
+    if (P->role[x] != SG_ROLE_COMPUTE || P->cost[x] > 0.0 || P->alloc[x] > 0 || x == g->output)
+      continue;
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    from_input[x] = k > 0;
+    for (uint32_t j = 0; j < k; j++)
+      from_input[x] &= from_input[in[j]];
+  }
+  for (SgNodeId x = n - 1; x >= 0; x--) {
+    if (!from_input[x])
+      continue;
+    for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1] && !P->free_feed[x]; a++) {
+      SgNodeId u = P->users[a];
+      P->free_feed[x] = P->role[u] == SG_ROLE_COLL || P->free_feed[u];
+    }
+  }
   P->profile = g_new (uint64_t, (size_t)MAX (n, 1));
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   P->root = sg_graph_storage_roots (g);
@@ -114,8 +236,6 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
   P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
   P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
-  const SgCostModel *cm = sg_graph_cost_model (g);
-  P->cont = cm ? *sg_cost_model_contention (cm) : (SgContention){ 1.0, 1.0, 1.0 };
 }
 
 void
@@ -134,6 +254,15 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->feeds_coll);
   g_free (P->near_coll);
   g_free (P->near_dead);
+  g_free (P->free_feed);
+  g_free (P->cp_rank);
+  g_free (P->cp_us);
+  g_free (P->base_us);
+  g_free (P->due_us);
+  g_free (P->ready_us);
+  g_free (P->gorder);
+  g_free (P->due_rank);
+  g_free (P->gfirst);
   g_free (P->ufirst);
   g_free (P->users);
   g_free (P->profile);

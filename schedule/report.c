@@ -40,7 +40,45 @@ sg_report_metrics (const SgGraph *g, const SgSimResult *r)
   add_us (m, "step_us", r->step_us);
   add_us (m, "lower_bound_us", r->lower_bound_us);
   cJSON_AddNumberToObject (m, "peak_bytes", (double)r->peak_bytes);
+  const SgLowerBound *b = &r->bound;
+  cJSON *lb = cJSON_AddObjectToObject (m, "lower_bound");
+  add_us (lb, "compute_us", b->compute_us);
+  add_us (lb, "comm_stream_us", b->comm_stream_us);
+  add_us (lb, "critical_path_us", b->critical_path_us);
+  add_us (lb, "overlap_us", b->overlap_us);
+  if (b->refined)
+    add_us (lb, "window_us", b->window_us);
+  else
+    cJSON_AddNullToObject (lb, "window_us");
+  cJSON_AddStringToObject (lb, "binding", sg_lower_bound_binding (b));
+  cJSON_AddNumberToObject (m, "gap", sg_report_gap (r));
   return m;
+}
+
+const char *
+sg_lower_bound_binding (const SgLowerBound *b)
+{
+  /* the first term, in this order, that reaches the bound */
+  const struct {
+    const char *name;
+    double us;
+  } terms[] = {
+    { "compute", b->compute_us },   { "comm_stream", b->comm_stream_us },
+    { "critical_path", b->critical_path_us }, { "overlap", b->overlap_us },
+    { "window", b->window_us },
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS (terms); i++)
+    if (terms[i].us >= b->lower_bound_us)
+      return terms[i].name;
+  return "compute";
+}
+
+double
+sg_report_gap (const SgSimResult *r)
+{
+  if (!(r->lower_bound_us > 0.0))
+    return 1.0;
+  return round (r->step_us / r->lower_bound_us * 10000.0) / 10000.0;
 }
 
 static const char *
@@ -77,6 +115,11 @@ sg_report_rows (const SgGraph *g, const SgSimResult *r)
       cJSON_AddStringToObject (o, "wait", g->nodes[row->wait].name);
     else
       cJSON_AddNullToObject (o, "wait");
+    /* how long before its wait it ended (negative: the stall) */
+    if (row->wait != SG_NO_NODE && r->node_start)
+      add_us (o, "slack_us", r->node_start[row->wait] - row->end_us);
+    else
+      cJSON_AddNullToObject (o, "slack_us");
     cJSON_AddItemToArray (rows, o);
   }
   return rows;
@@ -105,6 +148,8 @@ sg_report_print_summary (FILE *out, const char *label, const SgGraph *g, const S
   fprintf (out, "%s:\n", label ? label : "order");
   fprintf (out, "  step %.3f us (lower bound %.3f us, %.1f%%), compute %.3f us, comm %.3f us\n",
            r->step_us, r->lower_bound_us, eff, r->compute_us, r->comm_us);
+  fprintf (out, "  gap %.4fx over the lower bound (binding term: %s)\n", sg_report_gap (r),
+           sg_lower_bound_binding (&r->bound));
   fprintf (out, "  collectives %d: %d hidden, %d partial, %d exposed; exposed %.3f us\n",
            r->n_rows, r->hidden, r->partial, r->exposed, r->exposed_us);
   fprintf (out, "  peak memory %s\n", peak);
@@ -182,7 +227,9 @@ sg_trace_build (const SgGraph *g, const SgSimResult *r)
   cJSON_AddNumberToObject (pm, "pid", 0);
   cJSON_AddNumberToObject (pm, "tid", 0);
   cJSON *pa = cJSON_AddObjectToObject (pm, "args");
-  g_autofree char *pname = g_strdup_printf ("schedgraph (predicted) %s rank %d", g->source,
+  /* the file name alone: the same trace however the path was spelt */
+  g_autofree char *file = g_path_get_basename (g->source);
+  g_autofree char *pname = g_strdup_printf ("schedgraph (predicted) %s rank %d", file,
                                             g->rank);
   cJSON_AddStringToObject (pa, "name", pname);
   cJSON_AddItemToArray (ev, pm);

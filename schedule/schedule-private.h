@@ -41,35 +41,42 @@ sg_sched_cost (const SgNode *n)
 
 /* The engine. Collectives of one group run FIFO on the group's stream; the
  * head of each non-empty queue is running unless it is held (start wait,
- * below). While the compute stream is busy, running collectives progress at
- * 1/comm_slowdown (1/reduce_slowdown for reduce_scatter and all_reduce) and
- * compute at 1/compute_slowdown (when at least one collective runs);
- * otherwise at 1.
- * Start wait (sw = comm_start_wait of the graph's cost model, 0 without
- * one): a head that becomes startable while a matmul/attention kernel runs
- * is held until that kernel has done sw of its remaining work; one that
- * becomes startable while the compute stream is idle is held until the
- * next engine call: the next compute kernel (work > 0) holds it the same
- * way if it is a matmul/attention, anything else (another kernel, a stall,
- * the drain) starts it at once. sw = 0: no hold ever. */
+ * below). Rates are per pair (estimate/'s contention table: a collective
+ * beside the running kernel's slot, SgPairRates): while a kernel runs, a
+ * running collective progresses at 1/comm_x of that pair and the kernel at
+ * 1/kernel_x of the most disturbing running collective (the largest); with
+ * the compute stream idle, or no collective running, at 1.
+ * Start wait: a head that becomes startable while a kernel runs is held
+ * until that kernel has done the pair's wait_during of its remaining work;
+ * one that becomes startable while the compute stream is idle is held until
+ * the next engine call: the next compute kernel (work > 0) holds it for the
+ * pair's wait_before of its work (not at all when that is 0), anything else
+ * (a stall, the drain) starts it at once. Without a contention profile the
+ * pairs are the global factors (sg_contention_global_rates: waits only
+ * beside matmul/attention, comm_start_wait of the graph's cost model, 0
+ * without one). */
 enum { SG_HOLD_NONE, SG_HOLD_NEXT, SG_HOLD_KERNEL };
 typedef struct {
   const SgGraph *g;
-  double cs, ms; /* compute_slowdown, comm_slowdown */
-  double mr;     /* reduce_slowdown: ms of the collectives that reduce */
-  double sw;     /* comm_start_wait */
+  const SgCostModel *pairs; /* the table the rates come from; NULL: global factors */
+  SgContention cont;        /* global factors (pairs NULL) */
+  double sw;                /* their start wait (comm_start_wait) */
+  double held_scale;        /* a held head's kernel_x applies by this much (sim.c) */
+  int32_t n_slots;          /* kernel slots (sg_cost_contention_slots) */
   double now;    /* the compute stream's clock */
   double busy_us;
   int32_t n_groups, n_active; /* n_active: non-empty queues (held or running) */
   int32_t n_held, n_kheld;    /* held heads; of those, held by the kernel */
   uint8_t *hold;              /* per group: SG_HOLD_* of its head */
   double *hold_at;            /* per group: kernel work left at which its head starts */
-  bool in_kernel, kbig;       /* a compute kernel runs; it is a matmul/attention */
+  bool in_kernel;             /* a compute kernel runs */
+  int32_t kslot;              /* its slot */
   double kleft;               /* its solo work left */
   int32_t *ghead, *gtail; /* per group: queue of row indices, -1 when empty */
   int32_t *rnext;         /* per row: next in its group's queue */
   double *rem;            /* per row: solo work left */
-  double *rslow;          /* per row: its slowdown while compute runs (ms or mr) */
+  SgPairRates *rates;     /* per row: n_slots pairs (the collective beside each slot) */
+  uint8_t *wnext;         /* per row: some slot has wait_before > 0 */
   uint8_t *fin;           /* per row: finished */
   SgCollRow *rows;
   int32_t n_rows, cap_rows;
@@ -80,16 +87,52 @@ typedef struct {
   void *ud;
 } SgSimEngine;
 
+/* @cont NULL: the rates of the graph's cost model (its contention table,
+ * measured pairs included); else these global factors for every pair, with
+ * the cost model's comm_start_wait (0 without one). */
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
 void sg_eng_clear (SgSimEngine *e);
+/* A saved engine state, O(groups x SG_SNAP_PREFIX): searches save at each
+ * depth and restore when they backtrack. Per group it keeps the first
+ * SG_SNAP_PREFIX queued collectives; the ones queued behind them have not
+ * started at the save, which restoring puts back. Restoring forgets every
+ * collective issued since the save. Node times (track_nodes) are not
+ * saved. */
+#define SG_SNAP_PREFIX 8
+typedef struct {
+  SgSimEngine top; /* the engine's scalars (its array pointers: the engine's own) */
+  uint8_t *hold;
+  double *hold_at;
+  int32_t *ghead, *gtail;
+  int32_t *behind; /* per group: the first queued row not saved, or -1 */
+  int32_t n_act, cap_act; /* saved rows: group by group, in queue order */
+  int32_t *act, *rnext;
+  double *rem;
+  uint8_t *fin;
+  SgCollRow *rows;
+} SgEngSnap;
+
+void sg_eng_save (const SgSimEngine *e, SgEngSnap *s);
+void sg_eng_restore (SgSimEngine *e, const SgEngSnap *s);
+void sg_eng_snap_clear (SgEngSnap *s);
+/* Collective @c's pair rates beside each kernel slot (n_slots entries):
+ * the engine's table, or its global factors. */
+void sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out);
 /* Issues collective @c now; returns its row. */
 int32_t sg_eng_issue (SgSimEngine *e, SgNodeId c);
 /* Runs compute node @x of solo @work us on the compute stream. */
 void sg_eng_compute (SgSimEngine *e, SgNodeId x, double work);
 /* Wait @w on collective @c: stalls until @c ends; returns the stall. */
 double sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c);
+/* Places node @x by its role: issues a collective, waits (a wait on a
+ * collective not issued, or on no collective, costs nothing), or runs
+ * compute for its sg_sched_cost. */
+void sg_eng_place (SgSimEngine *e, SgNodeId x);
 /* Runs every queued collective to its end (compute idle). */
 void sg_eng_drain (SgSimEngine *e);
+/* True when compute node @x of solo @work, run next, would hold a collective
+ * the engine holds for the next kernel (its pair's wait_before > 0). */
+bool sg_eng_would_hold (const SgSimEngine *e, SgNodeId x, double work);
 static inline bool
 sg_eng_finished (const SgSimEngine *e, SgNodeId c)
 {
@@ -119,7 +162,13 @@ void sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v);
 /* Maximum over [l, r) (l < r); *at (if not NULL) gets a position holding it. */
 int64_t sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at);
 
-/* --- the list scheduler (problem.c, listsched.c) ---------------------------- */
+/* --- the list scheduler (problem.c, listsched.c, scheduler.c) ------------------ */
+
+/* The list scheduler's variants and the choice among them (scheduler.c),
+ * then, with @polish, the polish pass on the winner; sg_schedule_compute
+ * without cfg->exact. */
+SgNodeId *sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish,
+                            SgScheduleStats *stats, GError **error);
 
 /* What every variant shares (problem.c). */
 typedef struct {
@@ -138,17 +187,37 @@ typedef struct {
   uint8_t *feeds_coll; /* wait -> read by a collective (placed as soon as free) */
   int32_t *near_coll; /* compute -> lowest id of a collective it feeds through compute, or n */
   int32_t *near_dead; /* compute -> earliest deadline of a collective it feeds, or n */
+  /* Time in the input order, compute only (no stalls): base_us[x] = solo
+   * compute before node x (n + 1 entries). Per collective: due_us, when the
+   * input order needs its result (its wait's first compute user, or the
+   * due of a collective reading it minus that one's work; the end when
+   * nothing does), and ready_us, when the input order has its inputs. */
+  double *base_us, *due_us, *ready_us;
+  /* Per group, its collectives by (due_us, id): gorder[gfirst[g] ..
+   * gfirst[g + 1]). */
+  SgNodeId *gorder;
+  int32_t *gfirst;
+  int32_t *due_rank; /* collective -> its index in gorder */
+  double *cp_us;     /* longest path from a node's start to the end (solo costs,
+                     * comm included) */
+  int32_t *cp_rank;  /* rank by cp_us, longest first: the critical-path priority */
+  double compute_us; /* all compute work (solo) */
+  uint8_t *free_feed; /* an input, or a 0 us view of inputs, that feeds a collective
+                       * through such nodes: placed as soon as it is ready */
   uint32_t *ufirst;  /* users CSR (g is const here) */
   SgNodeId *users;
   uint64_t *profile; /* live bytes of the input order, by id */
   uint64_t peak_in, limit;
-  SgContention cont;
   uint64_t max_in_flight;
   int32_t prefetch_limit;
 } SgSchedProblem;
 
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
 void sg_sched_problem_clear (SgSchedProblem *P);
+
+/* The boost that ranks compute by the critical path (cp_rank) instead of
+ * the input order. */
+#define SG_BOOST_CRITICAL_PATH INT32_MIN
 
 /* Runs one variant: stall-fill @window (0 = never), priority @boost and
  * @shield (a ready non-GEMM node between a just-issued collective and the
@@ -158,3 +227,125 @@ void sg_sched_problem_clear (SgSchedProblem *P);
  * step_us, peak_bytes; no rows). */
 SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
                                 bool shield, SgScheduleStats *st, SgSimResult *res);
+
+/* --- the lower bound's pieces (bound.c) ------------------------------------ */
+
+/* Rates of the bound, the least of the simulator's pairs (so the
+ * relaxation stays below every order): cs, the least kernel_x of any pair;
+ * per group two slots of comm work, 2g for the collectives that do not
+ * reduce and 2g + 1 for those that do (a grouping only), each at the least
+ * comm_x of its collectives beside any kernel slot. monotone: every pair
+ * has kernel_x x (1 - 1/comm_x) < 1 (overlapping never costs more than
+ * exposing; the searches' dominance needs it). */
+typedef struct {
+  double cs;
+  int32_t n_groups;
+  double *slot; /* 2 x n_groups */
+  bool monotone;
+} SgBoundRates;
+
+static inline int32_t
+sg_bound_slot (const SgNode *n)
+{
+  return 2 * n->group
+         + (n->kind == SG_OP_REDUCE_SCATTER || n->kind == SG_OP_ALL_REDUCE ? 1 : 0);
+}
+
+/* The rates of collectives @colls (@n of them) on engine @e: the pairs of
+ * its rows for those issued, sg_eng_pair_rates for the others. Clear with
+ * sg_bound_rates_clear. */
+void sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls,
+                          int32_t n);
+void sg_bound_rates_clear (SgBoundRates *R);
+
+/* One collective of a window bound: solo work, slot, and the time that must
+ * pass before it can start (head) and after it ends (tail). */
+typedef struct {
+  double head, tail, work;
+  int32_t slot;
+} SgBoundJob;
+
+/* Scratch space of sg_bound_windows, reused between calls. */
+typedef struct {
+  int32_t cap, cap_slots;
+  void *order; /* (key, index) pairs */
+  int32_t *rank;
+  double *tails, *fen, *sum;
+} SgBoundScratch;
+
+void sg_bound_scratch_clear (SgBoundScratch *s);
+
+/* The shortest time in which @compute us of compute work and @slot_work
+ * (2 x n_groups entries) of comm work can all be done, with overlap priced
+ * by the rates: a linear relaxation of the simulator's timeline (each group
+ * runs one collective at a time; compute beside a running collective
+ * progresses at 1/cs, a collective beside compute at 1/ms or 1/mr, alone at
+ * 1). O(groups^2). */
+double sg_bound_overlap (const SgBoundRates *R, double compute, const double *slot_work);
+
+/* max over windows (h, t) of h + t + sg_bound_overlap (compute - h - t,
+ * work of the jobs with head >= h and tail >= t), for (h, t) = (head_j,
+ * tail_j), (head_j, 0), (0, tail_j) of every job: every job of a window
+ * runs inside [h, step - t], and the compute outside it takes at most
+ * h + t. O(n log n x groups). */
+double sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
+                         int32_t n, SgBoundScratch *s);
+
+/* Every term of @out but window_us, for sg_simulate (engine @e, every
+ * collective issued, gives the rates). O(nodes + edges). */
+void sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out);
+
+/* --- the search over orders of a window (search.c) ------------------------------ */
+
+/* Collectives a search tracks: the window's and those running at its
+ * start. */
+#define SG_SEARCH_MAX_COLLS 64
+/* Collectives queued at a window's start that a search tracks per group
+ * (deeper ones are not compared; a state where one of them started is
+ * never pruned as dominated). */
+#define SG_SEARCH_QUEUE_DEPTH 16
+/* Window orders SG_SEARCH_EARLY keeps. */
+#define SG_SEARCH_KEEP 8
+
+typedef enum {
+  SG_SEARCH_STEP,     /* the whole graph: least step */
+  SG_SEARCH_EARLY,    /* a window: least end clock + collective work left */
+} SgSearchGoal;
+
+typedef struct SgSearch SgSearch;
+
+/* Can a window of @m @nodes be searched from @e's state: at most 64
+ * decisions (compute with a cost, collectives, waits) and
+ * SG_SEARCH_MAX_COLLS collectives of the window or running? */
+bool sg_search_fits (const SgGraph *g, const SgSimEngine *e, const SgNodeId *nodes, int32_t m);
+
+/* A search over the orders of @nodes (in a topological order; for
+ * SG_SEARCH_EARLY, the order to beat), every other input of which is
+ * placed on engine @e, which the search drives and restores. @local: n_nodes
+ * entries of -1, used and restored. At most @budget states. */
+SgSearch *sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t m,
+                         int32_t *local, SgSearchGoal goal, int64_t budget);
+void sg_search_free (SgSearch *S);
+/* Searches; true when it found an order: STEP, better than @incumbent;
+ * EARLY, any (@incumbent: the compute work after the window). */
+bool sg_search_run (SgSearch *S, double incumbent);
+/* EARLY: the orders kept, best score first (m ids each). */
+int32_t sg_search_n_kept (const SgSearch *S);
+void sg_search_kept (const SgSearch *S, int32_t k, SgNodeId *out);
+/* The best order found (m ids). */
+void sg_search_result (const SgSearch *S, SgNodeId *out);
+/* STEP: its step. */
+double sg_search_value (const SgSearch *S);
+int64_t sg_search_expanded (const SgSearch *S);
+/* Did the search stop at its budget (its result, if any, is then only the
+ * best seen)? */
+bool sg_search_gave_up (const SgSearch *S);
+
+/* --- the polish pass (polish.c) --------------------------------------------------- */
+
+/* Improves @order window by window with the search of search.c (see
+ * polish.c); @res holds the order's step_us and peak_bytes on entry, and
+ * nothing to free (it is overwritten). Returns the windows it changed;
+ * when > 0, @order was improved and @res is its full simulation (clear
+ * it). */
+int32_t sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res);

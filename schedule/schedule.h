@@ -24,6 +24,7 @@ typedef enum {
   SG_SCHEDULE_ERROR_COST,  /* the estimate pass has not run */
   SG_SCHEDULE_ERROR_CYCLE, /* an implicit edge would close a cycle */
   SG_SCHEDULE_ERROR_CONFIG, /* an option out of range */
+  SG_SCHEDULE_ERROR_LIMIT,  /* beyond the exact scheduler's size or search limits */
 } SgScheduleError;
 
 typedef enum {
@@ -48,6 +49,23 @@ typedef struct {
   double issue_us;    /* compute-stream time at which it was issued */
 } SgCollRow;
 
+/* A lower bound on the step of any order of a graph, term by term
+ * (bound.c, docs/scheduler.md "Lower bound"). Every term is a step no order
+ * can beat under the simulator's model; lower_bound_us is their maximum. */
+typedef struct {
+  double compute_us;       /* compute work (solo) */
+  double comm_stream_us;   /* the busiest group's comm work (solo) */
+  double critical_path_us; /* longest data path with solo costs */
+  double overlap_us;       /* compute and comm with contention: overlapping costs
+                            * compute_slowdown, not overlapping costs the comm time */
+  double window_us;        /* the best window: collectives that cannot start before
+                            * `head` of compute nor end later than `tail` before the
+                            * step's end, with the compute left between (0 until
+                            * sg_lower_bound_refine) */
+  double lower_bound_us;   /* the maximum of the above */
+  bool refined;            /* window_us was computed */
+} SgLowerBound;
+
 typedef struct {
   SgCollRow *rows; /* collectives in issue order */
   int32_t n_rows;
@@ -59,6 +77,9 @@ typedef struct {
   int32_t n_nodes;
   double compute_busy_us; /* compute-stream busy time, contention included */
   double critical_path_us; /* longest data path with solo costs */
+  /* lower_bound_us by term: sg_simulate fills every term but window_us
+   * (O(nodes + edges)); sg_lower_bound_refine adds it */
+  SgLowerBound bound;
 } SgSimResult;
 
 /* Simulates @order (all node ids; NULL = id order) with the graph's cost
@@ -68,18 +89,57 @@ typedef struct {
 bool sg_simulate (const SgGraph *g, const SgNodeId *order, SgSimResult *out, GError **error);
 void sg_sim_result_clear (SgSimResult *r);
 
+/* Adds the window term to @r's lower bound (r->bound, r->lower_bound_us)
+ * for the graph @r was simulated on (priced with the graph's cost model,
+ * as sg_simulate does): per window, the collectives whose
+ * inputs need at least `head` us of compute or path and whose results are
+ * followed by at least `tail` us, priced with contention against the
+ * compute that must run between. O((nodes + edges) + collectives x log) plus
+ * a bounded search for compute ancestors (docs/scheduler.md). Idempotent. */
+void sg_lower_bound_refine (const SgGraph *g, SgSimResult *r);
+
 /* The scheduling pass: reorders the graph (sg_graph_permute) to minimise
- * exposed communication within cfg's memory limits; keeps id order when
- * !cfg->reorder. Deterministic. */
+ * the predicted step within cfg's memory limits; keeps id order when
+ * !cfg->reorder. With cfg->bucket the polish is left to
+ * sg_schedule_polish_pass after bucketing. Deterministic. */
 bool sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error);
+
+/* The polish pass (polish.c) on the graph's current order after bucketing:
+ * windows of it improved by exact search, the step never longer, the peak
+ * within cfg's limit; re-records the hiding relation. Nothing unless
+ * cfg->reorder and cfg->bucket (else the schedule pass polished) and not
+ * cfg->exact. */
+bool sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error);
 
 /* Reads a JSON array of node names (another tool's order) and returns ids
  * (transfer full), or NULL with @error naming the first name that is
  * unknown, missing, repeated, or placed before one of its inputs. */
 SgNodeId *sg_order_load (const SgGraph *g, const char *path, GError **error);
 
-/* Simulates with explicit contention factors instead of the cost model's
- * (tests; @cont NULL = the model's, or none when no model is attached). */
+/* --- pricing beside a simulated timeline (beside.c) ------------------------ */
+
+/* The compute intervals of one simulated order (node, start, end, kernel
+ * slot), for pricing a collective that is not in it without simulating
+ * again: bucket/'s screen of a merge. */
+typedef struct SgBeside SgBeside;
+/* (transfer full) From @r (sg_simulate's node times of an order of @g);
+ * @g must keep its cost model while the result lives. */
+SgBeside *sg_beside_new (const SgGraph *g, const SgSimResult *r);
+void sg_beside_free (SgBeside *b);
+/* End of a collective like node @like (kind, group, transport) of @bytes
+ * and solo @us that starts at @t0 and runs beside the timeline's compute:
+ * at 1/comm_x of its pair with each kernel (the simulator's rates), at 1
+ * between kernels and after the last. The order's own collectives, start
+ * waits and the compute's slowdown are left out (the simulator judges what
+ * passes). When the collective's rate does not depend on the kernel (no
+ * contention profile), it is taken to run beside compute throughout:
+ * t0 + us x that rate. */
+double sg_beside_end (const SgBeside *b, SgNodeId like, uint64_t bytes, double t0, double us);
+
+/* Simulates with explicit global contention factors for every pair instead
+ * of the cost model's contention table (tests; the model's comm_start_wait
+ * still applies to matmul/attention kernels); @cont NULL = the model's
+ * table, measured pairs included, or none when no model is attached. */
 bool sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
                        SgSimResult *out, GError **error);
 
@@ -103,13 +163,32 @@ typedef struct {
    * feeds a collective, waits placed early to free budget, collectives
    * issued past a limit because a consumer needed them */
   int32_t n_pulled, n_boosted, n_early_waits, n_forced;
+  int32_t n_polished; /* windows the polish pass improved (polish.c) */
+  /* the exact scheduler (cfg->exact): states it expanded, and the step of
+   * the list scheduler's order it started from (0 otherwise) */
+  int64_t exact_states;
+  double list_step_us, step_us;
 } SgScheduleStats;
 
 /* Runs the scheduler without touching the graph: the chosen order
  * (transfer full, n_nodes ids) and its statistics. cfg may be NULL
- * (defaults). */
+ * (defaults). With cfg->exact, the exact scheduler (below). */
 SgNodeId *sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
                                GError **error);
+
+/* The exact scheduler's size limits: compute nodes with a cost > 0, and
+ * collectives. */
+#define SG_EXACT_MAX_COMPUTE 16
+#define SG_EXACT_MAX_COLLECTIVES 6
+
+/* An order of least predicted step (sg_simulate's step_us) for a small
+ * graph, by branch and bound over partial orders (exact.c,
+ * docs/scheduler.md "The exact scheduler"); no memory limit. Refuses
+ * (SG_SCHEDULE_ERROR_LIMIT) a graph beyond SG_EXACT_MAX_COMPUTE or
+ * SG_EXACT_MAX_COLLECTIVES, naming its counts and the limits, and a search
+ * that outgrows its state budget. Deterministic. (transfer full) */
+SgNodeId *sg_schedule_exact (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
+                             GError **error);
 
 /* Documented defaults of the scheduler's limits (docs/scheduler.md). */
 #define SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE 0.05
@@ -128,7 +207,7 @@ typedef enum {
 
 const char *sg_edge_kind_name (SgEdgeKind k); /* "hide_start", "hide_wait", "bucket", "other" */
 
-/* Appends an implicit edge to g->implicit_edges (by name). */
+/* Appends an implicit edge to g->implicit_edges (by id). */
 void sg_implicit_edge_add (SgGraph *g, SgNodeId from, SgNodeId to, SgEdgeKind kind);
 /* Removes every implicit edge of @kind (0 = all). */
 void sg_implicit_edges_clear (SgGraph *g, SgEdgeKind kind);
@@ -139,8 +218,8 @@ void sg_implicit_edges_clear (SgGraph *g, SgEdgeKind kind);
 typedef struct SgAug SgAug;
 
 /* (transfer full) The augmented graph of @g over its current id order, with
- * g->implicit_edges loaded (edges naming missing nodes, or that would close
- * a cycle, are skipped). O(nodes + edges). @g must outlive it and must not
+ * g->implicit_edges loaded (edges with ids outside the graph, or that would
+ * close a cycle, are skipped). O(nodes + edges). @g must outlive it and must not
  * be mutated while it lives. */
 SgAug *sg_aug_new (const SgGraph *g);
 void sg_aug_free (SgAug *a);
@@ -168,8 +247,14 @@ int32_t sg_aug_n_implicit (const SgAug *a);
 
 /* (transfer full) The metrics object M of docs/report-format.md: collectives,
  * hidden, partial, exposed, exposed_us, comm_us, compute_us, step_us,
- * lower_bound_us, peak_bytes (us rounded to 0.001). */
+ * lower_bound_us, peak_bytes (us rounded to 0.001), lower_bound (the terms),
+ * gap. */
 cJSON *sg_report_metrics (const SgGraph *g, const SgSimResult *r);
+/* step_us / lower_bound_us, rounded to 0.0001 (1 when the bound is 0). */
+double sg_report_gap (const SgSimResult *r);
+/* (transfer none) The name of the first term that reaches the bound:
+ * "compute", "comm_stream", "critical_path", "overlap" or "window". */
+const char *sg_lower_bound_binding (const SgLowerBound *b);
 /* (transfer full) One row per collective, in issue order: name, kind,
  * group, bytes, estimated_us, exposed_us, status, source, start_us, end_us,
  * hidden_by (null when none). Names are resolved now, from @g's ids. */

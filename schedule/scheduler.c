@@ -25,8 +25,8 @@
  * ranks compute by the deadline of the collective it feeds, a positive one
  * by that collective's position; shield: run a ready non-GEMM node between
  * a collective's issue and a GEMM that would hold it, docs/scheduler.md).
- * An unshielded variant is run only when the cost model's comm_start_wait
- * is > 0 (else it is its shielded twin). keep-compute-order comes first: moving
+ * An unshielded variant is run only when some pair of the cost model has a
+ * start wait (else it is its shielded twin). keep-compute-order comes first: moving
  * compute must beat it by more than the tie band. The others were chosen
  * on the sample graphs and graphgen graphs of 8 to 80 layers
  * (docs/scheduler.md): for every one of them the best of the grid is in
@@ -43,29 +43,26 @@ static const struct {
   { 1024, -64, true, "pull-1024/deadline-64" },
   { 128, -64, true, "pull-128/deadline-64" },
   { ANY_DISTANCE, -64, false, "pull/deadline-64/unshielded" },
+  { 1024, SG_BOOST_CRITICAL_PATH, true, "critical-path" },
 };
 
-/* Exposed time within this fraction of the best counts as a tie (the cost
- * model is not that precise); ties go to fewer fully exposed collectives,
- * then to less exposed time, then to a shorter step. */
-#define EXPOSED_TIE 0.025
+/* Steps within this fraction of each other count as a tie (the order
+ * tried first, keep-compute-order, wins those); ties go to less exposed
+ * time, then to fewer fully exposed collectives. */
+#define STEP_TIE 0.0005
 
 static bool
-better_result (const SgSimResult *r, uint64_t limit, uint64_t input_peak, double input_exp,
-               double best_exp,
-               int32_t best_n, double best_step)
+better_result (const SgSimResult *r, uint64_t limit, uint64_t input_peak, double input_step,
+               const SgSimResult *best)
 {
-  if (r->peak_bytes > MAX (limit, input_peak) || r->exposed_us > input_exp + 1e-6)
+  if (r->peak_bytes > MAX (limit, input_peak) || r->step_us > input_step + 1e-6)
     return false;
-  double lo = MIN (r->exposed_us, best_exp);
-  double tie = EXPOSED_TIE * lo + 1e-6;
-  if (fabs (r->exposed_us - best_exp) > tie)
-    return r->exposed_us < best_exp;
-  if (r->exposed != best_n)
-    return r->exposed < best_n;
-  if (fabs (r->exposed_us - best_exp) > 1e-6)
-    return r->exposed_us < best_exp;
-  return r->step_us < best_step - 1e-6;
+  double tie = STEP_TIE * MIN (r->step_us, best->step_us) + 1e-6;
+  if (fabs (r->step_us - best->step_us) > tie)
+    return r->step_us < best->step_us;
+  if (fabs (r->exposed_us - best->exposed_us) > 1e-6)
+    return r->exposed_us < best->exposed_us;
+  return r->exposed < best->exposed;
 }
 
 /* Below this many nodes the variants run one after the other (threads
@@ -111,6 +108,15 @@ SgNodeId *
 sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
                      GError **error)
 {
+  if (cfg && cfg->exact && cfg->reorder)
+    return sg_schedule_exact (g, cfg, stats, error);
+  return sg_schedule_list (g, cfg, true, stats, error);
+}
+
+SgNodeId *
+sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, SgScheduleStats *stats,
+                  GError **error)
+{
   g_return_val_if_fail (g != NULL && g->n_nodes > 0, NULL);
   SgScheduleStats dummy;
   SgScheduleStats *st = stats ? stats : &dummy;
@@ -129,8 +135,10 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
   st->variant_name = "input";
   st->input_exposed_us = st->scheduled_exposed_us = base.exposed_us;
   st->input_peak_bytes = st->scheduled_peak_bytes = base.peak_bytes;
-  double best_exp = base.exposed_us, best_step = base.step_us;
-  int32_t best_exposed_n = base.exposed;
+  /* the best so far: totals only (the rows are not needed) */
+  SgSimResult best_res = { .step_us = base.step_us, .exposed_us = base.exposed_us,
+                           .exposed = base.exposed };
+  double input_step = base.step_us;
   sg_sim_result_clear (&base);
   SgNodeId *best = g_new (SgNodeId, (size_t)g->n_nodes);
   for (SgNodeId i = 0; i < g->n_nodes; i++)
@@ -145,7 +153,7 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
    * either way, so the result does not depend on timing. */
   enum { NV = G_N_ELEMENTS (variants) };
   const SgCostModel *cm = sg_graph_cost_model (g);
-  bool start_wait = cm && sg_cost_model_comm_start_wait (cm) > 0.0;
+  bool start_wait = sg_cost_model_has_start_wait (cm);
   VariantJob jobs[NV];
   int32_t nj = 0;
   for (int32_t v = 0; v < NV; v++)
@@ -167,11 +175,10 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
     VariantJob *j = &jobs[i];
     int32_t v = j->v;
     st->n_variants++;
-    if (better_result (&j->res, P.limit, st->input_peak_bytes, st->input_exposed_us, best_exp,
-                       best_exposed_n, best_step)) {
-      best_exp = j->res.exposed_us;
-      best_step = j->res.step_us;
-      best_exposed_n = j->res.exposed;
+    if (better_result (&j->res, P.limit, st->input_peak_bytes, input_step, &best_res)) {
+      best_res.step_us = j->res.step_us;
+      best_res.exposed_us = j->res.exposed_us;
+      best_res.exposed = j->res.exposed;
       memcpy (best, j->order, sizeof (SgNodeId) * (size_t)g->n_nodes);
       st->variant = v;
       st->variant_name = variants[v].name;
@@ -185,22 +192,24 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
     g_free (j->order);
     sg_sim_result_clear (&j->res);
   }
+  /* windows of the winner improved by exact search (polish.c) */
+  SgSimResult pr = best_res;
+  pr.peak_bytes = st->scheduled_peak_bytes;
+  st->n_polished = polish ? sg_polish (&P, best, &pr) : 0;
+  if (st->n_polished > 0) {
+    st->scheduled_exposed_us = pr.exposed_us;
+    st->scheduled_peak_bytes = pr.peak_bytes;
+    sg_sim_result_clear (&pr);
+  }
   sg_sched_problem_clear (&P);
   return best;
 }
 
-bool
-sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
+/* Records the hiding relation of the graph's order as implicit edges
+ * (hide_start, hide_wait; the others are kept). */
+static bool
+record_hiding (SgGraph *g, GError **error)
 {
-  g_return_val_if_fail (g != NULL, false);
-  if (g->n_nodes == 0)
-    return true;
-  g_autofree SgNodeId *order = sg_schedule_compute (g, cfg, NULL, error);
-  if (!order)
-    return false;
-  if (!sg_graph_permute (g, order, error))
-    return false;
-  /* Record the hiding relation of the final order as implicit edges. */
   SgSimResult r;
   if (!sg_simulate (g, NULL, &r, error))
     return false;
@@ -216,4 +225,54 @@ sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
   }
   sg_sim_result_clear (&r);
   return true;
+}
+
+bool
+sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  g_return_val_if_fail (g != NULL, false);
+  if (g->n_nodes == 0)
+    return true;
+  /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
+   * bucketing re-times the collectives it merges, and what it merges
+   * depends on the order it is given (polishing before it made a sample's
+   * plan worse). */
+  bool bucket_next = cfg && cfg->bucket && !cfg->exact;
+  g_autofree SgNodeId *order = cfg && cfg->exact && cfg->reorder
+                                   ? sg_schedule_exact (g, cfg, NULL, error)
+                                   : sg_schedule_list (g, cfg, !bucket_next, NULL, error);
+  if (!order)
+    return false;
+  if (!sg_graph_permute (g, order, error))
+    return false;
+  return record_hiding (g, error);
+}
+
+bool
+sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  g_return_val_if_fail (g != NULL, false);
+  /* without bucketing (or with --exact) the schedule pass polished */
+  if (g->n_nodes == 0 || !cfg || !cfg->reorder || !cfg->bucket || cfg->exact)
+    return true;
+  SgSimResult full;
+  if (!sg_simulate (g, NULL, &full, error))
+    return false;
+  /* sg_polish wants the totals only (it overwrites them when it improves) */
+  SgSimResult r = { .step_us = full.step_us, .peak_bytes = full.peak_bytes };
+  sg_sim_result_clear (&full);
+  SgSchedProblem P;
+  sg_sched_problem_init (&P, g, cfg);
+  g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    order[i] = i;
+  int32_t improved = sg_polish (&P, order, &r);
+  sg_sched_problem_clear (&P);
+  if (improved > 0)
+    sg_sim_result_clear (&r);
+  if (improved == 0)
+    return true;
+  if (!sg_graph_permute (g, order, error))
+    return false;
+  return record_hiding (g, error);
 }

@@ -6,20 +6,27 @@
  * queued on its group's stream at the compute stream's current time and
  * starts when the stream is free; a wait stalls the compute stream until
  * its collective ends (that stall is the collective's exposed time).
- * Contention is integrated piecewise, event by event: while the compute
- * stream is busy, running collectives progress at 1/comm_slowdown (those
- * that reduce at 1/reduce_slowdown); while
- * any collective runs, compute progresses at 1/compute_slowdown.
- * Start wait: a collective that becomes startable beside a running
- * matmul/attention kernel, or right before one starts (the kernel issued
- * after it), starts only after comm_start_wait x that kernel's remaining
- * time (Hopper GEMMs hold every SM; docs/cost-model.md section 3); a
- * matmul with an SM-count target leaves SMs free and holds nothing
- * (sg_node_holds_sms).
+ * Contention is integrated piecewise, event by event, per pair (the
+ * collective and the running kernel's slot, estimate/'s contention table):
+ * while the compute stream is busy, running collectives progress at
+ * 1/comm_x of their pair; while any collective runs, compute progresses at
+ * 1/kernel_x of the most disturbing one. Without a contention profile the
+ * pairs are the global comm/reduce/compute slowdowns.
+ * Start wait: a collective that becomes startable beside a running kernel,
+ * or right before one starts (the kernel issued after it), starts only
+ * after the pair's wait (during / before) x that kernel's remaining time
+ * (Hopper GEMMs hold every SM; docs/cost-model.md section 3); without a
+ * contention profile only matmul/attention kernels hold, and a matmul with
+ * an SM-count target leaves SMs free and holds nothing (its own kernel
+ * class, sg_node_kernel_class).
  * Mirrors: the runtime estimate of Inductor's overlap scheduler and XLA's
  * latency-hiding scheduler's async tracker, with contention added.
- * Requires: est_us (estimate/); comm_start_wait from the graph's cost model
- * (0 without one). Invalidates: nothing (read-only).
+ * Requires: est_us (estimate/); the graph's cost model for the pairs
+ * (global factors without one, no start wait). Invalidates: nothing
+ * (read-only).
+ * snap.c saves and restores the engine's state for the searches: a new
+ * per-row or per-group array of SgSimEngine needs a line there (scalars
+ * are copied with the struct).
  */
 #include <string.h>
 
@@ -51,12 +58,15 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
 {
   memset (e, 0, sizeof *e);
   e->g = g;
-  e->cs = cont && cont->compute_slowdown >= 1.0 ? cont->compute_slowdown : 1.0;
-  e->ms = cont && cont->comm_slowdown >= 1.0 ? cont->comm_slowdown : 1.0;
-  e->mr = cont && cont->reduce_slowdown >= 1.0 ? cont->reduce_slowdown : e->ms;
   const SgCostModel *cm = sg_graph_cost_model (g);
+  static const SgContention none = { 1.0, 1.0, 1.0 };
+  if (!cont && cm)
+    e->pairs = cm;
+  e->cont = cont ? *cont : none;
   double sw = cm ? sg_cost_model_comm_start_wait (cm) : 0.0;
   e->sw = isfinite (sw) ? CLAMP (sw, 0.0, 1.0) : 0.0;
+  e->n_slots = sg_cost_contention_slots (e->pairs);
+  e->held_scale = e->pairs ? sg_cost_model_held_scale (e->pairs) : 0.0;
   e->n_groups = g->n_groups;
   int32_t ng = MAX (g->n_groups, 1);
   e->hold = g_new0 (uint8_t, (size_t)ng);
@@ -72,7 +82,8 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   e->rows = g_new0 (SgCollRow, (size_t)e->cap_rows);
   e->rnext = g_new (int32_t, (size_t)e->cap_rows);
   e->rem = g_new0 (double, (size_t)e->cap_rows);
-  e->rslow = g_new0 (double, (size_t)e->cap_rows);
+  e->rates = g_new (SgPairRates, (size_t)e->cap_rows * (size_t)e->n_slots);
+  e->wnext = g_new0 (uint8_t, (size_t)e->cap_rows);
   e->fin = g_new0 (uint8_t, (size_t)e->cap_rows);
   e->row_of = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
   for (SgNodeId i = 0; i < g->n_nodes; i++)
@@ -93,7 +104,8 @@ sg_eng_clear (SgSimEngine *e)
   g_free (e->rows);
   g_free (e->rnext);
   g_free (e->rem);
-  g_free (e->rslow);
+  g_free (e->rates);
+  g_free (e->wnext);
   g_free (e->fin);
   g_free (e->row_of);
   g_free (e->node_start);
@@ -110,17 +122,45 @@ start_head (SgSimEngine *e, int32_t grp)
     e->node_start[e->rows[r].node] = e->now;
 }
 
+/* Row @r's pair with the running kernel. */
+static inline const SgPairRates *
+pair (const SgSimEngine *e, int32_t r)
+{
+  return &e->rates[(size_t)r * (size_t)e->n_slots + (size_t)e->kslot];
+}
+
+/* Wall time per unit of kernel work: the kernel_x of the most disturbing
+ * running collective, 1 when none runs. With measured pairs a head held by
+ * the start wait slows it too (by held_scale of its kernel_x): on 2 GPUs it
+ * is resident on the rank where it got in first, waiting for its peer, and
+ * the step goes at the pace of the slower rank (docs/cost-model.md, "Held
+ * collectives"). */
+static double
+compute_rate (const SgSimEngine *e)
+{
+  double x = 0.0;
+  for (int32_t grp = 0; grp < e->n_groups; grp++) {
+    if (e->ghead[grp] < 0)
+      continue;
+    const double kx = pair (e, e->ghead[grp])->kernel_x;
+    x = MAX (x, !e->hold[grp] ? kx : 1.0 + e->held_scale * (kx - 1.0));
+  }
+  return x > 0.0 ? x : 1.0;
+}
+
 /* The head of @grp became startable now: starts it, or holds it (the start
  * wait rule, schedule-private.h). */
 static void
 head_ready (SgSimEngine *e, int32_t grp)
 {
-  if (e->sw > 0.0 && !e->in_kernel) {
+  const int32_t r = e->ghead[grp];
+  double wd;
+  if (!e->in_kernel && e->wnext[r]) {
     e->hold[grp] = SG_HOLD_NEXT;
     e->n_held++;
-  } else if (e->sw > 0.0 && e->kbig && e->kleft > 0.0) {
+  } else if (e->in_kernel && e->kleft > 0.0 && (wd = pair (e, r)->wait_during) > 0.0) {
     e->hold[grp] = SG_HOLD_KERNEL;
-    e->hold_at[grp] = e->kleft * (1.0 - e->sw);
+    e->hold_at[grp] = e->kleft * (1.0 - wd);
     e->n_held++;
     e->n_kheld++;
   } else {
@@ -198,14 +238,14 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
       e->kleft = 0.0;
     return true;
   }
-  double crate = running > 0 ? e->cs : 1.0; /* wall time per unit of kernel work */
+  double crate = busy ? compute_rate (e) : 1.0; /* wall time per unit of kernel work */
   double best = max_dt;
   int32_t who = -1;
   for (int32_t grp = 0; grp < e->n_groups; grp++) {
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    double t = e->rem[h] * (busy ? e->rslow[h] : 1.0);
+    double t = e->rem[h] * (busy ? pair (e, h)->comm_x : 1.0);
     if (t < best) {
       best = t;
       who = grp;
@@ -229,7 +269,7 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / (busy ? e->rslow[h] : 1.0);
+    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / (busy ? pair (e, h)->comm_x : 1.0);
     if (hides) {
       SgCollRow *row = &e->rows[h];
       row->overlap_us += best;
@@ -262,6 +302,21 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
   return true;
 }
 
+void
+sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out)
+{
+  const SgNode *n = &e->g->nodes[c];
+  if (e->pairs) {
+    const SgCostModel *cm = e->pairs;
+    sg_cost_contention_rates (cm, sg_cost_collective_transport (cm, e->g, c), n->kind,
+                              sg_node_comm_bytes (e->g, c), n->group_size,
+                              sg_cost_group_nodes (cm, &e->g->groups[n->group]), out);
+  } else {
+    for (int32_t s = 0; s < e->n_slots; s++)
+      sg_contention_global_rates (&e->cont, e->sw, n->kind, (SgKernelClass)s, &out[s]);
+  }
+}
+
 int32_t
 sg_eng_issue (SgSimEngine *e, SgNodeId c)
 {
@@ -276,7 +331,11 @@ sg_eng_issue (SgSimEngine *e, SgNodeId c)
   row->hidden_by = row->last_hiding = SG_NO_NODE;
   row->status = SG_EXPOSURE_HIDDEN;
   e->rem[r] = row->est_us;
-  e->rslow[r] = n->kind == SG_OP_REDUCE_SCATTER || n->kind == SG_OP_ALL_REDUCE ? e->mr : e->ms;
+  SgPairRates *pr = &e->rates[(size_t)r * (size_t)e->n_slots];
+  sg_eng_pair_rates (e, c, pr);
+  e->wnext[r] = 0;
+  for (int32_t s = 0; s < e->n_slots; s++)
+    e->wnext[r] |= pr[s].wait_before > 0.0;
   e->rnext[r] = -1;
   e->row_of[c] = r;
   int32_t grp = n->group;
@@ -298,15 +357,17 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
   double t0 = e->now;
   if (e->node_start)
     e->node_start[x] = t0;
-  bool big = sg_node_holds_sms (&e->g->nodes[x]);
+  const int32_t slot = work > 0.0 ? sg_cost_contention_slot (e->pairs, e->g, x, work) : 0;
   if (work > 0.0 && e->n_held > 0) {
     /* heads held for the next kernel: this one */
     for (int32_t grp = 0; grp < e->n_groups; grp++) {
       if (e->hold[grp] != SG_HOLD_NEXT)
         continue;
-      if (big) {
+      const double wb = e->rates[(size_t)e->ghead[grp] * (size_t)e->n_slots + (size_t)slot]
+                          .wait_before;
+      if (wb > 0.0) {
         e->hold[grp] = SG_HOLD_KERNEL;
-        e->hold_at[grp] = work * (1.0 - e->sw);
+        e->hold_at[grp] = work * (1.0 - wb);
         e->n_kheld++;
       } else {
         release (e, grp);
@@ -314,7 +375,7 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
     }
   }
   e->in_kernel = true;
-  e->kbig = big;
+  e->kslot = slot;
   e->kleft = work;
   while (e->kleft > 0.0) {
     settle (e);
@@ -323,7 +384,7 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
       break;
     }
     double dt;
-    double crate = e->n_active - e->n_held > 0 ? e->cs : 1.0;
+    double crate = compute_rate (e);
     if (step (e, true, e->kleft * crate, x, &dt))
       break;
     if (e->kleft <= REM_EPS * work)
@@ -341,6 +402,19 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
     e->node_end[x] = e->now;
 }
 
+bool
+sg_eng_would_hold (const SgSimEngine *e, SgNodeId x, double work)
+{
+  if (!(work > 0.0) || e->n_held <= e->n_kheld)
+    return false;
+  const int32_t slot = sg_cost_contention_slot (e->pairs, e->g, x, work);
+  for (int32_t grp = 0; grp < e->n_groups; grp++)
+    if (e->hold[grp] == SG_HOLD_NEXT
+        && e->rates[(size_t)e->ghead[grp] * (size_t)e->n_slots + (size_t)slot].wait_before > 0.0)
+      return true;
+  return false;
+}
+
 double
 sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
 {
@@ -349,6 +423,9 @@ sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
   double t0 = e->now;
   if (e->node_start)
     e->node_start[w] = t0;
+  /* a collective left with rounding-level work (it ended with the last
+   * kernel) is finished now, not after the next event */
+  settle (e);
   while (!e->fin[r]) {
     double dt;
     step (e, false, INFINITY, SG_NO_NODE, &dt);
@@ -360,6 +437,29 @@ sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
   if (e->node_end)
     e->node_end[w] = e->now;
   return stall;
+}
+
+void
+sg_eng_place (SgSimEngine *e, SgNodeId x)
+{
+  const SgNode *n = &e->g->nodes[x];
+  switch (sg_sched_role (n)) {
+  case SG_ROLE_COLL:
+    sg_eng_issue (e, x);
+    break;
+  case SG_ROLE_WAIT: {
+    SgNodeId c = sg_node_wait_target (e->g, x);
+    if (c != SG_NO_NODE && e->row_of[c] >= 0) {
+      sg_eng_wait (e, x, c);
+    } else if (e->node_start) {
+      e->node_start[x] = e->node_end[x] = e->now;
+    }
+    break;
+  }
+  case SG_ROLE_COMPUTE:
+    sg_eng_compute (e, x, sg_sched_cost (n));
+    break;
+  }
 }
 
 void
@@ -431,23 +531,6 @@ check_costs (const SgGraph *g, GError **error)
   return true;
 }
 
-static double
-critical_path (const SgGraph *g)
-{
-  g_autofree double *fin = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
-  double best = 0.0;
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, i, &k);
-    double t = 0.0;
-    for (uint32_t j = 0; j < k; j++)
-      t = MAX (t, fin[in[j]]);
-    fin[i] = t + sg_sched_cost (&g->nodes[i]);
-    best = MAX (best, fin[i]);
-  }
-  return best;
-}
-
 bool
 sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
                   SgSimResult *out, GError **error)
@@ -458,38 +541,16 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
     return false;
   if (!check_costs (g, error))
     return false;
-  SgContention none = { 1.0, 1.0, 1.0 };
-  if (!cont) {
-    const SgCostModel *cm = sg_graph_cost_model (g);
-    cont = cm ? sg_cost_model_contention (cm) : &none;
-  }
   SgSimEngine e;
   sg_eng_init (&e, g, cont, true);
-  g_autofree double *group_work = g_new0 (double, (size_t)MAX (g->n_groups, 1));
   double compute_us = 0.0, comm_us = 0.0;
   for (int32_t p = 0; p < g->n_nodes; p++) {
     SgNodeId x = order ? order[p] : p;
     const SgNode *n = &g->nodes[x];
-    switch (sg_sched_role (n)) {
-    case SG_ROLE_COLL:
-      sg_eng_issue (&e, x);
-      comm_us += sg_sched_cost (n);
-      group_work[n->group] += sg_sched_cost (n);
-      break;
-    case SG_ROLE_WAIT: {
-      SgNodeId c = sg_node_wait_target (g, x);
-      if (c != SG_NO_NODE && e.row_of[c] >= 0) {
-        sg_eng_wait (&e, x, c);
-      } else {
-        e.node_start[x] = e.node_end[x] = e.now;
-      }
-      break;
-    }
-    case SG_ROLE_COMPUTE:
-      compute_us += sg_sched_cost (n);
-      sg_eng_compute (&e, x, sg_sched_cost (n));
-      break;
-    }
+    SgRole role = sg_sched_role (n);
+    comm_us += role == SG_ROLE_COLL ? sg_sched_cost (n) : 0.0;
+    compute_us += role == SG_ROLE_COMPUTE ? sg_sched_cost (n) : 0.0;
+    sg_eng_place (&e, x);
   }
   double compute_end = e.now;
   sg_eng_drain (&e);
@@ -497,11 +558,9 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
   out->compute_us = compute_us;
   out->comm_us = comm_us;
   out->compute_busy_us = e.busy_us;
-  out->critical_path_us = critical_path (g);
-  double lb = MAX (compute_us, out->critical_path_us);
-  for (int32_t i = 0; i < g->n_groups; i++)
-    lb = MAX (lb, group_work[i]);
-  out->lower_bound_us = lb;
+  sg_bound_basic (g, &e, &out->bound);
+  out->critical_path_us = out->bound.critical_path_us;
+  out->lower_bound_us = out->bound.lower_bound_us;
   sg_sim_classify (e.rows, e.n_rows, out);
   g_autofree int32_t *pos = sg_sched_positions (g, order);
   out->peak_bytes = sg_graph_liveness (g, pos, NULL, NULL, NULL);

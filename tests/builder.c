@@ -261,3 +261,17 @@ tb_output (SgGraph *g, int n, ...)
                   "\"kwargs\":{}}",
                   args);
 }
+
+char *
+tb_args_text (const SgGraph *g, SgNodeId id)
+{
+  cJSON *a = sg_node_args_json (g, id, false, NULL, NULL);
+  cJSON *k = sg_node_args_json (g, id, true, NULL, NULL);
+  char *at = cJSON_PrintUnformatted (a), *kt = cJSON_PrintUnformatted (k);
+  char *s = g_strdup_printf ("%s %s", at, kt);
+  cJSON_free (at);
+  cJSON_free (kt);
+  cJSON_Delete (a);
+  cJSON_Delete (k);
+  return s;
+}

@@ -39,5 +39,8 @@ SgNodeId tb_rank_roll (SgGraph *g, const char *name, const char *in, const char 
 void tb_cost (SgGraph *g, SgNodeId id, double us);
 /* The output node over @n values listed after it. */
 SgNodeId tb_output (SgGraph *g, int n, ...);
+/* (transfer full) Node @id's args and kwargs as compact JSON, "ARGS KWARGS"
+ * (sg_node_args_json, references as {"node": NAME}). */
+char *tb_args_text (const SgGraph *g, SgNodeId id);
 /* Appends a raw node JSON (printf format). */
 SgNodeId tb_node (SgGraph *g, const char *fmt, ...) G_GNUC_PRINTF (2, 3);

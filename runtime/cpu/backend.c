@@ -464,15 +464,8 @@ cpu_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
   double t0 = MPI_Wtime (), compute = 0;
   for (int32_t i = 0; i < p->n_ins; i++) {
     const SgPlanIns *ins = &p->ins[i];
-    if (i == ctx->opt.fail_at_ins && ctx->rank == ctx->opt.fail_rank && ctx->opt.fail_hang)
-      for (;;)
-        g_usleep (G_USEC_PER_SEC); /* a hung rank: only --timeout or a kill ends it */
-    if (i == ctx->opt.fail_at_ins && ctx->rank == ctx->opt.fail_rank) {
-      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_INJECTED,
-                   "injected failure at instruction %d (%s)", i,
-                   ins->name ? ins->name : "-");
+    if (!sg_rt_ins_hook (ctx, i, error))
       return false;
-    }
     switch (ins->kind) {
     case SG_INS_KERNEL: {
       double a = MPI_Wtime ();

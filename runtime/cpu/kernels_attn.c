@@ -16,7 +16,7 @@
 
 #include "kernels-private.h"
 
-/* Argument positions per variant. */
+/* Argument positions per variant (the op table's, graph/ops.c). */
 typedef struct {
   int q, k, v, bias, dropout, causal;  /* forward */
   int dout, out;                       /* backward only */
@@ -25,15 +25,12 @@ typedef struct {
 static SdpaArgs
 sdpa_args (SgOpKind op)
 {
-  switch (op) {
-  case SG_OP_SDPA_FLASH: return (SdpaArgs){ 0, 1, 2, -1, 3, 4, -1, -1 };
-  case SG_OP_SDPA_EFFICIENT: return (SdpaArgs){ 0, 1, 2, 3, 5, 6, -1, -1 };
-  case SG_OP_SDPA_CUDNN: return (SdpaArgs){ 0, 1, 2, 3, 5, 6, -1, -1 };
-  case SG_OP_SDPA_FLASH_BWD: return (SdpaArgs){ 1, 2, 3, -1, 10, 11, 0, 4 };
-  case SG_OP_SDPA_EFFICIENT_BWD: return (SdpaArgs){ 1, 2, 3, 4, 9, 11, 0, 5 };
-  case SG_OP_SDPA_CUDNN_BWD: return (SdpaArgs){ 1, 2, 3, 8, 13, 14, 0, 4 };
-  default: return (SdpaArgs){ -1, -1, -1, -1, -1, -1, -1, -1 };
-  }
+  return (SdpaArgs){ sg_op_param_pos (op, SG_PARAM_QUERY), sg_op_param_pos (op, SG_PARAM_KEY),
+                     sg_op_param_pos (op, SG_PARAM_VALUE),
+                     sg_op_param_pos (op, SG_PARAM_ATTN_BIAS),
+                     sg_op_param_pos (op, SG_PARAM_DROPOUT_P),
+                     sg_op_param_pos (op, SG_PARAM_IS_CAUSAL),
+                     sg_op_param_pos (op, SG_PARAM_GRAD_OUT), sg_op_param_pos (op, SG_PARAM_OUT) };
 }
 
 bool
@@ -42,14 +39,15 @@ k_sdpa_check (const KCtx *k, SgOpKind op)
   SdpaArgs p = sdpa_args (op);
   if (p.q < 0)
     return kfail (k, "not an attention op");
-  const cJSON *bias = p.bias >= 0 ? kargs_get (k, p.bias, "attn_bias") : NULL;
+  const cJSON *bias
+      = p.bias >= 0 ? kargs_get (k, p.bias, sg_param_name (SG_PARAM_ATTN_BIAS)) : NULL;
   if (bias != NULL && !cJSON_IsNull (bias)) {
     g_set_error (k->error, SG_CPU_ERROR, SG_CPU_ERROR_UNSUPPORTED,
                  "node '%s': attention with an attn_bias is not supported by the CPU backend",
                  k->node);
     return false;
   }
-  if (kargs_number (k, p.dropout, "dropout_p", 0.0) != 0.0) {
+  if (kargs_number (k, p.dropout, sg_param_name (SG_PARAM_DROPOUT_P), 0.0) != 0.0) {
     g_set_error (k->error, SG_CPU_ERROR, SG_CPU_ERROR_UNSUPPORTED,
                  "node '%s': attention with dropout_p != 0 is not deterministic; "
                  "the CPU backend does not run it", k->node);
@@ -79,9 +77,9 @@ load_qkv (const KCtx *k, SdpaArgs p, SgTensor *q, SgTensor *kt, SgTensor *v, Dim
   if (kt->shape[0] != d->b || v->shape[0] != d->b || kt->shape[3] != d->d ||
       v->shape[1] != d->hk || v->shape[2] != d->sk || d->hk < 1 || d->hq % d->hk != 0)
     return kfail (k, "attention query/key/value shapes do not agree");
-  const cJSON *s = kargs_get (k, -1, "scale");
+  const cJSON *s = kargs_get (k, -1, sg_param_name (SG_PARAM_SCALE));
   d->scale = cJSON_IsNumber (s) ? (float)s->valuedouble : 1.0f / sqrtf ((float)d->d);
-  d->causal = kargs_bool (k, p.causal, "is_causal", false);
+  d->causal = kargs_bool (k, p.causal, sg_param_name (SG_PARAM_IS_CAUSAL), false);
   return true;
 }
 

@@ -114,6 +114,15 @@ cuda_setup (SgRtContext *ctx, GError **error)
     total += (st->scratch_bytes[s] + 255) / 256 * 256;
   const uint64_t flags_off = total; /* the copy-engine flags (p2p.c) come last */
   total += sg_cu_p2p_flag_bytes (plan);
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo (&free_b, &total_b) == cudaSuccess && MAX (total, 256) > free_b) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_BACKEND,
+                 "out of device memory: the plan's arena (%" G_GUINT64_FORMAT
+                 " bytes) and stream scratch need %" G_GUINT64_FORMAT " bytes, the GPU has %zu "
+                 "of %zu bytes free",
+                 plan->arena_bytes, total, free_b, total_b);
+    goto fail;
+  }
   SG_CU_CHECK (cudaMalloc ((void **)&st->base, MAX (total, 256)), error, fail);
   st->arena = st->base;
   {
@@ -284,14 +293,8 @@ issue_step (SgRtContext *ctx, SgCuState *st, GError **error)
   for (i = 0; i < plan->n_ins; i++) {
     const SgPlanIns *ins = &plan->ins[i];
     cudaStream_t s = st->streams[ins->stream];
-    if (ctx->opt.fail_at_ins == i && ctx->rank == ctx->opt.fail_rank && ctx->opt.fail_hang)
-      for (;;) /* a hung rank: its peers' --timeout must end the job */
-        g_usleep (G_USEC_PER_SEC);
-    if (ctx->opt.fail_at_ins == i && ctx->rank == ctx->opt.fail_rank) {
-      g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_INJECTED,
-                   "injected failure at instruction %d (--fail-at-ins) on rank %d", i, ctx->rank);
+    if (!sg_rt_ins_hook (ctx, i, error))
       return false;
-    }
     switch (ins->kind) {
     case SG_INS_KERNEL:
       if (ins->stream == 0 && !in_run) {

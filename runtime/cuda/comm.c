@@ -306,8 +306,8 @@ watchdog_main (gpointer data)
       for (int32_t g = 0; g < wd->st->n_comms; g++)
         if (wd->st->comms && wd->st->comms[g])
           ncclCommAbort (wd->st->comms[g]);
-      MPI_Abort (MPI_COMM_WORLD, 124);
-      _Exit (124);
+      MPI_Abort (MPI_COMM_WORLD, SG_RT_EXIT_TIMEOUT);
+      _Exit (SG_RT_EXIT_TIMEOUT);
     }
   }
   g_mutex_unlock (&wd->lock);

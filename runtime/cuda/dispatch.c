@@ -83,7 +83,7 @@ out_tensor (const SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, int j
   return t->ptr != NULL || st == NULL;
 }
 
-/* Attention argument positions per schema (ATen native_functions.yaml). */
+/* Attention argument positions (the op table's, graph/ops.c). */
 typedef struct {
   int q, k, v, out, lse, dout, causal, dropout, bias; /* -1: absent */
   bool backward;
@@ -92,30 +92,17 @@ typedef struct {
 static bool
 attn_schema (SgOpKind op, AttnSchema *s)
 {
-  switch (op) {
-  case SG_OP_SDPA_FLASH: /* (q, k, v, dropout_p, is_causal, return_debug_mask, *, scale) */
-    *s = (AttnSchema){ 0, 1, 2, -1, -1, -1, 4, 3, -1, false };
-    return true;
-  case SG_OP_SDPA_EFFICIENT: /* (q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal) */
-    *s = (AttnSchema){ 0, 1, 2, -1, -1, -1, 6, 5, 3, false };
-    return true;
-  case SG_OP_SDPA_CUDNN: /* (q, k, v, attn_bias, compute_log_sumexp, dropout_p, is_causal, ...) */
-    *s = (AttnSchema){ 0, 1, 2, -1, -1, -1, 6, 5, 3, false };
-    return true;
-  case SG_OP_SDPA_FLASH_BWD: /* (dout, q, k, v, out, lse, cum_q, cum_k, max_q, max_k, dropout_p,
-                                is_causal, philox_seed, philox_offset) */
-    *s = (AttnSchema){ 1, 2, 3, 4, 5, 0, 11, 10, -1, true };
-    return true;
-  case SG_OP_SDPA_EFFICIENT_BWD: /* (dout, q, k, v, attn_bias, out, lse, philox_seed,
-                                    philox_offset, dropout_p, grad_input_mask, is_causal) */
-    *s = (AttnSchema){ 1, 2, 3, 5, 6, 0, 11, 9, 4, true };
-    return true;
-  case SG_OP_SDPA_CUDNN_BWD: /* (dout, q, k, v, out, lse, philox_seed, philox_offset, attn_bias,
-                                cum_q, cum_k, max_q, max_k, dropout_p, is_causal) */
-    *s = (AttnSchema){ 1, 2, 3, 4, 5, 0, 14, 13, 8, true };
-    return true;
-  default: return false;
-  }
+  if (sg_op_class (op) != SG_CLASS_ATTENTION)
+    return false;
+  *s = (AttnSchema){ sg_op_param_pos (op, SG_PARAM_QUERY), sg_op_param_pos (op, SG_PARAM_KEY),
+                     sg_op_param_pos (op, SG_PARAM_VALUE), sg_op_param_pos (op, SG_PARAM_OUT),
+                     sg_op_param_pos (op, SG_PARAM_LOGSUMEXP),
+                     sg_op_param_pos (op, SG_PARAM_GRAD_OUT),
+                     sg_op_param_pos (op, SG_PARAM_IS_CAUSAL),
+                     sg_op_param_pos (op, SG_PARAM_DROPOUT_P),
+                     sg_op_param_pos (op, SG_PARAM_ATTN_BIAS),
+                     sg_op_param_pos (op, SG_PARAM_GRAD_OUT) >= 0 };
+  return true;
 }
 
 static bool

@@ -5,14 +5,17 @@
  * attention (op, dtype, batch, heads, seq_q, seq_kv, head_dim, causal),
  * collectives (kind, bytes as sg_node_comm_bytes counts them, group size,
  * nodes), ops (target, bytes of the fresh value). An existing profile (the
- * cache) is read into the same keys; the text is written in one fixed order
- * (family, then key) with fixed precision, so equal numbers give equal bytes
- * on every rank. Requires: a loaded graph. Invalidates: nothing.
+ * cache) is read into the same keys, and its contention section kept as
+ * text; the text is written in one fixed order (family, then key) with
+ * fixed precision, so equal numbers give equal bytes on every rank; version
+ * 2 only with a contention section. Requires: a loaded graph. Invalidates:
+ * nothing.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "cuda-private.h"
+#include "textio.h"
 #include "profile-private.h"
 
 void
@@ -49,9 +52,10 @@ sg_cu_prof_node_key (const SgGraph *g, SgNodeId id, int32_t n_nodes_of_group, Ke
   const SgNode *n = &g->nodes[id];
   const SgOpClass klass = sg_op_class (n->kind);
   if (klass == SG_CLASS_MATMUL) {
-    const bool bias = n->kind == SG_OP_ADDMM || n->kind == SG_OP_BADDBMM;
-    const SgMeta *a = sg_cu_prof_in_meta (g, id, bias ? 1 : 0);
-    const SgMeta *b = sg_cu_prof_in_meta (g, id, bias ? 2 : 1);
+    SgParam pa, pb;
+    if (!sg_op_matmul_params (n->kind, &pa, &pb))
+      return false;
+    const SgMeta *a = sg_node_param_meta (g, id, pa), *b = sg_node_param_meta (g, id, pb);
     if (!a || !b || a->ndim < 2 || b->ndim < 2)
       return false;
     const int64_t *as = sg_meta_shape (g, a), *bs = sg_meta_shape (g, b);
@@ -69,20 +73,13 @@ sg_cu_prof_node_key (const SgGraph *g, SgNodeId id, int32_t n_nodes_of_group, Ke
     return true;
   }
   if (klass == SG_CLASS_ATTENTION) {
-    const bool bwd = n->kind == SG_OP_SDPA_FLASH_BWD || n->kind == SG_OP_SDPA_EFFICIENT_BWD ||
-                     n->kind == SG_OP_SDPA_CUDNN_BWD;
-    const SgMeta *q = sg_cu_prof_in_meta (g, id, bwd ? 1 : 0);
-    const SgMeta *kv = sg_cu_prof_in_meta (g, id, bwd ? 2 : 1);
+    const SgMeta *q = sg_node_param_meta (g, id, SG_PARAM_QUERY);
+    const SgMeta *kv = sg_node_param_meta (g, id, SG_PARAM_KEY);
     if (!q || !kv || q->ndim != 4 || kv->ndim != 4)
       return false;
     const int64_t *qs = sg_meta_shape (g, q), *ks = sg_meta_shape (g, kv);
-    /* is_causal's position in each schema (dispatch.c has them all) */
-    int pos = n->kind == SG_OP_SDPA_FLASH ? 4 : n->kind == SG_OP_SDPA_FLASH_BWD ? 11
-              : n->kind == SG_OP_SDPA_EFFICIENT_BWD ? 11 : n->kind == SG_OP_SDPA_CUDNN_BWD ? 14 : 6;
-    cJSON *args = cJSON_Parse (n->args_json);
-    const cJSON *c = cJSON_GetArrayItem (args, pos);
-    const bool causal = cJSON_IsTrue (c);
-    cJSON_Delete (args);
+    bool causal = false;
+    sg_arg_bool (sg_node_param (g, id, SG_PARAM_IS_CAUSAL), &causal);
     k->fam = FAM_ATTN;
     k->key = g_strdup_printf ("%s|%s|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT
                               "|%" G_GINT64_FORMAT "|%" G_GINT64_FORMAT "|%d",
@@ -184,13 +181,33 @@ entry_json (Fam fam, const cJSON *e)
   return g_string_free (s, FALSE);
 }
 
-/* Adds the cache's entries: fills us of keys it has, appends the others.
- * A file for another device or world size is ignored (whole). */
+/* The contention section's entries as sg_cu_prof_profile_text writes them,
+ * or NULL when there are none. */
+static char *
+cached_contention (const cJSON *root)
+{
+  const cJSON *arr = cJSON_GetObjectItemCaseSensitive (root, "contention"), *e;
+  if (!cJSON_IsArray (arr) || cJSON_GetArraySize (arr) == 0)
+    return NULL;
+  GString *s = g_string_new (NULL);
+  cJSON_ArrayForEach (e, arr)
+  {
+    char *t = cJSON_PrintUnformatted (e);
+    g_string_append_printf (s, "%s    %s", s->len ? ",\n" : "", t);
+    cJSON_free (t);
+  }
+  return g_string_free (s, FALSE);
+}
+
+/* Adds the cache's entries: fills us of keys it has, appends the others;
+ * keeps its contention section as text. A file for another device or world
+ * size is ignored (whole). */
 void
 sg_cu_prof_read_cache (const char *text, size_t len, const char *device, int32_t world,
-                       GPtrArray *keys, GHashTable *by_key, int32_t rank, int *n_cached)
+                       GPtrArray *keys, GHashTable *by_key, int32_t rank, int *n_cached,
+                       char **contention)
 {
-  cJSON *root = cJSON_ParseWithLength (text, len);
+  cJSON *root = sg_json_parse (text, len, NULL); /* the rules of every reader (textio.h) */
   const cJSON *fmt = cJSON_GetObjectItemCaseSensitive (root, "format");
   const cJSON *dev = cJSON_GetObjectItemCaseSensitive (root, "device");
   const cJSON *ws = cJSON_GetObjectItemCaseSensitive (root, "world_size");
@@ -203,6 +220,7 @@ sg_cu_prof_read_cache (const char *text, size_t len, const char *device, int32_t
     cJSON_Delete (root);
     return;
   }
+  *contention = cached_contention (root);
   for (int f = 0; f < 4; f++) {
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive (root, sg_cu_prof_fam_key[f]), *e;
     cJSON_ArrayForEach (e, arr)
@@ -239,12 +257,14 @@ sg_cu_prof_read_cache (const char *text, size_t len, const char *device, int32_t
 }
 
 char *
-sg_cu_prof_profile_text (GPtrArray *keys, const char *device, int32_t world)
+sg_cu_prof_profile_text (GPtrArray *keys, const char *device, int32_t world,
+                         const char *contention)
 {
   GString *s = g_string_new (NULL);
   gchar *dev = g_strescape (device, NULL);
-  g_string_append_printf (s, "{\n  \"format\": \"schedgraph.profile\",\n  \"version\": 1,\n"
-                             "  \"device\": \"%s\",\n  \"world_size\": %d", dev, world);
+  g_string_append_printf (s, "{\n  \"format\": \"schedgraph.profile\",\n  \"version\": %d,\n"
+                             "  \"device\": \"%s\",\n  \"world_size\": %d",
+                          contention ? 2 : 1, dev, world);
   g_free (dev);
   for (int f = 0; f < 4; f++) {
     g_string_append_printf (s, ",\n  \"%s\": [", sg_cu_prof_fam_key[f]);
@@ -261,7 +281,8 @@ sg_cu_prof_profile_text (GPtrArray *keys, const char *device, int32_t world)
     }
     g_string_append (s, first ? "]" : "\n  ]");
   }
+  if (contention)
+    g_string_append_printf (s, ",\n  \"contention\": [\n%s\n  ]", contention);
   g_string_append (s, "\n}\n");
   return g_string_free (s, FALSE);
 }
-

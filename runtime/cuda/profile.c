@@ -5,12 +5,14 @@
  * Keys (profile-keys.c) are taken from the graph as the cost model looks
  * them up. A compute key is timed by running the first node that
  * has it as a one-instruction plan through the backend's own dispatch
- * (dispatch.c), with that node's operand layouts: the profile measures the
- * kernels schedrun runs. Collectives run on one NCCL communicator per group
- * instance. Each key: warm-up, then the median of K CUDA-event timings on
- * each rank, then the median over ranks (Allgather): every rank holds the
- * same numbers. Cache: an existing -o file for the same device and world
- * size is read on rank 0 and broadcast, and only keys it lacks are measured.
+ * (profile-run.c), with that node's operand layouts: the profile measures
+ * the kernels schedrun runs. Collectives run on one NCCL communicator per
+ * group instance. Each key: warm-up, then the median of K CUDA-event timings
+ * on each rank, then the median over ranks (Allgather): every rank holds the
+ * same numbers. --contention then measures collectives beside kernels
+ * (profile-contention.c). Cache: an existing -o file for the same device and
+ * world size is read on rank 0 and broadcast, and only keys it lacks are
+ * measured (its contention section, if any, is kept whole).
  * Mirrors: nccl-tests (timing loop), Inductor's benchmark cache.
  * Requires: one GPU per rank (local rank). Invalidates: nothing.
  */
@@ -22,6 +24,7 @@
 #include "cuda-private.h"
 #include "graph.h"
 #include "profile-private.h"
+#include "textio.h"
 
 /* ---- timing ---- */
 
@@ -32,8 +35,8 @@ cmp_double (const void *a, const void *b)
   return x < y ? -1 : x > y;
 }
 
-static double
-median (double *v, int n)
+double
+sg_cu_prof_median (double *v, int n)
 {
   qsort (v, (size_t)n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -47,148 +50,22 @@ typedef struct {
   SgCuDnn *dnn; /* cuDNN attention as schedrun runs it; NULL: the math path */
 } Timer;
 
-/* Storage extent (elements) of a strided meta. */
-static uint64_t
-extent_of (const SgGraph *g, const SgMeta *m)
-{
-  if (m->ndim < 0)
-    return 0;
-  const int64_t *sh = sg_meta_shape (g, m), *sd = sg_meta_stride (g, m);
-  uint64_t e = 1;
-  for (int k = 0; k < m->ndim; k++) {
-    if (sh[k] == 0)
-      return 0;
-    e += (uint64_t)((sh[k] - 1) * (sd[k] < 0 ? -sd[k] : sd[k]));
-  }
-  return e;
-}
-
-static int32_t
-add_value (SgPlan *p, const SgGraph *g, const char *name, const SgMeta *m, uint64_t *arena)
-{
-  const int32_t v = p->n_values++;
-  SgPlanValue *pv = &p->values[v];
-  memset (pv, 0, sizeof *pv);
-  pv->name = (char *)name;
-  pv->buffer = -1;
-  pv->ndim = m->ndim < 0 ? 0 : m->ndim;
-  pv->dtype = m->ndim < 0 ? SG_DTYPE_F32 : m->dtype;
-  if (m->ndim < 0)
-    return v;
-  const int64_t *sh = sg_meta_shape (g, m), *sd = sg_meta_stride (g, m);
-  for (int k = 0; k < m->ndim; k++) {
-    pv->shape[k] = sh[k];
-    pv->stride[k] = sd[k];
-  }
-  const int32_t b = p->n_buffers++;
-  p->buffers[b].offset = *arena;
-  p->buffers[b].bytes = MAX (extent_of (g, m), 1) * sg_dtype_size (m->dtype);
-  *arena += (p->buffers[b].bytes + 255) / 256 * 256;
-  pv->buffer = b;
-  return v;
-}
-
-/* {"node": NAME} -> {"value": id}, adding a value per distinct input. */
-static void
-rewrite_refs (cJSON *item, SgPlan *p, const SgGraph *g, uint64_t *arena)
-{
-  if (cJSON_IsObject (item)) {
-    cJSON *ref = cJSON_GetObjectItemCaseSensitive (item, "node");
-    if (cJSON_IsString (ref)) {
-      const SgNodeId src = sg_graph_lookup (g, ref->valuestring);
-      int32_t v = -1;
-      for (int32_t i = 0; i < p->n_values; i++)
-        if (strcmp (p->values[i].name, ref->valuestring) == 0)
-          v = i;
-      if (v < 0 && src != SG_NO_NODE)
-        v = add_value (p, g, g->nodes[src].name, &g->nodes[src].meta, arena);
-      cJSON_DeleteItemFromObjectCaseSensitive (item, "node");
-      cJSON_AddNumberToObject (item, "value", v);
-      return;
-    }
-  }
-  cJSON *c;
-  cJSON_ArrayForEach (c, item) rewrite_refs (c, p, g, arena);
-}
-
 /* Times node @id's kernel as a one-instruction plan; median over iters. */
 static bool
 time_compute (const SgGraph *g, SgNodeId id, Timer *t, double *us, GError **error)
 {
-  const SgNode *n = &g->nodes[id];
-  SgPlan p;
-  memset (&p, 0, sizeof p);
-  SgPlanValue values[64];
-  SgPlanBuffer buffers[64];
-  p.values = values;
-  p.buffers = buffers;
-  p.n_streams = 1;
-  uint64_t arena = 0;
-  SgPlanIns ins;
-  memset (&ins, 0, sizeof ins);
-  ins.kind = SG_INS_KERNEL;
-  ins.name = (char *)n->name;
-  ins.op = n->kind;
-  ins.target = (char *)n->target;
-  ins.args = cJSON_Parse (n->args_json);
-  ins.kwargs = cJSON_Parse (n->kwargs_json);
-  uint32_t n_in;
-  sg_node_inputs (g, id, &n_in);
-  bool ok = false;
-  SgCuState st;
-  memset (&st, 0, sizeof st);
-  char *base = NULL;
-  int32_t outs[16];
-  if (n_in + 16 > 64) {
-    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED, "node %s: too many inputs to profile",
-                 n->name);
-    goto out;
-  }
-  rewrite_refs (ins.args, &p, g, &arena);
-  rewrite_refs (ins.kwargs, &p, g, &arena);
-  const uint32_t n_out = n->n_tuple ? MIN (n->n_tuple, 16u) : 1;
-  for (uint32_t j = 0; j < n_out; j++) {
-    const SgMeta *m = n->n_tuple ? sg_node_tuple_meta (g, id, j) : &n->meta;
-    outs[j] = m->ndim >= 0 ? add_value (&p, g, n->name, m, &arena) : -1;
-  }
-  ins.out = outs;
-  ins.n_out = (int32_t)n_out;
-  p.ins = &ins;
-  p.n_ins = 1;
-  uint64_t scratch = 0;
-  int32_t attn_plan = -1;
-  st.dnn = t->dnn;
-  st.attn_plan = &attn_plan;
-  if (!sg_cu_prepare_ins (&st, &p, 0, &scratch, error))
-    goto out;
-  free (st.attn_why);
-  SG_CU_CHECK (cudaMalloc ((void **)&base, arena + scratch + 256), error, out);
-  /* random contents in [-1, 1): GEMM speed and power depend on the data */
-  for (int32_t v = 0; v < p.n_values; v++) {
-    const SgPlanValue *pv = &p.values[v];
-    if (pv->buffer < 0)
-      continue;
-    const SgPlanBuffer *b = &p.buffers[pv->buffer];
-    SG_CU_CHECK (sg_cu_fill_random (base + b->offset, pv->dtype,
-                                    (int64_t)(b->bytes / sg_dtype_size (pv->dtype)),
-                                    (uint64_t)v + 1, t->stream),
-                 error, out);
-  }
-  st.arena = base;
-  st.streams = &t->stream;
-  st.n_streams = 1;
-  char *sp = base + arena;
-  st.scratch = &sp;
-  st.scratch_bytes = &scratch;
-  st.cublas = t->cublas;
+  SgCuOneKernel *k = g_new0 (SgCuOneKernel, 1);
   double *samples = g_new (double, t->iters);
+  bool ok = false;
+  if (!sg_cu_one_kernel_init (k, g, id, t->stream, t->cublas, t->dnn, error))
+    goto done;
   /* Warm-up, then one run alone to size the batches. */
   for (int32_t i = 0; i < MAX (1, t->warmup); i++)
-    if (!sg_cu_run_kernel (&st, &p, &ins, error))
+    if (!sg_cu_one_kernel_run (k, error))
       goto done;
   float ms1 = 0;
   SG_CU_CHECK (cudaEventRecord (t->ev[0], t->stream), error, done);
-  if (!sg_cu_run_kernel (&st, &p, &ins, error))
+  if (!sg_cu_one_kernel_run (k, error))
     goto done;
   SG_CU_CHECK (cudaEventRecord (t->ev[1], t->stream), error, done);
   SG_CU_CHECK (cudaEventSynchronize (t->ev[1]), error, done);
@@ -196,68 +73,29 @@ time_compute (const SgGraph *g, SgNodeId id, Timer *t, double *us, GError **erro
   /* GPU time, as in a step where the host runs ahead: each sample is a batch
    * of back-to-back runs queued behind a spin kernel, divided by its size. */
   const int32_t batch = ms1 < 0.05f ? 16 : ms1 < 0.5f ? 4 : 1;
-  for (int32_t k = 0; k < t->iters; k++) {
+  for (int32_t j = 0; j < t->iters; j++) {
     SG_CU_CHECK (sg_cu_spin (30.0 + 15.0 * batch, t->stream), error, done);
-    SG_CU_CHECK (cudaEventRecord (t->ev[2 * k], t->stream), error, done);
+    SG_CU_CHECK (cudaEventRecord (t->ev[2 * j], t->stream), error, done);
     for (int32_t r = 0; r < batch; r++)
-      if (!sg_cu_run_kernel (&st, &p, &ins, error))
+      if (!sg_cu_one_kernel_run (k, error))
         goto done;
-    SG_CU_CHECK (cudaEventRecord (t->ev[2 * k + 1], t->stream), error, done);
+    SG_CU_CHECK (cudaEventRecord (t->ev[2 * j + 1], t->stream), error, done);
   }
   SG_CU_CHECK (cudaStreamSynchronize (t->stream), error, done);
-  for (int32_t k = 0; k < t->iters; k++) {
+  for (int32_t j = 0; j < t->iters; j++) {
     float ms = 0;
-    SG_CU_CHECK (cudaEventElapsedTime (&ms, t->ev[2 * k], t->ev[2 * k + 1]), error, done);
-    samples[k] = ms * 1000.0 / batch;
+    SG_CU_CHECK (cudaEventElapsedTime (&ms, t->ev[2 * j], t->ev[2 * j + 1]), error, done);
+    samples[j] = ms * 1000.0 / batch;
   }
-  *us = median (samples, t->iters);
+  *us = sg_cu_prof_median (samples, t->iters);
   ok = true;
 done:
+  /* the kernels may still run on error: the buffers go after them */
+  cudaStreamSynchronize (t->stream);
+  sg_cu_one_kernel_clear (k);
+  g_free (k);
   g_free (samples);
-out:
-  if (base)
-    cudaFree (base);
-  cJSON_Delete (ins.args);
-  cJSON_Delete (ins.kwargs);
   return ok;
-}
-
-/* Queues collective node @n once on @stream over @send/@recv. */
-static bool
-issue_collective (const SgNode *n, char *send, char *recv, size_t total, size_t shard, size_t es,
-                  int32_t gs, ncclDataType_t dt, ncclComm_t comm, cudaStream_t stream,
-                  GError **error)
-{
-  switch (n->kind) {
-  case SG_OP_ALL_GATHER:
-    SG_NCCL_CHECK (ncclAllGather (send, recv, shard, dt, comm, stream), error, out);
-    return true;
-  case SG_OP_REDUCE_SCATTER:
-    SG_NCCL_CHECK (ncclReduceScatter (send, recv, shard, dt, ncclSum, comm, stream), error, out);
-    return true;
-  case SG_OP_ALL_REDUCE:
-    SG_NCCL_CHECK (ncclAllReduce (send, recv, total, dt, ncclSum, comm, stream), error, out);
-    return true;
-  case SG_OP_BROADCAST:
-    SG_NCCL_CHECK (ncclBroadcast (send, recv, total, dt, 0, comm, stream), error, out);
-    return true;
-  case SG_OP_ALL_TO_ALL:
-    SG_NCCL_CHECK (ncclGroupStart (), error, out);
-    for (int p = 0; p < gs; p++) {
-      SG_NCCL_CHECK (ncclSend (send + (size_t)p * shard * es, shard, dt, p, comm, stream), error,
-                     out);
-      SG_NCCL_CHECK (ncclRecv (recv + (size_t)p * shard * es, shard, dt, p, comm, stream), error,
-                     out);
-    }
-    SG_NCCL_CHECK (ncclGroupEnd (), error, out);
-    return true;
-  default:
-    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED, "node %s: not a collective",
-                 n->name);
-    return false;
-  }
-out:
-  return false;
 }
 
 /* Back-to-back runs per sample, after an untimed one. */
@@ -277,32 +115,21 @@ time_collective (const SgGraph *g, SgNodeId id, ncclComm_t comm, MPI_Comm mpi, T
                  double *us, GError **error)
 {
   const SgNode *n = &g->nodes[id];
-  const SgMeta *in = sg_cu_prof_in_meta (g, id, 0);
-  const uint64_t bytes = sg_node_comm_bytes (g, id);
-  const int32_t gs = n->group_size;
-  ncclDataType_t dt;
-  size_t es = sg_dtype_size (in->dtype);
-  if (!sg_cu_nccl_type (in->dtype, &dt)) {
-    dt = ncclUint8;
-    es = 1;
-  }
-  char *buf = NULL;
+  SgCuCollBuf c;
   double *samples = g_new (double, t->iters);
   bool ok = false;
-  SG_CU_CHECK (cudaMalloc ((void **)&buf, 2 * bytes + 512), error, out);
-  SG_CU_CHECK (cudaMemset (buf, 0, 2 * bytes + 512), error, out);
-  char *send = buf, *recv = buf + (bytes + 255) / 256 * 256;
-  const size_t total = bytes / es, shard = total / (size_t)gs;
+  if (!sg_cu_coll_buf_init (&c, g, id, error))
+    goto out;
   for (int32_t i = 0; i < t->warmup + t->iters; i++) {
     const int32_t k = i - t->warmup;
     SG_CU_CHECK (cudaStreamSynchronize (t->stream), error, out);
     MPI_Barrier (mpi);
-    if (!issue_collective (n, send, recv, total, shard, es, gs, dt, comm, t->stream, error))
+    if (!sg_cu_coll_buf_issue (&c, comm, t->stream, error))
       goto out;
     if (k >= 0)
       SG_CU_CHECK (cudaEventRecord (t->ev[2 * k], t->stream), error, out);
     for (int r = 0; r < COLL_RUNS; r++)
-      if (!issue_collective (n, send, recv, total, shard, es, gs, dt, comm, t->stream, error))
+      if (!sg_cu_coll_buf_issue (&c, comm, t->stream, error))
         goto out;
     if (k >= 0)
       SG_CU_CHECK (cudaEventRecord (t->ev[2 * k + 1], t->stream), error, out);
@@ -313,14 +140,14 @@ time_collective (const SgGraph *g, SgNodeId id, ncclComm_t comm, MPI_Comm mpi, T
     SG_CU_CHECK (cudaEventElapsedTime (&ms, t->ev[2 * k], t->ev[2 * k + 1]), error, out);
     samples[k] = ms * 1000.0 / COLL_RUNS;
   }
-  *us = median (samples, t->iters);
+  *us = sg_cu_prof_median (samples, t->iters);
   ok = true;
 out:
   if (!ok)
     g_prefix_error (error, "profiling %s (%s, %" G_GUINT64_FORMAT " bytes): ", n->name,
-                    sg_op_name (n->kind), bytes);
-  if (buf)
-    cudaFree (buf);
+                    sg_op_name (n->kind), sg_node_comm_bytes (g, id));
+  cudaStreamSynchronize (t->stream);
+  sg_cu_coll_buf_clear (&c);
   g_free (samples);
   return ok;
 }
@@ -400,14 +227,14 @@ all_ok (bool ok)
 }
 
 bool
-sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters, int32_t warmup,
-                    double timeout_s, GError **error)
+sg_rt_cuda_profile (const char *graph_path, const char *out_path, const SgRtProfileOptions *o,
+                    GError **error)
 {
   int rank = 0, world = 1;
   MPI_Comm_rank (MPI_COMM_WORLD, &rank);
   MPI_Comm_size (MPI_COMM_WORLD, &world);
-  iters = MAX (iters, 1);
-  warmup = MAX (warmup, 0);
+  const int32_t iters = MAX (o->iters, 1), warmup = MAX (o->warmup, 0);
+  const double timeout_s = o->timeout_s;
   g_autoptr (SgGraph) g = NULL;
   const int ndev = sg_cu_device_count ();
   if (!all_ok (ndev > 0)) {
@@ -461,7 +288,9 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
                          : 1;
     if (!sg_cu_prof_node_key (g, id, nn, &tmp))
       continue;
-    if (g_hash_table_contains (by_key, tmp.key)) {
+    Key *seen = g_hash_table_lookup (by_key, tmp.key);
+    if (seen) {
+      seen->count++;
       g_free (tmp.key);
       g_free (tmp.json);
       continue;
@@ -469,6 +298,7 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
     Key *k = g_memdup2 (&tmp, sizeof tmp);
     k->node = id;
     k->us = -1;
+    k->count = 1;
     g_ptr_array_add (keys, k);
     g_hash_table_insert (by_key, k->key, k);
   }
@@ -476,6 +306,7 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
 
   /* the cache, as rank 0 reads it */
   int n_cached = 0;
+  char *contention = NULL;
   {
     gchar *text = NULL;
     gsize len = 0;
@@ -487,7 +318,8 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
       if (rank != 0)
         text = g_malloc ((size_t)blen + 1);
       MPI_Bcast (text, (int)blen, MPI_CHAR, 0, MPI_COMM_WORLD);
-      sg_cu_prof_read_cache (text, (size_t)blen, device, world, keys, by_key, rank, &n_cached);
+      sg_cu_prof_read_cache (text, (size_t)blen, device, world, keys, by_key, rank, &n_cached,
+                             &contention);
     }
     g_free (text);
   }
@@ -571,14 +403,31 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
         continue;
       for (int r = 0; r < world; r++)
         col[r] = all[(size_t)r * MAX (1, n_todo) + j];
-      k->us = MAX (median (col, world), 1e-3);
+      k->us = MAX (sg_cu_prof_median (col, world), 1e-3);
       j++;
     }
     g_free (all);
     g_free (col);
   }
 
-  char *text = sg_cu_prof_profile_text (keys, device, world);
+  /* collectives beside kernels, unless the cache has them */
+  const bool measure_contention = o->contention && !contention;
+  if (measure_contention) {
+    SgCuContentionJob job = { .g = g, .keys = keys, .comms = comms.comms, .mpi = comms.mpi,
+                              .stream = t.stream, .cublas = t.cublas, .dnn = t.dnn,
+                              .watchdog = wd,
+                              .iters = MAX (o->contention_iters, 1),
+                              .budget_s = o->contention_budget_s, .timeout_s = timeout_s };
+    const bool cok = sg_cu_prof_contention (&job, &contention, error);
+    if (!all_ok (cok)) {
+      if (cok)
+        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_BACKEND,
+                     "measuring contention failed on another rank");
+      goto out;
+    }
+  }
+
+  char *text = sg_cu_prof_profile_text (keys, device, world, contention);
   const uint64_t h = sg_rt_fnv1a64 (text, strlen (text));
   uint64_t hmin = 0, hmax = 0;
   MPI_Allreduce (&h, &hmin, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -602,10 +451,15 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, int32_t iters,
     goto out;
   }
   if (rank == 0)
-    fprintf (stderr, "schedrun --profile: %u keys (%d measured, %d from the cache) on %d x %s "
-                     "-> %s\n", keys->len, n_todo, n_cached, world, device, out_path);
+    fprintf (stderr, "schedrun --profile: %u keys (%d measured, %d from the cache)%s on %d x %s "
+                     "-> %s\n", keys->len, n_todo, n_cached,
+             measure_contention ? ", contention measured"
+             : contention     ? ", contention from the cache"
+                              : "",
+             world, device, out_path);
   ok = true;
 out:
+  g_free (contention);
   sg_cu_watchdog_stop (wd);
   comms_clear (&comms, !ok);
   if (t.cublas)
@@ -638,32 +492,46 @@ bool
 sg_rt_cuda_profile_main (int *argc, char ***argv, GError **error)
 {
   char *graph = NULL, *out = NULL;
-  int iters = 20, warmup = 5;
-  double timeout = 0;
+  SgRtProfileOptions o = { .iters = 20, .warmup = 5, .contention_budget_s = 60,
+                           .contention_iters = 5 };
+  gboolean contention = FALSE;
   GOptionEntry entries[] = {
     { "profile", 0, 0, G_OPTION_ARG_FILENAME, &graph,
       "measure the graph's GEMM/attention/op shapes and collective sizes", "GRAPH.json" },
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out,
       "profile file (docs/profile-format.md); an existing one is a cache", "PROFILE.json" },
-    { "iters", 0, 0, G_OPTION_ARG_INT, &iters, "timed runs per key, median (default 20)", "K" },
-    { "warmup", 0, 0, G_OPTION_ARG_INT, &warmup, "untimed runs first (default 5)", "W" },
-    { "timeout", 0, 0, G_OPTION_ARG_DOUBLE, &timeout,
+    { "iters", 0, 0, G_OPTION_ARG_INT, &o.iters, "timed runs per key, median (default 20)", "K" },
+    { "warmup", 0, 0, G_OPTION_ARG_INT, &o.warmup, "untimed runs first (default 5)", "W" },
+    { "timeout", 0, 0, G_OPTION_ARG_DOUBLE, &o.timeout_s,
       "abort every communicator and the job when one key takes longer", "SEC" },
+    { "contention", 0, 0, G_OPTION_ARG_NONE, &contention,
+      "also measure each collective beside each kernel class (profile version 2)", NULL },
+    { "contention-budget", 0, 0, G_OPTION_ARG_DOUBLE, &o.contention_budget_s,
+      "wall time the contention measurement may take (default 60)", "SEC" },
+    { "contention-iters", 0, 0, G_OPTION_ARG_INT, &o.contention_iters,
+      "samples per pair and order, at most (default 5)", "K" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
   };
   GOptionContext *oc = g_option_context_new ("- measure a profile for schedgraph --profile");
   g_option_context_add_main_entries (oc, entries, NULL);
   bool ok = g_option_context_parse (oc, argc, argv, error);
   g_option_context_free (oc);
-  if (ok && (!graph || !out || *argc != 1 || iters < 1 || iters > 10000 || warmup < 0 ||
-             timeout < 0)) {
+  o.contention = contention;
+  if (ok && (!graph || !out || *argc != 1 || o.iters < 1 || o.iters > 10000 || o.warmup < 0 ||
+             o.timeout_s < 0 || !(o.contention_budget_s >= 0) || o.contention_iters < 1 ||
+             o.contention_iters > 1000)) {
     g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
                  "usage: schedrun --profile GRAPH.json -o PROFILE.json [--iters K] [--warmup W] "
-                 "[--timeout SEC]");
+                 "[--timeout SEC] [--contention [--contention-budget SEC] [--contention-iters K]]");
+    ok = false;
+  }
+  if (ok && sg_same_file (graph, out)) { /* device and inode, not path text */
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_ARGS,
+                 "-o would overwrite the graph ('%s' is '%s')", out, graph);
     ok = false;
   }
   if (ok)
-    ok = sg_rt_cuda_profile (graph, out, iters, warmup, timeout, error);
+    ok = sg_rt_cuda_profile (graph, out, &o, error);
   g_free (graph);
   g_free (out);
   return ok;

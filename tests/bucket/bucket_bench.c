@@ -3,8 +3,10 @@
  * predicted exposed_us and step_us without and with bucketing, pass time).
  * Used by bench/bench_bucket.sh; not a unit test.
  *
- * usage: bucket_bench [--no-reorder] [--cap BYTES] [--peer PEER.json] [--json] GRAPH.json...
+ * usage: bucket_bench [--no-reorder] [--cap BYTES] [--mode auto|per-layer] [--peer PEER.json]
+ *                     [--json] GRAPH.json...
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,6 +53,11 @@ main (int argc, char **argv)
       cfg.reorder = false;
     } else if (strcmp (argv[first], "--json") == 0) {
       json = true;
+    } else if (strcmp (argv[first], "--mode") == 0 && first + 1 < argc) {
+      if (!sg_bucket_mode_from_name (argv[++first], &cfg.bucket_mode)) {
+        fprintf (stderr, "bucket_bench: --mode: auto or per-layer\n");
+        return 2;
+      }
     } else if (strcmp (argv[first], "--cap") == 0 && first + 1 < argc) {
       cfg.bucket_cap_bytes = g_ascii_strtoull (argv[++first], NULL, 10);
     } else if (strcmp (argv[first], "--peer") == 0 && first + 1 < argc) {
@@ -61,16 +68,17 @@ main (int argc, char **argv)
         return 2;
       }
     } else {
-      fprintf (stderr, "usage: bucket_bench [--no-reorder] [--cap BYTES] [--peer PEER.json] "
-                       "[--json] GRAPH.json...\n");
+      fprintf (stderr, "usage: bucket_bench [--no-reorder] [--cap BYTES] [--mode auto|per-layer] "
+                       "[--peer PEER.json] [--json] GRAPH.json...\n");
       return 2;
     }
   }
   if (!json)
-    printf ("| graph | collectives | ours after | peer after | buckets | exposed_us "
-            "unbucketed | exposed_us bucketed | step_us unbucketed | step_us bucketed | "
-            "simulations | bucket ms (cpu) | bucket ms (wall) |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf ("| graph | collectives | ours after | peer after | buckets | layers | chosen | "
+            "exposed_us unbucketed | exposed_us bucketed | step_us unbucketed | step_us greedy | "
+            "step_us per-layer | step_us bucketed | bar | simulations | bucket ms (cpu) | "
+            "bucket ms (wall) |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   int rc = 0;
   for (int i = first; i < argc; i++) {
     GError *error = NULL;
@@ -106,10 +114,24 @@ main (int argc, char **argv)
     }
     int pa = peer ? peer_after (peer, base) : -1;
     g_autofree char *pa_s = pa < 0 ? g_strdup ("n/a") : g_strdup_printf ("%d", pa);
-    printf ("| %s | %d | %d | %s | %d | %.3f | %.3f | %.3f | %.3f | %d | %.1f | %.1f |\n", base,
-            st->collectives_before, st->collectives_after, pa_s, st->buckets,
-            st->exposed_before_us, st->exposed_after_us, st->step_before_us, st->step_after_us,
-            st->simulations, cms, ms);
+    static const char *const from[] = { "none", "greedy", "per-layer" };
+    /* issue 14's bar: step <= unbucketed and <= per-layer (within the
+     * tie); FSDP-only (one group, layers found): <= 2 per layer + 4 */
+    bool step_ok = st->step_after_us <= st->step_before_us + 1e-3
+                   && (isnan (st->per_layer_step_us)
+                       || st->step_after_us <= st->per_layer_step_us + 1e-3);
+    bool fsdp_only = g->n_groups == 1 && st->layers > 0;
+    bool count_ok = !fsdp_only || st->collectives_after <= 2 * st->layers + 4;
+    bool peer_ok = pa < 0 || st->collectives_after <= pa;
+    g_autofree char *bar = g_strdup_printf (
+      "%s%s%s", step_ok ? "step ok" : "STEP", fsdp_only ? (count_ok ? ", <=2L+4" : ", >2L+4") : "",
+      pa < 0 ? "" : (peer_ok ? ", <=peer" : ", >PEER"));
+    printf ("| %s | %d | %d | %s | %d | %d | %s | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f | %s | "
+            "%d | %.1f | %.1f |\n",
+            base, st->collectives_before, st->collectives_after, pa_s, st->buckets, st->layers,
+            from[st->source], st->exposed_before_us, st->exposed_after_us, st->step_before_us,
+            st->greedy_step_us, st->per_layer_step_us, st->step_after_us, bar, st->simulations,
+            cms, ms);
   }
   cJSON_Delete (peer);
   return rc;

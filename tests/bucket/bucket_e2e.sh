@@ -6,11 +6,15 @@
 # For w2_tiny_fsdp2_L2_h256 (all_gather and reduce_scatter buckets, 2 ranks)
 # and a graphgen HSDP graph (FSDP 2 x 2 replicas: all_gather, reduce_scatter
 # and all_reduce buckets, 4 ranks): the plan of the schedule without
-# bucketing (--no-bucket) and with it (default) run on the CPU backend under
-# mpirun; the bucket report (bucket_bench --json, the same pipeline and
-# defaults as schedgraph) must show at least one bucket, the plan must
-# hold bucket_pack / bucket_unpack kernels, and every output of every
-# checked rank must be bitwise identical between the two plans.
+# bucketing (--no-bucket), with it (default) and with --bucket-mode
+# per-layer run on the CPU backend under mpirun; the bucket report
+# (bucket_bench --json, the same pipeline and defaults as schedgraph) must
+# show at least one bucket, the plans must hold zero-copy buckets (copies
+# lowered to no kernel: parameter shards seeded into the gather's input,
+# reduce_scatter and all_reduce results as views, the all_reduce of a
+# reduce_scatter bucket's results as a view of them) next to the copies
+# that stay (kernels naming why), and every output of every checked rank
+# must be bitwise identical between the plans.
 set -u
 SCHEDGRAPH=$1 SCHEDRUN=$2 SGEVAL=$3 GRAPHGEN=$4 BENCH=$5 DATA=$6
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -30,10 +34,19 @@ check () { # GRAPH NP NAME KINDS...
   g=$1 np=$2 name=$3; shift 3
   "$SCHEDGRAPH" "$g" --no-bucket -q -o "$T/$name.a.json" || { fail "$name: schedgraph --no-bucket"; return; }
   "$SCHEDGRAPH" "$g" -q -o "$T/$name.c.json" || { fail "$name: schedgraph"; return; }
+  "$SCHEDGRAPH" "$g" -q --bucket-mode per-layer -o "$T/$name.l.json" \
+    || { fail "$name: schedgraph --bucket-mode per-layer"; return; }
   "$BENCH" --json "$g" >"$T/$name.r.json" || { fail "$name: bucket_bench"; return; }
-  grep -q '"schedgraph.bucket_pack"' "$T/$name.c.json" || fail "$name: no bucket_pack in the plan"
-  grep -q '"schedgraph.bucket_unpack"' "$T/$name.c.json" || fail "$name: no bucket_unpack in the plan"
+  "$BENCH" --json --mode per-layer "$g" >"$T/$name.rl.json" || { fail "$name: bucket_bench"; return; }
   grep -q '"schedgraph.bucket_pack"' "$T/$name.a.json" && fail "$name: --no-bucket plan has buckets"
+  for v in c l; do
+    grep -q '"members":\["' "$T/$name.$v.json" || fail "$name.$v: no bucket in the plan"
+    grep -q '"schedgraph_copy":"rank_major' "$T/$name.$v.json" \
+      || fail "$name.$v: no all_gather unpack kept as a copy"
+  done
+  # zero-copy: an elided pack and elided unpacks in the per-layer plan
+  grep -q '"pack":[[:space:]]*"elided"' "$T/$name.rl.json" || fail "$name: no elided pack"
+  grep -qE '"unpacks_elided":[[:space:]]*[1-9]' "$T/$name.rl.json" || fail "$name: no elided unpack"
   # The kinds that formed depend on the schedule; at least one must have.
   kinds=""
   for kind in "$@"; do
@@ -43,12 +56,15 @@ check () { # GRAPH NP NAME KINDS...
   echo "---- $name: buckets of:$kinds"
   for rank in 0 $((np - 1)); do
     run "$np" "$T/$name.a.json" "$T/$name.a.$rank" "$rank" || { fail "$name: schedrun (unbucketed)"; continue; }
-    run "$np" "$T/$name.c.json" "$T/$name.c.$rank" "$rank" || { fail "$name: schedrun (bucketed)"; continue; }
-    if out=$("$SGEVAL" --compare --bitwise "$T/$name.a.$rank" "$T/$name.c.$rank"); then
-      echo "ok   $name rank $rank bucketed vs unbucketed: $out"
-    else
-      fail "$name rank $rank: $out"
-    fi
+    for v in c l; do
+      run "$np" "$T/$name.$v.json" "$T/$name.$v.$rank" "$rank" \
+        || { fail "$name: schedrun ($v)"; continue; }
+      if out=$("$SGEVAL" --compare --bitwise "$T/$name.a.$rank" "$T/$name.$v.$rank"); then
+        echo "ok   $name rank $rank bucketed ($v) vs unbucketed: $out"
+      else
+        fail "$name rank $rank ($v): $out"
+      fi
+    done
   done
 }
 

@@ -1,8 +1,10 @@
-/* test_trial.c: the pass's trial graphs (bucket/trial.c) are the graphs
- * sg_bucket_apply makes, node for node: order, kinds, metas, inputs,
- * groups, costs and the simulator's verdict, on builder graphs (implicit
- * edges, refusals) and on every sample graph after estimate and schedule,
- * for many bucket sets, including ones that close cycles.
+/* test_trial.c: the pass's trial graphs (sg_bucket_trial, a trial graph of
+ * the graph rewrite API) are the graphs sg_bucket_apply commits, node for
+ * node: order, names, kinds, args, metas, inputs, groups, costs, implicit
+ * edges and the simulator's verdict, and the base graph is left as it was;
+ * on builder graphs (implicit edges, refusals) and on every sample graph
+ * after estimate and schedule, for many bucket sets, including ones that
+ * close cycles.
  */
 #include <check.h>
 #include <math.h>
@@ -40,13 +42,14 @@ assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
   g_autoptr (GError) e1 = NULL, e2 = NULL;
   bool ok_full = sg_bucket_apply (full, specs, n_specs, &e1);
   const SgCostModel *cm = sg_graph_cost_model (full);
-  for (SgNodeId i = 0; ok_full && i < full->n_nodes; i++) {
-    SgNode *n = &full->nodes[i];
-    if (n->est_src == SG_COST_NONE)
-      n->est_us = cm ? sg_cost_node_us (cm, full, i, &n->est_src) : 0.0;
-  }
-  SgBucketTrial *t = sg_bucket_trial_new (g);
-  SgGraph *tg = sg_bucket_trial_build (t, specs, n_specs, &e2);
+  if (ok_full && cm)
+    sg_cost_new_nodes (cm, full, NULL, 0);
+  guint args_len = g->args->len, dims_len = g->dims->len;
+  int32_t n_nodes = g->n_nodes;
+  SgRewrite *rw = sg_rewrite_new (g);
+  SgGraph *tg = sg_bucket_trial (rw, specs, n_specs, &e2);
+  if (tg && cm)
+    sg_cost_new_nodes (cm, tg, NULL, 0);
   ck_assert_msg (ok_full == (tg != NULL), "apply: %s; trial: %s", e1 ? e1->message : "ok",
                  e2 ? e2->message : "ok");
   if (ok_full) {
@@ -54,8 +57,9 @@ assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
     ck_assert_int_eq (full->output, tg->output);
     for (SgNodeId i = 0; i < full->n_nodes; i++) {
       const SgNode *a = &full->nodes[i], *b = &tg->nodes[i];
-      if (sg_graph_lookup (g, a->name) != SG_NO_NODE)
-        ck_assert_str_eq (a->name, b->name);
+      ck_assert_str_eq (a->name, b->name);
+      g_autofree char *ta = tb_args_text (full, i), *tb = tb_args_text (tg, i);
+      ck_assert_str_eq (ta, tb);
       ck_assert_str_eq (a->target, b->target);
       ck_assert_int_eq (a->op, b->op);
       ck_assert_int_eq (a->kind, b->kind);
@@ -89,8 +93,20 @@ assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
     sg_sim_result_clear (&ra);
     sg_sim_result_clear (&rb);
   }
-  sg_bucket_trial_graph_free (t, tg);
-  sg_bucket_trial_free (t);
+  if (ok_full) {
+    guint ne = full->implicit_edges ? full->implicit_edges->len : 0;
+    ck_assert_uint_eq (ne, tg->implicit_edges ? tg->implicit_edges->len : 0);
+    for (guint k = 0; k < ne; k++)
+      ck_assert (memcmp (&g_array_index (full->implicit_edges, SgImplicitEdge, k),
+                         &g_array_index (tg->implicit_edges, SgImplicitEdge, k),
+                         sizeof (SgImplicitEdge)) == 0);
+  }
+  sg_graph_free (tg);
+  sg_rewrite_free (rw);
+  /* the base graph is as it was */
+  ck_assert_int_eq (g->n_nodes, n_nodes);
+  ck_assert_uint_eq (g->args->len, args_len);
+  ck_assert_uint_eq (g->dims->len, dims_len);
   full->cost_model = NULL;
   sg_graph_free (full);
 }
@@ -187,13 +203,6 @@ START_TEST (trial_refuses_what_apply_refuses)
 }
 END_TEST
 
-typedef struct {
-  SgOpKind kind;
-  int32_t group;
-  SgDtype dtype;
-  SgReduceOp reduce;
-} Key;
-
 /* Bucket sets over the candidates of @g (estimated and scheduled), grouped
  * by key like the pass: runs of 2 to 5 consecutive candidates all at once,
  * and each of the first adjacent pairs alone. */
@@ -201,7 +210,7 @@ static void
 check_bucket_sets (SgGraph *g)
 {
   sg_graph_fill_users (g);
-  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (Key));
+  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (SgBucketKey));
   g_autoptr (GPtrArray) lists = g_ptr_array_new_with_free_func ((GDestroyNotify)g_array_unref);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     SgNodeId w;
@@ -209,9 +218,9 @@ check_bucket_sets (SgGraph *g)
     if (!sg_op_is_collective (n->kind) || !sg_bucket_member_check (g, i, &w, NULL)
         || sg_node_comm_bytes (g, i) == 0)
       continue;
-    Key k = { n->kind, n->group, n->meta.dtype, n->reduce };
+    SgBucketKey k = { n->kind, n->group, n->meta.dtype, n->reduce };
     guint ki = 0;
-    while (ki < keys->len && memcmp (&g_array_index (keys, Key, ki), &k, sizeof k) != 0)
+    while (ki < keys->len && memcmp (&g_array_index (keys, SgBucketKey, ki), &k, sizeof k) != 0)
       ki++;
     if (ki == keys->len) {
       g_array_append_val (keys, k);
@@ -262,6 +271,45 @@ START_TEST (trial_matches_apply_on_samples)
 END_TEST
 
 #ifdef HAVE_GRAPHGEN
+/* HSDP: the all_reduces over replicas read the reduce_scatters' results,
+ * so a bucket of all_reduces reads the unpacks of the reduce_scatters'
+ * bucket (in either order of the specs), and its pack is a view of that
+ * bucket's result. */
+START_TEST (chained_buckets_read_the_unpacks)
+{
+  GgConfig gc;
+  gg_config_init (&gc);
+  gc.layers = 1, gc.dp = 2, gc.world = 4;
+  g_autoptr (SgGraph) g = bt_generated (&gc);
+  prepare (g, true);
+  sg_graph_fill_users (g);
+  SgNodeId rs[9], ar[9];
+  int32_t nr = 0, na = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].kind == SG_OP_REDUCE_SCATTER)
+      rs[nr++] = i;
+    if (g->nodes[i].kind == SG_OP_ALL_REDUCE)
+      ar[na++] = i;
+  }
+  ck_assert_int_eq (nr, 9);
+  ck_assert_int_eq (na, 9);
+  SgBucketSpec both[2] = { { rs, 9 }, { ar, 9 } }, swapped[2] = { { ar, 9 }, { rs, 9 } };
+  assert_trial_matches_apply (g, both, 2);
+  assert_trial_matches_apply (g, swapped, 2);
+  GError *error = NULL;
+  ck_assert_msg (sg_bucket_apply (g, both, 2, &error), "%s", error ? error->message : "");
+  ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "");
+  SgElision el;
+  sg_graph_elision (g, &el);
+  int32_t views = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    views += g->nodes[i].kind == SG_OP_BUCKET_PACK && el.reason[i] == SG_COPY_ELIDED
+             && el.view_of[i] >= 0;
+  sg_elision_clear (&el);
+  ck_assert_int_eq (views, 1);
+}
+END_TEST
+
 /* A generated FSDP-8 step of ~10k nodes: hundreds of buckets at once, as
  * in the pass's late trials on large graphs. */
 START_TEST (trial_matches_apply_on_a_generated_step)
@@ -283,6 +331,7 @@ trial_suite (void)
   tcase_add_test (tc, trial_refuses_what_apply_refuses);
   tcase_add_loop_test (tc, trial_matches_apply_on_samples, 0, 6);
 #ifdef HAVE_GRAPHGEN
+  tcase_add_test (tc, chained_buckets_read_the_unpacks);
   tcase_add_test (tc, trial_matches_apply_on_a_generated_step);
 #endif
   suite_add_tcase (s, tc);

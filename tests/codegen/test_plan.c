@@ -203,7 +203,26 @@ START_TEST (small_plan_validates_and_round_trips_byte_identical)
 }
 END_TEST
 
-START_TEST (plan_hash_is_fnv1a_of_text_with_zero_hash)
+START_TEST (times_of_any_finite_size_round_trip_with_their_hash)
+{
+  /* fuzz_plan (issue 18's long run): pred_end_us 3.5e203 was written
+   * through a 39-byte buffer, truncated, and the text no longer loaded */
+  g_autoptr (SgPlan) p = small_plan ();
+  p->ins[2].pred_end_us = 3.5e203;
+  p->ins[2].est_us = 1e12;
+  size_t len;
+  g_autofree char *a = sg_plan_to_json (p, &len);
+  g_autoptr (GError) e = NULL;
+  g_autoptr (SgPlan) q = sg_plan_load_data (a, len, "a", &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+  ck_assert (q->ins[2].pred_end_us == 3.5e203);
+  ck_assert (q->ins[2].est_us == 1e12);
+  g_autofree char *b = sg_plan_to_json (q, NULL);
+  ck_assert_str_eq (a, b);
+}
+END_TEST
+
+START_TEST (plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line)
 {
   g_autoptr (SgPlan) p = small_plan ();
   g_autofree char *a = sg_plan_to_json (p, NULL);
@@ -211,8 +230,9 @@ START_TEST (plan_hash_is_fnv1a_of_text_with_zero_hash)
   g_snprintf (hex, sizeof hex, "%016" G_GINT64_MODIFIER "x", p->hash);
   ck_assert_ptr_nonnull (strstr (a, hex));
   g_autofree char *zero = replace_once (a, hex, "0000000000000000");
+  g_autofree char *content = replace_once (zero, "\"graph\":\"small \\\"test\\\"\\n\",\n", "");
   uint64_t h = UINT64_C (0xcbf29ce484222325);
-  for (const unsigned char *c = (const unsigned char *)zero; *c; c++)
+  for (const unsigned char *c = (const unsigned char *)content; *c; c++)
     h = (h ^ *c) * UINT64_C (0x100000001b3);
   ck_assert_uint_eq (h, p->hash);
   /* another option text gives another hash */
@@ -220,6 +240,74 @@ START_TEST (plan_hash_is_fnv1a_of_text_with_zero_hash)
   p->options = g_strdup ("reorder=0");
   g_free (sg_plan_to_json (p, NULL));
   ck_assert_uint_ne (h, p->hash);
+}
+END_TEST
+
+START_TEST (the_graph_file_name_does_not_change_the_hash)
+{
+  /* Ranks that planned copies of one graph under other names (issue 18)
+   * must agree on the plan. */
+  g_autoptr (SgPlan) p = small_plan ();
+  g_autofree char *a = sg_plan_to_json (p, NULL);
+  uint64_t h = p->hash;
+  g_free (p->graph);
+  p->graph = g_strdup ("copy-of-the-graph.json");
+  size_t len;
+  g_autofree char *b = sg_plan_to_json (p, &len);
+  ck_assert_uint_eq (p->hash, h);
+  ck_assert_str_ne (a, b);
+  g_autoptr (GError) e = NULL;
+  g_autoptr (SgPlan) q = sg_plan_load_data (b, len, "b", &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+  ck_assert_str_eq (q->graph, "copy-of-the-graph.json");
+}
+END_TEST
+
+START_TEST (the_hash_field_must_be_canonical_lower_case_hex)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  g_autofree char *a = sg_plan_to_json (p, NULL);
+  char hex[17];
+  g_snprintf (hex, sizeof hex, "%016" G_GINT64_MODIFIER "x", p->hash);
+  g_autofree char *upper = g_ascii_strup (hex, -1);
+  ck_assert_str_ne (upper, hex); /* the hash has a letter */
+  g_autofree char *text = replace_once (a, hex, upper);
+  expect_reject (text, strlen (text), SG_PLAN_ERROR_INVALID, "16 lower-case hex digits");
+  g_autofree char *sign = replace_once (a, hex, "+00000000000000a");
+  expect_reject (sign, strlen (sign), SG_PLAN_ERROR_INVALID, "16 lower-case hex digits");
+}
+END_TEST
+
+START_TEST (a_collective_without_reduce_and_dtype_sets_one_error)
+{
+  /* Each field fails once: GLib aborts this test (fatal warnings, main)
+   * on an error set over another. */
+  g_autoptr (SgPlan) p = small_plan ();
+  g_autofree char *a = sg_plan_to_json (p, NULL);
+  g_autofree char *b = replace_once (a, ",\"dtype\":\"bfloat16\",\"reduce\":\"none\"", "");
+  expect_reject (b, strlen (b), SG_PLAN_ERROR_INVALID, "ins[2].dtype: missing");
+}
+END_TEST
+
+START_TEST (numbers_that_are_not_finite_and_nul_escapes_are_rejected)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  g_autofree char *a = sg_plan_to_json (p, NULL);
+  /* cJSON parses 1e400 as infinity and would print it back as null */
+  g_autofree char *inf = replace_once (a, "2.5", "1e400");
+  expect_reject (inf, strlen (inf), SG_PLAN_ERROR_PARSE, "number 1e400 is out of range");
+  g_autofree char *nul = replace_once (a, "{\"name\":\"w\"", "{\"name\":\"w\\u0000x\"");
+  expect_reject (nul, strlen (nul), SG_PLAN_ERROR_PARSE, "\\u0000 (NUL) in a string");
+  g_autofree char *bom = g_strconcat ("\xEF\xBB\xBF", a, NULL);
+  expect_reject (bom, strlen (bom), SG_PLAN_ERROR_PARSE, "byte-order mark");
+  GString *deep = g_string_new (NULL);
+  for (int i = 0; i < 5000; i++)
+    g_string_append_c (deep, '[');
+  for (int i = 0; i < 5000; i++)
+    g_string_append_c (deep, ']');
+  g_autofree char *nest = replace_once (a, "2.5", deep->str);
+  g_string_free (deep, TRUE);
+  expect_reject (nest, strlen (nest), SG_PLAN_ERROR_PARSE, "nesting deeper than 1000 levels");
 }
 END_TEST
 
@@ -539,7 +627,12 @@ plan_suite (void)
   Suite *s = suite_create ("plan");
   TCase *tc = tcase_create ("plan");
   tcase_add_test (tc, small_plan_validates_and_round_trips_byte_identical);
-  tcase_add_test (tc, plan_hash_is_fnv1a_of_text_with_zero_hash);
+  tcase_add_test (tc, times_of_any_finite_size_round_trip_with_their_hash);
+  tcase_add_test (tc, plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line);
+  tcase_add_test (tc, the_graph_file_name_does_not_change_the_hash);
+  tcase_add_test (tc, the_hash_field_must_be_canonical_lower_case_hex);
+  tcase_add_test (tc, a_collective_without_reduce_and_dtype_sets_one_error);
+  tcase_add_test (tc, numbers_that_are_not_finite_and_nul_escapes_are_rejected);
   tcase_add_test (tc, arg_accessors_read_kernel_arguments);
   tcase_add_test (tc, write_file_is_atomic_and_loads_back);
   tcase_add_test (tc, truncated_plan_is_rejected_at_every_length);
@@ -556,6 +649,8 @@ plan_suite (void)
 int
 main (void)
 {
+  /* A GLib warning (an error set over another) fails the test. */
+  g_log_set_always_fatal (G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
   SRunner *sr = srunner_create (plan_suite ());
   srunner_run_all (sr, CK_NORMAL);
   int failed = srunner_ntests_failed (sr);

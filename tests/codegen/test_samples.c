@@ -4,7 +4,8 @@
  * scheduler's order, and a bucketed graph (pairs of collectives merged
  * through bucket/'s rewrite). Checks: the plan validates; each compute node
  * is one KERNEL, each collective one COLLECTIVE, each wait one WAIT_EVENT,
- * in the graph's id order; no kernel argument still names a node; no two
+ * in the graph's id order (bucket copies that graph/elide.c elides are
+ * none, the others name why in kwargs.schedgraph_copy); no kernel argument still names a node; no two
  * buffers whose lifetimes overlap share a byte (every pair); arena between
  * the live peak and the sum of sizes; byte-identical text when lowered
  * twice and after a load/write round trip; predictions copied from the
@@ -66,12 +67,20 @@ check_structure (const SgGraph *g, const SgPlan *p, const char *what)
 {
   int32_t i = 0;
   int32_t n_kernels = 0, n_coll = 0, n_waits = 0;
+  SgElision el;
+  sg_graph_elision (g, &el);
   for (SgNodeId id = 0; id < g->n_nodes; id++) {
     const SgNode *n = &g->nodes[id];
     SgOpClass c = sg_op_class (n->kind);
     SgInsKind want;
     if (n->op != SG_NODE_CALL || c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM)
       continue;
+    if (c == SG_CLASS_BUCKET && el.reason[id] == SG_COPY_ELIDED) {
+      for (int32_t j = 0; j < p->n_ins; j++)
+        ck_assert_msg (!p->ins[j].name || strcmp (p->ins[j].name, n->name) != 0,
+                       "%s: elided copy %s has an instruction", what, n->name);
+      continue;
+    }
     want = sg_op_is_collective (n->kind) ? SG_INS_COLLECTIVE
            : c == SG_CLASS_WAIT          ? SG_INS_WAIT_EVENT
                                          : SG_INS_KERNEL;
@@ -88,6 +97,12 @@ check_structure (const SgGraph *g, const SgPlan *p, const char *what)
       ck_assert_str_eq (x->target, n->target);
       ck_assert_msg (!has_node_ref (x->args) && !has_node_ref (x->kwargs),
                      "%s: kernel %s still names a node", what, n->name);
+      const cJSON *why = cJSON_GetObjectItemCaseSensitive (x->kwargs, "schedgraph_copy");
+      if (c == SG_CLASS_BUCKET)
+        ck_assert_str_eq (cJSON_GetStringValue (why),
+                          sg_copy_reason_text ((SgCopyReason)el.reason[id]));
+      else
+        ck_assert_ptr_null (why);
     } else if (want == SG_INS_COLLECTIVE) {
       n_coll++;
       ck_assert_int_eq (x->stream, 1 + n->group);
@@ -110,6 +125,7 @@ check_structure (const SgGraph *g, const SgPlan *p, const char *what)
     c2 += p->ins[j].kind == SG_INS_COLLECTIVE;
     w2 += p->ins[j].kind == SG_INS_WAIT_EVENT && p->ins[j].stream == 0;
   }
+  sg_elision_clear (&el);
   ck_assert_int_eq (k2, n_kernels);
   ck_assert_int_eq (c2, n_coll);
   ck_assert_int_eq (w2, n_waits);
@@ -260,16 +276,23 @@ START_TEST (sample_plans_after_bucketing)
   g_array_free (members, TRUE);
   g_autofree char *what = g_strdup_printf ("%s bucketed", fsdp_samples[_i]);
   check_plan (g, NULL, what);
-  /* the merged collectives name their members; pack/unpack are kernels */
+  /* the merged collectives name their members; a reduce_scatter's pack
+   * interleaves (a kernel), an all_gather's pack of parameter shards is
+   * their common buffer (no kernel) */
   SgPlan *p = NULL;
   ck_assert (sg_codegen_plan (g, NULL, NULL, what, "", &p, &e));
-  int32_t merged = 0, packs = 0;
+  int32_t merged = 0, packs = 0, rs = 0, ag = 0;
   for (int32_t i = 0; i < p->n_ins; i++) {
     merged += p->ins[i].kind == SG_INS_COLLECTIVE && p->ins[i].n_members == 2;
+    rs += p->ins[i].kind == SG_INS_COLLECTIVE && p->ins[i].n_members == 2
+          && p->ins[i].op == SG_OP_REDUCE_SCATTER;
     packs += p->ins[i].kind == SG_INS_KERNEL && p->ins[i].op == SG_OP_BUCKET_PACK;
   }
+  for (int32_t v = 0; v < p->n_values; v++)
+    ag += p->values[v].init == SG_INIT_INPUT && p->values[v].offset > 0; /* seeded in a bucket */
   ck_assert_int_eq (merged, n_specs);
-  ck_assert_int_eq (packs, n_specs);
+  ck_assert_int_eq (packs, rs);
+  ck_assert_int_gt (ag, 0);
   sg_plan_free (p);
 }
 END_TEST
@@ -278,21 +301,28 @@ START_TEST (lowering_does_not_change_the_graph)
 {
   g_autoptr (SgGraph) g = load_estimated (samples[0]);
   int32_t n = g->n_nodes;
-  g_autofree char *before = g_strdup (g->nodes[n / 2].args_json);
+  g_autofree SgNode *before = g_memdup2 (g->nodes, sizeof (SgNode) * (size_t)n);
+  guint args_len = g->args->len;
   SgPlan *p = NULL;
   g_autoptr (GError) e = NULL;
   ck_assert (sg_codegen_plan (g, NULL, NULL, "x", "", &p, &e));
   ck_assert_int_eq (g->n_nodes, n);
-  ck_assert_str_eq (g->nodes[n / 2].args_json, before);
-  /* graph name and options reach the plan and its hash */
-  SgPlan *q = NULL;
+  ck_assert (memcmp (g->nodes, before, sizeof (SgNode) * (size_t)n) == 0);
+  ck_assert_uint_eq (g->args->len, args_len);
+  /* options reach the plan and its hash; the graph's name only the plan */
+  SgPlan *q = NULL, *r = NULL;
   ck_assert (sg_codegen_plan (g, NULL, NULL, "x", "bucket=0", &q, &e));
+  ck_assert (sg_codegen_plan (g, NULL, NULL, "y", "", &r, &e));
   g_free (sg_plan_to_json (p, NULL));
   g_free (sg_plan_to_json (q, NULL));
+  g_free (sg_plan_to_json (r, NULL));
   ck_assert_uint_ne (p->hash, q->hash);
   ck_assert_str_eq (q->options, "bucket=0");
+  ck_assert_uint_eq (p->hash, r->hash);
+  ck_assert_str_eq (r->graph, "y");
   sg_plan_free (p);
   sg_plan_free (q);
+  sg_plan_free (r);
 }
 END_TEST
 
@@ -316,6 +346,15 @@ START_TEST (write_puts_a_loadable_plan_at_the_path_or_nothing)
   cfg.reorder = false;
   g_autofree char *opts = sg_codegen_options_text (&cfg);
   ck_assert_ptr_nonnull (strstr (opts, "reorder=0"));
+  /* files by their last component (any spelling, any directory), presets as named */
+  cfg.cluster = "./some/../dir/lab.json";
+  cfg.profile = "/abs/prof.json";
+  g_autofree char *files = sg_codegen_options_text (&cfg);
+  ck_assert_msg (g_str_has_prefix (files, "cluster=lab.json profile=prof.json "), "%s", files);
+  cfg.cluster = "h100-sxm";
+  cfg.profile = NULL;
+  g_autofree char *preset = sg_codegen_options_text (&cfg);
+  ck_assert_msg (g_str_has_prefix (preset, "cluster=h100-sxm profile=- "), "%s", preset);
   g_autofree char *bad = g_build_filename (dir, "no", "plan.json", NULL);
   ck_assert (!sg_codegen_write (g, &cfg, samples[1], bad, NULL, &e));
   ck_assert (!g_file_test (bad, G_FILE_TEST_EXISTS));

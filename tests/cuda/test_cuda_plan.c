@@ -11,6 +11,7 @@
 
 #include "builder.h"
 #include "cuda-private.h"
+#include "estimate-private.h"
 #include "profile-private.h"
 
 static const char *data_dir = "tests/data";
@@ -399,7 +400,7 @@ START_TEST (profile_text_reads_back_through_the_cache_identically)
   GPtrArray *keys = graph_keys (g, &by_key);
   for (guint i = 0; i < keys->len; i++)
     ((Key *)keys->pdata[i])->us = 1.5 + i;
-  char *text = sg_cu_prof_profile_text (keys, "NVIDIA H200", 2);
+  char *text = sg_cu_prof_profile_text (keys, "NVIDIA H200", 2, NULL);
   /* the cost model's loader accepts it */
   cJSON *root = cJSON_Parse (text);
   ck_assert_ptr_nonnull (root);
@@ -408,17 +409,21 @@ START_TEST (profile_text_reads_back_through_the_cache_identically)
 
   GPtrArray *fresh = graph_keys (g, &by_key2);
   int cached = 0;
-  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached);
+  char *contention = NULL;
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached,
+                         &contention);
   ck_assert_int_eq (cached, (int)keys->len);
+  ck_assert_ptr_null (contention);
   g_ptr_array_sort (fresh, sg_cu_prof_key_cmp);
-  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2);
+  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2, NULL);
   ck_assert_str_eq (again, text);
 
   /* another device: nothing is taken */
   GHashTable *by_key3;
   GPtrArray *other = graph_keys (g, &by_key3);
   cached = 0;
-  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H100", 2, other, by_key3, 1, &cached);
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H100", 2, other, by_key3, 1, &cached,
+                         &contention);
   ck_assert_int_eq (cached, 0);
   for (guint i = 0; i < other->len; i++)
     ck_assert (((Key *)other->pdata[i])->us < 0);
@@ -431,6 +436,71 @@ START_TEST (profile_text_reads_back_through_the_cache_identically)
   g_ptr_array_unref (keys);
   g_ptr_array_unref (fresh);
   g_ptr_array_unref (other);
+  sg_graph_free (g);
+}
+END_TEST
+
+/* The contention section: written entries load in the cost model (every
+ * field where estimate/profile.c reads it), come back through the cache
+ * unchanged, and make the profile version 2. */
+START_TEST (contention_entries_load_in_the_cost_model_and_survive_the_cache)
+{
+  SgGraph *g = load_sample ("w2_tiny_tp2_L2_h256.json");
+  GHashTable *by_key, *by_key2;
+  GPtrArray *keys = graph_keys (g, &by_key);
+  const Key *coll = NULL, *gemm = NULL;
+  for (guint i = 0; i < keys->len; i++) {
+    Key *k = keys->pdata[i];
+    k->us = 10.0 + i;
+    if (k->fam == FAM_COLL && !coll)
+      coll = k;
+    if (k->fam == FAM_GEMM && !gemm)
+      gemm = k;
+  }
+  ck_assert (coll && gemm);
+  double vec[SG_CU_CONTENTION_VEC] = { 100.0004, 50.25 };
+  for (int o = 0; o < 2; o++) {
+    double *x = vec + 2 + o * (2 + SG_CU_CONTENTION_MAX_REPS);
+    x[0] = o ? 50.0 : 0.0;
+    x[1] = 120.0;
+    for (int r = 0; r < 3; r++)
+      x[2 + r] = 100.0 + 10.0 * (r == 1);
+  }
+  GString *entries = g_string_new (NULL);
+  sg_cu_prof_contention_entries (entries, coll, SG_KERNEL_GEMM, gemm->key, 1, 3, vec);
+  char *text = sg_cu_prof_profile_text (keys, "NVIDIA H200", 2, entries->str);
+  GError *err = NULL;
+  SgProfile *p = sg_profile_load_data (text, strlen (text), "mem", 2, &err);
+  ck_assert_msg (p != NULL, "%s", err ? err->message : "");
+  size_t n = 0;
+  const SgContentionSample *s = sg_profile_contention (p, &n);
+  ck_assert_int_eq ((int)n, 2);
+  ck_assert (!s[0].kernel_first && s[1].kernel_first);
+  ck_assert_int_eq (s[0].klass, SG_KERNEL_GEMM);
+  ck_assert_str_eq (s[0].kernel_key, gemm->key);
+  ck_assert_int_eq (s[0].n_reps, 3);
+  ck_assert (s[0].rep_solo_us == 100.0 && s[0].comm_solo_us == 50.25); /* 0.001 us */
+  ck_assert (s[1].lag_us == 50.0 && s[1].reps_us[1] == 110.0);
+  sg_profile_free (p);
+
+  GPtrArray *fresh = graph_keys (g, &by_key2);
+  int cached = 0;
+  char *contention = NULL;
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached,
+                         &contention);
+  ck_assert_str_eq (contention, entries->str);
+  g_ptr_array_sort (fresh, sg_cu_prof_key_cmp);
+  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2, contention);
+  ck_assert_str_eq (again, text);
+  ck_assert (strstr (text, "\"version\": 2") != NULL);
+  g_free (contention);
+  g_free (again);
+  g_free (text);
+  g_string_free (entries, TRUE);
+  g_hash_table_unref (by_key);
+  g_hash_table_unref (by_key2);
+  g_ptr_array_unref (keys);
+  g_ptr_array_unref (fresh);
   sg_graph_free (g);
 }
 END_TEST
@@ -498,6 +568,7 @@ suite (void)
   tcase_add_test (tc, profile_keys_are_the_distinct_shapes_of_the_graph);
   tcase_add_test (tc, profile_text_reads_back_through_the_cache_identically);
   tcase_add_test (tc, profile_keys_addmm_by_its_matrix_operands);
+  tcase_add_test (tc, contention_entries_load_in_the_cost_model_and_survive_the_cache);
   tcase_add_test (tc, local_rank_comes_from_the_launcher_environment);
   tcase_add_test (tc, nccl_reduces_the_float_types_and_not_fp8);
   suite_add_tcase (s, tc);

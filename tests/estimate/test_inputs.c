@@ -137,7 +137,11 @@ START_TEST (bad_cluster_files_are_rejected_naming_the_field)
   expect_cluster_error ("{\"nccl_arch\": \"kepler\"}", "nccl_arch");
   expect_cluster_error ("{\"gemm_max_efficiency\": 1.5}", "gemm_max_efficiency");
   expect_cluster_error ("[1, 2]", "must be a JSON object");
-  expect_cluster_error ("{\"hbm_GBps\": 3000,", "malformed JSON");
+  expect_cluster_error ("{\"hbm_GBps\": 3000,", "truncated");
+  expect_cluster_error ("{\"hbm_GBps\": 3000 x}", "line 1, column 19: malformed JSON");
+  /* cJSON reads 1e400 as infinity: refused as text, before any range check */
+  expect_cluster_error ("{\"hbm_GBps\": 1e400}", "number 1e400 is out of range");
+  expect_cluster_error ("\xEF\xBB\xBF{}", "byte-order mark");
   g_autoptr (SgGraph) g = small_graph (64, 64, 64, NULL);
   g_autofree char *m1 = est_fail (g, "/nonexistent/cluster.json", NULL, SG_ESTIMATE_ERROR_CLUSTER);
   ck_assert_msg (strstr (m1, "cannot read cluster file"), "%s", m1);
@@ -215,6 +219,28 @@ START_TEST (profile_interpolates_gemms_by_flops_and_falls_back_below)
 }
 END_TEST
 
+START_TEST (an_ops_entry_of_zero_bytes_answers_its_exact_key_only)
+{
+  /* fuzz_profile found it: 0 bytes as an interpolation point made every
+   * larger lookup infinite (x / 0) */
+  static const char text[] =
+    "{\"format\":\"schedgraph.profile\",\"version\":1,\"world_size\":2,\"ops\":["
+    "{\"target\":\"aten.mul.Tensor\",\"bytes\":0,\"us\":2},"
+    "{\"target\":\"aten.add.Tensor\",\"bytes\":0,\"us\":3},"
+    "{\"target\":\"aten.add.Tensor\",\"bytes\":1024,\"us\":4}]}";
+  g_autoptr (GError) e = NULL;
+  SgProfile *p = sg_profile_load_data (text, strlen (text), "z.json", 2, &e);
+  ck_assert_msg (p != NULL, "%s", e ? e->message : "");
+  double us = -1;
+  ck_assert (sg_profile_op_us (p, "aten.mul.Tensor", 0, &us) && us == 2);
+  ck_assert (!sg_profile_op_us (p, "aten.mul.Tensor", 64, &us));
+  ck_assert (sg_profile_op_us (p, "aten.add.Tensor", 0, &us) && us == 3);
+  ck_assert (!sg_profile_op_us (p, "aten.add.Tensor", 512, &us));
+  ck_assert (sg_profile_op_us (p, "aten.add.Tensor", 4096, &us) && us == 16);
+  sg_profile_free (p);
+}
+END_TEST
+
 START_TEST (graph_cost_us_beats_profile_beats_model)
 {
   g_autofree char *path = est_tmpfile ("p.json", profile_text);
@@ -250,8 +276,8 @@ START_TEST (bad_profiles_are_rejected_naming_the_entry)
 {
   expect_profile_error ("{\"format\":\"other\",\"version\":1,\"world_size\":2}",
                         "format: \"other\" is not \"schedgraph.profile\"");
-  expect_profile_error ("{\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2}",
-                        "version 2 is not supported");
+  expect_profile_error ("{\"format\":\"schedgraph.profile\",\"version\":3,\"world_size\":2}",
+                        "version 3 is not supported");
   expect_profile_error ("{\"format\":\"schedgraph.profile\",\"version\":1,\"world_size\":8}",
                         "world_size 8, the graph has 2");
   expect_profile_error ("{\"format\":\"schedgraph.profile\",\"version\":1}", "world_size: missing");
@@ -282,7 +308,31 @@ START_TEST (bad_profiles_are_rejected_naming_the_entry)
                         "\"group_size\":2,\"us\":4}]}",
                         "collectives[1]: duplicates the key of collectives[0]");
   expect_profile_error ("{" HDR ",\"ops\":{}}", "ops: expected an array");
-  expect_profile_error ("{" HDR ",", "malformed JSON");
+  /* the contention section (version 2) */
+#define CE(first) /* fields in @first win over the defaults (cJSON reads the first) */         \
+  "{" first "\"kind\":\"reduce_scatter\",\"bytes\":1048576,\"group_size\":2,\"kernel\":\"gemm\","           \
+  "\"kernel_key\":\"mm|bfloat16|1|8|8|8\",\"order\":\"comm_first\",\"comm_solo_us\":50,"            \
+  "\"rep_solo_us\":100,\"comm_us\":60,\"reps_us\":[110,100]}"
+#define V2 "\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2"
+  expect_profile_error ("{" HDR ",\"contention\":[" CE ("") "]}",
+                        "contention: needs version 2 (this profile says 1)");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"kernel\":\"conv\",") "]}",
+                        "contention[0].kernel: unknown kernel class \"conv\"");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"order\":\"both\",") "]}",
+                        "contention[0].order: \"both\" is neither comm_first nor kernel_first");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"reps_us\":[1,0],") "]}",
+                        "contention[0].reps_us: element 1: expected a positive time");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"transport\":\"ib\",") "]}",
+                        "contention[0].transport: unknown transport \"ib\"");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("\"lag_us\":-1,") "]}",
+                        "contention[0].lag_us: expected a non-negative time");
+  expect_profile_error ("{" V2 ",\"contention\":[" CE ("") "," CE ("") "]}",
+                        "contention[1]: duplicates the key of contention[0]");
+  expect_profile_error ("{" HDR ",", "truncated");
+  expect_profile_error ("{" HDR "} []", "trailing text");
+  expect_profile_error ("{" HDR ",\"ops\":[{\"target\":\"aten.add.Tensor\",\"bytes\":1e999,"
+                        "\"us\":3}]}",
+                        "number 1e999 is out of range");
   g_autoptr (SgGraph) g = small_graph (64, 64, 64, NULL);
   g_autofree char *msg = est_fail (g, NULL, "/nonexistent/p.json", SG_ESTIMATE_ERROR_PROFILE);
   ck_assert_msg (strstr (msg, "cannot read profile"), "%s", msg);
@@ -395,6 +445,7 @@ suite (void)
   tcase_add_test (tc, cluster_file_without_base_starts_from_the_graphs_gpu);
   tcase_add_test (tc, profile_exact_hits_win_over_the_model);
   tcase_add_test (tc, profile_interpolates_gemms_by_flops_and_falls_back_below);
+  tcase_add_test (tc, an_ops_entry_of_zero_bytes_answers_its_exact_key_only);
   tcase_add_test (tc, graph_cost_us_beats_profile_beats_model);
   tcase_add_test (tc, bad_profiles_are_rejected_naming_the_entry);
   tcase_add_test (tc, attention_profile_entries_match_shape_and_causality);

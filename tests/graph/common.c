@@ -28,6 +28,16 @@ assert_valid (const SgGraph *g)
   ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "?");
 }
 
+int
+run_suite (Suite *s)
+{
+  SRunner *sr = srunner_create (s);
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}
+
 /* x[4,8] f32, w[2,8] f32 -> ag = all_gather(w) over "0" (2 ranks) -> wait ->
  * t -> mm(x, t) [4,4] -> relu -> output. */
 SgGraph *

@@ -73,7 +73,16 @@ START_TEST (sample_graph_keeps_args_tuples_and_dtypes)
   SgNodeId ag = sg_graph_lookup (g, "all_gather_into_tensor");
   ck_assert_int_ge (ag, 0);
   ck_assert_int_eq (g->nodes[ag].kind, SG_OP_ALL_GATHER);
-  ck_assert_str_eq (g->nodes[ag].args_json, "[{\"node\":\"arg1_1\"},2,\"0\"]");
+  ck_assert_uint_eq (g->nodes[ag].n_args, 3);
+  ck_assert_int_eq (sg_arg_node (g, ag, sg_node_arg (g, ag, 0)), sg_graph_lookup (g, "arg1_1"));
+  int64_t size;
+  ck_assert (sg_arg_int (sg_node_param (g, ag, SG_PARAM_GROUP_SIZE), &size) && size == 2);
+  ck_assert_str_eq (sg_arg_str (sg_node_param (g, ag, SG_PARAM_GROUP_NAME)), "0");
+  cJSON *echo = sg_node_args_json (g, ag, false, NULL, NULL);
+  char *text = cJSON_PrintUnformatted (echo);
+  ck_assert_str_eq (text, "[{\"node\":\"arg1_1\"},2,\"0\"]");
+  cJSON_free (text);
+  cJSON_Delete (echo);
   ck_assert_int_eq (g->nodes[ag].group, 0);
   ck_assert_int_eq (g->nodes[ag].group_size, 2);
   ck_assert_int_eq (g->nodes[ag].meta.dtype, SG_DTYPE_BF16);

@@ -10,22 +10,8 @@ g=$data/w2_tiny_fsdp2_L2_h256.json
 order=$data/w2_tiny_fsdp2_L2_h256.peer_order_plain.json
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0
-total=0
-
-check() { # NAME CONDITION-COMMAND...
-  local name=$1
-  shift
-  total=$((total + 1))
-  if "$@"; then
-    echo "ok: $name"
-  else
-    echo "FAIL: $name"
-    fails=$((fails + 1))
-  fi
-}
-
-has() { grep -qF -- "$2" "$1"; }
+# shellcheck source=../cli-check.sh
+. "$(dirname "$0")/../cli-check.sh"
 
 "$sg" "$g" -o "$tmp/a.plan.json" --report "$tmp/a.report.json" --trace "$tmp/a.trace.json" \
   --order "$order" >"$tmp/a.out" 2>"$tmp/a.err"
@@ -43,12 +29,19 @@ check "summary names the orders" \
 check "summary times every pass" \
   grep -qE '^passes: load [0-9.]+ ms, validate [0-9.]+ ms, estimate .* schedule .* bucket .* codegen [0-9.]+ ms$' "$tmp/a.out"
 
+# Compute grows after bucketing by the pack/unpack copies, and says so.
+check "the bucketing line accounts for the growth of compute" bash -c "
+  in=\$(awk '/^input order:/ { getline; print \$10 }' '$tmp/a.out')
+  out=\$(awk '/^scheduled order:/ { getline; print \$10 }' '$tmp/a.out')
+  add=\$(sed -n 's/^bucketing: .*; compute +\\([0-9.]*\\) us: [0-9]* pack\\/unpack copies .*/\\1/p' '$tmp/a.out')
+  [ -n \"\$add\" ] && awk -v a=\"\$in\" -v b=\"\$out\" -v c=\"\$add\" 'BEGIN { d = b - a - c; exit !(d < 0.01 && d > -0.01) }'"
+
 "$sg" "$g" -q -o "$tmp/b.plan.json" --trace "$tmp/b.trace.json" --order "$order"
 check "identical runs give byte-identical plans" cmp -s "$tmp/a.plan.json" "$tmp/b.plan.json"
 check "identical runs give byte-identical traces" cmp -s "$tmp/a.trace.json" "$tmp/b.trace.json"
 
 "$sg" "$g" -q --no-reorder --no-bucket -o "$tmp/c.plan.json"
-check "--no-reorder --no-bucket writes a plan" has "$tmp/c.plan.json" '"options":"reorder=0 bucket=0'
+check "--no-reorder --no-bucket writes a plan" grep -q '"options":"cluster=- profile=- reorder=0 .* bucket=0 ' "$tmp/c.plan.json"
 check "... which differs from the scheduled one" bash -c "! cmp -s '$tmp/a.plan.json' '$tmp/c.plan.json'"
 
 "$sg" "$g" -q --emit-graph "$tmp/final.json"
@@ -71,6 +64,14 @@ check "--stop-after=estimate stops there" \
   bash -c "grep -q 'passes: load .* estimate [0-9.]* ms$' '$tmp/stop.out' && ! grep -q schedule '$tmp/stop.out'"
 "$sg" "$g" --stop-after=estimate -o "$tmp/e.plan.json" 2>/dev/null
 check "--stop-after with -o is a usage error" test $? -eq 2
+
+"$sg" "$g" -q --bucket-mode per-layer -o "$tmp/l.plan.json" --report "$tmp/l.report.json"
+check "--bucket-mode per-layer writes a plan" has "$tmp/l.plan.json" 'bucket_mode=per-layer'
+check "... and reports the mode" grep -qE '"mode":[[:space:]]*"per-layer"' "$tmp/l.report.json"
+"$sg" "$g" --bucket-mode greedy -o "$tmp/m.plan.json" 2>"$tmp/m.err"
+check "unknown --bucket-mode is a usage error" test $? -eq 2
+check "... naming the value" has "$tmp/m.err" "--bucket-mode: 'greedy' is not auto or per-layer"
+check "... and writes nothing" test ! -e "$tmp/m.plan.json"
 
 # Failures: exit 1, one line naming the file at fault, nothing written.
 printf '["not_a_node"]\n' >"$tmp/bad-order.json"

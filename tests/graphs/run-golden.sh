@@ -100,6 +100,21 @@ expect_exit usage-bad-fraction 2 "--max-peak-increase: 'lots'" --max-peak-increa
 expect_exit usage-bad-dump 2 "--dump: unknown pass 'nope'" --dump=nope "$dir/accept-small.json"
 expect_exit usage-output-is-input 2 "-o would overwrite the graph" "$dir/accept-small.json" -o "$dir/accept-small.json"
 expect_exit usage-two-outputs-one-path 2 "--report would overwrite -o" "$dir/accept-small.json" -o "$tmp/same.json" --report "$tmp/same.json"
+# The same file under another spelling or a link (device and inode, not text)
+cp "$dir/accept-small.json" "$tmp/g.json" && mkdir -p "$tmp/sub" && ln -s g.json "$tmp/g-link.json" &&
+  ln "$tmp/g.json" "$tmp/g-hard.json" && printf '{"hbm_GBps": 3000}\n' >"$tmp/c.json"
+expect_exit usage-output-is-input-dotted 2 "-o would overwrite the graph" "$tmp/g.json" -o "$tmp/sub/../g.json"
+expect_exit usage-report-is-input-dot 2 "--report would overwrite the graph" "$tmp/g.json" --report "$tmp/./g.json"
+expect_exit usage-output-is-input-symlink 2 "-o would overwrite the graph" "$tmp/g.json" -o "$tmp/g-link.json"
+expect_exit usage-trace-is-input-hardlink 2 "--trace would overwrite the graph" "$tmp/g.json" --trace "$tmp/g-hard.json"
+expect_exit usage-output-is-cluster 2 "-o would overwrite the --cluster file" "$tmp/g.json" --cluster "$tmp/c.json" -o "$tmp/sub/../c.json"
+expect_exit usage-two-new-outputs-one-file 2 "--report would overwrite -o" "$tmp/g.json" -o "$tmp/new.json" --report "$tmp/sub/../new.json"
+total=$((total + 1))
+if cmp -s "$dir/accept-small.json" "$tmp/g.json" && [ ! -e "$tmp/new.json" ]; then
+  echo "ok: the input is intact after the refused runs"
+else
+  fail "the input was overwritten or an output written"
+fi
 expect_exit help 0 "Usage: schedgraph [OPTIONS] GRAPH.json" --help
 expect_exit help-short 0 "Exit status: 0 ok" -h
 expect_exit version 0 "schedgraph " --version

@@ -2,7 +2,7 @@
 # e2e.sh: the runtime's semantics proof and reliability tests under mpirun.
 #
 #   e2e.sh MODE SCHEDRUN SGEVAL MKPLAN SCHEDGRAPH GRAPHGEN DATADIR [MKRING]
-#   MODE: samples | graphgen | np8 | ring | faults | dev8 (slow, not in meson)
+#   MODE: samples | graphgen | np8 | ring | faults | faults-cuda | dev8 (slow, not in meson)
 #
 # samples/graphgen/np8: for each graph, the plans of the input order
 # (schedgraph --no-reorder --no-bucket), of the schedule (--no-bucket), of
@@ -15,8 +15,15 @@
 # ring (issue 13): at 2, 4 and 8 ranks, collective_permute ring
 # formulations (tests/runtime/mkring.c) against all_gather -> mm (bitwise)
 # and mm -> reduce_scatter (within 1e-5), each also against sgeval.
-# faults: plan hash / world size disagreement, corrupt and truncated plans,
-# an op the backend cannot run, an injected mid-run failure (no hang).
+# faults: the fault matrix (issue 18; each case bounded in time, one line
+# naming the rank and the cause, non-zero exit, no output left): a rank
+# killed with SIGKILL mid-step, a hung rank, a failing rank, different
+# plans, a truncated or edited plan, a plan for another world size, an
+# output directory that cannot be written, ranks started with different
+# options, an arena larger than memory; then corrupt and missing plans, an
+# op the backend cannot run, NaN outputs, bad options, timing mode, --trace.
+# faults-cuda: the same matrix on the CUDA backend plus the arena out of
+# device memory (skips, exit 77, without a GPU).
 set -u
 MODE=$1 SCHEDRUN=$2 SGEVAL=$3 MKPLAN=$4 SCHEDGRAPH=$5 GRAPHGEN=$6 DATA=$7 MKRING=${8:-}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -31,9 +38,12 @@ FAILS=0
 fail () { echo "FAIL: $*"; FAILS=$((FAILS + 1)); }
 note () { echo "---- $*"; }
 
+# SG_MPIRUN_ARGS: extra mpirun flags (tools/device/faults.sh: -x for CUDA).
 mpirun_ () { # NP args... (bounded: a hang is a failure, not a stuck CI)
   np=$1; shift
-  ASAN_OPTIONS=$MPI_ASAN timeout 300 mpirun -np "$np" --oversubscribe "$SCHEDRUN" "$@"
+  # shellcheck disable=SC2086
+  ASAN_OPTIONS=${RUN_ASAN:-$MPI_ASAN} timeout 300 mpirun ${SG_MPIRUN_ARGS:-} -np "$np" \
+    --oversubscribe "$SCHEDRUN" "$@"
 }
 
 # Agreement of a dump with the reference: bitwise, else rtol 1e-5.
@@ -122,11 +132,125 @@ expect_fail () { # LABEL PATTERN NP ARGS... : exit != 0 and PATTERN in the outpu
     fail "$label: exit 0"
   elif [ $rc -eq 124 ]; then
     fail "$label: hung (timeout)"
-  elif ! grep -q "$pat" "$T/out"; then
+  elif ! grep -q -- "$pat" "$T/out"; then
     cat "$T/out"; fail "$label: no message matching '$pat'"
   else
-    echo "ok   $label: exit $rc: $(grep -m1 "$pat" "$T/out")"
+    echo "ok   $label: exit $rc: $(grep -m1 -- "$pat" "$T/out")"
   fi
+}
+
+# The fault matrix (issue 18). `outs NAME` names this case's outputs: $O
+# and $OUTS (--report, --trace, --dump-outputs under $O, which must not
+# exist afterwards). `fault LABEL PATTERN SECONDS CMD...` runs CMD (an
+# mpirun) and requires: every rank ended within SECONDS (mpirun returns
+# only when all have; no schedrun of this case is left), a non-zero exit,
+# a line matching PATTERN (the rank and the cause), no output written.
+outs () {
+  O=$T/fault.$1
+  mkdir -p "$O"
+  OUTS="--report $O/report.json --trace $O/trace.json --dump-outputs $O/dump"
+}
+fault () {
+  label=$1 pat=$2 bound=$3; shift 3
+  t0=$(date +%s%N)
+  "$@" >"$T/out" 2>&1
+  rc=$?
+  secs=$((($(date +%s%N) - t0) / 1000000000))
+  left=$(pgrep -f -- "$O/report.json" | wc -l)
+  if [ $rc -eq 0 ]; then
+    fail "$label: exit 0"
+  elif [ $rc -eq 124 ] || [ $secs -gt "$bound" ]; then
+    cat "$T/out"; fail "$label: took ${secs} s (bound $bound s, exit $rc)"
+  elif [ "$left" -ne 0 ]; then
+    fail "$label: $left schedrun process(es) of this case still running"
+  elif ! grep -q -- "$pat" "$T/out"; then
+    cat "$T/out"; fail "$label: no line matching '$pat'"
+  elif [ -e "$O/report.json" ] || [ -e "$O/trace.json" ] || [ -e "$O/dump" ]; then
+    ls -lR "$O"; fail "$label: partial outputs left"
+  else
+    echo "ok   $label: exit $rc in ${secs} s: $(grep -m1 -- "$pat" "$T/out")"
+  fi
+}
+# MPMD: rank 0 runs "schedrun A", rank 1 "schedrun B" (word lists).
+mpmd () { # "ARGS OF RANK 0" "ARGS OF RANK 1"
+  # shellcheck disable=SC2086
+  ASAN_OPTIONS=$MPI_ASAN timeout 300 mpirun ${SG_MPIRUN_ARGS:-} -np 1 "$SCHEDRUN" $1 : \
+    -np 1 "$SCHEDRUN" $2
+}
+# Every case under the watchdog: a case that hangs ends at its --timeout
+# and fails on the message.
+WD=20 BOUND=35
+
+# fault_matrix BACKEND_ARGS HANG_PATTERN: the cases every backend must pass.
+fault_matrix () {
+  B=$1 hang_pat=$2
+  outs kill
+  # shellcheck disable=SC2086
+  fault "$B: rank 1 killed with SIGKILL mid-step" "rank 1 with PID .* exited on signal 9" $BOUND \
+    mpirun_ 2 "$T/a.json" $B --timeout $WD --fail-at-ins 40 --fail-kill $OUTS
+  outs hang
+  # shellcheck disable=SC2086
+  fault "$B: rank 1 hangs mid-step" "$hang_pat" 20 \
+    mpirun_ 2 "$T/a.json" $B --timeout 5 --fail-at-ins 40 --fail-hang $OUTS
+  outs fail
+  # shellcheck disable=SC2086
+  fault "$B: rank 0 fails mid-step (rank 1 blocks in a collective)" \
+    "rank 0: injected failure at instruction 60" $BOUND \
+    mpirun_ 2 "$T/a.json" $B --timeout $WD --fail-at-ins 60 --fail-rank 0 $OUTS
+  outs plans
+  fault "$B: ranks given different plans" "rank 1 loaded plan hash .*, rank 0 loaded" $BOUND \
+    mpmd "$T/a.json $B --timeout $WD $OUTS" "$T/p.json $B --timeout $WD $OUTS"
+  [ "$(grep -c 'plan hash' "$T/out")" -eq 2 ] || fail "$B: different plans: not both ranks said so"
+  outs trunc
+  # shellcheck disable=SC2086
+  fault "$B: a plan truncated after validation" "rank 0: plan .*trunc.json: truncated" $BOUND \
+    mpirun_ 2 "$T/trunc.json" $B --timeout $WD $OUTS
+  outs edit
+  # shellcheck disable=SC2086
+  fault "$B: a plan edited after validation" "rank 0: .*content hash mismatch" $BOUND \
+    mpirun_ 2 "$T/tampered.json" $B --timeout $WD $OUTS
+  outs world
+  # shellcheck disable=SC2086
+  fault "$B: a plan for another world size" \
+    "rank 2: the plan is for world size 2 but mpirun started 3 ranks" $BOUND \
+    mpirun_ 3 "$T/a.json" $B --timeout $WD $OUTS
+  outs unwritable
+  # shellcheck disable=SC2086
+  fault "$B: an output directory that cannot be written" \
+    "rank 0: --report $T/a.json/report.json: cannot write in $T/a.json: Not a directory" \
+    $BOUND mpirun_ 2 "$T/a.json" $B --timeout $WD --report "$T/a.json/report.json" \
+    --dump-outputs "$O/dump"
+  outs opts
+  fault "$B: ranks started with different --mode" \
+    "rank 1 was started with --mode timing, rank 0 with --mode exact" $BOUND \
+    mpmd "$T/a.json $B --timeout $WD $OUTS" "$T/a.json $B --timeout $WD $OUTS --mode timing"
+  outs optsi
+  fault "$B: ranks started with different --iters" \
+    "rank 1 was started with --iters 3, rank 0 with --iters 1" $BOUND \
+    mpmd "$T/a.json $B --timeout $WD $OUTS" "$T/a.json $B --timeout $WD $OUTS --iters 3"
+  outs optss
+  fault "$B: ranks started with different --seed" \
+    "rank 1 was started with --seed 7, rank 0 with --seed 0" $BOUND \
+    mpmd "$T/a.json $B --timeout $WD $OUTS" "$T/a.json $B --timeout $WD $OUTS --seed 7"
+  outs optst
+  fault "$B: only rank 0 asked for a trace" \
+    "rank 1 was started without --trace, rank 0 with --trace" $BOUND \
+    mpmd "$T/a.json $B --timeout $WD $OUTS" \
+    "$T/a.json $B --timeout $WD --report $O/report.json --dump-outputs $O/dump"
+  outs optsw
+  fault "$B: ranks started with different --timeout" \
+    "rank 1 was started with --timeout 30, rank 0 with --timeout 20" $BOUND \
+    mpmd "$T/a.json $B --timeout $WD $OUTS" "$T/a.json $B --timeout 30 $OUTS"
+}
+
+fault_plans () { # the plans of the fault matrix
+  G=$DATA/w2_tiny_tp2_L2_h256.json
+  "$MKPLAN" "$G" "$T/a.json" || fail mkplan
+  "$MKPLAN" "$G" "$T/p.json" "$DATA/w2_tiny_tp2_L2_h256.peer_order_plain.json" || fail mkplan
+  head -c 20000 "$T/a.json" >"$T/trunc.json"
+  sed '0,/"arena_bytes": *[0-9]*/s//"arena_bytes": 999/' "$T/a.json" >"$T/tampered.json"
+  cmp -s "$T/a.json" "$T/tampered.json" && fail "tamper: sed changed nothing"
+  "$MKPLAN" "$DATA/../runtime/data/huge_arena.json" "$T/huge.json" || fail "mkplan huge arena"
 }
 
 case $MODE in
@@ -214,33 +338,43 @@ dev8)
   done
   ;;
 faults)
-  G=$DATA/w2_tiny_tp2_L2_h256.json
-  "$MKPLAN" "$G" "$T/a.json" || fail mkplan
-  "$MKPLAN" "$G" "$T/p.json" "$DATA/w2_tiny_tp2_L2_h256.peer_order_plain.json" || fail mkplan
-  # ranks holding different plans: every rank stops, naming the hash
-  ASAN_OPTIONS=$MPI_ASAN timeout 120 mpirun -np 1 "$SCHEDRUN" "$T/a.json" : -np 1 "$SCHEDRUN" "$T/p.json" >"$T/out" 2>&1
-  [ $? -eq 0 ] && fail "plan mismatch: exit 0"
-  if [ "$(grep -c 'plan hash' "$T/out")" -eq 2 ]; then
-    echo "ok   plan mismatch: both ranks: $(grep -m1 'plan hash' "$T/out")"
+  fault_plans
+  fault_matrix "--backend cpu" "rank 1: --timeout 5 s expired .*at instruction 40"
+  outs arena
+  # the allocation of 2 PiB fails: ASan must return NULL as libc does
+  RUN_ASAN=$MPI_ASAN:allocator_may_return_null=1
+  # shellcheck disable=SC2086
+  fault "cpu: an arena larger than memory" "rank 1: cannot allocate the arena" $BOUND \
+    mpirun_ 2 "$T/huge.json" --timeout $WD $OUTS
+  RUN_ASAN=
+  # outputs compared with the plan and each other as files, not path texts
+  cp "$T/a.json" "$T/a.copy.json"
+  expect_fail "--report is the plan under another spelling" \
+    "--report would overwrite the plan" 2 "$T/a.json" --report "$T/./a.json"
+  echo old >"$T/r2.json" && ln -sf r2.json "$T/r2-link.json"
+  expect_fail "--trace is the report through a symbolic link" \
+    "--trace would overwrite --report" 2 "$T/a.json" --report "$T/r2.json" --trace "$T/r2-link.json"
+  mkdir -p "$T/dumpdir" && cp "$T/a.json" "$T/dumpdir/outputs.json"
+  expect_fail "--dump-outputs would overwrite the plan" \
+    "--dump-outputs .* would overwrite the plan" 2 "$T/dumpdir/outputs.json" \
+    --dump-outputs "$T/dumpdir"
+  cmp -s "$T/a.json" "$T/a.copy.json" && cmp -s "$T/a.json" "$T/dumpdir/outputs.json" ||
+    fail "a refused run changed the plan"
+  cp "$G" "$T/g.json"
+  if mpirun_ 1 --profile "$T/g.json" -o "$T/./g.json" >"$T/out" 2>&1; then
+    fail "--profile -o the graph: exit 0"
+  elif grep -q "no CUDA backend" "$T/out"; then
+    echo "skip --profile -o the graph: no CUDA in this build"
+  elif grep -q -- "-o would overwrite the graph" "$T/out" && cmp -s "$G" "$T/g.json"; then
+    echo "ok   --profile -o the graph: $(grep -m1 -- '-o would overwrite' "$T/out")"
   else
-    cat "$T/out"; fail "plan mismatch: expected the message on both ranks"
+    cat "$T/out"; fail "--profile -o the graph"
   fi
-  expect_fail "world size 3 for a 2-rank plan" "world size 2 but mpirun started 3" 3 "$T/a.json"
-  [ "$(grep -c 'world size 2' "$T/out")" -eq 3 ] || fail "world size: not every rank said so"
-  head -c 20000 "$T/a.json" >"$T/trunc.json"
-  expect_fail "truncated plan" "rank 0:" 2 "$T/trunc.json"
   printf 'not a plan\n' >"$T/junk.json"
   expect_fail "corrupt plan" "rank 0:" 2 "$T/junk.json"
-  sed '0,/"arena_bytes": *[0-9]*/s//"arena_bytes": 999/' "$T/a.json" >"$T/tampered.json"
-  cmp -s "$T/a.json" "$T/tampered.json" && fail "tamper: sed changed nothing"
-  expect_fail "plan edited without its hash" "hash" 2 "$T/tampered.json"
   expect_fail "missing plan file" "rank 0:" 2 "$T/none.json"
   expect_fail "injected failure at instruction 40" "injected failure" 2 "$T/a.json" \
     --fail-at-ins 40
-  expect_fail "injected failure on rank 0 (rank 1 then blocks in a collective)" "injected failure" 2 \
-    "$T/a.json" --fail-at-ins 60 --fail-rank 0
-  expect_fail "a hung rank ended by --timeout" "timeout expired" 2 "$T/a.json" \
-    --fail-at-ins 40 --fail-hang --timeout 5
   "$MKPLAN" "$DATA/../runtime/data/unsupported_op.json" "$T/u.json" 2>"$T/mk.err" ||
     { cat "$T/mk.err"; fail "mkplan unsupported"; }
   expect_fail "an op the CPU backend cannot run" "cumsum_1" 2 "$T/u.json"
@@ -308,6 +442,25 @@ PY
   else
     cat "$T/out"; fail "--trace"
   fi
+  ;;
+faults-cuda)
+  # The fault matrix on the CUDA backend, plus the arena out of device
+  # memory: runs where a GPU and a CUDA build exist (tools/device/faults.sh),
+  # skips (77) elsewhere.
+  if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "skip: no GPU here"; exit 77
+  fi
+  fault_plans
+  if ! mpirun_ 2 "$T/a.json" --backend cuda >"$T/out" 2>&1 && grep -q "not built in" "$T/out"; then
+    echo "skip: this schedrun has no CUDA backend"; exit 77
+  fi
+  # the hung rank's peers: NCCL waits end at the step budget (watchdog)
+  fault_matrix "--backend cuda" "rank [01]: .*\(--timeout\|watchdog\)"
+  outs oom
+  # shellcheck disable=SC2086
+  fault "cuda: out of device memory for the arena" \
+    "rank [01]: cuda backend setup (rank [01], device [0-9]*): out of device memory" $BOUND \
+    mpirun_ 2 "$T/huge.json" --backend cuda --timeout $WD $OUTS
   ;;
 *)
   echo "unknown mode $MODE"; exit 2 ;;

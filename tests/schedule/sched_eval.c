@@ -39,11 +39,15 @@ int
 main (int argc, char **argv)
 {
   g_autofree char *order_path = NULL, *trace_path = NULL, *dump_path = NULL;
-  gboolean no_reorder = FALSE, rows = FALSE, aug_bench = FALSE;
+  gboolean no_reorder = FALSE, rows = FALSE, aug_bench = FALSE, exact = FALSE;
+  double peak_increase = SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
   GOptionEntry entries[] = {
     { "order", 0, 0, G_OPTION_ARG_FILENAME, &order_path, "Evaluate this order too", "FILE" },
     { "no-reorder", 0, 0, G_OPTION_ARG_NONE, &no_reorder, "Keep the input order", NULL },
     { "rows", 0, 0, G_OPTION_ARG_NONE, &rows, "Include per-collective rows", NULL },
+    { "exact", 0, 0, G_OPTION_ARG_NONE, &exact, "The exact scheduler (small graphs)", NULL },
+    { "max-peak-increase", 0, 0, G_OPTION_ARG_DOUBLE, &peak_increase,
+      "Allowed peak-memory growth (fraction)", "F" },
     { "aug-bench", 0, 0, G_OPTION_ARG_NONE, &aug_bench,
       "Time reachability queries between nearby collectives of one group", NULL },
     { "dump-order", 0, 0, G_OPTION_ARG_FILENAME, &dump_path, "Write our order (names)", "FILE" },
@@ -67,6 +71,8 @@ main (int argc, char **argv)
   SgConfig cfg;
   sg_config_init (&cfg);
   cfg.reorder = !no_reorder;
+  cfg.exact = exact;
+  cfg.max_peak_increase = peak_increase;
   if (!sg_estimate_costs (g, &cfg, &err))
     return fail (err);
   double t2 = now_ms (), c2 = cpu_ms ();
@@ -77,6 +83,7 @@ main (int argc, char **argv)
   cJSON *out = cJSON_CreateObject ();
   cJSON_AddStringToObject (out, "graph", argv[1]);
   cJSON_AddNumberToObject (out, "nodes", g->n_nodes);
+  sg_lower_bound_refine (g, &in_r);
   cJSON_AddItemToObject (out, "input", sg_report_metrics (g, &in_r));
   if (order_path) {
     g_autofree SgNodeId *order = sg_order_load (g, order_path, &err);
@@ -84,6 +91,7 @@ main (int argc, char **argv)
       return fail (err);
     if (!sg_simulate (g, order, &given_r, &err))
       return fail (err);
+    sg_lower_bound_refine (g, &given_r);
     cJSON_AddItemToObject (out, "given", sg_report_metrics (g, &given_r));
     if (rows)
       cJSON_AddItemToObject (out, "given_collectives", sg_report_rows (g, &given_r));
@@ -99,11 +107,14 @@ main (int argc, char **argv)
   if (!sg_simulate (g, NULL, &sched_r, &err))
     return fail (err);
   double t5 = now_ms (), c5 = cpu_ms ();
+  sg_lower_bound_refine (g, &sched_r);
+  double t5b = now_ms ();
   cJSON_AddItemToObject (out, "scheduled", sg_report_metrics (g, &sched_r));
   if (rows)
     cJSON_AddItemToObject (out, "collectives", sg_report_rows (g, &sched_r));
   cJSON_AddStringToObject (out, "variant", st.variant_name);
   cJSON_AddNumberToObject (out, "pulled", st.n_pulled);
+  cJSON_AddNumberToObject (out, "polished", st.n_polished);
   cJSON_AddNumberToObject (out, "early_waits", st.n_early_waits);
   cJSON_AddNumberToObject (out, "peak_limit_bytes", (double)st.peak_limit_bytes);
   if (dump_path) {
@@ -162,6 +173,7 @@ main (int argc, char **argv)
   cJSON_AddNumberToObject (ms, "schedule", sg_report_round_us (t4 - t3));
   cJSON_AddNumberToObject (ms, "simulate", sg_report_round_us (t5 - t4));
   cJSON_AddNumberToObject (ms, "report", sg_report_round_us (t6 - t5));
+  cJSON_AddNumberToObject (ms, "bound", sg_report_round_us (t5b - t5));
   cJSON_AddNumberToObject (ms, "total", sg_report_round_us (t6 - t0));
   cJSON *cms = cJSON_AddObjectToObject (out, "cpu_ms");
   cJSON_AddNumberToObject (cms, "load", sg_report_round_us (c1 - c0));

@@ -67,7 +67,17 @@ START_TEST (metrics_have_every_key_rounded_to_a_nanosecond)
   ck_assert_double_eq (num (m, "step_us"), 60.0);
   ck_assert_double_eq (num (m, "lower_bound_us"), 60.0); /* ag + mm1 */
   ck_assert_double_eq (num (m, "peak_bytes"), (double)r.peak_bytes);
-  ck_assert_int_eq (cJSON_GetArraySize (m), 10);
+  /* the bound by term: the critical path binds; the window term comes with
+   * sg_lower_bound_refine */
+  const cJSON *lb = cJSON_GetObjectItemCaseSensitive (m, "lower_bound");
+  ck_assert_double_eq (num (lb, "compute_us"), 40.0);
+  ck_assert_double_eq (num (lb, "comm_stream_us"), 50.0);
+  ck_assert_double_eq (num (lb, "critical_path_us"), 60.0);
+  ck_assert_double_eq (num (lb, "overlap_us"), 50.0);
+  ck_assert (cJSON_IsNull (cJSON_GetObjectItemCaseSensitive (lb, "window_us")));
+  ck_assert_str_eq (str (lb, "binding"), "critical_path");
+  ck_assert_double_eq (num (m, "gap"), 1.0);
+  ck_assert_int_eq (cJSON_GetArraySize (m), 12);
   char *s = cJSON_PrintUnformatted (m);
   ck_assert_msg (strstr (s, "\"comm_us\":50,") != NULL, "%s", s);
   cJSON_free (s);

@@ -60,7 +60,8 @@ has_edge (const SgGraph *g, const char *from, const char *to, SgEdgeKind kind)
     return false;
   for (guint i = 0; i < g->implicit_edges->len; i++) {
     const SgImplicitEdge *e = &g_array_index (g->implicit_edges, SgImplicitEdge, i);
-    if (strcmp (e->from, from) == 0 && strcmp (e->to, to) == 0 && e->kind == (int32_t)kind)
+    if (strcmp (g->nodes[e->from].name, from) == 0 && strcmp (g->nodes[e->to].name, to) == 0
+        && e->kind == (int32_t)kind)
       return true;
   }
   return false;

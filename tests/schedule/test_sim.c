@@ -5,6 +5,7 @@
 
 #include "builder.h"
 #include "schedule.h"
+#include "sim-test.h"
 
 static const SgContention no_contention = { 1.0, 1.0, 1.0 };
 
@@ -15,25 +16,6 @@ cost (SgGraph *g, const char *name, double us)
   ck_assert_int_ne (id, SG_NO_NODE);
   g->nodes[id].est_us = us;
   g->nodes[id].est_src = SG_COST_GRAPH;
-}
-
-static SgNodeId
-id_of (const SgGraph *g, const char *name)
-{
-  SgNodeId id = sg_graph_lookup (g, name);
-  ck_assert_msg (id != SG_NO_NODE, "no node %s", name);
-  return id;
-}
-
-static const SgCollRow *
-row_of (const SgSimResult *r, const SgGraph *g, const char *name)
-{
-  SgNodeId id = id_of (g, name);
-  for (int32_t i = 0; i < r->n_rows; i++)
-    if (r->rows[i].node == id)
-      return &r->rows[i];
-  ck_abort_msg ("no row for %s", name);
-  return NULL;
 }
 
 /* x, w -> ag(w) -> wt; mm0 = x.x (independent); mm1 = x.wt. Input order

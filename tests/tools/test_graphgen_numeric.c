@@ -169,20 +169,17 @@ prep_args (Exec *x)
   for (int id = 0; id < x->n; id++) {
     Prep *p = &x->prep[id];
     p->scalar = NAN;
-    cJSON *a = cJSON_Parse (g->nodes[id].args_json);
-    ck_assert_ptr_nonnull (a);
-    const cJSON *e;
-    cJSON_ArrayForEach (e, a)
-    {
-      if (cJSON_IsNumber (e) && isnan (p->scalar))
-        p->scalar = e->valuedouble;
-      if (cJSON_IsArray (e) && p->n_list == 0 && cJSON_GetArraySize (e) <= 4 &&
-          cJSON_IsNumber (cJSON_GetArrayItem (e, 0))) {
-        const cJSON *v;
-        cJSON_ArrayForEach (v, e) p->list[p->n_list++] = (int64_t)v->valuedouble;
-      }
+    for (uint32_t i = 0; i < g->nodes[id].n_args; i++) {
+      const SgArg *e = sg_node_arg (g, id, i);
+      double d;
+      if (sg_arg_float (e, &d) && isnan (p->scalar))
+        p->scalar = d;
+      uint32_t n;
+      const SgArg *items = e->type == SG_ARG_LIST ? sg_arg_items (g, e, &n) : NULL;
+      if (items && p->n_list == 0 && n <= 4 && sg_arg_float (&items[0], &d))
+        for (uint32_t k = 0; k < n; k++)
+          p->list[p->n_list++] = sg_arg_float (&items[k], &d) ? (int64_t)d : 0;
     }
-    cJSON_Delete (a);
   }
 }
 

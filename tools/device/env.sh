@@ -1,5 +1,5 @@
 # tools/device/env.sh: sourced by the scripts that run ON THE GPU MACHINE
-# (run.sh, p2p_check.sh, chunked_mm.sh) from the repo root, with .carry/
+# (run.sh, p2p_check.sh, chunked_mm.sh, bucket.sh, contention.sh, faults.sh) from the repo root, with .carry/
 # staged by pack.sh: the staged binaries and libraries, the environment the
 # machine needs (NVLink multicast off: KINDS.md), mpirun for 2 ranks.
 ROOT=$PWD
@@ -13,3 +13,7 @@ G=$ROOT/.carry/graphs
 MPI=(mpirun -np 2 --bind-to none --oversubscribe
      -x NCCL_NVLS_ENABLE -x LD_LIBRARY_PATH -x TORCH_SYMM_MEM_DISABLE_MULTICAST
      -x NVSHMEM_DISABLE_NVLS --mca btl_vader_single_copy_mechanism none)
+# cuDNN: the machine has none beside CUDA; PyTorch's wheel ships one
+# (docs/gpu.md "Attention on cuDNN"), which schedrun opens at run time.
+CUDNN_LIB=$(python3 -c "import nvidia.cudnn, os; print(os.path.join(list(nvidia.cudnn.__path__)[0], 'lib'))" 2>/dev/null)
+[ -n "$CUDNN_LIB" ] && export LD_LIBRARY_PATH=$CUDNN_LIB:$LD_LIBRARY_PATH

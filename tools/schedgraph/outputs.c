@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "schedgraph-private.h"
+#include "textio.h"
 
 void
 run_clear (Run *r)
@@ -125,28 +126,30 @@ summary_finish (Run *r)
 {
   GString *s = r->summary;
   const SgBucketStats *bs = sg_bucket_stats (r->g);
-  if (bs && bs->ran)
+  if (bs && bs->ran) {
     g_string_append_printf (s,
                             "bucketing: %d collectives -> %d (%d buckets, cap %" G_GUINT64_FORMAT
-                            " B); exposed %.3f -> %.3f us, step %.3f -> %.3f us\n",
+                            " B); exposed %.3f -> %.3f us, step %.3f -> %.3f us",
                             bs->collectives_before, bs->collectives_after, bs->buckets,
                             bs->cap_bytes, bs->exposed_before_us, bs->exposed_after_us,
                             bs->step_before_us, bs->step_after_us);
+    /* Why compute grows after bucketing: the buckets' copies are compute. */
+    int32_t copies = 0;
+    double copy_us = 0;
+    for (SgNodeId i = 0; i < r->g->n_nodes; i++)
+      if (sg_op_class (r->g->nodes[i].kind) == SG_CLASS_BUCKET) {
+        copies++;
+        copy_us += r->g->nodes[i].est_us;
+      }
+    if (copies)
+      g_string_append_printf (s, "; compute +%.3f us: %d pack/unpack copies into and out of "
+                              "the buckets", copy_us, copies);
+    g_string_append_c (s, '\n');
+  }
   g_string_append (s, "passes:");
   for (size_t i = 0; i < r->n_times; i++)
     g_string_append_printf (s, "%s %s %.3f ms", i ? "," : "", r->times[i].name, r->times[i].ms);
   g_string_append_c (s, '\n');
-}
-
-char *
-options_text (const SgConfig *cfg)
-{
-  return g_strdup_printf ("reorder=%d bucket=%d bucket_cap=%" G_GUINT64_FORMAT
-                          " max_in_flight=%" G_GUINT64_FORMAT
-                          " max_peak_increase=%.6g prefetch_limit=%d cluster=%s profile=%s",
-                          cfg->reorder, cfg->bucket, cfg->bucket_cap_bytes,
-                          cfg->max_in_flight_bytes, cfg->max_peak_increase, cfg->prefetch_limit,
-                          cfg->cluster ? cfg->cluster : "-", cfg->profile ? cfg->profile : "-");
 }
 
 /* --- report ------------------------------------------------------------------- */
@@ -158,14 +161,17 @@ build_report (Run *r)
   cJSON *o = cJSON_CreateObject ();
   cJSON_AddStringToObject (o, "format", "schedgraph.report");
   cJSON_AddNumberToObject (o, "version", 1);
-  cJSON_AddStringToObject (o, "graph", r->cli->graph_path);
+  /* the file name alone, as in the plan: the same report however the path
+   * was spelt */
+  g_autofree char *graph_name = g_path_get_basename (r->cli->graph_path);
+  cJSON_AddStringToObject (o, "graph", graph_name);
   cJSON_AddNumberToObject (o, "nodes", r->input_nodes);
   cJSON_AddNumberToObject (o, "nodes_final", g->n_nodes);
   cJSON_AddNumberToObject (o, "world_size", g->world_size);
   cJSON_AddNumberToObject (o, "rank", g->rank);
   const SgCostModel *cm = sg_graph_cost_model (g);
   cJSON_AddStringToObject (o, "cluster", cm ? sg_cost_model_cluster_name (cm) : "-");
-  g_autofree char *opts = options_text (&r->cli->cfg);
+  g_autofree char *opts = sg_codegen_options_text (&r->cli->cfg);
   cJSON_AddStringToObject (o, "options", opts);
   if (r->input_metrics)
     cJSON_AddItemReferenceToObject (o, "input", r->input_metrics);
@@ -187,6 +193,26 @@ build_report (Run *r)
 }
 
 /* --- writing ------------------------------------------------------------------- */
+
+char *
+outputs_clash (const Cli *cli)
+{
+  /* inputs first, then outputs; a cluster that is a preset name is no file */
+  const char *cluster = cli->cfg.cluster;
+  if (cluster && !g_file_test (cluster, G_FILE_TEST_EXISTS))
+    cluster = NULL;
+  const char *paths[] = { cli->graph_path, cli->order, cluster, cli->cfg.profile,
+                          cli->output, cli->report, cli->trace, cli->emit_graph };
+  const char *what[] = { "the graph", "the --order file", "the --cluster file",
+                         "the --profile file", "-o", "--report", "--trace", "--emit-graph" };
+  const size_t first_output = 4;
+  for (size_t i = first_output; i < G_N_ELEMENTS (paths); i++)
+    for (size_t j = 0; paths[i] && j < i; j++)
+      if (paths[j] && sg_same_file (paths[i], paths[j]))
+        return g_strdup_printf ("%s would overwrite %s ('%s' is '%s')", what[i], what[j],
+                                paths[i], paths[j]);
+  return NULL;
+}
 
 typedef enum { OUT_TRACE, OUT_REPORT, OUT_GRAPH, OUT_PLAN } OutputKind;
 

@@ -49,8 +49,10 @@ void summary_sim (Run *r, const char *label, const SgSimResult *sim);
 /* Appends the bucket statistics and the pass timings. */
 void summary_finish (Run *r);
 
-/* The canonical option text stored in plans. (transfer full) */
-char *options_text (const SgConfig *cfg);
+/* (transfer full) The usage error when an output would overwrite an input
+ * (graph, --order, --cluster or --profile file) or another output, as
+ * files (sg_same_file: any spelling or link), else NULL. */
+char *outputs_clash (const Cli *cli);
 
 /* Builds every requested output in memory, then writes them atomically;
  * on failure nothing new is left behind. */

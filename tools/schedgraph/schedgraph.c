@@ -2,7 +2,7 @@
  *
  * schedgraph [OPTIONS] GRAPH.json runs the step table below in order:
  * load -> validate -> estimate -> simulate-input -> schedule -> bucket ->
- * simulate -> codegen, then prints the summary and writes the outputs
+ * polish -> simulate -> codegen, then prints the summary and writes the outputs
  * (outputs.c). Graph passes (SgPass signature) go through sg_pass_run():
  * each is timed, followed by the validator with --validate (default on in
  * debug builds) and dumped with --dump=PASS; driver steps (simulations,
@@ -33,6 +33,7 @@ step_simulate_input (Run *r, GError **error)
   if (!sg_simulate (r->g, NULL, &r->input, error))
     return false;
   r->have_input = true;
+  sg_lower_bound_refine (r->g, &r->input);
   /* Rows name nodes by id: resolve them before a pass renumbers. */
   r->input_metrics = sg_report_metrics (r->g, &r->input);
   r->input_rows = sg_report_rows (r->g, &r->input);
@@ -45,10 +46,16 @@ step_simulate_input (Run *r, GError **error)
     return false;
   r->error_file = NULL;
   r->have_given = true;
+  sg_lower_bound_refine (r->g, &r->given);
   r->given_metrics = sg_report_metrics (r->g, &r->given);
   r->given_rows = sg_report_rows (r->g, &r->given);
   g_autofree char *label = g_strdup_printf ("given order (%s)", r->cli->order);
   summary_sim (r, label, &r->given);
+  /* With --no-reorder the plan follows the given order: the graph takes it
+   * (the schedule pass then keeps it; names in the report above are
+   * resolved already). */
+  if (!r->cli->cfg.reorder && !sg_graph_permute (r->g, order, error))
+    return false;
   return true;
 }
 
@@ -58,8 +65,11 @@ step_simulate_final (Run *r, GError **error)
   if (!sg_simulate (r->g, NULL, &r->final, error))
     return false;
   r->have_final = true;
-  summary_sim (r, r->cli->cfg.reorder ? "scheduled order" : "final order (--no-reorder)",
-               &r->final);
+  sg_lower_bound_refine (r->g, &r->final);
+  const char *label = r->cli->cfg.reorder ? "scheduled order"
+                      : r->cli->order     ? "final order (--order, --no-reorder)"
+                                          : "final order (--no-reorder)";
+  summary_sim (r, label, &r->final);
   return true;
 }
 
@@ -68,7 +78,7 @@ step_codegen (Run *r, GError **error)
 {
   if (!r->cli->output)
     return true;
-  g_autofree char *opts = options_text (&r->cli->cfg);
+  g_autofree char *opts = sg_codegen_options_text (&r->cli->cfg);
   /* The file name alone: the same graph and options give the same plan
    * bytes however the path was spelled (./a.json, /abs/a.json). */
   g_autofree char *graph_name = g_path_get_basename (r->cli->graph_path);
@@ -87,6 +97,7 @@ static const Step pipeline[] = {
   { "simulate-input", NULL, step_simulate_input },
   { "schedule", sg_schedule_reorder, NULL },
   { "bucket", sg_bucket_pass, NULL },
+  { "polish", sg_schedule_polish_pass, NULL },
   { "simulate", NULL, step_simulate_final },
   { "codegen", NULL, step_codegen },
   { NULL, NULL, NULL },
@@ -123,7 +134,10 @@ static const char usage_text[] =
   "                               the graph format (docs/graph-format.md)\n"
   "      --costs                  print the per-node cost table and exit\n"
   "Passes:\n"
-  "      --no-reorder             keep the input order\n"
+  "      --no-reorder             keep the input order (with --order: plan that order)\n"
+  "      --exact                  optimal order by exhaustive search (small graphs: at most\n"
+  "                               16 compute nodes with a cost and 6 collectives; no\n"
+  "                               memory limit)\n"
   "      --no-bucket              do not merge collectives\n"
   "      --cluster NAME|FILE      preset (h200-sxm, h100-sxm, a100-sxm) or cluster JSON\n"
   "                               (docs/cluster-format.md; default: the graph's\n"
@@ -133,11 +147,14 @@ static const char usage_text[] =
   "      --max-peak-increase F    allowed peak-memory growth over the input order (0.05)\n"
   "      --prefetch-limit N       collectives started ahead per group (0: no limit)\n"
   "      --bucket-cap BYTES       largest bucket (default 256M)\n"
+  "      --bucket-mode MODE       auto (default: the shorter predicted step of a\n"
+  "                               greedy search and per-layer buckets) or per-layer\n"
+  "                               (FSDP2's: one bucket per layer and collective kind)\n"
   "  BYTES take the suffixes K, M, G (KiB, MiB, GiB).\n"
   "Debugging:\n"
   "      --dump=PASS              print the IR to stderr after PASS: load, validate,\n"
   "                               estimate, simulate-input, schedule, bucket,\n"
-  "                               simulate, codegen, or all\n"
+  "                               polish, simulate, codegen, or all\n"
   "      --stop-after=PASS        run up to PASS, print the summary, write nothing\n"
   "      --validate               run the validator after every pass\n"
   "      --no-validate            do not (default unless built with buildtype=debug)\n"
@@ -212,8 +229,9 @@ parse_count (const char *s, int32_t *out)
 
 enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
-  OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_COSTS,
-  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EMIT_GRAPH,
+  OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_BUCKET_MODE,
+  OPT_COSTS,
+  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EXACT, OPT_EMIT_GRAPH,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -227,6 +245,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "order", required_argument, NULL, OPT_ORDER },
     { "emit-graph", required_argument, NULL, OPT_EMIT_GRAPH },
     { "no-reorder", no_argument, NULL, OPT_NO_REORDER },
+    { "exact", no_argument, NULL, OPT_EXACT },
     { "no-bucket", no_argument, NULL, OPT_NO_BUCKET },
     { "cluster", required_argument, NULL, OPT_CLUSTER },
     { "profile", required_argument, NULL, OPT_PROFILE },
@@ -234,6 +253,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "max-peak-increase", required_argument, NULL, OPT_MAX_PEAK },
     { "prefetch-limit", required_argument, NULL, OPT_PREFETCH },
     { "bucket-cap", required_argument, NULL, OPT_BUCKET_CAP },
+    { "bucket-mode", required_argument, NULL, OPT_BUCKET_MODE },
     { "costs", no_argument, NULL, OPT_COSTS },
     { "dump", required_argument, NULL, OPT_DUMP },
     { "stop-after", required_argument, NULL, OPT_STOP_AFTER },
@@ -258,6 +278,7 @@ parse_args (int argc, char **argv, Cli *cli)
     case OPT_ORDER: cli->order = optarg; break;
     case OPT_EMIT_GRAPH: cli->emit_graph = optarg; break;
     case OPT_NO_REORDER: cli->cfg.reorder = false; break;
+    case OPT_EXACT: cli->cfg.exact = true; break;
     case OPT_NO_BUCKET: cli->cfg.bucket = false; break;
     case OPT_CLUSTER: cli->cfg.cluster = optarg; break;
     case OPT_PROFILE: cli->cfg.profile = optarg; break;
@@ -269,6 +290,10 @@ parse_args (int argc, char **argv, Cli *cli)
       if (!parse_bytes (optarg, &cli->cfg.bucket_cap_bytes) || cli->cfg.bucket_cap_bytes == 0)
         return usage_error ("--bucket-cap: '%s' is not a positive byte count (e.g. 256M)",
                             optarg);
+      break;
+    case OPT_BUCKET_MODE:
+      if (!sg_bucket_mode_from_name (optarg, &cli->cfg.bucket_mode))
+        return usage_error ("--bucket-mode: '%s' is not auto or per-layer", optarg);
       break;
     case OPT_MAX_PEAK:
       if (!parse_fraction (optarg, &cli->cfg.max_peak_increase))
@@ -305,15 +330,11 @@ parse_args (int argc, char **argv, Cli *cli)
     return usage_error ("one graph file expected, got %d (extra: '%s')", argc - optind,
                         argv[optind + 1]);
   cli->graph_path = argv[optind];
-  /* No output may overwrite the input or another output. */
-  const char *paths[] = { cli->graph_path, cli->order, cli->output, cli->report, cli->trace,
-                          cli->emit_graph };
-  const char *what[] = { "the graph", "the --order file", "-o", "--report", "--trace",
-                         "--emit-graph" };
-  for (size_t i = 2; i < G_N_ELEMENTS (paths); i++)
-    for (size_t j = 0; paths[i] && j < i; j++)
-      if (paths[j] && strcmp (paths[i], paths[j]) == 0)
-        return usage_error ("%s would overwrite %s ('%s')", what[i], what[j], paths[i]);
+  g_autofree char *clash = outputs_clash (cli);
+  if (clash)
+    return usage_error ("%s", clash);
+  if (cli->cfg.exact && !cli->cfg.reorder)
+    return usage_error ("--exact and --no-reorder contradict each other");
   if (cli->stop_after && (cli->output || cli->report || cli->trace || cli->emit_graph || cli->costs))
     return usage_error (
         "--stop-after writes nothing: drop -o, --report, --trace, --emit-graph and --costs");

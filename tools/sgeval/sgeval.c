@@ -90,23 +90,24 @@ arg0_node (const SgGraph *g, SgNodeId id)
   return n > 0 ? in[0] : SG_NO_NODE;
 }
 
-/* all_to_all_single's split lists (args 1, 2): null or all equal. SPMD
- * graphs list rank 0's splits only, so uneven ones cannot be evaluated. */
+/* all_to_all_single's split lists: null or all equal. SPMD graphs list
+ * rank 0's splits only, so uneven ones cannot be evaluated. */
 static bool
-equal_splits (const SgNode *nd)
+equal_splits (const SgGraph *g, SgNodeId id)
 {
-  cJSON *args = cJSON_Parse (nd->args_json);
-  bool ok = true;
-  for (int a = 1; a <= 2; a++) {
-    const cJSON *l = cJSON_GetArrayItem (args, a), *e;
-    if (!cJSON_IsArray (l))
+  static const SgParam lists[] = { SG_PARAM_OUTPUT_SPLIT_SIZES, SG_PARAM_INPUT_SPLIT_SIZES };
+  for (size_t a = 0; a < G_N_ELEMENTS (lists); a++) {
+    const SgArg *l = sg_node_param (g, id, lists[a]);
+    if (!l || l->type != SG_ARG_LIST)
       continue;
-    const cJSON *first = cJSON_GetArrayItem (l, 0);
-    cJSON_ArrayForEach (e, l)
-      ok = ok && cJSON_IsNumber (e) && e->valuedouble == first->valuedouble;
+    uint32_t n;
+    const SgArg *e = sg_arg_items (g, l, &n);
+    double first, v;
+    for (uint32_t i = 0; i < n; i++)
+      if (!sg_arg_float (&e[i], &v) || !sg_arg_float (&e[0], &first) || v != first)
+        return false;
   }
-  cJSON_Delete (args);
-  return ok;
+  return true;
 }
 
 static bool
@@ -158,7 +159,7 @@ eval_collective (Eval *ev, SgNodeId id, GError **error)
         break;
       }
       case SG_OP_ALL_TO_ALL: {
-        if (n_in != n_out || n_in % (uint64_t)k || !equal_splits (nd))
+        if (n_in != n_out || n_in % (uint64_t)k || !equal_splits (g, id))
           goto bad;
         uint64_t c = n_in / (uint64_t)k;
         char *tmp = g_malloc (n_out * es + 1);
@@ -183,13 +184,12 @@ eval_collective (Eval *ev, SgNodeId id, GError **error)
         break;
       }
       case SG_OP_BROADCAST: {
-        cJSON *args = cJSON_Parse (nd->args_json);
-        const cJSON *s = cJSON_GetArrayItem (args, 1);
+        double src;
+        bool has_src = sg_arg_float (sg_node_param (g, id, SG_PARAM_SRC), &src);
         int root = 0;
-        for (int q = 0; q < k && cJSON_IsNumber (s); q++)
-          if (ranks[q] == (int32_t)s->valuedouble)
+        for (int q = 0; q < k && has_src; q++)
+          if (ranks[q] == (int32_t)src)
             root = q;
-        cJSON_Delete (args);
         if (n_in != n_out)
           goto bad;
         sg_tensor_unpack (&out, flat + (uint64_t)root * n_in * es);
@@ -260,7 +260,8 @@ eval_node (Eval *ev, SgNodeId id, uint64_t seed, GError **error)
     }
     return true;
   }
-  cJSON *args = cJSON_Parse (nd->args_json), *kwargs = cJSON_Parse (nd->kwargs_json);
+  cJSON *args = sg_node_args_json (g, id, false, NULL, NULL);
+  cJSON *kwargs = sg_node_args_json (g, id, true, NULL, NULL);
   bool ok = true;
   for (int32_t r = 0; r < ev->world && ok; r++) {
     NodeVal *v = val_of (ev, r, id);
@@ -296,12 +297,12 @@ write_outputs (Eval *ev, int32_t rank, const char *dir, cJSON *sums, GError **er
 {
   const SgGraph *g = ev->g;
   uint32_t n;
-  const SgNode *out = &g->nodes[g->output];
-  cJSON *args = cJSON_Parse (out->args_json);
-  const cJSON *list = cJSON_GetArrayItem (args, 0);
-  if (!cJSON_IsArray (list))
-    list = args;
-  (void)sg_node_inputs (g, g->output, &n);
+  /* The output node's list (args[0]), or its args when that is no list. */
+  const SgArg *first = sg_node_arg (g, g->output, 0), *list;
+  if (first && first->type == SG_ARG_LIST)
+    list = sg_arg_items (g, first, &n);
+  else
+    list = sg_node_arg (g, g->output, 0), n = g->nodes[g->output].n_args;
   cJSON *meta = cJSON_CreateArray ();
   bool ok = true;
   if (dir != NULL && g_mkdir_with_parents (dir, 0755) != 0) {
@@ -309,15 +310,11 @@ write_outputs (Eval *ev, int32_t rank, const char *dir, cJSON *sums, GError **er
     ok = false;
   }
   int i = 0;
-  const cJSON *e;
-  cJSON_ArrayForEach (e, list) {
-    if (!ok)
-      break;
+  for (uint32_t e = 0; e < n && ok; e++) {
     cJSON *m = cJSON_CreateObject ();
     cJSON_AddNumberToObject (m, "index", i);
     cJSON_AddItemToArray (meta, m);
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (e, "node");
-    SgNodeId id = cJSON_IsString (ref) ? sg_graph_lookup (g, ref->valuestring) : SG_NO_NODE;
+    SgNodeId id = sg_arg_node (g, g->output, &list[e]);
     if (id == SG_NO_NODE || val_of (ev, rank, id)->t[0].data == NULL ||
         g->nodes[id].n_tuple > 0) {
       cJSON_AddNullToObject (m, "name");
@@ -379,7 +376,6 @@ write_outputs (Eval *ev, int32_t rank, const char *dir, cJSON *sums, GError **er
     cJSON_free (text);
   }
   cJSON_Delete (meta);
-  cJSON_Delete (args);
   return ok;
 }
 
@@ -405,7 +401,8 @@ sgeval_run (const char *graph_path, uint64_t seed, int32_t rank, const char *dum
     if (nd->op != SG_NODE_CALL || sg_op_is_collective (nd->kind) || nd->kind == SG_OP_WAIT ||
         nd->kind == SG_OP_GETITEM)
       continue;
-    cJSON *args = cJSON_Parse (nd->args_json), *kwargs = cJSON_Parse (nd->kwargs_json);
+    cJSON *args = sg_node_args_json (g, id, false, NULL, NULL);
+    cJSON *kwargs = sg_node_args_json (g, id, true, NULL, NULL);
     GError *e = NULL;
     ok = sg_cpu_kernel_check (nd->kind, nd->name, args, kwargs, &e);
     if (!ok) {

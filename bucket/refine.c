@@ -1,0 +1,215 @@
+/* refine.c: local moves on a set of buckets, judged by the simulator.
+ *
+ * The greedy (bucket.c) grows buckets one collective at a time and the
+ * per-layer buckets (layers.c) follow the model's structure; neither looks
+ * at the two ends of the step, where a bucket costs most: the first
+ * all_gather bucket must arrive before the first layer can start, and the
+ * last gradients' reduce_scatter bucket can only start after the last of
+ * them is computed. Two kinds of moves, each kept only when the predicted
+ * step gets shorter (a split) or not longer (a merge, SG_BUCKET_TIE_US),
+ * with the peak within the limit:
+ *  - split: the first and the last bucket of a key are cut in two where
+ *    the step is shortest (every cut simulated), repeatedly while that
+ *    shortens the step;
+ *  - merge: two neighbouring units of a key (buckets or single
+ *    collectives, in issue order) become one, where no path joins them in
+ *    the augmented graph and the cap allows.
+ * At most REFINE_SIMULATIONS simulations per set (fewer above 20k nodes):
+ * the pass stays near linear on large graphs.
+ * Mirrors: the split/merge moves of local search over partitions (e.g.
+ * XLA's and Alpa's cost-model-driven bucketing), without annealing.
+ * Requires: the search of run.c. Invalidates: nothing.
+ */
+#include "bucket-private.h"
+
+/* Simulations per refined set: 64 up to 20k nodes, fewer above (12 at
+ * 100k, at least 4), about what the greedy spends in batch mode. */
+#define REFINE_SIMULATIONS 64
+#define REFINE_NODES 20000
+#define SPLITS_PER_END 4
+#define MAX_MEMBERS 64
+
+/* Units of one key in issue order: each a GArray of candidate indices. */
+typedef struct {
+  SgBucketSearch *s;
+  GPtrArray **units; /* per key */
+  SgBucketEval cur;
+  int32_t budget;
+} Refine;
+
+static SgBucketSpec *
+to_specs (const Refine *r, int32_t *n_specs)
+{
+  const SgBucketSearch *s = r->s;
+  GArray *out = g_array_new (FALSE, TRUE, sizeof (SgBucketSpec));
+  for (int32_t k = 0; k < s->n_keys; k++)
+    for (guint u = 0; u < r->units[k]->len; u++) {
+      GArray *a = g_ptr_array_index (r->units[k], u);
+      if (a->len < 2)
+        continue;
+      SgBucketSpec sp = { g_new (SgNodeId, a->len), (int32_t)a->len };
+      for (guint i = 0; i < a->len; i++)
+        sp.members[i] = s->cands[g_array_index (a, int32_t, i)].c;
+      g_array_append_val (out, sp);
+    }
+  *n_specs = (int32_t)out->len;
+  return (SgBucketSpec *)(void *)g_array_free (out, FALSE);
+}
+
+/* Simulates the current units; true (and @ev set) when they may stand in
+ * for the current set: shorter, or with @ties not longer. */
+static bool
+better (Refine *r, bool ties, SgBucketEval *ev)
+{
+  if (r->budget <= 0)
+    return false;
+  r->budget--;
+  int32_t ns;
+  SgBucketSpec *specs = to_specs (r, &ns);
+  bool ok = sg_bucket_evaluate (r->s, specs, ns, ev);
+  sg_bucket_specs_free (specs, ns);
+  double limit = ties ? MIN (r->cur.step_us, r->s->base_step_us) + SG_BUCKET_TIE_US
+                      : r->cur.step_us - SG_BUCKET_TIE_US;
+  return ok && ev->step_us <= limit && ev->peak_bytes <= r->s->peak_limit;
+}
+
+/* Cuts unit @u in two where the step is shortest (every cut is
+ * simulated), and keeps that cut when it shortens the step. */
+static bool
+try_split (Refine *r, GPtrArray *units, guint u)
+{
+  GArray *a = g_ptr_array_index (units, u);
+  guint m = a->len, best = 0;
+  if (m < 2)
+    return false;
+  g_autofree int32_t *saved = g_memdup2 (a->data, sizeof (int32_t) * m);
+  GArray *tail = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  g_ptr_array_insert (units, (gint)(u + 1), tail);
+  SgBucketEval best_ev = r->cur, ev;
+  for (guint j = 1; j < m && r->budget > 0; j++) {
+    g_array_set_size (tail, 0);
+    g_array_append_vals (tail, saved + j, m - j);
+    g_array_set_size (a, 0);
+    g_array_append_vals (a, saved, j);
+    if (better (r, false, &ev) && ev.step_us < best_ev.step_us)
+      best = j, best_ev = ev;
+  }
+  g_array_set_size (a, 0);
+  g_array_set_size (tail, 0);
+  if (best == 0) {
+    g_array_append_vals (a, saved, m);
+    g_ptr_array_remove_index (units, u + 1);
+    return false;
+  }
+  g_array_append_vals (a, saved, best);
+  g_array_append_vals (tail, saved + best, m - best);
+  r->cur = best_ev;
+  return true;
+}
+
+static bool
+mergeable (const Refine *r, const GArray *a, const GArray *b)
+{
+  const SgBucketSearch *s = r->s;
+  uint64_t bytes = 0;
+  for (guint i = 0; i < a->len; i++)
+    bytes += s->cands[g_array_index (a, int32_t, i)].bytes;
+  for (guint i = 0; i < b->len; i++)
+    bytes += s->cands[g_array_index (b, int32_t, i)].bytes;
+  if (bytes > s->cap || a->len + b->len > MAX_MEMBERS)
+    return false;
+  for (guint i = 0; i < a->len; i++)
+    for (guint j = 0; j < b->len; j++)
+      if (!sg_bucket_cands_independent (s->aug, &s->cands[g_array_index (a, int32_t, i)],
+                                        &s->cands[g_array_index (b, int32_t, j)]))
+        return false;
+  return true;
+}
+
+/* Merges unit @u with the next one; undoes it when the step lengthens. */
+static bool
+try_merge (Refine *r, GPtrArray *units, guint u)
+{
+  GArray *a = g_ptr_array_index (units, u), *b = g_ptr_array_index (units, u + 1);
+  if (!mergeable (r, a, b))
+    return false;
+  guint na = a->len;
+  g_array_append_vals (a, b->data, b->len);
+  g_ptr_array_steal_index (units, u + 1);
+  SgBucketEval ev;
+  if (better (r, true, &ev)) {
+    r->cur = ev;
+    g_array_unref (b);
+    return true;
+  }
+  g_array_set_size (a, na);
+  g_ptr_array_insert (units, (gint)(u + 1), b);
+  return false;
+}
+
+static void
+free_unit (gpointer p)
+{
+  g_array_unref (p);
+}
+
+SgBucketSpec *
+sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
+                  SgBucketEval *ev, int32_t *n_out)
+{
+  int64_t budget = (int64_t)REFINE_SIMULATIONS * REFINE_NODES / MAX (s->g->n_nodes, 1);
+  Refine r = { .s = s, .cur = *ev, .budget = (int32_t)CLAMP (budget, 4, REFINE_SIMULATIONS) };
+  r.units = g_new (GPtrArray *, (size_t)s->n_keys + 1);
+  for (int32_t k = 0; k < s->n_keys; k++)
+    r.units[k] = g_ptr_array_new_with_free_func (free_unit);
+  /* every candidate in one unit: its bucket's, else its own */
+  g_autofree int32_t *unit_of = g_new (int32_t, (size_t)s->g->n_nodes + 1);
+  for (SgNodeId v = 0; v < s->g->n_nodes; v++)
+    unit_of[v] = -1;
+  for (int32_t b = 0; b < n_specs; b++)
+    for (int32_t i = 0; i < specs[b].n_members; i++)
+      unit_of[specs[b].members[i]] = b;
+  g_autofree GArray **made = g_new0 (GArray *, (size_t)n_specs + 1);
+  for (int32_t i = 0; i < s->n_cands; i++) {
+    int32_t b = unit_of[s->cands[i].c];
+    GArray *a = b >= 0 ? made[b] : NULL;
+    if (!a) {
+      a = g_array_new (FALSE, FALSE, sizeof (int32_t));
+      g_ptr_array_add (r.units[s->cands[i].key], a);
+      if (b >= 0)
+        made[b] = a;
+    }
+    g_array_append_val (a, i);
+  }
+  /* the ends first: cut the first and the last bucket of every key */
+  for (int32_t k = 0; k < s->n_keys; k++) {
+    GPtrArray *units = r.units[k];
+    for (int t = 0; t < SPLITS_PER_END; t++) {
+      guint first = 0;
+      while (first < units->len && ((GArray *)g_ptr_array_index (units, first))->len < 2)
+        first++;
+      if (first == units->len || !try_split (&r, units, first))
+        break;
+    }
+    for (int t = 0; t < SPLITS_PER_END; t++) {
+      guint last = units->len;
+      while (last > 0 && ((GArray *)g_ptr_array_index (units, last - 1))->len < 2)
+        last--;
+      if (last == 0 || !try_split (&r, units, last - 1))
+        break;
+    }
+  }
+  /* then neighbours, in issue order, while the budget lasts */
+  for (int32_t k = 0; k < s->n_keys && r.budget > 0; k++) {
+    GPtrArray *units = r.units[k];
+    for (guint u = 0; u + 1 < units->len && r.budget > 0;)
+      if (!try_merge (&r, units, u))
+        u++;
+  }
+  SgBucketSpec *out = to_specs (&r, n_out);
+  *ev = r.cur;
+  for (int32_t k = 0; k < s->n_keys; k++)
+    g_ptr_array_unref (r.units[k]);
+  g_free (r.units);
+  return out;
+}

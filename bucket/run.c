@@ -1,0 +1,322 @@
+/* run.c: the bucket pass's driver (sg_bucket_run).
+ *
+ * Sets up what the searches share (the bucketable collectives and their
+ * keys, the augmented graph without hiding edges, the rewrite of the
+ * trial graphs),
+ * simulates the unbucketed graph, runs the searches of the mode
+ * (auto: the greedy of bucket.c and the per-layer buckets of layers.c;
+ * per-layer: those alone), keeps the set with the shortest predicted step
+ * (never one that lengthens it, never one past the peak limit, in auto
+ * mode), applies it with sg_bucket_apply, costs the new nodes and records
+ * the hiding relation of the bucketed order. The simulator is the judge:
+ * its cost model prices the new nodes, with the copies codegen elides
+ * (graph/elide.c) at zero.
+ * Mirrors: the pass structure of PyTorch's bucketing passes (collect
+ * candidates, decide, one graph surgery at the end).
+ * Requires: estimate (g->cost_model, est_us), a topological order (the
+ * scheduler's), implicit edges of the scheduler (optional).
+ * Invalidates: node ids, users; adds pack/unpack nodes.
+ */
+#include "bucket-private.h"
+
+#include <math.h>
+#include <string.h>
+
+
+void
+sg_bucket_specs_free (SgBucketSpec *specs, int32_t n)
+{
+  for (int32_t i = 0; i < n; i++)
+    g_free (specs[i].members);
+  g_free (specs);
+}
+
+bool
+sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
+                    SgBucketEval *out)
+{
+  SgSimResult r;
+  g_autoptr (GError) err = NULL;
+  s->st->simulations++;
+  SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
+  if (tg)
+    sg_cost_new_nodes (sg_graph_cost_model (tg), tg, NULL, 0);
+  bool ok = tg && sg_simulate (tg, NULL, &r, &err);
+  sg_graph_free (tg);
+  if (!ok)
+    return false;
+  out->exposed_us = r.exposed_us;
+  out->step_us = r.step_us;
+  out->peak_bytes = r.peak_bytes;
+  sg_sim_result_clear (&r);
+  return true;
+}
+
+bool
+sg_bucket_cands_independent (SgAug *aug, const SgBucketCand *a, const SgBucketCand *b)
+{
+  return !sg_aug_reaches (aug, a->c, b->c) && !sg_aug_reaches (aug, b->c, a->c)
+         && !sg_aug_reaches (aug, a->w, b->w) && !sg_aug_reaches (aug, b->w, a->w);
+}
+
+static int32_t
+key_index (GArray *keys, SgBucketKey k)
+{
+  for (guint i = 0; i < keys->len; i++) {
+    SgBucketKey *o = &g_array_index (keys, SgBucketKey, i);
+    if (o->kind == k.kind && o->group == k.group && o->dtype == k.dtype && o->reduce == k.reduce)
+      return (int32_t)i;
+  }
+  g_array_append_val (keys, k);
+  return (int32_t)keys->len - 1;
+}
+
+static int32_t
+count_collectives (const SgGraph *g)
+{
+  int32_t n = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    n += sg_op_is_collective (g->nodes[i].kind);
+  return n;
+}
+
+static bool
+simulate_graph (SgGraph *g, SgBucketEval *ev, GError **error)
+{
+  SgSimResult r;
+  if (!sg_simulate (g, NULL, &r, error))
+    return false;
+  ev->exposed_us = r.exposed_us;
+  ev->step_us = r.step_us;
+  ev->peak_bytes = r.peak_bytes;
+  sg_sim_result_clear (&r);
+  return true;
+}
+
+/* The hiding relation of the bucketed order, as the scheduler records it
+ * (schedule/scheduler.c): collective -> first hiding compute, last hiding
+ * compute -> wait. Only called when buckets changed the graph. */
+static void
+record_hiding (SgGraph *g, const SgSimResult *r)
+{
+  sg_implicit_edges_clear (g, SG_EDGE_HIDE_START);
+  sg_implicit_edges_clear (g, SG_EDGE_HIDE_WAIT);
+  for (int32_t i = 0; i < r->n_rows; i++) {
+    const SgCollRow *row = &r->rows[i];
+    if (row->hidden_by == SG_NO_NODE)
+      continue;
+    sg_implicit_edge_add (g, row->node, row->hidden_by, SG_EDGE_HIDE_START);
+    if (row->wait != SG_NO_NODE && row->last_hiding != SG_NO_NODE)
+      sg_implicit_edge_add (g, row->last_hiding, row->wait, SG_EDGE_HIDE_WAIT);
+  }
+}
+
+/* The augmented graph of @g without its hiding edges: the hiding relation
+ * is the unbucketed overlap, which the simulator judges instead
+ * (docs/bucketing.md). It reads @g's inputs, so it must go before @g
+ * changes; @g's edges are swapped out for the filtered list only while it
+ * is built. */
+static SgAug *
+constraints_aug (SgGraph *g)
+{
+  GArray *all = g->implicit_edges;
+  if (!all)
+    return sg_aug_new (g);
+  GArray *kept = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), all->len);
+  for (guint i = 0; i < all->len; i++) {
+    const SgImplicitEdge *e = &g_array_index (all, SgImplicitEdge, i);
+    if (e->kind != SG_EDGE_HIDE_START && e->kind != SG_EDGE_HIDE_WAIT)
+      g_array_append_vals (kept, e, 1);
+  }
+  g->implicit_edges = kept;
+  SgAug *a = sg_aug_new (g);
+  g->implicit_edges = all;
+  g_array_unref (kept);
+  return a;
+}
+
+/* The bucketable collectives of @g in id order, with their keys. */
+static void
+collect_cands (SgBucketSearch *s)
+{
+  SgGraph *g = s->g;
+  sg_graph_fill_users (g);
+  s->cands = g_new (SgBucketCand, (size_t)g->n_nodes + 1);
+  g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (SgBucketKey));
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    const SgNode *n = &g->nodes[i];
+    SgNodeId w;
+    if (!sg_op_is_collective (n->kind) || !sg_bucket_member_check (g, i, &w, NULL))
+      continue;
+    uint64_t bytes = sg_node_comm_bytes (g, i);
+    if (bytes == 0)
+      continue;
+    SgBucketKey k = { n->kind, n->group, n->meta.dtype, n->reduce };
+    s->cands[s->n_cands++] = (SgBucketCand){ i, w, key_index (keys, k), bytes };
+  }
+  s->n_keys = (int32_t)keys->len;
+}
+
+/* Collectives a set of specs removes. */
+static int32_t
+merged (const SgBucketSpec *specs, int32_t n)
+{
+  int32_t m = 0;
+  for (int32_t i = 0; i < n; i++)
+    m += specs[i].n_members - 1;
+  return m;
+}
+
+typedef struct {
+  SgBucketSpec *specs;
+  int32_t n;
+  SgBucketEval ev;
+  SgBucketSource source;
+} Choice;
+
+/* Keeps @c in @best when it predicts a shorter step, or the same step
+ * (within SG_BUCKET_TIE_US) with fewer collectives; frees the loser. */
+static void
+keep_better (Choice *best, Choice c)
+{
+  bool shorter = c.ev.step_us < best->ev.step_us - SG_BUCKET_TIE_US;
+  bool tie = c.ev.step_us <= best->ev.step_us + SG_BUCKET_TIE_US;
+  if (shorter || (tie && merged (c.specs, c.n) > merged (best->specs, best->n))) {
+    sg_bucket_specs_free (best->specs, best->n);
+    *best = c;
+  } else {
+    sg_bucket_specs_free (c.specs, c.n);
+  }
+}
+
+/* Refines @c in place (refine.c). */
+static void
+refine (SgBucketSearch *s, Choice *c)
+{
+  int32_t n;
+  SgBucketSpec *r = sg_bucket_refine (s, c->specs, c->n, &c->ev, &n);
+  sg_bucket_specs_free (c->specs, c->n);
+  c->specs = r;
+  c->n = n;
+}
+
+/* Runs the searches of cfg's mode; returns the specs to apply (transfer
+ * full; NULL with *n_specs 0 for none, and with @error set on failure). */
+static SgBucketSpec *
+choose (SgBucketSearch *s, const SgBucketEval *base, int32_t *n_specs, GError **error)
+{
+  SgBucketStats *st = s->st;
+  Choice layer = { .ev = *base, .source = SG_BUCKET_FROM_PER_LAYER };
+  layer.specs = sg_bucket_per_layer (s, &layer.n, &st->layers);
+  bool layer_ok = layer.n > 0 && sg_bucket_evaluate (s, layer.specs, layer.n, &layer.ev);
+  if (layer_ok) {
+    st->per_layer_step_us = layer.ev.step_us;
+    st->per_layer_peak_bytes = layer.ev.peak_bytes;
+  }
+  if (st->mode == SG_BUCKET_MODE_PER_LAYER || !layer_ok
+      || layer.ev.peak_bytes > s->peak_limit) {
+    if (st->mode == SG_BUCKET_MODE_PER_LAYER && layer_ok) {
+      st->source = SG_BUCKET_FROM_PER_LAYER;
+      *n_specs = layer.n;
+      return layer.specs;
+    }
+    sg_bucket_specs_free (layer.specs, layer.n);
+    layer.specs = NULL, layer.n = 0, layer_ok = false;
+    if (st->mode == SG_BUCKET_MODE_PER_LAYER) {
+      *n_specs = 0;
+      return NULL;
+    }
+  }
+  Choice greedy = { .source = SG_BUCKET_FROM_GREEDY };
+  greedy.specs = sg_bucket_greedy (s, base, &greedy.ev, &greedy.n, error);
+  if (!greedy.specs) {
+    sg_bucket_specs_free (layer.specs, layer.n);
+    return NULL;
+  }
+  refine (s, &greedy);
+  st->greedy_step_us = greedy.ev.step_us;
+  /* the unbucketed graph, the greedy's buckets, the per-layer buckets:
+   * the shortest predicted step wins (ties: fewer collectives) */
+  Choice best = { .specs = g_new0 (SgBucketSpec, 1), .ev = *base };
+  keep_better (&best, greedy);
+  if (layer_ok) {
+    refine (s, &layer);
+    st->per_layer_refined_step_us = layer.ev.step_us;
+    keep_better (&best, layer);
+  }
+  st->source = best.n > 0 ? best.source : SG_BUCKET_FROM_NONE;
+  *n_specs = best.n;
+  return best.specs;
+}
+
+static void
+search_clear (SgBucketSearch *s)
+{
+  g_clear_pointer (&s->aug, sg_aug_free);
+  g_clear_pointer (&s->trial, sg_rewrite_free);
+  g_clear_pointer (&s->cands, g_free);
+}
+
+bool
+sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **error)
+{
+  g_return_val_if_fail (g && st, false);
+  memset (st, 0, sizeof *st);
+  st->ran = cfg ? cfg->bucket : true;
+  st->mode = cfg ? cfg->bucket_mode : SG_BUCKET_MODE_AUTO;
+  st->cap_bytes = cfg && cfg->bucket_cap_bytes ? cfg->bucket_cap_bytes
+                                               : SG_BUCKET_DEFAULT_CAP_BYTES;
+  st->greedy_step_us = st->per_layer_step_us = st->per_layer_refined_step_us = NAN;
+  st->collectives_before = st->collectives_after = count_collectives (g);
+  if (!sg_graph_cost_model (g)) {
+    g_set_error (error, SG_BUCKET_ERROR, SG_BUCKET_ERROR_SIM,
+                 "bucket: the graph has no cost model (run the estimate pass first)");
+    return false;
+  }
+  SgBucketEval base;
+  if (!simulate_graph (g, &base, error))
+    return false;
+  st->exposed_before_us = st->exposed_after_us = base.exposed_us;
+  st->step_before_us = st->step_after_us = base.step_us;
+  st->peak_before_bytes = st->peak_after_bytes = base.peak_bytes;
+  if (!st->ran)
+    return true;
+
+  SgBucketSearch s = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes };
+  double grow = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
+  s.peak_limit = (uint64_t)((double)base.peak_bytes * (1.0 + MAX (grow, 0.0)));
+  s.base_step_us = base.step_us;
+  collect_cands (&s);
+  s.aug = constraints_aug (g);
+  s.trial = sg_rewrite_new (g);
+  int32_t ns = 0;
+  GError *err = NULL;
+  SgBucketSpec *specs = choose (&s, &base, &ns, &err);
+  search_clear (&s);
+  if (err) {
+    g_propagate_error (error, err);
+    return false;
+  }
+
+  /* The chosen buckets, applied to the graph itself. */
+  SgSimResult r;
+  bool ok = ns == 0 || sg_bucket_apply (g, specs, ns, error);
+  if (ok && ns > 0) {
+    sg_cost_new_nodes (sg_graph_cost_model (g), g, NULL, 0);
+    ok = sg_simulate (g, NULL, &r, error);
+  }
+  sg_bucket_specs_free (specs, ns);
+  if (!ok)
+    return false;
+  if (ns > 0) {
+    st->exposed_after_us = r.exposed_us;
+    st->step_after_us = r.step_us;
+    st->peak_after_bytes = r.peak_bytes;
+    record_hiding (g, &r);
+    sg_sim_result_clear (&r);
+  }
+  st->collectives_after = count_collectives (g);
+  sg_bucket_collect_infos (g, st);
+  st->buckets = st->n_infos;
+  return true;
+}

@@ -1,0 +1,123 @@
+/* graph-private.h: what the files of graph/ share (not a public contract). */
+#pragma once
+
+#include "graph.h"
+
+/* Deeper nesting inside args/kwargs is refused at load. */
+#define SG_MAX_ARG_DEPTH 64
+
+/* args.c: building a node's typed arguments in g->args. */
+typedef struct {
+  SgGraph *g;
+  const char *node;   /* the node's name, for messages */
+  GArray *refs;       /* SgNodeId: the node's inputs so far (distinct) */
+  bool own_refs;      /* refs is this build's (else the caller's, reused) */
+  GHashTable *seen;   /* id + 1 -> index + 1, once refs is long */
+  const GArray *scratch; /* SgArg: where spec lists live (rewrite.c) */
+  GError **error;
+} SgArgBuild;
+
+/* @refs: an array to collect the inputs in (emptied first), or NULL for
+ * one of the build's own. */
+void sg_arg_build_init (SgArgBuild *b, SgGraph *g, const char *node, const GArray *scratch,
+                        GArray *refs, GError **error);
+void sg_arg_build_clear (SgArgBuild *b);
+
+/* Parses graph-format @args (a JSON list or NULL) and @kwargs (an object or
+ * NULL) of node @n into g->args, resolving {"node": NAME} by name into
+ * b->refs; sets n's args_first, n_args, kwargs_first, n_kwargs. False with
+ * b->error set (the caller truncates g->args). */
+bool sg_args_from_json (SgArgBuild *b, const cJSON *args, const cJSON *kwargs, SgNode *n);
+
+/* The same from an SgNodeSpec's values (references are node ids, lists
+ * live in b->scratch); @node_count bounds valid references. */
+bool sg_args_from_spec (SgArgBuild *b, const SgArg *args, uint32_t n_args, const SgKwarg *kwargs,
+                        uint32_t n_kwargs, SgNodeId node_count, SgNode *n);
+
+/* Node @src's argument @a (a node of @g whose inputs are @src_inputs) in
+ * spec form, lists copied into @scratch. */
+SgArg sg_arg_to_spec (const SgGraph *g, const SgNodeId *src_inputs, const SgArg *a,
+                      GArray *scratch);
+
+/* graph.c: what sg_graph_append and sg_rewrite_add share once a node's
+ * args and inputs are built: kind from op and target, collective group,
+ * size and reduce op, getitem index, and the checks of the node alone.
+ * @node_of resolves an input id to its node (base or added). */
+typedef const SgNode *(*SgNodeOf) (gconstpointer ctx, SgNodeId id);
+bool sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
+                     gconstpointer ctx, GError **error);
+
+/* permute.c: the ring ops' readers for a node that may not be in the graph
+ * yet (its args in the pool; @input: its first input's node, or NULL). */
+bool sg_permute_read (const SgGraph *g, const SgNode *n, SgPermute *out, GError **error);
+bool sg_rank_roll_read (const SgGraph *g, const SgNode *n, const SgNode *input, SgRankRoll *out,
+                        GError **error);
+
+/* Interns string arguments of the args pool entries [from, to) of @src
+ * into @dst's strings (sg_graph_copy). */
+void sg_args_reintern (SgGraph *dst, guint from, guint to);
+
+/* rewrite.c and rewrite-order.c: the rewrite being built. */
+typedef struct {
+  SgNodeId old, to;
+  uint32_t drop; /* implicit-edge kinds dropped, 1 << kind */
+} SgRewriteMove;
+
+/* Working arrays of the layout (rewrite-order.c), kept by the rewrite so
+ * that trial after trial reuses them. */
+enum {
+  SG_RW_KEEP, SG_RW_REDIR, SG_RW_TIX, SG_RW_AKEY, SG_RW_INDEG, SG_RW_POS, SG_RW_SORTED,
+  SG_RW_HEAP, SG_RW_ORDER, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ, SG_RW_IFIRST, SG_RW_IADJ,
+  SG_RW_FILL, SG_RW_MOVED, SG_RW_N_WORK
+};
+
+struct SgRewrite {
+  SgGraph *g;
+  int32_t n0;
+  guint dims0, tuples0, args0; /* @g's pool lengths at the start */
+  GArray *nodes;               /* SgNode: added nodes, id n0 + i */
+  GArray *inputs;              /* SgNodeId: added nodes' inputs (their in_first) */
+  GArray *keys;                /* int64_t per added node; -1: default placement */
+  GStringChunk *names;         /* added nodes' names as given */
+  GArray *scratch;             /* SgArg: lists of specs */
+  GArray *refs;                /* SgNodeId: reused by sg_rewrite_add */
+  const char *targets[SG_OP_N_KINDS]; /* interned table targets, as used */
+  GArray *redirects;           /* SgNodeId pairs (old, to) */
+  GArray *removed;             /* SgNodeId */
+  GArray *moves;               /* SgRewriteMove */
+  bool done;                   /* committed: its additions stay in @g's pools */
+  int32_t trials;              /* trial graphs alive */
+  /* reused memory */
+  void *work[SG_RW_N_WORK];
+  size_t work_size[SG_RW_N_WORK];
+  GArray *touched, *t_in, *pairs; /* layout's (touched: created by it) */
+  SgNode *spare_nodes;         /* a freed trial graph's node array */
+  int32_t spare_cap;
+  GArray *spare_inputs;        /* and its inputs */
+};
+
+/* The edited graph laid out in its new order. */
+typedef struct {
+  int32_t n;        /* nodes kept */
+  SgNode *nodes;    /* n (capacity nodes_cap), in the new order; added
+                     * nodes named as given */
+  int32_t nodes_cap;
+  GArray *inputs;   /* SgNodeId, renumbered */
+  GArray *edges;    /* SgImplicitEdge, renumbered; NULL when @g had none */
+  SgNodeId output;
+  const SgNodeId *old_id; /* new id -> id in the rewrite; the rewrite's
+                           * memory, valid until its next layout */
+} SgRewriteLayout;
+
+/* Checks the edits and lays the result out (rewrite-order.c): the stable
+ * topological order by placement keys, inputs and implicit edges
+ * renumbered, args of users whose inputs merged re-indexed (appended to
+ * g->args). Node and input arrays come from the rewrite's spares when it
+ * has them. False with @error as sg_rewrite_commit. */
+bool sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error);
+void sg_rewrite_layout_clear (SgRewriteLayout *l);
+/* A working array of at least @bytes, kept by @rw (contents undefined). */
+void *sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes);
+
+/* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
+void sg_rewrite_trial_release (SgGraph *trial);

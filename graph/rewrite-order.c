@@ -1,0 +1,573 @@
+/* rewrite-order.c: the layout of a rewritten graph (rewrite.c's commit and
+ * trial graphs both come from here).
+ *
+ * Checks the edits (no kept node reads a removed one, the output stays),
+ * redirects the uses of replaced nodes, moves implicit edges, and orders
+ * the nodes: among nodes whose data inputs and implicit-edge sources are
+ * placed, the smallest placement key goes first, ties on the id in the
+ * rewrite (base nodes have keys 4 id + 2, added nodes 4 anchor + slot).
+ * Base nodes come sorted by key already, so a cursor walks the merged key
+ * order and only nodes that become ready behind it pass through a heap:
+ * the same sequence as a plain heap in O(n + late log late). Untouched
+ * base nodes are released through the base graph's users; only edited
+ * edges (added nodes' inputs, redirected users) are built here.
+ * Mirrors Kahn's algorithm with a priority queue (a stable topological
+ * sort). Working arrays are the rewrite's and reused by its next layout
+ * (a pass's trials). Requires: @g's users fresh. Invalidates: nothing
+ * (appends the re-indexed args of users whose inputs merged to g->args).
+ */
+#include "graph-private.h"
+
+#include <string.h>
+
+/* Min-heap of (key, id). */
+typedef struct {
+  int64_t key;
+  SgNodeId id;
+} Item;
+
+static inline bool
+item_less (Item a, Item b)
+{
+  return a.key < b.key || (a.key == b.key && a.id < b.id);
+}
+
+static void
+heap_push (Item *h, int32_t *n, Item it)
+{
+  int32_t i = (*n)++;
+  while (i > 0 && item_less (it, h[(i - 1) / 2])) {
+    h[i] = h[(i - 1) / 2];
+    i = (i - 1) / 2;
+  }
+  h[i] = it;
+}
+
+static Item
+heap_pop (Item *h, int32_t *n)
+{
+  Item top = h[0], last = h[--(*n)];
+  int32_t i = 0;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= *n)
+      break;
+    if (c + 1 < *n && item_less (h[c + 1], h[c]))
+      c++;
+    if (!item_less (h[c], last))
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = last;
+  return top;
+}
+
+void *
+sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes)
+{
+  g_assert (slot >= 0 && slot < SG_RW_N_WORK);
+  if (rw->work_size[slot] < bytes) {
+    g_free (rw->work[slot]);
+    rw->work_size[slot] = MAX (bytes, rw->work_size[slot] + rw->work_size[slot] / 4);
+    rw->work[slot] = g_malloc (rw->work_size[slot]);
+  }
+  return rw->work[slot];
+}
+
+#define WORK(rw, slot, type, n) ((type *)sg_rewrite_work ((rw), (slot), sizeof (type) * ((size_t)(n) + 1)))
+
+/* A CSR of extra edges by source over the rewrite's ids, from (from, to)
+ * pairs, in the rewrite's slots @first_slot and @adj_slot. */
+typedef struct {
+  const uint32_t *first; /* n1 + 1 */
+  const SgNodeId *adj;
+} Csr;
+
+static Csr
+csr_build (SgRewrite *rw, int first_slot, int adj_slot, int32_t n1, const GArray *pairs)
+{
+  uint32_t *first = WORK (rw, first_slot, uint32_t, n1 + 1);
+  guint m = pairs->len / 2;
+  const SgNodeId *p = (const SgNodeId *)(const void *)pairs->data;
+  SgNodeId *adj = WORK (rw, adj_slot, SgNodeId, m);
+  memset (first, 0, sizeof (uint32_t) * ((size_t)n1 + 2));
+  for (guint i = 0; i < m; i++)
+    first[p[2 * i] + 1]++;
+  for (int32_t i = 0; i < n1; i++)
+    first[i + 1] += first[i];
+  uint32_t *fill = WORK (rw, SG_RW_FILL, uint32_t, n1);
+  memcpy (fill, first, sizeof (uint32_t) * ((size_t)n1 + 1));
+  for (guint i = 0; i < m; i++)
+    adj[fill[p[2 * i]]++] = p[2 * i + 1];
+  return (Csr){ first, adj };
+}
+
+/* A base node whose inputs a redirect changed. */
+typedef struct {
+  uint32_t first, n;           /* its inputs in t_in */
+  uint32_t args_first, kwargs_first; /* re-indexed args when inputs merged */
+  bool reindexed;
+} Touched;
+
+/* Working state of one layout. */
+typedef struct {
+  SgRewrite *rw;
+  SgGraph *g;
+  int32_t n0, n1;
+  bool *keep;
+  SgNodeId *redir; /* per base node: its replacement, or SG_NO_NODE; NULL: none */
+  int32_t *tix;    /* per node: its Touched, or -1; NULL: none */
+  const int64_t *akey; /* keys of added nodes */
+} Ctx;
+
+static const char *
+name_of (const Ctx *x, SgNodeId id)
+{
+  return sg_rewrite_node (x->rw, id)->name;
+}
+
+static inline const Touched *
+touched_of (const Ctx *x, SgNodeId id)
+{
+  if (!x->tix || x->tix[id] < 0)
+    return NULL;
+  return &g_array_index (x->rw->touched, Touched, x->tix[id]);
+}
+
+static inline int64_t
+key_of (const Ctx *x, SgNodeId v)
+{
+  return v < x->n0 ? 4 * (int64_t)v + 2 : x->akey[v - x->n0];
+}
+
+/* @id's inputs in the result, before renumbering. */
+static inline const SgNodeId *
+new_inputs (const Ctx *x, SgNodeId id, uint32_t *n)
+{
+  const Touched *t = touched_of (x, id);
+  if (t) {
+    *n = t->n;
+    return &g_array_index (x->rw->t_in, SgNodeId, t->first);
+  }
+  if (id < x->n0) {
+    *n = x->g->nodes[id].n_in;
+    return &g_array_index (x->g->inputs, SgNodeId, x->g->nodes[id].in_first);
+  }
+  const SgNode *a = &g_array_index (x->rw->nodes, SgNode, id - x->n0);
+  *n = a->n_in;
+  return &g_array_index (x->rw->inputs, SgNodeId, a->in_first);
+}
+
+/* The replacement of @v after every redirect (chains followed). */
+static SgNodeId
+final_target (const Ctx *x, SgNodeId v)
+{
+  for (int32_t steps = 0; v < x->n0 && x->redir[v] != SG_NO_NODE && steps <= x->n0; steps++)
+    v = x->redir[v];
+  return v;
+}
+
+/* Copies args entry @src with input indices mapped by @map. */
+static SgArg
+reindex (SgGraph *g, const SgArg *src, const uint32_t *map)
+{
+  SgArg a = *src; /* @src may move: the pool grows below */
+  if (a.type == SG_ARG_NODE) {
+    a.input = map[a.input];
+  } else if (a.type == SG_ARG_LIST || a.type == SG_ARG_DICT) {
+    uint32_t len = a.type == SG_ARG_DICT ? 2 * a.n : a.n, from = a.first;
+    a.first = g->args->len;
+    g_array_set_size (g->args, a.first + len);
+    for (uint32_t i = 0; i < len; i++) {
+      SgArg item = g_array_index (g->args, SgArg, from + i);
+      item = reindex (g, &item, map);
+      g_array_index (g->args, SgArg, a.first + i) = item;
+    }
+  }
+  return a;
+}
+
+/* Where @v already is among @u's new inputs t_in[first ..], or -1: a scan
+ * for short lists, @index (id -> position + 1) for long ones. */
+static int64_t
+find_input (const GArray *t_in, uint32_t first, SgNodeId v, GHashTable *index)
+{
+  if (index) {
+    gpointer at = g_hash_table_lookup (index, GINT_TO_POINTER (v + 1));
+    return at ? GPOINTER_TO_INT (at) - 1 : -1;
+  }
+  for (guint i = first; i < t_in->len; i++)
+    if (g_array_index (t_in, SgNodeId, i) == v)
+      return (int64_t)(i - first);
+  return -1;
+}
+
+/* One user @u of replaced nodes: its inputs redirected and kept distinct
+ * (an added node's only where they are removed); its args re-indexed when
+ * two inputs became one. */
+static void
+redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
+{
+  SgGraph *g = x->g;
+  GArray *t_in = x->rw->t_in;
+  uint32_t n;
+  const SgNodeId *in = new_inputs (x, u, &n); /* not touched yet: its own */
+  Touched t = { t_in->len, 0, 0, 0, false };
+  if (n > *map_len) {
+    *map_len = MAX (n, 2 * *map_len);
+    *map = g_renew (uint32_t, *map, *map_len);
+  }
+  g_autoptr (GHashTable) index = n > 32 ? g_hash_table_new (g_direct_hash, g_direct_equal) : NULL;
+  for (uint32_t j = 0; j < n; j++) {
+    SgNodeId v = u < x->n0 || !x->keep[in[j]] ? final_target (x, in[j]) : in[j];
+    int64_t at = find_input (t_in, t.first, v, index);
+    if (at < 0) {
+      at = t_in->len - t.first;
+      g_array_append_val (t_in, v);
+      if (index)
+        g_hash_table_insert (index, GINT_TO_POINTER (v + 1), GINT_TO_POINTER (at + 1));
+    }
+    (*map)[j] = (uint32_t)at;
+  }
+  t.n = t_in->len - t.first;
+  if (t.n < n) {
+    const SgNode *un = sg_rewrite_node (x->rw, u);
+    SgArg args = { .type = SG_ARG_LIST, .n = un->n_args, .first = un->args_first };
+    SgArg kw = { .type = SG_ARG_DICT, .n = un->n_kwargs, .first = un->kwargs_first };
+    t.args_first = reindex (g, &args, *map).first;
+    t.kwargs_first = reindex (g, &kw, *map).first;
+    t.reindexed = true;
+  }
+  x->tix[u] = (int32_t)x->rw->touched->len;
+  g_array_append_val (x->rw->touched, t);
+}
+
+static void
+redirect_users (Ctx *x)
+{
+  g_autofree uint32_t *map = NULL;
+  uint32_t map_len = 0;
+  for (SgNodeId old = 0; old < x->n0; old++) {
+    if (x->redir[old] == SG_NO_NODE)
+      continue;
+    uint32_t nu;
+    const SgNodeId *users = sg_node_users (x->g, old, &nu);
+    for (uint32_t k = 0; k < nu; k++)
+      if (x->tix[users[k]] < 0)
+        redirect_user (x, users[k], &map, &map_len);
+  }
+  /* Added nodes that read a replaced node being removed (nothing may read
+   * it) read its replacement: e.g. a bucket's pack of another bucket's
+   * member waits. */
+  for (SgNodeId v = x->n0; v < x->n1; v++) {
+    uint32_t n;
+    const SgNodeId *in = new_inputs (x, v, &n);
+    for (uint32_t j = 0; j < n; j++)
+      if (in[j] < x->n0 && x->redir[in[j]] != SG_NO_NODE && !x->keep[in[j]]) {
+        redirect_user (x, v, &map, &map_len);
+        break;
+      }
+  }
+}
+
+/* Kept nodes that read removed ones, and the removed output. */
+static bool
+check_removed (const Ctx *x, GError **error)
+{
+  SgGraph *g = x->g;
+  if (g->output != SG_NO_NODE && !x->keep[g->output]) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                 "node '%s': the output node cannot be removed", g->nodes[g->output].name);
+    return false;
+  }
+  const GArray *rm = x->rw->removed;
+  for (guint i = 0; i < rm->len; i++) {
+    SgNodeId r = g_array_index (rm, SgNodeId, i);
+    uint32_t nu;
+    const SgNodeId *users = r < x->n0 ? sg_node_users (g, r, &nu) : (nu = 0, NULL);
+    for (uint32_t k = 0; k < nu; k++)
+      if (x->keep[users[k]] && !touched_of (x, users[k])) {
+        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                     "node '%s' reads '%s', which is being removed", name_of (x, users[k]),
+                     name_of (x, r));
+        return false;
+      }
+  }
+  /* Redirected users and added nodes: their inputs in the result. */
+  for (SgNodeId v = 0; v < x->n1; v++) {
+    if (!x->keep[v] || (v < x->n0 && !touched_of (x, v)))
+      continue;
+    uint32_t n;
+    const SgNodeId *in = new_inputs (x, v, &n);
+    for (uint32_t j = 0; j < n; j++)
+      if (!x->keep[in[j]]) {
+        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                     "node '%s' reads '%s', which is being removed", name_of (x, v),
+                     name_of (x, in[j]));
+        return false;
+      }
+  }
+  return true;
+}
+
+/* Implicit edges after moves, over the rewrite's ids: moved ends renamed
+ * (or the edge dropped for its kind), edges touching removed nodes and
+ * self-loops dropped. */
+static GArray *
+moved_edges (Ctx *x)
+{
+  SgGraph *g = x->g;
+  guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
+  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), ne);
+  const GArray *mv = x->rw->moves;
+  int32_t *moved = NULL; /* per base node: its move, or -1 */
+  if (mv->len) {
+    moved = WORK (x->rw, SG_RW_MOVED, int32_t, x->n0);
+    memset (moved, -1, sizeof (int32_t) * (size_t)x->n0);
+    for (guint i = 0; i < mv->len; i++)
+      moved[g_array_index (mv, SgRewriteMove, i).old] = (int32_t)i;
+  }
+  for (guint i = 0; i < ne; i++) {
+    SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
+    uint32_t bit = e.kind >= 0 && e.kind < 32 ? 1u << e.kind : 0;
+    if (moved) {
+      const SgRewriteMove *a
+          = moved[e.from] >= 0 ? &g_array_index (mv, SgRewriteMove, moved[e.from]) : NULL;
+      const SgRewriteMove *b
+          = moved[e.to] >= 0 ? &g_array_index (mv, SgRewriteMove, moved[e.to]) : NULL;
+      if ((a && (a->drop & bit)) || (b && (b->drop & bit)))
+        continue;
+      e.from = a ? a->to : e.from;
+      e.to = b ? b->to : e.to;
+    }
+    if (x->keep[e.from] && x->keep[e.to] && e.from != e.to)
+      g_array_append_val (out, e);
+  }
+  return out;
+}
+
+/* Keys of added nodes: as placed, else just after their latest input's
+ * anchor (base nodes have 4 id + 2, key_of). */
+static void
+added_keys (Ctx *x, int64_t *akey)
+{
+  x->akey = akey;
+  for (SgNodeId v = x->n0; v < x->n1; v++) {
+    int64_t k = g_array_index (x->rw->keys, int64_t, v - x->n0);
+    if (k < 0) {
+      uint32_t n;
+      const SgNodeId *in = new_inputs (x, v, &n);
+      int64_t anchor = -1;
+      for (uint32_t j = 0; j < n; j++)
+        anchor = MAX (anchor, key_of (x, in[j]) / 4);
+      k = anchor >= 0 ? 4 * anchor + SG_PLACE_AFTER : SG_PLACE_BEFORE;
+    }
+    akey[v - x->n0] = k;
+  }
+}
+
+/* The stable order; *n_order nodes into @order, or false on a cycle. */
+static bool
+stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
+              GError **error)
+{
+  SgRewrite *rw = x->rw;
+  SgGraph *g = x->g;
+  int32_t n0 = x->n0, n1 = x->n1;
+  int32_t *indeg = WORK (rw, SG_RW_INDEG, int32_t, n1);
+  int32_t *pos = WORK (rw, SG_RW_POS, int32_t, n1);
+  SgNodeId *sorted = WORK (rw, SG_RW_SORTED, SgNodeId, n1);
+  Item *heap = WORK (rw, SG_RW_HEAP, Item, n1);
+  /* In-degrees of untouched base nodes from the users CSR (a few bytes
+   * per edge, not a walk over the node array); edited nodes from their new
+   * inputs, which are also the edited data edges. */
+  memset (indeg, 0, sizeof (int32_t) * (size_t)n1);
+  for (uint32_t j = 0; j < g->user_first[n0]; j++)
+    indeg[g->users[j]]++;
+  GArray *pairs = rw->pairs;
+  g_array_set_size (pairs, 0);
+  int32_t n_keep = 0;
+  for (SgNodeId v = 0; v < n1; v++) {
+    if (!x->keep[v])
+      continue;
+    n_keep++;
+    if (v < n0 && !touched_of (x, v))
+      continue;
+    uint32_t n;
+    const SgNodeId *in = new_inputs (x, v, &n);
+    indeg[v] = (int32_t)n;
+    for (uint32_t j = 0; j < n; j++) {
+      SgNodeId pr[2] = { in[j], v };
+      g_array_append_vals (pairs, pr, 2);
+    }
+  }
+  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, n1, pairs);
+  g_array_set_size (pairs, 0);
+  for (guint i = 0; i < edges->len; i++) {
+    const SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
+    SgNodeId pr[2] = { e->from, e->to };
+    g_array_append_vals (pairs, pr, 2);
+    indeg[e->to]++;
+  }
+  Csr imp = csr_build (rw, SG_RW_IFIRST, SG_RW_IADJ, n1, pairs);
+
+  /* All nodes by (key, id): base nodes in id order, added ones merged in. */
+  int32_t hn = 0, w = 0;
+  for (SgNodeId v = n0; v < n1; v++)
+    heap_push (heap, &hn, (Item){ key_of (x, v), v });
+  for (SgNodeId i = 0, k = 0; i <= n0; i++) {
+    while (hn > 0 && (i == n0 || heap[0].key < key_of (x, i)))
+      sorted[k++] = heap_pop (heap, &hn).id;
+    if (i < n0)
+      sorted[k++] = i;
+  }
+  for (int32_t q = 0; q < n1; q++)
+    pos[sorted[q]] = q;
+  int32_t cur = 0;
+#define RELEASE(u)                                                                                 \
+  do {                                                                                             \
+    SgNodeId u_ = (u);                                                                             \
+    if (--indeg[u_] == 0 && x->keep[u_] && pos[u_] < cur)                                          \
+      heap_push (heap, &hn, (Item){ key_of (x, u_), u_ });                                         \
+  } while (0)
+  for (;;) {
+    while (cur < n1 && !(x->keep[sorted[cur]] && indeg[sorted[cur]] == 0))
+      cur++;
+    SgNodeId v;
+    if (hn > 0 && (cur == n1 || item_less (heap[0], (Item){ key_of (x, sorted[cur]), sorted[cur] })))
+      v = heap_pop (heap, &hn).id;
+    else if (cur < n1)
+      v = sorted[cur++];
+    else
+      break;
+    order[w++] = v;
+    if (v < n0) {
+      uint32_t nu;
+      const SgNodeId *users = sg_node_users (g, v, &nu);
+      for (uint32_t j = 0; j < nu; j++)
+        if (x->keep[users[j]] && !touched_of (x, users[j]))
+          RELEASE (users[j]);
+    }
+    for (uint32_t j = extra.first[v]; j < extra.first[v + 1]; j++)
+      RELEASE (extra.adj[j]);
+    for (uint32_t j = imp.first[v]; j < imp.first[v + 1]; j++)
+      RELEASE (imp.adj[j]);
+  }
+#undef RELEASE
+  if (w < n_keep) {
+    for (SgNodeId v = 0; v < n1; v++)
+      if (x->keep[v] && indeg[v] > 0) {
+        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
+                     "node '%s': the edits close a cycle through it", name_of (x, v));
+        break;
+      }
+    return false;
+  }
+  *n_order = w;
+  return true;
+}
+
+/* Nodes in @order, inputs and edges renumbered, into @out. */
+static void
+lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewriteLayout *out)
+{
+  SgRewrite *rw = x->rw;
+  SgGraph *g = x->g;
+  int32_t n0 = x->n0, n1 = x->n1;
+  SgNodeId *new_id = WORK (rw, SG_RW_NEW_ID, SgNodeId, n1);
+  for (SgNodeId v = 0; v < n1; v++)
+    new_id[v] = SG_NO_NODE;
+  for (int32_t i = 0; i < n; i++)
+    new_id[order[i]] = i;
+  out->n = n;
+  if (rw->spare_nodes && rw->spare_cap >= n) {
+    out->nodes = g_steal_pointer (&rw->spare_nodes);
+    out->nodes_cap = rw->spare_cap;
+  } else {
+    out->nodes_cap = MAX (n, 1);
+    out->nodes = g_new (SgNode, (size_t)out->nodes_cap);
+  }
+  /* Room for every input there may be; trimmed below. */
+  guint bound = g->inputs->len + rw->inputs->len + rw->t_in->len;
+  out->inputs = rw->spare_inputs ? g_steal_pointer (&rw->spare_inputs)
+                                 : g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_array_set_size (out->inputs, bound);
+  SgNodeId *dst = (SgNodeId *)(void *)out->inputs->data;
+  uint32_t at = 0;
+  for (int32_t i = 0; i < n; i++) {
+    SgNodeId v = order[i];
+    SgNode node = v < n0 ? g->nodes[v] : g_array_index (rw->nodes, SgNode, v - n0);
+    uint32_t k;
+    const SgNodeId *in = new_inputs (x, v, &k);
+    node.in_first = at;
+    node.n_in = k;
+    for (uint32_t j = 0; j < k; j++)
+      dst[at++] = new_id[in[j]];
+    const Touched *t = touched_of (x, v);
+    if (t && t->reindexed) {
+      node.args_first = t->args_first;
+      node.kwargs_first = t->kwargs_first;
+    }
+    out->nodes[i] = node;
+  }
+  g_array_set_size (out->inputs, at);
+  if (g->implicit_edges) {
+    for (guint i = 0; i < edges->len; i++) {
+      SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
+      e->from = new_id[e->from];
+      e->to = new_id[e->to];
+    }
+    out->edges = g_array_ref (edges);
+  }
+  out->output = g->output != SG_NO_NODE ? new_id[g->output] : SG_NO_NODE;
+  out->old_id = order;
+}
+
+bool
+sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
+{
+  SgGraph *g = rw->g;
+  Ctx x = { .rw = rw, .g = g, .n0 = rw->n0, .n1 = rw->n0 + (int32_t)rw->nodes->len };
+  int32_t n0 = x.n0, n1 = x.n1;
+  memset (out, 0, sizeof *out);
+  sg_graph_fill_users (g);
+  x.keep = WORK (rw, SG_RW_KEEP, bool, n1);
+  memset (x.keep, 1, sizeof (bool) * (size_t)n1);
+  for (guint i = 0; i < rw->removed->len; i++)
+    x.keep[g_array_index (rw->removed, SgNodeId, i)] = false;
+  if (!rw->touched)
+    rw->touched = g_array_new (FALSE, FALSE, sizeof (Touched));
+  g_array_set_size (rw->touched, 0);
+  g_array_set_size (rw->t_in, 0);
+  if (rw->redirects->len) {
+    x.redir = WORK (rw, SG_RW_REDIR, SgNodeId, n0);
+    x.tix = WORK (rw, SG_RW_TIX, int32_t, n1);
+    for (SgNodeId v = 0; v < n0; v++)
+      x.redir[v] = SG_NO_NODE;
+    for (SgNodeId v = 0; v < n1; v++)
+      x.tix[v] = -1;
+    for (guint i = 0; i < rw->redirects->len; i += 2)
+      x.redir[g_array_index (rw->redirects, SgNodeId, i)]
+          = g_array_index (rw->redirects, SgNodeId, i + 1);
+    redirect_users (&x);
+  }
+  if (!check_removed (&x, error))
+    return false;
+  g_autoptr (GArray) edges = moved_edges (&x);
+  added_keys (&x, WORK (rw, SG_RW_AKEY, int64_t, n1 - n0));
+  SgNodeId *order = WORK (rw, SG_RW_ORDER, SgNodeId, n1);
+  int32_t n;
+  if (!stable_order (&x, edges, order, &n, error))
+    return false;
+  lay_out (&x, order, n, edges, out);
+  return true;
+}
+
+void
+sg_rewrite_layout_clear (SgRewriteLayout *l)
+{
+  g_clear_pointer (&l->nodes, g_free);
+  g_clear_pointer (&l->inputs, g_array_unref);
+  g_clear_pointer (&l->edges, g_array_unref);
+}

@@ -1,0 +1,434 @@
+/* bound.c: a lower bound on the step of any order of a graph, by term.
+ *
+ * Terms (docs/scheduler.md "Lower bound"): compute work; the busiest comm
+ * stream; the critical path; `overlap`, a linear relaxation of the
+ * simulator's timeline in which overlapping a collective with compute costs
+ * compute_slowdown and not overlapping it costs its whole time; and
+ * `window`: for thresholds (h, t), the collectives that cannot start before
+ * h (compute of their ancestors, or their longest input path) and must end
+ * t before the step does (compute of their descendants, or their longest
+ * output path) all run inside [h, step - t], together with all compute but
+ * at most h + t of it, so the step is at least h + t + overlap(that). The
+ * same relaxation prices the rest of a partial order in the exact scheduler
+ * (exact.c).
+ * Mirrors: the preemptive one-machine bound with heads and tails (Jackson;
+ * Carlier, "The one-machine sequencing problem", EJOR 1982), with the
+ * machine shared by compute and contention added.
+ * Requires: est_us (estimate/). Invalidates: nothing.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "schedule-private.h"
+
+/* --- the relaxation ---------------------------------------------------------- */
+
+/* The step of the relaxation when compute is busy beside running comm for
+ * @b us: compute left alone, plus @b, plus the comm work the busiest group
+ * still has to do alone (each group uses @b on its cheapest slot first). */
+static double
+overlap_at (const SgBoundRates *R, double compute, const double *w, double b)
+{
+  double t = b + MAX (0.0, compute - b / R->cs);
+  double worst = 0.0;
+  for (int32_t grp = 0; grp < R->n_groups; grp++) {
+    /* the group uses b on its cheaper slot first */
+    int32_t f = R->slot[2 * grp + 1] < R->slot[2 * grp] ? 2 * grp + 1 : 2 * grp;
+    int32_t s = f ^ 1;
+    double left = b, rem = w[f] + w[s];
+    double use = MIN (left, R->slot[f] * w[f]);
+    rem -= use / R->slot[f];
+    left -= use;
+    use = MIN (left, R->slot[s] * w[s]);
+    rem -= use / R->slot[s];
+    worst = MAX (worst, rem);
+  }
+  return t + worst;
+}
+
+double
+sg_bound_overlap (const SgBoundRates *R, double compute, const double *slot_work)
+{
+  /* The relaxation is convex and piecewise linear in b: its minimum is at
+   * a breakpoint. */
+  compute = MAX (compute, 0.0);
+  double best = overlap_at (R, compute, slot_work, 0.0);
+  best = MIN (best, overlap_at (R, compute, slot_work, R->cs * compute));
+  for (int32_t grp = 0; grp < R->n_groups; grp++) {
+    int32_t f = R->slot[2 * grp + 1] < R->slot[2 * grp] ? 2 * grp + 1 : 2 * grp;
+    double b1 = R->slot[f] * slot_work[f];
+    double b2 = b1 + R->slot[f ^ 1] * slot_work[f ^ 1];
+    best = MIN (best, overlap_at (R, compute, slot_work, b1));
+    best = MIN (best, overlap_at (R, compute, slot_work, b2));
+  }
+  return best;
+}
+
+void
+sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls, int32_t n)
+{
+  int32_t ng = MAX (e->g->n_groups, 1), ns = MAX (e->n_slots, 1);
+  *R = (SgBoundRates){ .cs = INFINITY, .n_groups = e->g->n_groups, .monotone = true };
+  R->slot = g_new (double, (size_t)ng * 2);
+  for (int32_t k = 0; k < 2 * ng; k++)
+    R->slot[k] = INFINITY;
+  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)ns);
+  for (int32_t i = 0; i < n; i++) {
+    SgNodeId c = colls[i];
+    int32_t r = e->row_of[c];
+    const SgPairRates *pr = own;
+    if (r >= 0)
+      pr = &e->rates[(size_t)r * (size_t)e->n_slots];
+    else
+      sg_eng_pair_rates (e, c, own);
+    int32_t k = sg_bound_slot (&e->g->nodes[c]);
+    for (int32_t s = 0; s < e->n_slots; s++) {
+      double cx = MAX (pr[s].comm_x, 1.0), kx = MAX (pr[s].kernel_x, 1.0);
+      R->slot[k] = MIN (R->slot[k], cx);
+      R->cs = MIN (R->cs, kx);
+      R->monotone &= kx * (1.0 - 1.0 / cx) < 1.0;
+    }
+  }
+  R->cs = isfinite (R->cs) ? R->cs : 1.0;
+  for (int32_t k = 0; k < 2 * ng; k++)
+    R->slot[k] = isfinite (R->slot[k]) ? R->slot[k] : 1.0;
+}
+
+void
+sg_bound_rates_clear (SgBoundRates *R)
+{
+  g_free (R->slot);
+  R->slot = NULL;
+}
+
+/* --- windows ------------------------------------------------------------------- */
+
+void
+sg_bound_scratch_clear (SgBoundScratch *s)
+{
+  g_free (s->order);
+  g_free (s->rank);
+  g_free (s->tails);
+  g_free (s->fen);
+  g_free (s->sum);
+  memset (s, 0, sizeof *s);
+}
+
+typedef struct {
+  double key;
+  int32_t idx;
+} Keyed;
+
+/* Descending key, then ascending index: deterministic. */
+static int
+by_key_desc (const void *a, const void *b)
+{
+  const Keyed *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key > y->key ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int
+by_double_asc (const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void
+scratch_reserve (SgBoundScratch *s, int32_t n, int32_t ns)
+{
+  if (n <= s->cap && ns <= s->cap_slots)
+    return;
+  sg_bound_scratch_clear (s);
+  s->cap = MAX (n, 16);
+  s->cap_slots = MAX (ns, 2);
+  s->order = g_new (Keyed, (size_t)s->cap);
+  s->rank = g_new (int32_t, (size_t)s->cap);
+  s->tails = g_new (double, (size_t)s->cap);
+  s->fen = g_new (double, (size_t)(s->cap + 1) * (size_t)s->cap_slots);
+  s->sum = g_new (double, (size_t)s->cap_slots * 2);
+}
+
+/* Fenwick tree of slot vectors over tail ranks 1..n. */
+static void
+fen_add (double *fen, int32_t n, int32_t ns, int32_t at, int32_t slot, double v)
+{
+  for (int32_t i = at; i <= n; i += i & -i)
+    fen[(size_t)i * (size_t)ns + (size_t)slot] += v;
+}
+
+/* out[slot] = sum over ranks 1..at. */
+static void
+fen_prefix (const double *fen, int32_t ns, int32_t at, double *out)
+{
+  memset (out, 0, sizeof (double) * (size_t)ns);
+  for (int32_t i = at; i > 0; i -= i & -i)
+    for (int32_t k = 0; k < ns; k++)
+      out[k] += fen[(size_t)i * (size_t)ns + (size_t)k];
+}
+
+/* h + t + overlap (compute - h - t, w). */
+static double
+window_value (const SgBoundRates *R, double compute, double h, double t, const double *w)
+{
+  return h + t + sg_bound_overlap (R, compute - h - t, w);
+}
+
+double
+sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
+                  SgBoundScratch *s)
+{
+  int32_t ns = 2 * R->n_groups;
+  if (n <= 0 || ns <= 0)
+    return 0.0;
+  scratch_reserve (s, n, ns);
+  Keyed *order = s->order;
+  double *total = s->sum, *pre = s->sum + ns;
+  double best = 0.0;
+  /* (0, t): the jobs with the largest tails, by prefix. */
+  for (int32_t i = 0; i < n; i++)
+    order[i] = (Keyed){ jobs[i].tail, i };
+  qsort (order, (size_t)n, sizeof *order, by_key_desc);
+  memset (total, 0, sizeof (double) * (size_t)ns);
+  for (int32_t i = 0; i < n; i++) {
+    const SgBoundJob *j = &jobs[order[i].idx];
+    total[j->slot] += j->work;
+    if (i + 1 == n || order[i + 1].key < order[i].key)
+      best = MAX (best, window_value (R, compute, 0.0, j->tail, total));
+  }
+  /* Tail ranks for the Fenwick tree (equal tails share a rank). */
+  for (int32_t i = 0; i < n; i++)
+    s->tails[i] = jobs[i].tail;
+  qsort (s->tails, (size_t)n, sizeof (double), by_double_asc);
+  int32_t nt = 0;
+  for (int32_t i = 0; i < n; i++)
+    if (nt == 0 || s->tails[i] > s->tails[nt - 1])
+      s->tails[nt++] = s->tails[i];
+  for (int32_t i = 0; i < n; i++) {
+    int32_t lo = 0, hi = nt - 1;
+    while (lo < hi) { /* first rank whose tail >= the job's */
+      int32_t mid = (lo + hi) / 2;
+      if (s->tails[mid] < jobs[i].tail)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    s->rank[i] = lo + 1;
+  }
+  memset (s->fen, 0, sizeof (double) * (size_t)(nt + 1) * (size_t)ns);
+  /* (h, 0) and (h, t): add jobs by head, largest first; after each run of
+   * equal heads, every job of the run opens a window at its own tail. */
+  for (int32_t i = 0; i < n; i++)
+    order[i] = (Keyed){ jobs[i].head, i };
+  qsort (order, (size_t)n, sizeof *order, by_key_desc);
+  memset (total, 0, sizeof (double) * (size_t)ns);
+  for (int32_t i = 0; i < n;) {
+    int32_t e = i;
+    while (e < n && order[e].key == order[i].key) {
+      const SgBoundJob *j = &jobs[order[e].idx];
+      total[j->slot] += j->work;
+      fen_add (s->fen, nt, ns, s->rank[order[e].idx], j->slot, j->work);
+      e++;
+    }
+    double h = order[i].key;
+    best = MAX (best, window_value (R, compute, h, 0.0, total));
+    for (int32_t k = i; k < e; k++) {
+      const SgBoundJob *j = &jobs[order[k].idx];
+      if (j->tail <= 0.0)
+        continue;
+      fen_prefix (s->fen, ns, s->rank[order[k].idx] - 1, pre);
+      for (int32_t q = 0; q < ns; q++)
+        pre[q] = MAX (0.0, total[q] - pre[q]);
+      best = MAX (best, window_value (R, compute, h, j->tail, pre));
+    }
+    i = e;
+  }
+  return best;
+}
+
+/* --- the terms ------------------------------------------------------------------- */
+
+/* The graph's collectives (n of them, transfer full). */
+static SgNodeId *
+collectives (const SgGraph *g, int32_t *n)
+{
+  SgNodeId *c = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
+  *n = 0;
+  for (SgNodeId x = 0; x < g->n_nodes; x++)
+    if (sg_sched_role (&g->nodes[x]) == SG_ROLE_COLL && g->nodes[x].group >= 0)
+      c[(*n)++] = x;
+  return c;
+}
+
+static void
+finish (SgLowerBound *b)
+{
+  b->lower_bound_us = MAX (MAX (b->compute_us, b->comm_stream_us),
+                           MAX (b->critical_path_us, MAX (b->overlap_us, b->window_us)));
+}
+
+void
+sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
+{
+  memset (out, 0, sizeof *out);
+  int32_t n = g->n_nodes, ns = 2 * MAX (g->n_groups, 1);
+  g_autofree double *fin = g_new0 (double, (size_t)MAX (n, 1));
+  g_autofree double *w = g_new0 (double, (size_t)ns);
+  for (SgNodeId x = 0; x < n; x++) {
+    const SgNode *nd = &g->nodes[x];
+    double c = sg_sched_cost (nd);
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    double t = 0.0;
+    for (uint32_t j = 0; j < k; j++)
+      t = MAX (t, fin[in[j]]);
+    fin[x] = t + c;
+    out->critical_path_us = MAX (out->critical_path_us, fin[x]);
+    switch (sg_sched_role (nd)) {
+    case SG_ROLE_COMPUTE: out->compute_us += c; break;
+    case SG_ROLE_COLL: w[sg_bound_slot (nd)] += c; break;
+    case SG_ROLE_WAIT: break;
+    }
+  }
+  for (int32_t grp = 0; grp < g->n_groups; grp++)
+    out->comm_stream_us = MAX (out->comm_stream_us, w[2 * grp] + w[2 * grp + 1]);
+  int32_t nc;
+  g_autofree SgNodeId *colls = collectives (g, &nc);
+  SgBoundRates R;
+  sg_bound_rates_init (&R, e, colls, nc);
+  out->overlap_us = sg_bound_overlap (&R, out->compute_us, w);
+  sg_bound_rates_clear (&R);
+  finish (out);
+}
+
+/* Visits (node steps) the ancestor and descendant sums may take together:
+ * past it, the remaining collectives keep their path heads and tails
+ * (valid, only weaker). */
+#define SUM_BUDGET (8 * 1000 * 1000)
+
+typedef struct {
+  const SgGraph *g;
+  uint32_t *ufirst; /* users CSR */
+  SgNodeId *users;
+  uint32_t *seen;   /* visit stamps */
+  uint32_t stamp;
+  SgNodeId *stack;
+  int64_t budget;
+} Walk;
+
+/* Compute work of the nodes reachable from @c backwards (@up) through
+ * inputs or forwards through users, @c excluded; -1 when the budget ran
+ * out. */
+static double
+reach_sum (Walk *w, SgNodeId c, bool up)
+{
+  const SgGraph *g = w->g;
+  w->stamp++;
+  int32_t sp = 0;
+  double sum = 0.0;
+  w->seen[c] = w->stamp;
+  w->stack[sp++] = c;
+  while (sp > 0) {
+    SgNodeId x = w->stack[--sp];
+    if (x != c && sg_sched_role (&g->nodes[x]) == SG_ROLE_COMPUTE)
+      sum += sg_sched_cost (&g->nodes[x]);
+    uint32_t k;
+    const SgNodeId *next;
+    if (up) {
+      next = sg_node_inputs (g, x, &k);
+    } else {
+      next = &w->users[w->ufirst[x]];
+      k = w->ufirst[x + 1] - w->ufirst[x];
+    }
+    if ((w->budget -= (int64_t)k + 1) < 0)
+      return -1.0;
+    for (uint32_t j = 0; j < k; j++)
+      if (w->seen[next[j]] != w->stamp) {
+        w->seen[next[j]] = w->stamp;
+        w->stack[sp++] = next[j];
+      }
+  }
+  return sum;
+}
+
+void
+sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
+{
+  g_return_if_fail (g != NULL && r != NULL);
+  SgLowerBound *b = &r->bound;
+  if (b->refined)
+    return;
+  int32_t n = g->n_nodes;
+  /* longest paths: to a node's end (fwd), from a node's start (bwd) */
+  g_autofree double *fwd = g_new0 (double, (size_t)MAX (n, 1));
+  g_autofree double *bwd = g_new0 (double, (size_t)MAX (n, 1));
+  g_autofree double *after = g_new0 (double, (size_t)MAX (n, 1));
+  Walk w = { .g = g, .ufirst = g_new0 (uint32_t, (size_t)n + 2) };
+  for (SgNodeId x = 0; x < n; x++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    double t = 0.0;
+    for (uint32_t j = 0; j < k; j++) {
+      t = MAX (t, fwd[in[j]]);
+      w.ufirst[in[j] + 1]++;
+    }
+    fwd[x] = t + sg_sched_cost (&g->nodes[x]);
+  }
+  for (SgNodeId x = n - 1; x >= 0; x--) {
+    bwd[x] = after[x] + sg_sched_cost (&g->nodes[x]);
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    for (uint32_t j = 0; j < k; j++)
+      after[in[j]] = MAX (after[in[j]], bwd[x]);
+  }
+  for (SgNodeId x = 0; x < n; x++)
+    w.ufirst[x + 1] += w.ufirst[x];
+  w.users = g_new (SgNodeId, (size_t)w.ufirst[n] + 1);
+  {
+    g_autofree uint32_t *fill = g_memdup2 (w.ufirst, sizeof (uint32_t) * ((size_t)n + 1));
+    for (SgNodeId x = 0; x < n; x++) {
+      uint32_t k;
+      const SgNodeId *in = sg_node_inputs (g, x, &k);
+      for (uint32_t j = 0; j < k; j++)
+        w.users[fill[in[j]]++] = x;
+    }
+  }
+  w.seen = g_new0 (uint32_t, (size_t)MAX (n, 1));
+  w.stack = g_new (SgNodeId, (size_t)n + 1);
+  w.budget = SUM_BUDGET;
+  g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
+  int32_t nj = 0;
+  for (SgNodeId c = 0; c < n; c++) {
+    const SgNode *nd = &g->nodes[c];
+    if (sg_sched_role (nd) != SG_ROLE_COLL || nd->group < 0)
+      continue;
+    double cost = sg_sched_cost (nd);
+    SgBoundJob *j = &jobs[nj++];
+    *j = (SgBoundJob){ fwd[c] - cost, after[c], cost, sg_bound_slot (nd) };
+    if (w.budget > 0)
+      j->head = MAX (j->head, reach_sum (&w, c, true));
+    if (w.budget > 0)
+      j->tail = MAX (j->tail, reach_sum (&w, c, false));
+  }
+  /* the rates: the graph's cost model (its pairs), as sg_simulate's */
+  SgSimEngine e;
+  sg_eng_init (&e, g, NULL, false);
+  int32_t nc;
+  g_autofree SgNodeId *colls = collectives (g, &nc);
+  SgBoundRates R;
+  sg_bound_rates_init (&R, &e, colls, nc);
+  sg_eng_clear (&e);
+  SgBoundScratch s = { 0 };
+  b->window_us = sg_bound_windows (&R, b->compute_us, jobs, nj, &s);
+  sg_bound_scratch_clear (&s);
+  sg_bound_rates_clear (&R);
+  g_free (w.ufirst);
+  g_free (w.users);
+  g_free (w.seen);
+  g_free (w.stack);
+  b->refined = true;
+  finish (b);
+  r->lower_bound_us = b->lower_bound_us;
+}

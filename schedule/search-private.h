@@ -1,0 +1,84 @@
+/* search-private.h: the state of a search (search.c), shared by its
+ * files: search.c (placing, pruning, the depth-first search, results),
+ * search-setup.c (a window's nodes, masks and frames), search-memo.c
+ * (dominance between partial orders, the memo, the lower bound of the
+ * rest). The contract is in search.c.
+ */
+#pragma once
+
+#include "schedule-private.h"
+
+#define EPS 1e-9
+
+/* A partial order kept for dominance. */
+typedef struct {
+  double now;
+  double rem[SG_SEARCH_MAX_COLLS];
+  uint8_t hold[SG_SEARCH_MAX_COLLS];
+  uint8_t seq[SG_SEARCH_MAX_COLLS];
+  int32_t next; /* next state of the same key, -1 */
+} Memo;
+
+/* One depth of the search. */
+typedef struct {
+  SgEngSnap snap;
+  uint8_t *placed;
+  int32_t *npend; /* inputs in the window not placed */
+  int32_t n_placed;
+  uint64_t key;   /* decision nodes placed (bits) */
+  uint64_t cmask; /* compute nodes with a cost placed (bits) */
+  double work;    /* their work */
+  uint8_t seq[SG_SEARCH_MAX_COLLS];
+  uint8_t *n_issued; /* per group: collectives issued in the window */
+} Frame;
+
+struct SgSearch {
+  const SgGraph *g;
+  SgSimEngine *e; /* at the window's start on entry, restored on exit */
+  SgSearchGoal goal;
+  int32_t m, ng;
+  SgNodeId *node;  /* window position -> node */
+  int32_t *local;  /* node -> window position, -1 (n entries, owned by the caller) */
+  uint8_t *role;
+  double *cost;
+  int32_t *dec, *comp, *coll; /* position -> decision bit / compute bit / collective index, -1 */
+  SgNodeId *coll_of;          /* position -> the collective a wait waits on, SG_NO_NODE */
+  uint32_t *ifirst, *ufirst;  /* in-window inputs and users, CSR by position */
+  int32_t *ins, *users;
+  int32_t n_dec, n_comp, n_coll;
+  int32_t *quick; /* positions closure may place: neither costly compute nor a collective */
+  int32_t n_quick;
+  SgNodeId coll_node[SG_SEARCH_MAX_COLLS]; /* tracked collectives: the window's, then
+                                            * those running at its start */
+  int32_t n_track;
+  uint64_t anc[SG_SEARCH_MAX_COLLS], desc[SG_SEARCH_MAX_COLLS]; /* compute bits */
+  SgNodeId *beyond; /* per group: the first queued collective not tracked, or SG_NO_NODE */
+  double ccost[64];
+  double window_work; /* compute work of the window */
+  SgBoundRates rates;
+  SgBoundScratch bs;
+  bool monotone;
+  Frame *frames;
+  int32_t *order, *best; /* positions */
+  double best_value;
+  double rest; /* SG_SEARCH_EARLY: compute work after the window */
+  /* SG_SEARCH_EARLY: the SG_SEARCH_KEEP best window orders by score */
+  int32_t n_kept;
+  double kept_score[SG_SEARCH_KEEP];
+  int32_t *kept[SG_SEARCH_KEEP];
+  bool found;
+  double *ef;    /* scratch of the critical-path bound (by position) */
+  uint64_t *mkeys;
+  int32_t *mhead;
+  int32_t mcap, mused;
+  Memo *states;
+  int32_t n_states, cap_states;
+  int64_t expanded, budget;
+  bool gave_up;
+};
+
+/* search-memo.c */
+/* False when a partial order seen before dominates @f's; else remembers it. */
+bool search_memo_admit (SgSearch *S, const Frame *f);
+/* SG_SEARCH_STEP: a lower bound on the step of any completion of @f. */
+double search_lower_bound (SgSearch *S, const Frame *f);

@@ -1,0 +1,130 @@
+/* snap.c: saving and restoring the simulator engine's state (sim.c), for
+ * the searches that backtrack (search.c, polish.c).
+ *
+ * A save keeps the scalars (a copy of the engine struct: a scalar added to
+ * SgSimEngine is saved with no change here), the per-group arrays and, per
+ * group, the first
+ * SG_SNAP_PREFIX queued collectives: O(groups x SG_SNAP_PREFIX), however
+ * deep the queues. A collective queued behind those has not started at the
+ * save; restoring puts any of them that started since back as queued, cuts
+ * each queue at its saved tail, and forgets the collectives issued since.
+ * Node times (track_nodes) are not saved.
+ * Requires: an engine of sim.c. Invalidates: nothing.
+ */
+#include <string.h>
+
+#include "schedule-private.h"
+
+/* Puts row @r back as queued and never started. */
+static void
+unstart (SgSimEngine *e, int32_t r)
+{
+  SgCollRow *row = &e->rows[r];
+  e->rem[r] = row->est_us;
+  e->fin[r] = 0;
+  row->start_us = row->end_us = row->exposed_us = row->overlap_us = 0.0;
+  row->n_hiding = 0;
+  row->hidden_by = row->last_hiding = SG_NO_NODE;
+}
+
+/* The per-group arrays, from the @s* ones. */
+static void
+copy_groups (size_t ng, uint8_t *hold, double *hold_at, int32_t *ghead, int32_t *gtail,
+             const uint8_t *shold, const double *shold_at, const int32_t *sghead,
+             const int32_t *sgtail)
+{
+  memcpy (hold, shold, ng * sizeof *hold);
+  memcpy (hold_at, shold_at, ng * sizeof *hold_at);
+  memcpy (ghead, sghead, ng * sizeof *ghead);
+  memcpy (gtail, sgtail, ng * sizeof *gtail);
+}
+
+void
+sg_eng_save (const SgSimEngine *e, SgEngSnap *s)
+{
+  size_t ng = (size_t)MAX (e->g->n_groups, 1);
+  if (!s->hold) {
+    s->hold = g_new (uint8_t, ng);
+    s->hold_at = g_new (double, ng);
+    s->ghead = g_new (int32_t, ng);
+    s->gtail = g_new (int32_t, ng);
+    s->behind = g_new (int32_t, ng);
+  }
+  s->top = *e;
+  copy_groups (ng, s->hold, s->hold_at, s->ghead, s->gtail, e->hold, e->hold_at, e->ghead,
+               e->gtail);
+  s->n_act = 0;
+  for (size_t grp = 0; grp < ng; grp++) {
+    int32_t r = e->ghead[grp];
+    for (int32_t depth = 0; r >= 0 && depth < SG_SNAP_PREFIX; r = e->rnext[r], depth++) {
+      if (s->n_act == s->cap_act) {
+        s->cap_act = MAX (8, 2 * s->cap_act);
+        s->act = g_renew (int32_t, s->act, (size_t)s->cap_act);
+        s->rnext = g_renew (int32_t, s->rnext, (size_t)s->cap_act);
+        s->rem = g_renew (double, s->rem, (size_t)s->cap_act);
+        s->fin = g_renew (uint8_t, s->fin, (size_t)s->cap_act);
+        s->rows = g_renew (SgCollRow, s->rows, (size_t)s->cap_act);
+      }
+      int32_t k = s->n_act++;
+      s->act[k] = r;
+      s->rnext[k] = e->rnext[r];
+      s->rem[k] = e->rem[r];
+      s->fin[k] = e->fin[r];
+      s->rows[k] = e->rows[r];
+    }
+    s->behind[grp] = r;
+  }
+}
+
+void
+sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
+{
+  size_t ng = (size_t)MAX (e->g->n_groups, 1);
+  /* rows issued since: forgotten, and clean for the next issue (which
+   * expects the fields it does not set to be zero) */
+  g_return_if_fail (s->top.rows == e->rows); /* a save of this engine */
+  for (int32_t r = s->top.n_rows; r < e->n_rows; r++) {
+    e->row_of[e->rows[r].node] = -1;
+    unstart (e, r);
+  }
+  for (size_t grp = 0; grp < ng; grp++) {
+    /* rows behind the saved ones that started since (FIFO: a run of them) */
+    for (int32_t r = s->behind[grp]; r >= 0 && (e->fin[r] || e->ghead[grp] == r);
+         r = e->rnext[r]) {
+      bool head = e->ghead[grp] == r;
+      unstart (e, r);
+      if (head || r == s->gtail[grp])
+        break;
+    }
+    /* the tail at the save ends its queue again */
+    if (s->gtail[grp] >= 0)
+      e->rnext[s->gtail[grp]] = -1;
+  }
+  *e = s->top;
+  copy_groups (ng, e->hold, e->hold_at, e->ghead, e->gtail, s->hold, s->hold_at, s->ghead,
+               s->gtail);
+  for (int32_t k = 0; k < s->n_act; k++) {
+    int32_t r = s->act[k];
+    e->rnext[r] = s->rnext[k];
+    e->rem[r] = s->rem[k];
+    e->fin[r] = s->fin[k];
+    e->rows[r] = s->rows[k];
+  }
+}
+
+void
+sg_eng_snap_clear (SgEngSnap *s)
+{
+  g_free (s->hold);
+  g_free (s->hold_at);
+  g_free (s->ghead);
+  g_free (s->gtail);
+  g_free (s->behind);
+  g_free (s->act);
+  g_free (s->rnext);
+  g_free (s->rem);
+  g_free (s->fin);
+  g_free (s->rows);
+  memset (s, 0, sizeof *s);
+}
+

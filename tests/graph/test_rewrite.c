@@ -1,0 +1,252 @@
+/* test_rewrite.c: the graph rewrite API (graph/rewrite.c, rewrite-order.c):
+ * a pass that replaces one node by two, placement and the stable order,
+ * unique names, merged inputs, implicit edges, the refusals (a removed
+ * node still read, the output removed, a cycle), and trial graphs equal to
+ * the committed graph while the base graph stays as it was. */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "common.h"
+
+static SgNodeId
+id_of (const SgGraph *g, const char *name)
+{
+  SgNodeId id = sg_graph_lookup (g, name);
+  ck_assert_msg (id != SG_NO_NODE, "no node '%s'", name);
+  return id;
+}
+
+static void
+assert_order (const SgGraph *g, const char *const *names, int32_t n)
+{
+  ck_assert_int_eq (g->n_nodes, n);
+  for (int32_t i = 0; i < n; i++)
+    ck_assert_str_eq (g->nodes[i].name, names[i]);
+}
+
+/* The example of docs/ir.md: relu(mm) becomes tanh(sigmoid(mm)). */
+static SgRewrite *
+relu_to_two (SgGraph *g)
+{
+  SgRewrite *rw = sg_rewrite_new (g);
+  SgNodeId relu = id_of (g, "relu"), mm = id_of (g, "mm");
+  const SgMeta *m = &g->nodes[relu].meta;
+  SgArg a1[] = { sg_arg_ref (mm) };
+  SgNodeSpec s1 = { .name = "sig", .kind = SG_OP_SIGMOID, .args = a1, .n_args = 1,
+                    .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim, m->dtype),
+                    .cost_us = NAN };
+  SgNodeId sig = sg_rewrite_add (rw, &s1, NULL);
+  SgArg a2[] = { sg_arg_ref (sig) };
+  SgNodeSpec s2 = s1;
+  s2.name = "tanh";
+  s2.kind = SG_OP_TANH;
+  s2.args = a2;
+  SgNodeId th = sg_rewrite_add (rw, &s2, NULL);
+  ck_assert_int_eq (sig, g->n_nodes);
+  ck_assert_int_eq (th, g->n_nodes + 1);
+  sg_rewrite_place (rw, sig, relu, SG_PLACE_BEFORE);
+  sg_rewrite_place (rw, th, relu, SG_PLACE_BEFORE);
+  sg_rewrite_replace_uses (rw, relu, th);
+  sg_rewrite_remove (rw, relu);
+  return rw;
+}
+
+START_TEST (pass_replaces_one_node_by_two)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g_autoptr (SgRewrite) rw = relu_to_two (g);
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  static const char *const want[] = { "x", "w", "ag", "ag_w", "wt", "mm", "sig", "tanh", "output" };
+  assert_order (g, want, G_N_ELEMENTS (want));
+  ck_assert_int_eq (g->nodes[6].kind, SG_OP_SIGMOID);
+  ck_assert_str_eq (g->nodes[6].target, "aten.sigmoid.default");
+  ck_assert_int_eq (g->nodes[7].est_src, SG_COST_NONE);
+  g_autofree char *out = tb_args_text (g, g->output);
+  ck_assert_str_eq (out, "[[{\"node\":\"tanh\"}]] {}");
+  ck_assert_int_eq (sg_graph_lookup (g, "relu"), SG_NO_NODE);
+  assert_valid (g);
+}
+END_TEST
+
+START_TEST (trial_graph_is_the_commit_and_leaves_the_base_alone)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g->implicit_edges = g_array_new (FALSE, FALSE, sizeof (SgImplicitEdge));
+  SgImplicitEdge e = { id_of (g, "ag"), id_of (g, "relu"), 4 };
+  g_array_append_val (g->implicit_edges, e);
+  guint args_len = g->args->len, dims_len = g->dims->len;
+  g_autoptr (SgGraph) c = sg_graph_copy (g);
+  g_autoptr (SgRewrite) trw = relu_to_two (g);
+  SgGraph *t = sg_rewrite_trial (trw, NULL);
+  ck_assert_ptr_nonnull (t);
+  g_autoptr (SgRewrite) rw = relu_to_two (c);
+  sg_rewrite_move_edges (rw, id_of (c, "relu"), c->n_nodes + 1, 0);
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  ck_assert_int_eq (t->n_nodes, c->n_nodes);
+  for (SgNodeId i = 0; i < c->n_nodes; i++) {
+    ck_assert_str_eq (t->nodes[i].name, c->nodes[i].name);
+    g_autofree char *ta = tb_args_text (t, i), *tc = tb_args_text (c, i);
+    ck_assert_str_eq (ta, tc);
+  }
+  /* the trial had no move: the edge to the removed relu is dropped */
+  ck_assert_uint_eq (t->implicit_edges->len, 0);
+  ck_assert_uint_eq (c->implicit_edges->len, 1);
+  ck_assert_str_eq (c->nodes[g_array_index (c->implicit_edges, SgImplicitEdge, 0).to].name, "tanh");
+  sg_graph_free (t);
+  /* a second trial of the same rewrite, and a reset one, reuse its memory */
+  t = sg_rewrite_trial (trw, NULL);
+  ck_assert_str_eq (t->nodes[7].name, "tanh");
+  sg_graph_free (t);
+  sg_rewrite_reset (trw);
+  t = sg_rewrite_trial (trw, NULL);
+  ck_assert_int_eq (t->n_nodes, 8);
+  ck_assert_str_eq (t->nodes[6].name, "relu");
+  sg_graph_free (t);
+  g_clear_pointer (&trw, sg_rewrite_free);
+  ck_assert_int_eq (g->n_nodes, 8);
+  ck_assert_uint_eq (g->args->len, args_len);
+  ck_assert_uint_eq (g->dims->len, dims_len);
+  ck_assert_int_eq (id_of (g, "relu"), 6);
+  assert_valid (g);
+  assert_valid (c);
+}
+END_TEST
+
+START_TEST (added_names_are_made_unique_and_nodes_placed)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  SgNodeId x = id_of (g, "x");
+  const SgMeta *m = &g->nodes[x].meta;
+  SgArg a[] = { sg_arg_ref (x) };
+  SgNodeSpec s = { .name = "mm", .kind = SG_OP_NEG, .args = a, .n_args = 1,
+                   .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, 2, m->dtype),
+                   .cost_us = NAN };
+  SgNodeId n1 = sg_rewrite_add (rw, &s, NULL);
+  SgNodeId n2 = sg_rewrite_add (rw, &s, NULL); /* default: just after x */
+  sg_rewrite_place (rw, n1, id_of (g, "ag_w"), SG_PLACE_AFTER);
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  static const char *const want[] = { "x", "mm_2", "w", "ag", "ag_w", "mm_1", "wt", "mm", "relu",
+                                      "output" };
+  assert_order (g, want, G_N_ELEMENTS (want));
+  (void)n2;
+  assert_valid (g);
+}
+END_TEST
+
+START_TEST (merged_inputs_reindex_the_arguments)
+{
+  g_autoptr (SgGraph) g = tb_new (1);
+  tb_input (g, "p", "float32", 1, (int64_t)4);
+  tb_input (g, "q", "float32", 1, (int64_t)4);
+  tb_pointwise (g, "add", "aten.add.Tensor", "q", "p");
+  tb_output (g, 1, "add");
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  sg_rewrite_replace_uses (rw, id_of (g, "q"), id_of (g, "p"));
+  sg_rewrite_remove (rw, id_of (g, "q"));
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  SgNodeId add = id_of (g, "add");
+  ck_assert_uint_eq (g->nodes[add].n_in, 1);
+  g_autofree char *text = tb_args_text (g, add);
+  ck_assert_str_eq (text, "[{\"node\":\"p\"},{\"node\":\"p\"}] {}");
+  assert_valid (g);
+}
+END_TEST
+
+START_TEST (refusals_name_the_node_and_leave_the_graph)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  GError *error = NULL;
+  /* a removed node still read */
+  SgRewrite *rw = sg_rewrite_new (g);
+  sg_rewrite_remove (rw, id_of (g, "mm"));
+  ck_assert (!sg_rewrite_commit (rw, &error));
+  assert_error (error, SG_GRAPH_ERROR_REF, "node 'relu' reads 'mm', which is being removed");
+  error = NULL;
+  sg_rewrite_free (rw);
+  /* the output */
+  rw = sg_rewrite_new (g);
+  sg_rewrite_remove (rw, g->output);
+  ck_assert_ptr_null (sg_rewrite_trial (rw, &error));
+  assert_error (error, SG_GRAPH_ERROR_REF, "the output node cannot be removed");
+  error = NULL;
+  sg_rewrite_free (rw);
+  /* a cycle: mm reads a node computed from relu, which reads mm */
+  rw = sg_rewrite_new (g);
+  SgNodeId relu = id_of (g, "relu"), x = id_of (g, "x");
+  SgArg a[] = { sg_arg_ref (relu) };
+  SgNodeSpec s = { .name = "back", .kind = SG_OP_NEG, .args = a, .n_args = 1,
+                   .meta = g->nodes[x].meta, .cost_us = NAN };
+  sg_rewrite_add (rw, &s, NULL);
+  sg_rewrite_replace_uses (rw, x, g->n_nodes);
+  ck_assert (!sg_rewrite_commit (rw, &error));
+  assert_error (error, SG_GRAPH_ERROR_CYCLE, "the edits close a cycle");
+  error = NULL;
+  sg_rewrite_free (rw);
+  /* a bad spec: a collective without its group */
+  rw = sg_rewrite_new (g);
+  SgArg ag[] = { sg_arg_ref (x), sg_arg_i (2), sg_rewrite_str (rw, "nope") };
+  SgNodeSpec cs = { .name = "ag2", .kind = SG_OP_ALL_GATHER, .args = ag, .n_args = 3,
+                    .meta = g->nodes[x].meta, .cost_us = NAN };
+  ck_assert_int_eq (sg_rewrite_add (rw, &cs, &error), SG_NO_NODE);
+  assert_error (error, SG_GRAPH_ERROR_GROUP, "group 'nope' is not in `groups`");
+  error = NULL;
+  sg_rewrite_free (rw);
+  ck_assert_int_eq (g->n_nodes, 8);
+  assert_valid (g);
+}
+END_TEST
+
+START_TEST (a_node_like_another_copies_its_arguments)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  SgNodeId ag = id_of (g, "ag");
+  SgArg args[4];
+  SgKwarg kw[2];
+  ck_assert_uint_eq (sg_rewrite_args_of (rw, ag, args, 4), 3);
+  ck_assert_uint_eq (sg_rewrite_kwargs_of (rw, ag, kw, 2), 0);
+  ck_assert_int_eq (args[0].ref, id_of (g, "w"));
+  SgKwarg extra = { "note", sg_rewrite_list (rw, args + 1, 2) };
+  SgNodeSpec s = { .name = "ag", .kind = SG_OP_ALL_GATHER, .args = args, .n_args = 3,
+                   .kwargs = &extra, .n_kwargs = 1, .meta = g->nodes[ag].meta, .cost_us = NAN };
+  SgNodeId c = sg_rewrite_add (rw, &s, NULL);
+  ck_assert_int_eq (sg_rewrite_node (rw, c)->group, 0);
+  SgGraph *base = sg_rewrite_graph (rw);
+  const SgArg *stored = &g_array_index (base->args, SgArg, sg_rewrite_node (rw, c)->args_first);
+  ck_assert_int_eq (sg_rewrite_arg_node (rw, c, stored), id_of (g, "w"));
+  SgArg wa[] = { sg_arg_ref (c) };
+  SgNodeSpec ws = { .name = "ag_w", .kind = SG_OP_WAIT, .args = wa, .n_args = 1,
+                    .meta = g->nodes[ag].meta, .cost_us = NAN };
+  SgNodeId w = sg_rewrite_add (rw, &ws, NULL);
+  sg_rewrite_replace_uses (rw, id_of (g, "ag_w"), w);
+  sg_rewrite_remove (rw, ag);
+  sg_rewrite_remove (rw, id_of (g, "ag_w"));
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  g_autofree char *text = tb_args_text (g, id_of (g, "ag_1"));
+  ck_assert_str_eq (text, "[{\"node\":\"w\"},2,\"0\"] {\"note\":[2,\"0\"]}");
+  assert_valid (g);
+}
+END_TEST
+
+static Suite *
+suite (void)
+{
+  Suite *s = suite_create ("rewrite");
+  TCase *tc = tcase_create ("rewrite");
+  tcase_add_test (tc, pass_replaces_one_node_by_two);
+  tcase_add_test (tc, trial_graph_is_the_commit_and_leaves_the_base_alone);
+  tcase_add_test (tc, added_names_are_made_unique_and_nodes_placed);
+  tcase_add_test (tc, merged_inputs_reindex_the_arguments);
+  tcase_add_test (tc, refusals_name_the_node_and_leave_the_graph);
+  tcase_add_test (tc, a_node_like_another_copies_its_arguments);
+  suite_add_tcase (s, tc);
+  return s;
+}
+
+int
+main (void)
+{
+  return run_suite (suite ());
+}
