@@ -317,12 +317,21 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
   return true;
 }
 
+/* The graph format's `op` strings, by SgNodeOp. */
+static const char *const node_ops[] = { "placeholder", "get_attr", "call_function", "output" };
+
+const char *
+sg_node_op_name (SgNodeOp op)
+{
+  g_return_val_if_fail ((size_t)op < G_N_ELEMENTS (node_ops), NULL);
+  return node_ops[op];
+}
+
 static bool
 parse_op (const char *s, SgNodeOp *op)
 {
-  static const char *const ops[] = { "placeholder", "get_attr", "call_function", "output" };
-  for (size_t i = 0; i < G_N_ELEMENTS (ops); i++)
-    if (strcmp (s, ops[i]) == 0) {
+  for (size_t i = 0; i < G_N_ELEMENTS (node_ops); i++)
+    if (strcmp (s, node_ops[i]) == 0) {
       *op = (SgNodeOp)i;
       return true;
     }
