@@ -204,6 +204,13 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
         g_array_append_val (inputs, v);
     p->inputs = sg_lower_steal_ids (inputs, &p->n_inputs);
     sg_codegen_pack_buffers (p, (const bool *)l.pinned->data);
+    if ((double)p->arena_bytes > SG_PLAN_MAX_INT) {
+      g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH,
+                   "the plan needs an arena of %" G_GUINT64_FORMAT
+                   " bytes, more than a plan can hold (2^53)",
+                   (guint64)p->arena_bytes);
+      ok = false;
+    }
     if (pred) {
       p->pred.step_us = pred->step_us;
       p->pred.compute_us = pred->compute_us;
@@ -218,7 +225,7 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
     } else
       p->pred.peak_bytes = sg_graph_peak_bytes (g, NULL);
     GError *e = NULL;
-    if (!sg_plan_validate (p, &e)) {
+    if (ok && !sg_plan_validate (p, &e)) {
       g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_PLAN,
                    "%s: the lowered plan is invalid: %s", g->source ? g->source : "graph",
                    e->message);

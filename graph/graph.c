@@ -317,12 +317,21 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
   return true;
 }
 
+/* The graph format's `op` strings, by SgNodeOp. */
+static const char *const node_ops[] = { "placeholder", "get_attr", "call_function", "output" };
+
+const char *
+sg_node_op_name (SgNodeOp op)
+{
+  g_return_val_if_fail ((size_t)op < G_N_ELEMENTS (node_ops), NULL);
+  return node_ops[op];
+}
+
 static bool
 parse_op (const char *s, SgNodeOp *op)
 {
-  static const char *const ops[] = { "placeholder", "get_attr", "call_function", "output" };
-  for (size_t i = 0; i < G_N_ELEMENTS (ops); i++)
-    if (strcmp (s, ops[i]) == 0) {
+  for (size_t i = 0; i < G_N_ELEMENTS (node_ops); i++)
+    if (strcmp (s, node_ops[i]) == 0) {
       *op = (SgNodeOp)i;
       return true;
     }
@@ -343,10 +352,14 @@ check_collective (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_o
   int group_arg = sg_op_param_pos (n->kind, SG_PARAM_GROUP_NAME);
   int size_arg = sg_op_param_pos (n->kind, SG_PARAM_GROUP_SIZE);
   int reduce_arg = sg_op_param_pos (n->kind, SG_PARAM_REDUCE_OP);
-  const SgArg *args = &g_array_index (g->args, SgArg, n->args_first);
-#define ARG(i) ((uint32_t)(i) < n->n_args ? &args[i] : NULL)
-  const char *gname = ARG (group_arg) && ARG (group_arg)->type == SG_ARG_STR ? args[group_arg].s
-                                                                            : NULL;
+  /* n is not in g->nodes yet; a node without arguments has no slot in
+   * g->args (whose data may then be NULL): no address is formed for it */
+#define ARG(i)                                                                                     \
+  ((i) >= 0 && (uint32_t)(i) < n->n_args                                                         \
+       ? &g_array_index (g->args, SgArg, n->args_first + (uint32_t)(i))                          \
+       : NULL)
+  const char *gname =
+      ARG (group_arg) && ARG (group_arg)->type == SG_ARG_STR ? ARG (group_arg)->s : NULL;
   if (!gname)
     FAIL (SG_GRAPH_ERROR_GROUP, "node '%s': args[%d]: expected the group name (a string)", n->name,
           group_arg);

@@ -376,6 +376,10 @@ typedef cJSON *(*SgArgRefJson) (const SgGraph *g, SgNodeId ref, gpointer user);
 cJSON *sg_node_args_json (const SgGraph *g, SgNodeId id, bool kwargs, SgArgRefJson ref,
                           gpointer user);
 
+/* (transfer full) @g in the graph format (docs/graph-format.md), nodes in id
+ * order: what sg_graph_load() reads back into the same graph (write.c). */
+cJSON *sg_graph_to_json (const SgGraph *g);
+
 /* --- queries ------------------------------------------------------------ */
 
 /* (transfer none) The node's inputs, *@n of them. A node without inputs
@@ -462,6 +466,9 @@ bool sg_node_rank_roll (const SgGraph *g, SgNodeId id, SgRankRoll *out, GError *
 
 /* The collective a wait waits on (its first input), or SG_NO_NODE. */
 SgNodeId sg_node_wait_target (const SgGraph *g, SgNodeId wait);
+
+/* The graph format's `op` string of @op ("placeholder", "call_function", ...). */
+const char *sg_node_op_name (SgNodeOp op);
 
 /* Id of the node named @name, or SG_NO_NODE. */
 SgNodeId sg_graph_lookup (const SgGraph *g, const char *name);

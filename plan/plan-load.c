@@ -17,7 +17,6 @@
 #include <inttypes.h>
 #include <string.h>
 
-#define MAX_SAFE_INT 9007199254740992.0 /* 2^53: larger integers lose bits in JSON */
 
 typedef struct {
   const char *name;
@@ -60,7 +59,7 @@ as_int (Loader *l, const cJSON *v, const char *sec, int64_t idx, const char *key
         int64_t max, int64_t *out)
 {
   if (!cJSON_IsNumber (v) || v->valuedouble != floor (v->valuedouble) ||
-      fabs (v->valuedouble) > MAX_SAFE_INT || v->valuedouble < (double)min ||
+      fabs (v->valuedouble) > SG_PLAN_MAX_INT || v->valuedouble < (double)min ||
       v->valuedouble > (double)max) {
     g_autofree char *w = where (sec, idx, key);
     return fail (l, "%s: expected an integer in [%" PRId64 ", %" PRId64 "]", w, min, max);
@@ -93,7 +92,7 @@ get_u64 (Loader *l, const cJSON *obj, const char *sec, int64_t idx, const char *
          uint64_t *out)
 {
   int64_t x;
-  if (!get_int (l, obj, sec, idx, key, 0, (int64_t)MAX_SAFE_INT, &x))
+  if (!get_int (l, obj, sec, idx, key, 0, (int64_t)SG_PLAN_MAX_INT, &x))
     return false;
   *out = (uint64_t)x;
   return true;
@@ -184,7 +183,7 @@ get_dims (Loader *l, const cJSON *obj, int64_t idx, const char *key, int64_t *ou
   const cJSON *e;
   cJSON_ArrayForEach (e, a)
   {
-    if (!cJSON_IsNumber (e) || e->valuedouble < 0 || e->valuedouble > MAX_SAFE_INT ||
+    if (!cJSON_IsNumber (e) || e->valuedouble < 0 || e->valuedouble > SG_PLAN_MAX_INT ||
         e->valuedouble != floor (e->valuedouble)) {
       g_autofree char *w = where ("values", idx, key);
       return fail (l, "%s[%d]: expected a non-negative integer", w, i);
@@ -405,7 +404,7 @@ load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
   int n_members = 0;
   const cJSON *members = NULL;
   if (!get_i32 (l, e, "ins", i, "group", 0, &in->group) ||
-      !get_int (l, e, "ins", i, "count", 0, (int64_t)MAX_SAFE_INT, &in->count) ||
+      !get_int (l, e, "ins", i, "count", 0, (int64_t)SG_PLAN_MAX_INT, &in->count) ||
       !get_dtype (l, e, "ins", i, &in->dtype) ||
       !(reduce = get_str (l, e, "ins", i, "reduce")) ||
       !get_us (l, e, "ins", i, "pred_exposed_us", &in->pred_exposed_us) ||

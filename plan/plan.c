@@ -15,6 +15,7 @@
 #include "plan-private.h"
 
 #include <errno.h>
+#include <float.h>
 #include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
@@ -177,7 +178,10 @@ put_key_int (GString *s, const char *key, int64_t v)
 static void
 put_us (GString *s, double v)
 {
-  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+  /* "%.3f" of any finite double: up to 309 integer digits (DBL_MAX), the
+   * point and 3 decimals; G_ASCII_DTOSTR_BUF_SIZE (39) truncated it, and
+   * the text no longer loaded with its hash */
+  char buf[DBL_MAX_10_EXP + 8];
   if (!isfinite (v) || v < 0) {
     g_string_append (s, "-1.000");
     return;
@@ -452,7 +456,7 @@ json_as_int (const cJSON *v, int64_t *out)
   if (!cJSON_IsNumber (v))
     return false;
   double d = v->valuedouble;
-  if (d != floor (d) || d < -9007199254740992.0 || d > 9007199254740992.0)
+  if (d != floor (d) || d < -SG_PLAN_MAX_INT || d > SG_PLAN_MAX_INT)
     return false;
   *out = (int64_t)d;
   return true;

@@ -38,6 +38,9 @@ G_BEGIN_DECLS
 #define SG_PLAN_FORMAT "schedgraph.plan"
 #define SG_PLAN_VERSION 1
 #define SG_PLAN_MAX_DIMS 12
+/* The largest integer a plan holds (2^53: JSON numbers are doubles; a
+ * larger one would lose bits). */
+#define SG_PLAN_MAX_INT 9007199254740992.0
 
 #define SG_PLAN_ERROR (sg_plan_error_quark ())
 GQuark sg_plan_error_quark (void);

@@ -6,11 +6,12 @@
 # (cov: edges, ft: features), corpus, peak RSS and findings per harness,
 # with the machine, the commit and the compiler.
 #
-#   tools/fuzz-long.sh [--hours H] [--jobs J] [--out DIR] [BUILD]
+#   tools/fuzz-long.sh [--hours H] [--jobs J] [--out DIR] [BUILD [HARNESS...]]
 #
 # H: hours per harness (default 1; fractions allowed: 0.17 is ten minutes).
 # J: harnesses at once (default 1; one core each). BUILD: a fuzz build
 # directory (default build-fuzz; configured with clang when missing).
+# HARNESS: the harnesses to run (graph, plan, writers, ...; default all).
 # DIR (default fuzz-long-DATE): per harness its corpus, findings, log and
 # summary; DIR/summary.md the table. Runs under nice -n 19. Exit status 0
 # when no harness found anything; the findings' paths are printed.
@@ -22,12 +23,14 @@ while [ $# -gt 0 ]; do
   --hours) hours=$2; shift 2 ;;
   --jobs) jobs=$2; shift 2 ;;
   --out) out=$2; shift 2 ;;
-  -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+  -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
   -*) echo "fuzz-long.sh: unknown option $1" >&2; exit 2 ;;
   *) break ;;
   esac
 done
 build=${1:-$root/build-fuzz}
+[ $# -gt 0 ] && shift
+only="$*"
 out=${out:-$root/fuzz-long-$(date +%Y%m%d-%H%M)}
 secs=$(awk -v h="$hours" 'BEGIN { s = int(h * 3600 + 0.5); print (s < 1 ? 1 : s) }')
 mkdir -p "$out"
@@ -39,6 +42,9 @@ fi
 meson configure "$build" -Dfuzz_smoke_seconds="$secs" >/dev/null || exit 1
 ninja -C "$build" >/dev/null || exit 1
 names=$(meson test -C "$build" --list 2>/dev/null | sed -n 's/^\(.*:\)\?\(fuzz-smoke-[a-z]*\)$/\2/p')
+if [ -n "$only" ]; then
+  names=$(for h in $only; do echo "$names" | grep -x "fuzz-smoke-$h" || { echo "fuzz-long.sh: no harness $h" >&2; exit 2; }; done) || exit 2
+fi
 start=$(date -u +%FT%TZ)
 echo "fuzz-long: $(echo "$names" | wc -w) harnesses x $secs s, $jobs at a time, into $out"
 FUZZ_OUT_DIR=$out nice -n 19 meson test -C "$build" --num-processes "$jobs" \

@@ -203,6 +203,25 @@ START_TEST (small_plan_validates_and_round_trips_byte_identical)
 }
 END_TEST
 
+START_TEST (times_of_any_finite_size_round_trip_with_their_hash)
+{
+  /* fuzz_plan (issue 18's long run): pred_end_us 3.5e203 was written
+   * through a 39-byte buffer, truncated, and the text no longer loaded */
+  g_autoptr (SgPlan) p = small_plan ();
+  p->ins[2].pred_end_us = 3.5e203;
+  p->ins[2].est_us = 1e12;
+  size_t len;
+  g_autofree char *a = sg_plan_to_json (p, &len);
+  g_autoptr (GError) e = NULL;
+  g_autoptr (SgPlan) q = sg_plan_load_data (a, len, "a", &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+  ck_assert (q->ins[2].pred_end_us == 3.5e203);
+  ck_assert (q->ins[2].est_us == 1e12);
+  g_autofree char *b = sg_plan_to_json (q, NULL);
+  ck_assert_str_eq (a, b);
+}
+END_TEST
+
 START_TEST (plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line)
 {
   g_autoptr (SgPlan) p = small_plan ();
@@ -608,6 +627,7 @@ plan_suite (void)
   Suite *s = suite_create ("plan");
   TCase *tc = tcase_create ("plan");
   tcase_add_test (tc, small_plan_validates_and_round_trips_byte_identical);
+  tcase_add_test (tc, times_of_any_finite_size_round_trip_with_their_hash);
   tcase_add_test (tc, plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line);
   tcase_add_test (tc, the_graph_file_name_does_not_change_the_hash);
   tcase_add_test (tc, the_hash_field_must_be_canonical_lower_case_hex);

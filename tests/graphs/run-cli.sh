@@ -1,7 +1,7 @@
 #!/bin/bash
 # run-cli.sh SCHEDGRAPH DATA_DIR: end-to-end tests of the schedgraph CLI on a
-# sample graph: every output written and well-formed, byte-identical plans
-# from identical runs, --order/--costs/--stop-after/--dump/--validate, and
+# sample graph: every output written and well-formed (--emit-graph loads
+# back), byte-identical plans from identical runs, --order/--costs/--stop-after/--dump/--validate, and
 # failures (bad order, bad cluster, unwritable output) that leave no file.
 set -u
 sg=$1
@@ -43,6 +43,13 @@ check "identical runs give byte-identical traces" cmp -s "$tmp/a.trace.json" "$t
 "$sg" "$g" -q --no-reorder --no-bucket -o "$tmp/c.plan.json"
 check "--no-reorder --no-bucket writes a plan" grep -q '"options":"cluster=- profile=- reorder=0 .* bucket=0 ' "$tmp/c.plan.json"
 check "... which differs from the scheduled one" bash -c "! cmp -s '$tmp/a.plan.json' '$tmp/c.plan.json'"
+
+"$sg" "$g" -q --emit-graph "$tmp/final.json"
+check "--emit-graph writes the bucketed graph" has "$tmp/final.json" '"target":"schedgraph.bucket_pack"'
+"$sg" "$tmp/final.json" -q --no-reorder --no-bucket --emit-graph "$tmp/final2.json"
+check "... which loads back and is written again unchanged" cmp -s "$tmp/final.json" "$tmp/final2.json"
+"$sg" "$g" -q --emit-graph "$g" 2>/dev/null
+check "--emit-graph over the input is a usage error" test $? -eq 2
 
 "$sg" "$g" --validate -q -o "$tmp/d.plan.json"
 check "--validate between passes accepts the pipeline" test $? -eq 0

@@ -1,5 +1,5 @@
 /* backward.c: the autograd backward of one block (forward.c), as make_fx
- * records it after loss.backward() for bench/peer_inductor.py's make_step.
+ * records it after loss.backward() for python/schedgraph/testing.py's Step.
  *
  * Per linear y = x @ w.t(): dW = (dy.t() @ x).t().t() (aten's t/mm/t/t
  * chain), dx = dy @ w.t().t(); the weight gradient is reduce_scattered over

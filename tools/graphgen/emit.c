@@ -1,7 +1,7 @@
 /* emit.c: the streaming node writer of graphgen.
  *
  * Writes one graph-format node per line in the byte layout Python's
- * json.dump gives the PyTorch exporter (bench/peer_inductor.py: ", " and
+ * json.dump gives the PyTorch exporter (python/schedgraph/exporter.py: ", " and
  * ": " separators), so generated nodes compare equal to exported ones.
  * Names follow torch.fx's namespace: base name, then base_1, base_2 ...;
  * bases that are Python builtins (pow, sum) start at _1.

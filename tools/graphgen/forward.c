@@ -1,5 +1,5 @@
 /* forward.c: one llama-like block and the loss, as make_fx traces
- * bench/peer_inductor.py's make_step:
+ * python/schedgraph/testing.py's Step:
  *
  *   a = sp_in(rmsnorm(h, gather_w(wn1)))
  *   o = sdpa_cudnn(view(a @ gather_w(wq).t()), ..., is_causal) @ gather_w(wo).t()

@@ -1,7 +1,7 @@
 /* graphgen.c: configuration checks and the top level of the generated graph
  * (header, groups, placeholders, forward, loss, backward, output, cluster).
  *
- * Mirrors bench/peer_inductor.py's export(): the same top-level keys in the
+ * Mirrors python/tools/export_samples.py's output: the same top-level keys in the
  * same order (format, version, world_size, rank, groups, nodes, cluster,
  * description), the output node listing the loss then one gradient per
  * parameter in parameter order, groups in order of first use.

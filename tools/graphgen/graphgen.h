@@ -1,6 +1,6 @@
 /* graphgen.h: writes the graph JSON (graph-format.md) of one llama-like
  * training step, forward and backward in one joint graph, as PyTorch's
- * make_fx traces it (bench/peer_inductor.py, make_step): rmsnorm, q/k/v/o
+ * make_fx traces it (python/schedgraph/testing.py, Step): rmsnorm, q/k/v/o
  * projections, cuDNN SDPA, SiLU MLP, residuals, loss = h.float().pow(2).mean(),
  * then the autograd backward. Parallelism: FSDP over dp ranks (all_gather
  * each weight shard before use, reduce_scatter each weight gradient), tensor

@@ -3,7 +3,8 @@
  * The stdout summary (graph counts, then one block per simulated order,
  * bucketing, pass timings), the report JSON (docs/report-format.md: input,
  * given, scheduled metrics, per-collective rows, the bucket section, pass
- * timings), the Chrome trace, and the plan. Everything is built in memory
+ * timings), the Chrome trace, the final graph (--emit-graph, graph/write.c)
+ * and the plan. Everything is built in memory
  * first; files are then written each to a temporary file in the target's
  * directory and renamed into place, and if any write fails the files this
  * run already placed are removed: a failed run leaves nothing.
@@ -201,9 +202,9 @@ outputs_clash (const Cli *cli)
   if (cluster && !g_file_test (cluster, G_FILE_TEST_EXISTS))
     cluster = NULL;
   const char *paths[] = { cli->graph_path, cli->order, cluster, cli->cfg.profile,
-                          cli->output, cli->report, cli->trace };
+                          cli->output, cli->report, cli->trace, cli->emit_graph };
   const char *what[] = { "the graph", "the --order file", "the --cluster file",
-                         "the --profile file", "-o", "--report", "--trace" };
+                         "the --profile file", "-o", "--report", "--trace", "--emit-graph" };
   const size_t first_output = 4;
   for (size_t i = first_output; i < G_N_ELEMENTS (paths); i++)
     for (size_t j = 0; paths[i] && j < i; j++)
@@ -213,7 +214,7 @@ outputs_clash (const Cli *cli)
   return NULL;
 }
 
-typedef enum { OUT_TRACE, OUT_REPORT, OUT_PLAN } OutputKind;
+typedef enum { OUT_TRACE, OUT_REPORT, OUT_GRAPH, OUT_PLAN } OutputKind;
 
 typedef struct {
   OutputKind kind;
@@ -233,10 +234,12 @@ write_text (const char *path, const char *text, size_t len, GError **error)
   return false;
 }
 
+/* @o as text (consumed); graphs unformatted: they are large and read by
+ * programs. */
 static char *
-json_text (cJSON *o, size_t *len)
+json_text (cJSON *o, bool formatted, size_t *len)
 {
-  char *s = cJSON_Print (o);
+  char *s = formatted ? cJSON_Print (o) : cJSON_PrintUnformatted (o);
   cJSON_Delete (o);
   char *t = g_strconcat (s, "\n", NULL);
   cJSON_free (s);
@@ -248,20 +251,24 @@ bool
 write_outputs (Run *r, GError **error)
 {
   const Cli *cli = r->cli;
-  Output outs[3];
+  Output outs[4];
   size_t n = 0;
   if (cli->trace && r->have_final)
     outs[n++] = (Output){ OUT_TRACE, cli->trace, NULL, 0 };
   if (cli->report)
     outs[n++] = (Output){ OUT_REPORT, cli->report, NULL, 0 };
+  if (cli->emit_graph)
+    outs[n++] = (Output){ OUT_GRAPH, cli->emit_graph, NULL, 0 };
   if (cli->output && r->plan)
     outs[n++] = (Output){ OUT_PLAN, cli->output, NULL, 0 };
   /* Every text before any file is touched. */
   for (size_t i = 0; i < n; i++) {
     if (outs[i].kind == OUT_TRACE)
-      outs[i].text = json_text (sg_trace_build (r->g, &r->final), &outs[i].len);
+      outs[i].text = json_text (sg_trace_build (r->g, &r->final), true, &outs[i].len);
     else if (outs[i].kind == OUT_REPORT)
-      outs[i].text = json_text (build_report (r), &outs[i].len);
+      outs[i].text = json_text (build_report (r), true, &outs[i].len);
+    else if (outs[i].kind == OUT_GRAPH)
+      outs[i].text = json_text (sg_graph_to_json (r->g), false, &outs[i].len);
   }
   bool ok = true;
   size_t done = 0;

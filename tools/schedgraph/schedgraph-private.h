@@ -14,7 +14,7 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2 };
 typedef struct {
   SgConfig cfg;
   const char *graph_path;
-  const char *output, *report, *trace, *order;
+  const char *output, *report, *trace, *order, *emit_graph;
   const char *stop_after; /* run the pipeline up to this step, then summarise */
   bool costs, quiet;
 } Cli;

@@ -130,6 +130,8 @@ static const char usage_text[] =
   "      --report REPORT.json     write the report (metrics per order, collectives)\n"
   "      --trace TRACE.json       Chrome trace of the predicted timeline\n"
   "      --order ORDER.json       also evaluate this order (JSON array of node names)\n"
+  "      --emit-graph FILE        write the final graph (scheduled order, buckets) in\n"
+  "                               the graph format (docs/graph-format.md)\n"
   "      --costs                  print the per-node cost table and exit\n"
   "Passes:\n"
   "      --no-reorder             keep the input order (with --order: plan that order)\n"
@@ -229,7 +231,7 @@ enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
   OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_BUCKET_MODE,
   OPT_COSTS,
-  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EXACT,
+  OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EXACT, OPT_EMIT_GRAPH,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -241,6 +243,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "report", required_argument, NULL, OPT_REPORT },
     { "trace", required_argument, NULL, OPT_TRACE },
     { "order", required_argument, NULL, OPT_ORDER },
+    { "emit-graph", required_argument, NULL, OPT_EMIT_GRAPH },
     { "no-reorder", no_argument, NULL, OPT_NO_REORDER },
     { "exact", no_argument, NULL, OPT_EXACT },
     { "no-bucket", no_argument, NULL, OPT_NO_BUCKET },
@@ -273,6 +276,7 @@ parse_args (int argc, char **argv, Cli *cli)
     case OPT_REPORT: cli->report = optarg; break;
     case OPT_TRACE: cli->trace = optarg; break;
     case OPT_ORDER: cli->order = optarg; break;
+    case OPT_EMIT_GRAPH: cli->emit_graph = optarg; break;
     case OPT_NO_REORDER: cli->cfg.reorder = false; break;
     case OPT_EXACT: cli->cfg.exact = true; break;
     case OPT_NO_BUCKET: cli->cfg.bucket = false; break;
@@ -331,8 +335,9 @@ parse_args (int argc, char **argv, Cli *cli)
     return usage_error ("%s", clash);
   if (cli->cfg.exact && !cli->cfg.reorder)
     return usage_error ("--exact and --no-reorder contradict each other");
-  if (cli->stop_after && (cli->output || cli->report || cli->trace || cli->costs))
-    return usage_error ("--stop-after writes nothing: drop -o, --report, --trace and --costs");
+  if (cli->stop_after && (cli->output || cli->report || cli->trace || cli->emit_graph || cli->costs))
+    return usage_error (
+        "--stop-after writes nothing: drop -o, --report, --trace, --emit-graph and --costs");
   return -1;
 }
 

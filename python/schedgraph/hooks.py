@@ -1,0 +1,65 @@
+"""The torch.compile hook: schedgraph as Inductor's post-grad custom pass.
+
+    torch._inductor.config.post_grad_custom_post_pass = schedgraph.InductorPass()
+
+Inductor (torch/_inductor/fx_passes/post_grad.py, post_grad_passes) calls
+the pass on every post-grad graph (forward and backward graphs, or the one
+graph of a compiled joint graph) after its pattern passes, before its
+stable topological sort (which keeps a valid order as it is), its optional
+bucketing and overlap passes, and before reinplacing: the graph is still
+functional, which the exporter requires. uuid() makes the FX graph cache
+key depend on this package's sources, the binary and the options.
+
+Inductor's own scheduler may still move kernels (reorder_for_peak_memory,
+fusion); set torch._inductor.config.reorder_for_peak_memory = False to keep
+schedgraph's order as close as Inductor allows.
+
+A graph schedgraph or the exporter refuses is left unchanged, with a
+warning naming the node (strict=True raises instead).
+"""
+import hashlib
+import os
+import warnings
+
+from torch._inductor.custom_graph_pass import CustomGraphPass
+
+from . import binary as _bin
+from .binary import SchedgraphError
+
+
+class SchedgraphPass(CustomGraphPass):
+    def __init__(self, strict=False, **schedule_kwargs):
+        self.strict = strict
+        self.kwargs = schedule_kwargs
+        self.calls = []  # per call: node count, buckets, or the refusal
+
+    def __call__(self, graph):
+        from . import schedule
+
+        n = len(graph.nodes)
+        try:
+            schedule(graph, **self.kwargs)
+        except SchedgraphError as e:
+            if self.strict:
+                raise
+            warnings.warn(f"schedgraph: graph left unchanged: {e}")
+            self.calls.append({"nodes": n, "refused": str(e)})
+            return
+        self.calls.append({"nodes": n, "nodes_after": len(graph.nodes)})
+
+    def uuid(self):
+        h = hashlib.sha256()
+        here = os.path.dirname(os.path.abspath(__file__))
+        for f in sorted(os.listdir(here)):
+            if f.endswith(".py"):
+                with open(os.path.join(here, f), "rb") as fh:
+                    h.update(fh.read())
+        try:
+            exe = _bin.find_binary(self.kwargs.get("binary"))
+            st = os.stat(exe)
+            h.update(f"{exe}:{st.st_size}:{st.st_mtime_ns}".encode())
+        except (SchedgraphError, OSError):
+            h.update(b"no-binary")
+        h.update(repr(sorted(self.kwargs.items())).encode())
+        h.update(repr(self.strict).encode())
+        return h.hexdigest()
