@@ -17,11 +17,7 @@
 # (/usr/bin/time -v). Targets: 6k <= 0.05 s, 36k <= 0.25 s, 1M <= 5 s,
 # peak RSS <= 1 KB/node.
 . "$(dirname "$0")/common.sh"
-bench_args build-bench "6k 36k 1m" "$@"
-bench_build -Dtests=disabled -Dcuda=disabled -- tools/schedgraph/schedgraph tools/graphgen/graphgen
-sg=$build/tools/schedgraph/schedgraph
-gen=$build/tools/graphgen/graphgen
-bench_need_time
+bench_schedgraph "6k 36k 1m" "$@"
 
 big=(--hidden 8192 --ffn 28672 --heads 64 --dp 2 --tp 4)
 bench_machine
