@@ -11,11 +11,7 @@
 # (best of 3 runs for time; peak RSS from /usr/bin/time -v). Prints a
 # markdown table. Targets: 100k <= 0.5 s, 1M <= 5 s, RSS <= 1.5 KB/node.
 . "$(dirname "$0")/common.sh"
-bench_args build-bench "10000 100000 1000000" "$@"
-bench_build -Dtests=disabled -Dcuda=disabled -- tools/schedgraph/schedgraph tools/graphgen/graphgen
-sg=$build/tools/schedgraph/schedgraph
-gen=$build/tools/graphgen/graphgen
-bench_need_time
+bench_schedgraph "10000 100000 1000000" "$@"
 
 bench_machine
 echo

@@ -36,6 +36,20 @@ bench_build () {
   ninja -C "$build" "$@" >/dev/null
 }
 
+# bench_schedgraph DEFAULT_SIZES [BUILD_DIR [SIZES...]]: the preamble of the
+# scripts that time the schedgraph CLI: bench_args with build-bench, a
+# release build of schedgraph and graphgen (no tests, no CUDA), `sg` and
+# `gen` set to them, and GNU time required.
+bench_schedgraph () {
+  local def_sizes=$1
+  shift
+  bench_args build-bench "$def_sizes" "$@"
+  bench_build -Dtests=disabled -Dcuda=disabled -- tools/schedgraph/schedgraph tools/graphgen/graphgen
+  sg=$build/tools/schedgraph/schedgraph
+  gen=$build/tools/graphgen/graphgen
+  bench_need_time
+}
+
 # bench_need_time: stops the script unless GNU time is there (peak RSS).
 bench_need_time () {
   [ -x /usr/bin/time ] || {

@@ -1,0 +1,53 @@
+#!/bin/bash
+# bench_pipeline.sh: end-to-end schedgraph speed and peak memory (issue 16,
+# item 4): load -> ... -> plan (-o), the whole default pass list.
+#
+# Usage: bench/bench_pipeline.sh [BUILD_DIR] [SIZES...]
+#   BUILD_DIR  a meson build of this tree (default: build-bench, configured
+#              here with buildtype=release if missing)
+#   SIZES      any of: 6k 36k 1m (default: all three)
+#
+# Graphs (tools/graphgen, dp 2 x tp 4):
+#   6k   --layers 32 --hidden 4096                       (~6,684 nodes)
+#   36k  --target-nodes 36000 --hidden 8192 --ffn 28672 --heads 64
+#   1m   --target-nodes 1000000 --hidden 8192 --ffn 28672 --heads 64
+# Each graph is planned 3 times; the table shows the minimum wall time (the
+# machine is shared: the minimum is the least disturbed run), the pass times
+# of that run (schedgraph's "passes:" line) and the peak RSS over the runs
+# (/usr/bin/time -v). Targets: 6k <= 0.05 s, 36k <= 0.25 s, 1M <= 5 s,
+# peak RSS <= 1 KB/node.
+. "$(dirname "$0")/common.sh"
+bench_schedgraph "6k 36k 1m" "$@"
+
+big=(--hidden 8192 --ffn 28672 --heads 64 --dp 2 --tp 4)
+bench_machine
+echo
+echo "| graph | nodes | target s | min wall s | peak RSS MB | RSS B/node | passes (ms, best run) |"
+echo "| --- | ---: | ---: | ---: | ---: | ---: | --- |"
+for size in "${sizes[@]}"; do
+  case $size in
+    6k) args=(--layers 32 --hidden 4096 --dp 2 --tp 4) target=0.05 ;;
+    36k) args=(--target-nodes 36000 "${big[@]}") target=0.25 ;;
+    1m) args=(--target-nodes 1000000 "${big[@]}") target=5 ;;
+    *) echo "bench_pipeline.sh: unknown size $size (6k, 36k, 1m)" >&2; exit 2 ;;
+  esac
+  g=$tmp/g$size.json
+  "$gen" "${args[@]}" -o "$g"
+  best="" passes="" rss=0 nodes=0
+  for _ in 1 2 3; do
+    /usr/bin/time -v "$sg" -o "$tmp/plan" "$g" >"$tmp/out" 2>"$tmp/time"
+    wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0;
+                        for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$tmp/time")
+    r=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tmp/time")
+    [ "$r" -gt "$rss" ] && rss=$r
+    nodes=$(sed -n 's/^nodes: \([0-9]*\) .*/\1/p' "$tmp/out" | head -1)
+    if [ -z "$best" ] || awk "BEGIN { exit !($wall < $best) }"; then
+      best=$wall
+      passes=$(sed -n 's/^passes: //p' "$tmp/out")
+    fi
+  done
+  awk -v g="$size" -v n="$nodes" -v t="$target" -v w="$best" -v r="$rss" -v p="$passes" \
+    'BEGIN { printf "| %s | %d | %s | %.3f | %.1f | %.0f | %s |\n",
+             g, n, t, w, r / 1024, (n ? r * 1024 / n : 0), p }'
+  rm -f "$g" "$tmp/plan"
+done
