@@ -163,6 +163,9 @@ typedef struct {
    * feeds a collective, waits placed early to free budget, collectives
    * issued past a limit because a consumer needed them */
   int32_t n_pulled, n_boosted, n_early_waits, n_forced;
+  /* of the winner: deferred waits placed because their collective's input
+   * no longer fit in memory */
+  int32_t n_forced_waits;
   int32_t n_polished; /* windows the polish pass improved (polish.c) */
   /* the exact scheduler (cfg->exact): states it expanded, and the step of
    * the list scheduler's order it started from (0 otherwise) */

@@ -187,6 +187,7 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, SgSchedule
       st->n_pulled = j->st.n_pulled;
       st->n_early_waits = j->st.n_early_waits;
       st->n_forced = j->st.n_forced;
+      st->n_forced_waits = j->st.n_forced_waits;
       st->n_boosted = j->st.n_boosted;
     }
     g_free (j->order);
