@@ -174,9 +174,12 @@ int64_t sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at);
 
 /* The list scheduler's variants and the choice among them (scheduler.c),
  * then, with @polish, the polish pass on the winner; sg_schedule_compute
- * without cfg->exact. */
+ * without cfg->exact. @base: the simulation of @g's id order, or NULL (it
+ * is made). @polished (may be NULL): when the polish improved the order,
+ * its simulation of the returned order (clear it), else zeroed. */
 SgNodeId *sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish,
-                            SgScheduleStats *stats, GError **error);
+                            const SgSimResult *base, SgScheduleStats *stats,
+                            SgSimResult *polished, GError **error);
 
 /* What every variant shares (problem.c). */
 typedef struct {

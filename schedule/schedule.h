@@ -89,6 +89,21 @@ typedef struct {
 bool sg_simulate (const SgGraph *g, const SgNodeId *order, SgSimResult *out, GError **error);
 void sg_sim_result_clear (SgSimResult *r);
 
+/* (transfer none) The simulation of @g's current order (sg_simulate with
+ * the id order), made once and kept with the graph until it changes
+ * (sg_graph_changed), so that passes and the driver hand it on instead of
+ * simulating the same order again (schedule/kept.c). NULL with @error as
+ * sg_simulate. */
+SgSimResult *sg_graph_simulation (SgGraph *g, GError **error);
+/* Keeps @r, the simulation of @g's current order, with the graph
+ * (transfer full: *@r is emptied). */
+void sg_graph_keep_simulation (SgGraph *g, SgSimResult *r);
+/* Makes @r, the simulation of @order on a graph that sg_graph_permute
+ * (@g, @order) has since renumbered, the simulation of @g's id order: ids
+ * renumbered, the bound's terms made again (they are summed in id order),
+ * the window term dropped. */
+void sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResult *r);
+
 /* Adds the window term to @r's lower bound (r->bound, r->lower_bound_us)
  * for the graph @r was simulated on (priced with the graph's cost model,
  * as sg_simulate does): per window, the collectives whose

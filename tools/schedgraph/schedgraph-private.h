@@ -26,9 +26,10 @@ typedef struct {
   const Cli *cli;
   SgGraph *g;
   int32_t input_nodes; /* before bucket/ rewrote the graph */
-  /* simulations: the input order, the --order one, the final order */
-  SgSimResult input, given, final;
-  bool have_input, have_given, have_final;
+  /* simulations: the --order one; the final order's (kept with the graph) */
+  SgSimResult given;
+  bool have_given;
+  SgSimResult *final;
   /* report pieces whose node names must be resolved before a pass
    * renumbers the graph */
   cJSON *input_metrics, *input_rows, *given_metrics, *given_rows;
