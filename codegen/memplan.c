@@ -42,13 +42,54 @@ cmp_by_size (gconstpointer a, gconstpointer b, gpointer data)
   return (x > y) - (x < y);
 }
 
-static int
-cmp_span (gconstpointer a, gconstpointer b)
+static inline bool
+span_less (const Span *x, const Span *y)
 {
-  const Span *x = a, *y = b;
-  if (x->off != y->off)
-    return x->off < y->off ? -1 : 1;
-  return (x->end > y->end) - (x->end < y->end);
+  return x->off != y->off ? x->off < y->off : x->end < y->end;
+}
+
+/* Sorts @a by (off, end): the busy spans in offset order. Equal spans are
+ * interchangeable, so any sort gives the same sequence; this one inlines
+ * the comparison (the greedy sorts once per buffer). */
+static void
+sort_spans (Span *a, int64_t n)
+{
+  while (n > 16) {
+    /* median of three as the pivot, then Hoare's partition */
+    Span *m = &a[n / 2], *z = &a[n - 1];
+    Span p = span_less (a, m) ? (span_less (m, z) ? *m : span_less (a, z) ? *z : *a)
+                              : (span_less (a, z) ? *a : span_less (m, z) ? *z : *m);
+    int64_t i = -1, j = n;
+    for (;;) {
+      do
+        i++;
+      while (span_less (&a[i], &p));
+      do
+        j--;
+      while (span_less (&p, &a[j]));
+      if (i >= j)
+        break;
+      Span t = a[i];
+      a[i] = a[j];
+      a[j] = t;
+    }
+    /* recurse into the smaller part, loop on the larger */
+    if (j + 1 < n - j - 1) {
+      sort_spans (a, j + 1);
+      a += j + 1;
+      n -= j + 1;
+    } else {
+      sort_spans (a + j + 1, n - j - 1);
+      n = j + 1;
+    }
+  }
+  for (int64_t i = 1; i < n; i++) {
+    Span t = a[i];
+    int64_t j = i;
+    for (; j > 0 && span_less (&t, &a[j - 1]); j--)
+      a[j] = a[j - 1];
+    a[j] = t;
+  }
 }
 
 /* Greedy by size into off[] (indexed by buffer). Returns the top, or
@@ -90,7 +131,7 @@ pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
       top = UINT64_MAX;
       break;
     }
-    g_array_sort (spans, cmp_span);
+    sort_spans ((Span *)(void *)spans->data, spans->len);
     /* best fit over the gaps between the (possibly overlapping) busy spans */
     uint64_t cursor = base, best = UINT64_MAX, best_gap = UINT64_MAX;
     for (guint j = 0; j < spans->len; j++) {

@@ -84,6 +84,13 @@ sg_graph_simulation (SgGraph *g, GError **error)
   return r;
 }
 
+const SgSimResult *
+sg_graph_simulation_kept (const SgGraph *g)
+{
+  g_return_val_if_fail (g != NULL, NULL);
+  return sg_graph_kept (g, &sim_class);
+}
+
 void
 sg_graph_keep_simulation (SgGraph *g, SgSimResult *r)
 {

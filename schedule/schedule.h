@@ -88,6 +88,11 @@ typedef struct {
  * topological order of the graph, naming the first offending node. */
 bool sg_simulate (const SgGraph *g, const SgNodeId *order, SgSimResult *out, GError **error);
 void sg_sim_result_clear (SgSimResult *r);
+/* sg_simulate of the id order, the totals only (step, compute, comm,
+ * exposure counts, exposed_us, peak_bytes, compute_busy_us): no rows, node
+ * times or lower bound. For a search that judges many graphs (bucket/'s
+ * trials). */
+bool sg_simulate_totals (const SgGraph *g, SgSimResult *out, GError **error);
 
 /* (transfer none) The simulation of @g's current order (sg_simulate with
  * the id order), made once and kept with the graph until it changes
@@ -95,6 +100,9 @@ void sg_sim_result_clear (SgSimResult *r);
  * simulating the same order again (schedule/kept.c). NULL with @error as
  * sg_simulate. */
 SgSimResult *sg_graph_simulation (SgGraph *g, GError **error);
+/* (transfer none) The simulation of @g's current order when one is kept
+ * with the graph, else NULL (for readers of a const graph). */
+const SgSimResult *sg_graph_simulation_kept (const SgGraph *g);
 /* Keeps @r, the simulation of @g's current order, with the graph
  * (transfer full: *@r is emptied). */
 void sg_graph_keep_simulation (SgGraph *g, SgSimResult *r);
