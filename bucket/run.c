@@ -42,7 +42,7 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
   if (tg)
     sg_cost_new_nodes (sg_graph_cost_model (tg), tg, NULL, 0);
-  bool ok = tg && sg_simulate (tg, NULL, &r, &err);
+  bool ok = tg && sg_simulate_totals (tg, &r, &err);
   sg_graph_free (tg);
   if (!ok)
     return false;
