@@ -60,9 +60,12 @@ step_simulate_input (SgGraph **gp, const SgConfig *cfg, gpointer data, GError **
   if (!input)
     return false;
   sg_lower_bound_refine (g, input);
-  /* Rows name nodes by id: resolve them before a pass renumbers. */
-  r->input_metrics = sg_report_metrics (g, input);
-  r->input_rows = sg_report_rows (g, input);
+  /* Rows name nodes by id: resolve them before a pass renumbers (only the
+   * report reads them). */
+  if (r->cli->report) {
+    r->input_metrics = sg_report_metrics (g, input);
+    r->input_rows = sg_report_rows (g, input);
+  }
   summary_sim (r, "input order", input);
   if (!r->cli->order)
     return true;
@@ -73,8 +76,10 @@ step_simulate_input (SgGraph **gp, const SgConfig *cfg, gpointer data, GError **
   r->error_file = NULL;
   r->have_given = true;
   sg_lower_bound_refine (g, &r->given);
-  r->given_metrics = sg_report_metrics (g, &r->given);
-  r->given_rows = sg_report_rows (g, &r->given);
+  if (r->cli->report) {
+    r->given_metrics = sg_report_metrics (g, &r->given);
+    r->given_rows = sg_report_rows (g, &r->given);
+  }
   g_autofree char *label = g_strdup_printf ("given order (%s)", r->cli->order);
   summary_sim (r, label, &r->given);
   /* With --no-reorder the plan follows the given order: the graph takes it
