@@ -266,6 +266,10 @@ write_outputs (Run *r, GError **error)
     else if (outs[i].kind == OUT_GRAPH)
       outs[i].text = json_text (sg_graph_to_json (r->g), false, &outs[i].len);
   }
+  /* Nothing reads the graph now (the plan is built): the plan's text, the
+   * largest, is made without it beside. */
+  r->final = NULL;
+  g_clear_pointer (&r->g, sg_graph_free);
   bool ok = true;
   size_t done = 0;
   for (; ok && done < n; done++) {

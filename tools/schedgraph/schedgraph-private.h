@@ -56,5 +56,6 @@ void summary_finish (Run *r);
 char *outputs_clash (const Cli *cli);
 
 /* Builds every requested output in memory, then writes them atomically;
- * on failure nothing new is left behind. */
+ * on failure nothing new is left behind. Frees the graph (r->g) once the
+ * texts that read it are made. */
 bool write_outputs (Run *r, GError **error);

@@ -440,17 +440,18 @@ main (int argc, char **argv)
   GError *error = NULL;
   bool stopped;
   bool ok = run_pipeline (&r, &stopped, &error);
+  /* the summary's last lines read the graph, which write_outputs frees */
+  bool summary = ok && !cli.quiet && !cli.costs;
+  if (summary)
+    summary_finish (&r);
   if (ok && !stopped)
     ok = write_outputs (&r, &error);
-  if (!ok) {
+  if (!ok)
     rc = fail_input (r.error_file ? r.error_file : cli.graph_path, error);
-  } else {
+  else
     rc = EXIT_OK;
-    if (!cli.quiet && !cli.costs) {
-      summary_finish (&r);
-      fputs (r.summary->str, stdout);
-    }
-  }
+  if (ok && summary)
+    fputs (r.summary->str, stdout);
   run_clear (&r);
   sg_graph_free (r.g);
   return rc;
