@@ -123,15 +123,15 @@ step_codegen (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
  * input, the simulations, the plan). sg_pass_run() times, validates and
  * dumps after each alike. */
 static const SgPass pipeline[] = {
-  { "load", NULL, step_load, true },
-  { "validate", NULL, step_validate, true },
-  { "estimate", sg_estimate_costs, NULL, false },
-  { "simulate-input", NULL, step_simulate_input, false },
-  { "schedule", sg_schedule_reorder, NULL, false },
-  { "bucket", sg_bucket_pass, NULL, false },
-  { "polish", sg_schedule_polish_pass, NULL, false },
-  { "simulate", NULL, step_simulate_final, false },
-  { "codegen", NULL, step_codegen, false },
+  { .name = "load", .step = step_load, .unchecked = true },
+  { .name = "validate", .step = step_validate, .unchecked = true },
+  { .name = "estimate", .run = sg_estimate_costs },
+  { .name = "simulate-input", .step = step_simulate_input },
+  { .name = "schedule", .run = sg_schedule_reorder },
+  { .name = "bucket", .run = sg_bucket_pass },
+  { .name = "polish", .run = sg_schedule_polish_pass },
+  { .name = "simulate", .step = step_simulate_final },
+  { .name = "codegen", .step = step_codegen },
 };
 enum { N_PIPELINE = G_N_ELEMENTS (pipeline) };
 G_STATIC_ASSERT (N_PIPELINE <= MAX_TIMES);
