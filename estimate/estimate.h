@@ -175,7 +175,8 @@ SgTransport sg_cost_collective_transport (const SgCostModel *cm, const SgGraph *
  * @group_size ranks over @n_nodes machines, over @t) beside each slot:
  * fills @out[sg_cost_contention_slots (cm)]. Measured pairs are
  * interpolated in bytes; missing ones fall back (docs/cost-model.md
- * "Missing pairs") down to sg_contention_global_rates. */
+ * "Missing pairs") down to sg_contention_global_rates, without its waits
+ * for a copy-engine transport (it uses no SM, so nothing holds it). */
 void sg_cost_contention_rates (const SgCostModel *cm, SgTransport t, SgOpKind kind,
                                uint64_t bytes, int32_t group_size, int32_t n_nodes,
                                SgPairRates *out);

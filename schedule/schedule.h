@@ -136,6 +136,22 @@ void sg_beside_free (SgBeside *b);
  * t0 + us x that rate. */
 double sg_beside_end (const SgBeside *b, SgNodeId like, uint64_t bytes, double t0, double us);
 
+/* --- a fragment of an order (span.c) --------------------------------------- */
+
+/* The simulator over a few nodes: a local judge for passes that weigh a
+ * rewrite site by site (decompose/). */
+typedef struct SgSpan SgSpan;
+/* (transfer full) For @g (costed; it must outlive the span and not change
+ * while it lives). O(nodes) once. */
+SgSpan *sg_span_new (const SgGraph *g);
+void sg_span_free (SgSpan *s);
+/* Runs @nodes (@n ids of @g, a topological fragment) in that order on an
+ * idle timeline with the graph's cost model, as sg_simulate would run
+ * them, and returns the time until they and the collectives among them
+ * have ended. A wait on a collective not in the fragment costs nothing.
+ * Fragments do not see each other. */
+double sg_span_run (SgSpan *s, const SgNodeId *nodes, int32_t n);
+
 /* Simulates with explicit global contention factors for every pair instead
  * of the cost model's contention table (tests; the model's comm_start_wait
  * still applies to matmul/attention kernels); @cont NULL = the model's

@@ -1,0 +1,297 @@
+/* judge.c: which sites to decompose, and in which form, by simulation.
+ *
+ * 1. The undecomposed graph is scheduled (sg_schedule_compute, the
+ *    schedule pass's own choice; the id order with --no-reorder) and
+ *    simulated: each site's collective has an exposure e there.
+ * 2. Each form (sg_site_forms: ring steps over NCCL or the copy engine,
+ *    all_reduce chunks, chunk GEMMs on every SM or with an SM-count target)
+ *    is written for every site at once into one trial graph, costed by
+ *    the model, and each site's new nodes are run in ring order through
+ *    the simulator's engine on an idle timeline (sg_span_run): L. The
+ *    undecomposed site takes its compute C plus e on the scheduled
+ *    timeline, so the form saves C + e - L. Per site the form of largest
+ *    saving wins. One trial graph per form, not per site: O(forms x
+ *    nodes) for the local judgement however many sites there are.
+ * 3. The sites with a saving above SG_DECOMPOSE_MIN_GAIN_US are written
+ *    together, the result is scheduled and simulated as in 1: accepted if
+ *    the step is shorter (and the peak within the scheduler's allowance),
+ *    else the half with the smaller savings is dropped and the rest tried
+ *    again, at most SG_DECOMPOSE_ROUNDS times.
+ * Mode all takes every site in its best form, whatever its saving, and
+ * only measures the whole graph once.
+ * Mirrors: bucket/'s judge (trial graphs of the rewrite API simulated by
+ * the one simulator) and XLA's collective-matmul threshold, with the
+ * threshold replaced by the timeline.
+ * Requires: estimate (costs, model). Invalidates: nothing (trials only).
+ */
+#include "decompose-private.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A site's form must save this much on the site to be tried. */
+#define SG_DECOMPOSE_MIN_GAIN_US 1.0
+/* Whole-graph rounds of confirmation (each halves the set). */
+#define SG_DECOMPOSE_ROUNDS 3
+/* A step shorter by less than this fraction is a tie (kept undecomposed). */
+#define SG_DECOMPOSE_TIE 1e-6
+
+int32_t
+sg_site_forms (const SgGraph *g, const SgSite *s, SgSiteForm *out)
+{
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  const int32_t all = cm ? sg_cost_model_sm_count (cm) : 0;
+  const int32_t sms[2] = { 0, all > SG_DECOMPOSE_SM_FREE ? all - SG_DECOMPOSE_SM_FREE : 0 };
+  const int32_t n_sms = sms[1] > 0 ? 2 : 1;
+  int32_t n = 0;
+  if (s->kind == SG_SITE_MM_ALL_REDUCE) {
+    /* 2, 4 or 8 row chunks, as the rows allow */
+    for (int32_t q = 2; q <= 8; q *= 2)
+      for (int32_t j = 0; j < n_sms && s->rows % q == 0; j++)
+        out[n++] = (SgSiteForm){ q, SG_TRANSPORT_NCCL, sms[j], false };
+    return n;
+  }
+  const bool one_node = cm && sg_cost_group_nodes (cm, &g->groups[g->nodes[s->coll].group]) == 1;
+  for (int32_t w = 0; w < (s->n_whole > 0 ? 2 : 1); w++)
+    for (int32_t t = 0; t < (one_node ? 2 : 1); t++)
+      for (int32_t j = 0; j < n_sms; j++)
+        out[n++] = (SgSiteForm){ s->k, t ? SG_TRANSPORT_CE : SG_TRANSPORT_NCCL, sms[j], w == 1 };
+  return n;
+}
+
+/* The order the schedule pass would give @g (NULL: the id order, with
+ * --no-reorder), and its simulation. */
+static bool
+scheduled (const SgGraph *g, const SgConfig *cfg, SgSimResult *r, GError **error)
+{
+  g_autofree SgNodeId *order = NULL;
+  if (cfg->reorder) {
+    SgConfig c = *cfg;
+    c.exact = false;
+    c.dump_pass = NULL;
+    if (!(order = sg_schedule_compute (g, &c, NULL, error)))
+      return false;
+  }
+  return sg_simulate (g, order, r, error);
+}
+
+/* Solo compute time of the undecomposed site (the mms and adds it replaces). */
+static double
+base_compute_us (const SgGraph *g, const SgSite *s, GArray *tmp)
+{
+  g_array_set_size (tmp, 0);
+  sg_site_base_nodes (s, tmp);
+  double us = 0.0;
+  for (guint i = 0; i < tmp->len; i++)
+    us += g->nodes[g_array_index (tmp, SgNodeId, i)].est_us;
+  return us;
+}
+
+typedef SgSiteForm SgFormSet[SG_SITE_MAX_FORMS];
+
+typedef struct {
+  SgGraph *g;
+  const SgConfig *cfg;
+  SgSite *sites;
+  int32_t n;
+  SgSiteChoice *choice;
+  SgFormSet *forms;
+  int32_t *n_forms;
+  SgRewrite *rw;
+  const SgSimResult *base; /* the scheduled undecomposed graph, node times kept */
+} Judge;
+
+/* What keeping the all_gather of site @s for its whole users costs beyond
+ * the ring (form regather): nothing when the scheduled undecomposed graph
+ * leaves room between the shard's producer and the first whole user for
+ * the ring's steps (@ring_us) and the gather, else what does not fit. */
+static double
+regather_us (const Judge *j, const SgSite *s, double ring_us)
+{
+  uint32_t nin;
+  const SgNodeId x = sg_node_inputs (j->g, s->coll, &nin)[0];
+  const SgNodeId u = sg_site_first_whole (j->g, s);
+  const double window = j->base->node_start[u] - j->base->node_end[x];
+  return MAX (0.0, j->g->nodes[s->coll].est_us + ring_us - window);
+}
+
+/* Prices form @f of every candidate that has one in one trial graph. */
+static bool
+price_form (Judge *j, int32_t f, const double *compute_us, GError **error)
+{
+  sg_rewrite_reset (j->rw);
+  g_autoptr (GArray) span = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_autofree guint *first = g_new0 (guint, (size_t)j->n + 1);
+  for (int32_t i = 0; i < j->n; i++) {
+    first[i] = span->len;
+    if (j->sites[i].reason != SG_SITE_DECOMPOSED || f >= j->n_forms[i])
+      continue;
+    if (!sg_site_emit (j->rw, &j->sites[i], &j->forms[i][f], span, error))
+      return false;
+  }
+  first[j->n] = span->len;
+  SgGraph *t = sg_rewrite_trial (j->rw, error);
+  if (!t)
+    return false;
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  for (guint i = 0; i < span->len; i++) {
+    SgNodeId *v = &g_array_index (span, SgNodeId, i);
+    *v = sg_rewrite_result_id (j->rw, *v);
+  }
+  SgSpan *sp = sg_span_new (t);
+  for (int32_t i = 0; i < j->n; i++) {
+    if (first[i + 1] == first[i])
+      continue;
+    const SgNodeId *ids = &g_array_index (span, SgNodeId, first[i]);
+    const int32_t len = (int32_t)(first[i + 1] - first[i]);
+    double l = sg_span_run (sp, ids, len);
+    if (j->forms[i][f].regather && j->sites[i].n_whole > 0) {
+      double ring_us = 0.0;
+      for (int32_t q = 0; q < len; q++)
+        ring_us += t->nodes[ids[q]].kind == SG_OP_COLLECTIVE_PERMUTE ? t->nodes[ids[q]].est_us : 0;
+      l += regather_us (j, &j->sites[i], ring_us);
+    }
+    const double gain = compute_us[i] + j->choice[i].exposed_us - l;
+    if (g_getenv ("SG_DECOMPOSE_DEBUG")) {
+      g_printerr ("site %s form %d (%d %s sm %d rg %d): C %.1f e %.1f L %.1f gain %.1f:",
+                  j->g->nodes[j->sites[i].coll].name, f, j->forms[i][f].chunks,
+                  sg_transport_name (j->forms[i][f].transport), j->forms[i][f].sm_count,
+                  j->forms[i][f].regather,
+                  compute_us[i], j->choice[i].exposed_us, l, gain);
+      for (guint q = first[i]; q < first[i + 1]; q++) {
+        const SgNode *x = &t->nodes[g_array_index (span, SgNodeId, q)];
+        g_printerr (" %s=%.1f", sg_op_name (x->kind), x->est_us);
+      }
+      g_printerr ("\n");
+    }
+    if (f == 0 || gain > j->choice[i].gain_us) {
+      j->choice[i].gain_us = gain;
+      j->choice[i].form = j->forms[i][f];
+    }
+  }
+  sg_span_free (sp);
+  sg_graph_free (t);
+  return true;
+}
+
+/* Schedules and simulates @g with the chosen sites rewritten. */
+static bool
+try_chosen (Judge *j, SgSimResult *r, GError **error)
+{
+  if (!sg_decompose_rewrite (j->rw, j->sites, j->n, j->choice, error))
+    return false;
+  SgGraph *t = sg_rewrite_trial (j->rw, error);
+  if (!t)
+    return false;
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  bool ok = scheduled (t, j->cfg, r, error);
+  sg_graph_free (t);
+  return ok;
+}
+
+static int
+gain_cmp (const void *pa, const void *pb, void *ud)
+{
+  const SgSiteChoice *c = ud;
+  const int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+  if (c[a].gain_us != c[b].gain_us)
+    return c[a].gain_us > c[b].gain_us ? -1 : 1;
+  return a - b;
+}
+
+/* Confirms the chosen set on the whole graph, halving it until the
+ * predicted step is shorter (auto), or measures it once (all). */
+static bool
+confirm (Judge *j, SgDecomposeStats *st, GError **error)
+{
+  g_autofree int32_t *by_gain = g_new (int32_t, (size_t)j->n + 1);
+  int32_t m = 0;
+  for (int32_t i = 0; i < j->n; i++)
+    if (j->choice[i].chosen)
+      by_gain[m++] = i;
+  g_qsort_with_data (by_gain, m, sizeof *by_gain, gain_cmp, j->choice);
+  const uint64_t peak_limit = (uint64_t)((double)st->peak_before_bytes
+                                         * (1.0 + MAX (j->cfg->max_peak_increase, 0.0)));
+  for (int32_t round = 0; m > 0; round++) {
+    SgSimResult r;
+    if (!try_chosen (j, &r, error))
+      return false;
+    st->confirm_rounds++;
+    const bool shorter = r.step_us < st->step_before_us * (1.0 - SG_DECOMPOSE_TIE);
+    const bool fits = r.peak_bytes <= MAX (peak_limit, st->peak_before_bytes);
+    if (j->cfg->decompose == SG_DECOMPOSE_ALL || (shorter && fits)) {
+      st->step_after_us = r.step_us;
+      st->exposed_after_us = r.exposed_us;
+      st->peak_after_bytes = r.peak_bytes;
+      sg_sim_result_clear (&r);
+      return true;
+    }
+    sg_sim_result_clear (&r);
+    /* drop the half with the smaller savings (all of them in the last round) */
+    const int32_t keep = round + 1 < SG_DECOMPOSE_ROUNDS ? m / 2 : 0;
+    for (int32_t i = keep; i < m; i++) {
+      j->choice[by_gain[i]].chosen = false;
+      j->sites[by_gain[i]].reason = SG_SITE_GRAPH_LONGER;
+    }
+    m = keep;
+  }
+  return true;
+}
+
+bool
+sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
+                    SgSiteChoice *choice, SgDecomposeStats *st, GError **error)
+{
+  SgSimResult base;
+  if (!scheduled (g, cfg, &base, error))
+    return false;
+  st->step_before_us = st->step_after_us = base.step_us;
+  st->exposed_before_us = st->exposed_after_us = base.exposed_us;
+  st->peak_before_bytes = st->peak_after_bytes = base.peak_bytes;
+  g_autofree double *expo = g_new0 (double, (size_t)g->n_nodes);
+  for (int32_t r = 0; r < base.n_rows; r++)
+    expo[base.rows[r].node] += base.rows[r].exposed_us;
+
+  Judge j = { g, cfg, sites, n, choice, g_new0 (SgFormSet, (size_t)n + 1),
+              g_new0 (int32_t, (size_t)n + 1), sg_rewrite_new (g), &base };
+  g_autofree double *compute_us = g_new0 (double, (size_t)n + 1);
+  g_autoptr (GArray) tmp = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  int32_t max_forms = 0;
+  for (int32_t i = 0; i < n; i++) {
+    if (sites[i].reason != SG_SITE_DECOMPOSED)
+      continue;
+    j.n_forms[i] = sg_site_forms (g, &sites[i], j.forms[i]);
+    max_forms = MAX (max_forms, j.n_forms[i]);
+    choice[i].exposed_us = expo[sites[i].coll];
+    compute_us[i] = base_compute_us (g, &sites[i], tmp);
+  }
+  bool ok = true;
+  for (int32_t f = 0; ok && f < max_forms; f++)
+    ok = price_form (&j, f, compute_us, error);
+  sg_sim_result_clear (&base);
+  for (int32_t i = 0; ok && i < n; i++) {
+    if (sites[i].reason != SG_SITE_DECOMPOSED)
+      continue;
+    choice[i].chosen = cfg->decompose == SG_DECOMPOSE_ALL
+                       || choice[i].gain_us > SG_DECOMPOSE_MIN_GAIN_US;
+    if (!choice[i].chosen)
+      sites[i].reason = SG_SITE_NO_GAIN;
+  }
+  ok = ok && confirm (&j, st, error);
+  sg_rewrite_free (j.rw);
+  g_free (j.forms);
+  g_free (j.n_forms);
+  return ok;
+}
+
+bool
+sg_decompose_rewrite (SgRewrite *rw, const SgSite *sites, int32_t n, const SgSiteChoice *choice,
+                      GError **error)
+{
+  sg_rewrite_reset (rw);
+  g_autoptr (GArray) span = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  for (int32_t i = 0; i < n; i++)
+    if (choice[i].chosen && !sg_site_emit (rw, &sites[i], &choice[i].form, span, error))
+      return false;
+  return true;
+}
