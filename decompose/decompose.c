@@ -95,11 +95,15 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   g_autofree SgSiteChoice *choice = g_new0 (SgSiteChoice, (size_t)n + 1);
   bool ok = true;
   const SgCostModel *cm = sg_graph_cost_model (g);
-  if (st->mode == SG_DECOMPOSE_OFF) {
-    for (int32_t i = 0; i < n; i++)
-      if (sites[i].reason == SG_SITE_DECOMPOSED)
-        sites[i].reason = SG_SITE_OFF;
-  } else if (cands > 0 && !cm) {
+  for (int32_t i = 0; i < n; i++) {
+    const bool off = st->mode == SG_DECOMPOSE_OFF
+                     || (st->mode == SG_DECOMPOSE_ALL_GATHER && sites[i].kind != SG_SITE_ALL_GATHER_MM);
+    if (off && sites[i].reason == SG_SITE_DECOMPOSED) {
+      sites[i].reason = SG_SITE_OFF;
+      cands--;
+    }
+  }
+  if (cands > 0 && !cm) {
     g_set_error (error, SG_DECOMPOSE_ERROR, SG_DECOMPOSE_ERROR_COST,
                  "decompose: the graph has no cost model (run the estimate pass first)");
     ok = false;

@@ -53,6 +53,7 @@ typedef enum {
   SG_SITE_OFF,            /* --no-decompose, --exact */
   SG_SITE_NO_GAIN,        /* no form is predicted to save time here */
   SG_SITE_GRAPH_LONGER,   /* the whole-graph simulation did not confirm it */
+  SG_SITE_PEAK,           /* it did, past the peak-memory allowance (--max-peak-increase) */
   SG_SITE_N_REASONS
 } SgSiteReason;
 

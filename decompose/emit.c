@@ -82,31 +82,35 @@ dtype_of (const Emit *e, SgNodeId id)
   return sg_rewrite_node (e->rw, id)->meta.dtype;
 }
 
-/* collective_permute(@in, ring, group) and its wait, named after ring step
- * @step (neither in the span yet: the caller runs them in ring order).
- * The first of the site carries schedgraph_replaces. */
-static bool
-ring_step (Emit *e, SgNodeId in, int32_t step, SgNodeId *perm, SgNodeId *wait)
+/* collective_permute(@in, ring, group), named after ring step @step; the
+ * first of the site carries schedgraph_replaces. Its wait comes later
+ * (ring_wait), after the chunk GEMMs that run beside it: added nodes of
+ * one anchor keep their creation order. */
+static SgNodeId
+ring_permute (Emit *e, SgNodeId in, int32_t step)
 {
   const SgNode *n = sg_rewrite_node (e->rw, in);
-  int64_t shape[SG_MAX_DIMS];
-  const int32_t nd = n->meta.ndim;
-  const SgDtype dt = n->meta.dtype;
-  for (int32_t d = 0; d < nd; d++)
-    shape[d] = sg_meta_shape (e->g, &n->meta)[d];
   const char *base = e->g->nodes[e->s->coll].name;
   SgArg args[] = { sg_arg_ref (in), e->pairs, e->group };
   SgKwarg kw[2] = { { "transport", sg_rewrite_str (e->rw, sg_transport_name (e->f->transport)) },
                     { "schedgraph_replaces", e->dropped } };
-  *perm = add (e, SG_OP_COLLECTIVE_PERMUTE, g_strdup_printf ("%s_ring%d", base, step), args, 3,
-               kw, e->listed ? 1 : 2, shape, NULL, nd, dt, 0);
+  SgNodeId p = add (e, SG_OP_COLLECTIVE_PERMUTE, g_strdup_printf ("%s_ring%d", base, step), args,
+                    3, kw, e->listed ? 1 : 2, sg_meta_shape (e->g, &n->meta), NULL, n->meta.ndim,
+                    n->meta.dtype, 0);
   e->listed = true;
-  if (*perm == SG_NO_NODE)
-    return false;
-  SgArg wargs[] = { sg_arg_ref (*perm) };
-  *wait = add (e, SG_OP_WAIT, g_strdup_printf ("%s_ring%d_wait", base, step), wargs, 1, NULL, 0,
-               shape, NULL, nd, dt, 0);
-  return *wait != SG_NO_NODE;
+  return run (e, p);
+}
+
+/* The wait of ring step @step's permute @perm. */
+static SgNodeId
+ring_wait (Emit *e, SgNodeId perm, int32_t step)
+{
+  const SgNode *n = sg_rewrite_node (e->rw, perm);
+  SgArg args[] = { sg_arg_ref (perm) };
+  return run (e, add (e, SG_OP_WAIT,
+                      g_strdup_printf ("%s_ring%d_wait", e->g->nodes[e->s->coll].name, step),
+                      args, 1, NULL, 0, sg_meta_shape (e->g, &n->meta), NULL, n->meta.ndim,
+                      n->meta.dtype, 0));
 }
 
 /* mm(@a, @b) of @rows x the columns of @b, SM-count target @sm. */
@@ -249,11 +253,10 @@ emit_gather (Emit *e)
   /* step st: the permute of chunk st (to step st + 1), the mms of chunk
    * st beside it, then its wait */
   for (int32_t st = 0; st < k; st++) {
-    SgNodeId perm = SG_NO_NODE, wait = SG_NO_NODE;
+    SgNodeId perm = SG_NO_NODE;
     if (st + 1 < k) {
-      if (!ring_step (e, c[st], st + 1, &perm, &wait))
+      if ((perm = ring_permute (e, c[st], st + 1)) == SG_NO_NODE)
         return false;
-      run (e, perm);
       sg_rewrite_place (e->rw, perm, st == 0 ? s->coll : anchor, SG_PLACE_BEFORE);
     }
     for (int32_t j = 0; j < s->n_mm; j++)
@@ -261,9 +264,9 @@ emit_gather (Emit *e)
           == SG_NO_NODE)
         return false;
     if (st + 1 < k) {
-      run (e, wait);
-      sg_rewrite_place (e->rw, wait, anchor, SG_PLACE_BEFORE);
-      c[st + 1] = wait;
+      if ((c[st + 1] = ring_wait (e, perm, st + 1)) == SG_NO_NODE)
+        return false;
+      sg_rewrite_place (e->rw, c[st + 1], anchor, SG_PLACE_BEFORE);
     }
   }
   /* results in rank order: block t of the cat is the chunk of rank r + t,
@@ -385,9 +388,8 @@ emit_reduce_scatter (Emit *e)
   for (int32_t st = 0; st < k; st++) {
     SgNodeId perm = SG_NO_NODE, wait = SG_NO_NODE;
     if (st > 0) {
-      if (!ring_step (e, acc, st, &perm, &wait))
+      if ((perm = ring_permute (e, acc, st)) == SG_NO_NODE)
         return false;
-      run (e, perm);
       sg_rewrite_place (e->rw, perm, s->coll, SG_PLACE_BEFORE);
     }
     SgNodeId p = emit_terms (e, src, ((k - st) % k) * mb, mb, st, st > 0 ? e->f->sm_count : 0,
@@ -398,7 +400,8 @@ emit_reduce_scatter (Emit *e)
       acc = p;
       continue;
     }
-    run (e, wait);
+    if ((wait = ring_wait (e, perm, st)) == SG_NO_NODE)
+      return false;
     sg_rewrite_place (e->rw, wait, s->coll, SG_PLACE_BEFORE);
     SgArg args[] = { sg_arg_ref (wait), sg_arg_ref (p) };
     int64_t shape[2] = { mb, shape_of (e, p)[1] };

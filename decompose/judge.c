@@ -17,8 +17,8 @@
  *    the step is shorter (and the peak within the scheduler's allowance),
  *    else the half with the smaller savings is dropped and the rest tried
  *    again, at most SG_DECOMPOSE_ROUNDS times.
- * Mode all takes every site in its best form, whatever its saving, and
- * only measures the whole graph once.
+ * Modes all and all-gather take every site (every all_gather site) in its
+ * best form, whatever its saving, and only measure the whole graph once.
  * Mirrors: bucket/'s judge (trial graphs of the rewrite API simulated by
  * the one simulator) and XLA's collective-matmul threshold, with the
  * threshold replaced by the timeline.
@@ -219,7 +219,7 @@ confirm (Judge *j, SgDecomposeStats *st, GError **error)
     st->confirm_rounds++;
     const bool shorter = r.step_us < st->step_before_us * (1.0 - SG_DECOMPOSE_TIE);
     const bool fits = r.peak_bytes <= MAX (peak_limit, st->peak_before_bytes);
-    if (j->cfg->decompose == SG_DECOMPOSE_ALL || (shorter && fits)) {
+    if (j->cfg->decompose != SG_DECOMPOSE_AUTO || (shorter && fits)) {
       st->step_after_us = r.step_us;
       st->exposed_after_us = r.exposed_us;
       st->peak_after_bytes = r.peak_bytes;
@@ -231,7 +231,7 @@ confirm (Judge *j, SgDecomposeStats *st, GError **error)
     const int32_t keep = round + 1 < SG_DECOMPOSE_ROUNDS ? m / 2 : 0;
     for (int32_t i = keep; i < m; i++) {
       j->choice[by_gain[i]].chosen = false;
-      j->sites[by_gain[i]].reason = SG_SITE_GRAPH_LONGER;
+      j->sites[by_gain[i]].reason = shorter ? SG_SITE_PEAK : SG_SITE_GRAPH_LONGER;
     }
     m = keep;
   }
@@ -272,8 +272,9 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
   for (int32_t i = 0; ok && i < n; i++) {
     if (sites[i].reason != SG_SITE_DECOMPOSED)
       continue;
-    choice[i].chosen = cfg->decompose == SG_DECOMPOSE_ALL
-                       || choice[i].gain_us > SG_DECOMPOSE_MIN_GAIN_US;
+    choice[i].chosen = cfg->decompose == SG_DECOMPOSE_AUTO
+                           ? choice[i].gain_us > SG_DECOMPOSE_MIN_GAIN_US
+                           : true; /* all, all-gather (find kept only those) */
     if (!choice[i].chosen)
       sites[i].reason = SG_SITE_NO_GAIN;
   }

@@ -35,10 +35,12 @@ static const struct {
   [SG_SITE_PRODUCER] = { "producer", "the reduced tensor is not an mm or a sum of mms" },
   [SG_SITE_SHARED] = { "shared", "an mm or add of the reduced tensor has other users" },
   [SG_SITE_INDIVISIBLE] = { "indivisible", "the rows do not split into the chunks" },
-  [SG_SITE_OFF] = { "off", "decomposition is off (--no-decompose, --exact)" },
+  [SG_SITE_OFF] = { "off", "off by the mode (--no-decompose, --exact, --decompose all-gather)" },
   [SG_SITE_NO_GAIN] = { "no_gain", "no form is predicted to save time on the site" },
   [SG_SITE_GRAPH_LONGER] = { "graph_longer",
                              "the whole-graph simulation predicted no shorter step" },
+  [SG_SITE_PEAK] = { "peak", "a shorter step, but a peak past --max-peak-increase over the "
+                             "scheduled undecomposed graph's" },
 };
 
 const char *
@@ -66,7 +68,7 @@ is_site (SgSiteReason r)
 }
 
 static cJSON *
-site_row (const SgDecomposeStats *st, const SgSiteInfo *s)
+site_row (const SgSiteInfo *s)
 {
   cJSON *o = cJSON_CreateObject ();
   cJSON_AddStringToObject (o, "name", s->name);
@@ -75,12 +77,14 @@ site_row (const SgDecomposeStats *st, const SgSiteInfo *s)
   cJSON_AddStringToObject (o, "choice", sg_site_reason_name (s->reason));
   cJSON_AddNumberToObject (o, "mms", s->n_mm);
   cJSON_AddNumberToObject (o, "whole_users", s->n_whole);
-  if (is_site (s->reason) && st->judged) {
+  if (s->form.chunks > 0) {
     cJSON_AddNumberToObject (o, "chunks", s->form.chunks);
     cJSON_AddStringToObject (o, "transport", s->kind == SG_SITE_MM_ALL_REDUCE
                                                  ? "collective"
                                                  : sg_transport_name (s->form.transport));
     cJSON_AddNumberToObject (o, "sm_count", s->form.sm_count);
+    if (s->n_whole > 0)
+      cJSON_AddStringToObject (o, "whole", s->form.regather ? "regather" : "ring");
     add_us (o, "exposed_us", s->exposed_us);
     add_us (o, "gain_us", s->gain_us);
   }
@@ -112,17 +116,23 @@ sg_decompose_report (const SgGraph *g)
   }
   cJSON *rows = cJSON_AddArrayToObject (o, "rows");
   for (int32_t i = 0; i < st->n_sites; i++)
-    cJSON_AddItemToArray (rows, site_row (st, &st->sites[i]));
+    cJSON_AddItemToArray (rows, site_row (&st->sites[i]));
   return o;
 }
 
-/* Indices of the sites, largest saving first (ties in graph order). */
+/* Indices of the sites: decomposed first, then priced, each largest
+ * saving first (ties in graph order). */
 static int
 gain_cmp (const void *pa, const void *pb, void *ud)
 {
   const SgDecomposeStats *st = ud;
   const int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
-  const double ga = st->sites[a].gain_us, gb = st->sites[b].gain_us;
+  const SgSiteInfo *sa = &st->sites[a], *sb = &st->sites[b];
+  const int ra = (sa->reason != SG_SITE_DECOMPOSED) + (sa->form.chunks == 0);
+  const int rb = (sb->reason != SG_SITE_DECOMPOSED) + (sb->form.chunks == 0);
+  if (ra != rb)
+    return ra - rb;
+  const double ga = sa->gain_us, gb = sb->gain_us;
   if (ga != gb)
     return ga > gb ? -1 : 1;
   return a - b;
@@ -155,13 +165,14 @@ sg_decompose_summary (const SgGraph *g, GString *out)
     const SgSiteInfo *s = &st->sites[idx[i]];
     g_string_append_printf (out, "  %-12s %-32s %-17s group %-4s", sg_site_reason_name (s->reason),
                             s->name, sg_site_kind_name (s->kind), s->group);
-    if (st->judged)
-      g_string_append_printf (out, " %d %s %s sm %d exposed %.3f us gain %.3f us",
+    if (s->form.chunks > 0)
+      g_string_append_printf (out, " %d %s %s%s sm %d exposed %.3f us gain %.3f us",
                               s->form.chunks,
                               s->kind == SG_SITE_MM_ALL_REDUCE ? "chunks" : "steps",
                               s->kind == SG_SITE_MM_ALL_REDUCE
                                   ? "collective"
                                   : sg_transport_name (s->form.transport),
+                              s->form.regather && s->n_whole > 0 ? " regather" : "",
                               s->form.sm_count, s->exposed_us, s->gain_us);
     g_string_append_c (out, '\n');
   }

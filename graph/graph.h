@@ -583,9 +583,10 @@ typedef enum {
   SG_DECOMPOSE_AUTO = 0, /* the sites where the simulator predicts a shorter step */
   SG_DECOMPOSE_OFF,      /* none (--no-decompose) */
   SG_DECOMPOSE_ALL,      /* every site found, each in its best form (tests, inspection) */
+  SG_DECOMPOSE_ALL_GATHER, /* every all_gather -> mm site, nothing else (exactness tests) */
 } SgDecomposeMode;
 
-/* "auto", "off", "all" (the --decompose spellings). */
+/* "auto", "off", "all", "all-gather" (the --decompose spellings). */
 const char *sg_decompose_mode_name (SgDecomposeMode mode);
 /* Parses a --decompose spelling; false for anything else. */
 bool sg_decompose_mode_from_name (const char *name, SgDecomposeMode *out);

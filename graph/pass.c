@@ -38,6 +38,7 @@ static const char *const decompose_modes[] = {
   [SG_DECOMPOSE_AUTO] = "auto",
   [SG_DECOMPOSE_OFF] = "off",
   [SG_DECOMPOSE_ALL] = "all",
+  [SG_DECOMPOSE_ALL_GATHER] = "all-gather",
 };
 
 const char *

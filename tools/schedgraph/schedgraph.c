@@ -143,7 +143,8 @@ static const char usage_text[] =
   "      --decompose MODE         split all_gather->mm, mm->reduce_scatter and\n"
   "                               mm->all_reduce into ring steps / row chunks: auto\n"
   "                               (default: where the simulator predicts a shorter\n"
-  "                               step), all (every site found), off\n"
+  "                               step), all (every site found), all-gather (every\n"
+  "                               all_gather->mm site, nothing else), off\n"
   "      --no-decompose           the same as --decompose off\n"
   "      --cluster NAME|FILE      preset (h200-sxm, h100-sxm, a100-sxm) or cluster JSON\n"
   "                               (docs/cluster-format.md; default: the graph's\n"
@@ -290,7 +291,7 @@ parse_args (int argc, char **argv, Cli *cli)
     case OPT_NO_BUCKET: cli->cfg.bucket = false; break;
     case OPT_DECOMPOSE:
       if (!sg_decompose_mode_from_name (optarg, &cli->cfg.decompose))
-        return usage_error ("--decompose: '%s' is not auto, all or off", optarg);
+        return usage_error ("--decompose: '%s' is not auto, all, all-gather or off", optarg);
       break;
     case OPT_NO_DECOMPOSE: cli->cfg.decompose = SG_DECOMPOSE_OFF; break;
     case OPT_CLUSTER: cli->cfg.cluster = optarg; break;
