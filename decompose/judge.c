@@ -152,18 +152,6 @@ price_form (Judge *j, int32_t f, const double *compute_us, GError **error)
       l += regather_us (j, &j->sites[i], ring_us);
     }
     const double gain = compute_us[i] + j->choice[i].exposed_us - l;
-    if (g_getenv ("SG_DECOMPOSE_DEBUG")) {
-      g_printerr ("site %s form %d (%d %s sm %d rg %d): C %.1f e %.1f L %.1f gain %.1f:",
-                  j->g->nodes[j->sites[i].coll].name, f, j->forms[i][f].chunks,
-                  sg_transport_name (j->forms[i][f].transport), j->forms[i][f].sm_count,
-                  j->forms[i][f].regather,
-                  compute_us[i], j->choice[i].exposed_us, l, gain);
-      for (guint q = first[i]; q < first[i + 1]; q++) {
-        const SgNode *x = &t->nodes[g_array_index (span, SgNodeId, q)];
-        g_printerr (" %s=%.1f", sg_op_name (x->kind), x->est_us);
-      }
-      g_printerr ("\n");
-    }
     if (f == 0 || gain > j->choice[i].gain_us) {
       j->choice[i].gain_us = gain;
       j->choice[i].form = j->forms[i][f];

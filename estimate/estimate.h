@@ -200,8 +200,8 @@ double sg_cost_p2p_us (const SgCostModel *cm, SgTransport transport, uint64_t by
                        bool same_node);
 
 /* SMs of one GPU of the cluster (the full count an `sm_count` target is a
- * fraction of; a matmul given s of them costs (sm_count / s)^gemm_sm_exponent
- * times more, docs/cost-model.md). */
+ * fraction of; a matmul given s of them costs gemm_sm_overhead x
+ * (sm_count / s)^gemm_sm_exponent times more, docs/cost-model.md). */
 int32_t sg_cost_model_sm_count (const SgCostModel *cm);
 
 /* (transfer none) The cluster's name: a preset name or the cluster file. */
