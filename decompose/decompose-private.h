@@ -50,10 +50,12 @@ void sg_sites_free (SgSite *sites, int32_t n);
 
 /* Adds site @s in form @f to @rw: the new nodes, the uses redirected, the
  * site's nodes removed. Appends the new nodes that run, in the ring's own
- * order (what sg_span_run prices), to @span (SgNodeId, rewrite ids). False
- * with @error on a refusal of the rewrite API (a bug). */
+ * order (what sg_span_run prices), to @span (SgNodeId, rewrite ids);
+ * @anchors (SgNodeId, or NULL) gets at index id - n_nodes of every added
+ * node the base node it is placed before. False with @error on a refusal
+ * of the rewrite API (a bug). */
 bool sg_site_emit (SgRewrite *rw, const SgSite *s, const SgSiteForm *f, GArray *span,
-                   GError **error);
+                   GArray *anchors, GError **error);
 
 /* The first user of an all_gather site's wait that needs the whole
  * gathered tensor (not one of its mms or their views); the wait when none. */
@@ -89,6 +91,7 @@ typedef struct {
 bool sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
                          SgSiteChoice *choice, SgDecomposeStats *st, GError **error);
 
-/* Describes the chosen sites in @rw (reset first). */
+/* Describes the chosen sites in @rw (reset first); @anchors as
+ * sg_site_emit's. */
 bool sg_decompose_rewrite (SgRewrite *rw, const SgSite *sites, int32_t n,
-                           const SgSiteChoice *choice, GError **error);
+                           const SgSiteChoice *choice, GArray *anchors, GError **error);

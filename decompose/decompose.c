@@ -115,7 +115,7 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
     record_sites (g, sites, n, st->judged ? choice : NULL, st);
   if (ok && st->decomposed > 0) {
     SgRewrite *rw = sg_rewrite_new (g);
-    ok = sg_decompose_rewrite (rw, sites, n, choice, error) && sg_rewrite_commit (rw, error);
+    ok = sg_decompose_rewrite (rw, sites, n, choice, NULL, error) && sg_rewrite_commit (rw, error);
     sg_rewrite_free (rw);
     if (ok)
       sg_cost_new_nodes (cm, g, NULL, 0);

@@ -49,6 +49,7 @@ typedef enum {
   SG_SITE_PRODUCER,       /* the reduced tensor is not an mm or a sum of mms */
   SG_SITE_SHARED,         /* an mm or add of the reduced tensor has other users */
   SG_SITE_INDIVISIBLE,    /* the rows do not split into the chunks */
+  SG_SITE_META,           /* shapes or dtypes disagree along the site */
   /* a site, left */
   SG_SITE_OFF,            /* --no-decompose, --exact */
   SG_SITE_NO_GAIN,        /* no form is predicted to save time here */

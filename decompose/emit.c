@@ -42,7 +42,22 @@ typedef struct {
   SgArg pairs;   /* the ring {i -> i+1} */
   SgArg dropped; /* the names the site drops (a list), for schedgraph_replaces */
   bool listed;   /* the first collective carries them */
+  GArray *anchors; /* SgNodeId per added id - n0: the base node it is placed before */
 } Emit;
+
+/* Places added node @id just before base node @anchor (SG_PLACE_BEFORE;
+ * added nodes of one anchor keep their creation order) and records it. */
+static void
+place (Emit *e, SgNodeId id, SgNodeId anchor)
+{
+  sg_rewrite_place (e->rw, id, anchor, SG_PLACE_BEFORE);
+  if (e->anchors) {
+    const guint i = (guint)(id - e->g->n_nodes);
+    if (e->anchors->len <= i)
+      g_array_set_size (e->anchors, i + 1);
+    g_array_index (e->anchors, SgNodeId, i) = anchor;
+  }
+}
 
 /* Adds one node of @kind, shaped @shape (@stride NULL: contiguous); false
  * on a refusal (e->error). */
@@ -147,8 +162,8 @@ cat_roll (Emit *e, const char *like, const SgNodeId *parts, int32_t n, SgNodeId 
   SgNodeId r = run (e, add (e, SG_OP_RANK_ROLL, g_strdup_printf ("%s_roll", like), rargs, 4, NULL,
                             0, shape, NULL, nd, dt, 0));
   if (r != SG_NO_NODE) {
-    sg_rewrite_place (e->rw, y, anchor, SG_PLACE_BEFORE);
-    sg_rewrite_place (e->rw, r, anchor, SG_PLACE_BEFORE);
+    place (e, y, anchor);
+    place (e, r, anchor);
   }
   return r;
 }
@@ -213,11 +228,11 @@ gather_mm (Emit *e, int32_t j, SgNodeId in, int32_t st, SgNodeId anchor)
               vshape, NULL, 2, dtype_of (e, in), 0);
     if (in == SG_NO_NODE)
       return SG_NO_NODE;
-    sg_rewrite_place (e->rw, in, anchor, SG_PLACE_BEFORE);
+    place (e, in, anchor);
   }
   SgNodeId mm = chunk_mm (e, like, st, in, b, ms[0] / k, ms[1], st + 1 < k ? e->f->sm_count : 0);
   if (mm != SG_NO_NODE)
-    sg_rewrite_place (e->rw, mm, anchor, SG_PLACE_BEFORE);
+    place (e, mm, anchor);
   return mm;
 }
 
@@ -257,7 +272,7 @@ emit_gather (Emit *e)
     if (st + 1 < k) {
       if ((perm = ring_permute (e, c[st], st + 1)) == SG_NO_NODE)
         return false;
-      sg_rewrite_place (e->rw, perm, st == 0 ? s->coll : anchor, SG_PLACE_BEFORE);
+      place (e, perm, st == 0 ? s->coll : anchor);
     }
     for (int32_t j = 0; j < s->n_mm; j++)
       if ((m[(size_t)j * (size_t)k + (size_t)st] = gather_mm (e, j, c[st], st, anchor))
@@ -266,7 +281,7 @@ emit_gather (Emit *e)
     if (st + 1 < k) {
       if ((c[st + 1] = ring_wait (e, perm, st + 1)) == SG_NO_NODE)
         return false;
-      sg_rewrite_place (e->rw, c[st + 1], anchor, SG_PLACE_BEFORE);
+      place (e, c[st + 1], anchor);
     }
   }
   /* results in rank order: block t of the cat is the chunk of rank r + t,
@@ -334,7 +349,7 @@ emit_terms (Emit *e, const SgNodeId *src, int64_t start, int64_t rows, int32_t s
       SgNodeId v = slice_rows (e, src[i], start, rows, like, st);
       val[i] = v == SG_NO_NODE ? v : chunk_mm (e, like, st, v, b, rows, cols, sm);
       if (v != SG_NO_NODE)
-        sg_rewrite_place (e->rw, v, anchor, SG_PLACE_BEFORE);
+        place (e, v, anchor);
     } else {
       SgArg args[] = { sg_arg_ref (val[t->a]), sg_arg_ref (val[t->b]) };
       int64_t shape[2] = { rows, cols };
@@ -343,7 +358,7 @@ emit_terms (Emit *e, const SgNodeId *src, int64_t start, int64_t rows, int32_t s
     }
     if (val[i] == SG_NO_NODE)
       return SG_NO_NODE;
-    sg_rewrite_place (e->rw, val[i], anchor, SG_PLACE_BEFORE);
+    place (e, val[i], anchor);
   }
   return val[s->n_terms - 1];
 }
@@ -382,7 +397,7 @@ emit_reduce_scatter (Emit *e)
                           NULL, 0, sg_meta_shape (g, am), NULL, am->ndim, am->dtype, 0));
     if (src[i] == SG_NO_NODE)
       return false;
-    sg_rewrite_place (e->rw, src[i], s->terms[i].node, SG_PLACE_BEFORE);
+    place (e, src[i], s->terms[i].node);
   }
   SgNodeId acc = SG_NO_NODE;
   for (int32_t st = 0; st < k; st++) {
@@ -390,7 +405,7 @@ emit_reduce_scatter (Emit *e)
     if (st > 0) {
       if ((perm = ring_permute (e, acc, st)) == SG_NO_NODE)
         return false;
-      sg_rewrite_place (e->rw, perm, s->coll, SG_PLACE_BEFORE);
+      place (e, perm, s->coll);
     }
     SgNodeId p = emit_terms (e, src, ((k - st) % k) * mb, mb, st, st > 0 ? e->f->sm_count : 0,
                              s->coll, val);
@@ -402,14 +417,14 @@ emit_reduce_scatter (Emit *e)
     }
     if ((wait = ring_wait (e, perm, st)) == SG_NO_NODE)
       return false;
-    sg_rewrite_place (e->rw, wait, s->coll, SG_PLACE_BEFORE);
+    place (e, wait, s->coll);
     SgArg args[] = { sg_arg_ref (wait), sg_arg_ref (p) };
     int64_t shape[2] = { mb, shape_of (e, p)[1] };
     acc = run (e, add (e, SG_OP_ADD_TENSOR, g_strdup_printf ("%s_ring%d_sum", g->nodes[s->coll].name, st),
                        args, 2, NULL, 0, shape, NULL, 2, dtype_of (e, p), 0));
     if (acc == SG_NO_NODE)
       return false;
-    sg_rewrite_place (e->rw, acc, s->coll, SG_PLACE_BEFORE);
+    place (e, acc, s->coll);
   }
   sg_rewrite_replace_uses (e->rw, s->wait, acc);
   remove_terms (e);
@@ -452,13 +467,13 @@ emit_all_reduce (Emit *e)
                               na, kw, j == 0 ? nk + 1 : nk, shape, NULL, 2, dtype_of (e, p), 0));
     if (c == SG_NO_NODE)
       return false;
-    sg_rewrite_place (e->rw, c, s->coll, SG_PLACE_BEFORE);
+    place (e, c, s->coll);
     SgArg wargs[] = { sg_arg_ref (c) };
     w[j] = add (e, SG_OP_WAIT, g_strdup_printf ("%s_chunk%d_wait", base, j), wargs, 1, NULL, 0,
                 shape, NULL, 2, dtype_of (e, p), 0);
     if (w[j] == SG_NO_NODE)
       return false;
-    sg_rewrite_place (e->rw, w[j], s->wait, SG_PLACE_BEFORE);
+    place (e, w[j], s->wait);
   }
   g_autofree SgArg *refs = g_new (SgArg, (size_t)q);
   for (int32_t j = 0; j < q; j++) {
@@ -471,7 +486,7 @@ emit_all_reduce (Emit *e)
                               sg_meta_shape (g, wm), NULL, wm->ndim, wm->dtype, 0));
   if (out == SG_NO_NODE)
     return false;
-  sg_rewrite_place (e->rw, out, s->wait, SG_PLACE_BEFORE);
+  place (e, out, s->wait);
   sg_rewrite_replace_uses (e->rw, s->wait, out);
   remove_terms (e);
   return true;
@@ -489,10 +504,12 @@ ring_pairs (SgRewrite *rw, int32_t k)
 }
 
 bool
-sg_site_emit (SgRewrite *rw, const SgSite *s, const SgSiteForm *f, GArray *span, GError **error)
+sg_site_emit (SgRewrite *rw, const SgSite *s, const SgSiteForm *f, GArray *span, GArray *anchors,
+              GError **error)
 {
   g_return_val_if_fail (rw && s && f && span && s->reason == SG_SITE_DECOMPOSED, false);
-  Emit e = { .rw = rw, .g = sg_rewrite_graph (rw), .s = s, .f = f, .span = span, .error = error };
+  Emit e = { .rw = rw, .g = sg_rewrite_graph (rw), .s = s, .f = f, .span = span, .error = error,
+             .anchors = anchors };
   const SgArg *grp = sg_node_param (e.g, s->coll, SG_PARAM_GROUP_NAME);
   g_return_val_if_fail (grp && grp->type == SG_ARG_STR, false);
   e.group = *grp;

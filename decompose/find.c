@@ -67,12 +67,36 @@ add_mm (SgSite *s, GArray *mm, GArray *view, SgNodeId m, SgNodeId v)
   s->n_mm++;
 }
 
+/* @m is @of's shape with dim 0 times @k, and the same dtype. */
+static bool
+gathered_shape (const SgGraph *g, const SgMeta *m, const SgMeta *of, int64_t k)
+{
+  if (m->ndim != of->ndim || m->ndim < 1 || m->dtype != of->dtype)
+    return false;
+  for (int32_t d = 0; d < m->ndim; d++)
+    if (sg_meta_shape (g, m)[d] != sg_meta_shape (g, of)[d] * (d == 0 ? k : 1))
+      return false;
+  return true;
+}
+
+/* An mm of rows consumer @mm on @a: its rows are @a's and its dtype @a's. */
+static bool
+mm_meta_ok (const SgGraph *g, SgNodeId mm, SgNodeId a)
+{
+  const SgMeta *m = &g->nodes[mm].meta, *am = &g->nodes[a].meta;
+  return am->ndim == 2 && m->dtype == am->dtype && sg_meta_shape (g, m)[0] == sg_meta_shape (g, am)[0];
+}
+
 static void
 find_gather (const SgGraph *g, SgSite *s)
 {
   const SgMeta *wm = &g->nodes[s->wait].meta;
-  if (wm->ndim < 1 || !sg_strides_dense (wm->ndim, sg_meta_shape (g, wm), sg_meta_stride (g, wm))) {
-    s->reason = SG_SITE_NO_ROWS;
+  uint32_t nin;
+  const SgNodeId x = sg_node_inputs (g, s->coll, &nin)[0];
+  if (nin != 1 || !gathered_shape (g, wm, &g->nodes[x].meta, s->k)
+      || !gathered_shape (g, &g->nodes[s->coll].meta, &g->nodes[x].meta, s->k)
+      || !sg_strides_dense (wm->ndim, sg_meta_shape (g, wm), sg_meta_stride (g, wm))) {
+    s->reason = SG_SITE_META;
     return;
   }
   s->rows = sg_meta_shape (g, wm)[0];
@@ -95,6 +119,14 @@ find_gather (const SgGraph *g, SgSite *s)
   if (s->n_mm == 0 || s->rows % s->k != 0) {
     s->reason = s->n_mm == 0 ? SG_SITE_NO_ROWS : SG_SITE_INDIVISIBLE;
     return;
+  }
+  for (guint i = 0; i < mm->len; i++) {
+    const SgNodeId v = g_array_index (view, SgNodeId, i);
+    if (!mm_meta_ok (g, g_array_index (mm, SgNodeId, i), v != SG_NO_NODE ? v : s->wait)
+        || (v != SG_NO_NODE && g->nodes[v].meta.dtype != wm->dtype)) {
+      s->reason = SG_SITE_META;
+      return;
+    }
   }
   s->mm = (SgNodeId *)(void *)g_array_free (g_steal_pointer (&mm), FALSE);
   s->view = (SgNodeId *)(void *)g_array_free (g_steal_pointer (&view), FALSE);
@@ -127,9 +159,12 @@ add_term (const SgGraph *g, SgSite *s, SgNodeId v, SgNodeId parent, GArray *term
   if (n->kind == SG_OP_MM && n->meta.ndim == 2) {
     SgNodeId a, b;
     mm_operands (g, v, &a, &b);
-    if (a == SG_NO_NODE || b == SG_NO_NODE || g->nodes[a].meta.ndim != 2
-        || ++s->n_leaves > SG_SITE_MAX_LEAVES) {
+    if (a == SG_NO_NODE || b == SG_NO_NODE || ++s->n_leaves > SG_SITE_MAX_LEAVES) {
       s->reason = SG_SITE_PRODUCER;
+      return -1;
+    }
+    if (!mm_meta_ok (g, v, a)) {
+      s->reason = SG_SITE_META;
       return -1;
     }
   } else if (n->kind == SG_OP_ADD_TENSOR && n->n_args == 2 && n->n_kwargs == 0 && depth < 8) {
@@ -168,6 +203,18 @@ find_reduce (const SgGraph *g, SgSite *s)
     return;
   }
   s->rows = sg_meta_shape (g, &g->nodes[p].meta)[0];
+  /* the result is the input's shape (all_reduce) or its rows / k */
+  const SgMeta *pm = &g->nodes[p].meta;
+  const SgMeta *res[2] = { &c->meta, &g->nodes[s->wait].meta };
+  for (int i = 0; i < 2; i++) {
+    const SgMeta *m = res[i];
+    const int64_t div = s->kind == SG_SITE_MM_REDUCE_SCATTER ? s->k : 1;
+    if (m->ndim != 2 || m->dtype != pm->dtype || sg_meta_shape (g, m)[1] != sg_meta_shape (g, pm)[1]
+        || sg_meta_shape (g, m)[0] * div != s->rows) {
+      s->reason = SG_SITE_META;
+      return;
+    }
+  }
   g_autoptr (GArray) terms = g_array_new (FALSE, FALSE, sizeof (SgSiteTerm));
   if (add_term (g, s, p, s->coll, terms, 0) < 0)
     return;

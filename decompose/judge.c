@@ -13,10 +13,13 @@
  *    saving wins. One trial graph per form, not per site: O(forms x
  *    nodes) for the local judgement however many sites there are.
  * 3. The sites with a saving above SG_DECOMPOSE_MIN_GAIN_US are written
- *    together, the result is scheduled and simulated as in 1: accepted if
- *    the step is shorter (and the peak within the scheduler's allowance),
- *    else the half with the smaller savings is dropped and the rest tried
- *    again, at most SG_DECOMPOSE_ROUNDS times.
+ *    together and the result simulated once, in the order of 1 carried
+ *    over (each site's new nodes, in ring order, where the earliest node
+ *    they replace was): accepted if the step is shorter (and the peak
+ *    within the scheduler's allowance), else the half with the smaller
+ *    savings is dropped and the rest tried again, at most
+ *    SG_DECOMPOSE_ROUNDS times. The schedule pass that follows orders the
+ *    result anew and can only do better than the carried order.
  * Modes all and all-gather take every site (every all_gather site) in its
  * best form, whatever its saving, and only measure the whole graph once.
  * Mirrors: bucket/'s judge (trial graphs of the rewrite API simulated by
@@ -59,10 +62,11 @@ sg_site_forms (const SgGraph *g, const SgSite *s, SgSiteForm *out)
   return n;
 }
 
-/* The order the schedule pass would give @g (NULL: the id order, with
- * --no-reorder), and its simulation. */
+/* The order the schedule pass would give @g (the id order with
+ * --no-reorder) as positions (*@pos, transfer full: node -> position), and
+ * its simulation. */
 static bool
-scheduled (const SgGraph *g, const SgConfig *cfg, SgSimResult *r, GError **error)
+scheduled (const SgGraph *g, const SgConfig *cfg, SgSimResult *r, int32_t **pos, GError **error)
 {
   g_autofree SgNodeId *order = NULL;
   if (cfg->reorder) {
@@ -72,6 +76,9 @@ scheduled (const SgGraph *g, const SgConfig *cfg, SgSimResult *r, GError **error
     if (!(order = sg_schedule_compute (g, &c, NULL, error)))
       return false;
   }
+  *pos = g_new (int32_t, (size_t)g->n_nodes + 1);
+  for (int32_t p = 0; p < g->n_nodes; p++)
+    (*pos)[order ? order[p] : p] = p;
   return sg_simulate (g, order, r, error);
 }
 
@@ -99,6 +106,7 @@ typedef struct {
   int32_t *n_forms;
   SgRewrite *rw;
   const SgSimResult *base; /* the scheduled undecomposed graph, node times kept */
+  int32_t *pos;            /* each node's position in that order */
 } Judge;
 
 /* What keeping the all_gather of site @s for its whole users costs beyond
@@ -126,7 +134,7 @@ price_form (Judge *j, int32_t f, const double *compute_us, GError **error)
     first[i] = span->len;
     if (j->sites[i].reason != SG_SITE_DECOMPOSED || f >= j->n_forms[i])
       continue;
-    if (!sg_site_emit (j->rw, &j->sites[i], &j->forms[i][f], span, error))
+    if (!sg_site_emit (j->rw, &j->sites[i], &j->forms[i][f], span, NULL, error))
       return false;
   }
   first[j->n] = span->len;
@@ -162,17 +170,129 @@ price_form (Judge *j, int32_t f, const double *compute_us, GError **error)
   return true;
 }
 
-/* Schedules and simulates @g with the chosen sites rewritten. */
+typedef struct {
+  int64_t key;
+  SgNodeId id;
+} Keyed;
+
 static bool
-try_chosen (Judge *j, SgSimResult *r, GError **error)
+keyed_less (Keyed a, Keyed b)
 {
-  if (!sg_decompose_rewrite (j->rw, j->sites, j->n, j->choice, error))
+  return a.key < b.key || (a.key == b.key && a.id < b.id);
+}
+
+static void
+heap_push (Keyed *h, int32_t *n, Keyed x)
+{
+  int32_t i = (*n)++;
+  for (; i > 0 && keyed_less (x, h[(i - 1) / 2]); i = (i - 1) / 2)
+    h[i] = h[(i - 1) / 2];
+  h[i] = x;
+}
+
+static Keyed
+heap_pop (Keyed *h, int32_t *n)
+{
+  Keyed top = h[0], x = h[--*n];
+  int32_t i = 0;
+  for (;;) {
+    int32_t c = 2 * i + 1;
+    if (c >= *n)
+      break;
+    if (c + 1 < *n && keyed_less (h[c + 1], h[c]))
+      c++;
+    if (!keyed_less (h[c], x))
+      break;
+    h[i] = h[c];
+    i = c;
+  }
+  if (*n > 0)
+    h[i] = x;
+  return top;
+}
+
+/* The scheduled order of the undecomposed graph carried over to trial @t:
+ * a kept node at its position there, an added node just before its
+ * anchor's (@anchors, by added id - n_nodes; added nodes of one anchor in
+ * the order they were added: the ring's), as a stable topological sort by
+ * that key (data and implicit edges). (transfer full) */
+static SgNodeId *
+carried_order (const Judge *j, SgGraph *t, const GArray *anchors)
+{
+  const int32_t n0 = j->g->n_nodes;
+  g_autofree int64_t *key = g_new (int64_t, (size_t)t->n_nodes + 1);
+  for (SgNodeId v = 0; v < n0; v++) {
+    const SgNodeId r = sg_rewrite_result_id (j->rw, v);
+    if (r != SG_NO_NODE)
+      key[r] = 2 * (int64_t)j->pos[v] + 1;
+  }
+  for (guint a = 0; a < anchors->len; a++)
+    key[sg_rewrite_result_id (j->rw, n0 + (SgNodeId)a)]
+        = 2 * (int64_t)j->pos[g_array_index (anchors, SgNodeId, a)];
+  /* a kept all_gather (regather) goes after its ring, its wait before the
+   * first user left to it */
+  for (int32_t i = 0; i < j->n; i++) {
+    const SgSite *s = &j->sites[i];
+    if (!j->choice[i].chosen || !j->choice[i].form.regather || s->n_whole == 0)
+      continue;
+    SgNodeId last = s->mm[0];
+    for (int32_t q = 0; q < s->n_mm; q++)
+      last = j->pos[s->mm[q]] > j->pos[last] ? s->mm[q] : last;
+    key[sg_rewrite_result_id (j->rw, s->coll)] = 2 * (int64_t)j->pos[last] + 1;
+    key[sg_rewrite_result_id (j->rw, s->wait)] = 2 * (int64_t)j->pos[sg_site_first_whole (j->g, s)];
+  }
+  sg_graph_fill_users (t);
+  g_autofree int32_t *indeg = g_new0 (int32_t, (size_t)t->n_nodes + 1);
+  for (SgNodeId v = 0; v < t->n_nodes; v++)
+    sg_node_inputs (t, v, (uint32_t *)&indeg[v]);
+  const guint n_edges = t->implicit_edges ? t->implicit_edges->len : 0;
+  for (guint e = 0; e < n_edges; e++)
+    indeg[g_array_index (t->implicit_edges, SgImplicitEdge, e).to]++;
+  g_autofree Keyed *heap = g_new (Keyed, (size_t)t->n_nodes + 1);
+  int32_t hn = 0, n_out = 0;
+  SgNodeId *order = g_new (SgNodeId, (size_t)t->n_nodes + 1);
+  for (SgNodeId v = 0; v < t->n_nodes; v++)
+    if (indeg[v] == 0)
+      heap_push (heap, &hn, (Keyed){ key[v], v });
+  while (hn > 0) {
+    const SgNodeId v = heap_pop (heap, &hn).id;
+    order[n_out++] = v;
+    uint32_t nu;
+    const SgNodeId *u = sg_node_users (t, v, &nu);
+    for (uint32_t q = 0; q < nu; q++)
+      if (--indeg[u[q]] == 0)
+        heap_push (heap, &hn, (Keyed){ key[u[q]], u[q] });
+    for (guint e = 0; e < n_edges; e++) {
+      const SgImplicitEdge *ie = &g_array_index (t->implicit_edges, SgImplicitEdge, e);
+      if (ie->from == v && --indeg[ie->to] == 0)
+        heap_push (heap, &hn, (Keyed){ key[ie->to], ie->to });
+    }
+  }
+  g_assert (n_out == t->n_nodes);
+  return order;
+}
+
+/* Simulates @g with the chosen sites rewritten: in the undecomposed
+ * graph's scheduled order carried over (one simulation), or, @schedule,
+ * in the order the schedule pass gives it. */
+static bool
+try_chosen (Judge *j, bool schedule, SgSimResult *r, GError **error)
+{
+  g_autoptr (GArray) anchors = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  if (!sg_decompose_rewrite (j->rw, j->sites, j->n, j->choice, anchors, error))
     return false;
   SgGraph *t = sg_rewrite_trial (j->rw, error);
   if (!t)
     return false;
   sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
-  bool ok = scheduled (t, j->cfg, r, error);
+  bool ok;
+  if (schedule) {
+    g_autofree int32_t *pos = NULL;
+    ok = scheduled (t, j->cfg, r, &pos, error);
+  } else {
+    g_autofree SgNodeId *order = carried_order (j, t, anchors);
+    ok = sg_simulate (t, order, r, error);
+  }
   sg_graph_free (t);
   return ok;
 }
@@ -201,12 +321,21 @@ confirm (Judge *j, SgDecomposeStats *st, GError **error)
   const uint64_t peak_limit = (uint64_t)((double)st->peak_before_bytes
                                          * (1.0 + MAX (j->cfg->max_peak_increase, 0.0)));
   for (int32_t round = 0; m > 0; round++) {
+    /* the carried order first; where it does not show a gain, the schedule
+     * pass's own order of the rewritten graph */
     SgSimResult r;
-    if (!try_chosen (j, &r, error))
-      return false;
-    st->confirm_rounds++;
-    const bool shorter = r.step_us < st->step_before_us * (1.0 - SG_DECOMPOSE_TIE);
-    const bool fits = r.peak_bytes <= MAX (peak_limit, st->peak_before_bytes);
+    bool shorter = false, fits = false;
+    for (int schedule = 0; schedule < 2 && !(shorter && fits); schedule++) {
+      if (schedule)
+        sg_sim_result_clear (&r);
+      if (!try_chosen (j, schedule, &r, error))
+        return false;
+      st->confirm_rounds++;
+      shorter = r.step_us < st->step_before_us * (1.0 - SG_DECOMPOSE_TIE);
+      fits = r.peak_bytes <= MAX (peak_limit, st->peak_before_bytes);
+      if (j->cfg->decompose != SG_DECOMPOSE_AUTO)
+        break;
+    }
     if (j->cfg->decompose != SG_DECOMPOSE_AUTO || (shorter && fits)) {
       st->step_after_us = r.step_us;
       st->exposed_after_us = r.exposed_us;
@@ -231,7 +360,8 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
                     SgSiteChoice *choice, SgDecomposeStats *st, GError **error)
 {
   SgSimResult base;
-  if (!scheduled (g, cfg, &base, error))
+  g_autofree int32_t *pos = NULL;
+  if (!scheduled (g, cfg, &base, &pos, error))
     return false;
   st->step_before_us = st->step_after_us = base.step_us;
   st->exposed_before_us = st->exposed_after_us = base.exposed_us;
@@ -241,7 +371,7 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
     expo[base.rows[r].node] += base.rows[r].exposed_us;
 
   Judge j = { g, cfg, sites, n, choice, g_new0 (SgFormSet, (size_t)n + 1),
-              g_new0 (int32_t, (size_t)n + 1), sg_rewrite_new (g), &base };
+              g_new0 (int32_t, (size_t)n + 1), sg_rewrite_new (g), &base, pos };
   g_autofree double *compute_us = g_new0 (double, (size_t)n + 1);
   g_autoptr (GArray) tmp = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   int32_t max_forms = 0;
@@ -275,12 +405,12 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
 
 bool
 sg_decompose_rewrite (SgRewrite *rw, const SgSite *sites, int32_t n, const SgSiteChoice *choice,
-                      GError **error)
+                      GArray *anchors, GError **error)
 {
   sg_rewrite_reset (rw);
   g_autoptr (GArray) span = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   for (int32_t i = 0; i < n; i++)
-    if (choice[i].chosen && !sg_site_emit (rw, &sites[i], &choice[i].form, span, error))
+    if (choice[i].chosen && !sg_site_emit (rw, &sites[i], &choice[i].form, span, anchors, error))
       return false;
   return true;
 }

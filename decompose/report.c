@@ -35,6 +35,7 @@ static const struct {
   [SG_SITE_PRODUCER] = { "producer", "the reduced tensor is not an mm or a sum of mms" },
   [SG_SITE_SHARED] = { "shared", "an mm or add of the reduced tensor has other users" },
   [SG_SITE_INDIVISIBLE] = { "indivisible", "the rows do not split into the chunks" },
+  [SG_SITE_META] = { "meta", "shapes or dtypes disagree along the site" },
   [SG_SITE_OFF] = { "off", "off by the mode (--no-decompose, --exact, --decompose all-gather)" },
   [SG_SITE_NO_GAIN] = { "no_gain", "no form is predicted to save time on the site" },
   [SG_SITE_GRAPH_LONGER] = { "graph_longer",

@@ -270,7 +270,7 @@ rewrite_one (SgGraph *g, const SgSiteForm *f)
   SgSiteChoice c = { .form = *f, .chosen = true };
   GError *error = NULL;
   SgRewrite *rw = sg_rewrite_new (g);
-  ck_assert_msg (sg_decompose_rewrite (rw, sites, 1, &c, &error) && sg_rewrite_commit (rw, &error),
+  ck_assert_msg (sg_decompose_rewrite (rw, sites, 1, &c, NULL, &error) && sg_rewrite_commit (rw, &error),
                  "%s", error ? error->message : "");
   sg_rewrite_free (rw);
   sg_sites_free (sites, n);
