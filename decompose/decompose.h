@@ -99,6 +99,8 @@ typedef struct {
   int32_t decomposed;
   int32_t confirm_rounds; /* whole-graph schedules of rewritten graphs */
   bool judged;            /* the simulator ran (there were candidates, mode not off) */
+  bool scheduled;         /* the before is the schedule pass's order (else the input
+                           * order: auto, where no site saves time even there) */
   /* the whole graph, scheduled, without and with the chosen rewrites */
   double step_before_us, step_after_us, exposed_before_us, exposed_after_us;
   uint64_t peak_before_bytes, peak_after_bytes;

@@ -2,7 +2,10 @@
  *
  * 1. The undecomposed graph is scheduled (sg_schedule_compute, the
  *    schedule pass's own choice; the id order with --no-reorder) and
- *    simulated: each site's collective has an exposure e there.
+ *    simulated: each site's collective has an exposure e there. In mode
+ *    auto the input order (where each collective is exposed about whole)
+ *    is tried first: when no site saves time even against that, nothing is
+ *    scheduled.
  * 2. Each form (sg_site_forms: ring steps over NCCL or the copy engine,
  *    all_reduce chunks, chunk GEMMs on every SM or with an SM-count target)
  *    is written for every site at once into one trial graph, costed by
@@ -14,12 +17,12 @@
  *    nodes) for the local judgement however many sites there are.
  * 3. The sites with a saving above SG_DECOMPOSE_MIN_GAIN_US are written
  *    together and the result simulated once, in the order of 1 carried
- *    over (each site's new nodes, in ring order, where the earliest node
- *    they replace was): accepted if the step is shorter (and the peak
- *    within the scheduler's allowance), else the half with the smaller
- *    savings is dropped and the rest tried again, at most
- *    SG_DECOMPOSE_ROUNDS times. The schedule pass that follows orders the
- *    result anew and can only do better than the carried order.
+ *    over (each new node just before the node it is placed before, the
+ *    ring's nodes in ring order): accepted if the step is shorter (and the
+ *    peak within the scheduler's allowance); where not, the rewritten
+ *    graph is scheduled as in 1 and judged the same way; else the half
+ *    with the smaller savings is dropped and the rest tried again, at most
+ *    SG_DECOMPOSE_ROUNDS times.
  * Modes all and all-gather take every site (every all_gather site) in its
  * best form, whatever its saving, and only measure the whole graph once.
  * Mirrors: bucket/'s judge (trial graphs of the rewrite API simulated by
@@ -105,7 +108,10 @@ typedef struct {
   SgFormSet *forms;
   int32_t *n_forms;
   SgRewrite *rw;
-  const SgSimResult *base; /* the scheduled undecomposed graph, node times kept */
+  double *compute_us;      /* per site: the compute it replaces, solo */
+  double *span_us;         /* per site and form: its new nodes on an idle timeline */
+  double *ring_us;         /* per site and form: its permutes' solo time */
+  const SgSimResult *base; /* the undecomposed graph's timeline, node times kept */
   int32_t *pos;            /* each node's position in that order */
 } Judge;
 
@@ -123,9 +129,10 @@ regather_us (const Judge *j, const SgSite *s, double ring_us)
   return MAX (0.0, j->g->nodes[s->coll].est_us + ring_us - window);
 }
 
-/* Prices form @f of every candidate that has one in one trial graph. */
+/* Prices form @f of every candidate that has one, in one trial graph:
+ * j->span_us and j->ring_us of that form. */
 static bool
-price_form (Judge *j, int32_t f, const double *compute_us, GError **error)
+price_form (Judge *j, int32_t f, GError **error)
 {
   sg_rewrite_reset (j->rw);
   g_autoptr (GArray) span = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
@@ -152,22 +159,46 @@ price_form (Judge *j, int32_t f, const double *compute_us, GError **error)
       continue;
     const SgNodeId *ids = &g_array_index (span, SgNodeId, first[i]);
     const int32_t len = (int32_t)(first[i + 1] - first[i]);
-    double l = sg_span_run (sp, ids, len);
-    if (j->forms[i][f].regather && j->sites[i].n_whole > 0) {
-      double ring_us = 0.0;
-      for (int32_t q = 0; q < len; q++)
-        ring_us += t->nodes[ids[q]].kind == SG_OP_COLLECTIVE_PERMUTE ? t->nodes[ids[q]].est_us : 0;
-      l += regather_us (j, &j->sites[i], ring_us);
-    }
-    const double gain = compute_us[i] + j->choice[i].exposed_us - l;
-    if (f == 0 || gain > j->choice[i].gain_us) {
-      j->choice[i].gain_us = gain;
-      j->choice[i].form = j->forms[i][f];
-    }
+    const size_t at = (size_t)i * SG_SITE_MAX_FORMS + (size_t)f;
+    j->span_us[at] = sg_span_run (sp, ids, len);
+    j->ring_us[at] = 0.0;
+    for (int32_t q = 0; q < len; q++)
+      j->ring_us[at] += t->nodes[ids[q]].kind == SG_OP_COLLECTIVE_PERMUTE ? t->nodes[ids[q]].est_us : 0;
   }
   sg_span_free (sp);
   sg_graph_free (t);
   return true;
+}
+
+/* Every candidate's best form against the timeline j->base (its
+ * collective's exposure there, and room for a re-gather): choice[i].form,
+ * gain_us, exposed_us. True when some site saves more than the threshold. */
+static bool
+choose_forms (Judge *j)
+{
+  g_autofree double *expo = g_new0 (double, (size_t)j->g->n_nodes);
+  for (int32_t r = 0; r < j->base->n_rows; r++)
+    expo[j->base->rows[r].node] += j->base->rows[r].exposed_us;
+  bool any = false;
+  for (int32_t i = 0; i < j->n; i++) {
+    if (j->sites[i].reason != SG_SITE_DECOMPOSED)
+      continue;
+    SgSiteChoice *c = &j->choice[i];
+    c->exposed_us = expo[j->sites[i].coll];
+    for (int32_t f = 0; f < j->n_forms[i]; f++) {
+      const size_t at = (size_t)i * SG_SITE_MAX_FORMS + (size_t)f;
+      double l = j->span_us[at];
+      if (j->forms[i][f].regather && j->sites[i].n_whole > 0)
+        l += regather_us (j, &j->sites[i], j->ring_us[at]);
+      const double gain = j->compute_us[i] + c->exposed_us - l;
+      if (f == 0 || gain > c->gain_us) {
+        c->gain_us = gain;
+        c->form = j->forms[i][f];
+      }
+    }
+    any = any || c->gain_us > SG_DECOMPOSE_MIN_GAIN_US;
+  }
+  return any;
 }
 
 typedef struct {
@@ -355,24 +386,32 @@ confirm (Judge *j, SgDecomposeStats *st, GError **error)
   return true;
 }
 
+/* Sets j->base (and j->pos) to the timeline of @g: the input order's
+ * (@schedule false) or the schedule pass's; the statistics' before. */
+static bool
+base_timeline (Judge *j, SgSimResult *base, bool schedule, SgDecomposeStats *st, GError **error)
+{
+  SgConfig c = *j->cfg;
+  c.reorder = c.reorder && schedule;
+  g_clear_pointer (&j->pos, g_free);
+  if (!scheduled (j->g, &c, base, &j->pos, error))
+    return false;
+  j->base = base;
+  st->scheduled = c.reorder;
+  st->step_before_us = st->step_after_us = base->step_us;
+  st->exposed_before_us = st->exposed_after_us = base->exposed_us;
+  st->peak_before_bytes = st->peak_after_bytes = base->peak_bytes;
+  return true;
+}
+
 bool
 sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
                     SgSiteChoice *choice, SgDecomposeStats *st, GError **error)
 {
-  SgSimResult base;
-  g_autofree int32_t *pos = NULL;
-  if (!scheduled (g, cfg, &base, &pos, error))
-    return false;
-  st->step_before_us = st->step_after_us = base.step_us;
-  st->exposed_before_us = st->exposed_after_us = base.exposed_us;
-  st->peak_before_bytes = st->peak_after_bytes = base.peak_bytes;
-  g_autofree double *expo = g_new0 (double, (size_t)g->n_nodes);
-  for (int32_t r = 0; r < base.n_rows; r++)
-    expo[base.rows[r].node] += base.rows[r].exposed_us;
-
+  const size_t nf = (size_t)n * SG_SITE_MAX_FORMS + 1;
   Judge j = { g, cfg, sites, n, choice, g_new0 (SgFormSet, (size_t)n + 1),
-              g_new0 (int32_t, (size_t)n + 1), sg_rewrite_new (g), &base, pos };
-  g_autofree double *compute_us = g_new0 (double, (size_t)n + 1);
+              g_new0 (int32_t, (size_t)n + 1), sg_rewrite_new (g), g_new0 (double, (size_t)n + 1),
+              g_new0 (double, nf), g_new0 (double, nf), NULL, NULL };
   g_autoptr (GArray) tmp = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   int32_t max_forms = 0;
   for (int32_t i = 0; i < n; i++) {
@@ -380,12 +419,24 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
       continue;
     j.n_forms[i] = sg_site_forms (g, &sites[i], j.forms[i]);
     max_forms = MAX (max_forms, j.n_forms[i]);
-    choice[i].exposed_us = expo[sites[i].coll];
-    compute_us[i] = base_compute_us (g, &sites[i], tmp);
+    j.compute_us[i] = base_compute_us (g, &sites[i], tmp);
   }
   bool ok = true;
   for (int32_t f = 0; ok && f < max_forms; f++)
-    ok = price_form (&j, f, compute_us, error);
+    ok = price_form (&j, f, error);
+  /* In the input order every such collective waits right after its issue:
+   * exposed about whole, what a schedule hardly ever exceeds. Where no site
+   * saves anything even then, auto stops there (one simulation instead of
+   * a schedule). */
+  SgSimResult base = { 0 };
+  const bool cheap = cfg->decompose == SG_DECOMPOSE_AUTO && cfg->reorder;
+  ok = ok && base_timeline (&j, &base, !cheap, st, error);
+  if (ok && cheap && choose_forms (&j)) {
+    sg_sim_result_clear (&base);
+    ok = base_timeline (&j, &base, true, st, error);
+  }
+  if (ok)
+    choose_forms (&j);
   sg_sim_result_clear (&base);
   for (int32_t i = 0; ok && i < n; i++) {
     if (sites[i].reason != SG_SITE_DECOMPOSED)
@@ -400,6 +451,10 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
   sg_rewrite_free (j.rw);
   g_free (j.forms);
   g_free (j.n_forms);
+  g_free (j.compute_us);
+  g_free (j.span_us);
+  g_free (j.ring_us);
+  g_free (j.pos);
   return ok;
 }
 

@@ -108,6 +108,7 @@ sg_decompose_report (const SgGraph *g)
   cJSON_AddNumberToObject (o, "nodes_before", st->nodes_before);
   cJSON_AddNumberToObject (o, "nodes_after", st->nodes_after);
   if (st->judged) {
+    cJSON_AddStringToObject (o, "order", st->scheduled ? "scheduled" : "input");
     add_us (o, "step_before_us", st->step_before_us);
     add_us (o, "step_after_us", st->step_after_us);
     add_us (o, "exposed_before_us", st->exposed_before_us);
@@ -149,9 +150,9 @@ sg_decompose_summary (const SgGraph *g, GString *out)
                           sg_decompose_mode_name (st->mode), st->n_sites, st->candidates,
                           st->decomposed);
   if (st->judged)
-    g_string_append_printf (out, "; scheduled step %.3f -> %.3f us, exposed %.3f -> %.3f us",
-                            st->step_before_us, st->step_after_us, st->exposed_before_us,
-                            st->exposed_after_us);
+    g_string_append_printf (out, "; %s step %.3f -> %.3f us, exposed %.3f -> %.3f us",
+                            st->scheduled ? "scheduled" : "input order", st->step_before_us,
+                            st->step_after_us, st->exposed_before_us, st->exposed_after_us);
   g_string_append_c (out, '\n');
   int32_t count[SG_SITE_N_REASONS] = { 0 };
   g_autofree int32_t *idx = g_new (int32_t, (size_t)st->n_sites);
