@@ -30,7 +30,7 @@ gen=$ours/tools/graphgen/graphgen
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "machine: nproc=$(nproc), CPU \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\""
-echo "base: $(git -C "$root" rev-parse --short HEAD 2>/dev/null) vs the build in $base"
+echo "ours: $ours at $(git -C "$root" rev-parse --short HEAD 2>/dev/null); base: the build in $base"
 echo
 echo "| graph | widths | layers | nodes | base step us | ours step us | base exposed us | ours exposed us | ratio | base fully exp. (TP) | ours fully exp. (TP) | sites decomposed | decompose ms | bar |"
 echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
