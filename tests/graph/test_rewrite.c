@@ -113,6 +113,26 @@ START_TEST (trial_graph_is_the_commit_and_leaves_the_base_alone)
 }
 END_TEST
 
+/* sg_rewrite_result_id: where each node of the rewrite went, in a trial
+ * and in the commit (removed ones nowhere). */
+START_TEST (result_ids_follow_the_nodes)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  const SgNodeId relu = id_of (g, "relu"), mm = id_of (g, "mm"), n0 = g->n_nodes;
+  g_autoptr (SgRewrite) rw = relu_to_two (g);
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t);
+  ck_assert_int_eq (sg_rewrite_result_id (rw, relu), SG_NO_NODE);
+  ck_assert_str_eq (t->nodes[sg_rewrite_result_id (rw, mm)].name, "mm");
+  ck_assert_str_eq (t->nodes[sg_rewrite_result_id (rw, n0)].name, "sig");
+  ck_assert_str_eq (t->nodes[sg_rewrite_result_id (rw, n0 + 1)].name, "tanh");
+  sg_graph_free (t);
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  ck_assert_str_eq (g->nodes[sg_rewrite_result_id (rw, n0 + 1)].name, "tanh");
+  ck_assert_int_eq (sg_rewrite_result_id (rw, mm), id_of (g, "mm"));
+}
+END_TEST
+
 START_TEST (added_names_are_made_unique_and_nodes_placed)
 {
   g_autoptr (SgGraph) g = small_graph ();
@@ -237,6 +257,7 @@ suite (void)
   TCase *tc = tcase_create ("rewrite");
   tcase_add_test (tc, pass_replaces_one_node_by_two);
   tcase_add_test (tc, trial_graph_is_the_commit_and_leaves_the_base_alone);
+  tcase_add_test (tc, result_ids_follow_the_nodes);
   tcase_add_test (tc, added_names_are_made_unique_and_nodes_placed);
   tcase_add_test (tc, merged_inputs_reindex_the_arguments);
   tcase_add_test (tc, refusals_name_the_node_and_leave_the_graph);
