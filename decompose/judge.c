@@ -201,47 +201,6 @@ choose_forms (Judge *j)
   return any;
 }
 
-typedef struct {
-  int64_t key;
-  SgNodeId id;
-} Keyed;
-
-static bool
-keyed_less (Keyed a, Keyed b)
-{
-  return a.key < b.key || (a.key == b.key && a.id < b.id);
-}
-
-static void
-heap_push (Keyed *h, int32_t *n, Keyed x)
-{
-  int32_t i = (*n)++;
-  for (; i > 0 && keyed_less (x, h[(i - 1) / 2]); i = (i - 1) / 2)
-    h[i] = h[(i - 1) / 2];
-  h[i] = x;
-}
-
-static Keyed
-heap_pop (Keyed *h, int32_t *n)
-{
-  Keyed top = h[0], x = h[--*n];
-  int32_t i = 0;
-  for (;;) {
-    int32_t c = 2 * i + 1;
-    if (c >= *n)
-      break;
-    if (c + 1 < *n && keyed_less (h[c + 1], h[c]))
-      c++;
-    if (!keyed_less (h[c], x))
-      break;
-    h[i] = h[c];
-    i = c;
-  }
-  if (*n > 0)
-    h[i] = x;
-  return top;
-}
-
 /* The scheduled order of the undecomposed graph carried over to trial @t:
  * a kept node at its position there, an added node just before its
  * anchor's (@anchors, by added id - n_nodes; added nodes of one anchor in
@@ -272,34 +231,8 @@ carried_order (const Judge *j, SgGraph *t, const GArray *anchors)
     key[sg_rewrite_result_id (j->rw, s->coll)] = 2 * (int64_t)j->pos[last] + 1;
     key[sg_rewrite_result_id (j->rw, s->wait)] = 2 * (int64_t)j->pos[sg_site_first_whole (j->g, s)];
   }
-  sg_graph_fill_users (t);
-  g_autofree int32_t *indeg = g_new0 (int32_t, (size_t)t->n_nodes + 1);
-  for (SgNodeId v = 0; v < t->n_nodes; v++)
-    sg_node_inputs (t, v, (uint32_t *)&indeg[v]);
-  const guint n_edges = t->implicit_edges ? t->implicit_edges->len : 0;
-  for (guint e = 0; e < n_edges; e++)
-    indeg[g_array_index (t->implicit_edges, SgImplicitEdge, e).to]++;
-  g_autofree Keyed *heap = g_new (Keyed, (size_t)t->n_nodes + 1);
-  int32_t hn = 0, n_out = 0;
-  SgNodeId *order = g_new (SgNodeId, (size_t)t->n_nodes + 1);
-  for (SgNodeId v = 0; v < t->n_nodes; v++)
-    if (indeg[v] == 0)
-      heap_push (heap, &hn, (Keyed){ key[v], v });
-  while (hn > 0) {
-    const SgNodeId v = heap_pop (heap, &hn).id;
-    order[n_out++] = v;
-    uint32_t nu;
-    const SgNodeId *u = sg_node_users (t, v, &nu);
-    for (uint32_t q = 0; q < nu; q++)
-      if (--indeg[u[q]] == 0)
-        heap_push (heap, &hn, (Keyed){ key[u[q]], u[q] });
-    for (guint e = 0; e < n_edges; e++) {
-      const SgImplicitEdge *ie = &g_array_index (t->implicit_edges, SgImplicitEdge, e);
-      if (ie->from == v && --indeg[ie->to] == 0)
-        heap_push (heap, &hn, (Keyed){ key[ie->to], ie->to });
-    }
-  }
-  g_assert (n_out == t->n_nodes);
+  SgNodeId *order = sg_graph_order_by_key (t, key);
+  g_assert (order); /* the trial is acyclic: the rewrite laid it out */
   return order;
 }
 
@@ -309,7 +242,7 @@ carried_order (const Judge *j, SgGraph *t, const GArray *anchors)
 static bool
 try_chosen (Judge *j, bool schedule, SgSimResult *r, GError **error)
 {
-  g_autoptr (GArray) anchors = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_autoptr (GArray) anchors = g_array_new (FALSE, TRUE, sizeof (SgNodeId)); /* 0: unplaced */
   if (!sg_decompose_rewrite (j->rw, j->sites, j->n, j->choice, anchors, error))
     return false;
   SgGraph *t = sg_rewrite_trial (j->rw, error);

@@ -566,6 +566,13 @@ bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
  * @order is not topological; the graph is unchanged then. */
 bool sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error);
 
+/* The stable topological order of @g by @key (n_nodes entries): among
+ * nodes whose data inputs and implicit-edge sources are placed, the one of
+ * smallest key, ties on id (what the rewrite API lays out by its placement
+ * keys). (transfer full) n_nodes ids, or NULL when implicit edges close a
+ * cycle. Fills users. O((nodes + edges) log nodes). */
+SgNodeId *sg_graph_order_by_key (SgGraph *g, const int64_t *key);
+
 /* Interns a string in the graph's chunk. (transfer none) */
 const char *sg_graph_intern (SgGraph *g, const char *s);
 

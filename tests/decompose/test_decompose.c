@@ -119,6 +119,21 @@ reduce_graph (int k, int64_t m, int64_t kk, int64_t n, const char *dt)
   return g;
 }
 
+/* all_reduce(mm(a, b)) over "tp" (2 ranks), a of @rows rows. */
+static SgGraph *
+all_reduce_graph (int64_t rows)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "tp", 2, 0, 1);
+  tb_input (g, "a", "float32", 2, rows, I (6));
+  tb_input (g, "b", "float32", 2, I (6), I (4));
+  tb_mm (g, "p", "a", "b");
+  tb_all_reduce (g, "c", "p", "tp");
+  tb_wait (g, "y", "c");
+  tb_output (g, 1, "y");
+  return g;
+}
+
 static const SgSite *
 only_site (SgSite *sites, int32_t n)
 {
@@ -232,15 +247,7 @@ START_TEST (sites_are_refused_with_their_reason)
   }
 
   /* an all_reduce of 3 rows: no two equal row chunks */
-  g = tb_new (2);
-  tb_group (g, "tp", 2, 0, 1);
-  tb_input (g, "a", "float32", 2, I (3), I (6));
-  tb_input (g, "b", "float32", 2, I (6), I (4));
-  tb_mm (g, "p", "a", "b");
-  tb_all_reduce (g, "c", "p", "tp");
-  tb_wait (g, "y", "c");
-  tb_output (g, 1, "y");
-  ck_assert_int_eq (refusal_of (g), SG_SITE_INDIVISIBLE);
+  ck_assert_int_eq (refusal_of (all_reduce_graph (3)), SG_SITE_INDIVISIBLE);
 }
 END_TEST
 
@@ -316,14 +323,7 @@ END_TEST
 
 START_TEST (all_reduce_becomes_row_chunks)
 {
-  SgGraph *g = tb_new (2);
-  tb_group (g, "tp", 2, 0, 1);
-  tb_input (g, "a", "float32", 2, I (8), I (6));
-  tb_input (g, "b", "float32", 2, I (6), I (4));
-  tb_mm (g, "p", "a", "b");
-  tb_all_reduce (g, "c", "p", "tp");
-  tb_wait (g, "y", "c");
-  tb_output (g, 1, "y");
+  SgGraph *g = all_reduce_graph (8);
   const SgSiteForm f = { 4, SG_TRANSPORT_NCCL, 0, false };
   rewrite_one (g, &f);
   ck_assert_int_eq (count_kind (g, SG_OP_ALL_REDUCE), 4);
