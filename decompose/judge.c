@@ -1,7 +1,7 @@
 /* judge.c: which sites to decompose, and in which form, by simulation.
  *
- * 1. The undecomposed graph is scheduled (sg_schedule_compute, the
- *    schedule pass's own choice; the id order with --no-reorder) and
+ * 1. The undecomposed graph is scheduled (sg_schedule_order, the
+ *    schedule pass's own order; the id order with --no-reorder) and
  *    simulated: each site's collective has an exposure e there. In mode
  *    auto the input order (where each collective is exposed about whole)
  *    is tried first: when no site saves time even against that, nothing is
@@ -76,7 +76,7 @@ scheduled (const SgGraph *g, const SgConfig *cfg, SgSimResult *r, int32_t **pos,
     SgConfig c = *cfg;
     c.exact = false;
     c.dump_pass = NULL;
-    if (!(order = sg_schedule_compute (g, &c, NULL, error)))
+    if (!(order = sg_schedule_order (g, &c, error)))
       return false;
   }
   *pos = g_new (int32_t, (size_t)g->n_nodes + 1);

@@ -104,6 +104,11 @@ void sg_lower_bound_refine (const SgGraph *g, SgSimResult *r);
  * sg_schedule_polish_pass after bucketing. Deterministic. */
 bool sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error);
 
+/* The order sg_schedule_reorder gives @g (unpolished when bucketing
+ * follows, as there), without touching @g: (transfer full) n_nodes ids, or
+ * NULL with @error. */
+SgNodeId *sg_schedule_order (const SgGraph *g, const SgConfig *cfg, GError **error);
+
 /* The polish pass (polish.c) on the graph's current order after bucketing:
  * windows of it improved by exact search, the step never longer, the peak
  * within cfg's limit; re-records the hiding relation. Nothing unless
