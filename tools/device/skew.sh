@@ -48,12 +48,7 @@ for spec in $GRAPHS; do
     continue
   fi
   section "$g: graph and profile"
-  if [ "$gen" = - ]; then
-    cp "$G/$g.json" "$W/" 2>/dev/null || cp "$ROOT/tests/data/$g.json" "$W/"
-  else
-    # shellcheck disable=SC2086
-    "$BIN/graphgen" ${gen//,/ } -o "$W/$g.json" --stats
-  fi
+  graph_file "$g" "$gen"
   profile "$g" "$pit" 0
   [ -f "$W/p.$g.json" ] || { echo "no profile for $g"; continue; }
   grep -q us_by_rank "$W/p.$g.json" && profiles+=(--profile "$W/p.$g.json")

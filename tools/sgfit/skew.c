@@ -301,31 +301,45 @@ fail:
   return NULL;
 }
 
+/* Appends @one(@files[i]) for each file to a new array @key of @root;
+ * false with @error at the first that fails. */
+static bool
+add_each (cJSON *root, const char *key, const char *const *files, int n,
+          cJSON *(*one) (const char *, GError **), GError **error)
+{
+  cJSON *arr = cJSON_AddArrayToObject (root, key);
+  for (int i = 0; i < n; i++) {
+    cJSON *x = one (files[i], error);
+    if (!x)
+      return false;
+    cJSON_AddItemToArray (arr, x);
+  }
+  return true;
+}
+
 cJSON *
 sg_skew_report (const char *const *reports, int n_reports, const char *const *profiles,
                 int n_profiles, GError **error)
 {
   g_return_val_if_fail (n_reports + n_profiles > 0, NULL);
   cJSON *root = cJSON_CreateObject ();
-  cJSON *runs = cJSON_AddArrayToObject (root, "runs");
-  for (int i = 0; i < n_reports; i++) {
-    cJSON *run = skew_of_report (reports[i], error);
-    if (!run) {
-      cJSON_Delete (root);
-      return NULL;
-    }
-    cJSON_AddItemToArray (runs, run);
-  }
-  cJSON *profs = cJSON_AddArrayToObject (root, "profiles");
-  for (int i = 0; i < n_profiles; i++) {
-    cJSON *p = rates_of_profile (profiles[i], error);
-    if (!p) {
-      cJSON_Delete (root);
-      return NULL;
-    }
-    cJSON_AddItemToArray (profs, p);
+  if (!add_each (root, "runs", reports, n_reports, skew_of_report, error)
+      || !add_each (root, "profiles", profiles, n_profiles, rates_of_profile, error)) {
+    cJSON_Delete (root);
+    return NULL;
   }
   return root;
+}
+
+/* One line: @label, @o's kernels and its ratio_by_rank. */
+static void
+print_ratios (FILE *out, const char *label, const cJSON *o)
+{
+  const cJSON *x;
+  fprintf (out, "  %-10s (%4d)", label, cJSON_GetObjectItem (o, "kernels")->valueint);
+  cJSON_ArrayForEach (x, cJSON_GetObjectItem (o, "ratio_by_rank"))
+  fprintf (out, " %.4f", x->valuedouble);
+  fputc ('\n', out);
 }
 
 void
@@ -359,16 +373,9 @@ sg_skew_print (FILE *out, const cJSON *skew)
              STR (run, "profile"), (int)NUM (run, "kernels"), (int)NUM (run, "world_size"));
     const cJSON *fam;
     cJSON_ArrayForEach (fam, cJSON_GetObjectItem (run, "families"))
-    {
-      fprintf (out, "  %-10s (%4d)", fam->string, (int)NUM (fam, "kernels"));
-      cJSON_ArrayForEach (x, cJSON_GetObjectItem (fam, "ratio_by_rank"))
-      fprintf (out, " %.4f", x->valuedouble);
-      fputc ('\n', out);
-    }
-    fprintf (out, "  %-10s (%4d)", "all", (int)NUM (run, "kernels"));
-    cJSON_ArrayForEach (x, cJSON_GetObjectItem (run, "ratio_by_rank"))
-    fprintf (out, " %.4f", x->valuedouble);
-    fprintf (out, "\n  rate spread between ranks: %.2f%%\n", NUM (run, "spread_pct"));
+    print_ratios (out, fam->string, fam);
+    print_ratios (out, "all", run);
+    fprintf (out, "  rate spread between ranks: %.2f%%\n", NUM (run, "spread_pct"));
   }
 #undef NUM
 #undef STR
