@@ -45,14 +45,16 @@ valid_after (const SgGraph *g, const char *pass)
 }
 
 /* A pass that fails must say why (schedgraph then exits 1). An order
- * refused by graph/ (sg_graph_check_order, a rewrite that closes a cycle)
- * is one the pass made itself: a bug, not a rejection. */
+ * refused by graph/ (sg_graph_check_order) or a committed bucket rewrite
+ * that closes a cycle is one the pass made itself: a bug, not a
+ * rejection. */
 static bool
 ran (bool ok, GError *e, const char *pass)
 {
   if (ok)
     return true;
-  if (e && g_error_matches (e, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE))
+  if (e && (g_error_matches (e, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE)
+            || g_error_matches (e, SG_BUCKET_ERROR, SG_BUCKET_ERROR_CYCLE)))
     fuzz_bug ("%s made an order that is not one: %s", pass, e->message);
   fuzz_rejected (e);
   return false;
