@@ -12,7 +12,9 @@
 #     no skew) and gg_judge_fsdp2_L8_h4096 (graphgen L=8 H=4096 F=14336
 #     S=8192 FSDP over 2, the judge run's one miss: 163 us of measured
 #     exposure at its last wait);
-#   - `sgfit --skew` over the reports and the profiles.
+#   - `sgfit --skew` over the reports and the profiles;
+#   - first, tests/runtime/e2e.sh ranks-cuda: by_rank on the CUDA backend
+#     exists, is per rank and agrees with the max over ranks (~20 s).
 # Output ($OUT): skew.txt (sgfit --skew's tables), skew.json,
 # results.tar.gz (graphs, profiles, plans, reports), log.txt. LIMIT seconds
 # in all (default 300); a graph that would not fit is skipped.
@@ -38,6 +40,13 @@ fi
 
 environment
 [ -x "$BIN/sgfit" ] || echo "MISSING $BIN/sgfit"
+
+if [ "$MODE" != dry ]; then
+  section "by_rank on the CUDA backend (tests/runtime/e2e.sh ranks-cuda)"
+  SG_MPIRUN_ARGS="${MPI[*]:3}" timeout 120 bash tests/runtime/e2e.sh ranks-cuda "$BIN/schedrun" \
+    "$BIN/sgeval" "$BIN/mkplan" "$BIN/schedgraph" "$BIN/graphgen" "$ROOT/tests/data"
+  echo "e2e ranks-cuda rc=$?"
+fi
 
 CONT_OK=0 # profile (contention-common.sh): plain profiles only
 reports=() profiles=()
