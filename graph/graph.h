@@ -561,9 +561,22 @@ bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
 
 /* --- mutation ----------------------------------------------------------- */
 
+/* The one check of an order (every reorder applies it: sg_graph_permute,
+ * sg_graph_select, schedule/'s order files and simulations): @order lists
+ * @n distinct node ids of @g, each after its inputs, and the output node
+ * (when @g has one) last. @n < g->n_nodes leaves nodes out; none that is
+ * listed may read one left out. Fills @new_id (g->n_nodes entries, may be
+ * NULL): each id's position, SG_NO_NODE when not listed. False with
+ * @error naming the position and node (SG_GRAPH_ERROR_CYCLE: not an order,
+ * the output not last; SG_GRAPH_ERROR_REF: a node left out that is read,
+ * or the output). */
+bool sg_graph_check_order (const SgGraph *g, const SgNodeId *order, int32_t n, SgNodeId *new_id,
+                           GError **error);
+
 /* Renumbers nodes so that new id i is old id @order[i] (a permutation of all
- * ids). Fails, naming the first node whose input comes after it, when
- * @order is not topological; the graph is unchanged then. */
+ * ids). Fails as sg_graph_check_order() does (naming the first node whose
+ * input comes after it, or the output when it is not last); the graph is
+ * unchanged then. */
 bool sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error);
 
 /* The stable topological order of @g by @key (n_nodes entries): among
@@ -666,9 +679,10 @@ SgGraph *sg_graph_copy (const SgGraph *g);
 
 /* Keeps exactly the @n nodes listed in @order, renumbered in that order
  * (sg_graph_compact and sg_graph_permute in one pass). Fails, with the
- * graph unchanged and the node named, on a repeated or invalid id, a kept
- * node that reads a dropped one or comes before its input, or a dropped
- * output node. Implicit edges touching dropped nodes are dropped. */
+ * graph unchanged and the node named, where sg_graph_check_order() does: a
+ * repeated or invalid id, a kept node that reads a dropped one or comes
+ * before its input, a dropped output node or one not last. Implicit edges
+ * touching dropped nodes are dropped. */
 bool sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error);
 
 

@@ -5,7 +5,8 @@
  * redirects the uses of replaced nodes, moves implicit edges, and orders
  * the nodes: among nodes whose data inputs and implicit-edge sources are
  * placed, the smallest placement key goes first, ties on the id in the
- * rewrite (base nodes have keys 4 id + 2, added nodes 4 anchor + slot).
+ * rewrite (base nodes have keys 4 id + 2, added nodes 4 anchor + slot,
+ * the output the largest: it stays last).
  * Base nodes come sorted by key already, so a cursor walks the merged key
  * order and only nodes that become ready behind it pass through a heap:
  * the same sequence as a plain heap in O(n + late log late). Untouched
@@ -137,9 +138,13 @@ touched_of (const Ctx *x, SgNodeId id)
   return &g_array_index (x->rw->touched, Touched, x->tix[id]);
 }
 
+/* The output's key is above every other: it stays last even where an
+ * added node is placed after it (nothing reads the output). */
 static inline int64_t
 key_of (const Ctx *x, SgNodeId v)
 {
+  if (v == x->g->output)
+    return INT64_MAX;
   return v < x->n0 ? 4 * (int64_t)v + 2 : x->akey[v - x->n0];
 }
 

@@ -165,8 +165,9 @@ bool sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContenti
                        SgSimResult *out, GError **error);
 
 /* Checks that @order (n_nodes ids) is a permutation of the graph's ids in
- * which every node comes after its inputs; @error names the first node at
- * fault. */
+ * which every node comes after its inputs and the output node comes last
+ * (sg_graph_check_order); @error (SG_SCHEDULE_ERROR_ORDER) names the first
+ * node at fault. */
 bool sg_order_check (const SgGraph *g, const SgNodeId *order, GError **error);
 
 /* Same as sg_order_load() from a parsed JSON array; (transfer none) @arr. */

@@ -179,6 +179,41 @@ START_TEST (added_names_are_made_unique_and_nodes_placed)
 }
 END_TEST
 
+/* Adds neg(x) named "late", placed after the output. */
+static void
+add_after_output (SgGraph *g, SgRewrite *rw)
+{
+  SgNodeId x = id_of (g, "x");
+  const SgMeta *m = &g->nodes[x].meta;
+  SgArg a[] = { sg_arg_ref (x) };
+  SgNodeSpec s = { .name = "late", .kind = SG_OP_NEG, .args = a, .n_args = 1,
+                   .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, 2, m->dtype),
+                   .cost_us = NAN };
+  sg_rewrite_place (rw, sg_rewrite_add (rw, &s, NULL), g->output, SG_PLACE_AFTER);
+}
+
+/* The output stays last: an added node placed after it goes just before,
+ * in a trial graph and on commit. */
+START_TEST (a_node_placed_after_the_output_goes_before_it)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  add_after_output (g, rw);
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_str_eq (t->nodes[t->n_nodes - 1].name, "output");
+  ck_assert_str_eq (t->nodes[t->n_nodes - 2].name, "late");
+  ck_assert_int_eq (t->output, t->n_nodes - 1);
+  sg_graph_free (t);
+  sg_rewrite_reset (rw);
+  add_after_output (g, rw);
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  static const char *const want[] = { "x", "w", "ag", "ag_w", "wt", "mm", "relu", "late",
+                                      "output" };
+  assert_order (g, want, G_N_ELEMENTS (want));
+  assert_valid (g);
+}
+END_TEST
+
 START_TEST (merged_inputs_reindex_the_arguments)
 {
   g_autoptr (SgGraph) g = tb_new (1);
@@ -284,6 +319,7 @@ suite (void)
   tcase_add_test (tc, result_ids_follow_the_nodes);
   tcase_add_test (tc, order_by_key_is_a_stable_topological_sort);
   tcase_add_test (tc, added_names_are_made_unique_and_nodes_placed);
+  tcase_add_test (tc, a_node_placed_after_the_output_goes_before_it);
   tcase_add_test (tc, merged_inputs_reindex_the_arguments);
   tcase_add_test (tc, refusals_name_the_node_and_leave_the_graph);
   tcase_add_test (tc, a_node_like_another_copies_its_arguments);

@@ -486,6 +486,8 @@ START_TEST (order_files_name_the_first_bad_node)
   expect_order_error (g, "[\"x\",\"w\",\"ag\",\"wt\",\"mm1\",\"output\"]", "'mm0' is missing");
   expect_order_error (g, "[\"x\",\"w\",\"ag\",\"mm1\",\"wt\",\"mm0\",\"output\"]",
                       "'mm1' comes before its input 'wt'");
+  expect_order_error (g, "[\"x\",\"w\",\"ag\",\"wt\",\"mm0\",\"output\",\"mm1\"]",
+                      "the output node 'output' must come last");
   expect_order_error (g, "{\"x\": 1}", "JSON array");
   cJSON *ok = cJSON_Parse ("[\"x\",\"w\",\"mm0\",\"ag\",\"wt\",\"mm1\",\"output\"]");
   g_autofree SgNodeId *o = sg_order_from_json (g, ok, "test", NULL);
