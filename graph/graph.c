@@ -85,6 +85,8 @@ sg_graph_free (SgGraph *g)
     g_array_unref (g->implicit_edges);
   if (g->bucket_stats && g->bucket_stats_free)
     g->bucket_stats_free (g->bucket_stats);
+  if (g->decompose_stats && g->decompose_stats_free)
+    g->decompose_stats_free (g->decompose_stats);
   g_free (g);
 }
 

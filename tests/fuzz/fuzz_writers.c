@@ -1,7 +1,9 @@
 /* fuzz_writers.c: schedgraph's pipeline and writers on fuzzed graphs that
- * load: estimate, the input order's simulation, schedule, bucket, polish,
- * the final simulation, codegen, and every output (report metrics and
- * rows, summary, Chrome trace, bucket report, plan).
+ * load: estimate, the input order's simulation, decompose (mode auto, or
+ * all for inputs of odd size, so that every site found is rewritten),
+ * schedule, bucket, polish, the final simulation, codegen, and every
+ * output (report metrics and rows, summary, Chrome trace, decompose and
+ * bucket reports, plan).
  *
  * Inputs that do not load are the loader's business (fuzz_graph) and are
  * skipped. Properties: a pass that fails says why (and never by refusing
@@ -14,6 +16,7 @@
 
 #include "bucket.h"
 #include "codegen.h"
+#include "decompose.h"
 #include "estimate.h"
 #include "fuzz.h"
 #include "plan.h"
@@ -72,6 +75,10 @@ outputs (SgGraph *g, const SgConfig *cfg)
   print_json (sg_report_rows (g, &final), "rows");
   print_json (sg_trace_build (g, &final), "trace");
   print_json (sg_bucket_report (g, NULL), "bucket report");
+  print_json (sg_decompose_report (g), "decompose report");
+  GString *summary = g_string_new (NULL);
+  sg_decompose_summary (g, summary);
+  g_string_free (summary, TRUE);
   SgPlan *plan = NULL;
   g_autofree char *opts = sg_codegen_options_text (cfg);
   if (ran (sg_codegen_plan (g, cfg, &final, "fuzz.json", opts, &plan, &e), e, "codegen")) {
@@ -106,13 +113,17 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     print_json (sg_report_metrics (g, &input), "input metrics");
     print_json (sg_report_rows (g, &input), "input rows");
     sg_sim_result_clear (&input);
-    if (ran (sg_schedule_reorder (g, &cfg, &e), e, "schedule")) {
-      valid_after (g, "schedule");
-      if (ran (sg_bucket_pass (g, &cfg, &e), e, "bucket")) {
-        valid_after (g, "bucket");
-        if (ran (sg_schedule_polish_pass (g, &cfg, &e), e, "polish")) {
-          valid_after (g, "polish");
-          outputs (g, &cfg);
+    cfg.decompose = size % 2 ? SG_DECOMPOSE_ALL : SG_DECOMPOSE_AUTO;
+    if (ran (sg_decompose_pass (g, &cfg, &e), e, "decompose")) {
+      valid_after (g, "decompose");
+      if (ran (sg_schedule_reorder (g, &cfg, &e), e, "schedule")) {
+        valid_after (g, "schedule");
+        if (ran (sg_bucket_pass (g, &cfg, &e), e, "bucket")) {
+          valid_after (g, "bucket");
+          if (ran (sg_schedule_polish_pass (g, &cfg, &e), e, "polish")) {
+            valid_after (g, "polish");
+            outputs (g, &cfg);
+          }
         }
       }
     }
