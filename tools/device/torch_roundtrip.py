@@ -22,12 +22,23 @@ Phase w2fake: the same step traced on a fake process group of 2 ranks
   schedgraph and Inductor schedule it for 2 ranks; run on this one GPU the
   fake collectives do nothing: a compute-only comparison of the orders and
   of the bucket copies (no values: gathered tensors are uninitialised).
+Phase tp2fake: the step with tensor (sequence) parallelism over a fake
+  group of 2 (tests/data/w2_tp2_L2_h1024.json at the default CASE), where
+  schedgraph decomposes all_gather -> mm and mm -> reduce_scatter sites
+  into rings (docs/ops.md): sg and sg_b run the decomposed graph as
+  PyTorch lowers it (python/schedgraph/rewrite.py: all_to_all_single
+  point-to-point steps, chunked mms, rank_roll copies; the note counts
+  them), sg_nd the same without decomposition (when the binary has
+  --no-decompose). Compute only, as w2fake: it prices the chunked GEMMs
+  and the copies on this GPU. A ring needs 2 ranks, so values of the
+  decomposed graph are checked on the CPU (python-torch tests on gloo), not
+  here; w1's group of one rank has no ring.
 With COMPILE=1, phase w1 also times torch.compile of the input graph with
 and without schedgraph.InductorPass (two compilations, minutes).
 
 Timing: CUDA events around one call, WARM untimed calls first, median of
 ITERS. Env: CASE=L:H:F:heads:S (default 2:1024:2816:8:2048), ITERS (20),
-WARM (5), PHASES (w1,w2fake), COMPILE (0), BUDGET_S (480: phases not
+WARM (5), PHASES (w1,w2fake,tp2fake), COMPILE (0), BUDGET_S (480: phases not
 started past it are skipped), DEVICE (cuda; cpu runs the same logic on gloo
 with wall-clock timing, for a dry run without a GPU). Writes
 $OUT/torch_roundtrip.json; the table is printed last.
@@ -83,28 +94,46 @@ def timeit(fn):
     return round(statistics.median(ts), 1)
 
 
-def config(dp):
+def config(dp, tp=1):
     L, H, F, heads, S = (int(v) for v in results["case"].split(":"))
-    return testing.Config(layers=L, hidden=H, ffn=F, heads=heads, seq=S, dp=dp)
+    return testing.Config(layers=L, hidden=H, ffn=F, heads=heads, seq=S, dp=dp, tp=tp)
 
 
-def variants(cfg, group):
-    """name -> (GraphModule, note) for the five orders of one traced graph."""
+SG_VARIANTS = (("sg", {"bucket": False}), ("sg_b", {}))
+
+
+def trace(cfg, group):
+    """The step over `group`: FSDP (w1: a group of one, w2fake), or TP."""
+    tp = cfg.tp > 1
+    return testing.trace(cfg, dp_group=None if tp else group, tp_group=group if tp else None,
+                         device=DEV)
+
+
+def decomposed(gm):
+    """The note's count of what the decomposition left in a scheduled graph."""
+    p2p = sum(n.target is torch.ops._c10d_functional.all_to_all_single.default
+              for n in gm.graph.nodes)
+    return f", {p2p} p2p steps" if p2p else ""
+
+
+def variants(cfg, group, sg=SG_VARIANTS):
+    """name -> (GraphModule, note) for the orders of one traced graph: the
+    input, schedgraph's (sg: name -> schedule() arguments), Inductor's."""
     from torch._inductor.fx_passes import overlap_scheduling as ovs
 
     out = {}
-    gm = testing.trace(cfg, dp_group=group, device=DEV)
+    gm = trace(cfg, group)
     out["input"] = (gm, f"{len(gm.graph.nodes)} nodes")
-    for name, kw in (("sg", {"bucket": False}), ("sg_b", {})):
-        g = testing.trace(cfg, dp_group=group, device=DEV)
+    for name, kw in sg:
+        g = trace(cfg, group)
         t = time.time()
         schedgraph.schedule(g, **kw)
         rep = g.meta["schedgraph"]["report"]
         out[name] = (g, f"schedule {time.time() - t:.2f}s, {len(g.meta['schedgraph']['buckets'])} "
-                        f"buckets, predicted {rep['input']['step_us']:.0f}->"
+                        f"buckets{decomposed(g)}, predicted {rep['input']['step_us']:.0f}->"
                         f"{rep['scheduled']['step_us']:.0f} us")
     for name, b in (("peer", False), ("peer_b", True)):
-        g = testing.trace(cfg, dp_group=group, device=DEV)
+        g = trace(cfg, group)
         t = time.time()
         try:
             ovs.schedule_overlap_bucketing(g, collective_bucketing=b)
@@ -154,7 +183,7 @@ def phase_w1():
         log(row)
     if os.environ.get("COMPILE", "0") == "1" and time.time() - T0 < BUDGET:
         import torch._inductor.config as icfg
-        gm = testing.trace(cfg, dp_group=dist.group.WORLD, device=DEV)
+        gm = trace(cfg, dist.group.WORLD)
         for name, p in (("compiled", None), ("compiled_sg", schedgraph.InductorPass())):
             torch._dynamo.reset()
             with icfg.patch(post_grad_custom_post_pass=p, fx_graph_cache=False):
@@ -170,18 +199,35 @@ def phase_w1():
     dist.destroy_process_group()
 
 
-def phase_w2fake():
+def fake2(phase, cfg, sg=SG_VARIANTS):
+    """Times the variants of cfg's step traced on a fake group of 2 ranks."""
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=2)
-    cfg = config(dp=2)
     inputs = cfg.inputs(device=DEV, seed=1)
-    for name, (gm, note) in variants(cfg, dist.group.WORLD).items():
-        row = {"phase": "w2fake", "variant": name, "note": note,
+    for name, (gm, note) in variants(cfg, dist.group.WORLD, sg).items():
+        row = {"phase": phase, "variant": name, "note": note,
                "step_us": timeit(lambda gm=gm: gm(*inputs))}
         rows.append(row)
         log(row)
     dist.destroy_process_group()
+
+
+def phase_w2fake():
+    fake2("w2fake", config(dp=2))
+
+
+def phase_tp2fake():
+    import subprocess
+
+    help_text = subprocess.run([schedgraph.find_binary(), "--help"], capture_output=True,
+                               text=True).stdout
+    sg = SG_VARIANTS
+    if "--no-decompose" in help_text:
+        sg += (("sg_nd", {"bucket": False, "options": ["--no-decompose"]}),)
+    else:
+        results["tp2fake_note"] = "this schedgraph has no --no-decompose: no sg_nd"
+    fake2("tp2fake", config(dp=1, tp=2), sg)
 
 
 def main():
@@ -189,8 +235,8 @@ def main():
     results["gpu"] = torch.cuda.get_device_name() if CUDA else "cpu"
     log("torch", torch.__version__, results["gpu"], "case", results["case"],
         "schedgraph", schedgraph.find_binary())
-    phases = {"w1": phase_w1, "w2fake": phase_w2fake}
-    for p in os.environ.get("PHASES", "w1,w2fake").split(","):
+    phases = {"w1": phase_w1, "w2fake": phase_w2fake, "tp2fake": phase_tp2fake}
+    for p in os.environ.get("PHASES", "w1,w2fake,tp2fake").split(","):
         if time.time() - T0 > BUDGET:
             results[f"{p}_skipped"] = "budget"
             log("skipping", p, "(BUDGET_S)")
