@@ -19,7 +19,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from .binary import SchedgraphError
 from .exporter import DTYPES
-from .rewrite import _Ctx, _resolve_refs, build_node
+from .rewrite import LowerCtx, resolve_refs, build_node
 
 _TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
 
@@ -50,7 +50,7 @@ def to_fx(graph, device="cpu"):
     takes the placeholders in order and returns the output's list."""
     g = torch.fx.Graph()
     fake = FakeTensorMode()
-    ctx = _Ctx(g, fake, graph)
+    ctx = LowerCtx(g, fake, graph)
     env = {}
     for node in graph["nodes"]:
         op, name = node.get("op"), node["name"]
@@ -59,7 +59,7 @@ def to_fx(graph, device="cpu"):
         elif op == "call_function":
             env[name] = build_node(ctx, node, env)
         elif op == "output":
-            g.output(_resolve_refs(node.get("args", [None])[0], env))
+            g.output(resolve_refs(node.get("args", [None])[0], env))
         else:
             raise SchedgraphError(f"node '{name}': op '{op}' cannot be built (the graph "
                                   f"format holds no value for it)")

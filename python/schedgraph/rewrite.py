@@ -6,9 +6,10 @@
    node gets meta["val"], computed under the graph's fake mode. Until step
    2 nothing reads them: a lowering that fails erases them and the graph is
    as it was (SchedgraphError naming the node).
-2. Kept nodes whose references changed (users of a bucket member's wait)
-   are rewired.
-3. The dropped nodes (bucket members and their waits) are erased.
+2. Kept nodes whose references changed (users of a bucket member's wait,
+   of a decomposed mm) are rewired.
+3. The dropped nodes (bucket members, the nodes a decomposition replaces,
+   their waits) are erased.
 4. Nodes are moved into the final order: placeholders and get_attr first in
    their original order, then every other node as the final graph lists
    it, the output last. graph.lint() checks the result.
@@ -189,7 +190,7 @@ def _decode_leaf(v, typ):
     return v
 
 
-class _Ctx:
+class LowerCtx:
     def __init__(self, graph, fake_mode, header):
         self.graph = graph
         self.fake_mode = fake_mode
@@ -254,13 +255,13 @@ def _generic(ctx, node, args, kwargs):
     return ctx.call(target, args, kwargs, name=node["name"])
 
 
-def _resolve_refs(value, env):
+def resolve_refs(value, env):
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("node"), str):
         return env[value["node"]]
     if isinstance(value, list):
-        return [_resolve_refs(v, env) for v in value]
+        return [resolve_refs(v, env) for v in value]
     if isinstance(value, dict):
-        return {k: _resolve_refs(v, env) for k, v in value.items()}
+        return {k: resolve_refs(v, env) for k, v in value.items()}
     return value
 
 
@@ -280,8 +281,8 @@ def build_node(ctx, node, env):
     kwargs as meta. On failure every node ctx created so far is erased
     (nothing else reads them yet) and SchedgraphError names the node."""
     try:
-        args = _resolve_refs(node.get("args", []), env)
-        kwargs = _resolve_refs(node.get("kwargs", {}), env)
+        args = resolve_refs(node.get("args", []), env)
+        kwargs = resolve_refs(node.get("kwargs", {}), env)
         extra = {k: kwargs.pop(k) for k in list(kwargs) if k.startswith("schedgraph_")}
         value = LOWERINGS.get(node["target"], _generic)(ctx, node, args, kwargs)
     except Exception as e:
@@ -299,7 +300,7 @@ def apply_plan(graph, plan, header):
     its rank-dependent ops are lowered for."""
     by_name = {n.name: n for n in graph.nodes}
     output = next(n for n in reversed(graph.nodes) if n.op == "output")
-    ctx = _Ctx(graph, _fake_mode(graph), header)
+    ctx = LowerCtx(graph, _fake_mode(graph), header)
     env = dict(by_name)
     seq = []
     with graph.inserting_before(output):
