@@ -106,7 +106,7 @@ def _arrive(shape, numel, received, flat):
 
 
 def _roll(k, s, shape, x):
-    b = x.reshape(k, -1)
+    b = x.reshape(k, x.numel() // k)
     return torch.cat([b[s:], b[:s]]).view(shape)
 
 
