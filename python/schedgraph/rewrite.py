@@ -278,7 +278,8 @@ def build_node(ctx, node, env):
     """Builds the graph-format node `node` in ctx's fx graph (at its insertion
     point), its references resolved through env (name -> fx node); returns
     the fx node holding its value, which also gets the node's schedgraph_*
-    kwargs as meta. On failure every node ctx created so far is erased
+    kwargs as meta (and its sm_count as meta["schedgraph_sm_count"]). On
+    failure every node ctx created so far is erased
     (nothing else reads them yet) and SchedgraphError names the node."""
     try:
         args = resolve_refs(node.get("args", []), env)
@@ -291,6 +292,8 @@ def build_node(ctx, node, env):
         raise SchedgraphError(f"node '{node['name']}': cannot build {node['target']} in "
                               f"PyTorch: {e}") from e
     value.meta.update(extra)
+    if "sm_count" in node:  # c10d and aten have no per-GEMM SM target: kept as a note
+        value.meta["schedgraph_sm_count"] = node["sm_count"]
     return value
 
 

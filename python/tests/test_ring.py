@@ -28,6 +28,7 @@ import torch.distributed as dist
 
 import gloo
 import schedgraph
+import schedgraph.hooks
 from schedgraph import rewrite
 
 
@@ -218,6 +219,96 @@ class AppliedRings(unittest.TestCase):
                     self.assertEqual(len(res[kind]["replaces"]), 1)
                 self.assertEqual(res["ag"]["transport"], ["ce"])
                 self.assertEqual(res["rs"]["transport"], ["nccl"])
+
+
+def _decomposes():
+    """Whether this schedgraph has the decomposition pass (--decompose)."""
+    try:
+        exe = schedgraph.find_binary()
+    except schedgraph.SchedgraphError:
+        return False
+    return "--decompose" in subprocess.run([exe, "--help"], capture_output=True,
+                                           text=True).stdout
+
+
+A2A = torch.ops._c10d_functional.all_to_all_single.default
+
+
+def _step_worker(rank, world, cases):
+    """The TP llama-like step (schedgraph.testing, sequence parallel over
+    WORLD) traced, run, scheduled with each (mode, dtype) of `cases`
+    decomposed, and run again."""
+    from schedgraph import testing
+
+    res = {}
+    for mode, dtype in cases:
+        cfg = testing.Config(layers=1, tp=world, dtype=getattr(torch, dtype))
+        gm = testing.trace(cfg, tp_group=dist.group.WORLD)
+        inputs = cfg.inputs(seed=rank)
+        ref = gm(*inputs)
+        schedgraph.schedule(gm, options=["--decompose", mode])
+        out = gm(*inputs)
+        res[f"{mode}/{dtype}"] = {
+            "p2p": sum(n.target is A2A for n in gm.graph.nodes),
+            "bitwise": [torch.equal(a, b) for a, b in zip(ref, out)],
+            "rel": max(_rel(a, b) for a, b in zip(out, ref))}
+    return res
+
+
+class _CountingPass(schedgraph.hooks.SchedgraphPass):
+    def __call__(self, graph):
+        super().__call__(graph)
+        self.calls[-1]["p2p"] = sum(n.target is A2A for n in graph.nodes)
+
+
+def _compiled_step_worker(rank, world):
+    import torch._inductor.config as icfg
+    from schedgraph import testing
+
+    cfg = testing.Config(layers=1, tp=world, dtype=torch.float32)
+    gm = testing.trace(cfg, tp_group=dist.group.WORLD)
+    inputs = cfg.inputs(seed=rank)
+    ref = gm(*inputs)
+    p = _CountingPass(strict=True, options=["--decompose", "all"])
+    with icfg.patch(post_grad_custom_post_pass=p, fx_graph_cache=False):
+        out = torch.compile(gm)(*inputs)
+    return {"calls": p.calls, "rel": max(_rel(a, b) for a, b in zip(out, ref))}
+
+
+@unittest.skipUnless(_decomposes(), "this schedgraph has no decomposition pass (--decompose)")
+class DecomposedStep(unittest.TestCase):
+    """schedule() with schedgraph's decomposition on the TP step, run on
+    gloo: all_gather -> mm rings alone (--decompose all-gather) give the
+    traced graph's bits; every site decomposed (--decompose all) is within
+    rounding: the ring adds partial sums in ring order, rounding after each
+    add (docs/ops.md: float32 within 1e-5; bfloat16 by up to (k - 1) x 2^-8,
+    here after the step's whole backward)."""
+
+    def check(self, world, cases, bitwise, bounds):
+        for rank, res in enumerate(gloo.spawn(_step_worker, world, cases)):
+            for case, r in res.items():
+                with self.subTest(world=world, rank=rank, case=case):
+                    self.assertGreater(r["p2p"], 0)
+                    if case in bitwise:
+                        self.assertTrue(all(r["bitwise"]), r)
+                    else:
+                        self.assertLess(r["rel"], bounds[case])
+
+    def test_two_ranks(self):
+        # k = 2: one add per ring, rounded as the reduce_scatter rounds
+        self.check(2, [("all-gather", "float32"), ("all", "bfloat16")],
+                   {"all-gather/float32", "all/bfloat16"}, {})
+
+    def test_four_ranks(self):
+        self.check(4, [("all-gather", "bfloat16"), ("all", "float32"), ("all", "bfloat16")],
+                   {"all-gather/bfloat16"},
+                   {"all/float32": 1e-5, "all/bfloat16": 3 * 2 ** -8})
+
+    def test_inductor_compiles_the_decomposed_step(self):
+        for r in gloo.spawn(_compiled_step_worker, 2):
+            self.assertEqual(len(r["calls"]), 1, r)
+            self.assertGreater(r["calls"][0]["p2p"], 0)
+            self.assertLess(r["rel"], 1e-5)  # Inductor's fusions against eager
 
 
 class Lowerings(unittest.TestCase):

@@ -319,15 +319,18 @@ class Scripts(unittest.TestCase):
             with open(os.path.join(out, "torch_roundtrip.json")) as f:
                 rows = json.load(f)["rows"]
             got = {(r["phase"], r["variant"]) for r in rows}
-            # sg_nd: the decomposition turned off, where the binary can
-            self.assertEqual(got - {("tp2fake", "sg_nd")},
+            # sg_nd, sg_da: the decomposition off and everywhere, where the binary can
+            forced = {("tp2fake", "sg_nd"), ("tp2fake", "sg_da")}
+            self.assertEqual(got - forced,
                              {(p, v) for p in ("w1", "w2fake", "tp2fake")
                               for v in ("input", "sg", "sg_b")})
             import subprocess
 
             help_text = subprocess.run([schedgraph.find_binary(), "--help"],
                                        capture_output=True, text=True).stdout
-            self.assertEqual(("tp2fake", "sg_nd") in got, "--no-decompose" in help_text)
+            self.assertEqual(forced <= got, "--decompose" in help_text)
+            da = [r for r in rows if (r["phase"], r["variant"]) == ("tp2fake", "sg_da")]
+            self.assertTrue(all("p2p steps" in r["note"] for r in da), da)
 
 
 if __name__ == "__main__":

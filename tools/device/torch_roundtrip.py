@@ -25,11 +25,13 @@ Phase w2fake: the same step traced on a fake process group of 2 ranks
 Phase tp2fake: the step with tensor (sequence) parallelism over a fake
   group of 2 (tests/data/w2_tp2_L2_h1024.json at the default CASE), where
   schedgraph decomposes all_gather -> mm and mm -> reduce_scatter sites
-  into rings (docs/ops.md): sg and sg_b run the decomposed graph as
-  PyTorch lowers it (python/schedgraph/rewrite.py: all_to_all_single
-  point-to-point steps, chunked mms, rank_roll copies; the note counts
-  them), sg_nd the same without decomposition (when the binary has
-  --no-decompose). Compute only, as w2fake: it prices the chunked GEMMs
+  into rings (docs/ops.md) where its model predicts a gain: sg and sg_b
+  run the graph as PyTorch lowers it (python/schedgraph/rewrite.py:
+  all_to_all_single point-to-point steps, chunked mms, rank_roll copies;
+  the note counts the steps), sg_nd without decomposition
+  (--decompose off), sg_da with every site decomposed (--decompose all);
+  those two when the binary has --decompose. Compute only, as w2fake: it
+  prices the chunked GEMMs
   and the copies on this GPU. A ring needs 2 ranks, so values of the
   decomposed graph are checked on the CPU (python-torch tests on gloo), not
   here; w1's group of one rank has no ring.
@@ -223,10 +225,11 @@ def phase_tp2fake():
     help_text = subprocess.run([schedgraph.find_binary(), "--help"], capture_output=True,
                                text=True).stdout
     sg = SG_VARIANTS
-    if "--no-decompose" in help_text:
-        sg += (("sg_nd", {"bucket": False, "options": ["--no-decompose"]}),)
+    if "--decompose" in help_text:
+        sg += (("sg_nd", {"bucket": False, "options": ["--decompose", "off"]}),
+               ("sg_da", {"bucket": False, "options": ["--decompose", "all"]}))
     else:
-        results["tp2fake_note"] = "this schedgraph has no --no-decompose: no sg_nd"
+        results["tp2fake_note"] = "this schedgraph has no --decompose: no sg_nd, sg_da"
     fake2("tp2fake", config(dp=1, tp=2), sg)
 
 
