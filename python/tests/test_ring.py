@@ -275,6 +275,24 @@ def _compiled_step_worker(rank, world):
     return {"calls": p.calls, "rel": max(_rel(a, b) for a, b in zip(out, ref))}
 
 
+def _all_reduce_worker(rank, world):
+    """wait(all_reduce(a @ b)) traced, then scheduled with every site
+    decomposed (no buckets, which could merge the chunks again)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    c10d, name = torch.ops._c10d_functional, dist.group.WORLD.group_name
+
+    def f(a, b):
+        return [c10d.wait_tensor(c10d.all_reduce(a @ b, "sum", name))]
+
+    gm = make_fx(f, tracing_mode="fake")(torch.empty(64, 32), torch.empty(32, 16))
+    inputs = _inputs(gm, rank)
+    ref = gm(*inputs)[0]
+    schedgraph.schedule(gm, bucket=False, options=["--decompose", "all"])
+    return {"all_reduces": sum(n.target is c10d.all_reduce.default for n in gm.graph.nodes),
+            "bitwise": torch.equal(gm(*inputs)[0], ref)}
+
+
 @unittest.skipUnless(_decomposes(), "this schedgraph has no decomposition pass (--decompose)")
 class DecomposedStep(unittest.TestCase):
     """schedule() with schedgraph's decomposition on the TP step, run on
@@ -303,6 +321,12 @@ class DecomposedStep(unittest.TestCase):
         self.check(4, [("all-gather", "bfloat16"), ("all", "float32"), ("all", "bfloat16")],
                    {"all-gather/bfloat16"},
                    {"all/float32": 1e-5, "all/bfloat16": 3 * 2 ** -8})
+
+    def test_mm_all_reduce_in_row_chunks_keeps_the_bits(self):
+        # each element is still one sum over the ranks, whatever the chunk
+        for r in gloo.spawn(_all_reduce_worker, 2):
+            self.assertGreater(r["all_reduces"], 1)
+            self.assertTrue(r["bitwise"])
 
     def test_inductor_compiles_the_decomposed_step(self):
         for r in gloo.spawn(_compiled_step_worker, 2):
