@@ -319,17 +319,19 @@ class Scripts(unittest.TestCase):
             with open(os.path.join(out, "torch_roundtrip.json")) as f:
                 rows = json.load(f)["rows"]
             got = {(r["phase"], r["variant"]) for r in rows}
-            # sg_nd, sg_da: the decomposition off and everywhere, where the binary can
-            forced = {("tp2fake", "sg_nd"), ("tp2fake", "sg_da")}
+            # the decomposition forced off and on, where the binary can
+            forced = {("tp2fake", "sg_nd"), ("tp2fake", "sg_da"), ("w2tp", "sg_ag"),
+                      ("w2tp", "sg_da")}
             self.assertEqual(got - forced,
                              {(p, v) for p in ("w1", "w2fake", "tp2fake")
-                              for v in ("input", "sg", "sg_b")})
+                              for v in ("input", "sg", "sg_b")} | {("w2tp", "input"),
+                                                                  ("w2tp", "sg")})
             import subprocess
 
             help_text = subprocess.run([schedgraph.find_binary(), "--help"],
                                        capture_output=True, text=True).stdout
             self.assertEqual(forced <= got, "--decompose" in help_text)
-            da = [r for r in rows if (r["phase"], r["variant"]) == ("tp2fake", "sg_da")]
+            da = [r for r in rows if r["variant"] in ("sg_da", "sg_ag")]
             self.assertTrue(all("p2p steps" in r["note"] for r in da), da)
 
 

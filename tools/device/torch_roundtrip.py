@@ -35,20 +35,31 @@ Phase tp2fake: the step with tensor (sequence) parallelism over a fake
   and the copies on this GPU. A ring needs 2 ranks, so values of the
   decomposed graph are checked on the CPU (python-torch tests on gloo), not
   here; w1's group of one rank has no ring.
+Phase w2tp (two GPUs, else skipped; in the CPU dry run two gloo
+  processes): the TP step in float32 over a real group of 2 (NCCL), one
+  process per GPU: the traced graph against schedgraph's (no buckets)
+  with its own choice of sites (sg), only all_gather -> mm sites
+  decomposed (sg_ag) and every site (sg_da), the two when the binary has
+  --decompose. Values of every output against the traced graph's (ok:
+  within its run-to-run spread or 1e-5 relative, docs/ops.md; on the GPU a
+  chunked GEMM need not give a whole one's bits), step times the slower
+  rank's.
 With COMPILE=1, phase w1 also times torch.compile of the input graph with
 and without schedgraph.InductorPass (two compilations, minutes).
 
 Timing: CUDA events around one call, WARM untimed calls first, median of
 ITERS. Env: CASE=L:H:F:heads:S (default 2:1024:2816:8:2048), ITERS (20),
-WARM (5), PHASES (w1,w2fake,tp2fake), COMPILE (0), BUDGET_S (480: phases not
+WARM (5), PHASES (w1,w2fake,tp2fake,w2tp), COMPILE (0), BUDGET_S (480: phases not
 started past it are skipped), DEVICE (cuda; cpu runs the same logic on gloo
 with wall-clock timing, for a dry run without a GPU). Writes
 $OUT/torch_roundtrip.json; the table is printed last.
 """
 import json
 import os
+import socket
 import statistics
 import sys
+import tempfile
 import time
 
 import torch
@@ -220,12 +231,8 @@ def phase_w2fake():
 
 
 def phase_tp2fake():
-    import subprocess
-
-    help_text = subprocess.run([schedgraph.find_binary(), "--help"], capture_output=True,
-                               text=True).stdout
     sg = SG_VARIANTS
-    if "--decompose" in help_text:
+    if _has_decompose():
         sg += (("sg_nd", {"bucket": False, "options": ["--decompose", "off"]}),
                ("sg_da", {"bucket": False, "options": ["--decompose", "all"]}))
     else:
@@ -233,13 +240,88 @@ def phase_tp2fake():
     fake2("tp2fake", config(dp=1, tp=2), sg)
 
 
+def _has_decompose():
+    import subprocess
+
+    return "--decompose" in subprocess.run([schedgraph.find_binary(), "--help"],
+                                           capture_output=True, text=True).stdout
+
+
+def _rel(ref, out):
+    return max(float((a.double() - b.double()).abs().max() / a.double().abs().max().clamp_min(1e-30))
+               for a, b in zip(ref, out))
+
+
+def _w2tp_worker(rank, world, port, path, sg):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dev = f"cuda:{rank}" if CUDA else "cpu"
+    if CUDA:
+        torch.cuda.set_device(rank)
+        dist.init_process_group("nccl", rank=rank, world_size=world, device_id=torch.device(dev))
+    else:
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        torch.set_num_threads(1)
+    cfg = config(dp=1, tp=world)
+    cfg.dtype = torch.float32
+    grp = dist.group.WORLD
+    inputs = cfg.inputs(device=dev, seed=rank)
+    gm = testing.trace(cfg, tp_group=grp, device=dev)
+    ref_runs = [[t.clone() for t in gm(*inputs)] for _ in range(3)]
+    out = [{"variant": "input", "note": f"{len(gm.graph.nodes)} nodes",
+            "step_us": timeit(lambda: gm(*inputs))}]
+    for name, opts in sg:
+        g = testing.trace(cfg, tp_group=grp, device=dev)
+        t = time.time()
+        schedgraph.schedule(g, bucket=False, options=opts)
+        note = f"schedule {time.time() - t:.2f}s{decomposed(g)}"
+        res = g(*inputs)
+        bw, within, n, md = compare(ref_runs, res)
+        rel = _rel(ref_runs[0], res)
+        out.append({"variant": name, "note": note, "bitwise": f"{bw}/{n}", "maxdiff": md,
+                    "rel": rel, "ok": within == n or rel <= 1e-5,
+                    "step_us": timeit(lambda g=g: g(*inputs))})
+    with open(path % rank, "w") as f:
+        json.dump(out, f)
+    dist.destroy_process_group()
+
+
+def phase_w2tp():
+    import torch.multiprocessing as mp
+
+    world = 2
+    if CUDA and torch.cuda.device_count() < world:
+        results["w2tp_skipped"] = "one GPU: a ring needs 2 ranks"
+        log("w2tp skipped: one GPU (a ring needs 2 ranks)")
+        return
+    sg = [("sg", [])]
+    if _has_decompose():
+        sg += [("sg_ag", ["--decompose", "all-gather"]), ("sg_da", ["--decompose", "all"])]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "rank%d.json")
+        mp.spawn(_w2tp_worker, args=(world, port, path, sg), nprocs=world)
+        per_rank = []
+        for r in range(world):
+            with open(path % r) as f:
+                per_rank.append(json.load(f))
+    for same in zip(*per_rank):  # one variant on every rank
+        row = dict(same[0], phase="w2tp", step_us=max(x["step_us"] for x in same))
+        if "ok" in row:
+            row.update(ok=all(x["ok"] for x in same), rel=max(x["rel"] for x in same))
+        rows.append(row)
+        log(row)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     results["gpu"] = torch.cuda.get_device_name() if CUDA else "cpu"
     log("torch", torch.__version__, results["gpu"], "case", results["case"],
         "schedgraph", schedgraph.find_binary())
-    phases = {"w1": phase_w1, "w2fake": phase_w2fake, "tp2fake": phase_tp2fake}
-    for p in os.environ.get("PHASES", "w1,w2fake,tp2fake").split(","):
+    phases = {"w1": phase_w1, "w2fake": phase_w2fake, "tp2fake": phase_tp2fake,
+              "w2tp": phase_w2tp}
+    for p in os.environ.get("PHASES", "w1,w2fake,tp2fake,w2tp").split(","):
         if time.time() - T0 > BUDGET:
             results[f"{p}_skipped"] = "budget"
             log("skipping", p, "(BUDGET_S)")
@@ -263,8 +345,9 @@ def main():
         print(f"{r['phase']:7} {r['variant']:12} {r['step_us']:9.1f} {rel:>9} "
               f"{r.get('bitwise', '-'):>8} {ok:>7}  {r['note']}")
     bad = [r for r in rows if r.get("ok") is False]
-    print("round trip:", "FAILED" if bad or "w1_error" in results else "passed"
-          if any(r["phase"] == "w1" for r in rows) else "not run")
+    checked = ("w1", "w2tp")  # the phases with values
+    print("round trip:", "FAILED" if bad or any(f"{p}_error" in results for p in checked)
+          else "passed" if any(r["phase"] in checked for r in rows) else "not run")
     return 1 if bad else 0
 
 
