@@ -1,5 +1,6 @@
-"""tools/device/torch_roundtrip.py: run ON THE GPU MACHINE (one GPU), from the
-repo root, through tools/device/torch-roundtrip.sh (which sets the paths).
+"""tools/device/torch_roundtrip.py: run ON THE GPU MACHINE (one GPU; w2tp
+needs two), from the repo root, through tools/device/torch-roundtrip.sh
+(which sets the paths).
 
 The PyTorch round trip of schedgraph on the llama-like step
 (python/schedgraph/testing.py, the model of tests/data's samples), and
