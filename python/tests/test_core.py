@@ -20,7 +20,11 @@ LOWERABLE = {"schedgraph.bucket_pack", "schedgraph.bucket_unpack",
              "schedgraph.collective_permute", "schedgraph.rank_roll",
              "_c10d_functional.all_gather_into_tensor.default",
              "_c10d_functional.reduce_scatter_tensor.default",
-             "_c10d_functional.all_reduce.default", "_c10d_functional.wait_tensor.default"}
+             "_c10d_functional.all_reduce.default", "_c10d_functional.wait_tensor.default",
+             # the aten ops of the decomposition's forms (docs/decompose.md), which
+             # the generic lowering builds by their schemas under torch
+             "aten.mm.default", "aten.cat.default", "aten.slice.Tensor",
+             "aten.add.Tensor", "aten.view.default"}
 
 
 def load(name):
