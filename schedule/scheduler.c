@@ -257,25 +257,42 @@ take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, GError **error)
   return true;
 }
 
+/* sg_schedule_order, from @base (the simulation of @g's id order, or
+ * NULL); @polished (may be NULL) gets the polish's simulation of the order
+ * when it polished (sg_schedule_list). */
+static SgNodeId *
+schedule_order (const SgGraph *g, const SgConfig *cfg, const SgSimResult *base,
+                SgSimResult *polished, GError **error)
+{
+  /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
+   * bucketing re-times the collectives it merges, and what it merges
+   * depends on the order it is given (polishing before it made a sample's
+   * plan worse). */
+  bool bucket_next = cfg && cfg->bucket && !cfg->exact;
+  if (polished)
+    memset (polished, 0, sizeof *polished);
+  return cfg && cfg->exact && cfg->reorder
+             ? sg_schedule_exact (g, cfg, NULL, error)
+             : sg_schedule_list (g, cfg, !bucket_next, base, NULL, polished, error);
+}
+
+SgNodeId *
+sg_schedule_order (const SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  return schedule_order (g, cfg, sg_graph_simulation_kept (g), NULL, error);
+}
+
 bool
 sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
 {
   g_return_val_if_fail (g != NULL, false);
   if (g->n_nodes == 0)
     return true;
-  /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
-   * bucketing re-times the collectives it merges, and what it merges
-   * depends on the order it is given (polishing before it made a sample's
-   * plan worse). */
-  bool bucket_next = cfg && cfg->bucket && !cfg->exact;
   const SgSimResult *base = sg_graph_simulation (g, error);
   if (!base)
     return false;
-  SgSimResult polished = { 0 };
-  g_autofree SgNodeId *order
-      = cfg && cfg->exact && cfg->reorder
-            ? sg_schedule_exact (g, cfg, NULL, error)
-            : sg_schedule_list (g, cfg, !bucket_next, base, NULL, &polished, error);
+  SgSimResult polished;
+  g_autofree SgNodeId *order = schedule_order (g, cfg, base, &polished, error);
   if (!order || !take_order (g, order, &polished, error))
     return false;
   return record_hiding (g, error);
