@@ -15,7 +15,8 @@
  * candidates, decide, one graph surgery at the end).
  * Requires: estimate (g->cost_model, est_us), a topological order (the
  * scheduler's), implicit edges of the scheduler (optional).
- * Invalidates: node ids, users; adds pack/unpack nodes.
+ * Invalidates: node ids, users; adds pack/unpack nodes. Keeps the
+ * simulation of the bucketed order with the graph (schedule/kept.c).
  */
 #include "bucket-private.h"
 
@@ -41,7 +42,7 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
   if (tg)
     sg_cost_new_nodes (sg_graph_cost_model (tg), tg, NULL, 0);
-  bool ok = tg && sg_simulate (tg, NULL, &r, &err);
+  bool ok = tg && sg_simulate_totals (tg, &r, &err);
   sg_graph_free (tg);
   if (!ok)
     return false;
@@ -80,16 +81,17 @@ count_collectives (const SgGraph *g)
   return n;
 }
 
+/* The totals of the simulation of @g's order (kept with the graph: the
+ * scheduler's, handed on). */
 static bool
 simulate_graph (SgGraph *g, SgBucketEval *ev, GError **error)
 {
-  SgSimResult r;
-  if (!sg_simulate (g, NULL, &r, error))
+  const SgSimResult *r = sg_graph_simulation (g, error);
+  if (!r)
     return false;
-  ev->exposed_us = r.exposed_us;
-  ev->step_us = r.step_us;
-  ev->peak_bytes = r.peak_bytes;
-  sg_sim_result_clear (&r);
+  ev->exposed_us = r->exposed_us;
+  ev->step_us = r->step_us;
+  ev->peak_bytes = r->peak_bytes;
   return true;
 }
 
@@ -298,22 +300,22 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     return false;
   }
 
-  /* The chosen buckets, applied to the graph itself. */
-  SgSimResult r;
+  /* The chosen buckets, applied to the graph itself; its simulation is
+   * kept with it for the next pass. */
+  const SgSimResult *r = NULL;
   bool ok = ns == 0 || sg_bucket_apply (g, specs, ns, error);
   if (ok && ns > 0) {
     sg_cost_new_nodes (sg_graph_cost_model (g), g, NULL, 0);
-    ok = sg_simulate (g, NULL, &r, error);
+    ok = (r = sg_graph_simulation (g, error)) != NULL;
   }
   sg_bucket_specs_free (specs, ns);
   if (!ok)
     return false;
   if (ns > 0) {
-    st->exposed_after_us = r.exposed_us;
-    st->step_after_us = r.step_us;
-    st->peak_after_bytes = r.peak_bytes;
-    record_hiding (g, &r);
-    sg_sim_result_clear (&r);
+    st->exposed_after_us = r->exposed_us;
+    st->step_after_us = r->step_us;
+    st->peak_after_bytes = r->peak_bytes;
+    record_hiding (g, r);
   }
   st->collectives_after = count_collectives (g);
   sg_bucket_collect_infos (g, st);

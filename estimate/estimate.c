@@ -8,7 +8,8 @@
  * estimate_nccl_collective_runtime / benchmarked-matmul split, with the
  * NCCL model in nccl.c and the roofline in compute.c.
  *
- * Requires: a loaded graph. Invalidates: est_us/est_src, g->cost_model.
+ * Requires: a loaded graph. Invalidates: est_us/est_src, g->cost_model, the
+ * analysis kept with the graph (sg_graph_changed).
  */
 #include "estimate-private.h"
 
@@ -242,14 +243,18 @@ sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32
   SgElision e;
   bool have = elision_if_buckets (g, &e);
   int32_t n = ids ? n_ids : g->n_nodes;
+  bool changed = false;
   for (int32_t j = 0; j < n; j++) {
     SgNodeId i = ids ? ids[j] : j;
     if (i == SG_NO_NODE || g->nodes[i].est_src != SG_COST_NONE)
       continue;
     g->nodes[i].est_us = node_us (cm, g, i, have ? &e : NULL, &g->nodes[i].est_src);
+    changed = true;
   }
   if (have)
     sg_elision_clear (&e);
+  if (changed)
+    sg_graph_changed (g);
 }
 
 static void
@@ -293,6 +298,7 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
   cm->unknown = g_ptr_array_new ();
   g_ptr_array_add (cm->unknown, NULL);
 
+  sg_graph_changed (g); /* the costs change */
   if (g->cost_model && g->cost_model_free)
     g->cost_model_free (g->cost_model);
   g->cost_model = cm;

@@ -50,6 +50,39 @@ users_invalidate (SgGraph *g)
   g_clear_pointer (&g->users, g_free);
 }
 
+static void
+kept_drop (SgGraph *g)
+{
+  if (g->kept && g->kept_class->free)
+    g->kept_class->free (g->kept);
+  g->kept = NULL;
+  g->kept_class = NULL;
+}
+
+void
+sg_graph_keep (SgGraph *g, gpointer data, const SgKeptClass *cls)
+{
+  g_return_if_fail (g != NULL && cls != NULL);
+  kept_drop (g);
+  g->kept = data;
+  g->kept_class = cls;
+}
+
+gpointer
+sg_graph_kept (const SgGraph *g, const SgKeptClass *cls)
+{
+  g_return_val_if_fail (g != NULL, NULL);
+  return g->kept_class == cls ? g->kept : NULL;
+}
+
+void
+sg_graph_changed (SgGraph *g)
+{
+  g_return_if_fail (g != NULL);
+  users_invalidate (g);
+  kept_drop (g);
+}
+
 void
 sg_graph_free (SgGraph *g)
 {
@@ -78,7 +111,7 @@ sg_graph_free (SgGraph *g)
   g_array_unref (g->tuple_metas);
   g_array_unref (g->args);
   g_hash_table_unref (g->by_name);
-  users_invalidate (g);
+  sg_graph_changed (g);
   if (g->cost_model && g->cost_model_free && !trial)
     g->cost_model_free (g->cost_model);
   if (g->implicit_edges)
@@ -582,7 +615,7 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
     g->output = id;
   g->n_nodes++;
   g_hash_table_insert (g->by_name, (gpointer)g->nodes[id].name, GINT_TO_POINTER (id + 1));
-  users_invalidate (g);
+  sg_graph_changed (g);
   sg_arg_build_clear (&ab);
   return id;
 
@@ -796,6 +829,6 @@ sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error)
     e->from = new_id[e->from];
     e->to = new_id[e->to];
   }
-  users_invalidate (g);
+  sg_graph_changed (g);
   return true;
 }

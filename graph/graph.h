@@ -206,6 +206,12 @@ typedef struct SgGraph {
   void *decompose_stats;
   GDestroyNotify decompose_stats_free;
 
+  /* An analysis of the graph as it is now, kept for the next passes
+   * (sg_graph_keep: schedule/'s simulation of the current order); dropped
+   * by sg_graph_changed() */
+  void *kept;
+  const struct SgKeptClass *kept_class;
+
   /* Implicit (non-data) ordering edges recorded by passes (schedule/,
    * bucket/): a GArray of SgImplicitEdge, NULL when none. Edges hold node
    * ids; sg_graph_permute(), _compact(), _select() and the rewrite API
@@ -224,6 +230,28 @@ typedef struct {
   SgNodeId from, to;
   int32_t kind;
 } SgImplicitEdge;
+
+/* What an analysis kept with the graph is (sg_graph_keep). */
+typedef struct SgKeptClass {
+  const char *name; /* for messages: "simulation" */
+  GDestroyNotify free;
+  /* Does @data still describe @g? false with @error naming what differs.
+   * The pass runner asks after every pass when it validates: a stale
+   * analysis is a bug of the pass that changed the graph without
+   * sg_graph_changed(). */
+  bool (*check) (const SgGraph *g, gconstpointer data, GError **error);
+} SgKeptClass;
+
+/* Keeps @data (transfer full), an analysis of @g as it is now, until the
+ * graph changes; replaces the one kept before. */
+void sg_graph_keep (SgGraph *g, gpointer data, const SgKeptClass *cls);
+/* (transfer none) The analysis of class @cls kept with @g, or NULL. */
+gpointer sg_graph_kept (const SgGraph *g, const SgKeptClass *cls);
+/* Drops what is derived from the graph (users, the kept analysis): every
+ * change of nodes, their order, inputs or costs calls it. The mutation
+ * functions of graph/ do; a pass that writes node fields itself (estimate/'s
+ * costs) calls it after. */
+void sg_graph_changed (SgGraph *g);
 
 /* --- construction ------------------------------------------------------- */
 
@@ -643,10 +671,18 @@ typedef struct {
 void sg_config_init (SgConfig *cfg);
 
 typedef bool (*SgPassFunc) (SgGraph *g, const SgConfig *cfg, GError **error);
+/* A step of a driver's pipeline: a pass that also reads or writes the
+ * driver's state (@data). *@g is NULL before the graph is loaded; the step
+ * that loads it sets it. Its errors are its own (not prefixed with its
+ * name): they name the file they are about. */
+typedef bool (*SgStepFunc) (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error);
 
 typedef struct {
   const char *name; /* "estimate", "schedule", "bucket", ... */
-  SgPassFunc run;
+  SgPassFunc run;   /* a graph pass, or NULL */
+  SgStepFunc step;  /* else a step */
+  /* The graph is not valid yet after it (loading): no validator after it. */
+  bool unchecked;
 } SgPass;
 
 typedef struct {
@@ -654,12 +690,15 @@ typedef struct {
   double ms;
 } SgPassTime;
 
-/* Runs @passes in order, timing each into @times (n_passes entries), running
- * the validator after each when cfg->validate_between, and dumping the IR
- * after the pass named cfg->dump_pass. Stops at the first failure, with the
- * pass named in @error. */
-bool sg_pass_run (SgGraph *g, const SgConfig *cfg, const SgPass *passes, size_t n_passes,
-                  SgPassTime *times, GError **error);
+/* Runs @passes in order on *@g, timing each into @times (n_passes entries),
+ * running the validator (and the check of the kept analysis) after each
+ * when cfg->validate_between, and dumping the IR after the pass named
+ * cfg->dump_pass. Steps get @data. Stops at the first failure: a graph
+ * pass's error names the pass. */
+bool sg_pass_run (SgGraph **g, const SgConfig *cfg, const SgPass *passes, size_t n_passes,
+                  gpointer data, SgPassTime *times, GError **error);
+/* The pass-function form of sg_graph_validate(), for pass lists. */
+bool sg_graph_validate_pass (SgGraph *g, const SgConfig *cfg, GError **error);
 
 /* Writes a readable, diffable dump of the IR (one line per node). */
 void sg_graph_dump (const SgGraph *g, FILE *out);

@@ -39,7 +39,7 @@
 #define ROW(k, t, s, c) { k, t, s, c, NULL }
 #define ROWP(k, t, s, c, ...) { k, t, s, c, PARAMS (__VA_ARGS__) }
 
-static const SgOpInfo op_table[SG_OP_N_KINDS] = {
+const SgOpInfo sg_op_table[SG_OP_N_KINDS] = {
   ROW (SG_OP_UNKNOWN, NULL, "unknown", SG_CLASS_UNKNOWN),
   ROW (SG_OP_PLACEHOLDER, NULL, "placeholder", SG_CLASS_INPUT),
   ROW (SG_OP_GET_ATTR, NULL, "get_attr", SG_CLASS_INPUT),
@@ -277,12 +277,12 @@ tables_init (void)
   target_by_name = g_hash_table_new (g_str_hash, g_str_equal);
   memset (param_pos, -1, sizeof param_pos);
   for (int k = 0; k < SG_OP_N_KINDS; k++) {
-    g_assert (op_table[k].kind == (SgOpKind)k);
-    if (op_table[k].target)
-      g_hash_table_insert (target_by_name, (gpointer)op_table[k].target, GINT_TO_POINTER (k));
-    for (int i = 0; op_table[k].params && op_table[k].params[i] != SG_PARAM_NONE; i++) {
-      g_assert (param_pos[k][op_table[k].params[i]] < 0); /* each parameter once */
-      param_pos[k][op_table[k].params[i]] = (int8_t)i;
+    g_assert (sg_op_table[k].kind == (SgOpKind)k);
+    if (sg_op_table[k].target)
+      g_hash_table_insert (target_by_name, (gpointer)sg_op_table[k].target, GINT_TO_POINTER (k));
+    for (int i = 0; sg_op_table[k].params && sg_op_table[k].params[i] != SG_PARAM_NONE; i++) {
+      g_assert (param_pos[k][sg_op_table[k].params[i]] < 0); /* each parameter once */
+      param_pos[k][sg_op_table[k].params[i]] = (int8_t)i;
     }
   }
   for (int p = 1; p < SG_PARAM_N; p++)
@@ -317,13 +317,6 @@ sg_op_matmul_params (SgOpKind kind, SgParam *a, SgParam *b)
   }
 }
 
-const SgOpInfo *
-sg_op_info (SgOpKind kind)
-{
-  g_return_val_if_fail (kind >= 0 && kind < SG_OP_N_KINDS, &op_table[SG_OP_UNKNOWN]);
-  return &op_table[kind];
-}
-
 SgOpKind
 sg_op_from_target (const char *target)
 {
@@ -338,13 +331,6 @@ const char *
 sg_op_name (SgOpKind kind)
 {
   return sg_op_info (kind)->short_name;
-}
-
-bool
-sg_op_is_alias (SgOpKind kind)
-{
-  SgOpClass c = sg_op_class (kind);
-  return c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM || c == SG_CLASS_WAIT;
 }
 
 static const char *const reduce_names[] = { "none", "sum", "avg", "max", "min", "product" };

@@ -213,8 +213,16 @@ typedef struct {
   const SgParam *params;
 } SgOpInfo;
 
-/* (transfer none) The row for @kind; never NULL for a valid kind. */
-const SgOpInfo *sg_op_info (SgOpKind kind);
+/* The op table (ops.c), one row per kind; read it through sg_op_info(). */
+extern const SgOpInfo sg_op_table[SG_OP_N_KINDS];
+
+/* (transfer none) The row for @kind (SG_OP_UNKNOWN's for a kind out of
+ * range); never NULL. Inline: every pass asks per node. */
+static inline const SgOpInfo *
+sg_op_info (SgOpKind kind)
+{
+  return &sg_op_table[(unsigned)kind < SG_OP_N_KINDS ? kind : SG_OP_UNKNOWN];
+}
 
 /* Interns a target string; SG_OP_UNKNOWN when the table has no row. */
 SgOpKind sg_op_from_target (const char *target);
@@ -236,7 +244,12 @@ sg_op_is_collective (SgOpKind kind)
 
 /* True for ops whose value aliases an input's storage (views, getitem,
  * wait_tensor): no kernel runs and no bytes are allocated for them. */
-bool sg_op_is_alias (SgOpKind kind);
+static inline bool
+sg_op_is_alias (SgOpKind kind)
+{
+  SgOpClass c = sg_op_class (kind);
+  return c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM || c == SG_CLASS_WAIT;
+}
 
 /* Position of @param among @kind's positional arguments, or -1 when the
  * schema has no such positional parameter (keyword-only or absent). */

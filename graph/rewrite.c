@@ -376,8 +376,7 @@ sg_rewrite_commit (SgRewrite *rw, GError **error)
     g_array_unref (g->implicit_edges);
   g->implicit_edges = g_steal_pointer (&l.edges);
   g->output = l.output;
-  g_clear_pointer (&g->user_first, g_free);
-  g_clear_pointer (&g->users, g_free);
+  sg_graph_changed (g);
   sg_rewrite_layout_clear (&l);
   rw->done = true;
   return true;
