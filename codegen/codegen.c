@@ -49,8 +49,10 @@ place_frees (SgLower *l, const bool *keep)
         TOUCH (x->out[j]);
     } else if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0) {
       const SgPlanIns *c = &g_array_index (l->ins, SgPlanIns, x->coll);
-      TOUCH (c->in[0]);
-      TOUCH (c->out[0]);
+      for (int32_t k = 0; k < c->n_in; k++)
+        TOUCH (c->in[k]);
+      for (int32_t k = 0; k < c->n_out; k++)
+        TOUCH (c->out[k]);
     }
   }
 #undef TOUCH
