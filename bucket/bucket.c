@@ -268,7 +268,9 @@ predicted_ok (Ctx *x, const Bucket *bk, int32_t cand)
     }
   colls[w] = x->cands[cand].c, waits[w++] = x->cands[cand].w;
   return sg_bucket_predict_ok (x->pred, colls, waits, (int32_t)w,
-                               bk->bytes + x->cands[cand].bytes);
+                               bk->bytes + x->cands[cand].bytes,
+                               x->s->cfg ? x->s->cfg->bucket_lowering : SG_BUCKET_LOWERING_AUTO,
+                               x->s->cap);
 }
 
 static void
@@ -296,7 +298,8 @@ may_join (Ctx *x, const Bucket *bk, int32_t ci)
   const SgBucketCand *c = &x->cands[ci];
   if (!bk)
     return false;
-  if (bk->bytes + c->bytes > x->s->cap || c->bytes > x->s->cap
+  /* the cap bounds flat buckets: a larger one is grouped (lower.c) */
+  if ((x->s->flat_only && (bk->bytes + c->bytes > x->s->cap || c->bytes > x->s->cap))
       || bk->members->len + bk->tent->len >= MAX_MEMBERS) {
     x->st->refused_cap++;
     return false;

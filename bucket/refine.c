@@ -47,7 +47,7 @@ to_specs (const Refine *r, int32_t *n_specs)
       GArray *a = g_ptr_array_index (r->units[k], u);
       if (a->len < 2)
         continue;
-      SgBucketSpec sp = { g_new (SgNodeId, a->len), (int32_t)a->len };
+      SgBucketSpec sp = { .members = g_new (SgNodeId, a->len), .n_members = (int32_t)a->len };
       for (guint i = 0; i < a->len; i++)
         sp.members[i] = s->cands[g_array_index (a, int32_t, i)].c;
       g_array_append_val (out, sp);
@@ -116,7 +116,7 @@ mergeable (const Refine *r, const GArray *a, const GArray *b)
     bytes += s->cands[g_array_index (a, int32_t, i)].bytes;
   for (guint i = 0; i < b->len; i++)
     bytes += s->cands[g_array_index (b, int32_t, i)].bytes;
-  if (bytes > s->cap || a->len + b->len > MAX_MEMBERS)
+  if ((s->flat_only && bytes > s->cap) || a->len + b->len > MAX_MEMBERS)
     return false;
   for (guint i = 0; i < a->len; i++)
     for (guint j = 0; j < b->len; j++)

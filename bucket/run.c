@@ -38,6 +38,12 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   SgSimResult r;
   g_autoptr (GError) err = NULL;
   s->st->simulations++;
+  g_autofree SgBucketSpec *lowered = NULL;
+  if (!s->lower_fixed && n_specs > 0) { /* the same members, lowered by the rule */
+    lowered = g_memdup2 (specs, sizeof *specs * (size_t)n_specs);
+    sg_bucket_lower_specs (s, lowered, n_specs);
+    specs = lowered;
+  }
   SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
   if (tg)
     sg_cost_new_nodes (sg_graph_cost_model (tg), tg, NULL, 0);
@@ -201,9 +207,12 @@ refine (SgBucketSearch *s, Choice *c)
 }
 
 /* Runs the searches of cfg's mode; returns the specs to apply (transfer
- * full; NULL with *n_specs 0 for none, and with @error set on failure). */
+ * full; NULL with *n_specs 0 for none, and with @error set on failure) and
+ * their evaluation in *@ev (*@base for none; per-layer mode: its
+ * evaluation when it had one). */
 static SgBucketSpec *
-choose (SgBucketSearch *s, const SgBucketEval *base, int32_t *n_specs, GError **error)
+choose (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *ev, int32_t *n_specs,
+        GError **error)
 {
   SgBucketStats *st = s->st;
   Choice layer = { .ev = *base, .source = SG_BUCKET_FROM_PER_LAYER };
@@ -218,6 +227,7 @@ choose (SgBucketSearch *s, const SgBucketEval *base, int32_t *n_specs, GError **
     if (st->mode == SG_BUCKET_MODE_PER_LAYER && layer_ok) {
       st->source = SG_BUCKET_FROM_PER_LAYER;
       *n_specs = layer.n;
+      *ev = layer.ev;
       return layer.specs;
     }
     sg_bucket_specs_free (layer.specs, layer.n);
@@ -246,6 +256,7 @@ choose (SgBucketSearch *s, const SgBucketEval *base, int32_t *n_specs, GError **
   }
   st->source = best.n > 0 ? best.source : SG_BUCKET_FROM_NONE;
   *n_specs = best.n;
+  *ev = best.ev;
   return best.specs;
 }
 
@@ -264,6 +275,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   memset (st, 0, sizeof *st);
   st->ran = cfg ? cfg->bucket : true;
   st->mode = cfg ? cfg->bucket_mode : SG_BUCKET_MODE_AUTO;
+  st->lowering = cfg ? cfg->bucket_lowering : SG_BUCKET_LOWERING_AUTO;
   st->cap_bytes = cfg && cfg->bucket_cap_bytes ? cfg->bucket_cap_bytes
                                                : SG_BUCKET_DEFAULT_CAP_BYTES;
   st->greedy_step_us = st->per_layer_step_us = st->per_layer_refined_step_us = NAN;
@@ -282,7 +294,8 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   if (!st->ran)
     return true;
 
-  SgBucketSearch s = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes };
+  SgBucketSearch s = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes,
+                       .flat_only = st->lowering == SG_BUCKET_LOWERING_FLAT };
   double grow = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
   s.peak_limit = (uint64_t)((double)base.peak_bytes * (1.0 + MAX (grow, 0.0)));
   s.base_step_us = base.step_us;
@@ -291,7 +304,13 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   s.trial = sg_rewrite_new (g);
   int32_t ns = 0;
   GError *err = NULL;
-  SgBucketSpec *specs = choose (&s, &base, &ns, &err);
+  SgBucketEval chosen = base;
+  SgBucketSpec *specs = choose (&s, &base, &chosen, &ns, &err);
+  if (!err) { /* each bucket flat or grouped: the rule, then the simulator */
+    sg_bucket_lower_specs (&s, specs, ns);
+    if (st->mode == SG_BUCKET_MODE_AUTO)
+      sg_bucket_relower (&s, specs, ns, &chosen);
+  }
   search_clear (&s);
   if (err) {
     g_propagate_error (error, err);
@@ -318,5 +337,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   st->collectives_after = count_collectives (g);
   sg_bucket_collect_infos (g, st);
   st->buckets = st->n_infos;
+  for (int32_t i = 0; i < st->n_infos; i++)
+    st->grouped += st->infos[i].grouped;
   return true;
 }

@@ -153,6 +153,15 @@ memory_bound_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double fl
   return MAX (floor_us, c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
 }
 
+double
+sg_cost_copy_us (const SgCostModel *cm, uint64_t bytes)
+{
+  g_return_val_if_fail (cm, 0.0);
+  const SgCluster *c = &cm->cluster;
+  return MAX (c->kernel_floor_us,
+              c->kernel_launch_us + (double)bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
+}
+
 /* Whether codegen lowers bucket copy @id without a kernel (graph/elide.c);
  * @e: the graph's analysis, or NULL to run it for this one node. */
 static bool

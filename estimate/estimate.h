@@ -77,6 +77,10 @@ double sg_cost_coalesced_us (const SgCostModel *cm, SgOpKind member_kind, SgDtyp
                              const uint64_t *bytes, int32_t n, int32_t group_size, int32_t n_nodes,
                              SgCostSource *src);
 
+/* Solo time of a memory-bound copy kernel that reads and writes @bytes
+ * in all (what the model charges a bucket copy that stays a kernel). */
+double sg_cost_copy_us (const SgCostModel *cm, uint64_t bytes);
+
 /* (transfer none) The contention parameters in force. */
 const SgContention *sg_cost_model_contention (const SgCostModel *cm);
 

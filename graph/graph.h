@@ -604,6 +604,18 @@ const char *sg_bucket_mode_name (SgBucketMode mode);
 /* Parses a --bucket-mode spelling; false for anything else. */
 bool sg_bucket_mode_from_name (const char *name, SgBucketMode *out);
 
+/* How bucket/ lowers a bucket (--bucket-lowering, docs/bucketing.md). */
+typedef enum {
+  SG_BUCKET_LOWERING_AUTO = 0, /* per bucket, whichever predicts the shorter step */
+  SG_BUCKET_LOWERING_FLAT,     /* one collective over a flat buffer (pack / unpack) */
+  SG_BUCKET_LOWERING_GROUPED,  /* one coalesced collective (one NCCL group), no copy */
+} SgBucketLowering;
+
+/* "auto", "flat", "grouped" (the --bucket-lowering spellings). */
+const char *sg_bucket_lowering_name (SgBucketLowering lowering);
+/* Parses a --bucket-lowering spelling; false for anything else. */
+bool sg_bucket_lowering_from_name (const char *name, SgBucketLowering *out);
+
 /* Every option of every pass; CLI flags map 1:1 onto these fields.
  * sg_config_init() sets the documented defaults. */
 typedef struct {
@@ -620,6 +632,7 @@ typedef struct {
   bool bucket;              /* false: --no-bucket */
   uint64_t bucket_cap_bytes;
   SgBucketMode bucket_mode;
+  SgBucketLowering bucket_lowering;
   /* runner */
   bool validate_between;    /* run the validator after every pass */
   const char *dump_pass;    /* dump the IR after this pass ("all" for every pass) */

@@ -113,17 +113,40 @@ START_TEST (no_bucket_leaves_the_graph_alone)
 }
 END_TEST
 
-START_TEST (bucket_cap_stops_a_merge)
+START_TEST (bucket_cap_stops_a_flat_merge)
 {
   g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
   SgConfig cfg;
   estimate (g, &cfg);
   cfg.bucket_cap_bytes = 3u << 20; /* each gather moves 2 MiB */
+  cfg.bucket_lowering = SG_BUCKET_LOWERING_FLAT;
   run_pass (g, &cfg);
   const SgBucketStats *st = sg_bucket_stats (g);
   ck_assert_int_eq (st->collectives_after, 2);
   ck_assert_int_eq (st->refused_cap, 1);
   ck_assert_uint_eq (st->cap_bytes, 3u << 20);
+}
+END_TEST
+
+/* The cap bounds a flat bucket's buffer; a grouped bucket has none, so
+ * the same merge goes ahead as one coalesced call. */
+START_TEST (a_bucket_over_the_cap_is_grouped)
+{
+  g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
+  SgConfig cfg;
+  estimate (g, &cfg);
+  cfg.bucket_cap_bytes = 3u << 20;
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_after, 1);
+  ck_assert_int_eq (st->refused_cap, 0);
+  ck_assert_int_eq (st->n_infos, 1);
+  ck_assert (st->infos[0].grouped);
+  ck_assert_int_eq (st->grouped, 1);
+  /* one coalesced all_gather, its elements waited on where the members were */
+  SgNodeId c = sg_node_wait_target (g, sg_graph_lookup (g, "ag1_w"));
+  ck_assert_int_eq (g->nodes[c].kind, SG_OP_ALL_GATHER_COALESCED);
+  ck_assert_int_eq (sg_node_wait_target (g, sg_graph_lookup (g, "ag2_w")), c);
 }
 END_TEST
 
@@ -269,12 +292,12 @@ START_TEST (bucket_of_buckets_lists_the_original_members)
   /* two buckets by hand, then the pass may merge them */
   SgNodeId b0[2] = { sg_graph_lookup (g, "ag0"), sg_graph_lookup (g, "ag1") };
   SgNodeId b1[2] = { sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "ag3") };
-  SgBucketSpec specs[2] = { { b0, 2 }, { b1, 2 } };
+  SgBucketSpec specs[2] = { { b0, 2, false }, { b1, 2, false } };
   GError *error = NULL;
   ck_assert (sg_bucket_apply (g, specs, 2, &error));
   /* a bucket of buckets: its member list names the four gathers */
   SgNodeId bb[2] = { sg_graph_lookup (g, "bucket_ag0"), sg_graph_lookup (g, "bucket_ag2") };
-  SgBucketSpec outer = { bb, 2 };
+  SgBucketSpec outer = { bb, 2, false };
   ck_assert_msg (sg_bucket_apply (g, &outer, 1, &error), "%s", error ? error->message : "");
   ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "");
   /* one collective left: the pass has nothing to merge and lists it */
@@ -371,8 +394,9 @@ START_TEST (timeline_screen_refuses_what_cannot_be_hidden)
   SgNodeId c[2] = { sg_graph_lookup (g, "ag_small"), sg_graph_lookup (g, "ag_big") };
   SgNodeId w[2] = { sg_graph_lookup (g, "ag_small_w"), sg_graph_lookup (g, "ag_big_w") };
   uint64_t bytes = sg_node_comm_bytes (g, c[0]) + sg_node_comm_bytes (g, c[1]);
-  ck_assert (!sg_bucket_predict_ok (p, c, w, 2, bytes));
-  ck_assert (sg_bucket_predict_ok (p, c, w, 1, sg_node_comm_bytes (g, c[0])));
+  ck_assert (!sg_bucket_predict_ok (p, c, w, 2, bytes, SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
+  ck_assert (sg_bucket_predict_ok (p, c, w, 1, sg_node_comm_bytes (g, c[0]),
+                                   SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
   sg_bucket_predict_free (p);
 
   g_autoptr (SgGraph) h = bt_two_gathers (5000.0);
@@ -382,7 +406,8 @@ START_TEST (timeline_screen_refuses_what_cannot_be_hidden)
   SgNodeId hc[2] = { sg_graph_lookup (h, "ag1"), sg_graph_lookup (h, "ag2") };
   SgNodeId hw[2] = { sg_graph_lookup (h, "ag1_w"), sg_graph_lookup (h, "ag2_w") };
   ck_assert (sg_bucket_predict_ok (p, hc, hw, 2,
-                                   sg_node_comm_bytes (h, hc[0]) + sg_node_comm_bytes (h, hc[1])));
+                                   sg_node_comm_bytes (h, hc[0]) + sg_node_comm_bytes (h, hc[1]),
+                                   SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
   sg_bucket_predict_free (p);
 }
 END_TEST
@@ -484,7 +509,8 @@ pass_suite (void)
   tcase_add_test (tc, exposed_gathers_merge_into_one_bucket);
   tcase_add_test (tc, hidden_gathers_stay_apart_when_a_merge_only_adds_copies);
   tcase_add_test (tc, no_bucket_leaves_the_graph_alone);
-  tcase_add_test (tc, bucket_cap_stops_a_merge);
+  tcase_add_test (tc, bucket_cap_stops_a_flat_merge);
+  tcase_add_test (tc, a_bucket_over_the_cap_is_grouped);
   tcase_add_test (tc, merge_that_would_expose_a_big_gather_is_refused);
   tcase_add_test (tc, gather_of_a_gathered_value_is_never_merged);
   tcase_add_test (tc, reduce_scatters_of_gradients_merge_and_keep_outputs);
