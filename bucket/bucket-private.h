@@ -50,9 +50,6 @@ typedef struct {
   bool flat_only;        /* --bucket-lowering flat: the cap bounds every bucket */
   uint64_t peak_limit;   /* predicted peak live bytes a result may reach */
   double base_step_us;   /* the unbucketed graph's predicted step */
-  /* false: sg_bucket_evaluate lowers every bucket by the local rule
-   * (lower.c); true: as its spec says (the re-lowering) */
-  bool lower_fixed;
 } SgBucketSearch;
 
 /* The simulator's verdict on one set of buckets. */
@@ -62,8 +59,8 @@ typedef struct {
 } SgBucketEval;
 
 /* Simulates @s->g with @specs applied (a trial graph, @s->g unchanged) and
- * counts the simulation; each bucket lowered by the local rule (lower.c)
- * unless s->lower_fixed. False when the rewrite refuses the specs (a cycle
+ * counts the simulation; buckets whose lowering is AUTO lowered by the
+ * local rule (lower.c). False when the rewrite refuses the specs (a cycle
  * through implicit edges): @out is left alone then. */
 bool sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
                          SgBucketEval *out);
@@ -116,8 +113,11 @@ bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
  * *@comm_us (may be NULL): the chosen lowering's collective time. */
 bool sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
                            const SgNodeId *colls, int32_t n, double *comm_us);
-/* Sets every spec's lowering by the rule (cfg->bucket_lowering forces it). */
+/* Decides the lowering of every AUTO spec by the rule (cfg->bucket_lowering,
+ * when not AUTO, decides every spec). */
 void sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n);
+/* GROUPED for FLAT, FLAT for anything else. */
+SgBucketLowering sg_bucket_lowering_other (SgBucketLowering l);
 /* Flips the lowering of one bucket at a time (the rule's closest calls
  * first, a bounded number of simulations) and keeps a flip where the
  * predicted step gets shorter within the peak limit; updates *@ev. Nothing

@@ -76,14 +76,15 @@ uint64_t sg_bucket_unpack_index (const SgBucketLayout *l, const uint64_t *offset
 /* --- the graph rewrite (rewrite.c) ----------------------------------------- */
 
 /* One bucket: the member collectives by id in the graph it is applied to,
- * and how it is lowered: flat (pack -> collective -> wait -> unpacks) or
- * grouped (one coalesced collective over the members' own tensors, each
+ * and how it is lowered: FLAT (pack -> collective -> wait -> unpacks) or
+ * GROUPED (one coalesced collective over the members' own tensors, each
  * member's wait reading its element; docs/bucketing.md "Grouped
- * buckets"). */
+ * buckets"); AUTO: not decided yet (the pass decides before it applies a
+ * bucket; sg_bucket_apply lowers it flat). */
 typedef struct {
   SgNodeId *members;
   int32_t n_members;
-  bool grouped;
+  SgBucketLowering lowering;
 } SgBucketSpec;
 
 /* Rewrites @g so that each of @specs (n_specs buckets, members given as
@@ -92,7 +93,7 @@ typedef struct {
  * -> wait -> unpacks, removes the members and their waits, rewires their
  * users to the unpacks and renumbers the graph into a topological order that
  * keeps everything else in its current relative order (docs/bucketing.md).
- * A grouped spec becomes one coalesced collective over the members' inputs
+ * A GROUPED spec becomes one coalesced collective over the members' inputs
  * and one getitem per member, which the member's wait (kept in place)
  * reads; the members are removed.
  * Members' hide_start / hide_wait implicit edges are dropped (they describe

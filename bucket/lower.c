@@ -85,8 +85,17 @@ sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n)
 {
   SgBucketLowering forced = s->cfg ? s->cfg->bucket_lowering : SG_BUCKET_LOWERING_AUTO;
   for (int32_t b = 0; b < n; b++)
-    specs[b].grouped =
-      sg_bucket_lower_rule (s->g, forced, s->cap, specs[b].members, specs[b].n_members, NULL);
+    if (specs[b].lowering == SG_BUCKET_LOWERING_AUTO || forced != SG_BUCKET_LOWERING_AUTO)
+      specs[b].lowering = sg_bucket_lower_rule (s->g, forced, s->cap, specs[b].members,
+                                                specs[b].n_members, NULL)
+                            ? SG_BUCKET_LOWERING_GROUPED
+                            : SG_BUCKET_LOWERING_FLAT;
+}
+
+SgBucketLowering
+sg_bucket_lowering_other (SgBucketLowering l)
+{
+  return l == SG_BUCKET_LOWERING_GROUPED ? SG_BUCKET_LOWERING_FLAT : SG_BUCKET_LOWERING_GROUPED;
 }
 
 typedef struct {
@@ -116,18 +125,17 @@ sg_bucket_relower (SgBucketSearch *s, SgBucketSpec *specs, int32_t n, SgBucketEv
   qsort (order, (size_t)m, sizeof *order, by_margin);
   int64_t budget = (int64_t)RELOWER_SIMULATIONS * RELOWER_NODES / MAX (s->g->n_nodes, 1);
   budget = MIN (CLAMP (budget, 4, RELOWER_SIMULATIONS), m);
-  s->lower_fixed = true;
   for (int64_t t = 0; t < budget; t++) {
     SgBucketSpec *sp = &specs[order[t].spec];
-    sp->grouped = !sp->grouped;
+    SgBucketLowering was = sp->lowering;
+    sp->lowering = sg_bucket_lowering_other (was);
     SgBucketEval e;
     bool ok = sg_bucket_evaluate (s, specs, n, &e);
     if (ok && e.step_us < ev->step_us - SG_BUCKET_TIE_US && e.peak_bytes <= s->peak_limit) {
       *ev = e;
       s->st->lowering_flips++;
     } else {
-      sp->grouped = !sp->grouped;
+      sp->lowering = was;
     }
   }
-  s->lower_fixed = false;
 }

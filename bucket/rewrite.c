@@ -341,7 +341,7 @@ bucket_rewrite (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs, GErro
   if (!sg_bucket_specs_check (g, specs, n_specs, taken, waits, start_pos, use_pos, error))
     return false;
   for (int32_t b = 0, t = 0; b < n_specs; t += specs[b].n_members, b++)
-    if (specs[b].grouped
+    if (specs[b].lowering == SG_BUCKET_LOWERING_GROUPED
           ? !add_grouped (rw, &specs[b], &waits[t], (SgNodeId)start_pos[b], error)
           : !add_bucket (rw, &specs[b], &waits[t], (SgNodeId)start_pos[b], (SgNodeId)use_pos[b],
                          error))

@@ -39,7 +39,7 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   g_autoptr (GError) err = NULL;
   s->st->simulations++;
   g_autofree SgBucketSpec *lowered = NULL;
-  if (!s->lower_fixed && n_specs > 0) { /* the same members, lowered by the rule */
+  if (n_specs > 0) { /* the same members, undecided lowerings by the rule */
     lowered = g_memdup2 (specs, sizeof *specs * (size_t)n_specs);
     sg_bucket_lower_specs (s, lowered, n_specs);
     specs = lowered;

@@ -76,19 +76,95 @@ END_TEST
 
 START_TEST (hidden_gathers_stay_apart_when_a_merge_only_adds_copies)
 {
-  /* behind 5 ms of compute both are hidden: a bucket would save nothing
-   * and add a pack and two unpacks to the compute stream (comm_start_wait
-   * 0: the gathers start beside the GEMM instead of waiting for its end) */
+  /* behind 5 ms of compute both are hidden: a flat bucket would save
+   * nothing and add two unpack copies to the compute stream
+   * (comm_start_wait 0: the gathers start beside the GEMM instead of
+   * waiting for its end) */
   g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
   g->cluster_json = g_strdup ("{\"comm_start_wait\": 0}");
   SgConfig cfg;
   estimate (g, &cfg);
+  cfg.bucket_lowering = SG_BUCKET_LOWERING_FLAT;
   run_pass (g, &cfg);
   const SgBucketStats *st = sg_bucket_stats (g);
   ck_assert_int_eq (st->collectives_after, 2);
   ck_assert_int_eq (st->refused_step, 1);
   ck_assert_double_eq (st->exposed_before_us, 0.0);
   ck_assert_double_eq (st->step_after_us, st->step_before_us);
+}
+END_TEST
+
+/* The same merge, lowered as the local rule says (flat: the two small
+ * unpack copies cost less than the second member's NCCL latency), adds
+ * copies and is refused; lowered grouped instead it adds only hidden comm
+ * time and is kept for the call it saves (a tie of the step). */
+START_TEST (a_merge_refused_flat_is_tried_grouped)
+{
+  g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
+  g->cluster_json = g_strdup ("{\"comm_start_wait\": 0}");
+  SgConfig cfg;
+  estimate (g, &cfg);
+  SgNodeId colls[2] = { sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "ag2") };
+  ck_assert (!sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_AUTO, G_MAXUINT64, colls, 2, NULL));
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_after, 1);
+  ck_assert_int_eq (st->grouped, 1);
+  ck_assert (st->step_after_us <= st->step_before_us + 1e-3);
+}
+END_TEST
+
+/* The rule: large all_gather members (their copies out of a rank-major
+ * result cost more than an NCCL latency each) are grouped, small ones
+ * (copies cheaper than a latency) are flat; reduce_scatter likewise
+ * (the interleaving copy of the input); all_reduce members copy nothing
+ * flat, so stay flat; past the cap only grouped is possible. */
+START_TEST (the_rule_groups_where_copies_lose_and_keeps_flat_where_they_win)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "s1", "bfloat16", 2, (int64_t)256, (int64_t)256);      /* 128 KiB */
+  tb_input (g, "s2", "bfloat16", 2, (int64_t)256, (int64_t)256);
+  tb_input (g, "b1", "bfloat16", 2, (int64_t)8192, (int64_t)4096);    /* 64 MiB */
+  tb_input (g, "b2", "bfloat16", 2, (int64_t)8192, (int64_t)4096);
+  const char *ins[] = { "s1", "s2", "b1", "b2" };
+  const char *ag[] = { "ag_s1", "ag_s2", "ag_b1", "ag_b2" };
+  const char *rs[] = { "rs_s1", "rs_s2", "rs_b1", "rs_b2" };
+  const char *ar[] = { "ar_s1", "ar_s2", "ar_b1", "ar_b2" };
+  for (int i = 0; i < 4; i++) {
+    tb_all_gather (g, ag[i], ins[i], "0");
+    tb_reduce_scatter (g, rs[i], ins[i], "0");
+    tb_all_reduce (g, ar[i], ins[i], "0");
+  }
+  for (int i = 0; i < 4; i++) {
+    char w[3][16];
+    g_snprintf (w[0], sizeof w[0], "w_%s", ag[i]);
+    g_snprintf (w[1], sizeof w[1], "w_%s", rs[i]);
+    g_snprintf (w[2], sizeof w[2], "w_%s", ar[i]);
+    tb_wait (g, w[0], ag[i]);
+    tb_wait (g, w[1], rs[i]);
+    tb_wait (g, w[2], ar[i]);
+  }
+  tb_output (g, 1, "w_ag_s1");
+  SgConfig cfg;
+  estimate (g, &cfg);
+#define PAIR(names, a, b) ((SgNodeId[]){ sg_graph_lookup (g, names[a]), sg_graph_lookup (g, names[b]) })
+#define RULE(names, a, b, cap) \
+  sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_AUTO, (cap), PAIR (names, a, b), 2, NULL)
+  ck_assert (!RULE (ag, 0, 1, G_MAXUINT64));
+  ck_assert (RULE (ag, 2, 3, G_MAXUINT64));
+  ck_assert (!RULE (rs, 0, 1, G_MAXUINT64));
+  ck_assert (RULE (rs, 2, 3, G_MAXUINT64));
+  ck_assert (!RULE (ar, 2, 3, G_MAXUINT64));
+  ck_assert (RULE (ar, 2, 3, 64u << 20)); /* 128 MiB over a 64 MiB cap */
+  /* forced: as told, whatever the sizes */
+  ck_assert (sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_GROUPED, G_MAXUINT64, PAIR (ag, 0, 1), 2,
+                                   NULL));
+  ck_assert (!sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_FLAT, G_MAXUINT64, PAIR (ag, 2, 3), 2,
+                                    NULL));
+#undef RULE
+#undef PAIR
+  sg_graph_free (g);
 }
 END_TEST
 
@@ -292,12 +368,12 @@ START_TEST (bucket_of_buckets_lists_the_original_members)
   /* two buckets by hand, then the pass may merge them */
   SgNodeId b0[2] = { sg_graph_lookup (g, "ag0"), sg_graph_lookup (g, "ag1") };
   SgNodeId b1[2] = { sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "ag3") };
-  SgBucketSpec specs[2] = { { b0, 2, false }, { b1, 2, false } };
+  SgBucketSpec specs[2] = { { b0, 2, SG_BUCKET_LOWERING_FLAT }, { b1, 2, SG_BUCKET_LOWERING_FLAT } };
   GError *error = NULL;
   ck_assert (sg_bucket_apply (g, specs, 2, &error));
   /* a bucket of buckets: its member list names the four gathers */
   SgNodeId bb[2] = { sg_graph_lookup (g, "bucket_ag0"), sg_graph_lookup (g, "bucket_ag2") };
-  SgBucketSpec outer = { bb, 2, false };
+  SgBucketSpec outer = { bb, 2, SG_BUCKET_LOWERING_FLAT };
   ck_assert_msg (sg_bucket_apply (g, &outer, 1, &error), "%s", error ? error->message : "");
   ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "");
   /* one collective left: the pass has nothing to merge and lists it */
@@ -508,6 +584,8 @@ pass_suite (void)
   tcase_set_timeout (tc, 60);
   tcase_add_test (tc, exposed_gathers_merge_into_one_bucket);
   tcase_add_test (tc, hidden_gathers_stay_apart_when_a_merge_only_adds_copies);
+  tcase_add_test (tc, a_merge_refused_flat_is_tried_grouped);
+  tcase_add_test (tc, the_rule_groups_where_copies_lose_and_keeps_flat_where_they_win);
   tcase_add_test (tc, no_bucket_leaves_the_graph_alone);
   tcase_add_test (tc, bucket_cap_stops_a_flat_merge);
   tcase_add_test (tc, a_bucket_over_the_cap_is_grouped);

@@ -270,7 +270,7 @@ START_TEST (sample_plans_after_bucketing)
   ck_assert_int_gt (n_specs, 0);
   g_autofree SgBucketSpec *specs = g_new (SgBucketSpec, (size_t)n_specs);
   for (int32_t s = 0; s < n_specs; s++)
-    specs[s] = (SgBucketSpec){ &g_array_index (members, SgNodeId, 2 * s), 2, false };
+    specs[s] = (SgBucketSpec){ &g_array_index (members, SgNodeId, 2 * s), 2, SG_BUCKET_LOWERING_FLAT };
   g_autoptr (GError) e = NULL;
   ck_assert_msg (sg_bucket_apply (g, specs, n_specs, &e), "%s", e ? e->message : "");
   g_array_free (members, TRUE);

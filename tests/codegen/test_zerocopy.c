@@ -27,7 +27,7 @@ bucket (SgGraph *g, const char *const *names, int32_t n)
     ids[i] = sg_graph_lookup (g, names[i]);
     ck_assert_int_ne (ids[i], SG_NO_NODE);
   }
-  SgBucketSpec spec = { ids, n, false };
+  SgBucketSpec spec = { ids, n, SG_BUCKET_LOWERING_FLAT };
   GError *e = NULL;
   ck_assert_msg (sg_bucket_apply (g, &spec, 1, &e), "%s", e ? e->message : "");
   SgConfig cfg;
@@ -271,7 +271,7 @@ START_TEST (buckets_of_the_same_shards_share_their_layout)
     tb_output (g, 1, "m3");
     SgNodeId first[2] = { sg_graph_lookup (g, "a0"), sg_graph_lookup (g, "a1") };
     SgNodeId second[2] = { sg_graph_lookup (g, "b0"), sg_graph_lookup (g, "b1") };
-    SgBucketSpec specs[2] = { { first, 2, false }, { second, 2, false } };
+    SgBucketSpec specs[2] = { { first, 2, SG_BUCKET_LOWERING_FLAT }, { second, 2, SG_BUCKET_LOWERING_FLAT } };
     GError *e = NULL;
     ck_assert_msg (sg_bucket_apply (g, specs, 2, &e), "%s", e ? e->message : "");
     ck_assert_int_eq (reason_of (g, "bucket_pack_a0"), SG_COPY_ELIDED);
