@@ -47,7 +47,10 @@ typedef struct {
   SgBucketCand *cands;   /* in id order */
   int32_t n_cands, n_keys;
   uint64_t cap;          /* bytes per flat bucket (a larger one is grouped) */
-  bool flat_only;        /* --bucket-lowering flat: the cap bounds every bucket */
+  /* how buckets are lowered: cfg->bucket_lowering, or FLAT for the
+   * flat-only greedy of auto mode (run.c) */
+  SgBucketLowering lowering;
+  bool flat_only;        /* lowering FLAT: the cap bounds every bucket */
   uint64_t peak_limit;   /* predicted peak live bytes a result may reach */
   double base_step_us;   /* the unbucketed graph's predicted step */
 } SgBucketSearch;
@@ -113,15 +116,15 @@ bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
  * *@comm_us (may be NULL): the chosen lowering's collective time. */
 bool sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
                            const SgNodeId *colls, int32_t n, double *comm_us);
-/* Decides the lowering of every AUTO spec by the rule (cfg->bucket_lowering,
- * when not AUTO, decides every spec). */
+/* Decides the lowering of every AUTO spec by the rule (s->lowering, when
+ * not AUTO, decides every spec). */
 void sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n);
 /* GROUPED for FLAT, FLAT for anything else. */
 SgBucketLowering sg_bucket_lowering_other (SgBucketLowering l);
 /* Flips the lowering of one bucket at a time (the rule's closest calls
  * first, a bounded number of simulations) and keeps a flip where the
  * predicted step gets shorter within the peak limit; updates *@ev. Nothing
- * when cfg->bucket_lowering is not AUTO. */
+ * when s->lowering is not AUTO. */
 void sg_bucket_relower (SgBucketSearch *s, SgBucketSpec *specs, int32_t n, SgBucketEval *ev);
 
 /* report.c: fills st->infos (and n_infos) from the bucket collectives of

@@ -125,7 +125,7 @@ static Trial
 trial (Ctx *x, int32_t lo, int32_t hi, SgBucketEval *ev)
 {
   Trial t = judge (x, lo, hi, ev);
-  if (t != TRIAL_STEP || hi - lo != 1 || (x->s->cfg && x->s->cfg->bucket_lowering))
+  if (t != TRIAL_STEP || hi - lo != 1 || x->s->lowering != SG_BUCKET_LOWERING_AUTO)
     return t;
   Bucket *bk = &g_array_index (x->buckets, Bucket, g_array_index (x->prop_b, int32_t, lo));
   if (bk->lowering != SG_BUCKET_LOWERING_AUTO)
@@ -302,7 +302,7 @@ predicted_ok (Ctx *x, const Bucket *bk, int32_t cand)
   colls[w] = x->cands[cand].c, waits[w++] = x->cands[cand].w;
   return sg_bucket_predict_ok (x->pred, colls, waits, (int32_t)w,
                                bk->bytes + x->cands[cand].bytes,
-                               x->s->cfg ? x->s->cfg->bucket_lowering : SG_BUCKET_LOWERING_AUTO,
+                               x->s->lowering,
                                x->s->cap);
 }
 

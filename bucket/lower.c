@@ -83,7 +83,7 @@ sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
 void
 sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n)
 {
-  SgBucketLowering forced = s->cfg ? s->cfg->bucket_lowering : SG_BUCKET_LOWERING_AUTO;
+  SgBucketLowering forced = s->lowering;
   for (int32_t b = 0; b < n; b++)
     if (specs[b].lowering == SG_BUCKET_LOWERING_AUTO || forced != SG_BUCKET_LOWERING_AUTO)
       specs[b].lowering = sg_bucket_lower_rule (s->g, forced, s->cap, specs[b].members,
@@ -113,7 +113,7 @@ by_margin (const void *a, const void *b)
 void
 sg_bucket_relower (SgBucketSearch *s, SgBucketSpec *specs, int32_t n, SgBucketEval *ev)
 {
-  if (n == 0 || (s->cfg && s->cfg->bucket_lowering != SG_BUCKET_LOWERING_AUTO))
+  if (n == 0 || s->lowering != SG_BUCKET_LOWERING_AUTO)
     return;
   g_autofree Close *order = g_new (Close, (size_t)n);
   int32_t m = 0;

@@ -169,7 +169,7 @@ try_merge (Refine *r, GPtrArray *units, guint u)
   r->lowering[head] = SG_BUCKET_LOWERING_AUTO;
   SgBucketEval ev;
   bool ok = better (r, true, &ev);
-  if (!ok && !(r->s->cfg && r->s->cfg->bucket_lowering)) {
+  if (!ok && r->s->lowering == SG_BUCKET_LOWERING_AUTO) {
     int32_t ns;
     SgBucketSpec *one = to_specs_of (r, a, &ns);
     r->lowering[head] = sg_bucket_lowering_other (one->lowering);

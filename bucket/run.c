@@ -206,6 +206,43 @@ refine (SgBucketSearch *s, Choice *c)
   c->n = n;
 }
 
+/* True when the rule lowers one of @specs grouped (or they say so). */
+static bool
+any_grouped (const SgBucketSearch *s, const SgBucketSpec *specs, int32_t n)
+{
+  g_autofree SgBucketSpec *l = g_memdup2 (specs, sizeof *specs * (size_t)MAX (n, 1));
+  sg_bucket_lower_specs (s, l, n);
+  for (int32_t b = 0; b < n; b++)
+    if (l[b].lowering == SG_BUCKET_LOWERING_GROUPED)
+      return true;
+  return false;
+}
+
+/* The greedy and its refinement once more with every bucket flat and the
+ * cap on every bucket (what the pass did before grouped buckets): a
+ * grouped merge the greedy kept early can hold back flat merges that end
+ * shorter (across machines every member of a group pays a network
+ * latency); the shorter of the two stands in @greedy. False with @error
+ * when the greedy fails. */
+static bool
+greedy_flat (SgBucketSearch *s, const SgBucketEval *base, Choice *greedy, GError **error)
+{
+  s->lowering = SG_BUCKET_LOWERING_FLAT;
+  s->flat_only = true;
+  Choice flat = { .source = SG_BUCKET_FROM_GREEDY };
+  flat.specs = sg_bucket_greedy (s, base, &flat.ev, &flat.n, error);
+  bool ok = flat.specs != NULL;
+  if (ok)
+    refine (s, &flat);
+  for (int32_t b = 0; b < flat.n; b++) /* decided now: the rule would not keep them flat */
+    flat.specs[b].lowering = SG_BUCKET_LOWERING_FLAT;
+  s->lowering = SG_BUCKET_LOWERING_AUTO;
+  s->flat_only = false;
+  if (ok)
+    keep_better (greedy, flat);
+  return ok;
+}
+
 /* Runs the searches of cfg's mode; returns the specs to apply (transfer
  * full; NULL with *n_specs 0 for none, and with @error set on failure) and
  * their evaluation in *@ev (*@base for none; per-layer mode: its
@@ -244,6 +281,12 @@ choose (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *ev, int32_t *
     return NULL;
   }
   refine (s, &greedy);
+  if (s->lowering == SG_BUCKET_LOWERING_AUTO && any_grouped (s, greedy.specs, greedy.n)
+      && !greedy_flat (s, base, &greedy, error)) {
+    sg_bucket_specs_free (greedy.specs, greedy.n);
+    sg_bucket_specs_free (layer.specs, layer.n);
+    return NULL;
+  }
   st->greedy_step_us = greedy.ev.step_us;
   /* the unbucketed graph, the greedy's buckets, the per-layer buckets:
    * the shortest predicted step wins (ties: fewer collectives) */
@@ -295,6 +338,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     return true;
 
   SgBucketSearch s = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes,
+                       .lowering = st->lowering,
                        .flat_only = st->lowering == SG_BUCKET_LOWERING_FLAT };
   double grow = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
   s.peak_limit = (uint64_t)((double)base.peak_bytes * (1.0 + MAX (grow, 0.0)));

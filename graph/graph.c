@@ -803,24 +803,27 @@ sg_node_comm_bytes (const SgGraph *g, SgNodeId id)
   return sum;
 }
 
+/* The first input of @id when it is a node of @kind, else SG_NO_NODE. */
+static SgNodeId
+first_input_if (const SgGraph *g, SgNodeId id, SgOpKind kind)
+{
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  return g->nodes[id].kind == kind && k ? in[0] : SG_NO_NODE;
+}
+
 SgNodeId
 sg_node_coalesced_of (const SgGraph *g, SgNodeId id)
 {
-  if (g->nodes[id].kind != SG_OP_GETITEM || g->nodes[id].n_in == 0)
-    return SG_NO_NODE;
-  uint32_t k;
-  SgNodeId src = sg_node_inputs (g, id, &k)[0];
-  return sg_op_is_coalesced (g->nodes[src].kind) ? src : SG_NO_NODE;
+  SgNodeId src = first_input_if (g, id, SG_OP_GETITEM);
+  return src != SG_NO_NODE && sg_op_is_coalesced (g->nodes[src].kind) ? src : SG_NO_NODE;
 }
 
 SgNodeId
 sg_node_wait_target (const SgGraph *g, SgNodeId wait)
 {
-  if (g->nodes[wait].kind != SG_OP_WAIT || g->nodes[wait].n_in == 0)
-    return SG_NO_NODE;
-  uint32_t k;
-  SgNodeId t = sg_node_inputs (g, wait, &k)[0];
-  SgNodeId c = sg_node_coalesced_of (g, t);
+  SgNodeId t = first_input_if (g, wait, SG_OP_WAIT);
+  SgNodeId c = t != SG_NO_NODE ? sg_node_coalesced_of (g, t) : SG_NO_NODE;
   return c != SG_NO_NODE ? c : t;
 }
 

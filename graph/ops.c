@@ -357,22 +357,26 @@ static const SgOpKind coalesced_rows[][2] = {
   { SG_OP_ALL_REDUCE_COALESCED, SG_OP_ALL_REDUCE },
 };
 
+/* Column @to of the row whose column @from is @kind, else @none. */
+static SgOpKind
+coalesced_lookup (SgOpKind kind, int from, int to, SgOpKind none)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (coalesced_rows); i++)
+    if (coalesced_rows[i][from] == kind)
+      return coalesced_rows[i][to];
+  return none;
+}
+
 SgOpKind
 sg_op_member_kind (SgOpKind kind)
 {
-  for (size_t i = 0; i < G_N_ELEMENTS (coalesced_rows); i++)
-    if (coalesced_rows[i][0] == kind)
-      return coalesced_rows[i][1];
-  return kind;
+  return coalesced_lookup (kind, 0, 1, kind);
 }
 
 SgOpKind
 sg_op_coalesced_kind (SgOpKind kind)
 {
-  for (size_t i = 0; i < G_N_ELEMENTS (coalesced_rows); i++)
-    if (coalesced_rows[i][1] == kind)
-      return coalesced_rows[i][0];
-  return SG_OP_UNKNOWN;
+  return coalesced_lookup (kind, 1, 0, SG_OP_UNKNOWN);
 }
 
 bool
