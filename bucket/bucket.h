@@ -5,7 +5,10 @@
  * buffer: schedgraph.bucket_pack -> the c10d collective (kwargs
  * "schedgraph_bucket": member names) -> wait_tensor -> one
  * schedgraph.bucket_unpack per member (docs/ops.md has the exact semantics,
- * docs/bucketing.md the algorithm). The objective is the simulator's
+ * docs/bucketing.md the algorithm), or into one coalesced collective over
+ * the members' own tensors whose elements their waits read (grouped:
+ * no copy, one NCCL group), per bucket whichever predicts the shorter
+ * step. The objective is the simulator's
  * step_us: a bucket is kept only where the augmented graph stays acyclic,
  * the predicted step does not lengthen and the predicted peak stays within
  * --max-peak-increase; the automatic mode takes the better of a greedy

@@ -4,18 +4,21 @@
  * keys, the augmented graph without hiding edges, the rewrite of the
  * trial graphs),
  * simulates the unbucketed graph, runs the searches of the mode
- * (auto: the greedy of bucket.c and the per-layer buckets of layers.c;
- * per-layer: those alone), keeps the set with the shortest predicted step
- * (never one that lengthens it, never one past the peak limit, in auto
- * mode), applies it with sg_bucket_apply, costs the new nodes and records
- * the hiding relation of the bucketed order. The simulator is the judge:
+ * (auto: the greedy of bucket.c, once more flat-only when it grouped a
+ * bucket, and the per-layer buckets of layers.c; per-layer: those alone),
+ * keeps the set with the shortest predicted step (never one that
+ * lengthens it, never one past the peak limit, in auto mode), lowers each
+ * bucket flat or grouped (lower.c: the rule, then one flip at a time
+ * judged by the simulator), applies it with sg_bucket_apply, costs the
+ * new nodes and records the hiding relation of the bucketed order. The simulator is the judge:
  * its cost model prices the new nodes, with the copies codegen elides
  * (graph/elide.c) at zero.
  * Mirrors: the pass structure of PyTorch's bucketing passes (collect
  * candidates, decide, one graph surgery at the end).
  * Requires: estimate (g->cost_model, est_us), a topological order (the
  * scheduler's), implicit edges of the scheduler (optional).
- * Invalidates: node ids, users; adds pack/unpack nodes.
+ * Invalidates: node ids, users; adds pack/unpack nodes or coalesced
+ * collectives with their getitems.
  */
 #include "bucket-private.h"
 
