@@ -13,6 +13,9 @@
 #include "bucket-test.h"
 #include "builder.h"
 
+/* every bucket of these tests is flat (pack / unpack) */
+#define FLAT SG_BUCKET_LOWERING_FLAT
+
 #define I(x) ((int64_t)(x))
 
 static const char *data_dir = "tests/data"; /* argv[1] overrides */
@@ -148,7 +151,8 @@ START_TEST (the_rule_groups_where_copies_lose_and_keeps_flat_where_they_win)
   tb_output (g, 1, "w_ag_s1");
   SgConfig cfg;
   estimate (g, &cfg);
-#define PAIR(names, a, b) ((SgNodeId[]){ sg_graph_lookup (g, names[a]), sg_graph_lookup (g, names[b]) })
+#define PAIR(names, a, b)                                                                          \
+  ((SgNodeId[]){ sg_graph_lookup (g, names[a]), sg_graph_lookup (g, names[b]) })
 #define RULE(names, a, b, cap) \
   sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_AUTO, (cap), PAIR (names, a, b), 2, NULL)
   ck_assert (!RULE (ag, 0, 1, G_MAXUINT64));
@@ -369,12 +373,12 @@ START_TEST (bucket_of_buckets_lists_the_original_members)
   /* two buckets by hand, then the pass may merge them */
   SgNodeId b0[2] = { sg_graph_lookup (g, "ag0"), sg_graph_lookup (g, "ag1") };
   SgNodeId b1[2] = { sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "ag3") };
-  SgBucketSpec specs[2] = { { b0, 2, SG_BUCKET_LOWERING_FLAT }, { b1, 2, SG_BUCKET_LOWERING_FLAT } };
+  SgBucketSpec specs[2] = { { b0, 2, FLAT }, { b1, 2, FLAT } };
   GError *error = NULL;
   ck_assert (sg_bucket_apply (g, specs, 2, &error));
   /* a bucket of buckets: its member list names the four gathers */
   SgNodeId bb[2] = { sg_graph_lookup (g, "bucket_ag0"), sg_graph_lookup (g, "bucket_ag2") };
-  SgBucketSpec outer = { bb, 2, SG_BUCKET_LOWERING_FLAT };
+  SgBucketSpec outer = { bb, 2, FLAT };
   ck_assert_msg (sg_bucket_apply (g, &outer, 1, &error), "%s", error ? error->message : "");
   ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "");
   /* one collective left: the pass has nothing to merge and lists it */

@@ -200,7 +200,8 @@ START_TEST (malformed_coalesced_instructions_are_rejected_naming_the_rule)
     int32_t t = c->out[1]; /* member 1 gathers into member 0's input */
     c->out[1] = c->in[0];
     c->in[0] = t;
-    assert_rejected (p, "does not match all_gather_coalesced of 256 -> 256 elements over 2 ranks (a member)");
+    assert_rejected (p, "does not match all_gather_coalesced of 256 -> 256 elements over 2 "
+                        "ranks (a member)");
   }
   {
     g_autoptr (SgPlan) p = plan_of (g);
