@@ -158,6 +158,30 @@ member_names (SgRewrite *rw, const SgBucketSpec *spec)
   return sg_rewrite_list (rw, (const SgArg *)(void *)names->data, names->len);
 }
 
+/* A bucket collective's arguments: the first member's, with @input where
+ * its input was, and its kwargs with the members listed last. */
+typedef struct {
+  SgArg args[16];
+  SgKwarg kwargs[16];
+  uint32_t n_args, n_kwargs;
+} CollArgs;
+
+static void
+coll_args (SgRewrite *rw, const SgBucketSpec *spec, SgOpKind member_kind, SgArg input,
+           CollArgs *ca)
+{
+  SgNodeId m0 = spec->members[0];
+  ca->n_args = sg_rewrite_args_of (rw, m0, ca->args, G_N_ELEMENTS (ca->args));
+  uint32_t nk = sg_rewrite_kwargs_of (rw, m0, ca->kwargs, G_N_ELEMENTS (ca->kwargs) - 1);
+  g_assert (ca->n_args <= G_N_ELEMENTS (ca->args) && nk < G_N_ELEMENTS (ca->kwargs));
+  ca->args[sg_op_param_pos (member_kind, SG_PARAM_INPUT)] = input;
+  ca->n_kwargs = 0;
+  for (uint32_t i = 0; i < nk; i++)
+    if (strcmp (ca->kwargs[i].key, SG_BUCKET_KWARG) != 0)
+      ca->kwargs[ca->n_kwargs++] = ca->kwargs[i];
+  ca->kwargs[ca->n_kwargs++] = (SgKwarg){ SG_BUCKET_KWARG, member_names (rw, spec) };
+}
+
 static SgNodeId
 add (SgRewrite *rw, const char *prefix, const char *base, SgNodeSpec *spec, GError **error)
 {
@@ -207,18 +231,10 @@ add_bucket (SgRewrite *rw, const SgBucketSpec *spec, const SgNodeId *waits, SgNo
 
   /* C = the member's collective on P, same other args, kwargs listing the
    * members last */
-  SgArg cargs[16];
-  SgKwarg ckw[16];
-  uint32_t na = sg_rewrite_args_of (rw, m0, cargs, G_N_ELEMENTS (cargs));
-  uint32_t nk = sg_rewrite_kwargs_of (rw, m0, ckw, G_N_ELEMENTS (ckw) - 1), w = 0;
-  g_assert (na <= G_N_ELEMENTS (cargs) && nk < G_N_ELEMENTS (ckw));
-  cargs[sg_op_param_pos (plan.kind, SG_PARAM_INPUT)] = sg_arg_ref (p);
-  for (uint32_t i = 0; i < nk; i++)
-    if (strcmp (ckw[i].key, SG_BUCKET_KWARG) != 0)
-      ckw[w++] = ckw[i];
-  ckw[w++] = (SgKwarg){ SG_BUCKET_KWARG, member_names (rw, spec) };
-  SgNodeSpec cs = { .kind = plan.kind, .target = g->nodes[m0].target, .args = cargs,
-                    .n_args = na, .kwargs = ckw, .n_kwargs = w,
+  CollArgs ca;
+  coll_args (rw, spec, plan.kind, sg_arg_ref (p), &ca);
+  SgNodeSpec cs = { .kind = plan.kind, .target = g->nodes[m0].target, .args = ca.args,
+                    .n_args = ca.n_args, .kwargs = ca.kwargs, .n_kwargs = ca.n_kwargs,
                     .meta = flat_meta (rw, l.out_numel, plan.dtype) };
   SgNodeId c = add (rw, "bucket_", first, &cs, error);
   if (c == SG_NO_NODE)
@@ -285,21 +301,13 @@ add_grouped (SgRewrite *rw, const SgBucketSpec *spec, const SgNodeId *waits, SgN
     refs[i] = sg_arg_ref (plan.inputs[i]);
     metas[i] = sg_rewrite_meta (rw, sg_meta_shape (g, mm), NULL, mm->ndim, plan.dtype);
   }
-  SgArg cargs[16];
-  SgKwarg ckw[16];
-  uint32_t na = sg_rewrite_args_of (rw, m0, cargs, G_N_ELEMENTS (cargs));
-  uint32_t nk = sg_rewrite_kwargs_of (rw, m0, ckw, G_N_ELEMENTS (ckw) - 1), w = 0;
-  g_assert (na <= G_N_ELEMENTS (cargs) && nk < G_N_ELEMENTS (ckw));
   /* the coalesced op's parameters are the member's, with the list of
    * inputs where the input was (graph/ops.c) */
   g_assert (sg_op_param_pos (kind, SG_PARAM_INPUTS) == sg_op_param_pos (plan.kind, SG_PARAM_INPUT));
-  cargs[sg_op_param_pos (plan.kind, SG_PARAM_INPUT)] = sg_rewrite_list (rw, refs, (uint32_t)n);
-  for (uint32_t i = 0; i < nk; i++)
-    if (strcmp (ckw[i].key, SG_BUCKET_KWARG) != 0)
-      ckw[w++] = ckw[i];
-  ckw[w++] = (SgKwarg){ SG_BUCKET_KWARG, member_names (rw, spec) };
-  SgNodeSpec cs = { .kind = kind, .args = cargs, .n_args = na, .kwargs = ckw, .n_kwargs = w,
-                    .tuple = metas, .n_tuple = (uint32_t)n };
+  CollArgs ca;
+  coll_args (rw, spec, plan.kind, sg_rewrite_list (rw, refs, (uint32_t)n), &ca);
+  SgNodeSpec cs = { .kind = kind, .args = ca.args, .n_args = ca.n_args, .kwargs = ca.kwargs,
+                    .n_kwargs = ca.n_kwargs, .tuple = metas, .n_tuple = (uint32_t)n };
   cs.meta.ndim = -1;
   bool ok = false;
   SgNodeId c = add (rw, "bucket_", first, &cs, error);
