@@ -276,7 +276,7 @@ sg_codegen_options_text (const SgConfig *cfg)
   g_autofree char *profile = file_option (cfg->profile);
   return g_strdup_printf ("cluster=%s profile=%s reorder=%d max_in_flight_bytes=%" G_GUINT64_FORMAT
                           " max_peak_increase=%s prefetch_limit=%d bucket=%d"
-                          " bucket_cap_bytes=%" G_GUINT64_FORMAT " bucket_mode=%s%s%s%s",
+                          " bucket_cap_bytes=%" G_GUINT64_FORMAT " bucket_mode=%s%s%s%s%s%s",
                           cluster, profile,
                           cfg->reorder ? 1 : 0, cfg->max_in_flight_bytes, frac,
                           (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes,
@@ -285,7 +285,10 @@ sg_codegen_options_text (const SgConfig *cfg)
                           cfg->bucket_lowering ? " bucket_lowering=" : "",
                           cfg->bucket_lowering ? sg_bucket_lowering_name (cfg->bucket_lowering)
                                                : "",
-                          cfg->exact ? " exact=1" : "");
+                          cfg->exact ? " exact=1" : "",
+                          cfg->decompose != SG_DECOMPOSE_AUTO ? " decompose=" : "",
+                          cfg->decompose != SG_DECOMPOSE_AUTO
+                              ? sg_decompose_mode_name (cfg->decompose) : "");
 }
 
 bool

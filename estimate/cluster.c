@@ -44,7 +44,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
   .coalesced_member_us = 0.0,                                                                   \
   .efficiency_all_gather = 0.695, .efficiency_reduce_scatter = 0.695,                           \
   .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
-  .ce_GBps = 324.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 1.0,                              \
+  .ce_GBps = 324.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 0.58, .gemm_sm_overhead = 1.05,  \
   .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0, \
   .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,    \
   .contention_held_scale = 1.0
@@ -71,7 +71,7 @@ static const SgCluster presets[] = {
     .coalesced_member_us = 0.0,
     .efficiency_all_gather = 1.0, .efficiency_reduce_scatter = 1.0,
     .efficiency_all_reduce = 1.0, .efficiency_broadcast = 1.0, .efficiency_p2p = 1.0,
-    .ce_GBps = 232.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 1.0,
+    .ce_GBps = 232.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 0.58, .gemm_sm_overhead = 1.05,
     .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0,
     .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,
     .contention_held_scale = 1.0,
@@ -168,6 +168,7 @@ static const Field fields[] = {
   D ("ce_GBps", ce_GBps, 0, true, 1e5),
   D ("ce_latency_us", ce_latency_us, 0, false, 1e6),
   D ("gemm_sm_exponent", gemm_sm_exponent, 0, false, 10),
+  D ("gemm_sm_overhead", gemm_sm_overhead, 1, false, 10),
   D ("comm_slowdown", contention.comm_slowdown, 1, false, 100),
   D ("compute_slowdown", contention.compute_slowdown, 1, false, 100),
   D ("reduce_slowdown", contention.reduce_slowdown, 1, false, 100),

@@ -61,9 +61,10 @@ sg_compute_gemm_us (const SgCluster *c, SgDtype dtype, double flops, double byte
 double
 sg_compute_sm_factor (const SgCluster *c, const SgNode *n)
 {
-  if (sg_op_class (n->kind) != SG_CLASS_MATMUL || n->sm_count <= 0 || n->sm_count >= c->sm_count)
+  if (sg_op_class (n->kind) != SG_CLASS_MATMUL || n->sm_count <= 0)
     return 1.0;
-  return pow ((double)c->sm_count / (double)n->sm_count, c->gemm_sm_exponent);
+  const double s = MIN (n->sm_count, c->sm_count);
+  return c->gemm_sm_overhead * pow ((double)c->sm_count / s, c->gemm_sm_exponent);
 }
 
 static bool

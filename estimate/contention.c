@@ -578,6 +578,10 @@ sg_cost_contention_rates (const SgCostModel *cm, SgTransport tr, SgOpKind kind, 
       pts = fams[i] ? fam_points (t, fams[i], s) : NULL;
     if (!pts) {
       sg_contention_global_rates (&t->global, t->start_wait, kind, t->slots[s].klass, &out[s]);
+      /* the copy engine needs no SM: a kernel holding every SM does not
+       * hold a copy-engine step (its HBM traffic still slows both) */
+      if (tr == SG_TRANSPORT_CE)
+        out[s].wait_before = out[s].wait_during = 0.0;
       continue;
     }
     const SgPairRates r = interp (pts, logb);

@@ -74,9 +74,11 @@ typedef struct {
   /* point-to-point over the copy engine (CUDA IPC, inside a node) */
   double ce_GBps;        /* one peer, one direction */
   double ce_latency_us;  /* per step: the copy's issue and the two flag handshakes */
-  /* a GEMM given s of sm_count SMs takes (sm_count / s)^gemm_sm_exponent
-   * times as long */
+  /* a GEMM given an SM-count target s (cuBLASLt) takes gemm_sm_overhead x
+   * (sm_count / min(s, sm_count))^gemm_sm_exponent times as long as on
+   * every SM (fitted on tools/device/chunked_mm.sh's measurement) */
   double gemm_sm_exponent;
+  double gemm_sm_overhead;
 
   SgContention contention;
   double comm_start_wait; /* see sg_cost_model_comm_start_wait() */

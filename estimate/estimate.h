@@ -192,7 +192,8 @@ SgTransport sg_cost_collective_transport (const SgCostModel *cm, const SgGraph *
  * @group_size ranks over @n_nodes machines, over @t) beside each slot:
  * fills @out[sg_cost_contention_slots (cm)]. Measured pairs are
  * interpolated in bytes; missing ones fall back (docs/cost-model.md
- * "Missing pairs") down to sg_contention_global_rates. */
+ * "Missing pairs") down to sg_contention_global_rates, without its waits
+ * for a copy-engine transport (it uses no SM, so nothing holds it). */
 void sg_cost_contention_rates (const SgCostModel *cm, SgTransport t, SgOpKind kind,
                                uint64_t bytes, int32_t group_size, int32_t n_nodes,
                                SgPairRates *out);
@@ -216,8 +217,8 @@ double sg_cost_p2p_us (const SgCostModel *cm, SgTransport transport, uint64_t by
                        bool same_node);
 
 /* SMs of one GPU of the cluster (the full count an `sm_count` target is a
- * fraction of; a matmul given s of them costs (sm_count / s)^gemm_sm_exponent
- * times more, docs/cost-model.md). */
+ * fraction of; a matmul given s of them costs gemm_sm_overhead x
+ * (sm_count / s)^gemm_sm_exponent times more, docs/cost-model.md). */
 int32_t sg_cost_model_sm_count (const SgCostModel *cm);
 
 /* (transfer none) The cluster's name: a preset name or the cluster file. */

@@ -104,6 +104,8 @@ struct SgRewrite {
   SgNode *spare_nodes;         /* a freed trial graph's node array */
   int32_t spare_cap;
   GArray *spare_inputs;        /* and its inputs */
+  SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit */
+  int32_t result_n;            /* entries of result_id (0: none laid out yet) */
 };
 
 /* The edited graph laid out in its new order. */

@@ -85,6 +85,8 @@ sg_graph_free (SgGraph *g)
     g_array_unref (g->implicit_edges);
   if (g->bucket_stats && g->bucket_stats_free)
     g->bucket_stats_free (g->bucket_stats);
+  if (g->decompose_stats && g->decompose_stats_free)
+    g->decompose_stats_free (g->decompose_stats);
   g_free (g);
 }
 
@@ -866,33 +868,70 @@ sg_graph_fill_users (SgGraph *g)
 /* --- mutation --------------------------------------------------------------- */
 
 bool
-sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error)
+sg_graph_check_order (const SgGraph *g, const SgNodeId *order, int32_t n, SgNodeId *new_id,
+                      GError **error)
 {
-  int32_t n = g->n_nodes;
-  g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)n);
-  for (int32_t i = 0; i < n; i++)
-    new_id[i] = SG_NO_NODE;
+  g_return_val_if_fail (g && (order || n == 0) && n >= 0 && n <= g->n_nodes, false);
+  g_autofree SgNodeId *own = new_id ? NULL : g_new (SgNodeId, (size_t)g->n_nodes + 1);
+  SgNodeId *pos = new_id ? new_id : own;
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    pos[i] = SG_NO_NODE;
   for (int32_t i = 0; i < n; i++) {
     SgNodeId o = order[i];
-    if (o < 0 || o >= n || new_id[o] != SG_NO_NODE) {
+    if (o < 0 || o >= g->n_nodes) {
       g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
-                   "order position %d: %s node id %d", i,
-                   (o < 0 || o >= n) ? "invalid" : "repeated", o);
+                   "order position %d: node id %d is not a node of the graph", i, o);
       return false;
     }
-    new_id[o] = i;
+    if (pos[o] != SG_NO_NODE) {
+      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
+                   "order position %d: node '%s' is repeated (first at position %d)", i,
+                   g->nodes[o].name, pos[o]);
+      return false;
+    }
+    pos[o] = i;
+  }
+  /* The output reads what the step returns and nothing reads it: it is
+   * the last node of every order (graph-format.md). */
+  if (g->output != SG_NO_NODE && pos[g->output] == SG_NO_NODE) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                 "order: node '%s': the output node cannot be removed", g->nodes[g->output].name);
+    return false;
+  }
+  if (g->output != SG_NO_NODE && pos[g->output] != n - 1) {
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
+                 "order position %d: the output node '%s' must come last (position %d)",
+                 pos[g->output], g->nodes[g->output].name, n - 1);
+    return false;
   }
   for (int32_t i = 0; i < n; i++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, order[i], &k);
-    for (uint32_t j = 0; j < k; j++)
-      if (new_id[in[j]] >= i) {
-        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
-                     "order: node '%s' comes before its input '%s'", g->nodes[order[i]].name,
-                     g->nodes[in[j]].name);
+    for (uint32_t j = 0; j < k; j++) {
+      if (pos[in[j]] == SG_NO_NODE) {
+        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                     "order position %d: node '%s' reads '%s', which the order leaves out", i,
+                     g->nodes[order[i]].name, g->nodes[in[j]].name);
         return false;
       }
+      if (pos[in[j]] > i) {
+        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
+                     "order position %d: node '%s' comes before its input '%s' (position %d)", i,
+                     g->nodes[order[i]].name, g->nodes[in[j]].name, pos[in[j]]);
+        return false;
+      }
+    }
   }
+  return true;
+}
+
+bool
+sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error)
+{
+  int32_t n = g->n_nodes;
+  g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)n + 1);
+  if (!sg_graph_check_order (g, order, n, new_id, error))
+    return false;
   SgNode *nodes = g_new (SgNode, (size_t)g->nodes_cap);
   for (int32_t i = 0; i < n; i++)
     nodes[i] = g->nodes[order[i]];

@@ -201,6 +201,11 @@ typedef struct SgGraph {
   void *bucket_stats;
   GDestroyNotify bucket_stats_free;
 
+  /* decompose/'s sites and choices of its last run, opaque here; freed
+   * with the graph */
+  void *decompose_stats;
+  GDestroyNotify decompose_stats_free;
+
   /* Implicit (non-data) ordering edges recorded by passes (schedule/,
    * bucket/): a GArray of SgImplicitEdge, NULL when none. Edges hold node
    * ids; sg_graph_permute(), _compact(), _select() and the rewrite API
@@ -583,10 +588,30 @@ bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
 
 /* --- mutation ----------------------------------------------------------- */
 
+/* The one check of an order (every reorder applies it: sg_graph_permute,
+ * sg_graph_select, schedule/'s order files and simulations): @order lists
+ * @n distinct node ids of @g, each after its inputs, and the output node
+ * (when @g has one) last. @n < g->n_nodes leaves nodes out; none that is
+ * listed may read one left out. Fills @new_id (g->n_nodes entries, may be
+ * NULL): each id's position, SG_NO_NODE when not listed. False with
+ * @error naming the position and node (SG_GRAPH_ERROR_CYCLE: not an order,
+ * the output not last; SG_GRAPH_ERROR_REF: a node left out that is read,
+ * or the output). */
+bool sg_graph_check_order (const SgGraph *g, const SgNodeId *order, int32_t n, SgNodeId *new_id,
+                           GError **error);
+
 /* Renumbers nodes so that new id i is old id @order[i] (a permutation of all
- * ids). Fails, naming the first node whose input comes after it, when
- * @order is not topological; the graph is unchanged then. */
+ * ids). Fails as sg_graph_check_order() does (naming the first node whose
+ * input comes after it, or the output when it is not last); the graph is
+ * unchanged then. */
 bool sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error);
+
+/* The stable topological order of @g by @key (n_nodes entries): among
+ * nodes whose data inputs and implicit-edge sources are placed, the one of
+ * smallest key, ties on id (what the rewrite API lays out by its placement
+ * keys). (transfer full) n_nodes ids, or NULL when implicit edges close a
+ * cycle. Fills users. O((nodes + edges) log nodes). */
+SgNodeId *sg_graph_order_by_key (SgGraph *g, const int64_t *key);
 
 /* Interns a string in the graph's chunk. (transfer none) */
 const char *sg_graph_intern (SgGraph *g, const char *s);
@@ -598,6 +623,20 @@ typedef enum {
   SG_BUCKET_MODE_AUTO = 0,  /* the best predicted step of the greedy and per-layer */
   SG_BUCKET_MODE_PER_LAYER, /* FSDP2's buckets: one per layer and collective kind */
 } SgBucketMode;
+
+/* Whether decompose/ splits collective matmuls into ring steps
+ * (--decompose, --no-decompose; docs/decompose.md). */
+typedef enum {
+  SG_DECOMPOSE_AUTO = 0, /* the sites where the simulator predicts a shorter step */
+  SG_DECOMPOSE_OFF,      /* none (--no-decompose) */
+  SG_DECOMPOSE_ALL,      /* every site found, each in its best form (tests, inspection) */
+  SG_DECOMPOSE_ALL_GATHER, /* every all_gather -> mm site, nothing else (exactness tests) */
+} SgDecomposeMode;
+
+/* "auto", "off", "all", "all-gather" (the --decompose spellings). */
+const char *sg_decompose_mode_name (SgDecomposeMode mode);
+/* Parses a --decompose spelling; false for anything else. */
+bool sg_decompose_mode_from_name (const char *name, SgDecomposeMode *out);
 
 /* "auto", "per-layer" (the --bucket-mode spellings). */
 const char *sg_bucket_mode_name (SgBucketMode mode);
@@ -622,6 +661,8 @@ typedef struct {
   /* estimate/ */
   const char *cluster;      /* preset name or JSON file; NULL: the graph's, else h200-sxm */
   const char *profile;      /* measured-times JSON, or NULL */
+  /* decompose/ */
+  SgDecomposeMode decompose; /* auto: where it wins (default); off: --no-decompose */
   /* schedule/ */
   bool reorder;             /* false: keep the input order (--no-reorder) */
   uint64_t max_in_flight_bytes; /* per group; 0 = unlimited */
@@ -678,9 +719,10 @@ SgGraph *sg_graph_copy (const SgGraph *g);
 
 /* Keeps exactly the @n nodes listed in @order, renumbered in that order
  * (sg_graph_compact and sg_graph_permute in one pass). Fails, with the
- * graph unchanged and the node named, on a repeated or invalid id, a kept
- * node that reads a dropped one or comes before its input, or a dropped
- * output node. Implicit edges touching dropped nodes are dropped. */
+ * graph unchanged and the node named, where sg_graph_check_order() does: a
+ * repeated or invalid id, a kept node that reads a dropped one or comes
+ * before its input, a dropped output node or one not last. Implicit edges
+ * touching dropped nodes are dropped. */
 bool sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error);
 
 
@@ -821,5 +863,11 @@ bool sg_rewrite_commit (SgRewrite *rw, GError **error);
  * changes, is reset or is freed. NULL with @error where sg_rewrite_commit
  * would fail. The rewrite may be committed or tried again afterwards. */
 SgGraph *sg_rewrite_trial (SgRewrite *rw, GError **error);
+
+/* After a successful sg_rewrite_trial or sg_rewrite_commit: the id node
+ * @id of the rewrite (a base node or an added one) has in the result, or
+ * SG_NO_NODE when it was removed. Valid until the rewrite lays out again
+ * (the next trial) or is reset. */
+SgNodeId sg_rewrite_result_id (const SgRewrite *rw, SgNodeId id);
 
 G_END_DECLS

@@ -144,37 +144,9 @@ bool
 sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error)
 {
   g_return_val_if_fail (g && (order || n == 0) && n >= 0 && n <= g->n_nodes, false);
-  int32_t n0 = g->n_nodes;
-  g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)n0 + 1);
-  for (int32_t i = 0; i < n0; i++)
-    new_id[i] = SG_NO_NODE;
-  for (int32_t i = 0; i < n; i++) {
-    SgNodeId o = order[i];
-    if (o < 0 || o >= n0 || new_id[o] != SG_NO_NODE) {
-      g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE, "select: position %d: %s node id %d",
-                   i, (o < 0 || o >= n0) ? "invalid" : "repeated", o);
-      return false;
-    }
-    new_id[o] = i;
-  }
-  if (g->output != SG_NO_NODE && new_id[g->output] == SG_NO_NODE) {
-    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_INVALID,
-                 "select: node '%s': the output node cannot be removed", g->nodes[g->output].name);
+  g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)g->n_nodes + 1);
+  if (!sg_graph_check_order (g, order, n, new_id, error))
     return false;
-  }
-  for (int32_t i = 0; i < n; i++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, order[i], &k);
-    for (uint32_t j = 0; j < k; j++)
-      if (new_id[in[j]] == SG_NO_NODE || new_id[in[j]] >= i) {
-        g_set_error (error, SG_GRAPH_ERROR,
-                     new_id[in[j]] == SG_NO_NODE ? SG_GRAPH_ERROR_REF : SG_GRAPH_ERROR_CYCLE,
-                     "select: node '%s' %s its input '%s'", g->nodes[order[i]].name,
-                     new_id[in[j]] == SG_NO_NODE ? "reads a removed node," : "comes before",
-                     g->nodes[in[j]].name);
-        return false;
-      }
-  }
   remap_edges (g, new_id);
   SgNode *nodes = g_new (SgNode, (size_t)MAX (g->nodes_cap, 1));
   GArray *inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), g->inputs->len);

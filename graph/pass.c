@@ -19,6 +19,7 @@ sg_config_init (SgConfig *cfg)
   *cfg = (SgConfig){
     .cluster = NULL,
     .profile = NULL,
+    .decompose = SG_DECOMPOSE_AUTO,
     .reorder = true,
     .max_in_flight_bytes = 0,
     .max_peak_increase = 0.05,
@@ -32,6 +33,30 @@ sg_config_init (SgConfig *cfg)
     .dump_pass = NULL,
     .dump_file = NULL,
   };
+}
+
+static const char *const decompose_modes[] = {
+  [SG_DECOMPOSE_AUTO] = "auto",
+  [SG_DECOMPOSE_OFF] = "off",
+  [SG_DECOMPOSE_ALL] = "all",
+  [SG_DECOMPOSE_ALL_GATHER] = "all-gather",
+};
+
+const char *
+sg_decompose_mode_name (SgDecomposeMode mode)
+{
+  return (unsigned)mode < G_N_ELEMENTS (decompose_modes) ? decompose_modes[mode] : "auto";
+}
+
+bool
+sg_decompose_mode_from_name (const char *name, SgDecomposeMode *out)
+{
+  for (size_t i = 0; name && i < G_N_ELEMENTS (decompose_modes); i++)
+    if (strcmp (name, decompose_modes[i]) == 0) {
+      *out = (SgDecomposeMode)i;
+      return true;
+    }
+  return false;
 }
 
 const char *

@@ -5,14 +5,17 @@
  * redirects the uses of replaced nodes, moves implicit edges, and orders
  * the nodes: among nodes whose data inputs and implicit-edge sources are
  * placed, the smallest placement key goes first, ties on the id in the
- * rewrite (base nodes have keys 4 id + 2, added nodes 4 anchor + slot).
+ * rewrite (base nodes have keys 4 id + 2, added nodes 4 anchor + slot,
+ * the output the largest: it stays last).
  * Base nodes come sorted by key already, so a cursor walks the merged key
  * order and only nodes that become ready behind it pass through a heap:
  * the same sequence as a plain heap in O(n + late log late). Untouched
  * base nodes are released through the base graph's users; only edited
  * edges (added nodes' inputs, redirected users) are built here.
  * Mirrors Kahn's algorithm with a priority queue (a stable topological
- * sort). Working arrays are the rewrite's and reused by its next layout
+ * sort); sg_graph_order_by_key is the same sort over a whole graph by keys
+ * a pass gives (decompose/ carries a schedule over to a rewritten graph
+ * with it). Working arrays are the rewrite's and reused by its next layout
  * (a pass's trials). Requires: @g's users fresh. Invalidates: nothing
  * (appends the re-indexed args of users whose inputs merged to g->args).
  */
@@ -135,9 +138,13 @@ touched_of (const Ctx *x, SgNodeId id)
   return &g_array_index (x->rw->touched, Touched, x->tix[id]);
 }
 
+/* The output's key is above every other: it stays last even where an
+ * added node is placed after it (nothing reads the output). */
 static inline int64_t
 key_of (const Ctx *x, SgNodeId v)
 {
+  if (v == x->g->output)
+    return INT64_MAX;
   return v < x->n0 ? 4 * (int64_t)v + 2 : x->akey[v - x->n0];
 }
 
@@ -570,4 +577,58 @@ sg_rewrite_layout_clear (SgRewriteLayout *l)
   g_clear_pointer (&l->nodes, g_free);
   g_clear_pointer (&l->inputs, g_array_unref);
   g_clear_pointer (&l->edges, g_array_unref);
+}
+
+SgNodeId *
+sg_graph_order_by_key (SgGraph *g, const int64_t *key)
+{
+  g_return_val_if_fail (g && key, NULL);
+  const int32_t n = g->n_nodes;
+  sg_graph_fill_users (g);
+  /* implicit edges by source (CSR) */
+  const guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
+  g_autofree uint32_t *efirst = g_new0 (uint32_t, (size_t)n + 1);
+  g_autofree SgNodeId *eto = g_new (SgNodeId, (size_t)ne + 1);
+  g_autofree int32_t *indeg = g_new0 (int32_t, (size_t)n + 1);
+  for (guint e = 0; e < ne; e++) {
+    const SgImplicitEdge *ie = &g_array_index (g->implicit_edges, SgImplicitEdge, e);
+    g_return_val_if_fail (ie->from >= 0 && ie->from < n && ie->to >= 0 && ie->to < n, NULL);
+    efirst[ie->from + 1]++;
+    indeg[ie->to]++;
+  }
+  for (int32_t v = 0; v < n; v++)
+    efirst[v + 1] += efirst[v];
+  g_autofree uint32_t *fill = g_memdup2 (efirst, sizeof (uint32_t) * ((size_t)n + 1));
+  for (guint e = 0; e < ne; e++) {
+    const SgImplicitEdge *ie = &g_array_index (g->implicit_edges, SgImplicitEdge, e);
+    eto[fill[ie->from]++] = ie->to;
+  }
+  for (SgNodeId v = 0; v < n; v++) {
+    uint32_t k;
+    sg_node_inputs (g, v, &k);
+    indeg[v] += (int32_t)k;
+  }
+  g_autofree Item *heap = g_new (Item, (size_t)n + 1);
+  int32_t hn = 0, placed = 0;
+  SgNodeId *order = g_new (SgNodeId, (size_t)n + 1);
+  for (SgNodeId v = 0; v < n; v++)
+    if (indeg[v] == 0)
+      heap_push (heap, &hn, (Item){ key[v], v });
+  while (hn > 0) {
+    const SgNodeId v = heap_pop (heap, &hn).id;
+    order[placed++] = v;
+    uint32_t nu;
+    const SgNodeId *u = sg_node_users (g, v, &nu);
+    for (uint32_t i = 0; i < nu; i++)
+      if (--indeg[u[i]] == 0)
+        heap_push (heap, &hn, (Item){ key[u[i]], u[i] });
+    for (uint32_t i = efirst[v]; i < efirst[v + 1]; i++)
+      if (--indeg[eto[i]] == 0)
+        heap_push (heap, &hn, (Item){ key[eto[i]], eto[i] });
+  }
+  if (placed < n) { /* an implicit edge closes a cycle */
+    g_free (order);
+    return NULL;
+  }
+  return order;
 }

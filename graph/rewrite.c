@@ -65,6 +65,7 @@ sg_rewrite_reset (SgRewrite *rw)
   g_array_set_size (rw->redirects, 0);
   g_array_set_size (rw->removed, 0);
   g_array_set_size (rw->moves, 0);
+  rw->result_n = 0;
   sg_graph_fill_users (rw->g);
 }
 
@@ -82,6 +83,7 @@ sg_rewrite_free (SgRewrite *rw)
   g_array_unref (rw->t_in);
   g_array_unref (rw->pairs);
   g_free (rw->spare_nodes);
+  g_free (rw->result_id);
   if (rw->spare_inputs)
     g_array_unref (rw->spare_inputs);
   g_array_unref (rw->nodes);
@@ -314,6 +316,26 @@ sg_rewrite_move_edges (SgRewrite *rw, SgNodeId old, SgNodeId to, uint32_t drop_k
 
 /* --- the result -------------------------------------------------------------- */
 
+/* Records where every node of the rewrite went in layout @l. */
+static void
+keep_result_ids (SgRewrite *rw, const SgRewriteLayout *l)
+{
+  const int32_t n1 = n_total (rw);
+  rw->result_id = g_renew (SgNodeId, rw->result_id, (size_t)n1 + 1);
+  for (int32_t i = 0; i < n1; i++)
+    rw->result_id[i] = SG_NO_NODE;
+  for (int32_t i = 0; i < l->n; i++)
+    rw->result_id[l->old_id[i]] = i;
+  rw->result_n = n1;
+}
+
+SgNodeId
+sg_rewrite_result_id (const SgRewrite *rw, SgNodeId id)
+{
+  g_return_val_if_fail (rw && id >= 0 && id < rw->result_n, SG_NO_NODE);
+  return rw->result_id[id];
+}
+
 /* Unique names for the added nodes, in creation order: as given, else
  * name_1, name_2 ... (no base node, removed or not, or earlier added node
  * has them). Interned in @g and entered into its name table. */
@@ -347,12 +369,9 @@ sg_rewrite_commit (SgRewrite *rw, GError **error)
     return false;
   SgGraph *g = rw->g;
   int32_t n1 = n_total (rw);
-  g_autofree SgNodeId *new_id = g_new (SgNodeId, (size_t)n1 + 1);
-  for (int32_t i = 0; i < n1; i++)
-    new_id[i] = SG_NO_NODE;
-  for (int32_t i = 0; i < l.n; i++)
-    new_id[l.old_id[i]] = i;
-  name_added (rw, &l, new_id);
+  keep_result_ids (rw, &l);
+  g_assert (rw->result_n == n1);
+  name_added (rw, &l, rw->result_id);
   g_hash_table_remove_all (g->by_name);
   for (int32_t i = 0; i < l.n; i++)
     g_hash_table_insert (g->by_name, (gpointer)l.nodes[i].name, GINT_TO_POINTER (i + 1));
@@ -380,6 +399,7 @@ sg_rewrite_trial (SgRewrite *rw, GError **error)
   SgRewriteLayout l = { 0 };
   if (!sg_rewrite_layout (rw, &l, error))
     return NULL;
+  keep_result_ids (rw, &l);
   const SgGraph *g = rw->g;
   SgGraph *t = g_new0 (SgGraph, 1);
   t->world_size = g->world_size;

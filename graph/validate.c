@@ -444,6 +444,15 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
              n->name, id, g->nodes[in[j]].name, in[j]);
     if (g->nodes[in[j]].op == SG_NODE_OUTPUT)
       VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args: uses the output node", n->name);
+    /* A collective's result exists once its wait_tensor has run: reading
+     * it before would race with the transfer (what c10d's functional
+     * collectives forbid too). The output may list it (it runs nothing). */
+    if (sg_op_is_collective (g->nodes[in[j]].kind) && !sg_op_is_coalesced (g->nodes[in[j]].kind)
+        && n->kind != SG_OP_WAIT && n->op != SG_NODE_OUTPUT) /* coalesced: below */
+      VFAIL (SG_GRAPH_ERROR_INVALID,
+             "node '%s': args: reads collective '%s' directly; its result is read through its "
+             "wait_tensor",
+             n->name, g->nodes[in[j]].name);
     /* seen[x] == id + 1: x already listed by this node (linear even for
      * an output node with thousands of inputs). */
     if (seen[in[j]] == (uint32_t)id + 1)

@@ -306,6 +306,10 @@ sg_rt_step_times_init (SgRtStepTimes *t, const SgPlan *plan, bool spans)
   t->coll_ins = g_new0 (int32_t, MAX (t->n_coll, 1));
   t->measured_us = g_new0 (double, MAX (t->n_coll, 1));
   t->exposed_us = g_new0 (double, MAX (t->n_coll, 1));
+  t->launch_us = g_new0 (double, MAX (t->n_coll, 1));
+  t->end_us = g_new0 (double, MAX (t->n_coll, 1));
+  t->busy_start = g_new0 (double, MAX (plan->n_ins, 1));
+  t->busy_end = g_new0 (double, MAX (plan->n_ins, 1));
   int32_t c = 0;
   for (int32_t i = 0; i < plan->n_ins; i++)
     if (plan->ins[i].kind == SG_INS_COLLECTIVE)
@@ -318,6 +322,10 @@ sg_rt_step_times_clear (SgRtStepTimes *t)
   g_free (t->coll_ins);
   g_free (t->measured_us);
   g_free (t->exposed_us);
+  g_free (t->launch_us);
+  g_free (t->end_us);
+  g_free (t->busy_start);
+  g_free (t->busy_end);
   g_free (t->span_start);
   g_free (t->span_end);
   memset (t, 0, sizeof *t);

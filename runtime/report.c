@@ -10,7 +10,8 @@
  * step also without its measurement events (cuda, timing mode), that time
  * is step_us and the instrumented one instrumented_step_us.
  * Per iteration the slowest rank counts (MPI max), then medians over the
- * measured iterations. Dumps: raw little-endian values per output, in its
+ * measured iterations; "by_rank" keeps every rank's times of the median
+ * step beside them (ranks.c). Dumps: raw little-endian values per output, in its
  * dtype, row-major, plus outputs.json; written by one rank (default 0).
  * Requires: a context after run_step. Invalidates: nothing.
  */
@@ -217,6 +218,7 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
       c++;
     }
   }
+  sg_rt_report_add_ranks (ctx, iters, n_iters, root, rows);
   cJSON_AddItemToObject (root, "collectives", rows);
   if (outputs != NULL)
     cJSON_AddItemToObject (root, "outputs", cJSON_Duplicate (outputs, true));

@@ -49,3 +49,19 @@ typedef struct {
 /* Removes what @w says this rank wrote: the report, the trace, the dump's
  * files (the plan's outputs) and the dump directory when it created it. */
 void sg_rt_outputs_remove (const SgRtOptions *opt, const SgPlan *plan, const SgRtWritten *w);
+
+/* --- ranks.c: every rank's times in the median step ------------------------ */
+
+/* Collective over MPI_COMM_WORLD: the index of the measured iteration
+ * whose step time on the slowest rank is the (lower) median, and that time
+ * in *@step_us. The report's by_rank and the trace show this step. */
+int32_t sg_rt_median_iteration (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n,
+                                double *step_us);
+
+/* Collective over MPI_COMM_WORLD: adds "by_rank" to @root (iteration,
+ * step_us, compute_us) and to each ROW of @rows (launch_us, end_us,
+ * exposed_us, compute_before_us), one entry per rank, from the median
+ * step (docs/runtime.md "Report"). @rows are the report's collectives in
+ * the order of @iters' collectives. */
+void sg_rt_report_add_ranks (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_iters,
+                             cJSON *root, cJSON *rows);

@@ -120,10 +120,18 @@ typedef struct {
    * COLLECTIVE: start -> its data is complete; WAIT_EVENT of a collective:
    * the waiting stream reached it -> went on. */
   double *span_start, *span_end;
+  /* This rank's view of the step for the report's by_rank (ranks.c), us
+   * from the step's start: launch_us[c] when collective c started on its
+   * stream (cpu: the MPI call; cuda: its stream reached it), end_us[c] its
+   * data complete; the compute stream's busy spans, n_busy of them (cpu:
+   * each kernel; cuda: each run of kernels on stream 0). */
+  double *launch_us, *end_us;
+  double *busy_start, *busy_end;
+  int32_t n_busy;
 } SgRtStepTimes;
 
-/* Sizes @t for @plan's collectives (zeroed); with @spans also the timeline
- * (all -1). */
+/* Sizes @t for @plan's collectives (zeroed) and busy spans (none yet);
+ * with @spans also the timeline (all -1). */
 void sg_rt_step_times_init (SgRtStepTimes *t, const SgPlan *plan, bool spans);
 void sg_rt_step_times_clear (SgRtStepTimes *t);
 
@@ -237,9 +245,11 @@ uint64_t sg_rt_fnv1a64 (const void *data, size_t len);
 
 /* --- report and dumps (report.c) ---------------------------------------- */
 
-/* Per collective and per step medians over the measured iterations.
- * (transfer full) cJSON_Delete the result. The keys mirror schedgraph's
- * report; "clock" says which clock measured ("cpu-wall", "cuda-events"). */
+/* Per collective and per step medians over the measured iterations, and
+ * every rank's times in the median step (by_rank, ranks.c). Collective
+ * over MPI_COMM_WORLD. (transfer full) cJSON_Delete the result. The keys
+ * mirror schedgraph's report; "clock" says which clock measured
+ * ("cpu-wall", "cuda-events"). */
 cJSON *sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_iters,
                          const char *clock, const cJSON *outputs);
 

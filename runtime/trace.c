@@ -17,31 +17,6 @@
 
 #define STALL_TID 100
 
-/* Index of the iteration whose (slowest-rank) step time is the median. */
-static int32_t
-median_iteration (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n, double *step_us)
-{
-  double *step = g_new (double, MAX (n, 1));
-  for (int32_t i = 0; i < n; i++)
-    step[i] = iters[i].step_us;
-  MPI_OR_ABORT (MPI_Allreduce (MPI_IN_PLACE, step, n, MPI_DOUBLE, MPI_MAX, ctx->world_comm));
-  int32_t best = 0;
-  for (int32_t i = 0; i < n; i++) { /* the lower median: fewer above it than below */
-    int32_t below = 0, above = 0;
-    for (int32_t j = 0; j < n; j++) {
-      below += step[j] < step[i] || (step[j] == step[i] && j < i);
-      above += step[j] > step[i] || (step[j] == step[i] && j > i);
-    }
-    if (below == (n - 1) / 2 && above == n - 1 - below) {
-      best = i;
-      break;
-    }
-  }
-  *step_us = step[best];
-  g_free (step);
-  return best;
-}
-
 static void
 add_event (cJSON *ev, const char *name, const char *cat, int rank, int tid, double ts,
            double dur, int32_t ins, int32_t kernels)
@@ -97,7 +72,7 @@ sg_rt_trace_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_i
   const SgPlan *p = ctx->plan;
   g_return_val_if_fail (n_iters >= 1 && iters[0].span_start != NULL, NULL);
   double step_us = 0;
-  const int32_t it = median_iteration (ctx, iters, n_iters, &step_us);
+  const int32_t it = sg_rt_median_iteration (ctx, iters, n_iters, &step_us);
   const int32_t n = p->n_ins;
   double *mine = g_new (double, 2 * (size_t)MAX (n, 1));
   memcpy (mine, iters[it].span_start, sizeof (double) * (size_t)n);

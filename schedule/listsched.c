@@ -401,8 +401,11 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   R->order = g_new (SgNodeId, (size_t)n);
   R->stack = g_new (SgNodeId, (size_t)n + 1);
   R->done = g_new (SgNodeId, (size_t)n + 1);
+  /* The output waits for one more input than it reads: everything else.
+   * It never becomes ready, so no heap offers it (a stall filler, a
+   * boosted node, a shield); the frontier places it last (run). */
   for (SgNodeId i = 0; i < n; i++) {
-    R->npend[i] = (int32_t)P->g->nodes[i].n_in;
+    R->npend[i] = (int32_t)P->g->nodes[i].n_in + (i == P->g->output);
     if (R->npend[i] == 0)
       became_ready (R, i);
   }

@@ -1,5 +1,6 @@
 /* order.c: orders given from outside (another tool's schedule, a user's
- * file) and the check that an order is a topological order of the graph.
+ * file) and the check that an order is one of the graph (graph/'s
+ * sg_graph_check_order: topological, the output last).
  *
  * An order file is a JSON array of node names, every node exactly once
  * (the format of tests/data/NAME.peer_order_plain.json, written from
@@ -11,41 +12,24 @@
 #include "schedule-private.h"
 #include "textio.h"
 
+/* sg_graph_check_order()'s verdict in schedule/'s domain, prefixed with
+ * @what when not NULL. */
+static bool
+check_order (const SgGraph *g, const SgNodeId *order, const char *what, GError **error)
+{
+  GError *e = NULL;
+  if (sg_graph_check_order (g, order, g->n_nodes, NULL, &e))
+    return true;
+  g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_ORDER, "%s%s%s", what ? what : "",
+               what ? ": " : "", e->message);
+  g_error_free (e);
+  return false;
+}
+
 bool
 sg_order_check (const SgGraph *g, const SgNodeId *order, GError **error)
 {
-  int32_t n = g->n_nodes;
-  g_autofree int32_t *pos = g_new (int32_t, (size_t)MAX (n, 1));
-  for (int32_t i = 0; i < n; i++)
-    pos[i] = -1;
-  for (int32_t p = 0; p < n; p++) {
-    SgNodeId x = order[p];
-    if (x < 0 || x >= n) {
-      g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_ORDER,
-                   "order position %d: node id %d is not a node of the graph", p, x);
-      return false;
-    }
-    if (pos[x] >= 0) {
-      g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_ORDER,
-                   "order position %d: node '%s' is repeated (first at position %d)", p,
-                   g->nodes[x].name, pos[x]);
-      return false;
-    }
-    pos[x] = p;
-  }
-  for (int32_t p = 0; p < n; p++) {
-    SgNodeId x = order[p];
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, x, &k);
-    for (uint32_t j = 0; j < k; j++)
-      if (pos[in[j]] > p) {
-        g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_ORDER,
-                     "order position %d: node '%s' comes before its input '%s' (position %d)",
-                     p, g->nodes[x].name, g->nodes[in[j]].name, pos[in[j]]);
-        return false;
-      }
-  }
-  return true;
+  return check_order (g, order, NULL, error);
 }
 
 SgNodeId *
@@ -94,17 +78,8 @@ sg_order_from_json (const SgGraph *g, const cJSON *arr, const char *what, GError
         return NULL;
       }
   }
-  for (p = 0; p < n; p++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, order[p], &k);
-    for (uint32_t j = 0; j < k; j++)
-      if (pos[in[j]] > p) {
-        g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_ORDER,
-                     "%s: position %d: node '%s' comes before its input '%s' (position %d)",
-                     what, p, g->nodes[order[p]].name, g->nodes[in[j]].name, pos[in[j]]);
-        return NULL;
-      }
-  }
+  if (!check_order (g, order, what, error))
+    return NULL;
   return g_steal_pointer (&order);
 }
 

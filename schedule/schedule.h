@@ -104,6 +104,11 @@ void sg_lower_bound_refine (const SgGraph *g, SgSimResult *r);
  * sg_schedule_polish_pass after bucketing. Deterministic. */
 bool sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error);
 
+/* The order sg_schedule_reorder gives @g (unpolished when bucketing
+ * follows, as there), without touching @g: (transfer full) n_nodes ids, or
+ * NULL with @error. */
+SgNodeId *sg_schedule_order (const SgGraph *g, const SgConfig *cfg, GError **error);
+
 /* The polish pass (polish.c) on the graph's current order after bucketing:
  * windows of it improved by exact search, the step never longer, the peak
  * within cfg's limit; re-records the hiding relation. Nothing unless
@@ -136,6 +141,22 @@ void sg_beside_free (SgBeside *b);
  * t0 + us x that rate. */
 double sg_beside_end (const SgBeside *b, SgNodeId like, uint64_t bytes, double t0, double us);
 
+/* --- a fragment of an order (span.c) --------------------------------------- */
+
+/* The simulator over a few nodes: a local judge for passes that weigh a
+ * rewrite site by site (decompose/). */
+typedef struct SgSpan SgSpan;
+/* (transfer full) For @g (costed; it must outlive the span and not change
+ * while it lives). O(nodes) once. */
+SgSpan *sg_span_new (const SgGraph *g);
+void sg_span_free (SgSpan *s);
+/* Runs @nodes (@n ids of @g, a topological fragment) in that order on an
+ * idle timeline with the graph's cost model, as sg_simulate would run
+ * them, and returns the time until they and the collectives among them
+ * have ended. A wait on a collective not in the fragment costs nothing.
+ * Fragments do not see each other. */
+double sg_span_run (SgSpan *s, const SgNodeId *nodes, int32_t n);
+
 /* Simulates with explicit global contention factors for every pair instead
  * of the cost model's contention table (tests; the model's comm_start_wait
  * still applies to matmul/attention kernels); @cont NULL = the model's
@@ -144,8 +165,9 @@ bool sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContenti
                        SgSimResult *out, GError **error);
 
 /* Checks that @order (n_nodes ids) is a permutation of the graph's ids in
- * which every node comes after its inputs; @error names the first node at
- * fault. */
+ * which every node comes after its inputs and the output node comes last
+ * (sg_graph_check_order); @error (SG_SCHEDULE_ERROR_ORDER) names the first
+ * node at fault. */
 bool sg_order_check (const SgGraph *g, const SgNodeId *order, GError **error);
 
 /* Same as sg_order_load() from a parsed JSON array; (transfer none) @arr. */

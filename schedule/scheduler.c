@@ -227,20 +227,25 @@ record_hiding (SgGraph *g, GError **error)
   return true;
 }
 
+SgNodeId *
+sg_schedule_order (const SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
+   * bucketing re-times the collectives it merges, and what it merges
+   * depends on the order it is given (polishing before it made a sample's
+   * plan worse). */
+  bool bucket_next = cfg && cfg->bucket && !cfg->exact;
+  return cfg && cfg->exact && cfg->reorder ? sg_schedule_exact (g, cfg, NULL, error)
+                                           : sg_schedule_list (g, cfg, !bucket_next, NULL, error);
+}
+
 bool
 sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
 {
   g_return_val_if_fail (g != NULL, false);
   if (g->n_nodes == 0)
     return true;
-  /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
-   * bucketing re-times the collectives it merges, and what it merges
-   * depends on the order it is given (polishing before it made a sample's
-   * plan worse). */
-  bool bucket_next = cfg && cfg->bucket && !cfg->exact;
-  g_autofree SgNodeId *order = cfg && cfg->exact && cfg->reorder
-                                   ? sg_schedule_exact (g, cfg, NULL, error)
-                                   : sg_schedule_list (g, cfg, !bucket_next, NULL, error);
+  g_autofree SgNodeId *order = sg_schedule_order (g, cfg, error);
   if (!order)
     return false;
   if (!sg_graph_permute (g, order, error))

@@ -4,6 +4,8 @@
     schedgraph.export(gm, "step.json")         # fx graph -> graph format
     gm = schedgraph.schedule(gm)               # reorder + bucket, applied to gm
     torch._inductor.config.post_grad_custom_post_pass = schedgraph.InductorPass()
+    schedgraph.apply(gm, final)                # a final graph the CLI wrote, applied to gm
+    gm2 = schedgraph.to_fx(graph)              # graph format -> a new GraphModule
 
 Torch is imported only by the functions that need it: the binary runner
 (binary.py) and the plan logic (plan.py) work without it.
@@ -12,7 +14,7 @@ from .binary import SchedgraphError, find_binary
 from .plan import PlanError, make_plan
 
 __all__ = ["SchedgraphError", "PlanError", "find_binary", "make_plan", "export",
-           "to_graph_json", "schedule", "InductorPass"]
+           "to_graph_json", "schedule", "apply", "to_fx", "InductorPass"]
 __version__ = "0.1.0"
 
 
@@ -32,7 +34,8 @@ def schedule(gm, world_size=None, groups=None, rank=None, binary=None, reorder=T
              workdir=None, timeout=None):
     """Schedules `gm` (a GraphModule or a Graph) with schedgraph and applies
     the result in place: the scheduled node order, buckets as c10d
-    collectives over concatenated inputs. Returns gm.
+    collectives over concatenated inputs, decomposed collective matmuls as
+    chunked mms with point-to-point steps (docs/python.md). Returns gm.
 
     world_size, groups, rank: as for export(). binary: the schedgraph
     executable (else binary.py's rule). reorder, bucket, cluster, profile,
@@ -47,7 +50,6 @@ def schedule(gm, world_size=None, groups=None, rank=None, binary=None, reorder=T
 
     from . import binary as _bin
     from .exporter import to_graph_json as _to
-    from .rewrite import apply_plan, can_lower
 
     graph = gm.graph if isinstance(gm, torch.fx.GraphModule) else gm
     exported = _to(graph, world_size=world_size, groups=groups, rank=rank)
@@ -65,13 +67,41 @@ def schedule(gm, world_size=None, groups=None, rank=None, binary=None, reorder=T
             final = json.load(f)
         with open(paths["report"]) as f:
             report = json.load(f)
+    apply(gm, final, exported)
+    if isinstance(gm, torch.fx.GraphModule):
+        gm.meta["schedgraph"].update(summary=summary, report=report)
+    return gm
+
+
+def apply(gm, final, exported=None, world_size=None, groups=None, rank=None):
+    """Applies `final` (a graph-format dict: what `schedgraph --emit-graph`
+    wrote for `exported`) to `gm` (a GraphModule or a Graph) in place, as
+    schedule() does; returns gm. exported: the graph-format dict of gm that
+    schedgraph read (else to_graph_json(gm, world_size, groups, rank)).
+    schedgraph's rank-dependent ops are lowered for final's `rank` and
+    `groups`. On a GraphModule, gm.meta["schedgraph"] gets the buckets and
+    the removed nodes."""
+    import torch
+
+    from .exporter import to_graph_json as _to
+    from .rewrite import apply_plan, can_lower
+
+    graph = gm.graph if isinstance(gm, torch.fx.GraphModule) else gm
+    if exported is None:
+        exported = _to(graph, world_size=world_size, groups=groups, rank=rank)
     plan = make_plan(exported, final, can_lower)
-    apply_plan(graph, plan)
+    apply_plan(graph, plan, final)
     if isinstance(gm, torch.fx.GraphModule):
         gm.recompile()
-        gm.meta["schedgraph"] = {"buckets": plan.buckets, "removed": plan.removed,
-                                 "summary": summary, "report": report}
+        gm.meta["schedgraph"] = {"buckets": plan.buckets, "removed": plan.removed}
     return gm
+
+
+def to_fx(graph, device="cpu"):
+    """A new GraphModule computing `graph` (a graph-format dict), every node
+    built as schedule() builds new nodes (importer.py)."""
+    from .importer import to_fx as _to_fx
+    return _to_fx(graph, device=device)
 
 
 def InductorPass(**kwargs):

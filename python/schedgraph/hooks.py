@@ -8,7 +8,12 @@ graph of a compiled joint graph) after its pattern passes, before its
 stable topological sort (which keeps a valid order as it is), its optional
 bucketing and overlap passes, and before reinplacing: the graph is still
 functional, which the exporter requires. uuid() makes the FX graph cache
-key depend on this package's sources, the binary and the options.
+key (and AOTAutograd's, which extends it) depend on this package's sources,
+the binary, the options, and this process's rank and process groups: the
+cache key is computed from the graph before post-grad passes, and the pass
+may make it rank-specific (decomposed collective matmuls bake in the group
+rank, rewrite.py), so a graph compiled on one rank must never be served to
+another from a cache they share.
 
 Inductor's own scheduler may still move kernels (reorder_for_peak_memory,
 fusion); set torch._inductor.config.reorder_for_peak_memory = False to keep
@@ -25,6 +30,21 @@ from torch._inductor.custom_graph_pass import CustomGraphPass
 
 from . import binary as _bin
 from .binary import SchedgraphError
+
+
+def _process_groups():
+    """This process's rank, world size and every c10d group (name, ranks):
+    what the rank-specific parts of a rewritten graph depend on."""
+    try:
+        import torch.distributed as dist
+        if not (dist.is_available() and dist.is_initialized()):
+            return "no process group"
+        names = dist.distributed_c10d._world.pg_names
+        groups = sorted((str(name), tuple(dist.get_process_group_ranks(pg)))
+                        for pg, name in names.items())
+        return repr((dist.get_rank(), dist.get_world_size(), groups))
+    except Exception as e:  # an unknown registry: no cache sharing at all
+        return f"unknown process groups {e!r} {os.getpid()}"
 
 
 class SchedgraphPass(CustomGraphPass):
@@ -60,6 +80,7 @@ class SchedgraphPass(CustomGraphPass):
             h.update(f"{exe}:{st.st_size}:{st.st_mtime_ns}".encode())
         except (SchedgraphError, OSError):
             h.update(b"no-binary")
+        h.update(_process_groups().encode())
         h.update(repr(sorted(self.kwargs.items())).encode())
         h.update(repr(self.strict).encode())
         return h.hexdigest()

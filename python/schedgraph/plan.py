@@ -21,6 +21,9 @@ node whose target, op or non-reference arguments changed, a dropped node
 that no new node replaces (kwargs `schedgraph_bucket` or
 `schedgraph_replaces`) and that is not the wait of a replaced collective, a
 new node whose target the caller cannot lower.
+
+group_rank() is the one rule for which group rank a graph runs as (the
+rank-dependent ops of the decomposition, docs/ops.md, need it).
 """
 from dataclasses import dataclass, field
 
@@ -161,3 +164,21 @@ def make_plan(exported, final, can_lower):
                             f"it (schedgraph_bucket, schedgraph_replaces) nor its collective")
         plan.removed.append(name)
     return plan
+
+
+def group_rank(graph, key):
+    """(group rank, group size) of the graph's `rank` in group `key`: its
+    position in the ascending rank list of the group's instance that holds
+    it (docs/ops.md; c10d numbers a group's ranks the same way). The
+    instance is the `partition` row holding `rank` when there is one, else
+    `ranks`, which must hold it (graph-format.md)."""
+    g = (graph.get("groups") or {}).get(key)
+    if not isinstance(g, dict) or not isinstance(g.get("ranks"), list):
+        raise PlanError(f"group '{key}' is not in the graph's groups")
+    rank = graph.get("rank", 0)
+    rows = [row for row in g.get("partition") or [] if rank in row] or [g["ranks"]]
+    ranks = sorted(rows[0])
+    if rank not in ranks:
+        raise PlanError(f"group '{key}': rank {rank} is not among its ranks {ranks} "
+                        f"(and no partition row holds it)")
+    return ranks.index(rank), len(ranks)

@@ -6,9 +6,10 @@
    node gets meta["val"], computed under the graph's fake mode. Until step
    2 nothing reads them: a lowering that fails erases them and the graph is
    as it was (SchedgraphError naming the node).
-2. Kept nodes whose references changed (users of a bucket member's wait)
-   are rewired.
-3. The dropped nodes (bucket members and their waits) are erased.
+2. Kept nodes whose references changed (users of a bucket member's wait,
+   of a decomposed mm) are rewired.
+3. The dropped nodes (bucket members, the nodes a decomposition replaces,
+   their waits) are erased.
 4. Nodes are moved into the final order: placeholders and get_attr first in
    their original order, then every other node as the final graph lists
    it, the output last. graph.lint() checks the result.
@@ -28,12 +29,29 @@ graph's fake mode and inlined, so its nodes are plain aten ops.
   themselves (generic lowering); the `schedgraph_bucket` kwarg moves to
   node.meta["schedgraph_bucket"].
 
-A node kind schedgraph adds later (the decomposition of collective matmuls,
-issue 13: a point-to-point ring step) is one more entry of LOWERINGS: a
-function that builds its torch ops (e.g. torch.distributed.
-_functional_collectives.permute_tensor, an all_to_all_single under the
-hood, or the symmetric-memory ops). Chunked matmuls need nothing: their
-slices, mms and cats are aten ops the generic lowering builds.
+The decomposition of collective matmuls (issue 13, docs/ops.md "Ring
+decompositions") adds two ops of schedgraph's own; chunked matmuls need
+nothing (their slices, mms and cats are aten ops the generic lowering
+builds):
+
+- schedgraph.collective_permute(IN, pairs, GROUP): the c10d functional
+  all_to_all_single over GROUP on IN flattened, with split sizes that send
+  IN whole to the rank this rank's pair targets and receive it whole from
+  the rank whose pair targets this rank, all other splits 0: NCCL runs it as
+  the grouped send/recv of those pairs (torch.distributed.
+  _functional_collectives.permute_tensor does the same for full
+  permutations). The `transport` kwarg changes no value and moves to
+  node.meta["schedgraph_transport"] (c10d has no copy-engine transport).
+- its `_c10d_functional.wait_tensor`: the wait, then the received data
+  viewed to IN's shape; a rank no pair targets receives nothing and gets
+  zeros instead (cat of the empty result and the zeros, so that the zeros
+  still follow the wait).
+- schedgraph.rank_roll(IN, SHIFT, SIGN, GROUP): IN viewed as [k, -1]
+  blocks, cat of blocks s.. and ..s with s = (SHIFT + SIGN * r) mod k.
+
+Both bake in r, the group rank of the graph being lowered (plan.group_rank:
+the graph's `rank`, the live process group's when exported from one), so the
+rewritten graph is one rank's: each rank traces and schedules its own.
 """
 import functools
 import itertools
@@ -44,9 +62,13 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx.node import map_arg
 
 from .binary import SchedgraphError
+from .plan import group_rank
 
 BUCKET_PACK = "schedgraph.bucket_pack"
 BUCKET_UNPACK = "schedgraph.bucket_unpack"
+PERMUTE = "schedgraph.collective_permute"
+RANK_ROLL = "schedgraph.rank_roll"
+WAIT = "_c10d_functional.wait_tensor.default"
 
 
 def _pack(k, interleave, *ins):
@@ -61,22 +83,79 @@ def _unpack(k, offset, numel, shape, flat):
     return flat.view(k, flat.numel() // k)[:, offset: offset + numel].reshape(shape)
 
 
-def _lower_pack(ctx, node, args):
+def _lower_pack(ctx, node, args, kwargs):
     ins, k, interleave = args
     return ctx.trace(functools.partial(_pack, k, bool(interleave)), list(ins))
 
 
-def _lower_unpack(ctx, node, args):
+def _lower_unpack(ctx, node, args, kwargs):
     flat, k, offset, numel = args
     shape = tuple(node["meta"]["shape"])
     return ctx.trace(functools.partial(_unpack, k, offset, numel, shape), [flat])
 
 
-# target -> lowering(ctx, graph-format node, args with references resolved to
-# fx nodes) -> the fx node holding the value
+def _send(sizes_out, sizes_in, group, x):
+    flat = x.reshape(-1)[: sum(sizes_in)]  # a rank that sends nothing sends an empty tensor
+    return torch.ops._c10d_functional.all_to_all_single(flat, sizes_out, sizes_in, group)
+
+
+def _arrive(shape, numel, received, flat):
+    if received:
+        return flat.view(shape)
+    return torch.cat([flat, flat.new_zeros(numel)]).view(shape)
+
+
+def _roll(k, s, shape, x):
+    b = x.reshape(k, x.numel() // k)
+    return torch.cat([b[s:], b[:s]]).view(shape)
+
+
+def _lower_permute(ctx, node, args, kwargs):
+    x, pairs, group = args
+    r, k = ctx.group_rank(group)
+    shape = tuple(node["meta"]["shape"])
+    numel = 1
+    for d in shape:
+        numel *= d
+    sizes_out, sizes_in = [0] * k, [0] * k
+    for i, (s, t) in enumerate(pairs):
+        if not (0 <= s < k and 0 <= t < k):
+            raise ValueError(f"args[1][{i}]: pair [{s}, {t}] is outside group '{group}' "
+                             f"of {k} ranks")
+        if s == r:
+            sizes_in[t] = numel
+        if t == r:
+            sizes_out[s] = numel
+    sent = ctx.trace(functools.partial(_send, sizes_out, sizes_in, group), [x])
+    sent.meta["schedgraph_transport"] = kwargs.get("transport", "nccl")
+    received = any(sizes_out)
+    ctx.after_wait[sent] = lambda w: ctx.trace(
+        functools.partial(_arrive, shape, numel, received), [w])
+    return sent
+
+
+def _lower_wait(ctx, node, args, kwargs):
+    w = _generic(ctx, node, args, kwargs)
+    after = ctx.after_wait.pop(args[0], None)
+    return after(w) if after else w
+
+
+def _lower_rank_roll(ctx, node, args, kwargs):
+    x, shift, sign, group = args
+    r, k = ctx.group_rank(group)
+    shape = tuple(node["meta"]["shape"])
+    return ctx.trace(functools.partial(_roll, k, (shift + sign * r) % k, shape), [x])
+
+
+# target -> lowering(ctx, graph-format node, args, kwargs with references
+# resolved to fx nodes, schedgraph_* kwargs taken out) -> the fx node holding
+# the value; other targets: _generic
 LOWERINGS = {
     BUCKET_PACK: _lower_pack,
     BUCKET_UNPACK: _lower_unpack,
+    PERMUTE: _lower_permute,
+    RANK_ROLL: _lower_rank_roll,
+    WAIT: _lower_wait,
 }
 
 
@@ -111,11 +190,16 @@ def _decode_leaf(v, typ):
     return v
 
 
-class _Ctx:
-    def __init__(self, graph, fake_mode):
+class LowerCtx:
+    def __init__(self, graph, fake_mode, header):
         self.graph = graph
         self.fake_mode = fake_mode
+        self.header = header  # the graph-format graph being lowered: its rank, groups
         self.created = []
+        self.after_wait = {}  # a permute's fx node -> what its wait's lowering adds
+
+    def group_rank(self, key):
+        return group_rank(self.header, key)
 
     def val(self, n):
         """n's value as a fake tensor of this graph's fake mode."""
@@ -171,13 +255,13 @@ def _generic(ctx, node, args, kwargs):
     return ctx.call(target, args, kwargs, name=node["name"])
 
 
-def _resolve_refs(value, env):
+def resolve_refs(value, env):
     if isinstance(value, dict) and len(value) == 1 and isinstance(value.get("node"), str):
         return env[value["node"]]
     if isinstance(value, list):
-        return [_resolve_refs(v, env) for v in value]
+        return [resolve_refs(v, env) for v in value]
     if isinstance(value, dict):
-        return {k: _resolve_refs(v, env) for k, v in value.items()}
+        return {k: resolve_refs(v, env) for k, v in value.items()}
     return value
 
 
@@ -190,11 +274,36 @@ def _fake_mode(graph):
     return next(iter(modes.values())) if len(modes) == 1 else FakeTensorMode()
 
 
-def apply_plan(graph, plan):
-    """Rewrites `graph` (a torch.fx.Graph) by `plan`, in place."""
+def build_node(ctx, node, env):
+    """Builds the graph-format node `node` in ctx's fx graph (at its insertion
+    point), its references resolved through env (name -> fx node); returns
+    the fx node holding its value, which also gets the node's schedgraph_*
+    kwargs as meta (and its sm_count as meta["schedgraph_sm_count"]). On
+    failure every node ctx created so far is erased
+    (nothing else reads them yet) and SchedgraphError names the node."""
+    try:
+        args = resolve_refs(node.get("args", []), env)
+        kwargs = resolve_refs(node.get("kwargs", {}), env)
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k.startswith("schedgraph_")}
+        value = LOWERINGS.get(node["target"], _generic)(ctx, node, args, kwargs)
+    except Exception as e:
+        for n in reversed(ctx.created):
+            ctx.graph.erase_node(n)
+        raise SchedgraphError(f"node '{node['name']}': cannot build {node['target']} in "
+                              f"PyTorch: {e}") from e
+    value.meta.update(extra)
+    if "sm_count" in node:  # c10d and aten have no per-GEMM SM target: kept as a note
+        value.meta["schedgraph_sm_count"] = node["sm_count"]
+    return value
+
+
+def apply_plan(graph, plan, header):
+    """Rewrites `graph` (a torch.fx.Graph) by `plan`, in place. header: the
+    final graph (graph format) the plan came from: the rank and groups
+    its rank-dependent ops are lowered for."""
     by_name = {n.name: n for n in graph.nodes}
     output = next(n for n in reversed(graph.nodes) if n.op == "output")
-    ctx = _Ctx(graph, _fake_mode(graph))
+    ctx = LowerCtx(graph, _fake_mode(graph), header)
     env = dict(by_name)
     seq = []
     with graph.inserting_before(output):
@@ -202,22 +311,8 @@ def apply_plan(graph, plan):
             if step.keep:
                 seq.append(by_name[step.name])
                 continue
-            node = step.node
             first = len(ctx.created)
-            try:
-                args = _resolve_refs(node.get("args", []), env)
-                kwargs = _resolve_refs(node.get("kwargs", {}), env)
-                extra = {k: kwargs.pop(k) for k in list(kwargs) if k.startswith("schedgraph_")}
-                lower = LOWERINGS.get(node["target"])
-                value = lower(ctx, node, args) if lower else _generic(ctx, node, args, kwargs)
-            except Exception as e:
-                # nothing read the new nodes yet: erasing them restores the graph
-                for n in reversed(ctx.created):
-                    graph.erase_node(n)
-                raise SchedgraphError(f"node '{step.name}': cannot build {node['target']} in "
-                                      f"PyTorch: {e}") from e
-            value.meta.update(extra)
-            env[step.name] = value
+            env[step.name] = build_node(ctx, step.node, env)
             seq.extend(ctx.created[first:])
     for name, sub in plan.subs.items():
         n = by_name[name]

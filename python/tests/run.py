@@ -3,6 +3,8 @@ needed) or `run.py torch [SCHEDGRAPH]` (exits 77, skip, when torch is not
 importable). SCHEDGRAPH: the binary to test (else $SCHEDGRAPH, else the
 package's lookup rule). SCHEDGRAPH_TEST_PYTHON names another interpreter to
 run under (one with torch, e.g. a venv outside the repository).
+SCHEDGRAPH_MKRING: tests/runtime/mkring, for the ring tests (test_ring.py;
+else the one beside the binary's build, else they are skipped).
 Prints 'N passed, N failed' last; exit status 0 when all passed."""
 import os
 import sys
@@ -30,7 +32,8 @@ def main():
             print(f"SKIP: torch is not importable by {sys.executable} "
                   f"(set SCHEDGRAPH_TEST_PYTHON to an interpreter with torch)")
             return 77
-    suite = unittest.defaultTestLoader.loadTestsFromName(f"test_{which}")
+    names = {"core": ["test_core"], "torch": ["test_torch", "test_ring"]}[which]
+    suite = unittest.defaultTestLoader.loadTestsFromNames(names)
     result = unittest.TextTestRunner(verbosity=2).run(suite)
     bad = len(result.failures) + len(result.errors)
     skipped = len(result.skipped)

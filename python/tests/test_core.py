@@ -17,12 +17,17 @@ SAMPLES = ["w2_tiny_fsdp2_L2_h256", "w2_tiny_tp2_L2_h256", "w2_fsdp2_L2_h1024",
            "w2_tp2_L2_h1024", "dev_fsdp8_L2_h1024", "dev_fsdp2_tp4_L2_h1024"]
 # What the torch side lowers: schedgraph's own ops and the c10d ops.
 LOWERABLE = {"schedgraph.bucket_pack", "schedgraph.bucket_unpack",
+             "schedgraph.collective_permute", "schedgraph.rank_roll",
              "_c10d_functional.all_gather_into_tensor.default",
              "_c10d_functional.reduce_scatter_tensor.default",
              "_c10d_functional.all_reduce.default", "_c10d_functional.wait_tensor.default",
              "_c10d_functional.all_gather_into_tensor_coalesced.default",
              "_c10d_functional.reduce_scatter_tensor_coalesced.default",
-             "_c10d_functional.all_reduce_coalesced.default", "<built-in function getitem>"}
+             "_c10d_functional.all_reduce_coalesced.default", "<built-in function getitem>",
+             # the aten ops of the decomposition's forms (docs/decompose.md), which
+             # the generic lowering builds by their schemas under torch
+             "aten.mm.default", "aten.cat.default", "aten.slice.Tensor",
+             "aten.add.Tensor", "aten.view.default"}
 COALESCED = {"_c10d_functional.all_gather_into_tensor_coalesced.default",
              "_c10d_functional.reduce_scatter_tensor_coalesced.default",
              "_c10d_functional.all_reduce_coalesced.default"}
@@ -314,6 +319,26 @@ class Plans(unittest.TestCase):
         g, f = load("w2_tiny_fsdp2_L2_h256"), final_of("w2_tiny_fsdp2_L2_h256")
         with self.assertRaisesRegex(PlanError, "target 'schedgraph.bucket_pack'.*cannot express"):
             make_plan(g, f, lambda t: t != "schedgraph.bucket_pack")
+
+
+class GroupRank(unittest.TestCase):
+    """plan.group_rank: the rank the decomposition's ops are lowered for."""
+
+    def graph(self, rank, group):
+        return {"rank": rank, "groups": {"g": group}}
+
+    def test_position_in_the_ascending_ranks(self):
+        self.assertEqual(plan.group_rank(self.graph(5, {"ranks": [7, 5, 3]}), "g"), (1, 3))
+
+    def test_the_partition_row_holding_the_rank(self):
+        g = self.graph(6, {"ranks": [0, 4], "partition": [[0, 4], [1, 5], [2, 6], [3, 7]]})
+        self.assertEqual(plan.group_rank(g, "g"), (1, 2))
+
+    def test_a_rank_outside_the_group_and_an_unknown_group_are_refused(self):
+        with self.assertRaisesRegex(PlanError, r"group 'g': rank 2 is not among its ranks \[0, 1\]"):
+            plan.group_rank(self.graph(2, {"ranks": [0, 1]}), "g")
+        with self.assertRaisesRegex(PlanError, "group 'h' is not in the graph's groups"):
+            plan.group_rank(self.graph(0, {"ranks": [0, 1]}), "h")
 
 
 if __name__ == "__main__":

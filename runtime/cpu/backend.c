@@ -524,6 +524,8 @@ cpu_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
         return false;
       const double b = MPI_Wtime ();
       compute += b - a;
+      out->busy_start[out->n_busy] = (a - t0) * 1e6;
+      out->busy_end[out->n_busy++] = (b - t0) * 1e6;
       if (out->span_start) {
         out->span_start[i] = (a - t0) * 1e6;
         out->span_end[i] = (b - t0) * 1e6;
@@ -568,6 +570,8 @@ cpu_run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
       continue;
     out->measured_us[c] = (st->coll[i].end - st->coll[i].start) * 1e6;
     out->exposed_us[c] = st->coll[i].exposed * 1e6;
+    out->launch_us[c] = (st->coll[i].start - t0) * 1e6;
+    out->end_us[c] = (st->coll[i].end - t0) * 1e6;
     if (out->span_start) {
       out->span_start[i] = (st->coll[i].start - t0) * 1e6;
       out->span_end[i] = (st->coll[i].end - t0) * 1e6;

@@ -479,10 +479,16 @@ run_step (SgRtContext *ctx, SgRtStepTimes *out, GError **error)
           elapsed_us (st->kev[2 * k], st->kev[2 * k + 1]);
   out->step_us = elapsed_us (st->step_start, st->step_end);
   out->compute_us = 0;
-  for (int32_t r = 0; r < st->n_runs; r++)
+  out->n_busy = 0;
+  for (int32_t r = 0; r < st->n_runs; r++) {
     out->compute_us += elapsed_us (st->run_ev[2 * r], st->run_ev[2 * r + 1]);
+    out->busy_start[out->n_busy] = elapsed_us (st->step_start, st->run_ev[2 * r]);
+    out->busy_end[out->n_busy++] = elapsed_us (st->step_start, st->run_ev[2 * r + 1]);
+  }
   for (int32_t c = 0; c < out->n_coll; c++) {
     out->measured_us[c] = elapsed_us (st->coll_start[c], st->coll_end[c]);
+    out->launch_us[c] = elapsed_us (st->step_start, st->coll_start[c]);
+    out->end_us[c] = elapsed_us (st->step_start, st->coll_end[c]);
     out->exposed_us[c] = 0;
   }
   for (int32_t k = 0; k < plan->n_ins; k++) {

@@ -4,13 +4,14 @@
  * profile.c, docs/profile-format.md): gemm (op, dtype, batch, m, n, k),
  * attention (op, dtype, batch, heads, seq_q, seq_kv, head_dim, causal),
  * collectives (kind, bytes as sg_node_comm_bytes counts them, group size,
- * nodes), ops (target, bytes of the fresh value). An existing profile (the
- * cache) is read into the same keys, and its contention section kept as
- * text; the text is written in one fixed order (family, then key) with
+ * nodes), ops (target, bytes of the fresh value); a kernel's entry also
+ * keeps each rank's time (us_by_rank). An existing profile (the cache) is
+ * read into the same keys, and its contention section kept as text; the text is written in one fixed order (family, then key) with
  * fixed precision, so equal numbers give equal bytes on every rank; version
  * 2 only with a contention section. Requires: a loaded graph. Invalidates:
  * nothing.
  */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -24,6 +25,7 @@ sg_cu_prof_key_free (gpointer p)
   Key *k = p;
   g_free (k->key);
   g_free (k->json);
+  g_free (k->us_by_rank);
   g_free (k);
 }
 
@@ -202,6 +204,29 @@ cached_contention (const cJSON *root)
   return g_string_free (s, FALSE);
 }
 
+/* A cached entry's us_by_rank, kept when it has one time > 0 per rank. */
+static void
+cached_by_rank (Key *k, const cJSON *arr, int32_t world)
+{
+  g_clear_pointer (&k->us_by_rank, g_free);
+  k->n_by_rank = 0;
+  if (k->fam == FAM_COLL || !cJSON_IsArray (arr) || cJSON_GetArraySize (arr) != world)
+    return;
+  double *v = g_new (double, (size_t)MAX (world, 1));
+  int32_t n = 0;
+  const cJSON *x;
+  cJSON_ArrayForEach (x, arr)
+  {
+    if (!cJSON_IsNumber (x) || !(x->valuedouble > 0) || !isfinite (x->valuedouble)) {
+      g_free (v);
+      return;
+    }
+    v[n++] = x->valuedouble;
+  }
+  k->us_by_rank = v;
+  k->n_by_rank = n;
+}
+
 /* Adds the cache's entries: fills us of keys it has, appends the others;
  * keeps its contention section as text. A file for another device or world
  * size is ignored (whole). */
@@ -254,6 +279,7 @@ sg_cu_prof_read_cache (const char *text, size_t len, const char *device, int32_t
       if (k->us < 0)
         (*n_cached)++;
       k->us = us->valuedouble;
+      cached_by_rank (k, cJSON_GetObjectItemCaseSensitive (e, "us_by_rank"), world);
     }
   }
   cJSON_Delete (root);
@@ -277,6 +303,9 @@ sg_cu_prof_profile_text (GPtrArray *keys, const char *device, int32_t world,
       if ((int)k->fam != f || k->us <= 0)
         continue;
       g_string_append_printf (s, "%s\n    { %s, \"us\": %.3f", first ? "" : ",", k->json, k->us);
+      for (int32_t r = 0; r < k->n_by_rank; r++)
+        g_string_append_printf (s, "%s%.3f%s", r ? ", " : ", \"us_by_rank\": [",
+                                k->us_by_rank[r], r + 1 == k->n_by_rank ? "]" : "");
       if (f == FAM_GEMM && k->flops > 0)
         g_string_append_printf (s, ", \"tflops\": %.1f", k->flops / (k->us * 1e6));
       g_string_append (s, " }");

@@ -19,6 +19,10 @@ typedef struct {
   double us;      /* < 0 until measured or read from the cache */
   double flops;   /* gemm: 2 * batch * m * n * k, for the "tflops" note */
   int32_t count;  /* nodes of the graph with this key (0: from the cache only) */
+  /* kernels (not collectives): each rank's median, in rank order, of which
+   * us is the median; NULL when not known (a cache entry without them) */
+  double *us_by_rank;
+  int32_t n_by_rank;
 } Key;
 
 extern const char *const sg_cu_prof_fam_key[4]; /* "gemm", "attention", ... */

@@ -9,7 +9,7 @@
  * the kernels schedrun runs. Collectives run on one NCCL communicator per
  * group instance. Each key: warm-up, then the median of K CUDA-event timings
  * on each rank, then the median over ranks (Allgather): every rank holds the
- * same numbers. --contention then measures collectives beside kernels
+ * same numbers, and a kernel's entry keeps each rank's (us_by_rank). --contention then measures collectives beside kernels
  * (profile-contention.c). Cache: an existing -o file for the same device and
  * world size is read on rank 0 and broadcast, and only keys it lacks are
  * measured (its contention section, if any, is kept whole).
@@ -402,8 +402,16 @@ sg_rt_cuda_profile (const char *graph_path, const char *out_path, const SgRtProf
       if (k->us >= 0)
         continue;
       for (int r = 0; r < world; r++)
-        col[r] = all[(size_t)r * MAX (1, n_todo) + j];
-      k->us = MAX (sg_cu_prof_median (col, world), 1e-3);
+        col[r] = MAX (all[(size_t)r * MAX (1, n_todo) + j], 1e-3);
+      /* a kernel's time on each rank: the spread of compute rates between
+       * the GPUs (docs/cost-model.md "Rank skew"); a collective's is one
+       * time shared by its ranks */
+      if (k->fam != FAM_COLL) {
+        g_free (k->us_by_rank);
+        k->us_by_rank = g_memdup2 (col, sizeof (double) * (size_t)world);
+        k->n_by_rank = world;
+      }
+      k->us = sg_cu_prof_median (col, world);
       j++;
     }
     g_free (all);

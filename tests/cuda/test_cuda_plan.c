@@ -369,6 +369,25 @@ graph_keys (SgGraph *g, GHashTable **by_key)
   return keys;
 }
 
+/* @text read back through the cache into @g's keys (an H200 profile of
+ * @world ranks) and written again; the cache's hits in *@n_cached, its
+ * contention section in *@contention (transfer full, NULL: none). */
+static char *
+through_cache (SgGraph *g, const char *text, int32_t world, int *n_cached, char **contention)
+{
+  GHashTable *by_key;
+  GPtrArray *keys = graph_keys (g, &by_key);
+  *n_cached = 0;
+  *contention = NULL;
+  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", world, keys, by_key, 1, n_cached,
+                         contention);
+  g_ptr_array_sort (keys, sg_cu_prof_key_cmp);
+  char *again = sg_cu_prof_profile_text (keys, "NVIDIA H200", world, *contention);
+  g_hash_table_unref (by_key);
+  g_ptr_array_unref (keys);
+  return again;
+}
+
 START_TEST (profile_keys_are_the_distinct_shapes_of_the_graph)
 {
   SgGraph *g = load_sample ("w2_tiny_tp2_L2_h256.json");
@@ -396,7 +415,7 @@ END_TEST
 START_TEST (profile_text_reads_back_through_the_cache_identically)
 {
   SgGraph *g = load_sample ("w2_tiny_tp2_L2_h256.json");
-  GHashTable *by_key, *by_key2;
+  GHashTable *by_key;
   GPtrArray *keys = graph_keys (g, &by_key);
   for (guint i = 0; i < keys->len; i++)
     ((Key *)keys->pdata[i])->us = 1.5 + i;
@@ -407,15 +426,11 @@ START_TEST (profile_text_reads_back_through_the_cache_identically)
   ck_assert_str_eq (cJSON_GetObjectItem (root, "format")->valuestring, "schedgraph.profile");
   cJSON_Delete (root);
 
-  GPtrArray *fresh = graph_keys (g, &by_key2);
   int cached = 0;
   char *contention = NULL;
-  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached,
-                         &contention);
+  char *again = through_cache (g, text, 2, &cached, &contention);
   ck_assert_int_eq (cached, (int)keys->len);
   ck_assert_ptr_null (contention);
-  g_ptr_array_sort (fresh, sg_cu_prof_key_cmp);
-  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2, NULL);
   ck_assert_str_eq (again, text);
 
   /* another device: nothing is taken */
@@ -431,10 +446,8 @@ START_TEST (profile_text_reads_back_through_the_cache_identically)
   g_free (text);
   g_free (again);
   g_hash_table_unref (by_key);
-  g_hash_table_unref (by_key2);
   g_hash_table_unref (by_key3);
   g_ptr_array_unref (keys);
-  g_ptr_array_unref (fresh);
   g_ptr_array_unref (other);
   sg_graph_free (g);
 }
@@ -446,7 +459,7 @@ END_TEST
 START_TEST (contention_entries_load_in_the_cost_model_and_survive_the_cache)
 {
   SgGraph *g = load_sample ("w2_tiny_tp2_L2_h256.json");
-  GHashTable *by_key, *by_key2;
+  GHashTable *by_key;
   GPtrArray *keys = graph_keys (g, &by_key);
   const Key *coll = NULL, *gemm = NULL;
   for (guint i = 0; i < keys->len; i++) {
@@ -483,14 +496,10 @@ START_TEST (contention_entries_load_in_the_cost_model_and_survive_the_cache)
   ck_assert (s[1].lag_us == 50.0 && s[1].reps_us[1] == 110.0);
   sg_profile_free (p);
 
-  GPtrArray *fresh = graph_keys (g, &by_key2);
   int cached = 0;
   char *contention = NULL;
-  sg_cu_prof_read_cache (text, strlen (text), "NVIDIA H200", 2, fresh, by_key2, 1, &cached,
-                         &contention);
+  char *again = through_cache (g, text, 2, &cached, &contention);
   ck_assert_str_eq (contention, entries->str);
-  g_ptr_array_sort (fresh, sg_cu_prof_key_cmp);
-  char *again = sg_cu_prof_profile_text (fresh, "NVIDIA H200", 2, contention);
   ck_assert_str_eq (again, text);
   ck_assert (strstr (text, "\"version\": 2") != NULL);
   g_free (contention);
@@ -498,9 +507,65 @@ START_TEST (contention_entries_load_in_the_cost_model_and_survive_the_cache)
   g_free (text);
   g_string_free (entries, TRUE);
   g_hash_table_unref (by_key);
-  g_hash_table_unref (by_key2);
   g_ptr_array_unref (keys);
-  g_ptr_array_unref (fresh);
+  sg_graph_free (g);
+}
+END_TEST
+
+/* Every kernel entry keeps each rank's time (us_by_rank, us their median);
+ * collectives do not. The cost model's reader takes the text, the cache
+ * keeps the times, and a cached list of the wrong length is dropped. */
+START_TEST (profile_keeps_each_ranks_kernel_time)
+{
+  SgGraph *g = load_sample ("w2_tiny_tp2_L2_h256.json");
+  GHashTable *by_key;
+  GPtrArray *keys = graph_keys (g, &by_key);
+  for (guint i = 0; i < keys->len; i++) {
+    Key *k = keys->pdata[i];
+    k->us = 10.0 + i;
+    if (k->fam != FAM_COLL) {
+      k->n_by_rank = 2;
+      k->us_by_rank = g_new (double, 2);
+      k->us_by_rank[0] = k->us - 0.5, k->us_by_rank[1] = k->us + 0.5;
+    }
+  }
+  char *text = sg_cu_prof_profile_text (keys, "NVIDIA H200", 2, NULL);
+  cJSON *root = cJSON_Parse (text);
+  const cJSON *mm = cJSON_GetArrayItem (cJSON_GetObjectItem (root, "gemm"), 0);
+  const cJSON *by = cJSON_GetObjectItem (mm, "us_by_rank");
+  ck_assert_int_eq (cJSON_GetArraySize (by), 2);
+  ck_assert_double_eq_tol (cJSON_GetArrayItem (by, 1)->valuedouble,
+                           cJSON_GetObjectItem (mm, "us")->valuedouble + 0.5, 1e-9);
+  const cJSON *coll = cJSON_GetArrayItem (cJSON_GetObjectItem (root, "collectives"), 0);
+  ck_assert_ptr_null (cJSON_GetObjectItem (coll, "us_by_rank"));
+  cJSON_Delete (root);
+  GError *err = NULL;
+  SgProfile *p = sg_profile_load_data (text, strlen (text), "mem", 2, &err);
+  ck_assert_msg (p != NULL, "%s", err ? err->message : "");
+  sg_profile_free (p);
+
+  int cached = 0;
+  char *contention = NULL;
+  char *again = through_cache (g, text, 2, &cached, &contention);
+  ck_assert_str_eq (again, text);
+  /* a world of 3 reading it: the lists of 2 are not kept */
+  GHashTable *by_key3;
+  GPtrArray *three = graph_keys (g, &by_key3);
+  char *text3 = g_strdup (text);
+  memcpy (strstr (text3, "\"world_size\": 2"), "\"world_size\": 3", 15);
+  sg_cu_prof_read_cache (text3, strlen (text3), "NVIDIA H200", 3, three, by_key3, 1, &cached,
+                         &contention);
+  for (guint i = 0; i < three->len; i++) {
+    const Key *k = three->pdata[i];
+    ck_assert (k->us > 0 && k->us_by_rank == NULL && k->n_by_rank == 0);
+  }
+  g_free (text);
+  g_free (text3);
+  g_free (again);
+  g_hash_table_unref (by_key);
+  g_hash_table_unref (by_key3);
+  g_ptr_array_unref (keys);
+  g_ptr_array_unref (three);
   sg_graph_free (g);
 }
 END_TEST
@@ -567,6 +632,7 @@ suite (void)
   tcase_add_test (tc, gemm_stages_only_views_neither_row_nor_column_major);
   tcase_add_test (tc, profile_keys_are_the_distinct_shapes_of_the_graph);
   tcase_add_test (tc, profile_text_reads_back_through_the_cache_identically);
+  tcase_add_test (tc, profile_keeps_each_ranks_kernel_time);
   tcase_add_test (tc, profile_keys_addmm_by_its_matrix_operands);
   tcase_add_test (tc, contention_entries_load_in_the_cost_model_and_survive_the_cache);
   tcase_add_test (tc, local_rank_comes_from_the_launcher_environment);

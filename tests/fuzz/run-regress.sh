@@ -6,7 +6,9 @@
 # written); any other must be rejected cleanly: exit 1, one line on stderr
 # naming the file at fault, no output written. No run may print a GLib
 # warning or critical or a sanitizer report.
-#   graph, writers: schedgraph FILE -o --report --trace
+#   graph, writers: schedgraph --validate FILE -o --report --trace (the
+#             validator between passes, as fuzz_writers runs it: a pass
+#             that breaks the IR fails even where the writers would not)
 #   cluster:  schedgraph tests/graphs/accept-small.json --cluster FILE ...
 #   profile:  schedgraph tests/data/w2_tiny_fsdp2_L2_h256.json --profile FILE ...
 #   order:    schedgraph tests/data/w2_tiny_fsdp2_L2_h256.json --order FILE ...
@@ -56,7 +58,7 @@ check () {
 outs=(-o "$tmp/out/plan.json" --report "$tmp/out/report.json" --trace "$tmp/out/trace.json")
 shopt -s nullglob
 for f in "$regress"/graph/*.json "$regress"/writers/*.json; do
-  check "$(basename "$(dirname "$f")")" "$f" "$f" "$sg" "$f" "${outs[@]}"
+  check "$(basename "$(dirname "$f")")" "$f" "$f" "$sg" --validate "$f" "${outs[@]}"
 done
 for f in "$regress"/cluster/*.json; do
   check cluster "$f" "$f" "$sg" "$tests/graphs/accept-small.json" --cluster "$f" "${outs[@]}"

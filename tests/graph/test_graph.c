@@ -286,6 +286,39 @@ START_TEST (permute_refuses_a_non_topological_order_and_keeps_the_graph)
 }
 END_TEST
 
+/* sg_graph_check_order is the one check every reorder applies: the output
+ * node comes last even when nothing forces it there (it reads nothing). */
+START_TEST (orders_keep_the_output_last)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_input (g, "x", "float32", 2, (int64_t)4, (int64_t)8);
+  tb_pointwise (g, "relu", "aten.relu.default", "x", NULL);
+  tb_output (g, 0);
+  SgNodeId early[] = { 0, 2, 1 };
+  GError *error = NULL;
+  ck_assert (!sg_graph_check_order (g, early, 3, NULL, &error));
+  assert_error (error, SG_GRAPH_ERROR_CYCLE,
+                "order position 1: the output node 'output' must come last (position 2)");
+  error = NULL;
+  ck_assert (!sg_graph_permute (g, early, &error));
+  assert_error (error, SG_GRAPH_ERROR_CYCLE, "the output node 'output' must come last");
+  error = NULL;
+  ck_assert_str_eq (g->nodes[2].name, "output");
+  SgNodeId dropped[] = { 0, 1 };
+  ck_assert (!sg_graph_select (g, dropped, 2, &error));
+  assert_error (error, SG_GRAPH_ERROR_REF, "node 'output': the output node cannot be removed");
+  error = NULL;
+  SgNodeId no_input[] = { 1, 2 };
+  ck_assert (!sg_graph_check_order (g, no_input, 2, NULL, &error));
+  assert_error (error, SG_GRAPH_ERROR_REF,
+                "order position 0: node 'relu' reads 'x', which the order leaves out");
+  SgNodeId ok[] = { 0, 1, 2 }, pos[3];
+  ck_assert (sg_graph_check_order (g, ok, 3, pos, NULL));
+  ck_assert_int_eq (pos[2], 2);
+  assert_valid (g);
+}
+END_TEST
+
 START_TEST (users_are_listed_in_id_order)
 {
   g_autoptr (SgGraph) g = small_graph ();
@@ -465,6 +498,7 @@ graph_suite (void)
   TCase *ir = tcase_create ("ir");
   tcase_add_test (ir, permute_renumbers_inputs_and_names);
   tcase_add_test (ir, permute_refuses_a_non_topological_order_and_keeps_the_graph);
+  tcase_add_test (ir, orders_keep_the_output_last);
   tcase_add_test (ir, users_are_listed_in_id_order);
   tcase_add_test (ir, storage_root_follows_views_and_waits);
   tcase_add_test (ir, peak_bytes_matches_hand_count);

@@ -113,6 +113,50 @@ START_TEST (trial_graph_is_the_commit_and_leaves_the_base_alone)
 }
 END_TEST
 
+/* sg_rewrite_result_id: where each node of the rewrite went, in a trial
+ * and in the commit (removed ones nowhere). */
+START_TEST (result_ids_follow_the_nodes)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  const SgNodeId relu = id_of (g, "relu"), mm = id_of (g, "mm"), n0 = g->n_nodes;
+  g_autoptr (SgRewrite) rw = relu_to_two (g);
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t);
+  ck_assert_int_eq (sg_rewrite_result_id (rw, relu), SG_NO_NODE);
+  ck_assert_str_eq (t->nodes[sg_rewrite_result_id (rw, mm)].name, "mm");
+  ck_assert_str_eq (t->nodes[sg_rewrite_result_id (rw, n0)].name, "sig");
+  ck_assert_str_eq (t->nodes[sg_rewrite_result_id (rw, n0 + 1)].name, "tanh");
+  sg_graph_free (t);
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  ck_assert_str_eq (g->nodes[sg_rewrite_result_id (rw, n0 + 1)].name, "tanh");
+  ck_assert_int_eq (sg_rewrite_result_id (rw, mm), id_of (g, "mm"));
+}
+END_TEST
+
+/* sg_graph_order_by_key: the smallest key among ready nodes, data and
+ * implicit edges respected; a cycle of implicit edges gives NULL. */
+START_TEST (order_by_key_is_a_stable_topological_sort)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  /* x w ag ag_w wt mm relu output: w's branch first, x as late as it can */
+  const int64_t key[] = { 9, 0, 1, 2, 3, 4, 5, 6 };
+  g_autofree SgNodeId *o = sg_graph_order_by_key (g, key);
+  static const char *const want[] = { "w", "ag", "ag_w", "wt", "x", "mm", "relu", "output" };
+  for (int32_t i = 0; i < g->n_nodes; i++)
+    ck_assert_str_eq (g->nodes[o[i]].name, want[i]);
+  /* an implicit edge x -> w puts x first; relu -> ag closes a cycle */
+  g->implicit_edges = g_array_new (FALSE, FALSE, sizeof (SgImplicitEdge));
+  SgImplicitEdge e = { id_of (g, "x"), id_of (g, "w"), 4 };
+  g_array_append_val (g->implicit_edges, e);
+  g_autofree SgNodeId *o2 = sg_graph_order_by_key (g, key);
+  ck_assert_str_eq (g->nodes[o2[0]].name, "x");
+  ck_assert_str_eq (g->nodes[o2[1]].name, "w");
+  SgImplicitEdge back = { id_of (g, "relu"), id_of (g, "ag"), 4 };
+  g_array_append_val (g->implicit_edges, back);
+  ck_assert_ptr_null (sg_graph_order_by_key (g, key));
+}
+END_TEST
+
 START_TEST (added_names_are_made_unique_and_nodes_placed)
 {
   g_autoptr (SgGraph) g = small_graph ();
@@ -131,6 +175,41 @@ START_TEST (added_names_are_made_unique_and_nodes_placed)
                                       "output" };
   assert_order (g, want, G_N_ELEMENTS (want));
   (void)n2;
+  assert_valid (g);
+}
+END_TEST
+
+/* Adds neg(x) named "late", placed after the output. */
+static void
+add_after_output (SgGraph *g, SgRewrite *rw)
+{
+  SgNodeId x = id_of (g, "x");
+  const SgMeta *m = &g->nodes[x].meta;
+  SgArg a[] = { sg_arg_ref (x) };
+  SgNodeSpec s = { .name = "late", .kind = SG_OP_NEG, .args = a, .n_args = 1,
+                   .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, 2, m->dtype),
+                   .cost_us = NAN };
+  sg_rewrite_place (rw, sg_rewrite_add (rw, &s, NULL), g->output, SG_PLACE_AFTER);
+}
+
+/* The output stays last: an added node placed after it goes just before,
+ * in a trial graph and on commit. */
+START_TEST (a_node_placed_after_the_output_goes_before_it)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  add_after_output (g, rw);
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_str_eq (t->nodes[t->n_nodes - 1].name, "output");
+  ck_assert_str_eq (t->nodes[t->n_nodes - 2].name, "late");
+  ck_assert_int_eq (t->output, t->n_nodes - 1);
+  sg_graph_free (t);
+  sg_rewrite_reset (rw);
+  add_after_output (g, rw);
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  static const char *const want[] = { "x", "w", "ag", "ag_w", "wt", "mm", "relu", "late",
+                                      "output" };
+  assert_order (g, want, G_N_ELEMENTS (want));
   assert_valid (g);
 }
 END_TEST
@@ -237,7 +316,10 @@ suite (void)
   TCase *tc = tcase_create ("rewrite");
   tcase_add_test (tc, pass_replaces_one_node_by_two);
   tcase_add_test (tc, trial_graph_is_the_commit_and_leaves_the_base_alone);
+  tcase_add_test (tc, result_ids_follow_the_nodes);
+  tcase_add_test (tc, order_by_key_is_a_stable_topological_sort);
   tcase_add_test (tc, added_names_are_made_unique_and_nodes_placed);
+  tcase_add_test (tc, a_node_placed_after_the_output_goes_before_it);
   tcase_add_test (tc, merged_inputs_reindex_the_arguments);
   tcase_add_test (tc, refusals_name_the_node_and_leave_the_graph);
   tcase_add_test (tc, a_node_like_another_copies_its_arguments);

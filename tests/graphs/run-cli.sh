@@ -81,6 +81,24 @@ check "unknown --bucket-lowering is a usage error" test $? -eq 2
 check "... naming the value" has "$tmp/n.err" "--bucket-lowering: 'packed' is not auto, flat or grouped"
 check "... and writes nothing" test ! -e "$tmp/n.plan.json"
 
+# decompose: the TP sample has sites; the mode is recorded in plans made
+# with another than auto, reported, and a bad one refused.
+t=$data/w2_tiny_tp2_L2_h256.json
+"$sg" "$t" -q --decompose all -o "$tmp/n.plan.json" --report "$tmp/n.report.json" >"$tmp/n.out"
+check "--decompose all writes a plan with ring steps" has "$tmp/n.plan.json" '"op":"collective_permute"'
+check "... recording the mode" has "$tmp/n.plan.json" ' decompose=all"'
+check "... and reports every site" grep -qE '"decomposed":[[:space:]]*16' "$tmp/n.report.json"
+"$sg" "$t" --decompose all >"$tmp/n.out"
+check "the summary lists the sites" grep -qE '^decompose \(all\): 16 collectives, 16 sites, 16 decomposed' "$tmp/n.out"
+"$sg" "$t" -q --no-decompose -o "$tmp/o.plan.json"
+check "--no-decompose records decompose=off" has "$tmp/o.plan.json" ' decompose=off"'
+check "... and has no ring step" bash -c "! grep -q '\"op\":\"collective_permute\"' '$tmp/o.plan.json'"
+"$sg" "$t" --decompose sometimes -o "$tmp/p.plan.json" 2>"$tmp/p.err"
+check "unknown --decompose is a usage error" test $? -eq 2
+check "... naming the value" has "$tmp/p.err" "--decompose: 'sometimes' is not auto, all, all-gather or off"
+"$sg" "$t" --dump=decompose --decompose all -q 2>"$tmp/q.err"
+check "--dump=decompose dumps after the decompose pass" has "$tmp/q.err" "# after decompose"
+
 # Failures: exit 1, one line naming the file at fault, nothing written.
 printf '["not_a_node"]\n' >"$tmp/bad-order.json"
 "$sg" "$g" --order "$tmp/bad-order.json" -o "$tmp/f.plan.json" --report "$tmp/f.report.json" 2>"$tmp/f.err"

@@ -2,7 +2,7 @@
 # e2e.sh: the runtime's semantics proof and reliability tests under mpirun.
 #
 #   e2e.sh MODE SCHEDRUN SGEVAL MKPLAN SCHEDGRAPH GRAPHGEN DATADIR [MKRING]
-#   MODE: samples | graphgen | np8 | ring | faults | faults-cuda | dev8 (slow, not in meson)
+#   MODE: samples | graphgen | np8 | ring | ranks | ranks-cuda | faults | faults-cuda | dev8 (slow, not in meson)
 #
 # samples/graphgen/np8: for each graph, the plans of the input order
 # (schedgraph --no-reorder --no-bucket), of the schedule (--no-bucket), of
@@ -15,6 +15,9 @@
 # ring (issue 13): at 2, 4 and 8 ranks, collective_permute ring
 # formulations (tests/runtime/mkring.c) against all_gather -> mm (bitwise)
 # and mm -> reduce_scatter (within 1e-5), each also against sgeval.
+# ranks: the report's per-rank times (by_rank) exist, are per rank and
+# agree with the max over ranks (issue 20); ranks-cuda: the same on the
+# CUDA backend (skips, exit 77, without a GPU).
 # faults: the fault matrix (issue 18; each case bounded in time, one line
 # naming the rank and the cause, non-zero exit, no output left): a rank
 # killed with SIGKILL mid-step, a hung rank, a failing rank, different
@@ -253,6 +256,72 @@ fault_plans () { # the plans of the fault matrix
   "$MKPLAN" "$DATA/../runtime/data/huge_arena.json" "$T/huge.json" || fail "mkplan huge arena"
 }
 
+ranks_check () { # BACKEND_ARGS
+  B=$1
+  # The report's by_rank (docs/runtime.md "Report"): every rank's times in
+  # the median step, per rank, and consistent with the max over ranks.
+  G=$DATA/w2_tiny_tp2_L2_h256.json
+  "$MKPLAN" "$G" "$T/a.json" || fail mkplan
+  for run in "3 1" "1 0"; do
+    # shellcheck disable=SC2086
+    set -- $run
+    # shellcheck disable=SC2086
+    if mpirun_ 2 "$T/a.json" $B --mode timing --iters "$1" --warmup "$2" --report "$T/r$1.json" \
+         >"$T/out" 2>&1 && python3 - "$T/r$1.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+w, m, b = r["world_size"], r["measured"], r["by_rank"]
+near = lambda a, x, tol=0.0025: abs(a - x) <= tol
+assert 0 <= b["iteration"] < r["iters"], b
+for k in ("step_us", "compute_us"):
+    assert len(b[k]) == w and min(b[k]) > 0, (k, b[k])
+# the median step is the one whose slowest rank is the median (odd iters);
+# cuda timing mode: the step with the events, as by_rank times it
+step = m.get("instrumented_step_us", m["step_us"])
+assert near(max(b["step_us"]), step), (b["step_us"], step)
+rows = r["collectives"]
+assert len(rows) == m["collectives"] > 1
+for row in rows:
+    x = row["by_rank"]
+    assert sorted(x) == ["compute_before_us", "end_us", "exposed_us", "launch_us"], x
+    for k in x:
+        assert len(x[k]) == w, (row["name"], k)
+    for q in range(w):
+        assert 0 <= x["launch_us"][q] <= x["end_us"][q] <= b["step_us"][q] + 0.002, (row, q)
+        assert 0 <= x["compute_before_us"][q] <= min(x["launch_us"][q], b["compute_us"][q]) + 0.002
+        assert x["exposed_us"][q] >= 0
+for q in range(w):  # busy time before a launch grows with the launch
+    by_launch = sorted(rows, key=lambda row: row["by_rank"]["launch_us"][q])
+    busy = [row["by_rank"]["compute_before_us"][q] for row in by_launch]
+    assert all(busy[i] <= busy[i + 1] + 0.002 for i in range(len(busy) - 1)), (q, busy)
+if r["iters"] == 1:  # one step: the max over ranks is the report's number
+    assert near(max(b["compute_us"]), m["compute_us"])
+    total = [sum(row["by_rank"]["exposed_us"][q] for row in rows) for q in range(w)]
+    assert near(max(total), m["exposed_us"], 0.001 * len(rows) + 0.002), (total, m)
+    for row in rows:
+        x = row["by_rank"]
+        assert near(max(e - l for e, l in zip(x["end_us"], x["launch_us"])), row["measured_us"],
+                    0.004), row
+        assert near(max(x["exposed_us"]), row["exposed_us"]), row
+print("%d ranks x %d collectives, median step %d of %d" % (w, len(rows), b["iteration"],
+                                                            r["iters"]))
+PY
+    then
+      echo "ok   $B: by_rank, --iters $1: consistent with the max over ranks"
+    else
+      cat "$T/out"; fail "$B: by_rank, --iters $1"
+    fi
+  done
+  # exact mode keeps them too
+  # shellcheck disable=SC2086
+  if mpirun_ 2 "$T/a.json" $B --report "$T/rx.json" >"$T/out" 2>&1 &&
+     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r["by_rank"]["step_us"]) == 2 and all(len(c["by_rank"]["launch_us"]) == 2 for c in r["collectives"])' "$T/rx.json"; then
+    echo "ok   $B: by_rank in exact mode"
+  else
+    cat "$T/out"; fail "$B: by_rank in exact mode"
+  fi
+}
+
 case $MODE in
 samples)
   for n in w2_tiny_fsdp2_L2_h256 w2_tiny_tp2_L2_h256; do
@@ -337,6 +406,16 @@ dev8)
     fi
   done
   ;;
+ranks)
+  ranks_check "--backend cpu"
+  ;;
+ranks-cuda)
+  # the same on the CUDA backend (tools/device/skew.sh); 77 without a GPU
+  if ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "skip: no GPU here"; exit 77
+  fi
+  ranks_check "--backend cuda"
+  ;;
 faults)
   fault_plans
   fault_matrix "--backend cpu" "rank 1: --timeout 5 s expired .*at instruction 40"
@@ -414,13 +493,40 @@ faults)
   else
     echo "ok   a different seed is detected: $(head -1 "$T/out")"
   fi
-  # timing mode: several iterations, a report with per-collective rows
-  if mpirun_ 2 "$T/a.json" --mode timing --iters 3 --warmup 1 --report "$T/r.json" >"$T/out" 2>&1 &&
+  # timing mode: several iterations, a report with per-collective rows;
+  # stdout: measured hidden/partial/exposed beside the plan's prediction
+  # (schedgraph's plan has one, mkplan's none)
+  "$SCHEDGRAPH" "$G" -q -o "$T/s.json" || fail "schedgraph -o"
+  if mpirun_ 2 "$T/s.json" --mode timing --iters 3 --warmup 1 --report "$T/r.json" >"$T/out" 2>&1 &&
      grep -q '"mode":	"timing"' "$T/r.json" && grep -q '"measured_us"' "$T/r.json" &&
-     grep -q '"iters":	3' "$T/r.json" && grep -q '"launch":	"eager"' "$T/r.json"; then
-    echo "ok   timing mode report"
+     grep -q '"iters":	3' "$T/r.json" && grep -q '"launch":	"eager"' "$T/r.json" &&
+     grep -q '^  measured:  [0-9]* hidden, [0-9]* partial, [0-9]* exposed$' "$T/out" &&
+     grep -q '^  predicted: [0-9]* hidden, [0-9]* partial, [0-9]* exposed; step' "$T/out"; then
+    echo "ok   timing mode report, measured and predicted counts on stdout"
   else
     cat "$T/out"; fail "timing mode report"
+  fi
+  # --version and --help (issue 18: both were missing or incomplete)
+  # (OpenMPI's singleton allocations: no leak check, as under mpirun_)
+  if ASAN_OPTIONS=$MPI_ASAN "$SCHEDRUN" --version >"$T/out" 2>&1 &&
+     grep -q '^schedrun [0-9]' "$T/out" &&
+     ASAN_OPTIONS=$MPI_ASAN "$SCHEDRUN" --help >"$T/out" 2>&1 &&
+     grep -q -- '--profile GRAPH.json' "$T/out" &&
+     grep -q -- '-o PROFILE.json' "$T/out" && grep -q '^Exit status: 0 success' "$T/out"; then
+    echo "ok   --version, and --help lists --profile, -o and the exit status"
+  else
+    cat "$T/out"; fail "--version / --help"
+  fi
+  # plans of copies of one graph under other names: the same hash, so the
+  # ranks run them together (the hash leaves the file name out)
+  cp "$G" "$T/copy-of-graph.json"
+  "$MKPLAN" "$T/copy-of-graph.json" "$T/a-copy.json" || fail "mkplan copy"
+  if cmp -s "$T/a.json" "$T/a-copy.json"; then
+    fail "the plan of a copy under another name is byte-identical (no graph line?)"
+  elif mpmd "$T/a.json --timeout $WD" "$T/a-copy.json --timeout $WD" >"$T/out" 2>&1; then
+    echo "ok   ranks given plans of copies under other names run together"
+  else
+    cat "$T/out"; fail "plans of copies under other names"
   fi
   # --trace: the median step's timeline, both ranks, every collective on each
   if mpirun_ 2 "$T/a.json" --mode timing --iters 3 --warmup 1 --trace "$T/t.json" >"$T/out" 2>&1 &&

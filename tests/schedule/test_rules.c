@@ -285,6 +285,55 @@ START_TEST (finished_collective_wait_does_not_raise_the_peak_for_slack)
 }
 END_TEST
 
+/* The output is the last node of every order, whatever it reads. An
+ * output that reads nothing (or only early nodes) is ready at once;
+ * every list variant and the whole pass must still place it after
+ * everything else, nodes that nothing reads included (the fuzz finding
+ * tests/fuzz/regress/writers/accept-output-reading-nothing.json). */
+static void
+assert_output_last (SgGraph *g)
+{
+  static const int32_t variants[][2] = { { 0, 0 },      { ANY, -64 }, { ANY, 16 },
+                                         { 1024, -64 }, { 128, -64 },
+                                         { 1024, SG_BOOST_CRITICAL_PATH } };
+  for (size_t v = 0; v < G_N_ELEMENTS (variants); v++) {
+    g_autofree SgNodeId *o = NULL;
+    list_variant_step (g, variants[v][0], variants[v][1], &o);
+    ck_assert_msg (o[g->n_nodes - 1] == g->output, "variant %zu put the output at %d of %d", v,
+                   pos_in (g, o, "output"), g->n_nodes);
+  }
+  SgSimResult r;
+  schedule (g, &r); /* validates: the output is last */
+  ck_assert_int_eq (g->output, g->n_nodes - 1);
+  sg_sim_result_clear (&r);
+}
+
+START_TEST (output_stays_last_when_it_reads_nothing_or_early_nodes)
+{
+  g_autoptr (SgGraph) a = tb_new (2);
+  tb_group (a, "0", 2, 0, 1);
+  tb_input (a, "x", "bfloat16", 2, 64, 64);
+  tb_cost (a, tb_all_reduce (a, "ar", "x", "0"), 100);
+  tb_wait (a, "wt", "ar");
+  tb_cost (a, tb_pointwise (a, "c", "aten.relu.default", "wt", NULL), 5);
+  tb_output (a, 0);
+  st_estimate (a, 0, 1, 1);
+  assert_output_last (a);
+
+  g_autoptr (SgGraph) b = tb_new (2);
+  tb_group (b, "0", 2, 0, 1);
+  tb_input (b, "x", "bfloat16", 2, 64, 64);
+  tb_cost (b, tb_pointwise (b, "p", "aten.relu.default", "x", NULL), 10);
+  tb_cost (b, tb_all_reduce (b, "ar", "p", "0"), 100);
+  tb_wait (b, "wt", "ar");
+  tb_cost (b, tb_pointwise (b, "c", "aten.relu.default", "wt", NULL), 5);
+  tb_cost (b, tb_pointwise (b, "d", "aten.add.Tensor", "c", "x"), 50);
+  tb_output (b, 1, "p");
+  st_estimate (b, 0, 1, 1);
+  assert_output_last (b);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -297,6 +346,7 @@ main (void)
     start_wait_case_reaches_the_optimum,
     finished_collective_wait_sinks_while_memory_allows,
     finished_collective_wait_does_not_raise_the_peak_for_slack,
+    output_stays_last_when_it_reads_nothing_or_early_nodes,
   };
   return st_run ("rules", 120, tests, G_N_ELEMENTS (tests));
 }

@@ -78,6 +78,24 @@ START_TEST (wait_right_after_collective_is_fully_exposed)
 }
 END_TEST
 
+/* sg_span_run: a fragment on an idle timeline, the same engine; fragments
+ * do not see each other, and a wait on a collective outside the fragment
+ * costs nothing. */
+START_TEST (a_fragment_runs_on_an_idle_timeline)
+{
+  g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
+  SgSpan *sp = sg_span_new (g);
+  const SgNodeId hidden[] = { id_of (g, "ag"), id_of (g, "mm0"), id_of (g, "wt") };
+  const SgNodeId exposed[] = { id_of (g, "ag"), id_of (g, "wt"), id_of (g, "mm1") };
+  const SgNodeId alone[] = { id_of (g, "wt"), id_of (g, "mm1") };
+  ck_assert_double_eq_tol (sg_span_run (sp, hidden, 3), 100, 1e-9); /* max (50, 100) */
+  ck_assert_double_eq_tol (sg_span_run (sp, exposed, 3), 80, 1e-9); /* 50 + 30 */
+  ck_assert_double_eq_tol (sg_span_run (sp, hidden, 3), 100, 1e-9);
+  ck_assert_double_eq_tol (sg_span_run (sp, alone, 2), 30, 1e-9);
+  sg_span_free (sp);
+}
+END_TEST
+
 START_TEST (independent_mm_before_wait_hides_collective)
 {
   g_autoptr (SgGraph) g = hide_graph (50, 100, 30);
@@ -468,6 +486,8 @@ START_TEST (order_files_name_the_first_bad_node)
   expect_order_error (g, "[\"x\",\"w\",\"ag\",\"wt\",\"mm1\",\"output\"]", "'mm0' is missing");
   expect_order_error (g, "[\"x\",\"w\",\"ag\",\"mm1\",\"wt\",\"mm0\",\"output\"]",
                       "'mm1' comes before its input 'wt'");
+  expect_order_error (g, "[\"x\",\"w\",\"ag\",\"wt\",\"mm0\",\"output\",\"mm1\"]",
+                      "the output node 'output' must come last");
   expect_order_error (g, "{\"x\": 1}", "JSON array");
   cJSON *ok = cJSON_Parse ("[\"x\",\"w\",\"mm0\",\"ag\",\"wt\",\"mm1\",\"output\"]");
   g_autofree SgNodeId *o = sg_order_from_json (g, ok, "test", NULL);
@@ -529,6 +549,7 @@ sim_suite (void)
   TCase *tc = tcase_create ("core");
   tcase_add_test (tc, wait_right_after_collective_is_fully_exposed);
   tcase_add_test (tc, independent_mm_before_wait_hides_collective);
+  tcase_add_test (tc, a_fragment_runs_on_an_idle_timeline);
   tcase_add_test (tc, short_compute_leaves_collective_partial);
   tcase_add_test (tc, contention_is_integrated_piecewise);
   tcase_add_test (tc, reducing_collectives_slow_by_reduce_slowdown);

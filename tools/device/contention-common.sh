@@ -83,6 +83,17 @@ profile () {
   fi
 }
 
+# graph_file GRAPH GEN: $W/GRAPH.json, the staged graph (GEN "-", else
+# tests/data's) or graphgen's (GEN: its arguments, comma-separated)
+graph_file () {
+  if [ "$2" = - ]; then
+    cp "$G/$1.json" "$W/" 2>/dev/null || cp "$ROOT/tests/data/$1.json" "$W/"
+  else
+    # shellcheck disable=SC2086
+    "$BIN/graphgen" ${2//,/ } -o "$W/$1.json" --stats
+  fi
+}
+
 # peer_graph GRAPH ORDER OUT: PyTorch's order as a graph whose input order
 # it is (same names)
 peer_graph () {

@@ -56,12 +56,7 @@ for spec in $PLAN_G; do
     continue
   fi
   section "$g: graph and profile"
-  if [ "$gen" = - ]; then
-    cp "$G/$g.json" "$W/" 2>/dev/null || cp "$ROOT/tests/data/$g.json" "$W/"
-  else
-    # shellcheck disable=SC2086
-    "$BIN/graphgen" ${gen//,/ } -o "$W/$g.json" --stats
-  fi
+  graph_file "$g" "$gen"
   po=$ROOT/tests/data/$g.peer_order_plain.json
   [ -f "$po" ] && peer_graph "$W/$g.json" "$po" "$W/$g.peer.json"
   profile "$g" "$pit" "$budget"

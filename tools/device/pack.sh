@@ -12,7 +12,7 @@ B=${1:-build-h}
 rm -rf .carry
 mkdir -p .carry/bin .carry/lib .carry/graphs
 for t in runtime/schedrun tests/cuda/test_cuda_kernels tests/cuda/test_cuda_attn \
-         tools/schedgraph/schedgraph tools/graphgen/graphgen tools/sgeval/sgeval \
+         tools/schedgraph/schedgraph tools/graphgen/graphgen tools/sgeval/sgeval tools/sgfit/sgfit \
          tests/runtime/mkplan tests/runtime/mkring tests/cuda/bench_gemm; do
   if ninja -C "$B" "$t" >/dev/null 2>&1; then
     cp "$B/$t" .carry/bin/

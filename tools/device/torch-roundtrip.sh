@@ -1,5 +1,6 @@
 #!/bin/bash
-# tools/device/torch-roundtrip.sh: run ON THE GPU MACHINE (one GPU), from the
+# tools/device/torch-roundtrip.sh: run ON THE GPU MACHINE (one GPU; phase
+# w2tp, the decomposed TP step over NCCL, needs two and is skipped on one), from the
 # repo root, with .carry/ staged here by tools/device/pack.sh (the schedgraph
 # binary and the GLib/cJSON libraries the GPU machine lacks). Runs
 # tools/device/torch_roundtrip.py (its docstring says what it measures) with

@@ -125,6 +125,7 @@ void
 summary_finish (Run *r)
 {
   GString *s = r->summary;
+  sg_decompose_summary (r->g, s);
   const SgBucketStats *bs = sg_bucket_stats (r->g);
   if (bs && bs->ran) {
     g_string_append_printf (s,
@@ -185,6 +186,7 @@ build_report (Run *r)
     cJSON_AddItemReferenceToObject (o, "input_collectives", r->input_rows);
   if (r->given_rows)
     cJSON_AddItemReferenceToObject (o, "given_collectives", r->given_rows);
+  cJSON_AddItemToObject (o, "decompose", sg_decompose_report (g));
   cJSON_AddItemToObject (o, "bucket", sg_bucket_report (g, NULL));
   cJSON *passes = cJSON_AddObjectToObject (o, "passes");
   for (size_t i = 0; i < r->n_times; i++)

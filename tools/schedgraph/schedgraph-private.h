@@ -4,6 +4,7 @@
 
 #include "bucket.h"
 #include "codegen.h"
+#include "decompose.h"
 #include "estimate.h"
 #include "graph.h"
 #include "plan.h"

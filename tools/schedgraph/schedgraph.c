@@ -1,8 +1,8 @@
 /* schedgraph.c: the command-line driver: options and the pipeline.
  *
  * schedgraph [OPTIONS] GRAPH.json runs the step table below in order:
- * load -> validate -> estimate -> simulate-input -> schedule -> bucket ->
- * polish -> simulate -> codegen, then prints the summary and writes the outputs
+ * load -> validate -> estimate -> simulate-input -> decompose -> schedule ->
+ * bucket -> polish -> simulate -> codegen, then prints the summary and writes the outputs
  * (outputs.c). Graph passes (SgPass signature) go through sg_pass_run():
  * each is timed, followed by the validator with --validate (default on in
  * debug builds) and dumped with --dump=PASS; driver steps (simulations,
@@ -12,7 +12,7 @@
  * Exit status: 0 ok, 1 bad input or failed step (`schedgraph: FILE:
  * message` on stderr, nothing written), 2 usage error.
  *
- * Requires: graph/, estimate/, schedule/, bucket/, codegen/, plan/.
+ * Requires: graph/, estimate/, schedule/, decompose/, bucket/, codegen/, plan/.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -95,6 +95,7 @@ typedef struct {
 static const Step pipeline[] = {
   { "estimate", sg_estimate_costs, NULL },
   { "simulate-input", NULL, step_simulate_input },
+  { "decompose", sg_decompose_pass, NULL },
   { "schedule", sg_schedule_reorder, NULL },
   { "bucket", sg_bucket_pass, NULL },
   { "polish", sg_schedule_polish_pass, NULL },
@@ -139,6 +140,12 @@ static const char usage_text[] =
   "                               16 compute nodes with a cost and 6 collectives; no\n"
   "                               memory limit)\n"
   "      --no-bucket              do not merge collectives\n"
+  "      --decompose MODE         split all_gather->mm, mm->reduce_scatter and\n"
+  "                               mm->all_reduce into ring steps / row chunks: auto\n"
+  "                               (default: where the simulator predicts a shorter\n"
+  "                               step), all (every site found), all-gather (every\n"
+  "                               all_gather->mm site, nothing else), off\n"
+  "      --no-decompose           the same as --decompose off\n"
   "      --cluster NAME|FILE      preset (h200-sxm, h100-sxm, a100-sxm) or cluster JSON\n"
   "                               (docs/cluster-format.md; default: the graph's\n"
   "                               `cluster`, else h200-sxm)\n"
@@ -156,8 +163,8 @@ static const char usage_text[] =
   "  BYTES take the suffixes K, M, G (KiB, MiB, GiB).\n"
   "Debugging:\n"
   "      --dump=PASS              print the IR to stderr after PASS: load, validate,\n"
-  "                               estimate, simulate-input, schedule, bucket,\n"
-  "                               polish, simulate, codegen, or all\n"
+  "                               estimate, simulate-input, decompose, schedule,\n"
+  "                               bucket, polish, simulate, codegen, or all\n"
   "      --stop-after=PASS        run up to PASS, print the summary, write nothing\n"
   "      --validate               run the validator after every pass\n"
   "      --no-validate            do not (default unless built with buildtype=debug)\n"
@@ -233,7 +240,7 @@ parse_count (const char *s, int32_t *out)
 enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
   OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_BUCKET_MODE,
-  OPT_BUCKET_LOWERING, OPT_COSTS,
+  OPT_BUCKET_LOWERING, OPT_COSTS, OPT_DECOMPOSE, OPT_NO_DECOMPOSE,
   OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EXACT, OPT_EMIT_GRAPH,
 };
 
@@ -250,6 +257,8 @@ parse_args (int argc, char **argv, Cli *cli)
     { "no-reorder", no_argument, NULL, OPT_NO_REORDER },
     { "exact", no_argument, NULL, OPT_EXACT },
     { "no-bucket", no_argument, NULL, OPT_NO_BUCKET },
+    { "decompose", required_argument, NULL, OPT_DECOMPOSE },
+    { "no-decompose", no_argument, NULL, OPT_NO_DECOMPOSE },
     { "cluster", required_argument, NULL, OPT_CLUSTER },
     { "profile", required_argument, NULL, OPT_PROFILE },
     { "max-in-flight", required_argument, NULL, OPT_MAX_IN_FLIGHT },
@@ -284,6 +293,11 @@ parse_args (int argc, char **argv, Cli *cli)
     case OPT_NO_REORDER: cli->cfg.reorder = false; break;
     case OPT_EXACT: cli->cfg.exact = true; break;
     case OPT_NO_BUCKET: cli->cfg.bucket = false; break;
+    case OPT_DECOMPOSE:
+      if (!sg_decompose_mode_from_name (optarg, &cli->cfg.decompose))
+        return usage_error ("--decompose: '%s' is not auto, all, all-gather or off", optarg);
+      break;
+    case OPT_NO_DECOMPOSE: cli->cfg.decompose = SG_DECOMPOSE_OFF; break;
     case OPT_CLUSTER: cli->cfg.cluster = optarg; break;
     case OPT_PROFILE: cli->cfg.profile = optarg; break;
     case OPT_MAX_IN_FLIGHT:

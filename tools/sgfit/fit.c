@@ -23,6 +23,7 @@
 #include "graph.h"
 #include "plan.h"
 #include "schedule.h"
+#include "sgfit-private.h"
 #include "textio.h"
 
 G_DEFINE_QUARK (sg-fit-error-quark, sg_fit_error)
@@ -73,8 +74,8 @@ sg_fit_free (SgFit *f)
   g_free (f);
 }
 
-static cJSON *
-read_json (const char *path, const char *what, GError **error)
+cJSON *
+sg_fit_read_json (const char *path, const char *what, GError **error)
 {
   g_autofree char *text = NULL;
   gsize len = 0;
@@ -208,7 +209,7 @@ order_from_plan (SgGraph *g, const char *path, GError **error)
 static bool
 read_report (Run *r, const char *path, GError **error)
 {
-  cJSON *j = read_json (path, "report", error);
+  cJSON *j = sg_fit_read_json (path, "report", error);
   if (!j)
     return false;
   const cJSON *m = cJSON_GetObjectItem (j, "measured");
@@ -294,7 +295,7 @@ fail:
 SgFit *
 sg_fit_load (const char *path, GError **error)
 {
-  cJSON *j = read_json (path, "manifest", error);
+  cJSON *j = sg_fit_read_json (path, "manifest", error);
   if (!j)
     return NULL;
   g_autofree char *dir = g_path_get_dirname (path);

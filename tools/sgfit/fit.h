@@ -15,6 +15,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 G_BEGIN_DECLS
 
@@ -83,5 +84,20 @@ bool sg_fit_write_orders (SgFit *f, const char *dir, GError **error);
 
 /* The default values of @axes: the cluster's own (of the first run). */
 bool sg_fit_start (SgFit *f, const SgFitAxis *axes, double *values, int n_axes, GError **error);
+
+/* Rank skew (skew.c, sgfit --skew; docs/cost-model.md "Rank skew"):
+ * (transfer full) {"runs": [...], "profiles": [...]}: per schedrun report
+ * (its by_rank, docs/runtime.md) each rank's step and compute time against
+ * the fastest, and per collective the launch skew (latest minus earliest
+ * launch over ranks, and the last rank), end skew and the spreads of its
+ * duration, its stall and the compute before it; per profile each rank's
+ * kernel times (us_by_rank, docs/profile-format.md) summed over the
+ * kernels that have them, over the sum of their medians, per family and
+ * for all, and the spread between ranks in percent. NULL with @error
+ * (SG_FIT_ERROR_RUN) naming the file and field of the first bad one. */
+cJSON *sg_skew_report (const char *const *reports, int n_reports, const char *const *profiles,
+                       int n_profiles, GError **error);
+/* Prints @skew (sg_skew_report's) as tables on @out. */
+void sg_skew_print (FILE *out, const cJSON *skew);
 
 G_END_DECLS

@@ -1,4 +1,5 @@
-/* main.c: the sgfit command line (fit.h; docs/cost-model.md "Fitting"). */
+/* main.c: the sgfit command line (fit.h; docs/cost-model.md "Fitting",
+ * and --skew: "Rank skew"). */
 #include <stdio.h>
 #include <string.h>
 
@@ -10,15 +11,55 @@ static int
 usage (const char *msg)
 {
   fprintf (stderr, "sgfit: %s\nUsage: sgfit MANIFEST.json [--axis FIELD=LO:HI:STEP]... "
-                   "[--rounds N] [-o FIT.json] [--write-orders DIR]\n", msg);
+                   "[--rounds N] [-o FIT.json] [--write-orders DIR]\n"
+                   "       sgfit --skew [REPORT.json]... [--profile PROFILE.json]... "
+                   "[-o SKEW.json]\n", msg);
   return 2;
+}
+
+/* The JSON text of @o to @path (atomically); false with a message. */
+static bool
+write_json (const char *path, const cJSON *o)
+{
+  char *text = cJSON_Print (o);
+  GError *werr = NULL;
+  const bool ok = g_file_set_contents (path, text, -1, &werr);
+  if (!ok) {
+    fprintf (stderr, "sgfit: %s\n", werr->message);
+    g_error_free (werr);
+  }
+  cJSON_free (text);
+  return ok;
+}
+
+/* sgfit --skew: the ranks' skew of schedrun reports and the spread of
+ * compute rates of profiles (skew.c). */
+static int
+skew_main (char **reports, int n_reports, char **profiles, const char *out)
+{
+  const int n_profiles = profiles ? (int)g_strv_length (profiles) : 0;
+  if (n_reports + n_profiles == 0)
+    return usage ("--skew needs a report or a --profile");
+  GError *error = NULL;
+  cJSON *skew = sg_skew_report ((const char *const *)reports, n_reports,
+                                (const char *const *)profiles, n_profiles, &error);
+  if (!skew) {
+    fprintf (stderr, "sgfit: %s\n", error->message);
+    g_error_free (error);
+    return 1;
+  }
+  sg_skew_print (stdout, skew);
+  const bool ok = !out || write_json (out, skew);
+  cJSON_Delete (skew);
+  return ok ? 0 : 1;
 }
 
 int
 main (int argc, char **argv)
 {
-  char **axis_text = NULL, *out = NULL, *orders = NULL;
+  char **axis_text = NULL, *out = NULL, *orders = NULL, **profiles = NULL;
   int rounds = 8;
+  gboolean skew = FALSE;
   GOptionEntry entries[] = {
     { "axis", 0, 0, G_OPTION_ARG_STRING_ARRAY, &axis_text,
       "a cluster field to fit and its grid (repeatable; default: the pair scales with a "
@@ -27,6 +68,11 @@ main (int argc, char **argv)
     { "output", 'o', 0, G_OPTION_ARG_FILENAME, &out, "write the result JSON here", "FIT.json" },
     { "write-orders", 0, 0, G_OPTION_ARG_FILENAME, &orders,
       "write each run's order as DIR/NAME.order.json (schedgraph --order's format)", "DIR" },
+    { "skew", 0, 0, G_OPTION_ARG_NONE, &skew,
+      "instead of fitting: the ranks' skew in schedrun reports (their by_rank) given as "
+      "arguments, and the spread of compute rates of --profile files", NULL },
+    { "profile", 0, 0, G_OPTION_ARG_FILENAME_ARRAY, &profiles,
+      "with --skew: a profile of schedrun --profile (its us_by_rank; repeatable)", "FILE" },
     { NULL, 0, 0, 0, NULL, NULL, NULL },
   };
   GOptionContext *oc = g_option_context_new (
@@ -36,6 +82,16 @@ main (int argc, char **argv)
   GError *error = NULL;
   const bool parsed = g_option_context_parse (oc, &argc, &argv, &error);
   g_option_context_free (oc);
+  if (parsed && skew) {
+    int rc = axis_text || orders ? usage ("--skew takes reports, --profile and -o only")
+                                 : skew_main (argv + 1, argc - 1, profiles, out);
+    g_strfreev (axis_text);
+    g_strfreev (profiles);
+    g_free (orders);
+    g_free (out);
+    return rc;
+  }
+  g_strfreev (profiles);
   if (!parsed || argc != 2 || rounds < 1 || rounds > 100) {
     int rc = usage (error ? error->message : "expected one manifest");
     g_clear_error (&error);
@@ -93,17 +149,7 @@ main (int argc, char **argv)
             cJSON_GetObjectItem (s, "order_pairs_ranked_right")->valueint,
             cJSON_GetObjectItem (s, "order_pairs")->valueint);
   }
-  int rc = 0;
-  if (out) {
-    char *text = cJSON_Print (rep);
-    GError *werr = NULL;
-    if (!g_file_set_contents (out, text, -1, &werr)) {
-      fprintf (stderr, "sgfit: %s\n", werr->message);
-      g_error_free (werr);
-      rc = 1;
-    }
-    cJSON_free (text);
-  }
+  const int rc = out && !write_json (out, rep) ? 1 : 0;
   cJSON_Delete (rep);
   g_free (out);
   return rc;

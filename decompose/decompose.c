@@ -1,0 +1,133 @@
+/* decompose.c: the decomposition pass (sg_decompose_pass) and its
+ * statistics.
+ *
+ * Finds the sites (find.c), judges them (judge.c), commits the chosen
+ * rewrites in one batch (emit.c through the rewrite API), costs the new
+ * nodes and records what it saw and chose for the report and the summary
+ * (report.c). Runs after estimate and before schedule: the scheduler
+ * orders the ring steps like any other collectives.
+ * Mirrors: XLA's collective-matmul decomposition pass and PyTorch's
+ * micro-pipeline TP pass (torch/_inductor/fx_passes/micro_pipeline_tp.py),
+ * chosen by simulation instead of by pattern alone.
+ * Requires: estimate (est_us, the cost model); a topological id order.
+ * Invalidates: node ids, users; implicit edges of removed nodes are
+ * dropped (the pass runs before the scheduler records any).
+ */
+#include "decompose-private.h"
+
+#include <string.h>
+
+G_DEFINE_QUARK (sg-decompose-error-quark, sg_decompose_error)
+
+static void
+stats_free (gpointer p)
+{
+  SgDecomposeStats *st = p;
+  for (int32_t i = 0; i < st->n_sites; i++) {
+    g_free (st->sites[i].name);
+    g_free (st->sites[i].group);
+  }
+  g_free (st->sites);
+  g_free (st);
+}
+
+const SgDecomposeStats *
+sg_decompose_stats (const SgGraph *g)
+{
+  g_return_val_if_fail (g, NULL);
+  return g->decompose_stats_free == stats_free ? g->decompose_stats : NULL;
+}
+
+static void
+attach (SgGraph *g, SgDecomposeStats *st)
+{
+  if (g->decompose_stats && g->decompose_stats_free)
+    g->decompose_stats_free (g->decompose_stats);
+  g->decompose_stats = st;
+  g->decompose_stats_free = stats_free;
+}
+
+/* What the statistics keep of the sites (names resolved before the
+ * commit renumbers). */
+static void
+record_sites (const SgGraph *g, const SgSite *sites, int32_t n, const SgSiteChoice *choice,
+              SgDecomposeStats *st)
+{
+  st->n_sites = n;
+  st->sites = g_new0 (SgSiteInfo, (size_t)n + 1);
+  for (int32_t i = 0; i < n; i++) {
+    const SgSite *s = &sites[i];
+    const SgNode *c = &g->nodes[s->coll];
+    SgSiteInfo *info = &st->sites[i];
+    info->name = g_strdup (c->name);
+    info->group = g_strdup (c->group >= 0 ? g->groups[c->group].name : "");
+    info->kind = s->kind;
+    info->reason = s->reason;
+    info->n_mm = s->kind == SG_SITE_ALL_GATHER_MM ? s->n_mm : s->n_leaves;
+    info->n_whole = s->n_whole;
+    if (choice) {
+      info->form = choice[i].form;
+      info->exposed_us = choice[i].exposed_us;
+      info->gain_us = choice[i].gain_us;
+    }
+    st->candidates += s->reason >= SG_SITE_OFF || s->reason == SG_SITE_DECOMPOSED;
+    st->decomposed += s->reason == SG_SITE_DECOMPOSED;
+  }
+}
+
+bool
+sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  g_return_val_if_fail (g, false);
+  SgConfig dflt;
+  if (!cfg) {
+    sg_config_init (&dflt);
+    cfg = &dflt;
+  }
+  SgDecomposeStats *st = g_new0 (SgDecomposeStats, 1);
+  st->mode = cfg->exact ? SG_DECOMPOSE_OFF : cfg->decompose;
+  st->nodes_before = st->nodes_after = g->n_nodes;
+  sg_graph_fill_users (g);
+  int32_t n = 0, cands = 0;
+  SgSite *sites = sg_sites_find (g, &n);
+  for (int32_t i = 0; i < n; i++)
+    cands += sites[i].reason == SG_SITE_DECOMPOSED;
+  g_autofree SgSiteChoice *choice = g_new0 (SgSiteChoice, (size_t)n + 1);
+  bool ok = true;
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  for (int32_t i = 0; i < n; i++) {
+    const bool off = st->mode == SG_DECOMPOSE_OFF
+                     || (st->mode == SG_DECOMPOSE_ALL_GATHER && sites[i].kind != SG_SITE_ALL_GATHER_MM);
+    if (off && sites[i].reason == SG_SITE_DECOMPOSED) {
+      sites[i].reason = SG_SITE_OFF;
+      cands--;
+    }
+  }
+  if (cands > 0 && !cm) {
+    g_set_error (error, SG_DECOMPOSE_ERROR, SG_DECOMPOSE_ERROR_COST,
+                 "decompose: the graph has no cost model (run the estimate pass first)");
+    ok = false;
+  } else if (cands > 0) {
+    st->judged = true;
+    ok = sg_decompose_judge (g, cfg, sites, n, choice, st, error);
+  }
+  if (ok)
+    record_sites (g, sites, n, st->judged ? choice : NULL, st);
+  if (ok && st->decomposed > 0) {
+    SgRewrite *rw = sg_rewrite_new (g);
+    ok = sg_decompose_rewrite (rw, sites, n, choice, NULL, error) && sg_rewrite_commit (rw, error);
+    sg_rewrite_free (rw);
+    if (ok)
+      sg_cost_new_nodes (cm, g, NULL, 0);
+    else
+      g_prefix_error (error, "decompose: ");
+    st->nodes_after = g->n_nodes;
+  }
+  sg_sites_free (sites, n);
+  if (!ok) {
+    stats_free (st);
+    return false;
+  }
+  attach (g, st);
+  return true;
+}

@@ -1,0 +1,404 @@
+/* judge.c: which sites to decompose, and in which form, by simulation.
+ *
+ * 1. The undecomposed graph is scheduled (sg_schedule_order, the
+ *    schedule pass's own order; the id order with --no-reorder) and
+ *    simulated: each site's collective has an exposure e there. In mode
+ *    auto the input order (where each collective is exposed about whole)
+ *    is tried first: when no site saves time even against that, nothing is
+ *    scheduled.
+ * 2. Each form (sg_site_forms: ring steps over NCCL or the copy engine,
+ *    all_reduce chunks, chunk GEMMs on every SM or with an SM-count target)
+ *    is written for every site at once into one trial graph, costed by
+ *    the model, and each site's new nodes are run in ring order through
+ *    the simulator's engine on an idle timeline (sg_span_run): L. The
+ *    undecomposed site takes its compute C plus e on the scheduled
+ *    timeline, so the form saves C + e - L. Per site the form of largest
+ *    saving wins. One trial graph per form, not per site: O(forms x
+ *    nodes) for the local judgement however many sites there are.
+ * 3. The sites with a saving above SG_DECOMPOSE_MIN_GAIN_US are written
+ *    together and the result simulated once, in the order of 1 carried
+ *    over (each new node just before the node it is placed before, the
+ *    ring's nodes in ring order): accepted if the step is shorter (and the
+ *    peak within the scheduler's allowance); where not, the rewritten
+ *    graph is scheduled as in 1 and judged the same way; else the half
+ *    with the smaller savings is dropped and the rest tried again, at most
+ *    SG_DECOMPOSE_ROUNDS times.
+ * Modes all and all-gather take every site (every all_gather site) in its
+ * best form, whatever its saving, and only measure the whole graph once.
+ * Mirrors: bucket/'s judge (trial graphs of the rewrite API simulated by
+ * the one simulator) and XLA's collective-matmul threshold, with the
+ * threshold replaced by the timeline.
+ * Requires: estimate (costs, model). Invalidates: nothing (trials only).
+ */
+#include "decompose-private.h"
+
+#include <math.h>
+#include <string.h>
+
+/* A site's form must save this much on the site to be tried. */
+#define SG_DECOMPOSE_MIN_GAIN_US 1.0
+/* Whole-graph rounds of confirmation (each halves the set). */
+#define SG_DECOMPOSE_ROUNDS 3
+/* A step shorter by less than this fraction is a tie (kept undecomposed). */
+#define SG_DECOMPOSE_TIE 1e-6
+
+int32_t
+sg_site_forms (const SgGraph *g, const SgSite *s, SgSiteForm *out)
+{
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  const int32_t all = cm ? sg_cost_model_sm_count (cm) : 0;
+  const int32_t sms[2] = { 0, all > SG_DECOMPOSE_SM_FREE ? all - SG_DECOMPOSE_SM_FREE : 0 };
+  const int32_t n_sms = sms[1] > 0 ? 2 : 1;
+  int32_t n = 0;
+  if (s->kind == SG_SITE_MM_ALL_REDUCE) {
+    /* 2, 4 or 8 row chunks, as the rows allow */
+    for (int32_t q = 2; q <= 8; q *= 2)
+      for (int32_t j = 0; j < n_sms && s->rows % q == 0; j++)
+        out[n++] = (SgSiteForm){ q, SG_TRANSPORT_NCCL, sms[j], false };
+    return n;
+  }
+  const bool one_node = cm && sg_cost_group_nodes (cm, &g->groups[g->nodes[s->coll].group]) == 1;
+  for (int32_t w = 0; w < (s->n_whole > 0 ? 2 : 1); w++)
+    for (int32_t t = 0; t < (one_node ? 2 : 1); t++)
+      for (int32_t j = 0; j < n_sms; j++)
+        out[n++] = (SgSiteForm){ s->k, t ? SG_TRANSPORT_CE : SG_TRANSPORT_NCCL, sms[j], w == 1 };
+  return n;
+}
+
+/* The order the schedule pass would give @g (the id order with
+ * --no-reorder) as positions (*@pos, transfer full: node -> position), and
+ * its simulation. */
+static bool
+scheduled (const SgGraph *g, const SgConfig *cfg, SgSimResult *r, int32_t **pos, GError **error)
+{
+  g_autofree SgNodeId *order = NULL;
+  if (cfg->reorder) {
+    SgConfig c = *cfg;
+    c.exact = false;
+    c.dump_pass = NULL;
+    if (!(order = sg_schedule_order (g, &c, error)))
+      return false;
+  }
+  *pos = g_new (int32_t, (size_t)g->n_nodes + 1);
+  for (int32_t p = 0; p < g->n_nodes; p++)
+    (*pos)[order ? order[p] : p] = p;
+  return sg_simulate (g, order, r, error);
+}
+
+/* Solo compute time of the undecomposed site (the mms and adds it replaces). */
+static double
+base_compute_us (const SgGraph *g, const SgSite *s, GArray *tmp)
+{
+  g_array_set_size (tmp, 0);
+  sg_site_base_nodes (s, tmp);
+  double us = 0.0;
+  for (guint i = 0; i < tmp->len; i++)
+    us += g->nodes[g_array_index (tmp, SgNodeId, i)].est_us;
+  return us;
+}
+
+typedef SgSiteForm SgFormSet[SG_SITE_MAX_FORMS];
+
+typedef struct {
+  SgGraph *g;
+  const SgConfig *cfg;
+  SgSite *sites;
+  int32_t n;
+  SgSiteChoice *choice;
+  SgFormSet *forms;
+  int32_t *n_forms;
+  SgRewrite *rw;
+  double *compute_us;      /* per site: the compute it replaces, solo */
+  double *span_us;         /* per site and form: its new nodes on an idle timeline */
+  double *ring_us;         /* per site and form: its permutes' solo time */
+  const SgSimResult *base; /* the undecomposed graph's timeline, node times kept */
+  int32_t *pos;            /* each node's position in that order */
+} Judge;
+
+/* What keeping the all_gather of site @s for its whole users costs beyond
+ * the ring (form regather): nothing when the scheduled undecomposed graph
+ * leaves room between the shard's producer and the first whole user for
+ * the ring's steps (@ring_us) and the gather, else what does not fit. */
+static double
+regather_us (const Judge *j, const SgSite *s, double ring_us)
+{
+  uint32_t nin;
+  const SgNodeId x = sg_node_inputs (j->g, s->coll, &nin)[0];
+  const SgNodeId u = sg_site_first_whole (j->g, s);
+  const double window = j->base->node_start[u] - j->base->node_end[x];
+  return MAX (0.0, j->g->nodes[s->coll].est_us + ring_us - window);
+}
+
+/* Prices form @f of every candidate that has one, in one trial graph:
+ * j->span_us and j->ring_us of that form. */
+static bool
+price_form (Judge *j, int32_t f, GError **error)
+{
+  sg_rewrite_reset (j->rw);
+  g_autoptr (GArray) span = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_autofree guint *first = g_new0 (guint, (size_t)j->n + 1);
+  for (int32_t i = 0; i < j->n; i++) {
+    first[i] = span->len;
+    if (j->sites[i].reason != SG_SITE_DECOMPOSED || f >= j->n_forms[i])
+      continue;
+    if (!sg_site_emit (j->rw, &j->sites[i], &j->forms[i][f], span, NULL, error))
+      return false;
+  }
+  first[j->n] = span->len;
+  SgGraph *t = sg_rewrite_trial (j->rw, error);
+  if (!t)
+    return false;
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  for (guint i = 0; i < span->len; i++) {
+    SgNodeId *v = &g_array_index (span, SgNodeId, i);
+    *v = sg_rewrite_result_id (j->rw, *v);
+  }
+  SgSpan *sp = sg_span_new (t);
+  for (int32_t i = 0; i < j->n; i++) {
+    if (first[i + 1] == first[i])
+      continue;
+    const SgNodeId *ids = &g_array_index (span, SgNodeId, first[i]);
+    const int32_t len = (int32_t)(first[i + 1] - first[i]);
+    const size_t at = (size_t)i * SG_SITE_MAX_FORMS + (size_t)f;
+    j->span_us[at] = sg_span_run (sp, ids, len);
+    j->ring_us[at] = 0.0;
+    for (int32_t q = 0; q < len; q++)
+      j->ring_us[at] += t->nodes[ids[q]].kind == SG_OP_COLLECTIVE_PERMUTE ? t->nodes[ids[q]].est_us : 0;
+  }
+  sg_span_free (sp);
+  sg_graph_free (t);
+  return true;
+}
+
+/* Every candidate's best form against the timeline j->base (its
+ * collective's exposure there, and room for a re-gather): choice[i].form,
+ * gain_us, exposed_us. True when some site saves more than the threshold. */
+static bool
+choose_forms (Judge *j)
+{
+  g_autofree double *expo = g_new0 (double, (size_t)j->g->n_nodes);
+  for (int32_t r = 0; r < j->base->n_rows; r++)
+    expo[j->base->rows[r].node] += j->base->rows[r].exposed_us;
+  bool any = false;
+  for (int32_t i = 0; i < j->n; i++) {
+    if (j->sites[i].reason != SG_SITE_DECOMPOSED)
+      continue;
+    SgSiteChoice *c = &j->choice[i];
+    c->exposed_us = expo[j->sites[i].coll];
+    for (int32_t f = 0; f < j->n_forms[i]; f++) {
+      const size_t at = (size_t)i * SG_SITE_MAX_FORMS + (size_t)f;
+      double l = j->span_us[at];
+      if (j->forms[i][f].regather && j->sites[i].n_whole > 0)
+        l += regather_us (j, &j->sites[i], j->ring_us[at]);
+      const double gain = j->compute_us[i] + c->exposed_us - l;
+      if (f == 0 || gain > c->gain_us) {
+        c->gain_us = gain;
+        c->form = j->forms[i][f];
+      }
+    }
+    any = any || c->gain_us > SG_DECOMPOSE_MIN_GAIN_US;
+  }
+  return any;
+}
+
+/* The scheduled order of the undecomposed graph carried over to trial @t:
+ * a kept node at its position there, an added node just before its
+ * anchor's (@anchors, by added id - n_nodes; added nodes of one anchor in
+ * the order they were added: the ring's), as a stable topological sort by
+ * that key (data and implicit edges). (transfer full) */
+static SgNodeId *
+carried_order (const Judge *j, SgGraph *t, const GArray *anchors)
+{
+  const int32_t n0 = j->g->n_nodes;
+  g_autofree int64_t *key = g_new (int64_t, (size_t)t->n_nodes + 1);
+  for (SgNodeId v = 0; v < n0; v++) {
+    const SgNodeId r = sg_rewrite_result_id (j->rw, v);
+    if (r != SG_NO_NODE)
+      key[r] = 2 * (int64_t)j->pos[v] + 1;
+  }
+  for (guint a = 0; a < anchors->len; a++)
+    key[sg_rewrite_result_id (j->rw, n0 + (SgNodeId)a)]
+        = 2 * (int64_t)j->pos[g_array_index (anchors, SgNodeId, a)];
+  /* a kept all_gather (regather) goes after its ring, its wait before the
+   * first user left to it */
+  for (int32_t i = 0; i < j->n; i++) {
+    const SgSite *s = &j->sites[i];
+    if (!j->choice[i].chosen || !j->choice[i].form.regather || s->n_whole == 0)
+      continue;
+    SgNodeId last = s->mm[0];
+    for (int32_t q = 0; q < s->n_mm; q++)
+      last = j->pos[s->mm[q]] > j->pos[last] ? s->mm[q] : last;
+    key[sg_rewrite_result_id (j->rw, s->coll)] = 2 * (int64_t)j->pos[last] + 1;
+    key[sg_rewrite_result_id (j->rw, s->wait)] = 2 * (int64_t)j->pos[sg_site_first_whole (j->g, s)];
+  }
+  SgNodeId *order = sg_graph_order_by_key (t, key);
+  g_assert (order); /* the trial is acyclic: the rewrite laid it out */
+  return order;
+}
+
+/* Simulates @g with the chosen sites rewritten: in the undecomposed
+ * graph's scheduled order carried over (one simulation), or, @schedule,
+ * in the order the schedule pass gives it. */
+static bool
+try_chosen (Judge *j, bool schedule, SgSimResult *r, GError **error)
+{
+  g_autoptr (GArray) anchors = g_array_new (FALSE, TRUE, sizeof (SgNodeId)); /* 0: unplaced */
+  if (!sg_decompose_rewrite (j->rw, j->sites, j->n, j->choice, anchors, error))
+    return false;
+  SgGraph *t = sg_rewrite_trial (j->rw, error);
+  if (!t)
+    return false;
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  bool ok;
+  if (schedule) {
+    g_autofree int32_t *pos = NULL;
+    ok = scheduled (t, j->cfg, r, &pos, error);
+  } else {
+    g_autofree SgNodeId *order = carried_order (j, t, anchors);
+    ok = sg_simulate (t, order, r, error);
+  }
+  sg_graph_free (t);
+  return ok;
+}
+
+static int
+gain_cmp (const void *pa, const void *pb, void *ud)
+{
+  const SgSiteChoice *c = ud;
+  const int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+  if (c[a].gain_us != c[b].gain_us)
+    return c[a].gain_us > c[b].gain_us ? -1 : 1;
+  return a - b;
+}
+
+/* Confirms the chosen set on the whole graph, halving it until the
+ * predicted step is shorter (auto), or measures it once (all). */
+static bool
+confirm (Judge *j, SgDecomposeStats *st, GError **error)
+{
+  g_autofree int32_t *by_gain = g_new (int32_t, (size_t)j->n + 1);
+  int32_t m = 0;
+  for (int32_t i = 0; i < j->n; i++)
+    if (j->choice[i].chosen)
+      by_gain[m++] = i;
+  g_qsort_with_data (by_gain, m, sizeof *by_gain, gain_cmp, j->choice);
+  const uint64_t peak_limit = (uint64_t)((double)st->peak_before_bytes
+                                         * (1.0 + MAX (j->cfg->max_peak_increase, 0.0)));
+  for (int32_t round = 0; m > 0; round++) {
+    /* the carried order first; where it does not show a gain, the schedule
+     * pass's own order of the rewritten graph */
+    SgSimResult r;
+    bool shorter = false, fits = false;
+    for (int schedule = 0; schedule < 2 && !(shorter && fits); schedule++) {
+      if (schedule)
+        sg_sim_result_clear (&r);
+      if (!try_chosen (j, schedule, &r, error))
+        return false;
+      st->confirm_rounds++;
+      shorter = r.step_us < st->step_before_us * (1.0 - SG_DECOMPOSE_TIE);
+      fits = r.peak_bytes <= MAX (peak_limit, st->peak_before_bytes);
+      if (j->cfg->decompose != SG_DECOMPOSE_AUTO)
+        break;
+    }
+    if (j->cfg->decompose != SG_DECOMPOSE_AUTO || (shorter && fits)) {
+      st->step_after_us = r.step_us;
+      st->exposed_after_us = r.exposed_us;
+      st->peak_after_bytes = r.peak_bytes;
+      sg_sim_result_clear (&r);
+      return true;
+    }
+    sg_sim_result_clear (&r);
+    /* drop the half with the smaller savings (all of them in the last round) */
+    const int32_t keep = round + 1 < SG_DECOMPOSE_ROUNDS ? m / 2 : 0;
+    for (int32_t i = keep; i < m; i++) {
+      j->choice[by_gain[i]].chosen = false;
+      j->sites[by_gain[i]].reason = shorter ? SG_SITE_PEAK : SG_SITE_GRAPH_LONGER;
+    }
+    m = keep;
+  }
+  return true;
+}
+
+/* Sets j->base (and j->pos) to the timeline of @g: the input order's
+ * (@schedule false) or the schedule pass's; the statistics' before. */
+static bool
+base_timeline (Judge *j, SgSimResult *base, bool schedule, SgDecomposeStats *st, GError **error)
+{
+  SgConfig c = *j->cfg;
+  c.reorder = c.reorder && schedule;
+  g_clear_pointer (&j->pos, g_free);
+  if (!scheduled (j->g, &c, base, &j->pos, error))
+    return false;
+  j->base = base;
+  st->scheduled = c.reorder;
+  st->step_before_us = st->step_after_us = base->step_us;
+  st->exposed_before_us = st->exposed_after_us = base->exposed_us;
+  st->peak_before_bytes = st->peak_after_bytes = base->peak_bytes;
+  return true;
+}
+
+bool
+sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
+                    SgSiteChoice *choice, SgDecomposeStats *st, GError **error)
+{
+  const size_t nf = (size_t)n * SG_SITE_MAX_FORMS + 1;
+  Judge j = { g, cfg, sites, n, choice, g_new0 (SgFormSet, (size_t)n + 1),
+              g_new0 (int32_t, (size_t)n + 1), sg_rewrite_new (g), g_new0 (double, (size_t)n + 1),
+              g_new0 (double, nf), g_new0 (double, nf), NULL, NULL };
+  g_autoptr (GArray) tmp = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  int32_t max_forms = 0;
+  for (int32_t i = 0; i < n; i++) {
+    if (sites[i].reason != SG_SITE_DECOMPOSED)
+      continue;
+    j.n_forms[i] = sg_site_forms (g, &sites[i], j.forms[i]);
+    max_forms = MAX (max_forms, j.n_forms[i]);
+    j.compute_us[i] = base_compute_us (g, &sites[i], tmp);
+  }
+  bool ok = true;
+  for (int32_t f = 0; ok && f < max_forms; f++)
+    ok = price_form (&j, f, error);
+  /* In the input order every such collective waits right after its issue:
+   * exposed about whole, what a schedule hardly ever exceeds. Where no site
+   * saves anything even then, auto stops there (one simulation instead of
+   * a schedule). */
+  SgSimResult base = { 0 };
+  const bool cheap = cfg->decompose == SG_DECOMPOSE_AUTO && cfg->reorder;
+  ok = ok && base_timeline (&j, &base, !cheap, st, error);
+  if (ok && cheap && choose_forms (&j)) {
+    sg_sim_result_clear (&base);
+    ok = base_timeline (&j, &base, true, st, error);
+  }
+  if (ok)
+    choose_forms (&j);
+  sg_sim_result_clear (&base);
+  for (int32_t i = 0; ok && i < n; i++) {
+    if (sites[i].reason != SG_SITE_DECOMPOSED)
+      continue;
+    choice[i].chosen = cfg->decompose == SG_DECOMPOSE_AUTO
+                           ? choice[i].gain_us > SG_DECOMPOSE_MIN_GAIN_US
+                           : true; /* all, all-gather (find kept only those) */
+    if (!choice[i].chosen)
+      sites[i].reason = SG_SITE_NO_GAIN;
+  }
+  ok = ok && confirm (&j, st, error);
+  sg_rewrite_free (j.rw);
+  g_free (j.forms);
+  g_free (j.n_forms);
+  g_free (j.compute_us);
+  g_free (j.span_us);
+  g_free (j.ring_us);
+  g_free (j.pos);
+  return ok;
+}
+
+bool
+sg_decompose_rewrite (SgRewrite *rw, const SgSite *sites, int32_t n, const SgSiteChoice *choice,
+                      GArray *anchors, GError **error)
+{
+  sg_rewrite_reset (rw);
+  g_autoptr (GArray) span = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  for (int32_t i = 0; i < n; i++)
+    if (choice[i].chosen && !sg_site_emit (rw, &sites[i], &choice[i].form, span, anchors, error))
+      return false;
+  return true;
+}
