@@ -6,7 +6,8 @@
  * input is ready, if later), runs for the model's solo time of the merged
  * size beside the unbucketed timeline's compute, priced as the simulator
  * prices it (schedule/'s sg_beside_end: the pair rates of each kernel beside
- * it; queueing is left to the simulator), and must end before the
+ * it; queueing is left to the simulator; lowered flat or grouped by the
+ * local rule, lower.c), and must end before the
  * compute stream reaches the first consumer of any member's wait (where the
  * rewrite puts W); the stall may not exceed what the members already
  * stalled. This mirrors the interval
@@ -62,7 +63,7 @@ sg_bucket_predict_free (SgBucketPredict *p)
 
 bool
 sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgNodeId *waits,
-                      int32_t n, uint64_t bytes)
+                      int32_t n, uint64_t bytes, SgBucketLowering lowering, uint64_t cap)
 {
   g_return_val_if_fail (p && n >= 1, true);
   const SgGraph *g = p->g;
@@ -82,10 +83,8 @@ sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgN
     need = MIN (need, p->r->node_start[nu ? u[0] : waits[i]]);
     stalled += row->exposed_us;
   }
-  const SgNode *c0 = &g->nodes[colls[0]];
-  SgCostSource src;
-  double us = sg_cost_collective_us (p->cm, c0->kind, c0->meta.dtype, bytes, c0->group_size,
-                                     sg_cost_group_nodes (p->cm, &g->groups[c0->group]), &src);
+  double us;
+  sg_bucket_lower_rule (g, lowering, cap, colls, n, &us);
   double end = sg_beside_end (p->beside, colls[0], bytes, MAX (start, ready), us);
   return MAX (0.0, end - need) <= stalled + 1e-6;
 }

@@ -91,7 +91,7 @@ double
 sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint64_t bytes,
                        int32_t group_size, int32_t n_nodes, SgCostSource *src)
 {
-  g_return_val_if_fail (cm && sg_op_is_collective (kind), 0.0);
+  g_return_val_if_fail (cm && sg_op_is_collective (kind) && !sg_op_is_coalesced (kind), 0.0);
   (void)dtype; /* NCCL's time depends on bytes, not on the element type */
   double us;
   if (kind == SG_OP_COLLECTIVE_PERMUTE) { /* pairs unknown here: one NCCL step */
@@ -104,6 +104,24 @@ sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint
   }
   *src = SG_COST_MODEL;
   return sg_nccl_time (&cm->cluster, kind, bytes, group_size, n_nodes).us;
+}
+
+double
+sg_cost_coalesced_us (const SgCostModel *cm, SgOpKind member_kind, SgDtype dtype,
+                      const uint64_t *bytes, int32_t n, int32_t group_size, int32_t n_nodes,
+                      SgCostSource *src)
+{
+  g_return_val_if_fail (cm && bytes && n >= 1 && !sg_op_is_coalesced (member_kind), 0.0);
+  const SgCluster *c = &cm->cluster;
+  double us = c->collective_overhead_us;
+  for (int32_t i = 0; i < n; i++) {
+    SgCostSource s;
+    double t = sg_cost_collective_us (cm, member_kind, dtype, bytes[i], group_size, n_nodes, &s);
+    us += MAX (t - c->collective_overhead_us, 0.0) + (i > 0 ? c->coalesced_member_us : 0.0);
+    if (i == 0)
+      *src = s;
+  }
+  return us;
 }
 
 double
@@ -134,6 +152,15 @@ memory_bound_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double fl
   const SgCluster *c = &cm->cluster;
   double bytes = sg_compute_node_bytes (g, id, cm->storage_bytes, cm->n_storage);
   return MAX (floor_us, c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
+}
+
+double
+sg_cost_copy_us (const SgCostModel *cm, uint64_t bytes)
+{
+  g_return_val_if_fail (cm, 0.0);
+  const SgCluster *c = &cm->cluster;
+  return MAX (c->kernel_floor_us,
+              c->kernel_launch_us + (double)bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
 }
 
 /* Whether codegen lowers bucket copy @id without a kernel (graph/elide.c);
@@ -191,6 +218,15 @@ node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, const SgElision *
       nodes = cm->group_nodes && n->group < cm->n_groups
                 ? cm->group_nodes[n->group]
                 : group_span (cm->cluster.gpus_per_node, &g->groups[n->group]);
+    if (sg_op_is_coalesced (n->kind)) {
+      uint32_t m = sg_node_coll_members (g, id);
+      g_autofree uint64_t *bytes = g_new (uint64_t, (size_t)m + 1);
+      for (uint32_t i = 0; i < m; i++)
+        bytes[i] = sg_node_member_bytes (g, id, i);
+      return sg_cost_coalesced_us (cm, sg_op_member_kind (n->kind),
+                                   sg_node_coll_output (g, id, 0)->dtype, bytes, (int32_t)m,
+                                   n->group_size, nodes, src);
+    }
     return sg_cost_collective_us (cm, n->kind, n->meta.dtype, sg_node_comm_bytes (g, id),
                                   n->group_size, nodes, src);
   }

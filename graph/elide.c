@@ -292,7 +292,7 @@ elision (const SgGraph *g, SgElision *e, bool roots)
     SgOpKind kind = g->nodes[v].kind;
     if (is_copy (kind))
       g_array_append_val (copies, v);
-    else if (sg_op_is_collective (kind) && g->nodes[v].n_in > 0) {
+    else if (sg_op_is_collective (kind) && !sg_op_is_coalesced (kind) && g->nodes[v].n_in > 0) {
       uint32_t k;
       SgNodeId in = sg_node_inputs (g, v, &k)[0];
       if (g->nodes[in].kind == SG_OP_BUCKET_PACK)

@@ -453,7 +453,8 @@ uint64_t sg_meta_bytes (const SgGraph *g, const SgMeta *m);
 uint64_t sg_node_alloc_bytes (const SgGraph *g, SgNodeId id);
 /* Bytes a collective moves per rank, as the cost model and reports count
  * them: all_gather output, reduce_scatter input, all_reduce / all_to_all /
- * broadcast tensor. 0 for non-collectives. */
+ * broadcast tensor; a coalesced collective's members summed. 0 for
+ * non-collectives. */
 uint64_t sg_node_comm_bytes (const SgGraph *g, SgNodeId id);
 /* True for kernels that hold every SM while they run (matmul and attention
  * with a cost and no SM-count target): a collective issued beside one
@@ -497,8 +498,34 @@ typedef struct {
  * output of the input's shape and dtype. False with @error naming the node. */
 bool sg_node_rank_roll (const SgGraph *g, SgNodeId id, SgRankRoll *out, GError **error);
 
-/* The collective a wait waits on (its first input), or SG_NO_NODE. */
+/* The collective a wait waits on: its first input, or the coalesced
+ * collective whose element (a getitem) it waits on; SG_NO_NODE for a node
+ * that is not a wait. Several waits share one coalesced collective, which
+ * ends as a whole (one NCCL group). */
 SgNodeId sg_node_wait_target (const SgGraph *g, SgNodeId wait);
+
+/* The coalesced collective whose result element getitem @id reads, or
+ * SG_NO_NODE. */
+SgNodeId sg_node_coalesced_of (const SgGraph *g, SgNodeId id);
+
+/* --- collectives and their members (graph.c) ------------------------------ */
+
+/* A collective has one member (itself) or, when coalesced
+ * (all_gather_into_tensor_coalesced ...: one call over a list of tensors,
+ * docs/graph-format.md), one member per item of its inputs list, each with
+ * its own input tensor and its own result (element i of its tuple), of
+ * kind sg_op_member_kind(). */
+
+/* Members of collective @id; 0 for a node that is not a collective. */
+uint32_t sg_node_coll_members (const SgGraph *g, SgNodeId id);
+/* Member @i's input node, or SG_NO_NODE when there is none. */
+SgNodeId sg_node_coll_input (const SgGraph *g, SgNodeId id, uint32_t i);
+/* (transfer none) Member @i's result meta: the node's meta, or element @i
+ * of a coalesced collective's tuple. */
+const SgMeta *sg_node_coll_output (const SgGraph *g, SgNodeId id, uint32_t i);
+/* Bytes member @i moves per rank, as sg_node_comm_bytes counts them
+ * (which sums this over the members); 0 past the last member. */
+uint64_t sg_node_member_bytes (const SgGraph *g, SgNodeId id, uint32_t i);
 
 /* The graph format's `op` string of @op ("placeholder", "call_function", ...). */
 const char *sg_node_op_name (SgNodeOp op);
@@ -644,6 +671,18 @@ const char *sg_bucket_mode_name (SgBucketMode mode);
 /* Parses a --bucket-mode spelling; false for anything else. */
 bool sg_bucket_mode_from_name (const char *name, SgBucketMode *out);
 
+/* How bucket/ lowers a bucket (--bucket-lowering, docs/bucketing.md). */
+typedef enum {
+  SG_BUCKET_LOWERING_AUTO = 0, /* per bucket, whichever predicts the shorter step */
+  SG_BUCKET_LOWERING_FLAT,     /* one collective over a flat buffer (pack / unpack) */
+  SG_BUCKET_LOWERING_GROUPED,  /* one coalesced collective (one NCCL group), no copy */
+} SgBucketLowering;
+
+/* "auto", "flat", "grouped" (the --bucket-lowering spellings). */
+const char *sg_bucket_lowering_name (SgBucketLowering lowering);
+/* Parses a --bucket-lowering spelling; false for anything else. */
+bool sg_bucket_lowering_from_name (const char *name, SgBucketLowering *out);
+
 /* Every option of every pass; CLI flags map 1:1 onto these fields.
  * sg_config_init() sets the documented defaults. */
 typedef struct {
@@ -662,6 +701,7 @@ typedef struct {
   bool bucket;              /* false: --no-bucket */
   uint64_t bucket_cap_bytes;
   SgBucketMode bucket_mode;
+  SgBucketLowering bucket_lowering;
   /* runner */
   bool validate_between;    /* run the validator after every pass */
   const char *dump_pass;    /* dump the IR after this pass ("all" for every pass) */

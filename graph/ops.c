@@ -180,6 +180,16 @@ const SgOpInfo sg_op_table[SG_OP_N_KINDS] = {
         INPUT, OUTPUT_SPLIT_SIZES, INPUT_SPLIT_SIZES, GROUP_NAME),
   ROWP (SG_OP_BROADCAST, "_c10d_functional.broadcast.default", "broadcast", SG_CLASS_COLLECTIVE,
         INPUT, SRC, GROUP_NAME),
+  ROWP (SG_OP_ALL_GATHER_COALESCED, "_c10d_functional.all_gather_into_tensor_coalesced.default",
+        "all_gather_coalesced", SG_CLASS_COLLECTIVE,
+        INPUTS, GROUP_SIZE, GROUP_NAME),
+  ROWP (SG_OP_REDUCE_SCATTER_COALESCED,
+        "_c10d_functional.reduce_scatter_tensor_coalesced.default", "reduce_scatter_coalesced",
+        SG_CLASS_COLLECTIVE,
+        INPUTS, REDUCE_OP, GROUP_SIZE, GROUP_NAME),
+  ROWP (SG_OP_ALL_REDUCE_COALESCED, "_c10d_functional.all_reduce_coalesced.default",
+        "all_reduce_coalesced", SG_CLASS_COLLECTIVE,
+        INPUTS, REDUCE_OP, GROUP_NAME),
   ROWP (SG_OP_WAIT, "_c10d_functional.wait_tensor.default", "wait", SG_CLASS_WAIT,
         TENSOR),
   ROWP (SG_OP_BUCKET_PACK, "schedgraph.bucket_pack", "bucket_pack", SG_CLASS_BUCKET,
@@ -331,6 +341,57 @@ const char *
 sg_op_name (SgOpKind kind)
 {
   return sg_op_info (kind)->short_name;
+}
+
+/* Coalesced kinds and their members' kind, one row each. */
+static const SgOpKind coalesced_rows[][2] = {
+  { SG_OP_ALL_GATHER_COALESCED, SG_OP_ALL_GATHER },
+  { SG_OP_REDUCE_SCATTER_COALESCED, SG_OP_REDUCE_SCATTER },
+  { SG_OP_ALL_REDUCE_COALESCED, SG_OP_ALL_REDUCE },
+};
+
+/* Column @to of the row whose column @from is @kind, else @none. */
+static SgOpKind
+coalesced_lookup (SgOpKind kind, int from, int to, SgOpKind none)
+{
+  for (size_t i = 0; i < G_N_ELEMENTS (coalesced_rows); i++)
+    if (coalesced_rows[i][from] == kind)
+      return coalesced_rows[i][to];
+  return none;
+}
+
+SgOpKind
+sg_op_member_kind (SgOpKind kind)
+{
+  return coalesced_lookup (kind, 0, 1, kind);
+}
+
+SgOpKind
+sg_op_coalesced_kind (SgOpKind kind)
+{
+  return coalesced_lookup (kind, 1, 0, SG_OP_UNKNOWN);
+}
+
+bool
+sg_collective_sizes_ok (SgOpKind kind, uint64_t in, uint64_t out, uint64_t k)
+{
+  uint64_t prod;
+  switch (sg_op_member_kind (kind)) {
+  case SG_OP_ALL_GATHER:
+    return !__builtin_mul_overflow (in, k, &prod) && out == prod;
+  case SG_OP_REDUCE_SCATTER:
+    return !__builtin_mul_overflow (out, k, &prod) && in == prod;
+  case SG_OP_ALL_TO_ALL:
+    return true;
+  default:
+    return in == out;
+  }
+}
+
+uint64_t
+sg_collective_count (SgOpKind kind, uint64_t in, uint64_t out)
+{
+  return sg_op_member_kind (kind) == SG_OP_REDUCE_SCATTER ? out : in;
 }
 
 static const char *const reduce_names[] = { "none", "sum", "avg", "max", "min", "product" };

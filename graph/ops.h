@@ -88,6 +88,13 @@ typedef enum {
   SG_OP_ALL_REDUCE,
   SG_OP_ALL_TO_ALL,
   SG_OP_BROADCAST,
+  /* coalesced (grouped) collectives: one call over a list of tensors,
+   * returning a list; each element is read through getitem and waited on
+   * (docs/graph-format.md). Members are all_gather / reduce_scatter /
+   * all_reduce; sg_op_member_kind() maps them */
+  SG_OP_ALL_GATHER_COALESCED,
+  SG_OP_REDUCE_SCATTER_COALESCED,
+  SG_OP_ALL_REDUCE_COALESCED,
   SG_OP_WAIT,
   /* schedgraph's own ops (docs/ops.md): bucket/'s pack and unpack, the
    * point-to-point collective and the rank-dependent block rotation that
@@ -241,6 +248,34 @@ sg_op_is_collective (SgOpKind kind)
 {
   return sg_op_class (kind) == SG_CLASS_COLLECTIVE;
 }
+
+/* The kind of each member of a coalesced collective (all_gather for
+ * all_gather_into_tensor_coalesced, ...); @kind itself for every other
+ * kind. */
+SgOpKind sg_op_member_kind (SgOpKind kind);
+
+/* The coalesced kind whose members are of @kind (all_gather ->
+ * all_gather_coalesced ...); SG_OP_UNKNOWN when there is none. */
+SgOpKind sg_op_coalesced_kind (SgOpKind kind);
+
+static inline bool
+sg_op_is_coalesced (SgOpKind kind)
+{
+  return sg_op_member_kind (kind) != kind;
+}
+
+/* The element-count rule of one collective (or one member of a coalesced
+ * one) of @kind over a group of @k ranks, @in input and @out output
+ * elements: all_gather out = in x k, reduce_scatter in = out x k,
+ * all_reduce / broadcast / collective_permute out = in; all_to_all any
+ * (its splits decide). The one copy of the rule: the loader, the
+ * validators of graphs and plans and the runtimes call it. */
+bool sg_collective_sizes_ok (SgOpKind kind, uint64_t in, uint64_t out, uint64_t k);
+
+/* NCCL's count argument of that collective: all_gather / all_reduce /
+ * broadcast / all_to_all / collective_permute: input elements;
+ * reduce_scatter: output elements. */
+uint64_t sg_collective_count (SgOpKind kind, uint64_t in, uint64_t out);
 
 /* True for ops whose value aliases an input's storage (views, getitem,
  * wait_tensor): no kernel runs and no bytes are allocated for them. */

@@ -30,6 +30,7 @@ sg_config_init (SgConfig *cfg)
     .bucket = true,
     .bucket_cap_bytes = (uint64_t)256 << 20,
     .bucket_mode = SG_BUCKET_MODE_AUTO,
+    .bucket_lowering = SG_BUCKET_LOWERING_AUTO,
     .validate_between = false,
     .dump_pass = NULL,
     .dump_file = NULL,
@@ -72,6 +73,26 @@ sg_bucket_mode_from_name (const char *name, SgBucketMode *out)
   for (int m = SG_BUCKET_MODE_AUTO; m <= SG_BUCKET_MODE_PER_LAYER; m++)
     if (g_strcmp0 (name, sg_bucket_mode_name ((SgBucketMode)m)) == 0) {
       *out = (SgBucketMode)m;
+      return true;
+    }
+  return false;
+}
+
+static const char *const lowering_names[] = { "auto", "flat", "grouped" };
+
+const char *
+sg_bucket_lowering_name (SgBucketLowering lowering)
+{
+  g_return_val_if_fail ((size_t)lowering < G_N_ELEMENTS (lowering_names), "auto");
+  return lowering_names[lowering];
+}
+
+bool
+sg_bucket_lowering_from_name (const char *name, SgBucketLowering *out)
+{
+  for (size_t l = 0; l < G_N_ELEMENTS (lowering_names); l++)
+    if (g_strcmp0 (name, lowering_names[l]) == 0) {
+      *out = (SgBucketLowering)l;
       return true;
     }
   return false;

@@ -261,8 +261,8 @@ typedef struct {
 static inline int32_t
 sg_bound_slot (const SgNode *n)
 {
-  return 2 * n->group
-         + (n->kind == SG_OP_REDUCE_SCATTER || n->kind == SG_OP_ALL_REDUCE ? 1 : 0);
+  SgOpKind k = sg_op_member_kind (n->kind);
+  return 2 * n->group + (k == SG_OP_REDUCE_SCATTER || k == SG_OP_ALL_REDUCE ? 1 : 0);
 }
 
 /* The rates of collectives @colls (@n of them) on engine @e: the pairs of

@@ -85,13 +85,13 @@ summary_graph (Run *r)
       s, "nodes: %d (compute %d, inputs %d, collectives %d, waits %d, views/other %d)\n",
       g->n_nodes, compute, inputs, colls, waits, g->n_nodes - compute - inputs - colls - waits);
   if (colls) {
-    g_string_append_printf (s, "collectives:\n  %-16s %-8s %6s %6s %16s\n", "kind", "group",
+    g_string_append_printf (s, "collectives:\n  %-24s %-8s %6s %6s %16s\n", "kind", "group",
                             "ranks", "count", "bytes");
     for (int k = 0; k < SG_OP_N_KINDS; k++)
       for (size_t gr = 0; gr < (size_t)g->n_groups; gr++) {
         size_t at = (size_t)k * ng + gr;
         if (count[at])
-          g_string_append_printf (s, "  %-16s %-8s %6d %6d %16" G_GUINT64_FORMAT "\n",
+          g_string_append_printf (s, "  %-24s %-8s %6d %6d %16" G_GUINT64_FORMAT "\n",
                                   sg_op_name ((SgOpKind)k), g->groups[gr].name,
                                   g->groups[gr].n_ranks, count[at], bytes[at]);
       }

@@ -196,6 +196,9 @@ static const char usage_text[] =
   "      --bucket-mode MODE       auto (default: the shorter predicted step of a\n"
   "                               greedy search and per-layer buckets) or per-layer\n"
   "                               (FSDP2's: one bucket per layer and collective kind)\n"
+  "      --bucket-lowering L      auto (default: per bucket, the shorter predicted\n"
+  "                               step), flat (one collective over a packed buffer)\n"
+  "                               or grouped (one coalesced call, no copies)\n"
   "  BYTES take the suffixes K, M, G (KiB, MiB, GiB).\n"
   "Debugging:\n"
   "      --dump=PASS              print the IR to stderr after PASS: load, validate,\n"
@@ -276,7 +279,7 @@ parse_count (const char *s, int32_t *out)
 enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
   OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_BUCKET_MODE,
-  OPT_COSTS, OPT_DECOMPOSE, OPT_NO_DECOMPOSE,
+  OPT_BUCKET_LOWERING, OPT_COSTS, OPT_DECOMPOSE, OPT_NO_DECOMPOSE,
   OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EXACT, OPT_EMIT_GRAPH,
 };
 
@@ -302,6 +305,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "prefetch-limit", required_argument, NULL, OPT_PREFETCH },
     { "bucket-cap", required_argument, NULL, OPT_BUCKET_CAP },
     { "bucket-mode", required_argument, NULL, OPT_BUCKET_MODE },
+    { "bucket-lowering", required_argument, NULL, OPT_BUCKET_LOWERING },
     { "costs", no_argument, NULL, OPT_COSTS },
     { "dump", required_argument, NULL, OPT_DUMP },
     { "stop-after", required_argument, NULL, OPT_STOP_AFTER },
@@ -347,6 +351,10 @@ parse_args (int argc, char **argv, Cli *cli)
     case OPT_BUCKET_MODE:
       if (!sg_bucket_mode_from_name (optarg, &cli->cfg.bucket_mode))
         return usage_error ("--bucket-mode: '%s' is not auto or per-layer", optarg);
+      break;
+    case OPT_BUCKET_LOWERING:
+      if (!sg_bucket_lowering_from_name (optarg, &cli->cfg.bucket_lowering))
+        return usage_error ("--bucket-lowering: '%s' is not auto, flat or grouped", optarg);
       break;
     case OPT_MAX_PEAK:
       if (!parse_fraction (optarg, &cli->cfg.max_peak_increase))
