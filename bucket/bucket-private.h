@@ -44,6 +44,7 @@ typedef struct {
   SgBucketStats *st;     /* simulations and refusals are counted here */
   SgAug *aug;            /* data and non-hiding implicit edges of @g */
   SgRewrite *trial;      /* every trial graph of @g is built with it */
+  SgSimJudge *judge;     /* and judged by it (each run where it differs from the last) */
   SgBucketCand *cands;   /* in id order */
   int32_t n_cands, n_keys;
   uint64_t cap;          /* bytes per flat bucket (a larger one is grouped) */

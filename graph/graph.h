@@ -611,6 +611,10 @@ void sg_graph_elision (const SgGraph *g, SgElision *e);
 /* The same without e->root (NULL): what the cost model reads. */
 void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
 void sg_elision_clear (SgElision *e);
+/* Bytes each storage root of @e (sg_graph_elision) allocates, 0 for the
+ * other nodes: what the nodes sharing it allocate themselves, elided
+ * copies aside; sg_graph_liveness's @alloc with @e->root. (transfer full) */
+uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e);
 /* True when @v's storage lives in an elided pack's buffer (e->view_of[v]). */
 bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
 

@@ -35,10 +35,8 @@ sg_graph_storage_roots (const SgGraph *g)
   return root;
 }
 
-/* Bytes each storage root allocates (0 for the other nodes): the sum of
- * what the nodes sharing it allocate themselves. */
-static uint64_t *
-storage_bytes (const SgGraph *g, const SgElision *e)
+uint64_t *
+sg_elision_storage_bytes (const SgGraph *g, const SgElision *e)
 {
   uint64_t *alloc = g_new0 (uint64_t, (size_t)MAX (g->n_nodes, 1));
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
@@ -93,7 +91,7 @@ sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, cons
   SgElision e = { 0 };
   if (!roots || !alloc)
     sg_graph_elision (g, &e);
-  g_autofree uint64_t *own_alloc = alloc ? NULL : storage_bytes (g, &e);
+  g_autofree uint64_t *own_alloc = alloc ? NULL : sg_elision_storage_bytes (g, &e);
   const SgNodeId *root = roots ? roots : e.root;
   if (!alloc)
     alloc = own_alloc;
