@@ -69,7 +69,12 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   SgElision el;
   sg_graph_elision (tg, &el);
   sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, &el);
-  g_autofree uint64_t *alloc = sg_elision_storage_bytes (tg, &el);
+  /* what base nodes allocate is the same in every trial */
+  const SgNodeId *orig = sg_graph_trial_origins (tg);
+  s->node_alloc = g_renew (uint64_t, s->node_alloc, (size_t)MAX (tg->n_nodes, 1));
+  for (SgNodeId i = 0; i < tg->n_nodes; i++)
+    s->node_alloc[i] = orig[i] != SG_NO_NODE ? s->base_alloc[orig[i]] : sg_node_alloc_bytes (tg, i);
+  g_autofree uint64_t *alloc = sg_elision_storage_bytes (tg, &el, s->node_alloc);
   SgSimTotals t;
   bool ok = sg_sim_judge_totals (s->judge, tg, el.root, alloc, &t, &err);
   if (ok && s->cfg && s->cfg->validate_between)
@@ -334,8 +339,10 @@ static void
 search_clear (SgBucketSearch *s)
 {
   g_clear_pointer (&s->aug, sg_aug_free);
-  g_clear_pointer (&s->trial, sg_rewrite_free);
+  g_clear_pointer (&s->trial, sg_bucket_trials_free);
   g_clear_pointer (&s->judge, sg_sim_judge_free);
+  g_clear_pointer (&s->base_alloc, g_free);
+  g_clear_pointer (&s->node_alloc, g_free);
   g_clear_pointer (&s->cands, g_free);
 }
 
@@ -373,8 +380,11 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   s.base_step_us = base.step_us;
   collect_cands (&s);
   s.aug = constraints_aug (g);
-  s.trial = sg_rewrite_new (g);
+  s.trial = sg_bucket_trials_new (g);
   s.judge = sg_sim_judge_new ();
+  s.base_alloc = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    s.base_alloc[i] = sg_node_alloc_bytes (g, i);
   int32_t ns = 0;
   GError *err = NULL;
   SgBucketEval chosen = base;

@@ -220,8 +220,10 @@ typedef struct SgGraph {
   GArray *implicit_edges;
 
   /* A trial graph of the rewrite API shares the pools, strings and groups
-   * of the graph it was made from; NULL for graphs that own theirs. */
+   * of the graph it was made from; NULL for graphs that own theirs. Its
+   * nodes' ids in the rewrite (sg_graph_trial_origins), n_nodes. */
   struct SgRewrite *trial_of;
+  SgNodeId *trial_origin;
 } SgGraph;
 
 /* One implicit edge: @to must run after @from. @kind is an SgEdgeKind
@@ -612,9 +614,11 @@ void sg_graph_elision (const SgGraph *g, SgElision *e);
 void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
 void sg_elision_clear (SgElision *e);
 /* Bytes each storage root of @e (sg_graph_elision) allocates, 0 for the
- * other nodes: what the nodes sharing it allocate themselves, elided
- * copies aside; sg_graph_liveness's @alloc with @e->root. (transfer full) */
-uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e);
+ * other nodes: what the nodes sharing it allocate themselves
+ * (sg_node_alloc_bytes, or @node_alloc when given), elided copies aside;
+ * sg_graph_liveness's @alloc with @e->root. (transfer full) */
+uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e,
+                                    const uint64_t *node_alloc);
 /* True when @v's storage lives in an elided pack's buffer (e->view_of[v]). */
 bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
 
@@ -906,6 +910,26 @@ bool sg_rewrite_commit (SgRewrite *rw, GError **error);
  * changes, is reset or is freed. NULL with @error where sg_rewrite_commit
  * would fail. The rewrite may be committed or tried again afterwards. */
 SgGraph *sg_rewrite_trial (SgRewrite *rw, GError **error);
+
+/* A point in the description of a rewrite: sg_rewrite_rollback to it
+ * undoes every add, replace, remove and move made since, and the places of
+ * the nodes added since, leaving the rewrite as if only what came before
+ * had been described (a pass that tries many rewrites sharing a first part
+ * describes only what follows it again). */
+typedef struct {
+  guint nodes, inputs, scratch, redirects, removed, moves, args, dims, tuples, name_blocks;
+  size_t name_used;
+} SgRewriteMark;
+void sg_rewrite_mark (const SgRewrite *rw, SgRewriteMark *m);
+/* Not after a commit, nor while a trial graph of @rw lives. */
+void sg_rewrite_rollback (SgRewrite *rw, const SgRewriteMark *m);
+
+/* (transfer none) For a trial graph of sg_rewrite_trial: per node, the id
+ * of the base node it copies (its kind, meta, costs; its inputs may be
+ * redirected), or SG_NO_NODE for an added node; NULL for other graphs.
+ * Lets a pass keep what it derives from base nodes from one trial to the
+ * next. */
+const SgNodeId *sg_graph_trial_origins (const SgGraph *g);
 
 /* After a successful sg_rewrite_trial or sg_rewrite_commit: the id node
  * @id of the rewrite (a base node or an added one) has in the result, or

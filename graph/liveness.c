@@ -36,14 +36,14 @@ sg_graph_storage_roots (const SgGraph *g)
 }
 
 uint64_t *
-sg_elision_storage_bytes (const SgGraph *g, const SgElision *e)
+sg_elision_storage_bytes (const SgGraph *g, const SgElision *e, const uint64_t *node_alloc)
 {
   uint64_t *alloc = g_new0 (uint64_t, (size_t)MAX (g->n_nodes, 1));
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     bool elided = sg_op_class (g->nodes[i].kind) == SG_CLASS_BUCKET
                   && e->reason[i] == SG_COPY_ELIDED;
     if (!elided)
-      alloc[e->root[i]] += sg_node_alloc_bytes (g, i);
+      alloc[e->root[i]] += node_alloc ? node_alloc[i] : sg_node_alloc_bytes (g, i);
   }
   return alloc;
 }
@@ -91,7 +91,7 @@ sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, cons
   SgElision e = { 0 };
   if (!roots || !alloc)
     sg_graph_elision (g, &e);
-  g_autofree uint64_t *own_alloc = alloc ? NULL : sg_elision_storage_bytes (g, &e);
+  g_autofree uint64_t *own_alloc = alloc ? NULL : sg_elision_storage_bytes (g, &e, NULL);
   const SgNodeId *root = roots ? roots : e.root;
   if (!alloc)
     alloc = own_alloc;
