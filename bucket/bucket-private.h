@@ -49,6 +49,7 @@ typedef struct {
   SgSimJudge *judge;     /* and judged by it (each run where it differs from the last) */
   uint64_t *base_alloc;  /* sg_node_alloc_bytes of @g's nodes */
   uint64_t *node_alloc;  /* the same of the trial graph's (scratch) */
+  GHashTable *lower_memo; /* the rule's verdicts by members (lower.c) */
   SgBucketCand *cands;   /* in id order */
   int32_t n_cands, n_keys;
   uint64_t cap;          /* bytes per flat bucket (a larger one is grouped) */
@@ -122,8 +123,10 @@ bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
 bool sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
                            const SgNodeId *colls, int32_t n, double *comm_us);
 /* Decides the lowering of every AUTO spec by the rule (s->lowering, when
- * not AUTO, decides every spec). */
+ * not AUTO, decides every spec); the rule's verdicts are kept in
+ * s->lower_memo (sg_bucket_lower_memo_new) when the search has one. */
 void sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n);
+GHashTable *sg_bucket_lower_memo_new (void);
 /* GROUPED for FLAT, FLAT for anything else. */
 SgBucketLowering sg_bucket_lowering_other (SgBucketLowering l);
 /* Flips the lowering of one bucket at a time (the rule's closest calls

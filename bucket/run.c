@@ -343,6 +343,7 @@ search_clear (SgBucketSearch *s)
   g_clear_pointer (&s->judge, sg_sim_judge_free);
   g_clear_pointer (&s->base_alloc, g_free);
   g_clear_pointer (&s->node_alloc, g_free);
+  g_clear_pointer (&s->lower_memo, g_hash_table_unref);
   g_clear_pointer (&s->cands, g_free);
 }
 
@@ -382,6 +383,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   s.aug = constraints_aug (g);
   s.trial = sg_bucket_trials_new (g);
   s.judge = sg_sim_judge_new ();
+  s.lower_memo = sg_bucket_lower_memo_new ();
   s.base_alloc = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     s.base_alloc[i] = sg_node_alloc_bytes (g, i);

@@ -210,9 +210,10 @@ engine_start (SgSimEngine *e)
 /* --- events ------------------------------------------------------------------- */
 
 static int32_t
-make_events (SgSimJudge *j, const SgGraph *g, Rec *r)
+make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double *comm_us)
 {
   int32_t n = g->n_nodes, n_coll = 0;
+  *compute_us = *comm_us = 0.0;
   GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), Ev);
   r->n = n;
   for (SgNodeId x = 0; x < n; x++) {
@@ -228,12 +229,15 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r)
       v->group = nd->group;
       v->aux = sg_eng_rates_entry (&j->e, x, NULL);
       n_coll++;
+      *comm_us += v->cost;
     } else if (v->role == SG_ROLE_WAIT) {
       SgNodeId c = sg_node_wait_target (g, x);
       if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
         v->aux = c;
-    } else if (v->cost > 0.0) {
-      v->aux = sg_cost_contention_slot (j->e.pairs, g, x, v->cost);
+    } else {
+      *compute_us += v->cost;
+      if (v->cost > 0.0)
+        v->aux = sg_cost_contention_slot (j->e.pairs, g, x, v->cost);
     }
   }
   return n_coll;
@@ -518,7 +522,8 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
   /* the engine first: the events read its rates memo */
   engine_for (j, g, 0);
   Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
-  engine_for (j, g, make_events (j, g, T));
+  double compute_us, comm_us;
+  engine_for (j, g, make_events (j, g, T, &compute_us, &comm_us));
   SgSimEngine *e = &j->e;
   const int32_t n = g->n_nodes, ng = MAX (g->n_groups, 1);
   j->stats.runs++;
@@ -598,13 +603,9 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
   T->valid = true;
   j->cur ^= 1;
 
-  double exposed = 0.0, compute_us = 0.0, comm_us = 0.0;
+  double exposed = 0.0;
   for (int32_t r = 0; r < T->n_rows; r++)
     exposed += T->row_exp[r];
-  for (int32_t x = 0; x < n; x++) {
-    comm_us += T->ev[x].role == SG_ROLE_COLL ? T->ev[x].cost : 0.0;
-    compute_us += T->ev[x].role == SG_ROLE_COMPUTE ? T->ev[x].cost : 0.0;
-  }
   out->step_us = MAX (compute_end, end);
   out->exposed_us = exposed;
   out->compute_us = compute_us;
