@@ -41,12 +41,6 @@ typedef struct {
   uint8_t role;
 } Ev;
 
-/* A queued collective of a checkpoint. */
-typedef struct {
-  int32_t row, node;
-  double rem;
-} QEnt;
-
 /* The engine between two nodes (no kernel runs then). */
 typedef struct {
   int32_t pos;     /* nodes placed */
@@ -54,14 +48,17 @@ typedef struct {
   size_t log_at;   /* clock log entries before it */
   double now, busy_us;
   int32_t n_active, n_held, n_kheld;
-  size_t q_first;  /* its queues: per group qlen[] entries from here */
-  size_t g_first;  /* its per-group hold state (n_groups entries) */
+  size_t g_first;  /* its per-group state (n_groups entries) */
 } Snap;
 
+/* A group's queue at a checkpoint: its head (the only collective of the
+ * group that may have started) and how many are queued; the others are
+ * the group's later rows in issue order, none started (their work left
+ * is their cost). */
 typedef struct {
   uint8_t hold;
-  double hold_at;
-  int32_t qlen;
+  int32_t qlen, head_row, head_node;
+  double hold_at, head_rem;
 } GState;
 
 /* One judged graph. */
@@ -71,8 +68,6 @@ typedef struct {
   size_t cap_ev;
   Snap *snaps;
   int32_t n_snaps, cap_snaps;
-  QEnt *q;
-  size_t n_q, cap_q;
   GState *gs;
   size_t n_gs, cap_gs;
   SgTlog log;
@@ -107,7 +102,6 @@ rec_clear (Rec *r)
 {
   g_free (r->ev);
   g_free (r->snaps);
-  g_free (r->q);
   g_free (r->gs);
   g_free (r->log.v);
   g_free (r->row_exp);
@@ -275,26 +269,37 @@ snap_save (Rec *r, const SgSimEngine *e, int32_t pos)
   int32_t ng = MAX (e->n_groups, 1);
   Snap *s = &r->snaps[r->n_snaps++];
   *s = (Snap){ pos, e->n_rows, r->log.n, e->now, e->busy_us, e->n_active, e->n_held, e->n_kheld,
-               r->n_q, r->n_gs };
+               r->n_gs };
   GROW (r->gs, r->cap_gs, r->n_gs + (size_t)ng, GState);
   for (int32_t grp = 0; grp < ng; grp++) {
     GState *gs = &r->gs[r->n_gs++];
-    gs->hold = e->hold[grp];
-    gs->hold_at = e->hold_at[grp];
-    gs->qlen = 0;
-    for (int32_t w = e->ghead[grp]; w >= 0; w = e->rnext[w]) {
-      GROW (r->q, r->cap_q, r->n_q + 1, QEnt);
-      r->q[r->n_q++] = (QEnt){ w, e->rows[w].node, e->rem[w] };
+    int32_t h = e->ghead[grp];
+    *gs = (GState){ e->hold[grp], 0, h, h >= 0 ? e->rows[h].node : -1, e->hold_at[grp],
+                    h >= 0 ? e->rem[h] : 0.0 };
+    for (int32_t w = h; w >= 0; w = e->rnext[w])
       gs->qlen++;
-    }
   }
+}
+
+/* Row @w over the rows queued in group @grp at checkpoint @gs of record
+ * @r (whose rows are complete), @k its place in the queue: the head, then
+ * the group's later rows in issue order. */
+#define FOR_QUEUED(r, gs, grp, w, k)                                                              \
+  for (int32_t w = (gs)->head_row, k = 0; k < (gs)->qlen; k++, w = next_in_group (r, grp, w))
+
+static inline int32_t
+next_in_group (const Rec *r, int32_t grp, int32_t w)
+{
+  for (w++; w < r->n_rows && r->ev[r->row_node[w]].group != grp; w++)
+    ;
+  return w;
 }
 
 /* Puts the engine in state @s of record @r. Rows issued before it and not
  * queued in it are finished (the engine's arrays hold the run @r was made
- * by, which drained every collective). */
-static void
-snap_restore (SgSimEngine *e, const Rec *r, const Snap *s)
+ * by, which drained every collective). The queued rows go to @act. */
+static int32_t
+snap_restore (SgSimEngine *e, const Rec *r, const Snap *s, int32_t **act, int32_t *cap_act)
 {
   e->now = s->now;
   e->busy_us = s->busy_us;
@@ -302,24 +307,24 @@ snap_restore (SgSimEngine *e, const Rec *r, const Snap *s)
   e->n_rows = s->n_rows;
   e->in_kernel = false;
   e->kleft = 0.0;
-  const QEnt *q = &r->q[s->q_first];
+  int32_t n_act = 0;
   for (int32_t grp = 0; grp < MAX (e->n_groups, 1); grp++) {
     const GState *gs = &r->gs[s->g_first + (size_t)grp];
     e->hold[grp] = gs->hold;
     e->hold_at[grp] = gs->hold_at;
     e->ghead[grp] = e->gtail[grp] = -1;
-    for (int32_t k = 0; k < gs->qlen; k++, q++) {
-      int32_t w = q->row;
+    FOR_QUEUED (r, gs, grp, w, k) {
+      int32_t node = r->row_node[w];
       SgCollRow *row = &e->rows[w];
       memset (row, 0, sizeof *row);
-      row->node = q->node;
+      row->node = node;
       row->wait = row->hidden_by = row->last_hiding = SG_NO_NODE;
-      row->est_us = r->ev[q->node].cost;
-      e->rem[w] = q->rem;
+      row->est_us = r->ev[node].cost;
+      e->rem[w] = k == 0 ? gs->head_rem : row->est_us;
       e->fin[w] = 0;
-      e->row_of[q->node] = w;
+      e->row_of[node] = w;
       const SgPairRates *pr;
-      sg_eng_rates_entry (e, q->node, &pr);
+      sg_eng_rates_entry (e, node, &pr);
       memcpy (&e->rates[(size_t)w * (size_t)e->n_slots], pr, sizeof *pr * (size_t)e->n_slots);
       e->wnext[w] = 0;
       for (int32_t sl = 0; sl < e->n_slots; sl++)
@@ -330,8 +335,14 @@ snap_restore (SgSimEngine *e, const Rec *r, const Snap *s)
       else
         e->ghead[grp] = w;
       e->gtail[grp] = w;
+      if (n_act == *cap_act) {
+        *cap_act = MAX (16, 2 * *cap_act);
+        *act = g_renew (int32_t, *act, (size_t)*cap_act);
+      }
+      (*act)[n_act++] = w;
     }
   }
+  return n_act;
 }
 
 /* The node of the new graph that is @x of the previous one: the same id in
@@ -351,17 +362,18 @@ state_equals (const SgSimEngine *e, const Rec *R, const Snap *s, int32_t p, int3
 {
   if (e->n_active != s->n_active || e->n_held != s->n_held || e->n_kheld != s->n_kheld)
     return false;
-  const QEnt *q = &R->q[s->q_first];
   for (int32_t grp = 0; grp < MAX (e->n_groups, 1); grp++) {
     const GState *gs = &R->gs[s->g_first + (size_t)grp];
     if (e->hold[grp] != gs->hold
         || (gs->hold != SG_HOLD_NONE && memcmp (&e->hold_at[grp], &gs->hold_at, sizeof (double))))
       return false;
     int32_t w = e->ghead[grp];
-    for (int32_t k = 0; k < gs->qlen; k++, q++, w = e->rnext[w]) {
-      if (w < 0 || e->rows[w].node != map_node (q->node, p, s_prev, d)
-          || memcmp (&e->rem[w], &q->rem, sizeof (double)) != 0)
+    if (gs->qlen > 0 && (w < 0 || memcmp (&e->rem[w], &gs->head_rem, sizeof (double)) != 0))
+      return false;
+    FOR_QUEUED (R, gs, grp, rw, k) {
+      if (w < 0 || e->rows[w].node != map_node (R->row_node[rw], p, s_prev, d))
         return false;
+      w = e->rnext[w];
     }
     if (w >= 0)
       return false;
@@ -390,12 +402,7 @@ copy_prefix (Rec *T, const Rec *R, int32_t k, int32_t n_groups)
   GROW (T->snaps, T->cap_snaps, k + 1, Snap);
   memcpy (T->snaps, R->snaps, sizeof (Snap) * (size_t)(k + 1));
   T->n_snaps = k + 1;
-  size_t g_end = s->g_first + (size_t)n_groups, q_end = s->q_first;
-  for (size_t i = s->g_first; i < g_end; i++)
-    q_end += (size_t)R->gs[i].qlen;
-  GROW (T->q, T->cap_q, MAX (q_end, 1), QEnt);
-  memcpy (T->q, R->q, sizeof (QEnt) * q_end);
-  T->n_q = q_end;
+  size_t g_end = s->g_first + (size_t)n_groups;
   GROW (T->gs, T->cap_gs, g_end, GState);
   memcpy (T->gs, R->gs, sizeof (GState) * g_end);
   T->n_gs = g_end;
@@ -437,18 +444,16 @@ replay (SgSimJudge *j, Rec *T, const Rec *R, int32_t si, int32_t p, int32_t s_pr
       GROW (T->snaps, T->cap_snaps, T->n_snaps + 1, Snap);
       Snap *ts = &T->snaps[T->n_snaps++];
       *ts = (Snap){ rs->pos + d, rs->n_rows + row_delta, T->log.n, now, NAN, rs->n_active,
-                    rs->n_held, rs->n_kheld, T->n_q, T->n_gs };
-      const QEnt *q = &R->q[rs->q_first];
+                    rs->n_held, rs->n_kheld, T->n_gs };
       for (int32_t grp = 0; grp < MAX (e->n_groups, 1); grp++) {
         GState g = R->gs[rs->g_first + (size_t)grp];
+        if (g.qlen > 0) {
+          int32_t x = map_node (g.head_node, p, s_prev, d);
+          g.head_node = x;
+          g.head_row = x < conv ? e->row_of[x] : g.head_row + row_delta;
+        }
         GROW (T->gs, T->cap_gs, T->n_gs + 1, GState);
         T->gs[T->n_gs++] = g;
-        for (int32_t k = 0; k < g.qlen; k++, q++) {
-          int32_t x = map_node (q->node, p, s_prev, d);
-          int32_t row = x < conv ? e->row_of[x] : q->row + row_delta;
-          GROW (T->q, T->cap_q, T->n_q + 1, QEnt);
-          T->q[T->n_q++] = (QEnt){ row, x, q->rem };
-        }
       }
     }
     const SgTlogEntry *l = &R->log.v[i];
@@ -484,24 +489,6 @@ replay (SgSimJudge *j, Rec *T, const Rec *R, int32_t si, int32_t p, int32_t s_pr
   T->n_rows = n_rows;
   *end = now;
   return compute_end;
-}
-
-/* The rows queued at checkpoint @s of @R (their exposure is the new
- * run's to make), into @act; returns how many. */
-static int32_t
-queued_rows (const Rec *R, const Snap *s, int32_t n_groups, int32_t **act, int32_t *cap)
-{
-  int32_t m = 0;
-  const QEnt *q = &R->q[s->q_first];
-  for (int32_t grp = 0; grp < n_groups; grp++)
-    for (int32_t i = 0; i < R->gs[s->g_first + (size_t)grp].qlen; i++, q++) {
-      if (m == *cap) {
-        *cap = MAX (16, 2 * *cap);
-        *act = g_renew (int32_t, *act, (size_t)*cap);
-      }
-      (*act)[m++] = q->row;
-    }
-  return m;
 }
 
 bool
@@ -547,11 +534,10 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
       k = i;
   if (k >= 0) {
     copy_prefix (T, R, k, ng);
-    snap_restore (e, R, &R->snaps[k]);
-    n_act = queued_rows (R, &R->snaps[k], ng, &j->act, &j->cap_act);
+    n_act = snap_restore (e, R, &R->snaps[k], &j->act, &j->cap_act);
     start = R->snaps[k].pos;
   } else {
-    T->n_snaps = 0, T->n_q = 0, T->n_gs = 0, T->log.n = 0;
+    T->n_snaps = 0, T->n_gs = 0, T->log.n = 0;
     engine_start (e);
   }
   const int32_t rows_restored = e->n_rows;
