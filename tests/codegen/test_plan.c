@@ -355,6 +355,42 @@ START_TEST (write_file_is_atomic_and_loads_back)
 }
 END_TEST
 
+/* A plan whose text spans several of the writer's pieces (its values
+ * alone take about 3 MB): the file holds exactly sg_plan_to_json's text,
+ * hash included, and loads back. */
+START_TEST (a_plan_written_in_pieces_is_its_text)
+{
+  g_autoptr (SgPlan) p = small_plan ();
+  int32_t extra = 30000;
+  p->values = g_renew (SgPlanValue, p->values, (size_t)(p->n_values + extra));
+  memset (&p->values[p->n_values], 0, sizeof (SgPlanValue) * (size_t)extra);
+  for (int32_t i = 0; i < extra; i++) {
+    g_autofree char *name = g_strdup_printf ("unused_value_%d_with_a_long_name_to_fill_pieces", i);
+    set_value (&p->values[p->n_values + i], name, -1, SG_DTYPE_F32, 2, 3, SG_INIT_NONE);
+  }
+  p->n_values += extra;
+  size_t len;
+  g_autofree char *text = sg_plan_to_json (p, &len);
+  ck_assert_uint_gt (len, 3u << 20);
+  uint64_t hash = p->hash;
+  g_autoptr (GError) e = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("sgplan-XXXXXX", &e);
+  g_autofree char *path = g_build_filename (dir, "plan.json", NULL);
+  ck_assert_msg (sg_plan_write_file (p, path, &e), "%s", e ? e->message : "");
+  ck_assert_uint_eq (p->hash, hash);
+  g_autofree char *back = NULL;
+  size_t back_len;
+  ck_assert (g_file_get_contents (path, &back, &back_len, NULL));
+  ck_assert_uint_eq (back_len, len);
+  ck_assert (memcmp (back, text, len) == 0);
+  g_autoptr (SgPlan) q = sg_plan_load (path, &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+  ck_assert_uint_eq (q->hash, hash);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+END_TEST
+
 START_TEST (truncated_plan_is_rejected_at_every_length)
 {
   g_autoptr (SgPlan) p = small_plan ();
@@ -635,6 +671,7 @@ plan_suite (void)
   tcase_add_test (tc, numbers_that_are_not_finite_and_nul_escapes_are_rejected);
   tcase_add_test (tc, arg_accessors_read_kernel_arguments);
   tcase_add_test (tc, write_file_is_atomic_and_loads_back);
+  tcase_add_test (tc, a_plan_written_in_pieces_is_its_text);
   tcase_add_test (tc, truncated_plan_is_rejected_at_every_length);
   tcase_add_test (tc, corrupt_plans_are_rejected_with_a_clear_message);
   tcase_add_test (tc, out_of_range_indices_are_rejected_naming_the_field);
