@@ -500,15 +500,35 @@ typedef struct {
  * output of the input's shape and dtype. False with @error naming the node. */
 bool sg_node_rank_roll (const SgGraph *g, SgNodeId id, SgRankRoll *out, GError **error);
 
+/* The first input of @id when it is a node of @kind, else SG_NO_NODE. */
+static inline SgNodeId
+sg_node_first_input_if (const SgGraph *g, SgNodeId id, SgOpKind kind)
+{
+  const SgNode *n = &g->nodes[id];
+  return n->kind == kind && n->n_in ? g_array_index (g->inputs, SgNodeId, n->in_first)
+                                    : SG_NO_NODE;
+}
+
+/* The coalesced collective whose result element getitem @id reads, or
+ * SG_NO_NODE. */
+static inline SgNodeId
+sg_node_coalesced_of (const SgGraph *g, SgNodeId id)
+{
+  SgNodeId src = sg_node_first_input_if (g, id, SG_OP_GETITEM);
+  return src != SG_NO_NODE && sg_op_is_coalesced (g->nodes[src].kind) ? src : SG_NO_NODE;
+}
+
 /* The collective a wait waits on: its first input, or the coalesced
  * collective whose element (a getitem) it waits on; SG_NO_NODE for a node
  * that is not a wait. Several waits share one coalesced collective, which
  * ends as a whole (one NCCL group). */
-SgNodeId sg_node_wait_target (const SgGraph *g, SgNodeId wait);
-
-/* The coalesced collective whose result element getitem @id reads, or
- * SG_NO_NODE. */
-SgNodeId sg_node_coalesced_of (const SgGraph *g, SgNodeId id);
+static inline SgNodeId
+sg_node_wait_target (const SgGraph *g, SgNodeId wait)
+{
+  SgNodeId t = sg_node_first_input_if (g, wait, SG_OP_WAIT);
+  SgNodeId c = t != SG_NO_NODE ? sg_node_coalesced_of (g, t) : SG_NO_NODE;
+  return c != SG_NO_NODE ? c : t;
+}
 
 /* --- collectives and their members (graph.c) ------------------------------ */
 
