@@ -452,9 +452,12 @@ emit_all_reduce (Emit *e)
   SgArg args[8];
   SgKwarg kw[8];
   const uint32_t na = sg_rewrite_args_of (e->rw, s->coll, args, G_N_ELEMENTS (args));
-  const uint32_t nk = sg_rewrite_kwargs_of (e->rw, s->coll, kw, G_N_ELEMENTS (kw) - 1);
-  g_return_val_if_fail (na <= G_N_ELEMENTS (args) && nk < G_N_ELEMENTS (kw), false);
-  kw[nk] = (SgKwarg){ "schedgraph_replaces", e->dropped };
+  const uint32_t nk = sg_rewrite_kwargs_of (e->rw, s->coll, kw, G_N_ELEMENTS (kw) - 2);
+  g_return_val_if_fail (na <= G_N_ELEMENTS (args) && nk + 2 <= G_N_ELEMENTS (kw), false);
+  /* every chunk names its site (the bucket pass leaves such collectives
+   * apart, docs/bucketing.md); the first lists what the site drops */
+  kw[nk] = (SgKwarg){ SG_CHUNK_KWARG, sg_rewrite_str (e->rw, g->nodes[s->coll].name) };
+  kw[nk + 1] = (SgKwarg){ "schedgraph_replaces", e->dropped };
   const int ip = sg_op_param_pos (SG_OP_ALL_REDUCE, SG_PARAM_INPUT);
   const char *base = g->nodes[s->coll].name;
   for (int32_t j = 0; j < q; j++) {
@@ -464,7 +467,7 @@ emit_all_reduce (Emit *e)
     args[ip] = sg_arg_ref (p);
     int64_t shape[2] = { mq, shape_of (e, p)[1] };
     SgNodeId c = run (e, add (e, SG_OP_ALL_REDUCE, g_strdup_printf ("%s_chunk%d", base, j), args,
-                              na, kw, j == 0 ? nk + 1 : nk, shape, NULL, 2, dtype_of (e, p), 0));
+                              na, kw, j == 0 ? nk + 2 : nk + 1, shape, NULL, 2, dtype_of (e, p), 0));
     if (c == SG_NO_NODE)
       return false;
     place (e, c, s->coll);

@@ -283,6 +283,12 @@ sg_node_arg (const SgGraph *g, SgNodeId id, uint32_t pos)
 /* (transfer none) Keyword argument @key of node @id, or NULL. */
 const SgArg *sg_node_kwarg (const SgGraph *g, SgNodeId id, const char *key);
 
+/* The kwarg that marks a collective as one chunk of a decomposed
+ * collective matmul (decompose/: the chunked all_reduce), naming the
+ * site's original collective; the bucket pass leaves such collectives
+ * apart (docs/bucketing.md). */
+#define SG_CHUNK_KWARG "schedgraph_chunk"
+
 /* (transfer none) The argument for parameter @p of node @id's op: the
  * keyword argument of that name when given, else the positional one where
  * the op table puts it (sg_op_param_pos); NULL when neither is there. */

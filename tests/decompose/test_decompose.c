@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "builder.h"
+#include "bucket.h"
 #include "decompose-private.h"
 #ifdef HAVE_GRAPHGEN
 #include "graphgen.h"
@@ -334,6 +335,34 @@ START_TEST (all_reduce_becomes_row_chunks)
 }
 END_TEST
 
+/* The bucket pass would merge an all_reduce site's row chunks back into
+ * one collective (small chunks: each pays NCCL's latency); a chunk
+ * (SG_CHUNK_KWARG, naming its site) is no bucket member. */
+START_TEST (bucketing_leaves_the_chunks_apart)
+{
+  SgGraph *g = all_reduce_graph (8);
+  estimate (g);
+  run_pass (g, SG_DECOMPOSE_ALL);
+  const int32_t chunks = count_kind (g, SG_OP_ALL_REDUCE);
+  ck_assert_int_ge (chunks, 2);
+  for (SgNodeId v = 0; v < g->n_nodes; v++)
+    if (g->nodes[v].kind == SG_OP_ALL_REDUCE) {
+      const SgArg *site = sg_node_kwarg (g, v, SG_CHUNK_KWARG);
+      ck_assert (site && sg_arg_str (site));
+      ck_assert_str_eq (sg_arg_str (site), "c");
+    }
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  GError *error = NULL;
+  ck_assert_msg (sg_schedule_reorder (g, &cfg, &error), "%s", error ? error->message : "");
+  ck_assert_msg (sg_bucket_pass (g, &cfg, &error), "%s", error ? error->message : "");
+  validate (g, "after bucketing");
+  ck_assert_int_eq (count_kind (g, SG_OP_ALL_REDUCE), chunks);
+  ck_assert_int_eq (count_kind (g, SG_OP_BUCKET_PACK), 0);
+  sg_graph_free (g);
+}
+END_TEST
+
 START_TEST (mode_off_leaves_the_graph_as_it_was)
 {
   SgGraph *g = reduce_graph (2, 8192, 4096, 4096, "bfloat16");
@@ -554,6 +583,7 @@ decompose_suite (void)
   tcase_add_test (tc, sites_are_refused_with_their_reason);
   tcase_add_test (tc, every_form_rewrites_a_valid_graph);
   tcase_add_test (tc, all_reduce_becomes_row_chunks);
+  tcase_add_test (tc, bucketing_leaves_the_chunks_apart);
   tcase_add_test (tc, mode_off_leaves_the_graph_as_it_was);
   tcase_add_test (tc, choice_follows_the_simulator);
   tcase_add_test (tc, the_pass_is_deterministic);
