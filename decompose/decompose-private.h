@@ -85,6 +85,8 @@ typedef struct {
   SgSiteForm form;
   double gain_us;
   double exposed_us;
+  /* auto: the most any form could be judged to save (NaN: not bounded) */
+  double bound_us;
   bool chosen;
 } SgSiteChoice;
 

@@ -85,6 +85,61 @@ scheduled (const SgGraph *g, const SgConfig *cfg, SgSimResult *r, int32_t **pos,
   return sg_simulate (g, order, r, error);
 }
 
+/* The longest the simulator can run collective @c once started: its solo
+ * time slowed by the most disturbing kernel class beside it (the largest
+ * comm_x of its pairs). */
+static double
+coll_max_us (const SgGraph *g, SgNodeId c)
+{
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  const SgNode *n = &g->nodes[c];
+  const int32_t ns = sg_cost_contention_slots (cm);
+  g_autofree SgPairRates *r = g_new (SgPairRates, (size_t)ns);
+  sg_cost_contention_rates (cm, sg_cost_collective_transport (cm, g, c), n->kind,
+                            sg_node_comm_bytes (g, c), n->group_size,
+                            sg_cost_group_nodes (cm, &g->groups[n->group]), r);
+  double x = 1.0;
+  for (int32_t i = 0; i < ns; i++)
+    x = MAX (x, r[i].comm_x);
+  return n->est_us * x;
+}
+
+/* The compute-stream time of one form's chunk GEMMs of site @s, each on
+ * every SM: mm @mm (or each leaf) in @chunks row chunks. */
+static double
+form_gemms_us (const SgGraph *g, const SgSite *s, int32_t chunks)
+{
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  double us = 0.0;
+  const int32_t n = s->kind == SG_SITE_ALL_GATHER_MM ? s->n_mm : s->n_terms;
+  for (int32_t i = 0; i < n; i++) {
+    SgNodeId mm = s->kind == SG_SITE_ALL_GATHER_MM ? s->mm[i] : s->terms[i].node;
+    if (s->kind != SG_SITE_ALL_GATHER_MM && s->terms[i].a >= 0)
+      continue; /* an add */
+    SgParam pa, pb;
+    g_assert (sg_op_matmul_params (g->nodes[mm].kind, &pa, &pb));
+    const SgMeta *a = sg_node_param_meta (g, mm, pa);
+    const int64_t *os = sg_meta_shape (g, &g->nodes[mm].meta);
+    us += chunks * sg_cost_mm_us (cm, a->dtype, os[0] / chunks, sg_meta_shape (g, a)[1], os[1]);
+  }
+  return us;
+}
+
+/* An upper bound on what any form of site @s can be judged to save
+ * (choose_forms): the compute it replaces plus the longest its collective
+ * can run, less the fewest chunk GEMMs a form runs (a form's span holds
+ * them back to back at least; SM-count targets, adds, copies, ring steps
+ * and contention only lengthen it). */
+static double
+gain_bound_us (const SgGraph *g, const SgSite *s, double compute_us, const SgSiteForm *forms,
+               int32_t n_forms)
+{
+  double gemms = INFINITY;
+  for (int32_t f = 0; f < n_forms; f++)
+    gemms = MIN (gemms, form_gemms_us (g, s, forms[f].chunks));
+  return compute_us + coll_max_us (g, s->coll) - gemms;
+}
+
 /* Solo compute time of the undecomposed site (the mms and adds it replaces). */
 static double
 base_compute_us (const SgGraph *g, const SgSite *s, GArray *tmp)
@@ -177,20 +232,27 @@ static bool
 choose_forms (Judge *j)
 {
   g_autofree double *expo = g_new0 (double, (size_t)j->g->n_nodes);
-  for (int32_t r = 0; r < j->base->n_rows; r++)
-    expo[j->base->rows[r].node] += j->base->rows[r].exposed_us;
+  g_autofree double *runs = g_new0 (double, (size_t)j->g->n_nodes);
+  for (int32_t r = 0; r < j->base->n_rows; r++) {
+    const SgCollRow *row = &j->base->rows[r];
+    expo[row->node] += row->exposed_us;
+    runs[row->node] += row->end_us - row->start_us;
+  }
   bool any = false;
   for (int32_t i = 0; i < j->n; i++) {
     if (j->sites[i].reason != SG_SITE_DECOMPOSED)
       continue;
     SgSiteChoice *c = &j->choice[i];
     c->exposed_us = expo[j->sites[i].coll];
+    /* waiting for collectives queued before it on the group's stream
+     * would not go away: the ring's steps queue there too */
+    const double hideable = MIN (c->exposed_us, runs[j->sites[i].coll]);
     for (int32_t f = 0; f < j->n_forms[i]; f++) {
       const size_t at = (size_t)i * SG_SITE_MAX_FORMS + (size_t)f;
       double l = j->span_us[at];
       if (j->forms[i][f].regather && j->sites[i].n_whole > 0)
         l += regather_us (j, &j->sites[i], j->ring_us[at]);
-      const double gain = j->compute_us[i] + c->exposed_us - l;
+      const double gain = j->compute_us[i] + hideable - l;
       if (f == 0 || gain > c->gain_us) {
         c->gain_us = gain;
         c->form = j->forms[i][f];
@@ -351,10 +413,21 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
     if (sites[i].reason != SG_SITE_DECOMPOSED)
       continue;
     j.n_forms[i] = sg_site_forms (g, &sites[i], j.forms[i]);
-    max_forms = MAX (max_forms, j.n_forms[i]);
     j.compute_us[i] = base_compute_us (g, &sites[i], tmp);
+    if (cfg->decompose == SG_DECOMPOSE_AUTO) {
+      /* a site no form could be judged to win is not priced */
+      choice[i].bound_us = gain_bound_us (g, &sites[i], j.compute_us[i], j.forms[i], j.n_forms[i]);
+      if (!(choice[i].bound_us > SG_DECOMPOSE_MIN_GAIN_US)) {
+        sites[i].reason = SG_SITE_NO_GAIN;
+        j.n_forms[i] = 0;
+      }
+    }
+    max_forms = MAX (max_forms, j.n_forms[i]);
   }
   bool ok = true;
+  if (max_forms == 0) /* nothing to price: no trial graph, no simulation */
+    goto done;
+  st->judged = true;
   for (int32_t f = 0; ok && f < max_forms; f++)
     ok = price_form (&j, f, error);
   /* In the input order every such collective waits right after its issue:
@@ -381,6 +454,7 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
       sites[i].reason = SG_SITE_NO_GAIN;
   }
   ok = ok && confirm (&j, st, error);
+done:
   sg_rewrite_free (j.rw);
   g_free (j.forms);
   g_free (j.n_forms);

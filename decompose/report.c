@@ -12,6 +12,8 @@
  */
 #include "decompose-private.h"
 
+#include <math.h>
+
 static const char *const kind_names[] = {
   [SG_SITE_ALL_GATHER_MM] = "all_gather_mm",
   [SG_SITE_MM_REDUCE_SCATTER] = "mm_reduce_scatter",
@@ -88,6 +90,8 @@ site_row (const SgSiteInfo *s)
       cJSON_AddStringToObject (o, "whole", s->form.regather ? "regather" : "ring");
     add_us (o, "exposed_us", s->exposed_us);
     add_us (o, "gain_us", s->gain_us);
+  } else if (isfinite (s->bound_us)) {
+    add_us (o, "bound_us", s->bound_us);
   }
   return o;
 }
@@ -176,6 +180,8 @@ sg_decompose_summary (const SgGraph *g, GString *out)
                                   : sg_transport_name (s->form.transport),
                               s->form.regather && s->n_whole > 0 ? " regather" : "",
                               s->form.sm_count, s->exposed_us, s->gain_us);
+    else if (isfinite (s->bound_us))
+      g_string_append_printf (out, " not priced: bound %.3f us", s->bound_us);
     g_string_append_c (out, '\n');
   }
   bool any = false;

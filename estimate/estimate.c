@@ -149,6 +149,29 @@ copy_elided (const SgGraph *g, SgNodeId id, const SgElision *e)
   return elided;
 }
 
+/* A matmul or attention shape on every SM: measured, else modelled. */
+static double
+shape_us (const SgCostModel *cm, const SgShape *s, SgCostSource *src)
+{
+  double us;
+  if (sg_profile_shape_us (cm->profile, s, &us)) {
+    *src = SG_COST_PROFILE;
+    return us;
+  }
+  *src = SG_COST_MODEL;
+  return sg_compute_shape_us (&cm->cluster, s);
+}
+
+double
+sg_cost_mm_us (const SgCostModel *cm, SgDtype dtype, int64_t m, int64_t k, int64_t n)
+{
+  g_return_val_if_fail (cm, 0.0);
+  SgShape s;
+  SgCostSource src;
+  sg_compute_matmul_shape (&s, SG_OP_MM, dtype, 1, m, k, n);
+  return shape_us (cm, &s, &src);
+}
+
 static double
 node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, const SgElision *e,
          SgCostSource *src)
@@ -171,14 +194,7 @@ node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, const SgElision *
     SgShape s;
     if (!sg_compute_shape (g, id, &s))
       return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
-    double us;
-    if (sg_profile_shape_us (cm->profile, &s, &us)) {
-      *src = SG_COST_PROFILE;
-    } else {
-      *src = SG_COST_MODEL;
-      us = sg_compute_shape_us (&cm->cluster, &s);
-    }
-    return us * sg_compute_sm_factor (&cm->cluster, n);
+    return shape_us (cm, &s, src) * sg_compute_sm_factor (&cm->cluster, n);
   }
   case SG_CLASS_COLLECTIVE: {
     if (n->kind == SG_OP_COLLECTIVE_PERMUTE) { /* the profile has no p2p entries */

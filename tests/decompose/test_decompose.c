@@ -537,6 +537,54 @@ START_TEST (generated_tp_graphs_stay_valid_after_the_pass)
 }
 END_TEST
 
+/* In auto mode every candidate gets a bound on what a form could save,
+ * from the cost model alone; no priced form ever saves more than its
+ * site's bound, and where no bound passes 1 us nothing is priced or
+ * simulated. */
+START_TEST (the_gain_bound_holds_and_spares_the_simulation)
+{
+  const struct {
+    int64_t dp, tp;
+    GgTpMode mode;
+    int64_t hidden, seq;
+  } cases[] = { { 1, 2, GG_TP_SP, 4096, 8192 }, { 2, 4, GG_TP_SP, 4096, 8192 },
+                { 1, 2, GG_TP_ALLREDUCE, 2048, 4096 }, { 1, 2, GG_TP_SP, 1024, 2048 } };
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
+    SgGraph *g = generated (cases[i].dp, cases[i].tp, cases[i].mode, cases[i].hidden,
+                            cases[i].seq);
+    estimate (g);
+    const SgDecomposeStats *st = run_pass (g, SG_DECOMPOSE_AUTO);
+    int32_t priced = 0;
+    for (int32_t k = 0; k < st->n_sites; k++) {
+      const SgSiteInfo *x = &st->sites[k];
+      if (x->reason != SG_SITE_DECOMPOSED && x->reason < SG_SITE_OFF)
+        continue; /* not a site */
+      ck_assert (isfinite (x->bound_us));
+      if (x->form.chunks == 0) {
+        ck_assert_int_eq (x->reason, SG_SITE_NO_GAIN);
+        ck_assert (x->bound_us <= 1.0);
+        continue;
+      }
+      priced++;
+      ck_assert_msg (x->gain_us <= x->bound_us + 1e-6, "case %zu, %s: gain %.3f over bound %.3f",
+                     i, x->name, x->gain_us, x->bound_us);
+    }
+    ck_assert_msg (priced > 0, "case %zu: nothing priced", i);
+    sg_graph_free (g);
+  }
+  /* a small site: the chunk GEMMs' launch floors exceed all it could hide */
+  SgGraph *g = reduce_graph (2, 64, 64, 64, "bfloat16");
+  estimate (g);
+  const SgDecomposeStats *st = run_pass (g, SG_DECOMPOSE_AUTO);
+  ck_assert_int_eq (st->sites[0].reason, SG_SITE_NO_GAIN);
+  ck_assert_int_eq (st->sites[0].form.chunks, 0);
+  ck_assert (st->sites[0].bound_us <= 1.0);
+  ck_assert (!st->judged);
+  ck_assert_int_eq (st->confirm_rounds, 0);
+  sg_graph_free (g);
+}
+END_TEST
+
 /* At H = 4096 and S = 8192 over TP 2 the model decomposes reduce_scatter
  * and all_gather sites; after scheduling, each ring step runs beside the
  * chunk GEMMs of the step before: no permute is fully exposed, and the
@@ -591,6 +639,7 @@ decompose_suite (void)
 #ifdef HAVE_GRAPHGEN
   tcase_add_test (tc, generated_tp_graphs_stay_valid_after_the_pass);
   tcase_add_test (tc, ring_steps_run_beside_the_chunk_gemms);
+  tcase_add_test (tc, the_gain_bound_holds_and_spares_the_simulation);
 #endif
   suite_add_tcase (s, tc);
   return s;
