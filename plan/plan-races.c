@@ -32,9 +32,17 @@
  * the instruction's completion is waited for), and a peer's read of the
  * input happens while this rank's instruction runs. What the bracket does
  * not cover is checked here: the input and the output of a step must not
- * share bytes (a peer would write the output while this rank still sends
- * from the input), and a copy-engine step moves plain bytes, so both must
- * be dense.
+ * share bytes on any rank (a peer would write the output while this rank
+ * still sends from the input), and a copy-engine step moves plain bytes,
+ * so both must be dense and its output must lie at the same offset on
+ * every rank (its source writes it at its own).
+ *
+ * Rank-dependent placements (values with a `roll`): every rule above is
+ * per buffer, so it holds for every rank at once; the step's overlap is
+ * checked at every position of the groups its operands' blocks depend on.
+ * A buffer is written from one stream only (several writes to disjoint
+ * blocks are ordered on it), so a read that is ordered after the buffer's
+ * last write is ordered after all of them.
  */
 #include "plan-private.h"
 
@@ -87,6 +95,12 @@ touch (Races *r, int32_t i, int32_t v, bool write, Stamp now)
                  "FREE at stream 0 step %d: it may overwrite memory still in use",
                  i, nm, now.stream, b, r->free_seq);
   r->touched[b] = true;
+  if (write && r->writer[b].seq > 0 && r->writer[b].stream != now.stream)
+    return race (r,
+                 "ins[%d] \"%s\" on stream %d writes buffers[%d], which stream %d writes too: a "
+                 "read is ordered after a buffer's last write, which covers the earlier ones only "
+                 "on one stream",
+                 i, nm, now.stream, b, r->writer[b].stream);
   if (write)
     r->writer[b] = now;
   else if (!seen (r, now.stream, r->writer[b]))
@@ -102,6 +116,30 @@ touch (Races *r, int32_t i, int32_t v, bool write, Stamp now)
   return true;
 }
 
+/* Whether the bytes of @a and @o overlap on some rank: every position of
+ * their rank-dependent groups (both positions alike in one group). */
+static bool
+overlap_some_rank (const SgPlan *p, const SgPlanValue *a, const SgPlanValue *o, uint64_t *a0,
+                   uint64_t *o0)
+{
+  const int32_t ga = a->roll_block ? a->roll_group : -1, go = o->roll_block ? o->roll_group : -1;
+  const int32_t ka = ga >= 0 ? p->groups[ga].n_ranks : 1;
+  const int32_t ko = go >= 0 && go != ga ? p->groups[go].n_ranks : 1;
+  g_autofree int32_t *pos = g_new0 (int32_t, (size_t)MAX (p->n_groups, 1));
+  for (int32_t x = 0; x < ka; x++)
+    for (int32_t y = 0; y < ko; y++) {
+      if (ga >= 0)
+        pos[ga] = x;
+      if (go >= 0 && go != ga)
+        pos[go] = y;
+      *a0 = sg_plan_value_offset (p, a, pos);
+      *o0 = sg_plan_value_offset (p, o, pos);
+      if (*a0 < *o0 + sg_plan_value_extent (o) && *o0 < *a0 + sg_plan_value_extent (a))
+        return true;
+    }
+  return false;
+}
+
 /* The cross-rank rules of a collective_permute step (the contract above). */
 static bool
 p2p_step (Races *r, int32_t i)
@@ -110,17 +148,19 @@ p2p_step (Races *r, int32_t i)
   const SgPlanIns *in = &p->ins[i];
   const char *nm = in->name ? in->name : "";
   const SgPlanValue *a = &p->values[in->in[0]], *o = &p->values[in->out[0]];
-  if (a->buffer >= 0 && a->buffer == o->buffer) {
-    const uint64_t a0 = a->offset, a1 = a0 + sg_plan_value_extent (a);
-    const uint64_t o0 = o->offset, o1 = o0 + sg_plan_value_extent (o);
-    if (a0 < o1 && o0 < a1)
-      return race (r,
-                   "ins[%d] \"%s\" (collective_permute over %s): its output \"%s\" (buffers[%d] "
-                   "bytes [%" PRIu64 ", %" PRIu64 ")) overlaps its input \"%s\" (bytes [%" PRIu64
-                   ", %" PRIu64 ")): a peer writes the output while this rank still sends the input",
-                   i, nm, sg_transport_name (in->transport), o->name, o->buffer, o0, o1, a->name,
-                   a0, a1);
-  }
+  uint64_t a0, o0;
+  if (a->buffer >= 0 && a->buffer == o->buffer && overlap_some_rank (p, a, o, &a0, &o0))
+    return race (r,
+                 "ins[%d] \"%s\" (collective_permute over %s): its output \"%s\" (buffers[%d] "
+                 "bytes [%" PRIu64 ", %" PRIu64 ")) overlaps its input \"%s\" (bytes [%" PRIu64
+                 ", %" PRIu64 ")): a peer writes the output while this rank still sends the input",
+                 i, nm, sg_transport_name (in->transport), o->name, o->buffer, o0,
+                 o0 + sg_plan_value_extent (o), a->name, a0, a0 + sg_plan_value_extent (a));
+  if (in->transport == SG_TRANSPORT_CE && o->roll_block > 0)
+    return race (r,
+                 "ins[%d] \"%s\" (collective_permute over ce): its output \"%s\" lies at a "
+                 "rank-dependent block: the source copies to the offset it has itself",
+                 i, nm, o->name);
   if (in->transport == SG_TRANSPORT_CE)
     for (int k = 0; k < 2; k++) {
       const SgPlanValue *v = k ? o : a;
