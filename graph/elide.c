@@ -25,6 +25,10 @@
  *    input at block (t + shift + sign r) mod k (a dynamic slice).
  * The rank-dependent placements are rules (SgRollPlace), the same text on
  * every rank; each runtime resolves them for its rank (plan values' `roll`).
+ * The inputs of a cat or rank_roll may be written by collectives (the
+ * ring's permutes write their chunks in place; plan/plan-races.c tracks
+ * writes per value); a bucket pack's may not (not extended to buckets:
+ * their plans stay as they were).
  * What stays a copy, and why (SgCopyReason): an all_gather result is
  * rank-major (a member's rows are strided over the ranks' segments); a
  * reduce_scatter input interleaves chunk r of every member in rank r's
@@ -32,8 +36,8 @@
  * of anything else, or read by anything but one-block row slices; an input
  * that is not a whole contiguous tensor, that is already placed elsewhere
  * in another layout (a rank-dependent one included), that is a graph output
- * (the buffer would live to the end), that is written by a collective or is
- * a tuple element; graph inputs mixed with computed ones.
+ * (the buffer would live to the end), that is a pack member written by a
+ * collective or is a tuple element; graph inputs mixed with computed ones.
  *
  * This is the one rule: the cost model prices elided nodes at zero, the
  * liveness rule (liveness.c) uses the storage roots below, codegen places
@@ -188,9 +192,10 @@ locate (Ctx *x, SgNodeId v, SgNodeId *owner, uint64_t *off, SgCopyReason *why)
 }
 
 /* Relocation check of input @in: it must be a whole tensor that nothing
- * else placed yet. Sets *root. */
+ * else placed yet, written by a collective only when @comm_ok. Sets
+ * *root. */
 static SgCopyReason
-relocatable (Ctx *x, SgNodeId in, SgNodeId *root)
+relocatable (Ctx *x, SgNodeId in, bool comm_ok, SgNodeId *root)
 {
   const SgGraph *g = x->g;
   SgNodeId owner;
@@ -203,7 +208,7 @@ relocatable (Ctx *x, SgNodeId in, SgNodeId *root)
   if (x->e->view_of[owner] >= 0 || group || off != 0
       || sg_meta_bytes (g, &g->nodes[in].meta) != sg_node_alloc_bytes (g, owner))
     return SG_COPY_SHARED_INPUT;
-  if (sg_op_is_collective (o->kind))
+  if (sg_op_is_collective (o->kind) && !comm_ok)
     return SG_COPY_COMM_WRITTEN;
   bool input = o->op == SG_NODE_PLACEHOLDER || o->op == SG_NODE_GET_ATTR;
   if (!input && x->is_output[owner])
@@ -224,8 +229,10 @@ relocate (Ctx *x, SgNodeId p, SgNodeId owner, const uint64_t *off, const SgRollP
   const SgNodeId *in = sg_node_inputs (g, p, &k);
   g_autofree SgNodeId *roots = g_new (SgNodeId, k);
   int32_t n_inputs = 0;
+  /* not extended to bucket packs: their plans stay as they were */
+  const bool comm_ok = g->nodes[p].kind != SG_OP_BUCKET_PACK;
   for (uint32_t i = 0; i < k; i++) {
-    SgCopyReason r = relocatable (x, in[i], &roots[i]);
+    SgCopyReason r = relocatable (x, in[i], comm_ok, &roots[i]);
     if (r != SG_COPY_ELIDED)
       return r;
     for (uint32_t j = 0; j < i; j++)

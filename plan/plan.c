@@ -572,3 +572,16 @@ sg_plan_value_offset (const SgPlan *plan, const SgPlanValue *v, const int32_t *g
              * (uint64_t)sg_rank_roll_block (0, k, v->roll_shift, v->roll_sign,
                                              group_rank[v->roll_group]);
 }
+
+void
+sg_plan_group_ranks (const SgPlan *plan, int32_t rank, int32_t *out)
+{
+  g_return_if_fail (plan && out);
+  for (int32_t g = 0; g < plan->n_groups; g++) {
+    const SgPlanGroup *gr = &plan->groups[g];
+    out[g] = -1;
+    for (int32_t j = 0; j < gr->n_ranks * gr->n_instances && out[g] < 0; j++)
+      if (gr->partition[j] == rank)
+        out[g] = j % gr->n_ranks;
+  }
+}

@@ -191,6 +191,11 @@ bool sg_plan_validate (const SgPlan *plan, GError **error);
  * values with this, once per rank. */
 uint64_t sg_plan_value_offset (const SgPlan *plan, const SgPlanValue *v, const int32_t *group_rank);
 
+/* The position of world rank @rank in its instance of every group (the
+ * @group_rank of sg_plan_value_offset): fills @out (n_groups entries; -1
+ * where the rank is in no instance). */
+void sg_plan_group_ranks (const SgPlan *plan, int32_t rank, int32_t *out);
+
 /* "kernel", "collective", "record", "wait_event", "free" (the JSON "kind"). */
 const char *sg_plan_ins_kind_name (SgInsKind k);
 bool sg_plan_ins_kind_from_name (const char *s, SgInsKind *out);
