@@ -75,6 +75,10 @@ typedef struct {
    * all_gather (a second gather of the same shard, which the scheduler
    * can hide elsewhere) instead of cat + rank_roll of the ring's chunks */
   bool regather;
+  /* reduce_scatter: each rank's partial sent straight to its rank (k - 1
+   * permutes, shifts 1 .. k - 1, summed where they arrive) instead of
+   * summed around the ring */
+  bool direct;
 } SgSiteForm;
 
 /* One collective the pass looked at. */

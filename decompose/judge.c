@@ -54,14 +54,19 @@ sg_site_forms (const SgGraph *g, const SgSite *s, SgSiteForm *out)
     /* 2, 4 or 8 row chunks, as the rows allow */
     for (int32_t q = 2; q <= 8; q *= 2)
       for (int32_t j = 0; j < n_sms && s->rows % q == 0; j++)
-        out[n++] = (SgSiteForm){ q, SG_TRANSPORT_NCCL, sms[j], false };
+        out[n++] = (SgSiteForm){ q, SG_TRANSPORT_NCCL, sms[j], false, false };
     return n;
   }
   const bool one_node = cm && sg_cost_group_nodes (cm, &g->groups[g->nodes[s->coll].group]) == 1;
-  for (int32_t w = 0; w < (s->n_whole > 0 ? 2 : 1); w++)
+  /* the second shape: an all_gather's whole users re-gathered, a
+   * reduce_scatter's partials sent direct (the same as the ring at k = 2) */
+  const bool two = s->kind == SG_SITE_ALL_GATHER_MM ? s->n_whole > 0 : s->k > 2;
+  for (int32_t w = 0; w < (two ? 2 : 1); w++)
     for (int32_t t = 0; t < (one_node ? 2 : 1); t++)
       for (int32_t j = 0; j < n_sms; j++)
-        out[n++] = (SgSiteForm){ s->k, t ? SG_TRANSPORT_CE : SG_TRANSPORT_NCCL, sms[j], w == 1 };
+        out[n++] = (SgSiteForm){ s->k, t ? SG_TRANSPORT_CE : SG_TRANSPORT_NCCL, sms[j],
+                                 w == 1 && s->kind == SG_SITE_ALL_GATHER_MM,
+                                 w == 1 && s->kind == SG_SITE_MM_REDUCE_SCATTER };
   return n;
 }
 

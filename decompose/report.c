@@ -88,6 +88,8 @@ site_row (const SgSiteInfo *s)
     cJSON_AddNumberToObject (o, "sm_count", s->form.sm_count);
     if (s->n_whole > 0)
       cJSON_AddStringToObject (o, "whole", s->form.regather ? "regather" : "ring");
+    if (s->kind == SG_SITE_MM_REDUCE_SCATTER)
+      cJSON_AddStringToObject (o, "exchange", s->form.direct ? "direct" : "ring");
     add_us (o, "exposed_us", s->exposed_us);
     add_us (o, "gain_us", s->gain_us);
   } else if (isfinite (s->bound_us)) {
@@ -178,7 +180,9 @@ sg_decompose_summary (const SgGraph *g, GString *out)
                               s->kind == SG_SITE_MM_ALL_REDUCE
                                   ? "collective"
                                   : sg_transport_name (s->form.transport),
-                              s->form.regather && s->n_whole > 0 ? " regather" : "",
+                              s->form.regather && s->n_whole > 0 ? " regather"
+                              : s->form.direct                     ? " direct"
+                                                                   : "",
                               s->form.sm_count, s->exposed_us, s->gain_us);
     else if (isfinite (s->bound_us))
       g_string_append_printf (out, " not priced: bound %.3f us", s->bound_us);

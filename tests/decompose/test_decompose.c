@@ -288,8 +288,8 @@ rewrite_one (SgGraph *g, const SgSiteForm *f)
 START_TEST (every_form_rewrites_a_valid_graph)
 {
   const SgSiteForm forms[] = {
-    { 2, SG_TRANSPORT_NCCL, 0, false }, { 2, SG_TRANSPORT_CE, 100, false },
-    { 2, SG_TRANSPORT_NCCL, 0, true },  { 2, SG_TRANSPORT_CE, 0, true },
+    { 2, SG_TRANSPORT_NCCL, 0, false, false }, { 2, SG_TRANSPORT_CE, 100, false, false },
+    { 2, SG_TRANSPORT_NCCL, 0, true, false },  { 2, SG_TRANSPORT_CE, 0, true, false },
   };
   for (size_t i = 0; i < G_N_ELEMENTS (forms); i++) {
     SgGraph *g = gather_graph ();
@@ -306,26 +306,37 @@ START_TEST (every_form_rewrites_a_valid_graph)
         ck_assert_int_eq (g->nodes[v].sm_count, forms[i].sm_count);
     sg_graph_free (g);
   }
-  /* a ring reduce_scatter of k - 1 steps, one mm per leaf and step */
-  for (int k = 2; k <= 4; k += 2) {
-    SgGraph *g = reduce_graph (k, 8, 6, 5, "float32");
-    const SgSiteForm f = { k, SG_TRANSPORT_NCCL, 0, false };
-    rewrite_one (g, &f);
-    ck_assert_int_eq (count_kind (g, SG_OP_COLLECTIVE_PERMUTE), k - 1);
-    ck_assert_int_eq (count_kind (g, SG_OP_REDUCE_SCATTER), 0);
-    ck_assert_int_eq (count_kind (g, SG_OP_MM), 2 * k);
-    ck_assert_int_eq (count_kind (g, SG_OP_RANK_ROLL), 2);
-    g_autofree char *r = replaced (g);
-    ck_assert_str_eq (r, "rs rs_w p q pq");
-    sg_graph_free (g);
-  }
+  /* a reduce_scatter of k - 1 steps, one mm per leaf and step, summed
+   * around the ring or where each partial arrives (shift s at step s) */
+  for (int k = 2; k <= 4; k += 2)
+    for (int direct = 0; direct < 2; direct++) {
+      SgGraph *g = reduce_graph (k, 8, 6, 5, "float32");
+      const SgSiteForm f = { k, SG_TRANSPORT_NCCL, 0, false, direct };
+      rewrite_one (g, &f);
+      ck_assert_int_eq (count_kind (g, SG_OP_COLLECTIVE_PERMUTE), k - 1);
+      ck_assert_int_eq (count_kind (g, SG_OP_REDUCE_SCATTER), 0);
+      ck_assert_int_eq (count_kind (g, SG_OP_MM), 2 * k);
+      ck_assert_int_eq (count_kind (g, SG_OP_RANK_ROLL), 2);
+      g_autofree char *r = replaced (g);
+      ck_assert_str_eq (r, "rs rs_w p q pq");
+      for (SgNodeId v = 0; v < g->n_nodes; v++) {
+        SgPermute pm;
+        if (g->nodes[v].kind != SG_OP_COLLECTIVE_PERMUTE)
+          continue;
+        ck_assert (sg_node_permute (g, v, &pm, NULL));
+        const int32_t step = g->nodes[v].name[strlen (g->nodes[v].name) - 1] - '0';
+        ck_assert_int_eq (pm.pairs[1], direct ? step % k : 1); /* rank 0 sends to */
+        sg_permute_clear (&pm);
+      }
+      sg_graph_free (g);
+    }
 }
 END_TEST
 
 START_TEST (all_reduce_becomes_row_chunks)
 {
   SgGraph *g = all_reduce_graph (8);
-  const SgSiteForm f = { 4, SG_TRANSPORT_NCCL, 0, false };
+  const SgSiteForm f = { 4, SG_TRANSPORT_NCCL, 0, false, false };
   rewrite_one (g, &f);
   ck_assert_int_eq (count_kind (g, SG_OP_ALL_REDUCE), 4);
   ck_assert_int_eq (count_kind (g, SG_OP_MM), 4);
