@@ -47,7 +47,11 @@ typedef struct {
   SgRewrite *trial;      /* every trial graph of @g is built with it */
   SgBucketCand *cands;   /* in id order */
   int32_t n_cands, n_keys;
-  uint64_t cap;          /* bytes per bucket (the greedy's limit) */
+  uint64_t cap;          /* bytes per flat bucket (a larger one is grouped) */
+  /* how buckets are lowered: cfg->bucket_lowering, or FLAT for the
+   * flat-only greedy of auto mode (run.c) */
+  SgBucketLowering lowering;
+  bool flat_only;        /* lowering FLAT: the cap bounds every bucket */
   uint64_t peak_limit;   /* predicted peak live bytes a result may reach */
   double base_step_us;   /* the unbucketed graph's predicted step */
 } SgBucketSearch;
@@ -59,7 +63,8 @@ typedef struct {
 } SgBucketEval;
 
 /* Simulates @s->g with @specs applied (a trial graph, @s->g unchanged) and
- * counts the simulation. False when the rewrite refuses the specs (a cycle
+ * counts the simulation; buckets whose lowering is AUTO lowered by the
+ * local rule (lower.c). False when the rewrite refuses the specs (a cycle
  * through implicit edges): @out is left alone then. */
 bool sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
                          SgBucketEval *out);
@@ -99,10 +104,29 @@ typedef struct SgBucketPredict SgBucketPredict;
 SgBucketPredict *sg_bucket_predict_new (const SgGraph *g, GError **error);
 void sg_bucket_predict_free (SgBucketPredict *p);
 /* True unless the merged collective of @colls (with their @waits, @n
- * members, @bytes in all) is predicted to stall the compute stream longer
- * than the members did. */
+ * members, @bytes in all, lowered as @lowering says: its solo time) is
+ * predicted to stall the compute stream longer than the members did. */
 bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
-                           const SgNodeId *waits, int32_t n, uint64_t bytes);
+                           const SgNodeId *waits, int32_t n, uint64_t bytes,
+                           SgBucketLowering lowering, uint64_t cap);
+
+/* lower.c: the local rule: whether one bucket of the @n collectives
+ * @colls is lowered grouped (its coalesced call costs less than the flat
+ * call plus the copies the flat layout keeps, or it moves more than @cap
+ * bytes: the cap bounds flat buffers), or as @forced says when not AUTO;
+ * *@comm_us (may be NULL): the chosen lowering's collective time. */
+bool sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
+                           const SgNodeId *colls, int32_t n, double *comm_us);
+/* Decides the lowering of every AUTO spec by the rule (s->lowering, when
+ * not AUTO, decides every spec). */
+void sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n);
+/* GROUPED for FLAT, FLAT for anything else. */
+SgBucketLowering sg_bucket_lowering_other (SgBucketLowering l);
+/* Flips the lowering of one bucket at a time (the rule's closest calls
+ * first, a bounded number of simulations) and keeps a flip where the
+ * predicted step gets shorter within the peak limit; updates *@ev. Nothing
+ * when s->lowering is not AUTO. */
+void sg_bucket_relower (SgBucketSearch *s, SgBucketSpec *specs, int32_t n, SgBucketEval *ev);
 
 /* report.c: fills st->infos (and n_infos) from the bucket collectives of
  * @g, in id order, reading their schedgraph_bucket kwargs, with what

@@ -44,6 +44,9 @@ typedef struct {
   GArray *members; /* candidate indices (accepted), ascending */
   GArray *tent;    /* candidate indices proposed in the open batch */
   uint64_t bytes;  /* accepted + tentative */
+  /* AUTO (the local rule, lower.c), or the lowering a refused proposal
+   * needed to pass (trial) */
+  SgBucketLowering lowering;
 } Bucket;
 
 typedef struct {
@@ -82,6 +85,7 @@ build_specs (Ctx *x, int32_t lo, int32_t hi, int32_t *n_specs)
     guint na = bk->members->len, ne = extra[b] ? extra[b]->len : 0;
     if (na + ne >= 2) {
       SgBucketSpec *sp = &specs[ns++];
+      sp->lowering = bk->lowering;
       sp->members = g_new (SgNodeId, na + ne);
       /* accepted members precede every proposal in candidate order */
       for (guint i = 0; i < na; i++)
@@ -99,7 +103,7 @@ build_specs (Ctx *x, int32_t lo, int32_t hi, int32_t *n_specs)
 typedef enum { TRIAL_OK, TRIAL_CYCLE, TRIAL_STEP, TRIAL_MEMORY, TRIAL_BUDGET } Trial;
 
 static Trial
-trial (Ctx *x, int32_t lo, int32_t hi, SgBucketEval *ev)
+judge (Ctx *x, int32_t lo, int32_t hi, SgBucketEval *ev)
 {
   int32_t ns;
   SgBucketSpec *specs = build_specs (x, lo, hi, &ns);
@@ -111,6 +115,34 @@ trial (Ctx *x, int32_t lo, int32_t hi, SgBucketEval *ev)
   if (ev->step_us > MIN (x->cur.step_us, x->s->base_step_us) + SG_BUCKET_TIE_US)
     return TRIAL_STEP;
   return ev->peak_bytes <= x->s->peak_limit ? TRIAL_OK : TRIAL_MEMORY;
+}
+
+/* Judges proposals [lo, hi). A single proposal that lengthens the step
+ * with its bucket lowered by the rule is judged once more lowered the
+ * other way (the rule weighs copies against comm time that the schedule
+ * may hide); the bucket keeps the lowering that passed. */
+static Trial
+trial (Ctx *x, int32_t lo, int32_t hi, SgBucketEval *ev)
+{
+  Trial t = judge (x, lo, hi, ev);
+  if (t != TRIAL_STEP || hi - lo != 1 || x->s->lowering != SG_BUCKET_LOWERING_AUTO)
+    return t;
+  Bucket *bk = &g_array_index (x->buckets, Bucket, g_array_index (x->prop_b, int32_t, lo));
+  if (bk->lowering != SG_BUCKET_LOWERING_AUTO)
+    return t;
+  int32_t ns;
+  SgBucketSpec *specs = build_specs (x, lo, hi, &ns);
+  for (int32_t b = 0; b < ns; b++) /* the proposal's bucket is the one holding its candidate */
+    for (int32_t i = 0; i < specs[b].n_members; i++)
+      if (specs[b].members[i] == x->cands[g_array_index (x->prop_c, int32_t, lo)].c) {
+        sg_bucket_lower_specs (x->s, &specs[b], 1);
+        bk->lowering = sg_bucket_lowering_other (specs[b].lowering);
+      }
+  sg_bucket_specs_free (specs, ns);
+  t = judge (x, lo, hi, ev);
+  if (t != TRIAL_OK)
+    bk->lowering = SG_BUCKET_LOWERING_AUTO;
+  return t;
 }
 
 static void
@@ -129,7 +161,8 @@ static int32_t
 new_bucket (Ctx *x, int32_t cand)
 {
   Bucket b = { g_array_new (FALSE, FALSE, sizeof (int32_t)),
-               g_array_new (FALSE, FALSE, sizeof (int32_t)), x->cands[cand].bytes };
+               g_array_new (FALSE, FALSE, sizeof (int32_t)), x->cands[cand].bytes,
+               SG_BUCKET_LOWERING_AUTO };
   g_array_append_val (b.members, cand);
   g_array_append_val (x->buckets, b);
   return (int32_t)x->buckets->len - 1;
@@ -268,7 +301,9 @@ predicted_ok (Ctx *x, const Bucket *bk, int32_t cand)
     }
   colls[w] = x->cands[cand].c, waits[w++] = x->cands[cand].w;
   return sg_bucket_predict_ok (x->pred, colls, waits, (int32_t)w,
-                               bk->bytes + x->cands[cand].bytes);
+                               bk->bytes + x->cands[cand].bytes,
+                               x->s->lowering,
+                               x->s->cap);
 }
 
 static void
@@ -296,7 +331,8 @@ may_join (Ctx *x, const Bucket *bk, int32_t ci)
   const SgBucketCand *c = &x->cands[ci];
   if (!bk)
     return false;
-  if (bk->bytes + c->bytes > x->s->cap || c->bytes > x->s->cap
+  /* the cap bounds flat buckets: a larger one is grouped (lower.c) */
+  if ((x->s->flat_only && (bk->bytes + c->bytes > x->s->cap || c->bytes > x->s->cap))
       || bk->members->len + bk->tent->len >= MAX_MEMBERS) {
     x->st->refused_cap++;
     return false;

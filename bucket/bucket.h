@@ -5,7 +5,10 @@
  * buffer: schedgraph.bucket_pack -> the c10d collective (kwargs
  * "schedgraph_bucket": member names) -> wait_tensor -> one
  * schedgraph.bucket_unpack per member (docs/ops.md has the exact semantics,
- * docs/bucketing.md the algorithm). The objective is the simulator's
+ * docs/bucketing.md the algorithm), or into one coalesced collective over
+ * the members' own tensors whose elements their waits read (grouped:
+ * no copy, one NCCL group), per bucket whichever predicts the shorter
+ * step. The objective is the simulator's
  * step_us: a bucket is kept only where the augmented graph stays acyclic,
  * the predicted step does not lengthen and the predicted peak stays within
  * --max-peak-increase; the automatic mode takes the better of a greedy
@@ -75,10 +78,16 @@ uint64_t sg_bucket_unpack_index (const SgBucketLayout *l, const uint64_t *offset
 
 /* --- the graph rewrite (rewrite.c) ----------------------------------------- */
 
-/* One bucket: the member collectives by id in the graph it is applied to. */
+/* One bucket: the member collectives by id in the graph it is applied to,
+ * and how it is lowered: FLAT (pack -> collective -> wait -> unpacks) or
+ * GROUPED (one coalesced collective over the members' own tensors, each
+ * member's wait reading its element; docs/bucketing.md "Grouped
+ * buckets"); AUTO: not decided yet (the pass decides before it applies a
+ * bucket; sg_bucket_apply lowers it flat). */
 typedef struct {
   SgNodeId *members;
   int32_t n_members;
+  SgBucketLowering lowering;
 } SgBucketSpec;
 
 /* Rewrites @g so that each of @specs (n_specs buckets, members given as
@@ -87,6 +96,9 @@ typedef struct {
  * -> wait -> unpacks, removes the members and their waits, rewires their
  * users to the unpacks and renumbers the graph into a topological order that
  * keeps everything else in its current relative order (docs/bucketing.md).
+ * A GROUPED spec becomes one coalesced collective over the members' inputs
+ * and one getitem per member, which the member's wait (kept in place)
+ * reads; the members are removed.
  * Members' hide_start / hide_wait implicit edges are dropped (they describe
  * the unbucketed overlap); their other implicit edges move to the bucket's
  * collective and wait and stay constraints of the new order.
@@ -108,9 +120,11 @@ typedef struct {
   char **members;  /* member collective names, in issue order */
   int32_t n_members;
   /* zero-copy (graph/elide.c): SgCopyReason of its pack and of its
-   * unpacks (SG_COPY_ELIDED: lowered to views), unpacks elided */
+   * unpacks (SG_COPY_ELIDED: lowered to views), unpacks elided; a grouped
+   * bucket has neither */
   SgCopyReason pack_copy, unpack_copy;
   int32_t unpacks_elided;
+  bool grouped; /* one coalesced collective */
 } SgBucketInfo;
 
 /* Where the buckets of a run came from. */
@@ -132,6 +146,9 @@ typedef struct {
   int32_t refused_budget;    /* undecided when the simulation budget ran out */
   int32_t refused_predicted; /* screened out before simulating (large graphs) */
   int32_t simulations;
+  SgBucketLowering lowering; /* cfg->bucket_lowering */
+  int32_t grouped;           /* buckets lowered grouped */
+  int32_t lowering_flips;    /* buckets whose local lowering choice a simulation reversed */
   int32_t layers;            /* layers the per-layer analysis found (0: none) */
   SgBucketSource source;     /* the buckets applied */
   double greedy_step_us;     /* the greedy's (refined) predicted step, NAN when not run */

@@ -6,7 +6,8 @@
  * input is ready, if later), runs for the model's solo time of the merged
  * size beside the unbucketed timeline's compute, priced as the simulator
  * prices it (schedule/'s sg_beside_end: the pair rates of each kernel beside
- * it; queueing is left to the simulator), and must end before the
+ * it; queueing is left to the simulator; lowered flat or grouped by the
+ * local rule, lower.c), and must end before the
  * compute stream reaches the first consumer of any member's wait (where the
  * rewrite puts W); the stall may not exceed what the members already
  * stalled. This mirrors the interval
@@ -19,7 +20,8 @@
 struct SgBucketPredict {
   const SgGraph *g;
   const SgCostModel *cm;
-  SgSimResult r;
+  const SgSimResult *r; /* the timeline: kept with the graph, or own */
+  SgSimResult own;
   int32_t *row_of; /* node id -> row, -1 */
   SgBeside *beside; /* the timeline's compute, to price a merge beside it */
 };
@@ -32,16 +34,19 @@ sg_bucket_predict_new (const SgGraph *g, GError **error)
   SgBucketPredict *p = g_new0 (SgBucketPredict, 1);
   p->g = g;
   p->cm = cm;
-  if (!sg_simulate (g, NULL, &p->r, error)) {
+  p->r = sg_graph_simulation_kept (g);
+  if (!p->r && !sg_simulate (g, NULL, &p->own, error)) {
     g_free (p);
     return NULL;
   }
+  if (!p->r)
+    p->r = &p->own;
   p->row_of = g_new (int32_t, (size_t)g->n_nodes + 1);
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     p->row_of[i] = -1;
-  for (int32_t i = 0; i < p->r.n_rows; i++)
-    p->row_of[p->r.rows[i].node] = i;
-  p->beside = sg_beside_new (g, &p->r);
+  for (int32_t i = 0; i < p->r->n_rows; i++)
+    p->row_of[p->r->rows[i].node] = i;
+  p->beside = sg_beside_new (g, p->r);
   return p;
 }
 
@@ -51,14 +56,14 @@ sg_bucket_predict_free (SgBucketPredict *p)
   if (!p)
     return;
   sg_beside_free (p->beside);
-  sg_sim_result_clear (&p->r);
+  sg_sim_result_clear (&p->own);
   g_free (p->row_of);
   g_free (p);
 }
 
 bool
 sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgNodeId *waits,
-                      int32_t n, uint64_t bytes)
+                      int32_t n, uint64_t bytes, SgBucketLowering lowering, uint64_t cap)
 {
   g_return_val_if_fail (p && n >= 1, true);
   const SgGraph *g = p->g;
@@ -67,21 +72,19 @@ sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgN
     int32_t r = p->row_of[colls[i]];
     if (r < 0)
       return true; /* not simulated: no opinion */
-    const SgCollRow *row = &p->r.rows[r];
+    const SgCollRow *row = &p->r->rows[r];
     start = MIN (start, row->issue_us);
     uint32_t k;
     SgNodeId in = sg_node_inputs (g, colls[i], &k)[0];
-    ready = MAX (ready, p->r.node_end[in]);
+    ready = MAX (ready, p->r->node_end[in]);
     /* W goes right before the first consumer of any member's wait */
     uint32_t nu;
     const SgNodeId *u = sg_node_users (g, waits[i], &nu);
-    need = MIN (need, p->r.node_start[nu ? u[0] : waits[i]]);
+    need = MIN (need, p->r->node_start[nu ? u[0] : waits[i]]);
     stalled += row->exposed_us;
   }
-  const SgNode *c0 = &g->nodes[colls[0]];
-  SgCostSource src;
-  double us = sg_cost_collective_us (p->cm, c0->kind, c0->meta.dtype, bytes, c0->group_size,
-                                     sg_cost_group_nodes (p->cm, &g->groups[c0->group]), &src);
+  double us;
+  sg_bucket_lower_rule (g, lowering, cap, colls, n, &us);
   double end = sg_beside_end (p->beside, colls[0], bytes, MAX (start, ready), us);
   return MAX (0.0, end - need) <= stalled + 1e-6;
 }

@@ -33,6 +33,9 @@
 typedef struct {
   SgBucketSearch *s;
   GPtrArray **units; /* per key */
+  /* per candidate: the lowering of the unit it heads (AUTO: the rule's);
+   * a unit takes its first member's */
+  SgBucketLowering *lowering;
   SgBucketEval cur;
   int32_t budget;
 } Refine;
@@ -47,13 +50,29 @@ to_specs (const Refine *r, int32_t *n_specs)
       GArray *a = g_ptr_array_index (r->units[k], u);
       if (a->len < 2)
         continue;
-      SgBucketSpec sp = { g_new (SgNodeId, a->len), (int32_t)a->len };
+      SgBucketSpec sp = { .members = g_new (SgNodeId, a->len), .n_members = (int32_t)a->len,
+                          .lowering = r->lowering[g_array_index (a, int32_t, 0)] };
       for (guint i = 0; i < a->len; i++)
         sp.members[i] = s->cands[g_array_index (a, int32_t, i)].c;
       g_array_append_val (out, sp);
     }
   *n_specs = (int32_t)out->len;
   return (SgBucketSpec *)(void *)g_array_free (out, FALSE);
+}
+
+/* Unit @a alone as one spec, its lowering decided by the rule (transfer
+ * full). */
+static SgBucketSpec *
+to_specs_of (const Refine *r, const GArray *a, int32_t *n)
+{
+  SgBucketSpec *sp = g_new0 (SgBucketSpec, 1);
+  sp->members = g_new (SgNodeId, a->len);
+  sp->n_members = (int32_t)a->len;
+  for (guint i = 0; i < a->len; i++)
+    sp->members[i] = r->s->cands[g_array_index (a, int32_t, i)].c;
+  sg_bucket_lower_specs (r->s, sp, 1);
+  *n = 1;
+  return sp;
 }
 
 /* Simulates the current units; true (and @ev set) when they may stand in
@@ -86,16 +105,23 @@ try_split (Refine *r, GPtrArray *units, guint u)
   GArray *tail = g_array_new (FALSE, FALSE, sizeof (int32_t));
   g_ptr_array_insert (units, (gint)(u + 1), tail);
   SgBucketEval best_ev = r->cur, ev;
+  g_autofree SgBucketLowering *kept = g_new (SgBucketLowering, m);
+  for (guint j = 0; j < m; j++)
+    kept[j] = r->lowering[saved[j]];
   for (guint j = 1; j < m && r->budget > 0; j++) {
     g_array_set_size (tail, 0);
     g_array_append_vals (tail, saved + j, m - j);
     g_array_set_size (a, 0);
     g_array_append_vals (a, saved, j);
+    for (guint i = 0; i < m; i++) /* the tail, a unit of its own, keeps the bucket's */
+      r->lowering[saved[i]] = i == j ? kept[0] : kept[i];
     if (better (r, false, &ev) && ev.step_us < best_ev.step_us)
       best = j, best_ev = ev;
   }
   g_array_set_size (a, 0);
   g_array_set_size (tail, 0);
+  for (guint i = 0; i < m; i++)
+    r->lowering[saved[i]] = kept[i];
   if (best == 0) {
     g_array_append_vals (a, saved, m);
     g_ptr_array_remove_index (units, u + 1);
@@ -103,6 +129,7 @@ try_split (Refine *r, GPtrArray *units, guint u)
   }
   g_array_append_vals (a, saved, best);
   g_array_append_vals (tail, saved + best, m - best);
+  r->lowering[saved[best]] = kept[0]; /* the tail, a unit now, keeps the bucket's */
   r->cur = best_ev;
   return true;
 }
@@ -116,7 +143,7 @@ mergeable (const Refine *r, const GArray *a, const GArray *b)
     bytes += s->cands[g_array_index (a, int32_t, i)].bytes;
   for (guint i = 0; i < b->len; i++)
     bytes += s->cands[g_array_index (b, int32_t, i)].bytes;
-  if (bytes > s->cap || a->len + b->len > MAX_MEMBERS)
+  if ((s->flat_only && bytes > s->cap) || a->len + b->len > MAX_MEMBERS)
     return false;
   for (guint i = 0; i < a->len; i++)
     for (guint j = 0; j < b->len; j++)
@@ -126,7 +153,8 @@ mergeable (const Refine *r, const GArray *a, const GArray *b)
   return true;
 }
 
-/* Merges unit @u with the next one; undoes it when the step lengthens. */
+/* Merges unit @u with the next one, lowered by the rule and, when that
+ * lengthens the step, the other way; undoes it when both do. */
 static bool
 try_merge (Refine *r, GPtrArray *units, guint u)
 {
@@ -134,14 +162,26 @@ try_merge (Refine *r, GPtrArray *units, guint u)
   if (!mergeable (r, a, b))
     return false;
   guint na = a->len;
+  SgNodeId head = g_array_index (a, int32_t, 0);
+  SgBucketLowering was = r->lowering[head];
   g_array_append_vals (a, b->data, b->len);
   g_ptr_array_steal_index (units, u + 1);
+  r->lowering[head] = SG_BUCKET_LOWERING_AUTO;
   SgBucketEval ev;
-  if (better (r, true, &ev)) {
+  bool ok = better (r, true, &ev);
+  if (!ok && r->s->lowering == SG_BUCKET_LOWERING_AUTO) {
+    int32_t ns;
+    SgBucketSpec *one = to_specs_of (r, a, &ns);
+    r->lowering[head] = sg_bucket_lowering_other (one->lowering);
+    sg_bucket_specs_free (one, ns);
+    ok = better (r, true, &ev);
+  }
+  if (ok) {
     r->cur = ev;
     g_array_unref (b);
     return true;
   }
+  r->lowering[head] = was;
   g_array_set_size (a, na);
   g_ptr_array_insert (units, (gint)(u + 1), b);
   return false;
@@ -160,6 +200,7 @@ sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
   int64_t budget = (int64_t)REFINE_SIMULATIONS * REFINE_NODES / MAX (s->g->n_nodes, 1);
   Refine r = { .s = s, .cur = *ev, .budget = (int32_t)CLAMP (budget, 4, REFINE_SIMULATIONS) };
   r.units = g_new (GPtrArray *, (size_t)s->n_keys + 1);
+  r.lowering = g_new0 (SgBucketLowering, (size_t)s->n_cands + 1);
   for (int32_t k = 0; k < s->n_keys; k++)
     r.units[k] = g_ptr_array_new_with_free_func (free_unit);
   /* every candidate in one unit: its bucket's, else its own */
@@ -176,8 +217,10 @@ sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
     if (!a) {
       a = g_array_new (FALSE, FALSE, sizeof (int32_t));
       g_ptr_array_add (r.units[s->cands[i].key], a);
-      if (b >= 0)
+      if (b >= 0) {
         made[b] = a;
+        r.lowering[i] = specs[b].lowering;
+      }
     }
     g_array_append_val (a, i);
   }
@@ -211,5 +254,6 @@ sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
   for (int32_t k = 0; k < s->n_keys; k++)
     g_ptr_array_unref (r.units[k]);
   g_free (r.units);
+  g_free (r.lowering);
   return out;
 }

@@ -50,9 +50,10 @@ sg_bucket_collect_infos (SgGraph *g, SgBucketStats *st)
     const SgArg *items = sg_arg_items (g, mem, &n_mem);
     SgBucketInfo info = { 0 };
     info.name = g_strdup (n->name);
-    info.kind = n->kind;
+    info.kind = sg_op_member_kind (n->kind);
+    info.grouped = sg_op_is_coalesced (n->kind);
     info.group = g_strdup (n->group >= 0 ? g->groups[n->group].name : "");
-    info.dtype = n->meta.dtype;
+    info.dtype = sg_node_coll_output (g, i, 0)->dtype;
     info.reduce = n->reduce;
     info.bytes = sg_node_comm_bytes (g, i);
     info.n_members = (int32_t)n_mem;
@@ -61,7 +62,8 @@ sg_bucket_collect_infos (SgGraph *g, SgBucketStats *st)
       const char *s = sg_arg_str (&items[j]);
       info.members[j] = g_strdup (s ? s : "");
     }
-    copies_of (g, &e, i, &info);
+    if (!info.grouped)
+      copies_of (g, &e, i, &info);
     g_array_append_val (infos, info);
   }
   sg_elision_clear (&e);
@@ -159,6 +161,9 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
   cJSON_AddNumberToObject (ref, "predicted", st->refused_predicted);
   cJSON_AddNumberToObject (ref, "budget", st->refused_budget);
   cJSON_AddNumberToObject (o, "simulations", st->simulations);
+  cJSON_AddStringToObject (o, "lowering", sg_bucket_lowering_name (st->lowering));
+  cJSON_AddNumberToObject (o, "grouped", st->grouped);
+  cJSON_AddNumberToObject (o, "lowering_flips", st->lowering_flips);
   cJSON *arr = cJSON_AddArrayToObject (o, "buckets");
   for (int32_t i = 0; i < st->n_infos; i++) {
     const SgBucketInfo *b = &st->infos[i];
@@ -170,10 +175,13 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
     if (b->reduce != SG_REDUCE_NONE)
       cJSON_AddStringToObject (j, "reduce", sg_reduce_name (b->reduce));
     cJSON_AddNumberToObject (j, "bytes", (double)b->bytes);
-    cJSON *cp = cJSON_AddObjectToObject (j, "copies");
-    cJSON_AddStringToObject (cp, "pack", sg_copy_reason_text (b->pack_copy));
-    cJSON_AddNumberToObject (cp, "unpacks_elided", b->unpacks_elided);
-    cJSON_AddStringToObject (cp, "unpack", sg_copy_reason_text (b->unpack_copy));
+    cJSON_AddStringToObject (j, "lowering", b->grouped ? "grouped" : "flat");
+    if (!b->grouped) { /* a grouped bucket has no copies */
+      cJSON *cp = cJSON_AddObjectToObject (j, "copies");
+      cJSON_AddStringToObject (cp, "pack", sg_copy_reason_text (b->pack_copy));
+      cJSON_AddNumberToObject (cp, "unpacks_elided", b->unpacks_elided);
+      cJSON_AddStringToObject (cp, "unpack", sg_copy_reason_text (b->unpack_copy));
+    }
     cJSON *m = cJSON_AddArrayToObject (j, "members");
     for (int32_t k = 0; k < b->n_members; k++)
       cJSON_AddItemToArray (m, cJSON_CreateString (b->members[k]));

@@ -1,6 +1,7 @@
 /* rewrite.c: turns buckets of collectives into pack -> collective -> wait
- * -> unpacks (docs/ops.md, docs/bucketing.md), for the final graph and
- * for the pass's trial graphs alike.
+ * -> unpacks (docs/ops.md, docs/bucketing.md), or into one coalesced
+ * collective whose elements the members' waits read (grouped buckets),
+ * for the final graph and for the pass's trial graphs alike.
  *
  * Mirrors the graph surgery of PyTorch's merge_all_gather /
  * merge_reduce_scatter (torch/_inductor/fx_passes/bucketing.py), on the
@@ -161,6 +162,30 @@ member_names (SgRewrite *rw, const SgBucketSpec *spec)
   return sg_rewrite_list (rw, (const SgArg *)(void *)names->data, names->len);
 }
 
+/* A bucket collective's arguments: the first member's, with @input where
+ * its input was, and its kwargs with the members listed last. */
+typedef struct {
+  SgArg args[16];
+  SgKwarg kwargs[16];
+  uint32_t n_args, n_kwargs;
+} CollArgs;
+
+static void
+coll_args (SgRewrite *rw, const SgBucketSpec *spec, SgOpKind member_kind, SgArg input,
+           CollArgs *ca)
+{
+  SgNodeId m0 = spec->members[0];
+  ca->n_args = sg_rewrite_args_of (rw, m0, ca->args, G_N_ELEMENTS (ca->args));
+  uint32_t nk = sg_rewrite_kwargs_of (rw, m0, ca->kwargs, G_N_ELEMENTS (ca->kwargs) - 1);
+  g_assert (ca->n_args <= G_N_ELEMENTS (ca->args) && nk < G_N_ELEMENTS (ca->kwargs));
+  ca->args[sg_op_param_pos (member_kind, SG_PARAM_INPUT)] = input;
+  ca->n_kwargs = 0;
+  for (uint32_t i = 0; i < nk; i++)
+    if (strcmp (ca->kwargs[i].key, SG_BUCKET_KWARG) != 0)
+      ca->kwargs[ca->n_kwargs++] = ca->kwargs[i];
+  ca->kwargs[ca->n_kwargs++] = (SgKwarg){ SG_BUCKET_KWARG, member_names (rw, spec) };
+}
+
 static SgNodeId
 add (SgRewrite *rw, const char *prefix, const char *base, SgNodeSpec *spec, GError **error)
 {
@@ -210,18 +235,10 @@ add_bucket (SgRewrite *rw, const SgBucketSpec *spec, const SgNodeId *waits, SgNo
 
   /* C = the member's collective on P, same other args, kwargs listing the
    * members last */
-  SgArg cargs[16];
-  SgKwarg ckw[16];
-  uint32_t na = sg_rewrite_args_of (rw, m0, cargs, G_N_ELEMENTS (cargs));
-  uint32_t nk = sg_rewrite_kwargs_of (rw, m0, ckw, G_N_ELEMENTS (ckw) - 1), w = 0;
-  g_assert (na <= G_N_ELEMENTS (cargs) && nk < G_N_ELEMENTS (ckw));
-  cargs[sg_op_param_pos (plan.kind, SG_PARAM_INPUT)] = sg_arg_ref (p);
-  for (uint32_t i = 0; i < nk; i++)
-    if (strcmp (ckw[i].key, SG_BUCKET_KWARG) != 0)
-      ckw[w++] = ckw[i];
-  ckw[w++] = (SgKwarg){ SG_BUCKET_KWARG, member_names (rw, spec) };
-  SgNodeSpec cs = { .kind = plan.kind, .target = g->nodes[m0].target, .args = cargs,
-                    .n_args = na, .kwargs = ckw, .n_kwargs = w,
+  CollArgs ca;
+  coll_args (rw, spec, plan.kind, sg_arg_ref (p), &ca);
+  SgNodeSpec cs = { .kind = plan.kind, .target = g->nodes[m0].target, .args = ca.args,
+                    .n_args = ca.n_args, .kwargs = ca.kwargs, .n_kwargs = ca.n_kwargs,
                     .meta = flat_meta (rw, l.out_numel, plan.dtype) };
   SgNodeId c = add (rw, "bucket_", first, &cs, error);
   if (c == SG_NO_NODE)
@@ -263,6 +280,63 @@ out:
   return ok;
 }
 
+/* Adds grouped bucket @spec (members with their @waits), placed at @start
+ * (the earliest member): C = <kind>_coalesced([in_1..in_n], <the first
+ * member's other args>), kwargs listing the members; G_i = getitem(C, i)
+ * shaped like member i; member i's wait (kept where it is) reads G_i, and
+ * member i goes. The members' hiding edges are dropped, their other
+ * implicit edges move to C. */
+static bool
+add_grouped (SgRewrite *rw, const SgBucketSpec *spec, const SgNodeId *waits, SgNodeId start,
+             GError **error)
+{
+  SgGraph *g = sg_rewrite_graph (rw);
+  int32_t n = spec->n_members;
+  SgBucketPlan plan;
+  if (!sg_bucket_plan_make (g, spec, waits, &plan, error))
+    return false;
+  SgNodeId m0 = spec->members[0];
+  const char *first = g->nodes[m0].name;
+  SgOpKind kind = sg_op_coalesced_kind (plan.kind);
+  g_autofree SgArg *refs = g_new (SgArg, (size_t)n);
+  g_autofree SgMeta *metas = g_new (SgMeta, (size_t)n);
+  for (int32_t i = 0; i < n; i++) {
+    const SgMeta *mm = &g->nodes[spec->members[i]].meta;
+    refs[i] = sg_arg_ref (plan.inputs[i]);
+    metas[i] = sg_rewrite_meta (rw, sg_meta_shape (g, mm), NULL, mm->ndim, plan.dtype);
+  }
+  /* the coalesced op's parameters are the member's, with the list of
+   * inputs where the input was (graph/ops.c) */
+  g_assert (sg_op_param_pos (kind, SG_PARAM_INPUTS) == sg_op_param_pos (plan.kind, SG_PARAM_INPUT));
+  CollArgs ca;
+  coll_args (rw, spec, plan.kind, sg_rewrite_list (rw, refs, (uint32_t)n), &ca);
+  SgNodeSpec cs = { .kind = kind, .args = ca.args, .n_args = ca.n_args, .kwargs = ca.kwargs,
+                    .n_kwargs = ca.n_kwargs, .tuple = metas, .n_tuple = (uint32_t)n };
+  cs.meta.ndim = -1;
+  bool ok = false;
+  SgNodeId c = add (rw, "bucket_", first, &cs, error);
+  if (c == SG_NO_NODE)
+    goto out;
+  sg_rewrite_place (rw, c, start, SG_PLACE_BEFORE);
+  uint32_t hiding = (1u << SG_EDGE_HIDE_START) | (1u << SG_EDGE_HIDE_WAIT);
+  for (int32_t i = 0; i < n; i++) {
+    SgArg gargs[] = { sg_arg_ref (c), sg_arg_i (i) };
+    SgNodeSpec gs = { .kind = SG_OP_GETITEM, .args = gargs, .n_args = G_N_ELEMENTS (gargs),
+                      .meta = metas[i] };
+    SgNodeId e = add (rw, "bucket_item_", g->nodes[spec->members[i]].name, &gs, error);
+    if (e == SG_NO_NODE)
+      goto out;
+    sg_rewrite_place (rw, e, start, SG_PLACE_BEFORE);
+    sg_rewrite_replace_uses (rw, spec->members[i], e);
+    sg_rewrite_remove (rw, spec->members[i]);
+    sg_rewrite_move_edges (rw, spec->members[i], c, hiding);
+  }
+  ok = true;
+out:
+  sg_bucket_plan_clear (&plan);
+  return ok;
+}
+
 /* Describes @specs in @rw (fresh or reset); false with @error when a
  * bucket is ill-formed. */
 static bool
@@ -279,8 +353,10 @@ bucket_rewrite (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs, GErro
   if (!sg_bucket_specs_check (g, specs, n_specs, taken, waits, start_pos, use_pos, error))
     return false;
   for (int32_t b = 0, t = 0; b < n_specs; t += specs[b].n_members, b++)
-    if (!add_bucket (rw, &specs[b], &waits[t], (SgNodeId)start_pos[b], (SgNodeId)use_pos[b],
-                     error))
+    if (specs[b].lowering == SG_BUCKET_LOWERING_GROUPED
+          ? !add_grouped (rw, &specs[b], &waits[t], (SgNodeId)start_pos[b], error)
+          : !add_bucket (rw, &specs[b], &waits[t], (SgNodeId)start_pos[b], (SgNodeId)use_pos[b],
+                         error))
       return false;
   return true;
 }

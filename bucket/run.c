@@ -4,18 +4,22 @@
  * keys, the augmented graph without hiding edges, the rewrite of the
  * trial graphs),
  * simulates the unbucketed graph, runs the searches of the mode
- * (auto: the greedy of bucket.c and the per-layer buckets of layers.c;
- * per-layer: those alone), keeps the set with the shortest predicted step
- * (never one that lengthens it, never one past the peak limit, in auto
- * mode), applies it with sg_bucket_apply, costs the new nodes and records
- * the hiding relation of the bucketed order. The simulator is the judge:
+ * (auto: the greedy of bucket.c, once more flat-only when it grouped a
+ * bucket, and the per-layer buckets of layers.c; per-layer: those alone),
+ * keeps the set with the shortest predicted step (never one that
+ * lengthens it, never one past the peak limit, in auto mode), lowers each
+ * bucket flat or grouped (lower.c: the rule, then one flip at a time
+ * judged by the simulator), applies it with sg_bucket_apply, costs the
+ * new nodes and records the hiding relation of the bucketed order. The simulator is the judge:
  * its cost model prices the new nodes, with the copies codegen elides
  * (graph/elide.c) at zero.
  * Mirrors: the pass structure of PyTorch's bucketing passes (collect
  * candidates, decide, one graph surgery at the end).
  * Requires: estimate (g->cost_model, est_us), a topological order (the
  * scheduler's), implicit edges of the scheduler (optional).
- * Invalidates: node ids, users; adds pack/unpack nodes.
+ * Invalidates: node ids, users; adds pack/unpack nodes or coalesced
+ * collectives with their getitems. Keeps the simulation of the bucketed
+ * order with the graph (schedule/kept.c).
  */
 #include "bucket-private.h"
 
@@ -38,10 +42,16 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   SgSimResult r;
   g_autoptr (GError) err = NULL;
   s->st->simulations++;
+  g_autofree SgBucketSpec *lowered = NULL;
+  if (n_specs > 0) { /* the same members, undecided lowerings by the rule */
+    lowered = g_memdup2 (specs, sizeof *specs * (size_t)n_specs);
+    sg_bucket_lower_specs (s, lowered, n_specs);
+    specs = lowered;
+  }
   SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
   if (tg)
     sg_cost_new_nodes (sg_graph_cost_model (tg), tg, NULL, 0);
-  bool ok = tg && sg_simulate (tg, NULL, &r, &err);
+  bool ok = tg && sg_simulate_totals (tg, &r, &err);
   sg_graph_free (tg);
   if (!ok)
     return false;
@@ -80,16 +90,17 @@ count_collectives (const SgGraph *g)
   return n;
 }
 
+/* The totals of the simulation of @g's order (kept with the graph: the
+ * scheduler's, handed on). */
 static bool
 simulate_graph (SgGraph *g, SgBucketEval *ev, GError **error)
 {
-  SgSimResult r;
-  if (!sg_simulate (g, NULL, &r, error))
+  const SgSimResult *r = sg_graph_simulation (g, error);
+  if (!r)
     return false;
-  ev->exposed_us = r.exposed_us;
-  ev->step_us = r.step_us;
-  ev->peak_bytes = r.peak_bytes;
-  sg_sim_result_clear (&r);
+  ev->exposed_us = r->exposed_us;
+  ev->step_us = r->step_us;
+  ev->peak_bytes = r->peak_bytes;
   return true;
 }
 
@@ -200,10 +211,50 @@ refine (SgBucketSearch *s, Choice *c)
   c->n = n;
 }
 
+/* True when the rule lowers one of @specs grouped (or they say so). */
+static bool
+any_grouped (const SgBucketSearch *s, const SgBucketSpec *specs, int32_t n)
+{
+  g_autofree SgBucketSpec *l = g_memdup2 (specs, sizeof *specs * (size_t)MAX (n, 1));
+  sg_bucket_lower_specs (s, l, n);
+  for (int32_t b = 0; b < n; b++)
+    if (l[b].lowering == SG_BUCKET_LOWERING_GROUPED)
+      return true;
+  return false;
+}
+
+/* The greedy and its refinement once more with every bucket flat and the
+ * cap on every bucket (what the pass did before grouped buckets): a
+ * grouped merge the greedy kept early can hold back flat merges that end
+ * shorter (across machines every member of a group pays a network
+ * latency); the shorter of the two stands in @greedy. False with @error
+ * when the greedy fails. */
+static bool
+greedy_flat (SgBucketSearch *s, const SgBucketEval *base, Choice *greedy, GError **error)
+{
+  s->lowering = SG_BUCKET_LOWERING_FLAT;
+  s->flat_only = true;
+  Choice flat = { .source = SG_BUCKET_FROM_GREEDY };
+  flat.specs = sg_bucket_greedy (s, base, &flat.ev, &flat.n, error);
+  bool ok = flat.specs != NULL;
+  if (ok)
+    refine (s, &flat);
+  for (int32_t b = 0; b < flat.n; b++) /* decided now: the rule would not keep them flat */
+    flat.specs[b].lowering = SG_BUCKET_LOWERING_FLAT;
+  s->lowering = SG_BUCKET_LOWERING_AUTO;
+  s->flat_only = false;
+  if (ok)
+    keep_better (greedy, flat);
+  return ok;
+}
+
 /* Runs the searches of cfg's mode; returns the specs to apply (transfer
- * full; NULL with *n_specs 0 for none, and with @error set on failure). */
+ * full; NULL with *n_specs 0 for none, and with @error set on failure) and
+ * their evaluation in *@ev (*@base for none; per-layer mode: its
+ * evaluation when it had one). */
 static SgBucketSpec *
-choose (SgBucketSearch *s, const SgBucketEval *base, int32_t *n_specs, GError **error)
+choose (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *ev, int32_t *n_specs,
+        GError **error)
 {
   SgBucketStats *st = s->st;
   Choice layer = { .ev = *base, .source = SG_BUCKET_FROM_PER_LAYER };
@@ -218,6 +269,7 @@ choose (SgBucketSearch *s, const SgBucketEval *base, int32_t *n_specs, GError **
     if (st->mode == SG_BUCKET_MODE_PER_LAYER && layer_ok) {
       st->source = SG_BUCKET_FROM_PER_LAYER;
       *n_specs = layer.n;
+      *ev = layer.ev;
       return layer.specs;
     }
     sg_bucket_specs_free (layer.specs, layer.n);
@@ -234,6 +286,12 @@ choose (SgBucketSearch *s, const SgBucketEval *base, int32_t *n_specs, GError **
     return NULL;
   }
   refine (s, &greedy);
+  if (s->lowering == SG_BUCKET_LOWERING_AUTO && any_grouped (s, greedy.specs, greedy.n)
+      && !greedy_flat (s, base, &greedy, error)) {
+    sg_bucket_specs_free (greedy.specs, greedy.n);
+    sg_bucket_specs_free (layer.specs, layer.n);
+    return NULL;
+  }
   st->greedy_step_us = greedy.ev.step_us;
   /* the unbucketed graph, the greedy's buckets, the per-layer buckets:
    * the shortest predicted step wins (ties: fewer collectives) */
@@ -246,6 +304,7 @@ choose (SgBucketSearch *s, const SgBucketEval *base, int32_t *n_specs, GError **
   }
   st->source = best.n > 0 ? best.source : SG_BUCKET_FROM_NONE;
   *n_specs = best.n;
+  *ev = best.ev;
   return best.specs;
 }
 
@@ -264,6 +323,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   memset (st, 0, sizeof *st);
   st->ran = cfg ? cfg->bucket : true;
   st->mode = cfg ? cfg->bucket_mode : SG_BUCKET_MODE_AUTO;
+  st->lowering = cfg ? cfg->bucket_lowering : SG_BUCKET_LOWERING_AUTO;
   st->cap_bytes = cfg && cfg->bucket_cap_bytes ? cfg->bucket_cap_bytes
                                                : SG_BUCKET_DEFAULT_CAP_BYTES;
   st->greedy_step_us = st->per_layer_step_us = st->per_layer_refined_step_us = NAN;
@@ -282,7 +342,9 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   if (!st->ran)
     return true;
 
-  SgBucketSearch s = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes };
+  SgBucketSearch s = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes,
+                       .lowering = st->lowering,
+                       .flat_only = st->lowering == SG_BUCKET_LOWERING_FLAT };
   double grow = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
   s.peak_limit = (uint64_t)((double)base.peak_bytes * (1.0 + MAX (grow, 0.0)));
   s.base_step_us = base.step_us;
@@ -291,32 +353,40 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   s.trial = sg_rewrite_new (g);
   int32_t ns = 0;
   GError *err = NULL;
-  SgBucketSpec *specs = choose (&s, &base, &ns, &err);
+  SgBucketEval chosen = base;
+  SgBucketSpec *specs = choose (&s, &base, &chosen, &ns, &err);
+  if (!err) { /* each bucket flat or grouped: the rule, then the simulator */
+    sg_bucket_lower_specs (&s, specs, ns);
+    if (st->mode == SG_BUCKET_MODE_AUTO)
+      sg_bucket_relower (&s, specs, ns, &chosen);
+  }
   search_clear (&s);
   if (err) {
     g_propagate_error (error, err);
     return false;
   }
 
-  /* The chosen buckets, applied to the graph itself. */
-  SgSimResult r;
+  /* The chosen buckets, applied to the graph itself; its simulation is
+   * kept with it for the next pass. */
+  const SgSimResult *r = NULL;
   bool ok = ns == 0 || sg_bucket_apply (g, specs, ns, error);
   if (ok && ns > 0) {
     sg_cost_new_nodes (sg_graph_cost_model (g), g, NULL, 0);
-    ok = sg_simulate (g, NULL, &r, error);
+    ok = (r = sg_graph_simulation (g, error)) != NULL;
   }
   sg_bucket_specs_free (specs, ns);
   if (!ok)
     return false;
   if (ns > 0) {
-    st->exposed_after_us = r.exposed_us;
-    st->step_after_us = r.step_us;
-    st->peak_after_bytes = r.peak_bytes;
-    record_hiding (g, &r);
-    sg_sim_result_clear (&r);
+    st->exposed_after_us = r->exposed_us;
+    st->step_after_us = r->step_us;
+    st->peak_after_bytes = r->peak_bytes;
+    record_hiding (g, r);
   }
   st->collectives_after = count_collectives (g);
   sg_bucket_collect_infos (g, st);
   st->buckets = st->n_infos;
+  for (int32_t i = 0; i < st->n_infos; i++)
+    st->grouped += st->infos[i].grouped;
   return true;
 }

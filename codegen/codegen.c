@@ -49,8 +49,10 @@ place_frees (SgLower *l, const bool *keep)
         TOUCH (x->out[j]);
     } else if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0) {
       const SgPlanIns *c = &g_array_index (l->ins, SgPlanIns, x->coll);
-      TOUCH (c->in[0]);
-      TOUCH (c->out[0]);
+      for (int32_t k = 0; k < c->n_in; k++)
+        TOUCH (c->in[k]);
+      for (int32_t k = 0; k < c->n_out; k++)
+        TOUCH (c->out[k]);
     }
   }
 #undef TOUCH
@@ -274,12 +276,15 @@ sg_codegen_options_text (const SgConfig *cfg)
   g_autofree char *profile = file_option (cfg->profile);
   return g_strdup_printf ("cluster=%s profile=%s reorder=%d max_in_flight_bytes=%" G_GUINT64_FORMAT
                           " max_peak_increase=%s prefetch_limit=%d bucket=%d"
-                          " bucket_cap_bytes=%" G_GUINT64_FORMAT " bucket_mode=%s%s%s%s",
+                          " bucket_cap_bytes=%" G_GUINT64_FORMAT " bucket_mode=%s%s%s%s%s%s",
                           cluster, profile,
                           cfg->reorder ? 1 : 0, cfg->max_in_flight_bytes, frac,
                           (int)cfg->prefetch_limit, cfg->bucket ? 1 : 0, cfg->bucket_cap_bytes,
                           sg_bucket_mode_name (cfg->bucket_mode),
                           /* only when set: plans made without them keep their bytes */
+                          cfg->bucket_lowering ? " bucket_lowering=" : "",
+                          cfg->bucket_lowering ? sg_bucket_lowering_name (cfg->bucket_lowering)
+                                               : "",
                           cfg->exact ? " exact=1" : "",
                           cfg->decompose != SG_DECOMPOSE_AUTO ? " decompose=" : "",
                           cfg->decompose != SG_DECOMPOSE_AUTO

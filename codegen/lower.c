@@ -374,30 +374,56 @@ emit_kernel (SgLower *l, SgNodeId id)
   return true;
 }
 
+/* The collective's operands: one input and one output value per member
+ * (a coalesced collective has several), with NCCL's count summed over them
+ * (sg_collective_count of each). */
+static bool
+collective_operands (SgLower *l, SgNodeId id, int32_t **in, int32_t **out, int32_t *n_members,
+                     int64_t *count, SgDtype *dtype)
+{
+  const SgGraph *g = l->g;
+  const SgNode *n = &g->nodes[id];
+  uint32_t m = sg_node_coll_members (g, id);
+  *n_members = (int32_t)m;
+  *in = g_new (int32_t, m);
+  *out = g_new (int32_t, m);
+  *count = 0;
+  for (uint32_t i = 0; i < m; i++) {
+    SgNodeId src = sg_node_coll_input (g, id, i);
+    (*in)[i] = src != SG_NO_NODE ? l->nval[src] : -1;
+    (*out)[i] = n->n_tuple ? l->tval[n->tuple_first + i] : l->nval[id];
+    if ((*in)[i] < 0 || (*out)[i] < 0)
+      return sg_lower_fail (l, id, "args[0]: member %u's input or result has no tensor value", i);
+    const SgPlanValue *a = &g_array_index (l->values, SgPlanValue, (*in)[i]);
+    const SgPlanValue *o = &g_array_index (l->values, SgPlanValue, (*out)[i]);
+    uint64_t ni = 1, no = 1;
+    for (int32_t d = 0; d < a->ndim; d++)
+      ni *= (uint64_t)a->shape[d];
+    for (int32_t d = 0; d < o->ndim; d++)
+      no *= (uint64_t)o->shape[d];
+    if (a->dtype != o->dtype)
+      return sg_lower_fail (l, id, "meta.dtype: %s output of a %s input",
+                            sg_dtype_name (o->dtype), sg_dtype_name (a->dtype));
+    *dtype = a->dtype;
+    *count += (int64_t)sg_collective_count (n->kind, ni, no);
+  }
+  return true;
+}
+
 static bool
 emit_collective (SgLower *l, SgNodeId id)
 {
   const SgGraph *g = l->g;
   const SgNode *n = &g->nodes[id];
-  uint32_t k;
-  const SgNodeId *in = sg_node_inputs (g, id, &k);
-  int32_t src = k ? l->nval[in[0]] : -1;
-  if (src < 0)
-    return sg_lower_fail (l, id, "args[0]: the collective's input has no tensor value");
   if (n->group < 0 || n->group >= g->n_groups)
     return sg_lower_fail (l, id, "group: no group");
   int32_t stream = 1 + n->group;
-  const SgPlanValue *a = &g_array_index (l->values, SgPlanValue, src);
-  const SgPlanValue *o = &g_array_index (l->values, SgPlanValue, l->nval[id]);
-  uint64_t ni = 1, no = 1;
-  for (int32_t d = 0; d < a->ndim; d++)
-    ni *= (uint64_t)a->shape[d];
-  for (int32_t d = 0; d < o->ndim; d++)
-    no *= (uint64_t)o->shape[d];
-  if (a->dtype != o->dtype)
-    return sg_lower_fail (l, id, "meta.dtype: %s output of a %s input", sg_dtype_name (o->dtype),
-                          sg_dtype_name (a->dtype));
-  SgDtype dtype = a->dtype;
+  g_autofree int32_t *in = NULL, *out = NULL;
+  int32_t members = 0;
+  int64_t count = 0;
+  SgDtype dtype = SG_DTYPE_INVALID;
+  if (!collective_operands (l, id, &in, &out, &members, &count, &dtype))
+    return false;
 
   int32_t e = l->n_events++;
   emit (l, SG_INS_RECORD, 0)->event = e;
@@ -406,16 +432,14 @@ emit_collective (SgLower *l, SgNodeId id)
   SgPlanIns *x = emit (l, SG_INS_COLLECTIVE, stream);
   x->name = g_strdup (n->name);
   x->op = n->kind;
-  x->in = g_new (int32_t, 1);
-  x->in[0] = src;
-  x->n_in = 1;
-  x->out = g_new (int32_t, 1);
-  x->out[0] = l->nval[id];
-  x->n_out = 1;
+  x->in = g_steal_pointer (&in);
+  x->n_in = members;
+  x->out = g_steal_pointer (&out);
+  x->n_out = members;
   x->group = n->group;
   x->reduce = n->reduce;
   x->dtype = dtype;
-  x->count = (int64_t)(n->kind == SG_OP_REDUCE_SCATTER ? no : ni);
+  x->count = count;
   x->args = sg_node_args_json (g, id, false, value_ref, l);
   x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
   const SgArg *mem = sg_node_kwarg (g, id, "schedgraph_bucket");

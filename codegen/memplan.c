@@ -42,13 +42,70 @@ cmp_by_size (gconstpointer a, gconstpointer b, gpointer data)
   return (x > y) - (x < y);
 }
 
-static int
-cmp_span (gconstpointer a, gconstpointer b)
+static inline bool
+span_less (const Span *x, const Span *y)
 {
-  const Span *x = a, *y = b;
-  if (x->off != y->off)
-    return x->off < y->off ? -1 : 1;
-  return (x->end > y->end) - (x->end < y->end);
+  return x->off != y->off ? x->off < y->off : x->end < y->end;
+}
+
+/* Sorts @a by (off, end): the busy spans in offset order. Equal spans are
+ * interchangeable, so any sort gives the same sequence; this one inlines
+ * the comparison (the greedy sorts once per buffer). */
+static void
+sort_spans (Span *a, int64_t n)
+{
+  while (n > 16) {
+    /* median of three as the pivot, then Hoare's partition */
+    Span *m = &a[n / 2], *z = &a[n - 1];
+    Span p = span_less (a, m) ? (span_less (m, z) ? *m : span_less (a, z) ? *z : *a)
+                              : (span_less (a, z) ? *a : span_less (m, z) ? *z : *m);
+    int64_t i = -1, j = n;
+    for (;;) {
+      do
+        i++;
+      while (span_less (&a[i], &p));
+      do
+        j--;
+      while (span_less (&p, &a[j]));
+      if (i >= j)
+        break;
+      Span t = a[i];
+      a[i] = a[j];
+      a[j] = t;
+    }
+    /* recurse into the smaller part, loop on the larger */
+    if (j + 1 < n - j - 1) {
+      sort_spans (a, j + 1);
+      a += j + 1;
+      n -= j + 1;
+    } else {
+      sort_spans (a + j + 1, n - j - 1);
+      n = j + 1;
+    }
+  }
+  for (int64_t i = 1; i < n; i++) {
+    Span t = a[i];
+    int64_t j = i;
+    for (; j > 0 && span_less (&t, &a[j - 1]); j--)
+      a[j] = a[j - 1];
+    a[j] = t;
+  }
+}
+
+/* A growable list of buffer ids (one per time block). */
+typedef struct {
+  int32_t *ids;
+  int32_t n, cap;
+} IdList;
+
+static inline void
+idlist_push (IdList *l, int32_t id)
+{
+  if (l->n == l->cap) {
+    l->cap = MAX (8, 2 * l->cap);
+    l->ids = g_renew (int32_t, l->ids, (size_t)l->cap);
+  }
+  l->ids[l->n++] = id;
 }
 
 /* Greedy by size into off[] (indexed by buffer). Returns the top, or
@@ -59,42 +116,41 @@ pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
 {
   uint64_t top = base, work = 0;
   int32_t n_blocks = p->n_ins / BLOCK + 1;
-  GArray **blocks = g_new0 (GArray *, (size_t)n_blocks);
+  IdList *blocks = g_new0 (IdList, (size_t)n_blocks);
   g_autofree int32_t *stamp = g_new0 (int32_t, (size_t)p->n_buffers + 1);
-  GArray *spans = g_array_new (FALSE, FALSE, sizeof (Span));
+  /* the busy spans of one placement: at most one per placed buffer */
+  g_autofree Span *spans = g_new (Span, (size_t)n + 1);
 
   for (int32_t k = 0; k < n && top != UINT64_MAX; k++) {
     int32_t b = order[k];
     const SgPlanBuffer *x = &p->buffers[b];
     uint64_t size = sg_align_up (x->bytes);
     int32_t b0 = x->first_ins / BLOCK, b1 = x->last_ins / BLOCK;
-    g_array_set_size (spans, 0);
+    int32_t ns = 0;
     for (int32_t bl = b0; bl <= b1; bl++) {
-      if (!blocks[bl])
-        continue;
-      work += blocks[bl]->len;
-      for (guint j = 0; j < blocks[bl]->len; j++) {
-        int32_t y = g_array_index (blocks[bl], int32_t, j);
+      const IdList *l = &blocks[bl];
+      work += (uint64_t)l->n;
+      for (int32_t j = 0; j < l->n; j++) {
+        int32_t y = l->ids[j];
         if (stamp[y] == k + 1)
           continue;
         stamp[y] = k + 1;
         const SgPlanBuffer *py = &p->buffers[y];
         if (py->last_ins < x->first_ins || py->first_ins > x->last_ins)
           continue;
-        Span s = { off[y], off[y] + sg_align_up (py->bytes) };
-        g_array_append_val (spans, s);
+        spans[ns++] = (Span){ off[y], off[y] + sg_align_up (py->bytes) };
       }
     }
-    work += (uint64_t)spans->len * 8 + (uint64_t)(b1 - b0 + 1);
+    work += (uint64_t)ns * 8 + (uint64_t)(b1 - b0 + 1);
     if (work > budget) {
       top = UINT64_MAX;
       break;
     }
-    g_array_sort (spans, cmp_span);
+    sort_spans (spans, ns);
     /* best fit over the gaps between the (possibly overlapping) busy spans */
     uint64_t cursor = base, best = UINT64_MAX, best_gap = UINT64_MAX;
-    for (guint j = 0; j < spans->len; j++) {
-      const Span *s = &g_array_index (spans, Span, j);
+    for (int32_t j = 0; j < ns; j++) {
+      const Span *s = &spans[j];
       if (s->off > cursor) {
         uint64_t gap = s->off - cursor;
         if (gap >= size && gap < best_gap) {
@@ -107,17 +163,12 @@ pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
     }
     off[b] = best != UINT64_MAX ? best : cursor;
     top = MAX (top, off[b] + size);
-    for (int32_t bl = b0; bl <= b1; bl++) {
-      if (!blocks[bl])
-        blocks[bl] = g_array_new (FALSE, FALSE, sizeof (int32_t));
-      g_array_append_val (blocks[bl], b);
-    }
+    for (int32_t bl = b0; bl <= b1; bl++)
+      idlist_push (&blocks[bl], b);
   }
   for (int32_t bl = 0; bl < n_blocks; bl++)
-    if (blocks[bl])
-      g_array_free (blocks[bl], TRUE);
+    g_free (blocks[bl].ids);
   g_free (blocks);
-  g_array_free (spans, TRUE);
   return top;
 }
 

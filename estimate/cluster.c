@@ -41,6 +41,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
   .nccl_arch = SG_NCCL_HOPPER, .nvlink_channels = 24, .nvlink_channel_GBps = 15.0,              \
   .net_nic_GBps = 50.0, .nics_per_node = 8, .ll128 = true, .nvls = false,                       \
   .nvls_busbw_GBps = 0.0, .nvls_latency_us = 25.0, .collective_overhead_us = 18.0,              \
+  .coalesced_member_us = 0.0,                                                                   \
   .efficiency_all_gather = 0.695, .efficiency_reduce_scatter = 0.695,                           \
   .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
   .ce_GBps = 324.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 0.58, .gemm_sm_overhead = 1.05,  \
@@ -67,6 +68,7 @@ static const SgCluster presets[] = {
     .nccl_arch = SG_NCCL_AMPERE, .nvlink_channels = 16, .nvlink_channel_GBps = 14.5,
     .net_nic_GBps = 25.0, .nics_per_node = 8, .ll128 = true, .nvls = false,
     .nvls_busbw_GBps = 0.0, .nvls_latency_us = 0.0, .collective_overhead_us = 18.0,
+    .coalesced_member_us = 0.0,
     .efficiency_all_gather = 1.0, .efficiency_reduce_scatter = 1.0,
     .efficiency_all_reduce = 1.0, .efficiency_broadcast = 1.0, .efficiency_p2p = 1.0,
     .ce_GBps = 232.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 0.58, .gemm_sm_overhead = 1.05,
@@ -157,6 +159,7 @@ static const Field fields[] = {
   D ("nvls_busbw_GBps", nvls_busbw_GBps, 0, false, 1e5),
   D ("nvls_latency_us", nvls_latency_us, 0, false, 1e6),
   D ("collective_overhead_us", collective_overhead_us, 0, false, 1e6),
+  D ("coalesced_member_us", coalesced_member_us, 0, false, 1e6),
   D ("efficiency_all_gather", efficiency_all_gather, 0, true, 2),
   D ("efficiency_reduce_scatter", efficiency_reduce_scatter, 0, true, 2),
   D ("efficiency_all_reduce", efficiency_all_reduce, 0, true, 2),

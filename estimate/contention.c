@@ -78,6 +78,7 @@ sg_contention_sample_clear (SgContentionSample *s)
 static bool
 reduces (SgOpKind kind)
 {
+  kind = sg_op_member_kind (kind);
   return kind == SG_OP_REDUCE_SCATTER || kind == SG_OP_ALL_REDUCE;
 }
 
@@ -499,7 +500,7 @@ sg_cost_collective_transport (const SgCostModel *cm, const SgGraph *g, SgNodeId 
 static SgOpKind
 sibling (SgOpKind kind)
 {
-  switch (kind) {
+  switch (sg_op_member_kind (kind)) {
   case SG_OP_REDUCE_SCATTER:
     return SG_OP_ALL_REDUCE;
   case SG_OP_ALL_REDUCE:
@@ -567,6 +568,7 @@ sg_cost_contention_rates (const SgCostModel *cm, SgTransport tr, SgOpKind kind, 
 {
   g_return_if_fail (cm && cm->contention && out);
   SgContentionTable *t = cm->contention;
+  kind = sg_op_member_kind (kind); /* a coalesced call contends as its members do */
   const Fam *fams[2] = { fam_get (t, tr, kind, group_size, n_nodes, false),
                          fam_get (t, tr, sibling (kind), group_size, n_nodes, false) };
   const double logb = log ((double)MAX (bytes, 1));

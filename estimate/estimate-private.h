@@ -61,6 +61,10 @@ typedef struct {
   double nvls_busbw_GBps;
   double nvls_latency_us;
   double collective_overhead_us; /* launch + stream sync per collective */
+  /* a coalesced call (one NCCL group) pays collective_overhead_us once;
+   * each member after the first adds this beyond its own NCCL time
+   * (docs/cost-model.md "Coalesced collectives"; 0 until measured) */
+  double coalesced_member_us;
   /* measured fraction of the NCCL-model bus bandwidth each kind reaches */
   double efficiency_all_gather;
   double efficiency_reduce_scatter;

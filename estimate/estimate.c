@@ -8,7 +8,8 @@
  * estimate_nccl_collective_runtime / benchmarked-matmul split, with the
  * NCCL model in nccl.c and the roofline in compute.c.
  *
- * Requires: a loaded graph. Invalidates: est_us/est_src, g->cost_model.
+ * Requires: a loaded graph. Invalidates: est_us/est_src, g->cost_model, the
+ * analysis kept with the graph (sg_graph_changed).
  */
 #include "estimate-private.h"
 
@@ -90,7 +91,7 @@ double
 sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint64_t bytes,
                        int32_t group_size, int32_t n_nodes, SgCostSource *src)
 {
-  g_return_val_if_fail (cm && sg_op_is_collective (kind), 0.0);
+  g_return_val_if_fail (cm && sg_op_is_collective (kind) && !sg_op_is_coalesced (kind), 0.0);
   (void)dtype; /* NCCL's time depends on bytes, not on the element type */
   double us;
   if (kind == SG_OP_COLLECTIVE_PERMUTE) { /* pairs unknown here: one NCCL step */
@@ -103,6 +104,24 @@ sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint
   }
   *src = SG_COST_MODEL;
   return sg_nccl_time (&cm->cluster, kind, bytes, group_size, n_nodes).us;
+}
+
+double
+sg_cost_coalesced_us (const SgCostModel *cm, SgOpKind member_kind, SgDtype dtype,
+                      const uint64_t *bytes, int32_t n, int32_t group_size, int32_t n_nodes,
+                      SgCostSource *src)
+{
+  g_return_val_if_fail (cm && bytes && n >= 1 && !sg_op_is_coalesced (member_kind), 0.0);
+  const SgCluster *c = &cm->cluster;
+  double us = c->collective_overhead_us;
+  for (int32_t i = 0; i < n; i++) {
+    SgCostSource s;
+    double t = sg_cost_collective_us (cm, member_kind, dtype, bytes[i], group_size, n_nodes, &s);
+    us += MAX (t - c->collective_overhead_us, 0.0) + (i > 0 ? c->coalesced_member_us : 0.0);
+    if (i == 0)
+      *src = s;
+  }
+  return us;
 }
 
 double
@@ -133,6 +152,15 @@ memory_bound_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, double fl
   const SgCluster *c = &cm->cluster;
   double bytes = sg_compute_node_bytes (g, id, cm->storage_bytes, cm->n_storage);
   return MAX (floor_us, c->kernel_launch_us + bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
+}
+
+double
+sg_cost_copy_us (const SgCostModel *cm, uint64_t bytes)
+{
+  g_return_val_if_fail (cm, 0.0);
+  const SgCluster *c = &cm->cluster;
+  return MAX (c->kernel_floor_us,
+              c->kernel_launch_us + (double)bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
 }
 
 /* Whether codegen lowers copy @id without a kernel (graph/elide.c); @e:
@@ -208,6 +236,15 @@ node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, const SgElision *
       nodes = cm->group_nodes && n->group < cm->n_groups
                 ? cm->group_nodes[n->group]
                 : group_span (cm->cluster.gpus_per_node, &g->groups[n->group]);
+    if (sg_op_is_coalesced (n->kind)) {
+      uint32_t m = sg_node_coll_members (g, id);
+      g_autofree uint64_t *bytes = g_new (uint64_t, (size_t)m + 1);
+      for (uint32_t i = 0; i < m; i++)
+        bytes[i] = sg_node_member_bytes (g, id, i);
+      return sg_cost_coalesced_us (cm, sg_op_member_kind (n->kind),
+                                   sg_node_coll_output (g, id, 0)->dtype, bytes, (int32_t)m,
+                                   n->group_size, nodes, src);
+    }
     return sg_cost_collective_us (cm, n->kind, n->meta.dtype, sg_node_comm_bytes (g, id),
                                   n->group_size, nodes, src);
   }
@@ -261,14 +298,18 @@ sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32
   SgElision e;
   bool have = elision_if_copies (g, &e);
   int32_t n = ids ? n_ids : g->n_nodes;
+  bool changed = false;
   for (int32_t j = 0; j < n; j++) {
     SgNodeId i = ids ? ids[j] : j;
     if (i == SG_NO_NODE || g->nodes[i].est_src != SG_COST_NONE)
       continue;
     g->nodes[i].est_us = node_us (cm, g, i, have ? &e : NULL, &g->nodes[i].est_src);
+    changed = true;
   }
   if (have)
     sg_elision_clear (&e);
+  if (changed)
+    sg_graph_changed (g);
 }
 
 static void
@@ -312,6 +353,7 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
   cm->unknown = g_ptr_array_new ();
   g_ptr_array_add (cm->unknown, NULL);
 
+  sg_graph_changed (g); /* the costs change */
   if (g->cost_model && g->cost_model_free)
     g->cost_model_free (g->cost_model);
   g->cost_model = cm;

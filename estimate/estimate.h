@@ -69,6 +69,23 @@ double sg_cost_mm_us (const SgCostModel *cm, SgDtype dtype, int64_t m, int64_t k
 double sg_cost_collective_us (const SgCostModel *cm, SgOpKind kind, SgDtype dtype, uint64_t bytes,
                               int32_t group_size, int32_t n_nodes, SgCostSource *src);
 
+/* Solo time of a coalesced collective: one NCCL group (ncclGroupStart /
+ * ncclGroupEnd) of @n members of @member_kind over the same group, member
+ * i moving @bytes[i]. The group pays the per-call overhead
+ * (collective_overhead_us: launch and stream synchronisation) once; each
+ * member runs its own NCCL algorithm at its own size (latency and
+ * bandwidth, sg_cost_collective_us less that overhead), plus the cluster's
+ * coalesced_member_us for every member after the first
+ * (docs/cost-model.md "Coalesced collectives"). n = 1 is the member's
+ * sg_cost_collective_us. *@src: the first member's source. */
+double sg_cost_coalesced_us (const SgCostModel *cm, SgOpKind member_kind, SgDtype dtype,
+                             const uint64_t *bytes, int32_t n, int32_t group_size, int32_t n_nodes,
+                             SgCostSource *src);
+
+/* Solo time of a memory-bound copy kernel that reads and writes @bytes
+ * in all (what the model charges a bucket copy that stays a kernel). */
+double sg_cost_copy_us (const SgCostModel *cm, uint64_t bytes);
+
 /* (transfer none) The contention parameters in force. */
 const SgContention *sg_cost_model_contention (const SgCostModel *cm);
 

@@ -94,6 +94,8 @@ shape_summary (GString *s, const SgGraph *g, const SgCostModel *cm, SgNodeId id)
       if (sg_node_permute (g, id, &p, NULL))
         g_string_append_printf (s, " p2p/%s pairs%d", sg_transport_name (p.transport), p.n_pairs);
       sg_permute_clear (&p);
+    } else if (sg_op_is_coalesced (n->kind)) { /* one NCCL group of its members */
+      g_string_append_printf (s, " group of %u", sg_node_coll_members (g, id));
     } else if (n->est_src == SG_COST_MODEL) { /* what NCCL would pick */
       SgNcclChoice ch =
         sg_nccl_time (&cm->cluster, n->kind, sg_node_comm_bytes (g, id), n->group_size, nodes);

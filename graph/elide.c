@@ -487,7 +487,8 @@ find_readers (Ctx *x, GArray *copies)
     const SgNodeId *in = sg_node_inputs (g, v, &k);
     for (uint32_t j = 0; j < k; j++) {
       const SgOpKind ik = g->nodes[in[j]].kind;
-      if (ik == SG_OP_BUCKET_PACK && sg_op_is_collective (kind) && j == 0)
+      if (ik == SG_OP_BUCKET_PACK && sg_op_is_collective (kind) && !sg_op_is_coalesced (kind)
+          && j == 0)
         x->reader[in[j]] = x->reader[in[j]] == -1 ? v : -2;
       else if (ik == SG_OP_CAT)
         x->reader[in[j]] = x->reader[in[j]] == -1 ? v : -2;

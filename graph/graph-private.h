@@ -44,8 +44,18 @@ SgArg sg_arg_to_spec (const SgGraph *g, const SgNodeId *src_inputs, const SgArg 
  * size and reduce op, getitem index, and the checks of the node alone.
  * @node_of resolves an input id to its node (base or added). */
 typedef const SgNode *(*SgNodeOf) (gconstpointer ctx, SgNodeId id);
+/* @input_of gives a node's first input (SG_NO_NODE: none): a wait on an
+ * element of a coalesced collective looks through its getitem. */
+typedef SgNodeId (*SgInputOf) (gconstpointer ctx, SgNodeId id);
 bool sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
-                     gconstpointer ctx, GError **error);
+                     SgInputOf input_of, gconstpointer ctx, GError **error);
+
+/* graph.c: collective @n's members (docs/graph-format.md): a coalesced
+ * collective's inputs list, and every member's input and result agreeing
+ * with the group (sg_collective_sizes_ok) and, coalesced, in dtype. Needs
+ * n->group set; the loader and the validator share it. */
+bool sg_coll_check_members (const SgGraph *g, const SgNode *n, const SgNodeId *inputs,
+                            SgNodeOf node_of, gconstpointer ctx, GError **error);
 
 /* permute.c: the ring ops' readers for a node that may not be in the graph
  * yet (its args in the pool; @input: its first input's node, or NULL). */

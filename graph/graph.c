@@ -50,6 +50,39 @@ users_invalidate (SgGraph *g)
   g_clear_pointer (&g->users, g_free);
 }
 
+static void
+kept_drop (SgGraph *g)
+{
+  if (g->kept && g->kept_class->free)
+    g->kept_class->free (g->kept);
+  g->kept = NULL;
+  g->kept_class = NULL;
+}
+
+void
+sg_graph_keep (SgGraph *g, gpointer data, const SgKeptClass *cls)
+{
+  g_return_if_fail (g != NULL && cls != NULL);
+  kept_drop (g);
+  g->kept = data;
+  g->kept_class = cls;
+}
+
+gpointer
+sg_graph_kept (const SgGraph *g, const SgKeptClass *cls)
+{
+  g_return_val_if_fail (g != NULL, NULL);
+  return g->kept_class == cls ? g->kept : NULL;
+}
+
+void
+sg_graph_changed (SgGraph *g)
+{
+  g_return_if_fail (g != NULL);
+  users_invalidate (g);
+  kept_drop (g);
+}
+
 void
 sg_graph_free (SgGraph *g)
 {
@@ -78,7 +111,7 @@ sg_graph_free (SgGraph *g)
   g_array_unref (g->tuple_metas);
   g_array_unref (g->args);
   g_hash_table_unref (g->by_name);
-  users_invalidate (g);
+  sg_graph_changed (g);
   if (g->cost_model && g->cost_model_free && !trial)
     g->cost_model_free (g->cost_model);
   if (g->implicit_edges)
@@ -347,6 +380,104 @@ arg_int62 (const SgArg *a, int64_t *out)
   return sg_arg_int (a, out) && *out >= -MAX_EXTENT && *out <= MAX_EXTENT;
 }
 
+/* The rule sg_collective_sizes_ok checks, as a message says it. */
+static const char *
+sizes_rule (SgOpKind kind)
+{
+  switch (sg_op_member_kind (kind)) {
+  case SG_OP_ALL_GATHER: return "output = input x group size";
+  case SG_OP_REDUCE_SCATTER: return "input = output x group size";
+  default: return "output = input";
+  }
+}
+
+/* A coalesced collective's inputs list (args[0], docs/graph-format.md):
+ * a non-empty list of distinct tensor references, one per element of its
+ * tuple result. @n is not in the graph yet; its args are in the pool. */
+static bool
+check_coalesced_list (const SgGraph *g, const SgNode *n, GError **error)
+{
+  const SgArg *list = n->n_args ? &g_array_index (g->args, SgArg, n->args_first) : NULL;
+  if (!list || list->type != SG_ARG_LIST || list->n == 0)
+    FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0]: expected the list of input tensors (a "
+          "coalesced collective takes one or more)", n->name);
+  if (n->n_tuple != list->n)
+    FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta.tuple: %u results for %u inputs (a coalesced "
+          "collective returns one tensor per input)", n->name, n->n_tuple, list->n);
+  g_autofree bool *seen = g_new0 (bool, (size_t)n->n_in + 1);
+  for (uint32_t i = 0; i < list->n; i++) {
+    const SgArg *a = &g_array_index (g->args, SgArg, list->first + i);
+    if (a->type != SG_ARG_NODE)
+      FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0][%u]: expected a tensor reference", n->name,
+            i);
+    if (seen[a->input])
+      FAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args[0][%u]: an input listed twice (each "
+            "member of a coalesced collective has its own)", n->name, i);
+    seen[a->input] = true;
+  }
+  return true;
+}
+
+/* Member @i of collective @n (whose inputs are @inputs, the node perhaps
+ * not in the graph yet): its input's position in @inputs and its output
+ * meta (the node's, or element @i of a coalesced collective's tuple). */
+static uint32_t
+member_input (const SgGraph *g, const SgNode *n, uint32_t i)
+{
+  if (!sg_op_is_coalesced (n->kind))
+    return 0;
+  const SgArg *list = &g_array_index (g->args, SgArg, n->args_first);
+  return g_array_index (g->args, SgArg, list->first + i).input;
+}
+
+static const SgMeta *
+member_output (const SgGraph *g, const SgNode *n, uint32_t i)
+{
+  return sg_op_is_coalesced (n->kind) ? &g_array_index (g->tuple_metas, SgMeta, n->tuple_first + i)
+                                      : &n->meta;
+}
+
+bool
+sg_coll_check_members (const SgGraph *g, const SgNode *n, const SgNodeId *inputs,
+                       SgNodeOf node_of, gconstpointer ctx, GError **error)
+{
+  const SgGroup *grp = &g->groups[n->group];
+  bool coalesced = sg_op_is_coalesced (n->kind);
+  if (coalesced && !check_coalesced_list (g, n, error))
+    return false;
+  /* Sizes must agree with the group: compare element counts of each
+   * member's input and output where both are known. */
+  if (n->n_in == 0)
+    FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0]: expected the input tensor", n->name);
+  uint32_t members = coalesced ? n->n_tuple : 1;
+  for (uint32_t i = 0; i < members; i++) {
+    const SgNode *in = node_of (ctx, inputs[member_input (g, n, i)]);
+    const SgMeta *im = &in->meta, *om = member_output (g, n, i);
+    g_autofree char *field = coalesced ? g_strdup_printf ("meta.tuple[%u]", i) : NULL;
+    if (coalesced && (im->ndim < 0 || om->ndim < 0))
+      FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s: a member of a coalesced collective reads and "
+            "returns a tensor ('%s' is none)", n->name, om->ndim < 0 ? field : "args[0]",
+            om->ndim < 0 ? n->name : in->name);
+    if (im->ndim < 0 || om->ndim < 0)
+      continue;
+    if (coalesced && im->dtype != om->dtype)
+      FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.dtype: %s, but its input '%s' is %s", n->name,
+            field, sg_dtype_name (om->dtype), in->name, sg_dtype_name (im->dtype));
+    if (coalesced && om->dtype != member_output (g, n, 0)->dtype)
+      FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.dtype: %s, but member 0 is %s (the members of "
+            "a coalesced collective share one dtype)", n->name, field, sg_dtype_name (om->dtype),
+            sg_dtype_name (member_output (g, n, 0)->dtype));
+    uint64_t ie = sg_meta_numel (g, im), oe = sg_meta_numel (g, om);
+    if (!sg_collective_sizes_ok (n->kind, ie, oe, (uint64_t)grp->n_ranks))
+      FAIL (SG_GRAPH_ERROR_GROUP,
+            "node '%s': %s.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
+            " in disagrees with group '%s' of %d ranks (%s)",
+            n->name, coalesced ? field : "meta", oe, ie, grp->name, grp->n_ranks,
+            sizes_rule (n->kind));
+  }
+  return true;
+}
+
 static bool
 check_collective (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
                   gconstpointer ctx, GError **error)
@@ -388,29 +519,8 @@ check_collective (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_o
             "min, product)", n->name, reduce_arg);
   }
 #undef ARG
-  /* Sizes must agree with the group: compare element counts of the input
-   * and the output where both are known. */
-  if (n->n_in == 0)
-    FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0]: expected the input tensor", n->name);
-  const SgMeta *im = &node_of (ctx, inputs[0])->meta;
-  if (im->ndim >= 0 && n->meta.ndim >= 0) {
-    uint64_t ie = sg_meta_numel (g, im), oe = sg_meta_numel (g, &n->meta);
-    uint64_t k = (uint64_t)grp->n_ranks;
-    bool ok = true;
-    const char *rule = "";
-    if (n->kind == SG_OP_ALL_GATHER)
-      ok = oe == ie * k, rule = "output = input x group size";
-    else if (n->kind == SG_OP_REDUCE_SCATTER)
-      ok = ie == oe * k, rule = "input = output x group size";
-    else if (n->kind == SG_OP_ALL_REDUCE || n->kind == SG_OP_BROADCAST
-             || n->kind == SG_OP_COLLECTIVE_PERMUTE)
-      ok = ie == oe, rule = "output = input";
-    if (!ok)
-      FAIL (SG_GRAPH_ERROR_GROUP,
-            "node '%s': meta.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
-            " in disagrees with group '%s' of %d ranks (%s)",
-            n->name, oe, ie, grp->name, grp->n_ranks, rule);
-  }
+  if (!sg_coll_check_members (g, n, inputs, node_of, ctx, error))
+    return false;
   if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
     SgPermute p;
     bool ok = sg_permute_read (g, n, &p, error);
@@ -421,9 +531,20 @@ check_collective (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_o
   return true;
 }
 
+/* The coalesced collective whose element @id (a node, perhaps added by a
+ * rewrite) is, or SG_NO_NODE. */
+static SgNodeId
+coalesced_source (SgNodeOf node_of, SgInputOf input_of, gconstpointer ctx, SgNodeId id)
+{
+  if (node_of (ctx, id)->kind != SG_OP_GETITEM)
+    return SG_NO_NODE;
+  SgNodeId src = input_of (ctx, id);
+  return src != SG_NO_NODE && sg_op_is_coalesced (node_of (ctx, src)->kind) ? src : SG_NO_NODE;
+}
+
 bool
 sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
-                gconstpointer ctx, GError **error)
+                SgInputOf input_of, gconstpointer ctx, GError **error)
 {
   switch (n->op) {
   case SG_NODE_PLACEHOLDER: n->kind = SG_OP_PLACEHOLDER; break;
@@ -436,11 +557,17 @@ sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
   }
   n->group = -1;
   n->getitem_index = -1;
+  /* a coalesced collective's results are a list: only getitem reads it */
+  for (uint32_t j = 0; j < n->n_in && n->kind != SG_OP_GETITEM; j++)
+    if (sg_op_is_coalesced (node_of (ctx, inputs[j])->kind))
+      FAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args: reads coalesced collective '%s' directly "
+            "(its results are read through getitem)", n->name, node_of (ctx, inputs[j])->name);
   if (sg_op_is_collective (n->kind))
     return check_collective (g, n, inputs, node_of, ctx, error);
   if (n->kind == SG_OP_WAIT) {
     const SgNode *c = n->n_in ? node_of (ctx, inputs[0]) : NULL;
-    if (!c || !sg_op_is_collective (c->kind))
+    bool element = c && coalesced_source (node_of, input_of, ctx, inputs[0]) != SG_NO_NODE;
+    if (!c || (!sg_op_is_collective (c->kind) && !element))
       FAIL (SG_GRAPH_ERROR_INVALID,
             "node '%s': args[0]: wait_tensor must wait on a collective%s%s%s", n->name,
             c ? " ('" : "", c ? c->name : "", c ? "' is not one)" : "");
@@ -465,6 +592,15 @@ static const SgNode *
 base_node_of (gconstpointer ctx, SgNodeId id)
 {
   return &((const SgGraph *)ctx)->nodes[id];
+}
+
+static SgNodeId
+base_input_of (gconstpointer ctx, SgNodeId id)
+{
+  const SgGraph *g = ctx;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  return k ? in[0] : SG_NO_NODE;
 }
 
 SgNodeId
@@ -570,7 +706,8 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
 
   if (g->n_nodes == G_MAXINT32 - 1)
     NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': too many nodes", name);
-  if (!sg_node_finish (g, &n, (const SgNodeId *)(void *)ab.refs->data, base_node_of, g, error))
+  if (!sg_node_finish (g, &n, (const SgNodeId *)(void *)ab.refs->data, base_node_of,
+                       base_input_of, g, error))
     goto fail;
   if (g->n_nodes == g->nodes_cap) {
     g->nodes_cap = g->nodes_cap ? g->nodes_cap * 2 : 256;
@@ -582,7 +719,7 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
     g->output = id;
   g->n_nodes++;
   g_hash_table_insert (g->by_name, (gpointer)g->nodes[id].name, GINT_TO_POINTER (id + 1));
-  users_invalidate (g);
+  sg_graph_changed (g);
   sg_arg_build_clear (&ab);
   return id;
 
@@ -652,27 +789,77 @@ sg_node_alloc_bytes (const SgGraph *g, SgNodeId id)
   return sg_meta_bytes (g, &n->meta);
 }
 
-uint64_t
-sg_node_comm_bytes (const SgGraph *g, SgNodeId id)
+uint32_t
+sg_node_coll_members (const SgGraph *g, SgNodeId id)
 {
   const SgNode *n = &g->nodes[id];
   if (!sg_op_is_collective (n->kind))
     return 0;
-  if (n->kind == SG_OP_REDUCE_SCATTER) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, id, &k);
-    return sg_meta_bytes (g, &g->nodes[in[0]].meta);
+  return sg_op_is_coalesced (n->kind) ? n->n_tuple : 1;
+}
+
+SgNodeId
+sg_node_coll_input (const SgGraph *g, SgNodeId id, uint32_t i)
+{
+  const SgNode *n = &g->nodes[id];
+  if (i >= sg_node_coll_members (g, id) || n->n_in == 0)
+    return SG_NO_NODE;
+  uint32_t k;
+  return sg_node_inputs (g, id, &k)[member_input (g, n, i)];
+}
+
+const SgMeta *
+sg_node_coll_output (const SgGraph *g, SgNodeId id, uint32_t i)
+{
+  g_return_val_if_fail (i < sg_node_coll_members (g, id), &g->nodes[id].meta);
+  return member_output (g, &g->nodes[id], i);
+}
+
+uint64_t
+sg_node_member_bytes (const SgGraph *g, SgNodeId id, uint32_t i)
+{
+  const SgNode *n = &g->nodes[id];
+  if (i >= sg_node_coll_members (g, id))
+    return 0;
+  if (sg_op_member_kind (n->kind) == SG_OP_REDUCE_SCATTER) {
+    SgNodeId in = sg_node_coll_input (g, id, i);
+    return in == SG_NO_NODE ? 0 : sg_meta_bytes (g, &g->nodes[in].meta);
   }
-  return sg_meta_bytes (g, &n->meta);
+  return sg_meta_bytes (g, member_output (g, n, i));
+}
+
+uint64_t
+sg_node_comm_bytes (const SgGraph *g, SgNodeId id)
+{
+  uint64_t sum = 0;
+  uint32_t m = sg_node_coll_members (g, id);
+  for (uint32_t i = 0; i < m; i++)
+    sum += sg_node_member_bytes (g, id, i);
+  return sum;
+}
+
+/* The first input of @id when it is a node of @kind, else SG_NO_NODE. */
+static SgNodeId
+first_input_if (const SgGraph *g, SgNodeId id, SgOpKind kind)
+{
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
+  return g->nodes[id].kind == kind && k ? in[0] : SG_NO_NODE;
+}
+
+SgNodeId
+sg_node_coalesced_of (const SgGraph *g, SgNodeId id)
+{
+  SgNodeId src = first_input_if (g, id, SG_OP_GETITEM);
+  return src != SG_NO_NODE && sg_op_is_coalesced (g->nodes[src].kind) ? src : SG_NO_NODE;
 }
 
 SgNodeId
 sg_node_wait_target (const SgGraph *g, SgNodeId wait)
 {
-  if (g->nodes[wait].kind != SG_OP_WAIT || g->nodes[wait].n_in == 0)
-    return SG_NO_NODE;
-  uint32_t k;
-  return sg_node_inputs (g, wait, &k)[0];
+  SgNodeId t = first_input_if (g, wait, SG_OP_WAIT);
+  SgNodeId c = t != SG_NO_NODE ? sg_node_coalesced_of (g, t) : SG_NO_NODE;
+  return c != SG_NO_NODE ? c : t;
 }
 
 SgNodeId
@@ -796,6 +983,6 @@ sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error)
     e->from = new_id[e->from];
     e->to = new_id[e->to];
   }
-  users_invalidate (g);
+  sg_graph_changed (g);
   return true;
 }

@@ -206,6 +206,12 @@ typedef struct SgGraph {
   void *decompose_stats;
   GDestroyNotify decompose_stats_free;
 
+  /* An analysis of the graph as it is now, kept for the next passes
+   * (sg_graph_keep: schedule/'s simulation of the current order); dropped
+   * by sg_graph_changed() */
+  void *kept;
+  const struct SgKeptClass *kept_class;
+
   /* Implicit (non-data) ordering edges recorded by passes (schedule/,
    * bucket/): a GArray of SgImplicitEdge, NULL when none. Edges hold node
    * ids; sg_graph_permute(), _compact(), _select() and the rewrite API
@@ -224,6 +230,28 @@ typedef struct {
   SgNodeId from, to;
   int32_t kind;
 } SgImplicitEdge;
+
+/* What an analysis kept with the graph is (sg_graph_keep). */
+typedef struct SgKeptClass {
+  const char *name; /* for messages: "simulation" */
+  GDestroyNotify free;
+  /* Does @data still describe @g? false with @error naming what differs.
+   * The pass runner asks after every pass when it validates: a stale
+   * analysis is a bug of the pass that changed the graph without
+   * sg_graph_changed(). */
+  bool (*check) (const SgGraph *g, gconstpointer data, GError **error);
+} SgKeptClass;
+
+/* Keeps @data (transfer full), an analysis of @g as it is now, until the
+ * graph changes; replaces the one kept before. */
+void sg_graph_keep (SgGraph *g, gpointer data, const SgKeptClass *cls);
+/* (transfer none) The analysis of class @cls kept with @g, or NULL. */
+gpointer sg_graph_kept (const SgGraph *g, const SgKeptClass *cls);
+/* Drops what is derived from the graph (users, the kept analysis): every
+ * change of nodes, their order, inputs or costs calls it. The mutation
+ * functions of graph/ do; a pass that writes node fields itself (estimate/'s
+ * costs) calls it after. */
+void sg_graph_changed (SgGraph *g);
 
 /* --- construction ------------------------------------------------------- */
 
@@ -431,7 +459,8 @@ uint64_t sg_meta_bytes (const SgGraph *g, const SgMeta *m);
 uint64_t sg_node_alloc_bytes (const SgGraph *g, SgNodeId id);
 /* Bytes a collective moves per rank, as the cost model and reports count
  * them: all_gather output, reduce_scatter input, all_reduce / all_to_all /
- * broadcast tensor. 0 for non-collectives. */
+ * broadcast tensor; a coalesced collective's members summed. 0 for
+ * non-collectives. */
 uint64_t sg_node_comm_bytes (const SgGraph *g, SgNodeId id);
 /* True for kernels that hold every SM while they run (matmul and attention
  * with a cost and no SM-count target): a collective issued beside one
@@ -475,8 +504,34 @@ typedef struct {
  * output of the input's shape and dtype. False with @error naming the node. */
 bool sg_node_rank_roll (const SgGraph *g, SgNodeId id, SgRankRoll *out, GError **error);
 
-/* The collective a wait waits on (its first input), or SG_NO_NODE. */
+/* The collective a wait waits on: its first input, or the coalesced
+ * collective whose element (a getitem) it waits on; SG_NO_NODE for a node
+ * that is not a wait. Several waits share one coalesced collective, which
+ * ends as a whole (one NCCL group). */
 SgNodeId sg_node_wait_target (const SgGraph *g, SgNodeId wait);
+
+/* The coalesced collective whose result element getitem @id reads, or
+ * SG_NO_NODE. */
+SgNodeId sg_node_coalesced_of (const SgGraph *g, SgNodeId id);
+
+/* --- collectives and their members (graph.c) ------------------------------ */
+
+/* A collective has one member (itself) or, when coalesced
+ * (all_gather_into_tensor_coalesced ...: one call over a list of tensors,
+ * docs/graph-format.md), one member per item of its inputs list, each with
+ * its own input tensor and its own result (element i of its tuple), of
+ * kind sg_op_member_kind(). */
+
+/* Members of collective @id; 0 for a node that is not a collective. */
+uint32_t sg_node_coll_members (const SgGraph *g, SgNodeId id);
+/* Member @i's input node, or SG_NO_NODE when there is none. */
+SgNodeId sg_node_coll_input (const SgGraph *g, SgNodeId id, uint32_t i);
+/* (transfer none) Member @i's result meta: the node's meta, or element @i
+ * of a coalesced collective's tuple. */
+const SgMeta *sg_node_coll_output (const SgGraph *g, SgNodeId id, uint32_t i);
+/* Bytes member @i moves per rank, as sg_node_comm_bytes counts them
+ * (which sums this over the members); 0 past the last member. */
+uint64_t sg_node_member_bytes (const SgGraph *g, SgNodeId id, uint32_t i);
 
 /* The graph format's `op` string of @op ("placeholder", "call_function", ...). */
 const char *sg_node_op_name (SgNodeOp op);
@@ -657,6 +712,18 @@ const char *sg_bucket_mode_name (SgBucketMode mode);
 /* Parses a --bucket-mode spelling; false for anything else. */
 bool sg_bucket_mode_from_name (const char *name, SgBucketMode *out);
 
+/* How bucket/ lowers a bucket (--bucket-lowering, docs/bucketing.md). */
+typedef enum {
+  SG_BUCKET_LOWERING_AUTO = 0, /* per bucket, whichever predicts the shorter step */
+  SG_BUCKET_LOWERING_FLAT,     /* one collective over a flat buffer (pack / unpack) */
+  SG_BUCKET_LOWERING_GROUPED,  /* one coalesced collective (one NCCL group), no copy */
+} SgBucketLowering;
+
+/* "auto", "flat", "grouped" (the --bucket-lowering spellings). */
+const char *sg_bucket_lowering_name (SgBucketLowering lowering);
+/* Parses a --bucket-lowering spelling; false for anything else. */
+bool sg_bucket_lowering_from_name (const char *name, SgBucketLowering *out);
+
 /* Every option of every pass; CLI flags map 1:1 onto these fields.
  * sg_config_init() sets the documented defaults. */
 typedef struct {
@@ -675,6 +742,7 @@ typedef struct {
   bool bucket;              /* false: --no-bucket */
   uint64_t bucket_cap_bytes;
   SgBucketMode bucket_mode;
+  SgBucketLowering bucket_lowering;
   /* runner */
   bool validate_between;    /* run the validator after every pass */
   const char *dump_pass;    /* dump the IR after this pass ("all" for every pass) */
@@ -684,10 +752,18 @@ typedef struct {
 void sg_config_init (SgConfig *cfg);
 
 typedef bool (*SgPassFunc) (SgGraph *g, const SgConfig *cfg, GError **error);
+/* A step of a driver's pipeline: a pass that also reads or writes the
+ * driver's state (@data). *@g is NULL before the graph is loaded; the step
+ * that loads it sets it. Its errors are its own (not prefixed with its
+ * name): they name the file they are about. */
+typedef bool (*SgStepFunc) (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error);
 
 typedef struct {
   const char *name; /* "estimate", "schedule", "bucket", ... */
-  SgPassFunc run;
+  SgPassFunc run;   /* a graph pass, or NULL */
+  SgStepFunc step;  /* else a step */
+  /* The graph is not valid yet after it (loading): no validator after it. */
+  bool unchecked;
 } SgPass;
 
 typedef struct {
@@ -695,12 +771,15 @@ typedef struct {
   double ms;
 } SgPassTime;
 
-/* Runs @passes in order, timing each into @times (n_passes entries), running
- * the validator after each when cfg->validate_between, and dumping the IR
- * after the pass named cfg->dump_pass. Stops at the first failure, with the
- * pass named in @error. */
-bool sg_pass_run (SgGraph *g, const SgConfig *cfg, const SgPass *passes, size_t n_passes,
-                  SgPassTime *times, GError **error);
+/* Runs @passes in order on *@g, timing each into @times (n_passes entries),
+ * running the validator (and the check of the kept analysis) after each
+ * when cfg->validate_between, and dumping the IR after the pass named
+ * cfg->dump_pass. Steps get @data. Stops at the first failure: a graph
+ * pass's error names the pass. */
+bool sg_pass_run (SgGraph **g, const SgConfig *cfg, const SgPass *passes, size_t n_passes,
+                  gpointer data, SgPassTime *times, GError **error);
+/* The pass-function form of sg_graph_validate(), for pass lists. */
+bool sg_graph_validate_pass (SgGraph *g, const SgConfig *cfg, GError **error);
 
 /* Writes a readable, diffable dump of the IR (one line per node). */
 void sg_graph_dump (const SgGraph *g, FILE *out);

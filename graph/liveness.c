@@ -8,7 +8,8 @@
  *  - placeholders and get_attr values exist before the step starts, and
  *    values the output node returns exist after it ends;
  *  - a collective runs asynchronously until its wait_tensor, so a use by a
- *    collective lasts until that wait (its input cannot be freed earlier).
+ *    collective lasts until that wait (its input cannot be freed earlier);
+ *    a coalesced one until the first wait on any of its elements.
  * Zero-copy copies (elide.c) share storage too: an elided unpack is an
  * alias of the bucket's result, an elided pack or cat of the storage its
  * inputs already form, a rank_roll lowered to views of its input's blocks
@@ -53,15 +54,22 @@ void
 sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last)
 {
   int32_t n = g->n_nodes;
-  /* A collective's uses end at its wait, when it has one. */
+  /* A collective's uses end at its wait, when it has one; a coalesced
+   * collective ends as a whole, at the first wait on any element (where
+   * codegen waits for it). */
   g_autofree int32_t *use_end = g_new (int32_t, (size_t)MAX (n, 1));
-  for (SgNodeId i = 0; i < n; i++)
+  g_autofree int32_t *wait_at = g_new (int32_t, (size_t)MAX (n, 1));
+  for (SgNodeId i = 0; i < n; i++) {
     use_end[i] = last[i] = pos[i];
+    wait_at[i] = -1;
+  }
   for (SgNodeId i = 0; i < n; i++) {
     SgNodeId c = sg_node_wait_target (g, i);
-    if (c != SG_NO_NODE && pos[i] > use_end[c])
-      use_end[c] = pos[i];
+    if (c != SG_NO_NODE && (wait_at[c] < 0 || pos[i] < wait_at[c]))
+      wait_at[c] = pos[i];
   }
+  for (SgNodeId c = 0; c < n; c++)
+    use_end[c] = MAX (use_end[c], wait_at[c]);
   for (SgNodeId u = 0; u < n; u++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, u, &k);

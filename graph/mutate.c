@@ -82,8 +82,7 @@ sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
     g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
   if (g->output != SG_NO_NODE)
     g->output = new_id[g->output];
-  g_clear_pointer (&g->user_first, g_free);
-  g_clear_pointer (&g->users, g_free);
+  sg_graph_changed (g);
   return true;
 }
 
@@ -171,7 +170,6 @@ sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error)
     g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
   if (g->output != SG_NO_NODE)
     g->output = new_id[g->output];
-  g_clear_pointer (&g->user_first, g_free);
-  g_clear_pointer (&g->users, g_free);
+  sg_graph_changed (g);
   return true;
 }

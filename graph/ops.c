@@ -39,7 +39,7 @@
 #define ROW(k, t, s, c) { k, t, s, c, NULL }
 #define ROWP(k, t, s, c, ...) { k, t, s, c, PARAMS (__VA_ARGS__) }
 
-static const SgOpInfo op_table[SG_OP_N_KINDS] = {
+const SgOpInfo sg_op_table[SG_OP_N_KINDS] = {
   ROW (SG_OP_UNKNOWN, NULL, "unknown", SG_CLASS_UNKNOWN),
   ROW (SG_OP_PLACEHOLDER, NULL, "placeholder", SG_CLASS_INPUT),
   ROW (SG_OP_GET_ATTR, NULL, "get_attr", SG_CLASS_INPUT),
@@ -180,6 +180,16 @@ static const SgOpInfo op_table[SG_OP_N_KINDS] = {
         INPUT, OUTPUT_SPLIT_SIZES, INPUT_SPLIT_SIZES, GROUP_NAME),
   ROWP (SG_OP_BROADCAST, "_c10d_functional.broadcast.default", "broadcast", SG_CLASS_COLLECTIVE,
         INPUT, SRC, GROUP_NAME),
+  ROWP (SG_OP_ALL_GATHER_COALESCED, "_c10d_functional.all_gather_into_tensor_coalesced.default",
+        "all_gather_coalesced", SG_CLASS_COLLECTIVE,
+        INPUTS, GROUP_SIZE, GROUP_NAME),
+  ROWP (SG_OP_REDUCE_SCATTER_COALESCED,
+        "_c10d_functional.reduce_scatter_tensor_coalesced.default", "reduce_scatter_coalesced",
+        SG_CLASS_COLLECTIVE,
+        INPUTS, REDUCE_OP, GROUP_SIZE, GROUP_NAME),
+  ROWP (SG_OP_ALL_REDUCE_COALESCED, "_c10d_functional.all_reduce_coalesced.default",
+        "all_reduce_coalesced", SG_CLASS_COLLECTIVE,
+        INPUTS, REDUCE_OP, GROUP_NAME),
   ROWP (SG_OP_WAIT, "_c10d_functional.wait_tensor.default", "wait", SG_CLASS_WAIT,
         TENSOR),
   ROWP (SG_OP_BUCKET_PACK, "schedgraph.bucket_pack", "bucket_pack", SG_CLASS_BUCKET,
@@ -277,12 +287,12 @@ tables_init (void)
   target_by_name = g_hash_table_new (g_str_hash, g_str_equal);
   memset (param_pos, -1, sizeof param_pos);
   for (int k = 0; k < SG_OP_N_KINDS; k++) {
-    g_assert (op_table[k].kind == (SgOpKind)k);
-    if (op_table[k].target)
-      g_hash_table_insert (target_by_name, (gpointer)op_table[k].target, GINT_TO_POINTER (k));
-    for (int i = 0; op_table[k].params && op_table[k].params[i] != SG_PARAM_NONE; i++) {
-      g_assert (param_pos[k][op_table[k].params[i]] < 0); /* each parameter once */
-      param_pos[k][op_table[k].params[i]] = (int8_t)i;
+    g_assert (sg_op_table[k].kind == (SgOpKind)k);
+    if (sg_op_table[k].target)
+      g_hash_table_insert (target_by_name, (gpointer)sg_op_table[k].target, GINT_TO_POINTER (k));
+    for (int i = 0; sg_op_table[k].params && sg_op_table[k].params[i] != SG_PARAM_NONE; i++) {
+      g_assert (param_pos[k][sg_op_table[k].params[i]] < 0); /* each parameter once */
+      param_pos[k][sg_op_table[k].params[i]] = (int8_t)i;
     }
   }
   for (int p = 1; p < SG_PARAM_N; p++)
@@ -317,13 +327,6 @@ sg_op_matmul_params (SgOpKind kind, SgParam *a, SgParam *b)
   }
 }
 
-const SgOpInfo *
-sg_op_info (SgOpKind kind)
-{
-  g_return_val_if_fail (kind >= 0 && kind < SG_OP_N_KINDS, &op_table[SG_OP_UNKNOWN]);
-  return &op_table[kind];
-}
-
 SgOpKind
 sg_op_from_target (const char *target)
 {
@@ -340,11 +343,55 @@ sg_op_name (SgOpKind kind)
   return sg_op_info (kind)->short_name;
 }
 
-bool
-sg_op_is_alias (SgOpKind kind)
+/* Coalesced kinds and their members' kind, one row each. */
+static const SgOpKind coalesced_rows[][2] = {
+  { SG_OP_ALL_GATHER_COALESCED, SG_OP_ALL_GATHER },
+  { SG_OP_REDUCE_SCATTER_COALESCED, SG_OP_REDUCE_SCATTER },
+  { SG_OP_ALL_REDUCE_COALESCED, SG_OP_ALL_REDUCE },
+};
+
+/* Column @to of the row whose column @from is @kind, else @none. */
+static SgOpKind
+coalesced_lookup (SgOpKind kind, int from, int to, SgOpKind none)
 {
-  SgOpClass c = sg_op_class (kind);
-  return c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM || c == SG_CLASS_WAIT;
+  for (size_t i = 0; i < G_N_ELEMENTS (coalesced_rows); i++)
+    if (coalesced_rows[i][from] == kind)
+      return coalesced_rows[i][to];
+  return none;
+}
+
+SgOpKind
+sg_op_member_kind (SgOpKind kind)
+{
+  return coalesced_lookup (kind, 0, 1, kind);
+}
+
+SgOpKind
+sg_op_coalesced_kind (SgOpKind kind)
+{
+  return coalesced_lookup (kind, 1, 0, SG_OP_UNKNOWN);
+}
+
+bool
+sg_collective_sizes_ok (SgOpKind kind, uint64_t in, uint64_t out, uint64_t k)
+{
+  uint64_t prod;
+  switch (sg_op_member_kind (kind)) {
+  case SG_OP_ALL_GATHER:
+    return !__builtin_mul_overflow (in, k, &prod) && out == prod;
+  case SG_OP_REDUCE_SCATTER:
+    return !__builtin_mul_overflow (out, k, &prod) && in == prod;
+  case SG_OP_ALL_TO_ALL:
+    return true;
+  default:
+    return in == out;
+  }
+}
+
+uint64_t
+sg_collective_count (SgOpKind kind, uint64_t in, uint64_t out)
+{
+  return sg_op_member_kind (kind) == SG_OP_REDUCE_SCATTER ? out : in;
 }
 
 static const char *const reduce_names[] = { "none", "sum", "avg", "max", "min", "product" };

@@ -88,6 +88,13 @@ typedef enum {
   SG_OP_ALL_REDUCE,
   SG_OP_ALL_TO_ALL,
   SG_OP_BROADCAST,
+  /* coalesced (grouped) collectives: one call over a list of tensors,
+   * returning a list; each element is read through getitem and waited on
+   * (docs/graph-format.md). Members are all_gather / reduce_scatter /
+   * all_reduce; sg_op_member_kind() maps them */
+  SG_OP_ALL_GATHER_COALESCED,
+  SG_OP_REDUCE_SCATTER_COALESCED,
+  SG_OP_ALL_REDUCE_COALESCED,
   SG_OP_WAIT,
   /* schedgraph's own ops (docs/ops.md): bucket/'s pack and unpack, the
    * point-to-point collective and the rank-dependent block rotation that
@@ -213,8 +220,16 @@ typedef struct {
   const SgParam *params;
 } SgOpInfo;
 
-/* (transfer none) The row for @kind; never NULL for a valid kind. */
-const SgOpInfo *sg_op_info (SgOpKind kind);
+/* The op table (ops.c), one row per kind; read it through sg_op_info(). */
+extern const SgOpInfo sg_op_table[SG_OP_N_KINDS];
+
+/* (transfer none) The row for @kind (SG_OP_UNKNOWN's for a kind out of
+ * range); never NULL. Inline: every pass asks per node. */
+static inline const SgOpInfo *
+sg_op_info (SgOpKind kind)
+{
+  return &sg_op_table[(unsigned)kind < SG_OP_N_KINDS ? kind : SG_OP_UNKNOWN];
+}
 
 /* Interns a target string; SG_OP_UNKNOWN when the table has no row. */
 SgOpKind sg_op_from_target (const char *target);
@@ -234,9 +249,42 @@ sg_op_is_collective (SgOpKind kind)
   return sg_op_class (kind) == SG_CLASS_COLLECTIVE;
 }
 
+/* The kind of each member of a coalesced collective (all_gather for
+ * all_gather_into_tensor_coalesced, ...); @kind itself for every other
+ * kind. */
+SgOpKind sg_op_member_kind (SgOpKind kind);
+
+/* The coalesced kind whose members are of @kind (all_gather ->
+ * all_gather_coalesced ...); SG_OP_UNKNOWN when there is none. */
+SgOpKind sg_op_coalesced_kind (SgOpKind kind);
+
+static inline bool
+sg_op_is_coalesced (SgOpKind kind)
+{
+  return sg_op_member_kind (kind) != kind;
+}
+
+/* The element-count rule of one collective (or one member of a coalesced
+ * one) of @kind over a group of @k ranks, @in input and @out output
+ * elements: all_gather out = in x k, reduce_scatter in = out x k,
+ * all_reduce / broadcast / collective_permute out = in; all_to_all any
+ * (its splits decide). The one copy of the rule: the loader, the
+ * validators of graphs and plans and the runtimes call it. */
+bool sg_collective_sizes_ok (SgOpKind kind, uint64_t in, uint64_t out, uint64_t k);
+
+/* NCCL's count argument of that collective: all_gather / all_reduce /
+ * broadcast / all_to_all / collective_permute: input elements;
+ * reduce_scatter: output elements. */
+uint64_t sg_collective_count (SgOpKind kind, uint64_t in, uint64_t out);
+
 /* True for ops whose value aliases an input's storage (views, getitem,
  * wait_tensor): no kernel runs and no bytes are allocated for them. */
-bool sg_op_is_alias (SgOpKind kind);
+static inline bool
+sg_op_is_alias (SgOpKind kind)
+{
+  SgOpClass c = sg_op_class (kind);
+  return c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM || c == SG_CLASS_WAIT;
+}
 
 /* Position of @param among @kind's positional arguments, or -1 when the
  * schema has no such positional parameter (keyword-only or absent). */

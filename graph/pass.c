@@ -1,9 +1,11 @@
 /* pass.c: configuration defaults, the pass runner and the IR dump.
  *
- * Mirrors the pass managers of QBE and Mesa: passes share one signature,
- * the runner times each one, runs the validator after each when asked
- * (on by default in debug builds: the CLI sets cfg->validate_between) and
- * dumps the IR after a named pass. The dump is diffable: fixed field order,
+ * Mirrors the pass managers of QBE and Mesa: passes share one signature
+ * (a driver's steps one more argument, its state), the runner times each
+ * one, runs the validator after each when asked (on by default in debug
+ * builds: the CLI sets cfg->validate_between), checks that the analysis
+ * kept with the graph still describes it, and dumps the IR after a named
+ * pass. The dump is diffable: fixed field order,
  * integers for bytes, no pointers, no hash order.
  *
  * Requires: nothing. Invalidates: whatever the passes it runs invalidate.
@@ -28,6 +30,7 @@ sg_config_init (SgConfig *cfg)
     .bucket = true,
     .bucket_cap_bytes = (uint64_t)256 << 20,
     .bucket_mode = SG_BUCKET_MODE_AUTO,
+    .bucket_lowering = SG_BUCKET_LOWERING_AUTO,
     .validate_between = false,
     .dump_pass = NULL,
     .dump_file = NULL,
@@ -75,6 +78,26 @@ sg_bucket_mode_from_name (const char *name, SgBucketMode *out)
   return false;
 }
 
+static const char *const lowering_names[] = { "auto", "flat", "grouped" };
+
+const char *
+sg_bucket_lowering_name (SgBucketLowering lowering)
+{
+  g_return_val_if_fail ((size_t)lowering < G_N_ELEMENTS (lowering_names), "auto");
+  return lowering_names[lowering];
+}
+
+bool
+sg_bucket_lowering_from_name (const char *name, SgBucketLowering *out)
+{
+  for (size_t l = 0; l < G_N_ELEMENTS (lowering_names); l++)
+    if (g_strcmp0 (name, lowering_names[l]) == 0) {
+      *out = (SgBucketLowering)l;
+      return true;
+    }
+  return false;
+}
+
 static bool
 dump_wanted (const SgConfig *cfg, const char *pass)
 {
@@ -82,30 +105,53 @@ dump_wanted (const SgConfig *cfg, const char *pass)
 }
 
 bool
-sg_pass_run (SgGraph *g, const SgConfig *cfg, const SgPass *passes, size_t n_passes,
-             SgPassTime *times, GError **error)
+sg_graph_validate_pass (SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  (void)cfg;
+  return sg_graph_validate (g, error);
+}
+
+/* The validator and the kept analysis's check after pass @p. */
+static bool
+check_after (const SgGraph *g, const SgPass *p, GError **error)
+{
+  if (!sg_graph_validate (g, error)
+      || (g->kept && g->kept_class->check && !g->kept_class->check (g, g->kept, error))) {
+    g_prefix_error (error, "invalid IR after %s '%s' (a schedgraph bug): ",
+                    p->run ? "pass" : "step", p->name);
+    return false;
+  }
+  return true;
+}
+
+bool
+sg_pass_run (SgGraph **g, const SgConfig *cfg, const SgPass *passes, size_t n_passes,
+             gpointer data, SgPassTime *times, GError **error)
 {
   g_return_val_if_fail (g != NULL && cfg != NULL, false);
   g_return_val_if_fail (passes != NULL || n_passes == 0, false);
   g_return_val_if_fail (error == NULL || *error == NULL, false);
   for (size_t i = 0; i < n_passes; i++) {
     const SgPass *p = &passes[i];
+    g_return_val_if_fail ((p->run != NULL) != (p->step != NULL), false);
+    g_return_val_if_fail (p->step || *g, false);
     gint64 t0 = g_get_monotonic_time ();
-    bool ok = p->run (g, cfg, error);
+    bool ok = p->run ? p->run (*g, cfg, error) : p->step (g, cfg, data, error);
     if (times)
       times[i] = (SgPassTime){ p->name, (double)(g_get_monotonic_time () - t0) / 1000.0 };
     if (!ok) {
-      g_prefix_error (error, "%s: ", p->name);
+      if (p->run)
+        g_prefix_error (error, "%s: ", p->name);
       return false;
     }
-    if (cfg->validate_between && !sg_graph_validate (g, error)) {
-      g_prefix_error (error, "invalid IR after pass '%s' (a schedgraph bug): ", p->name);
+    if (!*g)
+      continue;
+    if (cfg->validate_between && !p->unchecked && !check_after (*g, p, error))
       return false;
-    }
     if (dump_wanted (cfg, p->name)) {
       FILE *out = cfg->dump_file ? cfg->dump_file : stderr;
       fprintf (out, "# after %s\n", p->name);
-      sg_graph_dump (g, out);
+      sg_graph_dump (*g, out);
     }
   }
   return true;

@@ -134,6 +134,14 @@ inputs_of (const SgRewrite *rw, SgNodeId id, uint32_t *n)
   return &g_array_index (rw->inputs, SgNodeId, a->in_first);
 }
 
+static SgNodeId
+input_of (gconstpointer ctx, SgNodeId id)
+{
+  uint32_t k;
+  const SgNodeId *in = inputs_of (ctx, id, &k);
+  return k ? in[0] : SG_NO_NODE;
+}
+
 SgMeta
 sg_rewrite_meta (SgRewrite *rw, const int64_t *shape, const int64_t *stride, int32_t ndim,
                  SgDtype dtype)
@@ -260,7 +268,8 @@ sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error)
     n.in_first = rw->inputs->len;
     n.n_in = ab.refs->len;
     g_array_append_vals (rw->inputs, ab.refs->data, ab.refs->len);
-    ok = sg_node_finish (g, &n, (const SgNodeId *)(void *)ab.refs->data, node_of, rw, error);
+    ok = sg_node_finish (g, &n, (const SgNodeId *)(void *)ab.refs->data, node_of, input_of, rw,
+                         error);
   }
   sg_arg_build_clear (&ab);
   if (!ok) {
@@ -376,8 +385,7 @@ sg_rewrite_commit (SgRewrite *rw, GError **error)
     g_array_unref (g->implicit_edges);
   g->implicit_edges = g_steal_pointer (&l.edges);
   g->output = l.output;
-  g_clear_pointer (&g->user_first, g_free);
-  g_clear_pointer (&g->users, g_free);
+  sg_graph_changed (g);
   sg_rewrite_layout_clear (&l);
   rw->done = true;
   return true;

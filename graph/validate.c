@@ -91,13 +91,6 @@ validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, const char *f
   return true;
 }
 
-/* Element count as the collective rules compare them; 0 when unknown. */
-static uint64_t
-numel_of (const SgGraph *g, const SgMeta *m)
-{
-  return m->ndim < 0 ? 0 : sg_meta_numel (g, m);
-}
-
 /* Elements a strided tensor reaches from its first one: 0 when empty. */
 static uint64_t
 span_of (const SgGraph *g, const SgMeta *m)
@@ -323,6 +316,12 @@ validate_reduction (const SgGraph *g, SgNodeId id, GError **error)
   return ok;
 }
 
+static const SgNode *
+node_in_graph (gconstpointer ctx, SgNodeId id)
+{
+  return &((const SgGraph *)ctx)->nodes[id];
+}
+
 static bool
 validate_collective (const SgGraph *g, SgNodeId id, GError **error)
 {
@@ -345,23 +344,8 @@ validate_collective (const SgGraph *g, SgNodeId id, GError **error)
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[%d]: no reduce op", n->name, reduce_arg);
   uint32_t k;
   const SgNodeId *in = sg_node_inputs (g, id, &k);
-  uint64_t ie = numel_of (g, &g->nodes[in[0]].meta), oe = numel_of (g, &n->meta);
-  uint64_t size = (uint64_t)grp->n_ranks;
-  if (g->nodes[in[0]].meta.ndim >= 0 && n->meta.ndim >= 0) {
-    bool ok = true;
-    if (n->kind == SG_OP_ALL_GATHER)
-      ok = oe == ie * size;
-    else if (n->kind == SG_OP_REDUCE_SCATTER)
-      ok = ie == oe * size;
-    else if (n->kind == SG_OP_ALL_REDUCE || n->kind == SG_OP_BROADCAST
-             || n->kind == SG_OP_COLLECTIVE_PERMUTE)
-      ok = ie == oe;
-    if (!ok)
-      VFAIL (SG_GRAPH_ERROR_GROUP,
-             "node '%s': meta.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
-             " in disagrees with group '%s' of %d ranks",
-             n->name, oe, ie, grp->name, grp->n_ranks);
-  }
+  if (!sg_coll_check_members (g, n, in, node_in_graph, g, error))
+    return false;
   if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
     const SgMeta *im = &g->nodes[in[0]].meta;
     if (im->ndim >= 0 && n->meta.ndim >= 0 && im->dtype != n->meta.dtype)
@@ -412,7 +396,7 @@ validate_args (const SgGraph *g, SgNodeId id, GError **error)
 
 static bool
 validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen,
-               GError **error)
+               uint32_t *elem_of, GError **error)
 {
   const SgNode *n = &g->nodes[id];
   if (!n->name || !n->name[0])
@@ -463,8 +447,8 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
     /* A collective's result exists once its wait_tensor has run: reading
      * it before would race with the transfer (what c10d's functional
      * collectives forbid too). The output may list it (it runs nothing). */
-    if (sg_op_is_collective (g->nodes[in[j]].kind) && n->kind != SG_OP_WAIT
-        && n->op != SG_NODE_OUTPUT)
+    if (sg_op_is_collective (g->nodes[in[j]].kind) && !sg_op_is_coalesced (g->nodes[in[j]].kind)
+        && n->kind != SG_OP_WAIT && n->op != SG_NODE_OUTPUT) /* coalesced: below */
       VFAIL (SG_GRAPH_ERROR_INVALID,
              "node '%s': args: reads collective '%s' directly; its result is read through its "
              "wait_tensor",
@@ -513,14 +497,21 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
   } else if (n->group != -1) {
     VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': group: set on a non-collective", n->name);
   }
+  for (uint32_t j = 0; j < k && n->kind != SG_OP_GETITEM; j++)
+    if (sg_op_is_coalesced (g->nodes[in[j]].kind))
+      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args: reads coalesced collective '%s' directly "
+             "(its results are read through getitem)", n->name, g->nodes[in[j]].name);
   if (n->kind == SG_OP_WAIT) {
-    if (k == 0 || !sg_op_is_collective (g->nodes[in[0]].kind))
+    /* an element of a coalesced collective is waited on through its getitem */
+    bool element = k && sg_node_coalesced_of (g, in[0]) != SG_NO_NODE;
+    if (k == 0 || (!sg_op_is_collective (g->nodes[in[0]].kind) && !element))
       VFAIL (SG_GRAPH_ERROR_INVALID,
              "node '%s': args[0]: wait_tensor must wait on a collective%s%s%s", n->name,
              k ? " ('" : "", k ? g->nodes[in[0]].name : "", k ? "' is not one)" : "");
     if (waits_on[in[0]] != 0)
-      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args[0]: collective '%s' is already waited on "
-             "by '%s'", n->name, g->nodes[in[0]].name, g->nodes[waits_on[in[0]] - 1].name);
+      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args[0]: %s '%s' is already waited on "
+             "by '%s'", n->name, element ? "element" : "collective", g->nodes[in[0]].name,
+             g->nodes[waits_on[in[0]] - 1].name);
     waits_on[in[0]] = (uint32_t)id + 1;
   }
   if (n->sm_count != 0 && sg_op_class (n->kind) != SG_CLASS_MATMUL)
@@ -541,6 +532,15 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
     if (src->n_tuple && (uint32_t)n->getitem_index >= src->n_tuple)
       VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[1]: index %d out of range for '%s' (a "
              "tuple of %u)", n->name, n->getitem_index, src->name, src->n_tuple);
+    /* one getitem per element of a coalesced collective: one wait each */
+    uint32_t *taken = sg_op_is_coalesced (src->kind)
+                        ? &elem_of[src->tuple_first + (uint32_t)n->getitem_index] : NULL;
+    if (taken && *taken)
+      VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': args[1]: element %d of coalesced collective "
+             "'%s' is already read by '%s'", n->name, n->getitem_index, src->name,
+             g->nodes[*taken - 1].name);
+    if (taken)
+      *taken = (uint32_t)id + 1;
   } else if (n->getitem_index != -1) {
     VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': getitem index set on a '%s' node", n->name,
            sg_op_name (n->kind));
@@ -569,11 +569,12 @@ sg_graph_validate (const SgGraph *g, GError **error)
            g_hash_table_size (g->by_name), g->n_nodes);
   g_autofree uint32_t *waits_on = g_new0 (uint32_t, (size_t)g->n_nodes);
   g_autofree uint32_t *seen = g_new0 (uint32_t, (size_t)g->n_nodes);
+  g_autofree uint32_t *elem_of = g_new0 (uint32_t, (size_t)g->tuple_metas->len + 1);
   /* Memory sums (peak bytes, reports) stay exact: all tensors together
    * stay below 2^62 bytes, as each one does. */
   uint64_t total = 0;
   for (SgNodeId id = 0; id < g->n_nodes; id++) {
-    if (!validate_node (g, id, waits_on, seen, error))
+    if (!validate_node (g, id, waits_on, seen, elem_of, error))
       return false;
     total += sg_node_alloc_bytes (g, id);
     if (total > MAX_EXTENT)

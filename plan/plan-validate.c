@@ -210,6 +210,29 @@ use_value (Sweep *s, int32_t i, int32_t v, bool is_out, bool allow_none)
   return true;
 }
 
+/* The members of a coalesced collective run at once (one NCCL group):
+ * no member's output may share bytes with another member's operands. */
+static bool
+members_apart (const SgPlan *p, const SgPlanIns *in, int32_t i, GError **error)
+{
+  for (int32_t m = 0; m < in->n_out; m++) {
+    const SgPlanValue *o = &p->values[in->out[m]];
+    const uint64_t o0 = o->offset, o1 = o0 + sg_plan_value_extent (o);
+    for (int32_t q = 0; q < 2 * in->n_in; q++) {
+      const int32_t v = q < in->n_in ? in->in[q] : in->out[q - in->n_in];
+      const SgPlanValue *x = &p->values[v];
+      if (q == m || q == in->n_in + m || o->buffer < 0 || x->buffer != o->buffer)
+        continue;
+      const uint64_t x0 = x->offset, x1 = x0 + sg_plan_value_extent (x);
+      if (x0 < o1 && o0 < x1)
+        return bad (error, "ins[%d] \"%s\": member %d's output \"%s\" overlaps \"%s\" of member "
+                    "%d (buffers[%d]): the members of a coalesced collective run at once",
+                    i, in->name ? in->name : "", m, o->name, x->name, q % in->n_in, o->buffer);
+    }
+  }
+  return true;
+}
+
 static bool
 check_collective (const SgPlan *p, int32_t i, GError **error)
 {
@@ -223,41 +246,45 @@ check_collective (const SgPlan *p, int32_t i, GError **error)
   if (in->stream != 1 + in->group)
     return bad (error, "ins[%d] \"%s\": a collective of group %d must run on stream %d, not %d", i,
                 nm, in->group, 1 + in->group, in->stream);
-  if (in->n_in != 1 || in->n_out != 1 || in->in[0] < 0 || in->in[0] >= p->n_values ||
-      in->out[0] < 0 || in->out[0] >= p->n_values)
-    return bad (error, "ins[%d] \"%s\": a collective takes one input and one output value", i, nm);
+  /* one input and one output value per member: a coalesced collective
+   * (one NCCL group) has one or more, any other exactly one */
+  const bool coalesced = sg_op_is_coalesced (in->op);
+  if (in->n_in != in->n_out || in->n_in < 1 || (!coalesced && in->n_in != 1))
+    return bad (error, "ins[%d] \"%s\": a collective takes one input and one output value%s", i,
+                nm, coalesced ? " per member" : "");
   if ((int)in->reduce < SG_REDUCE_NONE || in->reduce > SG_REDUCE_PRODUCT ||
-      ((in->op == SG_OP_REDUCE_SCATTER || in->op == SG_OP_ALL_REDUCE) &&
+      ((sg_op_member_kind (in->op) == SG_OP_REDUCE_SCATTER ||
+        sg_op_member_kind (in->op) == SG_OP_ALL_REDUCE) &&
        in->reduce == SG_REDUCE_NONE))
     return bad (error, "ins[%d] \"%s\".reduce: missing or invalid", i, nm);
-  const SgPlanValue *a = &p->values[in->in[0]], *o = &p->values[in->out[0]];
-  if (a->dtype != in->dtype || o->dtype != in->dtype)
-    return bad (error, "ins[%d] \"%s\".dtype %s: operands are %s -> %s", i, nm,
-                sg_dtype_name (in->dtype), sg_dtype_name (a->dtype), sg_dtype_name (o->dtype));
-  uint64_t n = (uint64_t)p->groups[in->group].n_ranks, c = (uint64_t)in->count, cn;
-  uint64_t ni = value_numel (a), no = value_numel (o);
-  bool ok = !__builtin_mul_overflow (c, n, &cn) && ni != UINT64_MAX && no != UINT64_MAX;
-  switch (in->op) {
-  case SG_OP_ALL_GATHER:
-    ok = ok && ni == c && no == cn;
-    break;
-  case SG_OP_COLLECTIVE_PERMUTE:
-    ok = ok && ni == c && no == c;
-    break;
-  case SG_OP_REDUCE_SCATTER:
-    ok = ok && no == c && ni == cn;
-    break;
-  case SG_OP_ALL_TO_ALL: /* uneven splits may change the output size */
-    ok = ok && ni == c;
-    break;
-  default:
-    ok = ok && ni == c && no == c;
+  uint64_t n = (uint64_t)p->groups[in->group].n_ranks, sum = 0;
+  for (int32_t m = 0; m < in->n_in; m++) {
+    if (in->in[m] < 0 || in->in[m] >= p->n_values || in->out[m] < 0 ||
+        in->out[m] >= p->n_values)
+      return bad (error, "ins[%d] \"%s\": member %d's values are out of range (%d values)", i, nm,
+                  m, p->n_values);
+    const SgPlanValue *a = &p->values[in->in[m]], *o = &p->values[in->out[m]];
+    if (a->dtype != in->dtype || o->dtype != in->dtype)
+      return bad (error, "ins[%d] \"%s\".dtype %s: operands are %s -> %s", i, nm,
+                  sg_dtype_name (in->dtype), sg_dtype_name (a->dtype), sg_dtype_name (o->dtype));
+    uint64_t ni = value_numel (a), no = value_numel (o), c = sg_collective_count (in->op, ni, no);
+    bool ok = ni != UINT64_MAX && no != UINT64_MAX && sg_collective_sizes_ok (in->op, ni, no, n)
+              && !__builtin_add_overflow (sum, c, &sum);
+    /* a single collective's count is its operands' (an all_to_all's input:
+     * uneven splits may change its output) */
+    if (!ok || (!coalesced && sum != (uint64_t)in->count))
+      return bad (error,
+                  "ins[%d] \"%s\".count %" PRId64 ": does not match %s of %" PRIu64 " -> %" PRIu64
+                  " elements over %" PRIu64 " ranks%s",
+                  i, nm, in->count, sg_op_name (in->op), ni, no, n,
+                  coalesced ? " (a member)" : "");
   }
-  if (!ok)
+  if (sum != (uint64_t)in->count)
     return bad (error,
-                "ins[%d] \"%s\".count %" PRId64 ": does not match %s of %" PRIu64 " -> %" PRIu64
-                " elements over %" PRIu64 " ranks",
-                i, nm, in->count, sg_op_name (in->op), ni, no, n);
+                "ins[%d] \"%s\".count %" PRId64 ": the members' counts sum to %" PRIu64, i, nm,
+                in->count, sum);
+  if (coalesced && !members_apart (p, in, i, error))
+    return false;
   if (in->op != SG_OP_COLLECTIVE_PERMUTE)
     return in->n_pairs == 0 || bad (error, "ins[%d] \"%s\": pairs on a %s", i, nm,
                                     sg_op_name (in->op));
@@ -319,9 +346,14 @@ check_ins (const SgPlan *p, GError **error)
           return false;
       break;
     case SG_INS_COLLECTIVE:
-      if (!check_collective (p, i, error) || !use_value (&s, i, in->in[0], false, false) ||
-          !use_value (&s, i, in->out[0], true, false))
+      if (!check_collective (p, i, error))
         return false;
+      for (int32_t k = 0; k < in->n_in; k++)
+        if (!use_value (&s, i, in->in[k], false, false))
+          return false;
+      for (int32_t k = 0; k < in->n_out; k++)
+        if (!use_value (&s, i, in->out[k], true, false))
+          return false;
       break;
     case SG_INS_RECORD:
       if (in->event < 0 || in->event >= p->n_events)
@@ -353,14 +385,14 @@ check_ins (const SgPlan *p, GError **error)
       if (waited[in->coll]++)
         return bad (error, "ins[%d] \"%s\": collective ins[%d] is waited on twice", i, nm,
                     in->coll);
-      for (int k = 0; k < 2; k++) {
-        int32_t b = p->values[k ? c->out[0] : c->in[0]].buffer;
+      for (int32_t k = 0; k < c->n_in + c->n_out; k++) {
+        int32_t b = p->values[k >= c->n_in ? c->out[k - c->n_in] : c->in[k]].buffer;
         if (b >= 0 && (p->buffers[b].last_ins < i || freed[b]))
           return bad (error,
                       "buffers[%d] (%s of collective \"%s\") dies at ins[%d], before its wait "
                       "ins[%d]",
-                      b, k ? "output" : "input", c->name ? c->name : "", p->buffers[b].last_ins,
-                      i);
+                      b, k >= c->n_in ? "output" : "input", c->name ? c->name : "",
+                      p->buffers[b].last_ins, i);
       }
       break;
     }

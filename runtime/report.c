@@ -156,9 +156,12 @@ sg_rt_report_new (const SgRtContext *ctx, const SgRtStepTimes *iters, int32_t n_
     cJSON_AddStringToObject (r, "name", ins->name ? ins->name : "");
     cJSON_AddStringToObject (r, "kind", sg_op_name (ins->op));
     cJSON_AddStringToObject (r, "group", p->groups[ins->group].name);
-    const SgPlanValue *v = &p->values[ins->in[0]];
-    cJSON_AddNumberToObject (r, "bytes",
-                             (double)(sg_rt_value_numel (v) * sg_dtype_size (v->dtype)));
+    uint64_t bytes = 0; /* the inputs', every member's of a coalesced one */
+    for (int32_t j = 0; j < ins->n_in; j++) {
+      const SgPlanValue *v = &p->values[ins->in[j]];
+      bytes += sg_rt_value_numel (v) * sg_dtype_size (v->dtype);
+    }
+    cJSON_AddNumberToObject (r, "bytes", (double)bytes);
     if (ins->n_members > 0) {
       cJSON *mem = cJSON_AddArrayToObject (r, "members");
       for (int32_t j = 0; j < ins->n_members; j++)

@@ -312,6 +312,7 @@ typedef struct {
   const SgGraph *g;
   uint32_t *ufirst; /* users CSR */
   SgNodeId *users;
+  double *work;     /* per node: its compute work (0 for the other roles) */
   uint32_t *seen;   /* visit stamps */
   uint32_t stamp;
   SgNodeId *stack;
@@ -324,32 +325,40 @@ typedef struct {
 static double
 reach_sum (Walk *w, SgNodeId c, bool up)
 {
-  const SgGraph *g = w->g;
-  w->stamp++;
+  const SgNode *nodes = w->g->nodes;
+  const SgNodeId *pool = (const SgNodeId *)(const void *)w->g->inputs->data;
+  const double *work = w->work;
+  uint32_t *seen = w->seen, stamp = ++w->stamp;
+  SgNodeId *stack = w->stack;
+  int64_t budget = w->budget;
   int32_t sp = 0;
   double sum = 0.0;
-  w->seen[c] = w->stamp;
-  w->stack[sp++] = c;
+  seen[c] = stamp;
+  stack[sp++] = c;
   while (sp > 0) {
-    SgNodeId x = w->stack[--sp];
-    if (x != c && sg_sched_role (&g->nodes[x]) == SG_ROLE_COMPUTE)
-      sum += sg_sched_cost (&g->nodes[x]);
+    SgNodeId x = stack[--sp];
+    if (x != c)
+      sum += work[x]; /* + 0.0 for the other roles: the same sum */
     uint32_t k;
     const SgNodeId *next;
     if (up) {
-      next = sg_node_inputs (g, x, &k);
+      next = pool + nodes[x].in_first;
+      k = nodes[x].n_in;
     } else {
       next = &w->users[w->ufirst[x]];
       k = w->ufirst[x + 1] - w->ufirst[x];
     }
-    if ((w->budget -= (int64_t)k + 1) < 0)
+    if ((budget -= (int64_t)k + 1) < 0) {
+      w->budget = budget;
       return -1.0;
+    }
     for (uint32_t j = 0; j < k; j++)
-      if (w->seen[next[j]] != w->stamp) {
-        w->seen[next[j]] = w->stamp;
-        w->stack[sp++] = next[j];
+      if (seen[next[j]] != stamp) {
+        seen[next[j]] = stamp;
+        stack[sp++] = next[j];
       }
   }
+  w->budget = budget;
   return sum;
 }
 
@@ -396,6 +405,9 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
     }
   }
   w.seen = g_new0 (uint32_t, (size_t)MAX (n, 1));
+  w.work = g_new (double, (size_t)MAX (n, 1));
+  for (SgNodeId x = 0; x < n; x++)
+    w.work[x] = sg_sched_role (&g->nodes[x]) == SG_ROLE_COMPUTE ? sg_sched_cost (&g->nodes[x]) : 0.0;
   w.stack = g_new (SgNodeId, (size_t)n + 1);
   w.budget = SUM_BUDGET;
   g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
@@ -427,6 +439,7 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   g_free (w.ufirst);
   g_free (w.users);
   g_free (w.seen);
+  g_free (w.work);
   g_free (w.stack);
   b->refined = true;
   finish (b);

@@ -61,7 +61,7 @@ sg_schedule_exact (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats
   if (!check_size (g, error))
     return NULL;
   /* the first best: the list scheduler's order, or the input order */
-  g_autofree SgNodeId *best = sg_schedule_list (g, cfg, true, st, error);
+  g_autofree SgNodeId *best = sg_schedule_list (g, cfg, true, NULL, st, NULL, error);
   if (!best)
     return NULL;
   double list_step, input_step;

@@ -59,6 +59,28 @@ ls_heap_pop (Heap *h)
 
 /* --- one variant ------------------------------------------------------------- */
 
+/* The deferred waits (defer.c). A slot per deferred wait, in deferral
+ * order; per storage root, its leader (the first deferred wait not placed)
+ * reserves the root's memory. */
+typedef struct {
+  int32_t cap;        /* slots: the graph's waits */
+  SgNodeId *slot_w;   /* per slot: the wait */
+  int32_t *live;      /* slots whose wait may not be placed yet, in order */
+  int32_t n_slots, n_live;
+  int32_t *next_same; /* per slot: the next slot of its root, or -1 */
+  uint8_t *state;     /* per slot: DEF_* (defer.c) */
+  int32_t *slot_of;   /* per node: its slot, or -1 */
+  int32_t *lead, *tail; /* per root: first and last slot not placed, or -1 */
+  /* Synced leaders (reserved up to sync): the slot tree holds, per slot,
+   * their bytes up to it minus its cap; fen the bytes (Fenwick). */
+  SgMemTree vt;
+  int64_t *fen, fen_total;
+  int32_t n_synced, sync;
+  int32_t n_idle, idle_from; /* idle leaders, the least position one reserves from */
+  int32_t scan, to;          /* within a step: slots < scan have had their turn */
+  int32_t *promo, n_promo;   /* leaders promoted within a step */
+} Defer;
+
 typedef struct {
   const SgSchedProblem *P;
   int32_t window; /* how far (ids) compute may be pulled into a stall; 0 = never */
@@ -67,12 +89,11 @@ typedef struct {
   uint8_t *avail;    /* wait whose collective is issued: its readers may become ready */
   uint8_t *released; /* collective whose budget (bytes, count in flight) is returned */
   uint8_t *deferred; /* wait passed by the frontier while its collective ran */
-  /* Deferred waits not placed yet; per storage root, the input position up
-   * to which the memory a deferred wait keeps alive is reserved (one
-   * storage read by several collectives is counted once). */
-  SgNodeId *pend;
-  int32_t n_pend;
+  /* Per storage root, the input position up to which the memory a
+   * deferred wait keeps alive is reserved (one storage read by several
+   * collectives is counted once; defer.c keeps its leaders' lazily). */
   int32_t *root_resv;
+  Defer defer;
   int32_t *npend; /* inputs not placed (a wait counts as placed once available) */
   int32_t *nblk;  /* of a ready node: available waits whose collective still runs */
   Heap ready;  /* compute ready and not blocked by an unfinished collective */
@@ -113,6 +134,19 @@ void ls_release (Run *R, SgNodeId c);
 bool ls_would_stall (Run *R, SgNodeId x);
 /* Are all inputs of @u placed (waits included)? */
 bool ls_inputs_placed (const Run *R, SgNodeId u);
+
+/* defer.c */
+void ls_defer_init (Run *R);
+void ls_defer_clear (Run *R);
+/* The frontier reached wait @w: place it, or defer it while the memory its
+ * collective's input keeps alive fits. */
+void ls_reach_wait (Run *R, SgNodeId w);
+/* Grows every deferred wait's reservation to the frontier, placing those
+ * whose input no longer fits (in deferral order). */
+void ls_extend_deferred (Run *R);
+/* Wait @w was placed / its collective finished. */
+void ls_defer_placed (Run *R, SgNodeId w);
+void ls_defer_finished (Run *R, SgNodeId w);
 
 /* issue.c */
 bool ls_budget_allows (Run *R, SgNodeId c);

@@ -70,6 +70,7 @@ on_finish (void *ud, SgNodeId c)
     SgNodeId w = P->users[a];
     if (P->role[w] != SG_ROLE_WAIT)
       continue;
+    ls_defer_finished (R, w);
     for (uint32_t b = P->ufirst[w]; b < P->ufirst[w + 1]; b++) {
       SgNodeId u = P->users[b];
       if (P->role[u] == SG_ROLE_COMPUTE && R->npend[u] == 0 && !R->placed[u]
@@ -173,6 +174,7 @@ ls_run_place (Run *R, SgNodeId x)
     break;
   }
   case SG_ROLE_WAIT: {
+    ls_defer_placed (R, x);
     SgNodeId c = P->coll_of[x];
     if (c != SG_NO_NODE) {
       sg_eng_wait (&R->eng, x, c);
@@ -290,75 +292,6 @@ frontier_stop (const Run *R, SgNodeId x)
   return P->role[x] == SG_ROLE_COMPUTE || (P->role[x] == SG_ROLE_WAIT && !R->deferred[x]);
 }
 
-/* Reserves the memory that keeps collective @c's input alive up to input
- * position @to; false (nothing reserved) when it does not fit. A finished
- * collective's wait is only kept back for slack, which may not raise the
- * input order's peak; one still running may use the limit. */
-static bool
-reserve_input (Run *R, SgNodeId c, int32_t to)
-{
-  const SgSchedProblem *P = R->P;
-  uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, c, &k);
-  if (k == 0)
-    return true;
-  SgNodeId r = P->root[in[0]];
-  /* The input lives to in_end in the input order anyway. */
-  int32_t from = MAX (R->root_resv[r], P->in_end[c]);
-  if (from >= to)
-    return true;
-  const uint64_t cap = R->placed[c] && sg_eng_finished (&R->eng, c) ? P->peak_in : P->limit;
-  if ((int64_t)sg_memtree_max (&R->seg, from, to, NULL) + (int64_t)P->in_bytes[c] > (int64_t)cap)
-    return false;
-  mem_take_range (R, P->in_bytes[c], from, to);
-  R->root_resv[r] = to;
-  return true;
-}
-
-/* The frontier reached wait @w's input-order position. A wait on a finished
- * collective costs nothing: place it. Otherwise defer it (to its first
- * consumer, or to the collective's end, whichever comes first) while the
- * collective's input, held until the wait, still fits in memory: the
- * reservation grows with the frontier (extend_deferred), and the wait is
- * placed (stalling) the first time it would not fit. That holds for a
- * collective not issued yet too (its input may be a deferred wait of
- * another collective): it is issued once it can be, or when the consumer
- * demands it. */
-static void
-reach_wait (Run *R, SgNodeId w)
-{
-  const SgSchedProblem *P = R->P;
-  SgNodeId c = P->coll_of[w];
-  if (c == SG_NO_NODE || (R->placed[c] && sg_eng_finished (&R->eng, c) && P->feeds_coll[w])
-      || !reserve_input (R, c, w + 1)) {
-    ls_run_demand (R, w);
-    return;
-  }
-  R->deferred[w] = 1;
-  R->pend[R->n_pend++] = w;
-}
-
-/* Extends the memory reservation of every deferred wait up to the frontier,
- * placing the waits whose collective's input no longer fits. */
-static void
-extend_deferred (Run *R)
-{
-  const SgSchedProblem *P = R->P;
-  int32_t k = 0;
-  for (int32_t i = 0; i < R->n_pend; i++) {
-    SgNodeId w = R->pend[i];
-    if (R->placed[w])
-      continue;
-    if (!reserve_input (R, P->coll_of[w], MIN (R->frontier + 1, P->n))) {
-      R->n_forced_waits++;
-      ls_run_demand (R, w);
-      continue;
-    }
-    R->pend[k++] = w;
-  }
-  R->n_pend = k;
-}
-
 static void
 run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
 {
@@ -371,7 +304,6 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   R->avail = g_new0 (uint8_t, (size_t)n);
   R->released = g_new0 (uint8_t, (size_t)n);
   R->deferred = g_new0 (uint8_t, (size_t)n);
-  R->pend = g_new (SgNodeId, (size_t)n + 1);
   R->root_resv = g_new0 (int32_t, (size_t)n + 1);
   R->npend = g_new (int32_t, (size_t)n);
   R->nblk = g_new0 (int32_t, (size_t)n);
@@ -395,6 +327,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   for (int32_t i = 0; i < ng; i++)
     R->mem_wait_c[i] = SG_NO_NODE;
   sg_memtree_init (&R->seg, n, P->profile);
+  ls_defer_init (R);
   sg_eng_init (&R->eng, P->g, NULL, false);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
@@ -418,7 +351,6 @@ run_clear (Run *R)
   g_free (R->avail);
   g_free (R->released);
   g_free (R->deferred);
-  g_free (R->pend);
   g_free (R->root_resv);
   g_free (R->npend);
   g_free (R->nblk);
@@ -440,6 +372,7 @@ run_clear (Run *R)
   g_free (R->mem_wait_c);
   g_free (R->mem_wait_at);
   sg_memtree_clear (&R->seg);
+  ls_defer_clear (R);
   sg_eng_clear (&R->eng);
   g_free (R->stack);
   g_free (R->done);
@@ -476,19 +409,19 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
     place_free_feeders (&R);
     /* A wait whose collective is done goes in now (free) when a collective
      * reads its result; a deferred one stays back while its memory fits
-     * under the input order's peak (extend_deferred): that slack costs
+     * under the input order's peak (ls_extend_deferred): that slack costs
      * nothing in the model and absorbs what the model does not see (ranks
      * that drift apart, a collective dispatched late; docs/scheduler.md). */
     for (int32_t d = 0; d < R.n_done; d++)
       if (!R.placed[P->wait_of[R.done[d]]] && P->feeds_coll[P->wait_of[R.done[d]]])
         ls_run_demand (&R, P->wait_of[R.done[d]]);
     R.n_done = 0;
-    extend_deferred (&R);
+    ls_extend_deferred (&R);
     ls_try_issue (&R, false);
     if (R.placed[x])
       continue;
     if (P->role[x] == SG_ROLE_WAIT) {
-      reach_wait (&R, x);
+      ls_reach_wait (&R, x);
       continue;
     }
     SgNodeId f = SG_NO_NODE;
@@ -533,6 +466,7 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
   st->n_pulled = R.n_pulled + R.n_shielded; /* a shield is pulled forward too */
   st->n_early_waits = R.n_early;
   st->n_forced = R.n_forced;
+  st->n_forced_waits = R.n_forced_waits;
   st->n_boosted = R.n_boosted;
   /* The run drove the simulator's own engine through this very order, so
    * its numbers are what sg_simulate() would report. */

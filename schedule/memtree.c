@@ -1,5 +1,6 @@
 /* memtree.c: range add / range maximum over positions, the scheduler's
- * memory profile (input-order live bytes plus what its decisions add).
+ * memory profile (input-order live bytes plus what its decisions add) and
+ * the deferred waits' prefix checks (defer.c).
  *
  * The bottom-up tree of "Efficient and easy segment trees" (Al.Cash):
  * t[] holds maxima, d[] the adds pending at inner nodes; O(log n) per
@@ -9,6 +10,16 @@
 
 void
 sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v)
+{
+  sg_memtree_init_fill (s, n, 0);
+  for (int32_t i = 0; i < n; i++)
+    s->t[s->n + i] = (int64_t)v[i];
+  for (int32_t i = s->n - 1; i > 0; i--)
+    s->t[i] = MAX (s->t[2 * i], s->t[2 * i + 1]);
+}
+
+void
+sg_memtree_init_fill (SgMemTree *s, int32_t n, int64_t v)
 {
   /* A power-of-two leaf count keeps every inner node a contiguous range. */
   s->n = 1;
@@ -20,7 +31,7 @@ sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v)
   s->t = g_new0 (int64_t, 2 * (size_t)s->n);
   s->d = g_new0 (int64_t, (size_t)s->n);
   for (int32_t i = 0; i < s->n; i++)
-    s->t[s->n + i] = i < n ? (int64_t)v[i] : INT64_MIN / 4;
+    s->t[s->n + i] = i < n ? v : SG_MEMTREE_NONE;
   for (int32_t i = s->n - 1; i > 0; i--)
     s->t[i] = MAX (s->t[2 * i], s->t[2 * i + 1]);
 }
@@ -107,6 +118,39 @@ sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at)
   return m;
 }
 
+void
+sg_memtree_set (SgMemTree *s, int32_t i, int64_t v)
+{
+  int32_t p = i + s->n;
+  tree_push (s, p);
+  s->t[p] = v;
+  tree_pull (s, p);
+}
+
+/* The first position >= @l in node @p's range [@lo, @lo + @len) whose value
+ * exceeds @x, or -1; t[@p] is exact (its ancestors are pushed). */
+static int32_t
+first_above (SgMemTree *s, int32_t p, int32_t lo, int32_t len, int32_t l, int64_t x)
+{
+  if (lo + len <= l || s->t[p] <= x)
+    return -1;
+  if (p >= s->n)
+    return lo;
+  if (s->d[p] != 0) {
+    tree_apply (s, 2 * p, s->d[p]);
+    tree_apply (s, 2 * p + 1, s->d[p]);
+    s->d[p] = 0;
+  }
+  int32_t half = len / 2;
+  int32_t at = first_above (s, 2 * p, lo, half, l, x);
+  return at >= 0 ? at : first_above (s, 2 * p + 1, lo + half, half, l, x);
+}
+
+int32_t
+sg_memtree_first_above (SgMemTree *s, int32_t l, int64_t x)
+{
+  return first_above (s, 1, 0, s->n, l, x);
+}
 
 void
 sg_memtree_clear (SgMemTree *s)

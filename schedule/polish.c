@@ -171,14 +171,16 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
   return MAX (ce, Q->e->now) < Q->given_step - 1e-9 * (1.0 + Q->given_step);
 }
 
-/* Compute work of out[0, @end). */
+/* Compute work of out[0, @end), summed in order: the prefix sums
+ * pre[0 .. *ok] are valid (a window that changes moves *ok back to its
+ * start), so each is added once per change instead of once per window. */
 static double
-done_before (const SgSchedProblem *P, const SgNodeId *out, int32_t end)
+done_before (const SgSchedProblem *P, const SgNodeId *out, double *pre, int32_t *ok,
+             int32_t end)
 {
-  double s = 0.0;
-  for (int32_t i = 0; i < end; i++)
-    s += P->role[out[i]] == SG_ROLE_COMPUTE ? P->cost[out[i]] : 0.0;
-  return s;
+  for (; *ok < end; (*ok)++)
+    pre[*ok + 1] = pre[*ok] + (P->role[out[*ok]] == SG_ROLE_COMPUTE ? P->cost[out[*ok]] : 0.0);
+  return pre[end];
 }
 
 int32_t
@@ -205,6 +207,8 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
     local[i] = -1;
   g_autofree SgNodeId *out = g_memdup2 (order, sizeof (SgNodeId) * (size_t)MAX (n, 1));
   g_autofree SgNodeId *cand = g_new (SgNodeId, (size_t)MAX (n, 1));
+  g_autofree double *pre = g_new0 (double, (size_t)n + 1);
+  int32_t pre_ok = 0;
   int64_t budget = MIN ((int64_t)STATES_PER_NODE * n + WINDOW_BUDGET, STATES_MAX);
   int32_t improved = 0;
   int64_t window_budget = WINDOW_BUDGET;
@@ -217,7 +221,7 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
     if (trouble && sg_search_fits (g, &e, out + pos, end - pos)) {
       SgSearch *S = sg_search_new (g, &e, out + pos, end - pos, local, SG_SEARCH_EARLY,
                                    MIN (window_budget, budget));
-      sg_search_run (S, P->base_us[P->n] - done_before (P, out, end));
+      sg_search_run (S, P->base_us[P->n] - done_before (P, out, pre, &pre_ok, end));
       budget -= sg_search_expanded (S);
       bool took = false;
       int32_t tries = window_budget == WINDOW_BUDGET ? SG_SEARCH_KEEP : 2;
@@ -234,6 +238,7 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
       }
       if (took) {
         memcpy (out + pos, cand, sizeof (SgNodeId) * (size_t)(end - pos));
+        pre_ok = MIN (pre_ok, pos);
         improved++;
       }
       /* effort goes where windows improve */

@@ -154,9 +154,17 @@ typedef struct {
   int32_t n, h;
 } SgMemTree;
 
+/* The value of positions past n (below any sum of real values). */
+#define SG_MEMTREE_NONE (INT64_MIN / 4)
 /* Leaves 0..n-1 start at @v[i]. */
 void sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v);
+/* Leaves 0..n-1 start at @v. */
+void sg_memtree_init_fill (SgMemTree *s, int32_t n, int64_t v);
 void sg_memtree_clear (SgMemTree *s);
+/* Sets position @i to @v. */
+void sg_memtree_set (SgMemTree *s, int32_t i, int64_t v);
+/* The first position >= @l whose value exceeds @x, or -1. O(log n). */
+int32_t sg_memtree_first_above (SgMemTree *s, int32_t l, int64_t x);
 /* Adds @v to positions [l, r). */
 void sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v);
 /* Maximum over [l, r) (l < r); *at (if not NULL) gets a position holding it. */
@@ -166,9 +174,12 @@ int64_t sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at);
 
 /* The list scheduler's variants and the choice among them (scheduler.c),
  * then, with @polish, the polish pass on the winner; sg_schedule_compute
- * without cfg->exact. */
+ * without cfg->exact. @base: the simulation of @g's id order, or NULL (it
+ * is made). @polished (may be NULL): when the polish improved the order,
+ * its simulation of the returned order (clear it), else zeroed. */
 SgNodeId *sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish,
-                            SgScheduleStats *stats, GError **error);
+                            const SgSimResult *base, SgScheduleStats *stats,
+                            SgSimResult *polished, GError **error);
 
 /* What every variant shares (problem.c). */
 typedef struct {
@@ -210,6 +221,9 @@ typedef struct {
   uint64_t peak_in, limit;
   uint64_t max_in_flight;
   int32_t prefetch_limit;
+  /* Tests: every step grows the deferred waits' reservations one wait at a
+   * time (defer.c's reference rule) instead of through its slot tree. */
+  bool defer_each;
 } SgSchedProblem;
 
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
@@ -247,8 +261,8 @@ typedef struct {
 static inline int32_t
 sg_bound_slot (const SgNode *n)
 {
-  return 2 * n->group
-         + (n->kind == SG_OP_REDUCE_SCATTER || n->kind == SG_OP_ALL_REDUCE ? 1 : 0);
+  SgOpKind k = sg_op_member_kind (n->kind);
+  return 2 * n->group + (k == SG_OP_REDUCE_SCATTER || k == SG_OP_ALL_REDUCE ? 1 : 0);
 }
 
 /* The rates of collectives @colls (@n of them) on engine @e: the pairs of

@@ -88,6 +88,29 @@ typedef struct {
  * topological order of the graph, naming the first offending node. */
 bool sg_simulate (const SgGraph *g, const SgNodeId *order, SgSimResult *out, GError **error);
 void sg_sim_result_clear (SgSimResult *r);
+/* sg_simulate of the id order, the totals only (step, compute, comm,
+ * exposure counts, exposed_us, peak_bytes, compute_busy_us): no rows, node
+ * times or lower bound. For a search that judges many graphs (bucket/'s
+ * trials). */
+bool sg_simulate_totals (const SgGraph *g, SgSimResult *out, GError **error);
+
+/* (transfer none) The simulation of @g's current order (sg_simulate with
+ * the id order), made once and kept with the graph until it changes
+ * (sg_graph_changed), so that passes and the driver hand it on instead of
+ * simulating the same order again (schedule/kept.c). NULL with @error as
+ * sg_simulate. */
+SgSimResult *sg_graph_simulation (SgGraph *g, GError **error);
+/* (transfer none) The simulation of @g's current order when one is kept
+ * with the graph, else NULL (for readers of a const graph). */
+const SgSimResult *sg_graph_simulation_kept (const SgGraph *g);
+/* Keeps @r, the simulation of @g's current order, with the graph
+ * (transfer full: *@r is emptied). */
+void sg_graph_keep_simulation (SgGraph *g, SgSimResult *r);
+/* Makes @r, the simulation of @order on a graph that sg_graph_permute
+ * (@g, @order) has since renumbered, the simulation of @g's id order: ids
+ * renumbered, the bound's terms made again (they are summed in id order),
+ * the window term dropped. */
+void sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResult *r);
 
 /* Adds the window term to @r's lower bound (r->bound, r->lower_bound_us)
  * for the graph @r was simulated on (priced with the graph's cost model,
@@ -185,6 +208,9 @@ typedef struct {
    * feeds a collective, waits placed early to free budget, collectives
    * issued past a limit because a consumer needed them */
   int32_t n_pulled, n_boosted, n_early_waits, n_forced;
+  /* of the winner: deferred waits placed because their collective's input
+   * no longer fit in memory */
+  int32_t n_forced_waits;
   int32_t n_polished; /* windows the polish pass improved (polish.c) */
   /* the exact scheduler (cfg->exact): states it expanded, and the step of
    * the list scheduler's order it started from (0 otherwise) */

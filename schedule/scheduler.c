@@ -15,7 +15,8 @@
  *
  * Requires: est_us (estimate/). Invalidates: the id order (permutes),
  * users (rebuilt), implicit edges of kind hide_start / hide_wait
- * (re-recorded).
+ * (re-recorded). Keeps the simulation of the order it chooses with the
+ * graph (kept.c): the polish's, renumbered, when the polish improved it.
  */
 #include <string.h>
 
@@ -110,17 +111,19 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
 {
   if (cfg && cfg->exact && cfg->reorder)
     return sg_schedule_exact (g, cfg, stats, error);
-  return sg_schedule_list (g, cfg, true, stats, error);
+  return sg_schedule_list (g, cfg, true, NULL, stats, NULL, error);
 }
 
 SgNodeId *
-sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, SgScheduleStats *stats,
-                  GError **error)
+sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSimResult *base,
+                  SgScheduleStats *stats, SgSimResult *polished, GError **error)
 {
   g_return_val_if_fail (g != NULL && g->n_nodes > 0, NULL);
   SgScheduleStats dummy;
   SgScheduleStats *st = stats ? stats : &dummy;
   memset (st, 0, sizeof *st);
+  if (polished)
+    memset (polished, 0, sizeof *polished);
   if (cfg && (!(cfg->max_peak_increase >= 0.0) || cfg->prefetch_limit < 0)) {
     g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_CONFIG,
                  "schedule: max_peak_increase must be >= 0 and prefetch_limit >= 0 "
@@ -128,18 +131,20 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, SgSchedule
                  cfg->max_peak_increase, cfg->prefetch_limit);
     return NULL;
   }
-  SgSimResult base;
-  if (!sg_simulate (g, NULL, &base, error))
+  SgSimResult own = { 0 };
+  if (!base && !sg_simulate (g, NULL, &own, error))
     return NULL;
+  if (!base)
+    base = &own;
   st->variant = -1;
   st->variant_name = "input";
-  st->input_exposed_us = st->scheduled_exposed_us = base.exposed_us;
-  st->input_peak_bytes = st->scheduled_peak_bytes = base.peak_bytes;
+  st->input_exposed_us = st->scheduled_exposed_us = base->exposed_us;
+  st->input_peak_bytes = st->scheduled_peak_bytes = base->peak_bytes;
   /* the best so far: totals only (the rows are not needed) */
-  SgSimResult best_res = { .step_us = base.step_us, .exposed_us = base.exposed_us,
-                           .exposed = base.exposed };
-  double input_step = base.step_us;
-  sg_sim_result_clear (&base);
+  SgSimResult best_res = { .step_us = base->step_us, .exposed_us = base->exposed_us,
+                           .exposed = base->exposed };
+  double input_step = base->step_us;
+  sg_sim_result_clear (&own);
   SgNodeId *best = g_new (SgNodeId, (size_t)g->n_nodes);
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     best[i] = i;
@@ -187,6 +192,7 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, SgSchedule
       st->n_pulled = j->st.n_pulled;
       st->n_early_waits = j->st.n_early_waits;
       st->n_forced = j->st.n_forced;
+      st->n_forced_waits = j->st.n_forced_waits;
       st->n_boosted = j->st.n_boosted;
     }
     g_free (j->order);
@@ -199,44 +205,81 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, SgSchedule
   if (st->n_polished > 0) {
     st->scheduled_exposed_us = pr.exposed_us;
     st->scheduled_peak_bytes = pr.peak_bytes;
-    sg_sim_result_clear (&pr);
+    if (polished)
+      *polished = pr;
+    else
+      sg_sim_result_clear (&pr);
   }
   sg_sched_problem_clear (&P);
   return best;
 }
 
 /* Records the hiding relation of the graph's order as implicit edges
- * (hide_start, hide_wait; the others are kept). */
+ * (hide_start, hide_wait; the others are kept), from the simulation kept
+ * with the graph. */
 static bool
 record_hiding (SgGraph *g, GError **error)
 {
-  SgSimResult r;
-  if (!sg_simulate (g, NULL, &r, error))
+  const SgSimResult *r = sg_graph_simulation (g, error);
+  if (!r)
     return false;
   sg_implicit_edges_clear (g, SG_EDGE_HIDE_START);
   sg_implicit_edges_clear (g, SG_EDGE_HIDE_WAIT);
-  for (int32_t i = 0; i < r.n_rows; i++) {
-    const SgCollRow *row = &r.rows[i];
+  for (int32_t i = 0; i < r->n_rows; i++) {
+    const SgCollRow *row = &r->rows[i];
     if (row->hidden_by == SG_NO_NODE)
       continue;
     sg_implicit_edge_add (g, row->node, row->hidden_by, SG_EDGE_HIDE_START);
     if (row->wait != SG_NO_NODE)
       sg_implicit_edge_add (g, row->last_hiding, row->wait, SG_EDGE_HIDE_WAIT);
   }
-  sg_sim_result_clear (&r);
   return true;
 }
 
-SgNodeId *
-sg_schedule_order (const SgGraph *g, const SgConfig *cfg, GError **error)
+/* Puts the graph in @order, keeping @sim (the simulation of @order, when it
+ * has one: n_nodes > 0) as the simulation of the new ids; nothing changes
+ * for the id order. */
+static bool
+take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, GError **error)
+{
+  bool same = true;
+  for (SgNodeId i = 0; i < g->n_nodes && same; i++)
+    same = order[i] == i;
+  if (!same && !sg_graph_permute (g, order, error)) {
+    sg_sim_result_clear (sim);
+    return false;
+  }
+  if (sim->n_nodes > 0 && !same) {
+    sg_sim_result_renumber (g, order, sim);
+    sg_graph_keep_simulation (g, sim);
+  }
+  sg_sim_result_clear (sim);
+  return true;
+}
+
+/* sg_schedule_order, from @base (the simulation of @g's id order, or
+ * NULL); @polished (may be NULL) gets the polish's simulation of the order
+ * when it polished (sg_schedule_list). */
+static SgNodeId *
+schedule_order (const SgGraph *g, const SgConfig *cfg, const SgSimResult *base,
+                SgSimResult *polished, GError **error)
 {
   /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
    * bucketing re-times the collectives it merges, and what it merges
    * depends on the order it is given (polishing before it made a sample's
    * plan worse). */
   bool bucket_next = cfg && cfg->bucket && !cfg->exact;
-  return cfg && cfg->exact && cfg->reorder ? sg_schedule_exact (g, cfg, NULL, error)
-                                           : sg_schedule_list (g, cfg, !bucket_next, NULL, error);
+  if (polished)
+    memset (polished, 0, sizeof *polished);
+  return cfg && cfg->exact && cfg->reorder
+             ? sg_schedule_exact (g, cfg, NULL, error)
+             : sg_schedule_list (g, cfg, !bucket_next, base, NULL, polished, error);
+}
+
+SgNodeId *
+sg_schedule_order (const SgGraph *g, const SgConfig *cfg, GError **error)
+{
+  return schedule_order (g, cfg, sg_graph_simulation_kept (g), NULL, error);
 }
 
 bool
@@ -245,10 +288,12 @@ sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
   g_return_val_if_fail (g != NULL, false);
   if (g->n_nodes == 0)
     return true;
-  g_autofree SgNodeId *order = sg_schedule_order (g, cfg, error);
-  if (!order)
+  const SgSimResult *base = sg_graph_simulation (g, error);
+  if (!base)
     return false;
-  if (!sg_graph_permute (g, order, error))
+  SgSimResult polished;
+  g_autofree SgNodeId *order = schedule_order (g, cfg, base, &polished, error);
+  if (!order || !take_order (g, order, &polished, error))
     return false;
   return record_hiding (g, error);
 }
@@ -260,12 +305,12 @@ sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   /* without bucketing (or with --exact) the schedule pass polished */
   if (g->n_nodes == 0 || !cfg || !cfg->reorder || !cfg->bucket || cfg->exact)
     return true;
-  SgSimResult full;
-  if (!sg_simulate (g, NULL, &full, error))
+  const SgSimResult *full = sg_graph_simulation (g, error);
+  if (!full)
     return false;
-  /* sg_polish wants the totals only (it overwrites them when it improves) */
-  SgSimResult r = { .step_us = full.step_us, .peak_bytes = full.peak_bytes };
-  sg_sim_result_clear (&full);
+  /* sg_polish wants the totals only (it replaces them by the simulation of
+   * the order it takes, when it improves) */
+  SgSimResult r = { .step_us = full->step_us, .peak_bytes = full->peak_bytes };
   SgSchedProblem P;
   sg_sched_problem_init (&P, g, cfg);
   g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes);
@@ -273,11 +318,9 @@ sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
     order[i] = i;
   int32_t improved = sg_polish (&P, order, &r);
   sg_sched_problem_clear (&P);
-  if (improved > 0)
-    sg_sim_result_clear (&r);
   if (improved == 0)
     return true;
-  if (!sg_graph_permute (g, order, error))
+  if (!take_order (g, order, &r, error))
     return false;
   return record_hiding (g, error);
 }

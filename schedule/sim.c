@@ -531,9 +531,11 @@ check_costs (const SgGraph *g, GError **error)
   return true;
 }
 
-bool
-sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
-                  SgSimResult *out, GError **error)
+/* The simulation of @order; @full: rows, node times and the lower bound
+ * too, else the totals only. */
+static bool
+simulate (const SgGraph *g, const SgNodeId *order, const SgContention *cont, bool full,
+          SgSimResult *out, GError **error)
 {
   g_return_val_if_fail (g != NULL && out != NULL, false);
   memset (out, 0, sizeof *out);
@@ -542,7 +544,7 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
   if (!check_costs (g, error))
     return false;
   SgSimEngine e;
-  sg_eng_init (&e, g, cont, true);
+  sg_eng_init (&e, g, cont, full);
   double compute_us = 0.0, comm_us = 0.0;
   for (int32_t p = 0; p < g->n_nodes; p++) {
     SgNodeId x = order ? order[p] : p;
@@ -558,21 +560,34 @@ sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *c
   out->compute_us = compute_us;
   out->comm_us = comm_us;
   out->compute_busy_us = e.busy_us;
-  sg_bound_basic (g, &e, &out->bound);
-  out->critical_path_us = out->bound.critical_path_us;
-  out->lower_bound_us = out->bound.lower_bound_us;
   sg_sim_classify (e.rows, e.n_rows, out);
   g_autofree int32_t *pos = sg_sched_positions (g, order);
   out->peak_bytes = sg_graph_liveness (g, pos, NULL, NULL, NULL);
-  out->n_rows = e.n_rows;
-  out->rows = e.rows;
-  out->node_start = e.node_start;
-  out->node_end = e.node_end;
-  out->n_nodes = g->n_nodes;
-  e.rows = NULL;
-  e.node_start = e.node_end = NULL;
+  if (full) {
+    sg_bound_basic (g, &e, &out->bound);
+    out->critical_path_us = out->bound.critical_path_us;
+    out->lower_bound_us = out->bound.lower_bound_us;
+    out->n_rows = e.n_rows;
+    out->rows = g_steal_pointer (&e.rows);
+    out->node_start = g_steal_pointer (&e.node_start);
+    out->node_end = g_steal_pointer (&e.node_end);
+    out->n_nodes = g->n_nodes;
+  }
   sg_eng_clear (&e);
   return true;
+}
+
+bool
+sg_simulate_with (const SgGraph *g, const SgNodeId *order, const SgContention *cont,
+                  SgSimResult *out, GError **error)
+{
+  return simulate (g, order, cont, true, out, error);
+}
+
+bool
+sg_simulate_totals (const SgGraph *g, SgSimResult *out, GError **error)
+{
+  return simulate (g, NULL, NULL, false, out, error);
 }
 
 bool

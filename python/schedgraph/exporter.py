@@ -42,6 +42,11 @@ COLLECTIVES = {
     "_c10d_functional.all_reduce.default",
     "_c10d_functional.all_to_all_single.default",
     "_c10d_functional.broadcast.default",
+    # coalesced: a list in, a list out, each element read through getitem
+    # (docs/graph-format.md); schedgraph's grouped buckets are these too
+    "_c10d_functional.all_gather_into_tensor_coalesced.default",
+    "_c10d_functional.reduce_scatter_tensor_coalesced.default",
+    "_c10d_functional.all_reduce_coalesced.default",
 }
 WAIT = "_c10d_functional.wait_tensor.default"
 # The legacy wait (Inductor's bucketer emits it) is the same op under

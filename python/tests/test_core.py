@@ -21,10 +21,16 @@ LOWERABLE = {"schedgraph.bucket_pack", "schedgraph.bucket_unpack",
              "_c10d_functional.all_gather_into_tensor.default",
              "_c10d_functional.reduce_scatter_tensor.default",
              "_c10d_functional.all_reduce.default", "_c10d_functional.wait_tensor.default",
+             "_c10d_functional.all_gather_into_tensor_coalesced.default",
+             "_c10d_functional.reduce_scatter_tensor_coalesced.default",
+             "_c10d_functional.all_reduce_coalesced.default", "<built-in function getitem>",
              # the aten ops of the decomposition's forms (docs/decompose.md), which
              # the generic lowering builds by their schemas under torch
              "aten.mm.default", "aten.cat.default", "aten.slice.Tensor",
              "aten.add.Tensor", "aten.view.default"}
+COALESCED = {"_c10d_functional.all_gather_into_tensor_coalesced.default",
+             "_c10d_functional.reduce_scatter_tensor_coalesced.default",
+             "_c10d_functional.all_reduce_coalesced.default"}
 
 
 def load(name):
@@ -174,6 +180,8 @@ class EmitGraphContract(unittest.TestCase):
                     for s in shape:
                         count *= s
                     self.assertEqual(count, k * numel)
+                elif plan.bucket_members(n) and n["target"] in COALESCED:  # grouped
+                    self.assertEqual(len(n["args"][0]), len(plan.bucket_members(n)))
                 elif plan.bucket_members(n):
                     self.assertEqual(by[n["args"][0]["node"]]["target"], "schedgraph.bucket_pack")
         self.assertGreater(seen, 0)
@@ -185,6 +193,53 @@ class EmitGraphContract(unittest.TestCase):
         self.assertEqual([n["name"] for n in f["nodes"]], [n["name"] for n in g["nodes"]])
         p = make_plan(g, f, LOWERABLE.__contains__)
         self.assertEqual((p.subs, p.removed, p.buckets), ({}, [], []))
+
+
+class GroupedBuckets(unittest.TestCase):
+    """Grouped buckets (--bucket-lowering grouped) in the --emit-graph output:
+    PyTorch's own coalesced collectives, no new op for rewrite.py."""
+
+    NAME = "w2_tiny_fsdp2_L2_h256"
+
+    def final(self):
+        return binary.schedule_file(os.path.join(DATA, self.NAME + ".json"),
+                                    binary.option_args(extra=["--bucket-lowering", "grouped"]))
+
+    def test_members_become_one_coalesced_call_whose_elements_their_waits_read(self):
+        g, f = load(self.NAME), self.final()
+        orig = {n["name"]: n for n in g["nodes"]}
+        by = {n["name"]: n for n in f["nodes"]}
+        calls = [n for n in f["nodes"] if n["target"] in COALESCED]
+        self.assertGreater(len(calls), 0)
+        self.assertFalse(any(n["target"].startswith("schedgraph.bucket_") for n in f["nodes"]))
+        for c in calls:
+            members = plan.bucket_members(c)
+            ins = c["args"][0]
+            self.assertEqual(len(ins), len(members))
+            self.assertEqual(len(c["meta"]["tuple"]), len(members))
+            for i, m in enumerate(members):
+                # the member's input, in member order; the member is gone
+                self.assertEqual(ins[i], orig[m]["args"][0])
+                self.assertNotIn(m, by)
+                self.assertEqual(c["meta"]["tuple"][i]["shape"], orig[m]["meta"]["shape"])
+                # the member's wait is kept and reads element i through getitem
+                wait = next(n for n in g["nodes"]
+                            if n["target"] == "_c10d_functional.wait_tensor.default"
+                            and plan.refs(n["args"]) == [m])
+                item = by[plan.refs(by[wait["name"]]["args"])[0]]
+                self.assertEqual(item["target"], "<built-in function getitem>")
+                self.assertEqual(item["args"], [{"node": c["name"]}, i])
+
+    def test_plan_reproduces_the_grouped_graph(self):
+        g, f = load(self.NAME), self.final()
+        p = make_plan(g, f, LOWERABLE.__contains__)
+        members = [m for b in p.buckets for m in b["members"]]
+        self.assertEqual(sorted(p.removed), sorted(members))  # the waits stay
+        got = apply_to_json(g, p)
+        self.assertEqual([n["name"] for n in got], [n["name"] for n in f["nodes"]])
+        for a, b in zip(got, f["nodes"]):
+            self.assertEqual(plan.refs([a["args"], a["kwargs"]]),
+                             plan.refs([b["args"], b["kwargs"]]), a["name"])
 
 
 class Plans(unittest.TestCase):

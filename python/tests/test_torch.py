@@ -21,6 +21,10 @@ sys.path.insert(0, os.path.join(ROOT, "python", "tools"))
 import export_samples  # noqa: E402
 
 
+def funcol_wait(t):
+    return torch.ops._c10d_functional.wait_tensor(t)
+
+
 def fake_world(world):
     from torch.testing._internal.distributed.fake_pg import FakeStore
 
@@ -101,10 +105,23 @@ class Export(unittest.TestCase):
             schedgraph.to_graph_json(gm)
 
         fake_world(2)
-        gm = make_fx(lambda x: torch.ops._c10d_functional.all_gather_into_tensor_coalesced(
-            [x], 2, "0"))(torch.ones(4))
-        with self.assertRaisesRegex(ExportError, "all_gather_into_tensor_coalesced.*models only"):
+        gm = make_fx(lambda x: torch.ops._c10d_functional.all_gather_into_tensor_out(
+            x, 2, "0", out=torch.empty(8)))(torch.ones(4))
+        with self.assertRaisesRegex(ExportError, "all_gather_into_tensor_out.*models only"):
             schedgraph.to_graph_json(gm)
+
+    def test_coalesced_collectives_are_exported_as_they_are(self):
+        fake_world(2)
+        gm = make_fx(lambda x, y: [funcol_wait(t) for t in
+                                   torch.ops._c10d_functional.all_gather_into_tensor_coalesced(
+                                       [x, y], 2, "0")])(torch.ones(4), torch.ones(2, 3))
+        g = schedgraph.to_graph_json(gm)
+        c = next(n for n in g["nodes"] if n["target"].endswith("_coalesced.default"))
+        self.assertEqual([len(c["args"][0]), c["args"][1]], [2, 2])
+        self.assertEqual([m["shape"] for m in c["meta"]["tuple"]], [[8], [4, 3]])
+        items = [n for n in g["nodes"] if n["target"] == "<built-in function getitem>"]
+        self.assertEqual([n["args"] for n in items], [[{"node": c["name"]}, 0],
+                                                      [{"node": c["name"]}, 1]])
 
 
 class Schedule(unittest.TestCase):
@@ -131,6 +148,25 @@ class Schedule(unittest.TestCase):
         first_compute = min(i for i, n in enumerate(gm.graph.nodes) if n.op == "call_function")
         self.assertTrue(all(n.op == "placeholder" for n in list(gm.graph.nodes)[:first_compute]))
         self.assertEqual(len(names), len(set(names)))
+
+    def test_grouped_buckets_become_coalesced_collectives(self):
+        gm = testing.trace(testing.Config(dp=2), dp_group=dist.group.WORLD)
+        schedgraph.schedule(gm, options=["--bucket-lowering", "grouped"])
+        info = gm.meta["schedgraph"]
+        self.assertGreater(len(info["buckets"]), 0)
+        colls = [n for n in gm.graph.nodes if n.target in (
+            torch.ops._c10d_functional.all_gather_into_tensor_coalesced.default,
+            torch.ops._c10d_functional.reduce_scatter_tensor_coalesced.default)]
+        self.assertTrue(colls)
+        for c in colls:
+            self.assertIn("schedgraph_bucket", c.meta)
+            self.assertEqual(len(c.args[0]), len(c.meta["val"]))
+            for u in c.users:  # each element through getitem, then its wait
+                self.assertEqual(str(u.target), "<built-in function getitem>")
+                self.assertEqual([str(w.target) for w in u.users],
+                                 ["_c10d_functional.wait_tensor.default"])
+        self.assertFalse(any(str(n.target).startswith("aten.cat") for n in gm.graph.nodes))
+        gm.graph.lint()
 
     def test_no_reorder_no_bucket_leaves_the_code_unchanged(self):
         gm = testing.trace(testing.Config(dp=2), dp_group=dist.group.WORLD)
@@ -205,10 +241,11 @@ class Schedule(unittest.TestCase):
                 self.assertEqual(json.load(f)["format"], "schedgraph.report")
 
 
-CASES = {  # name: (dp, tp, dtype)
-    "fsdp2_f32": (2, 1, "float32"),
-    "fsdp2_bf16": (2, 1, "bfloat16"),
-    "tp2_f32": (1, 2, "float32"),
+CASES = {  # name: (dp, tp, dtype, schedgraph options)
+    "fsdp2_f32": (2, 1, "float32", ()),
+    "fsdp2_bf16": (2, 1, "bfloat16", ()),
+    "tp2_f32": (1, 2, "float32", ()),
+    "fsdp2_f32_grouped": (2, 1, "float32", ("--bucket-lowering", "grouped")),
 }
 
 
@@ -217,7 +254,7 @@ def _values_worker(rank, world, corrupt):
         orig = rewrite._unpack
         rewrite._unpack = lambda k, off, numel, shape, flat: orig(1, off, numel * k, shape, flat)
     res = {}
-    for name, (dp, tp, dtype) in CASES.items():
+    for name, (dp, tp, dtype, options) in CASES.items():
         if corrupt and name != "fsdp2_f32":
             continue
         cfg = testing.Config(dp=dp, tp=tp, dtype=getattr(torch, dtype))
@@ -225,7 +262,7 @@ def _values_worker(rank, world, corrupt):
         gm = testing.trace(cfg, dp_group=grp if dp > 1 else None, tp_group=grp if tp > 1 else None)
         inputs = cfg.inputs(seed=rank)
         ref = gm(*inputs)
-        schedgraph.schedule(gm)
+        schedgraph.schedule(gm, options=options)
         out = gm(*inputs)
         res[name] = {"equal": [bool(torch.equal(a, b)) for a, b in zip(ref, out)],
                      "buckets": len(gm.meta["schedgraph"]["buckets"])}
@@ -243,6 +280,7 @@ class Values(unittest.TestCase):
                     self.assertTrue(all(r["equal"]), r)
             self.assertGreater(res["fsdp2_f32"]["buckets"], 0)
             self.assertGreater(res["fsdp2_bf16"]["buckets"], 0)
+            self.assertGreater(res["fsdp2_f32_grouped"]["buckets"], 0)
 
     def test_a_wrong_bucket_layout_changes_the_values(self):
         for res in gloo.spawn(_values_worker, 2, True):

@@ -3,8 +3,10 @@
  * communicators, kernels from the CPU kernel library, one arena per rank.
  *
  * Mirrors the plan's execution model (plan.h): a COLLECTIVE starts a
- * nonblocking MPI operation; the WAIT_EVENT of its wait_tensor completes it
- * (MPI_Wait), so compute issued in between really overlaps in timing mode.
+ * nonblocking MPI operation per member (a coalesced collective, one NCCL
+ * group on GPUs, starts all of its members at once); the WAIT_EVENT of its
+ * wait_tensor completes them all (MPI_Waitall), so compute issued in
+ * between really overlaps in timing mode.
  * Reductions are deterministic and schedule-independent: contributions are
  * exchanged (all-to-all for reduce_scatter, all-gather for all_reduce) and
  * summed in group-rank order in double, rounded once, exactly as
@@ -25,12 +27,20 @@
 #include "kernels.h"
 #include "runtime.h"
 
+/* One member of a collective instruction (a coalesced collective has
+ * several, every other one). */
 typedef struct {
-  bool active;
-  MPI_Request req[2]; /* collective_permute: its send and its receive */
-  int n_req;
   void *send_stage; /* packed input when not contiguous; owned */
   void *recv_stage; /* exchange buffer (reductions, strided outputs); owned */
+} MemberState;
+
+typedef struct {
+  bool active;
+  /* two per member (a collective_permute: its send and its receive; the
+   * others one), MPI_REQUEST_NULL where unused */
+  MPI_Request *req;
+  int n_req;
+  MemberState *m; /* n_in of the instruction */
   double start, end;
   double exposed;
 } CollState;
@@ -114,6 +124,61 @@ value_numel (const SgPlan *p, int32_t id)
   return id >= 0 ? sg_rt_value_numel (&p->values[id]) : 0;
 }
 
+/* What the CPU backend runs of member @m of collective @ins. */
+static bool
+check_member (const SgPlan *p, const SgPlanIns *ins, int32_t m, GError **error)
+{
+  const char *node = ins->name ? ins->name : "?";
+  const SgPlanGroup *g = &p->groups[ins->group];
+  const SgOpKind kind = sg_op_member_kind (ins->op);
+  uint64_t in = value_numel (p, ins->in[m]), out = value_numel (p, ins->out[m]);
+  uint64_t k = (uint64_t)g->n_ranks;
+  bool sizes_ok;
+  switch (kind) {
+  case SG_OP_ALL_GATHER: case SG_OP_REDUCE_SCATTER: case SG_OP_ALL_REDUCE: case SG_OP_BROADCAST:
+  case SG_OP_COLLECTIVE_PERMUTE:
+    sizes_ok = sg_collective_sizes_ok (kind, in, out, k);
+    break;
+  case SG_OP_ALL_TO_ALL: sizes_ok = in == out && in % k == 0; break;
+  default:
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
+                 "node '%s': collective %s is not supported by the CPU backend", node,
+                 sg_op_name (ins->op));
+    return false;
+  }
+  if (kind == SG_OP_ALL_TO_ALL)
+    for (int a = 1; a <= 2 && sizes_ok; a++) { /* output / input split sizes */
+      int64_t sp[256];
+      int n = sg_plan_arg_ints (ins, a, sp, 256);
+      for (int j = 1; j < n; j++)
+        sizes_ok = sizes_ok && sp[j] == sp[0];
+    }
+  if (!sizes_ok) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
+                 "node '%s': %s from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
+                 " elements over %d ranks: the CPU backend runs equal splits only",
+                 node, sg_op_name (ins->op), in, out, g->n_ranks);
+    return false;
+  }
+  if ((kind == SG_OP_REDUCE_SCATTER || kind == SG_OP_ALL_REDUCE) &&
+      ins->reduce == SG_REDUCE_NONE) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
+                 "node '%s': %s without a reduce op", node, sg_op_name (ins->op));
+    return false;
+  }
+  if (MAX (in, out) * k * sg_dtype_size (p->values[ins->in[m]].dtype) > (uint64_t)G_MAXINT) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
+                 "node '%s': collective of more than 2 GiB per exchange", node);
+    return false;
+  }
+  if (p->values[ins->in[m]].dtype != p->values[ins->out[m]].dtype) {
+    g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
+                 "node '%s': collective input and output dtypes differ", node);
+    return false;
+  }
+  return true;
+}
+
 static bool
 cpu_check_plan (SgRtContext *ctx, GError **error)
 {
@@ -149,52 +214,9 @@ cpu_check_plan (SgRtContext *ctx, GError **error)
         return false;
       }
     } else if (ins->kind == SG_INS_COLLECTIVE) {
-      const SgPlanGroup *g = &p->groups[ins->group];
-      uint64_t in = value_numel (p, ins->in[0]), out = value_numel (p, ins->out[0]);
-      uint64_t k = (uint64_t)g->n_ranks;
-      bool sizes_ok;
-      switch (ins->op) {
-      case SG_OP_ALL_GATHER: sizes_ok = out == in * k; break;
-      case SG_OP_REDUCE_SCATTER: sizes_ok = in == out * k; break;
-      case SG_OP_ALL_REDUCE: case SG_OP_BROADCAST: sizes_ok = in == out; break;
-      case SG_OP_ALL_TO_ALL: sizes_ok = in == out && in % k == 0; break;
-      case SG_OP_COLLECTIVE_PERMUTE: sizes_ok = in == out; break;
-      default:
-        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
-                     "node '%s': collective %s is not supported by the CPU backend", node,
-                     sg_op_name (ins->op));
-        return false;
-      }
-      if (ins->op == SG_OP_ALL_TO_ALL)
-        for (int a = 1; a <= 2 && sizes_ok; a++) { /* output / input split sizes */
-          int64_t sp[256];
-          int n = sg_plan_arg_ints (ins, a, sp, 256);
-          for (int j = 1; j < n; j++)
-            sizes_ok = sizes_ok && sp[j] == sp[0];
-        }
-      if (!sizes_ok) {
-        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
-                     "node '%s': %s from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT
-                     " elements over %d ranks: the CPU backend runs equal splits only",
-                     node, sg_op_name (ins->op), in, out, g->n_ranks);
-        return false;
-      }
-      if ((ins->op == SG_OP_REDUCE_SCATTER || ins->op == SG_OP_ALL_REDUCE) &&
-          ins->reduce == SG_REDUCE_NONE) {
-        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
-                     "node '%s': %s without a reduce op", node, sg_op_name (ins->op));
-        return false;
-      }
-      if (MAX (in, out) * k * sg_dtype_size (p->values[ins->in[0]].dtype) > (uint64_t)G_MAXINT) {
-        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
-                     "node '%s': collective of more than 2 GiB per exchange", node);
-        return false;
-      }
-      if (p->values[ins->in[0]].dtype != p->values[ins->out[0]].dtype) {
-        g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED,
-                     "node '%s': collective input and output dtypes differ", node);
-        return false;
-      }
+      for (int32_t m = 0; m < ins->n_in; m++)
+        if (!check_member (p, ins, m, error))
+          return false;
     }
   }
   return true;
@@ -222,8 +244,14 @@ cpu_setup (SgRtContext *ctx, GError **error)
   st->coll = g_new0 (CollState, MAX (p->n_ins, 1));
   st->coll_ix = g_new (int32_t, MAX (p->n_ins, 1));
   int32_t c = 0;
-  for (int32_t i = 0; i < p->n_ins; i++)
+  for (int32_t i = 0; i < p->n_ins; i++) {
     st->coll_ix[i] = p->ins[i].kind == SG_INS_COLLECTIVE ? c++ : -1;
+    if (st->coll_ix[i] < 0)
+      continue;
+    st->coll[i].m = g_new0 (MemberState, (size_t)p->ins[i].n_in);
+    st->coll[i].n_req = 2 * p->ins[i].n_in;
+    st->coll[i].req = g_new (MPI_Request, (size_t)st->coll[i].n_req);
+  }
   ctx->priv = st;
   return true;
 }
@@ -272,18 +300,19 @@ broadcast_root (const SgRtContext *ctx, const SgPlanIns *ins)
   return src >= 0 && src < g->n_ranks ? (int32_t)src : 0;
 }
 
+/* Starts member @m of collective instruction @i: its nonblocking MPI
+ * operation(s) in @req (two slots). */
 static bool
-coll_start (SgRtContext *ctx, int32_t i, GError **error)
+member_start (SgRtContext *ctx, int32_t i, int32_t m, MPI_Request *req, GError **error)
 {
   const SgPlan *p = ctx->plan;
   const SgPlanIns *ins = &p->ins[i];
-  CpuState *st = ctx->priv;
-  CollState *cs = &st->coll[i];
+  MemberState *cs = &((CpuState *)ctx->priv)->coll[i].m[m];
   MPI_Comm comm = ctx->group_comms[ins->group];
   int k = p->groups[ins->group].n_ranks;
   SgTensor in, out;
-  value_tensor (ctx, ins->in[0], &in);
-  value_tensor (ctx, ins->out[0], &out);
+  value_tensor (ctx, ins->in[m], &in);
+  value_tensor (ctx, ins->out[m], &out);
   size_t es = sg_dtype_size (in.dtype);
   uint64_t n_in = sg_tensor_numel (&in), n_out = sg_tensor_numel (&out);
   const void *send = in.data;
@@ -293,12 +322,8 @@ coll_start (SgRtContext *ctx, int32_t i, GError **error)
     send = cs->send_stage;
   }
   bool out_direct = sg_tensor_is_contiguous (&out);
-  cs->start = MPI_Wtime ();
-  cs->exposed = 0;
-  cs->end = -1;
-  cs->n_req = 1;
   const char *what = ins->name ? ins->name : "collective";
-  switch (ins->op) {
+  switch (sg_op_member_kind (ins->op)) {
   case SG_OP_COLLECTIVE_PERMUTE: {
     /* point to point: the pairs name group ranks, this instance's ranks in
      * the communicator's order; a pair of one rank and the zeros of a rank
@@ -307,15 +332,13 @@ coll_start (SgRtContext *ctx, int32_t i, GError **error)
     const int32_t me = ctx->group_rank[ins->group];
     sg_plan_permute_peers (ins, me, &to, &from);
     const int bytes = (int)(n_in * es), tag = i % 32768;
-    cs->n_req = 0;
     cs->recv_stage = g_malloc (n_out * es + 1);
     if (to == me)
       memcpy (cs->recv_stage, send, n_in * es);
     else if (to >= 0)
-      MPI_TRY (MPI_Isend (send, bytes, MPI_BYTE, to, tag, comm, &cs->req[cs->n_req++]), what);
+      MPI_TRY (MPI_Isend (send, bytes, MPI_BYTE, to, tag, comm, &req[0]), what);
     if (from >= 0 && from != me)
-      MPI_TRY (MPI_Irecv (cs->recv_stage, bytes, MPI_BYTE, from, tag, comm,
-                          &cs->req[cs->n_req++]), what);
+      MPI_TRY (MPI_Irecv (cs->recv_stage, bytes, MPI_BYTE, from, tag, comm, &req[1]), what);
     else if (from < 0)
       memset (cs->recv_stage, 0, n_out * es); /* raw zeros: +0.0 in every dtype */
     break;
@@ -325,25 +348,25 @@ coll_start (SgRtContext *ctx, int32_t i, GError **error)
     if (!out_direct)
       recv = cs->recv_stage = g_malloc (n_out * es + 1);
     MPI_TRY (MPI_Iallgather (send, (int)(n_in * es), MPI_BYTE, recv, (int)(n_in * es), MPI_BYTE,
-                             comm, &cs->req[0]), what);
+                             comm, &req[0]), what);
     break;
   }
   case SG_OP_REDUCE_SCATTER:
     cs->recv_stage = g_malloc (n_in * es + 1);
     MPI_TRY (MPI_Ialltoall (send, (int)(n_out * es), MPI_BYTE, cs->recv_stage,
-                            (int)(n_out * es), MPI_BYTE, comm, &cs->req[0]), what);
+                            (int)(n_out * es), MPI_BYTE, comm, &req[0]), what);
     break;
   case SG_OP_ALL_REDUCE:
     cs->recv_stage = g_malloc (n_in * (uint64_t)k * es + 1);
     MPI_TRY (MPI_Iallgather (send, (int)(n_in * es), MPI_BYTE, cs->recv_stage, (int)(n_in * es),
-                             MPI_BYTE, comm, &cs->req[0]), what);
+                             MPI_BYTE, comm, &req[0]), what);
     break;
   case SG_OP_ALL_TO_ALL: {
     void *recv = out.data;
     if (!out_direct)
       recv = cs->recv_stage = g_malloc (n_out * es + 1);
     int chunk = (int)(n_in / (uint64_t)k * es);
-    MPI_TRY (MPI_Ialltoall (send, chunk, MPI_BYTE, recv, chunk, MPI_BYTE, comm, &cs->req[0]),
+    MPI_TRY (MPI_Ialltoall (send, chunk, MPI_BYTE, recv, chunk, MPI_BYTE, comm, &req[0]),
              what);
     break;
   }
@@ -351,27 +374,47 @@ coll_start (SgRtContext *ctx, int32_t i, GError **error)
     cs->recv_stage = g_malloc (n_in * es + 1);
     memcpy (cs->recv_stage, send, n_in * es);
     MPI_TRY (MPI_Ibcast (cs->recv_stage, (int)(n_in * es), MPI_BYTE, broadcast_root (ctx, ins),
-                         comm, &cs->req[0]), what);
+                         comm, &req[0]), what);
     break;
   default:
     g_return_val_if_reached (false);
   }
+  return true;
+}
+
+/* Starts collective instruction @i: every member's nonblocking operation
+ * (a coalesced collective's members at once, as one NCCL group runs them;
+ * the group's wait waits for all). */
+static bool
+coll_start (SgRtContext *ctx, int32_t i, GError **error)
+{
+  CollState *cs = &((CpuState *)ctx->priv)->coll[i];
+  for (int r = 0; r < cs->n_req; r++)
+    cs->req[r] = MPI_REQUEST_NULL;
+  cs->start = MPI_Wtime ();
+  cs->exposed = 0;
+  cs->end = -1;
+  for (int32_t m = 0; m < ctx->plan->ins[i].n_in; m++)
+    if (!member_start (ctx, i, m, &cs->req[2 * m], error))
+      return false;
   cs->active = true;
   return true;
 }
 
-/* After the MPI request completed: reduce in group-rank order, unstage. */
+/* After member @m's MPI requests completed: reduce in group-rank order,
+ * unstage. */
 static void
-coll_finish (SgRtContext *ctx, int32_t i)
+member_finish (SgRtContext *ctx, int32_t i, int32_t m)
 {
   const SgPlan *p = ctx->plan;
   const SgPlanIns *ins = &p->ins[i];
-  CollState *cs = &((CpuState *)ctx->priv)->coll[i];
+  MemberState *cs = &((CpuState *)ctx->priv)->coll[i].m[m];
   int k = p->groups[ins->group].n_ranks;
+  const SgOpKind kind = sg_op_member_kind (ins->op);
   SgTensor out;
-  value_tensor (ctx, ins->out[0], &out);
+  value_tensor (ctx, ins->out[m], &out);
   uint64_t n = sg_tensor_numel (&out);
-  if (ins->op == SG_OP_REDUCE_SCATTER || ins->op == SG_OP_ALL_REDUCE) {
+  if (kind == SG_OP_REDUCE_SCATTER || kind == SG_OP_ALL_REDUCE) {
     double *acc = g_new (double, MAX (n, 1));
     for (uint64_t j = 0; j < n; j++) {
       double a = sg_tensor_load (out.dtype, cs->recv_stage, (int64_t)j);
@@ -394,6 +437,14 @@ coll_finish (SgRtContext *ctx, int32_t i)
   }
   g_clear_pointer (&cs->send_stage, g_free);
   g_clear_pointer (&cs->recv_stage, g_free);
+}
+
+static void
+coll_finish (SgRtContext *ctx, int32_t i)
+{
+  CollState *cs = &((CpuState *)ctx->priv)->coll[i];
+  for (int32_t m = 0; m < ctx->plan->ins[i].n_in; m++)
+    member_finish (ctx, i, m);
   cs->active = false;
 }
 
@@ -550,8 +601,12 @@ cpu_teardown (SgRtContext *ctx)
   if (st == NULL)
     return;
   for (int32_t i = 0; i < ctx->plan->n_ins; i++) {
-    g_free (st->coll[i].send_stage);
-    g_free (st->coll[i].recv_stage);
+    for (int32_t m = 0; st->coll[i].m && m < ctx->plan->ins[i].n_in; m++) {
+      g_free (st->coll[i].m[m].send_stage);
+      g_free (st->coll[i].m[m].recv_stage);
+    }
+    g_free (st->coll[i].m);
+    g_free (st->coll[i].req);
   }
   free (st->arena);
   g_free (st->coll);

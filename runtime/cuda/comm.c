@@ -5,7 +5,9 @@
  * broadcasts it, then every member calls ncclCommInitRank, as
  * torch.distributed's ProcessGroupNCCL does over its store. Collectives run
  * on the instruction's stream; views that are not dense go through the
- * stream's scratch. Faults: completion is polled (cudaEventQuery +
+ * stream's scratch. A coalesced collective issues its members' calls inside
+ * one ncclGroupStart / ncclGroupEnd (NCCL's "aggregated operations": one
+ * launch), as torch's _coalescing_manager does. Faults: completion is polled (cudaEventQuery +
  * ncclCommGetAsyncError) so an NCCL error or a --timeout aborts every
  * communicator and returns an error instead of hanging; a watchdog thread
  * covers host calls that block (init, MPI), aborting the job with a message
@@ -147,39 +149,36 @@ dense_of (const SgCuTensor *t, char **scratch)
   return d;
 }
 
-bool
-sg_cu_run_collective (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GError **error)
+/* Issues member @m of collective @ins on stream @s: its NCCL call over the
+ * dense operands @din -> @dout (of @in's element type). */
+static bool
+member_issue (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, const SgCuTensor *in,
+              const SgCuTensor *out, const SgCuTensor *din, const SgCuTensor *dout,
+              cudaStream_t s, GError **error)
 {
-  cudaStream_t s = st->streams[ins->stream];
   ncclComm_t comm = st->comms[ins->group];
   const SgPlanGroup *grp = &plan->groups[ins->group];
-  SgCuTensor in, out;
-  sg_cu_value_tensor (st, plan, ins->in[0], &in);
-  sg_cu_value_tensor (st, plan, ins->out[0], &out);
-  char *scratch = st->scratch[ins->stream];
-  const SgCuTensor din = dense_of (&in, &scratch), dout = dense_of (&out, &scratch);
-  if (din.ptr != in.ptr)
-    SG_CU_CHECK (sg_cu_copy_range (&din, 0, &in, 0, sg_cu_numel (&in), s), error, fail);
   ncclDataType_t t;
-  size_t count_in = (size_t)sg_cu_numel (&in), count_out = (size_t)sg_cu_numel (&out);
-  if (!sg_cu_nccl_type ((SgDtype)in.dtype, &t)) {
+  size_t count_in = (size_t)sg_cu_numel (in), count_out = (size_t)sg_cu_numel (out);
+  if (!sg_cu_nccl_type ((SgDtype)in->dtype, &t)) {
     /* Moves without arithmetic do not care about the element type. */
-    const size_t es = sg_dtype_size ((SgDtype)in.dtype);
+    const size_t es = sg_dtype_size ((SgDtype)in->dtype);
     t = ncclUint8;
     count_in *= es;
     count_out *= es;
   }
-  switch (ins->op) {
+  switch (sg_op_member_kind (ins->op)) {
   case SG_OP_ALL_GATHER:
-    SG_NCCL_CHECK (ncclAllGather (din.ptr, dout.ptr, count_in, t, comm, s), error, fail);
+    SG_NCCL_CHECK (ncclAllGather (din->ptr, dout->ptr, count_in, t, comm, s), error, fail);
     break;
   case SG_OP_REDUCE_SCATTER:
-    SG_NCCL_CHECK (ncclReduceScatter (din.ptr, dout.ptr, count_out, t, nccl_op (ins->reduce), comm,
-                                      s),
+    SG_NCCL_CHECK (ncclReduceScatter (din->ptr, dout->ptr, count_out, t, nccl_op (ins->reduce),
+                                      comm, s),
                    error, fail);
     break;
   case SG_OP_ALL_REDUCE:
-    SG_NCCL_CHECK (ncclAllReduce (din.ptr, dout.ptr, count_in, t, nccl_op (ins->reduce), comm, s),
+    SG_NCCL_CHECK (ncclAllReduce (din->ptr, dout->ptr, count_in, t, nccl_op (ins->reduce), comm,
+                                  s),
                    error, fail);
     break;
   case SG_OP_BROADCAST: {
@@ -191,25 +190,25 @@ sg_cu_run_collective (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, G
       for (int32_t j = 0; j < grp->n_ranks; j++)
         if (grp->partition[i * grp->n_ranks + j] == src)
           root = j;
-    SG_NCCL_CHECK (ncclBroadcast (din.ptr, dout.ptr, count_in, t, root, comm, s), error, fail);
+    SG_NCCL_CHECK (ncclBroadcast (din->ptr, dout->ptr, count_in, t, root, comm, s), error, fail);
     break;
   }
   case SG_OP_COLLECTIVE_PERMUTE:
-    if (!sg_cu_run_permute (st, plan, ins, &din, &dout, t, count_in,
-                            t == ncclUint8 ? 1 : sg_dtype_size ((SgDtype)in.dtype), error))
+    if (!sg_cu_run_permute (st, plan, ins, din, dout, t, count_in,
+                            t == ncclUint8 ? 1 : sg_dtype_size ((SgDtype)in->dtype), error))
       goto fail;
     break;
   case SG_OP_ALL_TO_ALL: {
     /* Equal splits over dim 0 (the plan's all_to_all_single with split
      * sizes of None or all equal): one send and one receive per peer. */
     const int n = grp->n_ranks;
-    const size_t es = t == ncclUint8 ? 1 : sg_dtype_size ((SgDtype)in.dtype);
+    const size_t es = t == ncclUint8 ? 1 : sg_dtype_size ((SgDtype)in->dtype);
     const size_t cin = count_in / (size_t)n, cout = count_out / (size_t)n;
     SG_NCCL_CHECK (ncclGroupStart (), error, fail);
     for (int p = 0; p < n; p++) {
-      SG_NCCL_CHECK (ncclSend ((const char *)din.ptr + (size_t)p * cin * es, cin, t, p, comm, s),
+      SG_NCCL_CHECK (ncclSend ((const char *)din->ptr + (size_t)p * cin * es, cin, t, p, comm, s),
                      error, fail);
-      SG_NCCL_CHECK (ncclRecv ((char *)dout.ptr + (size_t)p * cout * es, cout, t, p, comm, s),
+      SG_NCCL_CHECK (ncclRecv ((char *)dout->ptr + (size_t)p * cout * es, cout, t, p, comm, s),
                      error, fail);
     }
     SG_NCCL_CHECK (ncclGroupEnd (), error, fail);
@@ -219,10 +218,52 @@ sg_cu_run_collective (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, G
     g_set_error (error, SG_RT_ERROR, SG_RT_ERROR_UNSUPPORTED, "not a collective NCCL runs");
     goto fail;
   }
-  if (dout.ptr != out.ptr)
-    SG_CU_CHECK (sg_cu_copy_range (&out, 0, &dout, 0, sg_cu_numel (&out), s), error, fail);
   return true;
 fail:
+  return false;
+}
+
+bool
+sg_cu_run_collective (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, GError **error)
+{
+  cudaStream_t s = st->streams[ins->stream];
+  const SgPlanGroup *grp = &plan->groups[ins->group];
+  const int32_t n = ins->n_in;
+  /* a coalesced collective's members are one NCCL group (ncclGroupStart /
+   * ncclGroupEnd: one launch; they end together, so the one event recorded
+   * after this instruction is the group's end); under CUDA graph capture
+   * the group is captured as its kernels */
+  const bool group = sg_op_is_coalesced (ins->op);
+  bool in_group = false;
+  g_autofree SgCuTensor *in = g_new (SgCuTensor, (size_t)n), *out = g_new (SgCuTensor, (size_t)n);
+  g_autofree SgCuTensor *din = g_new (SgCuTensor, (size_t)n);
+  g_autofree SgCuTensor *dout = g_new (SgCuTensor, (size_t)n);
+  char *scratch = st->scratch[ins->stream];
+  for (int32_t m = 0; m < n; m++) {
+    sg_cu_value_tensor (st, plan, ins->in[m], &in[m]);
+    sg_cu_value_tensor (st, plan, ins->out[m], &out[m]);
+    din[m] = dense_of (&in[m], &scratch);
+    dout[m] = dense_of (&out[m], &scratch);
+    if (din[m].ptr != in[m].ptr)
+      SG_CU_CHECK (sg_cu_copy_range (&din[m], 0, &in[m], 0, sg_cu_numel (&in[m]), s), error, fail);
+  }
+  if (group)
+    SG_NCCL_CHECK (ncclGroupStart (), error, fail);
+  in_group = group;
+  for (int32_t m = 0; m < n; m++)
+    if (!member_issue (st, plan, ins, &in[m], &out[m], &din[m], &dout[m], s, error))
+      goto fail;
+  in_group = false;
+  if (group)
+    SG_NCCL_CHECK (ncclGroupEnd (), error, fail);
+  for (int32_t m = 0; m < n; m++)
+    if (dout[m].ptr != out[m].ptr)
+      SG_CU_CHECK (sg_cu_copy_range (&out[m], 0, &dout[m], 0, sg_cu_numel (&out[m]), s), error,
+                   fail);
+  return true;
+fail:
+  if (in_group)
+    (void)ncclGroupEnd (); /* close the group; the error above is what failed */
   g_prefix_error (error, "node %s (%s over group %s): ", ins->name, sg_op_name (ins->op),
                   grp->name);
   return false;

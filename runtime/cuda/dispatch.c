@@ -267,24 +267,30 @@ sg_cu_check_ins (const SgPlan *plan, const SgPlanIns *ins, bool exact, int64_t a
   uint64_t need = 0;
   SgCuTensor a, b, o;
   if (ins->kind == SG_INS_COLLECTIVE) {
-    if (ins->n_in < 1 || ins->n_out < 1 || ins->in[0] < 0 || ins->out[0] < 0)
+    if (ins->n_in < 1 || ins->n_out != ins->n_in)
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "collective without tensors", NULL);
-    sg_cu_value_tensor (NULL, plan, ins->in[0], &a);
-    sg_cu_value_tensor (NULL, plan, ins->out[0], &o);
-    ncclDataType_t nt;
-    if (ins->op != SG_OP_ALL_GATHER && ins->op != SG_OP_REDUCE_SCATTER &&
-        ins->op != SG_OP_ALL_REDUCE && ins->op != SG_OP_ALL_TO_ALL && ins->op != SG_OP_BROADCAST &&
-        ins->op != SG_OP_COLLECTIVE_PERMUTE)
+    const SgOpKind kind = sg_op_member_kind (ins->op);
+    if (kind != SG_OP_ALL_GATHER && kind != SG_OP_REDUCE_SCATTER && kind != SG_OP_ALL_REDUCE &&
+        kind != SG_OP_ALL_TO_ALL && kind != SG_OP_BROADCAST && kind != SG_OP_COLLECTIVE_PERMUTE)
       return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "not a collective NCCL runs", NULL);
-    if ((ins->op == SG_OP_REDUCE_SCATTER || ins->op == SG_OP_ALL_REDUCE) &&
-        !sg_cu_nccl_type ((SgDtype)a.dtype, &nt))
-      return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "no NCCL reduction for dtype ",
-                       sg_dtype_name ((SgDtype)a.dtype));
-    const uint64_t es = sg_dtype_size ((SgDtype)a.dtype);
-    if (!sg_cu_is_contiguous (&a))
-      need += (uint64_t)sg_cu_numel (&a) * es + 256;
-    if (!sg_cu_is_contiguous (&o))
-      need += (uint64_t)sg_cu_numel (&o) * es + 256;
+    /* every member's operands at once (a coalesced collective's members run
+     * as one NCCL group): the dense copies of all of them in the scratch */
+    for (int32_t m = 0; m < ins->n_in; m++) {
+      if (ins->in[m] < 0 || ins->out[m] < 0)
+        return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "collective without tensors", NULL);
+      sg_cu_value_tensor (NULL, plan, ins->in[m], &a);
+      sg_cu_value_tensor (NULL, plan, ins->out[m], &o);
+      ncclDataType_t nt;
+      if ((kind == SG_OP_REDUCE_SCATTER || kind == SG_OP_ALL_REDUCE) &&
+          !sg_cu_nccl_type ((SgDtype)a.dtype, &nt))
+        return fail_ins (error, SG_RT_ERROR_UNSUPPORTED, ins, "no NCCL reduction for dtype ",
+                         sg_dtype_name ((SgDtype)a.dtype));
+      const uint64_t es = sg_dtype_size ((SgDtype)a.dtype);
+      if (!sg_cu_is_contiguous (&a))
+        need += (uint64_t)sg_cu_numel (&a) * es + 256;
+      if (!sg_cu_is_contiguous (&o))
+        need += (uint64_t)sg_cu_numel (&o) * es + 256;
+    }
     scratch_need[ins->stream] = MAX (scratch_need[ins->stream], need);
     return true;
   }

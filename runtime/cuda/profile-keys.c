@@ -95,8 +95,11 @@ sg_cu_prof_node_key (const SgGraph *g, SgNodeId id, int32_t n_nodes_of_group, Ke
                                ks[2], qs[3], causal ? "true" : "false");
     return true;
   }
-  /* (collective_permute steps are not measured: the model prices them) */
-  if (klass == SG_CLASS_COLLECTIVE && n->kind != SG_OP_COLLECTIVE_PERMUTE) {
+  /* (collective_permute steps are not measured: the model prices them; nor
+   * coalesced calls: the model prices one from single calls of its
+   * members' kind, estimate/'s sg_cost_coalesced_us) */
+  if (klass == SG_CLASS_COLLECTIVE && n->kind != SG_OP_COLLECTIVE_PERMUTE
+      && !sg_op_is_coalesced (n->kind)) {
     const uint64_t bytes = sg_node_comm_bytes (g, id);
     const SgMeta *in = sg_cu_prof_in_meta (g, id, 0);
     if (bytes == 0 || !in || n->group < 0 || n->group_size < 2)

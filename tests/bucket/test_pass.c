@@ -13,6 +13,9 @@
 #include "bucket-test.h"
 #include "builder.h"
 
+/* every bucket of these tests is flat (pack / unpack) */
+#define FLAT SG_BUCKET_LOWERING_FLAT
+
 #define I(x) ((int64_t)(x))
 
 static const char *data_dir = "tests/data"; /* argv[1] overrides */
@@ -76,19 +79,96 @@ END_TEST
 
 START_TEST (hidden_gathers_stay_apart_when_a_merge_only_adds_copies)
 {
-  /* behind 5 ms of compute both are hidden: a bucket would save nothing
-   * and add a pack and two unpacks to the compute stream (comm_start_wait
-   * 0: the gathers start beside the GEMM instead of waiting for its end) */
+  /* behind 5 ms of compute both are hidden: a flat bucket would save
+   * nothing and add two unpack copies to the compute stream
+   * (comm_start_wait 0: the gathers start beside the GEMM instead of
+   * waiting for its end) */
   g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
   g->cluster_json = g_strdup ("{\"comm_start_wait\": 0}");
   SgConfig cfg;
   estimate (g, &cfg);
+  cfg.bucket_lowering = SG_BUCKET_LOWERING_FLAT;
   run_pass (g, &cfg);
   const SgBucketStats *st = sg_bucket_stats (g);
   ck_assert_int_eq (st->collectives_after, 2);
   ck_assert_int_eq (st->refused_step, 1);
   ck_assert_double_eq (st->exposed_before_us, 0.0);
   ck_assert_double_eq (st->step_after_us, st->step_before_us);
+}
+END_TEST
+
+/* The same merge, lowered as the local rule says (flat: the two small
+ * unpack copies cost less than the second member's NCCL latency), adds
+ * copies and is refused; lowered grouped instead it adds only hidden comm
+ * time and is kept for the call it saves (a tie of the step). */
+START_TEST (a_merge_refused_flat_is_tried_grouped)
+{
+  g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
+  g->cluster_json = g_strdup ("{\"comm_start_wait\": 0}");
+  SgConfig cfg;
+  estimate (g, &cfg);
+  SgNodeId colls[2] = { sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "ag2") };
+  ck_assert (!sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_AUTO, G_MAXUINT64, colls, 2, NULL));
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_after, 1);
+  ck_assert_int_eq (st->grouped, 1);
+  ck_assert (st->step_after_us <= st->step_before_us + 1e-3);
+}
+END_TEST
+
+/* The rule: large all_gather members (their copies out of a rank-major
+ * result cost more than an NCCL latency each) are grouped, small ones
+ * (copies cheaper than a latency) are flat; reduce_scatter likewise
+ * (the interleaving copy of the input); all_reduce members copy nothing
+ * flat, so stay flat; past the cap only grouped is possible. */
+START_TEST (the_rule_groups_where_copies_lose_and_keeps_flat_where_they_win)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "s1", "bfloat16", 2, (int64_t)256, (int64_t)256);      /* 128 KiB */
+  tb_input (g, "s2", "bfloat16", 2, (int64_t)256, (int64_t)256);
+  tb_input (g, "b1", "bfloat16", 2, (int64_t)8192, (int64_t)4096);    /* 64 MiB */
+  tb_input (g, "b2", "bfloat16", 2, (int64_t)8192, (int64_t)4096);
+  const char *ins[] = { "s1", "s2", "b1", "b2" };
+  const char *ag[] = { "ag_s1", "ag_s2", "ag_b1", "ag_b2" };
+  const char *rs[] = { "rs_s1", "rs_s2", "rs_b1", "rs_b2" };
+  const char *ar[] = { "ar_s1", "ar_s2", "ar_b1", "ar_b2" };
+  for (int i = 0; i < 4; i++) {
+    tb_all_gather (g, ag[i], ins[i], "0");
+    tb_reduce_scatter (g, rs[i], ins[i], "0");
+    tb_all_reduce (g, ar[i], ins[i], "0");
+  }
+  for (int i = 0; i < 4; i++) {
+    char w[3][16];
+    g_snprintf (w[0], sizeof w[0], "w_%s", ag[i]);
+    g_snprintf (w[1], sizeof w[1], "w_%s", rs[i]);
+    g_snprintf (w[2], sizeof w[2], "w_%s", ar[i]);
+    tb_wait (g, w[0], ag[i]);
+    tb_wait (g, w[1], rs[i]);
+    tb_wait (g, w[2], ar[i]);
+  }
+  tb_output (g, 1, "w_ag_s1");
+  SgConfig cfg;
+  estimate (g, &cfg);
+#define PAIR(names, a, b)                                                                          \
+  ((SgNodeId[]){ sg_graph_lookup (g, names[a]), sg_graph_lookup (g, names[b]) })
+#define RULE(names, a, b, cap) \
+  sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_AUTO, (cap), PAIR (names, a, b), 2, NULL)
+  ck_assert (!RULE (ag, 0, 1, G_MAXUINT64));
+  ck_assert (RULE (ag, 2, 3, G_MAXUINT64));
+  ck_assert (!RULE (rs, 0, 1, G_MAXUINT64));
+  ck_assert (RULE (rs, 2, 3, G_MAXUINT64));
+  ck_assert (!RULE (ar, 2, 3, G_MAXUINT64));
+  ck_assert (RULE (ar, 2, 3, 64u << 20)); /* 128 MiB over a 64 MiB cap */
+  /* forced: as told, whatever the sizes */
+  ck_assert (sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_GROUPED, G_MAXUINT64, PAIR (ag, 0, 1), 2,
+                                   NULL));
+  ck_assert (!sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_FLAT, G_MAXUINT64, PAIR (ag, 2, 3), 2,
+                                    NULL));
+#undef RULE
+#undef PAIR
+  sg_graph_free (g);
 }
 END_TEST
 
@@ -113,17 +193,41 @@ START_TEST (no_bucket_leaves_the_graph_alone)
 }
 END_TEST
 
-START_TEST (bucket_cap_stops_a_merge)
+START_TEST (bucket_cap_stops_a_flat_merge)
 {
   g_autoptr (SgGraph) g = bt_two_gathers (5000.0);
   SgConfig cfg;
   estimate (g, &cfg);
   cfg.bucket_cap_bytes = 3u << 20; /* each gather moves 2 MiB */
+  cfg.bucket_lowering = SG_BUCKET_LOWERING_FLAT;
   run_pass (g, &cfg);
   const SgBucketStats *st = sg_bucket_stats (g);
   ck_assert_int_eq (st->collectives_after, 2);
   ck_assert_int_eq (st->refused_cap, 1);
   ck_assert_uint_eq (st->cap_bytes, 3u << 20);
+}
+END_TEST
+
+/* The cap bounds a flat bucket's buffer; a grouped bucket has none, so
+ * a merge that pays (the gathers are exposed: one call saves a call's
+ * overhead) goes ahead over the cap as one coalesced call. */
+START_TEST (a_bucket_over_the_cap_is_grouped)
+{
+  g_autoptr (SgGraph) g = bt_two_gathers (25.0);
+  SgConfig cfg;
+  estimate (g, &cfg);
+  cfg.bucket_cap_bytes = 3u << 20;
+  run_pass (g, &cfg);
+  const SgBucketStats *st = sg_bucket_stats (g);
+  ck_assert_int_eq (st->collectives_after, 1);
+  ck_assert_int_eq (st->refused_cap, 1); /* by the flat-only greedy it is compared with */
+  ck_assert_int_eq (st->n_infos, 1);
+  ck_assert (st->infos[0].grouped);
+  ck_assert_int_eq (st->grouped, 1);
+  /* one coalesced all_gather, its elements waited on where the members were */
+  SgNodeId c = sg_node_wait_target (g, sg_graph_lookup (g, "ag1_w"));
+  ck_assert_int_eq (g->nodes[c].kind, SG_OP_ALL_GATHER_COALESCED);
+  ck_assert_int_eq (sg_node_wait_target (g, sg_graph_lookup (g, "ag2_w")), c);
 }
 END_TEST
 
@@ -269,12 +373,12 @@ START_TEST (bucket_of_buckets_lists_the_original_members)
   /* two buckets by hand, then the pass may merge them */
   SgNodeId b0[2] = { sg_graph_lookup (g, "ag0"), sg_graph_lookup (g, "ag1") };
   SgNodeId b1[2] = { sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "ag3") };
-  SgBucketSpec specs[2] = { { b0, 2 }, { b1, 2 } };
+  SgBucketSpec specs[2] = { { b0, 2, FLAT }, { b1, 2, FLAT } };
   GError *error = NULL;
   ck_assert (sg_bucket_apply (g, specs, 2, &error));
   /* a bucket of buckets: its member list names the four gathers */
   SgNodeId bb[2] = { sg_graph_lookup (g, "bucket_ag0"), sg_graph_lookup (g, "bucket_ag2") };
-  SgBucketSpec outer = { bb, 2 };
+  SgBucketSpec outer = { bb, 2, FLAT };
   ck_assert_msg (sg_bucket_apply (g, &outer, 1, &error), "%s", error ? error->message : "");
   ck_assert_msg (sg_graph_validate (g, &error), "%s", error ? error->message : "");
   /* one collective left: the pass has nothing to merge and lists it */
@@ -371,8 +475,9 @@ START_TEST (timeline_screen_refuses_what_cannot_be_hidden)
   SgNodeId c[2] = { sg_graph_lookup (g, "ag_small"), sg_graph_lookup (g, "ag_big") };
   SgNodeId w[2] = { sg_graph_lookup (g, "ag_small_w"), sg_graph_lookup (g, "ag_big_w") };
   uint64_t bytes = sg_node_comm_bytes (g, c[0]) + sg_node_comm_bytes (g, c[1]);
-  ck_assert (!sg_bucket_predict_ok (p, c, w, 2, bytes));
-  ck_assert (sg_bucket_predict_ok (p, c, w, 1, sg_node_comm_bytes (g, c[0])));
+  ck_assert (!sg_bucket_predict_ok (p, c, w, 2, bytes, SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
+  ck_assert (sg_bucket_predict_ok (p, c, w, 1, sg_node_comm_bytes (g, c[0]),
+                                   SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
   sg_bucket_predict_free (p);
 
   g_autoptr (SgGraph) h = bt_two_gathers (5000.0);
@@ -382,7 +487,8 @@ START_TEST (timeline_screen_refuses_what_cannot_be_hidden)
   SgNodeId hc[2] = { sg_graph_lookup (h, "ag1"), sg_graph_lookup (h, "ag2") };
   SgNodeId hw[2] = { sg_graph_lookup (h, "ag1_w"), sg_graph_lookup (h, "ag2_w") };
   ck_assert (sg_bucket_predict_ok (p, hc, hw, 2,
-                                   sg_node_comm_bytes (h, hc[0]) + sg_node_comm_bytes (h, hc[1])));
+                                   sg_node_comm_bytes (h, hc[0]) + sg_node_comm_bytes (h, hc[1]),
+                                   SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
   sg_bucket_predict_free (p);
 }
 END_TEST
@@ -483,8 +589,11 @@ pass_suite (void)
   tcase_set_timeout (tc, 60);
   tcase_add_test (tc, exposed_gathers_merge_into_one_bucket);
   tcase_add_test (tc, hidden_gathers_stay_apart_when_a_merge_only_adds_copies);
+  tcase_add_test (tc, a_merge_refused_flat_is_tried_grouped);
+  tcase_add_test (tc, the_rule_groups_where_copies_lose_and_keeps_flat_where_they_win);
   tcase_add_test (tc, no_bucket_leaves_the_graph_alone);
-  tcase_add_test (tc, bucket_cap_stops_a_merge);
+  tcase_add_test (tc, bucket_cap_stops_a_flat_merge);
+  tcase_add_test (tc, a_bucket_over_the_cap_is_grouped);
   tcase_add_test (tc, merge_that_would_expose_a_big_gather_is_refused);
   tcase_add_test (tc, gather_of_a_gathered_value_is_never_merged);
   tcase_add_test (tc, reduce_scatters_of_gradients_merge_and_keep_outputs);

@@ -9,6 +9,9 @@
 #include "bucket.h"
 #include "builder.h"
 
+/* every bucket of these tests is flat (pack / unpack) */
+#define FLAT SG_BUCKET_LOWERING_FLAT
+
 #define I(x) ((int64_t)(x))
 
 static void
@@ -73,7 +76,7 @@ static void
 apply_one (SgGraph *g, const char *a, const char *b)
 {
   SgNodeId m[2] = { id_of (g, a), id_of (g, b) };
-  SgBucketSpec spec = { m, 2 };
+  SgBucketSpec spec = { m, 2, FLAT };
   GError *error = NULL;
   ck_assert_msg (sg_bucket_apply (g, &spec, 1, &error), "%s", error ? error->message : "");
 }
@@ -84,7 +87,7 @@ static GError *
 refuse_one (SgGraph *g, const char *a, const char *b)
 {
   SgNodeId m[2] = { id_of (g, a), id_of (g, b) };
-  SgBucketSpec spec = { m, 2 };
+  SgBucketSpec spec = { m, 2, FLAT };
   GError *error = NULL;
   ck_assert_msg (!sg_bucket_apply (g, &spec, 1, &error), "{%s, %s} was not refused", a, b);
   ck_assert (error != NULL);
@@ -270,7 +273,7 @@ START_TEST (member_read_by_more_than_its_wait_is_refused)
   g_clear_error (&error);
   /* a single-member bucket is refused too */
   SgNodeId one = id_of (g, "ag1");
-  SgBucketSpec s1 = { &one, 1 };
+  SgBucketSpec s1 = { &one, 1, FLAT };
   ck_assert (!sg_bucket_apply (g, &s1, 1, &error));
   g_error_free (error);
 }
@@ -329,7 +332,7 @@ START_TEST (two_buckets_apply_at_once_and_keep_other_nodes_in_order)
   tb_output (g, 1, prev);
   SgNodeId b0[2] = { id_of (g, "ag0"), id_of (g, "ag1") };
   SgNodeId b1[2] = { id_of (g, "ag2"), id_of (g, "ag3") };
-  SgBucketSpec specs[2] = { { b0, 2 }, { b1, 2 } };
+  SgBucketSpec specs[2] = { { b0, 2, FLAT }, { b1, 2, FLAT } };
   g_autoptr (SgGraph) copy = sg_graph_copy (g);
   GError *error = NULL;
   ck_assert_msg (sg_bucket_apply (g, specs, 2, &error), "%s", error ? error->message : "");

@@ -15,6 +15,9 @@
 #include "bucket-test.h"
 #include "builder.h"
 
+/* every bucket of these tests is flat (pack / unpack) */
+#define FLAT SG_BUCKET_LOWERING_FLAT
+
 #define I(x) ((int64_t)(x))
 
 static const char *data_dir = "tests/data"; /* argv[1] overrides */
@@ -163,7 +166,7 @@ START_TEST (trial_matches_apply_with_implicit_edges)
   SgNodeId m12[2] = { sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "ag2") };
   SgNodeId m123[3] = { m12[0], m12[1], sg_graph_lookup (g, "ag3") };
   SgNodeId m13[2] = { m12[0], m123[2] };
-  SgBucketSpec s12 = { m12, 2 }, s123 = { m123, 3 }, s13 = { m13, 2 };
+  SgBucketSpec s12 = { m12, 2, FLAT }, s123 = { m123, 3, FLAT }, s13 = { m13, 2, FLAT };
   assert_trial_matches_apply (g, &s12, 1);
   assert_trial_matches_apply (g, &s123, 1);
   assert_trial_matches_apply (g, &s13, 1);
@@ -179,8 +182,8 @@ START_TEST (trial_refuses_what_apply_refuses)
   SgNodeId rs1 = sg_graph_lookup (g, "rs1"), mm1 = sg_graph_lookup (g, "mm1");
   SgNodeId one[1] = { ag1 }, twice[2] = { ag1, ag1 }, mixed[2] = { ag1, rs1 };
   SgNodeId not_coll[2] = { ag1, mm1 }, ok[2] = { ag1, ag2 };
-  SgBucketSpec s_one = { one, 1 }, s_twice = { twice, 2 }, s_mixed = { mixed, 2 };
-  SgBucketSpec s_not = { not_coll, 2 }, s_two[2] = { { ok, 2 }, { ok, 2 } };
+  SgBucketSpec s_one = { one, 1, FLAT }, s_twice = { twice, 2, FLAT }, s_mixed = { mixed, 2, FLAT };
+  SgBucketSpec s_not = { not_coll, 2, FLAT }, s_two[2] = { { ok, 2, FLAT }, { ok, 2, FLAT } };
   assert_trial_matches_apply (g, &s_one, 1);
   assert_trial_matches_apply (g, &s_twice, 1);
   assert_trial_matches_apply (g, &s_mixed, 1);
@@ -197,7 +200,7 @@ START_TEST (trial_refuses_what_apply_refuses)
   tb_output (h, 1, "ar2_w");
   prepare (h, false);
   SgNodeId cyc[2] = { sg_graph_lookup (h, "ar1"), sg_graph_lookup (h, "ar2") };
-  SgBucketSpec s_cyc = { cyc, 2 };
+  SgBucketSpec s_cyc = { cyc, 2, FLAT };
   assert_trial_matches_apply (h, &s_cyc, 1);
   sg_graph_free (h);
 }
@@ -234,7 +237,7 @@ check_bucket_sets (SgGraph *g)
     for (guint k = 0; k < lists->len; k++) {
       GArray *l = g_ptr_array_index (lists, k);
       for (guint i = 0; i + (guint)run <= l->len; i += (guint)run) {
-        SgBucketSpec s = { &g_array_index (l, SgNodeId, i), run };
+        SgBucketSpec s = { &g_array_index (l, SgNodeId, i), run, FLAT };
         g_array_append_val (specs, s);
       }
     }
@@ -243,7 +246,7 @@ check_bucket_sets (SgGraph *g)
   for (guint k = 0; k < lists->len; k++) {
     GArray *l = g_ptr_array_index (lists, k);
     for (guint i = 0; i + 2 <= l->len && i < 6; i++) {
-      SgBucketSpec s = { &g_array_index (l, SgNodeId, i), 2 };
+      SgBucketSpec s = { &g_array_index (l, SgNodeId, i), 2, FLAT };
       assert_trial_matches_apply (g, &s, 1);
     }
   }
@@ -293,7 +296,8 @@ START_TEST (chained_buckets_read_the_unpacks)
   }
   ck_assert_int_eq (nr, 9);
   ck_assert_int_eq (na, 9);
-  SgBucketSpec both[2] = { { rs, 9 }, { ar, 9 } }, swapped[2] = { { ar, 9 }, { rs, 9 } };
+  SgBucketSpec both[2] = { { rs, 9, FLAT }, { ar, 9, FLAT } };
+  SgBucketSpec swapped[2] = { { ar, 9, FLAT }, { rs, 9, FLAT } };
   assert_trial_matches_apply (g, both, 2);
   assert_trial_matches_apply (g, swapped, 2);
   GError *error = NULL;

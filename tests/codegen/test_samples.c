@@ -20,6 +20,9 @@
 #include "estimate.h"
 #include "schedule.h"
 
+/* every bucket of these tests is flat (pack / unpack) */
+#define FLAT SG_BUCKET_LOWERING_FLAT
+
 #ifndef SG_TEST_DATA
 #error "SG_TEST_DATA must name tests/data"
 #endif
@@ -270,7 +273,7 @@ START_TEST (sample_plans_after_bucketing)
   ck_assert_int_gt (n_specs, 0);
   g_autofree SgBucketSpec *specs = g_new (SgBucketSpec, (size_t)n_specs);
   for (int32_t s = 0; s < n_specs; s++)
-    specs[s] = (SgBucketSpec){ &g_array_index (members, SgNodeId, 2 * s), 2 };
+    specs[s] = (SgBucketSpec){ &g_array_index (members, SgNodeId, 2 * s), 2, FLAT };
   g_autoptr (GError) e = NULL;
   ck_assert_msg (sg_bucket_apply (g, specs, n_specs, &e), "%s", e ? e->message : "");
   g_array_free (members, TRUE);

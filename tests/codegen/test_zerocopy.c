@@ -16,6 +16,9 @@
 #include "codegen.h"
 #include "estimate.h"
 
+/* every bucket of these tests is flat (pack / unpack) */
+#define FLAT SG_BUCKET_LOWERING_FLAT
+
 #define I(x) ((int64_t)(x))
 
 /* Buckets the collectives named in @names (one bucket) and estimates. */
@@ -27,7 +30,7 @@ bucket (SgGraph *g, const char *const *names, int32_t n)
     ids[i] = sg_graph_lookup (g, names[i]);
     ck_assert_int_ne (ids[i], SG_NO_NODE);
   }
-  SgBucketSpec spec = { ids, n };
+  SgBucketSpec spec = { ids, n, FLAT };
   GError *e = NULL;
   ck_assert_msg (sg_bucket_apply (g, &spec, 1, &e), "%s", e ? e->message : "");
   SgConfig cfg;
@@ -271,7 +274,7 @@ START_TEST (buckets_of_the_same_shards_share_their_layout)
     tb_output (g, 1, "m3");
     SgNodeId first[2] = { sg_graph_lookup (g, "a0"), sg_graph_lookup (g, "a1") };
     SgNodeId second[2] = { sg_graph_lookup (g, "b0"), sg_graph_lookup (g, "b1") };
-    SgBucketSpec specs[2] = { { first, 2 }, { second, 2 } };
+    SgBucketSpec specs[2] = { { first, 2, FLAT }, { second, 2, FLAT } };
     GError *e = NULL;
     ck_assert_msg (sg_bucket_apply (g, specs, 2, &e), "%s", e ? e->message : "");
     ck_assert_int_eq (reason_of (g, "bucket_pack_a0"), SG_COPY_ELIDED);

@@ -438,19 +438,151 @@ START_TEST (pass_runner_times_validates_and_names_the_failing_pass)
   g_autoptr (SgGraph) g = small_graph ();
   SgPassTime times[2];
   GError *error = NULL;
-  const SgPass good[] = { { "one", pass_ok }, { "two", pass_ok } };
-  ck_assert (sg_pass_run (g, &cfg, good, 2, times, &error));
+  const SgPass good[] = { { "one", pass_ok, NULL, false }, { "two", pass_ok, NULL, false } };
+  ck_assert (sg_pass_run (&g, &cfg, good, 2, NULL, times, &error));
   ck_assert_str_eq (times[1].name, "two");
   ck_assert (times[0].ms >= 0);
-  const SgPass bad[] = { { "one", pass_ok }, { "bad", pass_fails } };
-  ck_assert (!sg_pass_run (g, &cfg, bad, 2, times, &error));
+  const SgPass bad[] = { { "one", pass_ok, NULL, false }, { "bad", pass_fails, NULL, false } };
+  ck_assert (!sg_pass_run (&g, &cfg, bad, 2, NULL, times, &error));
   assert_error (error, SG_GRAPH_ERROR_INVALID, "bad: node 'x': field: broken");
   error = NULL;
-  const SgPass breaks[] = { { "breaker", pass_breaks_ir } };
-  ck_assert (sg_pass_run (g, &cfg, breaks, 1, times, &error)); /* not checked */
+  const SgPass breaks[] = { { "breaker", pass_breaks_ir, NULL, false } };
+  ck_assert (sg_pass_run (&g, &cfg, breaks, 1, NULL, times, &error)); /* not checked */
   cfg.validate_between = true;
-  ck_assert (!sg_pass_run (g, &cfg, breaks, 1, times, &error));
+  ck_assert (!sg_pass_run (&g, &cfg, breaks, 1, NULL, times, &error));
   assert_error (error, SG_GRAPH_ERROR_GROUP, "after pass 'breaker'");
+}
+END_TEST
+
+/* A driver's steps: one makes the graph, one counts in the driver's state
+ * and fails with its own message. */
+static bool
+step_make (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
+{
+  (void)cfg;
+  (void)error;
+  *g = small_graph ();
+  (*g)->nodes[sg_graph_lookup (*g, "ag")].group_size = 7; /* invalid until fixed */
+  (*(int *)data)++;
+  return true;
+}
+
+static bool
+step_fix (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
+{
+  (void)cfg;
+  (void)error;
+  (*g)->nodes[sg_graph_lookup (*g, "ag")].group_size = 2;
+  (*(int *)data)++;
+  return true;
+}
+
+static bool
+step_fails (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
+{
+  (void)g;
+  (void)cfg;
+  (void)data;
+  g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_IO, "order.json: cannot open");
+  return false;
+}
+
+START_TEST (pass_runner_runs_steps_with_the_driver_state)
+{
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.validate_between = true;
+  SgGraph *g = NULL;
+  int count = 0;
+  SgPassTime times[4];
+  GError *error = NULL;
+  /* an unchecked step may leave the graph invalid; the next one fixes it */
+  const SgPass list[] = { { "make", NULL, step_make, true },
+                          { "fix", NULL, step_fix, false },
+                          { "one", pass_ok, NULL, false },
+                          { "fails", NULL, step_fails, false } };
+  ck_assert (sg_pass_run (&g, &cfg, list, 3, &count, times, &error));
+  ck_assert (g != NULL);
+  ck_assert_int_eq (count, 2);
+  ck_assert_str_eq (times[2].name, "one");
+  ck_assert (!sg_pass_run (&g, &cfg, list + 3, 1, &count, times, &error));
+  /* a step's error is its own: not prefixed with the step's name */
+  ck_assert_str_eq (error->message, "order.json: cannot open");
+  g_clear_error (&error);
+  const SgPass checked[] = { { "make", NULL, step_make, false } };
+  sg_graph_free (g);
+  g = NULL;
+  ck_assert (!sg_pass_run (&g, &cfg, checked, 1, &count, times, &error));
+  assert_error (error, SG_GRAPH_ERROR_GROUP, "after step 'make'");
+  sg_graph_free (g);
+}
+END_TEST
+
+/* An analysis that remembers the graph's node count and first cost. */
+typedef struct {
+  int32_t n;
+  double cost;
+} Fake;
+
+static bool
+fake_check (const SgGraph *g, gconstpointer data, GError **error)
+{
+  const Fake *f = data;
+  if (f->n == g->n_nodes && f->cost == g->nodes[0].cost_us)
+    return true;
+  g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_INVALID, "fake: stale");
+  return false;
+}
+
+static const SgKeptClass fake_class = { "fake", g_free, fake_check };
+
+static void
+keep_fake (SgGraph *g)
+{
+  Fake *f = g_new (Fake, 1);
+  *f = (Fake){ g->n_nodes, g->nodes[0].cost_us };
+  sg_graph_keep (g, f, &fake_class);
+}
+
+START_TEST (kept_analysis_lasts_until_the_graph_changes)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  keep_fake (g);
+  ck_assert (sg_graph_kept (g, &fake_class) != NULL);
+  static const SgKeptClass other = { "other", g_free, NULL };
+  ck_assert (sg_graph_kept (g, &other) == NULL);
+  sg_graph_fill_users (g); /* derived data: the graph is the same */
+  ck_assert (sg_graph_kept (g, &fake_class) != NULL);
+  g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    order[i] = i;
+  ck_assert (sg_graph_permute (g, order, NULL));
+  ck_assert (sg_graph_kept (g, &fake_class) == NULL);
+  keep_fake (g);
+  ck_assert (sg_graph_append_json (g, "{\"name\": \"late\", \"op\": \"placeholder\", "
+                                      "\"target\": \"late\", \"args\": []}",
+                                   NULL) != SG_NO_NODE);
+  ck_assert (sg_graph_kept (g, &fake_class) == NULL);
+}
+END_TEST
+
+START_TEST (pass_runner_finds_a_stale_kept_analysis)
+{
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  g_autoptr (SgGraph) g = small_graph ();
+  g->nodes[0].cost_us = 5.0;
+  keep_fake (g);
+  GError *error = NULL;
+  /* pass_ok writes a cost without sg_graph_changed() */
+  const SgPass list[] = { { "sloppy", pass_ok, NULL, false } };
+  cfg.validate_between = true;
+  ck_assert (!sg_pass_run (&g, &cfg, list, 1, NULL, NULL, &error));
+  assert_error (error, SG_GRAPH_ERROR_INVALID, "after pass 'sloppy' (a schedgraph bug): fake: stale");
+  error = NULL;
+  sg_graph_changed (g);
+  ck_assert (sg_graph_kept (g, &fake_class) == NULL);
+  ck_assert (sg_pass_run (&g, &cfg, list, 1, NULL, NULL, &error));
 }
 END_TEST
 
@@ -464,9 +596,9 @@ START_TEST (dump_is_one_line_per_node_after_the_named_pass)
   cfg.dump_file = f;
   cfg.dump_pass = "one";
   g_autoptr (SgGraph) g = small_graph ();
-  const SgPass good[] = { { "one", pass_ok }, { "two", pass_ok } };
+  const SgPass good[] = { { "one", pass_ok, NULL, false }, { "two", pass_ok, NULL, false } };
   GError *error = NULL;
-  ck_assert (sg_pass_run (g, &cfg, good, 2, NULL, &error));
+  ck_assert (sg_pass_run (&g, &cfg, good, 2, NULL, NULL, &error));
   fclose (f);
   ck_assert_msg (g_str_has_prefix (buf, "# after one\ngraph <builder>: world_size 2 rank 0, 8 nodes"), "%s", buf);
   ck_assert (strstr (buf, "\n2 ag = all_gather(w) : float32[4,8]/[8,1] group '0' size 2\n"));
@@ -507,6 +639,9 @@ graph_suite (void)
   suite_add_tcase (s, ir);
   TCase *p = tcase_create ("passes");
   tcase_add_test (p, pass_runner_times_validates_and_names_the_failing_pass);
+  tcase_add_test (p, pass_runner_runs_steps_with_the_driver_state);
+  tcase_add_test (p, kept_analysis_lasts_until_the_graph_changes);
+  tcase_add_test (p, pass_runner_finds_a_stale_kept_analysis);
   tcase_add_test (p, dump_is_one_line_per_node_after_the_named_pass);
   suite_add_tcase (s, p);
   return s;

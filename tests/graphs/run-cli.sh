@@ -72,6 +72,14 @@ check "... and reports the mode" grep -qE '"mode":[[:space:]]*"per-layer"' "$tmp
 check "unknown --bucket-mode is a usage error" test $? -eq 2
 check "... naming the value" has "$tmp/m.err" "--bucket-mode: 'greedy' is not auto or per-layer"
 check "... and writes nothing" test ! -e "$tmp/m.plan.json"
+"$sg" "$g" -q --bucket-lowering grouped -o "$tmp/g.plan.json" --report "$tmp/g.report.json"
+check "--bucket-lowering grouped writes a plan" has "$tmp/g.plan.json" 'bucket_lowering=grouped'
+check "... of coalesced collectives" has "$tmp/g.plan.json" '"op":"all_gather_coalesced"'
+check "... and reports the lowering" grep -qE '"lowering":[[:space:]]*"grouped"' "$tmp/g.report.json"
+"$sg" "$g" --bucket-lowering packed -o "$tmp/n.plan.json" 2>"$tmp/n.err"
+check "unknown --bucket-lowering is a usage error" test $? -eq 2
+check "... naming the value" has "$tmp/n.err" "--bucket-lowering: 'packed' is not auto, flat or grouped"
+check "... and writes nothing" test ! -e "$tmp/n.plan.json"
 
 # decompose: the TP sample has sites; the mode is recorded in plans made
 # with another than auto, reported, and a bad one refused.

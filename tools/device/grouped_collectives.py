@@ -5,6 +5,7 @@ question for copy-free buckets, docs/bucketing.md "Zero-copy buckets").
 Run ON THE GPU MACHINE (device tool, kind nvidia-h200-x2) with PyTorch:
   NCCL_NVLS_ENABLE=0 torchrun --standalone --nproc_per_node=2 \
     tools/device/grouped_collectives.py OUTDIR
+(tools/device/grouped.sh runs it after its plan checks.)
 For all_gather and reduce_scatter (bf16), n = 1, 4, 9, 32 members of one
 size per case (64 KiB .. 64 MiB per member and rank), timed with CUDA events
 around 10 back-to-back repetitions, 20 samples, slowest rank, median:
@@ -17,6 +18,17 @@ around 10 back-to-back repetitions, 20 samples, slowest rank, median:
             the interleaving pack of a reduce_scatter), as torch copies
 Writes OUTDIR/grouped_collectives.json and prints a markdown table. About
 2 minutes.
+
+Calibration (docs/cost-model.md "Coalesced collectives"): the model prices
+a group of n calls as overhead + sum over members of (t_i - overhead) +
+(n - 1) x coalesced_member_us, with t_i one call's time and overhead the
+cluster's collective_overhead_us (OVERHEAD_US, default 18). With t_1 =
+separate / n measured here, each row with n > 1 gives
+coalesced_member_us = (grouped - overhead - n (t_1 - overhead)) / (n - 1);
+the median (at least 0) is the fitted value, written under "fit" and
+printed with the model's error per row at 0 (the built-in default) and at
+the fit. "flat" is packed + copies: what a flat bucket costs (its copies on
+the compute stream), against grouped.
 """
 import json
 import os
@@ -110,16 +122,45 @@ def main():
                 if rank == 0:
                     print(json.dumps(row), flush=True)
     if rank == 0:
+        fit = fit_member_us(rows)
         os.makedirs(OUT, exist_ok=True)
         with open(os.path.join(OUT, "grouped_collectives.json"), "w") as f:
-            json.dump({"world_size": k, "nccl": list(torch.cuda.nccl.version()), "rows": rows}, f,
-                      indent=1)
-        print("| kind | bytes/member | n | separate us | grouped us | packed us | copies us |")
-        print("|---|---:|---:|---:|---:|---:|---:|")
+            json.dump({"world_size": k, "nccl": list(torch.cuda.nccl.version()), "rows": rows,
+                       "fit": fit}, f, indent=1)
+        print("| kind | bytes/member | n | separate us | grouped us | packed us | copies us | "
+              "flat (packed + copies) us | model grouped us (m = 0 / fit) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
         for r in rows:
+            p0, pf = (round(model_grouped(r, m), 2) for m in (0.0, fit["coalesced_member_us"]))
             print(f"| {r['kind']} | {r['bytes_per_member']} | {r['members']} | {r['separate_us']} | "
-                  f"{r['grouped_us']} | {r['packed_us']} | {r['copies_us']} |")
+                  f"{r['grouped_us']} | {r['packed_us']} | {r['copies_us']} | "
+                  f"{round(r['packed_us'] + r['copies_us'], 2)} | {p0} / {pf} |")
+        print(f"fit: coalesced_member_us = {fit['coalesced_member_us']} (median of {fit['rows']} "
+              f"rows, overhead {fit['overhead_us']} us); model error at the fit: median "
+              f"{fit['median_error_pct']} %, worst {fit['worst_error_pct']} %")
     dist.destroy_process_group()
+
+
+OVERHEAD_US = float(os.environ.get("OVERHEAD_US", "18"))
+
+
+def model_grouped(r, member_us):
+    """The model's group of n calls (estimate/'s sg_cost_coalesced_us), from
+    one measured call t_1 = separate / n."""
+    n = r["members"]
+    t1 = r["separate_us"] / n
+    return OVERHEAD_US + n * max(t1 - OVERHEAD_US, 0.0) + (n - 1) * member_us
+
+
+def fit_member_us(rows):
+    many = [r for r in rows if r["members"] > 1]
+    per = sorted((r["grouped_us"] - model_grouped(r, 0.0)) / (r["members"] - 1) for r in many)
+    m = max(0.0, statistics.median(per)) if per else 0.0
+    err = [abs(model_grouped(r, m) - r["grouped_us"]) / r["grouped_us"] * 100.0 for r in many
+           if r["grouped_us"] > 0]
+    return {"coalesced_member_us": round(m, 2), "overhead_us": OVERHEAD_US, "rows": len(per),
+            "median_error_pct": round(statistics.median(err), 1) if err else None,
+            "worst_error_pct": round(max(err), 1) if err else None}
 
 
 if __name__ == "__main__":

@@ -21,12 +21,8 @@
 void
 run_clear (Run *r)
 {
-  if (r->have_input)
-    sg_sim_result_clear (&r->input);
   if (r->have_given)
     sg_sim_result_clear (&r->given);
-  if (r->have_final)
-    sg_sim_result_clear (&r->final);
   cJSON_Delete (r->input_metrics);
   cJSON_Delete (r->input_rows);
   cJSON_Delete (r->given_metrics);
@@ -89,13 +85,13 @@ summary_graph (Run *r)
       s, "nodes: %d (compute %d, inputs %d, collectives %d, waits %d, views/other %d)\n",
       g->n_nodes, compute, inputs, colls, waits, g->n_nodes - compute - inputs - colls - waits);
   if (colls) {
-    g_string_append_printf (s, "collectives:\n  %-16s %-8s %6s %6s %16s\n", "kind", "group",
+    g_string_append_printf (s, "collectives:\n  %-24s %-8s %6s %6s %16s\n", "kind", "group",
                             "ranks", "count", "bytes");
     for (int k = 0; k < SG_OP_N_KINDS; k++)
       for (size_t gr = 0; gr < (size_t)g->n_groups; gr++) {
         size_t at = (size_t)k * ng + gr;
         if (count[at])
-          g_string_append_printf (s, "  %-16s %-8s %6d %6d %16" G_GUINT64_FORMAT "\n",
+          g_string_append_printf (s, "  %-24s %-8s %6d %6d %16" G_GUINT64_FORMAT "\n",
                                   sg_op_name ((SgOpKind)k), g->groups[gr].name,
                                   g->groups[gr].n_ranks, count[at], bytes[at]);
       }
@@ -178,9 +174,9 @@ build_report (Run *r)
     cJSON_AddItemReferenceToObject (o, "input", r->input_metrics);
   if (r->given_metrics)
     cJSON_AddItemReferenceToObject (o, "given", r->given_metrics);
-  if (r->have_final) {
-    cJSON_AddItemToObject (o, "scheduled", sg_report_metrics (g, &r->final));
-    cJSON_AddItemToObject (o, "collectives", sg_report_rows (g, &r->final));
+  if (r->final) {
+    cJSON_AddItemToObject (o, "scheduled", sg_report_metrics (g, r->final));
+    cJSON_AddItemToObject (o, "collectives", sg_report_rows (g, r->final));
   }
   if (r->input_rows)
     cJSON_AddItemReferenceToObject (o, "input_collectives", r->input_rows);
@@ -255,7 +251,7 @@ write_outputs (Run *r, GError **error)
   const Cli *cli = r->cli;
   Output outs[4];
   size_t n = 0;
-  if (cli->trace && r->have_final)
+  if (cli->trace && r->final)
     outs[n++] = (Output){ OUT_TRACE, cli->trace, NULL, 0 };
   if (cli->report)
     outs[n++] = (Output){ OUT_REPORT, cli->report, NULL, 0 };
@@ -266,12 +262,16 @@ write_outputs (Run *r, GError **error)
   /* Every text before any file is touched. */
   for (size_t i = 0; i < n; i++) {
     if (outs[i].kind == OUT_TRACE)
-      outs[i].text = json_text (sg_trace_build (r->g, &r->final), true, &outs[i].len);
+      outs[i].text = json_text (sg_trace_build (r->g, r->final), true, &outs[i].len);
     else if (outs[i].kind == OUT_REPORT)
       outs[i].text = json_text (build_report (r), true, &outs[i].len);
     else if (outs[i].kind == OUT_GRAPH)
       outs[i].text = json_text (sg_graph_to_json (r->g), false, &outs[i].len);
   }
+  /* Nothing reads the graph now (the plan is built): the plan's text, the
+   * largest, is made without it beside. */
+  r->final = NULL;
+  g_clear_pointer (&r->g, sg_graph_free);
   bool ok = true;
   size_t done = 0;
   for (; ok && done < n; done++) {

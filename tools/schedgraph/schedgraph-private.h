@@ -27,9 +27,10 @@ typedef struct {
   const Cli *cli;
   SgGraph *g;
   int32_t input_nodes; /* before bucket/ rewrote the graph */
-  /* simulations: the input order, the --order one, the final order */
-  SgSimResult input, given, final;
-  bool have_input, have_given, have_final;
+  /* simulations: the --order one; the final order's (kept with the graph) */
+  SgSimResult given;
+  bool have_given;
+  SgSimResult *final;
   /* report pieces whose node names must be resolved before a pass
    * renumbers the graph */
   cJSON *input_metrics, *input_rows, *given_metrics, *given_rows;
@@ -56,5 +57,6 @@ void summary_finish (Run *r);
 char *outputs_clash (const Cli *cli);
 
 /* Builds every requested output in memory, then writes them atomically;
- * on failure nothing new is left behind. */
+ * on failure nothing new is left behind. Frees the graph (r->g) once the
+ * texts that read it are made. */
 bool write_outputs (Run *r, GError **error);

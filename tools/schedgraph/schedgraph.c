@@ -1,13 +1,15 @@
 /* schedgraph.c: the command-line driver: options and the pipeline.
  *
- * schedgraph [OPTIONS] GRAPH.json runs the step table below in order:
- * load -> validate -> estimate -> simulate-input -> decompose -> schedule ->
- * bucket -> polish -> simulate -> codegen, then prints the summary and writes the outputs
- * (outputs.c). Graph passes (SgPass signature) go through sg_pass_run():
- * each is timed, followed by the validator with --validate (default on in
- * debug builds) and dumped with --dump=PASS; driver steps (simulations,
- * codegen) are timed the same way. Outputs are produced in memory first
- * and written atomically only when every step succeeded.
+ * schedgraph [OPTIONS] GRAPH.json runs the pass list below through
+ * sg_pass_run(): load -> validate -> estimate -> simulate-input ->
+ * decompose -> schedule -> bucket -> polish -> simulate -> codegen (graph
+ * passes, and steps that need the run's state), each timed, followed by
+ * the validator with --validate (default on in debug builds) and dumped
+ * with --dump=PASS; then it prints the summary and writes the outputs
+ * (outputs.c). The simulations are handed on with the graph
+ * (sg_graph_simulation): every order is simulated once. Outputs are
+ * produced in memory first and written atomically only when every step
+ * succeeded.
  *
  * Exit status: 0 ok, 1 bad input or failed step (`schedgraph: FILE:
  * message` on stderr, nothing written), 2 usage error.
@@ -28,93 +30,130 @@
 /* --- the pipeline ------------------------------------------------------------ */
 
 static bool
-step_simulate_input (Run *r, GError **error)
+step_load (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
 {
-  if (!sg_simulate (r->g, NULL, &r->input, error))
+  (void)cfg;
+  Run *r = data;
+  *g = sg_graph_load_full (r->cli->graph_path, false, error);
+  if (!*g)
     return false;
-  r->have_input = true;
-  sg_lower_bound_refine (r->g, &r->input);
-  /* Rows name nodes by id: resolve them before a pass renumbers. */
-  r->input_metrics = sg_report_metrics (r->g, &r->input);
-  r->input_rows = sg_report_rows (r->g, &r->input);
-  summary_sim (r, "input order", &r->input);
+  r->input_nodes = (*g)->n_nodes;
+  return true;
+}
+
+static bool
+step_validate (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
+{
+  (void)cfg;
+  if (!sg_graph_validate (*g, error))
+    return false;
+  summary_graph (data);
+  return true;
+}
+
+static bool
+step_simulate_input (SgGraph **gp, const SgConfig *cfg, gpointer data, GError **error)
+{
+  Run *r = data;
+  SgGraph *g = *gp;
+  /* kept with the graph: the schedule pass starts from it */
+  SgSimResult *input = sg_graph_simulation (g, error);
+  if (!input)
+    return false;
+  sg_lower_bound_refine (g, input);
+  /* Rows name nodes by id: resolve them before a pass renumbers (only the
+   * report reads them). */
+  if (r->cli->report) {
+    r->input_metrics = sg_report_metrics (g, input);
+    r->input_rows = sg_report_rows (g, input);
+  }
+  summary_sim (r, "input order", input);
   if (!r->cli->order)
     return true;
   r->error_file = r->cli->order;
-  g_autofree SgNodeId *order = sg_order_load (r->g, r->cli->order, error);
-  if (!order || !sg_simulate (r->g, order, &r->given, error))
+  g_autofree SgNodeId *order = sg_order_load (g, r->cli->order, error);
+  if (!order || !sg_simulate (g, order, &r->given, error))
     return false;
   r->error_file = NULL;
   r->have_given = true;
-  sg_lower_bound_refine (r->g, &r->given);
-  r->given_metrics = sg_report_metrics (r->g, &r->given);
-  r->given_rows = sg_report_rows (r->g, &r->given);
+  sg_lower_bound_refine (g, &r->given);
+  if (r->cli->report) {
+    r->given_metrics = sg_report_metrics (g, &r->given);
+    r->given_rows = sg_report_rows (g, &r->given);
+  }
   g_autofree char *label = g_strdup_printf ("given order (%s)", r->cli->order);
   summary_sim (r, label, &r->given);
   /* With --no-reorder the plan follows the given order: the graph takes it
    * (the schedule pass then keeps it; names in the report above are
    * resolved already). */
-  if (!r->cli->cfg.reorder && !sg_graph_permute (r->g, order, error))
+  if (!cfg->reorder && !sg_graph_permute (g, order, error))
     return false;
   return true;
 }
 
 static bool
-step_simulate_final (Run *r, GError **error)
+step_simulate_final (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
 {
-  if (!sg_simulate (r->g, NULL, &r->final, error))
+  Run *r = data;
+  /* the last pass's simulation of this order, kept with the graph */
+  r->final = sg_graph_simulation (*g, error);
+  if (!r->final)
     return false;
-  r->have_final = true;
-  sg_lower_bound_refine (r->g, &r->final);
-  const char *label = r->cli->cfg.reorder ? "scheduled order"
-                      : r->cli->order     ? "final order (--order, --no-reorder)"
-                                          : "final order (--no-reorder)";
-  summary_sim (r, label, &r->final);
+  sg_lower_bound_refine (*g, r->final);
+  const char *label = cfg->reorder ? "scheduled order"
+                      : r->cli->order ? "final order (--order, --no-reorder)"
+                                      : "final order (--no-reorder)";
+  summary_sim (r, label, r->final);
   return true;
 }
 
 static bool
-step_codegen (Run *r, GError **error)
+step_codegen (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
 {
+  Run *r = data;
   if (!r->cli->output)
     return true;
-  g_autofree char *opts = sg_codegen_options_text (&r->cli->cfg);
+  g_autofree char *opts = sg_codegen_options_text (cfg);
   /* The file name alone: the same graph and options give the same plan
    * bytes however the path was spelled (./a.json, /abs/a.json). */
   g_autofree char *graph_name = g_path_get_basename (r->cli->graph_path);
-  return sg_codegen_plan (r->g, &r->cli->cfg, &r->final, graph_name, opts, &r->plan, error);
+  return sg_codegen_plan (*g, cfg, r->final, graph_name, opts, &r->plan, error);
 }
 
-/* One row per step after load and validate: a graph pass or a driver step. */
-typedef struct {
-  const char *name;
-  SgPassFunc pass;
-  bool (*step) (Run *r, GError **error);
-} Step;
-
-static const Step pipeline[] = {
-  { "estimate", sg_estimate_costs, NULL },
-  { "simulate-input", NULL, step_simulate_input },
-  { "decompose", sg_decompose_pass, NULL },
-  { "schedule", sg_schedule_reorder, NULL },
-  { "bucket", sg_bucket_pass, NULL },
-  { "polish", sg_schedule_polish_pass, NULL },
-  { "simulate", NULL, step_simulate_final },
-  { "codegen", NULL, step_codegen },
-  { NULL, NULL, NULL },
+/* The pipeline: graph passes and the steps that need the run's state (the
+ * input, the simulations, the plan). sg_pass_run() times, validates and
+ * dumps after each alike. */
+static const SgPass pipeline[] = {
+  { .name = "load", .step = step_load, .unchecked = true },
+  { .name = "validate", .step = step_validate, .unchecked = true },
+  { .name = "estimate", .run = sg_estimate_costs },
+  { .name = "simulate-input", .step = step_simulate_input },
+  { .name = "decompose", .run = sg_decompose_pass },
+  { .name = "schedule", .run = sg_schedule_reorder },
+  { .name = "bucket", .run = sg_bucket_pass },
+  { .name = "polish", .run = sg_schedule_polish_pass },
+  { .name = "simulate", .step = step_simulate_final },
+  { .name = "codegen", .step = step_codegen },
 };
+enum { N_PIPELINE = G_N_ELEMENTS (pipeline) };
+G_STATIC_ASSERT (N_PIPELINE <= MAX_TIMES);
 
-/* Names --dump and --stop-after accept: "load", "validate", every step
- * above, and "all" (--dump only). */
+/* The pipeline's length up to and with @name, or 0. */
+static size_t
+pipeline_until (const char *name)
+{
+  for (size_t i = 0; i < N_PIPELINE; i++)
+    if (strcmp (pipeline[i].name, name) == 0)
+      return i + 1;
+  return 0;
+}
+
+/* Names --dump and --stop-after accept: every step above, and "all"
+ * (--dump only). */
 static bool
 known_pass (const char *name)
 {
-  if (strcmp (name, "load") == 0 || strcmp (name, "validate") == 0 || strcmp (name, "all") == 0)
-    return true;
-  for (size_t i = 0; pipeline[i].name; i++)
-    if (strcmp (pipeline[i].name, name) == 0)
-      return true;
-  return false;
+  return strcmp (name, "all") == 0 || pipeline_until (name) > 0;
 }
 
 /* --- usage ------------------------------------------------------------------- */
@@ -157,6 +196,9 @@ static const char usage_text[] =
   "      --bucket-mode MODE       auto (default: the shorter predicted step of a\n"
   "                               greedy search and per-layer buckets) or per-layer\n"
   "                               (FSDP2's: one bucket per layer and collective kind)\n"
+  "      --bucket-lowering L      auto (default: per bucket, the shorter predicted\n"
+  "                               step), flat (one collective over a packed buffer)\n"
+  "                               or grouped (one coalesced call, no copies)\n"
   "  BYTES take the suffixes K, M, G (KiB, MiB, GiB).\n"
   "Debugging:\n"
   "      --dump=PASS              print the IR to stderr after PASS: load, validate,\n"
@@ -237,7 +279,7 @@ parse_count (const char *s, int32_t *out)
 enum {
   OPT_REPORT = 256, OPT_TRACE, OPT_ORDER, OPT_NO_REORDER, OPT_NO_BUCKET, OPT_CLUSTER,
   OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_BUCKET_MODE,
-  OPT_COSTS, OPT_DECOMPOSE, OPT_NO_DECOMPOSE,
+  OPT_BUCKET_LOWERING, OPT_COSTS, OPT_DECOMPOSE, OPT_NO_DECOMPOSE,
   OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EXACT, OPT_EMIT_GRAPH,
 };
 
@@ -263,6 +305,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "prefetch-limit", required_argument, NULL, OPT_PREFETCH },
     { "bucket-cap", required_argument, NULL, OPT_BUCKET_CAP },
     { "bucket-mode", required_argument, NULL, OPT_BUCKET_MODE },
+    { "bucket-lowering", required_argument, NULL, OPT_BUCKET_LOWERING },
     { "costs", no_argument, NULL, OPT_COSTS },
     { "dump", required_argument, NULL, OPT_DUMP },
     { "stop-after", required_argument, NULL, OPT_STOP_AFTER },
@@ -308,6 +351,10 @@ parse_args (int argc, char **argv, Cli *cli)
     case OPT_BUCKET_MODE:
       if (!sg_bucket_mode_from_name (optarg, &cli->cfg.bucket_mode))
         return usage_error ("--bucket-mode: '%s' is not auto or per-layer", optarg);
+      break;
+    case OPT_BUCKET_LOWERING:
+      if (!sg_bucket_lowering_from_name (optarg, &cli->cfg.bucket_lowering))
+        return usage_error ("--bucket-lowering: '%s' is not auto, flat or grouped", optarg);
       break;
     case OPT_MAX_PEAK:
       if (!parse_fraction (optarg, &cli->cfg.max_peak_increase))
@@ -383,82 +430,25 @@ fail_input (const char *path, GError *error)
   return EXIT_INPUT;
 }
 
-static void
-dump_after (const Cli *cli, const SgGraph *g, const char *pass)
-{
-  const char *want = cli->cfg.dump_pass;
-  if (!want || (strcmp (want, pass) != 0 && strcmp (want, "all") != 0))
-    return;
-  FILE *out = cli->cfg.dump_file ? cli->cfg.dump_file : stderr;
-  fprintf (out, "# after %s\n", pass);
-  sg_graph_dump (g, out);
-}
-
-static double
-ms_since (gint64 t0)
-{
-  return (double)(g_get_monotonic_time () - t0) / 1000.0;
-}
-
-static void
-add_time (Run *r, const char *name, gint64 t0)
-{
-  g_assert (r->n_times < MAX_TIMES);
-  r->times[r->n_times++] = (SgPassTime){ name, ms_since (t0) };
-}
-
 /* Runs the pipeline; false with @error (and r->error_file) on failure.
  * *stopped: the run ended early (--stop-after, --costs) and writes nothing. */
 static bool
 run_pipeline (Run *r, bool *stopped, GError **error)
 {
   const Cli *cli = r->cli;
-  const char *stop = cli->stop_after;
-  *stopped = false;
-  gint64 t0 = g_get_monotonic_time ();
-  r->g = sg_graph_load_full (cli->graph_path, false, error);
-  add_time (r, "load", t0);
-  if (!r->g)
+  size_t n = N_PIPELINE;
+  if (cli->costs)
+    n = pipeline_until ("estimate");
+  else if (cli->stop_after)
+    n = pipeline_until (cli->stop_after);
+  *stopped = n < N_PIPELINE;
+  if (!sg_pass_run (&r->g, &cli->cfg, pipeline, n, r, r->times, error))
     return false;
-  r->input_nodes = r->g->n_nodes;
-  dump_after (cli, r->g, "load");
-  if (stop && strcmp (stop, "load") == 0) {
-    summary_graph (r);
-    return *stopped = true;
-  }
-  t0 = g_get_monotonic_time ();
-  bool ok = sg_graph_validate (r->g, error);
-  add_time (r, "validate", t0);
-  if (!ok)
-    return false;
-  dump_after (cli, r->g, "validate");
-  summary_graph (r);
-  if (stop && strcmp (stop, "validate") == 0)
-    return *stopped = true;
-  for (const Step *s = pipeline; s->name; s++) {
-    t0 = g_get_monotonic_time ();
-    if (s->pass) {
-      const SgPass pass = { s->name, s->pass };
-      ok = sg_pass_run (r->g, &cli->cfg, &pass, 1, NULL, error);
-    } else {
-      ok = s->step (r, error);
-      if (ok && cli->cfg.validate_between && !sg_graph_validate (r->g, error)) {
-        g_prefix_error (error, "invalid IR after step '%s' (a schedgraph bug): ", s->name);
-        ok = false;
-      }
-      if (ok)
-        dump_after (cli, r->g, s->name);
-    }
-    add_time (r, s->name, t0);
-    if (!ok)
-      return false;
-    if (cli->costs && s->pass == sg_estimate_costs) {
-      sg_estimate_print_costs (r->g, stdout);
-      return *stopped = true;
-    }
-    if (stop && strcmp (stop, s->name) == 0)
-      return *stopped = true;
-  }
+  r->n_times = n;
+  if (cli->costs)
+    sg_estimate_print_costs (r->g, stdout);
+  else if (n == 1)
+    summary_graph (r); /* --stop-after=load */
   return true;
 }
 
@@ -473,17 +463,18 @@ main (int argc, char **argv)
   GError *error = NULL;
   bool stopped;
   bool ok = run_pipeline (&r, &stopped, &error);
+  /* the summary's last lines read the graph, which write_outputs frees */
+  bool summary = ok && !cli.quiet && !cli.costs;
+  if (summary)
+    summary_finish (&r);
   if (ok && !stopped)
     ok = write_outputs (&r, &error);
-  if (!ok) {
+  if (!ok)
     rc = fail_input (r.error_file ? r.error_file : cli.graph_path, error);
-  } else {
+  else
     rc = EXIT_OK;
-    if (!cli.quiet && !cli.costs) {
-      summary_finish (&r);
-      fputs (r.summary->str, stdout);
-    }
-  }
+  if (ok && summary)
+    fputs (r.summary->str, stdout);
   run_clear (&r);
   sg_graph_free (r.g);
   return rc;

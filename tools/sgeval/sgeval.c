@@ -110,17 +110,20 @@ equal_splits (const SgGraph *g, SgNodeId id)
   return true;
 }
 
+/* Member @m of collective @id (a coalesced collective has several, each
+ * of its own kind's semantics; its result is tuple element @m). */
 static bool
-eval_collective (Eval *ev, SgNodeId id, GError **error)
+eval_member (Eval *ev, SgNodeId id, uint32_t m, GError **error)
 {
   const SgGraph *g = ev->g;
   const SgNode *nd = &g->nodes[id];
   const SgGroup *grp = &g->groups[nd->group];
-  SgNodeId src = arg0_node (g, id);
+  const SgOpKind kind = sg_op_member_kind (nd->kind);
+  SgNodeId src = sg_node_coll_input (g, id, m);
   int k = grp->n_ranks;
   for (int32_t row = 0; row < grp->n_instances; row++) {
     const int32_t *ranks = &grp->partition[row * k];
-    SgTensor out0 = val_of (ev, ranks[0], id)->t[0];
+    SgTensor out0 = val_of (ev, ranks[0], id)->t[m];
     SgTensor in0 = val_of (ev, ranks[0], src)->t[0];
     size_t es = sg_dtype_size (in0.dtype);
     uint64_t n_in = sg_tensor_numel (&in0), n_out = sg_tensor_numel (&out0);
@@ -129,15 +132,15 @@ eval_collective (Eval *ev, SgNodeId id, GError **error)
     for (int q = 0; q < k; q++)
       sg_tensor_pack (&val_of (ev, ranks[q], src)->t[0], flat + (uint64_t)q * n_in * es);
     for (int p = 0; p < k; p++) {
-      SgTensor out = val_of (ev, ranks[p], id)->t[0];
-      switch (nd->kind) {
+      SgTensor out = val_of (ev, ranks[p], id)->t[m];
+      switch (kind) {
       case SG_OP_ALL_GATHER:
         if (n_out != n_in * (uint64_t)k)
           goto bad;
         sg_tensor_unpack (&out, flat);
         break;
       case SG_OP_REDUCE_SCATTER: case SG_OP_ALL_REDUCE: {
-        bool rs = nd->kind == SG_OP_REDUCE_SCATTER;
+        bool rs = kind == SG_OP_REDUCE_SCATTER;
         if (rs ? n_in != n_out * (uint64_t)k : n_in != n_out)
           goto bad;
         uint64_t base = rs ? (uint64_t)p * n_out : 0;
@@ -208,6 +211,15 @@ eval_collective (Eval *ev, SgNodeId id, GError **error)
                  sg_op_name (nd->kind));
     return false;
   }
+  return true;
+}
+
+static bool
+eval_collective (Eval *ev, SgNodeId id, GError **error)
+{
+  for (uint32_t m = 0; m < sg_node_coll_members (ev->g, id); m++)
+    if (!eval_member (ev, id, m, error))
+      return false;
   return true;
 }
 

@@ -1,0 +1,141 @@
+/* lower.c: how each bucket is lowered, flat or grouped.
+ *
+ * A flat bucket is one NCCL call over a packed buffer: the per-call cost
+ * is paid once, but the copies zero-copy cannot elide run on the compute
+ * stream (graph/elide.c: each all_gather member copied out of the
+ * rank-major result, every reduce_scatter member interleaved into the
+ * input). A grouped bucket is one coalesced collective, one NCCL group of
+ * the members' own calls: no copy and one launch, but every member still
+ * runs its own NCCL algorithm (estimate/'s sg_cost_coalesced_us; NCCL
+ * issue 725: a group of many small reduce_scatters is much slower than
+ * one over their concatenation).
+ *
+ * The local rule prices both lowerings of one bucket from the cost model:
+ * flat = the flat call at the bucket's size + the copies that always stay
+ * (rank_major unpacks, the interleaved pack; the others are assumed
+ * elided, as they are for FSDP's parameter shards and gradients); grouped
+ * = the coalesced call; the cheaper wins (flat on a tie). The byte cap
+ * (--bucket-cap) bounds a flat bucket's buffer: a larger bucket is
+ * grouped, which needs no buffer of its own. The searches
+ * (bucket.c, refine.c, the per-layer set) judge every proposal with its
+ * buckets lowered by the rule. The chosen set is then re-lowered one
+ * bucket at a time, the closest calls of the rule first: a bucket whose
+ * other lowering the simulator predicts to shorten the step keeps it.
+ * --bucket-lowering flat / grouped lowers every bucket that way instead.
+ * Mirrors: the cost-based choice between concatenated and grouped
+ * collectives of PyTorch's bucketers (torch/_inductor/fx_passes/
+ * bucketing.py emits either a flat buffer or the *_coalesced ops).
+ * Requires: the search of run.c (a cost model). Invalidates: nothing.
+ */
+#include "bucket-private.h"
+
+#include <math.h>
+
+/* Simulations of the re-lowering: as refine.c's (fewer on large graphs). */
+#define RELOWER_SIMULATIONS 64
+#define RELOWER_NODES 20000
+
+/* The two lowerings of the @n collectives @colls (one bucket) as the rule
+ * prices them: *@flat_us (the flat call plus its inherent copies) and
+ * *@grouped_us (the coalesced call), and the comm time of each. */
+static uint64_t
+price (const SgGraph *g, const SgNodeId *colls, int32_t n, double *flat_us, double *grouped_us,
+       double *flat_comm_us)
+{
+  const SgCostModel *cm = sg_graph_cost_model (g);
+  const SgNode *c0 = &g->nodes[colls[0]];
+  const int32_t nodes = sg_cost_group_nodes (cm, &g->groups[c0->group]);
+  g_autofree uint64_t *bytes = g_new (uint64_t, (size_t)n);
+  uint64_t total = 0;
+  double copies = 0.0;
+  for (int32_t i = 0; i < n; i++) {
+    bytes[i] = sg_node_comm_bytes (g, colls[i]);
+    total += bytes[i];
+    /* an all_gather member's result copied out of the rank-major buffer */
+    if (c0->kind == SG_OP_ALL_GATHER && c0->group_size > 1)
+      copies += sg_cost_copy_us (cm, 2 * bytes[i]);
+  }
+  /* the reduce_scatter input interleaved: every member's input copied once */
+  if (c0->kind == SG_OP_REDUCE_SCATTER && c0->group_size > 1)
+    copies += sg_cost_copy_us (cm, 2 * total);
+  SgCostSource src;
+  *flat_comm_us = sg_cost_collective_us (cm, c0->kind, c0->meta.dtype, total, c0->group_size,
+                                         nodes, &src);
+  *flat_us = *flat_comm_us + copies;
+  *grouped_us = sg_cost_coalesced_us (cm, c0->kind, c0->meta.dtype, bytes, n, c0->group_size,
+                                      nodes, &src);
+  return total;
+}
+
+bool
+sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
+                      const SgNodeId *colls, int32_t n, double *comm_us)
+{
+  double flat, grouped, flat_comm;
+  uint64_t bytes = price (g, colls, n, &flat, &grouped, &flat_comm);
+  bool use_grouped = forced == SG_BUCKET_LOWERING_AUTO ? grouped < flat || bytes > cap
+                                                       : forced == SG_BUCKET_LOWERING_GROUPED;
+  if (comm_us)
+    *comm_us = use_grouped ? grouped : flat_comm;
+  return use_grouped;
+}
+
+void
+sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n)
+{
+  SgBucketLowering forced = s->lowering;
+  for (int32_t b = 0; b < n; b++)
+    if (specs[b].lowering == SG_BUCKET_LOWERING_AUTO || forced != SG_BUCKET_LOWERING_AUTO)
+      specs[b].lowering = sg_bucket_lower_rule (s->g, forced, s->cap, specs[b].members,
+                                                specs[b].n_members, NULL)
+                            ? SG_BUCKET_LOWERING_GROUPED
+                            : SG_BUCKET_LOWERING_FLAT;
+}
+
+SgBucketLowering
+sg_bucket_lowering_other (SgBucketLowering l)
+{
+  return l == SG_BUCKET_LOWERING_GROUPED ? SG_BUCKET_LOWERING_FLAT : SG_BUCKET_LOWERING_GROUPED;
+}
+
+typedef struct {
+  int32_t spec;
+  double margin; /* |flat - grouped| of the rule: small = a close call */
+} Close;
+
+static int
+by_margin (const void *a, const void *b)
+{
+  const Close *x = a, *y = b;
+  return x->margin < y->margin ? -1 : x->margin > y->margin ? 1 : x->spec - y->spec;
+}
+
+void
+sg_bucket_relower (SgBucketSearch *s, SgBucketSpec *specs, int32_t n, SgBucketEval *ev)
+{
+  if (n == 0 || s->lowering != SG_BUCKET_LOWERING_AUTO)
+    return;
+  g_autofree Close *order = g_new (Close, (size_t)n);
+  int32_t m = 0;
+  for (int32_t b = 0; b < n; b++) {
+    double flat, grouped, comm;
+    if (price (s->g, specs[b].members, specs[b].n_members, &flat, &grouped, &comm) <= s->cap)
+      order[m++] = (Close){ b, fabs (flat - grouped) }; /* a larger one cannot be flat */
+  }
+  qsort (order, (size_t)m, sizeof *order, by_margin);
+  int64_t budget = (int64_t)RELOWER_SIMULATIONS * RELOWER_NODES / MAX (s->g->n_nodes, 1);
+  budget = MIN (CLAMP (budget, 4, RELOWER_SIMULATIONS), m);
+  for (int64_t t = 0; t < budget; t++) {
+    SgBucketSpec *sp = &specs[order[t].spec];
+    SgBucketLowering was = sp->lowering;
+    sp->lowering = sg_bucket_lowering_other (was);
+    SgBucketEval e;
+    bool ok = sg_bucket_evaluate (s, specs, n, &e);
+    if (ok && e.step_us < ev->step_us - SG_BUCKET_TIE_US && e.peak_bytes <= s->peak_limit) {
+      *ev = e;
+      s->st->lowering_flips++;
+    } else {
+      sp->lowering = was;
+    }
+  }
+}
