@@ -109,21 +109,22 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
     g_set_error (error, SG_DECOMPOSE_ERROR, SG_DECOMPOSE_ERROR_COST,
                  "decompose: the graph has no cost model (run the estimate pass first)");
     ok = false;
-  } else if (cands > 0) {
-    ok = sg_decompose_judge (g, cfg, sites, n, choice, st, error);
   }
+  SgRewrite *rw = sg_rewrite_new (g);
+  if (ok && cands > 0 && cm)
+    ok = sg_decompose_judge (g, cfg, sites, n, choice, st, rw, error);
   if (ok)
     record_sites (g, sites, n, choice, st);
   if (ok && st->decomposed > 0) {
-    SgRewrite *rw = sg_rewrite_new (g);
-    ok = sg_decompose_rewrite (rw, sites, n, choice, NULL, error) && sg_rewrite_commit (rw, error);
-    sg_rewrite_free (rw);
+    /* the judge left the chosen rewrites in rw */
+    ok = sg_rewrite_commit (rw, error);
     if (ok)
       sg_cost_new_nodes (cm, g, NULL, 0);
     else
       g_prefix_error (error, "decompose: ");
     st->nodes_after = g->n_nodes;
   }
+  sg_rewrite_free (rw);
   sg_sites_free (sites, n);
   if (!ok) {
     stats_free (st);
