@@ -508,11 +508,12 @@ END_TEST
 
 #ifdef HAVE_GRAPHGEN
 static SgGraph *
-generated (int64_t dp, int64_t tp, GgTpMode mode, int64_t hidden, int64_t seq)
+generated_layers (int64_t layers, int64_t dp, int64_t tp, GgTpMode mode, int64_t hidden,
+                  int64_t seq)
 {
   GgConfig gc;
   gg_config_init (&gc);
-  gc.layers = 2, gc.dp = dp, gc.tp = tp, gc.world = 0, gc.tp_mode = mode;
+  gc.layers = layers, gc.dp = dp, gc.tp = tp, gc.world = 0, gc.tp_mode = mode;
   gc.hidden = hidden, gc.ffn = 4 * hidden, gc.heads = 8, gc.seq = seq;
   char *text = NULL;
   size_t len = 0;
@@ -525,6 +526,43 @@ generated (int64_t dp, int64_t tp, GgTpMode mode, int64_t hidden, int64_t seq)
   ck_assert_msg (g, "%s", error ? error->message : "");
   return g;
 }
+
+static SgGraph *
+generated (int64_t dp, int64_t tp, GgTpMode mode, int64_t hidden, int64_t seq)
+{
+  return generated_layers (2, dp, tp, mode, hidden, seq);
+}
+
+/* Every layer's sites fall in the classes of the first (the judge prices
+ * a class once): more layers, as many classes; each class's sites the
+ * same collective kind. */
+START_TEST (sites_of_every_layer_share_their_classes)
+{
+  int32_t classes[2];
+  for (int i = 0; i < 2; i++) {
+    SgGraph *g = generated_layers (i ? 6 : 3, 2, 4, GG_TP_SP, 512, 512);
+    sg_graph_fill_users (g);
+    int32_t n = 0;
+    SgSite *sites = sg_sites_find (g, &n);
+    g_autofree int32_t *cls = sg_sites_classes (g, sites, n, &classes[i]);
+    g_autofree int32_t *kind = g_new (int32_t, (size_t)n + 1);
+    for (int32_t c = 0; c < classes[i]; c++)
+      kind[c] = -1;
+    for (int32_t k = 0; k < n; k++) {
+      if (cls[k] < 0) {
+        ck_assert_int_ne (sites[k].reason, SG_SITE_DECOMPOSED);
+        continue;
+      }
+      ck_assert (kind[cls[k]] < 0 || kind[cls[k]] == (int32_t)sites[k].kind);
+      kind[cls[k]] = sites[k].kind;
+    }
+    sg_sites_free (sites, n);
+    sg_graph_free (g);
+  }
+  ck_assert_int_gt (classes[0], 0);
+  ck_assert_int_eq (classes[0], classes[1]);
+}
+END_TEST
 
 START_TEST (generated_tp_graphs_stay_valid_after_the_pass)
 {
@@ -651,6 +689,7 @@ decompose_suite (void)
   tcase_add_test (tc, generated_tp_graphs_stay_valid_after_the_pass);
   tcase_add_test (tc, ring_steps_run_beside_the_chunk_gemms);
   tcase_add_test (tc, the_gain_bound_holds_and_spares_the_simulation);
+  tcase_add_test (tc, sites_of_every_layer_share_their_classes);
 #endif
   suite_add_tcase (s, tc);
   return s;
