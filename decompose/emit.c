@@ -375,13 +375,17 @@ emit_terms (Emit *e, const SgNodeId *src, int64_t start, int64_t rows, int32_t s
   return val[s->n_terms - 1];
 }
 
-static void
-remove_terms (Emit *e)
+/* The users of the site's wait read @result; the site's collective, wait
+ * and tree go. */
+static bool
+replace_site (Emit *e, SgNodeId result)
 {
+  sg_rewrite_replace_uses (e->rw, e->s->wait, result);
   for (int32_t i = 0; i < e->s->n_terms; i++)
     sg_rewrite_remove (e->rw, e->s->terms[i].node);
   sg_rewrite_remove (e->rw, e->s->wait);
   sg_rewrite_remove (e->rw, e->s->coll);
+  return true;
 }
 
 /* Each leaf's rows operand rolled by @shift (rank_roll(a, @shift, 1):
@@ -409,15 +413,21 @@ rolled_sources (Emit *e, int64_t shift, SgNodeId *src)
   return true;
 }
 
-/* add(@x, @y) of the reduced block's shape, named @name, placed at the
+/* Ring step @st's arrival: the wait of its permute @perm, then
+ * add(that, @other), the reduced block's shape; both placed at the
  * collective. */
 static SgNodeId
-sum_block (Emit *e, SgNodeId x, SgNodeId y, char *name)
+arrive (Emit *e, SgNodeId perm, int32_t st, SgNodeId other)
 {
-  SgArg args[] = { sg_arg_ref (x), sg_arg_ref (y) };
-  int64_t shape[2] = { e->s->rows / e->s->k, shape_of (e, y)[1] };
-  SgNodeId v = run (e, add (e, SG_OP_ADD_TENSOR, name, args, 2, NULL, 0, shape, NULL, 2,
-                            dtype_of (e, y), 0));
+  SgNodeId w = ring_wait (e, perm, st);
+  if (w == SG_NO_NODE)
+    return SG_NO_NODE;
+  place (e, w, e->s->coll);
+  SgArg args[] = { sg_arg_ref (w), sg_arg_ref (other) };
+  int64_t shape[2] = { e->s->rows / e->s->k, shape_of (e, other)[1] };
+  SgNodeId v = run (e, add (e, SG_OP_ADD_TENSOR,
+                            g_strdup_printf ("%s_ring%d_sum", e->g->nodes[e->s->coll].name, st),
+                            args, 2, NULL, 0, shape, NULL, 2, dtype_of (e, other), 0));
   if (v != SG_NO_NODE)
     place (e, v, e->s->coll);
   return v;
@@ -431,7 +441,6 @@ static bool
 emit_reduce_scatter_direct (Emit *e)
 {
   const SgSite *s = e->s;
-  const SgGraph *g = e->g;
   const int32_t k = s->k;
   const int64_t mb = s->rows / k;
   g_autofree SgNodeId *src = g_new (SgNodeId, (size_t)s->n_terms);
@@ -454,19 +463,12 @@ emit_reduce_scatter_direct (Emit *e)
       return false;
     place (e, perm[st], s->coll);
   }
+  /* IEEE addition commutes: arrival + acc is acc + arrival, bit for bit */
   SgNodeId acc = own;
-  for (int32_t st = 1; st < k; st++) {
-    SgNodeId w = ring_wait (e, perm[st], st);
-    if (w == SG_NO_NODE)
+  for (int32_t st = 1; st < k; st++)
+    if ((acc = arrive (e, perm[st], st, acc)) == SG_NO_NODE)
       return false;
-    place (e, w, s->coll);
-    acc = sum_block (e, acc, w, g_strdup_printf ("%s_ring%d_sum", g->nodes[s->coll].name, st));
-    if (acc == SG_NO_NODE)
-      return false;
-  }
-  sg_rewrite_replace_uses (e->rw, s->wait, acc);
-  remove_terms (e);
-  return true;
+  return replace_site (e, acc);
 }
 
 /* The ring reduce_scatter: rank r ends with its row block summed. */
@@ -474,7 +476,6 @@ static bool
 emit_reduce_scatter (Emit *e)
 {
   const SgSite *s = e->s;
-  const SgGraph *g = e->g;
   const int32_t k = s->k;
   const int64_t mb = s->rows / k;
   if (e->f->direct)
@@ -487,7 +488,7 @@ emit_reduce_scatter (Emit *e)
     return false;
   SgNodeId acc = SG_NO_NODE;
   for (int32_t st = 0; st < k; st++) {
-    SgNodeId perm = SG_NO_NODE, wait = SG_NO_NODE;
+    SgNodeId perm = SG_NO_NODE;
     if (st > 0) {
       if ((perm = ring_permute (e, acc, st, e->pairs)) == SG_NO_NODE)
         return false;
@@ -501,16 +502,10 @@ emit_reduce_scatter (Emit *e)
       acc = p;
       continue;
     }
-    if ((wait = ring_wait (e, perm, st)) == SG_NO_NODE)
-      return false;
-    place (e, wait, s->coll);
-    acc = sum_block (e, wait, p, g_strdup_printf ("%s_ring%d_sum", g->nodes[s->coll].name, st));
-    if (acc == SG_NO_NODE)
+    if ((acc = arrive (e, perm, st, p)) == SG_NO_NODE)
       return false;
   }
-  sg_rewrite_replace_uses (e->rw, s->wait, acc);
-  remove_terms (e);
-  return true;
+  return replace_site (e, acc);
 }
 
 /* The all_reduce in row chunks, each all-reduced as soon as it is
@@ -572,9 +567,7 @@ emit_all_reduce (Emit *e)
   if (out == SG_NO_NODE)
     return false;
   place (e, out, s->wait);
-  sg_rewrite_replace_uses (e->rw, s->wait, out);
-  remove_terms (e);
-  return true;
+  return replace_site (e, out);
 }
 
 bool

@@ -13,6 +13,7 @@
 #include "builder.h"
 #include "codegen.h"
 #include "estimate.h"
+#include "plan-test.h"
 
 #define I(x) ((int64_t)(x))
 
@@ -24,56 +25,6 @@ estimate (SgGraph *g)
   g_autoptr (GError) e = NULL;
   ck_assert_msg (sg_estimate_costs (g, &cfg, &e), "%s", e ? e->message : "");
   ck_assert_msg (sg_graph_validate (g, &e), "%s", e ? e->message : "");
-}
-
-static SgPlan *
-lower (const SgGraph *g)
-{
-  SgPlan *p = NULL;
-  g_autoptr (GError) e = NULL;
-  ck_assert_msg (sg_codegen_plan (g, NULL, NULL, "t", "", &p, &e), "%s", e ? e->message : "");
-  ck_assert_msg (sg_plan_validate (p, &e), "%s", e ? e->message : "");
-  return p;
-}
-
-static const SgPlanValue *
-value (const SgPlan *p, const char *name)
-{
-  for (int32_t v = 0; v < p->n_values; v++)
-    if (strcmp (p->values[v].name, name) == 0)
-      return &p->values[v];
-  ck_abort_msg ("no value %s", name);
-  return NULL;
-}
-
-static bool
-has_value (const SgPlan *p, const char *name)
-{
-  for (int32_t v = 0; v < p->n_values; v++)
-    if (strcmp (p->values[v].name, name) == 0)
-      return true;
-  return false;
-}
-
-static bool
-has_kernel (const SgPlan *p, const char *name)
-{
-  for (int32_t i = 0; i < p->n_ins; i++)
-    if (p->ins[i].kind == SG_INS_KERNEL && strcmp (p->ins[i].name, name) == 0)
-      return true;
-  return false;
-}
-
-static SgCopyReason
-reason_of (const SgGraph *g, const char *name)
-{
-  SgElision el;
-  sg_graph_elision (g, &el);
-  SgNodeId id = sg_graph_lookup (g, name);
-  ck_assert_int_ne (id, SG_NO_NODE);
-  SgCopyReason r = (SgCopyReason)el.reason[id];
-  sg_elision_clear (&el);
-  return r;
 }
 
 static void
@@ -130,20 +81,20 @@ START_TEST (ring_chunks_are_written_at_their_rank_dependent_blocks)
     const int k = cases[c].k;
     g_autoptr (SgGraph) g = reassembly_graph (k, cases[c].shift, cases[c].sign);
     estimate (g);
-    ck_assert_int_eq (reason_of (g, "y"), SG_COPY_ELIDED);
-    ck_assert_int_eq (reason_of (g, "r"), SG_COPY_ELIDED);
+    ck_assert_int_eq (pt_reason_of (g, "y"), SG_COPY_ELIDED);
+    ck_assert_int_eq (pt_reason_of (g, "r"), SG_COPY_ELIDED);
     ck_assert (g->nodes[sg_graph_lookup (g, "y")].est_us == 0.0);
     ck_assert (g->nodes[sg_graph_lookup (g, "r")].est_us == 0.0);
-    g_autoptr (SgPlan) p = lower (g);
-    ck_assert (!has_kernel (p, "y") && !has_kernel (p, "r"));
-    ck_assert (!has_value (p, "y"));
-    const SgPlanValue *r = value (p, "r");
+    g_autoptr (SgPlan) p = pt_lower (g);
+    ck_assert (!pt_has_kernel (p, "y") && !pt_has_kernel (p, "r"));
+    ck_assert (!pt_has_value (p, "y"));
+    const SgPlanValue *r = pt_value (p, "r");
     ck_assert_int_eq (r->roll_block, 0);
     const uint64_t block = 2 * 5 * sizeof (float);
     ck_assert_int_eq (p->buffers[r->buffer].bytes, (uint64_t)k * block);
     for (int t = 0; t < k; t++) {
       g_autofree char *name = g_strdup_printf ("m%d", t);
-      const SgPlanValue *m = value (p, name);
+      const SgPlanValue *m = pt_value (p, name);
       ck_assert_int_eq (m->buffer, r->buffer);
       ck_assert_int_eq (m->roll_block, block);
       /* on every rank, the roll's block b holding m_t is what rank_roll's
@@ -207,15 +158,15 @@ START_TEST (row_block_slices_of_a_rank_roll_view_its_input)
   for (size_t c = 0; c < G_N_ELEMENTS (cases); c++) {
     g_autoptr (SgGraph) g = slices_graph (cases[c][0], cases[c][1], false);
     estimate (g);
-    ck_assert_int_eq (reason_of (g, "R"), SG_COPY_ELIDED);
+    ck_assert_int_eq (pt_reason_of (g, "R"), SG_COPY_ELIDED);
     ck_assert (g->nodes[sg_graph_lookup (g, "R")].est_us == 0.0);
-    g_autoptr (SgPlan) p = lower (g);
-    ck_assert (!has_kernel (p, "R") && !has_value (p, "R"));
-    const SgPlanValue *a = value (p, "a");
+    g_autoptr (SgPlan) p = pt_lower (g);
+    ck_assert (!pt_has_kernel (p, "R") && !pt_has_value (p, "R"));
+    const SgPlanValue *a = pt_value (p, "a");
     const uint64_t block = 2 * 3 * sizeof (float);
     for (int t = 0; t < 4; t++) {
       g_autofree char *name = g_strdup_printf ("s%d", t);
-      const SgPlanValue *s = value (p, name);
+      const SgPlanValue *s = pt_value (p, name);
       ck_assert_int_eq (s->buffer, a->buffer);
       ck_assert_int_eq (s->roll_block, block);
       /* R's block t is a's block rank_roll's definition names */
@@ -234,11 +185,11 @@ START_TEST (copies_that_stay_say_why)
   /* a rank_roll read whole */
   g_autoptr (SgGraph) g = slices_graph (-1, 1, true);
   estimate (g);
-  ck_assert_int_eq (reason_of (g, "R"), SG_COPY_ROLL_USERS);
+  ck_assert_int_eq (pt_reason_of (g, "R"), SG_COPY_ROLL_USERS);
   ck_assert (g->nodes[sg_graph_lookup (g, "R")].est_us > 0.0);
-  g_autoptr (SgPlan) p = lower (g);
-  ck_assert (has_kernel (p, "R"));
-  ck_assert_int_eq (value (p, "s1")->roll_block, 0);
+  g_autoptr (SgPlan) p = pt_lower (g);
+  ck_assert (pt_has_kernel (p, "R"));
+  ck_assert_int_eq (pt_value (p, "s1")->roll_block, 0);
   /* the ring's whole tensor: the permute writes its chunk in place too;
    * a cat along the columns stays a copy */
   g_autoptr (SgGraph) h = tb_new (2);
@@ -256,37 +207,29 @@ START_TEST (copies_that_stay_say_why)
               "\"meta\":{\"shape\":[2,6],\"dtype\":\"float32\"}}");
   tb_output (h, 2, "r", "z");
   estimate (h);
-  ck_assert_int_eq (reason_of (h, "y"), SG_COPY_ELIDED);
-  ck_assert_int_eq (reason_of (h, "r"), SG_COPY_ELIDED);
-  ck_assert_int_eq (reason_of (h, "z"), SG_COPY_CAT_DIM);
-  g_autoptr (SgPlan) q = lower (h);
-  ck_assert (!has_kernel (q, "y") && !has_kernel (q, "r") && has_kernel (q, "z"));
-  ck_assert_int_eq (value (q, "p")->buffer, value (q, "r")->buffer);
-  ck_assert_int_eq (value (q, "p")->roll_block, 2 * 3 * sizeof (float));
+  ck_assert_int_eq (pt_reason_of (h, "y"), SG_COPY_ELIDED);
+  ck_assert_int_eq (pt_reason_of (h, "r"), SG_COPY_ELIDED);
+  ck_assert_int_eq (pt_reason_of (h, "z"), SG_COPY_CAT_DIM);
+  g_autoptr (SgPlan) q = pt_lower (h);
+  ck_assert (!pt_has_kernel (q, "y") && !pt_has_kernel (q, "r") && pt_has_kernel (q, "z"));
+  ck_assert_int_eq (pt_value (q, "p")->buffer, pt_value (q, "r")->buffer);
+  ck_assert_int_eq (pt_value (q, "p")->roll_block, 2 * 3 * sizeof (float));
 }
 END_TEST
-
-static void
-assert_rejected (const SgPlan *p, const char *want)
-{
-  g_autoptr (GError) e = NULL;
-  ck_assert (!sg_plan_validate (p, &e));
-  ck_assert_msg (strstr (e->message, want), "'%s' lacks '%s'", e->message, want);
-}
 
 START_TEST (the_validator_checks_every_block)
 {
   g_autoptr (SgGraph) g = reassembly_graph (4, 0, -1);
   estimate (g);
-  g_autoptr (SgPlan) p = lower (g);
-  SgPlanValue *m = (SgPlanValue *)value (p, "m2");
+  g_autoptr (SgPlan) p = pt_lower (g);
+  SgPlanValue *m = (SgPlanValue *)pt_value (p, "m2");
   m->offset = 8;
-  assert_rejected (p, "values[");
-  assert_rejected (p, "\"m2\": bytes [8, 168) reach past buffers[");
-  assert_rejected (p, "at its last rank-dependent block");
+  pt_assert_rejected (p, "values[");
+  pt_assert_rejected (p, "\"m2\": bytes [8, 168) reach past buffers[");
+  pt_assert_rejected (p, "at its last rank-dependent block");
   m->offset = 0;
   m->roll_group = 1;
-  assert_rejected (p, "\"m2\".roll.group 1: out of range (1 groups)");
+  pt_assert_rejected (p, "\"m2\".roll.group 1: out of range (1 groups)");
 }
 END_TEST
 
@@ -303,7 +246,7 @@ permute_plan (const char *transport)
   tb_wait (g, "p_w", "p");
   tb_mm (g, "mm", "p_w", "w");
   tb_output (g, 1, "mm");
-  return lower (g);
+  return pt_lower (g);
 }
 
 static int32_t
@@ -327,8 +270,8 @@ START_TEST (the_race_proof_holds_for_every_rank)
   out->offset = 64;
   p->buffers[in->buffer].bytes *= 2;
   in->roll_group = 0, in->roll_shift = 0, in->roll_sign = 1, in->roll_block = 64;
-  assert_rejected (p, "race: ins[2] \"p\" (collective_permute over nccl): its output \"p\"");
-  assert_rejected (p, "bytes [64, 128)) overlaps its input \"x\" (bytes [64, 128))");
+  pt_assert_rejected (p, "race: ins[2] \"p\" (collective_permute over nccl): its output \"p\"");
+  pt_assert_rejected (p, "bytes [64, 128)) overlaps its input \"x\" (bytes [64, 128))");
   /* apart on every rank: accepted */
   out->offset = 0;
   out->roll_group = 0, out->roll_shift = 1, out->roll_sign = 1, out->roll_block = 64;
@@ -359,7 +302,7 @@ beside_plan (void)
   tb_wait (g, "p_w", "p");
   tb_mm (g, "mm", "p_w", "y");
   tb_output (g, 1, "mm");
-  return lower (g);
+  return pt_lower (g);
 }
 
 /* Writes into one buffer from two streams are tracked per value: the
@@ -368,7 +311,7 @@ beside_plan (void)
 START_TEST (writes_from_two_streams_are_checked_per_value)
 {
   g_autoptr (SgPlan) p = beside_plan ();
-  SgPlanValue *y = (SgPlanValue *)value (p, "y"), *pv = (SgPlanValue *)value (p, "p");
+  SgPlanValue *y = (SgPlanValue *)pt_value (p, "y"), *pv = (SgPlanValue *)pt_value (p, "p");
   const int32_t yb = y->buffer;
   p->buffers[pv->buffer].bytes += 64;
   y->buffer = pv->buffer;
@@ -377,12 +320,12 @@ START_TEST (writes_from_two_streams_are_checked_per_value)
   g_autoptr (GError) e = NULL;
   ck_assert_msg (sg_plan_validate (p, &e), "%s", e ? e->message : "");
   y->offset = 32;
-  assert_rejected (p, "writes value \"y\" over \"p\" (buffers[");
-  assert_rejected (p, "before that write (stream 1 step 2) is ordered by an event");
+  pt_assert_rejected (p, "writes value \"y\" over \"p\" (buffers[");
+  pt_assert_rejected (p, "before that write (stream 1 step 2) is ordered by an event");
   /* at a rank-dependent block: apart on rank 0, over it on rank 1 */
   y->offset = 0;
   y->roll_group = 0, y->roll_shift = 1, y->roll_sign = -1, y->roll_block = 64;
-  assert_rejected (p, "writes value \"y\" over \"p\"");
+  pt_assert_rejected (p, "writes value \"y\" over \"p\"");
 }
 END_TEST
 

@@ -81,6 +81,24 @@ permute (W *w, const char *name, const char *in, const char *pairs, const char *
   call (w, wname, "_c10d_functional.wait_tensor.default", wargs, d0, d1);
 }
 
+/* @name = slice(@src, 0, @start, @start + @rows) of a @cols-column
+ * tensor (its strides) and @mm = mm(@name, w2). */
+static void
+block_mm (W *w, const char *name, const char *mm, const char *src, int64_t start, int64_t rows,
+          int64_t cols, int64_t n)
+{
+  g_autofree char *sl = g_strdup_printf ("[{\"node\":\"%s\"},0,%" G_GINT64_FORMAT
+                                         ",%" G_GINT64_FORMAT "]", src, start, start + rows);
+  g_string_append_printf (w->s, ",\n{\"name\":\"%s\",\"op\":\"call_function\",\"target\":"
+                                "\"aten.slice.Tensor\",\"args\":%s,\"kwargs\":{},\"meta\":"
+                                "{\"shape\":[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "],"
+                                "\"stride\":[%" G_GINT64_FORMAT ",1],\"dtype\":\"%s\"}}",
+                          name, sl, rows, cols, cols, w->dt);
+  w->n++;
+  g_autofree char *mmargs = g_strdup_printf ("[{\"node\":\"%s\"},{\"node\":\"w2\"}]", name);
+  call (w, mm, "aten.mm.default", mmargs, rows, n);
+}
+
 static bool
 finish (W *w, const char *dir, const char *file, int world, int tp, const char *outputs)
 {
@@ -175,15 +193,7 @@ main (int argc, char **argv)
   for (int s = 0; s < k; s++) {
     const int64_t t = (k - s) % k;
     g_autofree char *v = g_strdup_printf ("v%d", s), *pn = g_strdup_printf ("q%d", s);
-    g_autofree char *sl = g_strdup_printf ("[{\"node\":\"r\"},0,%" G_GINT64_FORMAT
-                                           ",%" G_GINT64_FORMAT "]", t * mb, (t + 1) * mb);
-    g_string_append_printf (w.s, ",\n{\"name\":\"%s\",\"op\":\"call_function\",\"target\":"
-                                 "\"aten.slice.Tensor\",\"args\":%s,\"kwargs\":{},\"meta\":"
-                                 "{\"shape\":[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "],"
-                                 "\"stride\":[%" G_GINT64_FORMAT ",1],\"dtype\":\"%s\"}}",
-                            v, sl, mb, k2, k2, w.dt);
-    g_autofree char *mmargs = g_strdup_printf ("[{\"node\":\"%s\"},{\"node\":\"w2\"}]", v);
-    call (&w, pn, "aten.mm.default", mmargs, mb, n2);
+    block_mm (&w, v, pn, "r", t * mb, mb, k2, n2);
     if (s) {
       g_autofree char *prev = s > 1 ? g_strdup_printf ("acc%d", s - 1) : g_strdup ("q0");
       g_autofree char *p = g_strdup_printf ("s%d", s), *acc = g_strdup_printf ("acc%d", s);
@@ -204,15 +214,7 @@ main (int argc, char **argv)
   call (&w, "r", "schedgraph.rank_roll", "[{\"node\":\"a\"},0,1,\"tp\"]", k * mb, k2);
   for (int s = 0; s < k; s++) {
     g_autofree char *v = g_strdup_printf ("v%d", s), *pn = g_strdup_printf ("q%d", s);
-    g_autofree char *sl = g_strdup_printf ("[{\"node\":\"r\"},0,%" G_GINT64_FORMAT
-                                           ",%" G_GINT64_FORMAT "]", s * mb, (s + 1) * mb);
-    g_string_append_printf (w.s, ",\n{\"name\":\"%s\",\"op\":\"call_function\",\"target\":"
-                                 "\"aten.slice.Tensor\",\"args\":%s,\"kwargs\":{},\"meta\":"
-                                 "{\"shape\":[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "],"
-                                 "\"stride\":[%" G_GINT64_FORMAT ",1],\"dtype\":\"%s\"}}",
-                            v, sl, mb, k2, k2, w.dt);
-    g_autofree char *mmargs = g_strdup_printf ("[{\"node\":\"%s\"},{\"node\":\"w2\"}]", v);
-    call (&w, pn, "aten.mm.default", mmargs, mb, n2);
+    block_mm (&w, v, pn, "r", s * mb, mb, k2, n2);
     if (s) {
       g_autofree char *p = g_strdup_printf ("s%d", s), *shift = ring_pairs (k, s);
       permute (&w, p, pn, shift, "ce", mb, n2);
