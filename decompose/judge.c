@@ -46,6 +46,10 @@
 #define SG_DECOMPOSE_ROUNDS 3
 /* A step shorter by less than this fraction is a tie (kept undecomposed). */
 #define SG_DECOMPOSE_TIE 1e-6
+/* A whole step shorter by less than this fraction is kept undecomposed:
+ * the scheduler's own tie band (schedule/scheduler.c), within which the
+ * passes after this one (bucketing, polish) move a step anyway. */
+#define SG_DECOMPOSE_STEP_TIE 5e-4
 
 int32_t
 sg_site_forms (const SgGraph *g, const SgSite *s, SgSiteForm *out)
@@ -412,7 +416,7 @@ confirm (Judge *j, SgDecomposeStats *st, GError **error)
       if (!try_chosen (j, schedule, &r, error))
         return false;
       st->confirm_rounds++;
-      shorter = r.step_us < st->step_before_us * (1.0 - SG_DECOMPOSE_TIE);
+      shorter = r.step_us < st->step_before_us * (1.0 - SG_DECOMPOSE_STEP_TIE);
       fits = r.peak_bytes <= MAX (peak_limit, st->peak_before_bytes);
       if (j->cfg->decompose != SG_DECOMPOSE_AUTO)
         break;
