@@ -284,7 +284,9 @@ class_sites (Judge *j)
 
 /* Every candidate's best form against the timeline j->base (its
  * collective's exposure there, and room for a re-gather): choice[i].form,
- * gain_us, exposed_us. True when some site saves more than the threshold. */
+ * gain_us, exposed_us. True when the sites that save more than the
+ * threshold save more together than the tie band of the step (less could
+ * not confirm). */
 static bool
 choose_forms (Judge *j)
 {
@@ -295,7 +297,7 @@ choose_forms (Judge *j)
     expo[row->node] += row->exposed_us;
     runs[row->node] += row->end_us - row->start_us;
   }
-  bool any = false;
+  double sum = 0.0;
   for (int32_t i = 0; i < j->n; i++) {
     if (j->sites[i].reason != SG_SITE_DECOMPOSED)
       continue;
@@ -317,9 +319,9 @@ choose_forms (Judge *j)
         c->form = j->forms[i][f];
       }
     }
-    any = any || c->gain_us > SG_DECOMPOSE_MIN_GAIN_US;
+    sum += c->gain_us > SG_DECOMPOSE_MIN_GAIN_US ? c->gain_us : 0.0;
   }
-  return any;
+  return sum > SG_DECOMPOSE_STEP_TIE * j->base->step_us;
 }
 
 /* The scheduled order of the undecomposed graph carried over to trial @t:
@@ -513,14 +515,13 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
     sg_sim_result_clear (&base);
     ok = base_timeline (&j, &base, true, st, error);
   }
-  if (ok)
-    choose_forms (&j);
+  const bool worth = ok && choose_forms (&j);
   sg_sim_result_clear (&base);
   for (int32_t i = 0; ok && i < n; i++) {
     if (sites[i].reason != SG_SITE_DECOMPOSED)
       continue;
     choice[i].chosen = cfg->decompose == SG_DECOMPOSE_AUTO
-                           ? choice[i].gain_us > SG_DECOMPOSE_MIN_GAIN_US
+                           ? worth && choice[i].gain_us > SG_DECOMPOSE_MIN_GAIN_US
                            : true; /* all, all-gather (find kept only those) */
     if (!choice[i].chosen)
       sites[i].reason = SG_SITE_NO_GAIN;

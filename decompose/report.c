@@ -39,7 +39,8 @@ static const struct {
   [SG_SITE_INDIVISIBLE] = { "indivisible", "the rows do not split into the chunks" },
   [SG_SITE_META] = { "meta", "shapes or dtypes disagree along the site" },
   [SG_SITE_OFF] = { "off", "off by the mode (--no-decompose, --exact, --decompose all-gather)" },
-  [SG_SITE_NO_GAIN] = { "no_gain", "no form is predicted to save time on the site" },
+  [SG_SITE_NO_GAIN] = { "no_gain", "no form is predicted to save time on the site, or the "
+                                    "sites together save less than the step's tie band" },
   [SG_SITE_GRAPH_LONGER] = { "graph_longer",
                              "the whole-graph simulation predicted no shorter step" },
   [SG_SITE_PEAK] = { "peak", "a shorter step, but a peak past --max-peak-increase over the "
