@@ -470,10 +470,12 @@ find_readers (Ctx *x, GArray *copies)
 {
   const SgGraph *g = x->g;
   const size_t nn = (size_t)MAX (g->n_nodes, 1);
+  bool cats = false;
   for (SgNodeId v = 0; v < g->n_nodes; v++) {
     const SgOpKind kind = g->nodes[v].kind;
     if (is_copy (kind))
       g_array_append_val (copies, v);
+    cats = cats || kind == SG_OP_CAT || kind == SG_OP_RANK_ROLL;
     if (kind == SG_OP_RANK_ROLL && !x->e->roll) {
       x->e->roll = g_new (SgRollPlace, nn);
       for (size_t i = 0; i < nn; i++)
@@ -483,14 +485,21 @@ find_readers (Ctx *x, GArray *copies)
       x->roll_why = g_new (uint8_t, nn);
       memset (x->roll_why, 0xff, nn);
     }
+    if (sg_op_is_collective (kind) && !sg_op_is_coalesced (kind) && g->nodes[v].n_in > 0) {
+      uint32_t k;
+      const SgNodeId in = sg_node_inputs (g, v, &k)[0];
+      if (g->nodes[in].kind == SG_OP_BUCKET_PACK)
+        x->reader[in] = x->reader[in] == -1 ? v : -2;
+    }
+  }
+  /* every node's inputs only when some cat or rank_roll needs its readers
+   * (bucket/'s trial graphs have none: their analysis stays one pass) */
+  for (SgNodeId v = 0; cats && v < g->n_nodes; v++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, v, &k);
     for (uint32_t j = 0; j < k; j++) {
       const SgOpKind ik = g->nodes[in[j]].kind;
-      if (ik == SG_OP_BUCKET_PACK && sg_op_is_collective (kind) && !sg_op_is_coalesced (kind)
-          && j == 0)
-        x->reader[in[j]] = x->reader[in[j]] == -1 ? v : -2;
-      else if (ik == SG_OP_CAT)
+      if (ik == SG_OP_CAT)
         x->reader[in[j]] = x->reader[in[j]] == -1 ? v : -2;
       else if (ik == SG_OP_RANK_ROLL && (x->block[v] = slice_block (g, v, in[j])) < 0)
         x->reader[in[j]] = -2;
