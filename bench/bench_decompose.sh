@@ -9,7 +9,10 @@
 # both need tools/schedgraph/schedgraph and tools/graphgen/graphgen. Every
 # graph is planned by each build's schedgraph with its defaults (the whole
 # pipeline: decompose in auto mode in BUILD, schedule, bucket, polish;
-# --report) on the graph's own cluster (h200-sxm). Graphs: the shared TP
+# --report) on the graph's own cluster (h200-sxm); the base with
+# $BASE_ARGS (default --no-decompose: the bar is against the undecomposed
+# step; set BASE_ARGS= to compare with the base's own defaults).
+# WIDTHS=wide (or default) runs one set of widths only. Graphs: the shared TP
 # samples of tests/data, and graphgen's tp2_sp (--dp 1 --tp 2) and
 # fsdp2_tp4_sp (--dp 2 --tp 4) at LAYERS (default 8 16 32 80), at
 # bench/bench_schedule.sh's widths (H 256, S 256) and at issue 13's
@@ -30,13 +33,15 @@ gen=$ours/tools/graphgen/graphgen
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "machine: nproc=$(nproc), CPU \"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')\""
-echo "ours: $ours at $(git -C "$root" rev-parse --short HEAD 2>/dev/null); base: the build in $base"
+echo "ours: $ours at $(git -C "$root" rev-parse --short HEAD 2>/dev/null); base: the build in $base, run with '${BASE_ARGS---no-decompose}'"
 echo
 echo "| graph | widths | layers | nodes | base step us | ours step us | base exposed us | ours exposed us | ratio | base fully exp. (TP) | ours fully exp. (TP) | sites decomposed | decompose ms | bar |"
 echo "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 
+base_args=${BASE_ARGS---no-decompose}
 row () { # NAME WIDTHS LAYERS GRAPH TPGROUP
-  "$base/tools/schedgraph/schedgraph" "$4" -q --report "$tmp/b.json"
+  # shellcheck disable=SC2086
+  "$base/tools/schedgraph/schedgraph" "$4" -q $base_args --report "$tmp/b.json"
   "$ours/tools/schedgraph/schedgraph" "$4" -q --report "$tmp/o.json"
   python3 - "$tmp/b.json" "$tmp/o.json" "$1" "$2" "$3" "$5" <<'PY'
 import json, sys
@@ -66,7 +71,7 @@ done
 wide=(--hidden 4096 --ffn 14336 --heads 32 --seq 8192)
 for layout in "tp2_sp:--dp 1 --tp 2:0" "fsdp2_tp4_sp:--dp 2 --tp 4:1"; do
   name=${layout%%:*} rest=${layout#*:} args=${rest%%:*} tp=${rest#*:}
-  for w in default wide; do
+  for w in ${WIDTHS:-default wide}; do
     for L in "${layers[@]}"; do
       extra=()
       [ $w = wide ] && extra=("${wide[@]}")

@@ -9,7 +9,8 @@
 
 /* True when collective @c can join a bucket: all_gather, reduce_scatter or
  * all_reduce with one tensor input and exactly one user, its wait (stored
- * in *wait). Users must be fresh (sg_graph_fill_users). */
+ * in *wait), and not a chunk of a decomposed collective matmul
+ * (SG_CHUNK_KWARG). Users must be fresh (sg_graph_fill_users). */
 bool sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **error);
 
 /* --- the searches (bucket.c, layers.c) and their driver (run.c) --------- */

@@ -36,6 +36,10 @@ sg_bucket_member_check (const SgGraph *g, SgNodeId c, SgNodeId *wait, GError **e
       && n->kind != SG_OP_ALL_REDUCE)
     FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s': %s cannot be bucketed", n->name,
           sg_op_name (n->kind));
+  if (sg_node_kwarg (g, c, SG_CHUNK_KWARG))
+    FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s': kwargs.%s: a chunk of a decomposed "
+          "collective matmul (merging the chunks would undo the pipeline)", n->name,
+          SG_CHUNK_KWARG);
   uint32_t nu, nin;
   const SgNodeId *u = sg_node_users (g, c, &nu);
   if (nu != 1 || g->nodes[u[0]].kind != SG_OP_WAIT)

@@ -141,36 +141,63 @@ view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
 static bool
 copy_elided (const SgLower *l, SgNodeId id)
 {
-  return sg_op_class (l->g->nodes[id].kind) == SG_CLASS_BUCKET
-         && l->el.reason[id] == SG_COPY_ELIDED;
+  return sg_elision_elided (l->g, &l->el, id);
 }
 
-/* The buffer an elided pack's relocated inputs share (made at the first). */
+/* The buffer an elided copy's relocated inputs share (made at the first). */
 static int32_t
-group_buffer (SgLower *l, SgNodeId pack, bool pinned)
+group_buffer (SgLower *l, SgNodeId owner, bool pinned)
 {
-  if (l->group_buf[pack] < 0)
-    l->group_buf[pack] =
-      new_buffer (l, meta_storage_bytes (l->g, &l->g->nodes[pack].meta), pinned);
-  return l->group_buf[pack];
+  if (l->group_buf[owner] < 0)
+    l->group_buf[owner] =
+      new_buffer (l, meta_storage_bytes (l->g, &l->g->nodes[owner].meta), pinned);
+  return l->group_buf[owner];
 }
 
-/* Step 1 for the nodes zero-copy buckets place (true when @id is one). */
+/* Gives value @v the rank-dependent block of @id (elide.c), if any. */
+static void
+set_roll (SgLower *l, int32_t v, SgNodeId id)
+{
+  if (v < 0 || !sg_elision_rolled (&l->el, id))
+    return;
+  const SgRollPlace *r = &l->el.roll[id];
+  SgPlanValue *x = &g_array_index (l->values, SgPlanValue, v);
+  x->roll_group = r->group;
+  x->roll_shift = r->shift;
+  x->roll_sign = r->sign;
+  x->roll_block = r->block;
+}
+
+/* Step 1 for the nodes zero-copy copies place (true when @id is one). */
 static bool
 place_zero_copy (SgLower *l, SgNodeId id)
 {
   const SgGraph *g = l->g;
   const SgNode *n = &g->nodes[id];
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
   if (sg_elision_relocated (g, &l->el, id)) {
     bool input = n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR;
     int32_t b = group_buffer (l, l->el.view_of[id], input);
     l->nval[id] = new_value (l, n->name, &n->meta, b, l->el.view_off[id],
                              input ? SG_INIT_INPUT : SG_INIT_NONE);
+    set_roll (l, l->nval[id], id);
+    return true;
+  }
+  if (sg_op_class (n->kind) == SG_CLASS_VIEW && sg_elision_rolled (&l->el, id)) {
+    /* a row block of an elided rank_roll: that block of the roll's input */
+    const int32_t bv = l->nval[l->el.view_of[in[0]]];
+    SgPlanValue base = g_array_index (l->values, SgPlanValue, bv);
+    l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset, SG_INIT_NONE);
+    set_roll (l, l->nval[id], id);
     return true;
   }
   if (!copy_elided (l, id))
     return false;
   SgNodeId of = l->el.view_of[id];
+  if (sg_elision_rolled (&l->el, id) || (n->kind == SG_OP_RANK_ROLL && of >= 0))
+    return true; /* no value: a cat whose rows lie in its rank_roll's buffer in rank order,
+                  * a rank_roll whose slices view its input's blocks */
   if (of < 0) { /* a relocation: its inputs came first and made the buffer */
     l->nval[id] = new_value (l, n->name, &n->meta, l->group_buf[id], 0, SG_INIT_NONE);
     return true;
@@ -224,6 +251,9 @@ make_values (SgLower *l, SgNodeId id)
     if (base.buffer < 0)
       return true;
     l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + delta, SG_INIT_NONE);
+    SgPlanValue *x = &g_array_index (l->values, SgPlanValue, l->nval[id]);
+    x->roll_group = base.roll_group, x->roll_shift = base.roll_shift;
+    x->roll_sign = base.roll_sign, x->roll_block = base.roll_block;
     return true;
   }
   if (n->n_tuple) {
@@ -336,7 +366,7 @@ emit_kernel (SgLower *l, SgNodeId id)
   x->out = sg_lower_steal_ids (outs, &x->n_out);
   x->args = sg_node_args_json (g, id, false, value_ref, l);
   x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
-  if (sg_op_class (n->kind) == SG_CLASS_BUCKET) /* a copy that stays: why */
+  if (sg_elision_candidate (n->kind)) /* a copy that stays: why */
     cJSON_AddStringToObject (x->kwargs, "schedgraph_copy",
                              sg_copy_reason_text ((SgCopyReason)l->el.reason[id]));
   x->sm_count = sg_op_class (n->kind) == SG_CLASS_MATMUL ? n->sm_count : 0;

@@ -45,6 +45,13 @@ typedef struct {
 SgSite *sg_sites_find (const SgGraph *g, int32_t *n);
 void sg_sites_free (SgSite *sites, int32_t n);
 
+/* The class of every candidate of @sites (-1 for the others), numbered in
+ * graph order (transfer full; *@n_classes of them): sites of one class
+ * have the same collective kind, group, shapes and dtypes and the same
+ * mms, views or tree of adds, so each form rewrites them into the same
+ * new nodes. */
+int32_t *sg_sites_classes (const SgGraph *g, const SgSite *sites, int32_t n, int32_t *n_classes);
+
 /* The most leaves a sum of mms may have. */
 #define SG_SITE_MAX_LEAVES 16
 
@@ -80,16 +87,21 @@ int32_t sg_site_forms (const SgGraph *g, const SgSite *s, SgSiteForm *out);
 
 /* The choice for every candidate (judge.c): forms[i] of sites[i] and
  * whether it is decomposed; the statistics' step, exposure and peak
- * before and after. */
+ * before and after. @rw (a rewrite of @g) is the judge's: when some site
+ * is chosen it is left holding exactly the chosen rewrites, ready to
+ * commit. */
 typedef struct {
   SgSiteForm form;
   double gain_us;
   double exposed_us;
+  /* auto: the most any form could be judged to save (NaN: not bounded) */
+  double bound_us;
   bool chosen;
 } SgSiteChoice;
 
 bool sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
-                         SgSiteChoice *choice, SgDecomposeStats *st, GError **error);
+                         SgSiteChoice *choice, SgDecomposeStats *st, SgRewrite *rw,
+                         GError **error);
 
 /* Describes the chosen sites in @rw (reset first); @anchors as
  * sg_site_emit's. */

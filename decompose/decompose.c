@@ -15,6 +15,7 @@
  */
 #include "decompose-private.h"
 
+#include <math.h>
 #include <string.h>
 
 G_DEFINE_QUARK (sg-decompose-error-quark, sg_decompose_error)
@@ -65,11 +66,10 @@ record_sites (const SgGraph *g, const SgSite *sites, int32_t n, const SgSiteChoi
     info->reason = s->reason;
     info->n_mm = s->kind == SG_SITE_ALL_GATHER_MM ? s->n_mm : s->n_leaves;
     info->n_whole = s->n_whole;
-    if (choice) {
-      info->form = choice[i].form;
-      info->exposed_us = choice[i].exposed_us;
-      info->gain_us = choice[i].gain_us;
-    }
+    info->form = choice[i].form;
+    info->exposed_us = choice[i].exposed_us;
+    info->gain_us = choice[i].gain_us;
+    info->bound_us = choice[i].bound_us;
     st->candidates += s->reason >= SG_SITE_OFF || s->reason == SG_SITE_DECOMPOSED;
     st->decomposed += s->reason == SG_SITE_DECOMPOSED;
   }
@@ -93,6 +93,8 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   for (int32_t i = 0; i < n; i++)
     cands += sites[i].reason == SG_SITE_DECOMPOSED;
   g_autofree SgSiteChoice *choice = g_new0 (SgSiteChoice, (size_t)n + 1);
+  for (int32_t i = 0; i < n; i++)
+    choice[i].bound_us = NAN;
   bool ok = true;
   const SgCostModel *cm = sg_graph_cost_model (g);
   for (int32_t i = 0; i < n; i++) {
@@ -107,22 +109,22 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
     g_set_error (error, SG_DECOMPOSE_ERROR, SG_DECOMPOSE_ERROR_COST,
                  "decompose: the graph has no cost model (run the estimate pass first)");
     ok = false;
-  } else if (cands > 0) {
-    st->judged = true;
-    ok = sg_decompose_judge (g, cfg, sites, n, choice, st, error);
   }
+  SgRewrite *rw = sg_rewrite_new (g);
+  if (ok && cands > 0 && cm)
+    ok = sg_decompose_judge (g, cfg, sites, n, choice, st, rw, error);
   if (ok)
-    record_sites (g, sites, n, st->judged ? choice : NULL, st);
+    record_sites (g, sites, n, choice, st);
   if (ok && st->decomposed > 0) {
-    SgRewrite *rw = sg_rewrite_new (g);
-    ok = sg_decompose_rewrite (rw, sites, n, choice, NULL, error) && sg_rewrite_commit (rw, error);
-    sg_rewrite_free (rw);
+    /* the judge left the chosen rewrites in rw */
+    ok = sg_rewrite_commit (rw, error);
     if (ok)
       sg_cost_new_nodes (cm, g, NULL, 0);
     else
       g_prefix_error (error, "decompose: ");
     st->nodes_after = g->n_nodes;
   }
+  sg_rewrite_free (rw);
   sg_sites_free (sites, n);
   if (!ok) {
     stats_free (st);

@@ -75,6 +75,10 @@ typedef struct {
    * all_gather (a second gather of the same shard, which the scheduler
    * can hide elsewhere) instead of cat + rank_roll of the ring's chunks */
   bool regather;
+  /* reduce_scatter: each rank's partial sent straight to its rank (k - 1
+   * permutes, shifts 1 .. k - 1, summed where they arrive) instead of
+   * summed around the ring */
+  bool direct;
 } SgSiteForm;
 
 /* One collective the pass looked at. */
@@ -88,6 +92,10 @@ typedef struct {
   SgSiteForm form; /* the best form found (chunks 0 when none was priced) */
   double exposed_us; /* the collective's exposure in the scheduled undecomposed graph */
   double gain_us;    /* the best form's predicted saving on the site (may be < 0) */
+  /* mode auto: the most any form could be judged to save (compute replaced +
+   * the collective's longest run - the fewest chunk GEMMs); a site whose
+   * bound is <= 1 us is not priced (no_gain, no form). NaN when not bounded */
+  double bound_us;
 } SgSiteInfo;
 
 /* Statistics of one run (the report's `decompose` section). */
@@ -98,7 +106,8 @@ typedef struct {
   int32_t candidates;  /* sites that match a pattern */
   int32_t decomposed;
   int32_t confirm_rounds; /* whole-graph schedules of rewritten graphs */
-  bool judged;            /* the simulator ran (there were candidates, mode not off) */
+  bool judged;            /* the simulator ran (there were candidates, mode not off, and
+                           * in auto some site's bound allowed a saving) */
   bool scheduled;         /* the before is the schedule pass's order (else the input
                            * order: auto, where no site saves time even there) */
   /* the whole graph, scheduled, without and with the chosen rewrites */

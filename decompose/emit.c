@@ -97,16 +97,28 @@ dtype_of (const Emit *e, SgNodeId id)
   return sg_rewrite_node (e->rw, id)->meta.dtype;
 }
 
+/* {i -> i + @shift} over @k ranks. */
+static SgArg
+ring_pairs (SgRewrite *rw, int32_t k, int32_t shift)
+{
+  g_autofree SgArg *pairs = g_new (SgArg, (size_t)k);
+  for (int32_t i = 0; i < k; i++) {
+    SgArg st[] = { sg_arg_i (i), sg_arg_i ((i + shift) % k) };
+    pairs[i] = sg_rewrite_list (rw, st, 2);
+  }
+  return sg_rewrite_list (rw, pairs, (uint32_t)k);
+}
+
 /* collective_permute(@in, ring, group), named after ring step @step; the
  * first of the site carries schedgraph_replaces. Its wait comes later
  * (ring_wait), after the chunk GEMMs that run beside it: added nodes of
  * one anchor keep their creation order. */
 static SgNodeId
-ring_permute (Emit *e, SgNodeId in, int32_t step)
+ring_permute (Emit *e, SgNodeId in, int32_t step, SgArg pairs)
 {
   const SgNode *n = sg_rewrite_node (e->rw, in);
   const char *base = e->g->nodes[e->s->coll].name;
-  SgArg args[] = { sg_arg_ref (in), e->pairs, e->group };
+  SgArg args[] = { sg_arg_ref (in), pairs, e->group };
   SgKwarg kw[2] = { { "transport", sg_rewrite_str (e->rw, sg_transport_name (e->f->transport)) },
                     { "schedgraph_replaces", e->dropped } };
   SgNodeId p = add (e, SG_OP_COLLECTIVE_PERMUTE, g_strdup_printf ("%s_ring%d", base, step), args,
@@ -270,7 +282,7 @@ emit_gather (Emit *e)
   for (int32_t st = 0; st < k; st++) {
     SgNodeId perm = SG_NO_NODE;
     if (st + 1 < k) {
-      if ((perm = ring_permute (e, c[st], st + 1)) == SG_NO_NODE)
+      if ((perm = ring_permute (e, c[st], st + 1, e->pairs)) == SG_NO_NODE)
         return false;
       place (e, perm, st == 0 ? s->coll : anchor);
     }
@@ -363,27 +375,26 @@ emit_terms (Emit *e, const SgNodeId *src, int64_t start, int64_t rows, int32_t s
   return val[s->n_terms - 1];
 }
 
-static void
-remove_terms (Emit *e)
+/* The users of the site's wait read @result; the site's collective, wait
+ * and tree go. */
+static bool
+replace_site (Emit *e, SgNodeId result)
 {
+  sg_rewrite_replace_uses (e->rw, e->s->wait, result);
   for (int32_t i = 0; i < e->s->n_terms; i++)
     sg_rewrite_remove (e->rw, e->s->terms[i].node);
   sg_rewrite_remove (e->rw, e->s->wait);
   sg_rewrite_remove (e->rw, e->s->coll);
+  return true;
 }
 
-/* The ring reduce_scatter: rank r ends with its row block summed. */
+/* Each leaf's rows operand rolled by @shift (rank_roll(a, @shift, 1):
+ * its block t is a's block t + @shift + r) into @src (adds: SG_NO_NODE). */
 static bool
-emit_reduce_scatter (Emit *e)
+rolled_sources (Emit *e, int64_t shift, SgNodeId *src)
 {
   const SgSite *s = e->s;
   const SgGraph *g = e->g;
-  const int32_t k = s->k;
-  const int64_t mb = s->rows / k;
-  g_autofree SgNodeId *src = g_new (SgNodeId, (size_t)s->n_terms);
-  g_autofree SgNodeId *val = g_new (SgNodeId, (size_t)s->n_terms);
-  /* R = rank_roll(a, -1, 1): its block t is a's block t - 1 + r, so step
-   * s's static block (k - s) mod k is a's block r - s - 1 */
   for (int32_t i = 0; i < s->n_terms; i++) {
     src[i] = SG_NO_NODE;
     if (s->terms[i].a >= 0)
@@ -391,7 +402,7 @@ emit_reduce_scatter (Emit *e)
     SgNodeId a, b;
     operands (g, s->terms[i].node, &a, &b);
     const SgMeta *am = &g->nodes[a].meta;
-    SgArg args[] = { sg_arg_ref (a), sg_arg_i (-1), sg_arg_i (1), e->group };
+    SgArg args[] = { sg_arg_ref (a), sg_arg_i (shift), sg_arg_i (1), e->group };
     src[i] = run (e, add (e, SG_OP_RANK_ROLL,
                           g_strdup_printf ("%s_rolled", g->nodes[s->terms[i].node].name), args, 4,
                           NULL, 0, sg_meta_shape (g, am), NULL, am->ndim, am->dtype, 0));
@@ -399,11 +410,87 @@ emit_reduce_scatter (Emit *e)
       return false;
     place (e, src[i], s->terms[i].node);
   }
+  return true;
+}
+
+/* Ring step @st's arrival: the wait of its permute @perm, then
+ * add(that, @other), the reduced block's shape; both placed at the
+ * collective. */
+static SgNodeId
+arrive (Emit *e, SgNodeId perm, int32_t st, SgNodeId other)
+{
+  SgNodeId w = ring_wait (e, perm, st);
+  if (w == SG_NO_NODE)
+    return SG_NO_NODE;
+  place (e, w, e->s->coll);
+  SgArg args[] = { sg_arg_ref (w), sg_arg_ref (other) };
+  int64_t shape[2] = { e->s->rows / e->s->k, shape_of (e, other)[1] };
+  SgNodeId v = run (e, add (e, SG_OP_ADD_TENSOR,
+                            g_strdup_printf ("%s_ring%d_sum", e->g->nodes[e->s->coll].name, st),
+                            args, 2, NULL, 0, shape, NULL, 2, dtype_of (e, other), 0));
+  if (v != SG_NO_NODE)
+    place (e, v, e->s->coll);
+  return v;
+}
+
+/* The reduce_scatter with each partial sent straight to its rank: rank r
+ * computes the partial of block r + s (s = 1 .. k - 1) and sends it with
+ * shift s, then sums its own (block r) and what arrived. The sums are off
+ * the chain of permutes: those of earlier arrivals run beside later ones. */
+static bool
+emit_reduce_scatter_direct (Emit *e)
+{
+  const SgSite *s = e->s;
+  const int32_t k = s->k;
+  const int64_t mb = s->rows / k;
+  g_autofree SgNodeId *src = g_new (SgNodeId, (size_t)s->n_terms);
+  g_autofree SgNodeId *val = g_new (SgNodeId, (size_t)s->n_terms);
+  g_autofree SgNodeId *perm = g_new (SgNodeId, (size_t)k);
+  /* R = rank_roll(a, 0, 1): block s is a's block r + s */
+  if (!rolled_sources (e, 0, src))
+    return false;
+  SgNodeId own = SG_NO_NODE;
+  for (int32_t j = 1; j <= k; j++) {
+    const int32_t st = j % k; /* partials 1 .. k - 1 go out first, the own one last */
+    SgNodeId p = emit_terms (e, src, st * mb, mb, st, j > 1 ? e->f->sm_count : 0, s->coll, val);
+    if (p == SG_NO_NODE)
+      return false;
+    if (st == 0) {
+      own = p;
+      continue;
+    }
+    if ((perm[st] = ring_permute (e, p, st, ring_pairs (e->rw, k, st))) == SG_NO_NODE)
+      return false;
+    place (e, perm[st], s->coll);
+  }
+  /* IEEE addition commutes: arrival + acc is acc + arrival, bit for bit */
+  SgNodeId acc = own;
+  for (int32_t st = 1; st < k; st++)
+    if ((acc = arrive (e, perm[st], st, acc)) == SG_NO_NODE)
+      return false;
+  return replace_site (e, acc);
+}
+
+/* The ring reduce_scatter: rank r ends with its row block summed. */
+static bool
+emit_reduce_scatter (Emit *e)
+{
+  const SgSite *s = e->s;
+  const int32_t k = s->k;
+  const int64_t mb = s->rows / k;
+  if (e->f->direct)
+    return emit_reduce_scatter_direct (e);
+  g_autofree SgNodeId *src = g_new (SgNodeId, (size_t)s->n_terms);
+  g_autofree SgNodeId *val = g_new (SgNodeId, (size_t)s->n_terms);
+  /* R = rank_roll(a, -1, 1): its block t is a's block t - 1 + r, so step
+   * s's static block (k - s) mod k is a's block r - s - 1 */
+  if (!rolled_sources (e, -1, src))
+    return false;
   SgNodeId acc = SG_NO_NODE;
   for (int32_t st = 0; st < k; st++) {
-    SgNodeId perm = SG_NO_NODE, wait = SG_NO_NODE;
+    SgNodeId perm = SG_NO_NODE;
     if (st > 0) {
-      if ((perm = ring_permute (e, acc, st)) == SG_NO_NODE)
+      if ((perm = ring_permute (e, acc, st, e->pairs)) == SG_NO_NODE)
         return false;
       place (e, perm, s->coll);
     }
@@ -415,20 +502,10 @@ emit_reduce_scatter (Emit *e)
       acc = p;
       continue;
     }
-    if ((wait = ring_wait (e, perm, st)) == SG_NO_NODE)
+    if ((acc = arrive (e, perm, st, p)) == SG_NO_NODE)
       return false;
-    place (e, wait, s->coll);
-    SgArg args[] = { sg_arg_ref (wait), sg_arg_ref (p) };
-    int64_t shape[2] = { mb, shape_of (e, p)[1] };
-    acc = run (e, add (e, SG_OP_ADD_TENSOR, g_strdup_printf ("%s_ring%d_sum", g->nodes[s->coll].name, st),
-                       args, 2, NULL, 0, shape, NULL, 2, dtype_of (e, p), 0));
-    if (acc == SG_NO_NODE)
-      return false;
-    place (e, acc, s->coll);
   }
-  sg_rewrite_replace_uses (e->rw, s->wait, acc);
-  remove_terms (e);
-  return true;
+  return replace_site (e, acc);
 }
 
 /* The all_reduce in row chunks, each all-reduced as soon as it is
@@ -452,9 +529,12 @@ emit_all_reduce (Emit *e)
   SgArg args[8];
   SgKwarg kw[8];
   const uint32_t na = sg_rewrite_args_of (e->rw, s->coll, args, G_N_ELEMENTS (args));
-  const uint32_t nk = sg_rewrite_kwargs_of (e->rw, s->coll, kw, G_N_ELEMENTS (kw) - 1);
-  g_return_val_if_fail (na <= G_N_ELEMENTS (args) && nk < G_N_ELEMENTS (kw), false);
-  kw[nk] = (SgKwarg){ "schedgraph_replaces", e->dropped };
+  const uint32_t nk = sg_rewrite_kwargs_of (e->rw, s->coll, kw, G_N_ELEMENTS (kw) - 2);
+  g_return_val_if_fail (na <= G_N_ELEMENTS (args) && nk + 2 <= G_N_ELEMENTS (kw), false);
+  /* every chunk names its site (the bucket pass leaves such collectives
+   * apart, docs/bucketing.md); the first lists what the site drops */
+  kw[nk] = (SgKwarg){ SG_CHUNK_KWARG, sg_rewrite_str (e->rw, g->nodes[s->coll].name) };
+  kw[nk + 1] = (SgKwarg){ "schedgraph_replaces", e->dropped };
   const int ip = sg_op_param_pos (SG_OP_ALL_REDUCE, SG_PARAM_INPUT);
   const char *base = g->nodes[s->coll].name;
   for (int32_t j = 0; j < q; j++) {
@@ -464,7 +544,7 @@ emit_all_reduce (Emit *e)
     args[ip] = sg_arg_ref (p);
     int64_t shape[2] = { mq, shape_of (e, p)[1] };
     SgNodeId c = run (e, add (e, SG_OP_ALL_REDUCE, g_strdup_printf ("%s_chunk%d", base, j), args,
-                              na, kw, j == 0 ? nk + 1 : nk, shape, NULL, 2, dtype_of (e, p), 0));
+                              na, kw, j == 0 ? nk + 2 : nk + 1, shape, NULL, 2, dtype_of (e, p), 0));
     if (c == SG_NO_NODE)
       return false;
     place (e, c, s->coll);
@@ -487,20 +567,7 @@ emit_all_reduce (Emit *e)
   if (out == SG_NO_NODE)
     return false;
   place (e, out, s->wait);
-  sg_rewrite_replace_uses (e->rw, s->wait, out);
-  remove_terms (e);
-  return true;
-}
-
-static SgArg
-ring_pairs (SgRewrite *rw, int32_t k)
-{
-  g_autofree SgArg *pairs = g_new (SgArg, (size_t)k);
-  for (int32_t i = 0; i < k; i++) {
-    SgArg st[] = { sg_arg_i (i), sg_arg_i ((i + 1) % k) };
-    pairs[i] = sg_rewrite_list (rw, st, 2);
-  }
-  return sg_rewrite_list (rw, pairs, (uint32_t)k);
+  return replace_site (e, out);
 }
 
 bool
@@ -513,7 +580,7 @@ sg_site_emit (SgRewrite *rw, const SgSite *s, const SgSiteForm *f, GArray *span,
   const SgArg *grp = sg_node_param (e.g, s->coll, SG_PARAM_GROUP_NAME);
   g_return_val_if_fail (grp && grp->type == SG_ARG_STR, false);
   e.group = *grp;
-  e.pairs = ring_pairs (rw, s->k);
+  e.pairs = ring_pairs (rw, s->k, 1);
   e.dropped = dropped_names (rw, e.g, s, s->n_whole > 0 && f->regather);
   switch (s->kind) {
   case SG_SITE_ALL_GATHER_MM: return emit_gather (&e);

@@ -14,9 +14,14 @@
  * (torch/_inductor/fx_passes/micro_pipeline_tp.py: all_gather -> mm with
  * the users sharing one gather, reduce_scatter of an mm) and XLA's
  * collective-matmul (windowed einsum) matcher.
+ * Sites of one class (sg_sites_classes: the same collective kind, group,
+ * shapes and dtypes, and the same mms or tree of adds) rewrite into the
+ * same new nodes, so the judge prices each class's forms once.
  * Requires: users. Invalidates: nothing.
  */
 #include "decompose-private.h"
+
+#include <string.h>
 
 /* The node parameter @p of @id references, for the matmul operands. */
 static void
@@ -268,4 +273,64 @@ sg_sites_free (SgSite *sites, int32_t n)
     g_free (sites[i].terms);
   }
   g_free (sites);
+}
+
+static void
+put_meta (GString *k, const SgGraph *g, const SgMeta *m)
+{
+  g_string_append_printf (k, "|%d:%d", (int)m->dtype, m->ndim);
+  for (int32_t d = 0; d < m->ndim; d++)
+    g_string_append_printf (k, ",%" G_GINT64_FORMAT "/%" G_GINT64_FORMAT,
+                            sg_meta_shape (g, m)[d], sg_meta_stride (g, m)[d]);
+}
+
+/* A matmul @mm's operands and result. */
+static void
+put_mm (GString *k, const SgGraph *g, SgNodeId mm)
+{
+  SgNodeId a, b;
+  mm_operands (g, mm, &a, &b);
+  put_meta (k, g, &g->nodes[a].meta);
+  put_meta (k, g, &g->nodes[b].meta);
+  put_meta (k, g, &g->nodes[mm].meta);
+}
+
+int32_t *
+sg_sites_classes (const SgGraph *g, const SgSite *sites, int32_t n, int32_t *n_classes)
+{
+  g_autoptr (GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  int32_t *cls = g_new (int32_t, (size_t)n + 1);
+  g_autoptr (GString) k = g_string_new ("");
+  *n_classes = 0;
+  for (int32_t i = 0; i < n; i++) {
+    const SgSite *s = &sites[i];
+    cls[i] = -1;
+    if (s->reason != SG_SITE_DECOMPOSED)
+      continue;
+    const SgNode *c = &g->nodes[s->coll];
+    g_string_printf (k, "%d:%d:%d:%" G_GINT64_FORMAT ":%d:%d:%d", (int)s->kind, c->group, s->k,
+                     s->rows, s->n_mm, s->n_whole, s->n_terms);
+    put_meta (k, g, &c->meta);
+    uint32_t nin;
+    put_meta (k, g, &g->nodes[sg_node_inputs (g, s->coll, &nin)[0]].meta);
+    for (int32_t j = 0; j < s->n_mm; j++) {
+      g_string_append (k, s->view[j] != SG_NO_NODE ? "|v" : "|-");
+      if (s->view[j] != SG_NO_NODE)
+        put_meta (k, g, &g->nodes[s->view[j]].meta);
+      put_mm (k, g, s->mm[j]);
+    }
+    for (int32_t j = 0; j < s->n_terms; j++) {
+      g_string_append_printf (k, "|t%d,%d", s->terms[j].a, s->terms[j].b);
+      if (s->terms[j].a < 0)
+        put_mm (k, g, s->terms[j].node);
+    }
+    gpointer v;
+    if (g_hash_table_lookup_extended (seen, k->str, NULL, &v)) {
+      cls[i] = GPOINTER_TO_INT (v);
+    } else {
+      cls[i] = (*n_classes)++;
+      g_hash_table_insert (seen, g_strdup (k->str), GINT_TO_POINTER (cls[i]));
+    }
+  }
+  return cls;
 }

@@ -12,6 +12,8 @@
  */
 #include "decompose-private.h"
 
+#include <math.h>
+
 static const char *const kind_names[] = {
   [SG_SITE_ALL_GATHER_MM] = "all_gather_mm",
   [SG_SITE_MM_REDUCE_SCATTER] = "mm_reduce_scatter",
@@ -37,7 +39,8 @@ static const struct {
   [SG_SITE_INDIVISIBLE] = { "indivisible", "the rows do not split into the chunks" },
   [SG_SITE_META] = { "meta", "shapes or dtypes disagree along the site" },
   [SG_SITE_OFF] = { "off", "off by the mode (--no-decompose, --exact, --decompose all-gather)" },
-  [SG_SITE_NO_GAIN] = { "no_gain", "no form is predicted to save time on the site" },
+  [SG_SITE_NO_GAIN] = { "no_gain", "no form is predicted to save time on the site, or the "
+                                    "sites together save less than the step's tie band" },
   [SG_SITE_GRAPH_LONGER] = { "graph_longer",
                              "the whole-graph simulation predicted no shorter step" },
   [SG_SITE_PEAK] = { "peak", "a shorter step, but a peak past --max-peak-increase over the "
@@ -86,8 +89,12 @@ site_row (const SgSiteInfo *s)
     cJSON_AddNumberToObject (o, "sm_count", s->form.sm_count);
     if (s->n_whole > 0)
       cJSON_AddStringToObject (o, "whole", s->form.regather ? "regather" : "ring");
+    if (s->kind == SG_SITE_MM_REDUCE_SCATTER)
+      cJSON_AddStringToObject (o, "exchange", s->form.direct ? "direct" : "ring");
     add_us (o, "exposed_us", s->exposed_us);
     add_us (o, "gain_us", s->gain_us);
+  } else if (isfinite (s->bound_us)) {
+    add_us (o, "bound_us", s->bound_us);
   }
   return o;
 }
@@ -174,8 +181,12 @@ sg_decompose_summary (const SgGraph *g, GString *out)
                               s->kind == SG_SITE_MM_ALL_REDUCE
                                   ? "collective"
                                   : sg_transport_name (s->form.transport),
-                              s->form.regather && s->n_whole > 0 ? " regather" : "",
+                              s->form.regather && s->n_whole > 0 ? " regather"
+                              : s->form.direct                     ? " direct"
+                                                                   : "",
                               s->form.sm_count, s->exposed_us, s->gain_us);
+    else if (isfinite (s->bound_us))
+      g_string_append_printf (out, " not priced: bound %.3f us", s->bound_us);
     g_string_append_c (out, '\n');
   }
   bool any = false;

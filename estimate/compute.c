@@ -144,15 +144,25 @@ matmul_shape (const SgGraph *g, SgNodeId id, SgShape *s)
     return false;
   const int64_t *as = sg_meta_shape (g, a);
   const int64_t *os = sg_meta_shape (g, &n->meta);
-  s->dtype = a->dtype;
-  s->batch = batched ? os[0] : 1;
-  s->m = os[nd - 2];
-  s->n = os[nd - 1];
-  s->k = as[nd - 1];
-  double b = (double)s->batch, m = (double)s->m, nn = (double)s->n, k = (double)s->k;
-  s->flops = 2.0 * b * m * nn * k;
-  s->bytes = b * (m * k + k * nn + m * nn) * (double)sg_dtype_size (s->dtype);
+  sg_compute_matmul_shape (s, n->kind, a->dtype, batched ? os[0] : 1, os[nd - 2], as[nd - 1],
+                           os[nd - 1]);
   return true;
+}
+
+void
+sg_compute_matmul_shape (SgShape *s, SgOpKind op, SgDtype dtype, int64_t batch, int64_t m,
+                         int64_t k, int64_t n)
+{
+  memset (s, 0, sizeof *s);
+  s->op = op;
+  s->dtype = dtype;
+  s->batch = batch;
+  s->m = m;
+  s->n = n;
+  s->k = k;
+  double b = (double)batch, mm = (double)m, nn = (double)n, kk = (double)k;
+  s->flops = 2.0 * b * mm * nn * kk;
+  s->bytes = b * (mm * kk + kk * nn + mm * nn) * (double)sg_dtype_size (dtype);
 }
 
 static bool

@@ -157,6 +157,10 @@ typedef struct {
   double bytes;
 } SgShape;
 
+/* The shape of a matmul @op of @batch x (@m x @k) @ (@k x @n) in @dtype:
+ * its flops and the bytes of its operands and result. */
+void sg_compute_matmul_shape (SgShape *s, SgOpKind op, SgDtype dtype, int64_t batch, int64_t m,
+                              int64_t k, int64_t n);
 /* Fills @s for a matmul or attention node; false when its shapes are
  * unknown (then the node is costed by bytes). */
 bool sg_compute_shape (const SgGraph *g, SgNodeId id, SgShape *s);

@@ -163,18 +163,43 @@ sg_cost_copy_us (const SgCostModel *cm, uint64_t bytes)
               c->kernel_launch_us + (double)bytes / (c->hbm_GBps * c->memory_efficiency * 1e3));
 }
 
-/* Whether codegen lowers bucket copy @id without a kernel (graph/elide.c);
- * @e: the graph's analysis, or NULL to run it for this one node. */
+/* Whether codegen lowers copy @id without a kernel (graph/elide.c); @e:
+ * the graph's analysis, or NULL to run it for this one node. */
 static bool
 copy_elided (const SgGraph *g, SgNodeId id, const SgElision *e)
 {
+  if (!sg_elision_candidate (g->nodes[id].kind))
+    return false;
   if (e)
-    return e->reason[id] == SG_COPY_ELIDED;
+    return sg_elision_elided (g, e, id);
   SgElision own;
   sg_graph_elision_reasons (g, &own);
-  bool elided = own.reason[id] == SG_COPY_ELIDED;
+  bool elided = sg_elision_elided (g, &own, id);
   sg_elision_clear (&own);
   return elided;
+}
+
+/* A matmul or attention shape on every SM: measured, else modelled. */
+static double
+shape_us (const SgCostModel *cm, const SgShape *s, SgCostSource *src)
+{
+  double us;
+  if (sg_profile_shape_us (cm->profile, s, &us)) {
+    *src = SG_COST_PROFILE;
+    return us;
+  }
+  *src = SG_COST_MODEL;
+  return sg_compute_shape_us (&cm->cluster, s);
+}
+
+double
+sg_cost_mm_us (const SgCostModel *cm, SgDtype dtype, int64_t m, int64_t k, int64_t n)
+{
+  g_return_val_if_fail (cm, 0.0);
+  SgShape s;
+  SgCostSource src;
+  sg_compute_matmul_shape (&s, SG_OP_MM, dtype, 1, m, k, n);
+  return shape_us (cm, &s, &src);
 }
 
 static double
@@ -199,14 +224,7 @@ node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, const SgElision *
     SgShape s;
     if (!sg_compute_shape (g, id, &s))
       return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
-    double us;
-    if (sg_profile_shape_us (cm->profile, &s, &us)) {
-      *src = SG_COST_PROFILE;
-    } else {
-      *src = SG_COST_MODEL;
-      us = sg_compute_shape_us (&cm->cluster, &s);
-    }
-    return us * sg_compute_sm_factor (&cm->cluster, n);
+    return shape_us (cm, &s, src) * sg_compute_sm_factor (&cm->cluster, n);
   }
   case SG_CLASS_COLLECTIVE: {
     if (n->kind == SG_OP_COLLECTIVE_PERMUTE) { /* the profile has no p2p entries */
@@ -237,14 +255,14 @@ node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, const SgElision *
     }
     return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_BUCKET:
-    if (copy_elided (g, id, e)) { /* views of the bucket's buffer: no kernel */
+  case SG_CLASS_COPY:
+    if (copy_elided (g, id, e)) { /* views of a buffer: no kernel */
       *src = SG_COST_FREE;
       return 0.0;
     }
     return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_POINTWISE:
   case SG_CLASS_REDUCTION:
-  case SG_CLASS_COPY:
     return memory_bound_us (cm, g, id, cm->cluster.kernel_floor_us, src);
   case SG_CLASS_UNKNOWN:
   default:
@@ -260,12 +278,13 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
   return node_us (cm, g, id, NULL, src);
 }
 
-/* The zero-copy analysis when @g has bucket copies (else none is needed). */
+/* The zero-copy analysis when @g has copies it may elide (else none is
+ * needed). */
 static bool
-elision_if_buckets (const SgGraph *g, SgElision *e)
+elision_if_copies (const SgGraph *g, SgElision *e)
 {
   for (SgNodeId i = 0; i < g->n_nodes; i++)
-    if (sg_op_class (g->nodes[i].kind) == SG_CLASS_BUCKET) {
+    if (sg_elision_candidate (g->nodes[i].kind)) {
       sg_graph_elision_reasons (g, e);
       return true;
     }
@@ -295,7 +314,7 @@ sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32
 {
   g_return_if_fail (cm && g);
   SgElision e;
-  bool have = elision_if_buckets (g, &e);
+  bool have = elision_if_copies (g, &e);
   sg_cost_new_nodes_elided (cm, g, ids, n_ids, have ? &e : NULL);
   if (have)
     sg_elision_clear (&e);
@@ -351,7 +370,7 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
   cm->storage_bytes = sg_compute_storage_bytes (g);
   cm->n_storage = g->n_nodes;
   SgElision e;
-  bool have = elision_if_buckets (g, &e);
+  bool have = elision_if_copies (g, &e);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     SgNode *n = &g->nodes[i];
     if (n->kind == SG_OP_COLLECTIVE_PERMUTE && !sg_p2p_check (&cm->cluster, g, i, error)) {

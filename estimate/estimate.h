@@ -62,6 +62,11 @@ void sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, 
 void sg_cost_new_nodes_elided (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids,
                                int32_t n_ids, const SgElision *e);
 
+/* Solo time of aten.mm of (@m x @k) @ (@k x @n) in @dtype on every SM: what
+ * the model (or the profile) gives such a node (decompose/ bounds its
+ * chunk GEMMs with it before building them). */
+double sg_cost_mm_us (const SgCostModel *cm, SgDtype dtype, int64_t m, int64_t k, int64_t n);
+
 /* Solo time of a collective: @kind in SG_CLASS_COLLECTIVE, @bytes as
  * sg_node_comm_bytes() counts them, over a group of @group_size ranks that
  * spans @n_nodes machines. */

@@ -1,24 +1,43 @@
-/* elide.c: which bucket copies lower to views (zero-copy buckets).
+/* elide.c: which copies lower to views (zero-copy buckets and collective
+ * matmuls).
  *
- * bucket/ rewrites a bucket as pack -> collective -> wait -> unpacks
- * (docs/ops.md). Where the layout allows, codegen emits no kernel for the
- * pack or an unpack and places the tensors so that the copy would have
- * been the identity:
- *  - pack, relocation: the members' inputs are written by their producers
- *    (or seeded, for graph inputs) straight into the bucket's input buffer,
- *    input i at the concatenation offset of the members before it;
- *  - pack, view: the inputs already lie back to back in one storage in
- *    member order (e.g. the unpacks of an earlier bucket of the same
- *    members), so the bucket input is a view of it;
+ * bucket/ rewrites a bucket as pack -> collective -> wait -> unpacks, and
+ * decompose/ reassembles ring results with cat and rank_roll (docs/ops.md).
+ * Where the layout allows, codegen emits no kernel for such a copy and
+ * places the tensors so that the copy would have been the identity:
+ *  - pack or cat along the rows (a concatenation of the flattened inputs),
+ *    relocation: the inputs are written by their producers (or seeded,
+ *    for graph inputs) straight into the concatenation's buffer, input i
+ *    at the concatenation offset of the inputs before it;
+ *  - pack or cat, view: the inputs already lie back to back in one storage
+ *    in order (e.g. the unpacks of an earlier bucket of the same members),
+ *    so the result is a view of it;
  *  - unpack: with k = 1 (reduce_scatter, all_reduce) a member is a
- *    contiguous slice of the bucket's result, so it is a view of it.
+ *    contiguous slice of the bucket's result, so it is a view of it;
+ *  - rank_roll of a cat of one row block per rank (the ring all_gather's
+ *    chunk results, read by nothing else), rank-dependent relocation: the
+ *    rank_roll owns the buffer, input t is written at block
+ *    (t - shift - sign r) mod k of it on the rank of group rank r (XLA's
+ *    dynamic-update-slice at a partition-id offset, in place), the cat has
+ *    no storage of its own;
+ *  - rank_roll read only by one-row-block slices (the ring reduce_scatter's
+ *    static slices): each slice of block t is a view of the rank_roll's
+ *    input at block (t + shift + sign r) mod k (a dynamic slice).
+ * The rank-dependent placements are rules (SgRollPlace), the same text on
+ * every rank; each runtime resolves them for its rank (plan values' `roll`).
+ * The inputs of a cat or rank_roll may be written by collectives (the
+ * ring's permutes write their chunks in place; plan/plan-races.c tracks
+ * writes per value); a bucket pack's may not (not extended to buckets:
+ * their plans stay as they were).
  * What stays a copy, and why (SgCopyReason): an all_gather result is
  * rank-major (a member's rows are strided over the ranks' segments); a
  * reduce_scatter input interleaves chunk r of every member in rank r's
- * segment; a member input that is not a whole contiguous tensor, that is
- * already placed elsewhere in another layout, that is a graph output (the
- * bucket buffer would live to the end), that is written by a collective
- * or is a tuple element; graph inputs mixed with computed members.
+ * segment; a cat along a dim that interleaves its inputs' rows; a rank_roll
+ * of anything else, or read by anything but one-block row slices; an input
+ * that is not a whole contiguous tensor, that is already placed elsewhere
+ * in another layout (a rank-dependent one included), that is a graph output
+ * (the buffer would live to the end), that is a pack member written by a
+ * collective or is a tuple element; graph inputs mixed with computed ones.
  *
  * This is the one rule: the cost model prices elided nodes at zero, the
  * liveness rule (liveness.c) uses the storage roots below, codegen places
@@ -26,7 +45,8 @@
  * Offsets and k come from the unpack's args (trial graphs of bucket/ have
  * them too: they are the rewrite's own layout).
  * Mirrors: buffer assignment with aliasing in XLA (a "bitcast" is free,
- * an operand may share its user's buffer) and TFLite's arena planner.
+ * an operand may share its user's buffer, dynamic-update-slice in place)
+ * and TFLite's arena planner.
  * Requires: a topological id order. Invalidates: nothing.
  */
 #include "graph.h"
@@ -48,6 +68,9 @@ static const char *const reason_text[SG_COPY_N_REASONS] = {
   [SG_COPY_COMM_WRITTEN] = "comm_written: a member input is written by a collective",
   [SG_COPY_TUPLE_INPUT] = "tuple_input: a member input is an element of a multi-output op",
   [SG_COPY_NO_COLLECTIVE] = "no_collective: no single collective reads the pack",
+  [SG_COPY_CAT_DIM] = "cat_dim: a cat along a dim that interleaves its inputs' rows",
+  [SG_COPY_ROLL_USERS] = "roll_users: a rank_roll neither of a cat of one row block per rank "
+                         "nor read only by one-block row slices",
 };
 
 const char *
@@ -89,10 +112,27 @@ unpack_args (const SgGraph *g, SgNodeId u, int64_t *k, int64_t *off)
 typedef struct {
   const SgGraph *g;
   SgElision *e;
-  SgNodeId *reader;    /* per pack: its only reader, or -1 (none), -2 (several) */
+  SgNodeId *reader;    /* per pack: its only reader, or -1 (none), -2 (several);
+                        * per cat: its only user likewise; per rank_roll: -1 while
+                        * every user is a one-block row slice, else -2 */
   bool *is_output;     /* per storage root: read by the output node */
-  SgNodeId *group_root; /* per mode-A pack: the lowest-id member root */
+  SgNodeId *group_root; /* per relocation owner: the lowest-id input root */
+  int32_t *block;      /* per one-block row slice of a rank_roll: its block, else -1 */
+  uint8_t *roll_why;   /* per rank_roll: why its cat could not be relocated into it */
 } Ctx;
+
+static bool
+is_copy (SgOpKind k)
+{
+  return k == SG_OP_BUCKET_PACK || k == SG_OP_BUCKET_UNPACK || k == SG_OP_CAT
+         || k == SG_OP_RANK_ROLL;
+}
+
+static bool
+rolled (const SgElision *e, SgNodeId v)
+{
+  return e->roll && e->roll[v].group >= 0;
+}
 
 /* Where the storage of @v starts: *@owner (a node owning a buffer, or a
  * mode-A pack for relocated members) and the byte offset in it. False
@@ -106,7 +146,11 @@ locate (Ctx *x, SgNodeId v, SgNodeId *owner, uint64_t *off, SgCopyReason *why)
     const SgNode *n = &g->nodes[v];
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, v, &k);
-    if (x->e->view_of[v] >= 0 && (n->kind == SG_OP_BUCKET_PACK || n->kind == SG_OP_BUCKET_UNPACK)) {
+    if (rolled (x->e, v) || (n->kind == SG_OP_RANK_ROLL && x->e->view_of[v] >= 0)) {
+      *why = SG_COPY_SHARED_INPUT; /* at a rank-dependent block */
+      return false;
+    }
+    if (x->e->view_of[v] >= 0 && is_copy (n->kind)) {
       *off += x->e->view_off[v];
       v = x->e->view_of[v];
       continue;
@@ -147,10 +191,11 @@ locate (Ctx *x, SgNodeId v, SgNodeId *owner, uint64_t *off, SgCopyReason *why)
   }
 }
 
-/* Mode-A check of input @in: it must be a whole tensor that nothing else
- * placed yet. Sets *root. */
+/* Relocation check of input @in: it must be a whole tensor that nothing
+ * else placed yet, written by a collective only when @comm_ok. Sets
+ * *root. */
 static SgCopyReason
-relocatable (Ctx *x, SgNodeId in, SgNodeId *root)
+relocatable (Ctx *x, SgNodeId in, bool comm_ok, SgNodeId *root)
 {
   const SgGraph *g = x->g;
   SgNodeId owner;
@@ -159,11 +204,11 @@ relocatable (Ctx *x, SgNodeId in, SgNodeId *root)
   if (!locate (x, in, &owner, &off, &why))
     return why;
   const SgNode *o = &g->nodes[owner];
-  bool group = o->kind == SG_OP_BUCKET_PACK && x->e->reason[owner] == SG_COPY_ELIDED;
+  bool group = is_copy (o->kind) && x->e->reason[owner] == SG_COPY_ELIDED;
   if (x->e->view_of[owner] >= 0 || group || off != 0
       || sg_meta_bytes (g, &g->nodes[in].meta) != sg_node_alloc_bytes (g, owner))
     return SG_COPY_SHARED_INPUT;
-  if (sg_op_is_collective (o->kind))
+  if (sg_op_is_collective (o->kind) && !comm_ok)
     return SG_COPY_COMM_WRITTEN;
   bool input = o->op == SG_NODE_PLACEHOLDER || o->op == SG_NODE_GET_ATTR;
   if (!input && x->is_output[owner])
@@ -172,16 +217,51 @@ relocatable (Ctx *x, SgNodeId in, SgNodeId *root)
   return SG_COPY_ELIDED;
 }
 
+/* Relocates the inputs of concatenation @p into the buffer @owner owns
+ * (@p itself, or the rank_roll that reads it): input i at byte @off[i]
+ * of it, plus the rank-dependent block @place[i] when @place is given.
+ * Every input a whole tensor of its own, all graph inputs or none. */
 static SgCopyReason
-decide_pack (Ctx *x, SgNodeId p)
+relocate (Ctx *x, SgNodeId p, SgNodeId owner, const uint64_t *off, const SgRollPlace *place)
+{
+  const SgGraph *g = x->g;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, p, &k);
+  g_autofree SgNodeId *roots = g_new (SgNodeId, k);
+  int32_t n_inputs = 0;
+  /* not extended to bucket packs: their plans stay as they were */
+  const bool comm_ok = g->nodes[p].kind != SG_OP_BUCKET_PACK;
+  for (uint32_t i = 0; i < k; i++) {
+    SgCopyReason r = relocatable (x, in[i], comm_ok, &roots[i]);
+    if (r != SG_COPY_ELIDED)
+      return r;
+    for (uint32_t j = 0; j < i; j++)
+      if (roots[j] == roots[i])
+        return SG_COPY_SHARED_INPUT;
+    SgNodeOp op = g->nodes[roots[i]].op;
+    n_inputs += op == SG_NODE_PLACEHOLDER || op == SG_NODE_GET_ATTR;
+  }
+  if (n_inputs != 0 && n_inputs != (int32_t)k)
+    return SG_COPY_MIXED_INPUTS;
+  x->group_root[owner] = roots[0];
+  for (uint32_t i = 0; i < k; i++) {
+    x->e->view_of[roots[i]] = owner;
+    x->e->view_off[roots[i]] = off[i];
+    if (place)
+      x->e->roll[roots[i]] = place[i];
+    x->group_root[owner] = MIN (x->group_root[owner], roots[i]);
+  }
+  return SG_COPY_ELIDED;
+}
+
+/* A concatenation of the flattened inputs of @p (a pack that does not
+ * interleave, a cat along the rows): a view of the storage its inputs
+ * already form, else their relocation into its buffer. */
+static SgCopyReason
+decide_concat (Ctx *x, SgNodeId p)
 {
   const SgGraph *g = x->g;
   const SgNode *n = &g->nodes[p];
-  SgNodeId c = x->reader[p];
-  if (c < 0 || !sg_op_is_collective (g->nodes[c].kind))
-    return SG_COPY_NO_COLLECTIVE;
-  if (g->nodes[c].kind == SG_OP_REDUCE_SCATTER && g->nodes[c].group_size > 1)
-    return SG_COPY_INTERLEAVED;
   uint32_t k;
   const SgNodeId *in = sg_node_inputs (g, p, &k);
   size_t esz = sg_dtype_size (n->meta.dtype);
@@ -209,30 +289,152 @@ decide_pack (Ctx *x, SgNodeId p)
     x->e->view_off[p] = 0;
     return SG_COPY_ELIDED;
   }
-  /* relocation: every input a whole tensor of its own, all graph inputs or none */
-  g_autofree SgNodeId *roots = g_new (SgNodeId, k);
-  int32_t n_inputs = 0;
-  for (uint32_t i = 0; i < k; i++) {
-    SgCopyReason r = relocatable (x, in[i], &roots[i]);
-    if (r != SG_COPY_ELIDED)
-      return r;
-    for (uint32_t j = 0; j < i; j++)
-      if (roots[j] == roots[i])
-        return SG_COPY_SHARED_INPUT;
-    SgNodeOp op = g->nodes[roots[i]].op;
-    n_inputs += op == SG_NODE_PLACEHOLDER || op == SG_NODE_GET_ATTR;
-  }
-  if (n_inputs != 0 && n_inputs != (int32_t)k)
-    return SG_COPY_MIXED_INPUTS;
+  g_autofree uint64_t *off = g_new (uint64_t, k);
   prefix = 0;
-  x->group_root[p] = roots[0];
   for (uint32_t i = 0; i < k; i++) {
-    x->e->view_of[roots[i]] = p;
-    x->e->view_off[roots[i]] = prefix * esz;
+    off[i] = prefix * esz;
     prefix += sg_meta_numel (g, &g->nodes[in[i]].meta);
-    x->group_root[p] = MIN (x->group_root[p], roots[i]);
   }
+  return relocate (x, p, p, off, NULL);
+}
+
+static SgCopyReason
+decide_pack (Ctx *x, SgNodeId p)
+{
+  const SgGraph *g = x->g;
+  SgNodeId c = x->reader[p];
+  if (c < 0 || !sg_op_is_collective (g->nodes[c].kind))
+    return SG_COPY_NO_COLLECTIVE;
+  if (g->nodes[c].kind == SG_OP_REDUCE_SCATTER && g->nodes[c].group_size > 1)
+    return SG_COPY_INTERLEAVED;
+  return decide_concat (x, p);
+}
+
+/* Cat @c along its rows: its dim has only dims of size 1 before it. */
+static bool
+cat_rows (const SgGraph *g, SgNodeId c)
+{
+  const SgMeta *m = &g->nodes[c].meta;
+  const SgArg *a = sg_node_param (g, c, SG_PARAM_DIM);
+  int64_t dim = 0;
+  if ((a && !sg_arg_is_none (a) && !sg_arg_int (a, &dim)) || m->ndim < 1)
+    return false;
+  if (dim < 0)
+    dim += m->ndim;
+  if (dim < 0 || dim >= m->ndim)
+    return false;
+  for (int64_t d = 0; d < dim; d++)
+    if (sg_meta_shape (g, m)[d] != 1)
+      return false;
+  return true;
+}
+
+/* Cat @c whose only user is a rank_roll of it, one row block per rank:
+ * its inputs relocated into the rank_roll's buffer, input t at block
+ * (t - shift - sign r) mod k (the roll's block b is the cat's block
+ * b + shift + sign r). *@why: the reason when not. */
+static bool
+roll_of_cat (Ctx *x, SgNodeId c, SgCopyReason *why)
+{
+  const SgGraph *g = x->g;
+  const SgNodeId r = x->reader[c];
+  SgRankRoll rr;
+  if (r < 0 || g->nodes[r].kind != SG_OP_RANK_ROLL || !sg_node_rank_roll (g, r, &rr, NULL)
+      || !meta_contiguous (g, &g->nodes[r].meta))
+    return false;
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, c, &k);
+  const int32_t n = g->groups[rr.group].n_ranks;
+  const uint64_t numel = sg_meta_numel (g, &g->nodes[c].meta);
+  const uint64_t bytes = sg_meta_bytes (g, &g->nodes[c].meta);
+  if ((int32_t)k != n || numel % (uint64_t)n != 0)
+    return false;
+  for (uint32_t t = 0; t < k; t++)
+    if (sg_meta_numel (g, &g->nodes[in[t]].meta) != numel / (uint64_t)n)
+      return false; /* listed twice, or unequal blocks */
+  g_autofree uint64_t *off = g_new0 (uint64_t, k);
+  g_autofree SgRollPlace *place = g_new (SgRollPlace, k);
+  for (uint32_t t = 0; t < k; t++)
+    place[t] = (SgRollPlace){ rr.group, (int32_t)-rr.sign, (int64_t)t - rr.shift,
+                              bytes / (uint64_t)n };
+  *why = relocate (x, c, r, off, place);
+  if (*why != SG_COPY_ELIDED)
+    return false;
+  x->e->reason[r] = SG_COPY_ELIDED;
+  x->e->view_of[c] = r;
+  x->e->roll[c] = (SgRollPlace){ rr.group, 1, 0, 0 }; /* no storage of its own */
+  x->group_root[c] = x->group_root[r];
+  return true;
+}
+
+static SgCopyReason
+decide_cat (Ctx *x, SgNodeId c)
+{
+  SgCopyReason why = SG_COPY_ROLL_USERS;
+  if (!cat_rows (x->g, c))
+    return SG_COPY_CAT_DIM;
+  if (x->e->roll && roll_of_cat (x, c, &why))
+    return SG_COPY_ELIDED;
+  if (x->reader[c] >= 0 && x->g->nodes[x->reader[c]].kind == SG_OP_RANK_ROLL)
+    x->roll_why[x->reader[c]] = (uint8_t)why;
+  return decide_concat (x, c);
+}
+
+/* A rank_roll read only by one-row-block slices: each slice a view of the
+ * roll's input at block (t + shift + sign r) mod k (placed by the final
+ * pass of elision()). */
+static SgCopyReason
+decide_roll (Ctx *x, SgNodeId r)
+{
+  const SgGraph *g = x->g;
+  if (x->group_root[r] >= 0)
+    return SG_COPY_ELIDED; /* the owner of its cat's relocated inputs */
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, r, &k);
+  if (x->reader[r] != -1 || k != 1)
+    return x->roll_why[r] != 0xff ? (SgCopyReason)x->roll_why[r] : SG_COPY_ROLL_USERS;
+  if (!meta_contiguous (g, &g->nodes[in[0]].meta) || g->nodes[in[0]].n_tuple)
+    return SG_COPY_STRIDED_INPUT;
+  /* the input's value is one dense run (its meta); it must not be at a
+   * rank-dependent place itself */
+  for (SgNodeId v = in[0];;) {
+    uint32_t nv;
+    const SgNodeId *vin = sg_node_inputs (g, v, &nv);
+    if (rolled (x->e, v) || (g->nodes[v].kind == SG_OP_RANK_ROLL && x->e->view_of[v] >= 0))
+      return SG_COPY_SHARED_INPUT;
+    if (!nv || !sg_op_is_alias (g->nodes[v].kind))
+      break;
+    v = vin[0];
+  }
+  x->e->view_of[r] = in[0];
+  x->e->view_off[r] = 0;
   return SG_COPY_ELIDED;
+}
+
+/* Row block of rank_roll @r that slice @u reads, or -1: a slice along
+ * dim 0, step 1, of exactly one of the k row blocks, as contiguous as the
+ * roll. */
+static int32_t
+slice_block (const SgGraph *g, SgNodeId u, SgNodeId r)
+{
+  const SgNode *n = &g->nodes[u];
+  SgRankRoll rr;
+  if (n->kind != SG_OP_SLICE || !sg_node_rank_roll (g, r, &rr, NULL)
+      || !meta_contiguous (g, &n->meta) || !meta_contiguous (g, &g->nodes[r].meta))
+    return -1;
+  int64_t dim = 0, start = 0, end = 0, step = 1;
+  const SgArg *a[4] = { sg_node_param (g, u, SG_PARAM_DIM), sg_node_param (g, u, SG_PARAM_START),
+                        sg_node_param (g, u, SG_PARAM_END), sg_node_param (g, u, SG_PARAM_STEP) };
+  int64_t *v[4] = { &dim, &start, &end, &step };
+  for (int i = 0; i < 4; i++)
+    if (!a[i] || sg_arg_is_none (a[i]) ? i == 1 || i == 2 : !sg_arg_int (a[i], v[i]))
+      return -1;
+  const int64_t rows = sg_meta_shape (g, &g->nodes[r].meta)[0];
+  const int64_t kk = g->groups[rr.group].n_ranks, mb = rows / kk;
+  if (dim != 0 || step != 1 || mb <= 0 || start < 0 || start % mb != 0 || end != start + mb
+      || sg_meta_shape (g, &n->meta)[0] != mb)
+    return -1;
+  return (int32_t)(start / mb);
 }
 
 static SgCopyReason
@@ -260,15 +462,55 @@ decide_unpack (Ctx *x, SgNodeId u)
   return SG_COPY_ELIDED;
 }
 
-static bool
-is_copy (SgOpKind k)
+/* The readers the decisions need, from one pass over every node's
+ * inputs: the collective of each pack, the only user of each cat, whether
+ * every user of a rank_roll is a one-block row slice (and which block). */
+static void
+find_readers (Ctx *x, GArray *copies)
 {
-  return k == SG_OP_BUCKET_PACK || k == SG_OP_BUCKET_UNPACK;
+  const SgGraph *g = x->g;
+  const size_t nn = (size_t)MAX (g->n_nodes, 1);
+  bool cats = false;
+  for (SgNodeId v = 0; v < g->n_nodes; v++) {
+    const SgOpKind kind = g->nodes[v].kind;
+    if (is_copy (kind))
+      g_array_append_val (copies, v);
+    cats = cats || kind == SG_OP_CAT || kind == SG_OP_RANK_ROLL;
+    if (kind == SG_OP_RANK_ROLL && !x->e->roll) {
+      x->e->roll = g_new (SgRollPlace, nn);
+      for (size_t i = 0; i < nn; i++)
+        x->e->roll[i] = (SgRollPlace){ -1, 1, 0, 0 };
+      x->block = g_new (int32_t, nn);
+      memset (x->block, 0xff, nn * sizeof (int32_t));
+      x->roll_why = g_new (uint8_t, nn);
+      memset (x->roll_why, 0xff, nn);
+    }
+    if (sg_op_is_collective (kind) && !sg_op_is_coalesced (kind) && g->nodes[v].n_in > 0) {
+      uint32_t k;
+      const SgNodeId in = sg_node_inputs (g, v, &k)[0];
+      if (g->nodes[in].kind == SG_OP_BUCKET_PACK)
+        x->reader[in] = x->reader[in] == -1 ? v : -2;
+    }
+  }
+  /* every node's inputs only when some cat or rank_roll needs its readers
+   * (bucket/'s trial graphs have none: their analysis stays one pass) */
+  for (SgNodeId v = 0; cats && v < g->n_nodes; v++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, v, &k);
+    for (uint32_t j = 0; j < k; j++) {
+      const SgOpKind ik = g->nodes[in[j]].kind;
+      if (ik == SG_OP_CAT)
+        x->reader[in[j]] = x->reader[in[j]] == -1 ? v : -2;
+      else if (ik == SG_OP_RANK_ROLL && (x->block[v] = slice_block (g, v, in[j])) < 0)
+        x->reader[in[j]] = -2;
+    }
+  }
 }
 
 /* The analysis; @roots false leaves e->root NULL (what the cost model
  * needs is the reasons). One pass over the nodes and their inputs, the
- * decisions over the copies only, one more pass for the roots. */
+ * decisions over the copies only, one pass for the slices of rank_rolls
+ * lowered to views, one more for the roots. */
 static void
 elision (const SgGraph *g, SgElision *e, bool roots)
 {
@@ -285,20 +527,8 @@ elision (const SgGraph *g, SgElision *e, bool roots)
   memset (e->view_of, 0xff, nn * sizeof (SgNodeId)); /* -1 */
   memset (x.reader, 0xff, nn * sizeof (SgNodeId));
   memset (x.group_root, 0xff, nn * sizeof (SgNodeId));
-  /* the copies, and the collective that reads each pack (a pack read by
-   * anything else is a view all the same: its layout is what counts) */
   g_autoptr (GArray) copies = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
-  for (SgNodeId v = 0; v < n; v++) {
-    SgOpKind kind = g->nodes[v].kind;
-    if (is_copy (kind))
-      g_array_append_val (copies, v);
-    else if (sg_op_is_collective (kind) && !sg_op_is_coalesced (kind) && g->nodes[v].n_in > 0) {
-      uint32_t k;
-      SgNodeId in = sg_node_inputs (g, v, &k)[0];
-      if (g->nodes[in].kind == SG_OP_BUCKET_PACK)
-        x.reader[in] = x.reader[in] == -1 ? v : -2;
-    }
-  }
+  find_readers (&x, copies);
   if (g->output != SG_NO_NODE) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, g->output, &k);
@@ -307,14 +537,31 @@ elision (const SgGraph *g, SgElision *e, bool roots)
   }
   for (guint i = 0; i < copies->len; i++) {
     SgNodeId v = g_array_index (copies, SgNodeId, i);
-    SgCopyReason r = g->nodes[v].kind == SG_OP_BUCKET_PACK ? decide_pack (&x, v)
-                                                           : decide_unpack (&x, v);
+    SgCopyReason r;
+    switch (g->nodes[v].kind) {
+    case SG_OP_BUCKET_PACK: r = decide_pack (&x, v); break;
+    case SG_OP_BUCKET_UNPACK: r = decide_unpack (&x, v); break;
+    case SG_OP_CAT: r = decide_cat (&x, v); break;
+    default: r = decide_roll (&x, v); break;
+    }
     e->reason[v] = (uint8_t)r;
     e->n_elided += r == SG_COPY_ELIDED;
   }
+  /* the slices of a rank_roll lowered to views: their blocks of its input */
+  for (SgNodeId v = 0; e->roll && v < n; v++) {
+    uint32_t k;
+    const SgNodeId r = x.block[v] >= 0 ? sg_node_inputs (g, v, &k)[0] : SG_NO_NODE;
+    SgRankRoll rr;
+    if (r == SG_NO_NODE || e->reason[r] != SG_COPY_ELIDED || e->view_of[r] < 0
+        || !sg_node_rank_roll (g, r, &rr, NULL))
+      continue;
+    e->roll[v] = (SgRollPlace){ rr.group, (int32_t)rr.sign, x.block[v] + rr.shift,
+                                sg_meta_bytes (g, &g->nodes[v].meta) };
+  }
   /* Storage roots with elision (liveness.c), one pass in id order: what
-   * a node resolves to always has a lower id (a relocation's group root is
-   * its lowest-id member, whose root is itself). */
+   * a node resolves to has a lower id (a relocation's group root is its
+   * lowest-id input, whose root is itself; a cat under a rank_roll takes
+   * that of the roll's relocation). */
   if (roots)
     e->root = g_new (SgNodeId, nn);
   for (SgNodeId v = 0; roots && v < n; v++) {
@@ -326,7 +573,7 @@ elision (const SgGraph *g, SgElision *e, bool roots)
     if (e->view_of[v] >= 0 && !is_copy (nd->kind)) /* relocated */
       r = x.group_root[e->view_of[v]];
     else if (elided)
-      r = e->view_of[v] >= 0 ? e->root[e->view_of[v]] : x.group_root[v];
+      r = e->view_of[v] >= 0 && e->view_of[v] < v ? e->root[e->view_of[v]] : x.group_root[v];
     else if (k && sg_op_is_alias (nd->kind))
       r = e->root[in[0]];
     e->root[v] = r;
@@ -334,6 +581,8 @@ elision (const SgGraph *g, SgElision *e, bool roots)
   g_free (x.reader);
   g_free (x.is_output);
   g_free (x.group_root);
+  g_free (x.block);
+  g_free (x.roll_why);
 }
 
 void
@@ -358,6 +607,7 @@ sg_elision_clear (SgElision *e)
   g_free (e->reason);
   g_free (e->view_of);
   g_free (e->view_off);
+  g_free (e->roll);
   g_free (e->root);
   memset (e, 0, sizeof *e);
 }
@@ -366,4 +616,22 @@ bool
 sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v)
 {
   return e->view_of[v] >= 0 && !is_copy (g->nodes[v].kind);
+}
+
+bool
+sg_elision_candidate (SgOpKind k)
+{
+  return is_copy (k);
+}
+
+bool
+sg_elision_elided (const SgGraph *g, const SgElision *e, SgNodeId v)
+{
+  return is_copy (g->nodes[v].kind) && e->reason[v] == SG_COPY_ELIDED;
+}
+
+bool
+sg_elision_rolled (const SgElision *e, SgNodeId v)
+{
+  return rolled (e, v);
 }

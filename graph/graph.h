@@ -313,6 +313,12 @@ sg_node_arg (const SgGraph *g, SgNodeId id, uint32_t pos)
 /* (transfer none) Keyword argument @key of node @id, or NULL. */
 const SgArg *sg_node_kwarg (const SgGraph *g, SgNodeId id, const char *key);
 
+/* The kwarg that marks a collective as one chunk of a decomposed
+ * collective matmul (decompose/: the chunked all_reduce), naming the
+ * site's original collective; the bucket pass leaves such collectives
+ * apart (docs/bucketing.md). */
+#define SG_CHUNK_KWARG "schedgraph_chunk"
+
 /* (transfer none) The argument for parameter @p of node @id's op: the
  * keyword argument of that name when given, else the positional one where
  * the op table puts it (sg_op_param_pos); NULL when neither is there. */
@@ -589,10 +595,11 @@ void sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *ro
 /* Storage root of every node, aliases resolved (n_nodes), (transfer full). */
 SgNodeId *sg_graph_storage_roots (const SgGraph *g);
 
-/* --- zero-copy buckets (elide.c) ----------------------------------------- */
+/* --- zero-copy copies (elide.c) ------------------------------------------ */
 
-/* Why a bucket copy (schedgraph.bucket_pack / bucket_unpack, docs/ops.md)
- * stays a kernel; SG_COPY_ELIDED when codegen lowers it to views. */
+/* Why a copy codegen could lower to views (schedgraph.bucket_pack /
+ * bucket_unpack, aten.cat, schedgraph.rank_roll: docs/ops.md "Zero-copy
+ * lowering") stays a kernel; SG_COPY_ELIDED when it does not. */
 typedef enum {
   SG_COPY_ELIDED = 0,
   SG_COPY_RANK_MAJOR,    /* all_gather unpack: the member is strided over rank segments */
@@ -604,28 +611,53 @@ typedef enum {
   SG_COPY_COMM_WRITTEN,  /* a member input is written by a collective */
   SG_COPY_TUPLE_INPUT,   /* a member input is a tuple element */
   SG_COPY_NO_COLLECTIVE, /* no single collective reads the pack */
+  SG_COPY_CAT_DIM,       /* a cat along a dim that interleaves its inputs' rows */
+  SG_COPY_ROLL_USERS,    /* a rank_roll neither over a cat of one block per rank nor read
+                          * only by one-block row slices */
   SG_COPY_N_REASONS
 } SgCopyReason;
 
 /* (transfer none) "elided", or the reason's name and a sentence. */
 const char *sg_copy_reason_text (SgCopyReason r);
 
-/* The zero-copy layout of a graph's buckets (n_nodes entries each):
- *  reason[v]   an SgCopyReason for pack/unpack nodes (0 elsewhere);
+/* A placement at a rank-dependent block (a rank_roll lowered to views):
+ * @block bytes times block index sg_rank_roll_block (0, k, @shift, @sign,
+ * r), r the rank's position in group @group (k ranks). @group -1: none. */
+typedef struct {
+  int32_t group;
+  int32_t sign;
+  int64_t shift;
+  uint64_t block;
+} SgRollPlace;
+
+/* The zero-copy layout of a graph's copies (n_nodes entries each):
+ *  reason[v]   an SgCopyReason for the copies above (0 elsewhere);
  *  view_of[v]  an elided unpack: its input (the bucket result); an elided
- *              pack whose inputs already lie back to back: its first
- *              input; a member input relocated into an elided pack's
- *              buffer ("relocated"): that pack; else -1. An elided pack
- *              with view_of -1 owns the buffer its relocated inputs share;
+ *              pack or cat whose inputs already lie back to back: its
+ *              first input; a member input relocated into an elided
+ *              pack's or cat's buffer ("relocated"): that node; an input
+ *              relocated into an elided rank_roll's buffer at a
+ *              rank-dependent block: that rank_roll, and the cat between
+ *              them likewise (it has no storage of its own: its rows lie
+ *              in rank order there); a rank_roll lowered to views of its
+ *              input's blocks: that input; else -1. An elided pack, cat
+ *              or rank_roll with view_of -1 owns the buffer its
+ *              relocated inputs share;
  *  view_off[v] the byte offset there (from the viewed value's start, or
- *              from the pack buffer's start for a relocated input);
+ *              from the owner's buffer start for a relocated input);
+ *  roll[v]     the rank-dependent block added to view_off: a relocated
+ *              input of a rank_roll, and each row-block slice of a
+ *              rank_roll lowered to views (a view of the rank_roll's
+ *              input); group -1 elsewhere. NULL when the graph has no
+ *              rank_roll;
  *  root[v]     the storage root of v with elision (sg_graph_storage_roots). */
 typedef struct {
   uint8_t *reason;
   SgNodeId *view_of;
   uint64_t *view_off;
+  SgRollPlace *roll;
   SgNodeId *root;
-  int32_t n_elided; /* pack and unpack nodes lowered without a copy */
+  int32_t n_elided; /* copies lowered without a kernel */
 } SgElision;
 
 /* Fills @e for @g (clear it with sg_elision_clear). O(n_nodes). */
@@ -639,8 +671,17 @@ void sg_elision_clear (SgElision *e);
  * sg_graph_liveness's @alloc with @e->root. (transfer full) */
 uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e,
                                     const uint64_t *node_alloc);
-/* True when @v's storage lives in an elided pack's buffer (e->view_of[v]). */
+/* True when @v's storage lives in an elided pack's, cat's or rank_roll's
+ * buffer (e->view_of[v]). */
 bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
+/* True for the kinds elision decides on: bucket_pack, bucket_unpack, cat,
+ * rank_roll. */
+bool sg_elision_candidate (SgOpKind k);
+/* True for a copy (pack, unpack, cat, rank_roll) codegen lowers without a
+ * kernel. */
+bool sg_elision_elided (const SgGraph *g, const SgElision *e, SgNodeId v);
+/* True when @v is placed at a rank-dependent block (e->roll[v]). */
+bool sg_elision_rolled (const SgElision *e, SgNodeId v);
 
 /* --- mutation ----------------------------------------------------------- */
 

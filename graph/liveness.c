@@ -10,10 +10,12 @@
  *  - a collective runs asynchronously until its wait_tensor, so a use by a
  *    collective lasts until that wait (its input cannot be freed earlier);
  *    a coalesced one until the first wait on any of its elements.
- * Zero-copy buckets (elide.c) share storage too: an elided unpack is an
- * alias of the bucket's result, an elided pack of the storage its inputs
- * already form, and the inputs relocated into an elided pack's buffer are
- * one storage of the pack's bytes, allocated with its lowest-id member.
+ * Zero-copy copies (elide.c) share storage too: an elided unpack is an
+ * alias of the bucket's result, an elided pack or cat of the storage its
+ * inputs already form, a rank_roll lowered to views of its input's blocks
+ * an alias of that input, and the inputs relocated into an elided pack's,
+ * cat's or rank_roll's buffer are one storage of its bytes, allocated
+ * with its lowest-id input.
  * Live bytes at step t are the storages with start <= t <= end; the peak is
  * their maximum. O(n + edges) with a difference array. schedule/ calls
  * sg_graph_liveness() with cached roots and sizes and a per-step profile. Graphs whose
@@ -40,9 +42,7 @@ sg_elision_storage_bytes (const SgGraph *g, const SgElision *e, const uint64_t *
 {
   uint64_t *alloc = g_new0 (uint64_t, (size_t)MAX (g->n_nodes, 1));
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    bool elided = sg_op_class (g->nodes[i].kind) == SG_CLASS_BUCKET
-                  && e->reason[i] == SG_COPY_ELIDED;
-    if (!elided)
+    if (!sg_elision_elided (g, e, i))
       alloc[e->root[i]] += node_alloc ? node_alloc[i] : sg_node_alloc_bytes (g, i);
   }
   return alloc;

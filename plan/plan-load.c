@@ -286,6 +286,31 @@ load_values (Loader *l, const cJSON *root, SgPlan *p)
       return false;
     if (nd2 != v->ndim)
       return fail (l, "values[%d].stride: %d entries for a %d-d shape", i, nd2, v->ndim);
+    /* optional: written only when set (docs/plan-format.md, "roll") */
+    const cJSON *roll = cJSON_GetObjectItemCaseSensitive (e, "roll");
+    if (roll) {
+      static const char *const keys[4] = { "group", "shift", "sign", "block" };
+      static const int64_t lo[4] = { 0, -(int64_t)SG_PLAN_MAX_INT, -1, 1 };
+      static const int64_t hi[4] = { INT32_MAX, (int64_t)SG_PLAN_MAX_INT, 1,
+                                     (int64_t)SG_PLAN_MAX_INT };
+      int64_t x[4];
+      if (!cJSON_IsObject (roll))
+        return fail (l, "values[%d].roll: expected an object", i);
+      for (int k = 0; k < 4; k++) {
+        g_autofree char *key = g_strconcat ("roll.", keys[k], NULL);
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive (roll, keys[k]);
+        if (!f)
+          return fail (l, "values[%d].%s: missing", i, key);
+        if (!as_int (l, f, "values", i, key, lo[k], hi[k], &x[k]))
+          return false;
+      }
+      if (x[2] == 0)
+        return fail (l, "values[%d].roll.sign: 1 or -1", i);
+      v->roll_group = (int32_t)x[0];
+      v->roll_shift = x[1];
+      v->roll_sign = (int32_t)x[2];
+      v->roll_block = (uint64_t)x[3];
+    }
     const char *init = get_str (l, e, "values", i, "init");
     if (!init)
       return false;

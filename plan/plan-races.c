@@ -32,9 +32,21 @@
  * the instruction's completion is waited for), and a peer's read of the
  * input happens while this rank's instruction runs. What the bracket does
  * not cover is checked here: the input and the output of a step must not
- * share bytes (a peer would write the output while this rank still sends
- * from the input), and a copy-engine step moves plain bytes, so both must
- * be dense.
+ * share bytes on any rank (a peer would write the output while this rank
+ * still sends from the input), and a copy-engine step moves plain bytes,
+ * so both must be dense.
+ *
+ * Writes are tracked per value, not only per buffer: a buffer may hold
+ * several values written by different instructions on different streams
+ * (a relocation: a ring's chunks written by their producers and by the
+ * permutes into one buffer). A read must be ordered after every write of
+ * the buffer whose bytes overlap the value read, and a write after every
+ * earlier overlapping write; with vector clocks, a write that saw an
+ * earlier one carries it, so every overlapping write is checked.
+ * Rank-dependent placements (values with a `roll`): two values overlap
+ * when their bytes do at some position of the groups their blocks depend
+ * on (both positions alike in one group), so the rules hold on every rank;
+ * the other rules are per buffer and hold on every rank at once.
  */
 #include "plan-private.h"
 
@@ -45,12 +57,20 @@ typedef struct {
   int32_t stream, seq; /* seq 0: before the step */
 } Stamp;
 
+/* A write of value @value. */
+typedef struct {
+  int32_t value;
+  Stamp at;
+} Write;
+
 typedef struct {
   const SgPlan *p;
   int32_t ns;
   int32_t *vc;     /* ns x ns: vc[s * ns + t] = what stream s has seen of t */
   int32_t *ev;     /* n_events x ns */
-  Stamp *writer;   /* per buffer */
+  Write *first;    /* per buffer: its first write (value -1: none yet) */
+  GArray **more;   /* per buffer: its later writes (Write), NULL when none */
+  int32_t *pos;    /* n_groups: group positions while testing overlaps */
   bool *touched;   /* per buffer: accessed at least once */
   GArray **remote; /* per buffer: Stamps of accesses off stream 0 */
   int32_t free_seq; /* stream 0's seq of the latest FREE */
@@ -73,6 +93,66 @@ seen (const Races *r, int32_t stream, Stamp s)
   return s.seq == 0 || r->vc[stream * r->ns + s.stream] >= s.seq;
 }
 
+/* Whether the bytes of @a and @o overlap on some rank: every position of
+ * their rank-dependent groups (both positions alike in one group). Sets
+ * *@a0 and *@o0 to their offsets there (or the last tried). */
+static bool
+overlap_some_rank (Races *r, const SgPlanValue *a, const SgPlanValue *o, uint64_t *a0,
+                   uint64_t *o0)
+{
+  const SgPlan *p = r->p;
+  const uint64_t ea = sg_plan_value_extent (a), eo = sg_plan_value_extent (o);
+  if (!a->roll_block && !o->roll_block) {
+    *a0 = a->offset, *o0 = o->offset;
+    return *a0 < *o0 + eo && *o0 < *a0 + ea;
+  }
+  const int32_t ga = a->roll_block ? a->roll_group : -1, go = o->roll_block ? o->roll_group : -1;
+  const int32_t ka = ga >= 0 ? p->groups[ga].n_ranks : 1;
+  const int32_t ko = go >= 0 && go != ga ? p->groups[go].n_ranks : 1;
+  for (int32_t x = 0; x < ka; x++)
+    for (int32_t y = 0; y < ko; y++) {
+      if (ga >= 0)
+        r->pos[ga] = x;
+      if (go >= 0 && go != ga)
+        r->pos[go] = y;
+      *a0 = sg_plan_value_offset (p, a, r->pos);
+      *o0 = sg_plan_value_offset (p, o, r->pos);
+      if (*a0 < *o0 + eo && *o0 < *a0 + ea)
+        return true;
+    }
+  return false;
+}
+
+/* Every earlier write of value @v's buffer whose bytes overlap @v's must
+ * be ordered before @now (instruction @i): a read after its write, a write
+ * after the one it overwrites. */
+static bool
+writes_seen (Races *r, int32_t i, int32_t v, bool write, Stamp now)
+{
+  const SgPlan *p = r->p;
+  const int32_t b = p->values[v].buffer;
+  const GArray *more = r->more[b];
+  const guint n = (r->first[b].value >= 0) + (more ? more->len : 0);
+  for (guint k = 0; k < n; k++) {
+    const Write *w = k == 0 ? &r->first[b] : &g_array_index (more, Write, k - 1);
+    uint64_t x0, y0;
+    if (seen (r, now.stream, w->at) || !overlap_some_rank (r, &p->values[v], &p->values[w->value], &x0, &y0))
+      continue;
+    const char *nm = p->ins[i].name ? p->ins[i].name : "";
+    if (write)
+      return race (r,
+                   "ins[%d] \"%s\" on stream %d writes value \"%s\" over \"%s\" (buffers[%d]) "
+                   "before that write (stream %d step %d) is ordered by an event",
+                   i, nm, now.stream, p->values[v].name, p->values[w->value].name, b,
+                   w->at.stream, w->at.seq);
+    return race (r,
+                 "ins[%d] \"%s\" on stream %d reads value \"%s\" before its write (stream %d step "
+                 "%d) is ordered by an event",
+                 i, nm, now.stream, p->values[v].name, w->at.stream, w->at.seq);
+  }
+  return true;
+}
+
 static bool
 touch (Races *r, int32_t i, int32_t v, bool write, Stamp now)
 {
@@ -87,13 +167,15 @@ touch (Races *r, int32_t i, int32_t v, bool write, Stamp now)
                  "FREE at stream 0 step %d: it may overwrite memory still in use",
                  i, nm, now.stream, b, r->free_seq);
   r->touched[b] = true;
-  if (write)
-    r->writer[b] = now;
-  else if (!seen (r, now.stream, r->writer[b]))
-    return race (r,
-                 "ins[%d] \"%s\" on stream %d reads value \"%s\" before its write (stream %d step "
-                 "%d) is ordered by an event",
-                 i, nm, now.stream, p->values[v].name, r->writer[b].stream, r->writer[b].seq);
+  if (!writes_seen (r, i, v, write, now))
+    return false;
+  if (write && r->first[b].value < 0) {
+    r->first[b] = (Write){ v, now };
+  } else if (write) {
+    if (!r->more[b])
+      r->more[b] = g_array_new (FALSE, FALSE, sizeof (Write));
+    g_array_append_val (r->more[b], ((Write){ v, now }));
+  }
   if (now.stream != 0) {
     if (!r->remote[b])
       r->remote[b] = g_array_new (FALSE, FALSE, sizeof (Stamp));
@@ -110,17 +192,14 @@ p2p_step (Races *r, int32_t i)
   const SgPlanIns *in = &p->ins[i];
   const char *nm = in->name ? in->name : "";
   const SgPlanValue *a = &p->values[in->in[0]], *o = &p->values[in->out[0]];
-  if (a->buffer >= 0 && a->buffer == o->buffer) {
-    const uint64_t a0 = a->offset, a1 = a0 + sg_plan_value_extent (a);
-    const uint64_t o0 = o->offset, o1 = o0 + sg_plan_value_extent (o);
-    if (a0 < o1 && o0 < a1)
-      return race (r,
-                   "ins[%d] \"%s\" (collective_permute over %s): its output \"%s\" (buffers[%d] "
-                   "bytes [%" PRIu64 ", %" PRIu64 ")) overlaps its input \"%s\" (bytes [%" PRIu64
-                   ", %" PRIu64 ")): a peer writes the output while this rank still sends the input",
-                   i, nm, sg_transport_name (in->transport), o->name, o->buffer, o0, o1, a->name,
-                   a0, a1);
-  }
+  uint64_t a0, o0;
+  if (a->buffer >= 0 && a->buffer == o->buffer && overlap_some_rank (r, a, o, &a0, &o0))
+    return race (r,
+                 "ins[%d] \"%s\" (collective_permute over %s): its output \"%s\" (buffers[%d] "
+                 "bytes [%" PRIu64 ", %" PRIu64 ")) overlaps its input \"%s\" (bytes [%" PRIu64
+                 ", %" PRIu64 ")): a peer writes the output while this rank still sends the input",
+                 i, nm, sg_transport_name (in->transport), o->name, o->buffer, o0,
+                 o0 + sg_plan_value_extent (o), a->name, a0, a0 + sg_plan_value_extent (a));
   if (in->transport == SG_TRANSPORT_CE)
     for (int k = 0; k < 2; k++) {
       const SgPlanValue *v = k ? o : a;
@@ -206,7 +285,11 @@ sg_plan_check_races (const SgPlan *p, GError **error)
   r.error = error;
   r.vc = g_new0 (int32_t, (size_t)r.ns * (size_t)r.ns);
   r.ev = g_new0 (int32_t, (size_t)MAX (p->n_events, 1) * (size_t)r.ns);
-  r.writer = g_new0 (Stamp, (size_t)p->n_buffers + 1);
+  r.first = g_new (Write, (size_t)p->n_buffers + 1);
+  for (int32_t b = 0; b <= p->n_buffers; b++)
+    r.first[b].value = -1;
+  r.more = g_new0 (GArray *, (size_t)p->n_buffers + 1);
+  r.pos = g_new0 (int32_t, (size_t)MAX (p->n_groups, 1));
   r.touched = g_new0 (bool, (size_t)p->n_buffers + 1);
   r.remote = g_new0 (GArray *, (size_t)p->n_buffers + 1);
   bool ok = run (&r);
@@ -215,7 +298,12 @@ sg_plan_check_races (const SgPlan *p, GError **error)
       g_array_free (r.remote[b], TRUE);
   g_free (r.remote);
   g_free (r.touched);
-  g_free (r.writer);
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    if (r.more[b])
+      g_array_free (r.more[b], TRUE);
+  g_free (r.more);
+  g_free (r.first);
+  g_free (r.pos);
   g_free (r.ev);
   g_free (r.vc);
   return ok;

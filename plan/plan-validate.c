@@ -124,14 +124,28 @@ check_buffers_values (const SgPlan *p, GError **error)
       if (val->shape[d] < 0 || val->stride[d] < 0)
         return bad (error, "values[%d] \"%s\": negative size or stride in dimension %d", v,
                     val->name, d);
+    uint64_t last_block = 0; /* the furthest a rank-dependent block reaches */
+    if (val->roll_block > 0) {
+      if (val->roll_group < 0 || val->roll_group >= p->n_groups)
+        return bad (error, "values[%d] \"%s\".roll.group %d: out of range (%d groups)", v,
+                    val->name, val->roll_group, p->n_groups);
+      const uint64_t k = (uint64_t)p->groups[val->roll_group].n_ranks;
+      if (val->roll_block > (uint64_t)SG_PLAN_MAX_INT / k)
+        return bad (error, "values[%d] \"%s\".roll.block: too large", v, val->name);
+      last_block = (k - 1) * val->roll_block;
+    }
     if (val->buffer >= 0) {
       const SgPlanBuffer *bf = &p->buffers[val->buffer];
       uint64_t ext = sg_plan_value_extent (val);
-      if (ext > bf->bytes || val->offset > bf->bytes - ext)
+      if (ext > bf->bytes || val->offset > bf->bytes - ext
+          || last_block > bf->bytes - ext - val->offset)
         return bad (error,
                     "values[%d] \"%s\": bytes [%" PRIu64 ", %" PRIu64
-                    ") reach past buffers[%d] (%" PRIu64 " bytes)",
-                    v, val->name, val->offset, val->offset + ext, val->buffer, bf->bytes);
+                    ") reach past buffers[%d] (%" PRIu64 " bytes)%s",
+                    v, val->name, val->offset, val->offset + last_block + ext, val->buffer,
+                    bf->bytes, last_block ? " at its last rank-dependent block" : "");
+    } else if (val->roll_block > 0) {
+      return bad (error, "values[%d] \"%s\".roll: a value without storage", v, val->name);
     }
     if (val->init == SG_INIT_INPUT) {
       n_init++;

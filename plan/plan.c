@@ -419,6 +419,14 @@ plan_text (SgPlan *p, Out *o)
     put_key_int (s, ",\"buffer\":", v->buffer);
     g_string_append (s, ",\"offset\":");
     put_u64 (s, v->offset);
+    if (v->roll_block > 0) { /* written only when set */
+      put_key_int (s, ",\"roll\":{\"group\":", v->roll_group);
+      put_key_int (s, ",\"shift\":", v->roll_shift);
+      put_key_int (s, ",\"sign\":", v->roll_sign);
+      g_string_append (s, ",\"block\":");
+      put_u64 (s, v->roll_block);
+      g_string_append_c (s, '}');
+    }
     g_string_append (s, ",\"dtype\":");
     put_str (s, sg_dtype_name (v->dtype));
     g_string_append (s, ",\"shape\":");
@@ -627,5 +635,33 @@ sg_plan_permute_peers (const SgPlanIns *ins, int32_t me, int32_t *target, int32_
       *target = ins->pairs[2 * i + 1];
     if (ins->pairs[2 * i + 1] == me)
       *source = ins->pairs[2 * i];
+  }
+}
+
+uint64_t
+sg_plan_value_offset (const SgPlan *plan, const SgPlanValue *v, const int32_t *group_rank)
+{
+  g_return_val_if_fail (plan && v, 0);
+  if (v->roll_block == 0)
+    return v->offset;
+  g_return_val_if_fail (group_rank && v->roll_group >= 0 && v->roll_group < plan->n_groups,
+                        v->offset);
+  const int64_t k = plan->groups[v->roll_group].n_ranks;
+  return v->offset
+         + v->roll_block
+             * (uint64_t)sg_rank_roll_block (0, k, v->roll_shift, v->roll_sign,
+                                             group_rank[v->roll_group]);
+}
+
+void
+sg_plan_group_ranks (const SgPlan *plan, int32_t rank, int32_t *out)
+{
+  g_return_if_fail (plan && out);
+  for (int32_t g = 0; g < plan->n_groups; g++) {
+    const SgPlanGroup *gr = &plan->groups[g];
+    out[g] = -1;
+    for (int32_t j = 0; j < gr->n_ranks * gr->n_instances && out[g] < 0; j++)
+      if (gr->partition[j] == rank)
+        out[g] = j % gr->n_ranks;
   }
 }

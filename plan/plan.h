@@ -74,6 +74,13 @@ typedef struct {
   char *name;      /* the graph node; tuple elements are "NAME.I" */
   int32_t buffer;  /* -1: no storage (not a tensor) */
   uint64_t offset; /* bytes from the buffer's start */
+  /* A rank-dependent placement (a rank_roll lowered to views): on the rank
+   * at position r of group roll_group (k ranks) the value lies roll_block x
+   * sg_rank_roll_block (0, k, roll_shift, roll_sign, r) bytes further
+   * (sg_plan_value_offset). roll_block 0: none. */
+  int32_t roll_group, roll_sign;
+  int64_t roll_shift;
+  uint64_t roll_block;
   SgDtype dtype;
   int32_t ndim;
   int64_t shape[SG_PLAN_MAX_DIMS];
@@ -177,6 +184,17 @@ SgPlan *sg_plan_load_data (const char *data, size_t len, const char *name, GErro
  * (docs/plan-format.md, "Rules"). False with @error naming the first
  * broken rule and its instruction/value/buffer. */
 bool sg_plan_validate (const SgPlan *plan, GError **error);
+
+/* Byte offset of value @v from its buffer's start on the rank whose
+ * position in group g is @group_rank[g] (n_groups entries): its offset,
+ * plus its rank-dependent block when it has one. Each backend places its
+ * values with this, once per rank. */
+uint64_t sg_plan_value_offset (const SgPlan *plan, const SgPlanValue *v, const int32_t *group_rank);
+
+/* The position of world rank @rank in its instance of every group (the
+ * @group_rank of sg_plan_value_offset): fills @out (n_groups entries; -1
+ * where the rank is in no instance). */
+void sg_plan_group_ranks (const SgPlan *plan, int32_t rank, int32_t *out);
 
 /* "kernel", "collective", "record", "wait_event", "free" (the JSON "kind"). */
 const char *sg_plan_ins_kind_name (SgInsKind k);

@@ -78,7 +78,8 @@ value_tensor (const SgRtContext *ctx, int32_t id, SgTensor *t)
   memcpy (t->shape, v->shape, sizeof (int64_t) * (size_t)v->ndim);
   memcpy (t->stride, v->stride, sizeof (int64_t) * (size_t)v->ndim);
   if (v->buffer >= 0 && st != NULL)
-    t->data = st->arena + p->buffers[v->buffer].offset + v->offset;
+    t->data = st->arena + p->buffers[v->buffer].offset
+              + sg_plan_value_offset (p, v, ctx->group_rank);
 }
 
 static bool

@@ -35,7 +35,8 @@ sg_cu_value_tensor (const SgCuState *st, const SgPlan *plan, int32_t value, SgCu
     out->stride[k] = v->stride[k];
   }
   out->ptr = v->buffer >= 0 && st
-               ? st->arena + plan->buffers[v->buffer].offset + v->offset
+               ? st->arena + plan->buffers[v->buffer].offset
+                   + sg_plan_value_offset (plan, v, st->group_rank)
                : NULL;
 }
 
@@ -161,8 +162,8 @@ arena_aligned (const SgPlan *plan, const SgPlanIns *ins)
     if (id < 0 || id >= plan->n_values || plan->values[id].buffer < 0)
       continue;
     const SgPlanValue *v = &plan->values[id];
-    if ((plan->buffers[v->buffer].offset + v->offset) % 16 != 0)
-      return false;
+    if ((plan->buffers[v->buffer].offset + v->offset) % 16 != 0 || v->roll_block % 16 != 0)
+      return false; /* on every rank alike: each block start is aligned too */
   }
   return true;
 }

@@ -11,9 +11,11 @@
  *   1. tells its source "my output is free": writes 1 into the source's
  *      clear-to-send flag of this step;
  *   2. if it sends: waits for its own clear-to-send flag (its target's
- *      step 1), resets it, copies its input into the target's output with
- *      cudaMemcpyAsync (the copy engine over NVLink: no SM), then writes 1
- *      into the target's done flag;
+ *      step 1), resets it, copies its input into the target's output (at
+ *      the offset the plan gives it on the target: an output with a
+ *      `roll` lies at a block that depends on the target's group rank)
+ *      with cudaMemcpyAsync (the copy engine over NVLink: no SM), then
+ *      writes 1 into the target's done flag;
  *   3. if it receives: waits for its own done flag (its source's copy is
  *      complete), resets it; else writes zeros.
  * Flags are written and waited with the driver's stream memory operations
@@ -249,7 +251,14 @@ run_ce (SgCuState *st, const SgPlan *plan, const SgPlanIns *ins, const SgCuTenso
     CU_DRV_CHECK (p->wait_value (cs, AT (st->base, cts), 1, CU_STREAM_WAIT_VALUE_EQ), error, fail);
     CU_DRV_CHECK (p->write_value (cs, AT (st->base, cts), 0, CU_STREAM_WRITE_VALUE_DEFAULT), error,
                   fail);
-    char *peer_out = dst + ((char *)out->ptr - st->base);
+    /* the target's output is where its own group positions place it (a
+     * value with a roll lies elsewhere on every rank) */
+    const SgPlanValue *ov = &plan->values[ins->out[0]];
+    g_autofree int32_t *tpos = g_new (int32_t, (size_t)MAX (plan->n_groups, 1));
+    sg_plan_group_ranks (plan, wt, tpos);
+    char *peer_out = dst + ((char *)out->ptr - st->base)
+                     - sg_plan_value_offset (plan, ov, st->group_rank)
+                     + sg_plan_value_offset (plan, ov, tpos);
     SG_CU_CHECK (cudaMemcpyAsync (peer_out, in->ptr, bytes, cudaMemcpyDeviceToDevice, s), error,
                  fail);
     CU_DRV_CHECK (p->write_value (cs, AT (dst, done), 1, CU_STREAM_WRITE_VALUE_DEFAULT), error,

@@ -9,6 +9,7 @@
 
 #include "builder.h"
 #include "codegen.h"
+#include "plan-test.h"
 
 /* x [8, 4] f32 over group "0" of 2 ranks; p = permute(@src) over
  * @transport; wait; mm(p_w, w) with an SM-count target; output. */
@@ -48,14 +49,6 @@ find (const SgPlan *p, SgInsKind kind, const char *name)
   return -1;
 }
 
-static void
-assert_rejected (const SgPlan *p, const char *want)
-{
-  g_autoptr (GError) e = NULL;
-  ck_assert (!sg_plan_validate (p, &e));
-  ck_assert_msg (strstr (e->message, want), "'%s' lacks '%s'", e->message, want);
-}
-
 START_TEST (permute_lowers_with_its_pairs_and_transport)
 {
   g_autoptr (SgGraph) g = ring_graph ("ce", false);
@@ -89,12 +82,12 @@ START_TEST (plan_validator_checks_the_pairs)
   g_autoptr (SgPlan) p = lower (g);
   SgPlanIns *x = &p->ins[find (p, SG_INS_COLLECTIVE, "p")];
   x->pairs[3] = 1;
-  assert_rejected (p, "ins[2] \"p\".pairs[1]: [1, 1] receives twice on one rank");
+  pt_assert_rejected (p, "ins[2] \"p\".pairs[1]: [1, 1] receives twice on one rank");
   x->pairs[3] = 2;
-  assert_rejected (p, "ins[2] \"p\".pairs[1]: [1, 2] is not a pair of the group's ranks");
+  pt_assert_rejected (p, "ins[2] \"p\".pairs[1]: [1, 2] is not a pair of the group's ranks");
   x->pairs[3] = 0;
   x->count = 8;
-  assert_rejected (p, "ins[2] \"p\".count 8: does not match collective_permute of 16 -> 16");
+  pt_assert_rejected (p, "ins[2] \"p\".count 8: does not match collective_permute of 16 -> 16");
 }
 END_TEST
 
@@ -107,8 +100,8 @@ START_TEST (race_proof_rejects_a_step_whose_output_overlaps_its_input)
   out->buffer = in->buffer;
   out->offset = in->offset + 32;
   p->buffers[in->buffer].bytes += 32;
-  assert_rejected (p, "race: ins[2] \"p\" (collective_permute over nccl): its output \"p\"");
-  assert_rejected (p, "overlaps its input \"x\" (bytes [0, 64)): a peer writes the output");
+  pt_assert_rejected (p, "race: ins[2] \"p\" (collective_permute over nccl): its output \"p\"");
+  pt_assert_rejected (p, "overlaps its input \"x\" (bytes [0, 64)): a peer writes the output");
 }
 END_TEST
 
@@ -119,7 +112,7 @@ START_TEST (copy_engine_step_needs_dense_operands)
   g_autoptr (SgPlan) p = lower (ok);
   ck_assert (sg_plan_validate (p, NULL));
   p->ins[find (p, SG_INS_COLLECTIVE, "p")].transport = SG_TRANSPORT_CE;
-  assert_rejected (p, "(collective_permute over ce): input \"xt\" (buffers[0]) is not dense");
+  pt_assert_rejected (p, "(collective_permute over ce): input \"xt\" (buffers[0]) is not dense");
   g_autoptr (SgGraph) g = ring_graph ("ce", true);
   SgPlan *none = NULL;
   g_autoptr (GError) e = NULL;
@@ -134,7 +127,7 @@ START_TEST (sm_count_is_only_for_matmul_kernels)
   g_autoptr (SgPlan) p = lower (g);
   SgPlanIns *x = &p->ins[find (p, SG_INS_KERNEL, "mm")];
   x->op = SG_OP_RELU;
-  assert_rejected (p, "kernel \"mm\".sm_count 112: only a matmul takes an SM-count target");
+  pt_assert_rejected (p, "kernel \"mm\".sm_count 112: only a matmul takes an SM-count target");
 }
 END_TEST
 

@@ -15,6 +15,7 @@
 #include "builder.h"
 #include "codegen.h"
 #include "estimate.h"
+#include "plan-test.h"
 
 /* every bucket of these tests is flat (pack / unpack) */
 #define FLAT SG_BUCKET_LOWERING_FLAT
@@ -37,47 +38,6 @@ bucket (SgGraph *g, const char *const *names, int32_t n)
   sg_config_init (&cfg);
   ck_assert_msg (sg_estimate_costs (g, &cfg, &e), "%s", e ? e->message : "");
   ck_assert_msg (sg_graph_validate (g, &e), "%s", e ? e->message : "");
-}
-
-static SgCopyReason
-reason_of (const SgGraph *g, const char *name)
-{
-  SgElision el;
-  sg_graph_elision (g, &el);
-  SgNodeId id = sg_graph_lookup (g, name);
-  ck_assert_int_ne (id, SG_NO_NODE);
-  SgCopyReason r = (SgCopyReason)el.reason[id];
-  sg_elision_clear (&el);
-  return r;
-}
-
-static SgPlan *
-lower (const SgGraph *g)
-{
-  SgPlan *p = NULL;
-  GError *e = NULL;
-  ck_assert_msg (sg_codegen_plan (g, NULL, NULL, "t", "", &p, &e), "%s", e ? e->message : "");
-  ck_assert_msg (sg_plan_validate (p, &e), "%s", e ? e->message : "");
-  return p;
-}
-
-static const SgPlanValue *
-value (const SgPlan *p, const char *name)
-{
-  for (int32_t v = 0; v < p->n_values; v++)
-    if (strcmp (p->values[v].name, name) == 0)
-      return &p->values[v];
-  ck_abort_msg ("no value %s", name);
-  return NULL;
-}
-
-static bool
-has_kernel (const SgPlan *p, const char *name)
-{
-  for (int32_t i = 0; i < p->n_ins; i++)
-    if (p->ins[i].kind == SG_INS_KERNEL && strcmp (p->ins[i].name, name) == 0)
-      return true;
-  return false;
 }
 
 /* Three parameter shards gathered and used by one matmul chain. */
@@ -106,18 +66,18 @@ START_TEST (gathered_parameter_shards_are_seeded_into_the_bucket)
   g_autoptr (SgGraph) g = three_gathers ();
   const char *const names[] = { "ag0", "ag1", "ag2" };
   bucket (g, names, 3);
-  ck_assert_int_eq (reason_of (g, "bucket_pack_ag0"), SG_COPY_ELIDED);
-  ck_assert_int_eq (reason_of (g, "bucket_unpack_ag1"), SG_COPY_RANK_MAJOR);
+  ck_assert_int_eq (pt_reason_of (g, "bucket_pack_ag0"), SG_COPY_ELIDED);
+  ck_assert_int_eq (pt_reason_of (g, "bucket_unpack_ag1"), SG_COPY_RANK_MAJOR);
   SgNodeId p = sg_graph_lookup (g, "bucket_pack_ag0");
   ck_assert_int_eq (g->nodes[p].est_src, SG_COST_FREE);
   ck_assert_double_eq (g->nodes[p].est_us, 0.0);
-  g_autoptr (SgPlan) plan = lower (g);
-  ck_assert (!has_kernel (plan, "bucket_pack_ag0"));
-  ck_assert (has_kernel (plan, "bucket_unpack_ag0"));
+  g_autoptr (SgPlan) plan = pt_lower (g);
+  ck_assert (!pt_has_kernel (plan, "bucket_pack_ag0"));
+  ck_assert (pt_has_kernel (plan, "bucket_unpack_ag0"));
   /* one whole-step buffer: the three shards at 0, 32, 64 floats, the
    * bucket input over all of them */
-  const SgPlanValue *w0 = value (plan, "w0"), *w1 = value (plan, "w1"), *w2 = value (plan, "w2");
-  const SgPlanValue *pk = value (plan, "bucket_pack_ag0");
+  const SgPlanValue *w0 = pt_value (plan, "w0"), *w1 = pt_value (plan, "w1"), *w2 = pt_value (plan, "w2");
+  const SgPlanValue *pk = pt_value (plan, "bucket_pack_ag0");
   ck_assert_int_eq (w0->buffer, pk->buffer);
   ck_assert_int_eq (w1->buffer, pk->buffer);
   ck_assert_int_eq (w2->buffer, pk->buffer);
@@ -169,13 +129,13 @@ START_TEST (reduce_scatter_results_are_views_of_the_bucket)
   g_autoptr (SgGraph) g = gradients (true, false);
   const char *const names[] = { "r0", "r1" };
   bucket (g, names, 2);
-  ck_assert_int_eq (reason_of (g, "bucket_pack_r0"), SG_COPY_INTERLEAVED);
-  ck_assert_int_eq (reason_of (g, "bucket_unpack_r0"), SG_COPY_ELIDED);
-  ck_assert_int_eq (reason_of (g, "bucket_unpack_r1"), SG_COPY_ELIDED);
-  g_autoptr (SgPlan) plan = lower (g);
-  ck_assert (has_kernel (plan, "bucket_pack_r0"));
-  ck_assert (!has_kernel (plan, "bucket_unpack_r0"));
-  const SgPlanValue *c = value (plan, "bucket_r0"), *u1 = value (plan, "bucket_unpack_r1");
+  ck_assert_int_eq (pt_reason_of (g, "bucket_pack_r0"), SG_COPY_INTERLEAVED);
+  ck_assert_int_eq (pt_reason_of (g, "bucket_unpack_r0"), SG_COPY_ELIDED);
+  ck_assert_int_eq (pt_reason_of (g, "bucket_unpack_r1"), SG_COPY_ELIDED);
+  g_autoptr (SgPlan) plan = pt_lower (g);
+  ck_assert (pt_has_kernel (plan, "bucket_pack_r0"));
+  ck_assert (!pt_has_kernel (plan, "bucket_unpack_r0"));
+  const SgPlanValue *c = pt_value (plan, "bucket_r0"), *u1 = pt_value (plan, "bucket_unpack_r1");
   ck_assert_int_eq (u1->buffer, c->buffer);
   ck_assert_uint_eq (u1->offset, 32 * 4); /* after r0's 32 output floats */
 }
@@ -186,15 +146,15 @@ START_TEST (all_reduce_of_computed_gradients_copies_nothing)
   g_autoptr (SgGraph) g = gradients (false, false);
   const char *const names[] = { "r0", "r1" };
   bucket (g, names, 2);
-  ck_assert_int_eq (reason_of (g, "bucket_pack_r0"), SG_COPY_ELIDED);
-  ck_assert_int_eq (reason_of (g, "bucket_unpack_r1"), SG_COPY_ELIDED);
-  g_autoptr (SgPlan) plan = lower (g);
+  ck_assert_int_eq (pt_reason_of (g, "bucket_pack_r0"), SG_COPY_ELIDED);
+  ck_assert_int_eq (pt_reason_of (g, "bucket_unpack_r1"), SG_COPY_ELIDED);
+  g_autoptr (SgPlan) plan = pt_lower (g);
   for (int32_t i = 0; i < plan->n_ins; i++)
     ck_assert (plan->ins[i].kind != SG_INS_KERNEL
                || sg_op_class (plan->ins[i].op) != SG_CLASS_BUCKET);
   /* the matmuls write straight into the bucket's input */
-  const SgPlanValue *g0 = value (plan, "g0"), *g1 = value (plan, "g1");
-  const SgPlanValue *pk = value (plan, "bucket_pack_r0");
+  const SgPlanValue *g0 = pt_value (plan, "g0"), *g1 = pt_value (plan, "g1");
+  const SgPlanValue *pk = pt_value (plan, "bucket_pack_r0");
   ck_assert_int_eq (g0->buffer, pk->buffer);
   ck_assert_int_eq (g1->buffer, pk->buffer);
   ck_assert_uint_eq (g1->offset, 64 * 4);
@@ -219,12 +179,12 @@ START_TEST (a_transposed_member_keeps_its_copy)
   g_autoptr (SgGraph) g = gradients (false, true);
   const char *const names[] = { "r0", "r1" };
   bucket (g, names, 2);
-  ck_assert_int_eq (reason_of (g, "bucket_pack_r0"), SG_COPY_STRIDED_INPUT);
+  ck_assert_int_eq (pt_reason_of (g, "bucket_pack_r0"), SG_COPY_STRIDED_INPUT);
   SgNodeId p = sg_graph_lookup (g, "bucket_pack_r0");
   ck_assert_int_eq (g->nodes[p].est_src, SG_COST_MODEL);
   ck_assert (g->nodes[p].est_us > 0);
-  g_autoptr (SgPlan) plan = lower (g);
-  ck_assert (has_kernel (plan, "bucket_pack_r0"));
+  g_autoptr (SgPlan) plan = pt_lower (g);
+  ck_assert (pt_has_kernel (plan, "bucket_pack_r0"));
 }
 END_TEST
 
@@ -242,9 +202,9 @@ START_TEST (a_member_returned_by_the_graph_keeps_its_copy)
   tb_output (g, 3, "r0_w", "r1_w", "g1");
   const char *const names[] = { "r0", "r1" };
   bucket (g, names, 2);
-  ck_assert_int_eq (reason_of (g, "bucket_pack_r0"), SG_COPY_OUTPUT_INPUT);
-  g_autoptr (SgPlan) plan = lower (g);
-  ck_assert (has_kernel (plan, "bucket_pack_r0"));
+  ck_assert_int_eq (pt_reason_of (g, "bucket_pack_r0"), SG_COPY_OUTPUT_INPUT);
+  g_autoptr (SgPlan) plan = pt_lower (g);
+  ck_assert (pt_has_kernel (plan, "bucket_pack_r0"));
 }
 END_TEST
 
@@ -277,11 +237,11 @@ START_TEST (buckets_of_the_same_shards_share_their_layout)
     SgBucketSpec specs[2] = { { first, 2, FLAT }, { second, 2, FLAT } };
     GError *e = NULL;
     ck_assert_msg (sg_bucket_apply (g, specs, 2, &e), "%s", e ? e->message : "");
-    ck_assert_int_eq (reason_of (g, "bucket_pack_a0"), SG_COPY_ELIDED);
-    ck_assert_int_eq (reason_of (g, "bucket_pack_b0"),
+    ck_assert_int_eq (pt_reason_of (g, "bucket_pack_a0"), SG_COPY_ELIDED);
+    ck_assert_int_eq (pt_reason_of (g, "bucket_pack_b0"),
                       swap ? SG_COPY_SHARED_INPUT : SG_COPY_ELIDED);
-    g_autoptr (SgPlan) plan = lower (g);
-    bool shared = value (plan, "bucket_pack_b0")->buffer == value (plan, "bucket_pack_a0")->buffer;
+    g_autoptr (SgPlan) plan = pt_lower (g);
+    bool shared = pt_value (plan, "bucket_pack_b0")->buffer == pt_value (plan, "bucket_pack_a0")->buffer;
     ck_assert (shared == !swap);
   }
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "builder.h"
+#include "bucket.h"
 #include "decompose-private.h"
 #ifdef HAVE_GRAPHGEN
 #include "graphgen.h"
@@ -287,8 +288,8 @@ rewrite_one (SgGraph *g, const SgSiteForm *f)
 START_TEST (every_form_rewrites_a_valid_graph)
 {
   const SgSiteForm forms[] = {
-    { 2, SG_TRANSPORT_NCCL, 0, false }, { 2, SG_TRANSPORT_CE, 100, false },
-    { 2, SG_TRANSPORT_NCCL, 0, true },  { 2, SG_TRANSPORT_CE, 0, true },
+    { 2, SG_TRANSPORT_NCCL, 0, false, false }, { 2, SG_TRANSPORT_CE, 100, false, false },
+    { 2, SG_TRANSPORT_NCCL, 0, true, false },  { 2, SG_TRANSPORT_CE, 0, true, false },
   };
   for (size_t i = 0; i < G_N_ELEMENTS (forms); i++) {
     SgGraph *g = gather_graph ();
@@ -305,31 +306,70 @@ START_TEST (every_form_rewrites_a_valid_graph)
         ck_assert_int_eq (g->nodes[v].sm_count, forms[i].sm_count);
     sg_graph_free (g);
   }
-  /* a ring reduce_scatter of k - 1 steps, one mm per leaf and step */
-  for (int k = 2; k <= 4; k += 2) {
-    SgGraph *g = reduce_graph (k, 8, 6, 5, "float32");
-    const SgSiteForm f = { k, SG_TRANSPORT_NCCL, 0, false };
-    rewrite_one (g, &f);
-    ck_assert_int_eq (count_kind (g, SG_OP_COLLECTIVE_PERMUTE), k - 1);
-    ck_assert_int_eq (count_kind (g, SG_OP_REDUCE_SCATTER), 0);
-    ck_assert_int_eq (count_kind (g, SG_OP_MM), 2 * k);
-    ck_assert_int_eq (count_kind (g, SG_OP_RANK_ROLL), 2);
-    g_autofree char *r = replaced (g);
-    ck_assert_str_eq (r, "rs rs_w p q pq");
-    sg_graph_free (g);
-  }
+  /* a reduce_scatter of k - 1 steps, one mm per leaf and step, summed
+   * around the ring or where each partial arrives (shift s at step s) */
+  for (int k = 2; k <= 4; k += 2)
+    for (int direct = 0; direct < 2; direct++) {
+      SgGraph *g = reduce_graph (k, 8, 6, 5, "float32");
+      const SgSiteForm f = { k, SG_TRANSPORT_NCCL, 0, false, direct };
+      rewrite_one (g, &f);
+      ck_assert_int_eq (count_kind (g, SG_OP_COLLECTIVE_PERMUTE), k - 1);
+      ck_assert_int_eq (count_kind (g, SG_OP_REDUCE_SCATTER), 0);
+      ck_assert_int_eq (count_kind (g, SG_OP_MM), 2 * k);
+      ck_assert_int_eq (count_kind (g, SG_OP_RANK_ROLL), 2);
+      g_autofree char *r = replaced (g);
+      ck_assert_str_eq (r, "rs rs_w p q pq");
+      for (SgNodeId v = 0; v < g->n_nodes; v++) {
+        SgPermute pm;
+        if (g->nodes[v].kind != SG_OP_COLLECTIVE_PERMUTE)
+          continue;
+        ck_assert (sg_node_permute (g, v, &pm, NULL));
+        const int32_t step = g->nodes[v].name[strlen (g->nodes[v].name) - 1] - '0';
+        ck_assert_int_eq (pm.pairs[1], direct ? step % k : 1); /* rank 0 sends to */
+        sg_permute_clear (&pm);
+      }
+      sg_graph_free (g);
+    }
 }
 END_TEST
 
 START_TEST (all_reduce_becomes_row_chunks)
 {
   SgGraph *g = all_reduce_graph (8);
-  const SgSiteForm f = { 4, SG_TRANSPORT_NCCL, 0, false };
+  const SgSiteForm f = { 4, SG_TRANSPORT_NCCL, 0, false, false };
   rewrite_one (g, &f);
   ck_assert_int_eq (count_kind (g, SG_OP_ALL_REDUCE), 4);
   ck_assert_int_eq (count_kind (g, SG_OP_MM), 4);
   ck_assert_int_eq (count_kind (g, SG_OP_CAT), 1);
   ck_assert_int_eq (count_kind (g, SG_OP_COLLECTIVE_PERMUTE), 0);
+  sg_graph_free (g);
+}
+END_TEST
+
+/* The bucket pass would merge an all_reduce site's row chunks back into
+ * one collective (small chunks: each pays NCCL's latency); a chunk
+ * (SG_CHUNK_KWARG, naming its site) is no bucket member. */
+START_TEST (bucketing_leaves_the_chunks_apart)
+{
+  SgGraph *g = all_reduce_graph (8);
+  estimate (g);
+  run_pass (g, SG_DECOMPOSE_ALL);
+  const int32_t chunks = count_kind (g, SG_OP_ALL_REDUCE);
+  ck_assert_int_ge (chunks, 2);
+  for (SgNodeId v = 0; v < g->n_nodes; v++)
+    if (g->nodes[v].kind == SG_OP_ALL_REDUCE) {
+      const SgArg *site = sg_node_kwarg (g, v, SG_CHUNK_KWARG);
+      ck_assert (site && sg_arg_str (site));
+      ck_assert_str_eq (sg_arg_str (site), "c");
+    }
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  GError *error = NULL;
+  ck_assert_msg (sg_schedule_reorder (g, &cfg, &error), "%s", error ? error->message : "");
+  ck_assert_msg (sg_bucket_pass (g, &cfg, &error), "%s", error ? error->message : "");
+  validate (g, "after bucketing");
+  ck_assert_int_eq (count_kind (g, SG_OP_ALL_REDUCE), chunks);
+  ck_assert_int_eq (count_kind (g, SG_OP_BUCKET_PACK), 0);
   sg_graph_free (g);
 }
 END_TEST
@@ -468,11 +508,12 @@ END_TEST
 
 #ifdef HAVE_GRAPHGEN
 static SgGraph *
-generated (int64_t dp, int64_t tp, GgTpMode mode, int64_t hidden, int64_t seq)
+generated_layers (int64_t layers, int64_t dp, int64_t tp, GgTpMode mode, int64_t hidden,
+                  int64_t seq)
 {
   GgConfig gc;
   gg_config_init (&gc);
-  gc.layers = 2, gc.dp = dp, gc.tp = tp, gc.world = 0, gc.tp_mode = mode;
+  gc.layers = layers, gc.dp = dp, gc.tp = tp, gc.world = 0, gc.tp_mode = mode;
   gc.hidden = hidden, gc.ffn = 4 * hidden, gc.heads = 8, gc.seq = seq;
   char *text = NULL;
   size_t len = 0;
@@ -485,6 +526,43 @@ generated (int64_t dp, int64_t tp, GgTpMode mode, int64_t hidden, int64_t seq)
   ck_assert_msg (g, "%s", error ? error->message : "");
   return g;
 }
+
+static SgGraph *
+generated (int64_t dp, int64_t tp, GgTpMode mode, int64_t hidden, int64_t seq)
+{
+  return generated_layers (2, dp, tp, mode, hidden, seq);
+}
+
+/* Every layer's sites fall in the classes of the first (the judge prices
+ * a class once): more layers, as many classes; each class's sites the
+ * same collective kind. */
+START_TEST (sites_of_every_layer_share_their_classes)
+{
+  int32_t classes[2];
+  for (int i = 0; i < 2; i++) {
+    SgGraph *g = generated_layers (i ? 6 : 3, 2, 4, GG_TP_SP, 512, 512);
+    sg_graph_fill_users (g);
+    int32_t n = 0;
+    SgSite *sites = sg_sites_find (g, &n);
+    g_autofree int32_t *cls = sg_sites_classes (g, sites, n, &classes[i]);
+    g_autofree int32_t *kind = g_new (int32_t, (size_t)n + 1);
+    for (int32_t c = 0; c < classes[i]; c++)
+      kind[c] = -1;
+    for (int32_t k = 0; k < n; k++) {
+      if (cls[k] < 0) {
+        ck_assert_int_ne (sites[k].reason, SG_SITE_DECOMPOSED);
+        continue;
+      }
+      ck_assert (kind[cls[k]] < 0 || kind[cls[k]] == (int32_t)sites[k].kind);
+      kind[cls[k]] = sites[k].kind;
+    }
+    sg_sites_free (sites, n);
+    sg_graph_free (g);
+  }
+  ck_assert_int_gt (classes[0], 0);
+  ck_assert_int_eq (classes[0], classes[1]);
+}
+END_TEST
 
 START_TEST (generated_tp_graphs_stay_valid_after_the_pass)
 {
@@ -505,6 +583,54 @@ START_TEST (generated_tp_graphs_stay_valid_after_the_pass)
         ck_assert_msg (d > 0, "%s: nothing decomposed", what);
       sg_graph_free (g);
     }
+}
+END_TEST
+
+/* In auto mode every candidate gets a bound on what a form could save,
+ * from the cost model alone; no priced form ever saves more than its
+ * site's bound, and where no bound passes 1 us nothing is priced or
+ * simulated. */
+START_TEST (the_gain_bound_holds_and_spares_the_simulation)
+{
+  const struct {
+    int64_t dp, tp;
+    GgTpMode mode;
+    int64_t hidden, seq;
+  } cases[] = { { 1, 2, GG_TP_SP, 4096, 8192 }, { 2, 4, GG_TP_SP, 4096, 8192 },
+                { 1, 2, GG_TP_ALLREDUCE, 2048, 4096 }, { 1, 2, GG_TP_SP, 1024, 2048 } };
+  for (size_t i = 0; i < G_N_ELEMENTS (cases); i++) {
+    SgGraph *g = generated (cases[i].dp, cases[i].tp, cases[i].mode, cases[i].hidden,
+                            cases[i].seq);
+    estimate (g);
+    const SgDecomposeStats *st = run_pass (g, SG_DECOMPOSE_AUTO);
+    int32_t priced = 0;
+    for (int32_t k = 0; k < st->n_sites; k++) {
+      const SgSiteInfo *x = &st->sites[k];
+      if (x->reason != SG_SITE_DECOMPOSED && x->reason < SG_SITE_OFF)
+        continue; /* not a site */
+      ck_assert (isfinite (x->bound_us));
+      if (x->form.chunks == 0) {
+        ck_assert_int_eq (x->reason, SG_SITE_NO_GAIN);
+        ck_assert (x->bound_us <= 1.0);
+        continue;
+      }
+      priced++;
+      ck_assert_msg (x->gain_us <= x->bound_us + 1e-6, "case %zu, %s: gain %.3f over bound %.3f",
+                     i, x->name, x->gain_us, x->bound_us);
+    }
+    ck_assert_msg (priced > 0, "case %zu: nothing priced", i);
+    sg_graph_free (g);
+  }
+  /* a small site: the chunk GEMMs' launch floors exceed all it could hide */
+  SgGraph *g = reduce_graph (2, 64, 64, 64, "bfloat16");
+  estimate (g);
+  const SgDecomposeStats *st = run_pass (g, SG_DECOMPOSE_AUTO);
+  ck_assert_int_eq (st->sites[0].reason, SG_SITE_NO_GAIN);
+  ck_assert_int_eq (st->sites[0].form.chunks, 0);
+  ck_assert (st->sites[0].bound_us <= 1.0);
+  ck_assert (!st->judged);
+  ck_assert_int_eq (st->confirm_rounds, 0);
+  sg_graph_free (g);
 }
 END_TEST
 
@@ -554,6 +680,7 @@ decompose_suite (void)
   tcase_add_test (tc, sites_are_refused_with_their_reason);
   tcase_add_test (tc, every_form_rewrites_a_valid_graph);
   tcase_add_test (tc, all_reduce_becomes_row_chunks);
+  tcase_add_test (tc, bucketing_leaves_the_chunks_apart);
   tcase_add_test (tc, mode_off_leaves_the_graph_as_it_was);
   tcase_add_test (tc, choice_follows_the_simulator);
   tcase_add_test (tc, the_pass_is_deterministic);
@@ -561,6 +688,8 @@ decompose_suite (void)
 #ifdef HAVE_GRAPHGEN
   tcase_add_test (tc, generated_tp_graphs_stay_valid_after_the_pass);
   tcase_add_test (tc, ring_steps_run_beside_the_chunk_gemms);
+  tcase_add_test (tc, the_gain_bound_holds_and_spares_the_simulation);
+  tcase_add_test (tc, sites_of_every_layer_share_their_classes);
 #endif
   suite_add_tcase (s, tc);
   return s;

@@ -360,16 +360,19 @@ ring)
     np=${v%%:*} rest=${v#*:} tp=${rest%%:*} dt=${rest#*:}
     d="$T/ring$np" last=$((np - 1))
     mkdir -p "$d" && "$MKRING" "$d" "$np" "$tp" "$dt" || { fail "mkring $v"; continue; }
-    for gname in ag_ring rs_ring part; do
+    for gname in ag_ring rs_ring rs_direct part; do
       check_graph "$d/$gname.json" "$np" "ring$np-$gname"
     done
-    for r in ag rs; do
+    for r in ag rs rs_direct; do
+      ref=${r%_direct}
       for rank in 0 $last; do
+        [ "$r" = "$ref" ] || break
         "$SGEVAL" "$d/${r}_ref.json" --rank $rank --dump-outputs "$d/${r}_ref.$rank" ||
           fail "sgeval ${r}_ref"
       done
       for tag in a b c s; do
         run="$T/ring$np-${r}_ring.$tag.run"
+        [ "$r" = "$ref" ] || run="$T/ring$np-$r.$tag.run"
         [ -d "$run" ] || continue
         if [ $r = ag ]; then
           if out=$("$SGEVAL" --compare --bitwise "$run" "$d/ag_ref.0"); then
@@ -378,7 +381,7 @@ ring)
             fail "ring$np ($dt) plan $tag: all_gather->mm ring not bitwise equal: $out"
           fi
         else
-          agree "$run" "$d/rs_ref.0" "ring$np: mm->reduce_scatter as $((tp - 1)) permutes, plan $tag"
+          agree "$run" "$d/rs_ref.0" "ring$np: mm->reduce_scatter as $((tp - 1)) permutes ($r), plan $tag"
         fi
       done
     done

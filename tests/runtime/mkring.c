@@ -12,6 +12,9 @@
  *   rs_ring.json  the same as a ring reduce-scatter: rank_roll of a, one mm
  *                 per row block (static slices), TP - 1 permutes ({i -> i+1},
  *                 nccl) each followed by an add
+ *   rs_direct.json the same with each partial sent straight to its rank:
+ *                 permute s ({i -> i+s}, ce) carries the partial of block
+ *                 r + s; the adds sum what arrived
  *   part.json     a partial permutation (one pair: the others get zeros)
  *                 and a reverse ring, the permute's semantics alone
  * ag_ring must equal ag_ref bitwise (each output row is one row's dot
@@ -76,6 +79,24 @@ permute (W *w, const char *name, const char *in, const char *pairs, const char *
   g_autofree char *wname = g_strdup_printf ("%s_w", name);
   g_autofree char *wargs = g_strdup_printf ("[{\"node\":\"%s\"}]", name);
   call (w, wname, "_c10d_functional.wait_tensor.default", wargs, d0, d1);
+}
+
+/* @name = slice(@src, 0, @start, @start + @rows) of a @cols-column
+ * tensor (its strides) and @mm = mm(@name, w2). */
+static void
+block_mm (W *w, const char *name, const char *mm, const char *src, int64_t start, int64_t rows,
+          int64_t cols, int64_t n)
+{
+  g_autofree char *sl = g_strdup_printf ("[{\"node\":\"%s\"},0,%" G_GINT64_FORMAT
+                                         ",%" G_GINT64_FORMAT "]", src, start, start + rows);
+  g_string_append_printf (w->s, ",\n{\"name\":\"%s\",\"op\":\"call_function\",\"target\":"
+                                "\"aten.slice.Tensor\",\"args\":%s,\"kwargs\":{},\"meta\":"
+                                "{\"shape\":[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "],"
+                                "\"stride\":[%" G_GINT64_FORMAT ",1],\"dtype\":\"%s\"}}",
+                          name, sl, rows, cols, cols, w->dt);
+  w->n++;
+  g_autofree char *mmargs = g_strdup_printf ("[{\"node\":\"%s\"},{\"node\":\"w2\"}]", name);
+  call (w, mm, "aten.mm.default", mmargs, rows, n);
 }
 
 static bool
@@ -172,15 +193,7 @@ main (int argc, char **argv)
   for (int s = 0; s < k; s++) {
     const int64_t t = (k - s) % k;
     g_autofree char *v = g_strdup_printf ("v%d", s), *pn = g_strdup_printf ("q%d", s);
-    g_autofree char *sl = g_strdup_printf ("[{\"node\":\"r\"},0,%" G_GINT64_FORMAT
-                                           ",%" G_GINT64_FORMAT "]", t * mb, (t + 1) * mb);
-    g_string_append_printf (w.s, ",\n{\"name\":\"%s\",\"op\":\"call_function\",\"target\":"
-                                 "\"aten.slice.Tensor\",\"args\":%s,\"kwargs\":{},\"meta\":"
-                                 "{\"shape\":[%" G_GINT64_FORMAT ",%" G_GINT64_FORMAT "],"
-                                 "\"stride\":[%" G_GINT64_FORMAT ",1],\"dtype\":\"%s\"}}",
-                            v, sl, mb, k2, k2, w.dt);
-    g_autofree char *mmargs = g_strdup_printf ("[{\"node\":\"%s\"},{\"node\":\"w2\"}]", v);
-    call (&w, pn, "aten.mm.default", mmargs, mb, n2);
+    block_mm (&w, v, pn, "r", t * mb, mb, k2, n2);
     if (s) {
       g_autofree char *prev = s > 1 ? g_strdup_printf ("acc%d", s - 1) : g_strdup ("q0");
       g_autofree char *p = g_strdup_printf ("s%d", s), *acc = g_strdup_printf ("acc%d", s);
@@ -192,6 +205,29 @@ main (int argc, char **argv)
   }
   g_autofree char *last = g_strdup_printf ("{\"node\":\"acc%d\"}", k - 1);
   ok = ok && finish (&w, dir, "rs_ring.json", world, k, last);
+
+  /* the same with each partial sent straight to its rank: R = rank_roll(a,
+   * 0, 1), block s (a's block r + s) multiplied and sent with shift s;
+   * rank r sums its own block and what arrived, in arrival order */
+  input (&w, "a", k * mb, k2);
+  input (&w, "w2", k2, n2);
+  call (&w, "r", "schedgraph.rank_roll", "[{\"node\":\"a\"},0,1,\"tp\"]", k * mb, k2);
+  for (int s = 0; s < k; s++) {
+    g_autofree char *v = g_strdup_printf ("v%d", s), *pn = g_strdup_printf ("q%d", s);
+    block_mm (&w, v, pn, "r", s * mb, mb, k2, n2);
+    if (s) {
+      g_autofree char *p = g_strdup_printf ("s%d", s), *shift = ring_pairs (k, s);
+      permute (&w, p, pn, shift, "ce", mb, n2);
+    }
+  }
+  for (int s = 1; s < k; s++) {
+    g_autofree char *acc = g_strdup_printf ("acc%d", s);
+    g_autofree char *prev = s > 1 ? g_strdup_printf ("acc%d", s - 1) : g_strdup ("q0");
+    g_autofree char *addargs = g_strdup_printf ("[{\"node\":\"%s\"},{\"node\":\"s%d_w\"}]",
+                                                prev, s);
+    call (&w, acc, "aten.add.Tensor", addargs, mb, n2);
+  }
+  ok = ok && finish (&w, dir, "rs_direct.json", world, k, last);
 
   /* a partial permutation and a reverse ring */
   input (&w, "x", m, kd);

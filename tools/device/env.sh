@@ -1,5 +1,6 @@
 # tools/device/env.sh: sourced by the scripts that run ON THE GPU MACHINE
-# (run.sh, p2p_check.sh, chunked_mm.sh, bucket.sh, grouped.sh, contention.sh, faults.sh) from the repo root, with .carry/
+# (run.sh, p2p_check.sh, chunked_mm.sh, cmm.sh, bucket.sh, grouped.sh, contention.sh, faults.sh)
+# from the repo root, with .carry/
 # staged by pack.sh: the staged binaries and libraries, the environment the
 # machine needs (NVLink multicast off: KINDS.md), mpirun for 2 ranks.
 ROOT=$PWD

@@ -4,7 +4,9 @@
 # tools/device/pack.sh. Issue 13: collective_permute on the CUDA backend.
 #  1. exact mode, CUDA against the CPU backend, on tests/runtime/mkring's
 #     graphs at 2 ranks (float32): the all_gather->mm ring (ce steps), the
-#     mm->reduce_scatter ring (nccl steps), a partial permutation and a
+#     mm->reduce_scatter ring (nccl steps) and its direct form (ce steps
+#     of shift 1; the ring's chunks at rank-dependent blocks: plan values'
+#     roll, in ag_ring and rs_direct), a partial permutation and a
 #     reverse ring (one nccl, one ce: pure data movement, so bitwise), and
 #     a matmul with an sm_count (cuBLASLt), each with --launch eager and
 #     --launch graph (is the copy-engine protocol capturable?);
@@ -69,7 +71,7 @@ for mib in (1, 16, 64):
 json.dump(graph(nodes, outs), open(f"{d}/steps.json", "w"))
 PY
 
-for g in ag_ring rs_ring part sm; do
+for g in ag_ring rs_ring rs_direct part sm; do
   "$BIN/mkplan" "$W/$g.json" "$W/$g.plan.json" || { row "$g" - "mkplan failed"; continue; }
   timeout 60 "${MPI[@]}" "$BIN/schedrun" --backend cpu "$W/$g.plan.json" \
     --dump-outputs "$W/$g.cpu" >"$W/$g.cpu.log" 2>&1 || { row "$g" cpu "schedrun failed"; continue; }
