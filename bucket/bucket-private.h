@@ -50,6 +50,8 @@ typedef struct {
   SgSimJudge *judge;     /* and judged by it (each run where it differs from the last) */
   uint64_t *base_alloc;  /* sg_node_alloc_bytes of @g's nodes */
   uint64_t *node_alloc;  /* the same of the trial graph's (scratch) */
+  uint64_t *storage_alloc; /* its storages' bytes (scratch) */
+  size_t n_alloc;          /* entries of both scratch arrays */
   GHashTable *lower_memo; /* the rule's verdicts by members (lower.c) */
   SgBucketCand *cands;   /* in id order */
   int32_t n_cands, n_keys;

@@ -71,10 +71,14 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, &el);
   /* what base nodes allocate is the same in every trial */
   const SgNodeId *orig = sg_graph_trial_origins (tg);
-  s->node_alloc = g_renew (uint64_t, s->node_alloc, (size_t)MAX (tg->n_nodes, 1));
+  if ((size_t)MAX (tg->n_nodes, 1) > s->n_alloc) { /* a trial graph grows by its new nodes */
+    s->n_alloc = (size_t)MAX (tg->n_nodes, 1) + (size_t)tg->n_nodes / 4;
+    s->node_alloc = g_renew (uint64_t, s->node_alloc, s->n_alloc);
+    s->storage_alloc = g_renew (uint64_t, s->storage_alloc, s->n_alloc);
+  }
   for (SgNodeId i = 0; i < tg->n_nodes; i++)
     s->node_alloc[i] = orig[i] != SG_NO_NODE ? s->base_alloc[orig[i]] : sg_node_alloc_bytes (tg, i);
-  g_autofree uint64_t *alloc = sg_elision_storage_bytes (tg, &el, s->node_alloc);
+  uint64_t *alloc = sg_elision_storage_bytes (tg, &el, s->node_alloc, s->storage_alloc);
   SgSimTotals t;
   bool ok = sg_sim_judge_totals (s->judge, tg, el.root, alloc, &t, &err);
   if (ok && s->cfg && s->cfg->validate_between)
@@ -343,6 +347,7 @@ search_clear (SgBucketSearch *s)
   g_clear_pointer (&s->judge, sg_sim_judge_free);
   g_clear_pointer (&s->base_alloc, g_free);
   g_clear_pointer (&s->node_alloc, g_free);
+  g_clear_pointer (&s->storage_alloc, g_free);
   g_clear_pointer (&s->lower_memo, g_hash_table_unref);
   g_clear_pointer (&s->cands, g_free);
 }

@@ -587,6 +587,21 @@ uint64_t sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order);
 uint64_t sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
                             const SgNodeId *roots, const uint64_t *alloc);
 
+/* Working arrays of sg_graph_liveness_in, for a caller that measures many
+ * graphs (bucket trials): grown as needed, reused from one call to the
+ * next. Zero-initialise; free with sg_live_scratch_clear. */
+typedef struct {
+  int32_t *last, *start;
+  int64_t *delta;
+  size_t cap;
+} SgLiveScratch;
+
+/* sg_graph_liveness with @roots and @alloc given and its working arrays
+ * in @w. */
+uint64_t sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
+                               const SgNodeId *roots, const uint64_t *alloc, SgLiveScratch *w);
+void sg_live_scratch_clear (SgLiveScratch *w);
+
 /* Last position (by @pos) at which every storage root is used under that
  * rule; @last has n_nodes entries by id, meaningful for roots. */
 void sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root,
@@ -668,9 +683,10 @@ void sg_elision_clear (SgElision *e);
 /* Bytes each storage root of @e (sg_graph_elision) allocates, 0 for the
  * other nodes: what the nodes sharing it allocate themselves
  * (sg_node_alloc_bytes, or @node_alloc when given), elided copies aside;
- * sg_graph_liveness's @alloc with @e->root. (transfer full) */
+ * sg_graph_liveness's @alloc with @e->root. Into @out (n_nodes entries)
+ * when given, else a new array (transfer full). */
 uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e,
-                                    const uint64_t *node_alloc);
+                                    const uint64_t *node_alloc, uint64_t *out);
 /* True when @v's storage lives in an elided pack's, cat's or rank_roll's
  * buffer (e->view_of[v]). */
 bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);

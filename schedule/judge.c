@@ -86,6 +86,7 @@ struct SgSimJudge {
   int32_t cur; /* rec[cur ^ 1] is the previous graph's */
   int32_t *pos; /* identity positions for the liveness */
   int32_t cap_pos;
+  SgLiveScratch live; /* the liveness's working arrays */
   int32_t *act; /* rows queued at the checkpoint a run starts from */
   int32_t cap_act;
   SgSimJudgeStats stats;
@@ -119,6 +120,7 @@ sg_sim_judge_free (SgSimJudge *j)
   rec_clear (&j->rec[0]);
   rec_clear (&j->rec[1]);
   g_free (j->pos);
+  sg_live_scratch_clear (&j->live);
   g_free (j->act);
   g_free (j);
 }
@@ -596,7 +598,8 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
   out->exposed_us = exposed;
   out->compute_us = compute_us;
   out->comm_us = comm_us;
-  out->peak_bytes = sg_graph_liveness (g, j->pos, NULL, roots, alloc);
+  out->peak_bytes = roots && alloc ? sg_graph_liveness_in (g, j->pos, NULL, roots, alloc, &j->live)
+                                    : sg_graph_liveness (g, j->pos, NULL, roots, alloc);
   j->stats.nodes += n;
   return true;
 }
