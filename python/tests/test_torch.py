@@ -9,6 +9,7 @@ import unittest
 
 import torch
 import torch.distributed as dist
+from torch.fx.experimental.proxy_tensor import make_fx
 
 import gloo
 import schedgraph
@@ -67,8 +68,6 @@ class Export(unittest.TestCase):
         self.assertEqual(g["groups"], {"0": {"ranks": [0, 1, 2, 3]}})
 
     def test_refusals_name_the_node(self):
-        from torch.fx.experimental.proxy_tensor import make_fx
-
         def mutate(x):
             y = x * 2
             y.add_(1)
@@ -181,8 +180,6 @@ class Schedule(unittest.TestCase):
         self.assertTrue(any("schedgraph_bucket" in n.meta for n in graph.nodes))
 
     def test_a_real_mode_trace_gets_fake_values_for_new_nodes(self):
-        from torch.fx.experimental.proxy_tensor import make_fx
-
         cfg = testing.Config(layers=1, dp=2, dtype=torch.float32)
         gm = make_fx(testing.Step(cfg, dist.group.WORLD))(
             *[t.requires_grad_(i > 0) for i, t in enumerate(cfg.inputs())])
