@@ -499,15 +499,8 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
 {
   g_return_val_if_fail (j && g && out, false);
   memset (out, 0, sizeof *out);
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    double c = g->nodes[i].est_us;
-    if (!isfinite (c) || c < 0.0) {
-      g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_COST,
-                   "node '%s': est_us is %g, not a finite cost >= 0 (run the estimate pass)",
-                   g->nodes[i].name, c);
-      return false;
-    }
-  }
+  if (!sg_sim_check_costs (g, error))
+    return false;
   /* the engine first: the events read its rates memo */
   engine_for (j, g, 0);
   Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];

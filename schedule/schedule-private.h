@@ -109,6 +109,9 @@ typedef struct {
 /* @cont NULL: the rates of the graph's cost model (its contention table,
  * measured pairs included); else these global factors for every pair, with
  * the cost model's comm_start_wait (0 without one). */
+/* False with @error naming the first node whose est_us is not a finite
+ * cost >= 0 (sim.c; the simulator and the judge check it first). */
+bool sg_sim_check_costs (const SgGraph *g, GError **error);
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
 void sg_eng_clear (SgSimEngine *e);
 /* A saved engine state, O(groups x SG_SNAP_PREFIX): searches save at each

@@ -663,8 +663,8 @@ sg_sim_result_clear (SgSimResult *r)
   memset (r, 0, sizeof *r);
 }
 
-static bool
-check_costs (const SgGraph *g, GError **error)
+bool
+sg_sim_check_costs (const SgGraph *g, GError **error)
 {
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     double c = g->nodes[i].est_us;
@@ -688,7 +688,7 @@ simulate (const SgGraph *g, const SgNodeId *order, const SgContention *cont, boo
   memset (out, 0, sizeof *out);
   if (order && !sg_order_check (g, order, error))
     return false;
-  if (!check_costs (g, error))
+  if (!sg_sim_check_costs (g, error))
     return false;
   SgSimEngine e;
   sg_eng_init (&e, g, cont, full);
