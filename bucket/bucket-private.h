@@ -38,13 +38,21 @@ typedef struct {
   uint64_t bytes;
 } SgBucketCand;
 
+typedef struct SgBucketTrials SgBucketTrials; /* rewrite.c, below */
+
 /* What every search reads; run.c sets it up on the scheduled graph. */
 typedef struct {
   SgGraph *g;
   const SgConfig *cfg;
   SgBucketStats *st;     /* simulations and refusals are counted here */
   SgAug *aug;            /* data and non-hiding implicit edges of @g */
-  SgRewrite *trial;      /* every trial graph of @g is built with it */
+  SgBucketTrials *trial; /* every trial graph of @g is built with it */
+  SgSimJudge *judge;     /* and judged by it (each run where it differs from the last) */
+  uint64_t *base_alloc;  /* sg_node_alloc_bytes of @g's nodes */
+  uint64_t *node_alloc;  /* the same of the trial graph's (scratch) */
+  uint64_t *storage_alloc; /* its storages' bytes (scratch) */
+  size_t n_alloc;          /* entries of both scratch arrays */
+  GHashTable *lower_memo; /* the rule's verdicts by members (lower.c) */
   SgBucketCand *cands;   /* in id order */
   int32_t n_cands, n_keys;
   uint64_t cap;          /* bytes per flat bucket (a larger one is grouped) */
@@ -118,8 +126,10 @@ bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
 bool sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
                            const SgNodeId *colls, int32_t n, double *comm_us);
 /* Decides the lowering of every AUTO spec by the rule (s->lowering, when
- * not AUTO, decides every spec). */
+ * not AUTO, decides every spec); the rule's verdicts are kept in
+ * s->lower_memo (sg_bucket_lower_memo_new) when the search has one. */
 void sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n);
+GHashTable *sg_bucket_lower_memo_new (void);
 /* GROUPED for FLAT, FLAT for anything else. */
 SgBucketLowering sg_bucket_lowering_other (SgBucketLowering l);
 /* Flips the lowering of one bucket at a time (the rule's closest calls
@@ -161,12 +171,19 @@ bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
                             SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
                             GError **error);
 
-/* rewrite.c: the graph sg_bucket_apply would make from @rw's graph and
- * @specs, as a trial graph of the rewrite API (sg_rewrite_trial: the same
- * code as the commit, nothing of the graph copied or changed). @rw is
- * reset first: a pass keeps one for all its trials (sg_rewrite_new of the
- * graph). New nodes have est_src SG_COST_NONE. Free it with
- * sg_graph_free() before the next trial or before the graph changes. NULL
- * with @error where sg_bucket_apply fails (an ill-formed bucket, a cycle). */
-SgGraph *sg_bucket_trial (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs,
+/* rewrite.c: the pass's trial graphs, all of one rewrite of the graph
+ * (the same code as sg_bucket_apply's commit). A trial describes again
+ * only the buckets from the first one that differs from the last trial's
+ * on (sg_rewrite_mark / sg_rewrite_rollback); what it describes is what a
+ * fresh rewrite would. */
+/* (transfer full) Trials of @g, which must not change while they live. */
+SgBucketTrials *sg_bucket_trials_new (SgGraph *g);
+void sg_bucket_trials_free (SgBucketTrials *t);
+
+/* The graph sg_bucket_apply would make from the trials' graph and @specs,
+ * as a trial graph of the rewrite API (sg_rewrite_trial: nothing of the
+ * graph copied or changed). New nodes have est_src SG_COST_NONE. Free it
+ * with sg_graph_free() before the next trial. NULL with @error where
+ * sg_bucket_apply fails (an ill-formed bucket, a cycle). */
+SgGraph *sg_bucket_trial (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs,
                           GError **error);

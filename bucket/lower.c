@@ -30,6 +30,7 @@
 #include "bucket-private.h"
 
 #include <math.h>
+#include <string.h>
 
 /* Simulations of the re-lowering: as refine.c's (fewer on large graphs). */
 #define RELOWER_SIMULATIONS 64
@@ -71,6 +72,8 @@ bool
 sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
                       const SgNodeId *colls, int32_t n, double *comm_us)
 {
+  if (forced != SG_BUCKET_LOWERING_AUTO && !comm_us)
+    return forced == SG_BUCKET_LOWERING_GROUPED;
   double flat, grouped, flat_comm;
   uint64_t bytes = price (g, colls, n, &flat, &grouped, &flat_comm);
   bool use_grouped = forced == SG_BUCKET_LOWERING_AUTO ? grouped < flat || bytes > cap
@@ -80,16 +83,66 @@ sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
   return use_grouped;
 }
 
+/* The rule's lowerings of the buckets a search met, by their members (the
+ * rule is a function of them): the searches ask again for the same
+ * buckets trial after trial. */
+typedef struct {
+  int32_t n;
+  SgNodeId members[];
+} MemoKey;
+
+static guint
+memo_hash (gconstpointer p)
+{
+  const MemoKey *k = p;
+  guint h = 2166136261u ^ (guint)k->n;
+  for (int32_t i = 0; i < k->n; i++)
+    h = (h ^ (guint)k->members[i]) * 16777619u;
+  return h;
+}
+
+static gboolean
+memo_equal (gconstpointer a, gconstpointer b)
+{
+  const MemoKey *x = a, *y = b;
+  return x->n == y->n && memcmp (x->members, y->members, sizeof (SgNodeId) * (size_t)x->n) == 0;
+}
+
+/* The rule's verdict (grouped or not) on the bucket of @colls. */
+static bool
+rule_of (const SgBucketSearch *s, const SgNodeId *colls, int32_t n)
+{
+  if (!s->lower_memo)
+    return sg_bucket_lower_rule (s->g, SG_BUCKET_LOWERING_AUTO, s->cap, colls, n, NULL);
+  g_autofree MemoKey *k = g_malloc (sizeof *k + sizeof (SgNodeId) * (size_t)n);
+  k->n = n;
+  memcpy (k->members, colls, sizeof (SgNodeId) * (size_t)n);
+  gpointer v;
+  if (g_hash_table_lookup_extended (s->lower_memo, k, NULL, &v))
+    return GPOINTER_TO_INT (v);
+  bool grouped = sg_bucket_lower_rule (s->g, SG_BUCKET_LOWERING_AUTO, s->cap, colls, n, NULL);
+  g_hash_table_insert (s->lower_memo, g_steal_pointer (&k), GINT_TO_POINTER (grouped));
+  return grouped;
+}
+
+GHashTable *
+sg_bucket_lower_memo_new (void)
+{
+  return g_hash_table_new_full (memo_hash, memo_equal, g_free, NULL);
+}
+
 void
 sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n)
 {
   SgBucketLowering forced = s->lowering;
-  for (int32_t b = 0; b < n; b++)
-    if (specs[b].lowering == SG_BUCKET_LOWERING_AUTO || forced != SG_BUCKET_LOWERING_AUTO)
-      specs[b].lowering = sg_bucket_lower_rule (s->g, forced, s->cap, specs[b].members,
-                                                specs[b].n_members, NULL)
+  for (int32_t b = 0; b < n; b++) {
+    if (forced != SG_BUCKET_LOWERING_AUTO)
+      specs[b].lowering = forced;
+    else if (specs[b].lowering == SG_BUCKET_LOWERING_AUTO)
+      specs[b].lowering = rule_of (s, specs[b].members, specs[b].n_members)
                             ? SG_BUCKET_LOWERING_GROUPED
                             : SG_BUCKET_LOWERING_FLAT;
+  }
 }
 
 SgBucketLowering

@@ -337,30 +337,6 @@ out:
   return ok;
 }
 
-/* Describes @specs in @rw (fresh or reset); false with @error when a
- * bucket is ill-formed. */
-static bool
-bucket_rewrite (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs, GError **error)
-{
-  SgGraph *g = sg_rewrite_graph (rw);
-  int32_t n0 = g->n_nodes, total = 0;
-  for (int32_t b = 0; b < n_specs; b++)
-    total += MAX (specs[b].n_members, 0);
-  g_autofree bool *taken = g_new0 (bool, (size_t)n0 + 1);
-  g_autofree SgNodeId *waits = g_new (SgNodeId, (size_t)total + 1);
-  g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs + 1);
-  g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs + 1);
-  if (!sg_bucket_specs_check (g, specs, n_specs, taken, waits, start_pos, use_pos, error))
-    return false;
-  for (int32_t b = 0, t = 0; b < n_specs; t += specs[b].n_members, b++)
-    if (specs[b].lowering == SG_BUCKET_LOWERING_GROUPED
-          ? !add_grouped (rw, &specs[b], &waits[t], (SgNodeId)start_pos[b], error)
-          : !add_bucket (rw, &specs[b], &waits[t], (SgNodeId)start_pos[b], (SgNodeId)use_pos[b],
-                         error))
-      return false;
-  return true;
-}
-
 /* The rewrite's refusals as the pass names them. */
 static void
 bucket_error (GError **error)
@@ -375,27 +351,124 @@ bucket_error (GError **error)
   }
 }
 
+struct SgBucketTrials {
+  SgRewrite *rw;
+  SgBucketSpec *specs;   /* the buckets described in @rw now (own copies) */
+  int32_t n_specs, cap;
+  SgRewriteMark *marks;  /* marks[b]: before bucket b was described */
+  bool valid;            /* @rw describes @specs */
+};
+
+SgBucketTrials *
+sg_bucket_trials_new (SgGraph *g)
+{
+  SgBucketTrials *t = g_new0 (SgBucketTrials, 1);
+  t->rw = sg_rewrite_new (g);
+  return t;
+}
+
+static void
+forget_from (SgBucketTrials *t, int32_t b)
+{
+  for (int32_t i = b; i < t->n_specs; i++)
+    g_free (t->specs[i].members);
+  t->n_specs = MIN (t->n_specs, b);
+}
+
+void
+sg_bucket_trials_free (SgBucketTrials *t)
+{
+  if (!t)
+    return;
+  forget_from (t, 0);
+  g_free (t->specs);
+  g_free (t->marks);
+  sg_rewrite_free (t->rw);
+  g_free (t);
+}
+
+static bool
+same_spec (const SgBucketSpec *a, const SgBucketSpec *b)
+{
+  return a->n_members == b->n_members && a->lowering == b->lowering
+         && memcmp (a->members, b->members, sizeof (SgNodeId) * (size_t)a->n_members) == 0;
+}
+
+/* Describes @specs in @t->rw: from the first bucket that differs from
+ * those it describes now (bucket_rewrite's work, bucket by bucket). */
+static bool
+describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError **error)
+{
+  SgRewrite *rw = t->rw;
+  SgGraph *g = sg_rewrite_graph (rw);
+  int32_t total = 0;
+  for (int32_t b = 0; b < n_specs; b++)
+    total += MAX (specs[b].n_members, 0);
+  g_autofree bool *taken = g_new0 (bool, (size_t)g->n_nodes + 1);
+  g_autofree SgNodeId *waits = g_new (SgNodeId, (size_t)total + 1);
+  g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs + 1);
+  g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs + 1);
+  if (!sg_bucket_specs_check (g, specs, n_specs, taken, waits, start_pos, use_pos, error))
+    return false;
+  int32_t keep = 0;
+  if (t->valid)
+    while (keep < MIN (n_specs, t->n_specs) && same_spec (&specs[keep], &t->specs[keep]))
+      keep++;
+  if (!t->valid) {
+    sg_rewrite_reset (rw);
+    forget_from (t, 0);
+    keep = 0;
+  } else {
+    sg_rewrite_rollback (rw, &t->marks[keep]);
+    forget_from (t, keep);
+  }
+  t->valid = false;
+  if (n_specs + 1 > t->cap) {
+    t->cap = MAX (n_specs + 1, 2 * t->cap);
+    t->specs = g_renew (SgBucketSpec, t->specs, (size_t)t->cap);
+    t->marks = g_renew (SgRewriteMark, t->marks, (size_t)t->cap);
+  }
+  int32_t w = 0;
+  for (int32_t b = 0; b < keep; b++)
+    w += specs[b].n_members;
+  for (int32_t b = keep; b < n_specs; w += specs[b].n_members, b++) {
+    sg_rewrite_mark (rw, &t->marks[b]);
+    if (specs[b].lowering == SG_BUCKET_LOWERING_GROUPED
+          ? !add_grouped (rw, &specs[b], &waits[w], (SgNodeId)start_pos[b], error)
+          : !add_bucket (rw, &specs[b], &waits[w], (SgNodeId)start_pos[b], (SgNodeId)use_pos[b],
+                         error))
+      return false;
+    t->specs[b] = specs[b];
+    t->specs[b].members = g_memdup2 (specs[b].members,
+                                     sizeof (SgNodeId) * (size_t)specs[b].n_members);
+    t->n_specs = b + 1;
+  }
+  sg_rewrite_mark (rw, &t->marks[n_specs]);
+  t->n_specs = n_specs;
+  t->valid = true;
+  return true;
+}
+
+SgGraph *
+sg_bucket_trial (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError **error)
+{
+  g_return_val_if_fail (t && (specs || n_specs == 0) && n_specs >= 0, NULL);
+  SgGraph *tg = describe (t, specs, n_specs, error) ? sg_rewrite_trial (t->rw, error) : NULL;
+  if (!tg)
+    bucket_error (error);
+  return tg;
+}
+
 bool
 sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error)
 {
   g_return_val_if_fail (g && (specs || n_specs == 0) && n_specs >= 0, false);
   if (n_specs <= 0)
     return true;
-  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
-  if (!bucket_rewrite (rw, specs, n_specs, error) || !sg_rewrite_commit (rw, error)) {
+  SgBucketTrials *t = sg_bucket_trials_new (g);
+  bool ok = describe (t, specs, n_specs, error) && sg_rewrite_commit (t->rw, error);
+  sg_bucket_trials_free (t);
+  if (!ok)
     bucket_error (error);
-    return false;
-  }
-  return true;
-}
-
-SgGraph *
-sg_bucket_trial (SgRewrite *rw, const SgBucketSpec *specs, int32_t n_specs, GError **error)
-{
-  g_return_val_if_fail (rw && (specs || n_specs == 0) && n_specs >= 0, NULL);
-  sg_rewrite_reset (rw);
-  SgGraph *t = bucket_rewrite (rw, specs, n_specs, error) ? sg_rewrite_trial (rw, error) : NULL;
-  if (!t)
-    bucket_error (error);
-  return t;
+  return ok;
 }

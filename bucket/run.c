@@ -35,11 +35,24 @@ sg_bucket_specs_free (SgBucketSpec *specs, int32_t n)
   g_free (specs);
 }
 
+/* With the validator on: the judge's totals against a full simulation's. */
+static void
+check_judge (const SgGraph *tg, const SgSimTotals *t)
+{
+  SgSimResult r;
+  if (!sg_simulate_totals (tg, &r, NULL))
+    return;
+  if (r.step_us != t->step_us || r.exposed_us != t->exposed_us || r.peak_bytes != t->peak_bytes)
+    g_error ("bucket: the judge's totals (step %.17g, exposed %.17g, peak %" G_GUINT64_FORMAT
+             ") differ from a full simulation's (%.17g, %.17g, %" G_GUINT64_FORMAT ")",
+             t->step_us, t->exposed_us, t->peak_bytes, r.step_us, r.exposed_us, r.peak_bytes);
+  sg_sim_result_clear (&r);
+}
+
 bool
 sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
                     SgBucketEval *out)
 {
-  SgSimResult r;
   g_autoptr (GError) err = NULL;
   s->st->simulations++;
   g_autofree SgBucketSpec *lowered = NULL;
@@ -49,16 +62,34 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
     specs = lowered;
   }
   SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
-  if (tg)
-    sg_cost_new_nodes (sg_graph_cost_model (tg), tg, NULL, 0);
-  bool ok = tg && sg_simulate_totals (tg, &r, &err);
+  if (!tg)
+    return false;
+  /* one zero-copy analysis prices the new copies and gives the liveness
+   * its storages */
+  SgElision el;
+  sg_graph_elision (tg, &el);
+  sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, &el);
+  /* what base nodes allocate is the same in every trial */
+  const SgNodeId *orig = sg_graph_trial_origins (tg);
+  if ((size_t)MAX (tg->n_nodes, 1) > s->n_alloc) { /* a trial graph grows by its new nodes */
+    s->n_alloc = (size_t)MAX (tg->n_nodes, 1) + (size_t)tg->n_nodes / 4;
+    s->node_alloc = g_renew (uint64_t, s->node_alloc, s->n_alloc);
+    s->storage_alloc = g_renew (uint64_t, s->storage_alloc, s->n_alloc);
+  }
+  for (SgNodeId i = 0; i < tg->n_nodes; i++)
+    s->node_alloc[i] = orig[i] != SG_NO_NODE ? s->base_alloc[orig[i]] : sg_node_alloc_bytes (tg, i);
+  uint64_t *alloc = sg_elision_storage_bytes (tg, &el, s->node_alloc, s->storage_alloc);
+  SgSimTotals t;
+  bool ok = sg_sim_judge_totals (s->judge, tg, el.root, alloc, &t, &err);
+  if (ok && s->cfg && s->cfg->validate_between)
+    check_judge (tg, &t);
+  sg_elision_clear (&el);
   sg_graph_free (tg);
   if (!ok)
     return false;
-  out->exposed_us = r.exposed_us;
-  out->step_us = r.step_us;
-  out->peak_bytes = r.peak_bytes;
-  sg_sim_result_clear (&r);
+  out->exposed_us = t.exposed_us;
+  out->step_us = t.step_us;
+  out->peak_bytes = t.peak_bytes;
   return true;
 }
 
@@ -312,7 +343,12 @@ static void
 search_clear (SgBucketSearch *s)
 {
   g_clear_pointer (&s->aug, sg_aug_free);
-  g_clear_pointer (&s->trial, sg_rewrite_free);
+  g_clear_pointer (&s->trial, sg_bucket_trials_free);
+  g_clear_pointer (&s->judge, sg_sim_judge_free);
+  g_clear_pointer (&s->base_alloc, g_free);
+  g_clear_pointer (&s->node_alloc, g_free);
+  g_clear_pointer (&s->storage_alloc, g_free);
+  g_clear_pointer (&s->lower_memo, g_hash_table_unref);
   g_clear_pointer (&s->cands, g_free);
 }
 
@@ -350,7 +386,12 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   s.base_step_us = base.step_us;
   collect_cands (&s);
   s.aug = constraints_aug (g);
-  s.trial = sg_rewrite_new (g);
+  s.trial = sg_bucket_trials_new (g);
+  s.judge = sg_sim_judge_new ();
+  s.lower_memo = sg_bucket_lower_memo_new ();
+  s.base_alloc = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    s.base_alloc[i] = sg_node_alloc_bytes (g, i);
   int32_t ns = 0;
   GError *err = NULL;
   SgBucketEval chosen = base;

@@ -71,32 +71,37 @@ place_frees (SgLower *l, const bool *keep)
   for (int32_t b = 0; b < nb; b++)
     if (bufs[b].last_ins != END)
       dying[fill[bufs[b].last_ins]++] = b;
-  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (SgPlanIns), (guint)(ni + nb));
-  g_autofree int32_t *newidx = g_new (int32_t, (size_t)ni + 1);
-  for (int32_t i = 0; i < ni; i++) {
-    newidx[i] = (int32_t)out->len;
-    g_array_append_val (out, g_array_index (l->ins, SgPlanIns, i));
+  /* Instruction i moves to i + cnt[i], its FREEs after it. In place, from
+   * the last instruction down: every slot written lies at or after the
+   * instruction being moved, every one still to be read before it (the
+   * instruction list is never copied whole: a second copy of it was the
+   * run's peak memory on large graphs). */
+  g_array_set_size (l->ins, (guint)(ni + cnt[ni]));
+  SgPlanIns *ins = (SgPlanIns *)(void *)l->ins->data;
+  for (int32_t i = ni - 1; i >= 0; i--) {
+    int32_t at = i + cnt[i];
     for (int32_t k = cnt[i]; k < cnt[i + 1]; k++) {
       SgPlanIns f = { 0 };
       f.kind = SG_INS_FREE;
       f.group = f.event = f.coll = -1;
       f.buffer = dying[k];
       f.est_us = f.pred_start_us = f.pred_end_us = f.pred_exposed_us = -1;
-      g_array_append_val (out, f);
+      ins[at + 1 + (k - cnt[i])] = f;
     }
+    if (at != i)
+      ins[at] = ins[i];
   }
-  int32_t end = out->len ? (int32_t)out->len - 1 : 0;
+  int32_t end = l->ins->len ? (int32_t)l->ins->len - 1 : 0;
   for (int32_t b = 0; b < nb; b++) {
-    bufs[b].first_ins = ni ? newidx[MIN (bufs[b].first_ins, ni - 1)] : 0;
-    bufs[b].last_ins = bufs[b].last_ins == END ? end : (ni ? newidx[bufs[b].last_ins] : 0);
+    int32_t first = ni ? MIN (bufs[b].first_ins, ni - 1) : 0, last = bufs[b].last_ins;
+    bufs[b].first_ins = ni ? first + cnt[first] : 0;
+    bufs[b].last_ins = last == END ? end : (ni ? last + cnt[last] : 0);
   }
-  for (guint i = 0; i < out->len; i++) {
-    SgPlanIns *x = &g_array_index (out, SgPlanIns, i);
+  for (guint i = 0; i < l->ins->len; i++) {
+    SgPlanIns *x = &ins[i];
     if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0)
-      x->coll = newidx[x->coll];
+      x->coll += cnt[x->coll];
   }
-  g_array_free (l->ins, TRUE); /* the instructions' contents moved to @out */
-  l->ins = out;
 }
 
 /* The output node's values, in order (-1 for what is not a tensor). */

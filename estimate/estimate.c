@@ -292,24 +292,32 @@ elision_if_copies (const SgGraph *g, SgElision *e)
 }
 
 void
-sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids)
+sg_cost_new_nodes_elided (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids,
+                          int32_t n_ids, const SgElision *e)
 {
   g_return_if_fail (cm && g);
-  SgElision e;
-  bool have = elision_if_copies (g, &e);
   int32_t n = ids ? n_ids : g->n_nodes;
   bool changed = false;
   for (int32_t j = 0; j < n; j++) {
     SgNodeId i = ids ? ids[j] : j;
     if (i == SG_NO_NODE || g->nodes[i].est_src != SG_COST_NONE)
       continue;
-    g->nodes[i].est_us = node_us (cm, g, i, have ? &e : NULL, &g->nodes[i].est_src);
+    g->nodes[i].est_us = node_us (cm, g, i, e, &g->nodes[i].est_src);
     changed = true;
   }
-  if (have)
-    sg_elision_clear (&e);
   if (changed)
     sg_graph_changed (g);
+}
+
+void
+sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids)
+{
+  g_return_if_fail (cm && g);
+  SgElision e;
+  bool have = elision_if_copies (g, &e);
+  sg_cost_new_nodes_elided (cm, g, ids, n_ids, have ? &e : NULL);
+  if (have)
+    sg_elision_clear (&e);
 }
 
 static void

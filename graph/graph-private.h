@@ -78,7 +78,8 @@ typedef struct {
 enum {
   SG_RW_KEEP, SG_RW_REDIR, SG_RW_TIX, SG_RW_AKEY, SG_RW_INDEG, SG_RW_POS, SG_RW_SORTED,
   SG_RW_HEAP, SG_RW_ORDER, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ, SG_RW_IFIRST, SG_RW_IADJ,
-  SG_RW_FILL, SG_RW_MOVED, SG_RW_N_WORK
+  SG_RW_FILL, SG_RW_MOVED, SG_RW_PLAIN, SG_RW_PAIRS, SG_RW_IN_POS,
+  SG_RW_N_WORK
 };
 
 struct SgRewrite {
@@ -88,7 +89,8 @@ struct SgRewrite {
   GArray *nodes;               /* SgNode: added nodes, id n0 + i */
   GArray *inputs;              /* SgNodeId: added nodes' inputs (their in_first) */
   GArray *keys;                /* int64_t per added node; -1: default placement */
-  GStringChunk *names;         /* added nodes' names as given */
+  GPtrArray *name_blocks;      /* added nodes' names as given: blocks of text */
+  size_t name_used;            /* bytes used in the last block */
   GArray *scratch;             /* SgArg: lists of specs */
   GArray *refs;                /* SgNodeId: reused by sg_rewrite_add */
   const char *targets[SG_OP_N_KINDS]; /* interned table targets, as used */
@@ -100,7 +102,7 @@ struct SgRewrite {
   /* reused memory */
   void *work[SG_RW_N_WORK];
   size_t work_size[SG_RW_N_WORK];
-  GArray *touched, *t_in, *pairs; /* layout's (touched: created by it) */
+  GArray *touched, *t_in;      /* layout's (touched: created by it) */
   SgNode *spare_nodes;         /* a freed trial graph's node array */
   int32_t spare_cap;
   GArray *spare_inputs;        /* and its inputs */

@@ -838,30 +838,6 @@ sg_node_comm_bytes (const SgGraph *g, SgNodeId id)
   return sum;
 }
 
-/* The first input of @id when it is a node of @kind, else SG_NO_NODE. */
-static SgNodeId
-first_input_if (const SgGraph *g, SgNodeId id, SgOpKind kind)
-{
-  uint32_t k;
-  const SgNodeId *in = sg_node_inputs (g, id, &k);
-  return g->nodes[id].kind == kind && k ? in[0] : SG_NO_NODE;
-}
-
-SgNodeId
-sg_node_coalesced_of (const SgGraph *g, SgNodeId id)
-{
-  SgNodeId src = first_input_if (g, id, SG_OP_GETITEM);
-  return src != SG_NO_NODE && sg_op_is_coalesced (g->nodes[src].kind) ? src : SG_NO_NODE;
-}
-
-SgNodeId
-sg_node_wait_target (const SgGraph *g, SgNodeId wait)
-{
-  SgNodeId t = first_input_if (g, wait, SG_OP_WAIT);
-  SgNodeId c = t != SG_NO_NODE ? sg_node_coalesced_of (g, t) : SG_NO_NODE;
-  return c != SG_NO_NODE ? c : t;
-}
-
 SgNodeId
 sg_node_storage_root (const SgGraph *g, SgNodeId id)
 {

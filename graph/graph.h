@@ -220,8 +220,10 @@ typedef struct SgGraph {
   GArray *implicit_edges;
 
   /* A trial graph of the rewrite API shares the pools, strings and groups
-   * of the graph it was made from; NULL for graphs that own theirs. */
+   * of the graph it was made from; NULL for graphs that own theirs. Its
+   * nodes' ids in the rewrite (sg_graph_trial_origins), n_nodes. */
   struct SgRewrite *trial_of;
+  SgNodeId *trial_origin;
 } SgGraph;
 
 /* One implicit edge: @to must run after @from. @kind is an SgEdgeKind
@@ -504,15 +506,35 @@ typedef struct {
  * output of the input's shape and dtype. False with @error naming the node. */
 bool sg_node_rank_roll (const SgGraph *g, SgNodeId id, SgRankRoll *out, GError **error);
 
+/* The first input of @id when it is a node of @kind, else SG_NO_NODE. */
+static inline SgNodeId
+sg_node_first_input_if (const SgGraph *g, SgNodeId id, SgOpKind kind)
+{
+  const SgNode *n = &g->nodes[id];
+  return n->kind == kind && n->n_in ? g_array_index (g->inputs, SgNodeId, n->in_first)
+                                    : SG_NO_NODE;
+}
+
+/* The coalesced collective whose result element getitem @id reads, or
+ * SG_NO_NODE. */
+static inline SgNodeId
+sg_node_coalesced_of (const SgGraph *g, SgNodeId id)
+{
+  SgNodeId src = sg_node_first_input_if (g, id, SG_OP_GETITEM);
+  return src != SG_NO_NODE && sg_op_is_coalesced (g->nodes[src].kind) ? src : SG_NO_NODE;
+}
+
 /* The collective a wait waits on: its first input, or the coalesced
  * collective whose element (a getitem) it waits on; SG_NO_NODE for a node
  * that is not a wait. Several waits share one coalesced collective, which
  * ends as a whole (one NCCL group). */
-SgNodeId sg_node_wait_target (const SgGraph *g, SgNodeId wait);
-
-/* The coalesced collective whose result element getitem @id reads, or
- * SG_NO_NODE. */
-SgNodeId sg_node_coalesced_of (const SgGraph *g, SgNodeId id);
+static inline SgNodeId
+sg_node_wait_target (const SgGraph *g, SgNodeId wait)
+{
+  SgNodeId t = sg_node_first_input_if (g, wait, SG_OP_WAIT);
+  SgNodeId c = t != SG_NO_NODE ? sg_node_coalesced_of (g, t) : SG_NO_NODE;
+  return c != SG_NO_NODE ? c : t;
+}
 
 /* --- collectives and their members (graph.c) ------------------------------ */
 
@@ -564,6 +586,21 @@ uint64_t sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order);
  * may be given precomputed, or NULL. */
 uint64_t sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile,
                             const SgNodeId *roots, const uint64_t *alloc);
+
+/* Working arrays of sg_graph_liveness_in, for a caller that measures many
+ * graphs (bucket trials): grown as needed, reused from one call to the
+ * next. Zero-initialise; free with sg_live_scratch_clear. */
+typedef struct {
+  int32_t *last, *start;
+  int64_t *delta;
+  size_t cap;
+} SgLiveScratch;
+
+/* sg_graph_liveness with @roots and @alloc given and its working arrays
+ * in @w. */
+uint64_t sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
+                               const SgNodeId *roots, const uint64_t *alloc, SgLiveScratch *w);
+void sg_live_scratch_clear (SgLiveScratch *w);
 
 /* Last position (by @pos) at which every storage root is used under that
  * rule; @last has n_nodes entries by id, meaningful for roots. */
@@ -643,6 +680,13 @@ void sg_graph_elision (const SgGraph *g, SgElision *e);
 /* The same without e->root (NULL): what the cost model reads. */
 void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
 void sg_elision_clear (SgElision *e);
+/* Bytes each storage root of @e (sg_graph_elision) allocates, 0 for the
+ * other nodes: what the nodes sharing it allocate themselves
+ * (sg_node_alloc_bytes, or @node_alloc when given), elided copies aside;
+ * sg_graph_liveness's @alloc with @e->root. Into @out (n_nodes entries)
+ * when given, else a new array (transfer full). */
+uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e,
+                                    const uint64_t *node_alloc, uint64_t *out);
 /* True when @v's storage lives in an elided pack's, cat's or rank_roll's
  * buffer (e->view_of[v]). */
 bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
@@ -943,6 +987,26 @@ bool sg_rewrite_commit (SgRewrite *rw, GError **error);
  * changes, is reset or is freed. NULL with @error where sg_rewrite_commit
  * would fail. The rewrite may be committed or tried again afterwards. */
 SgGraph *sg_rewrite_trial (SgRewrite *rw, GError **error);
+
+/* A point in the description of a rewrite: sg_rewrite_rollback to it
+ * undoes every add, replace, remove and move made since, and the places of
+ * the nodes added since, leaving the rewrite as if only what came before
+ * had been described (a pass that tries many rewrites sharing a first part
+ * describes only what follows it again). */
+typedef struct {
+  guint nodes, inputs, scratch, redirects, removed, moves, args, dims, tuples, name_blocks;
+  size_t name_used;
+} SgRewriteMark;
+void sg_rewrite_mark (const SgRewrite *rw, SgRewriteMark *m);
+/* Not after a commit, nor while a trial graph of @rw lives. */
+void sg_rewrite_rollback (SgRewrite *rw, const SgRewriteMark *m);
+
+/* (transfer none) For a trial graph of sg_rewrite_trial: per node, the id
+ * of the base node it copies (its kind, meta, costs; its inputs may be
+ * redirected), or SG_NO_NODE for an added node; NULL for other graphs.
+ * Lets a pass keep what it derives from base nodes from one trial to the
+ * next. */
+const SgNodeId *sg_graph_trial_origins (const SgGraph *g);
 
 /* After a successful sg_rewrite_trial or sg_rewrite_commit: the id node
  * @id of the rewrite (a base node or an added one) has in the result, or

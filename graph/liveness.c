@@ -26,6 +26,8 @@
  */
 #include "graph.h"
 
+#include <string.h>
+
 SgNodeId *
 sg_graph_storage_roots (const SgGraph *g)
 {
@@ -37,30 +39,31 @@ sg_graph_storage_roots (const SgGraph *g)
   return root;
 }
 
-/* Bytes each storage root allocates (0 for the other nodes): the sum of
- * what the nodes sharing it allocate themselves. */
-static uint64_t *
-storage_bytes (const SgGraph *g, const SgElision *e)
+uint64_t *
+sg_elision_storage_bytes (const SgGraph *g, const SgElision *e, const uint64_t *node_alloc,
+                          uint64_t *out)
 {
-  uint64_t *alloc = g_new0 (uint64_t, (size_t)MAX (g->n_nodes, 1));
+  size_t n = (size_t)MAX (g->n_nodes, 1);
+  uint64_t *alloc = out ? memset (out, 0, sizeof *out * n) : g_new0 (uint64_t, n);
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     if (!sg_elision_elided (g, e, i))
-      alloc[e->root[i]] += sg_node_alloc_bytes (g, i);
+      alloc[e->root[i]] += node_alloc ? node_alloc[i] : sg_node_alloc_bytes (g, i);
   }
   return alloc;
 }
 
-void
-sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last)
+/* sg_graph_last_use with @wait_at (n_nodes entries) as its working array:
+ * the first wait's position per collective, -1 for none. */
+static void
+last_use_in (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last,
+             int32_t *wait_at)
 {
   int32_t n = g->n_nodes;
   /* A collective's uses end at its wait, when it has one; a coalesced
    * collective ends as a whole, at the first wait on any element (where
    * codegen waits for it). */
-  g_autofree int32_t *use_end = g_new (int32_t, (size_t)MAX (n, 1));
-  g_autofree int32_t *wait_at = g_new (int32_t, (size_t)MAX (n, 1));
   for (SgNodeId i = 0; i < n; i++) {
-    use_end[i] = last[i] = pos[i];
+    last[i] = pos[i];
     wait_at[i] = -1;
   }
   for (SgNodeId i = 0; i < n; i++) {
@@ -68,12 +71,10 @@ sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, i
     if (c != SG_NO_NODE && (wait_at[c] < 0 || pos[i] < wait_at[c]))
       wait_at[c] = pos[i];
   }
-  for (SgNodeId c = 0; c < n; c++)
-    use_end[c] = MAX (use_end[c], wait_at[c]);
   for (SgNodeId u = 0; u < n; u++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, u, &k);
-    int32_t t = g->nodes[u].op == SG_NODE_OUTPUT ? n - 1 : use_end[u];
+    int32_t t = g->nodes[u].op == SG_NODE_OUTPUT ? n - 1 : MAX (pos[u], wait_at[u]);
     for (uint32_t j = 0; j < k; j++) {
       SgNodeId r = root[in[j]];
       if (t > last[r])
@@ -82,26 +83,46 @@ sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, i
   }
 }
 
-uint64_t
-sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, const SgNodeId *roots,
-                   const uint64_t *alloc)
+void
+sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last)
 {
-  g_return_val_if_fail (g != NULL && pos != NULL, 0);
+  g_autofree int32_t *wait_at = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
+  last_use_in (g, pos, root, last, wait_at);
+}
+
+static void
+scratch_reserve (SgLiveScratch *w, size_t n)
+{
+  if (n <= w->cap)
+    return;
+  w->cap = MAX (n, w->cap + w->cap / 2);
+  w->last = g_renew (int32_t, w->last, w->cap);
+  w->start = g_renew (int32_t, w->start, w->cap);
+  w->delta = g_renew (int64_t, w->delta, w->cap + 1);
+}
+
+void
+sg_live_scratch_clear (SgLiveScratch *w)
+{
+  g_clear_pointer (&w->last, g_free);
+  g_clear_pointer (&w->start, g_free);
+  g_clear_pointer (&w->delta, g_free);
+  w->cap = 0;
+}
+
+uint64_t
+sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
+                      const SgNodeId *root, const uint64_t *alloc, SgLiveScratch *w)
+{
+  g_return_val_if_fail (g != NULL && pos != NULL && root && alloc && w, 0);
   int32_t n = g->n_nodes;
   if (n <= 0)
     return 0;
-  SgElision e = { 0 };
-  if (!roots || !alloc)
-    sg_graph_elision (g, &e);
-  g_autofree uint64_t *own_alloc = alloc ? NULL : storage_bytes (g, &e);
-  const SgNodeId *root = roots ? roots : e.root;
-  if (!alloc)
-    alloc = own_alloc;
-  g_autofree int32_t *last = g_new (int32_t, (size_t)n);
-  sg_graph_last_use (g, pos, root, last);
+  scratch_reserve (w, (size_t)n);
+  int32_t *last = w->last, *start = w->start;
+  last_use_in (g, pos, root, last, start); /* start: its working array */
   /* a storage shared by several producers (a relocation) starts with the
    * first of them */
-  g_autofree int32_t *start = g_new (int32_t, (size_t)n);
   for (SgNodeId i = 0; i < n; i++)
     start[i] = pos[i];
   for (SgNodeId i = 0; i < n; i++)
@@ -111,7 +132,7 @@ sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, cons
   /* delta[t]: bytes allocated at t minus bytes freed after t - 1. Every
    * partial sum is bounded by the total, which the validator keeps below
    * 2^62; a graph that breaks that bound reports G_MAXUINT64. */
-  g_autofree int64_t *delta = g_new0 (int64_t, (size_t)n + 1);
+  int64_t *delta = memset (w->delta, 0, sizeof (int64_t) * ((size_t)n + 1));
   uint64_t total = 0;
   for (SgNodeId i = 0; i < n; i++) {
     if (root[i] != i)
@@ -122,7 +143,6 @@ sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, cons
     if (b > ((uint64_t)1 << 62) || (total += b) > ((uint64_t)1 << 62)) {
       for (int32_t t = 0; profile && t < n; t++)
         profile[t] = G_MAXUINT64;
-      sg_elision_clear (&e);
       return G_MAXUINT64;
     }
     SgNodeOp op = g->nodes[i].op;
@@ -130,7 +150,6 @@ sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, cons
     delta[input ? 0 : start[i]] += (int64_t)b;
     delta[last[i] + 1] -= (int64_t)b;
   }
-  sg_elision_clear (&e);
   int64_t live = 0, peak = 0;
   for (int32_t t = 0; t < n; t++) {
     live += delta[t];
@@ -140,6 +159,25 @@ sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, cons
       peak = live;
   }
   return (uint64_t)peak;
+}
+
+uint64_t
+sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *profile, const SgNodeId *roots,
+                   const uint64_t *alloc)
+{
+  g_return_val_if_fail (g != NULL && pos != NULL, 0);
+  if (g->n_nodes <= 0)
+    return 0;
+  SgElision e = { 0 };
+  if (!roots || !alloc)
+    sg_graph_elision (g, &e);
+  g_autofree uint64_t *own_alloc = alloc ? NULL : sg_elision_storage_bytes (g, &e, NULL, NULL);
+  SgLiveScratch w = { 0 };
+  uint64_t peak = sg_graph_liveness_in (g, pos, profile, roots ? roots : e.root,
+                                        alloc ? alloc : own_alloc, &w);
+  sg_live_scratch_clear (&w);
+  sg_elision_clear (&e);
+  return peak;
 }
 
 uint64_t

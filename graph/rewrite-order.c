@@ -80,6 +80,12 @@ sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes)
 
 #define WORK(rw, slot, type, n) ((type *)sg_rewrite_work ((rw), (slot), sizeof (type) * ((size_t)(n) + 1)))
 
+/* Pairs (from, to) of a CSR, p[2 i] and p[2 i + 1]. */
+typedef struct {
+  SgNodeId *p;
+  guint n;
+} Pairs;
+
 /* A CSR of extra edges by source over the rewrite's ids, from (from, to)
  * pairs, in the rewrite's slots @first_slot and @adj_slot. */
 typedef struct {
@@ -88,11 +94,11 @@ typedef struct {
 } Csr;
 
 static Csr
-csr_build (SgRewrite *rw, int first_slot, int adj_slot, int32_t n1, const GArray *pairs)
+csr_build (SgRewrite *rw, int first_slot, int adj_slot, int32_t n1, const Pairs *pairs)
 {
   uint32_t *first = WORK (rw, first_slot, uint32_t, n1 + 1);
-  guint m = pairs->len / 2;
-  const SgNodeId *p = (const SgNodeId *)(const void *)pairs->data;
+  guint m = pairs->n;
+  const SgNodeId *p = pairs->p;
   SgNodeId *adj = WORK (rw, adj_slot, SgNodeId, m);
   memset (first, 0, sizeof (uint32_t) * ((size_t)n1 + 2));
   for (guint i = 0; i < m; i++)
@@ -119,6 +125,9 @@ typedef struct {
   SgGraph *g;
   int32_t n0, n1;
   bool *keep;
+  uint8_t *plain; /* per node: a kept base node that no redirect touched */
+  int32_t *in_pos; /* per node: its place among the new inputs of the user
+                    * being redirected, or -1 */
   SgNodeId *redir; /* per base node: its replacement, or SG_NO_NODE; NULL: none */
   int32_t *tix;    /* per node: its Touched, or -1; NULL: none */
   const int64_t *akey; /* keys of added nodes */
@@ -195,21 +204,6 @@ reindex (SgGraph *g, const SgArg *src, const uint32_t *map)
   return a;
 }
 
-/* Where @v already is among @u's new inputs t_in[first ..], or -1: a scan
- * for short lists, @index (id -> position + 1) for long ones. */
-static int64_t
-find_input (const GArray *t_in, uint32_t first, SgNodeId v, GHashTable *index)
-{
-  if (index) {
-    gpointer at = g_hash_table_lookup (index, GINT_TO_POINTER (v + 1));
-    return at ? GPOINTER_TO_INT (at) - 1 : -1;
-  }
-  for (guint i = first; i < t_in->len; i++)
-    if (g_array_index (t_in, SgNodeId, i) == v)
-      return (int64_t)(i - first);
-  return -1;
-}
-
 /* One user @u of replaced nodes: its inputs redirected and kept distinct
  * (an added node's only where they are removed); its args re-indexed when
  * two inputs became one. */
@@ -225,19 +219,19 @@ redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
     *map_len = MAX (n, 2 * *map_len);
     *map = g_renew (uint32_t, *map, *map_len);
   }
-  g_autoptr (GHashTable) index = n > 32 ? g_hash_table_new (g_direct_hash, g_direct_equal) : NULL;
   for (uint32_t j = 0; j < n; j++) {
     SgNodeId v = u < x->n0 || !x->keep[in[j]] ? final_target (x, in[j]) : in[j];
-    int64_t at = find_input (t_in, t.first, v, index);
+    int32_t at = x->in_pos[v]; /* where @v already is among the new inputs */
     if (at < 0) {
-      at = t_in->len - t.first;
+      at = (int32_t)(t_in->len - t.first);
+      x->in_pos[v] = at;
       g_array_append_val (t_in, v);
-      if (index)
-        g_hash_table_insert (index, GINT_TO_POINTER (v + 1), GINT_TO_POINTER (at + 1));
     }
     (*map)[j] = (uint32_t)at;
   }
   t.n = t_in->len - t.first;
+  for (uint32_t j = 0; j < t.n; j++) /* clean for the next user */
+    x->in_pos[g_array_index (t_in, SgNodeId, t.first + j)] = -1;
   if (t.n < n) {
     const SgNode *un = sg_rewrite_node (x->rw, u);
     SgArg args = { .type = SG_ARG_LIST, .n = un->n_args, .first = un->args_first };
@@ -303,7 +297,7 @@ check_removed (const Ctx *x, GError **error)
   }
   /* Redirected users and added nodes: their inputs in the result. */
   for (SgNodeId v = 0; v < x->n1; v++) {
-    if (!x->keep[v] || (v < x->n0 && !touched_of (x, v)))
+    if (!x->keep[v] || x->plain[v])
       continue;
     uint32_t n;
     const SgNodeId *in = new_inputs (x, v, &n);
@@ -392,32 +386,40 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
   memset (indeg, 0, sizeof (int32_t) * (size_t)n1);
   for (uint32_t j = 0; j < g->user_first[n0]; j++)
     indeg[g->users[j]]++;
-  GArray *pairs = rw->pairs;
-  g_array_set_size (pairs, 0);
+  /* the edited data edges: inputs of added and touched nodes */
+  size_t m = 0;
+  for (SgNodeId v = 0; v < n1; v++)
+    if (x->keep[v] && !x->plain[v]) {
+      uint32_t n;
+      new_inputs (x, v, &n);
+      m += n;
+    }
+  SgNodeId *pp = WORK (rw, SG_RW_PAIRS, SgNodeId, 2 * MAX (m, (size_t)edges->len));
+  Pairs pairs = { pp, 0 };
   int32_t n_keep = 0;
   for (SgNodeId v = 0; v < n1; v++) {
     if (!x->keep[v])
       continue;
     n_keep++;
-    if (v < n0 && !touched_of (x, v))
+    if (x->plain[v])
       continue;
     uint32_t n;
     const SgNodeId *in = new_inputs (x, v, &n);
     indeg[v] = (int32_t)n;
     for (uint32_t j = 0; j < n; j++) {
-      SgNodeId pr[2] = { in[j], v };
-      g_array_append_vals (pairs, pr, 2);
+      pp[2 * pairs.n] = in[j];
+      pp[2 * pairs.n++ + 1] = v;
     }
   }
-  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, n1, pairs);
-  g_array_set_size (pairs, 0);
+  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, n1, &pairs);
+  pairs.n = 0;
   for (guint i = 0; i < edges->len; i++) {
     const SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
-    SgNodeId pr[2] = { e->from, e->to };
-    g_array_append_vals (pairs, pr, 2);
+    pp[2 * pairs.n] = e->from;
+    pp[2 * pairs.n++ + 1] = e->to;
     indeg[e->to]++;
   }
-  Csr imp = csr_build (rw, SG_RW_IFIRST, SG_RW_IADJ, n1, pairs);
+  Csr imp = csr_build (rw, SG_RW_IFIRST, SG_RW_IADJ, n1, &pairs);
 
   /* All nodes by (key, id): base nodes in id order, added ones merged in. */
   int32_t hn = 0, w = 0;
@@ -453,7 +455,7 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
       uint32_t nu;
       const SgNodeId *users = sg_node_users (g, v, &nu);
       for (uint32_t j = 0; j < nu; j++)
-        if (x->keep[users[j]] && !touched_of (x, users[j]))
+        if (x->plain[users[j]])
           RELEASE (users[j]);
     }
     for (uint32_t j = extra.first[v]; j < extra.first[v + 1]; j++)
@@ -504,19 +506,22 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
   uint32_t at = 0;
   for (int32_t i = 0; i < n; i++) {
     SgNodeId v = order[i];
-    SgNode node = v < n0 ? g->nodes[v] : g_array_index (rw->nodes, SgNode, v - n0);
+    SgNode *node = &out->nodes[i];
+    if (v < n0)
+      memcpy (node, &g->nodes[v], sizeof *node);
+    else
+      memcpy (node, &g_array_index (rw->nodes, SgNode, v - n0), sizeof *node);
     uint32_t k;
     const SgNodeId *in = new_inputs (x, v, &k);
-    node.in_first = at;
-    node.n_in = k;
+    node->in_first = at;
+    node->n_in = k;
     for (uint32_t j = 0; j < k; j++)
       dst[at++] = new_id[in[j]];
-    const Touched *t = touched_of (x, v);
+    const Touched *t = x->plain[v] ? NULL : touched_of (x, v);
     if (t && t->reindexed) {
-      node.args_first = t->args_first;
-      node.kwargs_first = t->kwargs_first;
+      node->args_first = t->args_first;
+      node->kwargs_first = t->kwargs_first;
     }
-    out->nodes[i] = node;
   }
   g_array_set_size (out->inputs, at);
   if (g->implicit_edges) {
@@ -557,8 +562,13 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
     for (guint i = 0; i < rw->redirects->len; i += 2)
       x.redir[g_array_index (rw->redirects, SgNodeId, i)]
           = g_array_index (rw->redirects, SgNodeId, i + 1);
+    x.in_pos = WORK (rw, SG_RW_IN_POS, int32_t, n1);
+    memset (x.in_pos, 0xff, sizeof (int32_t) * (size_t)n1);
     redirect_users (&x);
   }
+  x.plain = WORK (rw, SG_RW_PLAIN, uint8_t, n1);
+  for (SgNodeId v = 0; v < n1; v++)
+    x.plain[v] = v < n0 && x.keep[v] && !touched_of (&x, v);
   if (!check_removed (&x, error))
     return false;
   g_autoptr (GArray) edges = moved_edges (&x);

@@ -29,14 +29,13 @@ sg_rewrite_new (SgGraph *g)
   rw->nodes = g_array_new (FALSE, FALSE, sizeof (SgNode));
   rw->inputs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   rw->keys = g_array_new (FALSE, FALSE, sizeof (int64_t));
-  rw->names = g_string_chunk_new (4096);
+  rw->name_blocks = g_ptr_array_new_with_free_func (g_free);
   rw->scratch = g_array_new (FALSE, FALSE, sizeof (SgArg));
   rw->refs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   rw->redirects = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   rw->removed = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   rw->moves = g_array_new (FALSE, FALSE, sizeof (SgRewriteMove));
   rw->t_in = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
-  rw->pairs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   sg_graph_fill_users (g);
   return rw;
 }
@@ -60,7 +59,8 @@ sg_rewrite_reset (SgRewrite *rw)
   g_array_set_size (rw->nodes, 0);
   g_array_set_size (rw->inputs, 0);
   g_array_set_size (rw->keys, 0);
-  g_string_chunk_clear (rw->names);
+  g_ptr_array_set_size (rw->name_blocks, 0);
+  rw->name_used = 0;
   g_array_set_size (rw->scratch, 0);
   g_array_set_size (rw->redirects, 0);
   g_array_set_size (rw->removed, 0);
@@ -81,7 +81,6 @@ sg_rewrite_free (SgRewrite *rw)
   if (rw->touched)
     g_array_unref (rw->touched);
   g_array_unref (rw->t_in);
-  g_array_unref (rw->pairs);
   g_free (rw->spare_nodes);
   g_free (rw->result_id);
   if (rw->spare_inputs)
@@ -89,7 +88,7 @@ sg_rewrite_free (SgRewrite *rw)
   g_array_unref (rw->nodes);
   g_array_unref (rw->inputs);
   g_array_unref (rw->keys);
-  g_string_chunk_free (rw->names);
+  g_ptr_array_unref (rw->name_blocks);
   g_array_unref (rw->scratch);
   g_array_unref (rw->refs);
   g_array_unref (rw->redirects);
@@ -221,6 +220,55 @@ sg_rewrite_arg_node (const SgRewrite *rw, SgNodeId id, const SgArg *a)
   return a->input < k ? in[a->input] : SG_NO_NODE;
 }
 
+#define NAME_BLOCK 8192
+
+/* A copy of @name that lives until the rewrite is reset, freed or rolled
+ * back to before it. */
+static const char *
+keep_name (SgRewrite *rw, const char *name)
+{
+  size_t len = strlen (name) + 1;
+  GPtrArray *b = rw->name_blocks;
+  if (b->len == 0 || rw->name_used + len > NAME_BLOCK) {
+    g_ptr_array_add (b, g_malloc (MAX (len, NAME_BLOCK)));
+    rw->name_used = 0;
+  }
+  char *at = (char *)g_ptr_array_index (b, b->len - 1) + rw->name_used;
+  memcpy (at, name, len);
+  rw->name_used += len;
+  return at;
+}
+
+void
+sg_rewrite_mark (const SgRewrite *rw, SgRewriteMark *m)
+{
+  g_return_if_fail (rw && m);
+  SgGraph *g = rw->g;
+  *m = (SgRewriteMark){ rw->nodes->len, rw->inputs->len, rw->scratch->len, rw->redirects->len,
+                        rw->removed->len, rw->moves->len, g->args->len, g->dims->len,
+                        g->tuple_metas->len, rw->name_blocks->len, rw->name_used };
+}
+
+void
+sg_rewrite_rollback (SgRewrite *rw, const SgRewriteMark *m)
+{
+  g_return_if_fail (rw && m && !rw->done && rw->trials == 0 && m->nodes <= rw->nodes->len);
+  SgGraph *g = rw->g;
+  g_array_set_size (rw->nodes, m->nodes);
+  g_array_set_size (rw->keys, m->nodes);
+  g_array_set_size (rw->inputs, m->inputs);
+  g_array_set_size (rw->scratch, m->scratch);
+  g_array_set_size (rw->redirects, m->redirects);
+  g_array_set_size (rw->removed, m->removed);
+  g_array_set_size (rw->moves, m->moves);
+  g_array_set_size (g->args, m->args);
+  g_array_set_size (g->dims, m->dims);
+  g_array_set_size (g->tuple_metas, m->tuples);
+  g_ptr_array_set_size (rw->name_blocks, m->name_blocks);
+  rw->name_used = m->name_used;
+  rw->result_n = 0;
+}
+
 SgNodeId
 sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error)
 {
@@ -241,7 +289,7 @@ sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error)
   guint inputs_len = rw->inputs->len;
   SgNode n = { 0 };
   n.op = SG_NODE_CALL;
-  n.name = g_string_chunk_insert (rw->names, spec->name);
+  n.name = keep_name (rw, spec->name);
   n.target = target;
   n.kind = spec->target ? SG_OP_UNKNOWN : spec->kind;
   n.cost_us = spec->cost_us;
@@ -420,15 +468,26 @@ sg_rewrite_trial (SgRewrite *rw, GError **error)
   t->cost_model_free = g->cost_model_free; /* identifies the model; not called */
   t->implicit_edges = g_steal_pointer (&l.edges);
   t->trial_of = rw;
+  t->trial_origin = g_new (SgNodeId, (size_t)MAX (l.n, 1));
+  for (int32_t i = 0; i < l.n; i++)
+    t->trial_origin[i] = l.old_id[i] < rw->n0 ? l.old_id[i] : SG_NO_NODE;
   rw->trials++;
   sg_rewrite_layout_clear (&l);
   return t;
+}
+
+const SgNodeId *
+sg_graph_trial_origins (const SgGraph *g)
+{
+  g_return_val_if_fail (g != NULL, NULL);
+  return g->trial_origin;
 }
 
 void
 sg_rewrite_trial_release (SgGraph *trial)
 {
   SgRewrite *rw = g_steal_pointer (&trial->trial_of);
+  g_clear_pointer (&trial->trial_origin, g_free);
   rw->trials--;
   /* The arrays serve the rewrite's next trial. */
   if (!rw->spare_nodes || rw->spare_cap < trial->nodes_cap) {

@@ -7,7 +7,8 @@
  *
  * Canonical text (docs/plan-format.md): fixed key order, one element of each
  * list per line, integers for ids and bytes, "%.3f" for microseconds, the
- * hash as 16 lower-case hex digits. The hash is FNV-1a 64 over the text
+ * hash as 16 lower-case hex digits. A file gets it piece by piece (the
+ * whole text is never in memory: the hash is written in last). The hash is FNV-1a 64 over the text
  * with the hash digits all '0' and without the `graph` line (the file name
  * is not content); the loader rebuilds the text from what it parsed, so any
  * change of content (not of the bytes' layout only) is detected.
@@ -18,6 +19,8 @@
 #include <float.h>
 #include <inttypes.h>
 #include <string.h>
+#include <fcntl.h>
+#include <glib/gstdio.h>
 #include <unistd.h>
 
 G_DEFINE_QUARK (sg-plan-error-quark, sg_plan_error)
@@ -325,22 +328,59 @@ sg_plan_fnv1a_more (uint64_t h, const char *data, size_t len)
 
 #define HASH_KEY "\"hash\":\""
 
-char *
-sg_plan_to_json (SgPlan *p, size_t *len)
+/* Where the canonical text goes: all of it into @s, or, with @f, through
+ * @s in pieces of about SPILL bytes (the whole text is never in memory;
+ * the hash is patched in at the end). */
+#define SPILL ((size_t)1 << 20)
+typedef struct {
+  GString *s;
+  FILE *f;
+  size_t done;                 /* bytes given to @f before s's first */
+  uint64_t hash;               /* FNV-1a of those, the graph line aside */
+  size_t graph_from, graph_to; /* the graph line, absolute */
+  bool failed;                 /* a write to @f failed */
+} Out;
+
+/* Hashes the bytes in the buffer (at @o->done) but the graph line's. */
+static void
+hash_buffer (Out *o)
 {
-  g_return_val_if_fail (p != NULL, NULL);
-  GString *s = g_string_sized_new (4096 + (size_t)p->n_ins * 160 + (size_t)p->n_values * 120);
+  size_t a = o->done, b = o->done + o->s->len;
+  size_t cut_a = CLAMP (o->graph_from, a, b), cut_b = CLAMP (o->graph_to, a, b);
+  o->hash = sg_plan_fnv1a_more (o->hash, o->s->str, cut_a - a);
+  o->hash = sg_plan_fnv1a_more (o->hash, o->s->str + (cut_b - a), b - cut_b);
+}
+
+/* With a file: writes the buffer once it holds SPILL bytes. */
+static void
+spill (Out *o, bool force)
+{
+  if (!o->f || (!force && o->s->len < SPILL))
+    return;
+  hash_buffer (o);
+  if (fwrite (o->s->str, 1, o->s->len, o->f) != o->s->len)
+    o->failed = true;
+  o->done += o->s->len;
+  g_string_truncate (o->s, 0);
+}
+
+/* The canonical text of @p into @o, plan->hash set and written in. */
+static void
+plan_text (SgPlan *p, Out *o)
+{
+  GString *s = o->s;
+  o->hash = UINT64_C (0xcbf29ce484222325);
   g_string_append (s, "{\"format\":\"" SG_PLAN_FORMAT "\",\n");
   g_string_append_printf (s, "\"version\":%d,\n", SG_PLAN_VERSION);
   size_t hash_at = s->len + strlen (HASH_KEY);
   g_string_append (s, HASH_KEY "0000000000000000\",\n");
   /* The graph's file name is provenance, not content: ranks that planned
    * copies of one graph under other names run the same plan. */
-  size_t graph_from = s->len;
+  o->graph_from = s->len;
   g_string_append (s, "\"graph\":");
   put_str (s, p->graph ? p->graph : "");
   g_string_append (s, ",\n");
-  size_t graph_to = s->len;
+  o->graph_to = s->len;
   g_string_append (s, "\"options\":");
   put_str (s, p->options ? p->options : "");
   g_string_append_printf (s,
@@ -369,6 +409,7 @@ sg_plan_to_json (SgPlan *p, size_t *len)
     put_key_int (s, ",\"first\":", b->first_ins);
     put_key_int (s, ",\"last\":", b->last_ins);
     g_string_append_c (s, '}');
+    spill (o, false);
   }
   g_string_append (s, "],\n\"values\":[");
   for (int32_t i = 0; i < p->n_values; i++) {
@@ -393,6 +434,7 @@ sg_plan_to_json (SgPlan *p, size_t *len)
     g_string_append (s, ",\"stride\":");
     put_ints (s, v->stride, v->ndim);
     g_string_append (s, v->init == SG_INIT_INPUT ? ",\"init\":\"input\"}" : ",\"init\":\"none\"}");
+    spill (o, false);
   }
   g_string_append (s, "],\n\"inputs\":");
   put_ints (s, p->inputs, p->n_inputs);
@@ -402,6 +444,7 @@ sg_plan_to_json (SgPlan *p, size_t *len)
   for (int32_t i = 0; i < p->n_ins; i++) {
     g_string_append (s, i ? ",\n" : "\n");
     put_ins (s, &p->ins[i]);
+    spill (o, false);
   }
   const SgPlanPrediction *pr = &p->pred;
   g_string_append (s, "],\n\"pred\":{\"step_us\":");
@@ -420,29 +463,66 @@ sg_plan_to_json (SgPlan *p, size_t *len)
                           "}\n}\n",
                           pr->peak_bytes, pr->collectives, pr->hidden, pr->partial, pr->exposed);
 
-  p->hash = sg_plan_fnv1a_more (sg_plan_fnv1a (s->str, graph_from), s->str + graph_to,
-                                s->len - graph_to);
   char hex[17];
+  if (o->f) {
+    spill (o, true);
+    p->hash = o->hash;
+    g_snprintf (hex, sizeof hex, "%016" PRIx64, p->hash);
+    if (fseek (o->f, (long)hash_at, SEEK_SET) != 0 || fwrite (hex, 1, 16, o->f) != 16)
+      o->failed = true;
+    return;
+  }
+  hash_buffer (o);
+  p->hash = o->hash;
   g_snprintf (hex, sizeof hex, "%016" PRIx64, p->hash);
   memcpy (s->str + hash_at, hex, 16);
+}
+
+char *
+sg_plan_to_json (SgPlan *p, size_t *len)
+{
+  g_return_val_if_fail (p != NULL, NULL);
+  Out o = { .s = g_string_sized_new (4096 + (size_t)p->n_ins * 160 + (size_t)p->n_values * 120) };
+  plan_text (p, &o);
   if (len)
-    *len = s->len;
-  return g_string_free (s, FALSE);
+    *len = o.s->len;
+  return g_string_free (o.s, FALSE);
 }
 
 bool
 sg_plan_write_file (SgPlan *plan, const char *path, GError **error)
 {
   g_return_val_if_fail (plan != NULL && path != NULL, false);
-  size_t len;
-  g_autofree char *text = sg_plan_to_json (plan, &len);
-  /* g_file_set_contents writes a temporary file in the same directory,
-   * fsyncs it and renames it over @path: never a partial plan at @path. */
-  GError *e = NULL;
-  if (!g_file_set_contents (path, text, (gssize)len, &e)) {
+  /* A temporary file in the same directory, filled piece by piece,
+   * flushed to disk and renamed over @path: never a partial plan at
+   * @path, never the whole text in memory. */
+  g_autofree char *tmp = g_strdup_printf ("%s.XXXXXX", path);
+  int fd = g_mkstemp_full (tmp, O_RDWR | O_CLOEXEC, 0666);
+  FILE *f = fd >= 0 ? fdopen (fd, "w") : NULL;
+  if (!f) {
+    int err = errno;
+    if (fd >= 0) {
+      close (fd);
+      g_unlink (tmp);
+    }
     g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_IO, "cannot write plan %s: %s", path,
-                 e->message);
-    g_error_free (e);
+                 g_strerror (err));
+    return false;
+  }
+  Out o = { .s = g_string_sized_new (SPILL + SPILL / 4), .f = f };
+  plan_text (plan, &o);
+  g_string_free (o.s, TRUE);
+  int err = 0;
+  if (o.failed || fflush (f) != 0 || fsync (fileno (f)) != 0)
+    err = errno ? errno : EIO;
+  if (fclose (f) != 0 && !err)
+    err = errno ? errno : EIO;
+  if (!err && g_rename (tmp, path) != 0)
+    err = errno ? errno : EIO;
+  if (err) {
+    g_unlink (tmp);
+    g_set_error (error, SG_PLAN_ERROR, SG_PLAN_ERROR_IO, "cannot write plan %s: %s", path,
+                 g_strerror (err));
     return false;
   }
   return true;

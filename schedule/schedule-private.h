@@ -56,6 +56,23 @@ sg_sched_cost (const SgNode *n)
  * beside matmul/attention, comm_start_wait of the graph's cost model, 0
  * without one). */
 enum { SG_HOLD_NONE, SG_HOLD_NEXT, SG_HOLD_KERNEL };
+/* The pair rates of the collectives an engine issued, by what they depend
+ * on (sim.c): a graph's collectives come in few sizes. */
+typedef struct SgRatesMemo SgRatesMemo;
+/* What the engine did to its clock, in order (judge.c replays it): an
+ * advance by x (SG_TLOG_ADD), the start of a wait (SG_TLOG_WAIT), its end
+ * (tag >= 0: the row waited on, node: its collective), the end of the
+ * compute stream's work (SG_TLOG_COMPUTE_END, written by the caller). */
+enum { SG_TLOG_ADD = -1, SG_TLOG_WAIT = -2, SG_TLOG_COMPUTE_END = -3 };
+typedef struct {
+  double x;
+  int32_t tag, node;
+} SgTlogEntry;
+typedef struct {
+  SgTlogEntry *v;
+  size_t n, cap;
+} SgTlog;
+void sg_tlog_add (SgTlog *l, double x, int32_t tag, int32_t node);
 typedef struct {
   const SgGraph *g;
   const SgCostModel *pairs; /* the table the rates come from; NULL: global factors */
@@ -81,6 +98,8 @@ typedef struct {
   SgCollRow *rows;
   int32_t n_rows, cap_rows;
   int32_t *row_of;            /* per node: its row, -1 */
+  SgRatesMemo *memo;          /* (owned) sg_eng_pair_rates by key */
+  SgTlog *tlog;               /* when set, the clock's changes are logged there */
   double *node_start, *node_end; /* per node; NULL when not tracked */
   /* Called when a collective finishes (the scheduler unblocks its users). */
   void (*on_finish) (void *ud, SgNodeId coll);
@@ -90,6 +109,9 @@ typedef struct {
 /* @cont NULL: the rates of the graph's cost model (its contention table,
  * measured pairs included); else these global factors for every pair, with
  * the cost model's comm_start_wait (0 without one). */
+/* False with @error naming the first node whose est_us is not a finite
+ * cost >= 0 (sim.c; the simulator and the judge check it first). */
+bool sg_sim_check_costs (const SgGraph *g, GError **error);
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
 void sg_eng_clear (SgSimEngine *e);
 /* A saved engine state, O(groups x SG_SNAP_PREFIX): searches save at each
@@ -118,6 +140,9 @@ void sg_eng_snap_clear (SgEngSnap *s);
 /* Collective @c's pair rates beside each kernel slot (n_slots entries):
  * the engine's table, or its global factors. */
 void sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out);
+/* The memo entry of @c's pair rates (equal entries: equal rates) and, in
+ * @out (may be NULL), the rates. */
+int32_t sg_eng_rates_entry (const SgSimEngine *e, SgNodeId c, const SgPairRates **out);
 /* Issues collective @c now; returns its row. */
 int32_t sg_eng_issue (SgSimEngine *e, SgNodeId c);
 /* Runs compute node @x of solo @work us on the compute stream. */

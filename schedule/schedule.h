@@ -94,6 +94,41 @@ void sg_sim_result_clear (SgSimResult *r);
  * trials). */
 bool sg_simulate_totals (const SgGraph *g, SgSimResult *out, GError **error);
 
+/* --- many graphs that differ little (judge.c) ------------------------------ */
+
+/* What sg_simulate_totals gives of the id order that a judge gives too. */
+typedef struct {
+  double step_us, exposed_us, compute_us, comm_us;
+  uint64_t peak_bytes;
+} SgSimTotals;
+
+/* Nodes a judge was given and those it did not have to run again; runs
+ * that rejoined the previous one, and checkpoints where the states still
+ * differed. */
+typedef struct {
+  int64_t runs, nodes, nodes_skipped, joins, differed;
+} SgSimJudgeStats;
+
+/* The totals of the id orders of graphs that each differ little from the
+ * one judged before (bucket/'s trial graphs), equal bit for bit to
+ * sg_simulate_totals': each graph is run from the previous run's last
+ * checkpoint before the first node the two differ in, and where its run
+ * rejoins the previous one past the differences (the same state, the
+ * clock aside), the rest of the previous run is replayed on the new clock
+ * instead of run (judge.c). The graphs must share a cost model and
+ * groups. */
+typedef struct SgSimJudge SgSimJudge;
+SgSimJudge *sg_sim_judge_new (void);
+void sg_sim_judge_free (SgSimJudge *j);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgSimJudge, sg_sim_judge_free)
+/* The totals of @g's id order; @roots and @alloc as sg_graph_liveness
+ * takes them (NULL: computed). False with @error when a node has no
+ * finite cost. */
+bool sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
+                          const uint64_t *alloc, SgSimTotals *out, GError **error);
+/* (transfer none) */
+const SgSimJudgeStats *sg_sim_judge_stats (const SgSimJudge *j);
+
 /* (transfer none) The simulation of @g's current order (sg_simulate with
  * the id order), made once and kept with the graph until it changes
  * (sg_graph_changed), so that passes and the driver hand it on instead of

@@ -51,6 +51,110 @@ sg_exposure_name (SgExposure e)
   return "exposed";
 }
 
+/* --- pair rates, memoised --------------------------------------------------- */
+
+/* What a collective's pair rates depend on (sg_cost_contention_rates: the
+ * member kind, transport, bytes, group size and the group's span; the
+ * global factors: the kind). */
+typedef struct {
+  uint64_t bytes;
+  int32_t kind, group, group_size, transport;
+} RatesKey;
+
+/* Open addressing, linear probing; entry i's rates at rates[i * n_slots]. */
+struct SgRatesMemo {
+  int32_t n_slots, cap, used;
+  RatesKey *keys;
+  int32_t *slot_of; /* cap entries: index into keys/rates, -1 empty */
+  SgPairRates *rates;
+};
+
+static SgRatesMemo *
+memo_new (int32_t n_slots)
+{
+  SgRatesMemo *m = g_new0 (SgRatesMemo, 1);
+  m->n_slots = n_slots;
+  return m;
+}
+
+static void
+memo_free (SgRatesMemo *m)
+{
+  if (!m)
+    return;
+  g_free (m->keys);
+  g_free (m->slot_of);
+  g_free (m->rates);
+  g_free (m);
+}
+
+static uint32_t
+key_hash (const RatesKey *k)
+{
+  uint64_t h = k->bytes * 0x9E3779B97F4A7C15ull;
+  h ^= ((uint64_t)(uint32_t)k->kind << 40) ^ ((uint64_t)(uint32_t)k->group << 20)
+       ^ ((uint64_t)(uint32_t)k->group_size << 8) ^ (uint64_t)(uint32_t)k->transport;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return (uint32_t)(h >> 32);
+}
+
+static bool
+key_equal (const RatesKey *a, const RatesKey *b)
+{
+  return a->bytes == b->bytes && a->kind == b->kind && a->group == b->group
+         && a->group_size == b->group_size && a->transport == b->transport;
+}
+
+/* The entry of @k: its index, or where it goes (-1 - slot). */
+static int32_t
+memo_find (const SgRatesMemo *m, const RatesKey *k, uint32_t *slot)
+{
+  uint32_t mask = (uint32_t)m->cap - 1;
+  for (uint32_t i = key_hash (k) & mask;; i = (i + 1) & mask) {
+    int32_t at = m->slot_of[i];
+    if (at < 0 || key_equal (&m->keys[at], k)) {
+      *slot = i;
+      return at;
+    }
+  }
+}
+
+static void
+memo_grow (SgRatesMemo *m)
+{
+  int32_t cap = m->cap ? 2 * m->cap : 64;
+  g_free (m->slot_of);
+  m->cap = cap;
+  m->slot_of = g_new (int32_t, (size_t)cap);
+  memset (m->slot_of, 0xff, sizeof (int32_t) * (size_t)cap);
+  m->keys = g_renew (RatesKey, m->keys, (size_t)cap / 2);
+  m->rates = g_renew (SgPairRates, m->rates, (size_t)cap / 2 * (size_t)m->n_slots);
+  for (int32_t e = 0; e < m->used; e++) {
+    uint32_t slot;
+    memo_find (m, &m->keys[e], &slot);
+    m->slot_of[slot] = e;
+  }
+}
+
+void
+sg_tlog_add (SgTlog *l, double x, int32_t tag, int32_t node)
+{
+  if (l->n == l->cap) {
+    l->cap = MAX (1024, 2 * l->cap);
+    l->v = g_renew (SgTlogEntry, l->v, l->cap);
+  }
+  l->v[l->n++] = (SgTlogEntry){ x, tag, node };
+}
+
+/* Advances the clock by @dt (logged when the engine logs). */
+static inline void
+advance (SgSimEngine *e, double dt)
+{
+  e->now += dt;
+  if (e->tlog)
+    sg_tlog_add (e->tlog, dt, SG_TLOG_ADD, -1);
+}
+
 /* --- engine --------------------------------------------------------------- */
 
 void
@@ -88,6 +192,7 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   e->row_of = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     e->row_of[i] = -1;
+  e->memo = memo_new (e->n_slots);
   if (track_nodes) {
     e->node_start = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
     e->node_end = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
@@ -110,6 +215,7 @@ sg_eng_clear (SgSimEngine *e)
   g_free (e->row_of);
   g_free (e->node_start);
   g_free (e->node_end);
+  memo_free (e->memo);
   memset (e, 0, sizeof *e);
 }
 
@@ -233,7 +339,7 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
   int32_t running = e->n_active - e->n_held;
   if (running == 0 && !(busy && e->n_kheld > 0)) {
     *dt = max_dt;
-    e->now += isfinite (max_dt) ? max_dt : 0.0;
+    advance (e, isfinite (max_dt) ? max_dt : 0.0);
     if (busy)
       e->kleft = 0.0;
     return true;
@@ -281,7 +387,7 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
       }
     }
   }
-  e->now += best;
+  advance (e, best);
   *dt = best;
   if (busy)
     e->kleft -= best / crate;
@@ -302,19 +408,54 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
   return true;
 }
 
+/* The rates of @k, made. */
+static void
+pair_rates (const SgSimEngine *e, const RatesKey *k, SgPairRates *out)
+{
+  if (e->pairs) {
+    const SgCostModel *cm = e->pairs;
+    sg_cost_contention_rates (cm, (SgTransport)k->transport, (SgOpKind)k->kind, k->bytes,
+                              k->group_size, sg_cost_group_nodes (cm, &e->g->groups[k->group]),
+                              out);
+  } else {
+    for (int32_t s = 0; s < e->n_slots; s++)
+      sg_contention_global_rates (&e->cont, e->sw, (SgOpKind)k->kind, (SgKernelClass)s, &out[s]);
+  }
+}
+
+int32_t
+sg_eng_rates_entry (const SgSimEngine *e, SgNodeId c, const SgPairRates **out)
+{
+  const SgNode *n = &e->g->nodes[c];
+  RatesKey k = { 0, n->kind, n->group, n->group_size, SG_TRANSPORT_NCCL };
+  if (e->pairs) {
+    k.bytes = sg_node_comm_bytes (e->g, c);
+    k.transport = sg_cost_collective_transport (e->pairs, e->g, c);
+  } else {
+    k.group = k.group_size = 0; /* the global factors depend on the kind alone */
+  }
+  SgRatesMemo *m = e->memo;
+  if (2 * (m->used + 1) > m->cap)
+    memo_grow (m);
+  uint32_t slot;
+  int32_t at = memo_find (m, &k, &slot);
+  if (at < 0) {
+    at = m->used++;
+    m->keys[at] = k;
+    m->slot_of[slot] = at;
+    pair_rates (e, &k, &m->rates[(size_t)at * (size_t)m->n_slots]);
+  }
+  if (out)
+    *out = &m->rates[(size_t)at * (size_t)m->n_slots];
+  return at;
+}
+
 void
 sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out)
 {
-  const SgNode *n = &e->g->nodes[c];
-  if (e->pairs) {
-    const SgCostModel *cm = e->pairs;
-    sg_cost_contention_rates (cm, sg_cost_collective_transport (cm, e->g, c), n->kind,
-                              sg_node_comm_bytes (e->g, c), n->group_size,
-                              sg_cost_group_nodes (cm, &e->g->groups[n->group]), out);
-  } else {
-    for (int32_t s = 0; s < e->n_slots; s++)
-      sg_contention_global_rates (&e->cont, e->sw, n->kind, (SgKernelClass)s, &out[s]);
-  }
+  const SgPairRates *r;
+  sg_eng_rates_entry (e, c, &r);
+  memcpy (out, r, sizeof *out * (size_t)e->n_slots);
 }
 
 int32_t
@@ -324,6 +465,7 @@ sg_eng_issue (SgSimEngine *e, SgNodeId c)
   g_return_val_if_fail (e->n_rows < e->cap_rows && n->group >= 0 && n->group < e->n_groups, -1);
   int32_t r = e->n_rows++;
   SgCollRow *row = &e->rows[r];
+  memset (row, 0, sizeof *row);
   row->node = c;
   row->wait = SG_NO_NODE;
   row->est_us = sg_sched_cost (n);
@@ -331,6 +473,7 @@ sg_eng_issue (SgSimEngine *e, SgNodeId c)
   row->hidden_by = row->last_hiding = SG_NO_NODE;
   row->status = SG_EXPOSURE_HIDDEN;
   e->rem[r] = row->est_us;
+  e->fin[r] = 0;
   SgPairRates *pr = &e->rates[(size_t)r * (size_t)e->n_slots];
   sg_eng_pair_rates (e, c, pr);
   e->wnext[r] = 0;
@@ -380,7 +523,7 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
   while (e->kleft > 0.0) {
     settle (e);
     if (e->n_active - e->n_held == 0 && e->n_kheld == 0) {
-      e->now += e->kleft;
+      advance (e, e->kleft);
       break;
     }
     double dt;
@@ -423,6 +566,8 @@ sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
   double t0 = e->now;
   if (e->node_start)
     e->node_start[w] = t0;
+  if (e->tlog)
+    sg_tlog_add (e->tlog, 0.0, SG_TLOG_WAIT, -1);
   /* a collective left with rounding-level work (it ended with the last
    * kernel) is finished now, not after the next event */
   settle (e);
@@ -432,6 +577,8 @@ sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
   }
   double stall = e->now - t0;
   e->rows[r].exposed_us += stall;
+  if (e->tlog)
+    sg_tlog_add (e->tlog, 0.0, r, c);
   if (e->rows[r].wait == SG_NO_NODE)
     e->rows[r].wait = w;
   if (e->node_end)
@@ -516,8 +663,8 @@ sg_sim_result_clear (SgSimResult *r)
   memset (r, 0, sizeof *r);
 }
 
-static bool
-check_costs (const SgGraph *g, GError **error)
+bool
+sg_sim_check_costs (const SgGraph *g, GError **error)
 {
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     double c = g->nodes[i].est_us;
@@ -541,7 +688,7 @@ simulate (const SgGraph *g, const SgNodeId *order, const SgContention *cont, boo
   memset (out, 0, sizeof *out);
   if (order && !sg_order_check (g, order, error))
     return false;
-  if (!check_costs (g, error))
+  if (!sg_sim_check_costs (g, error))
     return false;
   SgSimEngine e;
   sg_eng_init (&e, g, cont, full);

@@ -35,10 +35,13 @@ assert_meta_eq (const SgGraph *a, const SgMeta *ma, const SgGraph *b, const SgMe
 }
 
 /* Applies @specs with sg_bucket_apply to a copy of @g and with the trial
- * builder; both must agree on success and, when they succeed, on every
- * field the simulator and the cost model read, and on the simulation. */
+ * builder (@shared, trials of @g that made other trials before, or fresh
+ * ones when NULL); both must agree on success and, when they succeed, on
+ * every field the simulator and the cost model read, and on the
+ * simulation. */
 static void
-assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs)
+assert_trial_matches (SgGraph *g, SgBucketTrials *shared, const SgBucketSpec *specs,
+                      int32_t n_specs)
 {
   SgGraph *full = sg_graph_copy (g);
   full->cost_model_free = g->cost_model_free; /* borrowed model, see bucket.c */
@@ -49,8 +52,8 @@ assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
     sg_cost_new_nodes (cm, full, NULL, 0);
   guint args_len = g->args->len, dims_len = g->dims->len;
   int32_t n_nodes = g->n_nodes;
-  SgRewrite *rw = sg_rewrite_new (g);
-  SgGraph *tg = sg_bucket_trial (rw, specs, n_specs, &e2);
+  SgBucketTrials *trials = shared ? shared : sg_bucket_trials_new (g);
+  SgGraph *tg = sg_bucket_trial (trials, specs, n_specs, &e2);
   if (tg && cm)
     sg_cost_new_nodes (cm, tg, NULL, 0);
   ck_assert_msg (ok_full == (tg != NULL), "apply: %s; trial: %s", e1 ? e1->message : "ok",
@@ -105,13 +108,21 @@ assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
                          sizeof (SgImplicitEdge)) == 0);
   }
   sg_graph_free (tg);
-  sg_rewrite_free (rw);
-  /* the base graph is as it was */
-  ck_assert_int_eq (g->n_nodes, n_nodes);
-  ck_assert_uint_eq (g->args->len, args_len);
-  ck_assert_uint_eq (g->dims->len, dims_len);
+  if (!shared) {
+    sg_bucket_trials_free (trials);
+    /* the base graph is as it was */
+    ck_assert_int_eq (g->n_nodes, n_nodes);
+    ck_assert_uint_eq (g->args->len, args_len);
+    ck_assert_uint_eq (g->dims->len, dims_len);
+  }
   full->cost_model = NULL;
   sg_graph_free (full);
+}
+
+static void
+assert_trial_matches_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs)
+{
+  assert_trial_matches (g, NULL, specs, n_specs);
 }
 
 static void
@@ -242,6 +253,25 @@ check_bucket_sets (SgGraph *g)
       }
     }
     assert_trial_matches_apply (g, (SgBucketSpec *)(void *)specs->data, (int32_t)specs->len);
+    /* trials of one rewrite after another: a growing, then a shrinking
+     * first part of the set, a bucket changed in the middle; each equals
+     * a fresh trial's and the base graph is left as it was */
+    guint args_len = g->args->len, dims_len = g->dims->len;
+    SgBucketTrials *t = sg_bucket_trials_new (g);
+    SgBucketSpec *all = (SgBucketSpec *)(void *)specs->data;
+    for (guint i = 0; i <= 6; i++)
+      assert_trial_matches (g, t, all, (int32_t)(specs->len * i / 6));
+    for (guint i = 6; i-- > 0;)
+      assert_trial_matches (g, t, all, (int32_t)(specs->len * i / 6));
+    if (specs->len >= 2 && all[specs->len / 2].n_members > 2) {
+      g_autofree SgBucketSpec *cut = g_memdup2 (all, sizeof *all * specs->len);
+      cut[specs->len / 2].n_members--;
+      assert_trial_matches (g, t, cut, (int32_t)specs->len);
+      assert_trial_matches (g, t, all, (int32_t)specs->len);
+    }
+    sg_bucket_trials_free (t);
+    ck_assert_uint_eq (g->args->len, args_len);
+    ck_assert_uint_eq (g->dims->len, dims_len);
   }
   for (guint k = 0; k < lists->len; k++) {
     GArray *l = g_ptr_array_index (lists, k);

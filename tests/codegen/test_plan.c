@@ -5,6 +5,8 @@
  * what is wrong, so a loader that rejects for another reason fails.
  */
 #include <check.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <glib/gstdio.h>
 #include <string.h>
 
@@ -355,6 +357,92 @@ START_TEST (write_file_is_atomic_and_loads_back)
 }
 END_TEST
 
+/* small_plan with 30000 more values: its text (about 3 MB) spans several
+ * of the writer's pieces. */
+static SgPlan *
+big_plan (void)
+{
+  SgPlan *p = small_plan ();
+  int32_t extra = 30000;
+  p->values = g_renew (SgPlanValue, p->values, (size_t)(p->n_values + extra));
+  memset (&p->values[p->n_values], 0, sizeof (SgPlanValue) * (size_t)extra);
+  for (int32_t i = 0; i < extra; i++) {
+    g_autofree char *name = g_strdup_printf ("unused_value_%d_with_a_long_name_to_fill_pieces", i);
+    set_value (&p->values[p->n_values + i], name, -1, SG_DTYPE_F32, 2, 3, SG_INIT_NONE);
+  }
+  p->n_values += extra;
+  return p;
+}
+
+/* A plan written in pieces: the file holds exactly sg_plan_to_json's text,
+ * hash included, and loads back. */
+START_TEST (a_plan_written_in_pieces_is_its_text)
+{
+  g_autoptr (SgPlan) p = big_plan ();
+  size_t len;
+  g_autofree char *text = sg_plan_to_json (p, &len);
+  ck_assert_uint_gt (len, 3u << 20);
+  uint64_t hash = p->hash;
+  g_autoptr (GError) e = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("sgplan-XXXXXX", &e);
+  g_autofree char *path = g_build_filename (dir, "plan.json", NULL);
+  ck_assert_msg (sg_plan_write_file (p, path, &e), "%s", e ? e->message : "");
+  ck_assert_uint_eq (p->hash, hash);
+  g_autofree char *back = NULL;
+  size_t back_len;
+  ck_assert (g_file_get_contents (path, &back, &back_len, NULL));
+  ck_assert_uint_eq (back_len, len);
+  ck_assert (memcmp (back, text, len) == 0);
+  g_autoptr (SgPlan) q = sg_plan_load (path, &e);
+  ck_assert_msg (q != NULL, "%s", e ? e->message : "");
+  ck_assert_uint_eq (q->hash, hash);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+END_TEST
+
+/* A write that fails after some pieces reached the disk (the file size
+ * limit stops it at 1 MB of about 3): an IO error, the plan already at the
+ * path unchanged, and no temporary file left beside it. */
+START_TEST (a_write_failing_midway_leaves_the_old_plan_and_no_temporary)
+{
+  g_autoptr (SgPlan) old = small_plan ();
+  g_autoptr (SgPlan) p = big_plan ();
+  g_autoptr (GError) e = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("sgplan-XXXXXX", &e);
+  g_autofree char *path = g_build_filename (dir, "plan.json", NULL);
+  ck_assert_msg (sg_plan_write_file (old, path, &e), "%s", e ? e->message : "");
+  g_autofree char *before = NULL;
+  ck_assert (g_file_get_contents (path, &before, NULL, NULL));
+
+  struct rlimit was, lim;
+  ck_assert_int_eq (getrlimit (RLIMIT_FSIZE, &was), 0);
+  lim = was;
+  lim.rlim_cur = 1u << 20;
+  signal (SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead */
+  ck_assert_int_eq (setrlimit (RLIMIT_FSIZE, &lim), 0);
+  bool ok = sg_plan_write_file (p, path, &e);
+  ck_assert_int_eq (setrlimit (RLIMIT_FSIZE, &was), 0);
+  ck_assert (!ok);
+  ck_assert_int_eq (e->code, SG_PLAN_ERROR_IO);
+  ck_assert_ptr_nonnull (strstr (e->message, path));
+
+  g_autofree char *after = NULL;
+  ck_assert (g_file_get_contents (path, &after, NULL, NULL));
+  ck_assert_str_eq (after, before);
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+  int n = 0;
+  while ((name = g_dir_read_name (d)) != NULL) {
+    ck_assert_str_eq (name, "plan.json");
+    n++;
+  }
+  ck_assert_int_eq (n, 1);
+  g_unlink (path);
+  g_rmdir (dir);
+}
+END_TEST
+
 START_TEST (truncated_plan_is_rejected_at_every_length)
 {
   g_autoptr (SgPlan) p = small_plan ();
@@ -635,6 +723,8 @@ plan_suite (void)
   tcase_add_test (tc, numbers_that_are_not_finite_and_nul_escapes_are_rejected);
   tcase_add_test (tc, arg_accessors_read_kernel_arguments);
   tcase_add_test (tc, write_file_is_atomic_and_loads_back);
+  tcase_add_test (tc, a_plan_written_in_pieces_is_its_text);
+  tcase_add_test (tc, a_write_failing_midway_leaves_the_old_plan_and_no_temporary);
   tcase_add_test (tc, truncated_plan_is_rejected_at_every_length);
   tcase_add_test (tc, corrupt_plans_are_rejected_with_a_clear_message);
   tcase_add_test (tc, out_of_range_indices_are_rejected_naming_the_field);

@@ -378,6 +378,43 @@ START_TEST (peak_bytes_matches_hand_count)
 }
 END_TEST
 
+/* One scratch serves graphs of different sizes in turn (a bucket search's
+ * trial graphs): the working arrays grow and are reused, the counts stay
+ * the hand counts, and a saturated graph between them leaves no trace. */
+START_TEST (liveness_scratch_reused_across_graphs_keeps_the_counts)
+{
+  g_autoptr (SgGraph) small = tb_new (1);
+  tb_input (small, "a", "float32", 1, (int64_t)4);
+  tb_output (small, 1, "a");
+  g_autoptr (SgGraph) big = peak_graph ();
+  g_autoptr (SgGraph) huge = tb_new (1);
+  tb_input (huge, "a", "float32", 2, (int64_t)1 << 30, (int64_t)1 << 30);
+  tb_input (huge, "b", "float32", 1, (int64_t)4);
+  tb_output (huge, 2, "a", "b");
+  SgLiveScratch w = { 0 };
+  SgGraph *gs[] = { small, big, huge, big, small };
+  uint64_t want[] = { 16, 608, G_MAXUINT64, 608, 16 };
+  for (size_t i = 0; i < G_N_ELEMENTS (gs); i++) {
+    SgGraph *g = gs[i];
+    g_autofree SgNodeId *root = sg_graph_storage_roots (g);
+    SgElision e;
+    sg_graph_elision (g, &e);
+    g_autofree uint64_t *alloc = sg_elision_storage_bytes (g, &e, NULL, NULL);
+    sg_elision_clear (&e);
+    g_autofree int32_t *pos = g_new (int32_t, (size_t)g->n_nodes);
+    for (int32_t t = 0; t < g->n_nodes; t++)
+      pos[t] = t;
+    g_autofree uint64_t *profile = g_new (uint64_t, (size_t)g->n_nodes);
+    g_autofree uint64_t *fresh = g_new (uint64_t, (size_t)g->n_nodes);
+    ck_assert_uint_eq (sg_graph_liveness_in (g, pos, profile, root, alloc, &w), want[i]);
+    ck_assert_uint_eq (sg_graph_liveness (g, pos, fresh, NULL, NULL), want[i]);
+    ck_assert_mem_eq (profile, fresh, sizeof (uint64_t) * (size_t)g->n_nodes);
+  }
+  sg_live_scratch_clear (&w);
+  ck_assert_ptr_null (w.last);
+}
+END_TEST
+
 START_TEST (peak_bytes_counts_a_value_without_users_at_its_step)
 {
   g_autoptr (SgGraph) g = tb_new (1);
@@ -635,6 +672,7 @@ graph_suite (void)
   tcase_add_test (ir, storage_root_follows_views_and_waits);
   tcase_add_test (ir, peak_bytes_matches_hand_count);
   tcase_add_test (ir, peak_bytes_counts_a_value_without_users_at_its_step);
+  tcase_add_test (ir, liveness_scratch_reused_across_graphs_keeps_the_counts);
   tcase_add_test (ir, peak_bytes_saturates_beyond_2_62);
   suite_add_tcase (s, ir);
   TCase *p = tcase_create ("passes");

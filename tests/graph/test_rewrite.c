@@ -133,6 +133,75 @@ START_TEST (result_ids_follow_the_nodes)
 }
 END_TEST
 
+/* (transfer full) The node names of @g in id order, space-separated. */
+static char *
+names_of (const SgGraph *g)
+{
+  GString *o = g_string_new (NULL);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    g_string_append_printf (o, "%s ", g->nodes[i].name);
+  return g_string_free (o, FALSE);
+}
+
+/* A trial's origins name the base node each of its nodes copies; after a
+ * rollback to a mark the rewrite is what it was at the mark: the edits
+ * since are gone from the trial, the graph's pools are back to their
+ * length at the mark, and describing the same edits again gives the same
+ * trial graph as before. */
+START_TEST (rollback_returns_to_the_mark)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  const SgNodeId relu = id_of (g, "relu"), mm = id_of (g, "mm");
+  guint args_len = g->args->len, dims_len = g->dims->len;
+  SgRewrite *rw = sg_rewrite_new (g);
+  SgRewriteMark start, mid;
+  sg_rewrite_mark (rw, &start);
+  /* first edit: exp(mm) added after mm, read by nobody */
+  const SgMeta *m = &g->nodes[mm].meta;
+  SgArg a1[] = { sg_arg_ref (mm) };
+  SgNodeSpec s1 = { .name = "e", .kind = SG_OP_EXP, .args = a1, .n_args = 1,
+                    .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim, m->dtype),
+                    .cost_us = NAN };
+  SgNodeId e = sg_rewrite_add (rw, &s1, NULL);
+  sg_rewrite_place (rw, e, mm, SG_PLACE_AFTER);
+  sg_rewrite_mark (rw, &mid);
+  guint mid_args = g->args->len;
+  /* second edit: relu removed, its users read mm */
+  sg_rewrite_replace_uses (rw, relu, mm);
+  sg_rewrite_remove (rw, relu);
+  SgGraph *t1 = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t1);
+  ck_assert_int_eq (t1->n_nodes, g->n_nodes);
+  const SgNodeId *orig = sg_graph_trial_origins (t1);
+  for (SgNodeId i = 0; i < t1->n_nodes; i++)
+    ck_assert_int_eq (orig[i], strcmp (t1->nodes[i].name, "e") == 0
+                                 ? SG_NO_NODE : id_of (g, t1->nodes[i].name));
+  g_autofree char *first = names_of (t1);
+  sg_graph_free (t1);
+  sg_rewrite_rollback (rw, &mid);
+  ck_assert_uint_eq (g->args->len, mid_args);
+  SgGraph *t2 = sg_rewrite_trial (rw, NULL); /* exp added, relu kept */
+  ck_assert_int_eq (t2->n_nodes, g->n_nodes + 1);
+  ck_assert_int_ne (sg_rewrite_result_id (rw, relu), SG_NO_NODE);
+  sg_graph_free (t2);
+  sg_rewrite_rollback (rw, &mid);
+  sg_rewrite_replace_uses (rw, relu, mm);
+  sg_rewrite_remove (rw, relu);
+  SgGraph *t3 = sg_rewrite_trial (rw, NULL);
+  g_autofree char *again = names_of (t3);
+  ck_assert_str_eq (again, first);
+  sg_graph_free (t3);
+  sg_rewrite_rollback (rw, &start);
+  SgGraph *t4 = sg_rewrite_trial (rw, NULL); /* nothing described: the graph */
+  ck_assert_int_eq (t4->n_nodes, g->n_nodes);
+  sg_graph_free (t4);
+  sg_rewrite_free (rw);
+  ck_assert_uint_eq (g->args->len, args_len);
+  ck_assert_uint_eq (g->dims->len, dims_len);
+  ck_assert_ptr_null (sg_graph_trial_origins (g));
+}
+END_TEST
+
 /* sg_graph_order_by_key: the smallest key among ready nodes, data and
  * implicit edges respected; a cycle of implicit edges gives NULL. */
 START_TEST (order_by_key_is_a_stable_topological_sort)
@@ -317,6 +386,7 @@ suite (void)
   tcase_add_test (tc, pass_replaces_one_node_by_two);
   tcase_add_test (tc, trial_graph_is_the_commit_and_leaves_the_base_alone);
   tcase_add_test (tc, result_ids_follow_the_nodes);
+  tcase_add_test (tc, rollback_returns_to_the_mark);
   tcase_add_test (tc, order_by_key_is_a_stable_topological_sort);
   tcase_add_test (tc, added_names_are_made_unique_and_nodes_placed);
   tcase_add_test (tc, a_node_placed_after_the_output_goes_before_it);

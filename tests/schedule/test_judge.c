@@ -1,0 +1,146 @@
+/* test_judge.c: the judge of many similar graphs (judge.c) gives exactly
+ * sg_simulate_totals' totals for every graph of a sequence of trial graphs
+ * that each differ a little from the one before (nodes added in the
+ * middle, costs changed, none changed), on random graphs with and without
+ * contention and start waits, and it does skip most of the runs.
+ */
+#include <check.h>
+#include <math.h>
+#include <string.h>
+
+#include "randgraph.h"
+#include "sched-test.h"
+
+/* Judges @t and checks it against a full simulation. */
+static void
+assert_judged_exactly (SgSimJudge *j, const SgGraph *t, guint32 seed, int trial)
+{
+  SgSimTotals got;
+  SgSimResult want;
+  GError *err = NULL;
+  ck_assert_msg (sg_sim_judge_totals (j, t, NULL, NULL, &got, &err), "%s", err ? err->message : "");
+  ck_assert (sg_simulate_totals (t, &want, NULL));
+  ck_assert_msg (got.step_us == want.step_us && got.exposed_us == want.exposed_us,
+                 "seed %u trial %d: judge step %.17g exposed %.17g, simulation %.17g %.17g", seed,
+                 trial, got.step_us, got.exposed_us, want.step_us, want.exposed_us);
+  ck_assert_msg (got.peak_bytes == want.peak_bytes && got.compute_us == want.compute_us
+                   && got.comm_us == want.comm_us,
+                 "seed %u trial %d: peak, compute or comm differs", seed, trial);
+  sg_sim_result_clear (&want);
+}
+
+/* A random compute node of @g with a tensor value, at or after @from. */
+static SgNodeId
+pick_compute (const SgGraph *g, GRand *rnd, SgNodeId from)
+{
+  for (int tries = 0; tries < 1000; tries++) {
+    SgNodeId v = g_rand_int_range (rnd, from, g->n_nodes - 1);
+    const SgNode *n = &g->nodes[v];
+    if ((n->kind == SG_OP_MM || sg_op_class (n->kind) == SG_CLASS_POINTWISE) && n->meta.ndim >= 0)
+      return v;
+  }
+  return SG_NO_NODE;
+}
+
+/* Adds sigmoid(v) after @v, read by @v's users from then on. */
+static void
+add_after (SgRewrite *rw, SgNodeId v, int k)
+{
+  const SgGraph *g = sg_rewrite_graph (rw);
+  const SgMeta *m = &g->nodes[v].meta;
+  SgArg a[] = { sg_arg_ref (v) };
+  g_autofree char *name = g_strdup_printf ("judge_test_%d", k);
+  SgNodeSpec s = { .name = name, .kind = SG_OP_SIGMOID, .args = a, .n_args = 1,
+                   .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim, m->dtype),
+                   .cost_us = NAN };
+  GError *err = NULL;
+  SgNodeId x = sg_rewrite_add (rw, &s, &err);
+  ck_assert_msg (x != SG_NO_NODE, "%s", err ? err->message : "");
+  sg_rewrite_place (rw, x, v, SG_PLACE_AFTER);
+  sg_rewrite_replace_uses (rw, v, x);
+}
+
+START_TEST (judge_equals_full_simulation_on_similar_graphs)
+{
+  int64_t nodes = 0, skipped = 0, joins = 0, differed = 0;
+  for (guint32 seed = 1; seed <= 24; seed++) {
+    RgCluster cl = (RgCluster)(seed % RG_N_CLUSTERS);
+    g_autofree char *json = rg_graph_json (seed, 300 + 20 * (int)(seed % 5), 40 + (int)(seed % 7),
+                                           1 + (int)(seed % 3), cl);
+    g_autoptr (SgGraph) g = st_load (json, "random");
+    g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+    SgRewrite *rw = sg_rewrite_new (g);
+    GRand *rnd = g_rand_new_with_seed (seed);
+    for (int trial = 0; trial < 16; trial++) {
+      sg_rewrite_reset (rw);
+      /* nothing (the same graph again), or one or two nodes added from
+       * the middle on */
+      int adds = trial % 4 == 3 ? 0 : 1 + trial % 2;
+      SgNodeId from = g->n_nodes / 3;
+      for (int k = 0; k < adds; k++) {
+        SgNodeId v = pick_compute (g, rnd, from);
+        if (v != SG_NO_NODE)
+          add_after (rw, v, k);
+        from = g->n_nodes / 2;
+      }
+      GError *err = NULL;
+      SgGraph *t = sg_rewrite_trial (rw, &err);
+      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
+      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+      assert_judged_exactly (j, t, seed, trial);
+      sg_graph_free (t);
+    }
+    /* the base graph with the cost of a compute node or of a collective
+     * in the middle changed, and back */
+    for (int c = 0; c < 8; c++) {
+      SgNodeId v = c % 2 ? pick_compute (g, rnd, g->n_nodes / 3) : SG_NO_NODE;
+      for (SgNodeId x = g->n_nodes / 3 + g_rand_int_range (rnd, 0, g->n_nodes / 3);
+           v == SG_NO_NODE && x < g->n_nodes; x++)
+        if (sg_op_is_collective (g->nodes[x].kind))
+          v = x;
+      if (v == SG_NO_NODE)
+        continue;
+      double was = g->nodes[v].est_us;
+      g->nodes[v].est_us = was * (c < 4 ? 1.5 : 0.75) + 1.0;
+      sg_graph_changed (g);
+      assert_judged_exactly (j, g, seed, 100 + 2 * c);
+      g->nodes[v].est_us = was;
+      sg_graph_changed (g);
+      assert_judged_exactly (j, g, seed, 101 + 2 * c);
+    }
+    const SgSimJudgeStats *js = sg_sim_judge_stats (j);
+    nodes += js->nodes;
+    skipped += js->nodes_skipped;
+    joins += js->joins;
+    differed += js->differed;
+    g_rand_free (rnd);
+    sg_rewrite_free (rw);
+  }
+  /* most of each run is the previous one's; runs rejoin the previous one,
+   * and some only after checkpoints where the states still differ */
+  ck_assert_msg (skipped * 2 > nodes, "skipped %" G_GINT64_FORMAT " of %" G_GINT64_FORMAT,
+                 skipped, nodes);
+  ck_assert (joins > 0 && differed > 0);
+}
+END_TEST
+
+START_TEST (judge_of_unrelated_graphs_runs_each_whole)
+{
+  g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+  for (guint32 seed = 40; seed < 46; seed++) {
+    g_autofree char *json = rg_graph_json (seed, 200, 30, 2, RG_BOTH);
+    g_autoptr (SgGraph) g = st_load (json, "random");
+    assert_judged_exactly (j, g, seed, 0);
+  }
+  /* each graph has its own cost model: nothing is carried over */
+  ck_assert_int_eq (sg_sim_judge_stats (j)->nodes_skipped, 0);
+}
+END_TEST
+
+int
+main (void)
+{
+  const TTest *tests[] = { judge_equals_full_simulation_on_similar_graphs,
+                           judge_of_unrelated_graphs_runs_each_whole };
+  return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
+}
