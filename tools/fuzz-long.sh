@@ -40,6 +40,9 @@ if [ ! -f "$build/build.ninja" ]; then
     -Db_lundef=false -Dcuda=disabled -Dtests=disabled || exit 1
 fi
 meson configure "$build" -Dfuzz_smoke_seconds="$secs" >/dev/null || exit 1
+# the tree the harnesses are built from (the checkout may move on during
+# the hours they run)
+commit="$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo ' (with local changes)')"
 ninja -C "$build" >/dev/null || exit 1
 names=$(meson test -C "$build" --list 2>/dev/null | sed -n 's/^\(.*:\)\?\(fuzz-smoke-[a-z]*\)$/\2/p')
 if [ -n "$only" ]; then
@@ -57,7 +60,7 @@ meson configure "$build" -Dfuzz_smoke_seconds=60 >/dev/null
   echo "### Fuzzing: $hours h per harness ($start, $(hostname))"
   echo
   echo "Command: \`tools/fuzz-long.sh --hours $hours --jobs $jobs\` at commit" \
-       "$(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet || echo ' (with local changes)');" \
+       "$commit (built at the start);" \
        "$(clang --version | head -1); ASan + UBSan, seed 1, the dictionaries of tests/fuzz/dict."
   echo "Machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')," \
        "$(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo)."
