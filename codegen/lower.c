@@ -187,6 +187,8 @@ place_zero_copy (SgLower *l, SgNodeId id)
   if (sg_op_class (n->kind) == SG_CLASS_VIEW && sg_elision_rolled (&l->el, id)) {
     /* a row block of an elided rank_roll: that block of the roll's input */
     const int32_t bv = l->nval[l->el.view_of[in[0]]];
+    if (bv < 0) /* the validator's view rule keeps this out of reach */
+      return sg_lower_fail (l, id, "the rows of a rank_roll whose input has no storage");
     SgPlanValue base = g_array_index (l->values, SgPlanValue, bv);
     l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset, SG_INIT_NONE);
     set_roll (l, l->nval[id], id);

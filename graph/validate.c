@@ -132,14 +132,18 @@ validate_fresh (const SgGraph *g, SgNodeId id, GError **error)
   return true;
 }
 
-/* A view reads its input's elements only: it cannot reach further than
- * the input does (slices start later, so this bound holds for them too),
- * and it keeps the element type. */
+/* A view has an input tensor (its args[0]: a view of nothing has no
+ * storage to alias) and reads its elements only: it cannot reach further
+ * than the input does (slices start later, so this bound holds for them
+ * too), and it keeps the element type. */
 static bool
 validate_view (const SgGraph *g, SgNodeId id, GError **error)
 {
   const SgNode *n = &g->nodes[id];
-  if (n->n_in == 0 || n->meta.ndim < 0)
+  if (n->n_in == 0)
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': args[0]: a view (%s) needs an input tensor", n->name,
+           sg_op_name (n->kind));
+  if (n->meta.ndim < 0)
     return true;
   uint32_t k;
   const SgNode *base = &g->nodes[sg_node_inputs (g, id, &k)[0]];
