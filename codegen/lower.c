@@ -168,8 +168,9 @@ set_roll (SgLower *l, int32_t v, SgNodeId id)
   x->roll_block = r->block;
 }
 
-/* Step 1 for the nodes zero-copy copies place (true when @id is one). */
-static bool
+/* Step 1 for the nodes zero-copy copies place: 1 when @id is one, 0 when
+ * it is not, -1 when it cannot be placed (@l's error set). */
+static int
 place_zero_copy (SgLower *l, SgNodeId id)
 {
   const SgGraph *g = l->g;
@@ -182,33 +183,35 @@ place_zero_copy (SgLower *l, SgNodeId id)
     l->nval[id] = new_value (l, n->name, &n->meta, b, l->el.view_off[id],
                              input ? SG_INIT_INPUT : SG_INIT_NONE);
     set_roll (l, l->nval[id], id);
-    return true;
+    return 1;
   }
   if (sg_op_class (n->kind) == SG_CLASS_VIEW && sg_elision_rolled (&l->el, id)) {
     /* a row block of an elided rank_roll: that block of the roll's input */
     const int32_t bv = l->nval[l->el.view_of[in[0]]];
-    if (bv < 0) /* the validator's view rule keeps this out of reach */
-      return sg_lower_fail (l, id, "the rows of a rank_roll whose input has no storage");
+    if (bv < 0) {
+      sg_lower_fail (l, id, "the rows of a rank_roll whose input has no storage");
+      return -1;
+    }
     SgPlanValue base = g_array_index (l->values, SgPlanValue, bv);
     l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset, SG_INIT_NONE);
     set_roll (l, l->nval[id], id);
-    return true;
+    return 1;
   }
   if (!copy_elided (l, id))
-    return false;
+    return 0;
   SgNodeId of = l->el.view_of[id];
   if (sg_elision_rolled (&l->el, id) || (n->kind == SG_OP_RANK_ROLL && of >= 0))
-    return true; /* no value: a cat whose rows lie in its rank_roll's buffer in rank order,
+    return 1; /* no value: a cat whose rows lie in its rank_roll's buffer in rank order,
                   * a rank_roll whose slices view its input's blocks */
   if (of < 0) { /* a relocation: its inputs came first and made the buffer */
     l->nval[id] = new_value (l, n->name, &n->meta, l->group_buf[id], 0, SG_INIT_NONE);
-    return true;
+    return 1;
   }
   /* copy: new_value may grow the array */
   SgPlanValue base = g_array_index (l->values, SgPlanValue, l->nval[of]);
   l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + l->el.view_off[id],
                            SG_INIT_NONE);
-  return true;
+  return 1;
 }
 
 /* Step 1 for one node. */
@@ -221,8 +224,11 @@ make_values (SgLower *l, SgNodeId id)
   const SgNodeId *in = sg_node_inputs (g, id, &k);
   l->nval[id] = -1;
   SgOpClass c = sg_op_class (n->kind);
-  if (n->op == SG_NODE_OUTPUT || place_zero_copy (l, id))
+  if (n->op == SG_NODE_OUTPUT)
     return true;
+  const int placed = place_zero_copy (l, id);
+  if (placed)
+    return placed > 0;
   if (n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR || c == SG_CLASS_INPUT) {
     l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_INPUT);
     return true;

@@ -434,16 +434,21 @@ sg_node_inputs (const SgGraph *g, SgNodeId id, uint32_t *n)
   return *n ? &g_array_index (g->inputs, SgNodeId, g->nodes[id].in_first) : none;
 }
 
+/* The extents and strides of @m, ndim of each. A 0-d (or unknown) meta
+ * has none and points at no pool entry: the pool of a graph of scalars is
+ * empty and has no storage to point into. */
 static inline const int64_t *
 sg_meta_shape (const SgGraph *g, const SgMeta *m)
 {
-  return &g_array_index (g->dims, int64_t, m->first);
+  static const int64_t none[1] = { 0 };
+  return m->ndim > 0 ? &g_array_index (g->dims, int64_t, m->first) : none;
 }
 
 static inline const int64_t *
 sg_meta_stride (const SgGraph *g, const SgMeta *m)
 {
-  return &g_array_index (g->dims, int64_t, m->first + (uint32_t)m->ndim);
+  static const int64_t none[1] = { 0 };
+  return m->ndim > 0 ? &g_array_index (g->dims, int64_t, m->first + (uint32_t)m->ndim) : none;
 }
 
 static inline const SgMeta *

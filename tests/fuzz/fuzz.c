@@ -13,10 +13,22 @@
 
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 
+/* A GLib warning or critical is a finding. GLib ends a fatal message with
+ * G_BREAKPOINT (SIGTRAP), which libFuzzer does not catch, so the input
+ * would be lost: abort first (SIGABRT), which libFuzzer saves as a crash. */
+static void
+abort_on_warning (const gchar *domain, GLogLevelFlags level, const gchar *message, gpointer data)
+{
+  g_log_default_handler (domain, level, message, data);
+  if (level & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL | G_LOG_LEVEL_WARNING))
+    abort ();
+}
+
 int
 LLVMFuzzerInitialize (int *argc, char ***argv)
 {
   (void)argc, (void)argv;
+  g_log_set_default_handler (abort_on_warning, NULL);
   g_log_set_always_fatal (G_LOG_LEVEL_WARNING | G_LOG_LEVEL_CRITICAL);
   return 0;
 }
