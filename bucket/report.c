@@ -132,11 +132,11 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
   cJSON_AddNumberToObject (o, "collectives_after", st->collectives_after);
   cJSON_AddNumberToObject (o, "buckets_formed", st->buckets);
   cJSON *e = cJSON_AddObjectToObject (o, "exposed_us");
-  cJSON_AddNumberToObject (e, "unbucketed", sg_report_round_us (st->exposed_before_us));
-  cJSON_AddNumberToObject (e, "bucketed", sg_report_round_us (st->exposed_after_us));
+  sg_report_add_us (e, "unbucketed", st->exposed_before_us);
+  sg_report_add_us (e, "bucketed", st->exposed_after_us);
   cJSON *s = cJSON_AddObjectToObject (o, "step_us");
-  cJSON_AddNumberToObject (s, "unbucketed", sg_report_round_us (st->step_before_us));
-  cJSON_AddNumberToObject (s, "bucketed", sg_report_round_us (st->step_after_us));
+  sg_report_add_us (s, "unbucketed", st->step_before_us);
+  sg_report_add_us (s, "bucketed", st->step_after_us);
   cJSON *pk = cJSON_AddObjectToObject (o, "peak_bytes");
   cJSON_AddNumberToObject (pk, "unbucketed", (double)st->peak_before_bytes);
   cJSON_AddNumberToObject (pk, "bucketed", (double)st->peak_after_bytes);
@@ -145,14 +145,13 @@ sg_bucket_report (const SgGraph *g, const SgBucketStats *st)
   cJSON_AddStringToObject (o, "chosen", from[st->source]);
   cJSON_AddNumberToObject (o, "layers", st->layers);
   cJSON *cand = cJSON_AddObjectToObject (o, "candidates_step_us");
-  cJSON_AddNumberToObject (cand, "unbucketed", sg_report_round_us (st->step_before_us));
+  sg_report_add_us (cand, "unbucketed", st->step_before_us);
   if (!isnan (st->greedy_step_us))
-    cJSON_AddNumberToObject (cand, "greedy", sg_report_round_us (st->greedy_step_us));
+    sg_report_add_us (cand, "greedy", st->greedy_step_us);
   if (!isnan (st->per_layer_step_us))
-    cJSON_AddNumberToObject (cand, "per_layer", sg_report_round_us (st->per_layer_step_us));
+    sg_report_add_us (cand, "per_layer", st->per_layer_step_us);
   if (!isnan (st->per_layer_refined_step_us))
-    cJSON_AddNumberToObject (cand, "per_layer_refined",
-                             sg_report_round_us (st->per_layer_refined_step_us));
+    sg_report_add_us (cand, "per_layer_refined", st->per_layer_refined_step_us);
   cJSON *ref = cJSON_AddObjectToObject (o, "refused");
   cJSON_AddNumberToObject (ref, "cycle", st->refused_cycle);
   cJSON_AddNumberToObject (ref, "cap", st->refused_cap);

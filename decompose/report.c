@@ -59,12 +59,6 @@ sg_site_reason_text (SgSiteReason r)
   return (unsigned)r < SG_SITE_N_REASONS ? reasons[r].text : "?";
 }
 
-static void
-add_us (cJSON *o, const char *key, double us)
-{
-  cJSON_AddNumberToObject (o, key, sg_report_round_us (us));
-}
-
 static bool
 is_site (SgSiteReason r)
 {
@@ -91,10 +85,10 @@ site_row (const SgSiteInfo *s)
       cJSON_AddStringToObject (o, "whole", s->form.regather ? "regather" : "ring");
     if (s->kind == SG_SITE_MM_REDUCE_SCATTER)
       cJSON_AddStringToObject (o, "exchange", s->form.direct ? "direct" : "ring");
-    add_us (o, "exposed_us", s->exposed_us);
-    add_us (o, "gain_us", s->gain_us);
+    sg_report_add_us (o, "exposed_us", s->exposed_us);
+    sg_report_add_us (o, "gain_us", s->gain_us);
   } else if (isfinite (s->bound_us)) {
-    add_us (o, "bound_us", s->bound_us);
+    sg_report_add_us (o, "bound_us", s->bound_us);
   }
   return o;
 }
@@ -116,10 +110,10 @@ sg_decompose_report (const SgGraph *g)
   cJSON_AddNumberToObject (o, "nodes_after", st->nodes_after);
   if (st->judged) {
     cJSON_AddStringToObject (o, "order", st->scheduled ? "scheduled" : "input");
-    add_us (o, "step_before_us", st->step_before_us);
-    add_us (o, "step_after_us", st->step_after_us);
-    add_us (o, "exposed_before_us", st->exposed_before_us);
-    add_us (o, "exposed_after_us", st->exposed_after_us);
+    sg_report_add_us (o, "step_before_us", st->step_before_us);
+    sg_report_add_us (o, "step_after_us", st->step_after_us);
+    sg_report_add_us (o, "exposed_before_us", st->exposed_before_us);
+    sg_report_add_us (o, "exposed_after_us", st->exposed_after_us);
     cJSON_AddNumberToObject (o, "peak_before_bytes", (double)st->peak_before_bytes);
     cJSON_AddNumberToObject (o, "peak_after_bytes", (double)st->peak_after_bytes);
   }

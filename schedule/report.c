@@ -19,8 +19,8 @@ sg_report_round_us (double us)
   return r == 0.0 ? 0.0 : r; /* no "-0" */
 }
 
-static void
-add_us (cJSON *o, const char *key, double us)
+void
+sg_report_add_us (cJSON *o, const char *key, double us)
 {
   cJSON_AddNumberToObject (o, key, sg_report_round_us (us));
 }
@@ -34,20 +34,20 @@ sg_report_metrics (const SgGraph *g, const SgSimResult *r)
   cJSON_AddNumberToObject (m, "hidden", r->hidden);
   cJSON_AddNumberToObject (m, "partial", r->partial);
   cJSON_AddNumberToObject (m, "exposed", r->exposed);
-  add_us (m, "exposed_us", r->exposed_us);
-  add_us (m, "comm_us", r->comm_us);
-  add_us (m, "compute_us", r->compute_us);
-  add_us (m, "step_us", r->step_us);
-  add_us (m, "lower_bound_us", r->lower_bound_us);
+  sg_report_add_us (m, "exposed_us", r->exposed_us);
+  sg_report_add_us (m, "comm_us", r->comm_us);
+  sg_report_add_us (m, "compute_us", r->compute_us);
+  sg_report_add_us (m, "step_us", r->step_us);
+  sg_report_add_us (m, "lower_bound_us", r->lower_bound_us);
   cJSON_AddNumberToObject (m, "peak_bytes", (double)r->peak_bytes);
   const SgLowerBound *b = &r->bound;
   cJSON *lb = cJSON_AddObjectToObject (m, "lower_bound");
-  add_us (lb, "compute_us", b->compute_us);
-  add_us (lb, "comm_stream_us", b->comm_stream_us);
-  add_us (lb, "critical_path_us", b->critical_path_us);
-  add_us (lb, "overlap_us", b->overlap_us);
+  sg_report_add_us (lb, "compute_us", b->compute_us);
+  sg_report_add_us (lb, "comm_stream_us", b->comm_stream_us);
+  sg_report_add_us (lb, "critical_path_us", b->critical_path_us);
+  sg_report_add_us (lb, "overlap_us", b->overlap_us);
   if (b->refined)
-    add_us (lb, "window_us", b->window_us);
+    sg_report_add_us (lb, "window_us", b->window_us);
   else
     cJSON_AddNullToObject (lb, "window_us");
   cJSON_AddStringToObject (lb, "binding", sg_lower_bound_binding (b));
@@ -100,12 +100,12 @@ sg_report_rows (const SgGraph *g, const SgSimResult *r)
     cJSON_AddStringToObject (o, "kind", sg_op_name (n->kind));
     cJSON_AddStringToObject (o, "group", group_name (g, n->group));
     cJSON_AddNumberToObject (o, "bytes", (double)sg_node_comm_bytes (g, row->node));
-    add_us (o, "estimated_us", row->est_us);
-    add_us (o, "exposed_us", row->exposed_us);
+    sg_report_add_us (o, "estimated_us", row->est_us);
+    sg_report_add_us (o, "exposed_us", row->exposed_us);
     cJSON_AddStringToObject (o, "status", sg_exposure_name (row->status));
     cJSON_AddStringToObject (o, "source", sg_cost_source_name (n->est_src));
-    add_us (o, "start_us", row->start_us);
-    add_us (o, "end_us", row->end_us);
+    sg_report_add_us (o, "start_us", row->start_us);
+    sg_report_add_us (o, "end_us", row->end_us);
     if (row->hidden_by != SG_NO_NODE)
       cJSON_AddStringToObject (o, "hidden_by", g->nodes[row->hidden_by].name);
     else
@@ -117,7 +117,7 @@ sg_report_rows (const SgGraph *g, const SgSimResult *r)
       cJSON_AddNullToObject (o, "wait");
     /* how long before its wait it ended (negative: the stall) */
     if (row->wait != SG_NO_NODE && r->node_start)
-      add_us (o, "slack_us", r->node_start[row->wait] - row->end_us);
+      sg_report_add_us (o, "slack_us", r->node_start[row->wait] - row->end_us);
     else
       cJSON_AddNullToObject (o, "slack_us");
     cJSON_AddItemToArray (rows, o);
@@ -188,8 +188,8 @@ trace_event (cJSON *ev, const char *name, const char *cat, int tid, double ts, d
   cJSON_AddStringToObject (e, "ph", "X");
   cJSON_AddNumberToObject (e, "pid", 0);
   cJSON_AddNumberToObject (e, "tid", tid);
-  add_us (e, "ts", ts);
-  add_us (e, "dur", dur);
+  sg_report_add_us (e, "ts", ts);
+  sg_report_add_us (e, "dur", dur);
   cJSON_AddItemToObject (e, "args", args);
   cJSON_AddItemToArray (ev, e);
 }
@@ -252,7 +252,7 @@ sg_trace_build (const SgGraph *g, const SgSimResult *r)
       continue;
     cJSON *args = cJSON_CreateObject ();
     cJSON_AddStringToObject (args, "op", sg_op_name (n->kind));
-    add_us (args, "est_us", sg_sched_cost (n));
+    sg_report_add_us (args, "est_us", sg_sched_cost (n));
     cJSON_AddStringToObject (args, "source", sg_cost_source_name (n->est_src));
     trace_event (ev, n->name, role == SG_ROLE_WAIT ? "stall" : "compute", 0, r->node_start[x],
                  dur, args);
@@ -262,10 +262,10 @@ sg_trace_build (const SgGraph *g, const SgSimResult *r)
     const SgNode *n = &g->nodes[row->node];
     cJSON *args = cJSON_CreateObject ();
     cJSON_AddStringToObject (args, "op", sg_op_name (n->kind));
-    add_us (args, "est_us", row->est_us);
+    sg_report_add_us (args, "est_us", row->est_us);
     cJSON_AddStringToObject (args, "source", sg_cost_source_name (n->est_src));
     cJSON_AddNumberToObject (args, "bytes", (double)sg_node_comm_bytes (g, row->node));
-    add_us (args, "exposed_us", row->exposed_us);
+    sg_report_add_us (args, "exposed_us", row->exposed_us);
     cJSON_AddStringToObject (args, "status", sg_exposure_name (row->status));
     if (row->hidden_by != SG_NO_NODE)
       cJSON_AddStringToObject (args, "hidden_by", g->nodes[row->hidden_by].name);

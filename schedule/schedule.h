@@ -352,5 +352,7 @@ void sg_report_print_summary (FILE *out, const char *label, const SgGraph *g,
 cJSON *sg_trace_build (const SgGraph *g, const SgSimResult *r);
 /* Rounds to 0.001 (the precision every report uses). */
 double sg_report_round_us (double us);
+/* Adds @us to @o under @key, rounded as sg_report_round_us() does. */
+void sg_report_add_us (cJSON *o, const char *key, double us);
 
 G_END_DECLS
