@@ -202,7 +202,7 @@ place_zero_copy (SgLower *l, SgNodeId id)
   SgNodeId of = l->el.view_of[id];
   if (sg_elision_rolled (&l->el, id) || (n->kind == SG_OP_RANK_ROLL && of >= 0))
     return 1; /* no value: a cat whose rows lie in its rank_roll's buffer in rank order,
-                  * a rank_roll whose slices view its input's blocks */
+               * a rank_roll whose slices view its input's blocks */
   if (of < 0) { /* a relocation: its inputs came first and made the buffer */
     l->nval[id] = new_value (l, n->name, &n->meta, l->group_buf[id], 0, SG_INIT_NONE);
     return 1;

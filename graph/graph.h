@@ -447,8 +447,7 @@ sg_meta_shape (const SgGraph *g, const SgMeta *m)
 static inline const int64_t *
 sg_meta_stride (const SgGraph *g, const SgMeta *m)
 {
-  static const int64_t none[1] = { 0 };
-  return m->ndim > 0 ? &g_array_index (g->dims, int64_t, m->first + (uint32_t)m->ndim) : none;
+  return sg_meta_shape (g, m) + (m->ndim > 0 ? m->ndim : 0);
 }
 
 static inline const SgMeta *
