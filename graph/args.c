@@ -171,7 +171,7 @@ json_value (SgArgBuild *b, const cJSON *v, int depth, const char *where, const c
           SG_MAX_ARG_DEPTH);
   SgArg a = { .type = SG_ARG_NONE };
   if (cJSON_IsObject (v)) {
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive (v, "node");
+    const cJSON *ref = sg_json_member (v, "node");
     if (ref) {
       if (!cJSON_IsString (ref) || cJSON_GetArraySize (v) != 1)
         FAIL (SG_GRAPH_ERROR_FORMAT,

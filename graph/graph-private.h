@@ -3,8 +3,26 @@
 
 #include "graph.h"
 
+#include <string.h>
+
 /* Deeper nesting inside args/kwargs is refused at load. */
 #define SG_MAX_ARG_DEPTH 64
+
+/* cJSON_GetObjectItemCaseSensitive(), inlined: the first member of @obj
+ * named @key (duplicates: the first), NULL when none or @obj is not an
+ * object. The loader looks up every field of every node. */
+static inline const cJSON *
+sg_json_member (const cJSON *obj, const char *key)
+{
+  for (const cJSON *c = obj ? obj->child : NULL; c && c->string; c = c->next)
+    if (c->string[0] == key[0] && strcmp (c->string, key) == 0)
+      return c;
+  return NULL;
+}
+
+/* sg_graph_append(), the node's inputs collected in @refs (emptied
+ * first; NULL: an array of its own): the loader reuses one for every node. */
+SgNodeId sg_graph_append_reusing (SgGraph *g, const cJSON *obj, GArray *refs, GError **error);
 
 /* args.c: building a node's typed arguments in g->args. */
 typedef struct {

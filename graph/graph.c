@@ -290,9 +290,9 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
     return true;
   if (!cJSON_IsObject (m))
     FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s: expected an object", node, field);
-  const cJSON *shape = cJSON_GetObjectItemCaseSensitive (m, "shape");
-  const cJSON *stride = cJSON_GetObjectItemCaseSensitive (m, "stride");
-  const cJSON *dtype = cJSON_GetObjectItemCaseSensitive (m, "dtype");
+  const cJSON *shape = sg_json_member (m, "shape");
+  const cJSON *stride = sg_json_member (m, "stride");
+  const cJSON *dtype = sg_json_member (m, "dtype");
   if (!shape && !dtype)
     return true; /* no tensor value described */
   if (!cJSON_IsArray (shape))
@@ -606,6 +606,12 @@ base_input_of (gconstpointer ctx, SgNodeId id)
 SgNodeId
 sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
 {
+  return sg_graph_append_reusing (g, obj, NULL, error);
+}
+
+SgNodeId
+sg_graph_append_reusing (SgGraph *g, const cJSON *obj, GArray *refs, GError **error)
+{
 #define NFAIL(code, ...)                                                       \
   do {                                                                         \
     g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
@@ -616,7 +622,7 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
   SgArgBuild ab = { 0 };
   if (!cJSON_IsObject (obj))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node #%d: expected an object", g->n_nodes);
-  const cJSON *jname = cJSON_GetObjectItemCaseSensitive (obj, "name");
+  const cJSON *jname = sg_json_member (obj, "name");
   if (!cJSON_IsString (jname) || !jname->valuestring[0])
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node #%d: field 'name': expected a non-empty string",
            g->n_nodes);
@@ -625,7 +631,7 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
   if (dup != SG_NO_NODE)
     NFAIL (SG_GRAPH_ERROR_REF, "node '%s' (#%d): duplicate name (already node #%d)", name,
            g->n_nodes, dup);
-  const cJSON *jop = cJSON_GetObjectItemCaseSensitive (obj, "op");
+  const cJSON *jop = sg_json_member (obj, "op");
   SgNodeOp op;
   if (!cJSON_IsString (jop))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'op': expected a string", name);
@@ -633,11 +639,11 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
     NFAIL (SG_GRAPH_ERROR_FORMAT,
            "node '%s': field 'op': unknown op '%s' (placeholder, get_attr, call_function, output)",
            name, jop->valuestring);
-  const cJSON *jtarget = cJSON_GetObjectItemCaseSensitive (obj, "target");
+  const cJSON *jtarget = sg_json_member (obj, "target");
   if (!cJSON_IsString (jtarget))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'target': expected a string", name);
-  const cJSON *args = cJSON_GetObjectItemCaseSensitive (obj, "args");
-  const cJSON *kwargs = cJSON_GetObjectItemCaseSensitive (obj, "kwargs");
+  const cJSON *args = sg_json_member (obj, "args");
+  const cJSON *kwargs = sg_json_member (obj, "kwargs");
   if (args && !cJSON_IsArray (args))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'args': expected a list", name);
   if (kwargs && !cJSON_IsObject (kwargs))
@@ -648,15 +654,15 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
 
   SgNode n = { 0 };
   n.op = op;
-  sg_arg_build_init (&ab, g, name, NULL, NULL, error);
+  sg_arg_build_init (&ab, g, name, NULL, refs, error);
   if (!sg_args_from_json (&ab, args, kwargs, &n))
     goto fail;
-  n.name = sg_graph_intern (g, name);
+  n.name = g_string_chunk_insert (g->strings, name); /* unique: no table of names to share */
   n.target = sg_graph_intern (g, jtarget->valuestring);
   n.cost_us = NAN;
 
-  const cJSON *meta = cJSON_GetObjectItemCaseSensitive (obj, "meta");
-  const cJSON *tuple = meta ? cJSON_GetObjectItemCaseSensitive (meta, "tuple") : NULL;
+  const cJSON *meta = sg_json_member (obj, "meta");
+  const cJSON *tuple = meta ? sg_json_member (meta, "tuple") : NULL;
   if (tuple) {
     if (!cJSON_IsArray (tuple))
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': meta.tuple: expected a list", name);
@@ -681,7 +687,7 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
     goto fail;
   }
 
-  const cJSON *cost = cJSON_GetObjectItemCaseSensitive (obj, "cost_us");
+  const cJSON *cost = sg_json_member (obj, "cost_us");
   if (cost) {
     if (!cJSON_IsNumber (cost))
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number of "
@@ -691,7 +697,7 @@ sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
              "microseconds", name, cost->valuedouble, MAX_COST_US);
     n.cost_us = cost->valuedouble;
   }
-  const cJSON *sms = cJSON_GetObjectItemCaseSensitive (obj, "sm_count");
+  const cJSON *sms = sg_json_member (obj, "sm_count");
   if (sms) {
     int64_t v;
     if (!json_int (sms, &v) || v < 0 || v > SG_MAX_SM_COUNT)

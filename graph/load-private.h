@@ -14,3 +14,18 @@ const char *sg_load_first_undefined (const SgGraph *g, const cJSON *v, GString *
  * points just after the node's element, @end at the end of the document. */
 void sg_load_diagnose_ref (const char *name, int index, const char *field, const char *missing,
                            const char *rest, const char *end, GError **error);
+
+/* The node reader (load-json.c): an arena of cJSON-shaped trees, reused
+ * from node to node. */
+typedef struct SgLoadArena SgLoadArena;
+SgLoadArena *sg_load_arena_new (void);
+void sg_load_arena_free (SgLoadArena *a);
+
+/* (transfer none) The node object at @p (leading JSON whitespace allowed),
+ * read into @a, which it empties first: the tree cJSON_Parse would give,
+ * valid until the next call. *@stop: just past the object. NULL when the
+ * text is outside the reader's strict subset (any syntax error included):
+ * the caller parses it with cJSON. */
+const cJSON *sg_load_read_node (SgLoadArena *a, const char *p, const char *end,
+                                const char **stop);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgLoadArena, sg_load_arena_free)

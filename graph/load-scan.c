@@ -17,6 +17,7 @@
  * Requires: nothing. Invalidates: nothing.
  */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "textio.h"
@@ -116,6 +117,47 @@ set_at (GError **error, int code, const char *doc, const char *at, const char *f
   g_set_error (error, SG_JSON_ERROR, code, "line %zu, column %zu: %s", line, col, msg);
 }
 
+/* The first byte at or after @p that is not ASCII or is NUL: eight bytes
+ * at a time (a word with a high bit set or a zero byte stops the run). */
+static const char *
+skip_ascii (const char *p, const char *end)
+{
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  while (end - p >= 8) {
+    uint64_t w;
+    memcpy (&w, p, sizeof w);
+    if ((w & highs) || ((w - ones) & ~w & highs))
+      break;
+    p += 8;
+  }
+  while (p < end && (unsigned char)*p - 1u < 0x7Fu)
+    p++;
+  return p;
+}
+
+/* g_utf8_validate() over [@p, @end), the same answer and *@bad: ASCII
+ * runs are skipped by words, and each run of non-ASCII bytes (which valid
+ * UTF-8 ends at a character boundary) is validated alone. */
+static bool
+utf8_valid (const char *p, const char *end, const char **bad)
+{
+  for (;;) {
+    p = skip_ascii (p, end);
+    if (p == end)
+      return true;
+    if (*p == '\0') {
+      *bad = p;
+      return false;
+    }
+    const char *q = p + 1;
+    while (q < end && (unsigned char)*q >= 0x80)
+      q++;
+    if (!g_utf8_validate (p, (gssize)(q - p), bad))
+      return false;
+    p = q;
+  }
+}
+
 bool
 sg_json_check_encoding (const char *data, size_t len, GError **error)
 {
@@ -126,7 +168,7 @@ sg_json_check_encoding (const char *data, size_t len, GError **error)
     return false;
   }
   const char *bad;
-  if (len && !g_utf8_validate (data, (gssize)len, &bad)) {
+  if (len && !utf8_valid (data, data + len, &bad)) {
     size_t line, col;
     sg_json_line_col (data, bad, &line, &col);
     g_set_error (error, SG_JSON_ERROR, SG_JSON_ERROR_ENCODING,

@@ -19,6 +19,8 @@
  */
 #include "load-private.h"
 
+#include "graph-private.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -279,9 +281,16 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
     *pp = p + 1;
     return true;
   }
+  g_autoptr (SgLoadArena) arena = sg_load_arena_new ();
+  g_autoptr (GArray) refs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   for (int index = 0;; index++) {
-    cJSON *obj = parse_value (ld, &p, error);
-    if (!obj)
+    /* the arena reader first; cJSON (and its diagnostics) for the rest */
+    cJSON *parsed = NULL;
+    const char *stop;
+    const cJSON *obj = sg_load_read_node (arena, p, ld->end, &stop);
+    if (obj)
+      p = stop;
+    else if (!(obj = parsed = parse_value (ld, &p, error)))
       return false;
     const cJSON *jop = cJSON_GetObjectItemCaseSensitive (obj, "op");
     if (g->output != SG_NO_NODE && !(cJSON_IsString (jop) && strcmp (jop->valuestring, "output") == 0)) {
@@ -289,10 +298,10 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
       g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_INVALID,
                    "node '%s' (#%d): comes after the output node '%s'; output must be last",
                    cJSON_IsString (jn) ? jn->valuestring : "?", index, g->nodes[g->output].name);
-      cJSON_Delete (obj);
+      cJSON_Delete (parsed);
       return false;
     }
-    if (sg_graph_append (g, obj, error) == SG_NO_NODE) {
+    if (sg_graph_append_reusing (g, obj, refs, error) == SG_NO_NODE) {
       const cJSON *jn = cJSON_GetObjectItemCaseSensitive (obj, "name");
       if (g_error_matches (*error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF) && cJSON_IsString (jn)
           && sg_graph_lookup (g, jn->valuestring) == SG_NO_NODE) {
@@ -308,10 +317,10 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
           }
         }
       }
-      cJSON_Delete (obj);
+      cJSON_Delete (parsed);
       return false;
     }
-    cJSON_Delete (obj);
+    cJSON_Delete (parsed);
     drop_parsed (ld, p);
     p = sg_load_skip_ws (p, ld->end);
     if (p >= ld->end) {

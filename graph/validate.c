@@ -59,35 +59,46 @@ validate_groups (const SgGraph *g, GError **error)
   return true;
 }
 
+/* The field a message names: "meta", or "meta.tuple[T]" for @t >= 0
+ * (formatted only when a rule fails). */
+static const char *
+meta_field (char buf[32], int64_t t)
+{
+  if (t < 0)
+    return "meta";
+  g_snprintf (buf, 32, "meta.tuple[%" G_GINT64_FORMAT "]", t);
+  return buf;
+}
+
 static bool
-validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, const char *field,
-               GError **error)
+validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, int64_t t, GError **error)
 {
   if (m->ndim < 0)
     return true;
+  char buf[32];
   if (m->ndim > SG_MAX_DIMS)
     VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: %d dimensions (at most %d)", n->name,
-           field, m->ndim, SG_MAX_DIMS);
+           meta_field (buf, t), m->ndim, SG_MAX_DIMS);
   if ((uint64_t)m->first + 2 * (uint64_t)m->ndim > g->dims->len)
-    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': %s: dims outside the pool", n->name, field);
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': %s: dims outside the pool", n->name, meta_field (buf, t));
   if (m->dtype <= SG_DTYPE_INVALID || m->dtype >= SG_DTYPE_N)
-    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s.dtype: not a known dtype", n->name, field);
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s.dtype: not a known dtype", n->name, meta_field (buf, t));
   const int64_t *sh = sg_meta_shape (g, m), *st = sg_meta_stride (g, m);
   uint64_t numel = 1;
   for (int32_t d = 0; d < m->ndim; d++) {
     if (sh[d] < 0)
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape[%d]: negative extent %" G_GINT64_FORMAT,
-             n->name, field, d, sh[d]);
+             n->name, meta_field (buf, t), d, sh[d]);
     if (st[d] < 0)
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride[%d]: negative stride %" G_GINT64_FORMAT,
-             n->name, field, d, st[d]);
+             n->name, meta_field (buf, t), d, st[d]);
     if (sh[d] && numel > MAX_EXTENT / (uint64_t)sh[d])
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", n->name,
-             field);
+             meta_field (buf, t));
     numel *= (uint64_t)sh[d];
   }
   if (numel > MAX_EXTENT / sg_dtype_size (m->dtype))
-    VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name, field);
+    VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name, meta_field (buf, t));
   return true;
 }
 
@@ -398,14 +409,35 @@ validate_args (const SgGraph *g, SgNodeId id, GError **error)
   return check_arg (g, n, &args, 0, error) && check_arg (g, n, &kwargs, 0, error);
 }
 
+/* Each node's key in g->by_name, read off the table in one pass (ids out
+ * of range are skipped): where it equals the node's name, the name
+ * resolves to the node (keys are distinct), and validate_node need not
+ * look it up (a lookup per node is a few cache misses at a million
+ * nodes). */
+static const char **
+keys_by_node (const SgGraph *g)
+{
+  const char **key_of = g_new0 (const char *, (size_t)g->n_nodes);
+  GHashTableIter it;
+  gpointer key, value;
+  g_hash_table_iter_init (&it, g->by_name);
+  while (g_hash_table_iter_next (&it, &key, &value)) {
+    SgNodeId id = GPOINTER_TO_INT (value) - 1;
+    if (id >= 0 && id < g->n_nodes)
+      key_of[id] = key;
+  }
+  return key_of;
+}
+
 static bool
-validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen,
-               uint32_t *elem_of, GError **error)
+validate_node (const SgGraph *g, SgNodeId id, const char *key, uint32_t *waits_on,
+               uint32_t *seen, uint32_t *elem_of, GError **error)
 {
   const SgNode *n = &g->nodes[id];
   if (!n->name || !n->name[0])
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node #%d: name: missing", id);
-  if (sg_graph_lookup (g, n->name) != id)
+  bool resolves = key && (key == n->name || strcmp (key, n->name) == 0);
+  if (!resolves && sg_graph_lookup (g, n->name) != id)
     VFAIL (SG_GRAPH_ERROR_REF, "node '%s' (#%d): name: duplicate name or stale name table (it "
            "resolves to #%d)", n->name, id, sg_graph_lookup (g, n->name));
   if (!n->target)
@@ -473,15 +505,14 @@ validate_node (const SgGraph *g, SgNodeId id, uint32_t *waits_on, uint32_t *seen
     uint64_t bytes = 0;
     for (uint32_t t = 0; t < n->n_tuple; t++) {
       char field[32];
-      g_snprintf (field, sizeof field, "meta.tuple[%u]", t);
-      if (!validate_meta (g, n, sg_node_tuple_meta (g, id, t), field, error))
+      if (!validate_meta (g, n, sg_node_tuple_meta (g, id, t), t, error))
         return false;
       bytes += sg_meta_bytes (g, sg_node_tuple_meta (g, id, t));
       if (bytes > MAX_EXTENT)
         VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s: the tuple totals more than 2^62 bytes",
-               n->name, field);
+               n->name, meta_field (field, t));
     }
-  } else if (!validate_meta (g, n, &n->meta, "meta", error)) {
+  } else if (!validate_meta (g, n, &n->meta, -1, error)) {
     return false;
   }
 
@@ -577,9 +608,13 @@ sg_graph_validate (const SgGraph *g, GError **error)
   /* Memory sums (peak bytes, reports) stay exact: all tensors together
    * stay below 2^62 bytes, as each one does. */
   uint64_t total = 0;
+  g_autofree const char **key_of = keys_by_node (g);
+  g_autoptr (GArray) permutes = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   for (SgNodeId id = 0; id < g->n_nodes; id++) {
-    if (!validate_node (g, id, waits_on, seen, elem_of, error))
+    if (!validate_node (g, id, key_of[id], waits_on, seen, elem_of, error))
       return false;
+    if (g->nodes[id].kind == SG_OP_COLLECTIVE_PERMUTE)
+      g_array_append_val (permutes, id);
     total += sg_node_alloc_bytes (g, id);
     if (total > MAX_EXTENT)
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta: the graph's tensors up to here total more "
@@ -587,9 +622,11 @@ sg_graph_validate (const SgGraph *g, GError **error)
   }
   /* A point-to-point step is async like the c10d collectives, and its
    * peers' copies are ordered only by its wait: one must follow it. */
-  for (SgNodeId id = 0; id < g->n_nodes; id++)
-    if (g->nodes[id].kind == SG_OP_COLLECTIVE_PERMUTE && waits_on[id] == 0)
+  for (guint i = 0; i < permutes->len; i++) {
+    SgNodeId id = g_array_index (permutes, SgNodeId, i);
+    if (waits_on[id] == 0)
       VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': no wait_tensor waits on this collective_permute "
              "(one must follow it)", g->nodes[id].name);
+  }
   return true;
 }

@@ -1,0 +1,420 @@
+/* load-json.c: the graph loader's node reader (load-private.h).
+ *
+ * Parses one node object into a cJSON-shaped tree whose items and strings
+ * live in an arena reused from node to node: no malloc or free per item,
+ * which was most of a node's load time (cJSON_Parse + cJSON_Delete). It
+ * reads the strict JSON grammar only, and for what it accepts gives the
+ * tree cJSON 1.7 gives: the same types, valuedouble and saturated valueint
+ * (numbers through the same strtod), strings with the same escapes (\u
+ * with surrogate pairs), duplicate keys kept in order, and the same end.
+ * Whatever lies outside that subset is declined rather than diagnosed: a
+ * syntax error, whitespace cJSON skips but JSON does not have, a number of
+ * 63 characters or more (cJSON cuts it), one that is not a finite double,
+ * a \u escape that is not four hex digits or is \u0000, a lone surrogate,
+ * nesting deeper than FAST_DEPTH. The loader then parses the element with
+ * cJSON as before, so every message and position of a rejected file comes
+ * from one place (load.c). Mirrors the fast path / exact fallback split of
+ * simdjson's number parser, for a whole value.
+ *
+ * Requires: nothing. Invalidates: nothing.
+ */
+#include "load-private.h"
+
+#include <limits.h>
+#include <locale.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Deeper values are left to cJSON (whose limit is CJSON_NESTING_LIMIT). */
+#define FAST_DEPTH 256
+/* cJSON copies at most 63 characters of a number before strtod. */
+#define NUMBER_MAX 63
+#define BLOCK_MIN ((size_t)64 << 10)
+
+typedef struct Block {
+  struct Block *next;
+  size_t size, used;
+  max_align_t data[];
+} Block;
+
+struct SgLoadArena {
+  Block *head, *cur;
+};
+
+SgLoadArena *
+sg_load_arena_new (void)
+{
+  return g_new0 (SgLoadArena, 1);
+}
+
+void
+sg_load_arena_free (SgLoadArena *a)
+{
+  if (!a)
+    return;
+  for (Block *b = a->head, *next; b; b = next) {
+    next = b->next;
+    g_free (b);
+  }
+  g_free (a);
+}
+
+static void *
+arena_alloc (SgLoadArena *a, size_t n)
+{
+  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
+  Block *b = a->cur;
+  while (b && b->size - b->used < n) {
+    b = b->next;
+    if (b)
+      b->used = 0;
+  }
+  if (!b) {
+    size_t size = MAX (BLOCK_MIN, n);
+    b = g_malloc (sizeof (Block) + size);
+    *b = (Block){ .size = size };
+    /* appended after the current last block, so reuse walks them in order */
+    Block **link = &a->head;
+    while (*link)
+      link = &(*link)->next;
+    *link = b;
+  }
+  a->cur = b;
+  void *r = (char *)b->data + b->used;
+  b->used += n;
+  return r;
+}
+
+static void
+arena_reset (SgLoadArena *a)
+{
+  a->cur = a->head;
+  if (a->head)
+    a->head->used = 0;
+}
+
+typedef struct {
+  SgLoadArena *a;
+  const char *end;
+  char decimal_point; /* the locale's, as cJSON's parse_number uses; 0: not read yet */
+} Reader;
+
+static inline const char *
+skip_ws (const char *p, const char *end)
+{
+  if (p < end && (unsigned char)*p > ' ')
+    return p;
+  while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
+    p++;
+  return p;
+}
+
+static int
+hex4 (const char *p)
+{
+  int h = 0;
+  for (int i = 0; i < 4; i++) {
+    char c = p[i];
+    int d = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (d < 0)
+      return -1;
+    h = h << 4 | d;
+  }
+  return h;
+}
+
+/* A \u escape at @p (inside a string ending at @q) as UTF-8 at *@out;
+ * returns the escape's length, 0 to decline. cJSON's
+ * utf16_literal_to_utf8 where the hex digits are valid. */
+static int
+unicode_escape (const char *p, const char *q, char **out)
+{
+  if (q - p < 6)
+    return 0;
+  int first = hex4 (p + 2), len = 6;
+  if (first <= 0 || (first >= 0xDC00 && first <= 0xDFFF))
+    return 0;
+  uint32_t cp = (uint32_t)first;
+  if (first >= 0xD800 && first <= 0xDBFF) {
+    if (q - p < 12 || p[6] != '\\' || p[7] != 'u')
+      return 0;
+    int second = hex4 (p + 8);
+    if (second < 0xDC00 || second > 0xDFFF)
+      return 0;
+    cp = 0x10000 + (((uint32_t)first & 0x3FF) << 10 | ((uint32_t)second & 0x3FF));
+    len = 12;
+  }
+  unsigned char *o = (unsigned char *)*out;
+  if (cp < 0x80) {
+    *o++ = (unsigned char)cp;
+  } else if (cp < 0x800) {
+    *o++ = (unsigned char)(0xC0 | cp >> 6);
+    *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    *o++ = (unsigned char)(0xE0 | cp >> 12);
+    *o++ = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+  } else {
+    *o++ = (unsigned char)(0xF0 | cp >> 18);
+    *o++ = (unsigned char)(0x80 | (cp >> 12 & 0x3F));
+    *o++ = (unsigned char)(0x80 | (cp >> 6 & 0x3F));
+    *o++ = (unsigned char)(0x80 | (cp & 0x3F));
+  }
+  *out = (char *)o;
+  return len;
+}
+
+/* The first '"' or '\\' in [@p, @end), or @end: eight bytes at a time. */
+static inline const char *
+quote_or_backslash (const char *p, const char *end)
+{
+#if G_BYTE_ORDER == G_LITTLE_ENDIAN
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  while (end - p >= 8) {
+    uint64_t w;
+    memcpy (&w, p, sizeof w);
+    uint64_t a = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    uint64_t hits = ((a - ones) & ~a & highs) | ((b - ones) & ~b & highs);
+    if (hits) /* the lowest flagged byte is a match (little-endian) */
+      return p + (__builtin_ctzll (hits) >> 3);
+    p += 8;
+  }
+#endif
+  while (p < end && *p != '"' && *p != '\\')
+    p++;
+  return p;
+}
+
+/* The string whose opening quote is at @p, unescaped into the arena;
+ * *@after: past the closing quote. */
+static char *
+read_string (Reader *r, const char *p, const char **after)
+{
+  const char *s = p + 1, *q = s;
+  bool escapes = false;
+  /* the closing quote as cJSON finds it: a backslash skips one byte */
+  for (;;) {
+    const char *hit = quote_or_backslash (q, r->end);
+    if (hit >= r->end)
+      return NULL;
+    if (*hit == '"') {
+      q = hit;
+      break;
+    }
+    escapes = true;
+    q = hit + 2;
+    if (q >= r->end)
+      return NULL;
+  }
+  size_t n = (size_t)(q - s);
+  char *out = arena_alloc (r->a, n + 1);
+  if (!escapes) {
+    memcpy (out, s, n);
+    out[n] = '\0';
+    *after = q + 1;
+    return out;
+  }
+  char *o = out;
+  for (const char *i = s; i < q;) {
+    if (*i != '\\') {
+      *o++ = *i++;
+      continue;
+    }
+    int len = 2;
+    switch (i[1]) {
+    case 'b': *o++ = '\b'; break;
+    case 'f': *o++ = '\f'; break;
+    case 'n': *o++ = '\n'; break;
+    case 'r': *o++ = '\r'; break;
+    case 't': *o++ = '\t'; break;
+    case '"':
+    case '\\':
+    case '/': *o++ = i[1]; break;
+    case 'u':
+      len = unicode_escape (i, q, &o);
+      if (!len)
+        return NULL;
+      break;
+    default: return NULL;
+    }
+    i += len;
+  }
+  *o = '\0';
+  *after = q + 1;
+  return out;
+}
+
+static bool
+is_digit (char c)
+{
+  return c >= '0' && c <= '9';
+}
+
+/* A number in JSON's grammar at @p; NULL to decline. */
+static const char *
+read_number (Reader *r, const char *p, cJSON *item)
+{
+  const char *s = p, *end = r->end;
+  bool neg = p < end && *p == '-';
+  if (neg)
+    p++;
+  if (p < end && *p == '0')
+    p++;
+  else if (p < end && *p >= '1' && *p <= '9')
+    while (p < end && is_digit (*p))
+      p++;
+  else
+    return NULL;
+  const char *int_end = p;
+  bool plain = true;
+  if (p < end && *p == '.') {
+    plain = false;
+    if (++p >= end || !is_digit (*p))
+      return NULL;
+    while (p < end && is_digit (*p))
+      p++;
+  }
+  if (p < end && (*p == 'e' || *p == 'E')) {
+    plain = false;
+    p++;
+    if (p < end && (*p == '+' || *p == '-'))
+      p++;
+    if (p >= end || !is_digit (*p))
+      return NULL;
+    while (p < end && is_digit (*p))
+      p++;
+  }
+  size_t n = (size_t)(p - s);
+  if (n >= NUMBER_MAX)
+    return NULL;
+  double d;
+  const char *digits = s + neg;
+  if (plain && int_end - digits <= 15) {
+    /* below 2^53: the value strtod rounds to is the integer itself */
+    int64_t v = 0;
+    for (const char *c = digits; c < int_end; c++)
+      v = v * 10 + (*c - '0');
+    d = neg ? -(double)v : (double)v;
+  } else {
+    char buf[NUMBER_MAX + 1];
+    if (!r->decimal_point)
+      r->decimal_point = *localeconv ()->decimal_point;
+    for (size_t i = 0; i < n; i++)
+      buf[i] = s[i] == '.' ? r->decimal_point : s[i];
+    buf[n] = '\0';
+    char *stop;
+    d = strtod (buf, &stop);
+    if (stop != buf + n || !isfinite (d))
+      return NULL;
+  }
+  item->type = cJSON_Number;
+  item->valuedouble = d;
+  item->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;
+  return p;
+}
+
+static const char *read_value (Reader *r, const char *p, cJSON *item, int depth);
+
+/* The members of an array (@obj false) or object after its opening
+ * bracket at @p. */
+static const char *
+read_container (Reader *r, const char *p, cJSON *item, bool obj, int depth)
+{
+  if (depth >= FAST_DEPTH)
+    return NULL;
+  item->type = obj ? cJSON_Object : cJSON_Array;
+  char close = obj ? '}' : ']';
+  p = skip_ws (p + 1, r->end);
+  if (p < r->end && *p == close)
+    return p + 1;
+  cJSON *last = NULL;
+  for (;;) {
+    cJSON *c = arena_alloc (r->a, sizeof *c);
+    memset (c, 0, sizeof *c);
+    if (obj) {
+      if (p >= r->end || *p != '"' || !(c->string = read_string (r, p, &p)))
+        return NULL;
+      p = skip_ws (p, r->end);
+      if (p >= r->end || *p != ':')
+        return NULL;
+      p = skip_ws (p + 1, r->end);
+    }
+    if (!(p = read_value (r, p, c, depth + 1)))
+      return NULL;
+    if (last) {
+      last->next = c;
+      c->prev = last;
+    } else {
+      item->child = c;
+    }
+    last = c;
+    item->child->prev = last;
+    p = skip_ws (p, r->end);
+    if (p >= r->end)
+      return NULL;
+    if (*p == close)
+      return p + 1;
+    if (*p != ',')
+      return NULL;
+    p = skip_ws (p + 1, r->end);
+  }
+}
+
+static bool
+literal (const char *p, const char *end, const char *word, size_t n)
+{
+  return (size_t)(end - p) >= n && memcmp (p, word, n) == 0;
+}
+
+static const char *
+read_value (Reader *r, const char *p, cJSON *item, int depth)
+{
+  if (p >= r->end)
+    return NULL;
+  switch (*p) {
+  case '{': return read_container (r, p, item, true, depth);
+  case '[': return read_container (r, p, item, false, depth);
+  case '"':
+    item->type = cJSON_String;
+    item->valuestring = read_string (r, p, &p);
+    return item->valuestring ? p : NULL;
+  case 't':
+    if (!literal (p, r->end, "true", 4))
+      return NULL;
+    item->type = cJSON_True;
+    item->valueint = 1;
+    return p + 4;
+  case 'f':
+    if (!literal (p, r->end, "false", 5))
+      return NULL;
+    item->type = cJSON_False;
+    return p + 5;
+  case 'n':
+    if (!literal (p, r->end, "null", 4))
+      return NULL;
+    item->type = cJSON_NULL;
+    return p + 4;
+  default: return read_number (r, p, item);
+  }
+}
+
+const cJSON *
+sg_load_read_node (SgLoadArena *a, const char *p, const char *end, const char **stop)
+{
+  arena_reset (a);
+  Reader r = { a, end, 0 };
+  p = skip_ws (p, end);
+  if (p >= end || *p != '{')
+    return NULL;
+  cJSON *root = arena_alloc (a, sizeof *root);
+  memset (root, 0, sizeof *root);
+  if (!(p = read_container (&r, p, root, true, 0)))
+    return NULL;
+  *stop = p;
+  return root;
+}
