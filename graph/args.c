@@ -68,6 +68,23 @@ input_index (SgArgBuild *b, SgNodeId id)
   return r->len - 1;
 }
 
+/* The node named @name: among the last RECENT nodes first (most
+ * references are to a node just before; names are unique, so a match is
+ * the node), else by the name table, whose probe is a cache miss or two in
+ * a large graph. */
+#define RECENT 8
+
+static SgNodeId
+lookup_ref (const SgGraph *g, const char *name)
+{
+  for (SgNodeId id = g->n_nodes - 1; id >= 0 && id >= g->n_nodes - RECENT; id--) {
+    const char *have = g->nodes[id].name;
+    if (have && have[0] == name[0] && strcmp (have, name) == 0)
+      return id;
+  }
+  return sg_graph_lookup (g, name);
+}
+
 /* Reserves @n entries of the pool; returns the first. */
 static uint32_t
 reserve (SgGraph *g, uint32_t n)
@@ -176,7 +193,7 @@ json_value (SgArgBuild *b, const cJSON *v, int depth, const char *where, const c
       if (!cJSON_IsString (ref) || cJSON_GetArraySize (v) != 1)
         FAIL (SG_GRAPH_ERROR_FORMAT,
               "node '%s': %s: a node reference must be {\"node\": \"<name>\"}", b->node, where);
-      SgNodeId id = sg_graph_lookup (g, ref->valuestring);
+      SgNodeId id = lookup_ref (g, ref->valuestring);
       if (id == SG_NO_NODE)
         FAIL (SG_GRAPH_ERROR_REF,
               "node '%s': %s: reference to '%s', which is not defined before it", b->node, where,
