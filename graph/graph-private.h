@@ -20,9 +20,24 @@ sg_json_member (const cJSON *obj, const char *key)
   return NULL;
 }
 
-/* sg_graph_append(), the node's inputs collected in @refs (emptied
- * first; NULL: an array of its own): the loader reuses one for every node. */
-SgNodeId sg_graph_append_reusing (SgGraph *g, const cJSON *obj, GArray *refs, GError **error);
+/* What the loader keeps from node to node for sg_graph_append_with(): an
+ * array for a node's inputs, and the recent targets, interned, with their
+ * kinds (a few dozen distinct targets make up a graph), by a hash of the
+ * text. Zero-initialised, refs set by the caller. */
+#define SG_TARGET_CACHE 64
+typedef struct {
+  const char *target; /* interned in the graph */
+  SgOpKind kind;      /* sg_op_from_target (target) */
+} SgTargetEntry;
+typedef struct {
+  GArray *refs; /* SgNodeId */
+  SgTargetEntry targets[SG_TARGET_CACHE];
+} SgAppendScratch;
+
+/* sg_graph_append() with @scratch (NULL: none) reused across calls on the
+ * same graph. */
+SgNodeId sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch,
+                               GError **error);
 
 /* args.c: building a node's typed arguments in g->args. */
 typedef struct {

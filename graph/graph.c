@@ -606,11 +606,31 @@ base_input_of (gconstpointer ctx, SgNodeId id)
 SgNodeId
 sg_graph_append (SgGraph *g, const cJSON *obj, GError **error)
 {
-  return sg_graph_append_reusing (g, obj, NULL, error);
+  return sg_graph_append_with (g, obj, NULL, error);
+}
+
+/* Target @t interned, and its kind in *@kind (SG_OP_UNKNOWN: left to
+ * sg_node_finish), through @scratch's cache when there is one. */
+static const char *
+intern_target (SgGraph *g, SgAppendScratch *scratch, const char *t, SgOpKind *kind)
+{
+  *kind = SG_OP_UNKNOWN;
+  if (!scratch)
+    return sg_graph_intern (g, t);
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const char *c = t; *c; c++)
+    h = (h ^ (unsigned char)*c) * 16777619u;
+  SgTargetEntry *e = &scratch->targets[h % SG_TARGET_CACHE];
+  if (!e->target || strcmp (e->target, t) != 0) {
+    e->target = sg_graph_intern (g, t);
+    e->kind = sg_op_from_target (e->target);
+  }
+  *kind = e->kind;
+  return e->target;
 }
 
 SgNodeId
-sg_graph_append_reusing (SgGraph *g, const cJSON *obj, GArray *refs, GError **error)
+sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch, GError **error)
 {
 #define NFAIL(code, ...)                                                       \
   do {                                                                         \
@@ -654,11 +674,11 @@ sg_graph_append_reusing (SgGraph *g, const cJSON *obj, GArray *refs, GError **er
 
   SgNode n = { 0 };
   n.op = op;
-  sg_arg_build_init (&ab, g, name, NULL, refs, error);
+  sg_arg_build_init (&ab, g, name, NULL, scratch ? scratch->refs : NULL, error);
   if (!sg_args_from_json (&ab, args, kwargs, &n))
     goto fail;
   n.name = g_string_chunk_insert (g->strings, name); /* unique: no table of names to share */
-  n.target = sg_graph_intern (g, jtarget->valuestring);
+  n.target = intern_target (g, scratch, jtarget->valuestring, &n.kind);
   n.cost_us = NAN;
 
   const cJSON *meta = sg_json_member (obj, "meta");

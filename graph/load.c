@@ -283,6 +283,8 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
   }
   g_autoptr (SgLoadArena) arena = sg_load_arena_new ();
   g_autoptr (GArray) refs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_autofree SgAppendScratch *scratch = g_new0 (SgAppendScratch, 1);
+  scratch->refs = refs;
   for (int index = 0;; index++) {
     /* the arena reader first; cJSON (and its diagnostics) for the rest */
     cJSON *parsed = NULL;
@@ -301,7 +303,7 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
       cJSON_Delete (parsed);
       return false;
     }
-    if (sg_graph_append_reusing (g, obj, refs, error) == SG_NO_NODE) {
+    if (sg_graph_append_with (g, obj, scratch, error) == SG_NO_NODE) {
       const cJSON *jn = cJSON_GetObjectItemCaseSensitive (obj, "name");
       if (g_error_matches (*error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF) && cJSON_IsString (jn)
           && sg_graph_lookup (g, jn->valuestring) == SG_NO_NODE) {
