@@ -4,9 +4,13 @@
  * (that costs ~2 KB per node). The file is mapped, checked to be UTF-8, and
  * the top-level object is scanned by hand; each top-level value is parsed
  * alone with cJSON, and `nodes` one element at a time, each handed to
- * sg_graph_append() and freed. Keys may come in any order: when `nodes`
- * precedes what it needs (format, version, world_size, groups), it is
- * skipped by a bracket scanner and parsed after the rest.
+ * sg_graph_append() and dropped. An element is read by the node reader
+ * (load-json.c: the tree cJSON would give, in an arena reused from node to
+ * node, for the strict JSON it reads), and by cJSON where the reader
+ * declines, so every syntax and value error below comes from cJSON's
+ * path. Keys may come in any order: when `nodes` precedes what it needs
+ * (format, version, world_size, groups), it is skipped by a bracket
+ * scanner and parsed after the rest.
  *
  * Errors name a line:column for syntax, the field for the header and the
  * node and field for nodes. A reference to an undefined name is diagnosed
