@@ -35,12 +35,13 @@
 
 typedef struct Block {
   struct Block *next;
-  size_t size, used;
+  size_t size;
   max_align_t data[];
 } Block;
 
+/* A chain of blocks, reused from node to node. */
 struct SgLoadArena {
-  Block *head, *cur;
+  Block *head;
 };
 
 SgLoadArena *
@@ -61,45 +62,46 @@ sg_load_arena_free (SgLoadArena *a)
   g_free (a);
 }
 
-static void *
-arena_alloc (SgLoadArena *a, size_t n)
+typedef struct {
+  SgLoadArena *a;
+  Block *cur;        /* the block being filled (NULL: none yet) */
+  char *next, *limit; /* its free space */
+  const char *end;
+  char decimal_point; /* the locale's, as cJSON's parse_number uses; 0: not read yet */
+} Reader;
+
+/* Moves to the next block of the chain with room for @n bytes, appending
+ * one when none has. */
+static void
+next_block (Reader *r, size_t n)
 {
-  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
-  Block *b = a->cur;
-  while (b && b->size - b->used < n) {
+  Block *b = r->cur ? r->cur->next : r->a->head;
+  while (b && b->size < n)
     b = b->next;
-    if (b)
-      b->used = 0;
-  }
   if (!b) {
     size_t size = MAX (BLOCK_MIN, n);
     b = g_malloc (sizeof (Block) + size);
     *b = (Block){ .size = size };
-    /* appended after the current last block, so reuse walks them in order */
-    Block **link = &a->head;
+    Block **link = &r->a->head;
     while (*link)
       link = &(*link)->next;
     *link = b;
   }
-  a->cur = b;
-  void *r = (char *)b->data + b->used;
-  b->used += n;
-  return r;
+  r->cur = b;
+  r->next = (char *)b->data;
+  r->limit = r->next + b->size;
 }
 
-static void
-arena_reset (SgLoadArena *a)
+static inline void *
+arena_alloc (Reader *r, size_t n)
 {
-  a->cur = a->head;
-  if (a->head)
-    a->head->used = 0;
+  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
+  if ((size_t)(r->limit - r->next) < n)
+    next_block (r, n);
+  void *p = r->next;
+  r->next += n;
+  return p;
 }
-
-typedef struct {
-  SgLoadArena *a;
-  const char *end;
-  char decimal_point; /* the locale's, as cJSON's parse_number uses; 0: not read yet */
-} Reader;
 
 static inline const char *
 skip_ws (const char *p, const char *end)
@@ -212,7 +214,7 @@ read_string (Reader *r, const char *p, char **out_)
       return NULL;
   }
   size_t n = (size_t)(q - s);
-  char *out = arena_alloc (r->a, n + 1);
+  char *out = arena_alloc (r, n + 1);
   if (!escapes) {
     /* names and keys are short: whole words (the arena rounds @out up to
      * 16 bytes, and the text goes on past the quote), not a memcpy call */
@@ -340,7 +342,7 @@ read_container (Reader *r, const char *p, cJSON *item, bool obj, int depth)
     return p + 1;
   cJSON *last = NULL;
   for (;;) {
-    cJSON *c = arena_alloc (r->a, sizeof *c);
+    cJSON *c = arena_alloc (r, sizeof *c);
     memset (c, 0, sizeof *c);
     if (obj) {
       if (p >= r->end || *p != '"' || !(p = read_string (r, p, &c->string)))
@@ -411,12 +413,11 @@ read_value (Reader *r, const char *p, cJSON *item, int depth)
 const cJSON *
 sg_load_read_node (SgLoadArena *a, const char *p, const char *end, const char **stop)
 {
-  arena_reset (a);
-  Reader r = { a, end, 0 };
+  Reader r = { .a = a, .end = end };
   p = skip_ws (p, end);
   if (p >= end || *p != '{')
     return NULL;
-  cJSON *root = arena_alloc (a, sizeof *root);
+  cJSON *root = arena_alloc (&r, sizeof *root);
   memset (root, 0, sizeof *root);
   if (!(p = read_container (&r, p, root, true, 0)))
     return NULL;
