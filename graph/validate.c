@@ -80,9 +80,11 @@ validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, int64_t t, GE
     VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: %d dimensions (at most %d)", n->name,
            meta_field (buf, t), m->ndim, SG_MAX_DIMS);
   if ((uint64_t)m->first + 2 * (uint64_t)m->ndim > g->dims->len)
-    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': %s: dims outside the pool", n->name, meta_field (buf, t));
+    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': %s: dims outside the pool", n->name,
+           meta_field (buf, t));
   if (m->dtype <= SG_DTYPE_INVALID || m->dtype >= SG_DTYPE_N)
-    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s.dtype: not a known dtype", n->name, meta_field (buf, t));
+    VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s.dtype: not a known dtype", n->name,
+           meta_field (buf, t));
   const int64_t *sh = sg_meta_shape (g, m), *st = sg_meta_stride (g, m);
   uint64_t numel = 1;
   for (int32_t d = 0; d < m->ndim; d++) {
@@ -98,7 +100,8 @@ validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, int64_t t, GE
     numel *= (uint64_t)sh[d];
   }
   if (numel > MAX_EXTENT / sg_dtype_size (m->dtype))
-    VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name, meta_field (buf, t));
+    VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name,
+           meta_field (buf, t));
   return true;
 }
 
