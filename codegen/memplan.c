@@ -8,7 +8,10 @@
  *    buffers whose lifetimes overlap its own; else above them. Overlapping
  *    buffers are found through a time index (blocks of BLOCK instructions
  *    listing the placed buffers that touch them). Its cost grows with the
- *    number of long-lived buffers, so it stops after GREEDY_BUDGET work.
+ *    number of long-lived buffers, so it runs only when its work (the
+ *    index entries it would visit, greedy_work) is within GREEDY_BUDGET.
+ *    That work depends on the lifetimes and the order alone, not on the
+ *    offsets, so it is counted first, in O(n log n), by Fenwick trees.
  * 2. Online best fit (a heap simulation, like a caching allocator): in
  *    instruction order, best-fit from a coalescing free list, O(n log n).
  * 256-byte aligned. Whole-step buffers (placeholders) go first,
@@ -21,8 +24,8 @@
 #include <string.h>
 
 #define BLOCK 64
-/* Work (visited index entries) after which greedy-by-size gives up and the
- * online result stands: a few tens of ms here. */
+/* Work (greedy_work) above which greedy-by-size is not run and the online
+ * result stands: a few tens of ms of packing. */
 #define GREEDY_BUDGET ((uint64_t)20 * 1000 * 1000)
 
 typedef struct {
@@ -108,20 +111,99 @@ idlist_push (IdList *l, int32_t id)
   l->ids[l->n++] = id;
 }
 
-/* Greedy by size into off[] (indexed by buffer). Returns the top, or
- * UINT64_MAX when it would do more than @budget steps of work. */
-static uint64_t
-pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off,
-             uint64_t budget)
+/* Fenwick trees (1-based) over n slots: point add and prefix sums (cnt_:
+ * counts of buffers); the pair (t1, t2) adds over a range and sums over a
+ * range. */
+static inline void
+fen_add (int64_t *t, int64_t n, int64_t i, int64_t v)
 {
-  uint64_t top = base, work = 0;
+  for (; i <= n; i += i & -i)
+    t[i] += v;
+}
+
+static inline int64_t
+fen_sum (const int64_t *t, int64_t i)
+{
+  int64_t s = 0;
+  for (; i > 0; i -= i & -i)
+    s += t[i];
+  return s;
+}
+
+static inline void
+cnt_add (int32_t *t, int64_t n, int64_t i)
+{
+  for (; i <= n; i += i & -i)
+    t[i]++;
+}
+
+static inline int64_t
+cnt_sum (const int32_t *t, int64_t i)
+{
+  int64_t s = 0;
+  for (; i > 0; i -= i & -i)
+    s += t[i];
+  return s;
+}
+
+/* sum of the slots 1..i of a range-added pair */
+static inline int64_t
+fen_range_prefix (const int64_t *t1, const int64_t *t2, int64_t i)
+{
+  return fen_sum (t1, i) * i - fen_sum (t2, i);
+}
+
+static inline void
+fen_range_add (int64_t *t1, int64_t *t2, int64_t n, int64_t l, int64_t r)
+{
+  fen_add (t1, n, l, 1);
+  fen_add (t1, n, r + 1, -1);
+  fen_add (t2, n, l, l - 1);
+  fen_add (t2, n, r + 1, -r);
+}
+
+/* The work pack_greedy does for @order, stopping once it passes @budget:
+ * for each buffer, the entries of the time blocks it spans (each placed
+ * buffer once per block it touches), 8 per placed buffer overlapping its
+ * lifetime (the span sort) and one per block. Every term counts placed
+ * lifetimes only, never offsets. A placed buffer overlaps [first, last]
+ * unless it ends before first or starts after last (never both). */
+static uint64_t
+greedy_work (const SgPlan *p, const int32_t *order, int32_t n, uint64_t budget)
+{
+  int64_t nb = p->n_ins / BLOCK + 1, ni = (int64_t)p->n_ins + 1;
+  g_autofree int64_t *blk1 = g_new0 (int64_t, (size_t)nb + 2);
+  g_autofree int64_t *blk2 = g_new0 (int64_t, (size_t)nb + 2);
+  g_autofree int32_t *firsts = g_new0 (int32_t, (size_t)ni + 2);
+  g_autofree int32_t *lasts = g_new0 (int32_t, (size_t)ni + 2);
+  uint64_t work = 0;
+  for (int32_t k = 0; k < n && work <= budget; k++) {
+    const SgPlanBuffer *x = &p->buffers[order[k]];
+    int64_t b0 = x->first_ins / BLOCK + 1, b1 = x->last_ins / BLOCK + 1;
+    int64_t entries = fen_range_prefix (blk1, blk2, b1) - fen_range_prefix (blk1, blk2, b0 - 1);
+    int64_t ends_before = cnt_sum (lasts, x->first_ins); /* last + 1 <= first */
+    int64_t starts_after = k - cnt_sum (firsts, (int64_t)x->last_ins + 1);
+    int64_t ns = k - ends_before - starts_after;
+    work += (uint64_t)entries + (uint64_t)ns * 8 + (uint64_t)(b1 - b0 + 1);
+    fen_range_add (blk1, blk2, nb, b0, b1);
+    cnt_add (firsts, ni, (int64_t)x->first_ins + 1);
+    cnt_add (lasts, ni, (int64_t)x->last_ins + 1);
+  }
+  return work;
+}
+
+/* Greedy by size into off[] (indexed by buffer). Returns the top. */
+static uint64_t
+pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off)
+{
+  uint64_t top = base;
   int32_t n_blocks = p->n_ins / BLOCK + 1;
   IdList *blocks = g_new0 (IdList, (size_t)n_blocks);
   g_autofree int32_t *stamp = g_new0 (int32_t, (size_t)p->n_buffers + 1);
   /* the busy spans of one placement: at most one per placed buffer */
   g_autofree Span *spans = g_new (Span, (size_t)n + 1);
 
-  for (int32_t k = 0; k < n && top != UINT64_MAX; k++) {
+  for (int32_t k = 0; k < n; k++) {
     int32_t b = order[k];
     const SgPlanBuffer *x = &p->buffers[b];
     uint64_t size = sg_align_up (x->bytes);
@@ -129,7 +211,6 @@ pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
     int32_t ns = 0;
     for (int32_t bl = b0; bl <= b1; bl++) {
       const IdList *l = &blocks[bl];
-      work += (uint64_t)l->n;
       for (int32_t j = 0; j < l->n; j++) {
         int32_t y = l->ids[j];
         if (stamp[y] == k + 1)
@@ -140,11 +221,6 @@ pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
           continue;
         spans[ns++] = (Span){ off[y], off[y] + sg_align_up (py->bytes) };
       }
-    }
-    work += (uint64_t)ns * 8 + (uint64_t)(b1 - b0 + 1);
-    if (work > budget) {
-      top = UINT64_MAX;
-      break;
     }
     sort_spans (spans, ns);
     /* best fit over the gaps between the (possibly overlapping) busy spans */
@@ -335,7 +411,9 @@ sg_codegen_pack_buffers (SgPlan *p, const bool *pinned)
   g_autofree uint64_t *greedy = g_new0 (uint64_t, (size_t)p->n_buffers + 1);
   g_autofree uint64_t *online = g_new0 (uint64_t, (size_t)p->n_buffers + 1);
   uint64_t top_online = pack_online (p, order, n, base, online);
-  uint64_t top_greedy = pack_greedy (p, order, n, base, greedy, GREEDY_BUDGET);
+  uint64_t top_greedy = greedy_work (p, order, n, GREEDY_BUDGET) <= GREEDY_BUDGET
+                          ? pack_greedy (p, order, n, base, greedy)
+                          : UINT64_MAX;
   const uint64_t *off = top_greedy <= top_online ? greedy : online;
   for (int32_t k = 0; k < n; k++)
     p->buffers[order[k]].offset = off[order[k]];
