@@ -173,6 +173,7 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   l.ins = g_array_new (FALSE, FALSE, sizeof (SgPlanIns));
   GArray *outputs = g_array_new (FALSE, FALSE, sizeof (int32_t));
   SgPlan *p = sg_plan_new ();
+  l.plan = p;
   bool ok = g->output != SG_NO_NODE;
   if (!ok)
     g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH,

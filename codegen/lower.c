@@ -73,9 +73,8 @@ new_value (SgLower *l, const char *name, const SgMeta *m, int32_t buffer, uint64
   v.buffer = buffer;
   v.offset = offset;
   v.dtype = m->dtype;
-  v.ndim = m->ndim;
-  memcpy (v.shape, sg_meta_shape (l->g, m), sizeof (int64_t) * (size_t)m->ndim);
-  memcpy (v.stride, sg_meta_stride (l->g, m), sizeof (int64_t) * (size_t)m->ndim);
+  sg_plan_value_set_dims (l->plan, &v, m->ndim, sg_meta_shape (l->g, m),
+                          sg_meta_stride (l->g, m));
   v.init = init;
   g_array_append_val (l->values, v);
   return (int32_t)l->values->len - 1;

@@ -36,6 +36,40 @@ sg_plan_new (void)
   return p;
 }
 
+/* Blocks of DIMS_BLOCK integers (or one dims call's, if larger). */
+#define DIMS_BLOCK 8192
+struct SgPlanDims {
+  SgPlanDims *next;
+  size_t used, cap;
+  int64_t v[];
+};
+
+void
+sg_plan_value_set_dims (SgPlan *p, SgPlanValue *v, int32_t ndim, const int64_t *shape,
+                        const int64_t *stride)
+{
+  g_return_if_fail (p != NULL && v != NULL && ndim >= 0 && ndim <= SG_PLAN_MAX_DIMS);
+  size_t need = 2 * (size_t)ndim;
+  SgPlanDims *d = p->dims;
+  if (!d || d->cap - d->used < need) {
+    size_t cap = MAX (need, (size_t)DIMS_BLOCK);
+    d = g_malloc (sizeof (SgPlanDims) + cap * sizeof (int64_t));
+    d->next = p->dims;
+    d->used = 0;
+    d->cap = cap;
+    p->dims = d;
+  }
+  int64_t *at = d->v + d->used;
+  d->used += need;
+  v->ndim = ndim;
+  v->shape = at;
+  v->stride = at + ndim;
+  for (int32_t k = 0; k < ndim; k++) {
+    v->shape[k] = shape ? shape[k] : 0;
+    v->stride[k] = stride ? stride[k] : 0;
+  }
+}
+
 void
 sg_plan_ins_clear (SgPlanIns *ins)
 {
@@ -68,6 +102,10 @@ sg_plan_free (SgPlan *p)
   for (int32_t i = 0; i < p->n_values; i++)
     g_free (p->values[i].name);
   g_free (p->values);
+  for (SgPlanDims *d = p->dims, *next; d; d = next) {
+    next = d->next;
+    g_free (d);
+  }
   g_free (p->inputs);
   g_free (p->outputs);
   for (int32_t i = 0; i < p->n_ins; i++)

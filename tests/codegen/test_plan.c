@@ -25,17 +25,13 @@ ids (int n, ...)
 }
 
 static void
-set_value (SgPlanValue *v, const char *name, int32_t buffer, SgDtype dt, int64_t rows,
+set_value (SgPlan *p, SgPlanValue *v, const char *name, int32_t buffer, SgDtype dt, int64_t rows,
            int64_t cols, SgValueInit init)
 {
   v->name = g_strdup (name);
   v->buffer = buffer;
   v->dtype = dt;
-  v->ndim = 2;
-  v->shape[0] = rows;
-  v->shape[1] = cols;
-  v->stride[0] = cols;
-  v->stride[1] = 1;
+  sg_plan_value_set_dims (p, v, 2, (const int64_t[]){ rows, cols }, (const int64_t[]){ cols, 1 });
   v->init = init;
 }
 
@@ -104,13 +100,13 @@ small_plan (void)
   p->arena_bytes = 1024;
   p->n_values = 5;
   p->values = g_new0 (SgPlanValue, 5);
-  set_value (&p->values[0], "x", 0, SG_DTYPE_BF16, 8, 16, SG_INIT_INPUT);
-  set_value (&p->values[1], "w", 1, SG_DTYPE_BF16, 4, 16, SG_INIT_INPUT);
-  set_value (&p->values[2], "ag", 2, SG_DTYPE_BF16, 8, 16, SG_INIT_NONE);
-  set_value (&p->values[3], "t", 2, SG_DTYPE_BF16, 16, 8, SG_INIT_NONE);
+  set_value (p, &p->values[0], "x", 0, SG_DTYPE_BF16, 8, 16, SG_INIT_INPUT);
+  set_value (p, &p->values[1], "w", 1, SG_DTYPE_BF16, 4, 16, SG_INIT_INPUT);
+  set_value (p, &p->values[2], "ag", 2, SG_DTYPE_BF16, 8, 16, SG_INIT_NONE);
+  set_value (p, &p->values[3], "t", 2, SG_DTYPE_BF16, 16, 8, SG_INIT_NONE);
   p->values[3].stride[0] = 1;
   p->values[3].stride[1] = 16;
-  set_value (&p->values[4], "y", 3, SG_DTYPE_BF16, 8, 8, SG_INIT_NONE);
+  set_value (p, &p->values[4], "y", 3, SG_DTYPE_BF16, 8, 8, SG_INIT_NONE);
   p->n_inputs = 2;
   p->inputs = ids (2, 0, 1);
   p->n_outputs = 2;
@@ -368,7 +364,7 @@ big_plan (void)
   memset (&p->values[p->n_values], 0, sizeof (SgPlanValue) * (size_t)extra);
   for (int32_t i = 0; i < extra; i++) {
     g_autofree char *name = g_strdup_printf ("unused_value_%d_with_a_long_name_to_fill_pieces", i);
-    set_value (&p->values[p->n_values + i], name, -1, SG_DTYPE_F32, 2, 3, SG_INIT_NONE);
+    set_value (p, &p->values[p->n_values + i], name, -1, SG_DTYPE_F32, 2, 3, SG_INIT_NONE);
   }
   p->n_values += extra;
   return p;
@@ -607,7 +603,7 @@ reuse_plan (int variant)
   p->values = g_new0 (SgPlanValue, 5);
   const char *names[] = { "x", "h", "g", "o", "y" };
   for (int v = 0; v < 5; v++) {
-    set_value (&p->values[v], names[v], v, SG_DTYPE_F32, 1, 8, v ? SG_INIT_NONE : SG_INIT_INPUT);
+    set_value (p, &p->values[v], names[v], v, SG_DTYPE_F32, 1, 8, v ? SG_INIT_NONE : SG_INIT_INPUT);
     p->values[v].ndim = 1;
     p->values[v].shape[0] = 8;
     p->values[v].stride[0] = 1;
