@@ -330,6 +330,33 @@ START_TEST (arg_accessors_read_kernel_arguments)
 }
 END_TEST
 
+/* The writer prints kernel arguments itself (no cJSON allocation per
+ * instruction): its text must stay cJSON_PrintUnformatted's, byte for byte,
+ * for every kind of JSON value (integers, fractions, large and negative
+ * numbers, escapes, nesting, empty containers, keys that need escapes). */
+START_TEST (kernel_arguments_are_written_as_cjson_prints_them)
+{
+  static const char *const args[] = {
+    "[0,-1,2147483647,-2147483648,2147483648,-2147483649,1e300,-0.0,4503599627370497]",
+    "[0.1,2.5,1e-06,-3.25e-12,0.30000000000000004,123456789.123,1.7976931348623157e308]",
+    "[\"\",\"a\\\"b\",\"back\\\\slash\",\"\\b\\f\\n\\r\\t\\u0001\\u001f\",\"\u00e9\u4e2d\"]",
+    "[[],{},[[[]]],{\"a\":{\"b\":[true,false,null]}},{\"\\n\\u0002\":\"k\"}]",
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS (args); i++) {
+    g_autoptr (SgPlan) p = small_plan ();
+    SgPlanIns *k = &p->ins[5];
+    cJSON_Delete (k->args);
+    k->args = cJSON_Parse (args[i]);
+    ck_assert_msg (k->args != NULL, "test setup: %s", args[i]);
+    char *want = cJSON_PrintUnformatted (k->args);
+    g_autofree char *needle = g_strdup_printf ("\"args\":%s,\"kwargs\":{\"alpha\":1}", want);
+    cJSON_free (want);
+    g_autofree char *text = sg_plan_to_json (p, NULL);
+    ck_assert_msg (strstr (text, needle) != NULL, "%s not in the plan text", needle);
+  }
+}
+END_TEST
+
 START_TEST (write_file_is_atomic_and_loads_back)
 {
   g_autoptr (SgPlan) p = small_plan ();
@@ -718,6 +745,7 @@ plan_suite (void)
   tcase_add_test (tc, a_collective_without_reduce_and_dtype_sets_one_error);
   tcase_add_test (tc, numbers_that_are_not_finite_and_nul_escapes_are_rejected);
   tcase_add_test (tc, arg_accessors_read_kernel_arguments);
+  tcase_add_test (tc, kernel_arguments_are_written_as_cjson_prints_them);
   tcase_add_test (tc, write_file_is_atomic_and_loads_back);
   tcase_add_test (tc, a_plan_written_in_pieces_is_its_text);
   tcase_add_test (tc, a_write_failing_midway_leaves_the_old_plan_and_no_temporary);
