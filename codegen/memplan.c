@@ -344,36 +344,23 @@ heap_release (Heap *h, uint64_t off, uint64_t size)
   heap_add_gap (h, off, size);
 }
 
-static int
-cmp_by_first (gconstpointer a, gconstpointer b, gpointer data)
-{
-  const SgPlanBuffer *bufs = data;
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  if (bufs[x].first_ins != bufs[y].first_ins)
-    return bufs[x].first_ins < bufs[y].first_ins ? -1 : 1;
-  return cmp_by_size (a, b, data);
-}
-
-static int
-cmp_by_last (gconstpointer a, gconstpointer b, gpointer data)
-{
-  const SgPlanBuffer *bufs = data;
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  if (bufs[x].last_ins != bufs[y].last_ins)
-    return bufs[x].last_ins < bufs[y].last_ins ? -1 : 1;
-  return (x > y) - (x < y);
-}
-
 /* Allocation in instruction order: a buffer is placed at its first
  * instruction, best fit among the free gaps, and its bytes return to the
  * free list (coalesced) after its last one. O(n log n). */
 static uint64_t
 pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off)
 {
+  /* allocations by (first, the size order), releases by (last, id) */
   g_autofree int32_t *alloc = g_memdup2 (order, sizeof (int32_t) * ((size_t)n + 1));
-  g_autofree int32_t *release = g_memdup2 (order, sizeof (int32_t) * ((size_t)n + 1));
-  g_qsort_with_data (alloc, n, sizeof (int32_t), cmp_by_first, p->buffers);
-  g_qsort_with_data (release, n, sizeof (int32_t), cmp_by_last, p->buffers);
+  g_autofree int32_t *release = g_new (int32_t, (size_t)n + 1);
+  g_autofree bool *listed = g_new0 (bool, (size_t)p->n_buffers + 1);
+  for (int32_t k = 0; k < n; k++)
+    listed[order[k]] = true;
+  for (int32_t b = 0, m = 0; b < p->n_buffers; b++)
+    if (listed[b])
+      release[m++] = b;
+  sg_plan_sort_buffers_by_time (p, alloc, n, false);
+  sg_plan_sort_buffers_by_time (p, release, n, true);
   Heap h = { g_tree_new_full (cmp_gap_off, NULL, g_free, NULL),
              g_tree_new_full (cmp_gap_size, NULL, NULL, NULL), base };
   int32_t r = 0;

@@ -199,6 +199,11 @@ SgPlan *sg_plan_load_data (const char *data, size_t len, const char *name, GErro
  * broken rule and its instruction/value/buffer. */
 bool sg_plan_validate (const SgPlan *plan, GError **error);
 
+/* Reorders the @n buffer ids at @ids by their first instruction (or their
+ * last, @by_last), stably: ties keep their order in @ids. O(n + the range
+ * of the instruction indices); every index must be >= 0. */
+void sg_plan_sort_buffers_by_time (const SgPlan *plan, int32_t *ids, int32_t n, bool by_last);
+
 /* Byte offset of value @v from its buffer's start on the rank whose
  * position in group g is @group_rank[g] (n_groups entries): its offset,
  * plus its rank-dependent block when it has one. Each backend places its
