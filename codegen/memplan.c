@@ -11,7 +11,8 @@
  *    number of long-lived buffers, so it runs only when its work (the
  *    index entries it would visit, greedy_work) is within GREEDY_BUDGET.
  *    That work depends on the lifetimes and the order alone, not on the
- *    offsets, so it is counted first, in O(n log n), by Fenwick trees.
+ *    offsets, so it is counted first: in O(n log n) (Fenwick trees) plus
+ *    the blocks spanned, one of the work's own terms.
  * 2. Online best fit (a heap simulation, like a caching allocator): in
  *    instruction order, best-fit from a coalescing free list, O(n log n).
  * 256-byte aligned. Whole-step buffers (placeholders) go first,
@@ -111,25 +112,8 @@ idlist_push (IdList *l, int32_t id)
   l->ids[l->n++] = id;
 }
 
-/* Fenwick trees (1-based) over n slots: point add and prefix sums (cnt_:
- * counts of buffers); the pair (t1, t2) adds over a range and sums over a
- * range. */
-static inline void
-fen_add (int64_t *t, int64_t n, int64_t i, int64_t v)
-{
-  for (; i <= n; i += i & -i)
-    t[i] += v;
-}
-
-static inline int64_t
-fen_sum (const int64_t *t, int64_t i)
-{
-  int64_t s = 0;
-  for (; i > 0; i -= i & -i)
-    s += t[i];
-  return s;
-}
-
+/* A Fenwick tree (1-based) of n counts: one more at slot i, and the sum of
+ * the slots 1..i. */
 static inline void
 cnt_add (int32_t *t, int64_t n, int64_t i)
 {
@@ -146,22 +130,6 @@ cnt_sum (const int32_t *t, int64_t i)
   return s;
 }
 
-/* sum of the slots 1..i of a range-added pair */
-static inline int64_t
-fen_range_prefix (const int64_t *t1, const int64_t *t2, int64_t i)
-{
-  return fen_sum (t1, i) * i - fen_sum (t2, i);
-}
-
-static inline void
-fen_range_add (int64_t *t1, int64_t *t2, int64_t n, int64_t l, int64_t r)
-{
-  fen_add (t1, n, l, 1);
-  fen_add (t1, n, r + 1, -1);
-  fen_add (t2, n, l, l - 1);
-  fen_add (t2, n, r + 1, -r);
-}
-
 /* The work pack_greedy does for @order, stopping once it passes @budget:
  * for each buffer, the entries of the time blocks it spans (each placed
  * buffer once per block it touches), 8 per placed buffer overlapping its
@@ -171,21 +139,22 @@ fen_range_add (int64_t *t1, int64_t *t2, int64_t n, int64_t l, int64_t r)
 static uint64_t
 greedy_work (const SgPlan *p, const int32_t *order, int32_t n, uint64_t budget)
 {
-  int64_t nb = p->n_ins / BLOCK + 1, ni = (int64_t)p->n_ins + 1;
-  g_autofree int64_t *blk1 = g_new0 (int64_t, (size_t)nb + 2);
-  g_autofree int64_t *blk2 = g_new0 (int64_t, (size_t)nb + 2);
+  int64_t ni = (int64_t)p->n_ins + 1;
+  /* placed buffers per time block: read and bumped block by block, at a
+   * cost that is itself a term of the work (so bounded by the budget) */
+  g_autofree int32_t *in_block = g_new0 (int32_t, (size_t)(p->n_ins / BLOCK) + 1);
   g_autofree int32_t *firsts = g_new0 (int32_t, (size_t)ni + 2);
   g_autofree int32_t *lasts = g_new0 (int32_t, (size_t)ni + 2);
   uint64_t work = 0;
   for (int32_t k = 0; k < n && work <= budget; k++) {
     const SgPlanBuffer *x = &p->buffers[order[k]];
-    int64_t b0 = x->first_ins / BLOCK + 1, b1 = x->last_ins / BLOCK + 1;
-    int64_t entries = fen_range_prefix (blk1, blk2, b1) - fen_range_prefix (blk1, blk2, b0 - 1);
+    int32_t b0 = x->first_ins / BLOCK, b1 = x->last_ins / BLOCK;
+    for (int32_t bl = b0; bl <= b1; bl++)
+      work += (uint64_t)in_block[bl]++;
     int64_t ends_before = cnt_sum (lasts, x->first_ins); /* last + 1 <= first */
     int64_t starts_after = k - cnt_sum (firsts, (int64_t)x->last_ins + 1);
     int64_t ns = k - ends_before - starts_after;
-    work += (uint64_t)entries + (uint64_t)ns * 8 + (uint64_t)(b1 - b0 + 1);
-    fen_range_add (blk1, blk2, nb, b0, b1);
+    work += (uint64_t)ns * 8 + (uint64_t)(b1 - b0 + 1);
     cnt_add (firsts, ni, (int64_t)x->first_ins + 1);
     cnt_add (lasts, ni, (int64_t)x->last_ins + 1);
   }
