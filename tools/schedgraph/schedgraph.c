@@ -18,9 +18,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -120,12 +117,6 @@ step_codegen (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
   /* The file name alone: the same graph and options give the same plan
    * bytes however the path was spelled (./a.json, /abs/a.json). */
   g_autofree char *graph_name = g_path_get_basename (r->cli->graph_path);
-#ifdef __GLIBC__
-  /* The passes leave freed memory scattered in malloc's free lists; given
-   * back to the system first, the plan's arrays do not raise the run's
-   * peak RSS above theirs (a few ms on 1M nodes). */
-  malloc_trim (0);
-#endif
   return sg_codegen_plan (*g, cfg, r->final, graph_name, opts, &r->plan, error);
 }
 
