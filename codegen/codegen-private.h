@@ -17,6 +17,7 @@ sg_align_up (uint64_t x)
 typedef struct {
   const SgGraph *g;
   const SgSimResult *pred;
+  SgPlan *plan;         /* being built: it holds the values' dims */
   int32_t *nval;        /* node -> value id, -1: none */
   int32_t *tval;        /* tuple_first + i -> value id of tuple element i */
   GArray *values, *buffers, *ins; /* SgPlanValue, SgPlanBuffer, SgPlanIns */

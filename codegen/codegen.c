@@ -167,12 +167,18 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
     for (int32_t r = 0; r < pred->n_rows; r++)
       if (pred->rows[r].node >= 0 && pred->rows[r].node < g->n_nodes)
         l.pred_row[pred->rows[r].node] = r;
-  l.values = g_array_new (FALSE, FALSE, sizeof (SgPlanValue));
+  /* Sized once for what the lowering makes (a value per node or tuple
+   * element; about one instruction per node, FREEs included, on the
+   * samples; more grows them): arrays grown by doubling leave their old
+   * copies as holes in the heap, which raised the run's peak RSS. */
+  l.values = g_array_sized_new (FALSE, FALSE, sizeof (SgPlanValue),
+                                (guint)(nn + g->tuple_metas->len));
   l.buffers = g_array_new (FALSE, FALSE, sizeof (SgPlanBuffer));
   l.pinned = g_array_new (FALSE, FALSE, sizeof (bool));
-  l.ins = g_array_new (FALSE, FALSE, sizeof (SgPlanIns));
+  l.ins = g_array_sized_new (FALSE, FALSE, sizeof (SgPlanIns), (guint)(2 * nn));
   GArray *outputs = g_array_new (FALSE, FALSE, sizeof (int32_t));
   SgPlan *p = sg_plan_new ();
+  l.plan = p;
   bool ok = g->output != SG_NO_NODE;
   if (!ok)
     g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH,

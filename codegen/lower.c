@@ -73,9 +73,8 @@ new_value (SgLower *l, const char *name, const SgMeta *m, int32_t buffer, uint64
   v.buffer = buffer;
   v.offset = offset;
   v.dtype = m->dtype;
-  v.ndim = m->ndim;
-  memcpy (v.shape, sg_meta_shape (l->g, m), sizeof (int64_t) * (size_t)m->ndim);
-  memcpy (v.stride, sg_meta_stride (l->g, m), sizeof (int64_t) * (size_t)m->ndim);
+  sg_plan_value_set_dims (l->plan, &v, m->ndim, sg_meta_shape (l->g, m),
+                          sg_meta_stride (l->g, m));
   v.init = init;
   g_array_append_val (l->values, v);
   return (int32_t)l->values->len - 1;
@@ -279,18 +278,20 @@ make_values (SgLower *l, SgNodeId id)
 }
 
 /* A node reference in a plan: {"value": ID} (a tuple node: {"values":
- * [IDs]}). */
+ * [IDs]}). The keys are constant strings, not copies (one allocation per
+ * reference less). */
 static cJSON *
 value_ref (const SgGraph *g, SgNodeId r, gpointer user)
 {
   const SgLower *l = user;
   cJSON *v = cJSON_CreateObject ();
   if (g->nodes[r].n_tuple) {
-    cJSON *ids = cJSON_AddArrayToObject (v, "values");
+    cJSON *ids = cJSON_CreateArray ();
+    cJSON_AddItemToObjectCS (v, "values", ids);
     for (uint32_t i = 0; i < g->nodes[r].n_tuple; i++)
       cJSON_AddItemToArray (ids, cJSON_CreateNumber (l->tval[g->nodes[r].tuple_first + i]));
   } else {
-    cJSON_AddNumberToObject (v, "value", l->nval[r]);
+    cJSON_AddItemToObjectCS (v, "value", cJSON_CreateNumber (l->nval[r]));
   }
   return v;
 }

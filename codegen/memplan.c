@@ -8,7 +8,11 @@
  *    buffers whose lifetimes overlap its own; else above them. Overlapping
  *    buffers are found through a time index (blocks of BLOCK instructions
  *    listing the placed buffers that touch them). Its cost grows with the
- *    number of long-lived buffers, so it stops after GREEDY_BUDGET work.
+ *    number of long-lived buffers, so it runs only when its work (the
+ *    index entries it would visit, greedy_work) is within GREEDY_BUDGET.
+ *    That work depends on the lifetimes and the order alone, not on the
+ *    offsets, so it is counted first: in O(n log n) (Fenwick trees) plus
+ *    the blocks spanned, one of the work's own terms.
  * 2. Online best fit (a heap simulation, like a caching allocator): in
  *    instruction order, best-fit from a coalescing free list, O(n log n).
  * 256-byte aligned. Whole-step buffers (placeholders) go first,
@@ -21,8 +25,8 @@
 #include <string.h>
 
 #define BLOCK 64
-/* Work (visited index entries) after which greedy-by-size gives up and the
- * online result stands: a few tens of ms here. */
+/* Work (greedy_work) above which greedy-by-size is not run and the online
+ * result stands: a few tens of ms of packing. */
 #define GREEDY_BUDGET ((uint64_t)20 * 1000 * 1000)
 
 typedef struct {
@@ -108,20 +112,67 @@ idlist_push (IdList *l, int32_t id)
   l->ids[l->n++] = id;
 }
 
-/* Greedy by size into off[] (indexed by buffer). Returns the top, or
- * UINT64_MAX when it would do more than @budget steps of work. */
-static uint64_t
-pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off,
-             uint64_t budget)
+/* A Fenwick tree (1-based) of n counts: one more at slot i, and the sum of
+ * the slots 1..i. */
+static inline void
+cnt_add (int32_t *t, int64_t n, int64_t i)
 {
-  uint64_t top = base, work = 0;
+  for (; i <= n; i += i & -i)
+    t[i]++;
+}
+
+static inline int64_t
+cnt_sum (const int32_t *t, int64_t i)
+{
+  int64_t s = 0;
+  for (; i > 0; i -= i & -i)
+    s += t[i];
+  return s;
+}
+
+/* The work pack_greedy does for @order, stopping once it passes @budget:
+ * for each buffer, the entries of the time blocks it spans (each placed
+ * buffer once per block it touches), 8 per placed buffer overlapping its
+ * lifetime (the span sort) and one per block. Every term counts placed
+ * lifetimes only, never offsets. A placed buffer overlaps [first, last]
+ * unless it ends before first or starts after last (never both). */
+static uint64_t
+greedy_work (const SgPlan *p, const int32_t *order, int32_t n, uint64_t budget)
+{
+  int64_t ni = (int64_t)p->n_ins + 1;
+  /* placed buffers per time block: read and bumped block by block, at a
+   * cost that is itself a term of the work (so bounded by the budget) */
+  g_autofree int32_t *in_block = g_new0 (int32_t, (size_t)(p->n_ins / BLOCK) + 1);
+  g_autofree int32_t *firsts = g_new0 (int32_t, (size_t)ni + 2);
+  g_autofree int32_t *lasts = g_new0 (int32_t, (size_t)ni + 2);
+  uint64_t work = 0;
+  for (int32_t k = 0; k < n && work <= budget; k++) {
+    const SgPlanBuffer *x = &p->buffers[order[k]];
+    int32_t b0 = x->first_ins / BLOCK, b1 = x->last_ins / BLOCK;
+    for (int32_t bl = b0; bl <= b1; bl++)
+      work += (uint64_t)in_block[bl]++;
+    int64_t ends_before = cnt_sum (lasts, x->first_ins); /* last + 1 <= first */
+    int64_t starts_after = k - cnt_sum (firsts, (int64_t)x->last_ins + 1);
+    int64_t ns = k - ends_before - starts_after;
+    work += (uint64_t)ns * 8 + (uint64_t)(b1 - b0 + 1);
+    cnt_add (firsts, ni, (int64_t)x->first_ins + 1);
+    cnt_add (lasts, ni, (int64_t)x->last_ins + 1);
+  }
+  return work;
+}
+
+/* Greedy by size into off[] (indexed by buffer). Returns the top. */
+static uint64_t
+pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off)
+{
+  uint64_t top = base;
   int32_t n_blocks = p->n_ins / BLOCK + 1;
   IdList *blocks = g_new0 (IdList, (size_t)n_blocks);
   g_autofree int32_t *stamp = g_new0 (int32_t, (size_t)p->n_buffers + 1);
   /* the busy spans of one placement: at most one per placed buffer */
   g_autofree Span *spans = g_new (Span, (size_t)n + 1);
 
-  for (int32_t k = 0; k < n && top != UINT64_MAX; k++) {
+  for (int32_t k = 0; k < n; k++) {
     int32_t b = order[k];
     const SgPlanBuffer *x = &p->buffers[b];
     uint64_t size = sg_align_up (x->bytes);
@@ -129,7 +180,6 @@ pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
     int32_t ns = 0;
     for (int32_t bl = b0; bl <= b1; bl++) {
       const IdList *l = &blocks[bl];
-      work += (uint64_t)l->n;
       for (int32_t j = 0; j < l->n; j++) {
         int32_t y = l->ids[j];
         if (stamp[y] == k + 1)
@@ -140,11 +190,6 @@ pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
           continue;
         spans[ns++] = (Span){ off[y], off[y] + sg_align_up (py->bytes) };
       }
-    }
-    work += (uint64_t)ns * 8 + (uint64_t)(b1 - b0 + 1);
-    if (work > budget) {
-      top = UINT64_MAX;
-      break;
     }
     sort_spans (spans, ns);
     /* best fit over the gaps between the (possibly overlapping) busy spans */
@@ -268,36 +313,23 @@ heap_release (Heap *h, uint64_t off, uint64_t size)
   heap_add_gap (h, off, size);
 }
 
-static int
-cmp_by_first (gconstpointer a, gconstpointer b, gpointer data)
-{
-  const SgPlanBuffer *bufs = data;
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  if (bufs[x].first_ins != bufs[y].first_ins)
-    return bufs[x].first_ins < bufs[y].first_ins ? -1 : 1;
-  return cmp_by_size (a, b, data);
-}
-
-static int
-cmp_by_last (gconstpointer a, gconstpointer b, gpointer data)
-{
-  const SgPlanBuffer *bufs = data;
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  if (bufs[x].last_ins != bufs[y].last_ins)
-    return bufs[x].last_ins < bufs[y].last_ins ? -1 : 1;
-  return (x > y) - (x < y);
-}
-
 /* Allocation in instruction order: a buffer is placed at its first
  * instruction, best fit among the free gaps, and its bytes return to the
  * free list (coalesced) after its last one. O(n log n). */
 static uint64_t
 pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off)
 {
+  /* allocations by (first, the size order), releases by (last, id) */
   g_autofree int32_t *alloc = g_memdup2 (order, sizeof (int32_t) * ((size_t)n + 1));
-  g_autofree int32_t *release = g_memdup2 (order, sizeof (int32_t) * ((size_t)n + 1));
-  g_qsort_with_data (alloc, n, sizeof (int32_t), cmp_by_first, p->buffers);
-  g_qsort_with_data (release, n, sizeof (int32_t), cmp_by_last, p->buffers);
+  g_autofree int32_t *release = g_new (int32_t, (size_t)n + 1);
+  g_autofree bool *listed = g_new0 (bool, (size_t)p->n_buffers + 1);
+  for (int32_t k = 0; k < n; k++)
+    listed[order[k]] = true;
+  for (int32_t b = 0, m = 0; b < p->n_buffers; b++)
+    if (listed[b])
+      release[m++] = b;
+  sg_plan_sort_buffers_by_time (p, alloc, n, false);
+  sg_plan_sort_buffers_by_time (p, release, n, true);
   Heap h = { g_tree_new_full (cmp_gap_off, NULL, g_free, NULL),
              g_tree_new_full (cmp_gap_size, NULL, NULL, NULL), base };
   int32_t r = 0;
@@ -335,7 +367,9 @@ sg_codegen_pack_buffers (SgPlan *p, const bool *pinned)
   g_autofree uint64_t *greedy = g_new0 (uint64_t, (size_t)p->n_buffers + 1);
   g_autofree uint64_t *online = g_new0 (uint64_t, (size_t)p->n_buffers + 1);
   uint64_t top_online = pack_online (p, order, n, base, online);
-  uint64_t top_greedy = pack_greedy (p, order, n, base, greedy, GREEDY_BUDGET);
+  uint64_t top_greedy = greedy_work (p, order, n, GREEDY_BUDGET) <= GREEDY_BUDGET
+                          ? pack_greedy (p, order, n, base, greedy)
+                          : UINT64_MAX;
   const uint64_t *off = top_greedy <= top_online ? greedy : online;
   for (int32_t k = 0; k < n; k++)
     p->buffers[order[k]].offset = off[order[k]];

@@ -277,15 +277,17 @@ load_values (Loader *l, const cJSON *root, SgPlan *p)
     if (!name)
       return false;
     v->name = g_strdup (name);
-    int32_t nd2 = 0;
+    int32_t nd = 0, nd2 = 0;
+    int64_t shape[SG_PLAN_MAX_DIMS], stride[SG_PLAN_MAX_DIMS];
     if (!get_i32 (l, e, "values", i, "buffer", -1, &v->buffer) ||
         !get_u64 (l, e, "values", i, "offset", &v->offset) ||
         !get_dtype (l, e, "values", i, &v->dtype) ||
-        !get_dims (l, e, i, "shape", v->shape, &v->ndim) ||
-        !get_dims (l, e, i, "stride", v->stride, &nd2))
+        !get_dims (l, e, i, "shape", shape, &nd) ||
+        !get_dims (l, e, i, "stride", stride, &nd2))
       return false;
-    if (nd2 != v->ndim)
-      return fail (l, "values[%d].stride: %d entries for a %d-d shape", i, nd2, v->ndim);
+    if (nd2 != nd)
+      return fail (l, "values[%d].stride: %d entries for a %d-d shape", i, nd2, nd);
+    sg_plan_value_set_dims (p, v, nd, shape, stride);
     /* optional: written only when set (docs/plan-format.md, "roll") */
     const cJSON *roll = cJSON_GetObjectItemCaseSensitive (e, "roll");
     if (roll) {

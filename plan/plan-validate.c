@@ -428,21 +428,30 @@ cmp_offset (gconstpointer a, gconstpointer b, gpointer data)
   return (x > y) - (x < y);
 }
 
-typedef struct {
-  const SgPlanBuffer *bufs;
-  bool by_last;
-} SortCtx;
-
-static int
-cmp_lifetime (gconstpointer a, gconstpointer b, gpointer data)
+void
+sg_plan_sort_buffers_by_time (const SgPlan *p, int32_t *ids, int32_t n, bool by_last)
 {
-  const SortCtx *c = data;
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  int32_t kx = c->by_last ? c->bufs[x].last_ins : c->bufs[x].first_ins;
-  int32_t ky = c->by_last ? c->bufs[y].last_ins : c->bufs[y].first_ins;
-  if (kx != ky)
-    return (kx > ky) - (kx < ky);
-  return (x > y) - (x < y);
+  g_return_if_fail (p != NULL && (ids != NULL || n == 0));
+  int32_t hi = 0;
+  for (int32_t k = 0; k < n; k++) {
+    const SgPlanBuffer *b = &p->buffers[ids[k]];
+    int32_t t = by_last ? b->last_ins : b->first_ins;
+    g_return_if_fail (t >= 0);
+    hi = MAX (hi, t);
+  }
+  /* a counting sort: at[t] is where the first id of time t goes */
+  g_autofree int32_t *at = g_new0 (int32_t, (size_t)hi + 2);
+  g_autofree int32_t *in = g_memdup2 (ids, sizeof (int32_t) * ((size_t)n + 1));
+  for (int32_t k = 0; k < n; k++) {
+    const SgPlanBuffer *b = &p->buffers[in[k]];
+    at[(by_last ? b->last_ins : b->first_ins) + 1]++;
+  }
+  for (int32_t t = 0; t <= hi; t++)
+    at[t + 1] += at[t];
+  for (int32_t k = 0; k < n; k++) {
+    const SgPlanBuffer *b = &p->buffers[in[k]];
+    ids[at[by_last ? b->last_ins : b->first_ins]++] = in[k];
+  }
 }
 
 static bool
@@ -454,9 +463,9 @@ check_memory (const SgPlan *p, GError **error)
     if (p->buffers[b].bytes > 0)
       by_first[n++] = b;
   g_autofree int32_t *by_last = g_memdup2 (by_first, sizeof (int32_t) * ((size_t)n + 1));
-  SortCtx cf = { p->buffers, false }, cl = { p->buffers, true };
-  g_qsort_with_data (by_first, n, sizeof (int32_t), cmp_lifetime, &cf);
-  g_qsort_with_data (by_last, n, sizeof (int32_t), cmp_lifetime, &cl);
+  /* (first, id) and (last, id): ids ascending, sorted stably */
+  sg_plan_sort_buffers_by_time (p, by_first, n, false);
+  sg_plan_sort_buffers_by_time (p, by_last, n, true);
   /* live buffers by offset; keys point at the buffers' offsets */
   GTree *live = g_tree_new_full (cmp_offset, NULL, NULL, NULL);
   bool ok = true;

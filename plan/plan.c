@@ -36,6 +36,40 @@ sg_plan_new (void)
   return p;
 }
 
+/* Blocks of DIMS_BLOCK integers (or one dims call's, if larger). */
+#define DIMS_BLOCK 8192
+struct SgPlanDims {
+  SgPlanDims *next;
+  size_t used, cap;
+  int64_t v[];
+};
+
+void
+sg_plan_value_set_dims (SgPlan *p, SgPlanValue *v, int32_t ndim, const int64_t *shape,
+                        const int64_t *stride)
+{
+  g_return_if_fail (p != NULL && v != NULL && ndim >= 0 && ndim <= SG_PLAN_MAX_DIMS);
+  size_t need = 2 * (size_t)ndim;
+  SgPlanDims *d = p->dims;
+  if (!d || d->cap - d->used < need) {
+    size_t cap = MAX (need, (size_t)DIMS_BLOCK);
+    d = g_malloc (sizeof (SgPlanDims) + cap * sizeof (int64_t));
+    d->next = p->dims;
+    d->used = 0;
+    d->cap = cap;
+    p->dims = d;
+  }
+  int64_t *at = d->v + d->used;
+  d->used += need;
+  v->ndim = ndim;
+  v->shape = at;
+  v->stride = at + ndim;
+  for (int32_t k = 0; k < ndim; k++) {
+    v->shape[k] = shape ? shape[k] : 0;
+    v->stride[k] = stride ? stride[k] : 0;
+  }
+}
+
 void
 sg_plan_ins_clear (SgPlanIns *ins)
 {
@@ -68,6 +102,10 @@ sg_plan_free (SgPlan *p)
   for (int32_t i = 0; i < p->n_values; i++)
     g_free (p->values[i].name);
   g_free (p->values);
+  for (SgPlanDims *d = p->dims, *next; d; d = next) {
+    next = d->next;
+    g_free (d);
+  }
   g_free (p->inputs);
   g_free (p->outputs);
   for (int32_t i = 0; i < p->n_ins; i++)
@@ -114,34 +152,61 @@ sg_plan_op_from_name (const char *s, SgOpKind *out)
 
 /* --- canonical JSON --------------------------------------------------------- */
 
+/* Appends without g_string_insert_len's generality (the writer's hot
+ * path; GString grows as g_string_append_len makes it). */
+static inline void
+put_len (GString *s, const char *v, size_t n)
+{
+  if (G_UNLIKELY (s->len + n >= s->allocated_len)) {
+    g_string_append_len (s, v, (gssize)n);
+    return;
+  }
+  memcpy (s->str + s->len, v, n);
+  s->len += n;
+  s->str[s->len] = 0;
+}
+
+static inline void
+put_s (GString *s, const char *v)
+{
+  put_len (s, v, strlen (v));
+}
+
+#define put_lit(s, lit) put_len ((s), "" lit, sizeof (lit) - 1)
+
 static void
 put_str (GString *s, const char *v)
 {
   if (!v) {
-    g_string_append (s, "null");
+    put_lit (s, "null");
     return;
   }
   g_string_append_c (s, '"');
-  for (const unsigned char *c = (const unsigned char *)v; *c; c++) {
+  const unsigned char *c = (const unsigned char *)v;
+  while (*c) {
+    const unsigned char *run = c; /* what needs no escape, appended at once */
+    while (*c >= 0x20 && *c != '"' && *c != '\\')
+      c++;
+    put_len (s, (const char *)run, c - run);
+    if (!*c)
+      break;
     switch (*c) {
     case '"':
-      g_string_append (s, "\\\"");
+      put_lit (s, "\\\"");
       break;
     case '\\':
-      g_string_append (s, "\\\\");
+      put_lit (s, "\\\\");
       break;
     case '\n':
-      g_string_append (s, "\\n");
+      put_lit (s, "\\n");
       break;
     case '\t':
-      g_string_append (s, "\\t");
+      put_lit (s, "\\t");
       break;
     default:
-      if (*c < 0x20)
-        g_string_append_printf (s, "\\u%04x", *c);
-      else
-        g_string_append_c (s, (char)*c);
+      g_string_append_printf (s, "\\u%04x", *c);
     }
+    c++;
   }
   g_string_append_c (s, '"');
 }
@@ -151,13 +216,12 @@ static void
 put_u64 (GString *s, uint64_t v)
 {
   char buf[24];
-  int n = 0;
+  char *at = buf + sizeof buf;
   do {
-    buf[n++] = (char)('0' + v % 10);
+    *--at = (char)('0' + v % 10);
     v /= 10;
   } while (v);
-  while (n)
-    g_string_append_c (s, buf[--n]);
+  put_len (s, at, buf + sizeof buf - at);
 }
 
 static void
@@ -174,7 +238,7 @@ put_i64 (GString *s, int64_t v)
 static void
 put_key_int (GString *s, const char *key, int64_t v)
 {
-  g_string_append (s, key);
+  put_s (s, key);
   put_i64 (s, v);
 }
 
@@ -186,7 +250,7 @@ put_us (GString *s, double v)
    * the text no longer loaded with its hash */
   char buf[DBL_MAX_10_EXP + 8];
   if (!isfinite (v) || v < 0) {
-    g_string_append (s, "-1.000");
+    put_lit (s, "-1.000");
     return;
   }
   if (v < 1e12) { /* exact thousandths: "%.3f" without printf's cost */
@@ -194,10 +258,10 @@ put_us (GString *s, double v)
     put_u64 (s, m / 1000);
     char frac[5] = { '.', (char)('0' + m / 100 % 10), (char)('0' + m / 10 % 10),
                      (char)('0' + m % 10), 0 };
-    g_string_append (s, frac);
+    put_s (s, frac);
     return;
   }
-  g_string_append (s, g_ascii_formatd (buf, sizeof buf, "%.3f", v));
+  put_s (s, g_ascii_formatd (buf, sizeof buf, "%.3f", v));
 }
 
 /* a JSON array of the @n integers at @v, each int32_t or int64_t (@width) */
@@ -216,55 +280,141 @@ put_int_array (GString *s, const void *v, size_t width, int32_t n)
 
 #define put_ints(s, v, n) put_int_array ((s), (v), sizeof *(v), (n))
 
+/* A string as cJSON 1.7's print_string_ptr writes it (NULL: ""). */
+static void
+put_cjson_str (GString *s, const char *v)
+{
+  static const char short_esc[32] = { ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n', ['\r'] = 'r',
+                                      ['\t'] = 't' };
+  g_string_append_c (s, '"');
+  const unsigned char *c = (const unsigned char *)(v ? v : "");
+  while (*c) {
+    const unsigned char *run = c;
+    while (*c > 31 && *c != '"' && *c != '\\')
+      c++;
+    put_len (s, (const char *)run, c - run);
+    if (!*c)
+      break;
+    g_string_append_c (s, '\\');
+    if (*c == '"' || *c == '\\')
+      g_string_append_c (s, (char)*c);
+    else if (short_esc[*c])
+      g_string_append_c (s, short_esc[*c]);
+    else
+      g_string_append_printf (s, "u%04x", *c);
+    c++;
+  }
+  g_string_append_c (s, '"');
+}
+
+/* @v as cJSON_PrintUnformatted writes it (cJSON 1.7's print_value), without
+ * its allocation per call. An integral number below 1e15 (not -0) has one
+ * text in every cJSON 1.7 ("%1.15g", or "%d" of valueint): its digits;
+ * any other number goes through cJSON itself. False for what cJSON would
+ * not print (@s then holds a part). */
+static bool
+put_cjson_value (GString *s, const cJSON *v)
+{
+  switch (v->type & 0xff) {
+  case cJSON_NULL:
+    put_lit (s, "null");
+    return true;
+  case cJSON_False:
+    put_lit (s, "false");
+    return true;
+  case cJSON_True:
+    put_lit (s, "true");
+    return true;
+  case cJSON_Number:
+    if (fabs (v->valuedouble) < 1e15 && v->valuedouble == floor (v->valuedouble) &&
+        !(v->valuedouble == 0 && signbit (v->valuedouble))) {
+      put_i64 (s, (int64_t)v->valuedouble);
+      return true;
+    } else {
+      char *t = cJSON_PrintUnformatted (v);
+      if (t)
+        put_s (s, t);
+      cJSON_free (t);
+      return t != NULL;
+    }
+  case cJSON_Raw:
+    if (!v->valuestring)
+      return false;
+    put_s (s, v->valuestring);
+    return true;
+  case cJSON_String:
+    put_cjson_str (s, v->valuestring);
+    return true;
+  case cJSON_Array:
+  case cJSON_Object: {
+    bool object = (v->type & 0xff) == cJSON_Object;
+    g_string_append_c (s, object ? '{' : '[');
+    for (const cJSON *e = v->child; e; e = e->next) {
+      if (e != v->child)
+        g_string_append_c (s, ',');
+      if (object) {
+        put_cjson_str (s, e->string);
+        g_string_append_c (s, ':');
+      }
+      if (!put_cjson_value (s, e))
+        return false;
+    }
+    g_string_append_c (s, object ? '}' : ']');
+    return true;
+  }
+  default:
+    return false;
+  }
+}
+
+/* @v's cJSON_PrintUnformatted text, @empty when there is none. */
 static void
 put_cjson (GString *s, const cJSON *v, const char *empty)
 {
-  if (!v) {
-    g_string_append (s, empty);
+  size_t at = s->len;
+  if (v && put_cjson_value (s, v))
     return;
-  }
-  char *t = cJSON_PrintUnformatted (v);
-  g_string_append (s, t ? t : empty);
-  cJSON_free (t);
+  g_string_truncate (s, at);
+  put_s (s, empty);
 }
 
 static void
 put_ins (GString *s, const SgPlanIns *in)
 {
-  g_string_append (s, "{\"kind\":");
+  put_lit (s, "{\"kind\":");
   put_str (s, sg_plan_ins_kind_name (in->kind));
   put_key_int (s, ",\"stream\":", in->stream);
   if (in->name) {
-    g_string_append (s, ",\"name\":");
+    put_lit (s, ",\"name\":");
     put_str (s, in->name);
   }
   switch (in->kind) {
   case SG_INS_KERNEL:
   case SG_INS_COLLECTIVE:
-    g_string_append (s, ",\"op\":");
+    put_lit (s, ",\"op\":");
     put_str (s, sg_op_name (in->op));
     if (in->kind == SG_INS_KERNEL) {
-      g_string_append (s, ",\"target\":");
+      put_lit (s, ",\"target\":");
       put_str (s, in->target);
     }
-    g_string_append (s, ",\"in\":");
+    put_lit (s, ",\"in\":");
     put_ints (s, in->in, in->n_in);
-    g_string_append (s, ",\"out\":");
+    put_lit (s, ",\"out\":");
     put_ints (s, in->out, in->n_out);
-    g_string_append (s, ",\"args\":");
+    put_lit (s, ",\"args\":");
     put_cjson (s, in->args, "[]");
-    g_string_append (s, ",\"kwargs\":");
+    put_lit (s, ",\"kwargs\":");
     put_cjson (s, in->kwargs, "{}");
     if (in->kind == SG_INS_KERNEL && in->sm_count > 0)
       put_key_int (s, ",\"sm_count\":", in->sm_count);
     if (in->kind == SG_INS_COLLECTIVE) {
       put_key_int (s, ",\"group\":", in->group);
       put_key_int (s, ",\"count\":", in->count);
-      g_string_append (s, ",\"dtype\":");
+      put_lit (s, ",\"dtype\":");
       put_str (s, sg_dtype_name (in->dtype));
-      g_string_append (s, ",\"reduce\":");
+      put_lit (s, ",\"reduce\":");
       put_str (s, sg_reduce_name (in->reduce));
-      g_string_append (s, ",\"members\":[");
+      put_lit (s, ",\"members\":[");
       for (int32_t i = 0; i < in->n_members; i++) {
         if (i)
           g_string_append_c (s, ',');
@@ -272,11 +422,11 @@ put_ins (GString *s, const SgPlanIns *in)
       }
       g_string_append_c (s, ']');
       if (in->op == SG_OP_COLLECTIVE_PERMUTE) {
-        g_string_append (s, ",\"transport\":");
+        put_lit (s, ",\"transport\":");
         put_str (s, sg_transport_name (in->transport));
-        g_string_append (s, ",\"pairs\":[");
+        put_lit (s, ",\"pairs\":[");
         for (int32_t i = 0; i < in->n_pairs; i++) {
-          g_string_append (s, i ? ",[" : "[");
+          put_s (s, i ? ",[" : "[");
           put_i64 (s, in->pairs[2 * i]);
           g_string_append_c (s, ',');
           put_i64 (s, in->pairs[2 * i + 1]);
@@ -285,14 +435,14 @@ put_ins (GString *s, const SgPlanIns *in)
         g_string_append_c (s, ']');
       }
     }
-    g_string_append (s, ",\"est_us\":");
+    put_lit (s, ",\"est_us\":");
     put_us (s, in->est_us);
-    g_string_append (s, ",\"pred_start_us\":");
+    put_lit (s, ",\"pred_start_us\":");
     put_us (s, in->pred_start_us);
-    g_string_append (s, ",\"pred_end_us\":");
+    put_lit (s, ",\"pred_end_us\":");
     put_us (s, in->pred_end_us);
     if (in->kind == SG_INS_COLLECTIVE) {
-      g_string_append (s, ",\"pred_exposed_us\":");
+      put_lit (s, ",\"pred_exposed_us\":");
       put_us (s, in->pred_exposed_us);
     }
     break;
@@ -370,92 +520,92 @@ plan_text (SgPlan *p, Out *o)
 {
   GString *s = o->s;
   o->hash = UINT64_C (0xcbf29ce484222325);
-  g_string_append (s, "{\"format\":\"" SG_PLAN_FORMAT "\",\n");
+  put_s (s, "{\"format\":\"" SG_PLAN_FORMAT "\",\n");
   g_string_append_printf (s, "\"version\":%d,\n", SG_PLAN_VERSION);
   size_t hash_at = s->len + strlen (HASH_KEY);
-  g_string_append (s, HASH_KEY "0000000000000000\",\n");
+  put_lit (s, HASH_KEY "0000000000000000\",\n");
   /* The graph's file name is provenance, not content: ranks that planned
    * copies of one graph under other names run the same plan. */
   o->graph_from = s->len;
-  g_string_append (s, "\"graph\":");
+  put_lit (s, "\"graph\":");
   put_str (s, p->graph ? p->graph : "");
-  g_string_append (s, ",\n");
+  put_lit (s, ",\n");
   o->graph_to = s->len;
-  g_string_append (s, "\"options\":");
+  put_lit (s, "\"options\":");
   put_str (s, p->options ? p->options : "");
   g_string_append_printf (s,
                           ",\n\"world_size\":%" PRId32 ",\n\"n_streams\":%" PRId32
                           ",\n\"n_events\":%" PRId32 ",\n\"arena_bytes\":%" PRIu64 ",\n",
                           p->world_size, p->n_streams, p->n_events, p->arena_bytes);
 
-  g_string_append (s, "\"groups\":[");
+  put_lit (s, "\"groups\":[");
   for (int32_t i = 0; i < p->n_groups; i++) {
     const SgPlanGroup *gr = &p->groups[i];
-    g_string_append (s, i ? ",\n{\"name\":" : "\n{\"name\":");
+    put_s (s, i ? ",\n{\"name\":" : "\n{\"name\":");
     put_str (s, gr->name);
     put_key_int (s, ",\"n_ranks\":", gr->n_ranks);
     put_key_int (s, ",\"n_instances\":", gr->n_instances);
-    g_string_append (s, ",\"partition\":");
+    put_lit (s, ",\"partition\":");
     put_ints (s, gr->partition, gr->n_ranks * gr->n_instances);
     g_string_append_c (s, '}');
   }
-  g_string_append (s, "],\n\"buffers\":[");
+  put_lit (s, "],\n\"buffers\":[");
   for (int32_t i = 0; i < p->n_buffers; i++) {
     const SgPlanBuffer *b = &p->buffers[i];
-    g_string_append (s, i ? ",\n{\"offset\":" : "\n{\"offset\":");
+    put_s (s, i ? ",\n{\"offset\":" : "\n{\"offset\":");
     put_u64 (s, b->offset);
-    g_string_append (s, ",\"bytes\":");
+    put_lit (s, ",\"bytes\":");
     put_u64 (s, b->bytes);
     put_key_int (s, ",\"first\":", b->first_ins);
     put_key_int (s, ",\"last\":", b->last_ins);
     g_string_append_c (s, '}');
     spill (o, false);
   }
-  g_string_append (s, "],\n\"values\":[");
+  put_lit (s, "],\n\"values\":[");
   for (int32_t i = 0; i < p->n_values; i++) {
     const SgPlanValue *v = &p->values[i];
-    g_string_append (s, i ? ",\n{\"name\":" : "\n{\"name\":");
+    put_s (s, i ? ",\n{\"name\":" : "\n{\"name\":");
     put_str (s, v->name);
     put_key_int (s, ",\"buffer\":", v->buffer);
-    g_string_append (s, ",\"offset\":");
+    put_lit (s, ",\"offset\":");
     put_u64 (s, v->offset);
     if (v->roll_block > 0) { /* written only when set */
       put_key_int (s, ",\"roll\":{\"group\":", v->roll_group);
       put_key_int (s, ",\"shift\":", v->roll_shift);
       put_key_int (s, ",\"sign\":", v->roll_sign);
-      g_string_append (s, ",\"block\":");
+      put_lit (s, ",\"block\":");
       put_u64 (s, v->roll_block);
       g_string_append_c (s, '}');
     }
-    g_string_append (s, ",\"dtype\":");
+    put_lit (s, ",\"dtype\":");
     put_str (s, sg_dtype_name (v->dtype));
-    g_string_append (s, ",\"shape\":");
+    put_lit (s, ",\"shape\":");
     put_ints (s, v->shape, v->ndim);
-    g_string_append (s, ",\"stride\":");
+    put_lit (s, ",\"stride\":");
     put_ints (s, v->stride, v->ndim);
-    g_string_append (s, v->init == SG_INIT_INPUT ? ",\"init\":\"input\"}" : ",\"init\":\"none\"}");
+    put_s (s, v->init == SG_INIT_INPUT ? ",\"init\":\"input\"}" : ",\"init\":\"none\"}");
     spill (o, false);
   }
-  g_string_append (s, "],\n\"inputs\":");
+  put_lit (s, "],\n\"inputs\":");
   put_ints (s, p->inputs, p->n_inputs);
-  g_string_append (s, ",\n\"outputs\":");
+  put_lit (s, ",\n\"outputs\":");
   put_ints (s, p->outputs, p->n_outputs);
-  g_string_append (s, ",\n\"ins\":[");
+  put_lit (s, ",\n\"ins\":[");
   for (int32_t i = 0; i < p->n_ins; i++) {
-    g_string_append (s, i ? ",\n" : "\n");
+    put_s (s, i ? ",\n" : "\n");
     put_ins (s, &p->ins[i]);
     spill (o, false);
   }
   const SgPlanPrediction *pr = &p->pred;
-  g_string_append (s, "],\n\"pred\":{\"step_us\":");
+  put_lit (s, "],\n\"pred\":{\"step_us\":");
   put_us (s, pr->step_us);
-  g_string_append (s, ",\"compute_us\":");
+  put_lit (s, ",\"compute_us\":");
   put_us (s, pr->compute_us);
-  g_string_append (s, ",\"comm_us\":");
+  put_lit (s, ",\"comm_us\":");
   put_us (s, pr->comm_us);
-  g_string_append (s, ",\"exposed_us\":");
+  put_lit (s, ",\"exposed_us\":");
   put_us (s, pr->exposed_us);
-  g_string_append (s, ",\"lower_bound_us\":");
+  put_lit (s, ",\"lower_bound_us\":");
   put_us (s, pr->lower_bound_us);
   g_string_append_printf (s,
                           ",\"peak_bytes\":%" PRIu64 ",\"collectives\":%" PRId32

@@ -73,6 +73,7 @@ typedef enum {
 typedef struct {
   char *name;      /* the graph node; tuple elements are "NAME.I" */
   int32_t buffer;  /* -1: no storage (not a tensor) */
+  SgValueInit init;
   uint64_t offset; /* bytes from the buffer's start */
   /* A rank-dependent placement (a rank_roll lowered to views): on the rank
    * at position r of group roll_group (k ranks) the value lies roll_block x
@@ -82,10 +83,11 @@ typedef struct {
   int64_t roll_shift;
   uint64_t roll_block;
   SgDtype dtype;
-  int32_t ndim;
-  int64_t shape[SG_PLAN_MAX_DIMS];
-  int64_t stride[SG_PLAN_MAX_DIMS]; /* elements */
-  SgValueInit init;
+  int32_t ndim; /* at most SG_PLAN_MAX_DIMS */
+  /* ndim sizes and ndim strides (elements): (transfer none) in the plan's
+   * storage (sg_plan_value_set_dims), or in whatever a hand-built plan
+   * points them to */
+  int64_t *shape, *stride;
 } SgPlanValue;
 
 typedef enum {
@@ -100,10 +102,13 @@ typedef struct {
   SgInsKind kind;
   int32_t stream;
   char *name;   /* the graph node it comes from; NULL for RECORD/FREE */
-  SgOpKind op;  /* KERNEL / COLLECTIVE */
   char *target; /* KERNEL: the graph's target string */
-  int32_t *in, n_in;   /* value ids */
-  int32_t *out, n_out; /* value ids (-1 for tuple elements that are not tensors) */
+  SgOpKind op;  /* KERNEL / COLLECTIVE */
+  int32_t n_in, n_out;
+  /* KERNEL of a matmul: its GEMM's SM-count target; 0 = every SM */
+  int32_t sm_count;
+  int32_t *in;  /* n_in value ids */
+  int32_t *out; /* n_out value ids (-1 for tuple elements that are not tensors) */
   /* KERNEL and COLLECTIVE: the node's args/kwargs with every {"node": NAME}
    * replaced by {"value": ID} (a collective's group name, split sizes,
    * broadcast source are there); (transfer full) owned by the instruction. */
@@ -112,6 +117,7 @@ typedef struct {
   int32_t group;      /* index into groups */
   SgReduceOp reduce;  /* reduce_scatter / all_reduce */
   SgDtype dtype;      /* element type of in[0] and out[0] */
+  SgTransport transport; /* collective_permute: how the data moves */
   int64_t count;      /* NCCL's count argument: all_gather: input elements,
                        * reduce_scatter: output elements, all_reduce /
                        * broadcast: elements, all_to_all: input elements */
@@ -121,14 +127,11 @@ typedef struct {
   /* FREE */
   int32_t buffer;
   /* bucket/: a COLLECTIVE that merges several graph collectives lists them */
-  char **members;
   int32_t n_members;
+  char **members;
   /* COLLECTIVE collective_permute: n_pairs (source, target) pairs of group
-   * ranks, pairs[2 i] and pairs[2 i + 1], and how the data moves */
+   * ranks, pairs[2 i] and pairs[2 i + 1] */
   int32_t *pairs, n_pairs;
-  SgTransport transport;
-  /* KERNEL of a matmul: its GEMM's SM-count target; 0 = every SM */
-  int32_t sm_count;
   /* predictions from schedule/'s simulator (microseconds), -1 when none */
   double est_us, pred_start_us, pred_end_us, pred_exposed_us;
 } SgPlanIns;
@@ -138,6 +141,10 @@ typedef struct {
   uint64_t peak_bytes;
   int32_t collectives, hidden, partial, exposed;
 } SgPlanPrediction;
+
+/* Storage of the values' sizes and strides (plan.c): blocks that never
+ * move. */
+typedef struct SgPlanDims SgPlanDims;
 
 typedef struct SgPlan {
   int32_t world_size;
@@ -150,6 +157,7 @@ typedef struct SgPlan {
   int32_t n_buffers;
   SgPlanValue *values;
   int32_t n_values;
+  SgPlanDims *dims; /* where sg_plan_value_set_dims puts them; freed with the plan */
   int32_t *inputs, n_inputs;   /* values with SG_INIT_INPUT, in graph order */
   int32_t *outputs, n_outputs; /* the graph output node's values, in order */
   SgPlanIns *ins;
@@ -164,6 +172,12 @@ typedef struct SgPlan {
 SgPlan *sg_plan_new (void);
 void sg_plan_free (SgPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgPlan, sg_plan_free)
+
+/* Gives @v @ndim dimensions (at most SG_PLAN_MAX_DIMS): its shape and
+ * stride point to 2 @ndim integers that @plan owns (freed with it), copied
+ * from @shape and @stride (NULL: zeros). */
+void sg_plan_value_set_dims (SgPlan *plan, SgPlanValue *v, int32_t ndim, const int64_t *shape,
+                             const int64_t *stride);
 
 /* Canonical JSON text: fixed field order, integers for bytes and ids, fixed
  * precision for microseconds; identical plans give identical bytes. Sets
@@ -184,6 +198,11 @@ SgPlan *sg_plan_load_data (const char *data, size_t len, const char *name, GErro
  * (docs/plan-format.md, "Rules"). False with @error naming the first
  * broken rule and its instruction/value/buffer. */
 bool sg_plan_validate (const SgPlan *plan, GError **error);
+
+/* Reorders the @n buffer ids at @ids by their first instruction (or their
+ * last, @by_last), stably: ties keep their order in @ids. O(n + the range
+ * of the instruction indices); every index must be >= 0. */
+void sg_plan_sort_buffers_by_time (const SgPlan *plan, int32_t *ids, int32_t n, bool by_last);
 
 /* Byte offset of value @v from its buffer's start on the rank whose
  * position in group g is @group_rank[g] (n_groups entries): its offset,

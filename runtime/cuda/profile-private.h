@@ -56,6 +56,7 @@ double sg_cu_prof_median (double *v, int n);
 typedef struct {
   SgPlan p;
   SgPlanValue values[64];
+  int64_t dims[64][2 * SG_PLAN_MAX_DIMS]; /* the values' shapes and strides */
   SgPlanBuffer buffers[64];
   SgPlanIns ins;
   int32_t outs[16];

@@ -27,8 +27,10 @@ extent_of (const SgGraph *g, const SgMeta *m)
   return e;
 }
 
+/* @dims: 2 SG_PLAN_MAX_DIMS integers per value of @p, its sizes and strides */
 static int32_t
-add_value (SgPlan *p, const SgGraph *g, const char *name, const SgMeta *m, uint64_t *arena)
+add_value (SgPlan *p, int64_t *dims, const SgGraph *g, const char *name, const SgMeta *m,
+           uint64_t *arena)
 {
   const int32_t v = p->n_values++;
   SgPlanValue *pv = &p->values[v];
@@ -36,6 +38,8 @@ add_value (SgPlan *p, const SgGraph *g, const char *name, const SgMeta *m, uint6
   pv->name = (char *)name;
   pv->buffer = -1;
   pv->ndim = m->ndim < 0 ? 0 : m->ndim;
+  pv->shape = dims + (size_t)v * 2 * SG_PLAN_MAX_DIMS;
+  pv->stride = pv->shape + SG_PLAN_MAX_DIMS;
   pv->dtype = m->ndim < 0 ? SG_DTYPE_F32 : m->dtype;
   if (m->ndim < 0)
     return v;
@@ -54,6 +58,7 @@ add_value (SgPlan *p, const SgGraph *g, const char *name, const SgMeta *m, uint6
 
 typedef struct {
   SgPlan *p;
+  int64_t *dims;
   uint64_t *arena;
 } RefCtx;
 
@@ -68,7 +73,7 @@ value_ref (const SgGraph *g, SgNodeId src, gpointer user)
     if (strcmp (c->p->values[i].name, g->nodes[src].name) == 0)
       v = i;
   if (v < 0)
-    v = add_value (c->p, g, g->nodes[src].name, &g->nodes[src].meta, c->arena);
+    v = add_value (c->p, c->dims, g, g->nodes[src].name, &g->nodes[src].meta, c->arena);
   cJSON *o = cJSON_CreateObject ();
   cJSON_AddNumberToObject (o, "value", v);
   return o;
@@ -97,13 +102,13 @@ sg_cu_one_kernel_init (SgCuOneKernel *k, const SgGraph *g, SgNodeId id, cudaStre
                  n->name);
     return false;
   }
-  RefCtx rc = { &k->p, &arena };
+  RefCtx rc = { &k->p, &k->dims[0][0], &arena };
   ins->args = sg_node_args_json (g, id, false, value_ref, &rc);
   ins->kwargs = sg_node_args_json (g, id, true, value_ref, &rc);
   const uint32_t n_out = n->n_tuple ? MIN (n->n_tuple, 16u) : 1;
   for (uint32_t j = 0; j < n_out; j++) {
     const SgMeta *m = n->n_tuple ? sg_node_tuple_meta (g, id, j) : &n->meta;
-    k->outs[j] = m->ndim >= 0 ? add_value (&k->p, g, n->name, m, &arena) : -1;
+    k->outs[j] = m->ndim >= 0 ? add_value (&k->p, &k->dims[0][0], g, n->name, m, &arena) : -1;
   }
   ins->out = k->outs;
   ins->n_out = (int32_t)n_out;

@@ -25,17 +25,13 @@ ids (int n, ...)
 }
 
 static void
-set_value (SgPlanValue *v, const char *name, int32_t buffer, SgDtype dt, int64_t rows,
+set_value (SgPlan *p, SgPlanValue *v, const char *name, int32_t buffer, SgDtype dt, int64_t rows,
            int64_t cols, SgValueInit init)
 {
   v->name = g_strdup (name);
   v->buffer = buffer;
   v->dtype = dt;
-  v->ndim = 2;
-  v->shape[0] = rows;
-  v->shape[1] = cols;
-  v->stride[0] = cols;
-  v->stride[1] = 1;
+  sg_plan_value_set_dims (p, v, 2, (const int64_t[]){ rows, cols }, (const int64_t[]){ cols, 1 });
   v->init = init;
 }
 
@@ -104,13 +100,13 @@ small_plan (void)
   p->arena_bytes = 1024;
   p->n_values = 5;
   p->values = g_new0 (SgPlanValue, 5);
-  set_value (&p->values[0], "x", 0, SG_DTYPE_BF16, 8, 16, SG_INIT_INPUT);
-  set_value (&p->values[1], "w", 1, SG_DTYPE_BF16, 4, 16, SG_INIT_INPUT);
-  set_value (&p->values[2], "ag", 2, SG_DTYPE_BF16, 8, 16, SG_INIT_NONE);
-  set_value (&p->values[3], "t", 2, SG_DTYPE_BF16, 16, 8, SG_INIT_NONE);
+  set_value (p, &p->values[0], "x", 0, SG_DTYPE_BF16, 8, 16, SG_INIT_INPUT);
+  set_value (p, &p->values[1], "w", 1, SG_DTYPE_BF16, 4, 16, SG_INIT_INPUT);
+  set_value (p, &p->values[2], "ag", 2, SG_DTYPE_BF16, 8, 16, SG_INIT_NONE);
+  set_value (p, &p->values[3], "t", 2, SG_DTYPE_BF16, 16, 8, SG_INIT_NONE);
   p->values[3].stride[0] = 1;
   p->values[3].stride[1] = 16;
-  set_value (&p->values[4], "y", 3, SG_DTYPE_BF16, 8, 8, SG_INIT_NONE);
+  set_value (p, &p->values[4], "y", 3, SG_DTYPE_BF16, 8, 8, SG_INIT_NONE);
   p->n_inputs = 2;
   p->inputs = ids (2, 0, 1);
   p->n_outputs = 2;
@@ -334,6 +330,33 @@ START_TEST (arg_accessors_read_kernel_arguments)
 }
 END_TEST
 
+/* The writer prints kernel arguments itself (no cJSON allocation per
+ * instruction): its text must stay cJSON_PrintUnformatted's, byte for byte,
+ * for every kind of JSON value (integers, fractions, large and negative
+ * numbers, escapes, nesting, empty containers, keys that need escapes). */
+START_TEST (kernel_arguments_are_written_as_cjson_prints_them)
+{
+  static const char *const args[] = {
+    "[0,-1,2147483647,-2147483648,2147483648,-2147483649,1e300,-0.0,4503599627370497]",
+    "[0.1,2.5,1e-06,-3.25e-12,0.30000000000000004,123456789.123,1.7976931348623157e308]",
+    "[\"\",\"a\\\"b\",\"back\\\\slash\",\"\\b\\f\\n\\r\\t\\u0001\\u001f\",\"\u00e9\u4e2d\"]",
+    "[[],{},[[[]]],{\"a\":{\"b\":[true,false,null]}},{\"\\n\\u0002\":\"k\"}]",
+  };
+  for (size_t i = 0; i < G_N_ELEMENTS (args); i++) {
+    g_autoptr (SgPlan) p = small_plan ();
+    SgPlanIns *k = &p->ins[5];
+    cJSON_Delete (k->args);
+    k->args = cJSON_Parse (args[i]);
+    ck_assert_msg (k->args != NULL, "test setup: %s", args[i]);
+    char *want = cJSON_PrintUnformatted (k->args);
+    g_autofree char *needle = g_strdup_printf ("\"args\":%s,\"kwargs\":{\"alpha\":1}", want);
+    cJSON_free (want);
+    g_autofree char *text = sg_plan_to_json (p, NULL);
+    ck_assert_msg (strstr (text, needle) != NULL, "%s not in the plan text", needle);
+  }
+}
+END_TEST
+
 START_TEST (write_file_is_atomic_and_loads_back)
 {
   g_autoptr (SgPlan) p = small_plan ();
@@ -368,7 +391,7 @@ big_plan (void)
   memset (&p->values[p->n_values], 0, sizeof (SgPlanValue) * (size_t)extra);
   for (int32_t i = 0; i < extra; i++) {
     g_autofree char *name = g_strdup_printf ("unused_value_%d_with_a_long_name_to_fill_pieces", i);
-    set_value (&p->values[p->n_values + i], name, -1, SG_DTYPE_F32, 2, 3, SG_INIT_NONE);
+    set_value (p, &p->values[p->n_values + i], name, -1, SG_DTYPE_F32, 2, 3, SG_INIT_NONE);
   }
   p->n_values += extra;
   return p;
@@ -607,7 +630,7 @@ reuse_plan (int variant)
   p->values = g_new0 (SgPlanValue, 5);
   const char *names[] = { "x", "h", "g", "o", "y" };
   for (int v = 0; v < 5; v++) {
-    set_value (&p->values[v], names[v], v, SG_DTYPE_F32, 1, 8, v ? SG_INIT_NONE : SG_INIT_INPUT);
+    set_value (p, &p->values[v], names[v], v, SG_DTYPE_F32, 1, 8, v ? SG_INIT_NONE : SG_INIT_INPUT);
     p->values[v].ndim = 1;
     p->values[v].shape[0] = 8;
     p->values[v].stride[0] = 1;
@@ -722,6 +745,7 @@ plan_suite (void)
   tcase_add_test (tc, a_collective_without_reduce_and_dtype_sets_one_error);
   tcase_add_test (tc, numbers_that_are_not_finite_and_nul_escapes_are_rejected);
   tcase_add_test (tc, arg_accessors_read_kernel_arguments);
+  tcase_add_test (tc, kernel_arguments_are_written_as_cjson_prints_them);
   tcase_add_test (tc, write_file_is_atomic_and_loads_back);
   tcase_add_test (tc, a_plan_written_in_pieces_is_its_text);
   tcase_add_test (tc, a_write_failing_midway_leaves_the_old_plan_and_no_temporary);

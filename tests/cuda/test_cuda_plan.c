@@ -21,6 +21,7 @@ static const char *data_dir = "tests/data";
 typedef struct {
   SgPlan p;
   SgPlanValue values[16];
+  int64_t dims[16][2 * SG_PLAN_MAX_DIMS]; /* the values' shapes and strides */
   SgPlanBuffer buffers[16];
   SgPlanGroup group;
   int32_t partition[2];
@@ -50,6 +51,8 @@ mini_value (MiniPlan *m, SgDtype dtype, int nd, const int64_t *shape)
   pv->name = (char *)"v";
   pv->dtype = dtype;
   pv->ndim = nd;
+  pv->shape = m->dims[v];
+  pv->stride = m->dims[v] + SG_PLAN_MAX_DIMS;
   int64_t s = 1;
   for (int k = nd - 1; k >= 0; k--) {
     pv->shape[k] = shape[k];

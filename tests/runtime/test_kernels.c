@@ -390,7 +390,7 @@ END_TEST
 START_TEST (inputs_depend_on_name_rank_and_seed_only)
 {
   SgPlanValue v = { .name = (char *)"arg0_1", .dtype = SG_DTYPE_BF16, .ndim = 2,
-                    .shape = { 4, 8 }, .stride = { 8, 1 } };
+                    .shape = (int64_t[]){ 4, 8 }, .stride = (int64_t[]){ 8, 1 } };
   uint16_t a[32], b[32], c[32], d[32];
   sg_rt_fill_input (&v, 0, 7, a);
   sg_rt_fill_named ("arg0_1", SG_DTYPE_BF16, 32, 0, 7, b);
