@@ -167,7 +167,8 @@ ls_try_issue (Run *R, bool force)
   Later later[ISSUE_LATER];
   int32_t later_rank[ISSUE_LATER];
   int64_t passed[ISSUE_TRIES];
-  double resume = frontier_resume (R);
+  /* forced, nothing waits for the more urgent ones: their times go unread */
+  double resume = force ? 0.0 : frontier_resume (R);
   double to_engine = resume - P->base_us[MIN (R->frontier, P->n)];
   for (int32_t grp = 0; grp < P->n_groups; grp++) {
     Heap *h = &R->rq[grp];
@@ -176,7 +177,7 @@ ls_try_issue (Run *R, bool force)
     int32_t end = P->gfirst[grp + 1], n_later = 0, n_passed = 0;
     while (R->gnext[grp] < end && R->placed[P->gorder[R->gnext[grp]]])
       R->gnext[grp]++;
-    for (int32_t i = R->gnext[grp]; i < end && i - R->gnext[grp] < ISSUE_SCAN
+    for (int32_t i = R->gnext[grp]; !force && i < end && i - R->gnext[grp] < ISSUE_SCAN
                                     && n_later < ISSUE_LATER;
          i++) {
       SgNodeId c = P->gorder[i];
