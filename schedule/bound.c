@@ -250,6 +250,13 @@ sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
 
 /* --- the terms ------------------------------------------------------------------- */
 
+/* Is @nd one of the collectives the bound counts (one with a group)? */
+static bool
+bound_coll (const SgNode *nd, SgRole role)
+{
+  return role == SG_ROLE_COLL && nd->group >= 0;
+}
+
 /* The graph's collectives (n of them, transfer full). */
 static SgNodeId *
 collectives (const SgGraph *g, int32_t *n)
@@ -257,7 +264,7 @@ collectives (const SgGraph *g, int32_t *n)
   SgNodeId *c = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
   *n = 0;
   for (SgNodeId x = 0; x < g->n_nodes; x++)
-    if (sg_sched_role (&g->nodes[x]) == SG_ROLE_COLL && g->nodes[x].group >= 0)
+    if (bound_coll (&g->nodes[x], sg_sched_role (&g->nodes[x])))
       c[(*n)++] = x;
   return c;
 }
@@ -424,10 +431,16 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   walk_init (&w, g);
   const uint32_t *ifirst = w.dir[0].first;
   const SgNodeId *ins = w.dir[0].adj;
+  /* the graph's collectives (collectives ()'s, on this pass over the nodes) */
+  g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (n, 1));
+  int32_t nc = 0;
   for (SgNodeId x = 0; x < n; x++) {
     const SgNode *nd = &g->nodes[x];
+    SgRole role = sg_sched_role (nd);
     cost[x] = sg_sched_cost (nd);
-    work[x] = sg_sched_role (nd) == SG_ROLE_COMPUTE ? cost[x] : 0.0;
+    work[x] = role == SG_ROLE_COMPUTE ? cost[x] : 0.0;
+    if (bound_coll (nd, role))
+      colls[nc++] = x;
     double t = 0.0;
     for (uint32_t a = ifirst[x]; a < ifirst[x + 1]; a++)
       t = MAX (t, fwd[ins[a]]);
@@ -440,12 +453,10 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   }
   g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
   int32_t nj = 0;
-  for (SgNodeId c = 0; c < n; c++) {
-    const SgNode *nd = &g->nodes[c];
-    if (sg_sched_role (nd) != SG_ROLE_COLL || nd->group < 0)
-      continue;
+  for (int32_t i = 0; i < nc; i++) {
+    SgNodeId c = colls[i];
     SgBoundJob *j = &jobs[nj++];
-    *j = (SgBoundJob){ fwd[c] - cost[c], after[c], cost[c], sg_bound_slot (nd) };
+    *j = (SgBoundJob){ fwd[c] - cost[c], after[c], cost[c], sg_bound_slot (&g->nodes[c]) };
     if (w.budget > 0)
       j->head = MAX (j->head, reach_sum (&w, c, true));
     if (w.budget > 0)
@@ -454,8 +465,6 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   /* the rates: the graph's cost model (its pairs), as sg_simulate's */
   SgSimEngine e;
   sg_eng_init (&e, g, NULL, false);
-  int32_t nc;
-  g_autofree SgNodeId *colls = collectives (g, &nc);
   SgBoundRates R;
   sg_bound_rates_init (&R, &e, colls, nc);
   sg_eng_clear (&e);
