@@ -3,9 +3,10 @@
  *
  * Reachability without per-node ancestor sets: the nodes carry a
  * topological position (initially the id order, which is topological for
- * data edges). A search from A for B only visits nodes whose position is at
- * most B's, with a visited-stamp array (no clearing, no allocation per
- * query). An edge that goes against the current positions is accepted when
+ * data edges). A query A ->* B searches forward from A and backward from B
+ * in turn, visiting only nodes whose position lies between theirs, with a
+ * visited-stamp array (no clearing, no allocation per query); the searches
+ * stop when they meet or when one side runs out (bidirectional search). An edge that goes against the current positions is accepted when
  * it closes no cycle and the positions of the affected region are
  * rearranged with Pearce and Kelly's dynamic topological sort ("A dynamic
  * topological sort algorithm for directed acyclic graphs", JEA 2006): only
@@ -72,20 +73,65 @@ struct SgAug {
   SgNodeId *at; /* position -> node */
   uint32_t *stamp;
   uint32_t cur;
-  SgNodeId *stack;
+  SgNodeId *stack, *back; /* search stacks (back: sg_aug_reaches' backward side) */
   GArray *fwd, *bwd; /* Pearce-Kelly scratch */
 };
 
 #define EIDX(arr, i) g_array_index ((arr), int32_t, (i))
 
+/* Stamps below this: NO_STAMP marks nothing. */
+#define NO_STAMP UINT32_MAX
+
+/* A fresh stamp (no node carries it). */
 static uint32_t
 next_stamp (SgAug *a)
 {
-  if (++a->cur == 0) {
+  if (a->cur >= NO_STAMP - 1) {
     memset (a->stamp, 0, sizeof (uint32_t) * (size_t)a->n);
-    a->cur = 1;
+    a->cur = 0;
   }
-  return a->cur;
+  return ++a->cur;
+}
+
+/* @w, a neighbour met by a search (stamp @mine): true when it is @goal or
+ * the other search (stamp @other) visited it; else pushed on @stack when
+ * new and lo < pos < hi. */
+static inline bool
+meet (SgAug *a, SgNodeId w, SgNodeId goal, uint32_t mine, uint32_t other, int32_t lo,
+      int32_t hi, SgNodeId *stack, int32_t *sp)
+{
+  if (w == goal || a->stamp[w] == other)
+    return true;
+  if (a->stamp[w] != mine && a->pos[w] > lo && a->pos[w] < hi) {
+    a->stamp[w] = mine;
+    stack[(*sp)++] = w;
+  }
+  return false;
+}
+
+/* Visits the successors (@forward) or predecessors of @v, data edges then
+ * implicit ones, through meet(); true as soon as one meets. */
+static bool
+expand (SgAug *a, SgNodeId v, bool forward, SgNodeId goal, uint32_t mine, uint32_t other,
+        int32_t lo, int32_t hi, SgNodeId *stack, int32_t *sp)
+{
+  uint32_t k = 0;
+  const SgNodeId *nb;
+  if (forward) {
+    nb = &a->users[a->ufirst[v]];
+    k = a->ufirst[v + 1] - a->ufirst[v];
+  } else {
+    nb = sg_node_inputs (a->g, v, &k);
+  }
+  for (uint32_t j = 0; j < k; j++)
+    if (meet (a, nb[j], goal, mine, other, lo, hi, stack, sp))
+      return true;
+  for (int32_t e = forward ? a->out_head[v] : a->in_head[v]; e >= 0;
+       e = forward ? EIDX (a->e_next_out, e) : EIDX (a->e_next_in, e))
+    if (meet (a, forward ? EIDX (a->e_to, e) : EIDX (a->e_from, e), goal, mine, other, lo, hi,
+              stack, sp))
+      return true;
+  return false;
 }
 
 /* Depth-first search over successors (@forward) or predecessors, visiting
@@ -103,37 +149,8 @@ search (SgAug *a, SgNodeId start, SgNodeId target, bool forward, int32_t lo, int
     SgNodeId v = a->stack[--sp];
     if (acc)
       g_array_append_val (acc, v);
-    uint32_t k = 0;
-    const SgNodeId *nb;
-    if (forward) {
-      nb = &a->users[a->ufirst[v]];
-      k = a->ufirst[v + 1] - a->ufirst[v];
-    } else {
-      nb = sg_node_inputs (a->g, v, &k);
-    }
-    for (uint32_t j = 0; j <= k; j++) {
-      /* j == k walks the implicit list */
-      if (j == k) {
-        for (int32_t e = forward ? a->out_head[v] : a->in_head[v]; e >= 0;
-             e = forward ? EIDX (a->e_next_out, e) : EIDX (a->e_next_in, e)) {
-          SgNodeId w = forward ? EIDX (a->e_to, e) : EIDX (a->e_from, e);
-          if (w == target)
-            return true;
-          if (a->stamp[w] != s && a->pos[w] > lo && a->pos[w] < hi) {
-            a->stamp[w] = s;
-            a->stack[sp++] = w;
-          }
-        }
-        break;
-      }
-      SgNodeId w = nb[j];
-      if (w == target)
-        return true;
-      if (a->stamp[w] != s && a->pos[w] > lo && a->pos[w] < hi) {
-        a->stamp[w] = s;
-        a->stack[sp++] = w;
-      }
-    }
+    if (expand (a, v, forward, target, s, NO_STAMP, lo, hi, a->stack, &sp))
+      return true;
   }
   return false;
 }
@@ -146,7 +163,22 @@ sg_aug_reaches (SgAug *a, SgNodeId from, SgNodeId to)
     return true;
   if (a->pos[from] > a->pos[to])
     return false;
-  return search (a, from, to, true, a->pos[from], a->pos[to], NULL);
+  /* Both ways at once, a node each in turn: they meet on a path if there
+   * is one; either side running out first proves there is none (it saw
+   * all it reaches without meeting the other). */
+  uint32_t sf = next_stamp (a), sb = next_stamp (a);
+  int32_t lo = a->pos[from], hi = a->pos[to], nf = 0, nb = 0;
+  a->stack[nf++] = from;
+  a->stamp[from] = sf;
+  a->back[nb++] = to;
+  a->stamp[to] = sb;
+  while (nf > 0 && nb > 0) {
+    if (expand (a, a->stack[--nf], true, to, sf, sb, lo, hi, a->stack, &nf))
+      return true;
+    if (nf > 0 && expand (a, a->back[--nb], false, from, sb, sf, lo, hi, a->back, &nb))
+      return true;
+  }
+  return false;
 }
 
 static int
@@ -263,6 +295,7 @@ sg_aug_new (const SgGraph *g)
   }
   a->stamp = g_new0 (uint32_t, (size_t)MAX (n, 1));
   a->stack = g_new (SgNodeId, (size_t)n + 1);
+  a->back = g_new (SgNodeId, (size_t)n + 1);
   a->fwd = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   a->bwd = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   if (g->implicit_edges) {
@@ -298,6 +331,7 @@ sg_aug_free (SgAug *a)
   g_free (a->at);
   g_free (a->stamp);
   g_free (a->stack);
+  g_free (a->back);
   g_array_unref (a->fwd);
   g_array_unref (a->bwd);
   g_free (a);

@@ -250,6 +250,13 @@ sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
 
 /* --- the terms ------------------------------------------------------------------- */
 
+/* Is @nd one of the collectives the bound counts (one with a group)? */
+static bool
+bound_coll (const SgNode *nd, SgRole role)
+{
+  return role == SG_ROLE_COLL && nd->group >= 0;
+}
+
 /* The graph's collectives (n of them, transfer full). */
 static SgNodeId *
 collectives (const SgGraph *g, int32_t *n)
@@ -257,7 +264,7 @@ collectives (const SgGraph *g, int32_t *n)
   SgNodeId *c = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
   *n = 0;
   for (SgNodeId x = 0; x < g->n_nodes; x++)
-    if (sg_sched_role (&g->nodes[x]) == SG_ROLE_COLL && g->nodes[x].group >= 0)
+    if (bound_coll (&g->nodes[x], sg_sched_role (&g->nodes[x])))
       c[(*n)++] = x;
   return c;
 }
@@ -308,10 +315,16 @@ sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
  * (valid, only weaker). */
 #define SUM_BUDGET (8 * 1000 * 1000)
 
+/* One direction of the graph as CSR: the neighbours of x are
+ * adj[first[x] .. first[x + 1]), inputs in the graph's order, users in id
+ * order. */
 typedef struct {
-  const SgGraph *g;
-  uint32_t *ufirst; /* users CSR */
-  SgNodeId *users;
+  uint32_t *first;
+  SgNodeId *adj;
+} Csr;
+
+typedef struct {
+  Csr dir[2];       /* [0] inputs (up), [1] users (down) */
   double *work;     /* per node: its compute work (0 for the other roles) */
   uint32_t *seen;   /* visit stamps */
   uint32_t stamp;
@@ -325,8 +338,8 @@ typedef struct {
 static double
 reach_sum (Walk *w, SgNodeId c, bool up)
 {
-  const SgNode *nodes = w->g->nodes;
-  const SgNodeId *pool = (const SgNodeId *)(const void *)w->g->inputs->data;
+  const uint32_t *first = w->dir[up ? 0 : 1].first;
+  const SgNodeId *adj = w->dir[up ? 0 : 1].adj;
   const double *work = w->work;
   uint32_t *seen = w->seen, stamp = ++w->stamp;
   SgNodeId *stack = w->stack;
@@ -339,27 +352,65 @@ reach_sum (Walk *w, SgNodeId c, bool up)
     SgNodeId x = stack[--sp];
     if (x != c)
       sum += work[x]; /* + 0.0 for the other roles: the same sum */
-    uint32_t k;
-    const SgNodeId *next;
-    if (up) {
-      next = pool + nodes[x].in_first;
-      k = nodes[x].n_in;
-    } else {
-      next = &w->users[w->ufirst[x]];
-      k = w->ufirst[x + 1] - w->ufirst[x];
-    }
-    if ((budget -= (int64_t)k + 1) < 0) {
+    uint32_t a = first[x], e = first[x + 1];
+    if ((budget -= (int64_t)(e - a) + 1) < 0) {
       w->budget = budget;
       return -1.0;
     }
-    for (uint32_t j = 0; j < k; j++)
-      if (seen[next[j]] != stamp) {
-        seen[next[j]] = stamp;
-        stack[sp++] = next[j];
+    for (; a < e; a++) {
+      SgNodeId y = adj[a];
+      if (seen[y] != stamp) {
+        seen[y] = stamp;
+        stack[sp++] = y;
       }
+    }
   }
   w->budget = budget;
   return sum;
+}
+
+/* Both directions of @g as CSR (walk_clear frees them). */
+static void
+walk_init (Walk *w, const SgGraph *g)
+{
+  int32_t n = g->n_nodes;
+  Csr *in = &w->dir[0], *us = &w->dir[1];
+  in->first = g_new (uint32_t, (size_t)n + 1);
+  us->first = g_new0 (uint32_t, (size_t)n + 2);
+  in->first[0] = 0;
+  for (SgNodeId x = 0; x < n; x++) {
+    uint32_t k;
+    const SgNodeId *ins = sg_node_inputs (g, x, &k);
+    in->first[x + 1] = in->first[x] + k;
+    for (uint32_t j = 0; j < k; j++)
+      us->first[ins[j] + 1]++;
+  }
+  for (SgNodeId x = 0; x < n; x++)
+    us->first[x + 1] += us->first[x];
+  in->adj = g_new (SgNodeId, (size_t)in->first[n] + 1);
+  us->adj = g_new (SgNodeId, (size_t)us->first[n] + 1);
+  g_autofree uint32_t *fill = g_memdup2 (us->first, sizeof (uint32_t) * ((size_t)n + 1));
+  for (SgNodeId x = 0; x < n; x++) {
+    uint32_t k;
+    const SgNodeId *ins = sg_node_inputs (g, x, &k);
+    memcpy (&in->adj[in->first[x]], ins, sizeof (SgNodeId) * k);
+    for (uint32_t j = 0; j < k; j++)
+      us->adj[fill[ins[j]]++] = x;
+  }
+  w->seen = g_new0 (uint32_t, (size_t)MAX (n, 1));
+  w->stack = g_new (SgNodeId, (size_t)n + 1);
+  w->budget = SUM_BUDGET;
+}
+
+static void
+walk_clear (Walk *w)
+{
+  for (int d = 0; d < 2; d++) {
+    g_free (w->dir[d].first);
+    g_free (w->dir[d].adj);
+  }
+  g_free (w->seen);
+  g_free (w->stack);
 }
 
 void
@@ -374,51 +425,38 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   g_autofree double *fwd = g_new0 (double, (size_t)MAX (n, 1));
   g_autofree double *bwd = g_new0 (double, (size_t)MAX (n, 1));
   g_autofree double *after = g_new0 (double, (size_t)MAX (n, 1));
-  Walk w = { .g = g, .ufirst = g_new0 (uint32_t, (size_t)n + 2) };
+  g_autofree double *cost = g_new (double, (size_t)MAX (n, 1));
+  g_autofree double *work = g_new (double, (size_t)MAX (n, 1));
+  Walk w = { .work = work };
+  walk_init (&w, g);
+  const uint32_t *ifirst = w.dir[0].first;
+  const SgNodeId *ins = w.dir[0].adj;
+  /* the graph's collectives (collectives ()'s, on this pass over the nodes) */
+  g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (n, 1));
+  int32_t nc = 0;
   for (SgNodeId x = 0; x < n; x++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    const SgNode *nd = &g->nodes[x];
+    SgRole role = sg_sched_role (nd);
+    cost[x] = sg_sched_cost (nd);
+    work[x] = role == SG_ROLE_COMPUTE ? cost[x] : 0.0;
+    if (bound_coll (nd, role))
+      colls[nc++] = x;
     double t = 0.0;
-    for (uint32_t j = 0; j < k; j++) {
-      t = MAX (t, fwd[in[j]]);
-      w.ufirst[in[j] + 1]++;
-    }
-    fwd[x] = t + sg_sched_cost (&g->nodes[x]);
+    for (uint32_t a = ifirst[x]; a < ifirst[x + 1]; a++)
+      t = MAX (t, fwd[ins[a]]);
+    fwd[x] = t + cost[x];
   }
   for (SgNodeId x = n - 1; x >= 0; x--) {
-    bwd[x] = after[x] + sg_sched_cost (&g->nodes[x]);
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, x, &k);
-    for (uint32_t j = 0; j < k; j++)
-      after[in[j]] = MAX (after[in[j]], bwd[x]);
+    bwd[x] = after[x] + cost[x];
+    for (uint32_t a = ifirst[x]; a < ifirst[x + 1]; a++)
+      after[ins[a]] = MAX (after[ins[a]], bwd[x]);
   }
-  for (SgNodeId x = 0; x < n; x++)
-    w.ufirst[x + 1] += w.ufirst[x];
-  w.users = g_new (SgNodeId, (size_t)w.ufirst[n] + 1);
-  {
-    g_autofree uint32_t *fill = g_memdup2 (w.ufirst, sizeof (uint32_t) * ((size_t)n + 1));
-    for (SgNodeId x = 0; x < n; x++) {
-      uint32_t k;
-      const SgNodeId *in = sg_node_inputs (g, x, &k);
-      for (uint32_t j = 0; j < k; j++)
-        w.users[fill[in[j]]++] = x;
-    }
-  }
-  w.seen = g_new0 (uint32_t, (size_t)MAX (n, 1));
-  w.work = g_new (double, (size_t)MAX (n, 1));
-  for (SgNodeId x = 0; x < n; x++)
-    w.work[x] = sg_sched_role (&g->nodes[x]) == SG_ROLE_COMPUTE ? sg_sched_cost (&g->nodes[x]) : 0.0;
-  w.stack = g_new (SgNodeId, (size_t)n + 1);
-  w.budget = SUM_BUDGET;
   g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
   int32_t nj = 0;
-  for (SgNodeId c = 0; c < n; c++) {
-    const SgNode *nd = &g->nodes[c];
-    if (sg_sched_role (nd) != SG_ROLE_COLL || nd->group < 0)
-      continue;
-    double cost = sg_sched_cost (nd);
+  for (int32_t i = 0; i < nc; i++) {
+    SgNodeId c = colls[i];
     SgBoundJob *j = &jobs[nj++];
-    *j = (SgBoundJob){ fwd[c] - cost, after[c], cost, sg_bound_slot (nd) };
+    *j = (SgBoundJob){ fwd[c] - cost[c], after[c], cost[c], sg_bound_slot (&g->nodes[c]) };
     if (w.budget > 0)
       j->head = MAX (j->head, reach_sum (&w, c, true));
     if (w.budget > 0)
@@ -427,8 +465,6 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   /* the rates: the graph's cost model (its pairs), as sg_simulate's */
   SgSimEngine e;
   sg_eng_init (&e, g, NULL, false);
-  int32_t nc;
-  g_autofree SgNodeId *colls = collectives (g, &nc);
   SgBoundRates R;
   sg_bound_rates_init (&R, &e, colls, nc);
   sg_eng_clear (&e);
@@ -436,11 +472,7 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   b->window_us = sg_bound_windows (&R, b->compute_us, jobs, nj, &s);
   sg_bound_scratch_clear (&s);
   sg_bound_rates_clear (&R);
-  g_free (w.ufirst);
-  g_free (w.users);
-  g_free (w.seen);
-  g_free (w.work);
-  g_free (w.stack);
+  walk_clear (&w);
   b->refined = true;
   finish (b);
   r->lower_bound_us = b->lower_bound_us;

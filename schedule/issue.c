@@ -155,6 +155,42 @@ worth_issuing (double free_at, double work, double due, const Later *w, int32_t 
   return true;
 }
 
+/* The times of the not-ready collectives ls_try_issue weighs a ready one
+ * against, computed when first read or before the state first changes
+ * (they are the call's start state's, as if computed up front: most
+ * calls never read them). */
+typedef struct {
+  bool have_resume, have_later;
+  double resume, to_engine; /* of the call's start */
+  int32_t n_later;
+  int32_t rank[ISSUE_LATER]; /* positions in the group's order by due */
+  Later later[ISSUE_LATER];
+} Urgent;
+
+static void
+urgent_resume (const Run *R, Urgent *u)
+{
+  if (u->have_resume)
+    return;
+  u->have_resume = true;
+  u->resume = frontier_resume (R);
+  u->to_engine = u->resume - R->P->base_us[MIN (R->frontier, R->P->n)];
+}
+
+/* The state is about to change: what was not read yet is taken now. */
+static void
+urgent_fix (const Run *R, Urgent *u)
+{
+  const SgSchedProblem *P = R->P;
+  urgent_resume (R, u);
+  for (int32_t k = 0; k < u->n_later && !u->have_later; k++) {
+    SgNodeId c = P->gorder[u->rank[k]];
+    u->later[k] = (Later){ expect_ready (R, c, u->resume), P->due_us[c] + u->to_engine,
+                           P->cost[c] };
+  }
+  u->have_later = true;
+}
+
 /* Issues ready collectives, per group in order of due (a heap of the ready
  * ones); a ready one goes ahead of more urgent ones that are not ready
  * (the first ISSUE_LATER of the group's order, looked for among its next
@@ -164,27 +200,24 @@ void
 ls_try_issue (Run *R, bool force)
 {
   const SgSchedProblem *P = R->P;
-  Later later[ISSUE_LATER];
-  int32_t later_rank[ISSUE_LATER];
   int64_t passed[ISSUE_TRIES];
-  double resume = frontier_resume (R);
-  double to_engine = resume - P->base_us[MIN (R->frontier, P->n)];
+  /* forced, nothing waits for the more urgent ones: their times go unread */
+  Urgent u = { .have_resume = force, .have_later = force };
   for (int32_t grp = 0; grp < P->n_groups; grp++) {
     Heap *h = &R->rq[grp];
     if (h->n == 0)
       continue; /* nothing ready: nothing to decide */
-    int32_t end = P->gfirst[grp + 1], n_later = 0, n_passed = 0;
+    int32_t end = P->gfirst[grp + 1], n_passed = 0;
     while (R->gnext[grp] < end && R->placed[P->gorder[R->gnext[grp]]])
       R->gnext[grp]++;
-    for (int32_t i = R->gnext[grp]; i < end && i - R->gnext[grp] < ISSUE_SCAN
-                                    && n_later < ISSUE_LATER;
+    u.n_later = 0;
+    u.have_later = force;
+    for (int32_t i = R->gnext[grp]; !force && i < end && i - R->gnext[grp] < ISSUE_SCAN
+                                    && u.n_later < ISSUE_LATER;
          i++) {
       SgNodeId c = P->gorder[i];
-      if (R->placed[c] || R->npend[c] == 0)
-        continue;
-      later_rank[n_later] = i;
-      later[n_later++] = (Later){ expect_ready (R, c, resume), P->due_us[c] + to_engine,
-                                  P->cost[c] };
+      if (!R->placed[c] && R->npend[c] > 0)
+        u.rank[u.n_later++] = i;
     }
     double free_at = ls_group_free (R, grp);
     while (h->n > 0) {
@@ -194,10 +227,13 @@ ls_try_issue (Run *R, bool force)
       if (R->placed[c])
         continue;
       int32_t n_before = 0;
-      while (n_before < n_later && later_rank[n_before] < P->due_rank[c])
+      while (n_before < u.n_later && u.rank[n_before] < P->due_rank[c])
         n_before++;
+      if (!force && n_before > 0)
+        urgent_fix (R, &u);
       if (!force
-          && !worth_issuing (free_at, P->cost[c], P->due_us[c] + to_engine, later, n_before)) {
+          && !worth_issuing (free_at, P->cost[c], P->due_us[c] + u.to_engine, u.later,
+                             n_before)) {
         passed[n_passed++] = key;
         if (n_passed == ISSUE_TRIES)
           break;
@@ -215,13 +251,17 @@ ls_try_issue (Run *R, bool force)
         R->mem_wait_at[grp] = at + 1;
       }
       if (force || (ls_budget_allows (R, c) && fits)) {
+        urgent_fix (R, &u);
         ls_run_place (R, c);
         free_at += P->cost[c];
         continue;
       }
       ls_heap_push (h, key);
-      if (fits && ls_release_early (R, grp))
-        continue; /* the budget is back: this one again */
+      if (fits) {
+        urgent_fix (R, &u);
+        if (ls_release_early (R, grp))
+          continue; /* the budget is back: this one again */
+      }
       break;
     }
     for (int32_t k = 0; k < n_passed; k++)

@@ -475,8 +475,6 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
   memset (res, 0, sizeof *res);
   sg_sim_classify (R.eng.rows, R.eng.n_rows, res);
   res->step_us = MAX (compute_end, R.eng.now);
-  g_autofree int32_t *pos = sg_sched_positions (P->g, R.order);
-  res->peak_bytes = sg_graph_liveness (P->g, pos, NULL, P->root, P->alloc);
   SgNodeId *order = g_steal_pointer (&R.order);
   run_clear (&R);
   return order;

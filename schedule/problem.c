@@ -1,6 +1,8 @@
 /* problem.c: what every variant of the list scheduler shares: node roles,
  * costs, bytes, users, each collective's wait and deadline, what compute
  * feeds, and the input order's live-bytes profile with the memory limit.
+ * sg_sched_problem_init_basic computes only what the polish reads (roles,
+ * costs, the input order's compute and live bytes, the limits).
  *
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
@@ -25,18 +27,13 @@ by_due (const void *a, const void *b)
   return (x->id > y->id) - (x->id < y->id);
 }
 
-/* base_us, due_us, ready_us and the per-group order by due. */
+/* due_us, ready_us and the per-group order by due. */
 static void
 due_and_ready (SgSchedProblem *P)
 {
   int32_t n = P->n, ng = MAX (P->n_groups, 1);
-  P->base_us = g_new (double, (size_t)n + 1);
   P->due_us = g_new0 (double, (size_t)MAX (n, 1));
   P->ready_us = g_new0 (double, (size_t)MAX (n, 1));
-  P->base_us[0] = 0.0;
-  for (SgNodeId x = 0; x < n; x++)
-    P->base_us[x + 1] = P->base_us[x] + (P->role[x] == SG_ROLE_COMPUTE ? P->cost[x] : 0.0);
-  P->compute_us = P->base_us[n];
   for (SgNodeId c = 0; c < n; c++) {
     if (P->role[c] != SG_ROLE_COLL)
       continue;
@@ -103,7 +100,7 @@ critical_path_rank (SgSchedProblem *P)
 }
 
 void
-sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
 {
   memset (P, 0, sizeof *P);
   int32_t n = g->n_nodes;
@@ -113,6 +110,31 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   P->role = g_new (uint8_t, (size_t)n);
   P->cost = g_new (double, (size_t)n);
   P->alloc = g_new (uint64_t, (size_t)n);
+  P->base_us = g_new (double, (size_t)n + 1);
+  P->base_us[0] = 0.0;
+  for (SgNodeId i = 0; i < n; i++) {
+    const SgNode *nd = &g->nodes[i];
+    P->role[i] = (uint8_t)sg_sched_role (nd);
+    P->cost[i] = sg_sched_cost (nd);
+    P->alloc[i] = sg_node_alloc_bytes (g, i);
+    P->base_us[i + 1] = P->base_us[i] + (P->role[i] == SG_ROLE_COMPUTE ? P->cost[i] : 0.0);
+  }
+  P->compute_us = P->base_us[n];
+  P->profile = g_new (uint64_t, (size_t)MAX (n, 1));
+  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
+  P->root = sg_graph_storage_roots (g);
+  P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
+  double inc = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
+  P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
+  P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
+  P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
+}
+
+void
+sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+{
+  sg_sched_problem_init_basic (P, g, cfg);
+  int32_t n = g->n_nodes;
   P->comm = g_new0 (uint64_t, (size_t)n);
   P->in_bytes = g_new0 (uint64_t, (size_t)n);
   P->wait_of = g_new (SgNodeId, (size_t)n);
@@ -124,10 +146,6 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   P->free_feed = g_new0 (uint8_t, (size_t)n);
   P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
   for (SgNodeId i = 0; i < n; i++) {
-    const SgNode *nd = &g->nodes[i];
-    P->role[i] = (uint8_t)sg_sched_role (nd);
-    P->cost[i] = sg_sched_cost (nd);
-    P->alloc[i] = sg_node_alloc_bytes (g, i);
     P->wait_of[i] = P->coll_of[i] = SG_NO_NODE;
     P->deadline[i] = n;
     uint32_t k;
@@ -216,10 +234,7 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
       P->free_feed[x] = P->role[u] == SG_ROLE_COLL || P->free_feed[u];
     }
   }
-  P->profile = g_new (uint64_t, (size_t)MAX (n, 1));
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
-  P->root = sg_graph_storage_roots (g);
-  P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
   /* Deferring a wait only costs memory past the point where the input
    * order frees the collective's input anyway. */
   g_autofree int32_t *last = g_new (int32_t, (size_t)MAX (n, 1));
@@ -232,10 +247,6 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
     if (P->role[c] == SG_ROLE_COLL && k > 0)
       P->in_end[c] = last[P->root[in[0]]] + 1;
   }
-  double inc = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
-  P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
-  P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
-  P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
 }
 
 void

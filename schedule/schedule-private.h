@@ -252,6 +252,10 @@ typedef struct {
 } SgSchedProblem;
 
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
+/* The part sg_polish reads: g, n, n_groups, role, cost, alloc, base_us,
+ * compute_us, root, profile, peak_in and the limits; the rest stays NULL
+ * (sg_sched_problem_clear frees either). */
+void sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
 void sg_sched_problem_clear (SgSchedProblem *P);
 
 /* The boost that ranks compute by the critical path (cp_rank) instead of
@@ -263,7 +267,8 @@ void sg_sched_problem_clear (SgSchedProblem *P);
  * GEMM that would hold it; only with comm_start_wait > 0), see
  * docs/scheduler.md. Returns the order (transfer full); fills @st's
  * counters and @res's totals (hidden/partial/exposed counts, exposed_us,
- * step_us, peak_bytes; no rows). */
+ * step_us; no rows; peak_bytes 0: the caller computes the peak of the
+ * orders it may keep). */
 SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
                                 bool shield, SgScheduleStats *st, SgSimResult *res);
 

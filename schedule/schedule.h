@@ -313,10 +313,12 @@ void sg_aug_free (SgAug *a);
  * Pearce-Kelly reorder of the affected region only. */
 bool sg_aug_add_edge (SgAug *a, SgNodeId from, SgNodeId to, GError **error);
 
-/* True when there is a path @from ->* @to (true for from == to). A
- * depth-first search that only visits nodes whose topological position is
- * at most @to's (visited stamps, no allocation): O(nodes and edges between
- * the two positions), O(1) when @to comes first. */
+/* True when there is a path @from ->* @to (true for from == to). Two
+ * depth-first searches, forward from @from and backward from @to, a node
+ * each in turn, that only visit nodes whose topological position lies
+ * between the two (visited stamps, no allocation): they stop when they
+ * meet or one runs out, so the cost is about twice the smaller side's;
+ * O(1) when @to comes first. */
 bool sg_aug_reaches (SgAug *a, SgNodeId from, SgNodeId to);
 
 /* (transfer none) The current topological order of the augmented graph

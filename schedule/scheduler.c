@@ -52,18 +52,34 @@ static const struct {
  * time, then to fewer fully exposed collectives. */
 #define STEP_TIE 0.0005
 
-static bool
-better_result (const SgSimResult *r, uint64_t limit, uint64_t input_peak, double input_step,
-               const SgSimResult *best)
+/* The live-bytes peak of a variant's @order. */
+static uint64_t
+order_peak (const SgSchedProblem *P, const SgNodeId *order)
 {
-  if (r->peak_bytes > MAX (limit, input_peak) || r->step_us > input_step + 1e-6)
+  g_autofree int32_t *pos = sg_sched_positions (P->g, order);
+  return sg_graph_liveness (P->g, pos, NULL, P->root, P->alloc);
+}
+
+/* Is variant result @r (of @order) better than @best? Its peak is
+ * computed (into @r) only when its times would make it so. */
+static bool
+better_result (const SgSchedProblem *P, SgSimResult *r, const SgNodeId *order,
+               uint64_t input_peak, double input_step, const SgSimResult *best)
+{
+  if (r->step_us > input_step + 1e-6)
     return false;
   double tie = STEP_TIE * MIN (r->step_us, best->step_us) + 1e-6;
+  bool better;
   if (fabs (r->step_us - best->step_us) > tie)
-    return r->step_us < best->step_us;
-  if (fabs (r->exposed_us - best->exposed_us) > 1e-6)
-    return r->exposed_us < best->exposed_us;
-  return r->exposed < best->exposed;
+    better = r->step_us < best->step_us;
+  else if (fabs (r->exposed_us - best->exposed_us) > 1e-6)
+    better = r->exposed_us < best->exposed_us;
+  else
+    better = r->exposed < best->exposed;
+  if (!better)
+    return false;
+  r->peak_bytes = order_peak (P, order);
+  return r->peak_bytes <= MAX (P->limit, input_peak);
 }
 
 /* Below this many nodes the variants run one after the other (threads
@@ -180,7 +196,7 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
     VariantJob *j = &jobs[i];
     int32_t v = j->v;
     st->n_variants++;
-    if (better_result (&j->res, P.limit, st->input_peak_bytes, input_step, &best_res)) {
+    if (better_result (&P, &j->res, j->order, st->input_peak_bytes, input_step, &best_res)) {
       best_res.step_us = j->res.step_us;
       best_res.exposed_us = j->res.exposed_us;
       best_res.exposed = j->res.exposed;
@@ -312,7 +328,7 @@ sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
    * the order it takes, when it improves) */
   SgSimResult r = { .step_us = full->step_us, .peak_bytes = full->peak_bytes };
   SgSchedProblem P;
-  sg_sched_problem_init (&P, g, cfg);
+  sg_sched_problem_init_basic (&P, g, cfg);
   g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes);
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     order[i] = i;

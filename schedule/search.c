@@ -183,18 +183,20 @@ dfs (SgSearch *S, int32_t d)
   if (!search_memo_admit (S, f) || prune (S, f))
     return;
   sg_eng_save (S->e, &f->snap);
-  /* collectives, then compute, then stalls; each by position */
-  for (int pass = 0; pass < 3 && !S->gave_up; pass++)
-    for (int32_t i = 0; i < S->m && !S->gave_up; i++) {
-      if (!decision (S, f, i))
-        continue;
+  /* collectives, then compute, then stalls; each by position (@f does not
+   * change below: the children work on the next frame) */
+  int32_t tries[3][64], nt[3] = { 0, 0, 0 };
+  for (int32_t i = 0; i < S->m; i++)
+    if (decision (S, f, i)) {
       int kind = S->coll[i] >= 0 ? 0 : S->comp[i] >= 0 ? 1 : 2;
-      if (kind != pass)
-        continue;
+      tries[kind][nt[kind]++] = i;
+    }
+  for (int pass = 0; pass < 3 && !S->gave_up; pass++)
+    for (int32_t t = 0; t < nt[pass] && !S->gave_up; t++) {
       Frame *c = &S->frames[d + 1];
       frame_copy (S, c, f);
       sg_eng_restore (S->e, &f->snap);
-      place (S, c, i);
+      place (S, c, tries[pass][t]);
       dfs (S, d + 1);
     }
   sg_eng_restore (S->e, &f->snap);
