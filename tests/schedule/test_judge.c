@@ -2,7 +2,9 @@
  * sg_simulate_totals' totals for every graph of a sequence of trial graphs
  * that each differ a little from the one before (nodes added in the
  * middle, costs changed, none changed), on random graphs with and without
- * contention and start waits, and it does skip most of the runs.
+ * contention and start waits, and it does skip most of the runs; what it
+ * keeps of the base nodes across trials (kernel slots, collective rates)
+ * is not reused once their costs or inputs differ.
  */
 #include <check.h>
 #include <math.h>
@@ -124,6 +126,45 @@ START_TEST (judge_equals_full_simulation_on_similar_graphs)
 }
 END_TEST
 
+START_TEST (judge_stays_exact_when_base_costs_change_between_trials)
+{
+  for (guint32 seed = 60; seed < 72; seed++) {
+    RgCluster cl = seed % 2 ? RG_CONTENTION : RG_BOTH;
+    g_autofree char *json = rg_graph_json (seed, 320, 48, 2, cl);
+    g_autoptr (SgGraph) g = st_load (json, "random");
+    g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+    SgRewrite *rw = sg_rewrite_new (g);
+    GRand *rnd = g_rand_new_with_seed (seed);
+    for (int trial = 0; trial < 12; trial++) {
+      /* every third trial: the base graph's compute and collective costs
+       * scaled (the trials copy them), so a base node's kept slot or
+       * rates entry no longer holds */
+      if (trial % 3 == 2) {
+        double f = trial % 2 ? 0.5 : 3.0;
+        for (SgNodeId x = 0; x < g->n_nodes; x++)
+          if (g->nodes[x].est_us > 0.0)
+            g->nodes[x].est_us = g->nodes[x].est_us * f + 0.25;
+        sg_graph_changed (g);
+      }
+      sg_rewrite_reset (rw);
+      /* a node added in front of a random node's users: collectives
+       * reading it read a new node */
+      SgNodeId v = pick_compute (g, rnd, g->n_nodes / 4);
+      if (v != SG_NO_NODE && trial % 2)
+        add_after (rw, v, trial);
+      GError *err = NULL;
+      SgGraph *t = sg_rewrite_trial (rw, &err);
+      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
+      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+      assert_judged_exactly (j, t, seed, trial);
+      sg_graph_free (t);
+    }
+    g_rand_free (rnd);
+    sg_rewrite_free (rw);
+  }
+}
+END_TEST
+
 START_TEST (judge_of_unrelated_graphs_runs_each_whole)
 {
   g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
@@ -141,6 +182,7 @@ int
 main (void)
 {
   const TTest *tests[] = { judge_equals_full_simulation_on_similar_graphs,
+                           judge_stays_exact_when_base_costs_change_between_trials,
                            judge_of_unrelated_graphs_runs_each_whole };
   return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
 }
