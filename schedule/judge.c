@@ -79,17 +79,18 @@ typedef struct {
 
 /* What a base node of the trials was to the timeline the last time it was
  * seen (indexed by its id in the base graph, sg_graph_trial_origins): its
- * kernel slot, a pure function of (kernel class, solo cost), or its rates
- * entry, a pure function of (kind, group, group size, bytes, transport),
- * where the bytes are the node's own output's or, for a reduce-scatter,
- * its input's (a base node too: its origin is kept). */
+ * kernel slot, a pure function of (kernel class, solo cost), the class one
+ * of (kind, SM count); or its rates entry, a pure function of (kind, group,
+ * group size, bytes, transport), where the bytes are the node's own
+ * output's or, for a reduce-scatter, its input's (a base node too: its
+ * origin is kept). */
 typedef struct {
   double cost;     /* compute: the solo cost the slot is for */
   int32_t aux;     /* the kernel slot or rates entry; -1: nothing kept */
-  int32_t in_orig; /* collective: its input's origin */
-  int32_t group, group_size;
-  int16_t kind;    /* collective: its op kind */
-  uint8_t klass;   /* compute: its kernel class */
+  int32_t in_orig; /* a reduce-scatter's input's origin, else SG_NO_NODE */
+  int32_t group, group_size; /* collective */
+  int32_t sm_count;          /* compute */
+  int16_t kind;
   uint8_t role;
 } Kept;
 
@@ -227,44 +228,56 @@ engine_start (SgSimEngine *e)
 /* --- events ------------------------------------------------------------------- */
 
 /* The slot of compute node @x (solo cost @cost > 0), from what its origin
- * @o kept when the kernel class and cost are the same. */
+ * @o kept when its kind, SM count and cost are the same. */
 static int32_t
 compute_slot (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, double cost)
 {
-  const uint8_t klass = (uint8_t)sg_node_kernel_class (&g->nodes[x]);
+  const SgNode *nd = &g->nodes[x];
   Kept *k = o != SG_NO_NODE ? &j->kept[o] : NULL;
-  if (k && k->aux >= 0 && k->role == SG_ROLE_COMPUTE && k->klass == klass
-      && memcmp (&k->cost, &cost, sizeof cost) == 0)
+  if (k && k->aux >= 0 && k->role == SG_ROLE_COMPUTE && k->kind == (int16_t)nd->kind
+      && k->sm_count == nd->sm_count && memcmp (&k->cost, &cost, sizeof cost) == 0)
     return k->aux;
   const int32_t slot = sg_cost_contention_slot (j->e.pairs, g, x, cost);
   if (k)
-    *k = (Kept){ .cost = cost, .aux = slot, .klass = klass, .role = SG_ROLE_COMPUTE };
+    *k = (Kept){ .cost = cost, .aux = slot, .in_orig = SG_NO_NODE, .sm_count = nd->sm_count,
+                 .kind = (int16_t)nd->kind, .role = SG_ROLE_COMPUTE };
   return slot;
 }
 
+/* The origin of single-member collective @x's input; SG_NO_NODE for none
+ * or a new node. */
+static inline SgNodeId
+input_origin (const SgGraph *g, SgNodeId x, const SgNodeId *orig)
+{
+  uint32_t n;
+  const SgNodeId *in = sg_node_inputs (g, x, &n);
+  return n > 0 ? orig[in[0]] : SG_NO_NODE;
+}
+
 /* The rates entry of collective @x, from what its origin @o kept when its
- * kind, group and input are the same (a single-member collective other
- * than a permute: its bytes are then its own or its input's). */
+ * kind, group and input are the same (kept only for a single-member
+ * collective other than a permute: its bytes are then its own output's or
+ * its input's). */
 static int32_t
 coll_entry (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, const SgNodeId *orig)
 {
   const SgNode *nd = &g->nodes[x];
-  Kept *k = o != SG_NO_NODE && nd->kind != SG_OP_COLLECTIVE_PERMUTE
-                    && sg_node_coll_members (g, x) == 1 ? &j->kept[o] : NULL;
-  int32_t in_orig = SG_NO_NODE;
-  if (k && sg_op_member_kind (nd->kind) == SG_OP_REDUCE_SCATTER) {
-    const SgNodeId in = sg_node_coll_input (g, x, 0);
-    in_orig = in != SG_NO_NODE ? orig[in] : SG_NO_NODE;
-    if (in_orig == SG_NO_NODE)
-      k = NULL; /* a new node's bytes */
-  }
+  Kept *k = o != SG_NO_NODE ? &j->kept[o] : NULL;
   if (k && k->aux >= 0 && k->role == SG_ROLE_COLL && k->kind == (int16_t)nd->kind
-      && k->group == nd->group && k->group_size == nd->group_size && k->in_orig == in_orig)
+      && k->group == nd->group && k->group_size == nd->group_size
+      && (k->in_orig == SG_NO_NODE || input_origin (g, x, orig) == k->in_orig))
     return k->aux;
   const int32_t at = sg_eng_rates_entry (&j->e, x, NULL);
-  if (k)
-    *k = (Kept){ .aux = at, .in_orig = in_orig, .group = nd->group,
-                 .group_size = nd->group_size, .kind = (int16_t)nd->kind, .role = SG_ROLE_COLL };
+  if (!k || nd->kind == SG_OP_COLLECTIVE_PERMUTE || sg_op_is_coalesced (nd->kind))
+    return at;
+  int32_t in_orig = SG_NO_NODE;
+  if (nd->kind == SG_OP_REDUCE_SCATTER) {
+    in_orig = input_origin (g, x, orig);
+    if (in_orig == SG_NO_NODE)
+      return at; /* a new node's bytes: nothing kept */
+  }
+  *k = (Kept){ .aux = at, .in_orig = in_orig, .group = nd->group, .group_size = nd->group_size,
+               .kind = (int16_t)nd->kind, .role = SG_ROLE_COLL };
   return at;
 }
 
