@@ -31,6 +31,19 @@ assert_judged_exactly (SgSimJudge *j, const SgGraph *t, guint32 seed, int trial)
   sg_sim_result_clear (&want);
 }
 
+/* The trial graph @rw describes, priced and judged against a full
+ * simulation. */
+static void
+judge_trial (SgSimJudge *j, SgRewrite *rw, guint32 seed, int trial)
+{
+  GError *err = NULL;
+  SgGraph *t = sg_rewrite_trial (rw, &err);
+  ck_assert_msg (t != NULL, "%s", err ? err->message : "");
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  assert_judged_exactly (j, t, seed, trial);
+  sg_graph_free (t);
+}
+
 /* A random compute node of @g with a tensor value, at or after @from. */
 static SgNodeId
 pick_compute (const SgGraph *g, GRand *rnd, SgNodeId from)
@@ -85,12 +98,7 @@ START_TEST (judge_equals_full_simulation_on_similar_graphs)
           add_after (rw, v, k);
         from = g->n_nodes / 2;
       }
-      GError *err = NULL;
-      SgGraph *t = sg_rewrite_trial (rw, &err);
-      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
-      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
-      assert_judged_exactly (j, t, seed, trial);
-      sg_graph_free (t);
+      judge_trial (j, rw, seed, trial);
     }
     /* the base graph with the cost of a compute node or of a collective
      * in the middle changed, and back */
@@ -152,12 +160,7 @@ START_TEST (judge_stays_exact_when_base_costs_change_between_trials)
       SgNodeId v = pick_compute (g, rnd, g->n_nodes / 4);
       if (v != SG_NO_NODE && trial % 2)
         add_after (rw, v, trial);
-      GError *err = NULL;
-      SgGraph *t = sg_rewrite_trial (rw, &err);
-      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
-      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
-      assert_judged_exactly (j, t, seed, trial);
-      sg_graph_free (t);
+      judge_trial (j, rw, seed, trial);
     }
     g_rand_free (rnd);
     sg_rewrite_free (rw);
