@@ -21,10 +21,17 @@
  *    running it (stalls are differences of clock values, as in sim.c).
  * The totals are then those of sg_simulate_totals, exactly; with the
  * validator on, bucket/ checks every one against a full simulation.
+ * The events of trial graphs' base nodes are kept by origin
+ * (sg_graph_trial_origins): a compute node's kernel slot and a
+ * collective's rates entry are reused while what they are functions of
+ * (kind, SM count and cost; kind, group, group size and the input's
+ * origin) is the same, instead of being looked up again in every trial.
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
- * cost model and groups. Invalidates: nothing.
+ * cost model and groups; the trials of one rewrite, whose base graph's
+ * nodes keep their kind, group and output while the judge lives (another
+ * rewrite starts the kept events over). Invalidates: nothing.
  */
 #include <string.h>
 

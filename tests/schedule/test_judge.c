@@ -4,12 +4,16 @@
  * middle, costs changed, none changed), on random graphs with and without
  * contention and start waits, and it does skip most of the runs; what it
  * keeps of the base nodes across trials (kernel slots, collective rates)
- * is not reused once their costs or inputs differ.
+ * is not reused once their costs or inputs differ (a reduce_scatter that
+ * reads another base node: its rates differ while its event's cost does
+ * not, so a reused entry would go unnoticed).
  */
 #include <check.h>
+#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
+#include "builder.h"
 #include "randgraph.h"
 #include "sched-test.h"
 
@@ -168,6 +172,82 @@ START_TEST (judge_stays_exact_when_base_costs_change_between_trials)
 }
 END_TEST
 
+/* Estimates @g with a version-2 profile in which a reduce_scatter of 1 KiB
+ * runs beside a GEMM at its solo speed and one of 4 KiB at half speed:
+ * its rates depend on its bytes, which are its input's. */
+static void
+estimate_with_two_sizes (SgGraph *g)
+{
+  g->cluster_json = g_strdup ("{\"comm_start_wait\": 0, \"comm_slowdown\": 1, "
+                              "\"reduce_slowdown\": 1, \"compute_slowdown\": 1}");
+  g_autofree char *dir = g_dir_make_tmp ("sg-judge-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "p.json", NULL);
+  const char *text
+    = "{\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2,\"contention\":["
+      "{\"kind\":\"reduce_scatter\",\"bytes\":1024,\"group_size\":2,\"kernel\":\"gemm\","
+      "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":30,\"rep_solo_us\":100,"
+      "\"comm_us\":30,\"reps_us\":[100,100]},"
+      "{\"kind\":\"reduce_scatter\",\"bytes\":4096,\"group_size\":2,\"kernel\":\"gemm\","
+      "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":30,\"rep_solo_us\":100,"
+      "\"comm_us\":60,\"reps_us\":[100,100]}]}";
+  ck_assert (g_file_set_contents (path, text, -1, NULL));
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.profile = path;
+  GError *err = NULL;
+  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
+  g_remove (path);
+  g_rmdir (dir);
+}
+
+/* The judge keeps a base reduce_scatter's rates entry by origin, with its
+ * input's origin; a trial whose reduce_scatter reads another base node
+ * (4 KiB instead of 1 KiB: other rates, the same cost) looks the entry up
+ * again. A kept entry reused would make that trial's events equal to the
+ * last trial's, and the judge would answer with the last trial's run. */
+START_TEST (a_kept_rates_entry_is_not_reused_once_the_input_changes)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "small", "bfloat16", 2, 32, 16);
+  tb_input (g, "big", "bfloat16", 2, 64, 32);
+  tb_input (g, "y", "bfloat16", 2, 32, 16);
+  tb_cost (g, tb_reduce_scatter (g, "rs", "small", "0"), 300);
+  tb_cost (g, tb_mm (g, "mm", "y", "y"), 100);
+  tb_wait (g, "w", "rs");
+  /* a tail past the judge's next checkpoint: a trial whose events all
+   * equal the last one's is resumed there */
+  char prev[16] = "w", name[16];
+  for (int i = 0; i < 100; i++) {
+    g_snprintf (name, sizeof name, "r%d", i);
+    tb_cost (g, tb_pointwise (g, name, "aten.relu.default", prev, NULL), 1);
+    memcpy (prev, name, sizeof prev);
+  }
+  tb_output (g, 3, "mm", prev, "big");
+  estimate_with_two_sizes (g);
+  const SgNodeId small = sg_graph_lookup (g, "small"), big = sg_graph_lookup (g, "big");
+  g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+  SgRewrite *rw = sg_rewrite_new (g);
+  double steps[4];
+  for (int t = 0; t < 4; t++) {
+    sg_rewrite_reset (rw);
+    if (t % 2)
+      sg_rewrite_replace_uses (rw, small, big); /* rs (and nothing else) reads big */
+    SgGraph *tg = sg_rewrite_trial (rw, NULL);
+    ck_assert_ptr_nonnull (tg);
+    assert_judged_exactly (j, tg, 0, t);
+    SgSimTotals got;
+    ck_assert (sg_sim_judge_totals (j, tg, NULL, NULL, &got, NULL));
+    steps[t] = got.step_us;
+    sg_graph_free (tg);
+  }
+  /* the input's bytes matter here: beside the GEMM the 4 KiB one runs at
+   * half speed */
+  ck_assert_double_ne (steps[0], steps[1]);
+  sg_rewrite_free (rw);
+}
+END_TEST
+
 START_TEST (judge_of_unrelated_graphs_runs_each_whole)
 {
   g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
@@ -186,6 +266,7 @@ main (void)
 {
   const TTest *tests[] = { judge_equals_full_simulation_on_similar_graphs,
                            judge_stays_exact_when_base_costs_change_between_trials,
+                           a_kept_rates_entry_is_not_reused_once_the_input_changes,
                            judge_of_unrelated_graphs_runs_each_whole };
   return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
 }
