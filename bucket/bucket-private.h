@@ -50,6 +50,8 @@ typedef struct {
   SgBucketTrials *trial; /* every trial graph of @g is built with it */
   SgSimJudge *judge;     /* and judged by it (each run where it differs from the last) */
   uint64_t *base_alloc;  /* sg_node_alloc_bytes of @g's nodes */
+  bool base_costed;      /* every node of @g has its cost (est_src): a trial
+                          * prices its new nodes alone */
   uint64_t *node_alloc;  /* the same of the trial graph's (scratch) */
   uint64_t *storage_alloc; /* its storages' bytes (scratch) */
   size_t n_alloc;          /* entries of both scratch arrays */

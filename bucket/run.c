@@ -59,11 +59,6 @@ judge_trial (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs, SgBu
   SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
   if (!tg)
     return false;
-  /* one zero-copy analysis prices the new copies and gives the liveness
-   * its storages */
-  SgElision el;
-  sg_graph_elision (tg, &el);
-  sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, &el);
   /* what base nodes allocate is the same in every trial */
   const SgNodeId *orig = sg_graph_trial_origins (tg);
   if ((size_t)MAX (tg->n_nodes, 1) > s->n_alloc) { /* a trial graph grows by its new nodes */
@@ -71,8 +66,25 @@ judge_trial (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs, SgBu
     s->node_alloc = g_renew (uint64_t, s->node_alloc, s->n_alloc);
     s->storage_alloc = g_renew (uint64_t, s->storage_alloc, s->n_alloc);
   }
-  for (SgNodeId i = 0; i < tg->n_nodes; i++)
-    s->node_alloc[i] = orig[i] != SG_NO_NODE ? s->base_alloc[orig[i]] : sg_node_alloc_bytes (tg, i);
+  g_autoptr (GArray) added = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  for (SgNodeId i = 0; i < tg->n_nodes; i++) {
+    if (orig[i] != SG_NO_NODE) {
+      s->node_alloc[i] = s->base_alloc[orig[i]];
+    } else {
+      s->node_alloc[i] = sg_node_alloc_bytes (tg, i);
+      g_array_append_val (added, i);
+    }
+  }
+  /* one zero-copy analysis prices the new copies and gives the liveness
+   * its storages; only new nodes lack a cost (base nodes have theirs,
+   * s->base_costed) */
+  SgElision el;
+  sg_graph_elision (tg, &el);
+  if (s->base_costed)
+    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, (const SgNodeId *)(void *)added->data,
+                              (int32_t)added->len, &el);
+  else
+    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, &el);
   uint64_t *alloc = sg_elision_storage_bytes (tg, &el, s->node_alloc, s->storage_alloc);
   SgSimTotals t;
   bool ok = sg_sim_judge_totals (s->judge, tg, el.root, alloc, &t, &err);
@@ -425,8 +437,11 @@ sg_bucket_search_init (SgBucketSearch *s, SgGraph *g, const SgConfig *cfg, SgBuc
   s->lower_memo = sg_bucket_memo_new (NULL);
   s->eval_memo = sg_bucket_memo_new (g_free);
   s->base_alloc = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));
-  for (SgNodeId i = 0; i < g->n_nodes; i++)
+  s->base_costed = true;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
     s->base_alloc[i] = sg_node_alloc_bytes (g, i);
+    s->base_costed = s->base_costed && g->nodes[i].est_src != SG_COST_NONE;
+  }
 }
 
 bool

@@ -321,6 +321,9 @@ moved_edges (Ctx *x)
   SgGraph *g = x->g;
   guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
   GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), ne);
+  g_array_set_size (out, ne);
+  SgImplicitEdge *dst = (SgImplicitEdge *)(void *)out->data;
+  guint w = 0;
   const GArray *mv = x->rw->moves;
   int32_t *moved = NULL; /* per base node: its move, or -1 */
   if (mv->len) {
@@ -343,8 +346,9 @@ moved_edges (Ctx *x)
       e.to = b ? b->to : e.to;
     }
     if (x->keep[e.from] && x->keep[e.to] && e.from != e.to)
-      g_array_append_val (out, e);
+      dst[w++] = e;
   }
+  g_array_set_size (out, w);
   return out;
 }
 
