@@ -9,7 +9,6 @@
  * not, so a reused entry would go unnoticed).
  */
 #include <check.h>
-#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -178,26 +177,15 @@ END_TEST
 static void
 estimate_with_two_sizes (SgGraph *g)
 {
-  g->cluster_json = g_strdup ("{\"comm_start_wait\": 0, \"comm_slowdown\": 1, "
-                              "\"reduce_slowdown\": 1, \"compute_slowdown\": 1}");
-  g_autofree char *dir = g_dir_make_tmp ("sg-judge-XXXXXX", NULL);
-  g_autofree char *path = g_build_filename (dir, "p.json", NULL);
-  const char *text
-    = "{\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2,\"contention\":["
-      "{\"kind\":\"reduce_scatter\",\"bytes\":1024,\"group_size\":2,\"kernel\":\"gemm\","
-      "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":30,\"rep_solo_us\":100,"
-      "\"comm_us\":30,\"reps_us\":[100,100]},"
-      "{\"kind\":\"reduce_scatter\",\"bytes\":4096,\"group_size\":2,\"kernel\":\"gemm\","
-      "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":30,\"rep_solo_us\":100,"
-      "\"comm_us\":60,\"reps_us\":[100,100]}]}";
-  ck_assert (g_file_set_contents (path, text, -1, NULL));
-  SgConfig cfg;
-  sg_config_init (&cfg);
-  cfg.profile = path;
-  GError *err = NULL;
-  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
-  g_remove (path);
-  g_rmdir (dir);
+  st_estimate_with_pairs (
+    g, "{\"comm_start_wait\": 0, \"comm_slowdown\": 1, \"reduce_slowdown\": 1, "
+       "\"compute_slowdown\": 1}",
+    "{\"kind\":\"reduce_scatter\",\"bytes\":1024,\"group_size\":2,\"kernel\":\"gemm\","
+    "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":30,\"rep_solo_us\":100,"
+    "\"comm_us\":30,\"reps_us\":[100,100]},"
+    "{\"kind\":\"reduce_scatter\",\"bytes\":4096,\"group_size\":2,\"kernel\":\"gemm\","
+    "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":30,\"rep_solo_us\":100,"
+    "\"comm_us\":60,\"reps_us\":[100,100]}");
 }
 
 /* The judge keeps a base reduce_scatter's rates entry by origin, with its
