@@ -39,6 +39,7 @@ typedef struct {
 } SgBucketCand;
 
 typedef struct SgBucketTrials SgBucketTrials; /* rewrite.c, below */
+typedef struct SgBucketMemoKey SgBucketMemoKey; /* lower.c, below */
 
 /* What every search reads; run.c sets it up on the scheduled graph. */
 typedef struct {
@@ -49,10 +50,13 @@ typedef struct {
   SgBucketTrials *trial; /* every trial graph of @g is built with it */
   SgSimJudge *judge;     /* and judged by it (each run where it differs from the last) */
   uint64_t *base_alloc;  /* sg_node_alloc_bytes of @g's nodes */
+  bool base_costed;      /* every node of @g has its cost (est_src): a trial
+                          * prices its new nodes alone */
   uint64_t *node_alloc;  /* the same of the trial graph's (scratch) */
   uint64_t *storage_alloc; /* its storages' bytes (scratch) */
   size_t n_alloc;          /* entries of both scratch arrays */
   GHashTable *lower_memo; /* the rule's verdicts by members (lower.c) */
+  GHashTable *eval_memo;  /* verdicts by lowered specs (run.c) */
   SgBucketCand *cands;   /* in id order */
   int32_t n_cands, n_keys;
   uint64_t cap;          /* bytes per flat bucket (a larger one is grouped) */
@@ -69,6 +73,14 @@ typedef struct {
   double exposed_us, step_us;
   uint64_t peak_bytes;
 } SgBucketEval;
+
+/* Sets @s up on @g (estimated, in a topological order) for the searches
+ * of sg_bucket_run: the candidates, constraints, trial rewrite, judge and
+ * memos; @st gives the cap and lowering, @base the unbucketed verdict.
+ * sg_bucket_search_clear frees what it holds (not @g, @cfg, @st). */
+void sg_bucket_search_init (SgBucketSearch *s, SgGraph *g, const SgConfig *cfg,
+                            SgBucketStats *st, const SgBucketEval *base);
+void sg_bucket_search_clear (SgBucketSearch *s);
 
 /* Simulates @s->g with @specs applied (a trial graph, @s->g unchanged) and
  * counts the simulation; buckets whose lowering is AUTO lowered by the
@@ -127,9 +139,18 @@ bool sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t c
                            const SgNodeId *colls, int32_t n, double *comm_us);
 /* Decides the lowering of every AUTO spec by the rule (s->lowering, when
  * not AUTO, decides every spec); the rule's verdicts are kept in
- * s->lower_memo (sg_bucket_lower_memo_new) when the search has one. */
+ * s->lower_memo (sg_bucket_memo_new) when the search has one. */
 void sg_bucket_lower_specs (const SgBucketSearch *s, SgBucketSpec *specs, int32_t n);
-GHashTable *sg_bucket_lower_memo_new (void);
+/* The search's memos (lower.c): hash tables keyed by lists of ids (a
+ * bucket's members; a set of buckets spelled out, run.c), keys freed
+ * with g_free, values with @value_free. */
+struct SgBucketMemoKey {
+  int32_t n;
+  int32_t items[];
+};
+/* (transfer full) a key of @n items, to be filled */
+SgBucketMemoKey *sg_bucket_memo_key (int32_t n);
+GHashTable *sg_bucket_memo_new (GDestroyNotify value_free);
 /* GROUPED for FLAT, FLAT for anything else. */
 SgBucketLowering sg_bucket_lowering_other (SgBucketLowering l);
 /* Flips the lowering of one bucket at a time (the rule's closest calls

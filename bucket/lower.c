@@ -83,52 +83,53 @@ sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
   return use_grouped;
 }
 
-/* The rule's lowerings of the buckets a search met, by their members (the
- * rule is a function of them): the searches ask again for the same
- * buckets trial after trial. */
-typedef struct {
-  int32_t n;
-  SgNodeId members[];
-} MemoKey;
+SgBucketMemoKey *
+sg_bucket_memo_key (int32_t n)
+{
+  SgBucketMemoKey *k = g_malloc (sizeof *k + sizeof (int32_t) * (size_t)MAX (n, 1));
+  k->n = n;
+  return k;
+}
 
 static guint
 memo_hash (gconstpointer p)
 {
-  const MemoKey *k = p;
+  const SgBucketMemoKey *k = p;
   guint h = 2166136261u ^ (guint)k->n;
   for (int32_t i = 0; i < k->n; i++)
-    h = (h ^ (guint)k->members[i]) * 16777619u;
+    h = (h ^ (guint)k->items[i]) * 16777619u;
   return h;
 }
 
 static gboolean
 memo_equal (gconstpointer a, gconstpointer b)
 {
-  const MemoKey *x = a, *y = b;
-  return x->n == y->n && memcmp (x->members, y->members, sizeof (SgNodeId) * (size_t)x->n) == 0;
+  const SgBucketMemoKey *x = a, *y = b;
+  return x->n == y->n && memcmp (x->items, y->items, sizeof (int32_t) * (size_t)x->n) == 0;
 }
 
-/* The rule's verdict (grouped or not) on the bucket of @colls. */
+GHashTable *
+sg_bucket_memo_new (GDestroyNotify value_free)
+{
+  return g_hash_table_new_full (memo_hash, memo_equal, g_free, value_free);
+}
+
+/* The rule's verdict (grouped or not) on the bucket of @colls: the
+ * searches ask again for the same buckets trial after trial, so the
+ * verdicts are kept by members (the rule is a function of them). */
 static bool
 rule_of (const SgBucketSearch *s, const SgNodeId *colls, int32_t n)
 {
   if (!s->lower_memo)
     return sg_bucket_lower_rule (s->g, SG_BUCKET_LOWERING_AUTO, s->cap, colls, n, NULL);
-  g_autofree MemoKey *k = g_malloc (sizeof *k + sizeof (SgNodeId) * (size_t)n);
-  k->n = n;
-  memcpy (k->members, colls, sizeof (SgNodeId) * (size_t)n);
+  g_autofree SgBucketMemoKey *k = sg_bucket_memo_key (n);
+  memcpy (k->items, colls, sizeof (SgNodeId) * (size_t)n);
   gpointer v;
   if (g_hash_table_lookup_extended (s->lower_memo, k, NULL, &v))
     return GPOINTER_TO_INT (v);
   bool grouped = sg_bucket_lower_rule (s->g, SG_BUCKET_LOWERING_AUTO, s->cap, colls, n, NULL);
   g_hash_table_insert (s->lower_memo, g_steal_pointer (&k), GINT_TO_POINTER (grouped));
   return grouped;
-}
-
-GHashTable *
-sg_bucket_lower_memo_new (void)
-{
-  return g_hash_table_new_full (memo_hash, memo_equal, g_free, NULL);
 }
 
 void

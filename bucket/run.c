@@ -12,7 +12,8 @@
  * judged by the simulator), applies it with sg_bucket_apply, costs the
  * new nodes and records the hiding relation of the bucketed order. The simulator is the judge:
  * its cost model prices the new nodes, with the copies codegen elides
- * (graph/elide.c) at zero.
+ * (graph/elide.c) at zero; its verdicts are kept by the lowered buckets
+ * they judged (a set met again is not simulated again).
  * Mirrors: the pass structure of PyTorch's bucketing passes (collect
  * candidates, decide, one graph surgery at the end).
  * Requires: estimate (g->cost_model, est_us), a topological order (the
@@ -49,26 +50,15 @@ check_judge (const SgGraph *tg, const SgSimTotals *t)
   sg_sim_result_clear (&r);
 }
 
-bool
-sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
-                    SgBucketEval *out)
+/* The simulator's verdict on @s->g with the lowered @specs applied: the
+ * trial graph, its zero-copy analysis, storages and the judge. */
+static bool
+judge_trial (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs, SgBucketEval *out)
 {
   g_autoptr (GError) err = NULL;
-  s->st->simulations++;
-  g_autofree SgBucketSpec *lowered = NULL;
-  if (n_specs > 0) { /* the same members, undecided lowerings by the rule */
-    lowered = g_memdup2 (specs, sizeof *specs * (size_t)n_specs);
-    sg_bucket_lower_specs (s, lowered, n_specs);
-    specs = lowered;
-  }
   SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
   if (!tg)
     return false;
-  /* one zero-copy analysis prices the new copies and gives the liveness
-   * its storages */
-  SgElision el;
-  sg_graph_elision (tg, &el);
-  sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, &el);
   /* what base nodes allocate is the same in every trial */
   const SgNodeId *orig = sg_graph_trial_origins (tg);
   if ((size_t)MAX (tg->n_nodes, 1) > s->n_alloc) { /* a trial graph grows by its new nodes */
@@ -76,8 +66,25 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
     s->node_alloc = g_renew (uint64_t, s->node_alloc, s->n_alloc);
     s->storage_alloc = g_renew (uint64_t, s->storage_alloc, s->n_alloc);
   }
-  for (SgNodeId i = 0; i < tg->n_nodes; i++)
-    s->node_alloc[i] = orig[i] != SG_NO_NODE ? s->base_alloc[orig[i]] : sg_node_alloc_bytes (tg, i);
+  g_autoptr (GArray) added = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  for (SgNodeId i = 0; i < tg->n_nodes; i++) {
+    if (orig[i] != SG_NO_NODE) {
+      s->node_alloc[i] = s->base_alloc[orig[i]];
+    } else {
+      s->node_alloc[i] = sg_node_alloc_bytes (tg, i);
+      g_array_append_val (added, i);
+    }
+  }
+  /* one zero-copy analysis prices the new copies and gives the liveness
+   * its storages; only new nodes lack a cost (base nodes have theirs,
+   * s->base_costed) */
+  SgElision el;
+  sg_graph_elision (tg, &el);
+  if (s->base_costed)
+    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, (const SgNodeId *)(void *)added->data,
+                              (int32_t)added->len, &el);
+  else
+    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, &el);
   uint64_t *alloc = sg_elision_storage_bytes (tg, &el, s->node_alloc, s->storage_alloc);
   SgSimTotals t;
   bool ok = sg_sim_judge_totals (s->judge, tg, el.root, alloc, &t, &err);
@@ -91,6 +98,66 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   out->step_us = t.step_us;
   out->peak_bytes = t.peak_bytes;
   return true;
+}
+
+/* A memo entry: the verdict, or false when the rewrite refused the specs. */
+typedef struct {
+  bool ok;
+  SgBucketEval ev;
+} Verdict;
+
+/* @specs (lowered) spelled out as a memo key: per bucket its lowering,
+ * member count and members. */
+static SgBucketMemoKey *
+specs_key (const SgBucketSpec *specs, int32_t n_specs)
+{
+  int32_t n = 0;
+  for (int32_t b = 0; b < n_specs; b++)
+    n += 2 + specs[b].n_members;
+  SgBucketMemoKey *k = sg_bucket_memo_key (n);
+  int32_t w = 0;
+  for (int32_t b = 0; b < n_specs; b++) {
+    k->items[w++] = (int32_t)specs[b].lowering;
+    k->items[w++] = specs[b].n_members;
+    memcpy (&k->items[w], specs[b].members, sizeof (SgNodeId) * (size_t)specs[b].n_members);
+    w += specs[b].n_members;
+  }
+  return k;
+}
+
+/* The searches judge some sets of buckets more than once (the greedy, its
+ * flat-only rerun and the refinements meet the same sets): the verdict is
+ * a function of the lowered specs while the search lives (its graph and
+ * cost model fixed), so a repeat is answered from s->eval_memo. Every
+ * call counts as a simulation, as before the memo. */
+bool
+sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
+                    SgBucketEval *out)
+{
+  s->st->simulations++;
+  g_autofree SgBucketSpec *lowered = NULL;
+  if (n_specs > 0) { /* the same members, undecided lowerings by the rule */
+    lowered = g_memdup2 (specs, sizeof *specs * (size_t)n_specs);
+    sg_bucket_lower_specs (s, lowered, n_specs);
+    specs = lowered;
+  }
+  g_autofree SgBucketMemoKey *key = s->eval_memo ? specs_key (specs, n_specs) : NULL;
+  const Verdict *seen = key ? g_hash_table_lookup (s->eval_memo, key) : NULL;
+  if (seen) {
+    if (seen->ok)
+      *out = seen->ev;
+    return seen->ok;
+  }
+  Verdict *v = g_new0 (Verdict, 1);
+  v->ok = judge_trial (s, specs, n_specs, &v->ev);
+  if (v->ok)
+    *out = v->ev;
+  bool ok = v->ok;
+  if (key)
+    g_hash_table_insert (s->eval_memo, g_steal_pointer (&key), v);
+  else
+    g_free (v);
+  return ok;
 }
 
 bool
@@ -339,8 +406,8 @@ choose (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *ev, int32_t *
   return best.specs;
 }
 
-static void
-search_clear (SgBucketSearch *s)
+void
+sg_bucket_search_clear (SgBucketSearch *s)
 {
   g_clear_pointer (&s->aug, sg_aug_free);
   g_clear_pointer (&s->trial, sg_bucket_trials_free);
@@ -349,7 +416,32 @@ search_clear (SgBucketSearch *s)
   g_clear_pointer (&s->node_alloc, g_free);
   g_clear_pointer (&s->storage_alloc, g_free);
   g_clear_pointer (&s->lower_memo, g_hash_table_unref);
+  g_clear_pointer (&s->eval_memo, g_hash_table_unref);
   g_clear_pointer (&s->cands, g_free);
+}
+
+void
+sg_bucket_search_init (SgBucketSearch *s, SgGraph *g, const SgConfig *cfg, SgBucketStats *st,
+                       const SgBucketEval *base)
+{
+  *s = (SgBucketSearch){ .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes,
+                         .lowering = st->lowering,
+                         .flat_only = st->lowering == SG_BUCKET_LOWERING_FLAT };
+  double grow = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
+  s->peak_limit = (uint64_t)((double)base->peak_bytes * (1.0 + MAX (grow, 0.0)));
+  s->base_step_us = base->step_us;
+  collect_cands (s);
+  s->aug = constraints_aug (g);
+  s->trial = sg_bucket_trials_new (g);
+  s->judge = sg_sim_judge_new ();
+  s->lower_memo = sg_bucket_memo_new (NULL);
+  s->eval_memo = sg_bucket_memo_new (g_free);
+  s->base_alloc = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));
+  s->base_costed = true;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    s->base_alloc[i] = sg_node_alloc_bytes (g, i);
+    s->base_costed = s->base_costed && g->nodes[i].est_src != SG_COST_NONE;
+  }
 }
 
 bool
@@ -378,20 +470,8 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   if (!st->ran)
     return true;
 
-  SgBucketSearch s = { .g = g, .cfg = cfg, .st = st, .cap = st->cap_bytes,
-                       .lowering = st->lowering,
-                       .flat_only = st->lowering == SG_BUCKET_LOWERING_FLAT };
-  double grow = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
-  s.peak_limit = (uint64_t)((double)base.peak_bytes * (1.0 + MAX (grow, 0.0)));
-  s.base_step_us = base.step_us;
-  collect_cands (&s);
-  s.aug = constraints_aug (g);
-  s.trial = sg_bucket_trials_new (g);
-  s.judge = sg_sim_judge_new ();
-  s.lower_memo = sg_bucket_lower_memo_new ();
-  s.base_alloc = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));
-  for (SgNodeId i = 0; i < g->n_nodes; i++)
-    s.base_alloc[i] = sg_node_alloc_bytes (g, i);
+  SgBucketSearch s;
+  sg_bucket_search_init (&s, g, cfg, st, &base);
   int32_t ns = 0;
   GError *err = NULL;
   SgBucketEval chosen = base;
@@ -401,7 +481,7 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     if (st->mode == SG_BUCKET_MODE_AUTO)
       sg_bucket_relower (&s, specs, ns, &chosen);
   }
-  search_clear (&s);
+  sg_bucket_search_clear (&s);
   if (err) {
     g_propagate_error (error, err);
     return false;

@@ -321,6 +321,9 @@ moved_edges (Ctx *x)
   SgGraph *g = x->g;
   guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
   GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), ne);
+  g_array_set_size (out, ne);
+  SgImplicitEdge *dst = (SgImplicitEdge *)(void *)out->data;
+  guint w = 0;
   const GArray *mv = x->rw->moves;
   int32_t *moved = NULL; /* per base node: its move, or -1 */
   if (mv->len) {
@@ -343,8 +346,9 @@ moved_edges (Ctx *x)
       e.to = b ? b->to : e.to;
     }
     if (x->keep[e.from] && x->keep[e.to] && e.from != e.to)
-      g_array_append_val (out, e);
+      dst[w++] = e;
   }
+  g_array_set_size (out, w);
   return out;
 }
 
@@ -394,7 +398,7 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
       new_inputs (x, v, &n);
       m += n;
     }
-  SgNodeId *pp = WORK (rw, SG_RW_PAIRS, SgNodeId, 2 * MAX (m, (size_t)edges->len));
+  SgNodeId *pp = WORK (rw, SG_RW_PAIRS, SgNodeId, 2 * (m + (size_t)edges->len));
   Pairs pairs = { pp, 0 };
   int32_t n_keep = 0;
   for (SgNodeId v = 0; v < n1; v++) {
@@ -411,15 +415,15 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
       pp[2 * pairs.n++ + 1] = v;
     }
   }
-  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, n1, &pairs);
-  pairs.n = 0;
+  /* and the implicit edges: one CSR of the edges that are not the base
+   * graph's users */
   for (guint i = 0; i < edges->len; i++) {
     const SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
     pp[2 * pairs.n] = e->from;
     pp[2 * pairs.n++ + 1] = e->to;
     indeg[e->to]++;
   }
-  Csr imp = csr_build (rw, SG_RW_IFIRST, SG_RW_IADJ, n1, &pairs);
+  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, n1, &pairs);
 
   /* All nodes by (key, id): base nodes in id order, added ones merged in. */
   int32_t hn = 0, w = 0;
@@ -460,8 +464,6 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
     }
     for (uint32_t j = extra.first[v]; j < extra.first[v + 1]; j++)
       RELEASE (extra.adj[j]);
-    for (uint32_t j = imp.first[v]; j < imp.first[v + 1]; j++)
-      RELEASE (imp.adj[j]);
   }
 #undef RELEASE
   if (w < n_keep) {
@@ -511,8 +513,9 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
       memcpy (node, &g->nodes[v], sizeof *node);
     else
       memcpy (node, &g_array_index (rw->nodes, SgNode, v - n0), sizeof *node);
-    uint32_t k;
-    const SgNodeId *in = new_inputs (x, v, &k);
+    uint32_t k = node->n_in; /* an untouched base node: its own inputs */
+    const SgNodeId *in = x->plain[v] ? &g_array_index (g->inputs, SgNodeId, node->in_first)
+                                     : new_inputs (x, v, &k);
     node->in_first = at;
     node->n_in = k;
     for (uint32_t j = 0; j < k; j++)

@@ -21,10 +21,17 @@
  *    running it (stalls are differences of clock values, as in sim.c).
  * The totals are then those of sg_simulate_totals, exactly; with the
  * validator on, bucket/ checks every one against a full simulation.
+ * The events of trial graphs' base nodes are kept by origin
+ * (sg_graph_trial_origins): a compute node's kernel slot and a
+ * collective's rates entry are reused while what they are functions of
+ * (kind, SM count and cost; kind, group, group size and the input's
+ * origin) is the same, instead of being looked up again in every trial.
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
- * cost model and groups. Invalidates: nothing.
+ * cost model and groups; the trials of one rewrite, whose base graph's
+ * nodes keep their kind, group and output while the judge lives (another
+ * rewrite starts the kept events over). Invalidates: nothing.
  */
 #include <string.h>
 
@@ -77,6 +84,23 @@ typedef struct {
   bool valid;
 } Rec;
 
+/* What a base node of the trials was to the timeline the last time it was
+ * seen (indexed by its id in the base graph, sg_graph_trial_origins): its
+ * kernel slot, a pure function of (kernel class, solo cost), the class one
+ * of (kind, SM count); or its rates entry, a pure function of (kind, group,
+ * group size, bytes, transport), where the bytes are the node's own
+ * output's or, for a reduce-scatter, its input's (a base node too: its
+ * origin is kept). */
+typedef struct {
+  double cost;     /* compute: the solo cost the slot is for */
+  int32_t aux;     /* the kernel slot or rates entry; -1: nothing kept */
+  int32_t in_orig; /* a reduce-scatter's input's origin, else SG_NO_NODE */
+  int32_t group, group_size; /* collective */
+  int32_t sm_count;          /* compute */
+  int16_t kind;
+  uint8_t role;
+} Kept;
+
 struct SgSimJudge {
   SgSimEngine e;
   bool have_engine;
@@ -89,6 +113,9 @@ struct SgSimJudge {
   SgLiveScratch live; /* the liveness's working arrays */
   int32_t *act; /* rows queued at the checkpoint a run starts from */
   int32_t cap_act;
+  Kept *kept;   /* per base node of the trials of kept_of */
+  int32_t cap_kept;
+  const void *kept_of;
   SgSimJudgeStats stats;
 };
 
@@ -122,6 +149,7 @@ sg_sim_judge_free (SgSimJudge *j)
   g_free (j->pos);
   sg_live_scratch_clear (&j->live);
   g_free (j->act);
+  g_free (j->kept);
   g_free (j);
 }
 
@@ -152,6 +180,7 @@ engine_for (SgSimJudge *j, const SgGraph *g, int32_t n_coll)
     sg_eng_clear (e);
     j->have_engine = false;
     j->rec[0].valid = j->rec[1].valid = false;
+    j->kept_of = NULL; /* the rates entries were the old engine's */
   }
   if (!j->have_engine) {
     sg_eng_init (e, g, NULL, false);
@@ -205,6 +234,86 @@ engine_start (SgSimEngine *e)
 
 /* --- events ------------------------------------------------------------------- */
 
+/* The slot of compute node @x (solo cost @cost > 0), from what its origin
+ * @o kept when its kind, SM count and cost are the same. */
+static int32_t
+compute_slot (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, double cost)
+{
+  const SgNode *nd = &g->nodes[x];
+  Kept *k = o != SG_NO_NODE ? &j->kept[o] : NULL;
+  if (k && k->aux >= 0 && k->role == SG_ROLE_COMPUTE && k->kind == (int16_t)nd->kind
+      && k->sm_count == nd->sm_count && memcmp (&k->cost, &cost, sizeof cost) == 0)
+    return k->aux;
+  const int32_t slot = sg_cost_contention_slot (j->e.pairs, g, x, cost);
+  if (k)
+    *k = (Kept){ .cost = cost, .aux = slot, .in_orig = SG_NO_NODE, .sm_count = nd->sm_count,
+                 .kind = (int16_t)nd->kind, .role = SG_ROLE_COMPUTE };
+  return slot;
+}
+
+/* The origin of single-member collective @x's input; SG_NO_NODE for none
+ * or a new node. */
+static inline SgNodeId
+input_origin (const SgGraph *g, SgNodeId x, const SgNodeId *orig)
+{
+  uint32_t n;
+  const SgNodeId *in = sg_node_inputs (g, x, &n);
+  return n > 0 ? orig[in[0]] : SG_NO_NODE;
+}
+
+/* The rates entry of collective @x, from what its origin @o kept when its
+ * kind, group and input are the same (kept only for a single-member
+ * collective other than a permute: its bytes are then its own output's or
+ * its input's). */
+static int32_t
+coll_entry (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, const SgNodeId *orig)
+{
+  const SgNode *nd = &g->nodes[x];
+  Kept *k = o != SG_NO_NODE ? &j->kept[o] : NULL;
+  if (k && k->aux >= 0 && k->role == SG_ROLE_COLL && k->kind == (int16_t)nd->kind
+      && k->group == nd->group && k->group_size == nd->group_size
+      && (k->in_orig == SG_NO_NODE || input_origin (g, x, orig) == k->in_orig))
+    return k->aux;
+  const int32_t at = sg_eng_rates_entry (&j->e, x, NULL);
+  if (!k || nd->kind == SG_OP_COLLECTIVE_PERMUTE || sg_op_is_coalesced (nd->kind))
+    return at;
+  int32_t in_orig = SG_NO_NODE;
+  if (nd->kind == SG_OP_REDUCE_SCATTER) {
+    in_orig = input_origin (g, x, orig);
+    if (in_orig == SG_NO_NODE)
+      return at; /* a new node's bytes: nothing kept */
+  }
+  *k = (Kept){ .aux = at, .in_orig = in_orig, .group = nd->group, .group_size = nd->group_size,
+               .kind = (int16_t)nd->kind, .role = SG_ROLE_COLL };
+  return at;
+}
+
+/* The base nodes' kept events serve the trials of one rewrite (the base
+ * graph fixed while the judge lives); another rewrite starts over. */
+static const SgNodeId *
+kept_for (SgSimJudge *j, const SgGraph *g)
+{
+  const SgNodeId *orig = sg_graph_trial_origins (g);
+  if (!orig)
+    return NULL;
+  if (j->kept_of != (const void *)g->trial_of) {
+    for (int32_t i = 0; i < j->cap_kept; i++)
+      j->kept[i].aux = -1;
+    j->kept_of = g->trial_of;
+  }
+  int32_t need = 0;
+  for (SgNodeId x = 0; x < g->n_nodes; x++)
+    need = MAX (need, orig[x] + 1);
+  if (need > j->cap_kept) {
+    int32_t was = j->cap_kept;
+    j->cap_kept = MAX (need, 2 * j->cap_kept);
+    j->kept = g_renew (Kept, j->kept, (size_t)j->cap_kept);
+    for (int32_t i = was; i < j->cap_kept; i++)
+      j->kept[i].aux = -1;
+  }
+  return orig;
+}
+
 static int32_t
 make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double *comm_us)
 {
@@ -212,8 +321,10 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double
   *compute_us = *comm_us = 0.0;
   GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), Ev);
   r->n = n;
+  const SgNodeId *orig = kept_for (j, g);
   for (SgNodeId x = 0; x < n; x++) {
     const SgNode *nd = &g->nodes[x];
+    const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
     Ev *v = &r->ev[x];
     v->role = (uint8_t)sg_sched_role (nd);
     v->cost = sg_sched_cost (nd);
@@ -223,7 +334,7 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double
       j->e.row_of[x] = -1; /* a wait on it has nothing to wait for */
     if (v->role == SG_ROLE_COLL) {
       v->group = nd->group;
-      v->aux = sg_eng_rates_entry (&j->e, x, NULL);
+      v->aux = coll_entry (j, g, x, o, orig);
       n_coll++;
       *comm_us += v->cost;
     } else if (v->role == SG_ROLE_WAIT) {
@@ -233,7 +344,7 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double
     } else {
       *compute_us += v->cost;
       if (v->cost > 0.0)
-        v->aux = sg_cost_contention_slot (j->e.pairs, g, x, v->cost);
+        v->aux = compute_slot (j, g, x, o, v->cost);
     }
   }
   return n_coll;

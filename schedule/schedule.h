@@ -116,7 +116,9 @@ typedef struct {
  * rejoins the previous one past the differences (the same state, the
  * clock aside), the rest of the previous run is replayed on the new clock
  * instead of run (judge.c). The graphs must share a cost model and
- * groups. */
+ * groups; the kernel slots and collective rates of trial graphs' base
+ * nodes are kept by origin (sg_graph_trial_origins), so the base graph of
+ * their rewrite must keep its nodes' outputs while @j lives. */
 typedef struct SgSimJudge SgSimJudge;
 SgSimJudge *sg_sim_judge_new (void);
 void sg_sim_judge_free (SgSimJudge *j);

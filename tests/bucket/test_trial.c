@@ -4,7 +4,8 @@
  * edges and the simulator's verdict, and the base graph is left as it was;
  * on builder graphs (implicit edges, refusals) and on every sample graph
  * after estimate and schedule, for many bucket sets, including ones that
- * close cycles.
+ * close cycles; the search's verdicts kept by lowered specs equal fresh
+ * evaluations.
  */
 #include <check.h>
 #include <math.h>
@@ -303,6 +304,81 @@ START_TEST (trial_matches_apply_on_samples)
 }
 END_TEST
 
+static bool
+evals_equal (const SgBucketEval *a, const SgBucketEval *b)
+{
+  return memcmp (&a->step_us, &b->step_us, sizeof (double)) == 0
+         && memcmp (&a->exposed_us, &b->exposed_us, sizeof (double)) == 0
+         && a->peak_bytes == b->peak_bytes;
+}
+
+/* The search's verdicts kept by lowered specs (run.c's memo) are those of
+ * a search without the memo, asked in the same order: sets asked again,
+ * the same members lowered the other way (a memo that ignored the
+ * lowering would answer with the other's verdict), sets that differ in
+ * one member. */
+START_TEST (kept_verdicts_equal_fresh_evaluations)
+{
+  g_autofree char *path = g_build_filename (data_dir, "w2_fsdp2_L2_h1024.json", NULL);
+  GError *error = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load (path, &error);
+  ck_assert_msg (g, "%s", error ? error->message : "");
+  prepare (g, true);
+  const SgSimResult *r = sg_graph_simulation (g, &error);
+  ck_assert_msg (r, "%s", error ? error->message : "");
+  SgBucketEval base = { r->exposed_us, r->step_us, r->peak_bytes };
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  SgBucketStats st_memo = { .cap_bytes = SG_BUCKET_DEFAULT_CAP_BYTES,
+                            .lowering = SG_BUCKET_LOWERING_AUTO };
+  SgBucketStats st_fresh = st_memo;
+  SgBucketSearch memo, fresh;
+  sg_bucket_search_init (&memo, g, &cfg, &st_memo, &base);
+  sg_bucket_search_init (&fresh, g, &cfg, &st_fresh, &base);
+  g_clear_pointer (&fresh.eval_memo, g_hash_table_unref);
+  /* sets of one bucket: runs of 2 and 3 candidates of one key */
+  SgNodeId members[64][3];
+  SgBucketSpec specs[64];
+  int32_t n_specs = 0;
+  for (int32_t i = 0; i < memo.n_cands && n_specs < 64; i++)
+    for (int32_t len = 2; len <= 3 && n_specs < 64; len++) {
+      int32_t got = 0;
+      for (int32_t j = i; j < memo.n_cands && got < len; j++)
+        if (memo.cands[j].key == memo.cands[i].key)
+          members[n_specs][got++] = memo.cands[j].c;
+      if (got == len)
+        specs[n_specs] = (SgBucketSpec){ members[n_specs], len, FLAT }, n_specs++;
+    }
+  ck_assert_int_ge (n_specs, 4);
+  int32_t asked = 0, differ = 0;
+  for (int round = 0; round < 2; round++)
+    for (int32_t i = 0; i < n_specs; i++) {
+      SgBucketEval by_lowering[2];
+      bool ok_by_lowering[2];
+      for (int l = 0; l < 2; l++) {
+        SgBucketSpec one = specs[i];
+        one.lowering = l ? SG_BUCKET_LOWERING_GROUPED : FLAT;
+        SgBucketEval a = { 0 }, b = { 0 };
+        bool ok_a = sg_bucket_evaluate (&memo, &one, 1, &a);
+        bool ok_b = sg_bucket_evaluate (&fresh, &one, 1, &b);
+        asked++;
+        ck_assert_int_eq (ok_a, ok_b);
+        ck_assert_msg (!ok_a || evals_equal (&a, &b), "set %d lowering %d round %d", i, l,
+                       round);
+        by_lowering[l] = a, ok_by_lowering[l] = ok_a;
+      }
+      differ += ok_by_lowering[0] && ok_by_lowering[1]
+                && !evals_equal (&by_lowering[0], &by_lowering[1]);
+    }
+  ck_assert_int_gt (differ, 0); /* the lowering is part of the verdict */
+  /* every ask counts; the second round came from the memo */
+  ck_assert_int_eq (st_memo.simulations, asked);
+  ck_assert_uint_eq (g_hash_table_size (memo.eval_memo), (guint)asked / 2);
+  sg_bucket_search_clear (&memo);
+  sg_bucket_search_clear (&fresh);
+}
+END_TEST
+
 #ifdef HAVE_GRAPHGEN
 /* HSDP: the all_reduces over replicas read the reduce_scatters' results,
  * so a bucket of all_reduces reads the unpacks of the reduce_scatters'
@@ -364,6 +440,7 @@ trial_suite (void)
   tcase_add_test (tc, trial_matches_apply_with_implicit_edges);
   tcase_add_test (tc, trial_refuses_what_apply_refuses);
   tcase_add_loop_test (tc, trial_matches_apply_on_samples, 0, 6);
+  tcase_add_test (tc, kept_verdicts_equal_fresh_evaluations);
 #ifdef HAVE_GRAPHGEN
   tcase_add_test (tc, chained_buckets_read_the_unpacks);
   tcase_add_test (tc, trial_matches_apply_on_a_generated_step);

@@ -1,8 +1,10 @@
-/* sched-test.h: what the schedule tests share: a cluster set on a built
- * graph, a graph loaded from JSON text, and the Check runner. */
+/* sched-test.h: what the schedule tests share: a cluster (and a
+ * contention profile) set on a built graph, a graph loaded from JSON
+ * text, and the Check runner. */
 #pragma once
 
 #include <check.h>
+#include <glib/gstdio.h>
 #include <string.h>
 
 #include "schedule.h"
@@ -19,6 +21,33 @@ st_estimate (SgGraph *g, double start_wait, double compute_slowdown, double comm
   sg_config_init (&cfg);
   GError *err = NULL;
   ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
+}
+
+/* Estimates @g with @cluster_json as its cluster and, when @contention is
+ * not NULL, a version-2 profile (world size 2) whose contention section
+ * holds the entries @contention. */
+static inline void
+st_estimate_with_pairs (SgGraph *g, const char *cluster_json, const char *contention)
+{
+  g->cluster_json = g_strdup (cluster_json);
+  g_autofree char *dir = NULL, *path = NULL;
+  if (contention) {
+    dir = g_dir_make_tmp ("sg-pairs-XXXXXX", NULL);
+    path = g_build_filename (dir, "p.json", NULL);
+    g_autofree char *text = g_strdup_printf (
+      "{\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2,\"contention\":[%s]}",
+      contention);
+    ck_assert (g_file_set_contents (path, text, -1, NULL));
+  }
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.profile = path;
+  GError *err = NULL;
+  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
+  if (path) {
+    g_remove (path);
+    g_rmdir (dir);
+  }
 }
 
 /* (transfer full) A graph from JSON text, estimated with its own cluster. */

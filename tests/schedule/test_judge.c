@@ -2,12 +2,17 @@
  * sg_simulate_totals' totals for every graph of a sequence of trial graphs
  * that each differ a little from the one before (nodes added in the
  * middle, costs changed, none changed), on random graphs with and without
- * contention and start waits, and it does skip most of the runs.
+ * contention and start waits, and it does skip most of the runs; what it
+ * keeps of the base nodes across trials (kernel slots, collective rates)
+ * is not reused once their costs or inputs differ (a reduce_scatter that
+ * reads another base node: its rates differ while its event's cost does
+ * not, so a reused entry would go unnoticed).
  */
 #include <check.h>
 #include <math.h>
 #include <string.h>
 
+#include "builder.h"
 #include "randgraph.h"
 #include "sched-test.h"
 
@@ -27,6 +32,19 @@ assert_judged_exactly (SgSimJudge *j, const SgGraph *t, guint32 seed, int trial)
                    && got.comm_us == want.comm_us,
                  "seed %u trial %d: peak, compute or comm differs", seed, trial);
   sg_sim_result_clear (&want);
+}
+
+/* The trial graph @rw describes, priced and judged against a full
+ * simulation. */
+static void
+judge_trial (SgSimJudge *j, SgRewrite *rw, guint32 seed, int trial)
+{
+  GError *err = NULL;
+  SgGraph *t = sg_rewrite_trial (rw, &err);
+  ck_assert_msg (t != NULL, "%s", err ? err->message : "");
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  assert_judged_exactly (j, t, seed, trial);
+  sg_graph_free (t);
 }
 
 /* A random compute node of @g with a tensor value, at or after @from. */
@@ -83,12 +101,7 @@ START_TEST (judge_equals_full_simulation_on_similar_graphs)
           add_after (rw, v, k);
         from = g->n_nodes / 2;
       }
-      GError *err = NULL;
-      SgGraph *t = sg_rewrite_trial (rw, &err);
-      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
-      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
-      assert_judged_exactly (j, t, seed, trial);
-      sg_graph_free (t);
+      judge_trial (j, rw, seed, trial);
     }
     /* the base graph with the cost of a compute node or of a collective
      * in the middle changed, and back */
@@ -124,6 +137,105 @@ START_TEST (judge_equals_full_simulation_on_similar_graphs)
 }
 END_TEST
 
+START_TEST (judge_stays_exact_when_base_costs_change_between_trials)
+{
+  for (guint32 seed = 60; seed < 72; seed++) {
+    RgCluster cl = seed % 2 ? RG_CONTENTION : RG_BOTH;
+    g_autofree char *json = rg_graph_json (seed, 320, 48, 2, cl);
+    g_autoptr (SgGraph) g = st_load (json, "random");
+    g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+    SgRewrite *rw = sg_rewrite_new (g);
+    GRand *rnd = g_rand_new_with_seed (seed);
+    for (int trial = 0; trial < 12; trial++) {
+      /* every third trial: the base graph's compute and collective costs
+       * scaled (the trials copy them), so a base node's kept slot or
+       * rates entry no longer holds */
+      if (trial % 3 == 2) {
+        double f = trial % 2 ? 0.5 : 3.0;
+        for (SgNodeId x = 0; x < g->n_nodes; x++)
+          if (g->nodes[x].est_us > 0.0)
+            g->nodes[x].est_us = g->nodes[x].est_us * f + 0.25;
+        sg_graph_changed (g);
+      }
+      sg_rewrite_reset (rw);
+      /* a node added in front of a random node's users: collectives
+       * reading it read a new node */
+      SgNodeId v = pick_compute (g, rnd, g->n_nodes / 4);
+      if (v != SG_NO_NODE && trial % 2)
+        add_after (rw, v, trial);
+      judge_trial (j, rw, seed, trial);
+    }
+    g_rand_free (rnd);
+    sg_rewrite_free (rw);
+  }
+}
+END_TEST
+
+/* Estimates @g with a version-2 profile in which a reduce_scatter of 1 KiB
+ * runs beside a GEMM at its solo speed and one of 4 KiB at half speed:
+ * its rates depend on its bytes, which are its input's. */
+static void
+estimate_with_two_sizes (SgGraph *g)
+{
+  st_estimate_with_pairs (
+    g, "{\"comm_start_wait\": 0, \"comm_slowdown\": 1, \"reduce_slowdown\": 1, "
+       "\"compute_slowdown\": 1}",
+    "{\"kind\":\"reduce_scatter\",\"bytes\":1024,\"group_size\":2,\"kernel\":\"gemm\","
+    "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":30,\"rep_solo_us\":100,"
+    "\"comm_us\":30,\"reps_us\":[100,100]},"
+    "{\"kind\":\"reduce_scatter\",\"bytes\":4096,\"group_size\":2,\"kernel\":\"gemm\","
+    "\"kernel_key\":\"g\",\"order\":\"comm_first\",\"comm_solo_us\":30,\"rep_solo_us\":100,"
+    "\"comm_us\":60,\"reps_us\":[100,100]}");
+}
+
+/* The judge keeps a base reduce_scatter's rates entry by origin, with its
+ * input's origin; a trial whose reduce_scatter reads another base node
+ * (4 KiB instead of 1 KiB: other rates, the same cost) looks the entry up
+ * again. A kept entry reused would make that trial's events equal to the
+ * last trial's, and the judge would answer with the last trial's run. */
+START_TEST (a_kept_rates_entry_is_not_reused_once_the_input_changes)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "small", "bfloat16", 2, 32, 16);
+  tb_input (g, "big", "bfloat16", 2, 64, 32);
+  tb_input (g, "y", "bfloat16", 2, 32, 16);
+  tb_cost (g, tb_reduce_scatter (g, "rs", "small", "0"), 300);
+  tb_cost (g, tb_mm (g, "mm", "y", "y"), 100);
+  tb_wait (g, "w", "rs");
+  /* a tail past the judge's next checkpoint: a trial whose events all
+   * equal the last one's is resumed there */
+  char prev[16] = "w", name[16];
+  for (int i = 0; i < 100; i++) {
+    g_snprintf (name, sizeof name, "r%d", i);
+    tb_cost (g, tb_pointwise (g, name, "aten.relu.default", prev, NULL), 1);
+    memcpy (prev, name, sizeof prev);
+  }
+  tb_output (g, 3, "mm", prev, "big");
+  estimate_with_two_sizes (g);
+  const SgNodeId small = sg_graph_lookup (g, "small"), big = sg_graph_lookup (g, "big");
+  g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+  SgRewrite *rw = sg_rewrite_new (g);
+  double steps[4];
+  for (int t = 0; t < 4; t++) {
+    sg_rewrite_reset (rw);
+    if (t % 2)
+      sg_rewrite_replace_uses (rw, small, big); /* rs (and nothing else) reads big */
+    SgGraph *tg = sg_rewrite_trial (rw, NULL);
+    ck_assert_ptr_nonnull (tg);
+    assert_judged_exactly (j, tg, 0, t);
+    SgSimTotals got;
+    ck_assert (sg_sim_judge_totals (j, tg, NULL, NULL, &got, NULL));
+    steps[t] = got.step_us;
+    sg_graph_free (tg);
+  }
+  /* the input's bytes matter here: beside the GEMM the 4 KiB one runs at
+   * half speed */
+  ck_assert_double_ne (steps[0], steps[1]);
+  sg_rewrite_free (rw);
+}
+END_TEST
+
 START_TEST (judge_of_unrelated_graphs_runs_each_whole)
 {
   g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
@@ -141,6 +253,8 @@ int
 main (void)
 {
   const TTest *tests[] = { judge_equals_full_simulation_on_similar_graphs,
+                           judge_stays_exact_when_base_costs_change_between_trials,
+                           a_kept_rates_entry_is_not_reused_once_the_input_changes,
                            judge_of_unrelated_graphs_runs_each_whole };
   return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
 }

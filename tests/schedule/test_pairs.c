@@ -5,12 +5,12 @@
  * the derivation of a pair inverts the simulator's own timeline, and
  * bucket/'s screen (sg_beside_end) prices like the simulator. */
 #include <check.h>
-#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
 #include "builder.h"
 #include "schedule.h"
+#include "sched-test.h"
 #include "sim-test.h"
 
 /* Runs the estimate pass with @cluster_json (graph cluster) and, when not
@@ -18,25 +18,7 @@
 static void
 estimate (SgGraph *g, const char *cluster_json, const char *entries)
 {
-  g->cluster_json = g_strdup (cluster_json);
-  g_autofree char *dir = NULL, *path = NULL;
-  if (entries) {
-    dir = g_dir_make_tmp ("sg-pairs-XXXXXX", NULL);
-    path = g_build_filename (dir, "p.json", NULL);
-    g_autofree char *text = g_strdup_printf (
-      "{\"format\":\"schedgraph.profile\",\"version\":2,\"world_size\":2,\"contention\":[%s]}",
-      entries);
-    ck_assert (g_file_set_contents (path, text, -1, NULL));
-  }
-  SgConfig cfg;
-  sg_config_init (&cfg);
-  cfg.profile = path;
-  GError *err = NULL;
-  ck_assert_msg (sg_estimate_costs (g, &cfg, &err), "%s", err ? err->message : "");
-  if (path) {
-    g_remove (path);
-    g_rmdir (dir);
-  }
+  st_estimate_with_pairs (g, cluster_json, entries);
 }
 
 #define NO_GLOBAL                                                                              \
