@@ -276,7 +276,7 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
 {
   SgGraph *g = ld->g;
   const char *p = *pp;
-  if (*p != '[') {
+  if (p >= ld->end || *p != '[') { /* the file may end after "nodes": */
     syntax_error (ld, p, error, "nodes: expected a list of node objects");
     return false;
   }
