@@ -14,18 +14,21 @@
 #     decomposed step <= 1.05 x the ideal wherever the collective is >= 15%
 #     of the GEMM;
 #  2. the start wait: in the input order, a collective issued right before
-#     a GEMM of 8192^3 (an all_gather of 32 MiB shards, and a 64 MiB
-#     collective_permute over nccl and over ce), the GEMM on every SM and
-#     on all but 16 (sm_count, cuBLASLt's SM-count target), each collective
-#     and each GEMM alone. A collective that waits for the GEMM takes
-#     about the GEMM's time more beside it than alone: (beside - alone) /
-#     GEMM is the comm_start_wait it implies (clamped to [0, 1]; contention
-#     adds to it, so it is an upper bound);
+#     a GEMM (cf) or right after it (kf), for GEMMs of 8192^3 and of the
+#     judge graphs' FFN (M 8192, K 4096, N 14336) (an all_gather of 32 MiB
+#     shards, and a 64 MiB collective_permute over nccl and over ce), the
+#     GEMM on every SM and on all but 16 (sm_count, cuBLASLt's SM-count
+#     target), each collective and each GEMM alone. A collective that waits
+#     for the GEMM takes about the GEMM's time more beside it than alone:
+#     (beside - alone) / GEMM is the wait it implies (cf: the pair's
+#     wait_before; kf: wait_during; clamped to [0, 1]; contention adds to
+#     it, so it is an upper bound);
 #  3. ce_GBps and ce_latency_us: one ce step alone at 1, 16, 64 and 256 MiB
 #     (and the same over nccl), least squares of time = latency + bytes /
 #     bandwidth.
 # Results: $OUT/cmm.md (the tables for bench/RESULTS.md, printed last),
 # $OUT/cmm-log.txt, $OUT/cmm.tsv (every measured step). About 250 s.
+# ITEMS="2" (any of 1 2 3) runs only those items.
 # DRY=1: everything on the CPU backend with every dim / 64 (no GPU; a check
 # of the script; BIN_DIR=build-dir/... selects the binaries, else .carry).
 set -u
@@ -99,8 +102,10 @@ for (m, k, n) in ((16384, 4096, 4096), (8192, 8192, 8192), (4096, 8192, 8192),
         call("ar_w", WAIT, [ref("ar")], [M, N])], ["ar_w"]))
     cases.append(tag)
 open(f"{d}/cases.txt", "w").write("\n".join(cases) + "\n")
-# item 2: a collective issued right before a GEMM (input order), or alone
-G = max(16, 8192 // scale)
+# item 2: a collective and a GEMM in the input order, the collective issued
+# right before the GEMM (cf) or right after it (kf), or either alone; two
+# GEMMs: 8192^3 and the judge graphs' FFN GEMM (M 8192, K 4096, N 14336)
+SHAPES = {"sq": (8192, 8192, 8192), "ffn": (8192, 4096, 14336)}
 rows = max(16, (32 << 20) // (4096 * esz) // scale)  # a 32 MiB shard (64 MiB for a permute)
 def coll(kind, x, R):
     if kind == "ag":
@@ -108,24 +113,26 @@ def coll(kind, x, R):
                     [2 * R, 4096 // scale]), [2 * R, 4096 // scale]
     return call("coll", "schedgraph.collective_permute", [ref(x), [[0, 1], [1, 0]], "tp"],
                 [R, 4096 // scale], {"transport": kind}), [R, 4096 // scale]
+def gemm_nodes(shape, gemm):
+    M, K, N = (max(16, v // scale) for v in SHAPES[shape])
+    extra = {"sm_count": sms - 16} if gemm == "sm" else {}
+    return [ph("p", [M, K]), ph("q", [K, N]),
+            call("mm", "aten.mm.default", [ref("p"), ref("q")], [M, N], **extra)]
 for kind in ("ag", "nccl", "ce"):
     R = rows if kind == "ag" else 2 * rows
-    for gemm in ("full", "sm", "none"):
-        nodes = [ph("x", [R, 4096 // scale])]
-        c, shape = coll(kind, "x", R)
-        nodes.append(c)
-        outs = []
-        if gemm != "none":
-            nodes += [ph("p", [G, G]), ph("q", [G, G])]
-            extra = {"sm_count": sms - 16} if gemm == "sm" else {}
-            nodes.append(call("mm", "aten.mm.default", [ref("p"), ref("q")], [G, G], **extra))
-            outs.append("mm")
-        nodes.append(call("coll_w", WAIT, [ref("coll")], shape))
-        write(f"sw_{kind}_{gemm}", graph(nodes, outs + ["coll_w"]))
+    c, shape = coll(kind, "x", R)
+    wait = call("coll_w", WAIT, [ref("coll")], shape)
+    write(f"sw_{kind}_none", graph([ph("x", [R, 4096 // scale]), c, wait], ["coll_w"]))
+    for gemm in ("full", "sm"):
+        for sh in SHAPES:
+            g = gemm_nodes(sh, gemm)
+            write(f"sw_{kind}_{gemm}_{sh}_cf",
+                  graph([ph("x", [R, 4096 // scale]), c] + g + [wait], ["mm", "coll_w"]))
+            write(f"sw_{kind}_{gemm}_{sh}_kf",
+                  graph(g + [ph("x", [R, 4096 // scale]), c, wait], ["mm", "coll_w"]))
 for gemm in ("full", "sm"):
-    extra = {"sm_count": sms - 16} if gemm == "sm" else {}
-    write(f"sw_gemm_{gemm}", graph([ph("p", [G, G]), ph("q", [G, G]),
-        call("mm", "aten.mm.default", [ref("p"), ref("q")], [G, G], **extra)], ["mm"]))
+    for sh in SHAPES:
+        write(f"sw_gemm_{gemm}_{sh}", graph(gemm_nodes(sh, gemm), ["mm"]))
 # item 3: one step alone per transport and size, each waited at once
 nodes, outs = [], []
 for mib in (1, 16, 64, 256):
@@ -161,9 +168,12 @@ PY
   fi
 }
 
+# want N: whether item N is in ITEMS (default all three)
+want () { case " ${ITEMS:-1 2 3} " in *" $1 "*) return 0 ;; esac; return 1; }
+
 # 1. collective matmul
-echo "=== 1. collective matmul [$(date +%T)]"
-while read -r -u 3 tag; do
+want 1 && echo "=== 1. collective matmul [$(date +%T)]"
+want 1 && while read -r -u 3 tag; do
   for p in ag rs ar; do
     g=$W/${p}_$tag.json c=${p}_$tag
     "$SG" "$g" -q --no-decompose --no-bucket -o "$W/$c.ref.plan" && time_plan "$c.ref" "$W/$c.ref.plan"
@@ -187,16 +197,16 @@ PY
 done 3<"$W/cases.txt"
 
 # 2. the start wait, in the input order
-echo "=== 2. start wait [$(date +%T)]"
-for g in "$W"/sw_*.json; do
+want 2 && echo "=== 2. start wait [$(date +%T)]"
+want 2 && for g in "$W"/sw_*.json; do
   c=$(basename "$g" .json)
   "$SG" "$g" -q --no-reorder --no-bucket --no-decompose -o "$W/$c.plan" &&
     time_plan "$c.plan" "$W/$c.plan"
 done
 
 # 3. ring steps alone
-echo "=== 3. steps alone [$(date +%T)]"
-"$SG" "$W/steps.json" -q --no-reorder --no-bucket --no-decompose -o "$W/steps.plan" &&
+want 3 && echo "=== 3. steps alone [$(date +%T)]"
+want 3 && "$SG" "$W/steps.json" -q --no-reorder --no-bucket --no-decompose -o "$W/steps.plan" &&
   time_plan "steps.plan" "$W/steps.plan"
 
 python3 - "$TSV" "$W" "$DRY" >"$OUT/cmm.md" <<'PY'
@@ -231,28 +241,38 @@ for case in [c for c in runs if c[:3] in ("ag_", "rs_", "ar_")]:
         {"ag": "all_gather->mm", "rs": "mm->reduce_scatter", "ar": "mm->all_reduce"}[case[:2]],
         case[3:], gemm, coll, step, ideal, cell(nccl), "-" if case.startswith("ar_") else cell("ce"),
         met))
-print("\n2. Start wait: a collective issued right before a GEMM of 8192^3, input order "
-      "(us; implied comm_start_wait = (beside - alone) / GEMM, clamped to [0, 1]).\n")
-print("| collective | GEMM | GEMM alone | collective alone | collective beside | implied wait |")
-print("|---|---|---:|---:|---:|---:|")
+print("\n2. Start wait: a collective and a GEMM in the input order, the collective issued "
+      "right before the GEMM (cf) or right after it (kf) (us; implied wait = (beside - alone) / "
+      "GEMM, clamped to [0, 1]; contention adds to it, so it is an upper bound; GEMM slowdown = "
+      "(step - GEMM alone) / collective alone).\n")
+print("| collective | GEMM (M x K x N) | SMs | order | GEMM alone | collective alone | "
+      "collective beside | step | implied wait | GEMM slowdown |")
+print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
 implied = collections.defaultdict(list)
-for kind, label in (("ag", "all_gather 32 MiB shards (nccl)"), ("nccl", "permute 64 MiB nccl"),
-                    ("ce", "permute 64 MiB ce")):
-    alone = runs.get(f"sw_{kind}_none", {}).get("plan")
-    for gemm in ("full", "sm"):
-        beside = runs.get(f"sw_{kind}_{gemm}", {}).get("plan")
-        gm = runs.get(f"sw_gemm_{gemm}", {}).get("plan")
-        if not (alone and beside and gm):
-            continue
-        ca, cb, g_us = sum(alone[2].values()), sum(beside[2].values()), gm[1]
-        x = min(1.0, max(0.0, (cb - ca) / g_us)) if g_us > 0 else float("nan")
-        implied[("ce" if kind == "ce" else "nccl", gemm)].append(x)
-        print("| %s | %s | %.1f | %.1f | %.1f | %.2f |" % (label, "every SM" if gemm == "full"
-              else "SM-count target", g_us, ca, cb, x))
+labels = (("ag", "all_gather 32 MiB shards (nccl)"), ("nccl", "permute 64 MiB nccl"),
+          ("ce", "permute 64 MiB ce"))
+for sh, dims in (("sq", "8192x8192x8192"), ("ffn", "8192x4096x14336")):
+    for kind, label in labels:
+        alone = runs.get(f"sw_{kind}_none", {}).get("plan")
+        for gemm in ("full", "sm"):
+            gm = runs.get(f"sw_gemm_{gemm}_{sh}", {}).get("plan")
+            for order in ("cf", "kf"):
+                beside = runs.get(f"sw_{kind}_{gemm}_{sh}_{order}", {}).get("plan")
+                if not (alone and beside and gm):
+                    continue
+                ca, cb, g_us = sum(alone[2].values()), sum(beside[2].values()), gm[1]
+                x = min(1.0, max(0.0, (cb - ca) / g_us)) if g_us > 0 else float("nan")
+                slow = (beside[0] - gm[0]) / ca if ca > 0 else float("nan")
+                implied[("ce" if kind == "ce" else "nccl", gemm, order)].append(x)
+                print("| %s | %s | %s | %s | %.1f | %.1f | %.1f | %.1f | %.2f | %.2f |" % (
+                    label, dims, "all" if gemm == "full" else "all but 16", order, g_us, ca, cb,
+                    beside[0], x, slow))
 print()
-for (tr, gemm), xs in sorted(implied.items()):
-    print("comm_start_wait implied, %s beside a GEMM on %s: %.2f" % (
-        tr, "every SM" if gemm == "full" else "fewer SMs", sum(xs) / len(xs)))
+for (tr, gemm, order), xs in sorted(implied.items()):
+    print("implied wait, %s, %s, GEMM on %s: %s (mean %.2f)" % (
+        tr, {"cf": "issued right before the GEMM", "kf": "issued right after it"}[order],
+        "every SM" if gemm == "full" else "fewer SMs", " ".join("%.2f" % x for x in xs),
+        sum(xs) / len(xs)))
 print("\n3. One ring step alone ({0->1, 1->0}), us; time = latency + bytes / bandwidth:\n")
 st = runs.get("steps", {}).get("plan")
 if st:

@@ -8,8 +8,11 @@
 #   - `schedrun --profile --contention` measured in this call (the plans
 #     use it);
 #   - timing runs (schedrun --mode timing --report, launch graph) of the
-#     input order, our schedule, and PyTorch's order where tests/data has
-#     it; every plan --no-bucket (tools/sgfit re-simulates them);
+#     input order (--no-reorder --no-decompose), our schedule (the default
+#     passes, decomposition included), our schedule without decomposition
+#     (ours_nd, only where the default decomposes), and PyTorch's order
+#     where tests/data has it (--no-reorder --no-decompose); every plan
+#     --no-bucket (tools/sgfit re-simulates the plans without rings);
 #   - graphs, in this order (a graph is skipped, not started, when it would
 #     not end inside LIMIT): w2_fsdp2_L2_h1024 and w2_tp2_L2_h1024 (with
 #     PyTorch's order), two judge graphs not used before (graphgen FSDP L=6
@@ -62,10 +65,13 @@ for spec in $PLAN_G; do
   profile "$g" "$pit" "$budget"
   [ -f "$W/p.$g.json" ] || { echo "no profile for $g"; continue; }
   section "$g: timing (input, ours, peer)"
-  timed "$g" input "$W/$g.json" --no-reorder "$W/p.$g.json" "$tit" "$twu"
+  timed "$g" input "$W/$g.json" "--no-reorder --no-decompose" "$W/p.$g.json" "$tit" "$twu"
   timed "$g" ours "$W/$g.json" "" "$W/p.$g.json" "$tit" "$twu"
-  [ -f "$W/$g.peer.json" ] && timed "$g" peer "$W/$g.peer.json" --no-reorder "$W/p.$g.json" \
-    "$tit" "$twu"
+  # our schedule without decomposition, where the default decomposes
+  grep -q '_ring[0-9]\|_chunk[0-9]' "$W/t.$g.ours.plan.json" 2>/dev/null &&
+    timed "$g" ours_nd "$W/$g.json" --no-decompose "$W/p.$g.json" "$tit" "$twu"
+  [ -f "$W/$g.peer.json" ] && timed "$g" peer "$W/$g.peer.json" "--no-reorder --no-decompose" \
+    "$W/p.$g.json" "$tit" "$twu"
   echo "$g" >> "$W/graphs.txt"
 done
 
@@ -76,7 +82,7 @@ w = sys.argv[1]
 graphs = [l.strip() for l in open(os.path.join(w, "graphs.txt"))] if os.path.exists(os.path.join(w, "graphs.txt")) else []
 runs, rows = [], {}
 for g in graphs:
-    for v in ("input", "ours", "peer"):
+    for v in ("input", "ours", "ours_nd", "peer"):
         f = os.path.join(w, f"t.{g}.{v}.report.json")
         if not os.path.exists(f):
             continue

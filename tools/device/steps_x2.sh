@@ -12,10 +12,14 @@
 #      widths, and the FSDP and TP steps exported in this call by
 #      ../shared/bench/peer_inductor.py (W=2, L=6, same widths) with
 #      PyTorch's own order. Per graph, timed (schedrun --mode timing, launch
-#      graph): the input order, our schedule (--no-bucket), our schedule
-#      with bucketing (the default pipeline), PyTorch's order where there
-#      is one, each planned with the calibration profile; and the input
-#      order and our schedule planned without a profile (the model alone).
+#      graph): the input order (--no-reorder --no-decompose), our schedule
+#      (--no-decompose --no-bucket), our schedule with decomposition
+#      (ours_d: --no-bucket), the default pipeline (ours_b: schedule,
+#      decomposition, bucketing), PyTorch's order where there is one
+#      (--no-reorder --no-decompose), each planned with the calibration
+#      profile; and the input order and our schedule planned without a
+#      profile (the model alone). ONLY="g1 g2" runs just those test graphs
+#      (and exports just those peer_ graphs).
 #   3. PyTorch running the exported graphs itself (torch_step.py under
 #      torchrun, 2 ranks: eager, the aten graph as traced, in its own
 #      pass's order, with its bucketing).
@@ -83,6 +87,11 @@ fi
 # PyTorch's graphs of the same step, exported in this call
 if [ -n "$PEER" ] && fits 120; then
   section "export (peer_inductor.py, W=2) and PyTorch's order"
+  sel=""
+  for c in $PEER; do
+    case " ${ONLY:-${c%%:*}} " in *" ${c%%:*} "*) sel="$sel $c" ;; esac
+  done
+  PEER=${sel# }
   cases=$(echo "$PEER" | tr ' ' ',')
   # W=2 is peer_inductor.py's world size, for that command only ("$W/peer"
   # expands with this script's work folder)
@@ -100,6 +109,7 @@ fi
 
 for spec in $TEST; do
   IFS=: read -r g gen tit twu need <<< "$spec"
+  case " ${ONLY:-$g} " in *" $g "*) ;; *) continue ;; esac
   if ! fits "$need"; then
     section "$g: skipped ($(elapsed) s of $LIMIT used, needs about $need)"
     continue
@@ -107,18 +117,21 @@ for spec in $TEST; do
   section "$g: timing (planned with the calibration profile, and without one)"
   # shellcheck disable=SC2086
   [ "$gen" = - ] || "$BIN/graphgen" ${gen//,/ } -o "$W/$g.json" --stats | tail -1
-  timed "$g" input "$W/$g.json" --no-reorder "$CALP" "$tit" "$twu"
-  timed "$g" ours "$W/$g.json" "" "$CALP" "$tit" "$twu"
+  timed "$g" input "$W/$g.json" "--no-reorder --no-decompose" "$CALP" "$tit" "$twu"
+  timed "$g" ours "$W/$g.json" --no-decompose "$CALP" "$tit" "$twu"
+  timed "$g" ours_d "$W/$g.json" "" "$CALP" "$tit" "$twu"
   BUCKET=1 timed "$g" ours_b "$W/$g.json" "" "$CALP" "$tit" "$twu"
-  [ -f "$W/$g.peer.json" ] && timed "$g" peer "$W/$g.peer.json" --no-reorder "$CALP" "$tit" "$twu"
-  timed "$g" input_np "$W/$g.json" --no-reorder - "$tit" "$twu"
-  timed "$g" ours_np "$W/$g.json" "" - "$tit" "$twu"
+  [ -f "$W/$g.peer.json" ] && timed "$g" peer "$W/$g.peer.json" "--no-reorder --no-decompose" \
+    "$CALP" "$tit" "$twu"
+  timed "$g" input_np "$W/$g.json" "--no-reorder --no-decompose" - "$tit" "$twu"
+  timed "$g" ours_np "$W/$g.json" --no-decompose - "$tit" "$twu"
   echo "$g" >> "$W/graphs.txt"
 done
 
 if [ -n "$PEER" ]; then
   for c in $PEER; do
     name=${c%%:*}
+    case " ${ONLY:-$name} " in *" $name "*) ;; *) continue ;; esac
     if ! fits 60; then section "PyTorch $name: skipped"; continue; fi
     section "PyTorch runs the same aten graph: $name (torch_step.py, 2 ranks)"
     CASE=$c ITERS=10 WARM=3 COMPILE=0 timeout "$(tleft)" torchrun --standalone --nproc_per_node 2 \
@@ -139,7 +152,7 @@ print("| graph | order | profile | pred step us | meas step us | step err | pred
 print("|---|---|---|---:|---:|---:|---:|---:|")
 errs = {"cal": [], "none": []}
 for g in graphs:
-    for v in ("input", "ours", "ours_b", "peer", "input_np", "ours_np"):
+    for v in ("input", "ours", "ours_d", "ours_b", "peer", "input_np", "ours_np"):
         f = os.path.join(w, f"t.{g}.{v}.report.json")
         if not os.path.exists(f):
             continue
