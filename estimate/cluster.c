@@ -44,7 +44,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (cJSON, cJSON_Delete)
   .coalesced_member_us = 0.0,                                                                   \
   .efficiency_all_gather = 0.695, .efficiency_reduce_scatter = 0.695,                           \
   .efficiency_all_reduce = 0.81, .efficiency_broadcast = 1.0, .efficiency_p2p = 0.9,            \
-  .ce_GBps = 324.0, .ce_latency_us = 8.0, .gemm_sm_exponent = 0.58, .gemm_sm_overhead = 1.05,  \
+  .ce_GBps = 296.0, .ce_latency_us = 36.0, .gemm_sm_exponent = 0.58, .gemm_sm_overhead = 1.05, \
   .contention = { DEFAULT_COMM_SLOWDOWN, DEFAULT_COMPUTE_SLOWDOWN, DEFAULT_REDUCE_SLOWDOWN }, .comm_start_wait = 1.0, \
   .contention_comm_scale = 1.0, .contention_compute_scale = 1.0, .contention_wait_scale = 1.0,    \
   .contention_held_scale = 1.0

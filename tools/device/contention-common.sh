@@ -109,14 +109,16 @@ PY
 # timed GRAPH ORDER GRAPHFILE FLAGS PROFILE ITERS WARMUP: plans GRAPHFILE
 # (--no-bucket FLAGS; BUCKET=1: with bucketing; PROFILE "-": none) into
 # $W/t.GRAPH.ORDER.plan.json and times it (report
-# $W/t.GRAPH.ORDER.report.json)
+# $W/t.GRAPH.ORDER.report.json); the graph the plan runs (ring steps of a
+# decomposition included), which the sgfit manifests name, goes to
+# $W/t.GRAPH.ORDER.graph.json
 timed () {
   local g=$1 v=$2 gf=$3 flags=$4 prof=$5 it=$6 wu=$7
   local p=$W/t.$g.$v.plan.json
   [ "${BUCKET:-0}" = 1 ] || flags="--no-bucket $flags"
   [ "$prof" = - ] || flags="$flags --profile $prof"
   # shellcheck disable=SC2086
-  "$BIN/schedgraph" -q $flags "$gf" -o "$p" \
+  "$BIN/schedgraph" -q $flags "$gf" -o "$p" --emit-graph "$W/t.$g.$v.graph.json" \
     --report "$W/t.$g.$v.sgreport.json" || { echo "schedgraph failed: $g $v"; return; }
   timeout "$(tleft)" "${MPI[@]}" "$BIN/schedrun" --backend "$BACKEND" --mode timing --iters "$it" \
     --warmup "$wu" --timeout 120 "$p" --report "$W/t.$g.$v.report.json" | tail -1

@@ -102,7 +102,7 @@ for name, prof in (("manifest.json", "p"), ("manifest-plain.json", "p1")):
         for v in ("input", "sched_plain", "sched_cont", "peer"):
             if not os.path.exists(os.path.join(w, f"t.{g}.{v}.report.json")):
                 continue
-            runs.append({"name": f"{g} {v}", "graph": f"{g}.peer.json" if v == "peer" else f"{g}.json",
+            runs.append({"name": f"{g} {v}", "graph": f"t.{g}.{v}.graph.json",
                          "profile": f"{prof}.{g}.json", "plan": f"t.{g}.{v}.plan.json",
                          "report": f"t.{g}.{v}.report.json", "set": s})
     json.dump({"runs": runs}, open(os.path.join(w, name), "w"), indent=1)

@@ -88,7 +88,7 @@ for g in graphs:
             continue
         r = json.load(open(f))
         rows[(g, v)] = r
-        runs.append({"name": f"{g} {v}", "graph": f"{g}.peer.json" if v == "peer" else f"{g}.json",
+        runs.append({"name": f"{g} {v}", "graph": f"t.{g}.{v}.graph.json",
                      "profile": f"p.{g}.json", "plan": f"t.{g}.{v}.plan.json",
                      "report": f"t.{g}.{v}.report.json", "set": "judge"})
 json.dump({"runs": runs}, open(os.path.join(w, "manifest.json"), "w"), indent=1)

@@ -166,7 +166,8 @@ order_from_plan (SgGraph *g, const char *path, GError **error)
     if (id == SG_NO_NODE) {
       g_set_error (error, SG_FIT_ERROR, SG_FIT_ERROR_RUN,
                    "%s: instruction %d names %s, which the graph does not have (a bucketed "
-                   "plan? fit on plans made with --no-bucket)", path, p, ins->name);
+                   "or decomposed plan? fit on plans made with --no-bucket, and name the "
+                   "graph schedgraph --emit-graph wrote for the plan)", path, p, ins->name);
       return NULL;
     }
     key[id] = 2 * (int64_t)p;
