@@ -204,6 +204,17 @@ unstage (char *dir)
   g_free (dir);
 }
 
+/* The manifest of the staged folder @dir, loaded. */
+static SgFit *
+load_staged (const char *dir)
+{
+  g_autofree char *manifest = g_build_filename (dir, "manifest.json", NULL);
+  GError *e = NULL;
+  SgFit *f = sg_fit_load (manifest, &e);
+  ck_assert_msg (f != NULL, "%s", e ? e->message : "");
+  return f;
+}
+
 /* The run @name of @rep's "runs". */
 static const cJSON *
 run_named (const cJSON *rep, const char *name)
@@ -225,10 +236,8 @@ num (const cJSON *o, const char *key)
 START_TEST (the_fit_set_fits_and_the_judge_set_stays_within_its_bounds)
 {
   char *dir = stage ();
-  g_autofree char *manifest = g_build_filename (dir, "manifest.json", NULL);
   GError *e = NULL;
-  g_autoptr (SgFit) f = sg_fit_load (manifest, &e);
-  ck_assert_msg (f != NULL, "%s", e ? e->message : "");
+  g_autoptr (SgFit) f = load_staged (dir);
   SgFitAxis axes[8];
   const int n = sg_fit_default_axes (f, axes);
   ck_assert_int_eq (n, 3); /* the pair scales: the fit runs' profiles have pairs */
@@ -287,10 +296,8 @@ END_TEST
 START_TEST (the_measured_split_of_the_tp_sample_is_predicted_slower_than_whole)
 {
   char *dir = stage_from (SG_TEST_DATA "/h200x2-tp-split");
-  g_autofree char *manifest = g_build_filename (dir, "manifest.json", NULL);
   GError *e = NULL;
-  g_autoptr (SgFit) f = sg_fit_load (manifest, &e);
-  ck_assert_msg (f != NULL, "%s", e ? e->message : "");
+  g_autoptr (SgFit) f = load_staged (dir);
   SgFitAxis axes[8];
   const int n = sg_fit_default_axes (f, axes);
   double v[8];
