@@ -21,6 +21,7 @@
  */
 #include "graph-private.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Min-heap of (key, id). */
@@ -114,6 +115,7 @@ csr_build (SgRewrite *rw, int first_slot, int adj_slot, int32_t n1, const Pairs 
 
 /* A base node whose inputs a redirect changed. */
 typedef struct {
+  SgNodeId node;
   uint32_t first, n;           /* its inputs in t_in */
   uint32_t args_first, kwargs_first; /* re-indexed args when inputs merged */
   bool reindexed;
@@ -129,9 +131,38 @@ typedef struct {
   int32_t *in_pos; /* per node: its place among the new inputs of the user
                     * being redirected, or -1 */
   SgNodeId *redir; /* per base node: its replacement, or SG_NO_NODE; NULL: none */
-  int32_t *tix;    /* per node: its Touched, or -1; NULL: none */
+  int32_t *tix;    /* per node: its Touched, or -1 */
   const int64_t *akey; /* keys of added nodes */
+  SgNodeId *eres;  /* per implicit edge of @g: its ends in the result, or
+                    * both SG_NO_NODE where it is dropped */
+  /* Added nodes of the last layout from @map_from on are this one's from
+   * @map_from - @map_d on, the same nodes (match_added); @low: added nodes
+   * before n0 + low are the same in both by id. */
+  SgNodeId map_from;
+  int32_t map_d, low;
 } Ctx;
+
+/* A node id of the last layout as this layout numbers it. */
+static inline SgNodeId
+remap (const Ctx *x, SgNodeId v)
+{
+  return v >= x->map_from ? v - x->map_d : v;
+}
+
+static inline Item
+remap_item (const Ctx *x, Item it)
+{
+  it.id = remap (x, it.id);
+  return it;
+}
+
+/* Whether the last layout's @a is this layout's @b: the same node, or a
+ * node that is the same in both. */
+static inline bool
+same_node (const Ctx *x, SgNodeId a, SgNodeId b)
+{
+  return remap (x, a) == b && (a < x->n0 + x->low || a >= x->map_from);
+}
 
 static const char *
 name_of (const Ctx *x, SgNodeId id)
@@ -214,7 +245,7 @@ redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
   GArray *t_in = x->rw->t_in;
   uint32_t n;
   const SgNodeId *in = new_inputs (x, u, &n); /* not touched yet: its own */
-  Touched t = { t_in->len, 0, 0, 0, false };
+  Touched t = { u, t_in->len, 0, 0, 0, false };
   if (n > *map_len) {
     *map_len = MAX (n, 2 * *map_len);
     *map = g_renew (uint32_t, *map, *map_len);
@@ -335,6 +366,7 @@ moved_edges (Ctx *x)
   for (guint i = 0; i < ne; i++) {
     SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
     uint32_t bit = e.kind >= 0 && e.kind < 32 ? 1u << e.kind : 0;
+    x->eres[2 * i] = x->eres[2 * i + 1] = SG_NO_NODE;
     if (moved) {
       const SgRewriteMove *a
           = moved[e.from] >= 0 ? &g_array_index (mv, SgRewriteMove, moved[e.from]) : NULL;
@@ -345,8 +377,11 @@ moved_edges (Ctx *x)
       e.from = a ? a->to : e.from;
       e.to = b ? b->to : e.to;
     }
-    if (x->keep[e.from] && x->keep[e.to] && e.from != e.to)
+    if (x->keep[e.from] && x->keep[e.to] && e.from != e.to) {
       dst[w++] = e;
+      x->eres[2 * i] = e.from;
+      x->eres[2 * i + 1] = e.to;
+    }
   }
   g_array_set_size (out, w);
   return out;
@@ -372,10 +407,130 @@ added_keys (Ctx *x, int64_t *akey)
   }
 }
 
-/* The stable order; *n_order nodes into @order, or false on a cycle. */
-static bool
-stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
-              GError **error)
+static inline Item
+item_of (const Ctx *x, SgNodeId v)
+{
+  return (Item){ key_of (x, v), v };
+}
+
+/* A part of the order a layout computes: the nodes between @lo and @hi
+ * (items, exclusive; a missing bound is open), in place of the last
+ * layout's order from @p to @s. The whole order: one window, no bounds. */
+typedef struct {
+  bool has_lo, has_hi;
+  Item lo, hi;
+  int32_t p, s;
+  int32_t n; /* its nodes in this layout */
+} Window;
+
+typedef struct {
+  Window *w;
+  int32_t n;
+  bool reuse; /* the last order outside the windows is kept */
+} Windows;
+
+/* Items from @lo to @hi that a window must hold. */
+typedef struct {
+  Item lo, hi;
+} Span;
+
+/* The window that holds @it, or -1. */
+static inline int32_t
+window_of (const Windows *ws, Item it)
+{
+  int32_t a = 0, b = ws->n;
+  while (a < b) {
+    int32_t m = a + (b - a) / 2;
+    const Window *w = &ws->w[m];
+    if (w->has_lo && !item_less (w->lo, it))
+      b = m;
+    else if (w->has_hi && !item_less (it, w->hi))
+      a = m + 1;
+    else
+      return m;
+  }
+  return -1;
+}
+
+/* The first base node in [0, n0] whose item (key 4 v + 2) is not below
+ * @t (@strict: above it). */
+static SgNodeId
+base_from (int32_t n0, Item t, bool strict)
+{
+  SgNodeId a = 0, b = n0;
+  while (a < b) {
+    SgNodeId m = a + (b - a) / 2;
+    Item im = { 4 * (int64_t)m + 2, m };
+    if (strict ? item_less (t, im) : !item_less (im, t))
+      b = m;
+    else
+      a = m + 1;
+  }
+  return a;
+}
+
+/* The windows' nodes by (key, id) into @sorted, window after window (each
+ * w->n): base nodes in id order, added ones merged in (with windows, the
+ * output is the last base node, find_windows); their places into @pos. */
+static int32_t
+window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *heap)
+{
+  int32_t n0 = x->n0, hn = 0, ns = 0;
+  for (SgNodeId v = n0; v < x->n1; v++)
+    if (x->keep[v] && window_of (ws, item_of (x, v)) >= 0)
+      heap_push (heap, &hn, item_of (x, v));
+  for (int32_t k = 0; k < ws->n; k++) {
+    Window *w = &ws->w[k];
+    SgNodeId blo = w->has_lo ? base_from (n0, w->lo, true) : 0;
+    SgNodeId bhi = w->has_hi ? base_from (n0, w->hi, false) : n0;
+    int32_t first = ns;
+    for (SgNodeId i = blo; i <= bhi; i++) {
+      while (hn > 0 && (i < bhi ? heap[0].key < key_of (x, i)
+                                : !w->has_hi || item_less (heap[0], w->hi)))
+        sorted[ns++] = heap_pop (heap, &hn).id;
+      if (i < bhi && x->keep[i] && (i != x->g->output || window_of (ws, item_of (x, i)) == k))
+        sorted[ns++] = i;
+    }
+    w->n = ns - first;
+  }
+  for (int32_t q = 0; q < ns; q++)
+    pos[sorted[q]] = q;
+  return ns;
+}
+
+/* Whether @u (a predecessor of @v, in window @kv) holds @v back within the
+ * windows: 1 (it is in a window), 0 (it is placed before them), -1 (it is
+ * after @v's window: the windows do not hold). */
+static inline int
+pred_in (const Windows *ws, const Ctx *x, SgNodeId u, Item iv, int32_t kv)
+{
+  Item iu = item_of (x, u);
+  int32_t ku = window_of (ws, iu);
+  return ku < 0 ? (item_less (iv, iu) ? -1 : 0) : ku > kv ? -1 : 1;
+}
+
+/* @v (item @iv) reads @u, after its window: the span a window must hold. */
+static void
+bad_pred (const Ctx *x, GArray *bad, Item iv, SgNodeId u)
+{
+  Span sp = { iv, item_of (x, u) };
+  Span *last = bad && bad->len ? &g_array_index (bad, Span, bad->len - 1) : NULL;
+  if (last && last->lo.key == iv.key && last->lo.id == iv.id) {
+    if (item_less (last->hi, sp.hi))
+      last->hi = sp.hi;
+  } else if (bad) {
+    g_array_append_val (bad, sp);
+  }
+}
+
+/* The stable order of the windows' nodes into @order (*n_order of them),
+ * window after window: 1, or 0 on a cycle, or -1 when the windows do not
+ * hold: nodes of windows read nodes after them (the spans from each to
+ * the last it reads appended to @bad, when not NULL) or the windows'
+ * nodes do not all come out. Nodes outside the windows count as placed. */
+static int
+stable_order (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
+              int32_t *n_order, GArray *bad, GError **error)
 {
   SgRewrite *rw = x->rw;
   SgGraph *g = x->g;
@@ -384,73 +539,81 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
   int32_t *pos = WORK (rw, SG_RW_POS, int32_t, n1);
   SgNodeId *sorted = WORK (rw, SG_RW_SORTED, SgNodeId, n1);
   Item *heap = WORK (rw, SG_RW_HEAP, Item, n1);
-  /* In-degrees of untouched base nodes from the users CSR (a few bytes
-   * per edge, not a walk over the node array); edited nodes from their new
-   * inputs, which are also the edited data edges. */
-  memset (indeg, 0, sizeof (int32_t) * (size_t)n1);
-  for (uint32_t j = 0; j < g->user_first[n0]; j++)
-    indeg[g->users[j]]++;
-  /* the edited data edges: inputs of added and touched nodes */
-  size_t m = 0;
-  for (SgNodeId v = 0; v < n1; v++)
-    if (x->keep[v] && !x->plain[v]) {
-      uint32_t n;
-      new_inputs (x, v, &n);
+  int32_t ns = window_nodes (x, ws, sorted, pos, heap), hn = 0;
+  /* In-degrees within the windows: untouched base nodes from their own
+   * inputs, edited nodes from their new inputs, which are also the edited
+   * data edges; and the implicit edges, which go with the edited edges
+   * into one CSR by source (its place in @sorted). */
+  size_t m = edges->len;
+  bool fail = false;
+  for (int32_t q = 0, k = 0, end = ws->n ? ws->w[0].n : 0; q < ns; q++) {
+    while (q == end)
+      end += ws->w[++k].n;
+    SgNodeId v = sorted[q];
+    uint32_t n;
+    const SgNodeId *in = x->plain[v] ? sg_node_inputs (g, v, &n) : new_inputs (x, v, &n);
+    if (!x->plain[v])
       m += n;
+    int32_t d = 0;
+    for (uint32_t j = 0; j < n; j++) {
+      int r = pred_in (ws, x, in[j], item_of (x, v), k);
+      if (r < 0) {
+        bad_pred (x, bad, item_of (x, v), in[j]);
+        fail = true;
+      }
+      d += r;
     }
-  SgNodeId *pp = WORK (rw, SG_RW_PAIRS, SgNodeId, 2 * (m + (size_t)edges->len));
+    indeg[v] = d;
+  }
+  SgNodeId *pp = WORK (rw, SG_RW_PAIRS, SgNodeId, 2 * m);
   Pairs pairs = { pp, 0 };
-  int32_t n_keep = 0;
-  for (SgNodeId v = 0; v < n1; v++) {
-    if (!x->keep[v])
-      continue;
-    n_keep++;
+  for (int32_t q = 0; q < ns; q++) {
+    SgNodeId v = sorted[q];
     if (x->plain[v])
       continue;
     uint32_t n;
     const SgNodeId *in = new_inputs (x, v, &n);
-    indeg[v] = (int32_t)n;
-    for (uint32_t j = 0; j < n; j++) {
-      pp[2 * pairs.n] = in[j];
-      pp[2 * pairs.n++ + 1] = v;
-    }
+    for (uint32_t j = 0; j < n; j++)
+      if (window_of (ws, item_of (x, in[j])) >= 0) {
+        pp[2 * pairs.n] = pos[in[j]];
+        pp[2 * pairs.n++ + 1] = v;
+      }
   }
-  /* and the implicit edges: one CSR of the edges that are not the base
-   * graph's users */
   for (guint i = 0; i < edges->len; i++) {
     const SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
-    pp[2 * pairs.n] = e->from;
+    Item to = item_of (x, e->to);
+    int32_t kt = window_of (ws, to);
+    if (kt < 0)
+      continue;
+    int r = pred_in (ws, x, e->from, to, kt);
+    if (r < 0) {
+      bad_pred (x, bad, to, e->from);
+      fail = true;
+    }
+    if (r <= 0)
+      continue;
+    pp[2 * pairs.n] = pos[e->from];
     pp[2 * pairs.n++ + 1] = e->to;
     indeg[e->to]++;
   }
-  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, n1, &pairs);
+  if (fail)
+    return -1;
+  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, ns, &pairs);
 
-  /* All nodes by (key, id): base nodes in id order, added ones merged in. */
-  int32_t hn = 0, w = 0;
-  for (SgNodeId v = n0; v < n1; v++)
-    heap_push (heap, &hn, (Item){ key_of (x, v), v });
-  for (SgNodeId i = 0, k = 0; i <= n0; i++) {
-    while (hn > 0 && (i == n0 || heap[0].key < key_of (x, i)))
-      sorted[k++] = heap_pop (heap, &hn).id;
-    if (i < n0)
-      sorted[k++] = i;
-  }
-  for (int32_t q = 0; q < n1; q++)
-    pos[sorted[q]] = q;
-  int32_t cur = 0;
+  int32_t cur = 0, w = 0;
 #define RELEASE(u)                                                                                 \
   do {                                                                                             \
     SgNodeId u_ = (u);                                                                             \
-    if (--indeg[u_] == 0 && x->keep[u_] && pos[u_] < cur)                                          \
-      heap_push (heap, &hn, (Item){ key_of (x, u_), u_ });                                         \
+    if (--indeg[u_] == 0 && pos[u_] < cur)                                                         \
+      heap_push (heap, &hn, item_of (x, u_));                                                      \
   } while (0)
   for (;;) {
-    while (cur < n1 && !(x->keep[sorted[cur]] && indeg[sorted[cur]] == 0))
+    while (cur < ns && indeg[sorted[cur]] != 0)
       cur++;
     SgNodeId v;
-    if (hn > 0 && (cur == n1 || item_less (heap[0], (Item){ key_of (x, sorted[cur]), sorted[cur] })))
+    if (hn > 0 && (cur == ns || item_less (heap[0], item_of (x, sorted[cur]))))
       v = heap_pop (heap, &hn).id;
-    else if (cur < n1)
+    else if (cur < ns)
       v = sorted[cur++];
     else
       break;
@@ -459,24 +622,407 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
       uint32_t nu;
       const SgNodeId *users = sg_node_users (g, v, &nu);
       for (uint32_t j = 0; j < nu; j++)
-        if (x->plain[users[j]])
+        if (x->plain[users[j]] && window_of (ws, item_of (x, users[j])) >= 0)
           RELEASE (users[j]);
     }
-    for (uint32_t j = extra.first[v]; j < extra.first[v + 1]; j++)
+    for (uint32_t j = extra.first[pos[v]]; j < extra.first[pos[v] + 1]; j++)
       RELEASE (extra.adj[j]);
   }
 #undef RELEASE
-  if (w < n_keep) {
+  if (w < ns) {
+    if (ws->reuse)
+      return -1;
     for (SgNodeId v = 0; v < n1; v++)
       if (x->keep[v] && indeg[v] > 0) {
         g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
                      "node '%s': the edits close a cycle through it", name_of (x, v));
         break;
       }
-    return false;
+    return 0;
   }
   *n_order = w;
+  return 1;
+}
+
+/* The item node @v had in the last layout (its added nodes' keys @lakey). */
+static inline Item
+last_item (const Ctx *x, const int64_t *lakey, SgNodeId v)
+{
+  if (v == x->g->output)
+    return (Item){ INT64_MAX, v };
+  return (Item){ v < x->n0 ? 4 * (int64_t)v + 2 : lakey[v - x->n0], v };
+}
+
+static bool
+same_list (const Ctx *x, const SgNodeId *a, uint32_t na, const SgNodeId *b, uint32_t nb)
+{
+  if (na != nb)
+    return false;
+  for (uint32_t k = 0; k < na; k++)
+    if (!same_node (x, a[k], b[k]))
+      return false;
   return true;
+}
+
+/* Touched @b of the last layout has the new inputs of touched @a. */
+static bool
+same_inputs (const Ctx *x, const Touched *a, const Touched *b)
+{
+  const SgNodeId *ia = &g_array_index (x->rw->t_in, SgNodeId, a->first);
+  const SgNodeId *ib = &g_array_index (x->rw->last_t_in, SgNodeId, b->first);
+  return same_list (x, ib, b->n, ia, a->n);
+}
+
+/* Added node @j1 of the last layout is added node @j2 of this one: kept
+ * alike, the same key, inputs and new inputs. */
+static bool
+same_added (const Ctx *x, int32_t j1, int32_t j2)
+{
+  SgRewrite *rw = x->rw;
+  int32_t n0 = x->n0;
+  const int64_t *lakey = rw->work[SG_RW_LAST_AKEY];
+  const bool *lkeep = rw->work[SG_RW_LAST_KEEP];
+  const int32_t *ltix = rw->work[SG_RW_LAST_TIX];
+  const uint32_t *lat = rw->work[SG_RW_LAST_AIN_AT];
+  if (lakey[j1] != x->akey[j2] || lkeep[n0 + j1] != x->keep[n0 + j2]
+      || (ltix[n0 + j1] < 0) != (x->tix[n0 + j2] < 0))
+    return false;
+  const SgNode *a = &g_array_index (rw->nodes, SgNode, j2);
+  if (!same_list (x, &g_array_index (rw->last_ain, SgNodeId, lat[2 * j1]), lat[2 * j1 + 1],
+                  &g_array_index (rw->inputs, SgNodeId, a->in_first), a->n_in))
+    return false;
+  return ltix[n0 + j1] < 0
+         || same_inputs (x, &g_array_index (rw->touched, Touched, x->tix[n0 + j2]),
+                         &g_array_index (rw->last_touched, Touched, ltix[n0 + j1]));
+}
+
+/* The added nodes the two layouts end with alike (a pass that describes
+ * again what follows a change adds the same nodes under other ids): the
+ * longest such run whose inputs are outside the nodes added since the
+ * last layout or inside the run, into x->map_from and x->map_d. */
+static void
+match_added (Ctx *x)
+{
+  int32_t n0 = x->n0, added = x->n1 - n0, last_added = x->rw->last_added;
+  int32_t run = MIN (added, last_added) - x->low;
+  for (int tries = 0; run > 0; tries++) {
+    x->map_from = n0 + last_added - run;
+    x->map_d = last_added - added;
+    int32_t bad = -1;
+    for (int32_t j2 = added - run; j2 < added && tries < 8; j2++)
+      if (!same_added (x, j2 + x->map_d, j2))
+        bad = j2;
+    if (tries == 8)
+      run = 0;
+    else if (bad < 0)
+      return;
+    else
+      run = added - bad - 1;
+  }
+  x->map_from = G_MAXINT32;
+  x->map_d = 0;
+}
+
+/* Node @v changed: its keys in the last layout and in this one (every
+ * node of such a key: ids of the two layouts differ, keys do not). */
+static inline void
+changed (const Ctx *x, GArray *out, const int64_t *lakey, SgNodeId v, bool before, bool now)
+{
+  Span sp[2];
+  guint n = 0;
+  if (before) {
+    int64_t k = last_item (x, lakey, v).key;
+    sp[n++] = (Span){ { k, G_MININT32 }, { k, G_MAXINT32 } };
+  }
+  if (now) {
+    int64_t k = key_of (x, v);
+    sp[n++] = (Span){ { k, G_MININT32 }, { k, G_MAXINT32 } };
+  }
+  g_array_append_vals (out, sp, n);
+}
+
+/* The items, in this layout and the last, of every node whose place in the
+ * order may differ: what the order is a function of (the nodes kept, their
+ * keys, their inputs and the implicit edges) changed for it. Nodes added
+ * since the last layout (from rw->low_nodes on) are new; the rest are
+ * compared with what the last layout kept. */
+static void
+changed_items (const Ctx *x, GArray *out)
+{
+  SgRewrite *rw = x->rw;
+  int32_t n0 = x->n0, added = x->n1 - n0, last_added = rw->last_added;
+  const int64_t *lakey = rw->work[SG_RW_LAST_AKEY];
+  const bool *lkeep = rw->work[SG_RW_LAST_KEEP];
+  const int32_t *ltix = rw->work[SG_RW_LAST_TIX];
+  const SgNodeId *leres = rw->work[SG_RW_LAST_ERES];
+  bool mapped = x->map_from != G_MAXINT32;
+  int32_t low = x->low, s1 = mapped ? x->map_from - n0 : last_added;
+  int32_t s2 = mapped ? s1 - x->map_d : added;
+  for (int32_t j = low; j < MAX (s1, s2); j++)
+    changed (x, out, lakey, n0 + j, j < s1, j < s2);
+  /* the nodes both layouts have: kept, placed, touched alike? */
+  int32_t nk = n0 + low;
+  for (SgNodeId v = 0; v < nk; v++) {
+    if (v + 8 <= nk && memcmp (&lkeep[v], &x->keep[v], 8) == 0) {
+      v += 7;
+      continue;
+    }
+    if (lkeep[v] != x->keep[v])
+      changed (x, out, lakey, v, true, true);
+  }
+  for (int32_t j = 0; j < low; j++)
+    if (lakey[j] != x->akey[j])
+      changed (x, out, lakey, n0 + j, true, true);
+  for (guint i = 0; i < rw->touched->len; i++) {
+    const Touched *t = &g_array_index (rw->touched, Touched, i);
+    if (t->node < nk
+        && (ltix[t->node] < 0
+            || !same_inputs (x, t, &g_array_index (rw->last_touched, Touched, ltix[t->node]))))
+      changed (x, out, lakey, t->node, true, true);
+  }
+  for (guint i = 0; i < rw->last_touched->len; i++) {
+    SgNodeId v = g_array_index (rw->last_touched, Touched, i).node;
+    if (v < nk && x->tix[v] < 0)
+      changed (x, out, lakey, v, true, true);
+  }
+  /* implicit edges whose ends changed: their ends, before and now */
+  for (guint i = 0; i < 2 * rw->last_edges; i += 2) {
+    if ((leres[i] == SG_NO_NODE ? x->eres[i] == SG_NO_NODE : same_node (x, leres[i], x->eres[i]))
+        && (leres[i + 1] == SG_NO_NODE ? x->eres[i + 1] == SG_NO_NODE
+                                       : same_node (x, leres[i + 1], x->eres[i + 1])))
+      continue;
+    for (guint k = i; k < i + 2; k++) {
+      if (leres[k] != SG_NO_NODE)
+        changed (x, out, lakey, leres[k], true, false);
+      if (x->eres[k] != SG_NO_NODE)
+        changed (x, out, lakey, x->eres[k], false, true);
+    }
+  }
+}
+
+static int
+span_cmp (const void *a, const void *b)
+{
+  Item x = ((const Span *)a)->lo, y = ((const Span *)b)->lo;
+  return item_less (x, y) ? -1 : item_less (y, x) ? 1 : 0;
+}
+
+/* The last layout's first place at or after @from whose suffix minimum is
+ * above @it, moved up to a cut. */
+static int32_t
+cut_after (const Item *pmax, const Item *smin, int32_t n, int32_t from, Item it)
+{
+  int32_t a = from, b = n;
+  while (a < b) {
+    int32_t m = a + (b - a) / 2;
+    if (item_less (it, smin[m]))
+      b = m;
+    else
+      a = m + 1;
+  }
+  while (a > 0 && a < n && !item_less (pmax[a - 1], smin[a]))
+    a++;
+  return a;
+}
+
+/* One open window: the whole order. */
+static void
+whole (SgRewrite *rw, Windows *ws)
+{
+  ws->w = WORK (rw, SG_RW_WINDOWS, Window, 1);
+  ws->w[0] = (Window){ 0 };
+  ws->n = 1;
+  ws->reuse = false;
+}
+
+/* The parts of the order this layout computes (docs/ir.md "Speed"): around
+ * each span of rw->changed, from the last cut of the last layout's order
+ * (no later node has an item below an earlier one) before it to the first
+ * cut after it. Between them the nodes are the same, with the same
+ * inputs and edges, so the stable order keeps them as the last layout
+ * did. */
+static void
+find_windows (const Ctx *x, Windows *ws)
+{
+  SgRewrite *rw = x->rw;
+  Span *it = (Span *)(void *)rw->changed->data;
+  guint ni = rw->changed->len;
+  qsort (it, ni, sizeof *it, span_cmp);
+  int32_t n = rw->last_n;
+  const Item *pmax = rw->work[SG_RW_LAST_PMAX], *smin = rw->work[SG_RW_LAST_SMIN];
+  ws->w = WORK (rw, SG_RW_WINDOWS, Window, ni);
+  ws->n = 0;
+  ws->reuse = true;
+  for (guint i = 0; i < ni; i++) {
+    Window *last = ws->n ? &ws->w[ws->n - 1] : NULL;
+    if (last && (!last->has_hi || item_less (it[i].lo, last->hi))) { /* in the last window */
+      if (last->has_hi && !item_less (it[i].hi, last->hi)) {
+        last->s = cut_after (pmax, smin, n, last->s, it[i].hi);
+        last->has_hi = last->s < n;
+        if (last->has_hi)
+          last->hi = remap_item (x, smin[last->s]);
+      }
+      continue;
+    }
+    int32_t a = last ? last->s : 0, b = n; /* the first place not below it */
+    while (a < b) {
+      int32_t m = a + (b - a) / 2;
+      if (item_less (pmax[m], it[i].lo))
+        a = m + 1;
+      else
+        b = m;
+    }
+    int32_t p = a;
+    while (p > 0 && p < n && !item_less (pmax[p - 1], smin[p]))
+      p--;
+    int32_t s = cut_after (pmax, smin, n, p, it[i].hi);
+    if (last && p <= last->s) { /* overlaps the last window: one window */
+      last->s = s;
+      last->has_hi = s < n;
+      if (s < n)
+        last->hi = remap_item (x, smin[s]);
+      continue;
+    }
+    Window w = { .has_lo = p > 0, .has_hi = s < n, .p = p, .s = s };
+    if (p > 0)
+      w.lo = remap_item (x, pmax[p - 1]);
+    if (s < n)
+      w.hi = remap_item (x, smin[s]);
+    ws->w[ws->n++] = w;
+  }
+}
+
+static void
+swap_work (SgRewrite *rw, int slot)
+{
+  void *p = rw->work[slot];
+  size_t z = rw->work_size[slot];
+  rw->work[slot] = rw->work[slot + 1];
+  rw->work_size[slot] = rw->work_size[slot + 1];
+  rw->work[slot + 1] = p;
+  rw->work_size[slot + 1] = z;
+}
+
+/* The order of the whole result into @order, with its prefix maxima and
+ * suffix minima of items into rw's PMAX and SMIN (the next layout's cuts):
+ * the windows' orders between the last order's nodes outside them (whose
+ * maxima and minima are the last ones: a cut bounds them). False on a
+ * cycle. */
+static bool
+order_all (Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order, GError **error)
+{
+  SgRewrite *rw = x->rw;
+  Windows ws;
+  SgNodeId *wo = WORK (rw, SG_RW_WORDER, SgNodeId, x->n1);
+  int32_t nw = 0;
+  int r = -1;
+  guint ne = x->g->implicit_edges ? x->g->implicit_edges->len : 0;
+  if (rw->last_ok && ne == rw->last_edges
+      && (x->g->output == SG_NO_NODE || x->g->output == x->n0 - 1)) {
+    if (!rw->changed)
+      rw->changed = g_array_new (FALSE, FALSE, sizeof (Span));
+    g_array_set_size (rw->changed, 0);
+    x->low = MIN ((int32_t)rw->low_nodes, MIN (x->n1 - x->n0, rw->last_added));
+    match_added (x);
+    changed_items (x, rw->changed);
+    /* a window whose node reads one after it grows to hold both */
+    for (int tries = 0; r < 0 && tries < 8; tries++) {
+      find_windows (x, &ws);
+      guint had = rw->changed->len;
+      r = stable_order (x, &ws, edges, wo, &nw, rw->changed, error);
+      if (r < 0 && rw->changed->len == had)
+        break;
+    }
+  }
+  if (r < 0) {
+    whole (rw, &ws);
+    r = stable_order (x, &ws, edges, wo, &nw, NULL, error);
+  }
+  if (r == 0)
+    return false;
+  int32_t n = nw;
+  if (ws.reuse)
+    for (int32_t k = 0, at = 0; k < ws.n; at = ws.w[k++].s)
+      n += ws.w[k].p - at;
+  if (ws.reuse)
+    n += rw->last_n - (ws.n ? ws.w[ws.n - 1].s : 0);
+  const SgNodeId *last = rw->work[SG_RW_LAST_ORDER];
+  const Item *lpmax = rw->work[SG_RW_LAST_PMAX], *lsmin = rw->work[SG_RW_LAST_SMIN];
+  Item *pmax = WORK (rw, SG_RW_PMAX, Item, n), *smin = WORK (rw, SG_RW_SMIN, Item, n);
+  int32_t *at_w = WORK (rw, SG_RW_AT_W, int32_t, ws.n); /* where each window went */
+  int32_t o = 0, from = 0;
+  for (int32_t k = 0, q = 0; k <= ws.n; k++) {
+    int32_t to = k < ws.n ? ws.w[k].p : rw->last_n;
+    if (ws.reuse && to > from) { /* the last order up to the window */
+      for (int32_t i = from; i < to; i++, o++) {
+        order[o] = remap (x, last[i]);
+        pmax[o] = remap_item (x, lpmax[i]);
+        smin[o] = remap_item (x, lsmin[i]);
+      }
+    }
+    if (k == ws.n)
+      break;
+    at_w[k] = o;
+    for (int32_t i = 0; i < ws.w[k].n; i++, o++) {
+      order[o] = wo[q++];
+      Item it = item_of (x, order[o]);
+      pmax[o] = o > 0 && item_less (it, pmax[o - 1]) ? pmax[o - 1] : it;
+    }
+    from = ws.w[k].s;
+  }
+  g_assert (o == n);
+  for (int32_t k = ws.n; k-- > 0;)
+    for (int32_t i = at_w[k] + ws.w[k].n; i-- > at_w[k];) {
+      Item it = item_of (x, order[i]);
+      smin[i] = i < n - 1 && item_less (smin[i + 1], it) ? smin[i + 1] : it;
+    }
+  *n_order = n;
+  rw->reused = n - nw;
+  if (rw->verify && ws.reuse) {
+    SgNodeId *full = WORK (rw, SG_RW_CHECK, SgNodeId, x->n1);
+    Windows all;
+    whole (rw, &all);
+    int32_t nf = 0;
+    if (stable_order (x, &all, edges, full, &nf, NULL, NULL) != 1 || nf != n
+        || memcmp (full, order, sizeof (SgNodeId) * (size_t)nf) != 0)
+      g_error ("rewrite: the layout reusing the last one (%d of %d nodes kept) differs from a "
+               "full layout", n - nw, n);
+  }
+  return true;
+}
+
+/* What the next layout compares itself with: this one's nodes kept, keys,
+ * touched nodes, edges, and order with its prefix maxima and suffix
+ * minima. */
+static void
+keep_last (const Ctx *x, int32_t n)
+{
+  SgRewrite *rw = x->rw;
+  uint32_t *at = WORK (rw, SG_RW_LAST_AIN_AT, uint32_t, 2 * (size_t)(x->n1 - x->n0));
+  for (int32_t j = 0; j < x->n1 - x->n0; j++) {
+    const SgNode *a = &g_array_index (rw->nodes, SgNode, j);
+    at[2 * j] = a->in_first;
+    at[2 * j + 1] = a->n_in;
+  }
+  if (!rw->last_ain)
+    rw->last_ain = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_array_set_size (rw->last_ain, 0);
+  g_array_append_vals (rw->last_ain, rw->inputs->data, rw->inputs->len);
+  static const int slots[] = { SG_RW_KEEP, SG_RW_TIX, SG_RW_AKEY, SG_RW_ORDER, SG_RW_PMAX,
+                               SG_RW_SMIN, SG_RW_ERES };
+  for (guint i = 0; i < G_N_ELEMENTS (slots); i++)
+    swap_work (rw, slots[i]);
+  GArray *t = rw->touched;
+  rw->touched = rw->last_touched;
+  rw->last_touched = t;
+  t = rw->t_in;
+  rw->t_in = rw->last_t_in;
+  rw->last_t_in = t;
+  rw->last_n = n;
+  rw->last_added = x->n1 - x->n0;
+  rw->low_nodes = rw->nodes->len;
+  rw->last_edges = x->g->implicit_edges ? x->g->implicit_edges->len : 0;
+  rw->last_ok = true;
 }
 
 /* Nodes in @order, inputs and edges renumbered, into @out. */
@@ -543,7 +1089,8 @@ bool
 sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
 {
   SgGraph *g = rw->g;
-  Ctx x = { .rw = rw, .g = g, .n0 = rw->n0, .n1 = rw->n0 + (int32_t)rw->nodes->len };
+  Ctx x = { .rw = rw, .g = g, .n0 = rw->n0, .n1 = rw->n0 + (int32_t)rw->nodes->len,
+            .map_from = G_MAXINT32 };
   int32_t n0 = x.n0, n1 = x.n1;
   memset (out, 0, sizeof *out);
   sg_graph_fill_users (g);
@@ -555,13 +1102,12 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
     rw->touched = g_array_new (FALSE, FALSE, sizeof (Touched));
   g_array_set_size (rw->touched, 0);
   g_array_set_size (rw->t_in, 0);
+  x.tix = WORK (rw, SG_RW_TIX, int32_t, n1);
+  memset (x.tix, 0xff, sizeof (int32_t) * (size_t)n1);
   if (rw->redirects->len) {
     x.redir = WORK (rw, SG_RW_REDIR, SgNodeId, n0);
-    x.tix = WORK (rw, SG_RW_TIX, int32_t, n1);
     for (SgNodeId v = 0; v < n0; v++)
       x.redir[v] = SG_NO_NODE;
-    for (SgNodeId v = 0; v < n1; v++)
-      x.tix[v] = -1;
     for (guint i = 0; i < rw->redirects->len; i += 2)
       x.redir[g_array_index (rw->redirects, SgNodeId, i)]
           = g_array_index (rw->redirects, SgNodeId, i + 1);
@@ -572,15 +1118,22 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
   x.plain = WORK (rw, SG_RW_PLAIN, uint8_t, n1);
   for (SgNodeId v = 0; v < n1; v++)
     x.plain[v] = v < n0 && x.keep[v] && !touched_of (&x, v);
-  if (!check_removed (&x, error))
+  if (!check_removed (&x, error)) {
+    rw->last_ok = false;
     return false;
+  }
+  guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
+  x.eres = WORK (rw, SG_RW_ERES, SgNodeId, 2 * (size_t)ne);
   g_autoptr (GArray) edges = moved_edges (&x);
   added_keys (&x, WORK (rw, SG_RW_AKEY, int64_t, n1 - n0));
   SgNodeId *order = WORK (rw, SG_RW_ORDER, SgNodeId, n1);
   int32_t n;
-  if (!stable_order (&x, edges, order, &n, error))
+  if (!order_all (&x, edges, order, &n, error)) {
+    rw->last_ok = false;
     return false;
+  }
   lay_out (&x, order, n, edges, out);
+  keep_last (&x, n);
   return true;
 }
 
