@@ -112,7 +112,7 @@ enum {
   SG_RW_REDIR, SG_RW_INDEG, SG_RW_POS, SG_RW_SORTED,
   SG_RW_HEAP, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ,
   SG_RW_FILL, SG_RW_MOVED, SG_RW_PLAIN, SG_RW_PAIRS, SG_RW_IN_POS, SG_RW_CHECK,
-  SG_RW_WORDER, SG_RW_WINDOWS, SG_RW_AT_W, SG_RW_LAST_AIN_AT,
+  SG_RW_WORDER, SG_RW_WINDOWS, SG_RW_AT_W, SG_RW_LAST_AIN_AT, SG_RW_SPANS,
   /* what a layout leaves for the next one: each slot and, after it, the
    * last layout's (swapped at the end of a layout) */
   SG_RW_KEEP, SG_RW_LAST_KEEP, SG_RW_TIX, SG_RW_LAST_TIX, SG_RW_AKEY, SG_RW_LAST_AKEY,
@@ -150,6 +150,8 @@ struct SgRewrite {
   bool last_ok;
   bool verify;                 /* check each reusing layout against a full one */
   int32_t reused;              /* nodes the last layout kept from the one before */
+  int32_t *wix;                /* per node: -1 between layouts (rewrite-order.c) */
+  size_t wix_cap;
   guint low_nodes;             /* added nodes unchanged since the last layout */
   int32_t last_n, last_added;  /* its nodes laid out, nodes added */
   guint last_edges;            /* @g's implicit edges then */

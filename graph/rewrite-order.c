@@ -149,13 +149,6 @@ remap (const Ctx *x, SgNodeId v)
   return v >= x->map_from ? v - x->map_d : v;
 }
 
-static inline Item
-remap_item (const Ctx *x, Item it)
-{
-  it.id = remap (x, it.id);
-  return it;
-}
-
 /* Whether the last layout's @a is this layout's @b: the same node, or a
  * node that is the same in both. */
 static inline bool
@@ -413,12 +406,12 @@ item_of (const Ctx *x, SgNodeId v)
   return (Item){ key_of (x, v), v };
 }
 
-/* A part of the order a layout computes: the nodes between @lo and @hi
- * (items, exclusive; a missing bound is open), in place of the last
+/* A part of the order a layout computes: the nodes whose keys are between
+ * @lo and @hi (exclusive; a missing bound is open), in place of the last
  * layout's order from @p to @s. The whole order: one window, no bounds. */
 typedef struct {
   bool has_lo, has_hi;
-  Item lo, hi;
+  int64_t lo, hi;
   int32_t p, s;
   int32_t n; /* its nodes in this layout */
 } Window;
@@ -427,24 +420,25 @@ typedef struct {
   Window *w;
   int32_t n;
   bool reuse; /* the last order outside the windows is kept */
+  int32_t *wix; /* per node: its window while one is ordered, else -1 */
 } Windows;
 
-/* Items from @lo to @hi that a window must hold. */
+/* Keys from @lo to @hi (inclusive) that a window must hold. */
 typedef struct {
-  Item lo, hi;
+  int64_t lo, hi;
 } Span;
 
-/* The window that holds @it, or -1. */
+/* The window that holds key @k, or -1. */
 static inline int32_t
-window_of (const Windows *ws, Item it)
+window_of (const Windows *ws, int64_t k)
 {
   int32_t a = 0, b = ws->n;
   while (a < b) {
     int32_t m = a + (b - a) / 2;
     const Window *w = &ws->w[m];
-    if (w->has_lo && !item_less (w->lo, it))
+    if (w->has_lo && k <= w->lo)
       b = m;
-    else if (w->has_hi && !item_less (it, w->hi))
+    else if (w->has_hi && k >= w->hi)
       a = m + 1;
     else
       return m;
@@ -452,16 +446,16 @@ window_of (const Windows *ws, Item it)
   return -1;
 }
 
-/* The first base node in [0, n0] whose item (key 4 v + 2) is not below
- * @t (@strict: above it). */
+/* The first base node in [0, n0] whose key 4 v + 2 is not below @k
+ * (@strict: above it). */
 static SgNodeId
-base_from (int32_t n0, Item t, bool strict)
+base_from (int32_t n0, int64_t k, bool strict)
 {
   SgNodeId a = 0, b = n0;
   while (a < b) {
     SgNodeId m = a + (b - a) / 2;
-    Item im = { 4 * (int64_t)m + 2, m };
-    if (strict ? item_less (t, im) : !item_less (im, t))
+    int64_t km = 4 * (int64_t)m + 2;
+    if (strict ? km > k : km >= k)
       b = m;
     else
       a = m + 1;
@@ -477,7 +471,7 @@ window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *h
 {
   int32_t n0 = x->n0, hn = 0, ns = 0;
   for (SgNodeId v = n0; v < x->n1; v++)
-    if (x->keep[v] && window_of (ws, item_of (x, v)) >= 0)
+    if (x->keep[v] && (!ws->reuse || window_of (ws, key_of (x, v)) >= 0))
       heap_push (heap, &hn, item_of (x, v));
   for (int32_t k = 0; k < ws->n; k++) {
     Window *w = &ws->w[k];
@@ -486,15 +480,17 @@ window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *h
     int32_t first = ns;
     for (SgNodeId i = blo; i <= bhi; i++) {
       while (hn > 0 && (i < bhi ? heap[0].key < key_of (x, i)
-                                : !w->has_hi || item_less (heap[0], w->hi)))
+                                : !w->has_hi || heap[0].key < w->hi))
         sorted[ns++] = heap_pop (heap, &hn).id;
-      if (i < bhi && x->keep[i] && (i != x->g->output || window_of (ws, item_of (x, i)) == k))
+      if (i < bhi && x->keep[i] && (i != x->g->output || window_of (ws, key_of (x, i)) == k))
         sorted[ns++] = i;
     }
     w->n = ns - first;
+    for (int32_t q = first; q < ns; q++) {
+      pos[sorted[q]] = q;
+      ws->wix[sorted[q]] = k;
+    }
   }
-  for (int32_t q = 0; q < ns; q++)
-    pos[sorted[q]] = q;
   return ns;
 }
 
@@ -504,24 +500,25 @@ window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *h
 static inline int
 pred_in (const Windows *ws, const Ctx *x, SgNodeId u, Item iv, int32_t kv)
 {
-  Item iu = item_of (x, u);
-  int32_t ku = window_of (ws, iu);
-  return ku < 0 ? (item_less (iv, iu) ? -1 : 0) : ku > kv ? -1 : 1;
+  int32_t ku = ws->wix[u];
+  return ku < 0 ? (item_less (iv, item_of (x, u)) ? -1 : 0) : ku > kv ? -1 : 1;
 }
 
 /* @v (item @iv) reads @u, after its window: the span a window must hold. */
 static void
 bad_pred (const Ctx *x, GArray *bad, Item iv, SgNodeId u)
 {
-  Span sp = { iv, item_of (x, u) };
+  Span sp = { iv.key, key_of (x, u) };
   Span *last = bad && bad->len ? &g_array_index (bad, Span, bad->len - 1) : NULL;
-  if (last && last->lo.key == iv.key && last->lo.id == iv.id) {
-    if (item_less (last->hi, sp.hi))
-      last->hi = sp.hi;
+  if (last && last->lo == sp.lo) {
+    last->hi = MAX (last->hi, sp.hi);
   } else if (bad) {
     g_array_append_val (bad, sp);
   }
 }
+
+static int order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
+                          int32_t *n_order, int32_t *ns, GArray *bad, GError **error);
 
 /* The stable order of the windows' nodes into @order (*n_order of them),
  * window after window: 1, or 0 on a cycle, or -1 when the windows do not
@@ -533,6 +530,26 @@ stable_order (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
               int32_t *n_order, GArray *bad, GError **error)
 {
   SgRewrite *rw = x->rw;
+  if (rw->wix_cap < (size_t)x->n1) {
+    size_t cap = MAX ((size_t)x->n1, rw->wix_cap + rw->wix_cap / 4);
+    rw->wix = g_renew (int32_t, rw->wix, cap);
+    memset (rw->wix + rw->wix_cap, 0xff, sizeof (int32_t) * (cap - rw->wix_cap));
+    rw->wix_cap = cap;
+  }
+  ws->wix = rw->wix;
+  int32_t ns = 0;
+  int r = order_windows (x, ws, edges, order, n_order, &ns, bad, error);
+  const SgNodeId *sorted = rw->work[SG_RW_SORTED];
+  for (int32_t q = 0; q < ns; q++)
+    ws->wix[sorted[q]] = -1;
+  return r;
+}
+
+static int
+order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
+               int32_t *n_order, int32_t *ns_out, GArray *bad, GError **error)
+{
+  SgRewrite *rw = x->rw;
   SgGraph *g = x->g;
   int32_t n0 = x->n0, n1 = x->n1;
   int32_t *indeg = WORK (rw, SG_RW_INDEG, int32_t, n1);
@@ -540,6 +557,7 @@ stable_order (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
   SgNodeId *sorted = WORK (rw, SG_RW_SORTED, SgNodeId, n1);
   Item *heap = WORK (rw, SG_RW_HEAP, Item, n1);
   int32_t ns = window_nodes (x, ws, sorted, pos, heap), hn = 0;
+  *ns_out = ns;
   /* In-degrees within the windows: untouched base nodes from their own
    * inputs, edited nodes from their new inputs, which are also the edited
    * data edges; and the implicit edges, which go with the edited edges
@@ -574,7 +592,7 @@ stable_order (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
     uint32_t n;
     const SgNodeId *in = new_inputs (x, v, &n);
     for (uint32_t j = 0; j < n; j++)
-      if (window_of (ws, item_of (x, in[j])) >= 0) {
+      if (ws->wix[in[j]] >= 0) {
         pp[2 * pairs.n] = pos[in[j]];
         pp[2 * pairs.n++ + 1] = v;
       }
@@ -582,7 +600,7 @@ stable_order (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
   for (guint i = 0; i < edges->len; i++) {
     const SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
     Item to = item_of (x, e->to);
-    int32_t kt = window_of (ws, to);
+    int32_t kt = ws->wix[e->to];
     if (kt < 0)
       continue;
     int r = pred_in (ws, x, e->from, to, kt);
@@ -622,7 +640,7 @@ stable_order (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
       uint32_t nu;
       const SgNodeId *users = sg_node_users (g, v, &nu);
       for (uint32_t j = 0; j < nu; j++)
-        if (x->plain[users[j]] && window_of (ws, item_of (x, users[j])) >= 0)
+        if (x->plain[users[j]] && ws->wix[users[j]] >= 0)
           RELEASE (users[j]);
     }
     for (uint32_t j = extra.first[pos[v]]; j < extra.first[pos[v] + 1]; j++)
@@ -732,11 +750,11 @@ changed (const Ctx *x, GArray *out, const int64_t *lakey, SgNodeId v, bool befor
   guint n = 0;
   if (before) {
     int64_t k = last_item (x, lakey, v).key;
-    sp[n++] = (Span){ { k, G_MININT32 }, { k, G_MAXINT32 } };
+    sp[n++] = (Span){ k, k };
   }
   if (now) {
     int64_t k = key_of (x, v);
-    sp[n++] = (Span){ { k, G_MININT32 }, { k, G_MAXINT32 } };
+    sp[n++] = (Span){ k, k };
   }
   g_array_append_vals (out, sp, n);
 }
@@ -800,27 +818,38 @@ changed_items (const Ctx *x, GArray *out)
   }
 }
 
-static int
-span_cmp (const void *a, const void *b)
+/* Sorts @n spans by their first item (a merge sort through @tmp). */
+static void
+sort_spans (Span *a, Span *tmp, guint n)
 {
-  Item x = ((const Span *)a)->lo, y = ((const Span *)b)->lo;
-  return item_less (x, y) ? -1 : item_less (y, x) ? 1 : 0;
+  for (guint w = 1; w < n; w *= 2) {
+    for (guint i = 0; i < n; i += 2 * w) {
+      guint m = MIN (i + w, n), e = MIN (i + 2 * w, n), p = i, q = m, o = i;
+      while (p < m && q < e)
+        tmp[o++] = a[q].lo < a[p].lo ? a[q++] : a[p++];
+      while (p < m)
+        tmp[o++] = a[p++];
+      while (q < e)
+        tmp[o++] = a[q++];
+    }
+    memcpy (a, tmp, sizeof *a * n);
+  }
 }
 
 /* The last layout's first place at or after @from whose suffix minimum is
- * above @it, moved up to a cut. */
+ * above key @k, moved up to a cut. */
 static int32_t
-cut_after (const Item *pmax, const Item *smin, int32_t n, int32_t from, Item it)
+cut_after (const int64_t *pmax, const int64_t *smin, int32_t n, int32_t from, int64_t k)
 {
   int32_t a = from, b = n;
   while (a < b) {
     int32_t m = a + (b - a) / 2;
-    if (item_less (it, smin[m]))
+    if (k < smin[m])
       b = m;
     else
       a = m + 1;
   }
-  while (a > 0 && a < n && !item_less (pmax[a - 1], smin[a]))
+  while (a > 0 && a < n && pmax[a - 1] >= smin[a])
     a++;
   return a;
 }
@@ -847,47 +876,47 @@ find_windows (const Ctx *x, Windows *ws)
   SgRewrite *rw = x->rw;
   Span *it = (Span *)(void *)rw->changed->data;
   guint ni = rw->changed->len;
-  qsort (it, ni, sizeof *it, span_cmp);
+  sort_spans (it, WORK (rw, SG_RW_SPANS, Span, ni), ni);
   int32_t n = rw->last_n;
-  const Item *pmax = rw->work[SG_RW_LAST_PMAX], *smin = rw->work[SG_RW_LAST_SMIN];
+  const int64_t *pmax = rw->work[SG_RW_LAST_PMAX], *smin = rw->work[SG_RW_LAST_SMIN];
   ws->w = WORK (rw, SG_RW_WINDOWS, Window, ni);
   ws->n = 0;
   ws->reuse = true;
   for (guint i = 0; i < ni; i++) {
     Window *last = ws->n ? &ws->w[ws->n - 1] : NULL;
-    if (last && (!last->has_hi || item_less (it[i].lo, last->hi))) { /* in the last window */
-      if (last->has_hi && !item_less (it[i].hi, last->hi)) {
+    if (last && (!last->has_hi || it[i].lo < last->hi)) { /* in the last window */
+      if (last->has_hi && it[i].hi >= last->hi) {
         last->s = cut_after (pmax, smin, n, last->s, it[i].hi);
         last->has_hi = last->s < n;
         if (last->has_hi)
-          last->hi = remap_item (x, smin[last->s]);
+          last->hi = smin[last->s];
       }
       continue;
     }
     int32_t a = last ? last->s : 0, b = n; /* the first place not below it */
     while (a < b) {
       int32_t m = a + (b - a) / 2;
-      if (item_less (pmax[m], it[i].lo))
+      if (pmax[m] < it[i].lo)
         a = m + 1;
       else
         b = m;
     }
     int32_t p = a;
-    while (p > 0 && p < n && !item_less (pmax[p - 1], smin[p]))
+    while (p > 0 && p < n && pmax[p - 1] >= smin[p])
       p--;
     int32_t s = cut_after (pmax, smin, n, p, it[i].hi);
     if (last && p <= last->s) { /* overlaps the last window: one window */
       last->s = s;
       last->has_hi = s < n;
       if (s < n)
-        last->hi = remap_item (x, smin[s]);
+        last->hi = smin[s];
       continue;
     }
     Window w = { .has_lo = p > 0, .has_hi = s < n, .p = p, .s = s };
     if (p > 0)
-      w.lo = remap_item (x, pmax[p - 1]);
+      w.lo = pmax[p - 1];
     if (s < n)
-      w.hi = remap_item (x, smin[s]);
+      w.hi = smin[s];
     ws->w[ws->n++] = w;
   }
 }
@@ -947,34 +976,37 @@ order_all (Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order, GErro
   if (ws.reuse)
     n += rw->last_n - (ws.n ? ws.w[ws.n - 1].s : 0);
   const SgNodeId *last = rw->work[SG_RW_LAST_ORDER];
-  const Item *lpmax = rw->work[SG_RW_LAST_PMAX], *lsmin = rw->work[SG_RW_LAST_SMIN];
-  Item *pmax = WORK (rw, SG_RW_PMAX, Item, n), *smin = WORK (rw, SG_RW_SMIN, Item, n);
+  const int64_t *lpmax = rw->work[SG_RW_LAST_PMAX], *lsmin = rw->work[SG_RW_LAST_SMIN];
+  int64_t *pmax = WORK (rw, SG_RW_PMAX, int64_t, n), *smin = WORK (rw, SG_RW_SMIN, int64_t, n);
   int32_t *at_w = WORK (rw, SG_RW_AT_W, int32_t, ws.n); /* where each window went */
   int32_t o = 0, from = 0;
   for (int32_t k = 0, q = 0; k <= ws.n; k++) {
     int32_t to = k < ws.n ? ws.w[k].p : rw->last_n;
     if (ws.reuse && to > from) { /* the last order up to the window */
-      for (int32_t i = from; i < to; i++, o++) {
-        order[o] = remap (x, last[i]);
-        pmax[o] = remap_item (x, lpmax[i]);
-        smin[o] = remap_item (x, lsmin[i]);
-      }
+      memcpy (pmax + o, lpmax + from, sizeof (int64_t) * (size_t)(to - from));
+      memcpy (smin + o, lsmin + from, sizeof (int64_t) * (size_t)(to - from));
+      if (x->map_from == G_MAXINT32)
+        memcpy (order + o, last + from, sizeof (SgNodeId) * (size_t)(to - from));
+      else
+        for (int32_t i = from; i < to; i++)
+          order[o + i - from] = remap (x, last[i]);
+      o += to - from;
     }
     if (k == ws.n)
       break;
     at_w[k] = o;
     for (int32_t i = 0; i < ws.w[k].n; i++, o++) {
       order[o] = wo[q++];
-      Item it = item_of (x, order[o]);
-      pmax[o] = o > 0 && item_less (it, pmax[o - 1]) ? pmax[o - 1] : it;
+      int64_t k = key_of (x, order[o]);
+      pmax[o] = o > 0 ? MAX (pmax[o - 1], k) : k;
     }
     from = ws.w[k].s;
   }
   g_assert (o == n);
   for (int32_t k = ws.n; k-- > 0;)
     for (int32_t i = at_w[k] + ws.w[k].n; i-- > at_w[k];) {
-      Item it = item_of (x, order[i]);
-      smin[i] = i < n - 1 && item_less (smin[i + 1], it) ? smin[i + 1] : it;
+      int64_t k = key_of (x, order[i]);
+      smin[i] = i < n - 1 ? MIN (smin[i + 1], k) : k;
     }
   *n_order = n;
   rw->reused = n - nw;
@@ -1116,8 +1148,10 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
     redirect_users (&x);
   }
   x.plain = WORK (rw, SG_RW_PLAIN, uint8_t, n1);
-  for (SgNodeId v = 0; v < n1; v++)
-    x.plain[v] = v < n0 && x.keep[v] && !touched_of (&x, v);
+  memcpy (x.plain, x.keep, (size_t)n0);
+  memset (x.plain + n0, 0, (size_t)(n1 - n0));
+  for (guint i = 0; i < rw->touched->len; i++)
+    x.plain[g_array_index (rw->touched, Touched, i).node] = 0;
   if (!check_removed (&x, error)) {
     rw->last_ok = false;
     return false;
