@@ -296,6 +296,18 @@ redirect_users (Ctx *x)
   }
 }
 
+/* The first of @v's new inputs that is removed, or -1. */
+static int32_t
+reads_removed (const Ctx *x, SgNodeId v)
+{
+  uint32_t n;
+  const SgNodeId *in = new_inputs (x, v, &n);
+  for (uint32_t j = 0; j < n; j++)
+    if (!x->keep[in[j]])
+      return (int32_t)j;
+  return -1;
+}
+
 /* Kept nodes that read removed ones, and the removed output. */
 static bool
 check_removed (const Ctx *x, GError **error)
@@ -319,19 +331,25 @@ check_removed (const Ctx *x, GError **error)
         return false;
       }
   }
-  /* Redirected users and added nodes: their inputs in the result. */
-  for (SgNodeId v = 0; v < x->n1; v++) {
-    if (!x->keep[v] || x->plain[v])
-      continue;
+  /* Redirected users and added nodes: their inputs in the result (the
+   * first such node in id order that reads a removed one is named) */
+  SgNodeId bad = SG_NO_NODE;
+  const GArray *tl = x->rw->touched;
+  for (guint i = 0; i < tl->len; i++) {
+    SgNodeId v = g_array_index (tl, Touched, i).node;
+    if (v < x->n0 && x->keep[v] && (bad == SG_NO_NODE || v < bad) && reads_removed (x, v) >= 0)
+      bad = v;
+  }
+  for (SgNodeId v = x->n0; v < x->n1 && bad == SG_NO_NODE; v++)
+    if (x->keep[v] && reads_removed (x, v) >= 0)
+      bad = v;
+  if (bad != SG_NO_NODE) {
     uint32_t n;
-    const SgNodeId *in = new_inputs (x, v, &n);
-    for (uint32_t j = 0; j < n; j++)
-      if (!x->keep[in[j]]) {
-        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
-                     "node '%s' reads '%s', which is being removed", name_of (x, v),
-                     name_of (x, in[j]));
-        return false;
-      }
+    const SgNodeId *in = new_inputs (x, bad, &n);
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                 "node '%s' reads '%s', which is being removed", name_of (x, bad),
+                 name_of (x, in[reads_removed (x, bad)]));
+    return false;
   }
   return true;
 }
