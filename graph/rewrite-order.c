@@ -159,19 +159,21 @@ redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
     *map_len = MAX (n, 2 * *map_len);
     *map = g_renew (uint32_t, *map, *map_len);
   }
+  g_array_set_size (t_in, t.first + n); /* room for every input; trimmed below */
+  SgNodeId *dst = &g_array_index (t_in, SgNodeId, t.first);
   for (uint32_t j = 0; j < n; j++) {
     SgNodeId v = u < x->n0 || !x->keep[in[j]] ? final_target (x, in[j]) : in[j];
     int32_t at = x->in_pos[v]; /* where @v already is among the new inputs */
     if (at < 0) {
-      at = (int32_t)(t_in->len - t.first);
+      at = (int32_t)t.n;
       x->in_pos[v] = at;
-      g_array_append_val (t_in, v);
+      dst[t.n++] = v;
     }
     (*map)[j] = (uint32_t)at;
   }
-  t.n = t_in->len - t.first;
+  g_array_set_size (t_in, t.first + t.n);
   for (uint32_t j = 0; j < t.n; j++) /* clean for the next user */
-    x->in_pos[g_array_index (t_in, SgNodeId, t.first + j)] = -1;
+    x->in_pos[dst[j]] = -1;
   if (t.n < n) {
     const SgNode *un = sg_rewrite_node (x->rw, u);
     SgArg args = { .type = SG_ARG_LIST, .n = un->n_args, .first = un->args_first };
