@@ -197,8 +197,10 @@ bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
  * only the buckets from the first one that differs from the last trial's
  * on (sg_rewrite_mark / sg_rewrite_rollback); what it describes is what a
  * fresh rewrite would. */
-/* (transfer full) Trials of @g, which must not change while they live. */
-SgBucketTrials *sg_bucket_trials_new (SgGraph *g);
+/* (transfer full) Trials of @g, which must not change while they live;
+ * @verify: each trial's order is checked against a full layout
+ * (sg_rewrite_set_verify; the validator's). */
+SgBucketTrials *sg_bucket_trials_new (SgGraph *g, bool verify);
 void sg_bucket_trials_free (SgBucketTrials *t);
 
 /* The graph sg_bucket_apply would make from the trials' graph and @specs,

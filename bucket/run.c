@@ -432,7 +432,7 @@ sg_bucket_search_init (SgBucketSearch *s, SgGraph *g, const SgConfig *cfg, SgBuc
   s->base_step_us = base->step_us;
   collect_cands (s);
   s->aug = constraints_aug (g);
-  s->trial = sg_bucket_trials_new (g);
+  s->trial = sg_bucket_trials_new (g, cfg && cfg->validate_between);
   s->judge = sg_sim_judge_new ();
   s->lower_memo = sg_bucket_memo_new (NULL);
   s->eval_memo = sg_bucket_memo_new (g_free);

@@ -109,9 +109,15 @@ typedef struct {
 /* Working arrays of the layout (rewrite-order.c), kept by the rewrite so
  * that trial after trial reuses them. */
 enum {
-  SG_RW_KEEP, SG_RW_REDIR, SG_RW_TIX, SG_RW_AKEY, SG_RW_INDEG, SG_RW_POS, SG_RW_SORTED,
-  SG_RW_HEAP, SG_RW_ORDER, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ,
-  SG_RW_FILL, SG_RW_MOVED, SG_RW_PLAIN, SG_RW_PAIRS, SG_RW_IN_POS,
+  SG_RW_REDIR, SG_RW_INDEG, SG_RW_POS, SG_RW_SORTED,
+  SG_RW_HEAP, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ,
+  SG_RW_FILL, SG_RW_MOVED, SG_RW_PLAIN, SG_RW_PAIRS, SG_RW_IN_POS, SG_RW_CHECK,
+  SG_RW_WORDER, SG_RW_WINDOWS, SG_RW_AT_W, SG_RW_LAST_AIN_AT, SG_RW_SPANS,
+  /* what a layout leaves for the next one: each slot and, after it, the
+   * last layout's (swapped at the end of a layout) */
+  SG_RW_KEEP, SG_RW_LAST_KEEP, SG_RW_TIX, SG_RW_LAST_TIX, SG_RW_AKEY, SG_RW_LAST_AKEY,
+  SG_RW_ORDER, SG_RW_LAST_ORDER, SG_RW_PMAX, SG_RW_LAST_PMAX, SG_RW_SMIN, SG_RW_LAST_SMIN,
+  SG_RW_ERES, SG_RW_LAST_ERES,
   SG_RW_N_WORK
 };
 
@@ -136,6 +142,19 @@ struct SgRewrite {
   void *work[SG_RW_N_WORK];
   size_t work_size[SG_RW_N_WORK];
   GArray *touched, *t_in;      /* layout's (touched: created by it) */
+  GArray *last_touched, *last_t_in; /* and the last layout's */
+  GArray *changed;             /* layout's: items of nodes that changed since the last */
+  GArray *last_ain;            /* the last layout's added nodes' inputs (SG_RW_LAST_AIN_AT) */
+  /* The last layout, which the next one reuses where nothing it depends on
+   * changed (rewrite-order.c): valid while @last_ok. */
+  bool last_ok;
+  bool verify;                 /* check each reusing layout against a full one */
+  int32_t reused;              /* nodes the last layout kept from the one before */
+  int32_t *wix;                /* per node: -1 between layouts (rewrite-order.c) */
+  size_t wix_cap;
+  guint low_nodes;             /* added nodes unchanged since the last layout */
+  int32_t last_n, last_added;  /* its nodes laid out, nodes added */
+  guint last_edges;            /* @g's implicit edges then */
   SgNode *spare_nodes;         /* a freed trial graph's node array */
   int32_t spare_cap;
   GArray *spare_inputs;        /* and its inputs */

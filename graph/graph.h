@@ -929,6 +929,14 @@ void sg_rewrite_free (SgRewrite *rw);
  * Not after a commit; no trial graph of it may be alive. */
 void sg_rewrite_reset (SgRewrite *rw);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgRewrite, sg_rewrite_free)
+/* A layout (trial or commit) after another of the same rewrite reuses the
+ * last one's order where nothing it depends on changed; with @on, each
+ * such order is also computed in full and a difference aborts (the
+ * validator's check; off by default). */
+void sg_rewrite_set_verify (SgRewrite *rw, bool on);
+/* How many nodes of the last layout's order were kept from the layout
+ * before it (0: it was laid out in full). */
+int32_t sg_rewrite_last_reused (const SgRewrite *rw);
 
 /* (transfer none) The graph being rewritten. */
 SgGraph *sg_rewrite_graph (const SgRewrite *rw);

@@ -12,6 +12,17 @@
  * the same sequence as a plain heap in O(n + late log late). Untouched
  * base nodes are released through the base graph's users; only edited
  * edges (added nodes' inputs, redirected users) are built here.
+ * A layout after another of the same rewrite (a pass's trials) orders only
+ * windows: it lists the nodes whose order inputs changed since (kept or
+ * not, key, new inputs, implicit-edge ends; added nodes re-described under
+ * shifted ids are matched, match_added), puts a window around each key
+ * between cuts of the last order (every key before a cut is below every
+ * key after it), runs the same stable order over the windows' nodes and
+ * copies the last order between them: there the nodes, their inputs and
+ * edges are the same and the cut keeps the rest of the graph out of their
+ * way, so the stable order is the same. A window whose node reads one
+ * after it grows to hold both; when windows do not hold, everything is
+ * ordered (one open window: the commit's path too). docs/ir.md "Speed".
  * Mirrors Kahn's algorithm with a priority queue (a stable topological
  * sort); sg_graph_order_by_key is the same sort over a whole graph by keys
  * a pass gives (decompose/ carries a schedule over to a rewritten graph
@@ -19,21 +30,9 @@
  * (a pass's trials). Requires: @g's users fresh. Invalidates: nothing
  * (appends the re-indexed args of users whose inputs merged to g->args).
  */
-#include "graph-private.h"
+#include "rewrite-order.h"
 
 #include <string.h>
-
-/* Min-heap of (key, id). */
-typedef struct {
-  int64_t key;
-  SgNodeId id;
-} Item;
-
-static inline bool
-item_less (Item a, Item b)
-{
-  return a.key < b.key || (a.key == b.key && a.id < b.id);
-}
 
 static void
 heap_push (Item *h, int32_t *n, Item it)
@@ -78,8 +77,6 @@ sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes)
   return rw->work[slot];
 }
 
-#define WORK(rw, slot, type, n) ((type *)sg_rewrite_work ((rw), (slot), sizeof (type) * ((size_t)(n) + 1)))
-
 /* Pairs (from, to) of a CSR, p[2 i] and p[2 i + 1]. */
 typedef struct {
   SgNodeId *p;
@@ -112,67 +109,10 @@ csr_build (SgRewrite *rw, int first_slot, int adj_slot, int32_t n1, const Pairs 
   return (Csr){ first, adj };
 }
 
-/* A base node whose inputs a redirect changed. */
-typedef struct {
-  uint32_t first, n;           /* its inputs in t_in */
-  uint32_t args_first, kwargs_first; /* re-indexed args when inputs merged */
-  bool reindexed;
-} Touched;
-
-/* Working state of one layout. */
-typedef struct {
-  SgRewrite *rw;
-  SgGraph *g;
-  int32_t n0, n1;
-  bool *keep;
-  uint8_t *plain; /* per node: a kept base node that no redirect touched */
-  int32_t *in_pos; /* per node: its place among the new inputs of the user
-                    * being redirected, or -1 */
-  SgNodeId *redir; /* per base node: its replacement, or SG_NO_NODE; NULL: none */
-  int32_t *tix;    /* per node: its Touched, or -1; NULL: none */
-  const int64_t *akey; /* keys of added nodes */
-} Ctx;
-
 static const char *
 name_of (const Ctx *x, SgNodeId id)
 {
   return sg_rewrite_node (x->rw, id)->name;
-}
-
-static inline const Touched *
-touched_of (const Ctx *x, SgNodeId id)
-{
-  if (!x->tix || x->tix[id] < 0)
-    return NULL;
-  return &g_array_index (x->rw->touched, Touched, x->tix[id]);
-}
-
-/* The output's key is above every other: it stays last even where an
- * added node is placed after it (nothing reads the output). */
-static inline int64_t
-key_of (const Ctx *x, SgNodeId v)
-{
-  if (v == x->g->output)
-    return INT64_MAX;
-  return v < x->n0 ? 4 * (int64_t)v + 2 : x->akey[v - x->n0];
-}
-
-/* @id's inputs in the result, before renumbering. */
-static inline const SgNodeId *
-new_inputs (const Ctx *x, SgNodeId id, uint32_t *n)
-{
-  const Touched *t = touched_of (x, id);
-  if (t) {
-    *n = t->n;
-    return &g_array_index (x->rw->t_in, SgNodeId, t->first);
-  }
-  if (id < x->n0) {
-    *n = x->g->nodes[id].n_in;
-    return &g_array_index (x->g->inputs, SgNodeId, x->g->nodes[id].in_first);
-  }
-  const SgNode *a = &g_array_index (x->rw->nodes, SgNode, id - x->n0);
-  *n = a->n_in;
-  return &g_array_index (x->rw->inputs, SgNodeId, a->in_first);
 }
 
 /* The replacement of @v after every redirect (chains followed). */
@@ -214,24 +154,26 @@ redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
   GArray *t_in = x->rw->t_in;
   uint32_t n;
   const SgNodeId *in = new_inputs (x, u, &n); /* not touched yet: its own */
-  Touched t = { t_in->len, 0, 0, 0, false };
+  Touched t = { u, t_in->len, 0, 0, 0, false };
   if (n > *map_len) {
     *map_len = MAX (n, 2 * *map_len);
     *map = g_renew (uint32_t, *map, *map_len);
   }
+  g_array_set_size (t_in, t.first + n); /* room for every input; trimmed below */
+  SgNodeId *dst = &g_array_index (t_in, SgNodeId, t.first);
   for (uint32_t j = 0; j < n; j++) {
     SgNodeId v = u < x->n0 || !x->keep[in[j]] ? final_target (x, in[j]) : in[j];
     int32_t at = x->in_pos[v]; /* where @v already is among the new inputs */
     if (at < 0) {
-      at = (int32_t)(t_in->len - t.first);
+      at = (int32_t)t.n;
       x->in_pos[v] = at;
-      g_array_append_val (t_in, v);
+      dst[t.n++] = v;
     }
     (*map)[j] = (uint32_t)at;
   }
-  t.n = t_in->len - t.first;
+  g_array_set_size (t_in, t.first + t.n);
   for (uint32_t j = 0; j < t.n; j++) /* clean for the next user */
-    x->in_pos[g_array_index (t_in, SgNodeId, t.first + j)] = -1;
+    x->in_pos[dst[j]] = -1;
   if (t.n < n) {
     const SgNode *un = sg_rewrite_node (x->rw, u);
     SgArg args = { .type = SG_ARG_LIST, .n = un->n_args, .first = un->args_first };
@@ -272,6 +214,18 @@ redirect_users (Ctx *x)
   }
 }
 
+/* The first of @v's new inputs that is removed, or -1. */
+static int32_t
+reads_removed (const Ctx *x, SgNodeId v)
+{
+  uint32_t n;
+  const SgNodeId *in = new_inputs (x, v, &n);
+  for (uint32_t j = 0; j < n; j++)
+    if (!x->keep[in[j]])
+      return (int32_t)j;
+  return -1;
+}
+
 /* Kept nodes that read removed ones, and the removed output. */
 static bool
 check_removed (const Ctx *x, GError **error)
@@ -295,19 +249,25 @@ check_removed (const Ctx *x, GError **error)
         return false;
       }
   }
-  /* Redirected users and added nodes: their inputs in the result. */
-  for (SgNodeId v = 0; v < x->n1; v++) {
-    if (!x->keep[v] || x->plain[v])
-      continue;
+  /* Redirected users and added nodes: their inputs in the result (the
+   * first such node in id order that reads a removed one is named) */
+  SgNodeId bad = SG_NO_NODE;
+  const GArray *tl = x->rw->touched;
+  for (guint i = 0; i < tl->len; i++) {
+    SgNodeId v = g_array_index (tl, Touched, i).node;
+    if (v < x->n0 && x->keep[v] && (bad == SG_NO_NODE || v < bad) && reads_removed (x, v) >= 0)
+      bad = v;
+  }
+  for (SgNodeId v = x->n0; v < x->n1 && bad == SG_NO_NODE; v++)
+    if (x->keep[v] && reads_removed (x, v) >= 0)
+      bad = v;
+  if (bad != SG_NO_NODE) {
     uint32_t n;
-    const SgNodeId *in = new_inputs (x, v, &n);
-    for (uint32_t j = 0; j < n; j++)
-      if (!x->keep[in[j]]) {
-        g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
-                     "node '%s' reads '%s', which is being removed", name_of (x, v),
-                     name_of (x, in[j]));
-        return false;
-      }
+    const SgNodeId *in = new_inputs (x, bad, &n);
+    g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_REF,
+                 "node '%s' reads '%s', which is being removed", name_of (x, bad),
+                 name_of (x, in[reads_removed (x, bad)]));
+    return false;
   }
   return true;
 }
@@ -335,6 +295,7 @@ moved_edges (Ctx *x)
   for (guint i = 0; i < ne; i++) {
     SgImplicitEdge e = g_array_index (g->implicit_edges, SgImplicitEdge, i);
     uint32_t bit = e.kind >= 0 && e.kind < 32 ? 1u << e.kind : 0;
+    x->eres[2 * i] = x->eres[2 * i + 1] = SG_NO_NODE;
     if (moved) {
       const SgRewriteMove *a
           = moved[e.from] >= 0 ? &g_array_index (mv, SgRewriteMove, moved[e.from]) : NULL;
@@ -345,8 +306,11 @@ moved_edges (Ctx *x)
       e.from = a ? a->to : e.from;
       e.to = b ? b->to : e.to;
     }
-    if (x->keep[e.from] && x->keep[e.to] && e.from != e.to)
+    if (x->keep[e.from] && x->keep[e.to] && e.from != e.to) {
       dst[w++] = e;
+      x->eres[2 * i] = e.from;
+      x->eres[2 * i + 1] = e.to;
+    }
   }
   g_array_set_size (out, w);
   return out;
@@ -372,10 +336,104 @@ added_keys (Ctx *x, int64_t *akey)
   }
 }
 
-/* The stable order; *n_order nodes into @order, or false on a cycle. */
-static bool
-stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
-              GError **error)
+/* The first base node in [0, n0] whose key 4 v + 2 is not below @k
+ * (@strict: above it). */
+static SgNodeId
+base_from (int32_t n0, int64_t k, bool strict)
+{
+  SgNodeId a = 0, b = n0;
+  while (a < b) {
+    SgNodeId m = a + (b - a) / 2;
+    int64_t km = 4 * (int64_t)m + 2;
+    if (strict ? km > k : km >= k)
+      b = m;
+    else
+      a = m + 1;
+  }
+  return a;
+}
+
+/* The windows' nodes by (key, id) into @sorted, window after window (each
+ * w->n): base nodes in id order, added ones merged in (with windows, the
+ * output is the last base node, find_windows); their places into @pos. */
+static int32_t
+window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *heap)
+{
+  int32_t n0 = x->n0, hn = 0, ns = 0;
+  for (SgNodeId v = n0; v < x->n1; v++)
+    if (x->keep[v] && (!ws->reuse || window_of (ws, key_of (x, v)) >= 0))
+      heap_push (heap, &hn, item_of (x, v));
+  for (int32_t k = 0; k < ws->n; k++) {
+    Window *w = &ws->w[k];
+    SgNodeId blo = w->has_lo ? base_from (n0, w->lo, true) : 0;
+    SgNodeId bhi = w->has_hi ? base_from (n0, w->hi, false) : n0;
+    int32_t first = ns;
+    for (SgNodeId i = blo; i <= bhi; i++) {
+      while (hn > 0 && (i < bhi ? heap[0].key < key_of (x, i)
+                                : !w->has_hi || heap[0].key < w->hi))
+        sorted[ns++] = heap_pop (heap, &hn).id;
+      if (i < bhi && x->keep[i] && (i != x->g->output || window_of (ws, key_of (x, i)) == k))
+        sorted[ns++] = i;
+    }
+    w->n = ns - first;
+    for (int32_t q = first; q < ns; q++) {
+      pos[sorted[q]] = q;
+      ws->wix[sorted[q]] = k;
+    }
+  }
+  return ns;
+}
+
+/* Whether @u (a predecessor of @v, in window @kv) holds @v back within the
+ * windows: 1 (it is in a window), 0 (it is placed before them), -1 (it is
+ * after @v's window: the windows do not hold). */
+static inline int
+pred_in (const Windows *ws, const Ctx *x, SgNodeId u, Item iv, int32_t kv)
+{
+  int32_t ku = ws->wix[u];
+  return ku < 0 ? (item_less (iv, item_of (x, u)) ? -1 : 0) : ku > kv ? -1 : 1;
+}
+
+/* @v (item @iv) reads @u, after its window: the span a window must hold. */
+static void
+bad_pred (const Ctx *x, GArray *bad, Item iv, SgNodeId u)
+{
+  Span sp = { iv.key, key_of (x, u) };
+  Span *last = bad && bad->len ? &g_array_index (bad, Span, bad->len - 1) : NULL;
+  if (last && last->lo == sp.lo) {
+    last->hi = MAX (last->hi, sp.hi);
+  } else if (bad) {
+    g_array_append_val (bad, sp);
+  }
+}
+
+static int order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
+                          int32_t *n_order, int32_t *ns, GArray *bad, GError **error);
+
+
+int
+sg_rw_stable_order (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
+                    int32_t *n_order, GArray *bad, GError **error)
+{
+  SgRewrite *rw = x->rw;
+  if (rw->wix_cap < (size_t)x->n1) {
+    size_t cap = MAX ((size_t)x->n1, rw->wix_cap + rw->wix_cap / 4);
+    rw->wix = g_renew (int32_t, rw->wix, cap);
+    memset (rw->wix + rw->wix_cap, 0xff, sizeof (int32_t) * (cap - rw->wix_cap));
+    rw->wix_cap = cap;
+  }
+  ws->wix = rw->wix;
+  int32_t ns = 0;
+  int r = order_windows (x, ws, edges, order, n_order, &ns, bad, error);
+  const SgNodeId *sorted = rw->work[SG_RW_SORTED];
+  for (int32_t q = 0; q < ns; q++)
+    ws->wix[sorted[q]] = -1;
+  return r;
+}
+
+static int
+order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
+               int32_t *n_order, int32_t *ns_out, GArray *bad, GError **error)
 {
   SgRewrite *rw = x->rw;
   SgGraph *g = x->g;
@@ -384,73 +442,82 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
   int32_t *pos = WORK (rw, SG_RW_POS, int32_t, n1);
   SgNodeId *sorted = WORK (rw, SG_RW_SORTED, SgNodeId, n1);
   Item *heap = WORK (rw, SG_RW_HEAP, Item, n1);
-  /* In-degrees of untouched base nodes from the users CSR (a few bytes
-   * per edge, not a walk over the node array); edited nodes from their new
-   * inputs, which are also the edited data edges. */
-  memset (indeg, 0, sizeof (int32_t) * (size_t)n1);
-  for (uint32_t j = 0; j < g->user_first[n0]; j++)
-    indeg[g->users[j]]++;
-  /* the edited data edges: inputs of added and touched nodes */
-  size_t m = 0;
-  for (SgNodeId v = 0; v < n1; v++)
-    if (x->keep[v] && !x->plain[v]) {
-      uint32_t n;
-      new_inputs (x, v, &n);
+  int32_t ns = window_nodes (x, ws, sorted, pos, heap), hn = 0;
+  *ns_out = ns;
+  /* In-degrees within the windows: untouched base nodes from their own
+   * inputs, edited nodes from their new inputs, which are also the edited
+   * data edges; and the implicit edges, which go with the edited edges
+   * into one CSR by source (its place in @sorted). */
+  size_t m = edges->len;
+  bool fail = false;
+  for (int32_t q = 0, k = 0, end = ws->n ? ws->w[0].n : 0; q < ns; q++) {
+    while (q == end)
+      end += ws->w[++k].n;
+    SgNodeId v = sorted[q];
+    uint32_t n;
+    const SgNodeId *in = x->plain[v] ? sg_node_inputs (g, v, &n) : new_inputs (x, v, &n);
+    if (!x->plain[v])
       m += n;
+    int32_t d = 0;
+    for (uint32_t j = 0; j < n; j++) {
+      int r = pred_in (ws, x, in[j], item_of (x, v), k);
+      if (r < 0) {
+        bad_pred (x, bad, item_of (x, v), in[j]);
+        fail = true;
+      }
+      d += r;
     }
-  SgNodeId *pp = WORK (rw, SG_RW_PAIRS, SgNodeId, 2 * (m + (size_t)edges->len));
+    indeg[v] = d;
+  }
+  SgNodeId *pp = WORK (rw, SG_RW_PAIRS, SgNodeId, 2 * m);
   Pairs pairs = { pp, 0 };
-  int32_t n_keep = 0;
-  for (SgNodeId v = 0; v < n1; v++) {
-    if (!x->keep[v])
-      continue;
-    n_keep++;
+  for (int32_t q = 0; q < ns; q++) {
+    SgNodeId v = sorted[q];
     if (x->plain[v])
       continue;
     uint32_t n;
     const SgNodeId *in = new_inputs (x, v, &n);
-    indeg[v] = (int32_t)n;
-    for (uint32_t j = 0; j < n; j++) {
-      pp[2 * pairs.n] = in[j];
-      pp[2 * pairs.n++ + 1] = v;
-    }
+    for (uint32_t j = 0; j < n; j++)
+      if (ws->wix[in[j]] >= 0) {
+        pp[2 * pairs.n] = pos[in[j]];
+        pp[2 * pairs.n++ + 1] = v;
+      }
   }
-  /* and the implicit edges: one CSR of the edges that are not the base
-   * graph's users */
   for (guint i = 0; i < edges->len; i++) {
     const SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
-    pp[2 * pairs.n] = e->from;
+    Item to = item_of (x, e->to);
+    int32_t kt = ws->wix[e->to];
+    if (kt < 0)
+      continue;
+    int r = pred_in (ws, x, e->from, to, kt);
+    if (r < 0) {
+      bad_pred (x, bad, to, e->from);
+      fail = true;
+    }
+    if (r <= 0)
+      continue;
+    pp[2 * pairs.n] = pos[e->from];
     pp[2 * pairs.n++ + 1] = e->to;
     indeg[e->to]++;
   }
-  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, n1, &pairs);
+  if (fail)
+    return -1;
+  Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, ns, &pairs);
 
-  /* All nodes by (key, id): base nodes in id order, added ones merged in. */
-  int32_t hn = 0, w = 0;
-  for (SgNodeId v = n0; v < n1; v++)
-    heap_push (heap, &hn, (Item){ key_of (x, v), v });
-  for (SgNodeId i = 0, k = 0; i <= n0; i++) {
-    while (hn > 0 && (i == n0 || heap[0].key < key_of (x, i)))
-      sorted[k++] = heap_pop (heap, &hn).id;
-    if (i < n0)
-      sorted[k++] = i;
-  }
-  for (int32_t q = 0; q < n1; q++)
-    pos[sorted[q]] = q;
-  int32_t cur = 0;
+  int32_t cur = 0, w = 0;
 #define RELEASE(u)                                                                                 \
   do {                                                                                             \
     SgNodeId u_ = (u);                                                                             \
-    if (--indeg[u_] == 0 && x->keep[u_] && pos[u_] < cur)                                          \
-      heap_push (heap, &hn, (Item){ key_of (x, u_), u_ });                                         \
+    if (--indeg[u_] == 0 && pos[u_] < cur)                                                         \
+      heap_push (heap, &hn, item_of (x, u_));                                                      \
   } while (0)
   for (;;) {
-    while (cur < n1 && !(x->keep[sorted[cur]] && indeg[sorted[cur]] == 0))
+    while (cur < ns && indeg[sorted[cur]] != 0)
       cur++;
     SgNodeId v;
-    if (hn > 0 && (cur == n1 || item_less (heap[0], (Item){ key_of (x, sorted[cur]), sorted[cur] })))
+    if (hn > 0 && (cur == ns || item_less (heap[0], item_of (x, sorted[cur]))))
       v = heap_pop (heap, &hn).id;
-    else if (cur < n1)
+    else if (cur < ns)
       v = sorted[cur++];
     else
       break;
@@ -459,24 +526,26 @@ stable_order (const Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_ord
       uint32_t nu;
       const SgNodeId *users = sg_node_users (g, v, &nu);
       for (uint32_t j = 0; j < nu; j++)
-        if (x->plain[users[j]])
+        if (x->plain[users[j]] && ws->wix[users[j]] >= 0)
           RELEASE (users[j]);
     }
-    for (uint32_t j = extra.first[v]; j < extra.first[v + 1]; j++)
+    for (uint32_t j = extra.first[pos[v]]; j < extra.first[pos[v] + 1]; j++)
       RELEASE (extra.adj[j]);
   }
 #undef RELEASE
-  if (w < n_keep) {
+  if (w < ns) {
+    if (ws->reuse)
+      return -1;
     for (SgNodeId v = 0; v < n1; v++)
       if (x->keep[v] && indeg[v] > 0) {
         g_set_error (error, SG_GRAPH_ERROR, SG_GRAPH_ERROR_CYCLE,
                      "node '%s': the edits close a cycle through it", name_of (x, v));
         break;
       }
-    return false;
+    return 0;
   }
   *n_order = w;
-  return true;
+  return 1;
 }
 
 /* Nodes in @order, inputs and edges renumbered, into @out. */
@@ -543,7 +612,8 @@ bool
 sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
 {
   SgGraph *g = rw->g;
-  Ctx x = { .rw = rw, .g = g, .n0 = rw->n0, .n1 = rw->n0 + (int32_t)rw->nodes->len };
+  Ctx x = { .rw = rw, .g = g, .n0 = rw->n0, .n1 = rw->n0 + (int32_t)rw->nodes->len,
+            .map_from = G_MAXINT32 };
   int32_t n0 = x.n0, n1 = x.n1;
   memset (out, 0, sizeof *out);
   sg_graph_fill_users (g);
@@ -555,13 +625,12 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
     rw->touched = g_array_new (FALSE, FALSE, sizeof (Touched));
   g_array_set_size (rw->touched, 0);
   g_array_set_size (rw->t_in, 0);
+  x.tix = WORK (rw, SG_RW_TIX, int32_t, n1);
+  memset (x.tix, 0xff, sizeof (int32_t) * (size_t)n1);
   if (rw->redirects->len) {
     x.redir = WORK (rw, SG_RW_REDIR, SgNodeId, n0);
-    x.tix = WORK (rw, SG_RW_TIX, int32_t, n1);
     for (SgNodeId v = 0; v < n0; v++)
       x.redir[v] = SG_NO_NODE;
-    for (SgNodeId v = 0; v < n1; v++)
-      x.tix[v] = -1;
     for (guint i = 0; i < rw->redirects->len; i += 2)
       x.redir[g_array_index (rw->redirects, SgNodeId, i)]
           = g_array_index (rw->redirects, SgNodeId, i + 1);
@@ -570,17 +639,26 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
     redirect_users (&x);
   }
   x.plain = WORK (rw, SG_RW_PLAIN, uint8_t, n1);
-  for (SgNodeId v = 0; v < n1; v++)
-    x.plain[v] = v < n0 && x.keep[v] && !touched_of (&x, v);
-  if (!check_removed (&x, error))
+  memcpy (x.plain, x.keep, (size_t)n0);
+  memset (x.plain + n0, 0, (size_t)(n1 - n0));
+  for (guint i = 0; i < rw->touched->len; i++)
+    x.plain[g_array_index (rw->touched, Touched, i).node] = 0;
+  if (!check_removed (&x, error)) {
+    rw->last_ok = false;
     return false;
+  }
+  guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
+  x.eres = WORK (rw, SG_RW_ERES, SgNodeId, 2 * (size_t)ne);
   g_autoptr (GArray) edges = moved_edges (&x);
   added_keys (&x, WORK (rw, SG_RW_AKEY, int64_t, n1 - n0));
   SgNodeId *order = WORK (rw, SG_RW_ORDER, SgNodeId, n1);
   int32_t n;
-  if (!stable_order (&x, edges, order, &n, error))
+  if (!sg_rw_order_all (&x, edges, order, &n, error)) {
+    rw->last_ok = false;
     return false;
+  }
   lay_out (&x, order, n, edges, out);
+  sg_rw_keep_last (&x, n);
   return true;
 }
 

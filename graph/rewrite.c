@@ -36,6 +36,7 @@ sg_rewrite_new (SgGraph *g)
   rw->removed = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   rw->moves = g_array_new (FALSE, FALSE, sizeof (SgRewriteMove));
   rw->t_in = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  rw->last_t_in = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   sg_graph_fill_users (g);
   return rw;
 }
@@ -66,7 +67,22 @@ sg_rewrite_reset (SgRewrite *rw)
   g_array_set_size (rw->removed, 0);
   g_array_set_size (rw->moves, 0);
   rw->result_n = 0;
+  rw->last_ok = false;
   sg_graph_fill_users (rw->g);
+}
+
+void
+sg_rewrite_set_verify (SgRewrite *rw, bool on)
+{
+  g_return_if_fail (rw != NULL);
+  rw->verify = on;
+}
+
+int32_t
+sg_rewrite_last_reused (const SgRewrite *rw)
+{
+  g_return_val_if_fail (rw != NULL, 0);
+  return rw->reused;
 }
 
 void
@@ -80,9 +96,17 @@ sg_rewrite_free (SgRewrite *rw)
     g_free (rw->work[i]);
   if (rw->touched)
     g_array_unref (rw->touched);
+  if (rw->last_touched)
+    g_array_unref (rw->last_touched);
   g_array_unref (rw->t_in);
+  g_array_unref (rw->last_t_in);
+  if (rw->changed)
+    g_array_unref (rw->changed);
+  if (rw->last_ain)
+    g_array_unref (rw->last_ain);
   g_free (rw->spare_nodes);
   g_free (rw->result_id);
+  g_free (rw->wix);
   if (rw->spare_inputs)
     g_array_unref (rw->spare_inputs);
   g_array_unref (rw->nodes);
@@ -267,6 +291,7 @@ sg_rewrite_rollback (SgRewrite *rw, const SgRewriteMark *m)
   g_ptr_array_set_size (rw->name_blocks, m->name_blocks);
   rw->name_used = m->name_used;
   rw->result_n = 0;
+  rw->low_nodes = MIN (rw->low_nodes, m->nodes);
 }
 
 SgNodeId

@@ -53,7 +53,7 @@ assert_trial_matches (SgGraph *g, SgBucketTrials *shared, const SgBucketSpec *sp
     sg_cost_new_nodes (cm, full, NULL, 0);
   guint args_len = g->args->len, dims_len = g->dims->len;
   int32_t n_nodes = g->n_nodes;
-  SgBucketTrials *trials = shared ? shared : sg_bucket_trials_new (g);
+  SgBucketTrials *trials = shared ? shared : sg_bucket_trials_new (g, true);
   SgGraph *tg = sg_bucket_trial (trials, specs, n_specs, &e2);
   if (tg && cm)
     sg_cost_new_nodes (cm, tg, NULL, 0);
@@ -258,7 +258,7 @@ check_bucket_sets (SgGraph *g)
      * first part of the set, a bucket changed in the middle; each equals
      * a fresh trial's and the base graph is left as it was */
     guint args_len = g->args->len, dims_len = g->dims->len;
-    SgBucketTrials *t = sg_bucket_trials_new (g);
+    SgBucketTrials *t = sg_bucket_trials_new (g, true);
     SgBucketSpec *all = (SgBucketSpec *)(void *)specs->data;
     for (guint i = 0; i <= 6; i++)
       assert_trial_matches (g, t, all, (int32_t)(specs->len * i / 6));

@@ -378,6 +378,149 @@ START_TEST (a_node_like_another_copies_its_arguments)
 }
 END_TEST
 
+
+/* Two chains, p0..p{n-1} (relu, from x) and q0..q{n-1} (sigmoid, from y),
+ * interleaved in id order, a leaf z = relu(x) before them and implicit
+ * edges p3 -> q5 and z -> q{n-10}. */
+static SgGraph *
+two_chains (int n)
+{
+  SgGraph *g = tb_new (1);
+  tb_input (g, "x", "float32", 2, (int64_t)4, (int64_t)8);
+  tb_input (g, "y", "float32", 2, (int64_t)4, (int64_t)8);
+  tb_pointwise (g, "z", "aten.relu.default", "x", NULL);
+  for (int i = 0; i < n; i++) {
+    g_autofree char *p = g_strdup_printf ("p%d", i), *q = g_strdup_printf ("q%d", i);
+    g_autofree char *pp = g_strdup_printf ("p%d", i - 1), *qq = g_strdup_printf ("q%d", i - 1);
+    tb_pointwise (g, p, "aten.relu.default", i ? pp : "x", NULL);
+    tb_pointwise (g, q, "aten.sigmoid.default", i ? qq : "y", NULL);
+  }
+  g_autofree char *pl = g_strdup_printf ("p%d", n - 1), *ql = g_strdup_printf ("q%d", n - 1);
+  tb_output (g, 2, pl, ql);
+  g->implicit_edges = g_array_new (FALSE, FALSE, sizeof (SgImplicitEdge));
+  g_autofree char *qe = g_strdup_printf ("q%d", n - 10);
+  SgImplicitEdge e[] = { { id_of (g, "p3"), id_of (g, "q5"), 4 }, { id_of (g, "z"), id_of (g, qe), 4 } };
+  g_array_append_vals (g->implicit_edges, e, 2);
+  return g;
+}
+
+/* An edit of two_chains: p@i (z when @i < 0) becomes tanh of its input,
+ * placed before it or, with @at, after p@at, its implicit edges moved to
+ * the tanh when @move (@late < 0); or a node reading p@late is placed
+ * before p@i (it can only come after p@late). */
+typedef struct {
+  int i, late, at;
+  bool move;
+} Edit;
+
+static void
+edit (SgRewrite *rw, Edit e)
+{
+  const SgGraph *g = sg_rewrite_graph (rw);
+  g_autofree char *name = e.i < 0 ? g_strdup ("z") : g_strdup_printf ("p%d", e.i);
+  g_autofree char *src = g_strdup_printf ("p%d", e.late >= 0 ? e.late : e.i - 1);
+  SgNodeId p = id_of (g, name);
+  const SgMeta *m = &g->nodes[p].meta;
+  SgArg a[] = { sg_arg_ref (e.late < 0 && e.i <= 0 ? id_of (g, "x") : id_of (g, src)) };
+  SgNodeSpec sp = { .name = e.late >= 0 ? "late" : "t", .kind = SG_OP_TANH, .args = a,
+                    .n_args = 1, .cost_us = NAN,
+                    .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim, m->dtype) };
+  SgNodeId t = sg_rewrite_add (rw, &sp, NULL);
+  ck_assert_int_ne (t, SG_NO_NODE);
+  g_autofree char *at = g_strdup_printf ("p%d", e.at);
+  if (e.late >= 0)
+    sg_rewrite_place (rw, t, p, SG_PLACE_BEFORE_EARLY);
+  else if (e.at)
+    sg_rewrite_place (rw, t, id_of (g, at), SG_PLACE_AFTER);
+  else
+    sg_rewrite_place (rw, t, p, SG_PLACE_BEFORE);
+  if (e.late >= 0)
+    return;
+  sg_rewrite_replace_uses (rw, p, t);
+  sg_rewrite_remove (rw, p);
+  if (e.move)
+    sg_rewrite_move_edges (rw, p, t, 0);
+}
+
+/* A trial of @rw equals a trial of a fresh rewrite with the same @edits. */
+static void
+assert_trial_fresh (SgRewrite *rw, const Edit *edits, int n, bool reused)
+{
+  SgGraph *g = sg_rewrite_graph (rw);
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t);
+  ck_assert (reused == (sg_rewrite_last_reused (rw) > 0));
+  g_autoptr (SgRewrite) fresh = sg_rewrite_new (g);
+  for (int i = 0; i < n; i++)
+    edit (fresh, edits[i]);
+  SgGraph *f = sg_rewrite_trial (fresh, NULL);
+  ck_assert_int_eq (sg_rewrite_last_reused (fresh), 0);
+  ck_assert_int_eq (t->n_nodes, f->n_nodes);
+  for (SgNodeId i = 0; i < f->n_nodes; i++) {
+    ck_assert_str_eq (t->nodes[i].name, f->nodes[i].name);
+    uint32_t na, nb;
+    const SgNodeId *ia = sg_node_inputs (t, i, &na), *ib = sg_node_inputs (f, i, &nb);
+    ck_assert_int_eq (na, nb);
+    for (uint32_t k = 0; k < na; k++)
+      ck_assert_int_eq (ia[k], ib[k]);
+  }
+  ck_assert_uint_eq (t->implicit_edges->len, f->implicit_edges->len);
+  sg_graph_free (f);
+  sg_graph_free (t);
+}
+
+/* Trial after trial of one rewrite reuse the last one's order outside what
+ * changed: a change at the very start, at the very end, in the middle, a
+ * trial after one that was rolled back (a rejected set), one with nothing
+ * changed, one whose new node can only come much later than its key,
+ * one that moves an implicit edge (its end, not changed otherwise, now
+ * comes later); each equals a fresh rewrite's trial. */
+START_TEST (trials_reuse_the_last_order_where_nothing_changed)
+{
+  g_autoptr (SgGraph) g = two_chains (40);
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  sg_rewrite_set_verify (rw, true);
+  SgRewriteMark m0, m1;
+  sg_rewrite_mark (rw, &m0);
+  static const Edit mid = { 20, -1, 0, false }, start = { 0, -1, 0, false },
+                    end = { 39, -1, 0, false }, early = { 8, -1, 0, false },
+                    late = { 2, 30, 0, false }, moved = { -1, -1, 35, true };
+  Edit e[3] = { mid };
+  edit (rw, mid);
+  assert_trial_fresh (rw, e, 1, false);
+  sg_rewrite_rollback (rw, &m0);
+  edit (rw, start);
+  e[0] = start;
+  assert_trial_fresh (rw, e, 1, true);
+  sg_rewrite_rollback (rw, &m0);
+  edit (rw, end);
+  e[0] = end;
+  assert_trial_fresh (rw, e, 1, true);
+  sg_rewrite_rollback (rw, &m0);
+  edit (rw, mid);
+  sg_rewrite_mark (rw, &m1);
+  edit (rw, early);
+  e[0] = mid, e[1] = early;
+  assert_trial_fresh (rw, e, 2, true);
+  sg_rewrite_rollback (rw, &m1); /* early rejected */
+  edit (rw, end);
+  e[1] = end;
+  assert_trial_fresh (rw, e, 2, true);
+  assert_trial_fresh (rw, e, 2, true); /* nothing changed */
+  sg_rewrite_rollback (rw, &m1);
+  edit (rw, late);
+  e[1] = late;
+  assert_trial_fresh (rw, e, 2, true);
+  edit (rw, moved);
+  e[2] = moved;
+  assert_trial_fresh (rw, e, 3, true);
+  sg_rewrite_rollback (rw, &m0);
+  assert_trial_fresh (rw, e, 0, true);
+  sg_rewrite_reset (rw);
+  assert_trial_fresh (rw, e, 0, false);
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -393,6 +536,7 @@ suite (void)
   tcase_add_test (tc, merged_inputs_reindex_the_arguments);
   tcase_add_test (tc, refusals_name_the_node_and_leave_the_graph);
   tcase_add_test (tc, a_node_like_another_copies_its_arguments);
+  tcase_add_test (tc, trials_reuse_the_last_order_where_nothing_changed);
   suite_add_tcase (s, tc);
   return s;
 }
