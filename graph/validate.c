@@ -433,7 +433,7 @@ keys_by_node (const SgGraph *g)
 }
 
 /* Per node, what later nodes check of their inputs, one compact entry each
- * (the nodes themselves are 120 bytes apart: a cache miss per input at a
+ * (the nodes themselves are 112 bytes apart: a cache miss per input at a
  * million nodes). Entries are filled in id order; inputs come before. */
 typedef struct {
   uint8_t op, kind;
