@@ -139,6 +139,20 @@ fill_groups (SgPlan *p, const SgGraph *g)
   p->n_streams = 1 + g->n_groups;
 }
 
+/* Frees the lowering's per-node arrays (again: nothing). */
+static void
+lower_clear (SgLower *l)
+{
+  g_clear_pointer (&l->nval, g_free);
+  g_clear_pointer (&l->tval, g_free);
+  g_clear_pointer (&l->coll_ins, g_free);
+  g_clear_pointer (&l->coll_done, g_free);
+  g_clear_pointer (&l->coll_waited, g_free);
+  g_clear_pointer (&l->pred_row, g_free);
+  g_clear_pointer (&l->group_buf, g_free);
+  sg_elision_clear (&l->el);
+}
+
 bool
 sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
                  const char *graph_name, const char *options_text, SgPlan **out, GError **error)
@@ -206,6 +220,7 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   p->n_ins = (int32_t)l.ins->len;
   p->ins = (SgPlanIns *)g_array_free (l.ins, FALSE);
   p->outputs = sg_lower_steal_ids (outputs, &p->n_outputs);
+  lower_clear (&l); /* before the packer's and the validator's arrays */
   if (ok) {
     p->n_events = l.n_events;
     fill_groups (p, g);
@@ -247,14 +262,7 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
     }
   }
   g_array_free (l.pinned, TRUE);
-  g_free (l.nval);
-  g_free (l.tval);
-  g_free (l.coll_ins);
-  g_free (l.coll_done);
-  g_free (l.coll_waited);
-  g_free (l.pred_row);
-  g_free (l.group_buf);
-  sg_elision_clear (&l.el);
+  lower_clear (&l);
   if (!ok) {
     sg_plan_free (p);
     return false;

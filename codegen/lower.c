@@ -69,7 +69,7 @@ new_value (SgLower *l, const char *name, const SgMeta *m, int32_t buffer, uint64
            SgValueInit init)
 {
   SgPlanValue v = { 0 };
-  v.name = g_strdup (name);
+  v.name = sg_plan_str (l->plan, name, false);
   v.buffer = buffer;
   v.offset = offset;
   v.dtype = m->dtype;
@@ -296,6 +296,17 @@ value_ref (const SgGraph *g, SgNodeId r, gpointer user)
   return v;
 }
 
+/* Node @id's name in the plan's strings: its value's when it has one
+ * (the same text), else a copy. */
+static char *
+node_name (SgLower *l, SgNodeId id)
+{
+  const int32_t v = l->nval[id];
+  if (v >= 0 && strcmp (g_array_index (l->values, SgPlanValue, v).name, l->g->nodes[id].name) == 0)
+    return g_array_index (l->values, SgPlanValue, v).name;
+  return sg_plan_str (l->plan, l->g->nodes[id].name, false);
+}
+
 static SgPlanIns *
 emit (SgLower *l, SgInsKind kind, int32_t stream)
 {
@@ -368,9 +379,9 @@ emit_kernel (SgLower *l, SgNodeId id)
   else if (l->nval[id] >= 0)
     g_array_append_val (outs, l->nval[id]);
   SgPlanIns *x = emit (l, SG_INS_KERNEL, 0);
-  x->name = g_strdup (n->name);
+  x->name = node_name (l, id);
   x->op = n->kind;
-  x->target = g_strdup (n->target);
+  x->target = sg_plan_str (l->plan, n->target, true);
   x->in = sg_lower_steal_ids (ins, &x->n_in);
   x->out = sg_lower_steal_ids (outs, &x->n_out);
   x->args = sg_node_args_json (g, id, false, value_ref, l);
@@ -439,7 +450,7 @@ emit_collective (SgLower *l, SgNodeId id)
   emit (l, SG_INS_WAIT_EVENT, stream)->event = e;
   l->coll_ins[id] = (int32_t)l->ins->len;
   SgPlanIns *x = emit (l, SG_INS_COLLECTIVE, stream);
-  x->name = g_strdup (n->name);
+  x->name = node_name (l, id);
   x->op = n->kind;
   x->in = g_steal_pointer (&in);
   x->n_in = members;
@@ -487,7 +498,7 @@ emit_wait (SgLower *l, SgNodeId coll, const char *name)
   SgPlanIns *w = emit (l, SG_INS_WAIT_EVENT, 0);
   w->event = l->coll_done[coll];
   w->coll = l->coll_ins[coll];
-  w->name = name ? g_strdup (name) : NULL;
+  w->name = sg_plan_str (l->plan, name, false);
   l->coll_waited[coll] = true;
 }
 

@@ -100,6 +100,13 @@ bool sg_rank_roll_read (const SgGraph *g, const SgNode *n, const SgNode *input, 
  * into @dst's strings (sg_graph_copy). */
 void sg_args_reintern (SgGraph *dst, guint from, guint to);
 
+/* (transfer none) g->by_name, built from the nodes' names first when
+ * a reorder or rewrite dropped it (a cache of the nodes: built through a
+ * const graph too). */
+GHashTable *sg_graph_names (const SgGraph *g);
+/* Drops g->by_name after the nodes moved (built again when needed). */
+void sg_graph_names_drop (SgGraph *g);
+
 /* rewrite.c and rewrite-order.c: the rewrite being built. */
 typedef struct {
   SgNodeId old, to;

@@ -18,6 +18,12 @@ G_DEFINE_QUARK (sg-graph-error-quark, sg_graph_error)
 /* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
 #define MAX_COST_US 1e12
 
+/* Every pass and every trial graph holds a node array: no padding in a
+ * node (4-byte fields between the pointers and the doubles). */
+#if GLIB_SIZEOF_VOID_P == 8
+G_STATIC_ASSERT (sizeof (SgNode) == 112);
+#endif
+
 const char *
 sg_cost_source_name (SgCostSource src)
 {
@@ -110,7 +116,7 @@ sg_graph_free (SgGraph *g)
   g_array_unref (g->inputs);
   g_array_unref (g->tuple_metas);
   g_array_unref (g->args);
-  g_hash_table_unref (g->by_name);
+  sg_graph_names_drop (g);
   sg_graph_changed (g);
   if (g->cost_model && g->cost_model_free && !trial)
     g->cost_model_free (g->cost_model);
@@ -744,7 +750,7 @@ sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch, GE
   if (op == SG_NODE_OUTPUT)
     g->output = id;
   g->n_nodes++;
-  g_hash_table_insert (g->by_name, (gpointer)g->nodes[id].name, GINT_TO_POINTER (id + 1));
+  g_hash_table_insert (sg_graph_names (g), (gpointer)g->nodes[id].name, GINT_TO_POINTER (id + 1));
   sg_graph_changed (g);
   sg_arg_build_clear (&ab);
   return id;
@@ -775,10 +781,28 @@ sg_graph_append_json (SgGraph *g, const char *node_json, GError **error)
 
 /* --- queries ---------------------------------------------------------------- */
 
+GHashTable *
+sg_graph_names (const SgGraph *g)
+{
+  if (!g->by_name) {
+    SgGraph *m = (SgGraph *)g;
+    m->by_name = g_hash_table_new (g_str_hash, g_str_equal);
+    for (SgNodeId i = 0; i < g->n_nodes; i++)
+      g_hash_table_insert (m->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
+  }
+  return g->by_name;
+}
+
+void
+sg_graph_names_drop (SgGraph *g)
+{
+  g_clear_pointer (&g->by_name, g_hash_table_unref);
+}
+
 SgNodeId
 sg_graph_lookup (const SgGraph *g, const char *name)
 {
-  gpointer v = g_hash_table_lookup (g->by_name, name);
+  gpointer v = g_hash_table_lookup (sg_graph_names (g), name);
   return v ? GPOINTER_TO_INT (v) - 1 : SG_NO_NODE;
 }
 
@@ -976,8 +1000,7 @@ sg_graph_permute (SgGraph *g, const SgNodeId *order, GError **error)
     SgNodeId *p = &g_array_index (g->inputs, SgNodeId, j);
     *p = new_id[*p];
   }
-  for (int32_t i = 0; i < n; i++)
-    g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
+  sg_graph_names_drop (g);
   if (g->output != SG_NO_NODE)
     g->output = new_id[g->output];
   for (guint j = 0; g->implicit_edges && j < g->implicit_edges->len; j++) {

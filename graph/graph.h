@@ -148,11 +148,12 @@ typedef struct {
   int32_t group_size;
   SgReduceOp reduce;
   int32_t getitem_index; /* getitem: the tuple index; otherwise -1 */
-  double cost_us;        /* the graph's override; NAN when absent */
   /* Matmuls: the SM-count target of the GEMM (the node's `sm_count` key,
    * docs/graph-format.md; a pass may set it): run on that many SMs so that
-   * a collective beside it is not held until it ends; 0 = every SM. */
+   * a collective beside it is not held until it ends; 0 = every SM.
+   * (Here, between 4-byte fields: no padding before the doubles.) */
   int32_t sm_count;
+  double cost_us;        /* the graph's override; NAN when absent */
   double est_us;         /* estimate/: the node's cost in microseconds */
   SgCostSource est_src;
 } SgNode;
@@ -187,7 +188,10 @@ typedef struct SgGraph {
   GArray *inputs;      /* SgNodeId */
   GArray *tuple_metas; /* SgMeta */
   GArray *args;        /* SgArg: every node's args and kwargs */
-  GHashTable *by_name; /* name -> GINT_TO_POINTER(id + 1); lookups only */
+  /* name -> GINT_TO_POINTER(id + 1); lookups only. NULL while not built:
+   * reorders and rewrites drop it, the next lookup builds it again (a
+   * million names are 32 MB, and most passes look none up). */
+  GHashTable *by_name;
 
   /* derived, rebuilt on demand (NULL when stale) */
   uint32_t *user_first; /* n_nodes + 1 */

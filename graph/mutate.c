@@ -61,10 +61,8 @@ sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
    * renumbers the whole pool). */
   GArray *inputs = g_array_sized_new (FALSE, FALSE, sizeof (SgNodeId), g->inputs->len);
   for (SgNodeId i = 0; i < n; i++) {
-    if (!keep[i]) {
-      g_hash_table_remove (g->by_name, g->nodes[i].name);
+    if (!keep[i])
       continue;
-    }
     SgNode node = g->nodes[i];
     uint32_t n_in;
     const SgNodeId *in = sg_node_inputs (g, i, &n_in);
@@ -78,8 +76,7 @@ sg_graph_compact (SgGraph *g, const bool *keep, GError **error)
   g_array_unref (g->inputs);
   g->inputs = inputs;
   g->n_nodes = w;
-  for (SgNodeId i = 0; i < w; i++)
-    g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
+  sg_graph_names_drop (g);
   if (g->output != SG_NO_NODE)
     g->output = new_id[g->output];
   sg_graph_changed (g);
@@ -129,7 +126,7 @@ sg_graph_copy (const SgGraph *g)
     n.name = copy_str (c, n.name, true);
     n.target = copy_str (c, n.target, false);
     c->nodes[i] = n;
-    g_hash_table_insert (c->by_name, (gpointer)c->nodes[i].name, GINT_TO_POINTER (i + 1));
+    g_hash_table_insert (sg_graph_names (c), (gpointer)c->nodes[i].name, GINT_TO_POINTER (i + 1));
   }
   c->output = g->output;
   if (g->implicit_edges)
@@ -165,9 +162,7 @@ sg_graph_select (SgGraph *g, const SgNodeId *order, int32_t n, GError **error)
   g->n_nodes = n;
   g_array_unref (g->inputs);
   g->inputs = inputs;
-  g_hash_table_remove_all (g->by_name);
-  for (int32_t i = 0; i < n; i++)
-    g_hash_table_insert (g->by_name, (gpointer)g->nodes[i].name, GINT_TO_POINTER (i + 1));
+  sg_graph_names_drop (g);
   if (g->output != SG_NO_NODE)
     g->output = new_id[g->output];
   sg_graph_changed (g);

@@ -565,7 +565,11 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
     out->nodes = g_steal_pointer (&rw->spare_nodes);
     out->nodes_cap = rw->spare_cap;
   } else {
-    out->nodes_cap = MAX (n, 1);
+    /* A spare too small goes first: a large graph's node arrays never
+     * coexist. The next trials may grow by a few nodes: some room for
+     * them, untouched (not resident) until used. */
+    g_clear_pointer (&rw->spare_nodes, g_free);
+    out->nodes_cap = MAX (n, 1) + n / 64;
     out->nodes = g_new (SgNode, (size_t)out->nodes_cap);
   }
   /* Room for every input there may be; trimmed below. */

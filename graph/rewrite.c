@@ -426,8 +426,8 @@ name_added (SgRewrite *rw, SgRewriteLayout *l, const SgNodeId *new_id)
     }
     const char *interned = g_string_chunk_insert (g->strings, name);
     g_free (name);
-    /* Marks the name taken; the table is rebuilt below. */
-    g_hash_table_insert (g->by_name, (gpointer)interned, GINT_TO_POINTER (G_MAXINT32));
+    /* Marks the name taken; the table is dropped after the commit. */
+    g_hash_table_insert (sg_graph_names (g), (gpointer)interned, GINT_TO_POINTER (G_MAXINT32));
     if (nid != SG_NO_NODE)
       l->nodes[nid].name = interned;
   }
@@ -445,9 +445,7 @@ sg_rewrite_commit (SgRewrite *rw, GError **error)
   keep_result_ids (rw, &l);
   g_assert (rw->result_n == n1);
   name_added (rw, &l, rw->result_id);
-  g_hash_table_remove_all (g->by_name);
-  for (int32_t i = 0; i < l.n; i++)
-    g_hash_table_insert (g->by_name, (gpointer)l.nodes[i].name, GINT_TO_POINTER (i + 1));
+  sg_graph_names_drop (g);
   g_free (g->nodes);
   g->nodes = g_steal_pointer (&l.nodes);
   g->n_nodes = l.n;
@@ -488,7 +486,6 @@ sg_rewrite_trial (SgRewrite *rw, GError **error)
   t->inputs = g_steal_pointer (&l.inputs);
   t->tuple_metas = g_array_ref (g->tuple_metas);
   t->args = g_array_ref (g->args);
-  t->by_name = g_hash_table_new (g_str_hash, g_str_equal);
   t->cost_model = g->cost_model;
   t->cost_model_free = g->cost_model_free; /* identifies the model; not called */
   t->implicit_edges = g_steal_pointer (&l.edges);

@@ -21,6 +21,7 @@
 typedef struct {
   const char *name;
   GError **error;
+  SgPlan *p; /* the plan being read (its strings) */
 } Loader;
 
 static bool G_GNUC_PRINTF (2, 3) fail (Loader *l, const char *fmt, ...)
@@ -276,7 +277,7 @@ load_values (Loader *l, const cJSON *root, SgPlan *p)
     const char *name = get_str (l, e, "values", i, "name");
     if (!name)
       return false;
-    v->name = g_strdup (name);
+    v->name = sg_plan_str (l->p, name, false);
     int32_t nd = 0, nd2 = 0;
     int64_t shape[SG_PLAN_MAX_DIMS], stride[SG_PLAN_MAX_DIMS];
     if (!get_i32 (l, e, "values", i, "buffer", -1, &v->buffer) ||
@@ -384,7 +385,7 @@ load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
   if (name) {
     if (!cJSON_IsString (name))
       return fail (l, "ins[%d].name: expected a string", i);
-    in->name = g_strdup (name->valuestring);
+    in->name = sg_plan_str (l->p, name->valuestring, false);
   }
   switch (in->kind) {
   case SG_INS_KERNEL:
@@ -418,7 +419,7 @@ load_one_ins (Loader *l, const cJSON *e, int i, SgPlanIns *in)
     const char *target = get_str (l, e, "ins", i, "target");
     if (!target)
       return false;
-    in->target = g_strdup (target);
+    in->target = sg_plan_str (l->p, target, true);
     /* optional: written only when set, so 0 is not a valid value */
     const cJSON *sm = cJSON_GetObjectItemCaseSensitive (e, "sm_count");
     int64_t v = 0;
@@ -557,9 +558,9 @@ sg_plan_load_data (const char *data, size_t len, const char *name, GError **erro
                    name, SG_PLAN_VERSION);
     goto out;
   }
-  Loader l = { name, error };
   uint64_t file_hash = 0;
   p = sg_plan_new ();
+  Loader l = { name, error, p };
   if (!load_root (&l, root, p, &file_hash))
     goto fail;
   g_free (sg_plan_to_json (p, NULL));

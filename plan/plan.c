@@ -36,6 +36,17 @@ sg_plan_new (void)
   return p;
 }
 
+char *
+sg_plan_str (SgPlan *p, const char *s, bool shared)
+{
+  g_return_val_if_fail (p != NULL, NULL);
+  if (!s)
+    return NULL;
+  if (!p->strings)
+    p->strings = g_string_chunk_new (1 << 16);
+  return shared ? g_string_chunk_insert_const (p->strings, s) : g_string_chunk_insert (p->strings, s);
+}
+
 /* Blocks of DIMS_BLOCK integers (or one dims call's, if larger). */
 #define DIMS_BLOCK 8192
 struct SgPlanDims {
@@ -73,8 +84,6 @@ sg_plan_value_set_dims (SgPlan *p, SgPlanValue *v, int32_t ndim, const int64_t *
 void
 sg_plan_ins_clear (SgPlanIns *ins)
 {
-  g_free (ins->name);
-  g_free (ins->target);
   g_free (ins->in);
   g_free (ins->out);
   if (ins->args)
@@ -99,9 +108,9 @@ sg_plan_free (SgPlan *p)
   }
   g_free (p->groups);
   g_free (p->buffers);
-  for (int32_t i = 0; i < p->n_values; i++)
-    g_free (p->values[i].name);
   g_free (p->values);
+  if (p->strings)
+    g_string_chunk_free (p->strings);
   for (SgPlanDims *d = p->dims, *next; d; d = next) {
     next = d->next;
     g_free (d);

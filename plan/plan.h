@@ -71,7 +71,8 @@ typedef enum {
 } SgValueInit;
 
 typedef struct {
-  char *name;      /* the graph node; tuple elements are "NAME.I" */
+  char *name;      /* the graph node; tuple elements are "NAME.I"; in the
+                    * plan's strings (sg_plan_str) */
   int32_t buffer;  /* -1: no storage (not a tensor) */
   SgValueInit init;
   uint64_t offset; /* bytes from the buffer's start */
@@ -103,6 +104,7 @@ typedef struct {
   int32_t stream;
   char *name;   /* the graph node it comes from; NULL for RECORD/FREE */
   char *target; /* KERNEL: the graph's target string */
+  /* (name and target: in the plan's strings, sg_plan_str) */
   SgOpKind op;  /* KERNEL / COLLECTIVE */
   int32_t n_in, n_out;
   /* KERNEL of a matmul: its GEMM's SM-count target; 0 = every SM */
@@ -158,6 +160,7 @@ typedef struct SgPlan {
   SgPlanValue *values;
   int32_t n_values;
   SgPlanDims *dims; /* where sg_plan_value_set_dims puts them; freed with the plan */
+  GStringChunk *strings; /* names and targets (sg_plan_str); freed with the plan */
   int32_t *inputs, n_inputs;   /* values with SG_INIT_INPUT, in graph order */
   int32_t *outputs, n_outputs; /* the graph output node's values, in order */
   SgPlanIns *ins;
@@ -172,6 +175,13 @@ typedef struct SgPlan {
 SgPlan *sg_plan_new (void);
 void sg_plan_free (SgPlan *plan);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgPlan, sg_plan_free)
+
+/* (transfer none) A copy of @s (NULL: NULL) among @plan's strings, freed
+ * with the plan all at once: the names and targets of its values and
+ * instructions live there (a million names are a million allocations
+ * less). @shared: one copy per distinct string (targets repeat; names are
+ * distinct and not looked up). */
+char *sg_plan_str (SgPlan *plan, const char *s, bool shared);
 
 /* Gives @v @ndim dimensions (at most SG_PLAN_MAX_DIMS): its shape and
  * stride point to 2 @ndim integers that @plan owns (freed with it), copied

@@ -28,7 +28,7 @@ static void
 set_value (SgPlan *p, SgPlanValue *v, const char *name, int32_t buffer, SgDtype dt, int64_t rows,
            int64_t cols, SgValueInit init)
 {
-  v->name = g_strdup (name);
+  v->name = sg_plan_str (p, name, false);
   v->buffer = buffer;
   v->dtype = dt;
   sg_plan_value_set_dims (p, v, 2, (const int64_t[]){ rows, cols }, (const int64_t[]){ cols, 1 });
@@ -48,10 +48,10 @@ ins_new (SgInsKind kind, int32_t stream)
 
 /* A collective on stream 1 over group 0 reading value @in, writing @out. */
 static SgPlanIns
-coll_new (const char *name, SgOpKind op, int32_t in, int32_t out, SgDtype dtype, int64_t count)
+coll_new (SgPlan *p, const char *name, SgOpKind op, int32_t in, int32_t out, SgDtype dtype, int64_t count)
 {
   SgPlanIns c = ins_new (SG_INS_COLLECTIVE, 1);
-  c.name = g_strdup (name);
+  c.name = sg_plan_str (p, name, false);
   c.op = op;
   c.in = ids (1, in);
   c.n_in = 1;
@@ -118,7 +118,7 @@ small_plan (void)
   p->ins[1] = ins_new (SG_INS_WAIT_EVENT, 1);
   p->ins[1].event = 0;
   SgPlanIns *c = &p->ins[2];
-  *c = coll_new ("ag", SG_OP_ALL_GATHER, 1, 2, SG_DTYPE_BF16, 64);
+  *c = coll_new (p, "ag", SG_OP_ALL_GATHER, 1, 2, SG_DTYPE_BF16, 64);
   c->members = g_new0 (char *, 2);
   c->members[0] = g_strdup ("ag");
   c->n_members = 1;
@@ -131,12 +131,12 @@ small_plan (void)
   p->ins[4] = ins_new (SG_INS_WAIT_EVENT, 0);
   p->ins[4].event = 1;
   p->ins[4].coll = 2;
-  p->ins[4].name = g_strdup ("wait_ag");
+  p->ins[4].name = sg_plan_str (p, "wait_ag", false);
   SgPlanIns *k = &p->ins[5];
   *k = ins_new (SG_INS_KERNEL, 0);
-  k->name = g_strdup ("y");
+  k->name = sg_plan_str (p, "y", false);
   k->op = SG_OP_MM;
-  k->target = g_strdup ("aten.mm.default");
+  k->target = sg_plan_str (p, "aten.mm.default", true);
   k->in = ids (2, 0, 3);
   k->n_in = 2;
   k->out = ids (1, 4);
@@ -198,6 +198,31 @@ START_TEST (small_plan_validates_and_round_trips_byte_identical)
   ck_assert_int_eq (q->values[3].stride[1], 16);
   ck_assert_int_eq (q->outputs[1], -1);
   ck_assert (q->ins[2].est_us == 31.25);
+}
+END_TEST
+
+/* Names and targets live in the plan's strings (freed with it): names
+ * are copies, a target one copy per text; a loaded plan's too. */
+START_TEST (names_are_copies_and_targets_are_shared_among_the_plan_strings)
+{
+  g_autoptr (SgPlan) p = sg_plan_new ();
+  char name[] = "mm_1";
+  char *a = sg_plan_str (p, name, false), *b = sg_plan_str (p, name, false);
+  ck_assert_ptr_ne (a, name);
+  ck_assert_ptr_ne (a, b);
+  name[0] = 'x';
+  ck_assert_str_eq (a, "mm_1");
+  char *t = sg_plan_str (p, "aten.mm.default", true);
+  ck_assert_ptr_eq (sg_plan_str (p, "aten.mm.default", true), t);
+  ck_assert_ptr_null (sg_plan_str (p, NULL, false));
+  g_autoptr (SgPlan) s = small_plan ();
+  size_t len;
+  g_autofree char *text = sg_plan_to_json (s, &len);
+  g_autoptr (SgPlan) q = sg_plan_load_data (text, len, "a", NULL);
+  ck_assert_ptr_nonnull (q);
+  ck_assert_str_eq (q->ins[5].target, "aten.mm.default");
+  ck_assert_str_eq (q->ins[4].name, "wait_ag");
+  ck_assert_str_eq (q->values[0].name, s->values[0].name);
 }
 END_TEST
 
@@ -645,9 +670,9 @@ reuse_plan (int variant)
   do {                                                                                         \
     SgPlanIns *k_ = &p->ins[n++];                                                              \
     *k_ = ins_new (SG_INS_KERNEL, 0);                                                          \
-    k_->name = g_strdup (NM);                                                                  \
+    k_->name = sg_plan_str (p, NM, false);                                                     \
     k_->op = SG_OP_ADD_TENSOR;                                                                 \
-    k_->target = g_strdup ("aten.add.Tensor");                                                 \
+    k_->target = sg_plan_str (p, "aten.add.Tensor", true);                                     \
     k_->in = (B) >= 0 ? ids (2, A, B) : ids (1, A);                                            \
     k_->n_in = (B) >= 0 ? 2 : 1;                                                               \
     k_->out = ids (1, OUT);                                                                    \
@@ -676,7 +701,7 @@ reuse_plan (int variant)
   p->ins[n++].event = 0;
   at[2] = n;
   SgPlanIns *c = &p->ins[n++];
-  *c = coll_new ("ar", SG_OP_ALL_REDUCE, 0, 3, SG_DTYPE_F32, 8);
+  *c = coll_new (p, "ar", SG_OP_ALL_REDUCE, 0, 3, SG_DTYPE_F32, 8);
   c->reduce = SG_REDUCE_SUM;
   p->ins[n] = ins_new (SG_INS_RECORD, 1);
   p->ins[n++].event = 1;
@@ -738,6 +763,7 @@ plan_suite (void)
   Suite *s = suite_create ("plan");
   TCase *tc = tcase_create ("plan");
   tcase_add_test (tc, small_plan_validates_and_round_trips_byte_identical);
+  tcase_add_test (tc, names_are_copies_and_targets_are_shared_among_the_plan_strings);
   tcase_add_test (tc, times_of_any_finite_size_round_trip_with_their_hash);
   tcase_add_test (tc, plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line);
   tcase_add_test (tc, the_graph_file_name_does_not_change_the_hash);

@@ -202,6 +202,51 @@ START_TEST (rollback_returns_to_the_mark)
 }
 END_TEST
 
+/* Trials that grow by a node each: each gets a node array that holds it
+ * (the spare of the last trial, too small, is freed first), with every
+ * node, and the commit after them too; names resolve in the trials and
+ * in the committed graph (the table built again after the commit). */
+START_TEST (growing_trials_hold_every_node)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  const SgNodeId mm = id_of (g, "mm");
+  const int32_t n0 = g->n_nodes;
+  SgRewrite *rw = sg_rewrite_new (g);
+  SgRewriteMark start;
+  sg_rewrite_mark (rw, &start);
+  const SgMeta *m = &g->nodes[mm].meta;
+  for (int k = 1; k <= 5; k++) {
+    sg_rewrite_rollback (rw, &start);
+    for (int i = 0; i < k; i++) {
+      g_autofree char *name = g_strdup_printf ("e%d", i);
+      SgArg a[] = { sg_arg_ref (mm) };
+      SgNodeSpec s = { .name = name, .kind = SG_OP_EXP, .args = a, .n_args = 1,
+                       .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim,
+                                                m->dtype),
+                       .cost_us = NAN };
+      SgNodeId e = sg_rewrite_add (rw, &s, NULL);
+      sg_rewrite_place (rw, e, mm, SG_PLACE_AFTER);
+    }
+    SgGraph *t = sg_rewrite_trial (rw, NULL);
+    ck_assert_ptr_nonnull (t);
+    ck_assert_int_eq (t->n_nodes, n0 + k);
+    ck_assert_int_ge (t->nodes_cap, t->n_nodes);
+    g_autofree char *names = names_of (t);
+    g_autofree char *last = g_strdup_printf ("e%d", k - 1);
+    ck_assert_msg (strstr (names, last) != NULL, "%s", names);
+    ck_assert_str_eq (t->nodes[t->n_nodes - 1].name, "output");
+    ck_assert_int_eq (sg_graph_lookup (t, last), id_of (g, "mm") + k);
+    sg_graph_free (t);
+  }
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  sg_rewrite_free (rw);
+  ck_assert_int_eq (g->n_nodes, n0 + 5);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    ck_assert_int_eq (sg_graph_lookup (g, g->nodes[i].name), i);
+  assert_valid (g);
+}
+END_TEST
+
 /* sg_graph_order_by_key: the smallest key among ready nodes, data and
  * implicit edges respected; a cycle of implicit edges gives NULL. */
 START_TEST (order_by_key_is_a_stable_topological_sort)
@@ -530,6 +575,7 @@ suite (void)
   tcase_add_test (tc, trial_graph_is_the_commit_and_leaves_the_base_alone);
   tcase_add_test (tc, result_ids_follow_the_nodes);
   tcase_add_test (tc, rollback_returns_to_the_mark);
+  tcase_add_test (tc, growing_trials_hold_every_node);
   tcase_add_test (tc, order_by_key_is_a_stable_topological_sort);
   tcase_add_test (tc, added_names_are_made_unique_and_nodes_placed);
   tcase_add_test (tc, a_node_placed_after_the_output_goes_before_it);
