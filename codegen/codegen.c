@@ -139,7 +139,7 @@ fill_groups (SgPlan *p, const SgGraph *g)
   p->n_streams = 1 + g->n_groups;
 }
 
-/* Frees the lowering's per-node arrays (again: nothing). */
+/* Frees the lowering's per-node arrays. */
 static void
 lower_clear (SgLower *l)
 {
@@ -262,7 +262,6 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
     }
   }
   g_array_free (l.pinned, TRUE);
-  lower_clear (&l);
   if (!ok) {
     sg_plan_free (p);
     return false;

@@ -344,7 +344,7 @@ base_from (int32_t n0, int64_t k, bool strict)
   SgNodeId a = 0, b = n0;
   while (a < b) {
     SgNodeId m = a + (b - a) / 2;
-    int64_t km = 4 * (int64_t)m + 2;
+    int64_t km = base_key (m);
     if (strict ? km > k : km >= k)
       b = m;
     else

@@ -72,14 +72,28 @@ touched_of (const Ctx *x, SgNodeId id)
   return &g_array_index (x->rw->touched, Touched, x->tix[id]);
 }
 
-/* The output's key is above every other: it stays last even where an
- * added node is placed after it (nothing reads the output). */
+/* A base node's placement key (added nodes': 4 anchor + slot, rewrite.c). */
 static inline int64_t
-key_of (const Ctx *x, SgNodeId v)
+base_key (SgNodeId v)
+{
+  return 4 * (int64_t)v + 2;
+}
+
+/* @v's key with the added nodes' keys @akey (this layout's, or the last
+ * one's). The output's key is above every other: it stays last even where
+ * an added node is placed after it (nothing reads the output). */
+static inline int64_t
+key_with (const Ctx *x, const int64_t *akey, SgNodeId v)
 {
   if (v == x->g->output)
     return INT64_MAX;
-  return v < x->n0 ? 4 * (int64_t)v + 2 : x->akey[v - x->n0];
+  return v < x->n0 ? base_key (v) : akey[v - x->n0];
+}
+
+static inline int64_t
+key_of (const Ctx *x, SgNodeId v)
+{
+  return key_with (x, x->akey, v);
 }
 
 /* @id's inputs in the result, before renumbering. */

@@ -22,15 +22,6 @@
 
 #include <string.h>
 
-/* The item node @v had in the last layout (its added nodes' keys @lakey). */
-static inline Item
-last_item (const Ctx *x, const int64_t *lakey, SgNodeId v)
-{
-  if (v == x->g->output)
-    return (Item){ INT64_MAX, v };
-  return (Item){ v < x->n0 ? 4 * (int64_t)v + 2 : lakey[v - x->n0], v };
-}
-
 static bool
 same_list (const Ctx *x, const SgNodeId *a, uint32_t na, const SgNodeId *b, uint32_t nb)
 {
@@ -109,7 +100,7 @@ changed (const Ctx *x, GArray *out, const int64_t *lakey, SgNodeId v, bool befor
   Span sp[2];
   guint n = 0;
   if (before) {
-    int64_t k = last_item (x, lakey, v).key;
+    int64_t k = key_with (x, lakey, v);
     sp[n++] = (Span){ k, k };
   }
   if (now) {
@@ -330,11 +321,11 @@ sg_rw_order_all (Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
   if (r == 0)
     return false;
   int32_t n = nw;
-  if (ws.reuse)
+  if (ws.reuse) { /* and the last order's nodes outside the windows */
     for (int32_t k = 0, at = 0; k < ws.n; at = ws.w[k++].s)
       n += ws.w[k].p - at;
-  if (ws.reuse)
     n += rw->last_n - (ws.n ? ws.w[ws.n - 1].s : 0);
+  }
   const SgNodeId *last = rw->work[SG_RW_LAST_ORDER];
   const int64_t *lpmax = rw->work[SG_RW_LAST_PMAX], *lsmin = rw->work[SG_RW_LAST_SMIN];
   int64_t *pmax = WORK (rw, SG_RW_PMAX, int64_t, n), *smin = WORK (rw, SG_RW_SMIN, int64_t, n);
@@ -357,16 +348,16 @@ sg_rw_order_all (Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
     at_w[k] = o;
     for (int32_t i = 0; i < ws.w[k].n; i++, o++) {
       order[o] = wo[q++];
-      int64_t k = key_of (x, order[o]);
-      pmax[o] = o > 0 ? MAX (pmax[o - 1], k) : k;
+      int64_t key = key_of (x, order[o]);
+      pmax[o] = o > 0 ? MAX (pmax[o - 1], key) : key;
     }
     from = ws.w[k].s;
   }
   g_assert (o == n);
   for (int32_t k = ws.n; k-- > 0;)
     for (int32_t i = at_w[k] + ws.w[k].n; i-- > at_w[k];) {
-      int64_t k = key_of (x, order[i]);
-      smin[i] = i < n - 1 ? MIN (smin[i + 1], k) : k;
+      int64_t key = key_of (x, order[i]);
+      smin[i] = i < n - 1 ? MIN (smin[i + 1], key) : key;
     }
   *n_order = n;
   rw->reused = n - nw;

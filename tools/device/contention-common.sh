@@ -37,6 +37,9 @@ elapsed () { echo $(( $(date +%s) - T0 )); }
 section () { echo; echo "=== $* [$(date +%T), $(elapsed) s]"; }
 fits () { [ $(( $(elapsed) + $1 )) -le "$LIMIT" ]; }
 tleft () { local t=$(( LIMIT - $(elapsed) )); echo $(( t > 10 ? t : 10 )); }
+# selected NAME: whether NAME is among the words of ONLY (every name when
+# ONLY is empty or unset)
+selected () { case " ${ONLY:-$1} " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # synthetic_profile OUT: dry mode's stand-in for a contention profile, a
 # synthetic section on the measured reference profile (plumbing only)

@@ -53,7 +53,7 @@ environment
 
 for spec in $PLAN_G; do
   IFS=: read -r g gen pit budget tit twu need <<< "$spec"
-  case " ${ONLY:-$g} " in *" $g "*) ;; *) continue ;; esac
+  selected "$g" || continue
   if ! fits "$need"; then
     section "$g: skipped ($(elapsed) s of $LIMIT used, needs about $need)"
     continue

@@ -89,7 +89,7 @@ if [ -n "$PEER" ] && fits 120; then
   section "export (peer_inductor.py, W=2) and PyTorch's order"
   sel=""
   for c in $PEER; do
-    case " ${ONLY:-${c%%:*}} " in *" ${c%%:*} "*) sel="$sel $c" ;; esac
+    selected "${c%%:*}" && sel="$sel $c"
   done
   PEER=${sel# }
   cases=$(echo "$PEER" | tr ' ' ',')
@@ -109,7 +109,7 @@ fi
 
 for spec in $TEST; do
   IFS=: read -r g gen tit twu need <<< "$spec"
-  case " ${ONLY:-$g} " in *" $g "*) ;; *) continue ;; esac
+  selected "$g" || continue
   if ! fits "$need"; then
     section "$g: skipped ($(elapsed) s of $LIMIT used, needs about $need)"
     continue
@@ -131,7 +131,7 @@ done
 if [ -n "$PEER" ]; then
   for c in $PEER; do
     name=${c%%:*}
-    case " ${ONLY:-$name} " in *" $name "*) ;; *) continue ;; esac
+    selected "$name" || continue
     if ! fits 60; then section "PyTorch $name: skipped"; continue; fi
     section "PyTorch runs the same aten graph: $name (torch_step.py, 2 ranks)"
     CASE=$c ITERS=10 WARM=3 COMPILE=0 timeout "$(tleft)" torchrun --standalone --nproc_per_node 2 \
