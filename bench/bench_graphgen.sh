@@ -35,7 +35,7 @@ for n in "${sizes[@]}"; do
     best="" rss=0
     for _ in 1 2 3; do
       # shellcheck disable=SC2086
-      /usr/bin/time -v "$gen" $model $args --target-nodes "$n" --stats -o "$tmp/a.json" \
+      "$gtime" -v "$gen" $model $args --target-nodes "$n" --stats -o "$tmp/a.json" \
         2>"$tmp/err"
       wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { k = split($2, t, ":"); s = 0;
                           for (i = 1; i <= k; i++) s = s * 60 + t[i]; print s }' "$tmp/err")

@@ -22,7 +22,7 @@ for n in "${sizes[@]}"; do
   "$gen" --dp 8 --target-nodes "$n" -o "$g"
   best_load="" best_val="" best_wall="" rss=0 nodes=0
   for _ in 1 2 3; do
-    /usr/bin/time -v "$sg" --stop-after=validate "$g" >"$tmp/out" 2>"$tmp/time"
+    "$gtime" -v "$sg" --stop-after=validate "$g" >"$tmp/out" 2>"$tmp/time"
     load=$(sed -n 's/^passes: load \([0-9.]*\) ms, validate \([0-9.]*\) ms$/\1/p' "$tmp/out")
     val=$(sed -n 's/^passes: load \([0-9.]*\) ms, validate \([0-9.]*\) ms$/\2/p' "$tmp/out")
     nodes=$(sed -n 's/^nodes: \([0-9]*\) .*/\1/p' "$tmp/out")

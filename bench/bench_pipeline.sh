@@ -38,7 +38,7 @@ for size in "${sizes[@]}"; do
   echo "$size: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   best="" cpu="" passes="" rss=0 nodes=0
   for _ in 1 2 3; do
-    /usr/bin/time -v "$sg" -o "$tmp/plan" "$g" >"$tmp/out" 2>"$tmp/time"
+    "$gtime" -v "$sg" -o "$tmp/plan" "$g" >"$tmp/out" 2>"$tmp/time"
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0;
                         for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$tmp/time")
     r=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tmp/time")

@@ -22,7 +22,9 @@ bench_args () {
 
 # bench_build [MESON_OPTION...] -- TARGET...: configures $build with
 # buildtype=release and the options when it has no build.ninja yet, then
-# builds the targets (quietly).
+# builds the targets (quietly). A directory without build.ninja that holds
+# every target already (binaries built elsewhere and copied, as on the GPU
+# machine, which has no meson: tools/device/cpu_bench.sh) is used as it is.
 bench_build () {
   local opts=()
   while [ $# -gt 0 ] && [ "$1" != -- ]; do
@@ -31,6 +33,11 @@ bench_build () {
   done
   shift
   if [ ! -f "$build/build.ninja" ]; then
+    local t prebuilt=1
+    for t in "$@"; do
+      [ -x "$build/$t" ] || prebuilt=0
+    done
+    [ $prebuilt = 1 ] && return 0
     meson setup "$build" "$root" --buildtype=release "${opts[@]}" >/dev/null
   fi
   ninja -C "$build" "$@" >/dev/null
@@ -50,10 +57,12 @@ bench_schedgraph () {
   bench_need_time
 }
 
-# bench_need_time: stops the script unless GNU time is there (peak RSS).
+# bench_need_time: stops the script unless GNU time is there (peak RSS):
+# `gtime` is /usr/bin/time, or $SG_TIME (a copy of GNU time's binary).
+gtime=${SG_TIME:-/usr/bin/time}
 bench_need_time () {
-  [ -x /usr/bin/time ] || {
-    echo "$(basename "$0"): needs /usr/bin/time (apt-get install time)" >&2
+  [ -x "$gtime" ] || {
+    echo "$(basename "$0"): needs GNU time at $gtime (apt-get install time, or SG_TIME=PATH)" >&2
     exit 1
   }
 }
