@@ -8,6 +8,8 @@
 #   GRAPHGEN                        the graph generator (default: NEW's tree's,
 #                                   build/tools/graphgen/graphgen beside it)
 #   quick                           skip the 36K-node graph
+# With KEEP=DIR in the environment, both sides' outputs stay in DIR/old and
+# DIR/new (bench/compare_bounds.py reads them).
 # Runs both on the samples of tests/data with the default options, --order
 # (their peer orders), --no-reorder --order, --no-bucket, --bucket-mode
 # per-layer, --bucket-lowering flat|grouped and --decompose all, and on
@@ -21,8 +23,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 old=$1 new=$2
 gen=${3:-$(dirname "$new")/../graphgen/graphgen}
 quick=${4:-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+if [ -n "${KEEP:-}" ]; then
+  tmp=$KEEP
+  mkdir -p "$tmp"
+else
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+fi
 
 n=0 bad=0
 # run NAME GRAPH ARGS...: both binaries, outputs compared.

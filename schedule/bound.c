@@ -10,7 +10,10 @@
  * output path) all run inside [h, step - t], together with all compute but
  * at most h + t of it, so the step is at least h + t + overlap(that). The
  * same relaxation prices the rest of a partial order in the exact scheduler
- * (exact.c).
+ * (exact.c). The compute of every collective's ancestors and descendants
+ * comes from bit-parallel reachability, 256 collectives per pass pair
+ * (sg_bound_reach_sums), within a budget of word operations; collectives
+ * past it keep their paths.
  * Mirrors: the preemptive one-machine bound with heads and tails (Jackson;
  * Carlier, "The one-machine sequencing problem", EJOR 1982), with the
  * machine shared by compute and contention added.
@@ -310,111 +313,205 @@ sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
   finish (out);
 }
 
-/* Visits (node steps) the ancestor and descendant sums may take together:
- * past it, the remaining collectives keep their path heads and tails
- * (valid, only weaker). */
-#define SUM_BUDGET (8 * 1000 * 1000)
+/* Word operations the reach sums may take per refine: a mask word zeroed,
+ * read into an OR or stored, and a set bit of a flushed run. A chunk starts
+ * only while its passes fit in what is left; past it, the remaining
+ * collectives keep their path heads and tails (valid, only weaker). Every
+ * collective of the 36K graph fits (12.4M for the input order); at 1M nodes
+ * the first two chunks do (about 8M each), in about the time the depth-first
+ * walks' 8M node visits took. */
+#define SUM_BUDGET ((int64_t)16 * 1000 * 1000)
 
-/* One direction of the graph as CSR: the neighbours of x are
- * adj[first[x] .. first[x + 1]), inputs in the graph's order, users in id
- * order. */
+enum { REACH_WORDS = SG_BOUND_REACH_BITS / 64 };
+
+/* One bit per collective of a chunk. */
 typedef struct {
+  uint64_t w[REACH_WORDS];
+} Mask;
+
+/* The graph's inputs as CSR (adj[first[x] .. first[x + 1]), in the graph's
+ * order) with each node's compute work, and one mask per node. */
+typedef struct {
+  int32_t n;
   uint32_t *first;
   SgNodeId *adj;
-} Csr;
-
-typedef struct {
-  Csr dir[2];       /* [0] inputs (up), [1] users (down) */
-  double *work;     /* per node: its compute work (0 for the other roles) */
-  uint32_t *seen;   /* visit stamps */
-  uint32_t stamp;
-  SgNodeId *stack;
+  double *work; /* 0 for the roles that are not compute */
+  Mask *mask;
   int64_t budget;
-} Walk;
+} Reach;
 
-/* Compute work of the nodes reachable from @c backwards (@up) through
- * inputs or forwards through users, @c excluded; -1 when the budget ran
- * out. */
-static double
-reach_sum (Walk *w, SgNodeId c, bool up)
+/* Consecutive compute nodes with one mask: their work is summed first and
+ * added to the sums of the mask's bits once (a fixed order: deterministic). */
+typedef struct {
+  Mask m;
+  double sum;
+} Run;
+
+static void
+run_flush (Reach *r, const Run *run, double *sums)
 {
-  const uint32_t *first = w->dir[up ? 0 : 1].first;
-  const SgNodeId *adj = w->dir[up ? 0 : 1].adj;
-  const double *work = w->work;
-  uint32_t *seen = w->seen, stamp = ++w->stamp;
-  SgNodeId *stack = w->stack;
-  int64_t budget = w->budget;
-  int32_t sp = 0;
-  double sum = 0.0;
-  seen[c] = stamp;
-  stack[sp++] = c;
-  while (sp > 0) {
-    SgNodeId x = stack[--sp];
-    if (x != c)
-      sum += work[x]; /* + 0.0 for the other roles: the same sum */
-    uint32_t a = first[x], e = first[x + 1];
-    if ((budget -= (int64_t)(e - a) + 1) < 0) {
-      w->budget = budget;
-      return -1.0;
+  for (int k = 0; k < REACH_WORDS; k++)
+    for (uint64_t b = run->m.w[k]; b; b &= b - 1) {
+      sums[64 * k + __builtin_ctzll (b)] += run->sum;
+      r->budget--;
     }
-    for (; a < e; a++) {
-      SgNodeId y = adj[a];
-      if (seen[y] != stamp) {
-        seen[y] = stamp;
-        stack[sp++] = y;
-      }
-    }
-  }
-  w->budget = budget;
-  return sum;
 }
 
-/* Both directions of @g as CSR (walk_clear frees them). */
 static void
-walk_init (Walk *w, const SgGraph *g)
+run_add (Reach *r, Run *run, const Mask *m, double work, double *sums)
+{
+  if (memcmp (&run->m, m, sizeof *m) == 0) {
+    run->sum += work;
+    return;
+  }
+  run_flush (r, run, sums);
+  run->m = *m;
+  run->sum = work;
+}
+
+/* Tails: @tail[k] += the work of every compute node that descends from
+ * member k of @mem (@m ascending ids), by ascending id. mask[x] = the OR of
+ * its inputs' masks, and x's own bit once its sum is taken. */
+static void
+pass_down (Reach *r, const SgNodeId *mem, int32_t m, double *tail)
+{
+  SgNodeId lo = mem[0];
+  memset (r->mask, 0, sizeof (Mask) * (size_t)lo);
+  Run run = { 0 };
+  int32_t next = 0;
+  for (SgNodeId x = lo; x < r->n; x++) {
+    Mask acc = { 0 };
+    for (uint32_t a = r->first[x]; a < r->first[x + 1]; a++) {
+      const Mask *in = &r->mask[r->adj[a]];
+      for (int k = 0; k < REACH_WORDS; k++)
+        acc.w[k] |= in->w[k];
+    }
+    if (r->work[x] != 0.0)
+      run_add (r, &run, &acc, r->work[x], tail);
+    if (next < m && mem[next] == x) {
+      acc.w[next / 64] |= (uint64_t)1 << (next % 64);
+      next++;
+    }
+    r->mask[x] = acc;
+  }
+  run_flush (r, &run, tail);
+}
+
+static bool
+mask_empty (const Mask *m)
+{
+  uint64_t any = 0;
+  for (int k = 0; k < REACH_WORDS; k++)
+    any |= m->w[k];
+  return any == 0;
+}
+
+/* Heads: @head[k] += the work of every compute node that member k of @mem
+ * descends from, by descending id. Each node's mask, final once its users
+ * (later ids) have ORed theirs in, is ORed into its inputs'. */
+static void
+pass_up (Reach *r, const SgNodeId *mem, int32_t m, double *head)
+{
+  SgNodeId hi = mem[m - 1];
+  memset (r->mask, 0, sizeof (Mask) * ((size_t)hi + 1));
+  Run run = { 0 };
+  int32_t next = m - 1;
+  for (SgNodeId x = hi; x >= 0; x--) {
+    Mask acc = r->mask[x];
+    if (r->work[x] != 0.0)
+      run_add (r, &run, &acc, r->work[x], head);
+    if (next >= 0 && mem[next] == x) {
+      acc.w[next / 64] |= (uint64_t)1 << (next % 64);
+      next--;
+    }
+    if (mask_empty (&acc))
+      continue;
+    for (uint32_t a = r->first[x]; a < r->first[x + 1]; a++) {
+      Mask *in = &r->mask[r->adj[a]];
+      for (int k = 0; k < REACH_WORDS; k++)
+        in->w[k] |= acc.w[k];
+    }
+  }
+  run_flush (r, &run, head);
+}
+
+static void
+reach_init (Reach *r, const SgGraph *g, int64_t budget)
 {
   int32_t n = g->n_nodes;
-  Csr *in = &w->dir[0], *us = &w->dir[1];
-  in->first = g_new (uint32_t, (size_t)n + 1);
-  us->first = g_new0 (uint32_t, (size_t)n + 2);
-  in->first[0] = 0;
+  *r = (Reach){ .n = n, .budget = budget };
+  r->first = g_new (uint32_t, (size_t)n + 1);
+  r->work = g_new (double, (size_t)MAX (n, 1));
+  r->first[0] = 0;
+  for (SgNodeId x = 0; x < n; x++) {
+    const SgNode *nd = &g->nodes[x];
+    r->first[x + 1] = r->first[x] + nd->n_in;
+    r->work[x] = sg_sched_role (nd) == SG_ROLE_COMPUTE ? sg_sched_cost (nd) : 0.0;
+  }
+  r->adj = g_new (SgNodeId, (size_t)r->first[n] + 1);
   for (SgNodeId x = 0; x < n; x++) {
     uint32_t k;
     const SgNodeId *ins = sg_node_inputs (g, x, &k);
-    in->first[x + 1] = in->first[x] + k;
-    for (uint32_t j = 0; j < k; j++)
-      us->first[ins[j] + 1]++;
+    memcpy (&r->adj[r->first[x]], ins, sizeof (SgNodeId) * k);
   }
-  for (SgNodeId x = 0; x < n; x++)
-    us->first[x + 1] += us->first[x];
-  in->adj = g_new (SgNodeId, (size_t)in->first[n] + 1);
-  us->adj = g_new (SgNodeId, (size_t)us->first[n] + 1);
-  g_autofree uint32_t *fill = g_memdup2 (us->first, sizeof (uint32_t) * ((size_t)n + 1));
-  for (SgNodeId x = 0; x < n; x++) {
-    uint32_t k;
-    const SgNodeId *ins = sg_node_inputs (g, x, &k);
-    memcpy (&in->adj[in->first[x]], ins, sizeof (SgNodeId) * k);
-    for (uint32_t j = 0; j < k; j++)
-      us->adj[fill[ins[j]]++] = x;
-  }
-  w->seen = g_new0 (uint32_t, (size_t)MAX (n, 1));
-  w->stack = g_new (SgNodeId, (size_t)n + 1);
-  w->budget = SUM_BUDGET;
+  r->mask = NULL; /* at the first chunk */
 }
 
 static void
-walk_clear (Walk *w)
+reach_clear (Reach *r)
 {
-  for (int d = 0; d < 2; d++) {
-    g_free (w->dir[d].first);
-    g_free (w->dir[d].adj);
+  g_free (r->first);
+  g_free (r->adj);
+  g_free (r->work);
+  g_free (r->mask);
+}
+
+/* The sums of sg_bound_reach_sums on @r's graph, chunk by chunk while
+ * @r->budget lasts. */
+static int32_t
+reach_sums (Reach *r, const SgNodeId *colls, int32_t nc, double *head, double *tail)
+{
+  int32_t done = 0;
+  for (int32_t m; done < nc; done += m) {
+    m = MIN (SG_BOUND_REACH_BITS, nc - done);
+    const SgNodeId *mem = &colls[done];
+    SgNodeId lo = mem[0], hi = mem[m - 1];
+    /* both passes, their zeroing included, before the set bits */
+    int64_t cost = (int64_t)REACH_WORDS
+                   * ((int64_t)r->n + 2 * ((int64_t)hi + 1) + (r->first[r->n] - r->first[lo])
+                      + r->first[hi + 1]);
+    if (cost > r->budget)
+      break;
+    r->budget -= cost;
+    if (!r->mask)
+      r->mask = g_new (Mask, (size_t)r->n);
+    memset (&head[done], 0, sizeof (double) * (size_t)m);
+    memset (&tail[done], 0, sizeof (double) * (size_t)m);
+    pass_up (r, mem, m, &head[done]);
+    pass_down (r, mem, m, &tail[done]);
   }
-  g_free (w->seen);
-  g_free (w->stack);
+  for (int32_t i = done; i < nc; i++)
+    head[i] = tail[i] = -1.0;
+  return done;
+}
+
+int32_t
+sg_bound_reach_sums (const SgGraph *g, const SgNodeId *colls, int32_t nc, int64_t budget,
+                     double *head, double *tail)
+{
+  g_return_val_if_fail (g != NULL && nc >= 0, 0);
+  for (int32_t i = 0; i < nc; i++)
+    g_return_val_if_fail (colls[i] >= 0 && colls[i] < g->n_nodes
+                          && (i == 0 || colls[i] > colls[i - 1]), 0);
+  Reach r;
+  reach_init (&r, g, budget);
+  int32_t done = reach_sums (&r, colls, nc, head, tail);
+  reach_clear (&r);
+  return done;
 }
 
 void
-sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
+sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget)
 {
   g_return_if_fail (g != NULL && r != NULL);
   SgLowerBound *b = &r->bound;
@@ -426,20 +523,17 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   g_autofree double *bwd = g_new0 (double, (size_t)MAX (n, 1));
   g_autofree double *after = g_new0 (double, (size_t)MAX (n, 1));
   g_autofree double *cost = g_new (double, (size_t)MAX (n, 1));
-  g_autofree double *work = g_new (double, (size_t)MAX (n, 1));
-  Walk w = { .work = work };
-  walk_init (&w, g);
-  const uint32_t *ifirst = w.dir[0].first;
-  const SgNodeId *ins = w.dir[0].adj;
+  Reach rc;
+  reach_init (&rc, g, budget);
+  const uint32_t *ifirst = rc.first;
+  const SgNodeId *ins = rc.adj;
   /* the graph's collectives (collectives ()'s, on this pass over the nodes) */
   g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (n, 1));
   int32_t nc = 0;
   for (SgNodeId x = 0; x < n; x++) {
     const SgNode *nd = &g->nodes[x];
-    SgRole role = sg_sched_role (nd);
     cost[x] = sg_sched_cost (nd);
-    work[x] = role == SG_ROLE_COMPUTE ? cost[x] : 0.0;
-    if (bound_coll (nd, role))
+    if (bound_coll (nd, sg_sched_role (nd)))
       colls[nc++] = x;
     double t = 0.0;
     for (uint32_t a = ifirst[x]; a < ifirst[x + 1]; a++)
@@ -451,16 +545,16 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
     for (uint32_t a = ifirst[x]; a < ifirst[x + 1]; a++)
       after[ins[a]] = MAX (after[ins[a]], bwd[x]);
   }
-  g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
-  int32_t nj = 0;
+  g_autofree double *head = g_new (double, (size_t)MAX (nc, 1));
+  g_autofree double *tail = g_new (double, (size_t)MAX (nc, 1));
+  reach_sums (&rc, colls, nc, head, tail);
+  reach_clear (&rc);
+  g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (nc, 1));
   for (int32_t i = 0; i < nc; i++) {
     SgNodeId c = colls[i];
-    SgBoundJob *j = &jobs[nj++];
-    *j = (SgBoundJob){ fwd[c] - cost[c], after[c], cost[c], sg_bound_slot (&g->nodes[c]) };
-    if (w.budget > 0)
-      j->head = MAX (j->head, reach_sum (&w, c, true));
-    if (w.budget > 0)
-      j->tail = MAX (j->tail, reach_sum (&w, c, false));
+    /* a sum past the budget is -1: the path's head or tail stays */
+    jobs[i] = (SgBoundJob){ MAX (fwd[c] - cost[c], head[i]), MAX (after[c], tail[i]), cost[c],
+                            sg_bound_slot (&g->nodes[c]) };
   }
   /* the rates: the graph's cost model (its pairs), as sg_simulate's */
   SgSimEngine e;
@@ -469,11 +563,16 @@ sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
   sg_bound_rates_init (&R, &e, colls, nc);
   sg_eng_clear (&e);
   SgBoundScratch s = { 0 };
-  b->window_us = sg_bound_windows (&R, b->compute_us, jobs, nj, &s);
+  b->window_us = sg_bound_windows (&R, b->compute_us, jobs, nc, &s);
   sg_bound_scratch_clear (&s);
   sg_bound_rates_clear (&R);
-  walk_clear (&w);
   b->refined = true;
   finish (b);
   r->lower_bound_us = b->lower_bound_us;
+}
+
+void
+sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
+{
+  sg_bound_refine_within (g, r, SUM_BUDGET);
 }

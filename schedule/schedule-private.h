@@ -339,6 +339,29 @@ double sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob
  * collective issued, gives the rates). O(nodes + edges). */
 void sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out);
 
+/* Collectives per chunk of sg_bound_reach_sums (one bit each). */
+#define SG_BOUND_REACH_BITS 256
+
+/* For each node colls[i] (@nc of them, ascending ids): @head[i], the compute
+ * work of its ancestors, and @tail[i], that of its descendants (itself
+ * excluded). Bit-parallel reachability, SG_BOUND_REACH_BITS nodes at a
+ * time: per chunk one pass over the nodes in id order ORs each node's
+ * inputs' masks (descendants), one in reverse order ORs each node's mask
+ * into its inputs' (ancestors), and each compute node adds its work to the
+ * sums of its mask's bits. O(chunks x (nodes + edges)) word operations plus
+ * the set bits; a chunk starts only while its passes fit in @budget (word
+ * operations), and the nodes of the chunks past it get -1 in both. Sums are
+ * in a fixed order (runs of equal masks in id order): deterministic, equal
+ * to any other order's up to rounding. Returns how many nodes got sums (a
+ * multiple of SG_BOUND_REACH_BITS, or @nc). */
+int32_t sg_bound_reach_sums (const SgGraph *g, const SgNodeId *colls, int32_t nc, int64_t budget,
+                             double *head, double *tail);
+
+/* sg_lower_bound_refine with @budget word operations for the reach sums
+ * (it uses bound.c's SUM_BUDGET): past it, collectives keep their path
+ * heads and tails. */
+void sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget);
+
 /* --- the search over orders of a window (search.c) ------------------------------ */
 
 /* Collectives a search tracks: the window's and those running at its

@@ -155,7 +155,8 @@ void sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResul
  * inputs need at least `head` us of compute or path and whose results are
  * followed by at least `tail` us, priced with contention against the
  * compute that must run between. O((nodes + edges) + collectives x log) plus
- * a bounded search for compute ancestors (docs/scheduler.md). Idempotent. */
+ * the compute of every collective's ancestors and descendants, bit-parallel
+ * within a budget (docs/scheduler.md). Idempotent. */
 void sg_lower_bound_refine (const SgGraph *g, SgSimResult *r);
 
 /* The scheduling pass: reorders the graph (sg_graph_permute) to minimise

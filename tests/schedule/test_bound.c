@@ -1,8 +1,10 @@
 /* test_bound.c: the lower bound (bound.c) by term on hand-computed graphs,
- * and never above the optimum on random small graphs. */
+ * never above the optimum on random small graphs; its ancestor and
+ * descendant sums against a depth-first search, with and without budget. */
 #include "builder.h"
 #include "randgraph.h"
 #include "sched-test.h"
+#include "schedule-private.h"
 
 static void
 bound_of (const SgGraph *g, SgSimResult *r)
@@ -41,9 +43,10 @@ END_TEST
  * independent of it. The critical path (150 us) and the work (210 us)
  * miss that 200 us of compute must follow its end: the window with that
  * tail gives 200 + max(10, 50) = 250 us, the optimum. */
-START_TEST (window_term_counts_the_compute_that_must_follow_a_collective)
+static SgGraph *
+two_users_graph (void)
 {
-  g_autoptr (SgGraph) g = tb_new (2);
+  SgGraph *g = tb_new (2);
   tb_group (g, "0", 2, 0, 1);
   tb_input (g, "x", "bfloat16", 2, 64, 64);
   tb_input (g, "w", "bfloat16", 2, 32, 64);
@@ -54,6 +57,12 @@ START_TEST (window_term_counts_the_compute_that_must_follow_a_collective)
   tb_cost (g, tb_pointwise (g, "d", "aten.relu.default", "x", NULL), 10);
   tb_output (g, 3, "c1", "c2", "d");
   st_estimate (g, 0, 1, 1);
+  return g;
+}
+
+START_TEST (window_term_counts_the_compute_that_must_follow_a_collective)
+{
+  g_autoptr (SgGraph) g = two_users_graph ();
   SgSimResult r;
   bound_of (g, &r);
   ck_assert_double_eq_tol (r.bound.critical_path_us, 150, 1e-9);
@@ -99,6 +108,181 @@ START_TEST (lower_bound_is_never_above_the_optimum)
 }
 END_TEST
 
+/* Compute work of the nodes reachable from @c through @adj (lists per
+ * node, @c excluded), by depth-first search. */
+static double
+dfs_sum (const SgGraph *g, GPtrArray *const *adj, SgNodeId c, guint8 *seen)
+{
+  memset (seen, 0, (size_t)g->n_nodes);
+  g_autoptr (GArray) stack = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  g_array_append_val (stack, c);
+  seen[c] = 1;
+  double sum = 0.0;
+  while (stack->len > 0) {
+    SgNodeId x = g_array_index (stack, SgNodeId, stack->len - 1);
+    g_array_set_size (stack, stack->len - 1);
+    const SgNode *nd = &g->nodes[x];
+    if (x != c && sg_sched_role (nd) == SG_ROLE_COMPUTE)
+      sum += sg_sched_cost (nd);
+    for (guint k = 0; k < adj[x]->len; k++) {
+      SgNodeId y = GPOINTER_TO_INT (g_ptr_array_index (adj[x], k));
+      if (!seen[y]) {
+        seen[y] = 1;
+        g_array_append_val (stack, y);
+      }
+    }
+  }
+  return sum;
+}
+
+/* Checks sg_bound_reach_sums (@budget) on @members (@n, ascending) against
+ * the search: the first `done` (returned) equal it up to rounding, the
+ * rest are -1. */
+static int32_t
+check_reach_sums (const SgGraph *g, const SgNodeId *members, int32_t n, int64_t budget)
+{
+  int32_t nn = g->n_nodes;
+  g_autofree GPtrArray **up = g_new (GPtrArray *, (size_t)nn);
+  g_autofree GPtrArray **down = g_new (GPtrArray *, (size_t)nn);
+  for (SgNodeId x = 0; x < nn; x++) {
+    up[x] = g_ptr_array_new ();
+    down[x] = g_ptr_array_new ();
+  }
+  for (SgNodeId x = 0; x < nn; x++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    for (uint32_t j = 0; j < k; j++) {
+      g_ptr_array_add (up[x], GINT_TO_POINTER (in[j]));
+      g_ptr_array_add (down[in[j]], GINT_TO_POINTER (x));
+    }
+  }
+  g_autofree double *head = g_new (double, (size_t)MAX (n, 1));
+  g_autofree double *tail = g_new (double, (size_t)MAX (n, 1));
+  g_autofree guint8 *seen = g_new (guint8, (size_t)nn);
+  int32_t done = sg_bound_reach_sums (g, members, n, budget, head, tail);
+  ck_assert (done == n || (done >= 0 && done < n && done % SG_BOUND_REACH_BITS == 0));
+  for (int32_t i = 0; i < n; i++) {
+    if (i >= done) {
+      ck_assert (head[i] == -1.0 && tail[i] == -1.0);
+      continue;
+    }
+    double h = dfs_sum (g, up, members[i], seen), t = dfs_sum (g, down, members[i], seen);
+    ck_assert_msg (fabs (head[i] - h) <= 1e-9 * MAX (1.0, h), "node %d: head %.17g, search %.17g",
+                   members[i], head[i], h);
+    ck_assert_msg (fabs (tail[i] - t) <= 1e-9 * MAX (1.0, t), "node %d: tail %.17g, search %.17g",
+                   members[i], tail[i], t);
+  }
+  for (SgNodeId x = 0; x < nn; x++) {
+    g_ptr_array_unref (up[x]);
+    g_ptr_array_unref (down[x]);
+  }
+  return done;
+}
+
+/* The bound's collectives of @g (role collective, with a group). */
+static SgNodeId *
+bound_collectives (const SgGraph *g, int32_t *n)
+{
+  SgNodeId *c = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
+  *n = 0;
+  for (SgNodeId x = 0; x < g->n_nodes; x++)
+    if (sg_sched_role (&g->nodes[x]) == SG_ROLE_COLL && g->nodes[x].group >= 0)
+      c[(*n)++] = x;
+  return c;
+}
+
+/* A random graph of a few hundred nodes from @seed, estimated. */
+static SgGraph *
+random_graph (guint32 seed, int n_compute, int n_coll)
+{
+  g_autofree char *json = rg_graph_json (seed, n_compute, n_coll, 1 + (int)(seed % 3),
+                                         (RgCluster)(seed % RG_N_CLUSTERS));
+  return st_load (json, "random");
+}
+
+/* The chunked sums equal a depth-first search's for the collectives and
+ * for every other node (compute nodes among them: a node is not its own
+ * ancestor), over more than one chunk. */
+START_TEST (reach_sums_equal_a_depth_first_search_on_random_graphs)
+{
+  int several_chunks = 0;
+  for (guint32 seed = 1; seed <= 12; seed++) {
+    g_autoptr (SgGraph) g = random_graph (seed, 150 + 25 * (int)seed, 10 + 15 * (int)seed);
+    int32_t nc;
+    g_autofree SgNodeId *colls = bound_collectives (g, &nc);
+    ck_assert_int_gt (nc, 0);
+    ck_assert_int_eq (check_reach_sums (g, colls, nc, INT64_MAX), nc);
+    g_autofree SgNodeId *every = g_new (SgNodeId, (size_t)g->n_nodes);
+    int32_t ne = 0;
+    for (SgNodeId x = seed % 2; x < g->n_nodes; x += 2)
+      every[ne++] = x;
+    ck_assert_int_eq (check_reach_sums (g, every, ne, INT64_MAX), ne);
+    several_chunks += ne > SG_BOUND_REACH_BITS;
+  }
+  ck_assert_int_gt (several_chunks, 0);
+}
+END_TEST
+
+/* With the sums in, the bound stays at most the input order's simulated
+ * step on the same graphs. */
+START_TEST (refined_bound_never_exceeds_the_input_orders_step)
+{
+  for (guint32 seed = 1; seed <= 40; seed++) {
+    g_autoptr (SgGraph) g = random_graph (seed, 100 + 10 * (int)seed, 5 + 5 * (int)seed);
+    SgSimResult r;
+    bound_of (g, &r);
+    ck_assert (r.bound.refined);
+    ck_assert_msg (r.lower_bound_us <= r.step_us * (1 + 1e-12),
+                   "seed %u: bound %.6f above the step %.6f", seed, r.lower_bound_us, r.step_us);
+    sg_sim_result_clear (&r);
+  }
+}
+END_TEST
+
+/* A budget that covers only some chunks gives sums to those (equal to the
+ * search's) and -1 to the rest; the bound keeps their path heads and
+ * tails: still at most the step. With no budget at all, the all_gather
+ * of two_users_graph keeps its path tail (100 us, one user), and the
+ * window (0, 100) gives 100 + max(110, 50) = 210 us, not 250. */
+START_TEST (budget_limited_sums_keep_the_path_heads_for_the_rest)
+{
+  g_autoptr (SgGraph) g = random_graph (7, 500, 400);
+  int32_t nc;
+  g_autofree SgNodeId *colls = bound_collectives (g, &nc);
+  ck_assert_int_gt (nc, SG_BOUND_REACH_BITS);
+  ck_assert_int_eq (check_reach_sums (g, colls, nc, 0), 0);
+  int64_t partial = -1;
+  for (int64_t budget = 1000; budget < INT64_MAX / 4; budget *= 2) {
+    int32_t done = check_reach_sums (g, colls, nc, budget);
+    if (done == nc)
+      break;
+    if (done > 0 && partial < 0)
+      partial = budget;
+  }
+  ck_assert_msg (partial > 0, "no budget gave part of the sums");
+  int64_t budgets[] = { 0, partial };
+  for (size_t k = 0; k < G_N_ELEMENTS (budgets); k++) {
+    SgSimResult r;
+    ck_assert (sg_simulate (g, NULL, &r, NULL));
+    sg_bound_refine_within (g, &r, budgets[k]);
+    ck_assert (r.bound.refined);
+    ck_assert_msg (r.lower_bound_us <= r.step_us * (1 + 1e-12), "budget %" G_GINT64_FORMAT
+                   ": bound %.6f above the step %.6f", budgets[k], r.lower_bound_us, r.step_us);
+    sg_sim_result_clear (&r);
+  }
+  g_autoptr (SgGraph) h = two_users_graph ();
+  SgSimResult none, full;
+  ck_assert (sg_simulate (h, NULL, &none, NULL));
+  ck_assert (sg_simulate (h, NULL, &full, NULL));
+  sg_bound_refine_within (h, &none, 0);
+  sg_lower_bound_refine (h, &full);
+  ck_assert_double_eq_tol (none.bound.window_us, 210, 1e-9);
+  ck_assert_double_eq_tol (full.bound.window_us, 250, 1e-9);
+  sg_sim_result_clear (&none);
+  sg_sim_result_clear (&full);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -106,6 +290,9 @@ main (void)
     overlap_term_prices_contention_beside_compute,
     window_term_counts_the_compute_that_must_follow_a_collective,
     lower_bound_is_never_above_the_optimum,
+    reach_sums_equal_a_depth_first_search_on_random_graphs,
+    refined_bound_never_exceeds_the_input_orders_step,
+    budget_limited_sums_keep_the_path_heads_for_the_rest,
   };
   return st_run ("bound", 300, tests, G_N_ELEMENTS (tests));
 }
