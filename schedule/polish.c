@@ -75,40 +75,81 @@ has_trouble (SgSimEngine *e, const SgNodeId *order, int32_t pos, int32_t end)
  * given order (dominate it at the same point) to be taken. */
 #define HORIZON 96
 
-/* Is saved state @a at least as good as @b (same nodes placed)? Clock no
- * later; per group, @a's queue is a tail of @b's (it finished more) with
- * no more work left on each, and its head held only where @b's is. With
- * @equal, the states must match. */
-static bool
-snap_dominates (const SgGraph *g, const SgEngSnap *a, const SgEngSnap *b, bool equal)
+/* What the dominance below compares of an engine state: the clock and,
+ * per group, the first SG_SNAP_PREFIX queued collectives (node and work
+ * left: the rows sg_eng_save keeps) and whether its head is held. Cheaper
+ * to take than a save, which also keeps what restoring needs. */
+typedef struct {
+  double now;
+  int32_t *first; /* per group, and one past the last: where its rows start */
+  SgNodeId *node;
+  double *rem;
+  bool *held;
+} Front;
+
+static void
+front_init (Front *F, int32_t ng)
 {
-  double tol = 1e-9 * (1.0 + b->top.now);
-  if (equal ? fabs (a->top.now - b->top.now) > tol : a->top.now > b->top.now + tol)
+  F->first = g_new (int32_t, (size_t)ng + 1);
+  F->node = g_new (SgNodeId, (size_t)ng * SG_SNAP_PREFIX);
+  F->rem = g_new (double, (size_t)ng * SG_SNAP_PREFIX);
+  F->held = g_new (bool, (size_t)ng);
+}
+
+static void
+front_clear (Front *F)
+{
+  g_free (F->first);
+  g_free (F->node);
+  g_free (F->rem);
+  g_free (F->held);
+}
+
+/* @e's state (its queues are per group: a collective queues in its own). */
+static void
+front_of (const SgSimEngine *e, int32_t ng, Front *F)
+{
+  int32_t k = 0;
+  F->now = e->now;
+  for (int32_t grp = 0; grp < ng; grp++) {
+    F->first[grp] = k;
+    F->held[grp] = e->hold[grp] != SG_HOLD_NONE;
+    int32_t r = e->ghead[grp];
+    for (int32_t depth = 0; r >= 0 && depth < SG_SNAP_PREFIX; r = e->rnext[r], depth++) {
+      F->node[k] = e->rows[r].node;
+      F->rem[k++] = e->rem[r];
+    }
+  }
+  F->first[ng] = k;
+}
+
+/* Is state @a at least as good as @b (same nodes placed)? Clock no later;
+ * per group, @a's queue is a tail of @b's (it finished more) with no more
+ * work left on each, and its head held only where @b's is. With @equal,
+ * the states must match. */
+static bool
+front_dominates (int32_t ng, const Front *a, const Front *b, bool equal)
+{
+  double tol = 1e-9 * (1.0 + b->now);
+  if (equal ? fabs (a->now - b->now) > tol : a->now > b->now + tol)
     return false;
-  /* the saved rows come group by group, each in queue order */
-  int32_t ia = 0, ib = 0;
-  for (int32_t grp = 0; grp < MAX (g->n_groups, 1); grp++) {
-    int32_t la = 0, lb = 0;
-    while (ia + la < a->n_act && g->nodes[a->rows[ia + la].node].group == grp)
-      la++;
-    while (ib + lb < b->n_act && g->nodes[b->rows[ib + lb].node].group == grp)
-      lb++;
+  for (int32_t grp = 0; grp < ng; grp++) {
+    int32_t ia = a->first[grp], la = a->first[grp + 1] - ia;
+    int32_t ib = b->first[grp], lb = b->first[grp + 1] - ib;
     if (la > lb || (equal && la != lb))
       return false;
     for (int32_t k = 0; k < la; k++) {
       int32_t kb = ib + lb - la + k;
-      if (a->rows[ia + k].node != b->rows[kb].node)
+      if (a->node[ia + k] != b->node[kb])
         return false;
       double ra = a->rem[ia + k], rb = b->rem[kb];
       if (equal ? fabs (ra - rb) > tol : ra > rb + tol)
         return false;
     }
-    if (la > 0 && a->hold[grp] != SG_HOLD_NONE && (la != lb || b->hold[grp] == SG_HOLD_NONE))
+    if (la > 0 && a->held[grp] && (la != lb || !b->held[grp]))
       return false;
-    if (equal && (a->hold[grp] != SG_HOLD_NONE) != (b->hold[grp] != SG_HOLD_NONE))
+    if (equal && a->held[grp] != b->held[grp])
       return false;
-    ia += la;
-    ib += lb;
   }
   return true;
 }
@@ -116,11 +157,12 @@ snap_dominates (const SgGraph *g, const SgEngSnap *a, const SgEngSnap *b, bool e
 typedef struct {
   const SgGraph *g;
   SgSimEngine *e;
-  bool equal;           /* dominance means equality (overlap can lose) */
-  SgEngSnap at;         /* the window's start */
-  SgEngSnap cur;        /* scratch */
-  SgEngSnap trail[HORIZON + 1]; /* the given order past the window */
-  double given_step;            /* its step, when it ends within the horizon */
+  int32_t ng;               /* groups (at least 1) */
+  bool equal;               /* dominance means equality (overlap can lose) */
+  SgEngSnap at;             /* the window's start */
+  Front cur;                /* scratch */
+  Front trail[HORIZON + 1]; /* the given order past the window */
+  double given_step;        /* its step, when it ends within the horizon */
 } Polish;
 
 /* Simulates the given order over the window and HORIZON nodes past it
@@ -134,7 +176,7 @@ given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
   for (int32_t i = pos; i < end; i++)
     sg_eng_place (Q->e, out[i]);
   for (int32_t p = end; p <= h; p++) {
-    sg_eng_save (Q->e, &Q->trail[p - end]);
+    front_of (Q->e, Q->ng, &Q->trail[p - end]);
     if (p < h)
       sg_eng_place (Q->e, out[p]);
   }
@@ -157,9 +199,9 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
   for (int32_t i = 0; i < end - pos; i++)
     sg_eng_place (Q->e, cand[i]);
   for (int32_t p = end; p <= h; p++) {
-    sg_eng_save (Q->e, &Q->cur);
-    if (snap_dominates (Q->g, &Q->cur, &Q->trail[p - end], Q->equal)
-        && !snap_dominates (Q->g, &Q->trail[p - end], &Q->cur, Q->equal))
+    front_of (Q->e, Q->ng, &Q->cur);
+    if (front_dominates (Q->ng, &Q->cur, &Q->trail[p - end], Q->equal)
+        && !front_dominates (Q->ng, &Q->trail[p - end], &Q->cur, Q->equal))
       return true;
     if (p < h)
       sg_eng_place (Q->e, out[p]);
@@ -190,7 +232,10 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
   int32_t n = g->n_nodes;
   SgSimEngine e;
   sg_eng_init (&e, g, NULL, false);
-  Polish Q = { .g = g, .e = &e };
+  Polish Q = { .g = g, .e = &e, .ng = MAX (g->n_groups, 1) };
+  front_init (&Q.cur, Q.ng);
+  for (int32_t i = 0; i <= HORIZON; i++)
+    front_init (&Q.trail[i], Q.ng);
   {
     SgBoundRates R;
     int32_t nc = 0;
@@ -255,9 +300,9 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
     pos = mid;
   }
   sg_eng_snap_clear (&Q.at);
-  sg_eng_snap_clear (&Q.cur);
+  front_clear (&Q.cur);
   for (int32_t i = 0; i <= HORIZON; i++)
-    sg_eng_snap_clear (&Q.trail[i]);
+    front_clear (&Q.trail[i]);
   sg_eng_clear (&e);
   if (improved == 0)
     return 0;
