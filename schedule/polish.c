@@ -257,6 +257,7 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
   int64_t budget = MIN ((int64_t)STATES_PER_NODE * n + WINDOW_BUDGET, STATES_MAX);
   int32_t improved = 0;
   int64_t window_budget = WINDOW_BUDGET;
+  SgSearch *S = NULL; /* one search, aimed at each window in turn */
   for (int32_t pos = 0; pos < n;) {
     int32_t end = window_end (g, out, pos, POLISH_DECISIONS);
     int32_t mid = window_end (g, out, pos, POLISH_DECISIONS / 2);
@@ -264,8 +265,11 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
     bool trouble = budget > 0 && has_trouble (&e, out, pos, end);
     sg_eng_restore (&e, &Q.at);
     if (trouble && sg_search_fits (g, &e, out + pos, end - pos)) {
-      SgSearch *S = sg_search_new (g, &e, out + pos, end - pos, local, SG_SEARCH_EARLY,
-                                   MIN (window_budget, budget));
+      int64_t states = MIN (window_budget, budget);
+      if (S)
+        sg_search_reset (S, out + pos, end - pos, SG_SEARCH_EARLY, states);
+      else
+        S = sg_search_new (g, &e, out + pos, end - pos, local, SG_SEARCH_EARLY, states);
       sg_search_run (S, P->base_us[P->n] - done_before (P, out, pre, &pre_ok, end));
       budget -= sg_search_expanded (S);
       bool took = false;
@@ -288,7 +292,6 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
       }
       /* effort goes where windows improve */
       window_budget = took ? WINDOW_BUDGET : MAX (window_budget / 2, WINDOW_MIN);
-      sg_search_free (S);
       sg_eng_restore (&e, &Q.at);
     }
     if (budget <= 0)
@@ -299,6 +302,7 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
       sg_eng_place (&e, out[i]);
     pos = mid;
   }
+  sg_search_free (S);
   sg_eng_snap_clear (&Q.at);
   front_clear (&Q.cur);
   for (int32_t i = 0; i <= HORIZON; i++)
