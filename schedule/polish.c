@@ -199,10 +199,16 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
   for (int32_t i = 0; i < end - pos; i++)
     sg_eng_place (Q->e, cand[i]);
   for (int32_t p = end; p <= h; p++) {
-    front_of (Q->e, Q->ng, &Q->cur);
-    if (front_dominates (Q->ng, &Q->cur, &Q->trail[p - end], Q->equal)
-        && !front_dominates (Q->ng, &Q->trail[p - end], &Q->cur, Q->equal))
-      return true;
+    /* front_dominates's first test, on the clock, before taking the front */
+    const Front *t = &Q->trail[p - end];
+    double now = Q->e->now, tol = 1e-9 * (1.0 + t->now);
+    bool later = Q->equal ? fabs (now - t->now) > tol : now > t->now + tol;
+    if (!later) {
+      front_of (Q->e, Q->ng, &Q->cur);
+      if (front_dominates (Q->ng, &Q->cur, t, Q->equal)
+          && !front_dominates (Q->ng, t, &Q->cur, Q->equal))
+        return true;
+    }
     if (p < h)
       sg_eng_place (Q->e, out[p]);
   }

@@ -20,15 +20,16 @@ state_of (const SgSearch *S, const Frame *f, int32_t k)
   double *rem = S->mrem + at;
   uint8_t *hold = S->mhold + at, *seq = S->mseq + at;
   S->mnow[k] = e->now;
+  /* f->seq is 0 past the window's collectives (those running at its start) */
+  memcpy (seq, f->seq, (size_t)S->n_track);
   for (int32_t c = 0; c < S->n_track; c++) {
     int32_t r = e->row_of[S->coll_node[c]];
-    seq[c] = c < S->n_coll ? f->seq[c] : 0;
     rem[c] = 0.0;
     hold[c] = 0;
     if (r < 0 || e->fin[r])
       continue;
     rem[c] = e->rem[r];
-    int32_t grp = S->g->nodes[S->coll_node[c]].group;
+    int32_t grp = S->coll_group[c];
     hold[c] = e->ghead[grp] == r && e->hold[grp] != SG_HOLD_NONE;
   }
 }

@@ -45,6 +45,7 @@ struct SgSearch {
   SgNodeId coll_node[SG_SEARCH_MAX_COLLS]; /* tracked collectives: the window's, then
                                             * those running at its start */
   int32_t n_track;
+  int32_t coll_group[SG_SEARCH_MAX_COLLS]; /* their groups */
   uint64_t anc[SG_SEARCH_MAX_COLLS], desc[SG_SEARCH_MAX_COLLS]; /* compute bits */
   SgNodeId *beyond; /* per group: the first queued collective not tracked, or SG_NO_NODE */
   double ccost[64];

@@ -233,6 +233,8 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
       S->coll_node[S->n_track++] = e->rows[r].node;
     S->beyond[grp] = r >= 0 ? e->rows[r].node : SG_NO_NODE;
   }
+  for (int32_t c = 0; c < S->n_track; c++)
+    S->coll_group[c] = g->nodes[S->coll_node[c]].group;
   fill_edges (S);
   if (goal == SG_SEARCH_STEP) {
     g_autofree uint8_t *seen = g_new (uint8_t, (size_t)MAX (m, 1));

@@ -191,11 +191,14 @@ dfs (SgSearch *S, int32_t d)
       int kind = S->coll[i] >= 0 ? 0 : S->comp[i] >= 0 ? 1 : 2;
       tries[kind][nt[kind]++] = i;
     }
+  bool at_f = true; /* the engine is at @f's state (just saved) */
   for (int pass = 0; pass < 3 && !S->gave_up; pass++)
     for (int32_t t = 0; t < nt[pass] && !S->gave_up; t++) {
       Frame *c = &S->frames[d + 1];
       frame_copy (S, c, f);
-      sg_eng_restore (S->e, &f->snap);
+      if (!at_f)
+        sg_eng_restore (S->e, &f->snap);
+      at_f = false;
       place (S, c, tries[pass][t]);
       dfs (S, d + 1);
     }
