@@ -75,6 +75,7 @@ reserve_positions (SgSearch *S, int32_t m)
   S->coll = g_renew (int32_t, S->coll, (size_t)cap);
   S->coll_of = g_renew (SgNodeId, S->coll_of, (size_t)cap);
   S->quick = g_renew (int32_t, S->quick, (size_t)cap);
+  S->decs = g_renew (int32_t, S->decs, (size_t)cap);
   S->ifirst = g_renew (uint32_t, S->ifirst, (size_t)cap + 1);
   S->ufirst = g_renew (uint32_t, S->ufirst, (size_t)cap + 1);
   S->fill = g_renew (uint32_t, S->fill, (size_t)cap + 1);
@@ -171,8 +172,10 @@ fill_positions (SgSearch *S)
       if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
         S->coll_of[i] = c;
     }
-    if (S->comp[i] >= 0 || S->coll[i] >= 0 || S->coll_of[i] != SG_NO_NODE)
+    if (S->comp[i] >= 0 || S->coll[i] >= 0 || S->coll_of[i] != SG_NO_NODE) {
+      S->decs[S->n_dec] = i;
       S->dec[i] = S->n_dec++;
+    }
     if (S->comp[i] < 0 && S->coll[i] < 0)
       S->quick[S->n_quick++] = i;
   }
@@ -252,7 +255,7 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   memset (f0->placed, 0, (size_t)m);
   memset (f0->n_issued, 0, (size_t)S->ng);
   memset (f0->seq, 0, sizeof f0->seq);
-  f0->n_placed = 0;
+  f0->n_placed = f0->qlo = 0;
   f0->key = f0->cmask = 0;
   f0->work = 0.0;
   S->best_value = INFINITY;
@@ -288,6 +291,7 @@ sg_search_free (SgSearch *S)
   g_free (S->coll);
   g_free (S->coll_of);
   g_free (S->quick);
+  g_free (S->decs);
   g_free (S->ifirst);
   g_free (S->ufirst);
   g_free (S->fill);

@@ -76,9 +76,11 @@ free_now (const SgSearch *S, const Frame *f, int32_t i)
 static void
 closure (SgSearch *S, Frame *f)
 {
+  while (f->qlo < S->n_quick && f->placed[S->quick[f->qlo]])
+    f->qlo++;
   for (bool changed = true; changed;) {
     changed = false;
-    for (int32_t k = 0; k < S->n_quick; k++) {
+    for (int32_t k = f->qlo; k < S->n_quick; k++) {
       int32_t i = S->quick[k];
       if (!f->placed[i] && f->npend[i] == 0 && free_now (S, f, i)) {
         place (S, f, i);
@@ -96,6 +98,7 @@ frame_copy (const SgSearch *S, Frame *dst, const Frame *src)
   memcpy (dst->n_issued, src->n_issued, (size_t)S->ng);
   memcpy (dst->seq, src->seq, sizeof dst->seq);
   dst->n_placed = src->n_placed;
+  dst->qlo = src->qlo;
   dst->key = src->key;
   dst->cmask = src->cmask;
   dst->work = src->work;
@@ -158,13 +161,11 @@ leaf (SgSearch *S)
   S->found = true;
 }
 
-/* Is ready position @i a decision now? */
+/* Is decision position @i (decs) ready, not placed? */
 static bool
-decision (const SgSearch *S, const Frame *f, int32_t i)
+decision (const Frame *f, int32_t i)
 {
-  if (f->placed[i] || f->npend[i] > 0)
-    return false;
-  return S->coll[i] >= 0 || S->comp[i] >= 0 || S->coll_of[i] != SG_NO_NODE;
+  return !f->placed[i] && f->npend[i] == 0;
 }
 
 static void
@@ -186,11 +187,13 @@ dfs (SgSearch *S, int32_t d)
   /* collectives, then compute, then stalls; each by position (@f does not
    * change below: the children work on the next frame) */
   int32_t tries[3][64], nt[3] = { 0, 0, 0 };
-  for (int32_t i = 0; i < S->m; i++)
-    if (decision (S, f, i)) {
+  for (int32_t k = 0; k < S->n_dec; k++) {
+    int32_t i = S->decs[k];
+    if (decision (f, i)) {
       int kind = S->coll[i] >= 0 ? 0 : S->comp[i] >= 0 ? 1 : 2;
       tries[kind][nt[kind]++] = i;
     }
+  }
   bool at_f = true; /* the engine is at @f's state (just saved) */
   for (int pass = 0; pass < 3 && !S->gave_up; pass++)
     for (int32_t t = 0; t < nt[pass] && !S->gave_up; t++) {
