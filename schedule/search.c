@@ -183,7 +183,6 @@ dfs (SgSearch *S, int32_t d)
   }
   if (!search_memo_admit (S, f) || prune (S, f))
     return;
-  sg_eng_save (S->e, &f->snap);
   /* collectives, then compute, then stalls; each by position (@f does not
    * change below: the children work on the next frame) */
   int32_t tries[3][64], nt[3] = { 0, 0, 0 };
@@ -194,7 +193,12 @@ dfs (SgSearch *S, int32_t d)
       tries[kind][nt[kind]++] = i;
     }
   }
-  bool at_f = true; /* the engine is at @f's state (just saved) */
+  /* The engine is at @f's state for the first child; it is saved only for
+   * the later ones. Nothing is restored on the way out: the caller restores
+   * its own state before it goes on (sg_search_run, the one at depth 0). */
+  if (nt[0] + nt[1] + nt[2] > 1)
+    sg_eng_save (S->e, &f->snap);
+  bool at_f = true;
   for (int pass = 0; pass < 3 && !S->gave_up; pass++)
     for (int32_t t = 0; t < nt[pass] && !S->gave_up; t++) {
       Frame *c = &S->frames[d + 1];
@@ -205,7 +209,6 @@ dfs (SgSearch *S, int32_t d)
       place (S, c, tries[pass][t]);
       dfs (S, d + 1);
     }
-  sg_eng_restore (S->e, &f->snap);
 }
 
 bool
