@@ -16,7 +16,7 @@ typedef struct {
   uint8_t *placed;
   int32_t *npend; /* inputs in the window not placed */
   int32_t n_placed;
-  int32_t qlo;    /* quick[0, qlo) are placed */
+  uint64_t *rq;   /* quick positions ready and not placed (bits by position, nw words) */
   uint64_t key;   /* decision nodes placed (bits) */
   uint64_t cmask; /* compute nodes with a cost placed (bits) */
   double work;    /* their work */
@@ -29,6 +29,7 @@ struct SgSearch {
   SgSimEngine *e; /* at the window's start on entry, restored on exit */
   SgSearchGoal goal;
   int32_t m, ng;
+  int32_t nw; /* words of a bitset of positions */
   int32_t cap_m, cap_frames; /* what the buffers below hold (reused by reset) */
   SgNodeId *node;  /* window position -> node */
   int32_t *local;  /* node -> window position, -1 (n entries, owned by the caller) */
@@ -41,9 +42,7 @@ struct SgSearch {
   uint32_t *fill; /* scratch of the users' CSR */
   uint32_t cap_ins; /* entries ins and users hold */
   int32_t n_dec, n_comp, n_coll;
-  int32_t *quick; /* positions closure may place: neither costly compute nor a collective */
   int32_t *decs;  /* positions with a decision bit, in order (n_dec) */
-  int32_t n_quick;
   SgNodeId coll_node[SG_SEARCH_MAX_COLLS]; /* tracked collectives: the window's, then
                                             * those running at its start */
   int32_t n_track;

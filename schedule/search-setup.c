@@ -74,7 +74,6 @@ reserve_positions (SgSearch *S, int32_t m)
   S->comp = g_renew (int32_t, S->comp, (size_t)cap);
   S->coll = g_renew (int32_t, S->coll, (size_t)cap);
   S->coll_of = g_renew (SgNodeId, S->coll_of, (size_t)cap);
-  S->quick = g_renew (int32_t, S->quick, (size_t)cap);
   S->decs = g_renew (int32_t, S->decs, (size_t)cap);
   S->ifirst = g_renew (uint32_t, S->ifirst, (size_t)cap + 1);
   S->ufirst = g_renew (uint32_t, S->ufirst, (size_t)cap + 1);
@@ -87,6 +86,7 @@ reserve_positions (SgSearch *S, int32_t m)
   for (int32_t d = 0; d < S->cap_frames; d++) {
     S->frames[d].placed = g_renew (uint8_t, S->frames[d].placed, (size_t)cap);
     S->frames[d].npend = g_renew (int32_t, S->frames[d].npend, (size_t)cap);
+    S->frames[d].rq = g_renew (uint64_t, S->frames[d].rq, (size_t)(cap + 63) / 64);
   }
   S->cap_m = cap;
 }
@@ -102,6 +102,7 @@ reserve_frames (SgSearch *S, int32_t n)
   for (int32_t d = S->cap_frames; d < n; d++) {
     S->frames[d].placed = g_new (uint8_t, (size_t)S->cap_m);
     S->frames[d].npend = g_new (int32_t, (size_t)S->cap_m);
+    S->frames[d].rq = g_new (uint64_t, (size_t)(S->cap_m + 63) / 64);
     S->frames[d].n_issued = g_new (uint8_t, (size_t)S->ng);
   }
   S->cap_frames = n;
@@ -149,7 +150,7 @@ fill_edges (SgSearch *S)
 }
 
 /* Positions: roles, costs, decision / compute / collective numbers, the
- * collective each wait waits on, the quick ones. */
+ * collective each wait waits on. */
 static void
 fill_positions (SgSearch *S)
 {
@@ -176,8 +177,6 @@ fill_positions (SgSearch *S)
       S->decs[S->n_dec] = i;
       S->dec[i] = S->n_dec++;
     }
-    if (S->comp[i] < 0 && S->coll[i] < 0)
-      S->quick[S->n_quick++] = i;
   }
 }
 
@@ -219,11 +218,12 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   reserve_positions (S, MAX (m, 1));
   S->goal = goal;
   S->m = m;
+  S->nw = (m + 63) / 64;
   S->budget = budget;
   memcpy (S->node, nodes, sizeof (SgNodeId) * (size_t)m);
   for (int32_t i = 0; i < m; i++)
     S->local[nodes[i]] = i;
-  S->n_dec = S->n_comp = S->n_coll = S->n_quick = 0;
+  S->n_dec = S->n_comp = S->n_coll = 0;
   S->window_work = 0.0;
   memset (S->ccost, 0, sizeof S->ccost);
   memset (S->anc, 0, sizeof S->anc);
@@ -255,7 +255,7 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   memset (f0->placed, 0, (size_t)m);
   memset (f0->n_issued, 0, (size_t)S->ng);
   memset (f0->seq, 0, sizeof f0->seq);
-  f0->n_placed = f0->qlo = 0;
+  f0->n_placed = 0;
   f0->key = f0->cmask = 0;
   f0->work = 0.0;
   S->best_value = INFINITY;
@@ -279,6 +279,7 @@ sg_search_free (SgSearch *S)
     sg_eng_snap_clear (&S->frames[d].snap);
     g_free (S->frames[d].placed);
     g_free (S->frames[d].npend);
+    g_free (S->frames[d].rq);
     g_free (S->frames[d].n_issued);
   }
   g_free (S->frames);
@@ -290,7 +291,6 @@ sg_search_free (SgSearch *S)
   g_free (S->comp);
   g_free (S->coll);
   g_free (S->coll_of);
-  g_free (S->quick);
   g_free (S->decs);
   g_free (S->ifirst);
   g_free (S->ufirst);

@@ -39,6 +39,13 @@
 
 /* --- placing ------------------------------------------------------------------------ */
 
+/* Neither costly compute nor a collective: closure places it when free. */
+static inline bool
+quick (const SgSearch *S, int32_t i)
+{
+  return S->comp[i] < 0 && S->coll[i] < 0;
+}
+
 static void
 place (SgSearch *S, Frame *f, int32_t i)
 {
@@ -55,8 +62,13 @@ place (SgSearch *S, Frame *f, int32_t i)
     f->cmask |= (uint64_t)1 << S->comp[i];
     f->work += S->cost[i];
   }
-  for (uint32_t a = S->ufirst[i]; a < S->ufirst[i + 1]; a++)
-    f->npend[S->users[a]]--;
+  if (quick (S, i))
+    f->rq[i >> 6] &= ~((uint64_t)1 << (i & 63));
+  for (uint32_t a = S->ufirst[i]; a < S->ufirst[i + 1]; a++) {
+    int32_t u = S->users[a];
+    if (--f->npend[u] == 0 && quick (S, u))
+      f->rq[u >> 6] |= (uint64_t)1 << (u & 63);
+  }
 }
 
 /* Would placing ready position @i now leave the timeline as it is? */
@@ -73,20 +85,45 @@ free_now (const SgSearch *S, const Frame *f, int32_t i)
   return false;
 }
 
+/* The first bit set at or after @from in @w (@nw words), or -1. */
+static int32_t
+next_bit (const uint64_t *w, int32_t nw, int32_t from)
+{
+  int32_t k = from >> 6;
+  if (k >= nw)
+    return -1;
+  uint64_t x = w[k] & (~(uint64_t)0 << (from & 63));
+  while (x == 0) {
+    if (++k >= nw)
+      return -1;
+    x = w[k];
+  }
+  return (k << 6) + __builtin_ctzll (x);
+}
+
+/* Places the quick positions that are free now, in sweeps by position
+ * until one places nothing. A sweep looks at the ready ones (rq: a
+ * placement adds its ready users, all later in the window, to the same
+ * sweep). Only a placement changes what is free (the engine, the pending
+ * inputs, the count placed), so a sweep that has placed nothing yet stops
+ * past the last placement of the one before: the positions after it were
+ * seen after it. */
 static void
 closure (SgSearch *S, Frame *f)
 {
-  while (f->qlo < S->n_quick && f->placed[S->quick[f->qlo]])
-    f->qlo++;
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t k = f->qlo; k < S->n_quick; k++) {
-      int32_t i = S->quick[k];
-      if (!f->placed[i] && f->npend[i] == 0 && free_now (S, f, i)) {
+  for (int32_t seen_from = S->m;;) {
+    int32_t last = -1;
+    for (int32_t i = next_bit (f->rq, S->nw, 0); i >= 0; i = next_bit (f->rq, S->nw, i + 1)) {
+      if (last < 0 && i > seen_from)
+        return;
+      if (free_now (S, f, i)) {
         place (S, f, i);
-        changed = true;
+        last = i;
       }
     }
+    if (last < 0)
+      return;
+    seen_from = last;
   }
 }
 
@@ -98,7 +135,7 @@ frame_copy (const SgSearch *S, Frame *dst, const Frame *src)
   memcpy (dst->n_issued, src->n_issued, (size_t)S->ng);
   memcpy (dst->seq, src->seq, sizeof dst->seq);
   dst->n_placed = src->n_placed;
-  dst->qlo = src->qlo;
+  memcpy (dst->rq, src->rq, sizeof (uint64_t) * (size_t)S->nw);
   dst->key = src->key;
   dst->cmask = src->cmask;
   dst->work = src->work;
@@ -215,8 +252,12 @@ bool
 sg_search_run (SgSearch *S, double incumbent)
 {
   Frame *f0 = &S->frames[0];
-  for (int32_t i = 0; i < S->m; i++)
+  memset (f0->rq, 0, sizeof (uint64_t) * (size_t)S->nw);
+  for (int32_t i = 0; i < S->m; i++) {
     f0->npend[i] = (int32_t)(S->ifirst[i + 1] - S->ifirst[i]);
+    if (f0->npend[i] == 0 && quick (S, i))
+      f0->rq[i >> 6] |= (uint64_t)1 << (i & 63);
+  }
   SgEngSnap start = { 0 };
   sg_eng_save (S->e, &start);
   if (S->goal == SG_SEARCH_EARLY)
