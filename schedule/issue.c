@@ -202,7 +202,10 @@ ls_try_issue (Run *R, bool force)
   const SgSchedProblem *P = R->P;
   int64_t passed[ISSUE_TRIES];
   /* forced, nothing waits for the more urgent ones: their times go unread */
-  Urgent u = { .have_resume = force, .have_later = force };
+  Urgent u; /* not zeroed whole: rank and later are written before read */
+  u.have_resume = u.have_later = force;
+  u.resume = u.to_engine = 0.0;
+  u.n_later = 0;
   for (int32_t grp = 0; grp < P->n_groups; grp++) {
     Heap *h = &R->rq[grp];
     if (h->n == 0)

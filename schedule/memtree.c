@@ -44,25 +44,45 @@ tree_apply (SgMemTree *s, int32_t p, int64_t v)
     s->d[p] += v;
 }
 
+static inline void
+tree_fix (SgMemTree *s, int32_t p)
+{
+  s->t[p] = MAX (s->t[2 * p], s->t[2 * p + 1]) + s->d[p];
+}
+
+/* Recomputes the ancestors of leaves @p and @q (@p <= @q), each once: both
+ * paths go up level by level, so every node is fixed after its children. */
 static void
-tree_pull (SgMemTree *s, int32_t p)
+tree_pull (SgMemTree *s, int32_t p, int32_t q)
 {
   while (p > 1) {
     p >>= 1;
-    s->t[p] = MAX (s->t[2 * p], s->t[2 * p + 1]) + s->d[p];
+    q >>= 1;
+    tree_fix (s, p);
+    if (q != p)
+      tree_fix (s, q);
   }
 }
 
+static inline void
+tree_push_one (SgMemTree *s, int32_t i)
+{
+  if (s->d[i] != 0) {
+    tree_apply (s, 2 * i, s->d[i]);
+    tree_apply (s, 2 * i + 1, s->d[i]);
+    s->d[i] = 0;
+  }
+}
+
+/* Pushes the pending adds above leaves @p and @q (@p <= @q) down, each
+ * node once, from the root: every node after its ancestors. */
 static void
-tree_push (SgMemTree *s, int32_t p)
+tree_push (SgMemTree *s, int32_t p, int32_t q)
 {
   for (int32_t k = s->h; k > 0; k--) {
-    int32_t i = p >> k;
-    if (i > 0 && s->d[i] != 0) {
-      tree_apply (s, 2 * i, s->d[i]);
-      tree_apply (s, 2 * i + 1, s->d[i]);
-      s->d[i] = 0;
-    }
+    tree_push_one (s, p >> k);
+    if (q >> k != p >> k)
+      tree_push_one (s, q >> k);
   }
 }
 
@@ -78,8 +98,7 @@ sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v)
     if (r & 1)
       tree_apply (s, --r, v);
   }
-  tree_pull (s, l0);
-  tree_pull (s, r0 - 1);
+  tree_pull (s, l0, r0 - 1);
 }
 
 /* Maximum over [l, r); *at (if not NULL) gets a position holding it. */
@@ -88,8 +107,7 @@ sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at)
 {
   l += s->n;
   r += s->n;
-  tree_push (s, l);
-  tree_push (s, r - 1);
+  tree_push (s, l, r - 1);
   int64_t m = INT64_MIN;
   int32_t best = -1;
   for (; l < r; l >>= 1, r >>= 1) {
@@ -122,9 +140,9 @@ void
 sg_memtree_set (SgMemTree *s, int32_t i, int64_t v)
 {
   int32_t p = i + s->n;
-  tree_push (s, p);
+  tree_push (s, p, p);
   s->t[p] = v;
-  tree_pull (s, p);
+  tree_pull (s, p, p);
 }
 
 /* The first position >= @l in node @p's range [@lo, @lo + @len) whose value

@@ -75,52 +75,98 @@ has_trouble (SgSimEngine *e, const SgNodeId *order, int32_t pos, int32_t end)
  * given order (dominate it at the same point) to be taken. */
 #define HORIZON 96
 
-/* Is saved state @a at least as good as @b (same nodes placed)? Clock no
- * later; per group, @a's queue is a tail of @b's (it finished more) with
- * no more work left on each, and its head held only where @b's is. With
- * @equal, the states must match. */
-static bool
-snap_dominates (const SgGraph *g, const SgEngSnap *a, const SgEngSnap *b, bool equal)
+/* What the dominance below compares of an engine state: the clock and,
+ * per group, the first SG_SNAP_PREFIX queued collectives (node and work
+ * left: the rows sg_eng_save keeps) and whether its head is held. Cheaper
+ * to take than a save, which also keeps what restoring needs. */
+typedef struct {
+  double now;
+  int32_t *first; /* per group, and one past the last: where its rows start */
+  SgNodeId *node;
+  double *rem;
+  bool *held;
+} Front;
+
+static void
+front_init (Front *F, int32_t ng)
 {
-  double tol = 1e-9 * (1.0 + b->top.now);
-  if (equal ? fabs (a->top.now - b->top.now) > tol : a->top.now > b->top.now + tol)
-    return false;
-  /* the saved rows come group by group, each in queue order */
-  int32_t ia = 0, ib = 0;
-  for (int32_t grp = 0; grp < MAX (g->n_groups, 1); grp++) {
-    int32_t la = 0, lb = 0;
-    while (ia + la < a->n_act && g->nodes[a->rows[ia + la].node].group == grp)
-      la++;
-    while (ib + lb < b->n_act && g->nodes[b->rows[ib + lb].node].group == grp)
-      lb++;
-    if (la > lb || (equal && la != lb))
-      return false;
-    for (int32_t k = 0; k < la; k++) {
-      int32_t kb = ib + lb - la + k;
-      if (a->rows[ia + k].node != b->rows[kb].node)
-        return false;
-      double ra = a->rem[ia + k], rb = b->rem[kb];
-      if (equal ? fabs (ra - rb) > tol : ra > rb + tol)
-        return false;
+  F->first = g_new (int32_t, (size_t)ng + 1);
+  F->node = g_new (SgNodeId, (size_t)ng * SG_SNAP_PREFIX);
+  F->rem = g_new (double, (size_t)ng * SG_SNAP_PREFIX);
+  F->held = g_new (bool, (size_t)ng);
+}
+
+static void
+front_clear (Front *F)
+{
+  g_free (F->first);
+  g_free (F->node);
+  g_free (F->rem);
+  g_free (F->held);
+}
+
+/* @e's state (its queues are per group: a collective queues in its own). */
+static void
+front_of (const SgSimEngine *e, int32_t ng, Front *F)
+{
+  int32_t k = 0;
+  F->now = e->now;
+  for (int32_t grp = 0; grp < ng; grp++) {
+    F->first[grp] = k;
+    F->held[grp] = e->hold[grp] != SG_HOLD_NONE;
+    int32_t r = e->ghead[grp];
+    for (int32_t depth = 0; r >= 0 && depth < SG_SNAP_PREFIX; r = e->rnext[r], depth++) {
+      F->node[k] = e->rows[r].node;
+      F->rem[k++] = e->rem[r];
     }
-    if (la > 0 && a->hold[grp] != SG_HOLD_NONE && (la != lb || b->hold[grp] == SG_HOLD_NONE))
-      return false;
-    if (equal && (a->hold[grp] != SG_HOLD_NONE) != (b->hold[grp] != SG_HOLD_NONE))
-      return false;
-    ia += la;
-    ib += lb;
   }
-  return true;
+  F->first[ng] = k;
+}
+
+/* Is state @a at least as good as @b (same nodes placed)? Clock no later;
+ * per group, @a's queue is a tail of @b's (it finished more) with no more
+ * work left on each, and its head held only where @b's is. With @equal,
+ * the states must match. Both ways in one pass: *@ab (@a is), *@ba (@b is
+ * at least as good as @a). */
+static void
+front_compare (int32_t ng, const Front *a, const Front *b, bool equal, bool *ab, bool *ba)
+{
+  double tol_b = 1e-9 * (1.0 + b->now), tol_a = 1e-9 * (1.0 + a->now);
+  bool x = !(equal ? fabs (a->now - b->now) > tol_b : a->now > b->now + tol_b);
+  bool y = !(equal ? fabs (b->now - a->now) > tol_a : b->now > a->now + tol_a);
+  for (int32_t grp = 0; grp < ng && (x || y); grp++) {
+    int32_t ia = a->first[grp], la = a->first[grp + 1] - ia;
+    int32_t ib = b->first[grp], lb = b->first[grp + 1] - ib;
+    x = x && la <= lb && !(equal && la != lb);
+    y = y && lb <= la && !(equal && la != lb);
+    for (int32_t k = 0; x && k < la; k++) {
+      int32_t kb = ib + lb - la + k;
+      double ra = a->rem[ia + k], rb = b->rem[kb];
+      x = a->node[ia + k] == b->node[kb] && !(equal ? fabs (ra - rb) > tol_b : ra > rb + tol_b);
+    }
+    for (int32_t k = 0; y && k < lb; k++) {
+      int32_t ka = ia + la - lb + k;
+      double rb = b->rem[ib + k], ra = a->rem[ka];
+      y = b->node[ib + k] == a->node[ka] && !(equal ? fabs (rb - ra) > tol_a : rb > ra + tol_a);
+    }
+    x = x && !(la > 0 && a->held[grp] && (la != lb || !b->held[grp]));
+    y = y && !(lb > 0 && b->held[grp] && (lb != la || !a->held[grp]));
+    if (equal && a->held[grp] != b->held[grp])
+      x = y = false;
+  }
+  *ab = x;
+  *ba = y;
 }
 
 typedef struct {
   const SgGraph *g;
   SgSimEngine *e;
-  bool equal;           /* dominance means equality (overlap can lose) */
-  SgEngSnap at;         /* the window's start */
-  SgEngSnap cur;        /* scratch */
-  SgEngSnap trail[HORIZON + 1]; /* the given order past the window */
-  double given_step;            /* its step, when it ends within the horizon */
+  int32_t ng;               /* groups (at least 1) */
+  bool equal;               /* dominance means equality (overlap can lose) */
+  SgEngSnap at;             /* the window's start */
+  Front cur;                /* scratch */
+  Front trail[HORIZON + 1]; /* the given order past the window */
+  double given_step;        /* its step, when it ends within the horizon */
 } Polish;
 
 /* Simulates the given order over the window and HORIZON nodes past it
@@ -134,7 +180,7 @@ given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
   for (int32_t i = pos; i < end; i++)
     sg_eng_place (Q->e, out[i]);
   for (int32_t p = end; p <= h; p++) {
-    sg_eng_save (Q->e, &Q->trail[p - end]);
+    front_of (Q->e, Q->ng, &Q->trail[p - end]);
     if (p < h)
       sg_eng_place (Q->e, out[p]);
   }
@@ -157,10 +203,18 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
   for (int32_t i = 0; i < end - pos; i++)
     sg_eng_place (Q->e, cand[i]);
   for (int32_t p = end; p <= h; p++) {
-    sg_eng_save (Q->e, &Q->cur);
-    if (snap_dominates (Q->g, &Q->cur, &Q->trail[p - end], Q->equal)
-        && !snap_dominates (Q->g, &Q->trail[p - end], &Q->cur, Q->equal))
-      return true;
+    /* front_compare's first test of the candidate, on the clock, before
+     * taking its front */
+    const Front *t = &Q->trail[p - end];
+    double now = Q->e->now, tol = 1e-9 * (1.0 + t->now);
+    bool later = Q->equal ? fabs (now - t->now) > tol : now > t->now + tol;
+    if (!later) {
+      bool ahead, behind;
+      front_of (Q->e, Q->ng, &Q->cur);
+      front_compare (Q->ng, &Q->cur, t, Q->equal, &ahead, &behind);
+      if (ahead && !behind)
+        return true;
+    }
     if (p < h)
       sg_eng_place (Q->e, out[p]);
   }
@@ -190,7 +244,10 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
   int32_t n = g->n_nodes;
   SgSimEngine e;
   sg_eng_init (&e, g, NULL, false);
-  Polish Q = { .g = g, .e = &e };
+  Polish Q = { .g = g, .e = &e, .ng = MAX (g->n_groups, 1) };
+  front_init (&Q.cur, Q.ng);
+  for (int32_t i = 0; i <= HORIZON; i++)
+    front_init (&Q.trail[i], Q.ng);
   {
     SgBoundRates R;
     int32_t nc = 0;
@@ -212,6 +269,7 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
   int64_t budget = MIN ((int64_t)STATES_PER_NODE * n + WINDOW_BUDGET, STATES_MAX);
   int32_t improved = 0;
   int64_t window_budget = WINDOW_BUDGET;
+  SgSearch *S = NULL; /* one search, aimed at each window in turn */
   for (int32_t pos = 0; pos < n;) {
     int32_t end = window_end (g, out, pos, POLISH_DECISIONS);
     int32_t mid = window_end (g, out, pos, POLISH_DECISIONS / 2);
@@ -219,8 +277,11 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
     bool trouble = budget > 0 && has_trouble (&e, out, pos, end);
     sg_eng_restore (&e, &Q.at);
     if (trouble && sg_search_fits (g, &e, out + pos, end - pos)) {
-      SgSearch *S = sg_search_new (g, &e, out + pos, end - pos, local, SG_SEARCH_EARLY,
-                                   MIN (window_budget, budget));
+      int64_t states = MIN (window_budget, budget);
+      if (S)
+        sg_search_reset (S, out + pos, end - pos, SG_SEARCH_EARLY, states);
+      else
+        S = sg_search_new (g, &e, out + pos, end - pos, local, SG_SEARCH_EARLY, states);
       sg_search_run (S, P->base_us[P->n] - done_before (P, out, pre, &pre_ok, end));
       budget -= sg_search_expanded (S);
       bool took = false;
@@ -243,7 +304,6 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
       }
       /* effort goes where windows improve */
       window_budget = took ? WINDOW_BUDGET : MAX (window_budget / 2, WINDOW_MIN);
-      sg_search_free (S);
       sg_eng_restore (&e, &Q.at);
     }
     if (budget <= 0)
@@ -254,10 +314,11 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
       sg_eng_place (&e, out[i]);
     pos = mid;
   }
+  sg_search_free (S);
   sg_eng_snap_clear (&Q.at);
-  sg_eng_snap_clear (&Q.cur);
+  front_clear (&Q.cur);
   for (int32_t i = 0; i <= HORIZON; i++)
-    sg_eng_snap_clear (&Q.trail[i]);
+    front_clear (&Q.trail[i]);
   sg_eng_clear (&e);
   if (improved == 0)
     return 0;

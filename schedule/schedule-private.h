@@ -393,6 +393,11 @@ bool sg_search_fits (const SgGraph *g, const SgSimEngine *e, const SgNodeId *nod
 SgSearch *sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t m,
                          int32_t *local, SgSearchGoal goal, int64_t budget);
 void sg_search_free (SgSearch *S);
+/* Aims @S at another window of @m @nodes, on the same graph, engine (now
+ * at the window's start) and @local: the same search as sg_search_new's,
+ * in the buffers of the last one. */
+void sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goal,
+                      int64_t budget);
 /* Searches; true when it found an order: STEP, better than @incumbent;
  * EARLY, any (@incumbent: the compute work after the window). */
 bool sg_search_run (SgSearch *S, double incumbent);

@@ -11,39 +11,69 @@
 
 /* --- dominance ------------------------------------------------------------------------- */
 
+/* Writes @f's state as kept state @k (room reserved). */
 static void
-state_of (const SgSearch *S, const Frame *f, Memo *mo)
+state_of (const SgSearch *S, const Frame *f, int32_t k)
 {
   const SgSimEngine *e = S->e;
-  memset (mo, 0, sizeof *mo);
-  mo->now = e->now;
+  size_t at = (size_t)k * (size_t)S->n_track;
+  double *rem = S->mrem + at;
+  uint8_t *hold = S->mhold + at, *seq = S->mseq + at;
+  S->mnow[k] = e->now;
+  /* f->seq is 0 past the window's collectives (those running at its start) */
+  memcpy (seq, f->seq, (size_t)S->n_track);
   for (int32_t c = 0; c < S->n_track; c++) {
     int32_t r = e->row_of[S->coll_node[c]];
-    mo->seq[c] = c < S->n_coll ? f->seq[c] : 0;
+    rem[c] = 0.0;
+    hold[c] = 0;
     if (r < 0 || e->fin[r])
       continue;
-    mo->rem[c] = e->rem[r];
-    int32_t grp = S->g->nodes[S->coll_node[c]].group;
-    mo->hold[c] = e->ghead[grp] == r && e->hold[grp] != SG_HOLD_NONE;
+    rem[c] = e->rem[r];
+    int32_t grp = S->coll_group[c];
+    hold[c] = e->ghead[grp] == r && e->hold[grp] != SG_HOLD_NONE;
   }
 }
 
-/* Is @a at least as good as @b (same placed set)? */
+/* Is kept state @a at least as good as kept state @b (same placed set)? */
 static bool
-dominates (const SgSearch *S, const Memo *a, const Memo *b)
+dominates (const SgSearch *S, int32_t a, int32_t b)
 {
-  double tol = EPS * (1.0 + b->now);
+  double tol = EPS * (1.0 + S->mnow[b]);
   bool eq = !S->monotone;
-  if (eq ? fabs (a->now - b->now) > tol : a->now > b->now + tol)
+  if (eq ? fabs (S->mnow[a] - S->mnow[b]) > tol : S->mnow[a] > S->mnow[b] + tol)
     return false;
-  for (int32_t c = 0; c < S->n_track; c++) {
-    if (a->seq[c] != b->seq[c])
+  size_t nt = (size_t)S->n_track;
+  const double *ra = S->mrem + (size_t)a * nt, *rb = S->mrem + (size_t)b * nt;
+  const uint8_t *ha = S->mhold + (size_t)a * nt, *hb = S->mhold + (size_t)b * nt;
+  const uint8_t *sa = S->mseq + (size_t)a * nt, *sb = S->mseq + (size_t)b * nt;
+  for (size_t c = 0; c < nt; c++) {
+    if (sa[c] != sb[c])
       return false;
-    if (eq ? fabs (a->rem[c] - b->rem[c]) > tol || a->hold[c] != b->hold[c]
-           : a->rem[c] > b->rem[c] + tol || a->hold[c] > b->hold[c])
+    if (eq ? fabs (ra[c] - rb[c]) > tol || ha[c] != hb[c] : ra[c] > rb[c] + tol || ha[c] > hb[c])
       return false;
   }
   return true;
+}
+
+/* Room for one more kept state. */
+static void
+states_reserve (SgSearch *S)
+{
+  size_t nt = (size_t)MAX (S->n_track, 1);
+  if (S->n_states < S->cap_states && (size_t)(S->n_states + 1) * nt <= S->cap_rows)
+    return;
+  if (S->n_states == S->cap_states) {
+    S->cap_states = MAX (256, S->cap_states * 2);
+    S->mnow = g_renew (double, S->mnow, (size_t)S->cap_states);
+    S->mnext = g_renew (int32_t, S->mnext, (size_t)S->cap_states);
+  }
+  size_t rows = (size_t)S->cap_states * nt;
+  if (rows > S->cap_rows) {
+    S->cap_rows = rows;
+    S->mrem = g_renew (double, S->mrem, rows);
+    S->mhold = g_renew (uint8_t, S->mhold, rows);
+    S->mseq = g_renew (uint8_t, S->mseq, rows);
+  }
 }
 
 static uint64_t
@@ -103,8 +133,9 @@ search_memo_admit (SgSearch *S, const Frame *f)
 {
   if (untracked_moved (S))
     return true;
-  Memo mo;
-  state_of (S, f, &mo);
+  states_reserve (S);
+  int32_t k = S->n_states;
+  state_of (S, f, k);
   if (2 * (S->mused + 1) > S->mcap)
     memo_grow (S);
   uint64_t at = mix (f->key) & (uint64_t)(S->mcap - 1);
@@ -114,15 +145,10 @@ search_memo_admit (SgSearch *S, const Frame *f)
     S->mkeys[at] = f->key;
     S->mused++;
   }
-  for (int32_t i = S->mhead[at]; i >= 0; i = S->states[i].next)
-    if (dominates (S, &S->states[i], &mo))
+  for (int32_t i = S->mhead[at]; i >= 0; i = S->mnext[i])
+    if (dominates (S, i, k))
       return false;
-  if (S->n_states == S->cap_states) {
-    S->cap_states = MAX (256, S->cap_states * 2);
-    S->states = g_renew (Memo, S->states, (size_t)S->cap_states);
-  }
-  mo.next = S->mhead[at];
-  S->states[S->n_states] = mo;
+  S->mnext[k] = S->mhead[at];
   S->mhead[at] = S->n_states++;
   return true;
 }

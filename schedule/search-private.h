@@ -10,21 +10,13 @@
 
 #define EPS 1e-9
 
-/* A partial order kept for dominance. */
-typedef struct {
-  double now;
-  double rem[SG_SEARCH_MAX_COLLS];
-  uint8_t hold[SG_SEARCH_MAX_COLLS];
-  uint8_t seq[SG_SEARCH_MAX_COLLS];
-  int32_t next; /* next state of the same key, -1 */
-} Memo;
-
 /* One depth of the search. */
 typedef struct {
   SgEngSnap snap;
   uint8_t *placed;
   int32_t *npend; /* inputs in the window not placed */
   int32_t n_placed;
+  uint64_t *rq;   /* quick positions ready and not placed (bits by position, nw words) */
   uint64_t key;   /* decision nodes placed (bits) */
   uint64_t cmask; /* compute nodes with a cost placed (bits) */
   double work;    /* their work */
@@ -37,6 +29,8 @@ struct SgSearch {
   SgSimEngine *e; /* at the window's start on entry, restored on exit */
   SgSearchGoal goal;
   int32_t m, ng;
+  int32_t nw; /* words of a bitset of positions */
+  int32_t cap_m, cap_frames; /* what the buffers below hold (reused by reset) */
   SgNodeId *node;  /* window position -> node */
   int32_t *local;  /* node -> window position, -1 (n entries, owned by the caller) */
   uint8_t *role;
@@ -45,12 +39,14 @@ struct SgSearch {
   SgNodeId *coll_of;          /* position -> the collective a wait waits on, SG_NO_NODE */
   uint32_t *ifirst, *ufirst;  /* in-window inputs and users, CSR by position */
   int32_t *ins, *users;
+  uint32_t *fill; /* scratch of the users' CSR */
+  uint32_t cap_ins; /* entries ins and users hold */
   int32_t n_dec, n_comp, n_coll;
-  int32_t *quick; /* positions closure may place: neither costly compute nor a collective */
-  int32_t n_quick;
+  int32_t *decs;  /* positions with a decision bit, in order (n_dec) */
   SgNodeId coll_node[SG_SEARCH_MAX_COLLS]; /* tracked collectives: the window's, then
                                             * those running at its start */
   int32_t n_track;
+  int32_t coll_group[SG_SEARCH_MAX_COLLS]; /* their groups */
   uint64_t anc[SG_SEARCH_MAX_COLLS], desc[SG_SEARCH_MAX_COLLS]; /* compute bits */
   SgNodeId *beyond; /* per group: the first queued collective not tracked, or SG_NO_NODE */
   double ccost[64];
@@ -71,8 +67,15 @@ struct SgSearch {
   uint64_t *mkeys;
   int32_t *mhead;
   int32_t mcap, mused;
-  Memo *states;
+  /* the partial orders kept for dominance, by number: clock, next of the
+   * same key (-1), and n_track entries each of work left, held head and
+   * issue rank per tracked collective */
+  double *mnow;
+  int32_t *mnext;
+  double *mrem;
+  uint8_t *mhold, *mseq;
   int32_t n_states, cap_states;
+  size_t cap_rows;
   int64_t expanded, budget;
   bool gave_up;
 };

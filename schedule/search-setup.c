@@ -1,6 +1,8 @@
 /* search-setup.c: a search's window (search.c): positions, decisions,
  * in-window inputs and users, the compute each collective needs and feeds,
- * the frames; and the check that a window fits.
+ * the frames; and the check that a window fits. sg_search_reset aims a
+ * search at another window in the buffers it has (the polish searches
+ * window after window): it sets everything sg_search_new sets.
  * Requires: an engine at the window's start. Invalidates: nothing.
  */
 #include <string.h>
@@ -58,33 +60,103 @@ sg_search_fits (const SgGraph *g, const SgSimEngine *e, const SgNodeId *nodes, i
   return nd <= 64 && nc + run <= SG_SEARCH_MAX_COLLS && g->n_groups <= 255;
 }
 
-SgSearch *
-sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t m,
-               int32_t *local, SgSearchGoal goal, int64_t budget)
+/* Grows the per-position arrays to hold @m positions. */
+static void
+reserve_positions (SgSearch *S, int32_t m)
 {
-  g_return_val_if_fail (sg_search_fits (g, e, nodes, m), NULL);
-  SgSearch *S = g_new0 (SgSearch, 1);
-  S->g = g;
-  S->e = e;
-  S->goal = goal;
-  S->m = m;
-  S->ng = MAX (g->n_groups, 1);
-  S->local = local;
-  S->budget = budget;
-  S->node = g_memdup2 (nodes, sizeof (SgNodeId) * (size_t)MAX (m, 1));
-  S->role = g_new (uint8_t, (size_t)MAX (m, 1));
-  S->cost = g_new (double, (size_t)MAX (m, 1));
-  S->dec = g_new (int32_t, (size_t)MAX (m, 1));
-  S->comp = g_new (int32_t, (size_t)MAX (m, 1));
-  S->coll = g_new (int32_t, (size_t)MAX (m, 1));
-  S->coll_of = g_new (SgNodeId, (size_t)MAX (m, 1));
-  S->quick = g_new (int32_t, (size_t)MAX (m, 1));
-  S->ifirst = g_new0 (uint32_t, (size_t)m + 1);
-  S->ufirst = g_new0 (uint32_t, (size_t)m + 1);
-  for (int32_t i = 0; i < m; i++)
-    local[nodes[i]] = i;
+  if (m <= S->cap_m)
+    return;
+  int32_t cap = MAX (m, 2 * S->cap_m);
+  S->node = g_renew (SgNodeId, S->node, (size_t)cap);
+  S->role = g_renew (uint8_t, S->role, (size_t)cap);
+  S->cost = g_renew (double, S->cost, (size_t)cap);
+  S->dec = g_renew (int32_t, S->dec, (size_t)cap);
+  S->comp = g_renew (int32_t, S->comp, (size_t)cap);
+  S->coll = g_renew (int32_t, S->coll, (size_t)cap);
+  S->coll_of = g_renew (SgNodeId, S->coll_of, (size_t)cap);
+  S->decs = g_renew (int32_t, S->decs, (size_t)cap);
+  S->ifirst = g_renew (uint32_t, S->ifirst, (size_t)cap + 1);
+  S->ufirst = g_renew (uint32_t, S->ufirst, (size_t)cap + 1);
+  S->fill = g_renew (uint32_t, S->fill, (size_t)cap + 1);
+  S->order = g_renew (int32_t, S->order, (size_t)cap);
+  S->best = g_renew (int32_t, S->best, (size_t)cap);
+  S->ef = g_renew (double, S->ef, (size_t)cap);
+  for (int32_t k = 0; k < SG_SEARCH_KEEP; k++)
+    S->kept[k] = g_renew (int32_t, S->kept[k], (size_t)cap);
+  for (int32_t d = 0; d < S->cap_frames; d++) {
+    S->frames[d].placed = g_renew (uint8_t, S->frames[d].placed, (size_t)cap);
+    S->frames[d].npend = g_renew (int32_t, S->frames[d].npend, (size_t)cap);
+    S->frames[d].rq = g_renew (uint64_t, S->frames[d].rq, (size_t)(cap + 63) / 64);
+  }
+  S->cap_m = cap;
+}
+
+/* Grows the frames to @n (a depth per decision, and two). */
+static void
+reserve_frames (SgSearch *S, int32_t n)
+{
+  if (n <= S->cap_frames)
+    return;
+  S->frames = g_renew (Frame, S->frames, (size_t)n);
+  memset (S->frames + S->cap_frames, 0, sizeof (Frame) * (size_t)(n - S->cap_frames));
+  for (int32_t d = S->cap_frames; d < n; d++) {
+    S->frames[d].placed = g_new (uint8_t, (size_t)S->cap_m);
+    S->frames[d].npend = g_new (int32_t, (size_t)S->cap_m);
+    S->frames[d].rq = g_new (uint64_t, (size_t)(S->cap_m + 63) / 64);
+    S->frames[d].n_issued = g_new (uint8_t, (size_t)S->ng);
+  }
+  S->cap_frames = n;
+}
+
+/* The in-window inputs and users of each position (CSR). */
+static void
+fill_edges (SgSearch *S)
+{
+  const SgGraph *g = S->g;
+  int32_t m = S->m;
+  memset (S->ifirst, 0, sizeof (uint32_t) * ((size_t)m + 1));
+  memset (S->ufirst, 0, sizeof (uint32_t) * ((size_t)m + 1));
   for (int32_t i = 0; i < m; i++) {
-    const SgNode *x = &g->nodes[nodes[i]];
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, S->node[i], &k);
+    for (uint32_t j = 0; j < k; j++)
+      if (S->local[in[j]] >= 0) {
+        S->ifirst[i + 1]++;
+        S->ufirst[S->local[in[j]] + 1]++;
+      }
+  }
+  for (int32_t i = 0; i < m; i++) {
+    S->ifirst[i + 1] += S->ifirst[i];
+    S->ufirst[i + 1] += S->ufirst[i];
+  }
+  if (S->ifirst[m] + 1 > S->cap_ins) {
+    S->cap_ins = MAX (S->ifirst[m] + 1, 2 * S->cap_ins);
+    S->ins = g_renew (int32_t, S->ins, (size_t)S->cap_ins);
+    S->users = g_renew (int32_t, S->users, (size_t)S->cap_ins);
+  }
+  memcpy (S->fill, S->ufirst, sizeof (uint32_t) * ((size_t)m + 1));
+  uint32_t at = 0;
+  for (int32_t i = 0; i < m; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, S->node[i], &k);
+    for (uint32_t j = 0; j < k; j++) {
+      int32_t l = S->local[in[j]];
+      if (l < 0)
+        continue;
+      S->ins[at++] = l;
+      S->users[S->fill[l]++] = i;
+    }
+  }
+}
+
+/* Positions: roles, costs, decision / compute / collective numbers, the
+ * collective each wait waits on. */
+static void
+fill_positions (SgSearch *S)
+{
+  const SgGraph *g = S->g;
+  for (int32_t i = 0; i < S->m; i++) {
+    const SgNode *x = &g->nodes[S->node[i]];
     S->role[i] = (uint8_t)sg_sched_role (x);
     S->cost[i] = sg_sched_cost (x);
     S->dec[i] = S->comp[i] = S->coll[i] = -1;
@@ -94,52 +166,79 @@ sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t 
       S->ccost[S->n_comp++] = S->cost[i];
       S->window_work += S->cost[i];
     } else if (S->role[i] == SG_ROLE_COLL) {
-      S->coll_node[S->n_coll] = nodes[i];
+      S->coll_node[S->n_coll] = S->node[i];
       S->coll[i] = S->n_coll++;
     } else if (S->role[i] == SG_ROLE_WAIT) {
-      SgNodeId c = sg_node_wait_target (g, nodes[i]);
+      SgNodeId c = sg_node_wait_target (g, S->node[i]);
       if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
         S->coll_of[i] = c;
     }
-    if (S->comp[i] >= 0 || S->coll[i] >= 0 || S->coll_of[i] != SG_NO_NODE)
+    if (S->comp[i] >= 0 || S->coll[i] >= 0 || S->coll_of[i] != SG_NO_NODE) {
+      S->decs[S->n_dec] = i;
       S->dec[i] = S->n_dec++;
-    if (S->comp[i] < 0 && S->coll[i] < 0)
-      S->quick[S->n_quick++] = i;
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, nodes[i], &k);
-    for (uint32_t j = 0; j < k; j++)
-      if (local[in[j]] >= 0) {
-        S->ifirst[i + 1]++;
-        S->ufirst[local[in[j]] + 1]++;
-      }
+    }
   }
-  S->n_track = S->n_coll;
+}
+
+/* Forgets the window's positions in the caller's @local. */
+static void
+unmark (SgSearch *S)
+{
+  for (int32_t i = 0; i < S->m; i++)
+    S->local[S->node[i]] = -1;
+}
+
+SgSearch *
+sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t m,
+               int32_t *local, SgSearchGoal goal, int64_t budget)
+{
+  g_return_val_if_fail (sg_search_fits (g, e, nodes, m), NULL);
+  SgSearch *S = g_new0 (SgSearch, 1);
+  S->g = g;
+  S->e = e;
+  S->ng = MAX (g->n_groups, 1);
+  S->local = local;
   S->beyond = g_new (SgNodeId, (size_t)S->ng);
+  S->mcap = 64;
+  S->mkeys = g_new (uint64_t, (size_t)S->mcap);
+  S->mhead = g_new (int32_t, (size_t)S->mcap);
+  sg_search_reset (S, nodes, m, goal, budget);
+  return S;
+}
+
+void
+sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goal,
+                 int64_t budget)
+{
+  const SgGraph *g = S->g;
+  const SgSimEngine *e = S->e;
+  g_return_if_fail (sg_search_fits (g, e, nodes, m));
+  unmark (S);
+  sg_bound_rates_clear (&S->rates);
+  reserve_positions (S, MAX (m, 1));
+  S->goal = goal;
+  S->m = m;
+  S->nw = (m + 63) / 64;
+  S->budget = budget;
+  memcpy (S->node, nodes, sizeof (SgNodeId) * (size_t)m);
+  for (int32_t i = 0; i < m; i++)
+    S->local[nodes[i]] = i;
+  S->n_dec = S->n_comp = S->n_coll = 0;
+  S->window_work = 0.0;
+  memset (S->ccost, 0, sizeof S->ccost);
+  memset (S->anc, 0, sizeof S->anc);
+  memset (S->desc, 0, sizeof S->desc);
+  fill_positions (S);
+  S->n_track = S->n_coll;
   for (int32_t grp = 0; grp < S->ng; grp++) {
     int32_t depth = 0, r = grp < e->n_groups ? e->ghead[grp] : -1;
     for (; r >= 0 && depth < SG_SEARCH_QUEUE_DEPTH; r = e->rnext[r], depth++)
       S->coll_node[S->n_track++] = e->rows[r].node;
     S->beyond[grp] = r >= 0 ? e->rows[r].node : SG_NO_NODE;
   }
-  for (int32_t i = 0; i < m; i++) {
-    S->ifirst[i + 1] += S->ifirst[i];
-    S->ufirst[i + 1] += S->ufirst[i];
-  }
-  S->ins = g_new (int32_t, (size_t)S->ifirst[m] + 1);
-  S->users = g_new (int32_t, (size_t)S->ufirst[m] + 1);
-  g_autofree uint32_t *fi = g_memdup2 (S->ifirst, sizeof (uint32_t) * ((size_t)m + 1));
-  g_autofree uint32_t *fu = g_memdup2 (S->ufirst, sizeof (uint32_t) * ((size_t)m + 1));
-  for (int32_t i = 0; i < m; i++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, nodes[i], &k);
-    for (uint32_t j = 0; j < k; j++) {
-      int32_t l = local[in[j]];
-      if (l < 0)
-        continue;
-      S->ins[fi[i]++] = l;
-      S->users[fu[l]++] = i;
-    }
-  }
+  for (int32_t c = 0; c < S->n_track; c++)
+    S->coll_group[c] = g->nodes[S->coll_node[c]].group;
+  fill_edges (S);
   if (goal == SG_SEARCH_STEP) {
     g_autofree uint8_t *seen = g_new (uint8_t, (size_t)MAX (m, 1));
     g_autofree int32_t *stack = g_new (int32_t, (size_t)m + 1);
@@ -151,25 +250,23 @@ sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t 
   }
   sg_bound_rates_init (&S->rates, e, S->coll_node, S->n_track);
   S->monotone = S->rates.monotone;
-  S->frames = g_new0 (Frame, (size_t)S->n_dec + 2);
-  for (int32_t d = 0; d < S->n_dec + 2; d++) {
-    S->frames[d].placed = g_new0 (uint8_t, (size_t)MAX (m, 1));
-    S->frames[d].npend = g_new0 (int32_t, (size_t)MAX (m, 1));
-    S->frames[d].n_issued = g_new0 (uint8_t, (size_t)S->ng);
-  }
-  S->order = g_new (int32_t, (size_t)MAX (m, 1));
-  S->best = g_new (int32_t, (size_t)MAX (m, 1));
-  S->ef = g_new (double, (size_t)MAX (m, 1));
+  reserve_frames (S, S->n_dec + 2);
+  Frame *f0 = &S->frames[0];
+  memset (f0->placed, 0, (size_t)m);
+  memset (f0->n_issued, 0, (size_t)S->ng);
+  memset (f0->seq, 0, sizeof f0->seq);
+  f0->n_placed = 0;
+  f0->key = f0->cmask = 0;
+  f0->work = 0.0;
   S->best_value = INFINITY;
-  if (goal == SG_SEARCH_EARLY)
-    for (int32_t k = 0; k < SG_SEARCH_KEEP; k++)
-      S->kept[k] = g_new (int32_t, (size_t)MAX (m, 1));
-  S->mcap = 64;
-  S->mkeys = g_new (uint64_t, (size_t)S->mcap);
-  S->mhead = g_new (int32_t, (size_t)S->mcap);
+  S->rest = 0.0;
+  S->n_kept = 0;
+  S->found = S->gave_up = false;
+  S->expanded = 0;
   for (int32_t i = 0; i < S->mcap; i++)
     S->mhead[i] = -1;
-  return S;
+  S->mused = 0;
+  S->n_states = 0;
 }
 
 void
@@ -177,12 +274,12 @@ sg_search_free (SgSearch *S)
 {
   if (!S)
     return;
-  for (int32_t i = 0; i < S->m; i++)
-    S->local[S->node[i]] = -1;
-  for (int32_t d = 0; d < S->n_dec + 2; d++) {
+  unmark (S);
+  for (int32_t d = 0; d < S->cap_frames; d++) {
     sg_eng_snap_clear (&S->frames[d].snap);
     g_free (S->frames[d].placed);
     g_free (S->frames[d].npend);
+    g_free (S->frames[d].rq);
     g_free (S->frames[d].n_issued);
   }
   g_free (S->frames);
@@ -194,9 +291,10 @@ sg_search_free (SgSearch *S)
   g_free (S->comp);
   g_free (S->coll);
   g_free (S->coll_of);
-  g_free (S->quick);
+  g_free (S->decs);
   g_free (S->ifirst);
   g_free (S->ufirst);
+  g_free (S->fill);
   g_free (S->ins);
   g_free (S->users);
   g_free (S->order);
@@ -206,9 +304,12 @@ sg_search_free (SgSearch *S)
   g_free (S->ef);
   g_free (S->mkeys);
   g_free (S->mhead);
-  g_free (S->states);
+  g_free (S->mnow);
+  g_free (S->mnext);
+  g_free (S->mrem);
+  g_free (S->mhold);
+  g_free (S->mseq);
   sg_bound_scratch_clear (&S->bs);
   sg_bound_rates_clear (&S->rates);
   g_free (S);
 }
-

@@ -39,6 +39,13 @@
 
 /* --- placing ------------------------------------------------------------------------ */
 
+/* Neither costly compute nor a collective: closure places it when free. */
+static inline bool
+quick (const SgSearch *S, int32_t i)
+{
+  return S->comp[i] < 0 && S->coll[i] < 0;
+}
+
 static void
 place (SgSearch *S, Frame *f, int32_t i)
 {
@@ -55,8 +62,13 @@ place (SgSearch *S, Frame *f, int32_t i)
     f->cmask |= (uint64_t)1 << S->comp[i];
     f->work += S->cost[i];
   }
-  for (uint32_t a = S->ufirst[i]; a < S->ufirst[i + 1]; a++)
-    f->npend[S->users[a]]--;
+  if (quick (S, i))
+    f->rq[i >> 6] &= ~((uint64_t)1 << (i & 63));
+  for (uint32_t a = S->ufirst[i]; a < S->ufirst[i + 1]; a++) {
+    int32_t u = S->users[a];
+    if (--f->npend[u] == 0 && quick (S, u))
+      f->rq[u >> 6] |= (uint64_t)1 << (u & 63);
+  }
 }
 
 /* Would placing ready position @i now leave the timeline as it is? */
@@ -73,18 +85,45 @@ free_now (const SgSearch *S, const Frame *f, int32_t i)
   return false;
 }
 
+/* The first bit set at or after @from in @w (@nw words), or -1. */
+static int32_t
+next_bit (const uint64_t *w, int32_t nw, int32_t from)
+{
+  int32_t k = from >> 6;
+  if (k >= nw)
+    return -1;
+  uint64_t x = w[k] & (~(uint64_t)0 << (from & 63));
+  while (x == 0) {
+    if (++k >= nw)
+      return -1;
+    x = w[k];
+  }
+  return (k << 6) + __builtin_ctzll (x);
+}
+
+/* Places the quick positions that are free now, in sweeps by position
+ * until one places nothing. A sweep looks at the ready ones (rq: a
+ * placement adds its ready users, all later in the window, to the same
+ * sweep). Only a placement changes what is free (the engine, the pending
+ * inputs, the count placed), so a sweep that has placed nothing yet stops
+ * past the last placement of the one before: the positions after it were
+ * seen after it. */
 static void
 closure (SgSearch *S, Frame *f)
 {
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (int32_t k = 0; k < S->n_quick; k++) {
-      int32_t i = S->quick[k];
-      if (!f->placed[i] && f->npend[i] == 0 && free_now (S, f, i)) {
+  for (int32_t seen_from = S->m;;) {
+    int32_t last = -1;
+    for (int32_t i = next_bit (f->rq, S->nw, 0); i >= 0; i = next_bit (f->rq, S->nw, i + 1)) {
+      if (last < 0 && i > seen_from)
+        return;
+      if (free_now (S, f, i)) {
         place (S, f, i);
-        changed = true;
+        last = i;
       }
     }
+    if (last < 0)
+      return;
+    seen_from = last;
   }
 }
 
@@ -96,6 +135,7 @@ frame_copy (const SgSearch *S, Frame *dst, const Frame *src)
   memcpy (dst->n_issued, src->n_issued, (size_t)S->ng);
   memcpy (dst->seq, src->seq, sizeof dst->seq);
   dst->n_placed = src->n_placed;
+  memcpy (dst->rq, src->rq, sizeof (uint64_t) * (size_t)S->nw);
   dst->key = src->key;
   dst->cmask = src->cmask;
   dst->work = src->work;
@@ -158,13 +198,11 @@ leaf (SgSearch *S)
   S->found = true;
 }
 
-/* Is ready position @i a decision now? */
+/* Is decision position @i (decs) ready, not placed? */
 static bool
-decision (const SgSearch *S, const Frame *f, int32_t i)
+decision (const Frame *f, int32_t i)
 {
-  if (f->placed[i] || f->npend[i] > 0)
-    return false;
-  return S->coll[i] >= 0 || S->comp[i] >= 0 || S->coll_of[i] != SG_NO_NODE;
+  return !f->placed[i] && f->npend[i] == 0;
 }
 
 static void
@@ -182,32 +220,44 @@ dfs (SgSearch *S, int32_t d)
   }
   if (!search_memo_admit (S, f) || prune (S, f))
     return;
-  sg_eng_save (S->e, &f->snap);
   /* collectives, then compute, then stalls; each by position (@f does not
    * change below: the children work on the next frame) */
   int32_t tries[3][64], nt[3] = { 0, 0, 0 };
-  for (int32_t i = 0; i < S->m; i++)
-    if (decision (S, f, i)) {
+  for (int32_t k = 0; k < S->n_dec; k++) {
+    int32_t i = S->decs[k];
+    if (decision (f, i)) {
       int kind = S->coll[i] >= 0 ? 0 : S->comp[i] >= 0 ? 1 : 2;
       tries[kind][nt[kind]++] = i;
     }
+  }
+  /* The engine is at @f's state for the first child; it is saved only for
+   * the later ones. Nothing is restored on the way out: the caller restores
+   * its own state before it goes on (sg_search_run, the one at depth 0). */
+  if (nt[0] + nt[1] + nt[2] > 1)
+    sg_eng_save (S->e, &f->snap);
+  bool at_f = true;
   for (int pass = 0; pass < 3 && !S->gave_up; pass++)
     for (int32_t t = 0; t < nt[pass] && !S->gave_up; t++) {
       Frame *c = &S->frames[d + 1];
       frame_copy (S, c, f);
-      sg_eng_restore (S->e, &f->snap);
+      if (!at_f)
+        sg_eng_restore (S->e, &f->snap);
+      at_f = false;
       place (S, c, tries[pass][t]);
       dfs (S, d + 1);
     }
-  sg_eng_restore (S->e, &f->snap);
 }
 
 bool
 sg_search_run (SgSearch *S, double incumbent)
 {
   Frame *f0 = &S->frames[0];
-  for (int32_t i = 0; i < S->m; i++)
+  memset (f0->rq, 0, sizeof (uint64_t) * (size_t)S->nw);
+  for (int32_t i = 0; i < S->m; i++) {
     f0->npend[i] = (int32_t)(S->ifirst[i + 1] - S->ifirst[i]);
+    if (f0->npend[i] == 0 && quick (S, i))
+      f0->rq[i >> 6] |= (uint64_t)1 << (i & 63);
+  }
   SgEngSnap start = { 0 };
   sg_eng_save (S->e, &start);
   if (S->goal == SG_SEARCH_EARLY)

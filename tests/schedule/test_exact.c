@@ -219,6 +219,88 @@ START_TEST (engine_restore_matches_a_fresh_simulation)
 }
 END_TEST
 
+/* One search aimed at window after window (sg_search_reset, as the polish
+ * does) keeps, expands and gives up exactly as a new search per window,
+ * whatever the windows before it left in its memo and frames; and reset to
+ * the whole graph it finds the exact step. Random graphs, windows of 3 to
+ * 11 nodes along the id order, small budgets so that some give up. */
+START_TEST (a_reset_search_finds_what_a_new_one_finds)
+{
+  int windows = 0, gave_up = 0;
+  for (int i = 0; i < 60; i++) {
+    guint32 seed = 5000u + (guint32)i;
+    g_autofree char *text = rg_graph_json (seed, 6 + i % 7, 1 + i % 5, 1 + i % 3,
+                                           (RgCluster)(i % RG_N_CLUSTERS));
+    g_autoptr (SgGraph) g = st_load (text, "random");
+    int32_t n = g->n_nodes;
+    /* the fresh searches' and the reused one's (each marks its window) */
+    g_autofree int32_t *local = g_new (int32_t, (size_t)n);
+    g_autofree int32_t *local2 = g_new (int32_t, (size_t)n);
+    for (int32_t k = 0; k < n; k++)
+      local[k] = local2[k] = -1;
+    g_autofree SgNodeId *ids = g_new (SgNodeId, (size_t)n);
+    g_autofree SgNodeId *a = g_new (SgNodeId, (size_t)n);
+    g_autofree SgNodeId *b = g_new (SgNodeId, (size_t)n);
+    for (SgNodeId x = 0; x < n; x++)
+      ids[x] = x;
+    SgSimEngine e;
+    sg_eng_init (&e, g, sg_cost_model_contention (sg_graph_cost_model (g)), false);
+    SgEngSnap start = { 0 };
+    sg_eng_save (&e, &start);
+    SgSearch *kept = NULL;
+    for (int32_t pos = 0, w = 3; pos < n; pos += w, w = 3 + (w + pos) % 9) {
+      int32_t m = MIN (w, n - pos);
+      if (sg_search_fits (g, &e, ids + pos, m)) {
+        int64_t budget = 5 + 40 * (pos % 4);
+        SgSearch *fresh = sg_search_new (g, &e, ids + pos, m, local2, SG_SEARCH_EARLY, budget);
+        sg_search_run (fresh, 100.0);
+        int32_t nk = sg_search_n_kept (fresh);
+        int64_t ex = sg_search_expanded (fresh);
+        bool gu = sg_search_gave_up (fresh);
+        g_autofree SgNodeId *want = g_new (SgNodeId, (size_t)(nk * m + 1));
+        for (int32_t k = 0; k < nk; k++)
+          sg_search_kept (fresh, k, want + k * m);
+        sg_search_free (fresh);
+        if (kept)
+          sg_search_reset (kept, ids + pos, m, SG_SEARCH_EARLY, budget);
+        else
+          kept = sg_search_new (g, &e, ids + pos, m, local, SG_SEARCH_EARLY, budget);
+        sg_search_run (kept, 100.0);
+        ck_assert_int_eq (sg_search_n_kept (kept), nk);
+        ck_assert_int_eq (sg_search_expanded (kept), ex);
+        ck_assert_int_eq (sg_search_gave_up (kept), gu);
+        for (int32_t k = 0; k < nk; k++) {
+          sg_search_kept (kept, k, a);
+          ck_assert_mem_eq (a, want + k * m, sizeof (SgNodeId) * (size_t)m);
+        }
+        windows++;
+        gave_up += gu;
+      }
+      for (int32_t k = pos; k < pos + m; k++)
+        sg_eng_place (&e, ids[k]);
+    }
+    sg_eng_restore (&e, &start);
+    sg_eng_snap_clear (&start);
+    if (kept && sg_search_fits (g, &e, ids, n)) {
+      SgSearch *fresh = sg_search_new (g, &e, ids, n, local2, SG_SEARCH_STEP, 1000000);
+      ck_assert (sg_search_run (fresh, 1e30));
+      sg_search_result (fresh, b);
+      double value = sg_search_value (fresh);
+      sg_search_free (fresh);
+      sg_search_reset (kept, ids, n, SG_SEARCH_STEP, 1000000);
+      ck_assert (sg_search_run (kept, 1e30));
+      ck_assert_double_eq (sg_search_value (kept), value);
+      sg_search_result (kept, a);
+      ck_assert_mem_eq (a, b, sizeof (SgNodeId) * (size_t)n);
+    }
+    sg_search_free (kept);
+    sg_eng_clear (&e);
+  }
+  ck_assert_int_gt (windows, 100);
+  ck_assert_int_gt (gave_up, 0);
+}
+END_TEST
+
 /* --- the property test --------------------------------------------------------- */
 
 /* The issue's bar: the list scheduler within NEAR of the optimum on at
@@ -308,6 +390,7 @@ main (void)
     exact_refuses_a_graph_beyond_its_limits,
     exact_gives_the_same_order_every_run,
     engine_restore_matches_a_fresh_simulation,
+    a_reset_search_finds_what_a_new_one_finds,
     list_scheduler_is_near_the_optimum_on_random_graphs,
   };
   return st_run ("exact", 600, tests, G_N_ELEMENTS (tests));
