@@ -54,7 +54,9 @@ typedef struct {
                           * prices its new nodes alone */
   uint64_t *node_alloc;  /* the same of the trial graph's (scratch) */
   uint64_t *storage_alloc; /* its storages' bytes (scratch) */
-  size_t n_alloc;          /* entries of both scratch arrays */
+  SgNodeId *added;         /* its new nodes (scratch) */
+  SgElision el;            /* its zero-copy analysis (memory kept across trials) */
+  size_t n_alloc;          /* entries of the three scratch arrays */
   GHashTable *lower_memo; /* the rule's verdicts by members (lower.c) */
   GHashTable *eval_memo;  /* verdicts by lowered specs (run.c) */
   SgBucketCand *cands;   /* in id order */

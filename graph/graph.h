@@ -674,6 +674,7 @@ typedef struct {
  *              input); group -1 elsewhere. NULL when the graph has no
  *              rank_roll;
  *  root[v]     the storage root of v with elision (sg_graph_storage_roots). */
+typedef struct SgElisionWork SgElisionWork;
 typedef struct {
   uint8_t *reason;
   SgNodeId *view_of;
@@ -681,10 +682,17 @@ typedef struct {
   SgRollPlace *roll;
   SgNodeId *root;
   int32_t n_elided; /* copies lowered without a kernel */
+  SgElisionWork *work; /* sg_graph_elision_again's arrays kept between analyses */
 } SgElision;
 
 /* Fills @e for @g (clear it with sg_elision_clear). O(n_nodes). */
 void sg_graph_elision (const SgGraph *g, SgElision *e);
+/* The same analysis into @e, which is zeroed or holds an earlier one by
+ * this function (of any graph): its arrays and working memory are reused
+ * and only the entries the earlier analysis set are cleared, so nothing
+ * of n_nodes entries is allocated or cleared (a pass's trial graphs).
+ * Clear it with sg_elision_clear. */
+void sg_graph_elision_again (const SgGraph *g, SgElision *e);
 /* The same without e->root (NULL): what the cost model reads. */
 void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
 void sg_elision_clear (SgElision *e);

@@ -276,11 +276,13 @@ static void
 swap_work (SgRewrite *rw, int slot)
 {
   void *p = rw->work[slot];
-  size_t z = rw->work_size[slot];
+  size_t z = rw->work_size[slot], f = rw->filled[slot];
   rw->work[slot] = rw->work[slot + 1];
   rw->work_size[slot] = rw->work_size[slot + 1];
+  rw->filled[slot] = rw->filled[slot + 1];
   rw->work[slot + 1] = p;
   rw->work_size[slot + 1] = z;
+  rw->filled[slot + 1] = f;
 }
 
 /* The order of the whole result into @order, with its prefix maxima and
