@@ -124,7 +124,11 @@ struct SgElisionWork {
   SgNodeId *group_root; /* per relocation owner (a copy): the lowest-id input root */
   GArray *copies;      /* SgNodeId: the copies, in id order */
   GArray *viewed;      /* SgNodeId: the nodes whose view_of is set */
+  GArray *outputs;     /* SgNodeId: the roots is_output marks */
 };
+
+/* What the passes over every node look at, per op kind. */
+enum { K_COPY = 1, K_COLL = 2, K_ALIAS = 4 };
 
 typedef struct {
   const SgGraph *g;
@@ -132,6 +136,7 @@ typedef struct {
   SgElisionWork *w;
   SgNodeId *reader, *group_root; /* w's */
   bool *is_output;
+  uint8_t kf[SG_OP_N_KINDS]; /* K_ flags per kind */
   int32_t *block;      /* per one-block row slice of a rank_roll: its block, else -1 */
   uint8_t *roll_why;   /* per rank_roll: why its cat could not be relocated into it */
 } Ctx;
@@ -495,7 +500,10 @@ find_readers (Ctx *x, GArray *copies)
   bool cats = false;
   for (SgNodeId v = 0; v < g->n_nodes; v++) {
     const SgOpKind kind = g->nodes[v].kind;
-    if (is_copy (kind)) {
+    const uint8_t f = x->kf[kind];
+    if (!(f & (K_COPY | K_COLL)))
+      continue;
+    if (f & K_COPY) {
       g_array_append_val (copies, v);
       x->reader[v] = x->group_root[v] = -1;
     }
@@ -509,7 +517,7 @@ find_readers (Ctx *x, GArray *copies)
       x->roll_why = g_new (uint8_t, nn);
       memset (x->roll_why, 0xff, nn);
     }
-    if (sg_op_is_collective (kind) && !sg_op_is_coalesced (kind) && g->nodes[v].n_in > 0) {
+    if ((f & K_COLL) && g->nodes[v].n_in > 0) {
       uint32_t k;
       const SgNodeId in = sg_node_inputs (g, v, &k)[0];
       if (g->nodes[in].kind == SG_OP_BUCKET_PACK)
@@ -556,6 +564,7 @@ work_prepare (SgElision *e, SgElisionWork *w, size_t n, bool roots)
   if (!w->copies) {
     w->copies = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
     w->viewed = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+    w->outputs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   }
   for (guint i = 0; i < w->copies->len; i++)
     e->reason[g_array_index (w->copies, SgNodeId, i)] = 0;
@@ -580,19 +589,40 @@ work_free (SgElisionWork *w)
     g_array_unref (w->copies);
   if (w->viewed)
     g_array_unref (w->viewed);
+  if (w->outputs)
+    g_array_unref (w->outputs);
 }
 
-/* Marks (@on) or unmarks the storage roots the output node reads. */
+/* Marks the storage roots the output node reads (listed in w->outputs),
+ * or (@on false) unmarks them. */
 static void
 mark_output (Ctx *x, bool on)
 {
   const SgGraph *g = x->g;
-  if (g->output == SG_NO_NODE)
-    return;
-  uint32_t k;
-  const SgNodeId *in = sg_node_inputs (g, g->output, &k);
-  for (uint32_t j = 0; j < k; j++)
-    x->is_output[sg_node_storage_root (g, in[j])] = on;
+  GArray *marked = x->w->outputs;
+  if (on && g->output != SG_NO_NODE) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, g->output, &k);
+    g_array_set_size (marked, k);
+    for (uint32_t j = 0; j < k; j++)
+      g_array_index (marked, SgNodeId, j) = sg_node_storage_root (g, in[j]);
+  }
+  for (guint j = 0; j < marked->len; j++)
+    x->is_output[g_array_index (marked, SgNodeId, j)] = on;
+  if (!on)
+    g_array_set_size (marked, 0);
+}
+
+/* The K_ flags of every op kind into @kf. */
+static void
+kind_flags (uint8_t *kf)
+{
+  for (int k = 0; k < SG_OP_N_KINDS; k++)
+    kf[k] = (uint8_t)((is_copy ((SgOpKind)k) ? K_COPY : 0)
+                      | (sg_op_is_collective ((SgOpKind)k) && !sg_op_is_coalesced ((SgOpKind)k)
+                             ? K_COLL
+                             : 0)
+                      | (sg_op_is_alias ((SgOpKind)k) ? K_ALIAS : 0));
 }
 
 /* The analysis into @e, with the memory @w (struct SgElisionWork; a
@@ -608,6 +638,7 @@ elision (const SgGraph *g, SgElision *e, SgElisionWork *w, bool roots)
   work_prepare (e, w, nn, roots);
   Ctx x = { .g = g, .e = e, .w = w, .reader = w->reader, .group_root = w->group_root,
             .is_output = w->is_output };
+  kind_flags (x.kf);
   GArray *copies = w->copies;
   find_readers (&x, copies);
   mark_output (&x, true);
@@ -641,16 +672,16 @@ elision (const SgGraph *g, SgElision *e, SgElisionWork *w, bool roots)
    * that of the roll's relocation). */
   for (SgNodeId v = 0; roots && v < n; v++) {
     const SgNode *nd = &g->nodes[v];
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, v, &k);
-    bool elided = is_copy (nd->kind) && e->reason[v] == SG_COPY_ELIDED;
+    const uint8_t f = x.kf[nd->kind];
     SgNodeId r = v;
-    if (e->view_of[v] >= 0 && !is_copy (nd->kind)) /* relocated */
+    if (!(f & K_COPY) && e->view_of[v] >= 0) /* relocated */
       r = x.group_root[e->view_of[v]];
-    else if (elided)
+    else if ((f & K_COPY) && e->reason[v] == SG_COPY_ELIDED)
       r = e->view_of[v] >= 0 && e->view_of[v] < v ? e->root[e->view_of[v]] : x.group_root[v];
-    else if (k && sg_op_is_alias (nd->kind))
-      r = e->root[in[0]];
+    else if ((f & K_ALIAS) && nd->n_in) {
+      uint32_t k;
+      r = e->root[sg_node_inputs (g, v, &k)[0]];
+    }
     e->root[v] = r;
   }
   g_free (x.block);
