@@ -153,8 +153,7 @@ set_view (Ctx *x, SgNodeId v, SgNodeId of, uint64_t off)
 static bool
 is_copy (SgOpKind k)
 {
-  return k == SG_OP_BUCKET_PACK || k == SG_OP_BUCKET_UNPACK || k == SG_OP_CAT
-         || k == SG_OP_RANK_ROLL;
+  return sg_elision_candidate (k);
 }
 
 static bool
@@ -498,8 +497,10 @@ find_readers (Ctx *x, GArray *copies)
   const SgGraph *g = x->g;
   const size_t nn = (size_t)MAX (g->n_nodes, 1);
   bool cats = false;
-  for (SgNodeId v = 0; v < g->n_nodes; v++) {
-    const SgOpKind kind = g->nodes[v].kind;
+  const SgNode *nodes = g->nodes;
+  const int32_t n = g->n_nodes;
+  for (SgNodeId v = 0; v < n; v++) {
+    const SgOpKind kind = nodes[v].kind;
     const uint8_t f = x->kf[kind];
     if (!(f & (K_COPY | K_COLL)))
       continue;
@@ -517,7 +518,7 @@ find_readers (Ctx *x, GArray *copies)
       x->roll_why = g_new (uint8_t, nn);
       memset (x->roll_why, 0xff, nn);
     }
-    if ((f & K_COLL) && g->nodes[v].n_in > 0) {
+    if ((f & K_COLL) && nodes[v].n_in > 0) {
       uint32_t k;
       const SgNodeId in = sg_node_inputs (g, v, &k)[0];
       if (g->nodes[in].kind == SG_OP_BUCKET_PACK)
@@ -670,8 +671,9 @@ elision (const SgGraph *g, SgElision *e, SgElisionWork *w, bool roots)
    * a node resolves to has a lower id (a relocation's group root is its
    * lowest-id input, whose root is itself; a cat under a rank_roll takes
    * that of the roll's relocation). */
+  const SgNode *nodes = g->nodes;
   for (SgNodeId v = 0; roots && v < n; v++) {
-    const SgNode *nd = &g->nodes[v];
+    const SgNode *nd = &nodes[v];
     const uint8_t f = x.kf[nd->kind];
     SgNodeId r = v;
     if (!(f & K_COPY) && e->view_of[v] >= 0) /* relocated */
@@ -742,18 +744,6 @@ bool
 sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v)
 {
   return e->view_of[v] >= 0 && !is_copy (g->nodes[v].kind);
-}
-
-bool
-sg_elision_candidate (SgOpKind k)
-{
-  return is_copy (k);
-}
-
-bool
-sg_elision_elided (const SgGraph *g, const SgElision *e, SgNodeId v)
-{
-  return is_copy (g->nodes[v].kind) && e->reason[v] == SG_COPY_ELIDED;
 }
 
 bool

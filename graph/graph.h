@@ -707,11 +707,20 @@ uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e,
  * buffer (e->view_of[v]). */
 bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
 /* True for the kinds elision decides on: bucket_pack, bucket_unpack, cat,
- * rank_roll. */
-bool sg_elision_candidate (SgOpKind k);
+ * rank_roll (inline: the storage sizes and the cost model ask per node). */
+static inline bool
+sg_elision_candidate (SgOpKind k)
+{
+  return k == SG_OP_BUCKET_PACK || k == SG_OP_BUCKET_UNPACK || k == SG_OP_CAT
+         || k == SG_OP_RANK_ROLL;
+}
 /* True for a copy (pack, unpack, cat, rank_roll) codegen lowers without a
  * kernel. */
-bool sg_elision_elided (const SgGraph *g, const SgElision *e, SgNodeId v);
+static inline bool
+sg_elision_elided (const SgGraph *g, const SgElision *e, SgNodeId v)
+{
+  return sg_elision_candidate (g->nodes[v].kind) && e->reason[v] == SG_COPY_ELIDED;
+}
 /* True when @v is placed at a rank-dependent block (e->roll[v]). */
 bool sg_elision_rolled (const SgElision *e, SgNodeId v);
 
