@@ -54,7 +54,9 @@ typedef struct {
                           * prices its new nodes alone */
   uint64_t *node_alloc;  /* the same of the trial graph's (scratch) */
   uint64_t *storage_alloc; /* its storages' bytes (scratch) */
-  size_t n_alloc;          /* entries of both scratch arrays */
+  SgNodeId *added;         /* its new nodes (scratch) */
+  SgElision el;            /* its zero-copy analysis (memory kept across trials) */
+  size_t n_alloc;          /* entries of the three scratch arrays */
   GHashTable *lower_memo; /* the rule's verdicts by members (lower.c) */
   GHashTable *eval_memo;  /* verdicts by lowered specs (run.c) */
   SgBucketCand *cands;   /* in id order */
@@ -187,9 +189,11 @@ void sg_bucket_plan_clear (SgBucketPlan *p);
  * members each, ids in range, no member twice (@taken, n_nodes entries,
  * zeroed by the caller, marks them), each member bucketable. Fills @waits
  * (one per member, in spec order) and per spec the earliest member id
- * (@start_pos) and the first consumer of any member's wait (@use_pos). */
-bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, bool *taken,
-                            SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
+ * (@start_pos) and the first consumer of any member's wait (@use_pos);
+ * specs before @from passed these checks on @g already (a trial's
+ * buckets kept from the last one): their members are only marked. */
+bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, int32_t from,
+                            bool *taken, SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
                             GError **error);
 
 /* rewrite.c: the pass's trial graphs, all of one rewrite of the graph

@@ -109,8 +109,9 @@ sg_bucket_plan_clear (SgBucketPlan *p)
 }
 
 bool
-sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, bool *taken,
-                       SgNodeId *waits, int64_t *start_pos, int64_t *use_pos, GError **error)
+sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, int32_t from,
+                       bool *taken, SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
+                       GError **error)
 {
   int32_t n0 = g->n_nodes;
   sg_graph_fill_users (g);
@@ -119,7 +120,10 @@ sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, b
       FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: bucket %d has %d member(s); at least 2 are needed",
             b, specs[b].n_members);
   int32_t t = 0;
-  for (int32_t b = 0; b < n_specs; b++) {
+  for (int32_t b = 0; b < from; b++)
+    for (int32_t i = 0; i < specs[b].n_members; i++, t++)
+      taken[specs[b].members[i]] = true;
+  for (int32_t b = from; b < n_specs; b++) {
     start_pos[b] = G_MAXINT64, use_pos[b] = G_MAXINT64;
     for (int32_t i = 0; i < specs[b].n_members; i++, t++) {
       SgNodeId c = specs[b].members[i];
@@ -189,7 +193,12 @@ coll_args (SgRewrite *rw, const SgBucketSpec *spec, SgOpKind member_kind, SgArg 
 static SgNodeId
 add (SgRewrite *rw, const char *prefix, const char *base, SgNodeSpec *spec, GError **error)
 {
-  g_autofree char *name = g_strconcat (prefix, base, NULL);
+  char buf[256]; /* the name, on the stack when it fits (the rewrite copies it) */
+  size_t lp = strlen (prefix), lb = strlen (base);
+  g_autofree char *big = lp + lb < sizeof buf ? NULL : g_malloc (lp + lb + 1);
+  char *name = big ? big : buf;
+  memcpy (name, prefix, lp);
+  memcpy (name + lp, base, lb + 1);
   spec->name = name;
   spec->cost_us = NAN; /* est_src stays SG_COST_NONE: the pass costs new nodes */
   return sg_rewrite_add (rw, spec, error);
@@ -409,12 +418,12 @@ describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError 
   g_autofree SgNodeId *waits = g_new (SgNodeId, (size_t)total + 1);
   g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs + 1);
   g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs + 1);
-  if (!sg_bucket_specs_check (g, specs, n_specs, taken, waits, start_pos, use_pos, error))
-    return false;
   int32_t keep = 0;
   if (t->valid)
     while (keep < MIN (n_specs, t->n_specs) && same_spec (&specs[keep], &t->specs[keep]))
       keep++;
+  if (!sg_bucket_specs_check (g, specs, n_specs, keep, taken, waits, start_pos, use_pos, error))
+    return false;
   if (!t->valid) {
     sg_rewrite_reset (rw);
     forget_from (t, 0);

@@ -50,6 +50,26 @@ check_judge (const SgGraph *tg, const SgSimTotals *t)
   sg_sim_result_clear (&r);
 }
 
+/* With the validator on: the analysis of a trial graph reusing the last
+ * one's memory (sg_graph_elision_again) against a new one's. */
+static void
+check_elision (const SgGraph *tg, const SgElision *el)
+{
+  SgElision fresh;
+  sg_graph_elision (tg, &fresh);
+  size_t n = (size_t)tg->n_nodes;
+  bool same = fresh.n_elided == el->n_elided && !fresh.roll == !el->roll
+              && memcmp (fresh.reason, el->reason, n) == 0
+              && memcmp (fresh.view_of, el->view_of, n * sizeof (SgNodeId)) == 0
+              && memcmp (fresh.view_off, el->view_off, n * sizeof (uint64_t)) == 0
+              && memcmp (fresh.root, el->root, n * sizeof (SgNodeId)) == 0
+              && (!fresh.roll || memcmp (fresh.roll, el->roll, n * sizeof (SgRollPlace)) == 0);
+  sg_elision_clear (&fresh);
+  if (!same)
+    g_error ("bucket: the zero-copy analysis of a trial graph reusing the last one's memory "
+             "differs from a new one");
+}
+
 /* The simulator's verdict on @s->g with the lowered @specs applied: the
  * trial graph, its zero-copy analysis, storages and the judge. */
 static bool
@@ -65,32 +85,33 @@ judge_trial (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs, SgBu
     s->n_alloc = (size_t)MAX (tg->n_nodes, 1) + (size_t)tg->n_nodes / 4;
     s->node_alloc = g_renew (uint64_t, s->node_alloc, s->n_alloc);
     s->storage_alloc = g_renew (uint64_t, s->storage_alloc, s->n_alloc);
+    s->added = g_renew (SgNodeId, s->added, s->n_alloc);
   }
-  g_autoptr (GArray) added = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  int32_t n_added = 0;
   for (SgNodeId i = 0; i < tg->n_nodes; i++) {
     if (orig[i] != SG_NO_NODE) {
       s->node_alloc[i] = s->base_alloc[orig[i]];
     } else {
       s->node_alloc[i] = sg_node_alloc_bytes (tg, i);
-      g_array_append_val (added, i);
+      s->added[n_added++] = i;
     }
   }
   /* one zero-copy analysis prices the new copies and gives the liveness
    * its storages; only new nodes lack a cost (base nodes have theirs,
    * s->base_costed) */
-  SgElision el;
-  sg_graph_elision (tg, &el);
+  SgElision *el = &s->el;
+  sg_graph_elision_again (tg, el);
   if (s->base_costed)
-    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, (const SgNodeId *)(void *)added->data,
-                              (int32_t)added->len, &el);
+    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, s->added, n_added, el);
   else
-    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, &el);
-  uint64_t *alloc = sg_elision_storage_bytes (tg, &el, s->node_alloc, s->storage_alloc);
+    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, el);
+  uint64_t *alloc = sg_elision_storage_bytes (tg, el, s->node_alloc, s->storage_alloc);
   SgSimTotals t;
-  bool ok = sg_sim_judge_totals (s->judge, tg, el.root, alloc, &t, &err);
-  if (ok && s->cfg && s->cfg->validate_between)
+  bool ok = sg_sim_judge_totals (s->judge, tg, el->root, alloc, &t, &err);
+  if (ok && s->cfg && s->cfg->validate_between) {
     check_judge (tg, &t);
-  sg_elision_clear (&el);
+    check_elision (tg, el);
+  }
   sg_graph_free (tg);
   if (!ok)
     return false;
@@ -415,6 +436,8 @@ sg_bucket_search_clear (SgBucketSearch *s)
   g_clear_pointer (&s->base_alloc, g_free);
   g_clear_pointer (&s->node_alloc, g_free);
   g_clear_pointer (&s->storage_alloc, g_free);
+  g_clear_pointer (&s->added, g_free);
+  sg_elision_clear (&s->el);
   g_clear_pointer (&s->lower_memo, g_hash_table_unref);
   g_clear_pointer (&s->eval_memo, g_hash_table_unref);
   g_clear_pointer (&s->cands, g_free);

@@ -109,23 +109,51 @@ unpack_args (const SgGraph *g, SgNodeId u, int64_t *k, int64_t *off)
   return true;
 }
 
+/* The analysis's memory: its arrays of @cap entries and those of the
+ * SgElision it fills, kept between analyses by sg_graph_elision_again.
+ * Between analyses is_output is false everywhere, e->reason 0 except at
+ * @copies and e->view_of -1 and e->view_off 0 except at @viewed, so the
+ * next analysis clears only those entries. */
+struct SgElisionWork {
+  size_t cap;
+  SgNodeId *reader;    /* per pack: its only reader, or -1 (none), -2 (several);
+                        * per cat: its only user likewise; per rank_roll: -1 while
+                        * every user is a one-block row slice, else -2; set for
+                        * copies only */
+  bool *is_output;     /* per storage root: read by the output node */
+  SgNodeId *group_root; /* per relocation owner (a copy): the lowest-id input root */
+  GArray *copies;      /* SgNodeId: the copies, in id order */
+  GArray *viewed;      /* SgNodeId: the nodes whose view_of is set */
+  GArray *outputs;     /* SgNodeId: the roots is_output marks */
+};
+
+/* What the passes over every node look at, per op kind. */
+enum { K_COPY = 1, K_COLL = 2, K_ALIAS = 4 };
+
 typedef struct {
   const SgGraph *g;
   SgElision *e;
-  SgNodeId *reader;    /* per pack: its only reader, or -1 (none), -2 (several);
-                        * per cat: its only user likewise; per rank_roll: -1 while
-                        * every user is a one-block row slice, else -2 */
-  bool *is_output;     /* per storage root: read by the output node */
-  SgNodeId *group_root; /* per relocation owner: the lowest-id input root */
+  SgElisionWork *w;
+  SgNodeId *reader, *group_root; /* w's */
+  bool *is_output;
+  uint8_t kf[SG_OP_N_KINDS]; /* K_ flags per kind */
   int32_t *block;      /* per one-block row slice of a rank_roll: its block, else -1 */
   uint8_t *roll_why;   /* per rank_roll: why its cat could not be relocated into it */
 } Ctx;
 
+/* @v a view of @of at byte @off (e->view_of, e->view_off). */
+static void
+set_view (Ctx *x, SgNodeId v, SgNodeId of, uint64_t off)
+{
+  x->e->view_of[v] = of;
+  x->e->view_off[v] = off;
+  g_array_append_val (x->w->viewed, v);
+}
+
 static bool
 is_copy (SgOpKind k)
 {
-  return k == SG_OP_BUCKET_PACK || k == SG_OP_BUCKET_UNPACK || k == SG_OP_CAT
-         || k == SG_OP_RANK_ROLL;
+  return sg_elision_candidate (k);
 }
 
 static bool
@@ -245,8 +273,7 @@ relocate (Ctx *x, SgNodeId p, SgNodeId owner, const uint64_t *off, const SgRollP
     return SG_COPY_MIXED_INPUTS;
   x->group_root[owner] = roots[0];
   for (uint32_t i = 0; i < k; i++) {
-    x->e->view_of[roots[i]] = owner;
-    x->e->view_off[roots[i]] = off[i];
+    set_view (x, roots[i], owner, off[i]);
     if (place)
       x->e->roll[roots[i]] = place[i];
     x->group_root[owner] = MIN (x->group_root[owner], roots[i]);
@@ -285,8 +312,7 @@ decide_concat (Ctx *x, SgNodeId p)
     prefix += sg_meta_numel (g, &g->nodes[in[i]].meta);
   }
   if (view) {
-    x->e->view_of[p] = in[0];
-    x->e->view_off[p] = 0;
+    set_view (x, p, in[0], 0);
     return SG_COPY_ELIDED;
   }
   g_autofree uint64_t *off = g_new (uint64_t, k);
@@ -361,7 +387,7 @@ roll_of_cat (Ctx *x, SgNodeId c, SgCopyReason *why)
   if (*why != SG_COPY_ELIDED)
     return false;
   x->e->reason[r] = SG_COPY_ELIDED;
-  x->e->view_of[c] = r;
+  set_view (x, c, r, 0);
   x->e->roll[c] = (SgRollPlace){ rr.group, 1, 0, 0 }; /* no storage of its own */
   x->group_root[c] = x->group_root[r];
   return true;
@@ -406,8 +432,7 @@ decide_roll (Ctx *x, SgNodeId r)
       break;
     v = vin[0];
   }
-  x->e->view_of[r] = in[0];
-  x->e->view_off[r] = 0;
+  set_view (x, r, in[0], 0);
   return SG_COPY_ELIDED;
 }
 
@@ -457,24 +482,32 @@ decide_unpack (Ctx *x, SgNodeId u)
   if (wm->ndim != 1 || !meta_contiguous (g, wm) || !meta_contiguous (g, &n->meta) || off < 0
       || (uint64_t)off + numel > sg_meta_numel (g, wm))
     return SG_COPY_STRIDED_INPUT;
-  x->e->view_of[u] = w;
-  x->e->view_off[u] = (uint64_t)off * sg_dtype_size (wm->dtype);
+  set_view (x, u, w, (uint64_t)off * sg_dtype_size (wm->dtype));
   return SG_COPY_ELIDED;
 }
 
-/* The readers the decisions need, from one pass over every node's
- * inputs: the collective of each pack, the only user of each cat, whether
- * every user of a rank_roll is a one-block row slice (and which block). */
+/* The copies, and the readers the decisions need, from one pass over
+ * every node's inputs: the collective of each pack, the only user of each
+ * cat, whether every user of a rank_roll is a one-block row slice (and
+ * which block). A pack's reader reads it after its place in the id order,
+ * where its entry is set. */
 static void
 find_readers (Ctx *x, GArray *copies)
 {
   const SgGraph *g = x->g;
   const size_t nn = (size_t)MAX (g->n_nodes, 1);
   bool cats = false;
-  for (SgNodeId v = 0; v < g->n_nodes; v++) {
-    const SgOpKind kind = g->nodes[v].kind;
-    if (is_copy (kind))
+  const SgNode *nodes = g->nodes;
+  const int32_t n = g->n_nodes;
+  for (SgNodeId v = 0; v < n; v++) {
+    const SgOpKind kind = nodes[v].kind;
+    const uint8_t f = x->kf[kind];
+    if (!(f & (K_COPY | K_COLL)))
+      continue;
+    if (f & K_COPY) {
       g_array_append_val (copies, v);
+      x->reader[v] = x->group_root[v] = -1;
+    }
     cats = cats || kind == SG_OP_CAT || kind == SG_OP_RANK_ROLL;
     if (kind == SG_OP_RANK_ROLL && !x->e->roll) {
       x->e->roll = g_new (SgRollPlace, nn);
@@ -485,7 +518,7 @@ find_readers (Ctx *x, GArray *copies)
       x->roll_why = g_new (uint8_t, nn);
       memset (x->roll_why, 0xff, nn);
     }
-    if (sg_op_is_collective (kind) && !sg_op_is_coalesced (kind) && g->nodes[v].n_in > 0) {
+    if ((f & K_COLL) && nodes[v].n_in > 0) {
       uint32_t k;
       const SgNodeId in = sg_node_inputs (g, v, &k)[0];
       if (g->nodes[in].kind == SG_OP_BUCKET_PACK)
@@ -507,34 +540,109 @@ find_readers (Ctx *x, GArray *copies)
   }
 }
 
-/* The analysis; @roots false leaves e->root NULL (what the cost model
- * needs is the reasons). One pass over the nodes and their inputs, the
- * decisions over the copies only, one pass for the slices of rank_rolls
- * lowered to views, one more for the roots. */
+/* @e and @w ready for a graph of @n nodes: arrays grown (new entries
+ * in the state between analyses, struct SgElisionWork), the entries the
+ * last analysis set cleared. */
 static void
-elision (const SgGraph *g, SgElision *e, bool roots)
+work_prepare (SgElision *e, SgElisionWork *w, size_t n, bool roots)
+{
+  if (w->cap < n) {
+    size_t old = w->cap, cap = old ? n + n / 4 : n;
+    e->reason = g_renew (uint8_t, e->reason, cap);
+    e->view_of = g_renew (SgNodeId, e->view_of, cap);
+    e->view_off = g_renew (uint64_t, e->view_off, cap);
+    if (roots)
+      e->root = g_renew (SgNodeId, e->root, cap);
+    w->reader = g_renew (SgNodeId, w->reader, cap);
+    w->group_root = g_renew (SgNodeId, w->group_root, cap);
+    w->is_output = g_renew (bool, w->is_output, cap);
+    memset (e->reason + old, 0, cap - old);
+    memset (e->view_of + old, 0xff, (cap - old) * sizeof (SgNodeId)); /* -1 */
+    memset (e->view_off + old, 0, (cap - old) * sizeof (uint64_t));
+    memset (w->is_output + old, 0, (cap - old) * sizeof (bool));
+    w->cap = cap;
+  }
+  if (!w->copies) {
+    w->copies = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+    w->viewed = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+    w->outputs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  }
+  for (guint i = 0; i < w->copies->len; i++)
+    e->reason[g_array_index (w->copies, SgNodeId, i)] = 0;
+  for (guint i = 0; i < w->viewed->len; i++) {
+    SgNodeId v = g_array_index (w->viewed, SgNodeId, i);
+    e->view_of[v] = -1;
+    e->view_off[v] = 0;
+  }
+  g_array_set_size (w->copies, 0);
+  g_array_set_size (w->viewed, 0);
+  g_clear_pointer (&e->roll, g_free);
+  e->n_elided = 0;
+}
+
+static void
+work_free (SgElisionWork *w)
+{
+  g_free (w->reader);
+  g_free (w->group_root);
+  g_free (w->is_output);
+  if (w->copies)
+    g_array_unref (w->copies);
+  if (w->viewed)
+    g_array_unref (w->viewed);
+  if (w->outputs)
+    g_array_unref (w->outputs);
+}
+
+/* Marks the storage roots the output node reads (listed in w->outputs),
+ * or (@on false) unmarks them. */
+static void
+mark_output (Ctx *x, bool on)
+{
+  const SgGraph *g = x->g;
+  GArray *marked = x->w->outputs;
+  if (on && g->output != SG_NO_NODE) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, g->output, &k);
+    g_array_set_size (marked, k);
+    for (uint32_t j = 0; j < k; j++)
+      g_array_index (marked, SgNodeId, j) = sg_node_storage_root (g, in[j]);
+  }
+  for (guint j = 0; j < marked->len; j++)
+    x->is_output[g_array_index (marked, SgNodeId, j)] = on;
+  if (!on)
+    g_array_set_size (marked, 0);
+}
+
+/* The K_ flags of every op kind into @kf. */
+static void
+kind_flags (uint8_t *kf)
+{
+  for (int k = 0; k < SG_OP_N_KINDS; k++)
+    kf[k] = (uint8_t)((is_copy ((SgOpKind)k) ? K_COPY : 0)
+                      | (sg_op_is_collective ((SgOpKind)k) && !sg_op_is_coalesced ((SgOpKind)k)
+                             ? K_COLL
+                             : 0)
+                      | (sg_op_is_alias ((SgOpKind)k) ? K_ALIAS : 0));
+}
+
+/* The analysis into @e, with the memory @w (struct SgElisionWork; a
+ * zeroed @w, e's arrays NULL: new ones); @roots false leaves e->root
+ * NULL (what the cost model needs is the reasons). One pass over the
+ * nodes and their inputs, the decisions over the copies only, one pass
+ * for the slices of rank_rolls lowered to views, one more for the roots. */
+static void
+elision (const SgGraph *g, SgElision *e, SgElisionWork *w, bool roots)
 {
   int32_t n = g->n_nodes;
   size_t nn = (size_t)MAX (n, 1);
-  memset (e, 0, sizeof *e);
-  e->reason = g_new0 (uint8_t, nn);
-  e->view_of = g_new (SgNodeId, nn);
-  e->view_off = g_new0 (uint64_t, nn);
-  Ctx x = { .g = g, .e = e };
-  x.reader = g_new (SgNodeId, nn);
-  x.is_output = g_new0 (bool, nn);
-  x.group_root = g_new (SgNodeId, nn);
-  memset (e->view_of, 0xff, nn * sizeof (SgNodeId)); /* -1 */
-  memset (x.reader, 0xff, nn * sizeof (SgNodeId));
-  memset (x.group_root, 0xff, nn * sizeof (SgNodeId));
-  g_autoptr (GArray) copies = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  work_prepare (e, w, nn, roots);
+  Ctx x = { .g = g, .e = e, .w = w, .reader = w->reader, .group_root = w->group_root,
+            .is_output = w->is_output };
+  kind_flags (x.kf);
+  GArray *copies = w->copies;
   find_readers (&x, copies);
-  if (g->output != SG_NO_NODE) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, g->output, &k);
-    for (uint32_t j = 0; j < k; j++)
-      x.is_output[sg_node_storage_root (g, in[j])] = true;
-  }
+  mark_output (&x, true);
   for (guint i = 0; i < copies->len; i++) {
     SgNodeId v = g_array_index (copies, SgNodeId, i);
     SgCopyReason r;
@@ -547,6 +655,7 @@ elision (const SgGraph *g, SgElision *e, bool roots)
     e->reason[v] = (uint8_t)r;
     e->n_elided += r == SG_COPY_ELIDED;
   }
+  mark_output (&x, false);
   /* the slices of a rank_roll lowered to views: their blocks of its input */
   for (SgNodeId v = 0; e->roll && v < n; v++) {
     uint32_t k;
@@ -562,41 +671,56 @@ elision (const SgGraph *g, SgElision *e, bool roots)
    * a node resolves to has a lower id (a relocation's group root is its
    * lowest-id input, whose root is itself; a cat under a rank_roll takes
    * that of the roll's relocation). */
-  if (roots)
-    e->root = g_new (SgNodeId, nn);
+  const SgNode *nodes = g->nodes;
   for (SgNodeId v = 0; roots && v < n; v++) {
-    const SgNode *nd = &g->nodes[v];
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, v, &k);
-    bool elided = is_copy (nd->kind) && e->reason[v] == SG_COPY_ELIDED;
+    const SgNode *nd = &nodes[v];
+    const uint8_t f = x.kf[nd->kind];
     SgNodeId r = v;
-    if (e->view_of[v] >= 0 && !is_copy (nd->kind)) /* relocated */
+    if (!(f & K_COPY) && e->view_of[v] >= 0) /* relocated */
       r = x.group_root[e->view_of[v]];
-    else if (elided)
+    else if ((f & K_COPY) && e->reason[v] == SG_COPY_ELIDED)
       r = e->view_of[v] >= 0 && e->view_of[v] < v ? e->root[e->view_of[v]] : x.group_root[v];
-    else if (k && sg_op_is_alias (nd->kind))
-      r = e->root[in[0]];
+    else if ((f & K_ALIAS) && nd->n_in) {
+      uint32_t k;
+      r = e->root[sg_node_inputs (g, v, &k)[0]];
+    }
     e->root[v] = r;
   }
-  g_free (x.reader);
-  g_free (x.is_output);
-  g_free (x.group_root);
   g_free (x.block);
   g_free (x.roll_why);
+}
+
+/* One analysis into a zeroed @e; its working memory goes with it. */
+static void
+elision_once (const SgGraph *g, SgElision *e, bool roots)
+{
+  memset (e, 0, sizeof *e);
+  SgElisionWork w = { 0 };
+  elision (g, e, &w, roots);
+  work_free (&w);
 }
 
 void
 sg_graph_elision (const SgGraph *g, SgElision *e)
 {
   g_return_if_fail (g && e);
-  elision (g, e, true);
+  elision_once (g, e, true);
 }
 
 void
 sg_graph_elision_reasons (const SgGraph *g, SgElision *e)
 {
   g_return_if_fail (g && e);
-  elision (g, e, false);
+  elision_once (g, e, false);
+}
+
+void
+sg_graph_elision_again (const SgGraph *g, SgElision *e)
+{
+  g_return_if_fail (g && e && (e->work || !e->reason));
+  if (!e->work)
+    e->work = g_new0 (SgElisionWork, 1);
+  elision (g, e, e->work, true);
 }
 
 void
@@ -609,6 +733,10 @@ sg_elision_clear (SgElision *e)
   g_free (e->view_off);
   g_free (e->roll);
   g_free (e->root);
+  if (e->work) {
+    work_free (e->work);
+    g_free (e->work);
+  }
   memset (e, 0, sizeof *e);
 }
 
@@ -616,18 +744,6 @@ bool
 sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v)
 {
   return e->view_of[v] >= 0 && !is_copy (g->nodes[v].kind);
-}
-
-bool
-sg_elision_candidate (SgOpKind k)
-{
-  return is_copy (k);
-}
-
-bool
-sg_elision_elided (const SgGraph *g, const SgElision *e, SgNodeId v)
-{
-  return is_copy (g->nodes[v].kind) && e->reason[v] == SG_COPY_ELIDED;
 }
 
 bool

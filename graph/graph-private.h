@@ -117,7 +117,7 @@ typedef struct {
  * that trial after trial reuses them. */
 enum {
   SG_RW_REDIR, SG_RW_INDEG, SG_RW_POS, SG_RW_SORTED,
-  SG_RW_HEAP, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ,
+  SG_RW_HEAP, SG_RW_XFIRST, SG_RW_XADJ,
   SG_RW_FILL, SG_RW_MOVED, SG_RW_PLAIN, SG_RW_PAIRS, SG_RW_IN_POS, SG_RW_CHECK,
   SG_RW_WORDER, SG_RW_WINDOWS, SG_RW_AT_W, SG_RW_LAST_AIN_AT, SG_RW_SPANS,
   /* what a layout leaves for the next one: each slot and, after it, the
@@ -148,6 +148,7 @@ struct SgRewrite {
   /* reused memory */
   void *work[SG_RW_N_WORK];
   size_t work_size[SG_RW_N_WORK];
+  size_t filled[SG_RW_N_WORK]; /* bytes of work[] that sg_rw_work_clean keeps filled */
   GArray *touched, *t_in;      /* layout's (touched: created by it) */
   GArray *last_touched, *last_t_in; /* and the last layout's */
   GArray *changed;             /* layout's: items of nodes that changed since the last */
@@ -167,6 +168,7 @@ struct SgRewrite {
   GArray *spare_inputs;        /* and its inputs */
   SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit */
   int32_t result_n;            /* entries of result_id (0: none laid out yet) */
+  size_t result_cap;           /* room in result_id */
 };
 
 /* The edited graph laid out in its new order. */
@@ -185,12 +187,16 @@ typedef struct {
 /* Checks the edits and lays the result out (rewrite-order.c): the stable
  * topological order by placement keys, inputs and implicit edges
  * renumbered, args of users whose inputs merged re-indexed (appended to
- * g->args). Node and input arrays come from the rewrite's spares when it
+ * g->args), where every node went in rw->result_id. Node and input arrays come from the rewrite's spares when it
  * has them. False with @error as sg_rewrite_commit. */
 bool sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error);
 void sg_rewrite_layout_clear (SgRewriteLayout *l);
 /* A working array of at least @bytes, kept by @rw (contents undefined). */
 void *sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes);
+/* The same with its first @bytes all @byte, for arrays that their users
+ * give back so between layouts (they clear what they set): only memory
+ * new to the slot is filled (rewrite-order.c). */
+void *sg_rw_work_clean (SgRewrite *rw, int slot, size_t bytes, int byte);
 
 /* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
 void sg_rewrite_trial_release (SgGraph *trial);

@@ -443,6 +443,14 @@ member_output (const SgGraph *g, const SgNode *n, uint32_t i)
                                       : &n->meta;
 }
 
+/* "meta.tuple[@i]" into @buf (32 bytes). */
+static const char *
+member_field (char *buf, uint32_t i)
+{
+  g_snprintf (buf, 32, "meta.tuple[%u]", i);
+  return buf;
+}
+
 bool
 sg_coll_check_members (const SgGraph *g, const SgNode *n, const SgNodeId *inputs,
                        SgNodeOf node_of, gconstpointer ctx, GError **error)
@@ -459,26 +467,28 @@ sg_coll_check_members (const SgGraph *g, const SgNode *n, const SgNodeId *inputs
   for (uint32_t i = 0; i < members; i++) {
     const SgNode *in = node_of (ctx, inputs[member_input (g, n, i)]);
     const SgMeta *im = &in->meta, *om = member_output (g, n, i);
-    g_autofree char *field = coalesced ? g_strdup_printf ("meta.tuple[%u]", i) : NULL;
+    char fb[32]; /* the member's field, spelled out only for a message */
     if (coalesced && (im->ndim < 0 || om->ndim < 0))
       FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s: a member of a coalesced collective reads and "
-            "returns a tensor ('%s' is none)", n->name, om->ndim < 0 ? field : "args[0]",
+            "returns a tensor ('%s' is none)", n->name,
+            om->ndim < 0 ? member_field (fb, i) : "args[0]",
             om->ndim < 0 ? n->name : in->name);
     if (im->ndim < 0 || om->ndim < 0)
       continue;
     if (coalesced && im->dtype != om->dtype)
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.dtype: %s, but its input '%s' is %s", n->name,
-            field, sg_dtype_name (om->dtype), in->name, sg_dtype_name (im->dtype));
+            member_field (fb, i), sg_dtype_name (om->dtype), in->name, sg_dtype_name (im->dtype));
     if (coalesced && om->dtype != member_output (g, n, 0)->dtype)
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.dtype: %s, but member 0 is %s (the members of "
-            "a coalesced collective share one dtype)", n->name, field, sg_dtype_name (om->dtype),
+            "a coalesced collective share one dtype)", n->name, member_field (fb, i),
+            sg_dtype_name (om->dtype),
             sg_dtype_name (member_output (g, n, 0)->dtype));
     uint64_t ie = sg_meta_numel (g, im), oe = sg_meta_numel (g, om);
     if (!sg_collective_sizes_ok (n->kind, ie, oe, (uint64_t)grp->n_ranks))
       FAIL (SG_GRAPH_ERROR_GROUP,
             "node '%s': %s.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
             " in disagrees with group '%s' of %d ranks (%s)",
-            n->name, coalesced ? field : "meta", oe, ie, grp->name, grp->n_ranks,
+            n->name, coalesced ? member_field (fb, i) : "meta", oe, ie, grp->name, grp->n_ranks,
             sizes_rule (n->kind));
   }
   return true;

@@ -674,6 +674,7 @@ typedef struct {
  *              input); group -1 elsewhere. NULL when the graph has no
  *              rank_roll;
  *  root[v]     the storage root of v with elision (sg_graph_storage_roots). */
+typedef struct SgElisionWork SgElisionWork;
 typedef struct {
   uint8_t *reason;
   SgNodeId *view_of;
@@ -681,10 +682,17 @@ typedef struct {
   SgRollPlace *roll;
   SgNodeId *root;
   int32_t n_elided; /* copies lowered without a kernel */
+  SgElisionWork *work; /* sg_graph_elision_again's arrays kept between analyses */
 } SgElision;
 
 /* Fills @e for @g (clear it with sg_elision_clear). O(n_nodes). */
 void sg_graph_elision (const SgGraph *g, SgElision *e);
+/* The same analysis into @e, which is zeroed or holds an earlier one by
+ * this function (of any graph): its arrays and working memory are reused
+ * and only the entries the earlier analysis set are cleared, so nothing
+ * of n_nodes entries is allocated or cleared (a pass's trial graphs).
+ * Clear it with sg_elision_clear. */
+void sg_graph_elision_again (const SgGraph *g, SgElision *e);
 /* The same without e->root (NULL): what the cost model reads. */
 void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
 void sg_elision_clear (SgElision *e);
@@ -699,11 +707,20 @@ uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e,
  * buffer (e->view_of[v]). */
 bool sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v);
 /* True for the kinds elision decides on: bucket_pack, bucket_unpack, cat,
- * rank_roll. */
-bool sg_elision_candidate (SgOpKind k);
+ * rank_roll (inline: the storage sizes and the cost model ask per node). */
+static inline bool
+sg_elision_candidate (SgOpKind k)
+{
+  return k == SG_OP_BUCKET_PACK || k == SG_OP_BUCKET_UNPACK || k == SG_OP_CAT
+         || k == SG_OP_RANK_ROLL;
+}
 /* True for a copy (pack, unpack, cat, rank_roll) codegen lowers without a
  * kernel. */
-bool sg_elision_elided (const SgGraph *g, const SgElision *e, SgNodeId v);
+static inline bool
+sg_elision_elided (const SgGraph *g, const SgElision *e, SgNodeId v)
+{
+  return sg_elision_candidate (g->nodes[v].kind) && e->reason[v] == SG_COPY_ELIDED;
+}
 /* True when @v is placed at a rank-dependent block (e->roll[v]). */
 bool sg_elision_rolled (const SgElision *e, SgNodeId v);
 

@@ -77,6 +77,20 @@ sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes)
   return rw->work[slot];
 }
 
+void *
+sg_rw_work_clean (SgRewrite *rw, int slot, size_t bytes, int byte)
+{
+  size_t had = rw->work_size[slot];
+  char *p = sg_rewrite_work (rw, slot, bytes);
+  if (rw->work_size[slot] != had) /* new memory */
+    rw->filled[slot] = 0;
+  if (rw->filled[slot] < bytes) {
+    memset (p + rw->filled[slot], byte, bytes - rw->filled[slot]);
+    rw->filled[slot] = bytes;
+  }
+  return p;
+}
+
 /* Pairs (from, to) of a CSR, p[2 i] and p[2 i + 1]. */
 typedef struct {
   SgNodeId *p;
@@ -285,10 +299,9 @@ moved_edges (Ctx *x)
   SgImplicitEdge *dst = (SgImplicitEdge *)(void *)out->data;
   guint w = 0;
   const GArray *mv = x->rw->moves;
-  int32_t *moved = NULL; /* per base node: its move, or -1 */
+  int32_t *moved = NULL; /* per base node: its move, or -1 (between layouts too) */
   if (mv->len) {
-    moved = WORK (x->rw, SG_RW_MOVED, int32_t, x->n0);
-    memset (moved, -1, sizeof (int32_t) * (size_t)x->n0);
+    moved = sg_rw_work_clean (x->rw, SG_RW_MOVED, sizeof (int32_t) * ((size_t)x->n0 + 1), 0xff);
     for (guint i = 0; i < mv->len; i++)
       moved[g_array_index (mv, SgRewriteMove, i).old] = (int32_t)i;
   }
@@ -312,6 +325,8 @@ moved_edges (Ctx *x)
       x->eres[2 * i + 1] = e.to;
     }
   }
+  for (guint i = 0; moved && i < mv->len; i++)
+    moved[g_array_index (mv, SgRewriteMove, i).old] = -1;
   g_array_set_size (out, w);
   return out;
 }
@@ -548,18 +563,25 @@ order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
   return 1;
 }
 
-/* Nodes in @order, inputs and edges renumbered, into @out. */
+/* Nodes in @order, inputs and edges renumbered, into @out; where every
+ * node of the rewrite went into rw->result_id (sg_rewrite_result_id). */
 static void
 lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewriteLayout *out)
 {
   SgRewrite *rw = x->rw;
   SgGraph *g = x->g;
   int32_t n0 = x->n0, n1 = x->n1;
-  SgNodeId *new_id = WORK (rw, SG_RW_NEW_ID, SgNodeId, n1);
-  for (SgNodeId v = 0; v < n1; v++)
-    new_id[v] = SG_NO_NODE;
+  if (rw->result_cap < (size_t)n1 + 1) {
+    rw->result_cap = (size_t)n1 + 1 + (size_t)n1 / 4;
+    g_free (rw->result_id);
+    rw->result_id = g_new (SgNodeId, rw->result_cap);
+  }
+  SgNodeId *new_id = rw->result_id; /* @order holds every kept node */
   for (int32_t i = 0; i < n; i++)
     new_id[order[i]] = i;
+  for (guint i = 0; i < rw->removed->len; i++)
+    new_id[g_array_index (rw->removed, SgNodeId, i)] = SG_NO_NODE;
+  rw->result_n = n1;
   out->n = n;
   if (rw->spare_nodes && rw->spare_cap >= n) {
     out->nodes = g_steal_pointer (&rw->spare_nodes);
@@ -612,6 +634,34 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
   out->old_id = order;
 }
 
+/* sg_rewrite_layout after the redirects: the checks, the order and the
+ * layout. */
+static bool
+order_result (Ctx *x, SgRewriteLayout *out, GError **error)
+{
+  SgRewrite *rw = x->rw;
+  SgGraph *g = x->g;
+  int32_t n0 = x->n0, n1 = x->n1;
+  x->plain = WORK (rw, SG_RW_PLAIN, uint8_t, n1);
+  memcpy (x->plain, x->keep, (size_t)n0);
+  memset (x->plain + n0, 0, (size_t)(n1 - n0));
+  for (guint i = 0; i < rw->touched->len; i++)
+    x->plain[g_array_index (rw->touched, Touched, i).node] = 0;
+  if (!check_removed (x, error))
+    return false;
+  guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
+  x->eres = WORK (rw, SG_RW_ERES, SgNodeId, 2 * (size_t)ne);
+  g_autoptr (GArray) edges = moved_edges (x);
+  added_keys (x, WORK (rw, SG_RW_AKEY, int64_t, n1 - n0));
+  SgNodeId *order = WORK (rw, SG_RW_ORDER, SgNodeId, n1);
+  int32_t n;
+  if (!sg_rw_order_all (x, edges, order, &n, error))
+    return false;
+  lay_out (x, order, n, edges, out);
+  sg_rw_keep_last (x, n);
+  return true;
+}
+
 bool
 sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
 {
@@ -625,45 +675,34 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
   memset (x.keep, 1, sizeof (bool) * (size_t)n1);
   for (guint i = 0; i < rw->removed->len; i++)
     x.keep[g_array_index (rw->removed, SgNodeId, i)] = false;
+  /* tix is -1 between layouts but at the nodes rw->touched lists (and
+   * the last layout's at rw->last_touched: the two swap together) */
   if (!rw->touched)
     rw->touched = g_array_new (FALSE, FALSE, sizeof (Touched));
+  int32_t *tix = rw->work[SG_RW_TIX];
+  for (guint i = 0; i < rw->touched->len; i++) {
+    SgNodeId v = g_array_index (rw->touched, Touched, i).node;
+    if (sizeof (int32_t) * (size_t)v < rw->filled[SG_RW_TIX])
+      tix[v] = -1;
+  }
   g_array_set_size (rw->touched, 0);
   g_array_set_size (rw->t_in, 0);
-  x.tix = WORK (rw, SG_RW_TIX, int32_t, n1);
-  memset (x.tix, 0xff, sizeof (int32_t) * (size_t)n1);
+  x.tix = sg_rw_work_clean (rw, SG_RW_TIX, sizeof (int32_t) * ((size_t)n1 + 1), 0xff);
+  /* redir and in_pos are -1 between layouts: redir is cleared below,
+   * redirect_user clears in_pos */
   if (rw->redirects->len) {
-    x.redir = WORK (rw, SG_RW_REDIR, SgNodeId, n0);
-    for (SgNodeId v = 0; v < n0; v++)
-      x.redir[v] = SG_NO_NODE;
+    x.redir = sg_rw_work_clean (rw, SG_RW_REDIR, sizeof (SgNodeId) * ((size_t)n0 + 1), 0xff);
     for (guint i = 0; i < rw->redirects->len; i += 2)
       x.redir[g_array_index (rw->redirects, SgNodeId, i)]
           = g_array_index (rw->redirects, SgNodeId, i + 1);
-    x.in_pos = WORK (rw, SG_RW_IN_POS, int32_t, n1);
-    memset (x.in_pos, 0xff, sizeof (int32_t) * (size_t)n1);
+    x.in_pos = sg_rw_work_clean (rw, SG_RW_IN_POS, sizeof (int32_t) * ((size_t)n1 + 1), 0xff);
     redirect_users (&x);
   }
-  x.plain = WORK (rw, SG_RW_PLAIN, uint8_t, n1);
-  memcpy (x.plain, x.keep, (size_t)n0);
-  memset (x.plain + n0, 0, (size_t)(n1 - n0));
-  for (guint i = 0; i < rw->touched->len; i++)
-    x.plain[g_array_index (rw->touched, Touched, i).node] = 0;
-  if (!check_removed (&x, error)) {
-    rw->last_ok = false;
-    return false;
-  }
-  guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
-  x.eres = WORK (rw, SG_RW_ERES, SgNodeId, 2 * (size_t)ne);
-  g_autoptr (GArray) edges = moved_edges (&x);
-  added_keys (&x, WORK (rw, SG_RW_AKEY, int64_t, n1 - n0));
-  SgNodeId *order = WORK (rw, SG_RW_ORDER, SgNodeId, n1);
-  int32_t n;
-  if (!sg_rw_order_all (&x, edges, order, &n, error)) {
-    rw->last_ok = false;
-    return false;
-  }
-  lay_out (&x, order, n, edges, out);
-  sg_rw_keep_last (&x, n);
-  return true;
+  bool ok = order_result (&x, out, error);
+  for (guint i = 0; x.redir && i < rw->redirects->len; i += 2)
+    x.redir[g_array_index (rw->redirects, SgNodeId, i)] = SG_NO_NODE;
+  rw->last_ok = ok;
+  return ok;
 }
 
 void

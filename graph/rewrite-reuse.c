@@ -169,22 +169,39 @@ changed_items (const Ctx *x, GArray *out)
   }
 }
 
-/* Sorts @n spans by their first key (a merge sort through @tmp). */
+/* The end of the run of spans from @i on whose first keys do not fall. */
+static guint
+run_end (const Span *a, guint i, guint n)
+{
+  while (i + 1 < n && a[i + 1].lo >= a[i].lo)
+    i++;
+  return i + 1;
+}
+
+/* Sorts @n spans by their first key, stably (a natural merge sort through
+ * @tmp: the spans come in a few sorted runs, one per kind of change). */
 static void
 sort_spans (Span *a, Span *tmp, guint n)
 {
-  for (guint w = 1; w < n; w *= 2) {
-    for (guint i = 0; i < n; i += 2 * w) {
-      guint m = MIN (i + w, n), e = MIN (i + 2 * w, n), p = i, q = m, o = i;
+  Span *src = a, *dst = tmp;
+  for (guint runs = run_end (a, 0, n) < n ? 2 : 1; runs > 1;) {
+    runs = 0;
+    for (guint i = 0; i < n; runs++) {
+      guint m = run_end (src, i, n), e = m < n ? run_end (src, m, n) : n, p = i, q = m, o = i;
       while (p < m && q < e)
-        tmp[o++] = a[q].lo < a[p].lo ? a[q++] : a[p++];
+        dst[o++] = src[q].lo < src[p].lo ? src[q++] : src[p++];
       while (p < m)
-        tmp[o++] = a[p++];
+        dst[o++] = src[p++];
       while (q < e)
-        tmp[o++] = a[q++];
+        dst[o++] = src[q++];
+      i = e;
     }
-    memcpy (a, tmp, sizeof *a * n);
+    Span *t = src;
+    src = dst;
+    dst = t;
   }
+  if (src != a)
+    memcpy (a, src, sizeof *a * n);
 }
 
 /* The last layout's first place at or after @from whose suffix minimum is
@@ -276,11 +293,13 @@ static void
 swap_work (SgRewrite *rw, int slot)
 {
   void *p = rw->work[slot];
-  size_t z = rw->work_size[slot];
+  size_t z = rw->work_size[slot], f = rw->filled[slot];
   rw->work[slot] = rw->work[slot + 1];
   rw->work_size[slot] = rw->work_size[slot + 1];
+  rw->filled[slot] = rw->filled[slot + 1];
   rw->work[slot + 1] = p;
   rw->work_size[slot + 1] = z;
+  rw->filled[slot + 1] = f;
 }
 
 /* The order of the whole result into @order, with its prefix maxima and

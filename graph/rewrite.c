@@ -389,19 +389,6 @@ sg_rewrite_move_edges (SgRewrite *rw, SgNodeId old, SgNodeId to, uint32_t drop_k
 
 /* --- the result -------------------------------------------------------------- */
 
-/* Records where every node of the rewrite went in layout @l. */
-static void
-keep_result_ids (SgRewrite *rw, const SgRewriteLayout *l)
-{
-  const int32_t n1 = n_total (rw);
-  rw->result_id = g_renew (SgNodeId, rw->result_id, (size_t)n1 + 1);
-  for (int32_t i = 0; i < n1; i++)
-    rw->result_id[i] = SG_NO_NODE;
-  for (int32_t i = 0; i < l->n; i++)
-    rw->result_id[l->old_id[i]] = i;
-  rw->result_n = n1;
-}
-
 SgNodeId
 sg_rewrite_result_id (const SgRewrite *rw, SgNodeId id)
 {
@@ -441,9 +428,7 @@ sg_rewrite_commit (SgRewrite *rw, GError **error)
   if (!sg_rewrite_layout (rw, &l, error))
     return false;
   SgGraph *g = rw->g;
-  int32_t n1 = n_total (rw);
-  keep_result_ids (rw, &l);
-  g_assert (rw->result_n == n1);
+  g_assert (rw->result_n == n_total (rw));
   name_added (rw, &l, rw->result_id);
   sg_graph_names_drop (g);
   g_free (g->nodes);
@@ -469,7 +454,6 @@ sg_rewrite_trial (SgRewrite *rw, GError **error)
   SgRewriteLayout l = { 0 };
   if (!sg_rewrite_layout (rw, &l, error))
     return NULL;
-  keep_result_ids (rw, &l);
   const SgGraph *g = rw->g;
   SgGraph *t = g_new0 (SgGraph, 1);
   t->world_size = g->world_size;

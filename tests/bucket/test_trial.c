@@ -4,7 +4,10 @@
  * edges and the simulator's verdict, and the base graph is left as it was;
  * on builder graphs (implicit edges, refusals) and on every sample graph
  * after estimate and schedule, for many bucket sets, including ones that
- * close cycles; the search's verdicts kept by lowered specs equal fresh
+ * close cycles, and as trials of one rewrite in sequence (each layout
+ * reusing the working arrays the last one cleared where it wrote them, each
+ * zero-copy analysis the last one's memory: sg_graph_elision_again equals
+ * a new analysis); the search's verdicts kept by lowered specs equal fresh
  * evaluations.
  */
 #include <check.h>
@@ -35,14 +38,34 @@ assert_meta_eq (const SgGraph *a, const SgMeta *ma, const SgGraph *b, const SgMe
   }
 }
 
+/* The zero-copy analysis of @g into @again, which holds the analysis of
+ * another graph (sg_graph_elision_again), is a new analysis's. */
+static void
+assert_elision_again_matches (const SgGraph *g, SgElision *again)
+{
+  SgElision fresh;
+  sg_graph_elision (g, &fresh);
+  sg_graph_elision_again (g, again);
+  ck_assert_int_eq (fresh.n_elided, again->n_elided);
+  ck_assert (!fresh.roll == !again->roll);
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    ck_assert_msg (fresh.reason[i] == again->reason[i], "node %d: reason", i);
+    ck_assert_msg (fresh.view_of[i] == again->view_of[i], "node %d: view_of", i);
+    ck_assert_msg (fresh.view_off[i] == again->view_off[i], "node %d: view_off", i);
+    ck_assert_msg (fresh.root[i] == again->root[i], "node %d: root", i);
+  }
+  sg_elision_clear (&fresh);
+}
+
 /* Applies @specs with sg_bucket_apply to a copy of @g and with the trial
  * builder (@shared, trials of @g that made other trials before, or fresh
  * ones when NULL); both must agree on success and, when they succeed, on
  * every field the simulator and the cost model read, and on the
- * simulation. */
+ * simulation; with @again, the trial graph's zero-copy analysis reusing
+ * @again's memory is a new one's. */
 static void
-assert_trial_matches (SgGraph *g, SgBucketTrials *shared, const SgBucketSpec *specs,
-                      int32_t n_specs)
+assert_trial_matches_again (SgGraph *g, SgBucketTrials *shared, const SgBucketSpec *specs,
+                            int32_t n_specs, SgElision *again)
 {
   SgGraph *full = sg_graph_copy (g);
   full->cost_model_free = g->cost_model_free; /* borrowed model, see bucket.c */
@@ -57,6 +80,8 @@ assert_trial_matches (SgGraph *g, SgBucketTrials *shared, const SgBucketSpec *sp
   SgGraph *tg = sg_bucket_trial (trials, specs, n_specs, &e2);
   if (tg && cm)
     sg_cost_new_nodes (cm, tg, NULL, 0);
+  if (tg && again)
+    assert_elision_again_matches (tg, again);
   ck_assert_msg (ok_full == (tg != NULL), "apply: %s; trial: %s", e1 ? e1->message : "ok",
                  e2 ? e2->message : "ok");
   if (ok_full) {
@@ -118,6 +143,13 @@ assert_trial_matches (SgGraph *g, SgBucketTrials *shared, const SgBucketSpec *sp
   }
   full->cost_model = NULL;
   sg_graph_free (full);
+}
+
+static void
+assert_trial_matches (SgGraph *g, SgBucketTrials *shared, const SgBucketSpec *specs,
+                      int32_t n_specs)
+{
+  assert_trial_matches_again (g, shared, specs, n_specs, NULL);
 }
 
 static void
@@ -183,6 +215,35 @@ START_TEST (trial_matches_apply_with_implicit_edges)
   assert_trial_matches_apply (g, &s123, 1);
   assert_trial_matches_apply (g, &s13, 1);
   assert_trial_matches_apply (g, NULL, 0);
+}
+END_TEST
+
+/* The same sets as trials of one rewrite, one after another: each layout
+ * reuses the working arrays the last one cleared where it wrote them
+ * (moved edges, redirects, touched users), so what one trial moved or
+ * redirected must not stay in the next. */
+START_TEST (trials_in_sequence_forget_the_last_trials_moves_and_redirects)
+{
+  g_autoptr (SgGraph) g = edges_graph ();
+  prepare (g, false);
+  sg_implicit_edge_add (g, sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "busy"),
+                        SG_EDGE_OTHER);
+  sg_implicit_edge_add (g, sg_graph_lookup (g, "busy"), sg_graph_lookup (g, "ag1_w"),
+                        SG_EDGE_BUCKET);
+  sg_implicit_edge_add (g, sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "busy"),
+                        SG_EDGE_HIDE_START);
+  SgNodeId m12[2] = { sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "ag2") };
+  SgNodeId m123[3] = { m12[0], m12[1], sg_graph_lookup (g, "ag3") };
+  SgNodeId m13[2] = { m12[0], m123[2] }, m23[2] = { m12[1], m123[2] };
+  SgBucketSpec s12 = { m12, 2, FLAT }, s123 = { m123, 3, FLAT }, s13 = { m13, 2, FLAT };
+  SgBucketSpec s23 = { m23, 2, SG_BUCKET_LOWERING_GROUPED };
+  const SgBucketSpec *seq[] = { &s123, &s12, NULL, &s13, &s23, &s123, NULL, &s12, &s23 };
+  SgBucketTrials *t = sg_bucket_trials_new (g, true);
+  SgElision again = { 0 };
+  for (guint i = 0; i < G_N_ELEMENTS (seq); i++)
+    assert_trial_matches_again (g, t, seq[i], seq[i] ? 1 : 0, &again);
+  sg_elision_clear (&again);
+  sg_bucket_trials_free (t);
 }
 END_TEST
 
@@ -260,16 +321,18 @@ check_bucket_sets (SgGraph *g)
     guint args_len = g->args->len, dims_len = g->dims->len;
     SgBucketTrials *t = sg_bucket_trials_new (g, true);
     SgBucketSpec *all = (SgBucketSpec *)(void *)specs->data;
+    SgElision again = { 0 }; /* each trial's analysis in the last one's memory */
     for (guint i = 0; i <= 6; i++)
-      assert_trial_matches (g, t, all, (int32_t)(specs->len * i / 6));
+      assert_trial_matches_again (g, t, all, (int32_t)(specs->len * i / 6), &again);
     for (guint i = 6; i-- > 0;)
-      assert_trial_matches (g, t, all, (int32_t)(specs->len * i / 6));
+      assert_trial_matches_again (g, t, all, (int32_t)(specs->len * i / 6), &again);
     if (specs->len >= 2 && all[specs->len / 2].n_members > 2) {
       g_autofree SgBucketSpec *cut = g_memdup2 (all, sizeof *all * specs->len);
       cut[specs->len / 2].n_members--;
-      assert_trial_matches (g, t, cut, (int32_t)specs->len);
-      assert_trial_matches (g, t, all, (int32_t)specs->len);
+      assert_trial_matches_again (g, t, cut, (int32_t)specs->len, &again);
+      assert_trial_matches_again (g, t, all, (int32_t)specs->len, &again);
     }
+    sg_elision_clear (&again);
     sg_bucket_trials_free (t);
     ck_assert_uint_eq (g->args->len, args_len);
     ck_assert_uint_eq (g->dims->len, dims_len);
@@ -438,6 +501,7 @@ trial_suite (void)
   TCase *tc = tcase_create ("trial");
   tcase_set_timeout (tc, 300); /* the sanitizer build on 2 loaded cores: ~110 s for the whole suite */
   tcase_add_test (tc, trial_matches_apply_with_implicit_edges);
+  tcase_add_test (tc, trials_in_sequence_forget_the_last_trials_moves_and_redirects);
   tcase_add_test (tc, trial_refuses_what_apply_refuses);
   tcase_add_loop_test (tc, trial_matches_apply_on_samples, 0, 6);
   tcase_add_test (tc, kept_verdicts_equal_fresh_evaluations);
