@@ -373,6 +373,25 @@ ev_same_shifted (const Ev *t, int32_t it, const Ev *r, int32_t ir, int32_t p)
   return t->aux - it == r->aux - ir;
 }
 
+/* Places node @x, event @v, as sg_eng_place does, with the slot or rates
+ * entry the event already holds. */
+static inline void
+place_ev (SgSimEngine *e, SgNodeId x, const Ev *v)
+{
+  switch (v->role) {
+  case SG_ROLE_COLL:
+    sg_eng_issue_entry (e, x, v->aux);
+    break;
+  case SG_ROLE_WAIT:
+    if (v->aux >= 0 && e->row_of[v->aux] >= 0)
+      sg_eng_wait (e, x, v->aux);
+    break;
+  default:
+    sg_eng_compute_in (e, x, v->cost, v->cost > 0.0 ? v->aux : 0);
+    break;
+  }
+}
+
 /* --- checkpoints --------------------------------------------------------------- */
 
 static void
@@ -436,8 +455,7 @@ snap_restore (SgSimEngine *e, const Rec *r, const Snap *s, int32_t **act, int32_
       e->rem[w] = k == 0 ? gs->head_rem : row->est_us;
       e->fin[w] = 0;
       e->row_of[node] = w;
-      const SgPairRates *pr;
-      sg_eng_rates_entry (e, node, &pr);
+      const SgPairRates *pr = sg_eng_entry_rates (e, r->ev[node].aux);
       memcpy (&e->rates[(size_t)w * (size_t)e->n_slots], pr, sizeof *pr * (size_t)e->n_slots);
       e->wnext[w] = 0;
       for (int32_t sl = 0; sl < e->n_slots; sl++)
@@ -669,7 +687,7 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
       next++;
     }
     if (x < n)
-      sg_eng_place (e, x);
+      place_ev (e, x, &T->ev[x]);
   }
   /* the rows this run issued or found queued are its own; the others, the
    * previous run's, finished before the checkpoint */
