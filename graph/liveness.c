@@ -98,7 +98,8 @@ scratch_reserve (SgLiveScratch *w, size_t n)
   w->cap = MAX (n, w->cap + w->cap / 2);
   w->last = g_renew (int32_t, w->last, w->cap);
   w->start = g_renew (int32_t, w->start, w->cap);
-  w->delta = g_renew (int64_t, w->delta, w->cap + 1);
+  g_free (w->delta);
+  w->delta = g_new0 (int64_t, w->cap + 1); /* zero between calls */
 }
 
 void
@@ -131,8 +132,9 @@ sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
 
   /* delta[t]: bytes allocated at t minus bytes freed after t - 1. Every
    * partial sum is bounded by the total, which the validator keeps below
-   * 2^62; a graph that breaks that bound reports G_MAXUINT64. */
-  int64_t *delta = memset (w->delta, 0, sizeof (int64_t) * ((size_t)n + 1));
+   * 2^62; a graph that breaks that bound reports G_MAXUINT64. The scratch
+   * keeps delta zero between calls: the sums below clear what they read. */
+  int64_t *delta = w->delta;
   uint64_t total = 0;
   for (SgNodeId i = 0; i < n; i++) {
     if (root[i] != i)
@@ -141,6 +143,7 @@ sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
     if (!b)
       continue;
     if (b > ((uint64_t)1 << 62) || (total += b) > ((uint64_t)1 << 62)) {
+      memset (delta, 0, sizeof (int64_t) * ((size_t)n + 1));
       for (int32_t t = 0; profile && t < n; t++)
         profile[t] = G_MAXUINT64;
       return G_MAXUINT64;
@@ -153,11 +156,13 @@ sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
   int64_t live = 0, peak = 0;
   for (int32_t t = 0; t < n; t++) {
     live += delta[t];
+    delta[t] = 0;
     if (profile)
       profile[t] = (uint64_t)live;
     if (live > peak)
       peak = live;
   }
+  delta[n] = 0;
   return (uint64_t)peak;
 }
 

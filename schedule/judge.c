@@ -33,6 +33,7 @@
  * nodes keep their kind, group and output while the judge lives (another
  * rewrite starts the kept events over). Invalidates: nothing.
  */
+#include <float.h>
 #include <string.h>
 
 #include "schedule-private.h"
@@ -314,6 +315,9 @@ kept_for (SgSimJudge *j, const SgGraph *g)
   return orig;
 }
 
+/* @g's events into @r and its collectives' count; -1, with nothing more
+ * done, at a node whose est_us is not a finite cost >= 0
+ * (sg_sim_check_costs names it). */
 static int32_t
 make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double *comm_us)
 {
@@ -324,6 +328,8 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double
   const SgNodeId *orig = kept_for (j, g);
   for (SgNodeId x = 0; x < n; x++) {
     const SgNode *nd = &g->nodes[x];
+    if (!(nd->est_us >= 0.0 && nd->est_us <= DBL_MAX)) /* NaN fails both */
+      return -1;
     const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
     Ev *v = &r->ev[x];
     v->role = (uint8_t)sg_sched_role (nd);
@@ -628,13 +634,18 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
 {
   g_return_val_if_fail (j && g && out, false);
   memset (out, 0, sizeof *out);
-  if (!sg_sim_check_costs (g, error))
-    return false;
   /* the engine first: the events read its rates memo */
   engine_for (j, g, 0);
   Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
   double compute_us, comm_us;
-  engine_for (j, g, make_events (j, g, T, &compute_us, &comm_us));
+  const int32_t n_coll = make_events (j, g, T, &compute_us, &comm_us);
+  if (n_coll < 0) {
+    T->valid = false; /* its events are half made */
+    bool ok = sg_sim_check_costs (g, error);
+    g_assert (!ok);
+    return false;
+  }
+  engine_for (j, g, n_coll);
   SgSimEngine *e = &j->e;
   const int32_t n = g->n_nodes, ng = MAX (g->n_groups, 1);
   j->stats.runs++;
