@@ -302,9 +302,8 @@ kept_for (SgSimJudge *j, const SgGraph *g)
       j->kept[i].aux = -1;
     j->kept_of = g->trial_of;
   }
-  int32_t need = 0;
-  for (SgNodeId x = 0; x < g->n_nodes; x++)
-    need = MAX (need, orig[x] + 1);
+  /* origins are ids of the base graph */
+  const int32_t need = sg_rewrite_graph (g->trial_of)->n_nodes;
   if (need > j->cap_kept) {
     int32_t was = j->cap_kept;
     j->cap_kept = MAX (need, 2 * j->cap_kept);
@@ -685,7 +684,7 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
     next++;
   double compute_end = 0.0, end = 0.0;
   int32_t joined_at = -1;
-  for (int32_t x = start; x <= n; x++) {
+  for (int32_t x = start;;) {
     if ((x - start) % SNAP_EVERY == 0 && (x > start || k < 0))
       snap_save (T, e, x);
     if (R->valid && next < R->n_snaps && R->snaps[next].pos + d == x) {
@@ -697,7 +696,13 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
       j->stats.differed++;
       next++;
     }
-    if (x < n)
+    if (x == n)
+      break;
+    /* on to the next checkpoint to save or to compare (both past x) */
+    int32_t stop = MIN (n, start + ((x - start) / SNAP_EVERY + 1) * SNAP_EVERY);
+    if (R->valid && next < R->n_snaps)
+      stop = MIN (stop, R->snaps[next].pos + d);
+    for (; x < stop; x++)
       place_ev (e, x, &T->ev[x]);
   }
   /* the rows this run issued or found queued are its own; the others, the
