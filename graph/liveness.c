@@ -66,12 +66,12 @@ last_use_in (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t
     last[i] = pos[i];
     wait_at[i] = -1;
   }
-  for (SgNodeId i = 0; i < n; i++) {
-    SgNodeId c = sg_node_wait_target (g, i);
-    if (c != SG_NO_NODE && (wait_at[c] < 0 || pos[i] < wait_at[c]))
-      wait_at[c] = pos[i];
-  }
-  for (SgNodeId u = 0; u < n; u++) {
+  /* In reverse id order (ids are topological: a wait comes after its
+   * collective), a node's waits are all seen before the node. */
+  for (SgNodeId u = n - 1; u >= 0; u--) {
+    SgNodeId c = sg_node_wait_target (g, u);
+    if (c != SG_NO_NODE && (wait_at[c] < 0 || pos[u] < wait_at[c]))
+      wait_at[c] = pos[u];
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, u, &k);
     int32_t t = g->nodes[u].op == SG_NODE_OUTPUT ? n - 1 : MAX (pos[u], wait_at[u]);
