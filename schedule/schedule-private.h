@@ -72,7 +72,15 @@ typedef struct {
   SgTlogEntry *v;
   size_t n, cap;
 } SgTlog;
-void sg_tlog_add (SgTlog *l, double x, int32_t tag, int32_t node);
+/* Makes room for one more entry (sim.c). */
+void sg_tlog_grow (SgTlog *l);
+static inline void
+sg_tlog_add (SgTlog *l, double x, int32_t tag, int32_t node)
+{
+  if (l->n == l->cap)
+    sg_tlog_grow (l);
+  l->v[l->n++] = (SgTlogEntry){ x, tag, node };
+}
 typedef struct {
   const SgGraph *g;
   const SgCostModel *pairs; /* the table the rates come from; NULL: global factors */

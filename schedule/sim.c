@@ -137,13 +137,10 @@ memo_grow (SgRatesMemo *m)
 }
 
 void
-sg_tlog_add (SgTlog *l, double x, int32_t tag, int32_t node)
+sg_tlog_grow (SgTlog *l)
 {
-  if (l->n == l->cap) {
-    l->cap = MAX (1024, 2 * l->cap);
-    l->v = g_renew (SgTlogEntry, l->v, l->cap);
-  }
-  l->v[l->n++] = (SgTlogEntry){ x, tag, node };
+  l->cap = MAX (1024, 2 * l->cap);
+  l->v = g_renew (SgTlogEntry, l->v, l->cap);
 }
 
 /* Advances the clock by @dt (logged when the engine logs). */
