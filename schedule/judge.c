@@ -314,13 +314,24 @@ kept_for (SgSimJudge *j, const SgGraph *g)
   return orig;
 }
 
+static inline bool
+ev_same (const Ev *a, const Ev *b)
+{
+  return a->role == b->role && memcmp (&a->cost, &b->cost, sizeof (double)) == 0
+         && a->group == b->group && a->aux == b->aux;
+}
+
 /* @g's events into @r and its collectives' count; -1, with nothing more
  * done, at a node whose est_us is not a finite cost >= 0
- * (sg_sim_check_costs names it). */
+ * (sg_sim_check_costs names it). *@p gets the length of the longest
+ * common prefix of events with @prev (valid, or 0). */
 static int32_t
-make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double *comm_us)
+make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *p,
+             double *compute_us, double *comm_us)
 {
   int32_t n = g->n_nodes, n_coll = 0;
+  const int32_t m = prev->valid ? MIN (n, prev->n) : 0;
+  *p = 0;
   *compute_us = *comm_us = 0.0;
   GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), Ev);
   r->n = n;
@@ -351,16 +362,12 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double
       if (v->cost > 0.0)
         v->aux = compute_slot (j, g, x, o, v->cost);
     }
+    if (x == *p && x < m && ev_same (v, &prev->ev[x]))
+      ++*p;
   }
   return n_coll;
 }
 
-static inline bool
-ev_same (const Ev *a, const Ev *b)
-{
-  return a->role == b->role && memcmp (&a->cost, &b->cost, sizeof (double)) == 0
-         && a->group == b->group && a->aux == b->aux;
-}
 
 /* Event @t (at @it of the new graph) and @r (at @ir of the previous one)
  * in their common suffix: equal, a wait's collective at the same distance
@@ -573,7 +580,7 @@ replay (SgSimJudge *j, Rec *T, const Rec *R, int32_t si, int32_t p, int32_t s_pr
   /* rows queued here have had no wait yet: their exposure starts at 0 */
   double now = e->now, t0 = now, compute_end = now;
   int32_t next_snap = si + 1;
-  for (size_t i = s->log_at; i < R->log.n; i++) {
+  for (size_t i = s->log_at; i < R->log.n;) {
     while (next_snap < R->n_snaps && R->snaps[next_snap].log_at == i) {
       /* the previous run's checkpoint, as the new graph's */
       const Snap *rs = &R->snaps[next_snap++];
@@ -592,27 +599,32 @@ replay (SgSimJudge *j, Rec *T, const Rec *R, int32_t si, int32_t p, int32_t s_pr
         T->gs[T->n_gs++] = g;
       }
     }
-    const SgTlogEntry *l = &R->log.v[i];
-    switch (l->tag) {
-    case SG_TLOG_ADD:
-      now += l->x;
-      sg_tlog_add (&T->log, l->x, SG_TLOG_ADD, -1);
-      break;
-    case SG_TLOG_WAIT:
-      t0 = now;
-      sg_tlog_add (&T->log, 0.0, SG_TLOG_WAIT, -1);
-      break;
-    case SG_TLOG_COMPUTE_END:
-      compute_end = now;
-      sg_tlog_add (&T->log, 0.0, SG_TLOG_COMPUTE_END, -1);
-      break;
-    default: {
-      int32_t c = l->node < p ? l->node : l->node + d;
-      int32_t row = c < conv ? e->row_of[c] : l->tag + row_delta;
-      T->row_exp[row] += now - t0;
-      sg_tlog_add (&T->log, 0.0, row, c);
-      break;
-    }
+    /* the entries up to the next checkpoint (checkpoints are in log order) */
+    const size_t stop = next_snap < R->n_snaps ? MIN (R->log.n, R->snaps[next_snap].log_at)
+                                               : R->log.n;
+    for (; i < stop; i++) {
+      const SgTlogEntry *l = &R->log.v[i];
+      switch (l->tag) {
+      case SG_TLOG_ADD:
+        now += l->x;
+        sg_tlog_add (&T->log, l->x, SG_TLOG_ADD, -1);
+        break;
+      case SG_TLOG_WAIT:
+        t0 = now;
+        sg_tlog_add (&T->log, 0.0, SG_TLOG_WAIT, -1);
+        break;
+      case SG_TLOG_COMPUTE_END:
+        compute_end = now;
+        sg_tlog_add (&T->log, 0.0, SG_TLOG_COMPUTE_END, -1);
+        break;
+      default: {
+        int32_t c = l->node < p ? l->node : l->node + d;
+        int32_t row = c < conv ? e->row_of[c] : l->tag + row_delta;
+        T->row_exp[row] += now - t0;
+        sg_tlog_add (&T->log, 0.0, row, c);
+        break;
+      }
+      }
     }
   }
   /* the engine as the full run would leave it: every collective issued,
@@ -637,7 +649,8 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
   engine_for (j, g, 0);
   Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
   double compute_us, comm_us;
-  const int32_t n_coll = make_events (j, g, T, &compute_us, &comm_us);
+  int32_t p;
+  const int32_t n_coll = make_events (j, g, T, R, &p, &compute_us, &comm_us);
   if (n_coll < 0) {
     T->valid = false; /* its events are half made */
     bool ok = sg_sim_check_costs (g, error);
@@ -650,11 +663,8 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
   j->stats.runs++;
 
   /* the common prefix and suffix with the previous graph */
-  int32_t p = 0, s_new = n, s_prev = R->valid ? R->n : 0;
+  int32_t s_new = n, s_prev = R->valid ? R->n : 0;
   if (R->valid) {
-    int32_t m = MIN (n, R->n);
-    while (p < m && ev_same (&T->ev[p], &R->ev[p]))
-      p++;
     while (s_new > p && s_prev > p
            && ev_same_shifted (&T->ev[s_new - 1], s_new - 1, &R->ev[s_prev - 1], s_prev - 1, p))
       s_new--, s_prev--;
