@@ -346,8 +346,6 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *
     v->cost = sg_sched_cost (nd);
     v->aux = -1;
     v->group = 0;
-    if (v->role != SG_ROLE_COLL)
-      j->e.row_of[x] = -1; /* a wait on it has nothing to wait for */
     if (v->role == SG_ROLE_COLL) {
       v->group = nd->group;
       v->aux = coll_entry (j, g, x, o, orig);
@@ -378,11 +376,9 @@ ev_same_shifted (const Ev *t, int32_t it, const Ev *r, int32_t ir, int32_t p)
   if (t->role != r->role || memcmp (&t->cost, &r->cost, sizeof (double)) != 0
       || t->group != r->group)
     return false;
-  if (t->role != SG_ROLE_WAIT || t->aux < 0 || r->aux < 0)
-    return t->aux == r->aux;
-  if (r->aux < p || t->aux < p)
-    return t->aux == r->aux;
-  return t->aux - it == r->aux - ir;
+  if (t->role == SG_ROLE_WAIT && t->aux >= p && r->aux >= p) /* p >= 0 */
+    return t->aux - it == r->aux - ir;
+  return t->aux == r->aux;
 }
 
 /* Places node @x, event @v, as sg_eng_place does, with the slot or rates
