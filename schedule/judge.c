@@ -26,6 +26,9 @@
  * collective's rates entry are reused while what they are functions of
  * (kind, SM count and cost; kind, group, group size and the input's
  * origin) is the same, instead of being looked up again in every trial.
+ * The run places each node from its event (sg_eng_issue_entry,
+ * sg_eng_compute_in: the rates entry or kernel slot it holds), the same
+ * engine operations as sg_eng_place.
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
