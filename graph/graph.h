@@ -599,8 +599,8 @@ uint64_t sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *prof
  * graphs (bucket trials): grown as needed, reused from one call to the
  * next. Zero-initialise; free with sg_live_scratch_clear. */
 typedef struct {
-  int32_t *last, *start;
-  int64_t *delta;
+  int32_t *last, *start, *wait_at;
+  int64_t *delta; /* all zero between calls */
   size_t cap;
 } SgLiveScratch;
 

@@ -53,10 +53,13 @@ sg_elision_storage_bytes (const SgGraph *g, const SgElision *e, const uint64_t *
 }
 
 /* sg_graph_last_use with @wait_at (n_nodes entries) as its working array:
- * the first wait's position per collective, -1 for none. */
+ * the first wait's position per collective, -1 for none. With @start
+ * (n_nodes entries, may be NULL), also each storage's first producer's
+ * position (a storage shared by several producers, a relocation, starts
+ * with the first of them), meaningful for roots. */
 static void
 last_use_in (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last,
-             int32_t *wait_at)
+             int32_t *wait_at, int32_t *start)
 {
   int32_t n = g->n_nodes;
   /* A collective's uses end at its wait, when it has one; a coalesced
@@ -66,15 +69,20 @@ last_use_in (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t
     last[i] = pos[i];
     wait_at[i] = -1;
   }
-  for (SgNodeId i = 0; i < n; i++) {
-    SgNodeId c = sg_node_wait_target (g, i);
-    if (c != SG_NO_NODE && (wait_at[c] < 0 || pos[i] < wait_at[c]))
-      wait_at[c] = pos[i];
-  }
-  for (SgNodeId u = 0; u < n; u++) {
+  if (start)
+    memcpy (start, pos, sizeof (int32_t) * (size_t)n);
+  /* In reverse id order (ids are topological: a wait comes after its
+   * collective), a node's waits are all seen before the node. */
+  for (SgNodeId u = n - 1; u >= 0; u--) {
+    SgNodeId c = sg_node_wait_target (g, u);
+    if (c != SG_NO_NODE && (wait_at[c] < 0 || pos[u] < wait_at[c]))
+      wait_at[c] = pos[u];
+    const SgNode *nd = &g->nodes[u];
+    if (start && root[u] != u && !sg_op_is_alias (nd->kind) && pos[u] < start[root[u]])
+      start[root[u]] = pos[u];
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, u, &k);
-    int32_t t = g->nodes[u].op == SG_NODE_OUTPUT ? n - 1 : MAX (pos[u], wait_at[u]);
+    int32_t t = nd->op == SG_NODE_OUTPUT ? n - 1 : MAX (pos[u], wait_at[u]);
     for (uint32_t j = 0; j < k; j++) {
       SgNodeId r = root[in[j]];
       if (t > last[r])
@@ -87,7 +95,7 @@ void
 sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last)
 {
   g_autofree int32_t *wait_at = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
-  last_use_in (g, pos, root, last, wait_at);
+  last_use_in (g, pos, root, last, wait_at, NULL);
 }
 
 static void
@@ -98,7 +106,9 @@ scratch_reserve (SgLiveScratch *w, size_t n)
   w->cap = MAX (n, w->cap + w->cap / 2);
   w->last = g_renew (int32_t, w->last, w->cap);
   w->start = g_renew (int32_t, w->start, w->cap);
-  w->delta = g_renew (int64_t, w->delta, w->cap + 1);
+  w->wait_at = g_renew (int32_t, w->wait_at, w->cap);
+  g_free (w->delta);
+  w->delta = g_new0 (int64_t, w->cap + 1); /* zero between calls */
 }
 
 void
@@ -106,6 +116,7 @@ sg_live_scratch_clear (SgLiveScratch *w)
 {
   g_clear_pointer (&w->last, g_free);
   g_clear_pointer (&w->start, g_free);
+  g_clear_pointer (&w->wait_at, g_free);
   g_clear_pointer (&w->delta, g_free);
   w->cap = 0;
 }
@@ -120,19 +131,13 @@ sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
     return 0;
   scratch_reserve (w, (size_t)n);
   int32_t *last = w->last, *start = w->start;
-  last_use_in (g, pos, root, last, start); /* start: its working array */
-  /* a storage shared by several producers (a relocation) starts with the
-   * first of them */
-  for (SgNodeId i = 0; i < n; i++)
-    start[i] = pos[i];
-  for (SgNodeId i = 0; i < n; i++)
-    if (root[i] != i && !sg_op_is_alias (g->nodes[i].kind) && pos[i] < start[root[i]])
-      start[root[i]] = pos[i];
+  last_use_in (g, pos, root, last, w->wait_at, start);
 
   /* delta[t]: bytes allocated at t minus bytes freed after t - 1. Every
    * partial sum is bounded by the total, which the validator keeps below
-   * 2^62; a graph that breaks that bound reports G_MAXUINT64. */
-  int64_t *delta = memset (w->delta, 0, sizeof (int64_t) * ((size_t)n + 1));
+   * 2^62; a graph that breaks that bound reports G_MAXUINT64. The scratch
+   * keeps delta zero between calls: the sums below clear what they read. */
+  int64_t *delta = w->delta;
   uint64_t total = 0;
   for (SgNodeId i = 0; i < n; i++) {
     if (root[i] != i)
@@ -141,6 +146,7 @@ sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
     if (!b)
       continue;
     if (b > ((uint64_t)1 << 62) || (total += b) > ((uint64_t)1 << 62)) {
+      memset (delta, 0, sizeof (int64_t) * ((size_t)n + 1));
       for (int32_t t = 0; profile && t < n; t++)
         profile[t] = G_MAXUINT64;
       return G_MAXUINT64;
@@ -153,11 +159,13 @@ sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
   int64_t live = 0, peak = 0;
   for (int32_t t = 0; t < n; t++) {
     live += delta[t];
+    delta[t] = 0;
     if (profile)
       profile[t] = (uint64_t)live;
     if (live > peak)
       peak = live;
   }
+  delta[n] = 0;
   return (uint64_t)peak;
 }
 

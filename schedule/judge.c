@@ -26,6 +26,9 @@
  * collective's rates entry are reused while what they are functions of
  * (kind, SM count and cost; kind, group, group size and the input's
  * origin) is the same, instead of being looked up again in every trial.
+ * The run places each node from its event (sg_eng_issue_entry,
+ * sg_eng_compute_in: the rates entry or kernel slot it holds), the same
+ * engine operations as sg_eng_place.
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
@@ -33,6 +36,7 @@
  * nodes keep their kind, group and output while the judge lives (another
  * rewrite starts the kept events over). Invalidates: nothing.
  */
+#include <float.h>
 #include <string.h>
 
 #include "schedule-private.h"
@@ -301,9 +305,8 @@ kept_for (SgSimJudge *j, const SgGraph *g)
       j->kept[i].aux = -1;
     j->kept_of = g->trial_of;
   }
-  int32_t need = 0;
-  for (SgNodeId x = 0; x < g->n_nodes; x++)
-    need = MAX (need, orig[x] + 1);
+  /* origins are ids of the base graph */
+  const int32_t need = sg_rewrite_graph (g->trial_of)->n_nodes;
   if (need > j->cap_kept) {
     int32_t was = j->cap_kept;
     j->cap_kept = MAX (need, 2 * j->cap_kept);
@@ -314,24 +317,38 @@ kept_for (SgSimJudge *j, const SgGraph *g)
   return orig;
 }
 
+static inline bool
+ev_same (const Ev *a, const Ev *b)
+{
+  return a->role == b->role && memcmp (&a->cost, &b->cost, sizeof (double)) == 0
+         && a->group == b->group && a->aux == b->aux;
+}
+
+/* @g's events into @r and its collectives' count; -1, with nothing more
+ * done, at a node whose est_us is not a finite cost >= 0
+ * (sg_sim_check_costs names it). *@p gets the length of the longest
+ * common prefix of events with @prev (valid, or 0). */
 static int32_t
-make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double *comm_us)
+make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *p,
+             double *compute_us, double *comm_us)
 {
   int32_t n = g->n_nodes, n_coll = 0;
+  const int32_t m = prev->valid ? MIN (n, prev->n) : 0;
+  *p = 0;
   *compute_us = *comm_us = 0.0;
   GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), Ev);
   r->n = n;
   const SgNodeId *orig = kept_for (j, g);
   for (SgNodeId x = 0; x < n; x++) {
     const SgNode *nd = &g->nodes[x];
+    if (!(nd->est_us >= 0.0 && nd->est_us <= DBL_MAX)) /* NaN fails both */
+      return -1;
     const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
     Ev *v = &r->ev[x];
     v->role = (uint8_t)sg_sched_role (nd);
     v->cost = sg_sched_cost (nd);
     v->aux = -1;
     v->group = 0;
-    if (v->role != SG_ROLE_COLL)
-      j->e.row_of[x] = -1; /* a wait on it has nothing to wait for */
     if (v->role == SG_ROLE_COLL) {
       v->group = nd->group;
       v->aux = coll_entry (j, g, x, o, orig);
@@ -346,16 +363,12 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, double *compute_us, double
       if (v->cost > 0.0)
         v->aux = compute_slot (j, g, x, o, v->cost);
     }
+    if (x == *p && x < m && ev_same (v, &prev->ev[x]))
+      ++*p;
   }
   return n_coll;
 }
 
-static inline bool
-ev_same (const Ev *a, const Ev *b)
-{
-  return a->role == b->role && memcmp (&a->cost, &b->cost, sizeof (double)) == 0
-         && a->group == b->group && a->aux == b->aux;
-}
 
 /* Event @t (at @it of the new graph) and @r (at @ir of the previous one)
  * in their common suffix: equal, a wait's collective at the same distance
@@ -366,11 +379,28 @@ ev_same_shifted (const Ev *t, int32_t it, const Ev *r, int32_t ir, int32_t p)
   if (t->role != r->role || memcmp (&t->cost, &r->cost, sizeof (double)) != 0
       || t->group != r->group)
     return false;
-  if (t->role != SG_ROLE_WAIT || t->aux < 0 || r->aux < 0)
-    return t->aux == r->aux;
-  if (r->aux < p || t->aux < p)
-    return t->aux == r->aux;
-  return t->aux - it == r->aux - ir;
+  if (t->role == SG_ROLE_WAIT && t->aux >= p && r->aux >= p) /* p >= 0 */
+    return t->aux - it == r->aux - ir;
+  return t->aux == r->aux;
+}
+
+/* Places node @x, event @v, as sg_eng_place does, with the slot or rates
+ * entry the event already holds. */
+static inline void
+place_ev (SgSimEngine *e, SgNodeId x, const Ev *v)
+{
+  switch (v->role) {
+  case SG_ROLE_COLL:
+    sg_eng_issue_entry (e, x, v->aux);
+    break;
+  case SG_ROLE_WAIT:
+    if (v->aux >= 0 && e->row_of[v->aux] >= 0)
+      sg_eng_wait (e, x, v->aux);
+    break;
+  default:
+    sg_eng_compute_in (e, x, v->cost, v->cost > 0.0 ? v->aux : 0);
+    break;
+  }
 }
 
 /* --- checkpoints --------------------------------------------------------------- */
@@ -436,8 +466,7 @@ snap_restore (SgSimEngine *e, const Rec *r, const Snap *s, int32_t **act, int32_
       e->rem[w] = k == 0 ? gs->head_rem : row->est_us;
       e->fin[w] = 0;
       e->row_of[node] = w;
-      const SgPairRates *pr;
-      sg_eng_rates_entry (e, node, &pr);
+      const SgPairRates *pr = sg_eng_entry_rates (e, r->ev[node].aux);
       memcpy (&e->rates[(size_t)w * (size_t)e->n_slots], pr, sizeof *pr * (size_t)e->n_slots);
       e->wnext[w] = 0;
       for (int32_t sl = 0; sl < e->n_slots; sl++)
@@ -550,7 +579,7 @@ replay (SgSimJudge *j, Rec *T, const Rec *R, int32_t si, int32_t p, int32_t s_pr
   /* rows queued here have had no wait yet: their exposure starts at 0 */
   double now = e->now, t0 = now, compute_end = now;
   int32_t next_snap = si + 1;
-  for (size_t i = s->log_at; i < R->log.n; i++) {
+  for (size_t i = s->log_at; i < R->log.n;) {
     while (next_snap < R->n_snaps && R->snaps[next_snap].log_at == i) {
       /* the previous run's checkpoint, as the new graph's */
       const Snap *rs = &R->snaps[next_snap++];
@@ -569,27 +598,32 @@ replay (SgSimJudge *j, Rec *T, const Rec *R, int32_t si, int32_t p, int32_t s_pr
         T->gs[T->n_gs++] = g;
       }
     }
-    const SgTlogEntry *l = &R->log.v[i];
-    switch (l->tag) {
-    case SG_TLOG_ADD:
-      now += l->x;
-      sg_tlog_add (&T->log, l->x, SG_TLOG_ADD, -1);
-      break;
-    case SG_TLOG_WAIT:
-      t0 = now;
-      sg_tlog_add (&T->log, 0.0, SG_TLOG_WAIT, -1);
-      break;
-    case SG_TLOG_COMPUTE_END:
-      compute_end = now;
-      sg_tlog_add (&T->log, 0.0, SG_TLOG_COMPUTE_END, -1);
-      break;
-    default: {
-      int32_t c = l->node < p ? l->node : l->node + d;
-      int32_t row = c < conv ? e->row_of[c] : l->tag + row_delta;
-      T->row_exp[row] += now - t0;
-      sg_tlog_add (&T->log, 0.0, row, c);
-      break;
-    }
+    /* the entries up to the next checkpoint (checkpoints are in log order) */
+    const size_t stop = next_snap < R->n_snaps ? MIN (R->log.n, R->snaps[next_snap].log_at)
+                                               : R->log.n;
+    for (; i < stop; i++) {
+      const SgTlogEntry *l = &R->log.v[i];
+      switch (l->tag) {
+      case SG_TLOG_ADD:
+        now += l->x;
+        sg_tlog_add (&T->log, l->x, SG_TLOG_ADD, -1);
+        break;
+      case SG_TLOG_WAIT:
+        t0 = now;
+        sg_tlog_add (&T->log, 0.0, SG_TLOG_WAIT, -1);
+        break;
+      case SG_TLOG_COMPUTE_END:
+        compute_end = now;
+        sg_tlog_add (&T->log, 0.0, SG_TLOG_COMPUTE_END, -1);
+        break;
+      default: {
+        int32_t c = l->node < p ? l->node : l->node + d;
+        int32_t row = c < conv ? e->row_of[c] : l->tag + row_delta;
+        T->row_exp[row] += now - t0;
+        sg_tlog_add (&T->log, 0.0, row, c);
+        break;
+      }
+      }
     }
   }
   /* the engine as the full run would leave it: every collective issued,
@@ -610,23 +644,26 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
 {
   g_return_val_if_fail (j && g && out, false);
   memset (out, 0, sizeof *out);
-  if (!sg_sim_check_costs (g, error))
-    return false;
   /* the engine first: the events read its rates memo */
   engine_for (j, g, 0);
   Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
   double compute_us, comm_us;
-  engine_for (j, g, make_events (j, g, T, &compute_us, &comm_us));
+  int32_t p;
+  const int32_t n_coll = make_events (j, g, T, R, &p, &compute_us, &comm_us);
+  if (n_coll < 0) {
+    T->valid = false; /* its events are half made */
+    bool ok = sg_sim_check_costs (g, error);
+    g_assert (!ok);
+    return false;
+  }
+  engine_for (j, g, n_coll);
   SgSimEngine *e = &j->e;
   const int32_t n = g->n_nodes, ng = MAX (g->n_groups, 1);
   j->stats.runs++;
 
   /* the common prefix and suffix with the previous graph */
-  int32_t p = 0, s_new = n, s_prev = R->valid ? R->n : 0;
+  int32_t s_new = n, s_prev = R->valid ? R->n : 0;
   if (R->valid) {
-    int32_t m = MIN (n, R->n);
-    while (p < m && ev_same (&T->ev[p], &R->ev[p]))
-      p++;
     while (s_new > p && s_prev > p
            && ev_same_shifted (&T->ev[s_new - 1], s_new - 1, &R->ev[s_prev - 1], s_prev - 1, p))
       s_new--, s_prev--;
@@ -656,7 +693,7 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
     next++;
   double compute_end = 0.0, end = 0.0;
   int32_t joined_at = -1;
-  for (int32_t x = start; x <= n; x++) {
+  for (int32_t x = start;;) {
     if ((x - start) % SNAP_EVERY == 0 && (x > start || k < 0))
       snap_save (T, e, x);
     if (R->valid && next < R->n_snaps && R->snaps[next].pos + d == x) {
@@ -668,8 +705,14 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
       j->stats.differed++;
       next++;
     }
-    if (x < n)
-      sg_eng_place (e, x);
+    if (x == n)
+      break;
+    /* on to the next checkpoint to save or to compare (both past x) */
+    int32_t stop = MIN (n, start + ((x - start) / SNAP_EVERY + 1) * SNAP_EVERY);
+    if (R->valid && next < R->n_snaps)
+      stop = MIN (stop, R->snaps[next].pos + d);
+    for (; x < stop; x++)
+      place_ev (e, x, &T->ev[x]);
   }
   /* the rows this run issued or found queued are its own; the others, the
    * previous run's, finished before the checkpoint */

@@ -72,7 +72,15 @@ typedef struct {
   SgTlogEntry *v;
   size_t n, cap;
 } SgTlog;
-void sg_tlog_add (SgTlog *l, double x, int32_t tag, int32_t node);
+/* Makes room for one more entry (sim.c). */
+void sg_tlog_grow (SgTlog *l);
+static inline void
+sg_tlog_add (SgTlog *l, double x, int32_t tag, int32_t node)
+{
+  if (l->n == l->cap)
+    sg_tlog_grow (l);
+  l->v[l->n++] = (SgTlogEntry){ x, tag, node };
+}
 typedef struct {
   const SgGraph *g;
   const SgCostModel *pairs; /* the table the rates come from; NULL: global factors */
@@ -143,10 +151,17 @@ void sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out);
 /* The memo entry of @c's pair rates (equal entries: equal rates) and, in
  * @out (may be NULL), the rates. */
 int32_t sg_eng_rates_entry (const SgSimEngine *e, SgNodeId c, const SgPairRates **out);
+/* The rates of memo entry @at (sg_eng_rates_entry), n_slots entries. */
+const SgPairRates *sg_eng_entry_rates (const SgSimEngine *e, int32_t at);
 /* Issues collective @c now; returns its row. */
 int32_t sg_eng_issue (SgSimEngine *e, SgNodeId c);
+/* sg_eng_issue with @c's rates entry @at known (sg_eng_rates_entry). */
+int32_t sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at);
 /* Runs compute node @x of solo @work us on the compute stream. */
 void sg_eng_compute (SgSimEngine *e, SgNodeId x, double work);
+/* sg_eng_compute with @x's kernel slot known (sg_cost_contention_slot of
+ * @work; anything when @work is 0). */
+void sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot);
 /* Wait @w on collective @c: stalls until @c ends; returns the stall. */
 double sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c);
 /* Places node @x by its role: issues a collective, waits (a wait on a

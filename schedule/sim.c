@@ -137,13 +137,10 @@ memo_grow (SgRatesMemo *m)
 }
 
 void
-sg_tlog_add (SgTlog *l, double x, int32_t tag, int32_t node)
+sg_tlog_grow (SgTlog *l)
 {
-  if (l->n == l->cap) {
-    l->cap = MAX (1024, 2 * l->cap);
-    l->v = g_renew (SgTlogEntry, l->v, l->cap);
-  }
-  l->v[l->n++] = (SgTlogEntry){ x, tag, node };
+  l->cap = MAX (1024, 2 * l->cap);
+  l->v = g_renew (SgTlogEntry, l->v, l->cap);
 }
 
 /* Advances the clock by @dt (logged when the engine logs). */
@@ -458,8 +455,21 @@ sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out)
   memcpy (out, r, sizeof *out * (size_t)e->n_slots);
 }
 
+const SgPairRates *
+sg_eng_entry_rates (const SgSimEngine *e, int32_t at)
+{
+  g_return_val_if_fail (at >= 0 && at < e->memo->used, NULL);
+  return &e->memo->rates[(size_t)at * (size_t)e->memo->n_slots];
+}
+
 int32_t
 sg_eng_issue (SgSimEngine *e, SgNodeId c)
+{
+  return sg_eng_issue_entry (e, c, sg_eng_rates_entry (e, c, NULL));
+}
+
+int32_t
+sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at)
 {
   const SgNode *n = &e->g->nodes[c];
   g_return_val_if_fail (e->n_rows < e->cap_rows && n->group >= 0 && n->group < e->n_groups, -1);
@@ -475,7 +485,7 @@ sg_eng_issue (SgSimEngine *e, SgNodeId c)
   e->rem[r] = row->est_us;
   e->fin[r] = 0;
   SgPairRates *pr = &e->rates[(size_t)r * (size_t)e->n_slots];
-  sg_eng_pair_rates (e, c, pr);
+  memcpy (pr, sg_eng_entry_rates (e, at), sizeof *pr * (size_t)e->n_slots);
   e->wnext[r] = 0;
   for (int32_t s = 0; s < e->n_slots; s++)
     e->wnext[r] |= pr[s].wait_before > 0.0;
@@ -497,10 +507,16 @@ sg_eng_issue (SgSimEngine *e, SgNodeId c)
 void
 sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
 {
+  sg_eng_compute_in (e, x, work,
+                     work > 0.0 ? sg_cost_contention_slot (e->pairs, e->g, x, work) : 0);
+}
+
+void
+sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
+{
   double t0 = e->now;
   if (e->node_start)
     e->node_start[x] = t0;
-  const int32_t slot = work > 0.0 ? sg_cost_contention_slot (e->pairs, e->g, x, work) : 0;
   if (work > 0.0 && e->n_held > 0) {
     /* heads held for the next kernel: this one */
     for (int32_t grp = 0; grp < e->n_groups; grp++) {

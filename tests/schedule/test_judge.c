@@ -6,7 +6,8 @@
  * keeps of the base nodes across trials (kernel slots, collective rates)
  * is not reused once their costs or inputs differ (a reduce_scatter that
  * reads another base node: its rates differ while its event's cost does
- * not, so a reused entry would go unnoticed).
+ * not, so a reused entry would go unnoticed); a node without a cost fails
+ * it with its name, and the graphs after it are judged exactly.
  */
 #include <check.h>
 #include <math.h>
@@ -249,12 +250,41 @@ START_TEST (judge_of_unrelated_graphs_runs_each_whole)
 }
 END_TEST
 
+/* A node without a finite cost >= 0 fails the judge with an error naming
+ * it, wherever it is (checked while the events are made), and the judge
+ * stays exact for the graphs after it. */
+START_TEST (a_node_without_a_cost_fails_the_judge_which_stays_exact)
+{
+  g_autofree char *json = rg_graph_json (7, 260, 40, 2, RG_BOTH);
+  g_autoptr (SgGraph) g = st_load (json, "random");
+  g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+  assert_judged_exactly (j, g, 7, 0);
+  const double bad[] = { NAN, INFINITY, -1.0 };
+  for (size_t b = 0; b < G_N_ELEMENTS (bad); b++) {
+    SgNodeId v = b == 0 ? 0 : b == 1 ? g->n_nodes / 2 : g->n_nodes - 1;
+    double was = g->nodes[v].est_us;
+    g->nodes[v].est_us = bad[b];
+    sg_graph_changed (g);
+    SgSimTotals got;
+    GError *err = NULL;
+    ck_assert (!sg_sim_judge_totals (j, g, NULL, NULL, &got, &err));
+    ck_assert_ptr_nonnull (err);
+    ck_assert_msg (strstr (err->message, g->nodes[v].name) != NULL, "%s", err->message);
+    g_clear_error (&err);
+    g->nodes[v].est_us = was;
+    sg_graph_changed (g);
+    assert_judged_exactly (j, g, 7, 1 + (int)b);
+  }
+}
+END_TEST
+
 int
 main (void)
 {
   const TTest *tests[] = { judge_equals_full_simulation_on_similar_graphs,
                            judge_stays_exact_when_base_costs_change_between_trials,
                            a_kept_rates_entry_is_not_reused_once_the_input_changes,
-                           judge_of_unrelated_graphs_runs_each_whole };
+                           judge_of_unrelated_graphs_runs_each_whole,
+                           a_node_without_a_cost_fails_the_judge_which_stays_exact };
   return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
 }
