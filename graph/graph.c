@@ -443,6 +443,18 @@ member_output (const SgGraph *g, const SgNode *n, uint32_t i)
                                       : &n->meta;
 }
 
+/* Where a message places member @i: "meta" for a plain collective,
+ * "meta.tuple[i]" (written into @buf) for a coalesced one. Built only on
+ * a failure: a bucket's coalesced node is checked once per trial. */
+static const char *
+member_field (char *buf, size_t size, bool coalesced, uint32_t i)
+{
+  if (!coalesced)
+    return "meta";
+  g_snprintf (buf, size, "meta.tuple[%u]", i);
+  return buf;
+}
+
 bool
 sg_coll_check_members (const SgGraph *g, const SgNode *n, const SgNodeId *inputs,
                        SgNodeOf node_of, gconstpointer ctx, GError **error)
@@ -459,27 +471,30 @@ sg_coll_check_members (const SgGraph *g, const SgNode *n, const SgNodeId *inputs
   for (uint32_t i = 0; i < members; i++) {
     const SgNode *in = node_of (ctx, inputs[member_input (g, n, i)]);
     const SgMeta *im = &in->meta, *om = member_output (g, n, i);
-    g_autofree char *field = coalesced ? g_strdup_printf ("meta.tuple[%u]", i) : NULL;
+    char field[32];
     if (coalesced && (im->ndim < 0 || om->ndim < 0))
       FAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': %s: a member of a coalesced collective reads and "
-            "returns a tensor ('%s' is none)", n->name, om->ndim < 0 ? field : "args[0]",
+            "returns a tensor ('%s' is none)", n->name,
+            om->ndim < 0 ? member_field (field, sizeof field, true, i) : "args[0]",
             om->ndim < 0 ? n->name : in->name);
     if (im->ndim < 0 || om->ndim < 0)
       continue;
     if (coalesced && im->dtype != om->dtype)
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.dtype: %s, but its input '%s' is %s", n->name,
-            field, sg_dtype_name (om->dtype), in->name, sg_dtype_name (im->dtype));
+            member_field (field, sizeof field, true, i), sg_dtype_name (om->dtype), in->name,
+            sg_dtype_name (im->dtype));
     if (coalesced && om->dtype != member_output (g, n, 0)->dtype)
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.dtype: %s, but member 0 is %s (the members of "
-            "a coalesced collective share one dtype)", n->name, field, sg_dtype_name (om->dtype),
+            "a coalesced collective share one dtype)", n->name,
+            member_field (field, sizeof field, true, i), sg_dtype_name (om->dtype),
             sg_dtype_name (member_output (g, n, 0)->dtype));
     uint64_t ie = sg_meta_numel (g, im), oe = sg_meta_numel (g, om);
     if (!sg_collective_sizes_ok (n->kind, ie, oe, (uint64_t)grp->n_ranks))
       FAIL (SG_GRAPH_ERROR_GROUP,
             "node '%s': %s.shape: %" G_GUINT64_FORMAT " elements out for %" G_GUINT64_FORMAT
             " in disagrees with group '%s' of %d ranks (%s)",
-            n->name, coalesced ? field : "meta", oe, ie, grp->name, grp->n_ranks,
-            sizes_rule (n->kind));
+            n->name, member_field (field, sizeof field, coalesced, i), oe, ie, grp->name,
+            grp->n_ranks, sizes_rule (n->kind));
   }
   return true;
 }
