@@ -372,7 +372,7 @@ static bool
 parse_op (const char *s, SgNodeOp *op)
 {
   for (size_t i = 0; i < G_N_ELEMENTS (node_ops); i++)
-    if (strcmp (s, node_ops[i]) == 0) {
+    if (s[0] == node_ops[i][0] && strcmp (s, node_ops[i]) == 0) {
       *op = (SgNodeOp)i;
       return true;
     }
