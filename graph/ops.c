@@ -503,7 +503,7 @@ sg_dtype_from_name (const char *name)
   if (strncmp (name, "torch.", 6) == 0)
     name += 6;
   for (int d = 1; d < SG_DTYPE_N; d++)
-    if (strcmp (name, dtype_table[d].name) == 0)
+    if (name[0] == dtype_table[d].name[0] && strcmp (name, dtype_table[d].name) == 0)
       return (SgDtype)d;
   return SG_DTYPE_INVALID;
 }

@@ -478,7 +478,19 @@ sg_plan_fnv1a (const char *data, size_t len)
 uint64_t
 sg_plan_fnv1a_more (uint64_t h, const char *data, size_t len)
 {
-  for (size_t i = 0; i < len; i++) {
+  /* a word per load, its bytes in text order (the same hash, fewer
+   * instructions: the writer hashes every byte of the plan) */
+  const uint64_t prime = UINT64_C (0x100000001b3);
+  size_t i = 0;
+#if G_BYTE_ORDER == G_LITTLE_ENDIAN
+  for (; len - i >= 8; i += 8) {
+    uint64_t w;
+    memcpy (&w, data + i, sizeof w);
+    for (int b = 0; b < 8; b++)
+      h = (h ^ (w >> (8 * b) & 0xFF)) * prime;
+  }
+#endif
+  for (; i < len; i++) {
     h ^= (unsigned char)data[i];
     h *= UINT64_C (0x100000001b3);
   }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "plan-private.h"
 
 static int32_t *
 ids (int n, ...)
@@ -242,6 +243,30 @@ START_TEST (times_of_any_finite_size_round_trip_with_their_hash)
   ck_assert (q->ins[2].est_us == 1e12);
   g_autofree char *b = sg_plan_to_json (q, NULL);
   ck_assert_str_eq (a, b);
+}
+END_TEST
+
+/* The word-at-a-time FNV-1a is the byte-at-a-time one at every length,
+ * alignment and split point. */
+START_TEST (fnv1a_by_words_equals_fnv1a_by_bytes_at_every_length_and_split)
+{
+  char text[80];
+  for (size_t i = 0; i < sizeof text; i++)
+    text[i] = (char)(i * 37 + 11);
+  for (size_t off = 0; off < 8; off++)
+    for (size_t len = 0; off + len <= sizeof text; len++) {
+      uint64_t want = UINT64_C (0xcbf29ce484222325);
+      for (size_t i = 0; i < len; i++)
+        want = (want ^ (unsigned char)text[off + i]) * UINT64_C (0x100000001b3);
+      ck_assert_uint_eq (sg_plan_fnv1a (text + off, len), want);
+      for (size_t cut = 0; cut <= len; cut++)
+        ck_assert_uint_eq (sg_plan_fnv1a_more (sg_plan_fnv1a (text + off, cut), text + off + cut,
+                                               len - cut),
+                           want);
+    }
+  /* the published FNV-1a 64 vectors */
+  ck_assert_uint_eq (sg_plan_fnv1a ("a", 1), UINT64_C (0xaf63dc4c8601ec8c));
+  ck_assert_uint_eq (sg_plan_fnv1a ("foobar", 6), UINT64_C (0x85944171f73967e8));
 }
 END_TEST
 
@@ -765,6 +790,7 @@ plan_suite (void)
   tcase_add_test (tc, small_plan_validates_and_round_trips_byte_identical);
   tcase_add_test (tc, names_are_copies_and_targets_are_shared_among_the_plan_strings);
   tcase_add_test (tc, times_of_any_finite_size_round_trip_with_their_hash);
+  tcase_add_test (tc, fnv1a_by_words_equals_fnv1a_by_bytes_at_every_length_and_split);
   tcase_add_test (tc, plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line);
   tcase_add_test (tc, the_graph_file_name_does_not_change_the_hash);
   tcase_add_test (tc, the_hash_field_must_be_canonical_lower_case_hex);
