@@ -11,29 +11,46 @@
  */
 #include "schedule-private.h"
 
-void
-sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v)
-{
-  sg_memtree_init_fill (s, n, 0);
-  for (int32_t i = 0; i < n; i++)
-    s->t[s->n + i] = (int64_t)v[i];
-  for (int32_t i = s->n - 1; i > 0; i--)
-    s->t[i] = MAX (s->t[2 * i], s->t[2 * i + 1]);
-}
-
-void
-sg_memtree_init_fill (SgMemTree *s, int32_t n, int64_t v)
+/* Allocates @s for @n positions, past them SG_MEMTREE_NONE, no adds
+ * pending; the caller writes the first @n leaves and then tree_build. */
+static void
+tree_alloc (SgMemTree *s, int32_t n)
 {
   /* A power-of-two leaf count keeps every inner node a contiguous range. */
   s->n = 1;
   while (s->n < n)
     s->n *= 2;
-  s->t = g_new0 (int64_t, 2 * (size_t)s->n);
+  s->t = g_new (int64_t, 2 * (size_t)s->n); /* every entry written below */
   s->d = g_new0 (int64_t, (size_t)s->n);
-  for (int32_t i = 0; i < s->n; i++)
-    s->t[s->n + i] = i < n ? v : SG_MEMTREE_NONE;
+  for (int32_t i = n; i < s->n; i++)
+    s->t[s->n + i] = SG_MEMTREE_NONE;
+}
+
+/* Inner nodes from the leaves (t[0] is unused). */
+static void
+tree_build (SgMemTree *s)
+{
+  s->t[0] = 0;
   for (int32_t i = s->n - 1; i > 0; i--)
     s->t[i] = MAX (s->t[2 * i], s->t[2 * i + 1]);
+}
+
+void
+sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v)
+{
+  tree_alloc (s, n);
+  for (int32_t i = 0; i < n; i++)
+    s->t[s->n + i] = (int64_t)v[i];
+  tree_build (s);
+}
+
+void
+sg_memtree_init_fill (SgMemTree *s, int32_t n, int64_t v)
+{
+  tree_alloc (s, n);
+  for (int32_t i = 0; i < n; i++)
+    s->t[s->n + i] = v;
+  tree_build (s);
 }
 
 static void
