@@ -4,36 +4,53 @@
  *
  * The bottom-up tree of "Efficient and easy segment trees" (Al.Cash):
  * t[] holds maxima, d[] the adds pending at inner nodes; O(log n) per
- * operation, no recursion. Requires: nothing. Invalidates: nothing.
+ * operation. Range maxima and point sets push nothing down (they add the
+ * pending adds above instead); range adds stop fixing ancestors once
+ * neither path's node changes; only the first-above search (recursive)
+ * pushes. Requires: nothing. Invalidates: nothing.
  */
 #include "schedule-private.h"
 
-void
-sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v)
+/* Allocates @s for @n positions, past them SG_MEMTREE_NONE, no adds
+ * pending; the caller writes the first @n leaves and then tree_build. */
+static void
+tree_alloc (SgMemTree *s, int32_t n)
 {
-  sg_memtree_init_fill (s, n, 0);
-  for (int32_t i = 0; i < n; i++)
-    s->t[s->n + i] = (int64_t)v[i];
+  /* A power-of-two leaf count keeps every inner node a contiguous range. */
+  s->n = 1;
+  while (s->n < n)
+    s->n *= 2;
+  s->t = g_new (int64_t, 2 * (size_t)s->n); /* every entry written below */
+  s->d = g_new0 (int64_t, (size_t)s->n);
+  for (int32_t i = n; i < s->n; i++)
+    s->t[s->n + i] = SG_MEMTREE_NONE;
+}
+
+/* Inner nodes from the leaves (t[0] is unused). */
+static void
+tree_build (SgMemTree *s)
+{
+  s->t[0] = 0;
   for (int32_t i = s->n - 1; i > 0; i--)
     s->t[i] = MAX (s->t[2 * i], s->t[2 * i + 1]);
 }
 
 void
+sg_memtree_init (SgMemTree *s, int32_t n, const uint64_t *v)
+{
+  tree_alloc (s, n);
+  for (int32_t i = 0; i < n; i++)
+    s->t[s->n + i] = (int64_t)v[i];
+  tree_build (s);
+}
+
+void
 sg_memtree_init_fill (SgMemTree *s, int32_t n, int64_t v)
 {
-  /* A power-of-two leaf count keeps every inner node a contiguous range. */
-  s->n = 1;
-  s->h = 0;
-  while (s->n < n) {
-    s->n *= 2;
-    s->h++;
-  }
-  s->t = g_new0 (int64_t, 2 * (size_t)s->n);
-  s->d = g_new0 (int64_t, (size_t)s->n);
-  for (int32_t i = 0; i < s->n; i++)
-    s->t[s->n + i] = i < n ? v : SG_MEMTREE_NONE;
-  for (int32_t i = s->n - 1; i > 0; i--)
-    s->t[i] = MAX (s->t[2 * i], s->t[2 * i + 1]);
+  tree_alloc (s, n);
+  for (int32_t i = 0; i < n; i++)
+    s->t[s->n + i] = v;
+  tree_build (s);
 }
 
 static void
@@ -44,26 +61,52 @@ tree_apply (SgMemTree *s, int32_t p, int64_t v)
     s->d[p] += v;
 }
 
+/* Recomputes node @p from its children. */
 static inline void
 tree_fix (SgMemTree *s, int32_t p)
 {
   s->t[p] = MAX (s->t[2 * p], s->t[2 * p + 1]) + s->d[p];
 }
 
-/* Recomputes the ancestors of leaves @p and @q (@p <= @q), each once: both
- * paths go up level by level, so every node is fixed after its children. */
-static void
-tree_pull (SgMemTree *s, int32_t p, int32_t q)
+/* tree_fix, false if @p's value stays. */
+static inline bool
+tree_fix_changed (SgMemTree *s, int32_t p)
 {
-  while (p > 1) {
+  int64_t v = MAX (s->t[2 * p], s->t[2 * p + 1]) + s->d[p];
+  if (v == s->t[p])
+    return false;
+  s->t[p] = v;
+  return true;
+}
+
+/* Recomputes the ancestors of leaves @p and @q (@p <= @q), each once: both
+ * paths go up level by level, so every node is fixed after its children.
+ * Below level @k_top (where the caller's range add ended) changed nodes
+ * hang off the paths, so every path node is fixed; from it up only the
+ * paths' nodes can change (the range lies under at most two nodes of that
+ * level), so once neither path's node changes, nothing above does. */
+static void
+tree_pull (SgMemTree *s, int32_t p, int32_t q, int32_t k_top)
+{
+  int32_t k = 1;
+  for (; p > 1 && k < k_top; k++) {
     p >>= 1;
     q >>= 1;
     tree_fix (s, p);
+    tree_fix (s, q);
+  }
+  for (; p > 1; k++) {
+    p >>= 1;
+    q >>= 1;
+    bool changed = tree_fix_changed (s, p);
     if (q != p)
-      tree_fix (s, q);
+      changed |= tree_fix_changed (s, q);
+    if (!changed)
+      return;
   }
 }
 
+/* Moves inner node @i's pending add to its children. */
 static inline void
 tree_push_one (SgMemTree *s, int32_t i)
 {
@@ -74,57 +117,84 @@ tree_push_one (SgMemTree *s, int32_t i)
   }
 }
 
-/* Pushes the pending adds above leaves @p and @q (@p <= @q) down, each
- * node once, from the root: every node after its ancestors. */
-static void
-tree_push (SgMemTree *s, int32_t p, int32_t q)
-{
-  for (int32_t k = s->h; k > 0; k--) {
-    tree_push_one (s, p >> k);
-    if (q >> k != p >> k)
-      tree_push_one (s, q >> k);
-  }
-}
-
 void
 sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v)
 {
   l += s->n;
   r += s->n;
-  int32_t l0 = l, r0 = r;
-  for (; l < r; l >>= 1, r >>= 1) {
+  int32_t l0 = l, r0 = r, k = 0;
+  for (; l < r; l >>= 1, r >>= 1, k++) {
     if (l & 1)
       tree_apply (s, l++, v);
     if (r & 1)
       tree_apply (s, --r, v);
   }
-  tree_pull (s, l0, r0 - 1);
+  tree_pull (s, l0, r0 - 1, k);
 }
 
-/* Maximum over [l, r); *at (if not NULL) gets a position holding it. */
+/* The pending adds at @p's ancestors (inner nodes above leaf or node @p). */
+static inline int64_t
+tree_above (const SgMemTree *s, int32_t p)
+{
+  int64_t sum = 0;
+  while (p > 1) {
+    p >>= 1;
+    sum += s->d[p];
+  }
+  return sum;
+}
+
+/* Maximum over [l, r); *at (if not NULL) gets a position holding it.
+ * Nothing is pushed: the nodes of the left side taken so far lie under
+ * l - 1 and those of the right side under r (at the level reached), so
+ * each side's best is kept relative to that node and gets its parent's
+ * pending add at each step up, the rest above at the end. Of the nodes
+ * holding the maximum, the one of the lowest level wins, the left side's
+ * at equal levels (the order of one scan level by level, left first), so
+ * *at is the position the pushing query gave. */
 int64_t
 sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at)
 {
   l += s->n;
   r += s->n;
-  tree_push (s, l, r - 1);
-  int64_t m = INT64_MIN;
-  int32_t best = -1;
-  for (; l < r; l >>= 1, r >>= 1) {
+  int64_t ml = INT64_MIN, mr = INT64_MIN;
+  int32_t bl = -1, br = -1, kl = 0, kr = 0;
+  for (int32_t k = 0; l < r; k++) {
     if (l & 1) {
-      if (s->t[l] > m) {
-        m = s->t[l];
-        best = l;
+      if (bl < 0 || s->t[l] > ml) {
+        ml = s->t[l];
+        bl = l;
+        kl = k;
       }
       l++;
     }
     if (r & 1) {
       r--;
-      if (s->t[r] > m) {
-        m = s->t[r];
-        best = r;
+      if (br < 0 || s->t[r] > mr) {
+        mr = s->t[r];
+        br = r;
+        kr = k;
       }
     }
+    l >>= 1;
+    r >>= 1;
+    if (bl >= 0)
+      ml += s->d[l - 1];
+    if (br >= 0)
+      mr += s->d[r];
+  }
+  if (bl >= 0)
+    ml += tree_above (s, l - 1);
+  if (br >= 0)
+    mr += tree_above (s, r);
+  int64_t m;
+  int32_t best;
+  if (br < 0 || (bl >= 0 && (ml > mr || (ml == mr && kl <= kr)))) {
+    m = ml;
+    best = bl;
+  } else {
+    m = mr;
+    best = br;
   }
   if (at && best > 0) {
     /* Pending adds of a node apply to both children alike: follow the
@@ -136,13 +206,14 @@ sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at)
   return m;
 }
 
+/* Leaf @i's own value is @v less the pending adds above it (nothing is
+ * pushed). */
 void
 sg_memtree_set (SgMemTree *s, int32_t i, int64_t v)
 {
   int32_t p = i + s->n;
-  tree_push (s, p, p);
-  s->t[p] = v;
-  tree_pull (s, p, p);
+  s->t[p] = v - tree_above (s, p);
+  tree_pull (s, p, p, 0);
 }
 
 /* The first position >= @l in node @p's range [@lo, @lo + @len) whose value
@@ -154,11 +225,7 @@ first_above (SgMemTree *s, int32_t p, int32_t lo, int32_t len, int32_t l, int64_
     return -1;
   if (p >= s->n)
     return lo;
-  if (s->d[p] != 0) {
-    tree_apply (s, 2 * p, s->d[p]);
-    tree_apply (s, 2 * p + 1, s->d[p]);
-    s->d[p] = 0;
-  }
+  tree_push_one (s, p);
   int32_t half = len / 2;
   int32_t at = first_above (s, 2 * p, lo, half, l, x);
   return at >= 0 ? at : first_above (s, 2 * p + 1, lo + half, half, l, x);

@@ -191,7 +191,7 @@ int32_t *sg_sched_positions (const SgGraph *g, const SgNodeId *order);
 /* Range add / range max over positions [0, n) (memtree.c). */
 typedef struct {
   int64_t *t, *d;
-  int32_t n, h;
+  int32_t n;
 } SgMemTree;
 
 /* The value of positions past n (below any sum of real values). */

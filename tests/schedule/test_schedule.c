@@ -521,36 +521,68 @@ START_TEST (sample_graph_meets_the_quality_bar)
 }
 END_TEST
 
-/* The scheduler's memory profile: range adds and range maxima (with a
- * position holding the maximum) against a plain array. */
+/* The scheduler's memory profile: range adds (of either sign), point sets,
+ * range maxima (with a position holding the maximum) and first positions
+ * above a value against a plain array, over many operations so that adds
+ * pend at every level. */
+static void
+memory_tree_check_max (SgMemTree *t, const int64_t *plain, int a, int b)
+{
+  int64_t m = INT64_MIN;
+  for (int i = a; i < b; i++)
+    m = MAX (m, plain[i]);
+  int32_t at = -1;
+  ck_assert_int_eq (sg_memtree_max (t, a, b, &at), m);
+  ck_assert (at >= a && at < b);
+  ck_assert_int_eq (plain[at], m);
+  ck_assert_int_eq (sg_memtree_max (t, a, b, NULL), m);
+}
+
+static void
+memory_tree_check_first_above (SgMemTree *t, const int64_t *plain, int n, int a, int64_t x)
+{
+  int want = -1;
+  for (int i = a; i < n && want < 0; i++)
+    if (plain[i] > x)
+      want = i;
+  ck_assert_int_eq (sg_memtree_first_above (t, a, x), want);
+}
+
 START_TEST (memory_tree_matches_a_plain_array)
 {
   GRand *rng = g_rand_new_with_seed (99);
-  for (int trial = 0; trial < 100; trial++) {
-    int n = g_rand_int_range (rng, 1, 70);
+  for (int trial = 0; trial < 200; trial++) {
+    int n = g_rand_int_range (rng, 1, trial < 100 ? 70 : 300);
     g_autofree uint64_t *v = g_new (uint64_t, (size_t)n);
     g_autofree int64_t *plain = g_new (int64_t, (size_t)n);
     for (int i = 0; i < n; i++)
       plain[i] = (int64_t)(v[i] = (uint64_t)g_rand_int_range (rng, 0, 1000));
     SgMemTree t;
     sg_memtree_init (&t, n, v);
-    for (int op = 0; op < 100; op++) {
+    for (int op = 0; op < 300; op++) {
       int a = g_rand_int_range (rng, 0, n), b = g_rand_int_range (rng, a + 1, n + 1);
-      if (g_rand_boolean (rng)) {
-        int64_t d = g_rand_int_range (rng, 0, 500);
+      switch (g_rand_int_range (rng, 0, 5)) {
+      case 0:
+      case 1: {
+        int64_t d = g_rand_int_range (rng, -300, 500);
         sg_memtree_add (&t, a, b, d);
         for (int i = a; i < b; i++)
           plain[i] += d;
-      } else {
-        int64_t m = INT64_MIN;
-        for (int i = a; i < b; i++)
-          m = MAX (m, plain[i]);
-        int32_t at = -1;
-        ck_assert_int_eq (sg_memtree_max (&t, a, b, &at), m);
-        ck_assert (at >= a && at < b);
-        ck_assert_int_eq (plain[at], m);
+        break;
+      }
+      case 2:
+        plain[a] = g_rand_int_range (rng, -1000, 2000);
+        sg_memtree_set (&t, a, plain[a]);
+        break;
+      case 3:
+        memory_tree_check_first_above (&t, plain, n, a, g_rand_int_range (rng, -500, 2500));
+        break;
+      default:
+        memory_tree_check_max (&t, plain, a, b);
       }
     }
+    for (int a = 0; a < n; a++)
+      memory_tree_check_max (&t, plain, a, n);
     sg_memtree_clear (&t);
   }
   g_rand_free (rng);
