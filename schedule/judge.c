@@ -32,9 +32,10 @@
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
- * cost model and groups; the trials of one rewrite, whose base graph's
- * nodes keep their kind, group and output while the judge lives (another
- * rewrite starts the kept events over). Invalidates: nothing.
+ * cost model and groups (fewer than 2^24: the loader allows 1024); the
+ * trials of one rewrite, whose base graph's nodes keep their kind, group
+ * and output while the judge lives (another rewrite starts the kept
+ * events over). Invalidates: nothing.
  */
 #include <float.h>
 #include <string.h>
@@ -43,14 +44,17 @@
 
 #define SNAP_EVERY 64
 
-/* What node p is to the timeline. */
+/* What node p is to the timeline: 16 bytes (two records of one per node
+ * live through the bucket pass), so the group shares a word with the role. */
+#define EV_GROUPS (1 << 24)
 typedef struct {
-  double cost;   /* sg_sched_cost */
-  int32_t aux;   /* compute: kernel slot; collective: rates entry; wait: the
-                  * collective's id when it has a row, else -1 */
-  int32_t group; /* collective */
-  uint8_t role;
+  double cost;         /* sg_sched_cost */
+  int32_t aux;         /* compute: kernel slot; collective: rates entry; wait:
+                        * the collective's id when it has a row, else -1 */
+  uint32_t group : 24; /* collective (below EV_GROUPS) */
+  uint32_t role : 8;
 } Ev;
+G_STATIC_ASSERT (sizeof (Ev) == 16);
 
 /* The engine between two nodes (no kernel runs then). */
 typedef struct {
@@ -345,12 +349,12 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *
       return -1;
     const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
     Ev *v = &r->ev[x];
-    v->role = (uint8_t)sg_sched_role (nd);
+    v->role = (uint32_t)sg_sched_role (nd) & 0xffu;
     v->cost = sg_sched_cost (nd);
     v->aux = -1;
     v->group = 0;
     if (v->role == SG_ROLE_COLL) {
-      v->group = nd->group;
+      v->group = (uint32_t)nd->group;
       v->aux = coll_entry (j, g, x, o, orig);
       n_coll++;
       *comm_us += v->cost;
@@ -642,7 +646,7 @@ bool
 sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
                      const uint64_t *alloc, SgSimTotals *out, GError **error)
 {
-  g_return_val_if_fail (j && g && out, false);
+  g_return_val_if_fail (j && g && out && g->n_groups < EV_GROUPS, false);
   memset (out, 0, sizeof *out);
   /* the engine first: the events read its rates memo */
   engine_for (j, g, 0);
