@@ -100,14 +100,21 @@ typedef struct {
  * output's or, for a reduce-scatter, its input's (a base node too: its
  * origin is kept). */
 typedef struct {
-  double cost;     /* compute: the solo cost the slot is for */
-  int32_t aux;     /* the kernel slot or rates entry; -1: nothing kept */
-  int32_t in_orig; /* a reduce-scatter's input's origin, else SG_NO_NODE */
-  int32_t group, group_size; /* collective */
-  int32_t sm_count;          /* compute */
+  union { /* by role: 24 bytes a base node, not 32 */
+    struct {
+      double cost;      /* the solo cost the slot is for */
+      int32_t sm_count;
+    }; /* compute */
+    struct {
+      int32_t in_orig; /* a reduce-scatter's input's origin, else SG_NO_NODE */
+      int32_t group, group_size;
+    }; /* collective */
+  };
+  int32_t aux; /* the kernel slot or rates entry; -1: nothing kept */
   int16_t kind;
   uint8_t role;
 } Kept;
+G_STATIC_ASSERT (sizeof (Kept) == 24);
 
 struct SgSimJudge {
   SgSimEngine e;
@@ -254,7 +261,7 @@ compute_slot (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, double co
     return k->aux;
   const int32_t slot = sg_cost_contention_slot (j->e.pairs, g, x, cost);
   if (k)
-    *k = (Kept){ .cost = cost, .aux = slot, .in_orig = SG_NO_NODE, .sm_count = nd->sm_count,
+    *k = (Kept){ .cost = cost, .aux = slot, .sm_count = nd->sm_count,
                  .kind = (int16_t)nd->kind, .role = SG_ROLE_COMPUTE };
   return slot;
 }
