@@ -32,7 +32,7 @@
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
- * cost model and groups (fewer than 2^24: the loader allows 1024); the
+ * cost model and groups (fewer than 2^16: the loader allows 1024); the
  * trials of one rewrite, whose base graph's nodes keep their kind, group
  * and output while the judge lives (another rewrite starts the kept
  * events over). Invalidates: nothing.
@@ -45,14 +45,15 @@
 #define SNAP_EVERY 64
 
 /* What node p is to the timeline: 16 bytes (two records of one per node
- * live through the bucket pass), so the group shares a word with the role. */
-#define EV_GROUPS (1 << 24)
+ * live through the bucket pass), so the group is 16 bits (no bit fields:
+ * the runs read role and group of every node). */
+#define EV_GROUPS (1 << 16)
 typedef struct {
-  double cost;         /* sg_sched_cost */
-  int32_t aux;         /* compute: kernel slot; collective: rates entry; wait:
-                        * the collective's id when it has a row, else -1 */
-  uint32_t group : 24; /* collective (below EV_GROUPS) */
-  uint32_t role : 8;
+  double cost;    /* sg_sched_cost */
+  int32_t aux;    /* compute: kernel slot; collective: rates entry; wait: the
+                   * collective's id when it has a row, else -1 */
+  uint16_t group; /* collective (below EV_GROUPS) */
+  uint8_t role;
 } Ev;
 G_STATIC_ASSERT (sizeof (Ev) == 16);
 
@@ -356,12 +357,12 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *
       return -1;
     const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
     Ev *v = &r->ev[x];
-    v->role = (uint32_t)sg_sched_role (nd) & 0xffu;
+    v->role = (uint8_t)sg_sched_role (nd);
     v->cost = sg_sched_cost (nd);
     v->aux = -1;
     v->group = 0;
     if (v->role == SG_ROLE_COLL) {
-      v->group = (uint32_t)nd->group;
+      v->group = (uint16_t)nd->group;
       v->aux = coll_entry (j, g, x, o, orig);
       n_coll++;
       *comm_us += v->cost;
