@@ -127,22 +127,47 @@ typedef struct {
   SgBucketEval ev;
 } Verdict;
 
+/* Appends @v to @buf as a LEB128 varint; returns the new end. */
+static uint8_t *
+put_varint (uint8_t *buf, uint64_t v)
+{
+  while (v >= 0x80) {
+    *buf++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *buf++ = (uint8_t)v;
+  return buf;
+}
+
 /* @specs (lowered) spelled out as a memo key: per bucket its lowering,
- * member count and members. */
+ * member count and members, each member as the zigzag difference from the
+ * one before it, all as varints (a key is the whole set of buckets and the
+ * memo keeps one per set judged: about a quarter of the 4-byte ids). The
+ * encoding is injective, so equal keys are equal specs; items[0] is the
+ * byte count, the bytes follow (the last word zero-padded). */
 static SgBucketMemoKey *
 specs_key (const SgBucketSpec *specs, int32_t n_specs)
 {
-  int32_t n = 0;
+  size_t n = 0;
   for (int32_t b = 0; b < n_specs; b++)
-    n += 2 + specs[b].n_members;
-  SgBucketMemoKey *k = sg_bucket_memo_key (n);
-  int32_t w = 0;
+    n += 2 + (size_t)specs[b].n_members;
+  g_autofree uint8_t *bytes = g_malloc (10 * n + 1);
+  uint8_t *w = bytes;
+  int64_t prev = 0;
   for (int32_t b = 0; b < n_specs; b++) {
-    k->items[w++] = (int32_t)specs[b].lowering;
-    k->items[w++] = specs[b].n_members;
-    memcpy (&k->items[w], specs[b].members, sizeof (SgNodeId) * (size_t)specs[b].n_members);
-    w += specs[b].n_members;
+    w = put_varint (w, (uint64_t)specs[b].lowering);
+    w = put_varint (w, (uint64_t)specs[b].n_members);
+    for (int32_t i = 0; i < specs[b].n_members; i++) {
+      int64_t d = (int64_t)specs[b].members[i] - prev;
+      prev = specs[b].members[i];
+      w = put_varint (w, d >= 0 ? 2 * (uint64_t)d : 2 * (uint64_t)(-d) - 1);
+    }
   }
+  size_t len = (size_t)(w - bytes);
+  SgBucketMemoKey *k = sg_bucket_memo_key (1 + (int32_t)((len + 3) / 4));
+  k->items[0] = (int32_t)len;
+  k->items[k->n - 1] = 0;
+  memcpy (&k->items[1], bytes, len);
   return k;
 }
 

@@ -32,9 +32,10 @@
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
- * cost model and groups; the trials of one rewrite, whose base graph's
- * nodes keep their kind, group and output while the judge lives (another
- * rewrite starts the kept events over). Invalidates: nothing.
+ * cost model and groups (fewer than 2^16: the loader allows 1024); the
+ * trials of one rewrite, whose base graph's nodes keep their kind, group
+ * and output while the judge lives (another rewrite starts the kept
+ * events over). Invalidates: nothing.
  */
 #include <float.h>
 #include <string.h>
@@ -43,14 +44,18 @@
 
 #define SNAP_EVERY 64
 
-/* What node p is to the timeline. */
+/* What node p is to the timeline: 16 bytes (two records of one per node
+ * live through the bucket pass), so the group is 16 bits (no bit fields:
+ * the runs read role and group of every node). */
+#define EV_GROUPS (1 << 16)
 typedef struct {
-  double cost;   /* sg_sched_cost */
-  int32_t aux;   /* compute: kernel slot; collective: rates entry; wait: the
-                  * collective's id when it has a row, else -1 */
-  int32_t group; /* collective */
+  double cost;    /* sg_sched_cost */
+  int32_t aux;    /* compute: kernel slot; collective: rates entry; wait: the
+                   * collective's id when it has a row, else -1 */
+  uint16_t group; /* collective (below EV_GROUPS) */
   uint8_t role;
 } Ev;
+G_STATIC_ASSERT (sizeof (Ev) == 16);
 
 /* The engine between two nodes (no kernel runs then). */
 typedef struct {
@@ -96,14 +101,21 @@ typedef struct {
  * output's or, for a reduce-scatter, its input's (a base node too: its
  * origin is kept). */
 typedef struct {
-  double cost;     /* compute: the solo cost the slot is for */
-  int32_t aux;     /* the kernel slot or rates entry; -1: nothing kept */
-  int32_t in_orig; /* a reduce-scatter's input's origin, else SG_NO_NODE */
-  int32_t group, group_size; /* collective */
-  int32_t sm_count;          /* compute */
+  union { /* by role: 24 bytes a base node, not 32 */
+    struct {
+      double cost;      /* the solo cost the slot is for */
+      int32_t sm_count;
+    }; /* compute */
+    struct {
+      int32_t in_orig; /* a reduce-scatter's input's origin, else SG_NO_NODE */
+      int32_t group, group_size;
+    }; /* collective */
+  };
+  int32_t aux; /* the kernel slot or rates entry; -1: nothing kept */
   int16_t kind;
   uint8_t role;
 } Kept;
+G_STATIC_ASSERT (sizeof (Kept) == 24);
 
 struct SgSimJudge {
   SgSimEngine e;
@@ -250,7 +262,7 @@ compute_slot (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, double co
     return k->aux;
   const int32_t slot = sg_cost_contention_slot (j->e.pairs, g, x, cost);
   if (k)
-    *k = (Kept){ .cost = cost, .aux = slot, .in_orig = SG_NO_NODE, .sm_count = nd->sm_count,
+    *k = (Kept){ .cost = cost, .aux = slot, .sm_count = nd->sm_count,
                  .kind = (int16_t)nd->kind, .role = SG_ROLE_COMPUTE };
   return slot;
 }
@@ -350,7 +362,7 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *
     v->aux = -1;
     v->group = 0;
     if (v->role == SG_ROLE_COLL) {
-      v->group = nd->group;
+      v->group = (uint16_t)nd->group;
       v->aux = coll_entry (j, g, x, o, orig);
       n_coll++;
       *comm_us += v->cost;
@@ -642,7 +654,7 @@ bool
 sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
                      const uint64_t *alloc, SgSimTotals *out, GError **error)
 {
-  g_return_val_if_fail (j && g && out, false);
+  g_return_val_if_fail (j && g && out && g->n_groups < EV_GROUPS, false);
   memset (out, 0, sizeof *out);
   /* the engine first: the events read its rates memo */
   engine_for (j, g, 0);
