@@ -195,16 +195,24 @@ edges_graph (void)
   return g;
 }
 
-START_TEST (trial_matches_apply_with_implicit_edges)
+/* One implicit edge of each kind the rewrite moves or keeps on
+ * edges_graph (): plain, bucket and hide-start. */
+static void
+add_edges (SgGraph *g)
 {
-  g_autoptr (SgGraph) g = edges_graph ();
-  prepare (g, false);
   sg_implicit_edge_add (g, sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "busy"),
                         SG_EDGE_OTHER);
   sg_implicit_edge_add (g, sg_graph_lookup (g, "busy"), sg_graph_lookup (g, "ag1_w"),
                         SG_EDGE_BUCKET);
   sg_implicit_edge_add (g, sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "busy"),
                         SG_EDGE_HIDE_START);
+}
+
+START_TEST (trial_matches_apply_with_implicit_edges)
+{
+  g_autoptr (SgGraph) g = edges_graph ();
+  prepare (g, false);
+  add_edges (g);
   sg_implicit_edge_add (g, sg_graph_lookup (g, "x"), sg_graph_lookup (g, "ag3"),
                         SG_EDGE_HIDE_START);
   SgNodeId m12[2] = { sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "ag2") };
@@ -226,12 +234,7 @@ START_TEST (trials_in_sequence_forget_the_last_trials_moves_and_redirects)
 {
   g_autoptr (SgGraph) g = edges_graph ();
   prepare (g, false);
-  sg_implicit_edge_add (g, sg_graph_lookup (g, "ag2"), sg_graph_lookup (g, "busy"),
-                        SG_EDGE_OTHER);
-  sg_implicit_edge_add (g, sg_graph_lookup (g, "busy"), sg_graph_lookup (g, "ag1_w"),
-                        SG_EDGE_BUCKET);
-  sg_implicit_edge_add (g, sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "busy"),
-                        SG_EDGE_HIDE_START);
+  add_edges (g);
   SgNodeId m12[2] = { sg_graph_lookup (g, "ag1"), sg_graph_lookup (g, "ag2") };
   SgNodeId m123[3] = { m12[0], m12[1], sg_graph_lookup (g, "ag3") };
   SgNodeId m13[2] = { m12[0], m123[2] }, m23[2] = { m12[1], m123[2] };
