@@ -30,10 +30,7 @@ case $mode in
       git -C "$b" rev-parse --short HEAD >".carry/cpu/$side/commit" 2>/dev/null \
         || git rev-parse --short HEAD >".carry/cpu/$side/commit"
     done
-    for l in libglib-2.0.so.0 libcjson.so.1 libpcre2-8.so.0; do
-      p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ && !f { print $NF; f = 1 }')
-      [ -n "$p" ] && cp -L "$p" .carry/lib/
-    done
+    bash tools/device/stage-libs.sh .carry/lib libglib-2.0.so.0 libcjson.so.1 libpcre2-8.so.0
     cp /usr/bin/time .carry/cpu/time
     du -sh .carry
     ;;

@@ -22,12 +22,7 @@ for t in runtime/schedrun tests/cuda/test_cuda_kernels tests/cuda/test_cuda_attn
   fi
 done
 # Libraries present here but not on the GPU machine (TOOLCHAIN.md).
-for l in libglib-2.0.so.0 libcjson.so.1 libsubunit.so.0 libpcre2-8.so.0; do
-  # no early exit in awk: ldconfig would die of SIGPIPE and, with pipefail,
-  # end this script at random
-  p=$(ldconfig -p | awk -v l="$l" '$1 == l && /x86-64/ && !f { print $NF; f = 1 }')
-  [ -n "$p" ] && cp -L "$p" .carry/lib/
-done
+bash tools/device/stage-libs.sh .carry/lib libglib-2.0.so.0 libcjson.so.1 libsubunit.so.0 libpcre2-8.so.0
 cp tests/data/w2_*.json tests/data/limits-h200x2.json .carry/graphs/
 # PyTorch's side of tools/device/bench_torch_step.sh: the shared scripts, copied
 # at staging time (not kept in the repo).
