@@ -123,39 +123,40 @@ front_of (const SgSimEngine *e, int32_t ng, Front *F)
   F->first[ng] = k;
 }
 
+/* Is @a no later than @b (with @equal: the same) within @tol? NaN passes,
+ * as it always did here. */
+static inline bool
+within (double a, double b, double tol, bool equal)
+{
+  return !(equal ? fabs (a - b) > tol : a > b + tol);
+}
+
 /* Is state @a at least as good as @b (same nodes placed)? Clock no later;
  * per group, @a's queue is a tail of @b's (it finished more) with no more
  * work left on each, and its head held only where @b's is. With @equal,
- * the states must match. Both ways in one pass: *@ab (@a is), *@ba (@b is
- * at least as good as @a). */
-static void
-front_compare (int32_t ng, const Front *a, const Front *b, bool equal, bool *ab, bool *ba)
+ * the states must match. */
+static bool
+front_dominates (int32_t ng, const Front *a, const Front *b, bool equal)
 {
-  double tol_b = 1e-9 * (1.0 + b->now), tol_a = 1e-9 * (1.0 + a->now);
-  bool x = !(equal ? fabs (a->now - b->now) > tol_b : a->now > b->now + tol_b);
-  bool y = !(equal ? fabs (b->now - a->now) > tol_a : b->now > a->now + tol_a);
-  for (int32_t grp = 0; grp < ng && (x || y); grp++) {
+  double tol = 1e-9 * (1.0 + b->now);
+  if (!within (a->now, b->now, tol, equal))
+    return false;
+  for (int32_t grp = 0; grp < ng; grp++) {
     int32_t ia = a->first[grp], la = a->first[grp + 1] - ia;
     int32_t ib = b->first[grp], lb = b->first[grp + 1] - ib;
-    x = x && la <= lb && !(equal && la != lb);
-    y = y && lb <= la && !(equal && la != lb);
-    for (int32_t k = 0; x && k < la; k++) {
+    if (la > lb || (equal && la != lb))
+      return false;
+    for (int32_t k = 0; k < la; k++) {
       int32_t kb = ib + lb - la + k;
-      double ra = a->rem[ia + k], rb = b->rem[kb];
-      x = a->node[ia + k] == b->node[kb] && !(equal ? fabs (ra - rb) > tol_b : ra > rb + tol_b);
+      if (a->node[ia + k] != b->node[kb] || !within (a->rem[ia + k], b->rem[kb], tol, equal))
+        return false;
     }
-    for (int32_t k = 0; y && k < lb; k++) {
-      int32_t ka = ia + la - lb + k;
-      double rb = b->rem[ib + k], ra = a->rem[ka];
-      y = b->node[ib + k] == a->node[ka] && !(equal ? fabs (rb - ra) > tol_a : rb > ra + tol_a);
-    }
-    x = x && !(la > 0 && a->held[grp] && (la != lb || !b->held[grp]));
-    y = y && !(lb > 0 && b->held[grp] && (lb != la || !a->held[grp]));
+    if (la > 0 && a->held[grp] && (la != lb || !b->held[grp]))
+      return false;
     if (equal && a->held[grp] != b->held[grp])
-      x = y = false;
+      return false;
   }
-  *ab = x;
-  *ba = y;
+  return true;
 }
 
 typedef struct {
@@ -203,16 +204,13 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
   for (int32_t i = 0; i < end - pos; i++)
     sg_eng_place (Q->e, cand[i]);
   for (int32_t p = end; p <= h; p++) {
-    /* front_compare's first test of the candidate, on the clock, before
-     * taking its front */
+    /* front_dominates's first test, on the clock, before taking the
+     * candidate's front */
     const Front *t = &Q->trail[p - end];
-    double now = Q->e->now, tol = 1e-9 * (1.0 + t->now);
-    bool later = Q->equal ? fabs (now - t->now) > tol : now > t->now + tol;
-    if (!later) {
-      bool ahead, behind;
+    if (within (Q->e->now, t->now, 1e-9 * (1.0 + t->now), Q->equal)) {
       front_of (Q->e, Q->ng, &Q->cur);
-      front_compare (Q->ng, &Q->cur, t, Q->equal, &ahead, &behind);
-      if (ahead && !behind)
+      if (front_dominates (Q->ng, &Q->cur, t, Q->equal)
+          && !front_dominates (Q->ng, t, &Q->cur, Q->equal))
         return true;
     }
     if (p < h)

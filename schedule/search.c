@@ -52,7 +52,7 @@ place (SgSearch *S, Frame *f, int32_t i)
   g_assert (!f->placed[i] && f->npend[i] == 0);
   SgNodeId x = S->node[i];
   if (S->coll[i] >= 0)
-    f->seq[S->coll[i]] = f->n_issued[S->g->nodes[x].group]++;
+    f->seq[S->coll[i]] = f->n_issued[S->coll_group[S->coll[i]]]++;
   sg_eng_place (S->e, x);
   f->placed[i] = 1;
   S->order[f->n_placed++] = i;
