@@ -151,12 +151,6 @@ set_view (Ctx *x, SgNodeId v, SgNodeId of, uint64_t off)
 }
 
 static bool
-is_copy (SgOpKind k)
-{
-  return sg_elision_candidate (k);
-}
-
-static bool
 rolled (const SgElision *e, SgNodeId v)
 {
   return e->roll && e->roll[v].group >= 0;
@@ -178,7 +172,7 @@ locate (Ctx *x, SgNodeId v, SgNodeId *owner, uint64_t *off, SgCopyReason *why)
       *why = SG_COPY_SHARED_INPUT; /* at a rank-dependent block */
       return false;
     }
-    if (x->e->view_of[v] >= 0 && is_copy (n->kind)) {
+    if (x->e->view_of[v] >= 0 && sg_elision_candidate (n->kind)) {
       *off += x->e->view_off[v];
       v = x->e->view_of[v];
       continue;
@@ -232,7 +226,7 @@ relocatable (Ctx *x, SgNodeId in, bool comm_ok, SgNodeId *root)
   if (!locate (x, in, &owner, &off, &why))
     return why;
   const SgNode *o = &g->nodes[owner];
-  bool group = is_copy (o->kind) && x->e->reason[owner] == SG_COPY_ELIDED;
+  bool group = sg_elision_candidate (o->kind) && x->e->reason[owner] == SG_COPY_ELIDED;
   if (x->e->view_of[owner] >= 0 || group || off != 0
       || sg_meta_bytes (g, &g->nodes[in].meta) != sg_node_alloc_bytes (g, owner))
     return SG_COPY_SHARED_INPUT;
@@ -619,7 +613,7 @@ static void
 kind_flags (uint8_t *kf)
 {
   for (int k = 0; k < SG_OP_N_KINDS; k++)
-    kf[k] = (uint8_t)((is_copy ((SgOpKind)k) ? K_COPY : 0)
+    kf[k] = (uint8_t)((sg_elision_candidate ((SgOpKind)k) ? K_COPY : 0)
                       | (sg_op_is_collective ((SgOpKind)k) && !sg_op_is_coalesced ((SgOpKind)k)
                              ? K_COLL
                              : 0)
@@ -743,7 +737,7 @@ sg_elision_clear (SgElision *e)
 bool
 sg_elision_relocated (const SgGraph *g, const SgElision *e, SgNodeId v)
 {
-  return e->view_of[v] >= 0 && !is_copy (g->nodes[v].kind);
+  return e->view_of[v] >= 0 && !sg_elision_candidate (g->nodes[v].kind);
 }
 
 bool

@@ -117,7 +117,7 @@ typedef struct {
  * that trial after trial reuses them. */
 enum {
   SG_RW_REDIR, SG_RW_INDEG, SG_RW_POS, SG_RW_SORTED,
-  SG_RW_HEAP, SG_RW_XFIRST, SG_RW_XADJ,
+  SG_RW_HEAP, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ,
   SG_RW_FILL, SG_RW_MOVED, SG_RW_PLAIN, SG_RW_PAIRS, SG_RW_IN_POS, SG_RW_CHECK,
   SG_RW_WORDER, SG_RW_WINDOWS, SG_RW_AT_W, SG_RW_LAST_AIN_AT, SG_RW_SPANS,
   /* what a layout leaves for the next one: each slot and, after it, the
@@ -166,9 +166,9 @@ struct SgRewrite {
   SgNode *spare_nodes;         /* a freed trial graph's node array */
   int32_t spare_cap;
   GArray *spare_inputs;        /* and its inputs */
-  SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit */
+  SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit
+                                * (work[SG_RW_NEW_ID]) */
   int32_t result_n;            /* entries of result_id (0: none laid out yet) */
-  size_t result_cap;           /* room in result_id */
 };
 
 /* The edited graph laid out in its new order. */

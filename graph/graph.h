@@ -690,7 +690,9 @@ void sg_graph_elision (const SgGraph *g, SgElision *e);
 /* The same analysis into @e, which is zeroed or holds an earlier one by
  * this function (of any graph): its arrays and working memory are reused
  * and only the entries the earlier analysis set are cleared, so nothing
- * of n_nodes entries is allocated or cleared (a pass's trial graphs).
+ * of n_nodes entries is allocated or cleared (a pass's trial graphs),
+ * except e->roll and its working arrays, made again for a graph with a
+ * rank_roll.
  * Clear it with sg_elision_clear. */
 void sg_graph_elision_again (const SgGraph *g, SgElision *e);
 /* The same without e->root (NULL): what the cost model reads. */

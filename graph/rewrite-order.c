@@ -571,12 +571,8 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
   SgRewrite *rw = x->rw;
   SgGraph *g = x->g;
   int32_t n0 = x->n0, n1 = x->n1;
-  if (rw->result_cap < (size_t)n1 + 1) {
-    rw->result_cap = (size_t)n1 + 1 + (size_t)n1 / 4;
-    g_free (rw->result_id);
-    rw->result_id = g_new (SgNodeId, rw->result_cap);
-  }
-  SgNodeId *new_id = rw->result_id; /* @order holds every kept node */
+  /* @order holds every kept node */
+  SgNodeId *new_id = rw->result_id = WORK (rw, SG_RW_NEW_ID, SgNodeId, n1);
   for (int32_t i = 0; i < n; i++)
     new_id[order[i]] = i;
   for (guint i = 0; i < rw->removed->len; i++)

@@ -105,7 +105,6 @@ sg_rewrite_free (SgRewrite *rw)
   if (rw->last_ain)
     g_array_unref (rw->last_ain);
   g_free (rw->spare_nodes);
-  g_free (rw->result_id);
   g_free (rw->wix);
   if (rw->spare_inputs)
     g_array_unref (rw->spare_inputs);
