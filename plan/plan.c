@@ -492,7 +492,7 @@ sg_plan_fnv1a_more (uint64_t h, const char *data, size_t len)
 #endif
   for (; i < len; i++) {
     h ^= (unsigned char)data[i];
-    h *= UINT64_C (0x100000001b3);
+    h *= prime;
   }
   return h;
 }

@@ -37,7 +37,6 @@
  * and output while the judge lives (another rewrite starts the kept
  * events over). Invalidates: nothing.
  */
-#include <float.h>
 #include <string.h>
 
 #include "schedule-private.h"
@@ -353,7 +352,7 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *
   const SgNodeId *orig = kept_for (j, g);
   for (SgNodeId x = 0; x < n; x++) {
     const SgNode *nd = &g->nodes[x];
-    if (!(nd->est_us >= 0.0 && nd->est_us <= DBL_MAX)) /* NaN fails both */
+    if (!sg_sim_cost_ok (nd->est_us))
       return -1;
     const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
     Ev *v = &r->ev[x];

@@ -7,6 +7,8 @@
  */
 #pragma once
 
+#include <math.h>
+
 #include "schedule.h"
 
 /* What a node is to the timeline. */
@@ -120,6 +122,12 @@ typedef struct {
 /* False with @error naming the first node whose est_us is not a finite
  * cost >= 0 (sim.c; the simulator and the judge check it first). */
 bool sg_sim_check_costs (const SgGraph *g, GError **error);
+/* The rule sg_sim_check_costs applies to each node's est_us. */
+static inline bool
+sg_sim_cost_ok (double c)
+{
+  return isfinite (c) && c >= 0.0;
+}
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
 void sg_eng_clear (SgSimEngine *e);
 /* A saved engine state, O(groups x SG_SNAP_PREFIX): searches save at each

@@ -684,7 +684,7 @@ sg_sim_check_costs (const SgGraph *g, GError **error)
 {
   for (SgNodeId i = 0; i < g->n_nodes; i++) {
     double c = g->nodes[i].est_us;
-    if (!isfinite (c) || c < 0.0) {
+    if (!sg_sim_cost_ok (c)) {
       g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_COST,
                    "node '%s': est_us is %g, not a finite cost >= 0 (run the estimate pass)",
                    g->nodes[i].name, c);
