@@ -795,6 +795,32 @@ const char *sg_bucket_lowering_name (SgBucketLowering lowering);
 /* Parses a --bucket-lowering spelling; false for anything else. */
 bool sg_bucket_lowering_from_name (const char *name, SgBucketLowering *out);
 
+/* --- worker threads (pool.c) --------------------------------------------- */
+
+/* A pool of threads that run the tasks of one job at a time (the caller's
+ * thread among them). Results never depend on the thread count: a task
+ * writes only what its index owns, the caller combines results in index
+ * order, and @worker only picks the task's scratch (0 .. sg_pool_size-1).
+ * A job started inside a task, or while another job runs, runs on the
+ * calling thread alone. */
+typedef struct SgPool SgPool;
+typedef void (*SgPoolFunc) (gpointer ctx, int32_t task, int32_t worker);
+/* At most this many threads (the default: one per processor, up to it). */
+#define SG_POOL_MAX_THREADS 64
+/* (transfer full) @n_threads threads in all, the caller's included (<= 1:
+ * none is started; fewer when the system refuses some). */
+SgPool *sg_pool_new (int32_t n_threads);
+void sg_pool_free (SgPool *p);
+/* Threads of @p, the caller's included (1 for NULL): the scratch a job
+ * needs, one per worker. */
+int32_t sg_pool_size (const SgPool *p);
+/* One per processor (g_get_num_processors: the CPU affinity), at most
+ * SG_POOL_MAX_THREADS. */
+int32_t sg_pool_default_threads (void);
+/* Runs @fn (@ctx, i, worker) for i in 0 .. @n_tasks-1 and returns when all
+ * have run; @p NULL runs them in order on the caller. */
+void sg_pool_run (SgPool *p, int32_t n_tasks, SgPoolFunc fn, gpointer ctx);
+
 /* Every option of every pass; CLI flags map 1:1 onto these fields.
  * sg_config_init() sets the documented defaults. */
 typedef struct {
@@ -818,6 +844,9 @@ typedef struct {
   bool validate_between;    /* run the validator after every pass */
   const char *dump_pass;    /* dump the IR after this pass ("all" for every pass) */
   FILE *dump_file;          /* where dumps go; NULL = stderr */
+  /* the passes' worker threads (--threads; NULL: the calling thread
+   * alone). Never changes a result, only how soon it comes. */
+  SgPool *pool;
 } SgConfig;
 
 void sg_config_init (SgConfig *cfg);

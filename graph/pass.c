@@ -34,6 +34,7 @@ sg_config_init (SgConfig *cfg)
     .validate_between = false,
     .dump_pass = NULL,
     .dump_file = NULL,
+    .pool = NULL,
   };
 }
 

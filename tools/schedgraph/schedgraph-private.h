@@ -18,6 +18,7 @@ typedef struct {
   const char *output, *report, *trace, *order, *emit_graph;
   const char *stop_after; /* run the pipeline up to this step, then summarise */
   bool costs, quiet;
+  int32_t threads; /* --threads; 0: sg_pool_default_threads () */
 } Cli;
 
 #define MAX_TIMES 32

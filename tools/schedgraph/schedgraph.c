@@ -209,6 +209,10 @@ static const char usage_text[] =
   "                               step), flat (one collective over a packed buffer)\n"
   "                               or grouped (one coalesced call, no copies)\n"
   "  BYTES take the suffixes K, M, G (KiB, MiB, GiB).\n"
+  "Speed:\n"
+  "      --threads N              worker threads of the passes, this one included\n"
+  "                               (default: one per processor, at most 64; 1: none);\n"
+  "                               the outputs are the same whatever N is\n"
   "Debugging:\n"
   "      --dump=PASS              print the IR to stderr after PASS: load, validate,\n"
   "                               estimate, simulate-input, decompose, schedule,\n"
@@ -290,6 +294,7 @@ enum {
   OPT_PROFILE, OPT_MAX_IN_FLIGHT, OPT_MAX_PEAK, OPT_PREFETCH, OPT_BUCKET_CAP, OPT_BUCKET_MODE,
   OPT_BUCKET_LOWERING, OPT_COSTS, OPT_DECOMPOSE, OPT_NO_DECOMPOSE,
   OPT_DUMP, OPT_STOP_AFTER, OPT_VALIDATE, OPT_NO_VALIDATE, OPT_VERSION, OPT_EXACT, OPT_EMIT_GRAPH,
+  OPT_THREADS,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -316,6 +321,7 @@ parse_args (int argc, char **argv, Cli *cli)
     { "bucket-mode", required_argument, NULL, OPT_BUCKET_MODE },
     { "bucket-lowering", required_argument, NULL, OPT_BUCKET_LOWERING },
     { "costs", no_argument, NULL, OPT_COSTS },
+    { "threads", required_argument, NULL, OPT_THREADS },
     { "dump", required_argument, NULL, OPT_DUMP },
     { "stop-after", required_argument, NULL, OPT_STOP_AFTER },
     { "validate", no_argument, NULL, OPT_VALIDATE },
@@ -375,6 +381,12 @@ parse_args (int argc, char **argv, Cli *cli)
         return usage_error ("--prefetch-limit: '%s' is not a count >= 0", optarg);
       break;
     case OPT_COSTS: cli->costs = true; break;
+    case OPT_THREADS:
+      if (!parse_count (optarg, &cli->threads) || cli->threads < 1
+          || cli->threads > SG_POOL_MAX_THREADS)
+        return usage_error ("--threads: '%s' is not a count from 1 to %d", optarg,
+                            SG_POOL_MAX_THREADS);
+      break;
     case OPT_DUMP:
       if (!known_pass (optarg))
         return usage_error ("--dump: unknown pass '%s'", optarg);
@@ -468,6 +480,7 @@ main (int argc, char **argv)
   int rc = parse_args (argc, argv, &cli);
   if (rc >= 0)
     return rc;
+  cli.cfg.pool = sg_pool_new (cli.threads ? cli.threads : sg_pool_default_threads ());
   Run r = { .cli = &cli, .summary = g_string_new (NULL) };
   GError *error = NULL;
   bool stopped;
@@ -486,5 +499,6 @@ main (int argc, char **argv)
     fputs (r.summary->str, stdout);
   run_clear (&r);
   sg_graph_free (r.g);
+  sg_pool_free (cli.cfg.pool);
   return rc;
 }
