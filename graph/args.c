@@ -108,10 +108,8 @@ str_arg (SgGraph *g, const char *s)
   return a;
 }
 
-/* A string at keyword @key: an enum when the keyword names a tensor option
- * and the text is one, else SG_ARG_STR. */
-static void
-classify (SgArg *a, const char *key)
+void
+sg_arg_classify (SgArg *a, const char *key)
 {
   if (!key)
     return;
@@ -133,22 +131,6 @@ classify (SgArg *a, const char *key)
     if (m)
       a->type = SG_ARG_MEMORY_FORMAT, a->tag = (uint8_t)m;
   }
-}
-
-static SgArg
-number_arg (double d)
-{
-  SgArg a = { .type = SG_ARG_FLOAT };
-  /* Integral values in int64 range are ints (JSON does not tell 2.0 from
-   * 2; written back, both print as 2). Range first: casting an
-   * out-of-range double is undefined. */
-  if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == (double)(int64_t)d) {
-    a.type = SG_ARG_INT;
-    a.i = (int64_t)d;
-  } else {
-    a.f = d;
-  }
-  return a;
 }
 
 /* --- from JSON --------------------------------------------------------------- */
@@ -215,9 +197,9 @@ json_value (SgArgBuild *b, const cJSON *v, int depth, const char *where, const c
       return false;
   } else if (cJSON_IsString (v)) {
     a = str_arg (g, v->valuestring);
-    classify (&a, key);
+    sg_arg_classify (&a, key);
   } else if (cJSON_IsNumber (v)) {
-    a = number_arg (v->valuedouble);
+    a = sg_arg_number (v->valuedouble);
   } else if (cJSON_IsBool (v)) {
     a.type = SG_ARG_BOOL;
     a.b = cJSON_IsTrue (v);
@@ -279,7 +261,7 @@ spec_value (SgArgBuild *b, const SgArg *v, int depth, SgNodeId node_count, const
     break;
   }
   case SG_ARG_STR: /* interned already (sg_rewrite_str, or a node's args) */
-    classify (&a, key);
+    sg_arg_classify (&a, key);
     break;
   default:
     break;

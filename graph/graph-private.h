@@ -7,6 +7,10 @@
 
 /* Deeper nesting inside args/kwargs is refused at load. */
 #define SG_MAX_ARG_DEPTH 64
+/* Anything above 2^62 elements or bytes is absurd and risks overflow. */
+#define SG_MAX_EXTENT ((int64_t)1 << 62)
+/* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
+#define SG_MAX_COST_US 1e12
 
 /* cJSON_GetObjectItemCaseSensitive(), inlined: the first member of @obj
  * named @key (duplicates: the first), NULL when none or @obj is not an
@@ -38,6 +42,27 @@ typedef struct {
  * same graph. */
 SgNodeId sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch,
                                GError **error);
+
+/* A JSON number as an argument: integral values in int64 range are ints
+ * (JSON does not tell 2.0 from 2; written back, both print as 2), the
+ * rest floats. Range first: casting an out-of-range double is undefined. */
+static inline SgArg
+sg_arg_number (double d)
+{
+  SgArg a = { .type = SG_ARG_FLOAT };
+  if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && d == (double)(int64_t)d) {
+    a.type = SG_ARG_INT;
+    a.i = (int64_t)d;
+  } else {
+    a.f = d;
+  }
+  return a;
+}
+
+/* args.c: a string argument @a (SG_ARG_STR, .s set) at keyword @key (NULL:
+ * positional or nested) as an enum when the keyword names a tensor option
+ * (dtype, device, layout, memory_format) and the text is one. */
+void sg_arg_classify (SgArg *a, const char *key);
 
 /* args.c: building a node's typed arguments in g->args. */
 typedef struct {
@@ -99,6 +124,29 @@ bool sg_rank_roll_read (const SgGraph *g, const SgNode *n, const SgNode *input, 
 /* Interns string arguments of the args pool entries [from, to) of @src
  * into @dst's strings (sg_graph_copy). */
 void sg_args_reintern (SgGraph *dst, guint from, guint to);
+
+/* names.c: a table of node names (name -> id) filled on worker threads,
+ * for the loader's references and the validator's distinct names; it
+ * points to the nodes' names, holds no copy. */
+#define SG_NAME_PARTS 64
+typedef struct SgNameTable SgNameTable;
+SgNameTable *sg_name_table_new (void);
+void sg_name_table_free (SgNameTable *t);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgNameTable, sg_name_table_free)
+/* The hash the table keys @len bytes at @s by. */
+uint64_t sg_name_hash (const char *s, size_t len);
+/* Node i's name, to both calls below, is at @names + i * @stride
+ * (&g->nodes[0].name, sizeof (SgNode)). Adds nodes @from .. @from + @n -
+ * 1, whose names hash to @hash[0 .. @n - 1], on @pool's threads; returns
+ * how many of them have a name the table held already (an earlier id, or
+ * an earlier node of the range): those are not added. */
+int64_t sg_name_table_add (SgNameTable *t, const char *const *names, size_t stride,
+                           const uint64_t *hash, SgNodeId from, int32_t n, SgPool *pool);
+/* The node of @t named by the @len bytes at @s (no NUL among them), whose
+ * hash is @hash, or SG_NO_NODE. Safe beside other lookups, not beside
+ * sg_name_table_add. */
+SgNodeId sg_name_table_find (const SgNameTable *t, const char *const *names, size_t stride,
+                             const char *s, size_t len, uint64_t hash);
 
 /* (transfer none) g->by_name, built from the nodes' names first when
  * a reorder or rewrite dropped it (a cache of the nodes: built through a

@@ -13,10 +13,8 @@
 
 G_DEFINE_QUARK (sg-graph-error-quark, sg_graph_error)
 
-/* Anything above 2^62 elements or bytes is absurd and risks overflow. */
-#define MAX_EXTENT ((int64_t)1 << 62)
-/* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
-#define MAX_COST_US 1e12
+#define MAX_EXTENT SG_MAX_EXTENT
+#define MAX_COST_US SG_MAX_COST_US
 
 /* Every pass and every trial graph holds a node array: no padding in a
  * node (4-byte fields between the pointers and the doubles). */

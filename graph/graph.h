@@ -289,6 +289,9 @@ SgNodeId sg_graph_append_json (SgGraph *g, const char *node_json, GError **error
 
 /* --- loading and checking (load.c, validate.c) --------------------------- */
 
+/* Worker threads (pool.c, "worker threads" below). */
+typedef struct SgPool SgPool;
+
 /* (transfer full) Loads a graph file (graph-format.md). NULL with @error
  * naming the file position/node/field on any bad input. Runs the validator. */
 SgGraph *sg_graph_load (const char *path, GError **error);
@@ -297,11 +300,19 @@ SgGraph *sg_graph_load_data (const char *data, size_t len, const char *name, GEr
 /* sg_graph_load() with the final validator optional (the CLI runs it as its
  * own timed pass). Everything the loader checks itself is still checked. */
 SgGraph *sg_graph_load_full (const char *path, bool validate, GError **error);
+/* sg_graph_load_full() with the `nodes` list read (and the validator run)
+ * on @pool's threads (NULL: the calling thread alone). The graph, and the
+ * message on bad input, are the same whatever @pool. */
+SgGraph *sg_graph_load_with (const char *path, bool validate, SgPool *pool,
+                             GError **error);
 
 /* Checks every IR invariant and every rule of graph-format.md "Errors":
  * topological ids, references, one output last, groups and sizes, waits on
  * collectives, shapes. The message names the node and the field. */
 bool sg_graph_validate (const SgGraph *g, GError **error);
+/* sg_graph_validate() on @pool's threads (NULL: the calling thread alone):
+ * the same verdict and message (the first failing node in id order). */
+bool sg_graph_validate_with (const SgGraph *g, SgPool *pool, GError **error);
 
 /* --- arguments (args.c) --------------------------------------------------- */
 
@@ -803,7 +814,6 @@ bool sg_bucket_lowering_from_name (const char *name, SgBucketLowering *out);
  * order, and @worker only picks the task's scratch (0 .. sg_pool_size-1).
  * A job started inside a task, or while another job runs, runs on the
  * calling thread alone. */
-typedef struct SgPool SgPool;
 typedef void (*SgPoolFunc) (gpointer ctx, int32_t task, int32_t worker);
 /* At most this many threads (the default: one per processor, up to it). */
 #define SG_POOL_MAX_THREADS 64

@@ -171,63 +171,9 @@ unicode_escape (const char *p, const char *q, char **out)
   return len;
 }
 
-/* The first '"' or '\\' in [@p, @end), or @end: eight bytes at a time. */
-static inline const char *
-quote_or_backslash (const char *p, const char *end)
+char *
+sg_load_unescape (const char *s, const char *q, char *o)
 {
-#if G_BYTE_ORDER == G_LITTLE_ENDIAN
-  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
-  while (end - p >= 8) {
-    uint64_t w;
-    memcpy (&w, p, sizeof w);
-    uint64_t a = w ^ (ones * '"'), b = w ^ (ones * '\\');
-    uint64_t hits = ((a - ones) & ~a & highs) | ((b - ones) & ~b & highs);
-    if (hits) /* the lowest flagged byte is a match (little-endian) */
-      return p + (__builtin_ctzll (hits) >> 3);
-    p += 8;
-  }
-#endif
-  while (p < end && *p != '"' && *p != '\\')
-    p++;
-  return p;
-}
-
-/* The string whose opening quote is at @p, unescaped into the arena at
- * *@out; returns the end (past the closing quote), NULL to decline. */
-static const char *
-read_string (Reader *r, const char *p, char **out_)
-{
-  const char *s = p + 1, *q = s;
-  bool escapes = false;
-  /* the closing quote as cJSON finds it: a backslash skips one byte */
-  for (;;) {
-    const char *hit = quote_or_backslash (q, r->end);
-    if (hit >= r->end)
-      return NULL;
-    if (*hit == '"') {
-      q = hit;
-      break;
-    }
-    escapes = true;
-    q = hit + 2;
-    if (q >= r->end)
-      return NULL;
-  }
-  size_t n = (size_t)(q - s);
-  char *out = arena_alloc (r, n + 1);
-  if (!escapes) {
-    /* names and keys are short: whole words (the arena rounds @out up to
-     * 16 bytes, and the text goes on past the quote), not a memcpy call */
-    if (r->end - q >= 8)
-      for (size_t i = 0; i < n; i += 8)
-        memcpy (out + i, s + i, 8);
-    else
-      memcpy (out, s, n);
-    out[n] = '\0';
-    *out_ = out;
-    return q + 1;
-  }
-  char *o = out;
   for (const char *i = s; i < q;) {
     if (*i != '\\') {
       *o++ = *i++;
@@ -253,6 +199,35 @@ read_string (Reader *r, const char *p, char **out_)
     i += len;
   }
   *o = '\0';
+  return o;
+}
+
+/* The string whose opening quote is at @p, unescaped into the arena at
+ * *@out; returns the end (past the closing quote), NULL to decline. */
+static const char *
+read_string (Reader *r, const char *p, char **out_)
+{
+  const char *s = p + 1;
+  bool escapes;
+  const char *q = sg_load_string_close (p, r->end, &escapes);
+  if (!q)
+    return NULL;
+  size_t n = (size_t)(q - s);
+  char *out = arena_alloc (r, n + 1);
+  if (!escapes) {
+    /* names and keys are short: whole words (the arena rounds @out up to
+     * 16 bytes, and the text goes on past the quote), not a memcpy call */
+    if (r->end - q >= 8)
+      for (size_t i = 0; i < n; i += 8)
+        memcpy (out + i, s + i, 8);
+    else
+      memcpy (out, s, n);
+    out[n] = '\0';
+    *out_ = out;
+    return q + 1;
+  }
+  if (!sg_load_unescape (s, q, out))
+    return NULL;
   *out_ = out;
   return q + 1;
 }
@@ -263,11 +238,10 @@ is_digit (char c)
   return c >= '0' && c <= '9';
 }
 
-/* A number in JSON's grammar at @p; NULL to decline. */
-static const char *
-read_number (Reader *r, const char *p, cJSON *item)
+const char *
+sg_load_number (const char *p, const char *end, double *out, char *decimal_point)
 {
-  const char *s = p, *end = r->end;
+  const char *s = p;
   bool neg = p < end && *p == '-';
   if (neg)
     p++;
@@ -310,16 +284,27 @@ read_number (Reader *r, const char *p, cJSON *item)
     d = neg ? -(double)v : (double)v;
   } else {
     char buf[NUMBER_MAX + 1];
-    if (!r->decimal_point)
-      r->decimal_point = *localeconv ()->decimal_point;
+    if (!*decimal_point)
+      *decimal_point = *localeconv ()->decimal_point;
     for (size_t i = 0; i < n; i++)
-      buf[i] = s[i] == '.' ? r->decimal_point : s[i];
+      buf[i] = s[i] == '.' ? *decimal_point : s[i];
     buf[n] = '\0';
     char *stop;
     d = strtod (buf, &stop);
     if (stop != buf + n || !isfinite (d))
       return NULL;
   }
+  *out = d;
+  return p;
+}
+
+/* A number in JSON's grammar at @p; NULL to decline. */
+static const char *
+read_number (Reader *r, const char *p, cJSON *item)
+{
+  double d;
+  if (!(p = sg_load_number (p, r->end, &d, &r->decimal_point)))
+    return NULL;
   item->type = cJSON_Number;
   item->valuedouble = d;
   item->valueint = d >= INT_MAX ? INT_MAX : d <= (double)INT_MIN ? INT_MIN : (int)d;

@@ -1,8 +1,12 @@
-/* load-private.h: what load.c, load-scan.c and load-refs.c share. */
+/* load-private.h: what load.c, load-nodes.c, load-json.c, load-scan.c and
+ * load-refs.c share. */
 #pragma once
 
 #include "graph.h"
 #include "textio.h"
+
+#include <stdint.h>
+#include <string.h>
 
 /* First {"node": NAME} in @v, depth first (the order graph.c walks), whose
  * NAME is not a node of @g yet; its location is appended to @path. */
@@ -29,3 +33,82 @@ void sg_load_arena_free (SgLoadArena *a);
 const cJSON *sg_load_read_node (SgLoadArena *a, const char *p, const char *end,
                                 const char **stop);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgLoadArena, sg_load_arena_free)
+
+/* The node reader's text primitives (load-json.c), which the parallel
+ * reader (load-nodes.c) shares. The first '"' or '\\' in [@p, @end), or
+ * @end: eight bytes at a time. */
+static inline const char *
+sg_load_quote_or_backslash (const char *p, const char *end)
+{
+#if G_BYTE_ORDER == G_LITTLE_ENDIAN
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  while (end - p >= 8) {
+    uint64_t w;
+    memcpy (&w, p, sizeof w);
+    uint64_t a = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    uint64_t hits = ((a - ones) & ~a & highs) | ((b - ones) & ~b & highs);
+    if (hits) /* the lowest flagged byte is a match (little-endian) */
+      return p + (__builtin_ctzll (hits) >> 3);
+    p += 8;
+  }
+#endif
+  while (p < end && *p != '"' && *p != '\\')
+    p++;
+  return p;
+}
+
+/* The closing quote of the string whose opening quote is at @p (a
+ * backslash skips the byte after it, as in cJSON), or NULL when the text
+ * ends first; *@escapes: whether the string has a backslash. */
+static inline const char *
+sg_load_string_close (const char *p, const char *end, bool *escapes)
+{
+  const char *q = p + 1;
+  *escapes = false;
+  for (;;) {
+    const char *hit = sg_load_quote_or_backslash (q, end);
+    if (hit >= end)
+      return NULL;
+    if (*hit == '"')
+      return hit;
+    *escapes = true;
+    q = hit + 2;
+    if (q >= end)
+      return NULL;
+  }
+}
+/* The string between @s and its closing quote @q, escapes resolved, into
+ * @out (room for q - s + 1 bytes), NUL-terminated: returns the NUL's
+ * position, NULL to decline (an escape cJSON would read otherwise, or a
+ * \u0000). */
+char *sg_load_unescape (const char *s, const char *q, char *out);
+/* The number at @p in JSON's grammar, as cJSON reads it, into *@out: its
+ * end, or NULL to decline (outside the grammar, 63 characters or more, not
+ * a finite double). *@decimal_point caches the locale's (0: not read). */
+const char *sg_load_number (const char *p, const char *end, double *out, char *decimal_point);
+
+/* load-nodes.c: the `nodes` list read on worker threads. Called as *@drop
+ * (@drop_data, @p) when the text before @p is no longer needed. */
+typedef void (*SgLoadDrop) (gpointer drop_data, const char *p);
+/* Reads the list whose '[' is at @p into @g (which has groups and no
+ * nodes) on @pool's threads (NULL: this one), in chunks of about @chunk
+ * bytes (0: its own sizes); *@stop: just past its ']'.
+ * False when it declines: text outside the strict JSON it reads, or any
+ * node the sequential loader would refuse. @g is then to be dropped and
+ * the document read again by the sequential loader, whose messages stand.
+ * On success @g holds what the sequential loader builds, with g->by_name
+ * left to be built by the first lookup. */
+bool sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool,
+                         size_t chunk, SgLoadDrop drop, gpointer drop_data, const char **stop);
+
+/* How load.c reads `nodes`: sequentially, with the parallel reader first
+ * (the sequential one where it declines: what the loader does), or (for
+ * tests) with the parallel reader alone, NULL without an error where it
+ * declines, with its usual chunks or with chunks of @SG_LOAD_SMALL bytes
+ * (many chunks, rounds and wrong cuts on a small text). */
+typedef enum { SG_LOAD_SEQUENTIAL, SG_LOAD_FAST, SG_LOAD_FAST_ONLY, SG_LOAD_FAST_SMALL } SgLoadMode;
+#define SG_LOAD_SMALL 300
+/* load.c: a graph from the @len bytes at @data (not validated), `nodes`
+ * read as @mode says on @pool's threads. */
+SgGraph *sg_load_buffer (const char *data, size_t len, const char *name, SgPool *pool,
+                         SgLoadMode mode, GError **error);

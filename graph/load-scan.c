@@ -159,6 +159,13 @@ utf8_valid (const char *p, const char *end, const char **bad)
 }
 
 bool
+sg_json_utf8_ok (const char *p, size_t len)
+{
+  const char *bad;
+  return !len || utf8_valid (p, p + len, &bad);
+}
+
+bool
 sg_json_check_encoding (const char *data, size_t len, GError **error)
 {
   if (len >= 3 && memcmp (data, "\xEF\xBB\xBF", 3) == 0) {

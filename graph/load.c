@@ -40,7 +40,7 @@
 
 /* Mapped pages already parsed are dropped every this many bytes, so a large
  * file does not stay resident while the IR grows. */
-#define DROP_CHUNK ((size_t)32 << 20)
+#define DROP_CHUNK ((size_t)8 << 20)
 #define MAX_WORLD (1 << 20)
 /* Meshes have a handful of groups; lookups by name are linear in them. */
 #define MAX_GROUPS 1024
@@ -57,6 +57,10 @@ typedef struct {
   cJSON *groups;
   const char *nodes_at; /* deferred `nodes` value */
   char *cluster_json_tmp, *description_tmp;
+  SgPool *pool;   /* the parallel reader's threads */
+  bool fast;      /* try the parallel reader first */
+  size_t chunk;   /* its chunks' size (0: its own) */
+  bool declined;  /* it declined: read again with fast off */
 } Loader;
 
 /* --- positions and syntax errors -------------------------------------------- */
@@ -271,6 +275,12 @@ header_key (Loader *ld, const char *key, cJSON *v, GError **error)
 
 /* --- nodes ------------------------------------------------------------------ */
 
+static void
+drop_callback (gpointer ld, const char *p)
+{
+  drop_parsed (ld, p);
+}
+
 static bool
 parse_nodes (Loader *ld, const char **pp, GError **error)
 {
@@ -278,6 +288,12 @@ parse_nodes (Loader *ld, const char **pp, GError **error)
   const char *p = *pp;
   if (p >= ld->end || *p != '[') { /* the file may end after "nodes": */
     syntax_error (ld, p, error, "nodes: expected a list of node objects");
+    return false;
+  }
+  if (ld->fast) {
+    if (sg_load_nodes_fast (g, p, ld->end, ld->pool, ld->chunk, drop_callback, ld, pp))
+      return true;
+    ld->declined = true; /* no error: the document is read again */
     return false;
   }
   p = sg_load_skip_ws (p + 1, ld->end);
@@ -457,46 +473,117 @@ parse_document (Loader *ld, GError **error)
   return true;
 }
 
-static SgGraph *
-load_buffer (const char *data, size_t len, bool mapped, const char *name, bool validate,
-             GError **error)
+/* Pieces of at least this many bytes are checked on separate threads. */
+#define ENCODING_PIECE ((size_t)1 << 20)
+
+typedef struct {
+  const char *data;
+  size_t len;
+  int32_t n;
+  gint bad;
+} EncodingJob;
+
+/* Piece @i's start: past any UTF-8 continuation byte (at most 3), so that
+ * each piece starts at a character. */
+static size_t
+piece_start (const EncodingJob *j, int32_t i)
 {
-  g_return_val_if_fail (data || len == 0, NULL);
-  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+  size_t at = j->len / (size_t)j->n * (size_t)i;
+  for (int k = 0; i > 0 && k < 3 && at < j->len && ((unsigned char)j->data[at] & 0xC0) == 0x80; k++)
+    at++;
+  return i == j->n ? j->len : at;
+}
+
+static void
+encoding_task (gpointer data, int32_t i, int32_t worker)
+{
+  EncodingJob *j = data;
+  (void)worker;
+  size_t from = piece_start (j, i), to = piece_start (j, i + 1);
+  if (!sg_json_utf8_ok (j->data + from, to - from))
+    g_atomic_int_set (&j->bad, 1);
+}
+
+/* sg_json_check_encoding() on @pool's threads; the message, when there is
+ * one, from the sequential check. */
+static bool
+check_encoding (const char *data, size_t len, SgPool *pool, GError **error)
+{
+  int32_t threads = sg_pool_size (pool);
+  EncodingJob j = { data, len, (int32_t)MIN ((size_t)4 * (size_t)threads, len / ENCODING_PIECE), 0 };
+  if (threads > 1 && j.n > 1 && !(len >= 3 && memcmp (data, "\xEF\xBB\xBF", 3) == 0)) {
+    sg_pool_run (pool, j.n, encoding_task, &j);
+    if (!g_atomic_int_get (&j.bad))
+      return true;
+  }
   GError *je = NULL;
   if (!sg_json_check_encoding (data, len, &je)) {
     json_error (error, je);
-    return NULL;
+    return false;
   }
-  Loader ld = { .data = data, .end = data + len, .mapped = mapped };
+  return true;
+}
+
+static void
+loader_clear (Loader *ld)
+{
+  cJSON_Delete (ld->groups);
+  cJSON_free (ld->cluster_json_tmp);
+  g_free (ld->description_tmp);
+  sg_graph_free (ld->g);
+}
+
+static SgGraph *
+load_buffer (const char *data, size_t len, bool mapped, const char *name, bool validate,
+             SgPool *pool, SgLoadMode mode, GError **error)
+{
+  g_return_val_if_fail (data || len == 0, NULL);
+  g_return_val_if_fail (error == NULL || *error == NULL, NULL);
+  if (!check_encoding (data, len, pool, error))
+    return NULL;
+  Loader ld = { .data = data, .end = data + len, .mapped = mapped, .pool = pool,
+                .fast = mode != SG_LOAD_SEQUENTIAL,
+                .chunk = mode == SG_LOAD_FAST_SMALL ? SG_LOAD_SMALL : 0 };
   bool ok = parse_document (&ld, error);
-  cJSON_Delete (ld.groups);
-  SgGraph *g = ld.g;
+  if (!ok && ld.declined && mode == SG_LOAD_FAST) { /* the sequential reader's graph or message */
+    loader_clear (&ld);
+    ld = (Loader){ .data = data, .end = data + len, .mapped = mapped };
+    ok = parse_document (&ld, error);
+  }
+  SgGraph *g = ok ? g_steal_pointer (&ld.g) : NULL;
   if (ok) {
     g_free (g->source);
     g->source = g_strdup (name);
     g->cluster_json = g_steal_pointer (&ld.cluster_json_tmp);
     g->description = g_steal_pointer (&ld.description_tmp);
-    if (validate)
-      ok = sg_graph_validate (g, error);
+    if (validate && !sg_graph_validate_with (g, pool, error))
+      g_clear_pointer (&g, sg_graph_free);
   }
-  cJSON_free (ld.cluster_json_tmp);
-  g_free (ld.description_tmp);
-  if (!ok) {
-    sg_graph_free (g);
-    return NULL;
-  }
+  loader_clear (&ld);
   return g;
+}
+
+SgGraph *
+sg_load_buffer (const char *data, size_t len, const char *name, SgPool *pool, SgLoadMode mode,
+                GError **error)
+{
+  return load_buffer (data, len, false, name, false, pool, mode, error);
 }
 
 SgGraph *
 sg_graph_load_data (const char *data, size_t len, const char *name, GError **error)
 {
-  return load_buffer (data, len, false, name, true, error);
+  return load_buffer (data, len, false, name, true, NULL, SG_LOAD_FAST, error);
 }
 
 SgGraph *
 sg_graph_load_full (const char *path, bool validate, GError **error)
+{
+  return sg_graph_load_with (path, validate, NULL, error);
+}
+
+SgGraph *
+sg_graph_load_with (const char *path, bool validate, SgPool *pool, GError **error)
 {
   g_return_val_if_fail (path != NULL, NULL);
   /* O_NONBLOCK: a FIFO must be refused, not waited on. */
@@ -532,7 +619,7 @@ sg_graph_load_full (const char *path, bool validate, GError **error)
     madvise (data, len, MADV_SEQUENTIAL);
   }
   close (fd);
-  SgGraph *g = load_buffer (data, len, true, path, validate, error);
+  SgGraph *g = load_buffer (data, len, true, path, validate, pool, SG_LOAD_FAST, error);
   if (len)
     munmap (data, len);
   return g;

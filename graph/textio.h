@@ -37,6 +37,11 @@ void sg_json_line_col (const char *doc, const char *at, size_t *line, size_t *co
  * NUL byte. The message gives the byte, line and column. */
 bool sg_json_check_encoding (const char *data, size_t len, GError **error);
 
+/* Whether the @len bytes at @p are valid UTF-8 without a NUL byte: the
+ * test above on a piece of a document (no byte-order mark test), which
+ * holds for a document when it holds for pieces cut at character starts. */
+bool sg_json_utf8_ok (const char *p, size_t len);
+
 /* What cJSON accepted in @v, parsed from the text [@text, @text_end) of the
  * document that starts at @doc: every number a finite double, no `\u0000`
  * escape in a string or key. The message gives line and column in @doc. */

@@ -35,9 +35,8 @@
 static bool
 step_load (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
 {
-  (void)cfg;
   Run *r = data;
-  *g = sg_graph_load_full (r->cli->graph_path, false, error);
+  *g = sg_graph_load_with (r->cli->graph_path, false, cfg->pool, error);
   if (!*g)
     return false;
   r->input_nodes = (*g)->n_nodes;
@@ -47,8 +46,7 @@ step_load (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
 static bool
 step_validate (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
 {
-  (void)cfg;
-  if (!sg_graph_validate (*g, error))
+  if (!sg_graph_validate_with (*g, cfg->pool, error))
     return false;
   summary_graph (data);
   return true;

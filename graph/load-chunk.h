@@ -1,0 +1,199 @@
+/* load-chunk.h: what the parallel `nodes` reader's files share
+ * (load-nodes.c: rounds and merging; load-node.c: one node into a chunk's
+ * records; load-tape.c: values in their general form). Not a contract
+ * outside them. */
+#pragma once
+
+#include "graph-private.h"
+#include "load-private.h"
+
+#include <string.h>
+
+/* Nesting the tape reads (the node reader declines at 256). */
+#define TAPE_DEPTH 200
+
+enum { V_NULL, V_FALSE, V_TRUE, V_NUM, V_STR, V_ARR, V_OBJ };
+
+/* One value of a node's args, kwargs or meta, in text order: containers
+ * before their members, an object's member as its key (V_STR) then its
+ * value. */
+typedef struct {
+  uint8_t type;
+  uint32_t n;    /* ARR: items; OBJ: members; STR: bytes */
+  uint32_t next; /* the entry after this value and its members */
+  union {
+    double d;
+    const char *s; /* not NUL-terminated unless it had escapes */
+  };
+} Val;
+
+typedef struct {
+  uint32_t name_off, name_len; /* in the chunk's blob */
+  uint64_t hash;
+  uint32_t target; /* a const */
+  bool has_tuple;  /* tuple_first was set (an empty tuple too) */
+} Rec;
+
+/* A string of targets, keys and string arguments, once per chunk. */
+typedef struct {
+  const char *s; /* NUL-terminated, in the chunk's arena */
+  uint32_t len;
+  uint64_t hash;
+  const char *global; /* interned in g->strings (merge) */
+  SgOpKind kind;      /* sg_op_from_target (global) */
+} Const;
+
+typedef struct {
+  const char *s; /* the name as referenced */
+  uint32_t len;
+  uint64_t hash;
+} Ref;
+
+typedef struct Block {
+  struct Block *next;
+  size_t size, used;
+  max_align_t data[];
+} Block;
+
+#define ARR(type, name)                                                                            \
+  type *name;                                                                                      \
+  size_t n_##name, cap_##name
+
+typedef struct {
+  const char *start, *limit; /* elements from @start while below @limit */
+  const char *stop;          /* where the next element starts (or past ']') */
+  bool closed, failed;
+  int32_t outputs;
+  ARR(SgNode, nodes); /* chunk-relative offsets; name, target unset */
+  ARR(Rec, recs);
+  ARR(char, blob);  /* the names, each NUL-terminated */
+  ARR(SgArg, args); /* strings: .i is a const's index */
+  ARR(int64_t, dims);
+  ARR(SgMeta, tuples);
+  ARR(Ref, refs); /* each node's distinct references: its inputs */
+  ARR(Const, consts);
+  ARR(uint32_t, cslots); /* const index + 1 by hash */
+  ARR(Val, tape);
+  ARR(SgArg, top);       /* args read directly: the list's items, */
+  ARR(SgArg, inner);     /* and the items of lists among them */
+  ARR(uint32_t, rslots); /* a long reference list's set: ref index + 1 */
+  uint32_t rset_node;    /* the node's first ref the set is for (+ 1) */
+  uint32_t rset_count;
+  Block *arena, *cur;
+  char decimal_point;
+  const char *dt_s; /* the last dtype spelling read, and its dtype */
+  uint32_t dt_len;
+  SgDtype dt;
+  /* merge: where the chunk goes */
+  SgNodeId node_base;
+  uint32_t args_base, dims_base, tuples_base, inputs_base;
+  const char *names_base;
+} Chunk;
+
+void sg_chunk_grow(void **p, size_t *cap, size_t need, size_t elem);
+/* Room for @more entries of chunk array @name. */
+#define RESERVE(c, name, more)                                                                     \
+  do {                                                                                             \
+    if ((c)->n_##name + (more) > (c)->cap_##name)                                                  \
+      sg_chunk_grow((void **)&(c)->name, &(c)->cap_##name, (c)->n_##name + (more),                 \
+                    sizeof *(c)->name);                                                            \
+  } while (0)
+
+/* --- text ------------------------------------------------------------------- */
+
+static inline bool
+is_ws(char c)
+{
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+static inline const char *
+ws(const char *p, const char *end)
+{
+  if (p < end && (unsigned char)*p > ' ') /* most tokens follow the last at once */
+    return p;
+  while (p < end && is_ws(*p))
+    p++;
+  return p;
+}
+
+static inline bool
+is_digit(char c)
+{
+  return (unsigned char)(c - '0') < 10;
+}
+
+/* The number at @p (sg_load_number), small integers read here: up to 15
+ * digits, nothing after them that continues a number, the same double. */
+static inline const char *
+sg_chunk_number(Chunk *c, const char *p, const char *end, double *out)
+{
+  const char *q = p + (p < end && *p == '-'), *s = q;
+  if (q < end && *q >= '1' && *q <= '9') {
+    int64_t v = 0;
+    while (q < end && is_digit(*q) && q - s < 15)
+      v = v * 10 + (*q++ - '0');
+    if (q == end || !(is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E')) {
+      *out = s > p ? -(double)v : (double)v;
+      return q;
+    }
+  }
+  return sg_load_number(p, end, out, &c->decimal_point);
+}
+
+static inline bool
+text_is(const char *s, uint32_t len, const char *word, uint32_t n)
+{
+  return len == n && memcmp(s, word, n) == 0;
+}
+
+/* json_int: a number within +-2^62 with an integral value. */
+static inline bool
+sg_tape_int(const Val *v, int64_t *out)
+{
+  if (v->type != V_NUM)
+    return false;
+  double d = v->d;
+  if (!(d >= -(double)SG_MAX_EXTENT && d <= (double)SG_MAX_EXTENT) || d != (double)(int64_t)d)
+    return false;
+  *out = (int64_t)d;
+  return true;
+}
+
+/* --- load-node.c ------------------------------------------------------------- */
+
+/* Empties @c for a new start (keeping its memory) / frees its memory. */
+void sg_chunk_reset(Chunk *c);
+void sg_chunk_clear(Chunk *c);
+/* @n bytes of @c's arena, valid until its next reset. */
+void *sg_chunk_alloc(Chunk *c, size_t n);
+/* The string whose opening quote is at @p: its text at *@s (in the
+ * arena, NUL-terminated, when it had escapes), *@len bytes. Returns the
+ * end, NULL to decline. */
+const char *sg_chunk_string(Chunk *c, const char *p, const char *end, const char **s,
+                            uint32_t *len);
+/* The chunk's const for the @len bytes at @s. */
+uint32_t sg_chunk_const(Chunk *c, const char *s, uint32_t len);
+/* A string argument at keyword @key (NULL: none), as str_arg and
+ * sg_arg_classify make it; .i holds the const until the merge. */
+SgArg sg_chunk_string_arg(Chunk *c, const char *s, uint32_t len, const char *key);
+/* The input index of the reference to the @len bytes at @s in the node
+ * whose references start at @first: its earlier one, or a new one. */
+uint32_t sg_chunk_ref(Chunk *c, uint32_t first, const char *s, uint32_t len);
+/* Parses elements from c->start while below c->limit (the text ends at
+ * @end): c->stop, c->closed, c->failed and the records. */
+void sg_chunk_parse(Chunk *c, const char *end);
+
+/* --- load-tape.c --------------------------------------------------------------- */
+
+/* One value at @p onto the tape. Returns its end, NULL to decline. */
+const char *sg_tape_value(Chunk *c, const char *p, const char *end, int depth);
+/* The node's args (tape array @args, -1 absent, -2 read into c->top and
+ * c->inner) and kwargs (tape object or -1) into the chunk's pool, its
+ * references from @ref_first on: sg_args_from_json. False where it fails. */
+bool sg_tape_args(Chunk *c, int64_t args, int64_t kwargs, uint32_t ref_first, SgNode *n);
+/* The node's meta (tape value @m or -1): a tuple's elements, or its own
+ * (parse_meta). False where it fails. */
+bool sg_tape_meta(Chunk *c, int64_t m, SgNode *n, Rec *rec);
+/* The dtype the @len bytes at @s name, or SG_DTYPE_INVALID. */
+SgDtype sg_chunk_dtype(Chunk *c, const char *s, uint32_t len);
