@@ -115,6 +115,27 @@ bool sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf nod
 bool sg_coll_check_members (const SgGraph *g, const SgNode *n, const SgNodeId *inputs,
                             SgNodeOf node_of, gconstpointer ctx, GError **error);
 
+/* validate.c, validate-graph.c: the validator. Per node, what later nodes
+ * check of their inputs, one compact entry each (the nodes themselves are
+ * 112 bytes apart: a cache miss per input at a million nodes). */
+typedef struct {
+  uint8_t op, kind;
+} SgBrief;
+G_STATIC_ASSERT (SG_OP_N_KINDS <= 256);
+
+/* What every node's rules read besides the node and its inputs. */
+typedef struct {
+  const SgGraph *g;
+  const char **key_of; /* each node's key in g->by_name; NULL: names are distinct */
+  const SgBrief *brief;
+  const gint *wait_first; /* per node: the first wait_tensor on it, id + 1 (0: none) */
+  const gint *elem_first; /* per element of a coalesced collective: its first getitem */
+} SgValidateShared;
+
+/* Node @id's rules (validate.c), in their order: false with the first
+ * broken one's message. */
+bool sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error);
+
 /* permute.c: the ring ops' readers for a node that may not be in the graph
  * yet (its args in the pool; @input: its first input's node, or NULL). */
 bool sg_permute_read (const SgGraph *g, const SgNode *n, SgPermute *out, GError **error);

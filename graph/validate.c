@@ -1,21 +1,15 @@
-/* validate.c: the IR validator (Mesa's nir_validate for schedgraph).
+/* validate.c: the IR validator's rules (Mesa's nir_validate for
+ * schedgraph): each node's, as sg_validate_node checks them.
  *
  * Checks every invariant of graph.h and every rule under "Errors" of
  * graph-format.md on the IR as it is, whoever built it: the loader, the
  * test builder, or a pass that just rewrote it. It runs after loading and,
  * in test and debug builds, after every pass (sg_pass_run). Each rule has
- * its own message naming the node and the field. Linear in nodes + edges.
- *
- * The nodes are checked in blocks on the pool's threads (sg_graph_validate_with),
- * each block up to its first failing node; the message is the first
- * failing node's in id order, as a loop over the nodes would give it. What
- * a node's rules read of other nodes is fixed before: each node's op and
- * kind, and the first wait_tensor on each collective and the first getitem
- * of each coalesced element (an earlier one makes a later one fail: the
- * smallest id, found by atomic minima). The running total of tensor bytes
- * is summed per block and then in block order. Names are checked distinct
- * through g->by_name when it is built, else through a table filled on the
- * threads (names.c) that is dropped after: validating builds no name table.
+ * its own message naming the node and the field. A node's rules read the
+ * node, its inputs and what validate-graph.c fixed before (each node's op
+ * and kind, the first wait on each collective, the first getitem of each
+ * coalesced element), so nodes are checked in any order, on any thread;
+ * validate-graph.c runs them and the rules of the whole graph.
  *
  * Requires: nothing (it trusts no derived table). Invalidates: nothing.
  */
@@ -30,45 +24,6 @@
   } while (0)
 
 #define MAX_EXTENT ((uint64_t)1 << 62)
-
-static bool
-validate_groups (const SgGraph *g, GError **error)
-{
-  for (int32_t i = 0; i < g->n_groups; i++) {
-    const SgGroup *grp = &g->groups[i];
-    if (!grp->name || !grp->ranks || grp->n_ranks <= 0)
-      VFAIL (SG_GRAPH_ERROR_GROUP, "groups[%d]: no name or no ranks", i);
-    for (int32_t j = i + 1; j < g->n_groups; j++)
-      if (strcmp (grp->name, g->groups[j].name) == 0)
-        VFAIL (SG_GRAPH_ERROR_GROUP, "groups.%s: defined twice", grp->name);
-    bool has_rank = false;
-    for (int32_t r = 0; r < grp->n_ranks; r++) {
-      if (grp->ranks[r] < 0 || grp->ranks[r] >= g->world_size
-          || (r && grp->ranks[r] <= grp->ranks[r - 1]))
-        VFAIL (SG_GRAPH_ERROR_GROUP,
-               "groups.%s.ranks[%d]: rank %d is outside the world of %d or not ascending",
-               grp->name, r, grp->ranks[r], g->world_size);
-      has_rank |= grp->ranks[r] == g->rank;
-    }
-    if (!has_rank)
-      VFAIL (SG_GRAPH_ERROR_GROUP,
-             "groups.%s.ranks: does not contain this graph's rank %d (groups are listed as the "
-             "graph's rank sees them)",
-             grp->name, g->rank);
-    if (!grp->partition || (int64_t)grp->n_instances * grp->n_ranks != g->world_size)
-      VFAIL (SG_GRAPH_ERROR_GROUP, "groups.%s.partition: %d instances of %d ranks do not cover "
-             "world_size %d", grp->name, grp->n_instances, grp->n_ranks, g->world_size);
-    g_autofree uint8_t *seen = g_new0 (uint8_t, (size_t)g->world_size);
-    for (int32_t k = 0; k < g->world_size; k++) {
-      int32_t r = grp->partition[k];
-      if (r < 0 || r >= g->world_size || seen[r])
-        VFAIL (SG_GRAPH_ERROR_GROUP, "groups.%s.partition: rank %d is %s", grp->name, r,
-               (r < 0 || r >= g->world_size) ? "outside the world" : "in two instances");
-      seen[r] = 1;
-    }
-  }
-  return true;
-}
 
 /* The field a message names: "meta", or "meta.tuple[T]" for @t >= 0
  * (formatted only when a rule fails). */
@@ -423,42 +378,6 @@ validate_args (const SgGraph *g, SgNodeId id, GError **error)
   return check_arg (g, n, &args, 0, error) && check_arg (g, n, &kwargs, 0, error);
 }
 
-/* Each node's key in g->by_name, read off the table in one pass (ids out
- * of range are skipped): where it equals the node's name, the name
- * resolves to the node (keys are distinct), and validate_node need not
- * look it up (a lookup per node is a few cache misses at a million
- * nodes). */
-static const char **
-keys_by_node (const SgGraph *g)
-{
-  const char **key_of = g_new0 (const char *, (size_t)g->n_nodes);
-  GHashTableIter it;
-  gpointer key, value;
-  g_hash_table_iter_init (&it, sg_graph_names (g));
-  while (g_hash_table_iter_next (&it, &key, &value)) {
-    SgNodeId id = GPOINTER_TO_INT (value) - 1;
-    if (id >= 0 && id < g->n_nodes)
-      key_of[id] = key;
-  }
-  return key_of;
-}
-
-/* Per node, what later nodes check of their inputs, one compact entry each
- * (the nodes themselves are 112 bytes apart: a cache miss per input at a
- * million nodes). */
-typedef struct {
-  uint8_t op, kind;
-} Brief;
-G_STATIC_ASSERT (SG_OP_N_KINDS <= 256);
-
-/* What every node's checks read besides the node and its inputs. */
-typedef struct {
-  const SgGraph *g;
-  const char **key_of; /* each node's key in g->by_name; NULL: names are distinct */
-  Brief *brief;
-  gint *wait_first; /* per node: the first wait_tensor on it, id + 1 (0: none) */
-  gint *elem_first; /* per element of a coalesced collective: its first getitem */
-} Shared;
 
 /* Whether input @j of @in is among the ones before it (linear even for an
  * output node with thousands of inputs: a set past SCAN_INPUTS). */
@@ -480,11 +399,11 @@ listed_before (const SgNodeId *in, uint32_t j, GHashTable **set)
   return !g_hash_table_add (*set, GINT_TO_POINTER (in[j] + 1));
 }
 
-static bool
-validate_node (const Shared *sh, SgNodeId id, GError **error)
+bool
+sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
 {
   const SgGraph *g = sh->g;
-  const Brief *brief = sh->brief;
+  const SgBrief *brief = sh->brief;
   const SgNode *n = &g->nodes[id];
   if (!n->name || !n->name[0])
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node #%d: name: missing", id);
@@ -631,228 +550,4 @@ validate_node (const Shared *sh, SgNodeId id, GError **error)
            sg_op_name (n->kind));
   }
   return true;
-}
-
-/* --- the whole graph, on worker threads ------------------------------------- */
-
-/* *@slot = the smaller of it and @id + 1 (0 is none). */
-static void
-note_first (gint *slot, SgNodeId id)
-{
-  gint v = id + 1, cur = g_atomic_int_get (slot);
-  while ((cur == 0 || v < cur) && !g_atomic_int_compare_and_exchange (slot, cur, v))
-    cur = g_atomic_int_get (slot);
-}
-
-/* The first input of node @n when it has one inside the pool and the
- * graph, else SG_NO_NODE. */
-static SgNodeId
-first_input (const SgGraph *g, const SgNode *n)
-{
-  if (n->n_in == 0 || (uint64_t)n->in_first + n->n_in > g->inputs->len)
-    return SG_NO_NODE;
-  SgNodeId in = g_array_index (g->inputs, SgNodeId, n->in_first);
-  return in >= 0 && in < g->n_nodes ? in : SG_NO_NODE;
-}
-
-typedef struct {
-  Shared sh;
-  int32_t block, n_blocks;
-  struct Result {
-    SgNodeId failed; /* the block's first failing node, or SG_NO_NODE */
-    GError *error;
-    uint64_t bytes;  /* tensor bytes of its nodes before that, saturated */
-    SgNodeId unwaited; /* its first collective_permute no wait follows, or SG_NO_NODE */
-  } *results;
-} Job;
-
-/* Each node's brief, and the first wait and getitem of what they read:
- * every node that reaches those checks is counted (nodes before the first
- * failing one all do; later ones cannot move a minimum below it). */
-static void
-note_task (gpointer data, int32_t b, int32_t worker)
-{
-  Job *j = data;
-  const SgGraph *g = j->sh.g;
-  (void)worker;
-  SgNodeId hi = MIN (g->n_nodes, (b + 1) * j->block);
-  for (SgNodeId id = b * j->block; id < hi; id++) {
-    const SgNode *n = &g->nodes[id];
-    j->sh.brief[id] = (Brief){ (uint8_t)n->op, (uint8_t)n->kind };
-    if (n->kind != SG_OP_WAIT && n->kind != SG_OP_GETITEM)
-      continue;
-    SgNodeId in = first_input (g, n);
-    if (in == SG_NO_NODE)
-      continue;
-    if (n->kind == SG_OP_WAIT) {
-      note_first (&j->sh.wait_first[in], id);
-      continue;
-    }
-    const SgNode *src = &g->nodes[in];
-    if (n->n_in != 1 || n->getitem_index < 0 || (unsigned)src->kind >= SG_OP_N_KINDS
-        || !sg_op_is_coalesced (src->kind))
-      continue;
-    uint32_t elem = src->tuple_first + (uint32_t)n->getitem_index;
-    if (elem <= g->tuple_metas->len)
-      note_first (&j->sh.elem_first[elem], id);
-  }
-}
-
-static void
-check_task (gpointer data, int32_t b, int32_t worker)
-{
-  Job *j = data;
-  const SgGraph *g = j->sh.g;
-  (void)worker;
-  struct Result *r = &j->results[b];
-  *r = (struct Result){ .failed = SG_NO_NODE, .unwaited = SG_NO_NODE };
-  SgNodeId hi = MIN (g->n_nodes, (b + 1) * j->block);
-  for (SgNodeId id = b * j->block; id < hi; id++) {
-    if (!validate_node (&j->sh, id, &r->error)) {
-      r->failed = id;
-      return;
-    }
-    uint64_t bytes = sg_node_alloc_bytes (g, id);
-    r->bytes = r->bytes + bytes < r->bytes ? G_MAXUINT64 : r->bytes + bytes;
-    if (g->nodes[id].kind == SG_OP_COLLECTIVE_PERMUTE && r->unwaited == SG_NO_NODE
-        && g_atomic_int_get (&j->sh.wait_first[id]) == 0)
-      r->unwaited = id;
-  }
-}
-
-/* The node at which the total of tensor bytes, in id order from @total
- * over block @b up to @to, passes 2^62, or SG_NO_NODE (@total updated). */
-static SgNodeId
-total_passes (const Job *j, int32_t b, SgNodeId to, uint64_t *total)
-{
-  for (SgNodeId id = b * j->block; id < to; id++) {
-    *total += sg_node_alloc_bytes (j->sh.g, id);
-    if (*total > MAX_EXTENT)
-      return id;
-  }
-  return SG_NO_NODE;
-}
-
-/* The per-node rules in blocks on @pool, then in block order: the first
- * failing node, the running total of bytes, permutes without a wait. */
-static bool
-validate_nodes (const SgGraph *g, const char **key_of, SgPool *pool, GError **error)
-{
-  g_autofree Brief *brief = g_new (Brief, (size_t)g->n_nodes);
-  g_autofree gint *wait_first = g_new0 (gint, (size_t)g->n_nodes);
-  g_autofree gint *elem_first = g_new0 (gint, (size_t)g->tuple_metas->len + 1);
-  int32_t threads = sg_pool_size (pool);
-  Job j = { .sh = { g, key_of, brief, wait_first, elem_first } };
-  j.block = threads > 1 ? CLAMP (g->n_nodes / (8 * threads), 256, 8192) : g->n_nodes;
-  j.n_blocks = (g->n_nodes + j.block - 1) / j.block;
-  j.results = g_new (struct Result, (size_t)j.n_blocks);
-  sg_pool_run (pool, j.n_blocks, note_task, &j);
-  sg_pool_run (pool, j.n_blocks, check_task, &j);
-  /* Memory sums (peak bytes, reports) stay exact: all tensors together
-   * stay below 2^62 bytes, as each one does. */
-  uint64_t total = 0;
-  SgNodeId over = SG_NO_NODE, unwaited = SG_NO_NODE;
-  int32_t b = 0;
-  GError *first = NULL;
-  for (; b < j.n_blocks && over == SG_NO_NODE && !first; b++) {
-    struct Result *r = &j.results[b];
-    bool whole = r->failed == SG_NO_NODE;
-    if (!whole || total + r->bytes < total || total + r->bytes > MAX_EXTENT)
-      over = total_passes (&j, b, whole ? MIN (g->n_nodes, (b + 1) * j.block) : r->failed, &total);
-    else
-      total += r->bytes;
-    if (over == SG_NO_NODE && !whole)
-      first = g_steal_pointer (&r->error);
-    if (unwaited == SG_NO_NODE)
-      unwaited = r->unwaited;
-  }
-  for (int32_t i = 0; i < j.n_blocks; i++)
-    g_clear_error (&j.results[i].error);
-  g_free (j.results);
-  if (over != SG_NO_NODE)
-    VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': meta: the graph's tensors up to here total more "
-           "than 2^62 bytes", g->nodes[over].name);
-  if (first) {
-    g_propagate_error (error, first);
-    return false;
-  }
-  /* A point-to-point step is async like the c10d collectives, and its
-   * peers' copies are ordered only by its wait: one must follow it. */
-  if (unwaited != SG_NO_NODE)
-    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': no wait_tensor waits on this collective_permute "
-           "(one must follow it)", g->nodes[unwaited].name);
-  return true;
-}
-
-typedef struct {
-  const SgGraph *g;
-  uint64_t *hash;
-  int32_t block;
-  gint unnamed;
-} HashJob;
-
-static void
-hash_task (gpointer data, int32_t b, int32_t worker)
-{
-  HashJob *h = data;
-  (void)worker;
-  SgNodeId hi = MIN (h->g->n_nodes, (b + 1) * h->block);
-  for (SgNodeId id = b * h->block; id < hi; id++) {
-    const char *name = h->g->nodes[id].name;
-    if (!name) {
-      g_atomic_int_set (&h->unnamed, 1);
-      return;
-    }
-    h->hash[id] = sg_name_hash (name, strlen (name));
-  }
-}
-
-/* How many distinct names the nodes have, counted through a table built on
- * @pool; -1 when a node has none. */
-static int64_t
-distinct_names (const SgGraph *g, SgPool *pool)
-{
-  HashJob h = { g, g_new (uint64_t, (size_t)g->n_nodes), 8192, 0 };
-  sg_pool_run (pool, (g->n_nodes + h.block - 1) / h.block, hash_task, &h);
-  int64_t n = -1;
-  if (!g_atomic_int_get (&h.unnamed)) {
-    g_autoptr (SgNameTable) t = sg_name_table_new ();
-    n = g->n_nodes - sg_name_table_add (t, &g->nodes[0].name, sizeof (SgNode), h.hash, 0,
-                                        g->n_nodes, pool);
-  }
-  g_free (h.hash);
-  return n;
-}
-
-bool
-sg_graph_validate (const SgGraph *g, GError **error)
-{
-  return sg_graph_validate_with (g, NULL, error);
-}
-
-bool
-sg_graph_validate_with (const SgGraph *g, SgPool *pool, GError **error)
-{
-  g_return_val_if_fail (g != NULL, false);
-  g_return_val_if_fail (error == NULL || *error == NULL, false);
-  if (g->world_size < 1 || g->rank < 0 || g->rank >= g->world_size)
-    VFAIL (SG_GRAPH_ERROR_FORMAT, "rank: %d is outside world_size %d", g->rank, g->world_size);
-  if (!validate_groups (g, error))
-    return false;
-  if (g->n_nodes == 0)
-    VFAIL (SG_GRAPH_ERROR_FORMAT, "nodes: the graph is empty (an output node is required)");
-  if (g->output == SG_NO_NODE)
-    VFAIL (SG_GRAPH_ERROR_INVALID, "nodes: no node has op 'output' (exactly one is required, last)");
-  if (g->output != g->n_nodes - 1 || g->nodes[g->output].op != SG_NODE_OUTPUT)
-    VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s' (#%d): the graph's output must be the last node "
-           "(#%d) with op 'output'", g->nodes[g->output].name, g->output, g->n_nodes - 1);
-  /* without a table, distinct names are what it would hold for each node */
-  int64_t names = g->by_name ? -1 : distinct_names (g, pool);
-  if (names < 0)
-    names = g_hash_table_size (sg_graph_names (g));
-  if (names != g->n_nodes)
-    VFAIL (SG_GRAPH_ERROR_REF, "nodes: %u names for %d nodes (duplicate or stale names)",
-           (guint)names, g->n_nodes);
-  g_autofree const char **key_of = g->by_name ? keys_by_node (g) : NULL;
-  return validate_nodes (g, key_of, pool, error);
 }
