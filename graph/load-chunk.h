@@ -64,20 +64,20 @@ typedef struct {
   const char *stop;          /* where the next element starts (or past ']') */
   bool closed, failed;
   int32_t outputs;
-  ARR(SgNode, nodes); /* chunk-relative offsets; name, target unset */
-  ARR(Rec, recs);
-  ARR(char, blob);  /* the names, each NUL-terminated */
-  ARR(SgArg, args); /* strings: .i is a const's index */
-  ARR(int64_t, dims);
-  ARR(SgMeta, tuples);
-  ARR(Ref, refs); /* each node's distinct references: its inputs */
-  ARR(Const, consts);
-  ARR(uint32_t, cslots); /* const index + 1 by hash */
-  ARR(Val, tape);
-  ARR(SgArg, top);       /* args read directly: the list's items, */
-  ARR(SgArg, inner);     /* and the items of lists among them */
-  ARR(uint32_t, rslots); /* a long reference list's set: ref index + 1 */
-  uint32_t rset_node;    /* the node's first ref the set is for (+ 1) */
+  ARR (SgNode, nodes); /* chunk-relative offsets; name, target unset */
+  ARR (Rec, recs);
+  ARR (char, blob);  /* the names, each NUL-terminated */
+  ARR (SgArg, args); /* strings: .i is a const's index */
+  ARR (int64_t, dims);
+  ARR (SgMeta, tuples);
+  ARR (Ref, refs); /* each node's distinct references: its inputs */
+  ARR (Const, consts);
+  ARR (uint32_t, cslots); /* const index + 1 by hash */
+  ARR (Val, tape);
+  ARR (SgArg, top);       /* args read directly: the list's items, */
+  ARR (SgArg, inner);     /* and the items of lists among them */
+  ARR (uint32_t, rslots); /* a long reference list's set: ref index + 1 */
+  uint32_t rset_node;     /* the node's first ref the set is for (+ 1) */
   uint32_t rset_count;
   Block *arena, *cur;
   char decimal_point;
@@ -90,35 +90,35 @@ typedef struct {
   const char *names_base;
 } Chunk;
 
-void sg_chunk_grow(void **p, size_t *cap, size_t need, size_t elem);
+void sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem);
 /* Room for @more entries of chunk array @name. */
 #define RESERVE(c, name, more)                                                                     \
   do {                                                                                             \
     if ((c)->n_##name + (more) > (c)->cap_##name)                                                  \
-      sg_chunk_grow((void **)&(c)->name, &(c)->cap_##name, (c)->n_##name + (more),                 \
-                    sizeof *(c)->name);                                                            \
+      sg_chunk_grow ((void **)&(c)->name, &(c)->cap_##name, (c)->n_##name + (more),                \
+                     sizeof *(c)->name);                                                           \
   } while (0)
 
 /* --- text ------------------------------------------------------------------- */
 
 static inline bool
-is_ws(char c)
+is_ws (char c)
 {
   return c == ' ' || c == '\n' || c == '\t' || c == '\r';
 }
 
 static inline const char *
-ws(const char *p, const char *end)
+ws (const char *p, const char *end)
 {
   if (p < end && (unsigned char)*p > ' ') /* most tokens follow the last at once */
     return p;
-  while (p < end && is_ws(*p))
+  while (p < end && is_ws (*p))
     p++;
   return p;
 }
 
 static inline bool
-is_digit(char c)
+is_digit (char c)
 {
   return (unsigned char)(c - '0') < 10;
 }
@@ -126,30 +126,30 @@ is_digit(char c)
 /* The number at @p (sg_load_number), small integers read here: up to 15
  * digits, nothing after them that continues a number, the same double. */
 static inline const char *
-sg_chunk_number(Chunk *c, const char *p, const char *end, double *out)
+sg_chunk_number (Chunk *c, const char *p, const char *end, double *out)
 {
   const char *q = p + (p < end && *p == '-'), *s = q;
   if (q < end && *q >= '1' && *q <= '9') {
     int64_t v = 0;
-    while (q < end && is_digit(*q) && q - s < 15)
+    while (q < end && is_digit (*q) && q - s < 15)
       v = v * 10 + (*q++ - '0');
-    if (q == end || !(is_digit(*q) || *q == '.' || *q == 'e' || *q == 'E')) {
+    if (q == end || !(is_digit (*q) || *q == '.' || *q == 'e' || *q == 'E')) {
       *out = s > p ? -(double)v : (double)v;
       return q;
     }
   }
-  return sg_load_number(p, end, out, &c->decimal_point);
+  return sg_load_number (p, end, out, &c->decimal_point);
 }
 
 static inline bool
-text_is(const char *s, uint32_t len, const char *word, uint32_t n)
+text_is (const char *s, uint32_t len, const char *word, uint32_t n)
 {
-  return len == n && memcmp(s, word, n) == 0;
+  return len == n && memcmp (s, word, n) == 0;
 }
 
 /* json_int: a number within +-2^62 with an integral value. */
 static inline bool
-sg_tape_int(const Val *v, int64_t *out)
+sg_tape_int (const Val *v, int64_t *out)
 {
   if (v->type != V_NUM)
     return false;
@@ -163,37 +163,37 @@ sg_tape_int(const Val *v, int64_t *out)
 /* --- load-node.c ------------------------------------------------------------- */
 
 /* Empties @c for a new start (keeping its memory) / frees its memory. */
-void sg_chunk_reset(Chunk *c);
-void sg_chunk_clear(Chunk *c);
+void sg_chunk_reset (Chunk *c);
+void sg_chunk_clear (Chunk *c);
 /* @n bytes of @c's arena, valid until its next reset. */
-void *sg_chunk_alloc(Chunk *c, size_t n);
+void *sg_chunk_alloc (Chunk *c, size_t n);
 /* The string whose opening quote is at @p: its text at *@s (in the
  * arena, NUL-terminated, when it had escapes), *@len bytes. Returns the
  * end, NULL to decline. */
-const char *sg_chunk_string(Chunk *c, const char *p, const char *end, const char **s,
-                            uint32_t *len);
+const char *sg_chunk_string (Chunk *c, const char *p, const char *end, const char **s,
+                             uint32_t *len);
 /* The chunk's const for the @len bytes at @s. */
-uint32_t sg_chunk_const(Chunk *c, const char *s, uint32_t len);
+uint32_t sg_chunk_const (Chunk *c, const char *s, uint32_t len);
 /* A string argument at keyword @key (NULL: none), as str_arg and
  * sg_arg_classify make it; .i holds the const until the merge. */
-SgArg sg_chunk_string_arg(Chunk *c, const char *s, uint32_t len, const char *key);
+SgArg sg_chunk_string_arg (Chunk *c, const char *s, uint32_t len, const char *key);
 /* The input index of the reference to the @len bytes at @s in the node
  * whose references start at @first: its earlier one, or a new one. */
-uint32_t sg_chunk_ref(Chunk *c, uint32_t first, const char *s, uint32_t len);
+uint32_t sg_chunk_ref (Chunk *c, uint32_t first, const char *s, uint32_t len);
 /* Parses elements from c->start while below c->limit (the text ends at
  * @end): c->stop, c->closed, c->failed and the records. */
-void sg_chunk_parse(Chunk *c, const char *end);
+void sg_chunk_parse (Chunk *c, const char *end);
 
 /* --- load-tape.c --------------------------------------------------------------- */
 
 /* One value at @p onto the tape. Returns its end, NULL to decline. */
-const char *sg_tape_value(Chunk *c, const char *p, const char *end, int depth);
+const char *sg_tape_value (Chunk *c, const char *p, const char *end, int depth);
 /* The node's args (tape array @args, -1 absent, -2 read into c->top and
  * c->inner) and kwargs (tape object or -1) into the chunk's pool, its
  * references from @ref_first on: sg_args_from_json. False where it fails. */
-bool sg_tape_args(Chunk *c, int64_t args, int64_t kwargs, uint32_t ref_first, SgNode *n);
+bool sg_tape_args (Chunk *c, int64_t args, int64_t kwargs, uint32_t ref_first, SgNode *n);
 /* The node's meta (tape value @m or -1): a tuple's elements, or its own
  * (parse_meta). False where it fails. */
-bool sg_tape_meta(Chunk *c, int64_t m, SgNode *n, Rec *rec);
+bool sg_tape_meta (Chunk *c, int64_t m, SgNode *n, Rec *rec);
 /* The dtype the @len bytes at @s name, or SG_DTYPE_INVALID. */
-SgDtype sg_chunk_dtype(Chunk *c, const char *s, uint32_t len);
+SgDtype sg_chunk_dtype (Chunk *c, const char *s, uint32_t len);

@@ -21,25 +21,25 @@
 #define ARENA_BLOCK ((size_t)64 << 10)
 
 void
-sg_chunk_grow(void **p, size_t *cap, size_t need, size_t elem)
+sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem)
 {
-  size_t c = MAX(*cap * 2, (size_t)64);
+  size_t c = MAX (*cap * 2, (size_t)64);
   while (c < need)
     c *= 2;
-  *p = g_realloc_n(*p, c, elem);
+  *p = g_realloc_n (*p, c, elem);
   *cap = c;
 }
 
 void *
-sg_chunk_alloc(Chunk *c, size_t n)
+sg_chunk_alloc (Chunk *c, size_t n)
 {
-  n = (n + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
   Block *b = c->cur;
   while (b && b->size - b->used < n)
     b = b->next;
   if (!b) {
-    size_t size = MAX(ARENA_BLOCK, n);
-    b = g_malloc(sizeof(Block) + size);
+    size_t size = MAX (ARENA_BLOCK, n);
+    b = g_malloc (sizeof (Block) + size);
     *b = (Block){ .next = c->arena, .size = size };
     c->arena = b;
   }
@@ -50,7 +50,7 @@ sg_chunk_alloc(Chunk *c, size_t n)
 }
 
 void
-sg_chunk_reset(Chunk *c)
+sg_chunk_reset (Chunk *c)
 {
   c->stop = c->start;
   c->closed = c->failed = false;
@@ -58,7 +58,7 @@ sg_chunk_reset(Chunk *c)
   c->n_nodes = c->n_recs = c->n_blob = c->n_args = c->n_dims = c->n_tuples = 0;
   c->n_refs = c->n_consts = c->n_tape = c->n_top = c->n_inner = 0;
   if (c->cap_cslots)
-    memset(c->cslots, 0, c->cap_cslots * sizeof *c->cslots);
+    memset (c->cslots, 0, c->cap_cslots * sizeof *c->cslots);
   c->rset_node = 0;
   for (Block *b = c->arena; b; b = b->next)
     b->used = 0;
@@ -67,35 +67,35 @@ sg_chunk_reset(Chunk *c)
 }
 
 void
-sg_chunk_clear(Chunk *c)
+sg_chunk_clear (Chunk *c)
 {
-  g_free(c->nodes);
-  g_free(c->recs);
-  g_free(c->blob);
-  g_free(c->args);
-  g_free(c->dims);
-  g_free(c->tuples);
-  g_free(c->refs);
-  g_free(c->consts);
-  g_free(c->cslots);
-  g_free(c->tape);
-  g_free(c->top);
-  g_free(c->inner);
-  g_free(c->rslots);
+  g_free (c->nodes);
+  g_free (c->recs);
+  g_free (c->blob);
+  g_free (c->args);
+  g_free (c->dims);
+  g_free (c->tuples);
+  g_free (c->refs);
+  g_free (c->consts);
+  g_free (c->cslots);
+  g_free (c->tape);
+  g_free (c->top);
+  g_free (c->inner);
+  g_free (c->rslots);
   for (Block *b = c->arena, *next; b; b = next) {
     next = b->next;
-    g_free(b);
+    g_free (b);
   }
-  memset(c, 0, sizeof *c);
+  memset (c, 0, sizeof *c);
 }
 
 /* --- strings, references ---------------------------------------------------- */
 
 const char *
-sg_chunk_string(Chunk *c, const char *p, const char *end, const char **s, uint32_t *len)
+sg_chunk_string (Chunk *c, const char *p, const char *end, const char **s, uint32_t *len)
 {
   bool escapes;
-  const char *q = sg_load_string_close(p, end, &escapes);
+  const char *q = sg_load_string_close (p, end, &escapes);
   if (!q || q - p > (ptrdiff_t)(G_MAXUINT32 / 2))
     return NULL;
   if (!escapes) {
@@ -103,8 +103,8 @@ sg_chunk_string(Chunk *c, const char *p, const char *end, const char **s, uint32
     *len = (uint32_t)(q - p - 1);
     return q + 1;
   }
-  char *out = sg_chunk_alloc(c, (size_t)(q - p));
-  char *z = sg_load_unescape(p + 1, q, out);
+  char *out = sg_chunk_alloc (c, (size_t)(q - p));
+  char *z = sg_load_unescape (p + 1, q, out);
   if (!z)
     return NULL;
   *s = out;
@@ -113,13 +113,13 @@ sg_chunk_string(Chunk *c, const char *p, const char *end, const char **s, uint32
 }
 
 uint32_t
-sg_chunk_const(Chunk *c, const char *s, uint32_t len)
+sg_chunk_const (Chunk *c, const char *s, uint32_t len)
 {
-  uint64_t h = sg_name_hash(s, len);
+  uint64_t h = sg_name_hash (s, len);
   if ((c->n_consts + 1) * 2 > c->cap_cslots) {
-    size_t cap = MAX(c->cap_cslots * 2, (size_t)64);
-    g_free(c->cslots);
-    c->cslots = g_new0(uint32_t, cap);
+    size_t cap = MAX (c->cap_cslots * 2, (size_t)64);
+    g_free (c->cslots);
+    c->cslots = g_new0 (uint32_t, cap);
     c->cap_cslots = cap;
     for (size_t i = 0; i < c->n_consts; i++) {
       size_t at = c->consts[i].hash & (cap - 1);
@@ -131,32 +131,32 @@ sg_chunk_const(Chunk *c, const char *s, uint32_t len)
   size_t mask = c->cap_cslots - 1, at = h & mask;
   for (; c->cslots[at]; at = (at + 1) & mask) {
     const Const *k = &c->consts[c->cslots[at] - 1];
-    if (k->hash == h && k->len == len && memcmp(k->s, s, len) == 0)
+    if (k->hash == h && k->len == len && memcmp (k->s, s, len) == 0)
       return c->cslots[at] - 1;
   }
-  char *copy = sg_chunk_alloc(c, (size_t)len + 1);
-  memcpy(copy, s, len);
+  char *copy = sg_chunk_alloc (c, (size_t)len + 1);
+  memcpy (copy, s, len);
   copy[len] = '\0';
-  RESERVE(c, consts, 1);
+  RESERVE (c, consts, 1);
   c->consts[c->n_consts] = (Const){ .s = copy, .len = len, .hash = h };
   c->cslots[at] = (uint32_t)++c->n_consts;
   return (uint32_t)c->n_consts - 1;
 }
 
 SgArg
-sg_chunk_string_arg(Chunk *c, const char *s, uint32_t len, const char *key)
+sg_chunk_string_arg (Chunk *c, const char *s, uint32_t len, const char *key)
 {
-  uint32_t k = sg_chunk_const(c, s, len);
+  uint32_t k = sg_chunk_const (c, s, len);
   SgArg a = { .type = SG_ARG_STR };
   a.s = c->consts[k].s;
   if (key)
-    sg_arg_classify(&a, key);
+    sg_arg_classify (&a, key);
   a.i = k;
   return a;
 }
 
 static void
-rset_insert(Chunk *c, uint32_t ref)
+rset_insert (Chunk *c, uint32_t ref)
 {
   size_t mask = c->cap_rslots - 1, at = c->refs[ref].hash & mask;
   while (c->rslots[at])
@@ -166,14 +166,14 @@ rset_insert(Chunk *c, uint32_t ref)
 }
 
 uint32_t
-sg_chunk_ref(Chunk *c, uint32_t first, const char *s, uint32_t len)
+sg_chunk_ref (Chunk *c, uint32_t first, const char *s, uint32_t len)
 {
-  uint64_t h = sg_name_hash(s, len);
+  uint64_t h = sg_name_hash (s, len);
   uint32_t n = (uint32_t)c->n_refs - first;
   if (n < SCAN_REFS) {
     for (uint32_t i = 0; i < n; i++) {
       const Ref *r = &c->refs[first + i];
-      if (r->hash == h && r->len == len && memcmp(r->s, s, len) == 0)
+      if (r->hash == h && r->len == len && memcmp (r->s, s, len) == 0)
         return i;
     }
   } else {
@@ -181,25 +181,25 @@ sg_chunk_ref(Chunk *c, uint32_t first, const char *s, uint32_t len)
       size_t cap = 64;
       while (cap < (size_t)(n + 1) * 4)
         cap *= 2;
-      g_free(c->rslots);
-      c->rslots = g_new0(uint32_t, cap);
+      g_free (c->rslots);
+      c->rslots = g_new0 (uint32_t, cap);
       c->cap_rslots = cap;
       c->rset_node = first + 1;
       c->rset_count = 0;
       for (uint32_t i = 0; i < n; i++)
-        rset_insert(c, first + i);
+        rset_insert (c, first + i);
     }
     size_t mask = c->cap_rslots - 1;
     for (size_t at = h & mask; c->rslots[at]; at = (at + 1) & mask) {
       const Ref *r = &c->refs[c->rslots[at] - 1];
-      if (r->hash == h && r->len == len && memcmp(r->s, s, len) == 0)
+      if (r->hash == h && r->len == len && memcmp (r->s, s, len) == 0)
         return c->rslots[at] - 1 - first;
     }
   }
-  RESERVE(c, refs, 1);
+  RESERVE (c, refs, 1);
   c->refs[c->n_refs++] = (Ref){ .s = s, .len = len, .hash = h };
   if (c->rset_node == first + 1)
-    rset_insert(c, (uint32_t)c->n_refs - 1);
+    rset_insert (c, (uint32_t)c->n_refs - 1);
   return n;
 }
 
@@ -208,7 +208,7 @@ sg_chunk_ref(Chunk *c, uint32_t first, const char *s, uint32_t len)
 /* A scalar or a node reference {"node": NAME} at @p, as emit_value makes
  * it; NULL for anything else. */
 static const char *
-scalar_or_ref(Chunk *c, const char *p, const char *end, uint32_t ref_first, SgArg *a)
+scalar_or_ref (Chunk *c, const char *p, const char *end, uint32_t ref_first, SgArg *a)
 {
   const char *s;
   uint32_t len;
@@ -218,40 +218,40 @@ scalar_or_ref(Chunk *c, const char *p, const char *end, uint32_t ref_first, SgAr
     return NULL;
   switch (*p) {
   case '{':
-    p = ws(p + 1, end);
-    if (end - p < 7 || memcmp(p, "\"node\"", 6) != 0)
+    p = ws (p + 1, end);
+    if (end - p < 7 || memcmp (p, "\"node\"", 6) != 0)
       return NULL;
-    p = ws(p + 6, end);
+    p = ws (p + 6, end);
     if (p >= end || *p != ':')
       return NULL;
-    p = ws(p + 1, end);
-    if (p >= end || *p != '"' || !(p = sg_chunk_string(c, p, end, &s, &len)))
+    p = ws (p + 1, end);
+    if (p >= end || *p != '"' || !(p = sg_chunk_string (c, p, end, &s, &len)))
       return NULL;
-    p = ws(p, end);
+    p = ws (p, end);
     if (p >= end || *p != '}')
       return NULL;
     a->type = SG_ARG_NODE;
-    a->input = sg_chunk_ref(c, ref_first, s, len);
+    a->input = sg_chunk_ref (c, ref_first, s, len);
     return p + 1;
   case '"':
-    if (!(p = sg_chunk_string(c, p, end, &s, &len)))
+    if (!(p = sg_chunk_string (c, p, end, &s, &len)))
       return NULL;
-    *a = sg_chunk_string_arg(c, s, len, NULL);
+    *a = sg_chunk_string_arg (c, s, len, NULL);
     return p;
   case 't':
   case 'f':
     a->type = SG_ARG_BOOL;
     a->b = *p == 't';
-    return a->b ? (end - p >= 4 && memcmp(p, "true", 4) == 0 ? p + 4 : NULL)
-                : (end - p >= 5 && memcmp(p, "false", 5) == 0 ? p + 5 : NULL);
+    return a->b ? (end - p >= 4 && memcmp (p, "true", 4) == 0 ? p + 4 : NULL)
+                : (end - p >= 5 && memcmp (p, "false", 5) == 0 ? p + 5 : NULL);
   case 'n':
-    return end - p >= 4 && memcmp(p, "null", 4) == 0 ? p + 4 : NULL;
+    return end - p >= 4 && memcmp (p, "null", 4) == 0 ? p + 4 : NULL;
   case '[':
     return NULL;
   default:
-    if (!(p = sg_chunk_number(c, p, end, &d)))
+    if (!(p = sg_chunk_number (c, p, end, &d)))
       return NULL;
-    *a = sg_arg_number(d);
+    *a = sg_arg_number (d);
     return p;
   }
 }
@@ -262,10 +262,10 @@ scalar_or_ref(Chunk *c, const char *p, const char *end, uint32_t ref_first, SgAr
  * for anything else: the caller reads it through the tape instead, after
  * dropping the references noted here. */
 static const char *
-args_direct(Chunk *c, const char *p, const char *end, uint32_t ref_first)
+args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
 {
   c->n_top = c->n_inner = 0;
-  p = ws(p + 1, end);
+  p = ws (p + 1, end);
   if (p < end && *p == ']')
     return p + 1;
   for (;;) {
@@ -273,48 +273,48 @@ args_direct(Chunk *c, const char *p, const char *end, uint32_t ref_first)
     if (p < end && *p == '[') {
       a = (SgArg){ .type = SG_ARG_LIST };
       a.first = (uint32_t)c->n_inner;
-      p = ws(p + 1, end);
+      p = ws (p + 1, end);
       if (p < end && *p == ']')
         p++;
       else
         for (;;) {
           SgArg item;
-          if (!(p = scalar_or_ref(c, p, end, ref_first, &item)))
+          if (!(p = scalar_or_ref (c, p, end, ref_first, &item)))
             return NULL;
-          RESERVE(c, inner, 1);
+          RESERVE (c, inner, 1);
           c->inner[c->n_inner++] = item;
-          p = ws(p, end);
+          p = ws (p, end);
           if (p < end && *p == ']') {
             p++;
             break;
           }
           if (p >= end || *p != ',')
             return NULL;
-          p = ws(p + 1, end);
+          p = ws (p + 1, end);
         }
       a.n = (uint32_t)c->n_inner - a.first;
-    } else if (!(p = scalar_or_ref(c, p, end, ref_first, &a))) {
+    } else if (!(p = scalar_or_ref (c, p, end, ref_first, &a))) {
       return NULL;
     }
-    RESERVE(c, top, 1);
+    RESERVE (c, top, 1);
     c->top[c->n_top++] = a;
-    p = ws(p, end);
+    p = ws (p, end);
     if (p < end && *p == ']')
       return p + 1;
     if (p >= end || *p != ',')
       return NULL;
-    p = ws(p + 1, end);
+    p = ws (p + 1, end);
   }
 }
 
 /* A list of at most SG_MAX_DIMS integers >= 0 (sg_tape_int) at @q into @out
  * (*@n of them); NULL for anything else. */
 static const char *
-dims_list(Chunk *c, const char *q, const char *end, int64_t *out, int *n)
+dims_list (Chunk *c, const char *q, const char *end, int64_t *out, int *n)
 {
   if (q >= end || *q != '[')
     return NULL;
-  q = ws(q + 1, end);
+  q = ws (q + 1, end);
   int k = 0;
   if (q < end && *q == ']') {
     *n = 0;
@@ -322,14 +322,14 @@ dims_list(Chunk *c, const char *q, const char *end, int64_t *out, int *n)
   }
   for (;;) {
     double d;
-    if (k == SG_MAX_DIMS || q >= end || !(*q == '-' || is_digit(*q))
-        || !(q = sg_chunk_number(c, q, end, &d)))
+    if (k == SG_MAX_DIMS || q >= end || !(*q == '-' || is_digit (*q))
+        || !(q = sg_chunk_number (c, q, end, &d)))
       return NULL;
     Val v = { .type = V_NUM, .d = d };
-    if (!sg_tape_int(&v, &out[k]) || out[k] < 0)
+    if (!sg_tape_int (&v, &out[k]) || out[k] < 0)
       return NULL;
     k++;
-    q = ws(q, end);
+    q = ws (q, end);
     if (q >= end)
       return NULL;
     if (*q == ']') {
@@ -338,7 +338,7 @@ dims_list(Chunk *c, const char *q, const char *end, int64_t *out, int *n)
     }
     if (*q != ',')
       return NULL;
-    q = ws(q + 1, end);
+    q = ws (q + 1, end);
   }
 }
 
@@ -347,49 +347,49 @@ dims_list(Chunk *c, const char *q, const char *end, int64_t *out, int *n)
  * other key, every rule of meta_of met; its dims appended, *@out set.
  * NULL for anything else: the meta is then read through the tape. */
 static const char *
-meta_direct(Chunk *c, const char *p, const char *end, SgMeta *out)
+meta_direct (Chunk *c, const char *p, const char *end, SgMeta *out)
 {
   int64_t sh[SG_MAX_DIMS], st[SG_MAX_DIMS];
   int n_sh = -1, n_st = -1; /* -1: absent; stride -2: null */
   const char *dt = NULL;
   uint32_t dt_len = 0;
-  const char *q = ws(p + 1, end);
+  const char *q = ws (p + 1, end);
   for (;;) {
     if (end - q < 8 || *q != '"')
       return NULL;
-    if (memcmp(q, "\"shape\"", 7) == 0 && n_sh == -1) {
-      q = ws(q + 7, end);
-      if (q >= end || *q != ':' || !(q = dims_list(c, ws(q + 1, end), end, sh, &n_sh)))
+    if (memcmp (q, "\"shape\"", 7) == 0 && n_sh == -1) {
+      q = ws (q + 7, end);
+      if (q >= end || *q != ':' || !(q = dims_list (c, ws (q + 1, end), end, sh, &n_sh)))
         return NULL;
-    } else if (memcmp(q, "\"stride\"", 8) == 0 && n_st == -1) {
-      q = ws(q + 8, end);
+    } else if (memcmp (q, "\"stride\"", 8) == 0 && n_st == -1) {
+      q = ws (q + 8, end);
       if (q >= end || *q != ':')
         return NULL;
-      q = ws(q + 1, end);
-      if (end - q >= 4 && memcmp(q, "null", 4) == 0) {
+      q = ws (q + 1, end);
+      if (end - q >= 4 && memcmp (q, "null", 4) == 0) {
         n_st = -2;
         q += 4;
-      } else if (!(q = dims_list(c, q, end, st, &n_st))) {
+      } else if (!(q = dims_list (c, q, end, st, &n_st))) {
         return NULL;
       }
-    } else if (memcmp(q, "\"dtype\"", 7) == 0 && !dt) {
-      q = ws(q + 7, end);
+    } else if (memcmp (q, "\"dtype\"", 7) == 0 && !dt) {
+      q = ws (q + 7, end);
       if (q >= end || *q != ':')
         return NULL;
-      q = ws(q + 1, end);
-      if (q >= end || *q != '"' || !(q = sg_chunk_string(c, q, end, &dt, &dt_len)))
+      q = ws (q + 1, end);
+      if (q >= end || *q != '"' || !(q = sg_chunk_string (c, q, end, &dt, &dt_len)))
         return NULL;
     } else {
       return NULL;
     }
-    q = ws(q, end);
+    q = ws (q, end);
     if (q < end && *q == '}')
       break;
     if (q >= end || *q != ',')
       return NULL;
-    q = ws(q + 1, end);
+    q = ws (q + 1, end);
   }
-  SgDtype dtype = dt ? sg_chunk_dtype(c, dt, dt_len) : SG_DTYPE_INVALID;
+  SgDtype dtype = dt ? sg_chunk_dtype (c, dt, dt_len) : SG_DTYPE_INVALID;
   if (n_sh < 0 || dtype == SG_DTYPE_INVALID || (n_st >= 0 && n_st != n_sh))
     return NULL;
   uint64_t numel = 1;
@@ -398,7 +398,7 @@ meta_direct(Chunk *c, const char *p, const char *end, SgMeta *out)
       return NULL;
     numel *= (uint64_t)sh[i];
   }
-  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size(dtype))
+  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dtype))
     return NULL;
   if (n_st < 0) {
     int64_t s = 1;
@@ -408,9 +408,9 @@ meta_direct(Chunk *c, const char *p, const char *end, SgMeta *out)
     }
   }
   if (n_sh) {
-    RESERVE(c, dims, 2 * (size_t)n_sh);
-    memcpy(&c->dims[c->n_dims], sh, (size_t)n_sh * sizeof *sh);
-    memcpy(&c->dims[c->n_dims + (size_t)n_sh], st, (size_t)n_sh * sizeof *st);
+    RESERVE (c, dims, 2 * (size_t)n_sh);
+    memcpy (&c->dims[c->n_dims], sh, (size_t)n_sh * sizeof *sh);
+    memcpy (&c->dims[c->n_dims + (size_t)n_sh], st, (size_t)n_sh * sizeof *st);
   }
   *out = (SgMeta){ .ndim = n_sh, .dtype = dtype, .first = (uint32_t)c->n_dims };
   c->n_dims += 2 * (size_t)n_sh;
@@ -422,7 +422,7 @@ meta_direct(Chunk *c, const char *p, const char *end, SgMeta *out)
 enum { K_NAME, K_OP, K_TARGET, K_ARGS, K_KWARGS, K_META, K_COST, K_SMS, K_OTHER };
 
 static int
-key_of(const char *s, uint32_t len)
+key_of (const char *s, uint32_t len)
 {
   static const struct {
     const char *key;
@@ -430,21 +430,21 @@ key_of(const char *s, uint32_t len)
   } keys[] = { { "name", 4 },   { "op", 2 },   { "target", 6 },  { "args", 4 },
                { "kwargs", 6 }, { "meta", 4 }, { "cost_us", 7 }, { "sm_count", 8 } };
   for (int k = 0; k < K_OTHER; k++)
-    if (text_is(s, len, keys[k].key, keys[k].len))
+    if (text_is (s, len, keys[k].key, keys[k].len))
       return k;
   return K_OTHER;
 }
 
 static int
-op_of(const char *s, uint32_t len)
+op_of (const char *s, uint32_t len)
 {
   static const struct {
     const char *op;
     uint32_t len;
   } ops[] = { { "placeholder", 11 }, { "get_attr", 8 }, { "call_function", 13 }, { "output", 6 } };
-  G_STATIC_ASSERT(G_N_ELEMENTS(ops) == SG_NODE_OUTPUT + 1);
+  G_STATIC_ASSERT (G_N_ELEMENTS (ops) == SG_NODE_OUTPUT + 1);
   for (int op = 0; op <= SG_NODE_OUTPUT; op++)
-    if (text_is(s, len, ops[op].op, ops[op].len))
+    if (text_is (s, len, ops[op].op, ops[op].len))
       return op;
   return -1;
 }
@@ -452,29 +452,29 @@ op_of(const char *s, uint32_t len)
 /* A member key spelled plainly at @p (its opening quote): its K_*, *@after
  * past the closing quote; -1 for any other (read as a string). */
 static inline int
-plain_key(const char *p, const char *end, const char **after)
+plain_key (const char *p, const char *end, const char **after)
 {
 #define KEY(text, k)                                                                               \
-  (memcmp(p + 1, text "\"", sizeof text) == 0 ? (*after = p + 1 + sizeof text, k) : -1)
+  (memcmp (p + 1, text "\"", sizeof text) == 0 ? (*after = p + 1 + sizeof text, k) : -1)
   if (end - p < 10)
     return -1;
   switch (p[1]) {
   case 'n':
-    return KEY("name", K_NAME);
+    return KEY ("name", K_NAME);
   case 'o':
-    return KEY("op", K_OP);
+    return KEY ("op", K_OP);
   case 't':
-    return KEY("target", K_TARGET);
+    return KEY ("target", K_TARGET);
   case 'a':
-    return KEY("args", K_ARGS);
+    return KEY ("args", K_ARGS);
   case 'k':
-    return KEY("kwargs", K_KWARGS);
+    return KEY ("kwargs", K_KWARGS);
   case 'm':
-    return KEY("meta", K_META);
+    return KEY ("meta", K_META);
   case 'c':
-    return KEY("cost_us", K_COST);
+    return KEY ("cost_us", K_COST);
   case 's':
-    return KEY("sm_count", K_SMS);
+    return KEY ("sm_count", K_SMS);
   default:
     return -1;
   }
@@ -496,7 +496,7 @@ typedef struct {
 
 /* The value of member @key at @p into @m. */
 static const char *
-read_member(Chunk *c, int key, const char *p, const char *end, Members *m)
+read_member (Chunk *c, int key, const char *p, const char *end, Members *m)
 {
   const char *s;
   uint32_t len;
@@ -504,50 +504,50 @@ read_member(Chunk *c, int key, const char *p, const char *end, Members *m)
   case K_NAME:
     if (p >= end || *p != '"')
       return NULL;
-    return sg_chunk_string(c, p, end, &m->name, &m->name_len);
+    return sg_chunk_string (c, p, end, &m->name, &m->name_len);
   case K_OP:
   case K_TARGET:
-    if (p >= end || *p != '"' || !(p = sg_chunk_string(c, p, end, &s, &len)))
+    if (p >= end || *p != '"' || !(p = sg_chunk_string (c, p, end, &s, &len)))
       return NULL;
     if (key == K_OP)
-      return (m->op = op_of(s, len)) >= 0 ? p : NULL;
-    m->target = sg_chunk_const(c, s, len);
+      return (m->op = op_of (s, len)) >= 0 ? p : NULL;
+    m->target = sg_chunk_const (c, s, len);
     return p;
   case K_COST:
   case K_SMS:
     if (p >= end || !(*p == '-' || (*p >= '0' && *p <= '9')))
       return NULL;
     *(key == K_COST ? &m->has_cost : &m->has_sms) = true;
-    return sg_chunk_number(c, p, end, key == K_COST ? &m->cost : &m->sms);
+    return sg_chunk_number (c, p, end, key == K_COST ? &m->cost : &m->sms);
   case K_ARGS:
     if (p >= end || *p != '[')
       return NULL;
-    if ((s = args_direct(c, p, end, m->ref_first))) {
+    if ((s = args_direct (c, p, end, m->ref_first))) {
       m->args = -2;
       return s;
     }
     c->n_refs = m->ref_first; /* noted by args_direct */
     c->rset_node = 0;
     m->args = (int64_t)c->n_tape;
-    return sg_tape_value(c, p, end, 1);
+    return sg_tape_value (c, p, end, 1);
   case K_KWARGS:
     if (p >= end || *p != '{')
       return NULL;
-    s = ws(p + 1, end);
+    s = ws (p + 1, end);
     if (s < end && *s == '}') /* {}: as if absent */
       return s + 1;
     m->kwargs = (int64_t)c->n_tape;
-    return sg_tape_value(c, p, end, 1);
+    return sg_tape_value (c, p, end, 1);
   case K_META:
-    if (p < end && *p == '{' && (s = meta_direct(c, p, end, &m->meta_out))) {
+    if (p < end && *p == '{' && (s = meta_direct (c, p, end, &m->meta_out))) {
       m->meta_read = true;
       return s;
     }
     m->meta = (int64_t)c->n_tape;
-    return sg_tape_value(c, p, end, 1);
+    return sg_tape_value (c, p, end, 1);
   default: {
     size_t mark = c->n_tape; /* read (it must be valid JSON), then dropped */
-    p = sg_tape_value(c, p, end, 1);
+    p = sg_tape_value (c, p, end, 1);
     c->n_tape = mark;
     return p;
   }
@@ -558,52 +558,52 @@ read_member(Chunk *c, int key, const char *p, const char *end, Members *m)
  * sg_graph_append_with() builds, except what needs other nodes (inputs'
  * ids, name clashes, sg_node_finish). Returns its end, NULL to decline. */
 static const char *
-read_node(Chunk *c, const char *p, const char *end)
+read_node (Chunk *c, const char *p, const char *end)
 {
   c->n_tape = 0;
   Members m = {
     .op = -1, .target = -1, .args = -1, .kwargs = -1, .meta = -1, .ref_first = (uint32_t)c->n_refs
   };
   unsigned seen = 0;
-  p = ws(p + 1, end);
+  p = ws (p + 1, end);
   for (;;) {
     if (p >= end || *p != '"')
       return NULL;
-    int key = plain_key(p, end, &p);
+    int key = plain_key (p, end, &p);
     if (key < 0) {
       const char *k;
       uint32_t klen;
-      if (!(p = sg_chunk_string(c, p, end, &k, &klen)))
+      if (!(p = sg_chunk_string (c, p, end, &k, &klen)))
         return NULL;
-      key = key_of(k, klen);
+      key = key_of (k, klen);
     }
-    p = ws(p, end);
+    p = ws (p, end);
     if (p >= end || *p != ':')
       return NULL;
-    p = ws(p + 1, end);
+    p = ws (p + 1, end);
     if (key != K_OTHER && (seen & (1u << key))) /* a second one: the first counts */
       return NULL;
     seen |= 1u << key;
-    if (!(p = read_member(c, key, p, end, &m)))
+    if (!(p = read_member (c, key, p, end, &m)))
       return NULL;
-    p = ws(p, end);
+    p = ws (p, end);
     if (p >= end)
       return NULL;
     if (*p == '}')
       break;
     if (*p != ',')
       return NULL;
-    p = ws(p + 1, end);
+    p = ws (p + 1, end);
   }
   if (!m.name || !m.name_len || m.op < 0 || m.target < 0)
     return NULL;
   SgNode n = { .op = (SgNodeOp)m.op, .cost_us = NAN };
   Rec rec = { .target = (uint32_t)m.target };
-  if (!sg_tape_args(c, m.args, m.kwargs, m.ref_first, &n))
+  if (!sg_tape_args (c, m.args, m.kwargs, m.ref_first, &n))
     return NULL;
   if (m.meta_read)
     n.meta = m.meta_out;
-  else if (!sg_tape_meta(c, m.meta, &n, &rec))
+  else if (!sg_tape_meta (c, m.meta, &n, &rec))
     return NULL;
   if (m.has_cost) {
     if (!(m.cost >= 0 && m.cost < SG_MAX_COST_US))
@@ -613,38 +613,38 @@ read_node(Chunk *c, const char *p, const char *end)
   if (m.has_sms) {
     int64_t v;
     Val sv = { .type = V_NUM, .d = m.sms };
-    if (!sg_tape_int(&sv, &v) || v < 0 || v > SG_MAX_SM_COUNT)
+    if (!sg_tape_int (&sv, &v) || v < 0 || v > SG_MAX_SM_COUNT)
       return NULL;
     n.sm_count = (int32_t)v;
   }
-  RESERVE(c, blob, (size_t)m.name_len + 1);
+  RESERVE (c, blob, (size_t)m.name_len + 1);
   rec.name_off = (uint32_t)c->n_blob;
   rec.name_len = m.name_len;
-  rec.hash = sg_name_hash(m.name, m.name_len);
-  memcpy(c->blob + c->n_blob, m.name, m.name_len);
+  rec.hash = sg_name_hash (m.name, m.name_len);
+  memcpy (c->blob + c->n_blob, m.name, m.name_len);
   c->blob[c->n_blob + m.name_len] = '\0';
   c->n_blob += (size_t)m.name_len + 1;
   if (c->n_blob > G_MAXUINT32)
     return NULL;
   c->outputs += m.op == SG_NODE_OUTPUT;
-  RESERVE(c, nodes, 1);
-  RESERVE(c, recs, 1);
+  RESERVE (c, nodes, 1);
+  RESERVE (c, recs, 1);
   c->nodes[c->n_nodes++] = n;
   c->recs[c->n_recs++] = rec;
   return p + 1;
 }
 
 void
-sg_chunk_parse(Chunk *c, const char *end)
+sg_chunk_parse (Chunk *c, const char *end)
 {
-  sg_chunk_reset(c);
+  sg_chunk_reset (c);
   const char *p = c->start;
   while (p < c->limit) {
-    if (*p != '{' || !(p = read_node(c, p, end))) {
+    if (*p != '{' || !(p = read_node (c, p, end))) {
       c->failed = true;
       return;
     }
-    p = ws(p, end);
+    p = ws (p, end);
     if (p < end && *p == ']') {
       c->closed = true;
       c->stop = p + 1;
@@ -654,7 +654,7 @@ sg_chunk_parse(Chunk *c, const char *end)
       c->failed = true;
       return;
     }
-    p = ws(p + 1, end);
+    p = ws (p + 1, end);
   }
   c->stop = p;
 }

@@ -66,11 +66,11 @@ typedef struct {
 } Fast;
 
 static void
-parse_task(gpointer data, int32_t i, int32_t worker)
+parse_task (gpointer data, int32_t i, int32_t worker)
 {
   Fast *f = data;
   (void)worker;
-  sg_chunk_parse(&f->chunks[i], f->end);
+  sg_chunk_parse (&f->chunks[i], f->end);
 }
 
 /* --- cutting a round ------------------------------------------------------------ */
@@ -79,21 +79,21 @@ parse_task(gpointer data, int32_t i, int32_t worker)
  * whitespace between) that opens with the key "name"; NULL when none. A
  * wrong guess costs time only (parse_round). */
 static const char *
-guess_start(const char *x, const char *lim, const char *lo, const char *end)
+guess_start (const char *x, const char *lim, const char *lo, const char *end)
 {
-  for (const char *q = x; q < lim && (q = memchr(q, '{', (size_t)(lim - q))); q++) {
+  for (const char *q = x; q < lim && (q = memchr (q, '{', (size_t)(lim - q))); q++) {
     const char *b = q;
-    while (b > lo && is_ws(b[-1]))
+    while (b > lo && is_ws (b[-1]))
       b--;
     if (b <= lo || b[-1] != ',')
       continue;
     b--;
-    while (b > lo && is_ws(b[-1]))
+    while (b > lo && is_ws (b[-1]))
       b--;
     if (b <= lo || b[-1] != '}')
       continue;
-    const char *a = ws(q + 1, end);
-    if (end - a >= 6 && memcmp(a, "\"name\"", 6) == 0)
+    const char *a = ws (q + 1, end);
+    if (end - a >= 6 && memcmp (a, "\"name\"", 6) == 0)
       return q;
   }
   return NULL;
@@ -103,17 +103,17 @@ guess_start(const char *x, const char *lim, const char *lo, const char *end)
  * starts turn out to be element starts are kept (f->n_chunks). False when
  * a kept chunk fails. */
 static bool
-parse_round(Fast *f, const char *pos)
+parse_round (Fast *f, const char *pos)
 {
-  int32_t threads = sg_pool_size(f->pool);
+  int32_t threads = sg_pool_size (f->pool);
   int32_t want = threads > 1 ? CHUNKS_PER_THREAD * threads : f->chunk ? 3 : 1;
   size_t rest = (size_t)(f->end - pos);
   size_t size = f->chunk      ? f->chunk
-                : threads > 1 ? CLAMP(MIN(rest, ROUND) / (size_t)want, MIN_CHUNK, MAX_CHUNK)
+                : threads > 1 ? CLAMP (MIN (rest, ROUND) / (size_t)want, MIN_CHUNK, MAX_CHUNK)
                               : SEQ_ROUND;
   if (want > f->cap_chunks) {
-    f->chunks = g_renew(Chunk, f->chunks, (size_t)want);
-    memset(f->chunks + f->cap_chunks, 0, (size_t)(want - f->cap_chunks) * sizeof(Chunk));
+    f->chunks = g_renew (Chunk, f->chunks, (size_t)want);
+    memset (f->chunks + f->cap_chunks, 0, (size_t)(want - f->cap_chunks) * sizeof (Chunk));
     f->cap_chunks = want;
   }
   const char *limit
@@ -124,13 +124,13 @@ parse_round(Fast *f, const char *pos)
     const char *x = pos + size * (size_t)k;
     if (x >= limit)
       break;
-    const char *s = guess_start(x, MIN(x + size, limit), pos, f->end);
+    const char *s = guess_start (x, MIN (x + size, limit), pos, f->end);
     if (s && s > f->chunks[n - 1].start)
       f->chunks[n++].start = s;
   }
   for (int32_t i = 0; i < n; i++)
     f->chunks[i].limit = i + 1 < n ? f->chunks[i + 1].start : limit;
-  sg_pool_run(f->pool, n, parse_task, f);
+  sg_pool_run (f->pool, n, parse_task, f);
   /* chunk 0 starts at an element; chunk i + 1 does when chunk i stopped
    * exactly there, else it is parsed again from where chunk i stopped */
   for (int32_t i = 0; i < n; i++) {
@@ -138,9 +138,9 @@ parse_round(Fast *f, const char *pos)
     if (i > 0 && f->chunks[i - 1].stop != c->start) {
       c->start = f->chunks[i - 1].stop;
       if (c->start < c->limit)
-        sg_chunk_parse(c, f->end);
+        sg_chunk_parse (c, f->end);
       else
-        sg_chunk_reset(c);
+        sg_chunk_reset (c);
     }
     if (c->failed)
       return false;
@@ -149,13 +149,13 @@ parse_round(Fast *f, const char *pos)
       return true;
     }
   }
-  g_assert_not_reached();
+  g_assert_not_reached ();
 }
 
 /* --- merging a round -------------------------------------------------------------- */
 
 static void
-copy_task(gpointer data, int32_t i, int32_t worker)
+copy_task (gpointer data, int32_t i, int32_t worker)
 {
   Fast *f = data;
   (void)worker;
@@ -181,7 +181,7 @@ copy_task(gpointer data, int32_t i, int32_t worker)
     g->nodes[c->node_base + (SgNodeId)j] = n;
     f->hash[c->node_base - f->round_base + (SgNodeId)j] = r->hash;
   }
-  SgArg *args = c->n_args ? &g_array_index(g->args, SgArg, c->args_base) : NULL;
+  SgArg *args = c->n_args ? &g_array_index (g->args, SgArg, c->args_base) : NULL;
   for (size_t j = 0; j < c->n_args; j++) {
     SgArg a = c->args[j];
     if (a.type == SG_ARG_LIST || a.type == SG_ARG_DICT)
@@ -191,8 +191,8 @@ copy_task(gpointer data, int32_t i, int32_t worker)
     args[j] = a;
   }
   if (c->n_dims)
-    memcpy(&g_array_index(g->dims, int64_t, c->dims_base), c->dims, c->n_dims * sizeof(int64_t));
-  SgMeta *tuples = c->n_tuples ? &g_array_index(g->tuple_metas, SgMeta, c->tuples_base) : NULL;
+    memcpy (&g_array_index (g->dims, int64_t, c->dims_base), c->dims, c->n_dims * sizeof (int64_t));
+  SgMeta *tuples = c->n_tuples ? &g_array_index (g->tuple_metas, SgMeta, c->tuples_base) : NULL;
   for (size_t j = 0; j < c->n_tuples; j++) {
     SgMeta m = c->tuples[j];
     if (m.ndim >= 0)
@@ -202,13 +202,13 @@ copy_task(gpointer data, int32_t i, int32_t worker)
 }
 
 static inline void
-fail(Fast *f)
+fail (Fast *f)
 {
-  g_atomic_int_set(&f->failed, 1);
+  g_atomic_int_set (&f->failed, 1);
 }
 
 static void
-resolve_task(gpointer data, int32_t i, int32_t worker)
+resolve_task (gpointer data, int32_t i, int32_t worker)
 {
   Fast *f = data;
   (void)worker;
@@ -218,22 +218,23 @@ resolve_task(gpointer data, int32_t i, int32_t worker)
     const SgNode *n = &c->nodes[j];
     SgNodeId self = c->node_base + (SgNodeId)j;
     SgNodeId *in
-        = n->n_in ? &g_array_index(g->inputs, SgNodeId, c->inputs_base + n->in_first) : NULL;
+        = n->n_in ? &g_array_index (g->inputs, SgNodeId, c->inputs_base + n->in_first) : NULL;
     for (uint32_t k = 0; k < n->n_in; k++) {
       const Ref *r = &c->refs[n->in_first + k];
       SgNodeId id = SG_NO_NODE;
       for (size_t b = j; b-- > 0 && b + RECENT >= j;) {
         const Rec *o = &c->recs[b];
         if (o->hash == r->hash && o->name_len == r->len
-            && memcmp(c->blob + o->name_off, r->s, r->len) == 0) {
+            && memcmp (c->blob + o->name_off, r->s, r->len) == 0) {
           id = c->node_base + (SgNodeId)b;
           break;
         }
       }
       if (id == SG_NO_NODE)
-        id = sg_name_table_find(f->names, &g->nodes[0].name, sizeof(SgNode), r->s, r->len, r->hash);
+        id = sg_name_table_find (f->names, &g->nodes[0].name, sizeof (SgNode), r->s, r->len,
+                                 r->hash);
       if (id == SG_NO_NODE || id >= self) { /* undefined, later, or itself */
-        fail(f);
+        fail (f);
         return;
       }
       in[k] = id;
@@ -242,17 +243,17 @@ resolve_task(gpointer data, int32_t i, int32_t worker)
 }
 
 static const SgNode *
-node_of(gconstpointer ctx, SgNodeId id)
+node_of (gconstpointer ctx, SgNodeId id)
 {
   return &((const SgGraph *)ctx)->nodes[id];
 }
 
 static SgNodeId
-input_of(gconstpointer ctx, SgNodeId id)
+input_of (gconstpointer ctx, SgNodeId id)
 {
   const SgGraph *g = ctx;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs(g, id, &k);
+  const SgNodeId *in = sg_node_inputs (g, id, &k);
   return k ? in[0] : SG_NO_NODE;
 }
 
@@ -260,7 +261,7 @@ input_of(gconstpointer ctx, SgNodeId id)
  * reduce op and getitem index, which no other node's checks read (they
  * read their inputs' kind, name, meta, tuple and inputs). */
 static void
-finish_task(gpointer data, int32_t i, int32_t worker)
+finish_task (gpointer data, int32_t i, int32_t worker)
 {
   Fast *f = data;
   (void)worker;
@@ -269,14 +270,14 @@ finish_task(gpointer data, int32_t i, int32_t worker)
   for (size_t j = 0; j < c->n_nodes; j++) {
     SgNodeId id = c->node_base + (SgNodeId)j;
     SgNode n = g->nodes[id];
-    const SgNodeId *in = n.n_in ? &g_array_index(g->inputs, SgNodeId, n.in_first) : NULL;
+    const SgNodeId *in = n.n_in ? &g_array_index (g->inputs, SgNodeId, n.in_first) : NULL;
     GError *e = NULL;
-    if (!sg_node_finish(g, &n, in, node_of, input_of, g, &e)) {
-      g_error_free(e);
-      fail(f);
+    if (!sg_node_finish (g, &n, in, node_of, input_of, g, &e)) {
+      g_error_free (e);
+      fail (f);
       return;
     }
-    g_assert(n.kind == g->nodes[id].kind);
+    g_assert (n.kind == g->nodes[id].kind);
     SgNode *out = &g->nodes[id];
     out->group = n.group;
     out->group_size = n.group_size;
@@ -289,15 +290,15 @@ finish_task(gpointer data, int32_t i, int32_t worker)
  * the strings interned so far when it is one (the chunks of a load share
  * a few dozen). */
 static void
-intern(Fast *f, Const *k)
+intern (Fast *f, Const *k)
 {
   if ((f->interned->len + 1) * 2 > f->cap_islots) {
-    size_t cap = MAX(f->cap_islots * 2, (size_t)256);
-    g_free(f->islots);
-    f->islots = g_new0(uint32_t, cap);
+    size_t cap = MAX (f->cap_islots * 2, (size_t)256);
+    g_free (f->islots);
+    f->islots = g_new0 (uint32_t, cap);
     f->cap_islots = cap;
     for (guint i = 0; i < f->interned->len; i++) {
-      size_t at = g_array_index(f->interned, Const, i).hash & (cap - 1);
+      size_t at = g_array_index (f->interned, Const, i).hash & (cap - 1);
       while (f->islots[at])
         at = (at + 1) & (cap - 1);
       f->islots[at] = i + 1;
@@ -305,25 +306,25 @@ intern(Fast *f, Const *k)
   }
   size_t mask = f->cap_islots - 1, at = k->hash & mask;
   for (; f->islots[at]; at = (at + 1) & mask) {
-    const Const *e = &g_array_index(f->interned, Const, f->islots[at] - 1);
-    if (e->hash == k->hash && e->len == k->len && memcmp(e->global, k->s, k->len) == 0) {
+    const Const *e = &g_array_index (f->interned, Const, f->islots[at] - 1);
+    if (e->hash == k->hash && e->len == k->len && memcmp (e->global, k->s, k->len) == 0) {
       k->global = e->global;
       k->kind = e->kind;
       return;
     }
   }
-  k->global = g_string_chunk_insert_const(f->g->strings, k->s);
-  k->kind = sg_op_from_target(k->global);
+  k->global = g_string_chunk_insert_const (f->g->strings, k->s);
+  k->kind = sg_op_from_target (k->global);
   Const e
       = { .s = k->global, .len = k->len, .hash = k->hash, .global = k->global, .kind = k->kind };
-  g_array_append_val(f->interned, e);
+  g_array_append_val (f->interned, e);
   f->islots[at] = f->interned->len;
 }
 
 /* Room for the round's nodes and pool entries, names and interned strings
  * (the sequential part). False when the graph would be too large. */
 static bool
-place_round(Fast *f)
+place_round (Fast *f)
 {
   SgGraph *g = f->g;
   uint64_t nodes = (uint64_t)g->n_nodes, args = g->args->len, dims = g->dims->len;
@@ -341,29 +342,29 @@ place_round(Fast *f)
     tuples += c->n_tuples;
     inputs += c->n_refs;
     if (nodes >= (uint64_t)G_MAXINT32 - 1
-        || MAX(MAX(args, dims), MAX(tuples, inputs)) >= G_MAXUINT32)
+        || MAX (MAX (args, dims), MAX (tuples, inputs)) >= G_MAXUINT32)
       return false;
   }
   while (g->nodes_cap < (int32_t)nodes) /* as sg_graph_append_with grows it */
     g->nodes_cap = g->nodes_cap ? g->nodes_cap * 2 : 256;
-  g->nodes = g_renew(SgNode, g->nodes, (size_t)g->nodes_cap);
-  g_array_set_size(g->args, (guint)args);
-  g_array_set_size(g->dims, (guint)dims);
-  g_array_set_size(g->tuple_metas, (guint)tuples);
-  g_array_set_size(g->inputs, (guint)inputs);
+  g->nodes = g_renew (SgNode, g->nodes, (size_t)g->nodes_cap);
+  g_array_set_size (g->args, (guint)args);
+  g_array_set_size (g->dims, (guint)dims);
+  g_array_set_size (g->tuple_metas, (guint)tuples);
+  g_array_set_size (g->inputs, (guint)inputs);
   f->round_base = g->n_nodes;
   size_t round = (size_t)(nodes - (uint64_t)g->n_nodes);
   if (round > f->cap_hash) {
-    g_free(f->hash);
-    f->hash = g_new(uint64_t, round);
+    g_free (f->hash);
+    f->hash = g_new (uint64_t, round);
     f->cap_hash = round;
   }
   for (int32_t i = 0; i < f->n_chunks; i++) {
     Chunk *c = &f->chunks[i];
     if (c->n_blob)
-      c->names_base = g_string_chunk_insert_len(g->strings, c->blob, (gssize)c->n_blob - 1);
+      c->names_base = g_string_chunk_insert_len (g->strings, c->blob, (gssize)c->n_blob - 1);
     for (size_t k = 0; k < c->n_consts; k++)
-      intern(f, &c->consts[k]);
+      intern (f, &c->consts[k]);
     if (c->outputs) {
       f->outputs += c->outputs;
       for (size_t j = 0; j < c->n_nodes; j++)
@@ -376,66 +377,66 @@ place_round(Fast *f)
 }
 
 static bool
-merge_round(Fast *f)
+merge_round (Fast *f)
 {
-  if (!place_round(f))
+  if (!place_round (f))
     return false;
-  sg_pool_run(f->pool, f->n_chunks, copy_task, f);
+  sg_pool_run (f->pool, f->n_chunks, copy_task, f);
   SgGraph *g = f->g;
-  if (sg_name_table_add(f->names, &g->nodes[0].name, sizeof(SgNode), f->hash, f->round_base,
-                        g->n_nodes - f->round_base, f->pool))
+  if (sg_name_table_add (f->names, &g->nodes[0].name, sizeof (SgNode), f->hash, f->round_base,
+                         g->n_nodes - f->round_base, f->pool))
     return false; /* a name defined twice */
-  sg_pool_run(f->pool, f->n_chunks, resolve_task, f);
-  if (g_atomic_int_get(&f->failed))
+  sg_pool_run (f->pool, f->n_chunks, resolve_task, f);
+  if (g_atomic_int_get (&f->failed))
     return false;
-  sg_pool_run(f->pool, f->n_chunks, finish_task, f);
-  return !g_atomic_int_get(&f->failed);
+  sg_pool_run (f->pool, f->n_chunks, finish_task, f);
+  return !g_atomic_int_get (&f->failed);
 }
 
 bool
-sg_load_nodes_fast(SgGraph *g, const char *p, const char *end, SgPool *pool, size_t chunk,
-                   SgLoadDrop drop, gpointer drop_data, const char **stop)
+sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, size_t chunk,
+                    SgLoadDrop drop, gpointer drop_data, const char **stop)
 {
-  g_return_val_if_fail(g->n_nodes == 0, false);
+  g_return_val_if_fail (g->n_nodes == 0, false);
   if (p >= end || *p != '[')
     return false;
-  p = ws(p + 1, end);
+  p = ws (p + 1, end);
   if (p < end && *p == ']') {
     *stop = p + 1;
     return true;
   }
-  sg_graph_names_drop(g);
+  sg_graph_names_drop (g);
   Fast f = { .g = g,
              .pool = pool,
              .chunk = chunk,
              .end = end,
-             .names = sg_name_table_new(),
-             .interned = g_array_new(FALSE, FALSE, sizeof(Const)),
+             .names = sg_name_table_new (),
+             .interned = g_array_new (FALSE, FALSE, sizeof (Const)),
              .output = SG_NO_NODE };
   bool ok = true, closed = false;
   while (ok && !closed) {
-    ok = p < end && parse_round(&f, p) && merge_round(&f);
+    ok = p < end && parse_round (&f, p) && merge_round (&f);
     if (ok) {
       const Chunk *last = &f.chunks[f.n_chunks - 1];
       closed = last->closed;
       p = last->stop;
       if (drop)
-        drop(drop_data, p);
+        drop (drop_data, p);
     }
   }
   /* one output node at most, and it is the last (parse_nodes' rule) */
   ok = ok && (f.outputs == 0 || (f.outputs == 1 && f.output == g->n_nodes - 1));
   if (ok) {
     g->output = f.outputs ? f.output : SG_NO_NODE;
-    sg_graph_changed(g);
+    sg_graph_changed (g);
     *stop = p;
   }
   for (int32_t i = 0; i < f.cap_chunks; i++)
-    sg_chunk_clear(&f.chunks[i]);
-  g_free(f.chunks);
-  g_free(f.hash);
-  g_array_unref(f.interned);
-  g_free(f.islots);
-  sg_name_table_free(f.names);
+    sg_chunk_clear (&f.chunks[i]);
+  g_free (f.chunks);
+  g_free (f.hash);
+  g_array_unref (f.interned);
+  g_free (f.islots);
+  sg_name_table_free (f.names);
   return ok;
 }

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #define PART_BITS 6
-G_STATIC_ASSERT(SG_NAME_PARTS == 1 << PART_BITS);
+G_STATIC_ASSERT (SG_NAME_PARTS == 1 << PART_BITS);
 #define PART_MIN 64
 /* Ranges are bucketed by part in blocks of this many names. */
 #define BLOCK 8192
@@ -32,7 +32,7 @@ typedef struct {
 
 /* Node @id's name: @names (node 0's) and every @stride bytes on. */
 static inline const char *
-name_of(const char *names, size_t stride, SgNodeId id)
+name_of (const char *names, size_t stride, SgNodeId id)
 {
   return *(const char *const *)(const void *)(names + (size_t)id * stride);
 }
@@ -47,37 +47,37 @@ struct SgNameTable {
 };
 
 static inline uint64_t
-load8(const char *s)
+load8 (const char *s)
 {
   uint64_t w;
-  memcpy(&w, s, sizeof w);
+  memcpy (&w, s, sizeof w);
   return w;
 }
 
 static inline uint64_t
-load4(const char *s)
+load4 (const char *s)
 {
   uint32_t w;
-  memcpy(&w, s, sizeof w);
+  memcpy (&w, s, sizeof w);
   return w;
 }
 
 uint64_t
-sg_name_hash(const char *s, size_t len)
+sg_name_hash (const char *s, size_t len)
 {
   const uint64_t k = 0x9E3779B97F4A7C15u;
   const char *e = s + len;
   uint64_t h = 0x243F6A8885A308D3u ^ (len * k);
   for (; e - s > 8; s += 8) {
-    h = (h ^ load8(s)) * k;
+    h = (h ^ load8 (s)) * k;
     h ^= h >> 29;
   }
   /* the last 1 to 8 bytes, read as whole words where they can be */
   uint64_t w = 0;
   if (len >= 8)
-    w = load8(e - 8);
+    w = load8 (e - 8);
   else if (len >= 4)
-    w = load4(s) << 32 | load4(e - 4);
+    w = load4 (s) << 32 | load4 (e - 4);
   else if (len > 0)
     w = (uint64_t)(unsigned char)s[0] << 16 | (uint64_t)(unsigned char)s[len / 2] << 8
         | (unsigned char)e[-1];
@@ -88,37 +88,37 @@ sg_name_hash(const char *s, size_t len)
 }
 
 static inline uint32_t
-part_of(uint64_t hash)
+part_of (uint64_t hash)
 {
   return (uint32_t)(hash >> (64 - PART_BITS));
 }
 
 SgNameTable *
-sg_name_table_new(void)
+sg_name_table_new (void)
 {
-  return g_new0(SgNameTable, 1);
+  return g_new0 (SgNameTable, 1);
 }
 
 void
-sg_name_table_free(SgNameTable *t)
+sg_name_table_free (SgNameTable *t)
 {
   if (!t)
     return;
   for (int i = 0; i < SG_NAME_PARTS; i++)
-    g_free(t->parts[i].slots);
-  g_free(t);
+    g_free (t->parts[i].slots);
+  g_free (t);
 }
 
 /* Room for @count names at most half full. */
 static void
-part_reserve(Part *p, uint32_t count)
+part_reserve (Part *p, uint32_t count)
 {
   uint32_t cap = p->cap ? p->cap : PART_MIN;
   while ((uint64_t)count * 2 > cap)
     cap *= 2;
   if (cap == p->cap)
     return;
-  Slot *slots = g_new0(Slot, cap);
+  Slot *slots = g_new0 (Slot, cap);
   for (uint32_t i = 0; i < p->cap; i++) {
     if (!p->slots[i].id1)
       continue;
@@ -127,7 +127,7 @@ part_reserve(Part *p, uint32_t count)
       at = (at + 1) & (cap - 1);
     slots[at] = p->slots[i];
   }
-  g_free(p->slots);
+  g_free (p->slots);
   p->slots = slots;
   p->cap = cap;
 }
@@ -135,9 +135,10 @@ part_reserve(Part *p, uint32_t count)
 /* Inserts node @id named @name; returns the id already holding the name,
  * or -1. */
 static SgNodeId
-part_insert(Part *p, const char *names, size_t stride, const char *name, SgNodeId id, uint64_t hash)
+part_insert (Part *p, const char *names, size_t stride, const char *name, SgNodeId id,
+             uint64_t hash)
 {
-  part_reserve(p, p->count + 1);
+  part_reserve (p, p->count + 1);
   uint32_t tag = (uint32_t)hash, mask = p->cap - 1;
   for (uint32_t at = tag & mask;; at = (at + 1) & mask) {
     Slot *e = &p->slots[at];
@@ -146,16 +147,16 @@ part_insert(Part *p, const char *names, size_t stride, const char *name, SgNodeI
       p->count++;
       return -1;
     }
-    if (e->tag == tag && strcmp(name_of(names, stride, e->id1 - 1), name) == 0)
+    if (e->tag == tag && strcmp (name_of (names, stride, e->id1 - 1), name) == 0)
       return e->id1 - 1;
   }
 }
 
 SgNodeId
-sg_name_table_find(const SgNameTable *t, const char *const *names, size_t stride, const char *s,
-                   size_t len, uint64_t hash)
+sg_name_table_find (const SgNameTable *t, const char *const *names, size_t stride, const char *s,
+                    size_t len, uint64_t hash)
 {
-  const Part *p = &t->parts[part_of(hash)];
+  const Part *p = &t->parts[part_of (hash)];
   if (!p->cap)
     return SG_NO_NODE;
   uint32_t tag = (uint32_t)hash, mask = p->cap - 1;
@@ -165,8 +166,8 @@ sg_name_table_find(const SgNameTable *t, const char *const *names, size_t stride
       return SG_NO_NODE;
     if (e->tag != tag)
       continue;
-    const char *name = name_of((const char *)names, stride, e->id1 - 1);
-    if (strncmp(name, s, len) == 0 && name[len] == '\0')
+    const char *name = name_of ((const char *)names, stride, e->id1 - 1);
+    if (strncmp (name, s, len) == 0 && name[len] == '\0')
       return e->id1 - 1;
   }
 }
@@ -194,47 +195,47 @@ typedef struct {
 } AddJob;
 
 static void
-count_block(gpointer data, int32_t b, int32_t worker)
+count_block (gpointer data, int32_t b, int32_t worker)
 {
   AddJob *j = data;
   (void)worker;
   uint32_t *c = &j->count[(size_t)b * SG_NAME_PARTS];
-  int32_t lo = b * BLOCK, hi = MIN(j->n, lo + BLOCK);
+  int32_t lo = b * BLOCK, hi = MIN (j->n, lo + BLOCK);
   for (int32_t i = lo; i < hi; i++)
-    c[part_of(j->hash[i])]++;
+    c[part_of (j->hash[i])]++;
 }
 
 static void
-scatter_block(gpointer data, int32_t b, int32_t worker)
+scatter_block (gpointer data, int32_t b, int32_t worker)
 {
   AddJob *j = data;
   (void)worker;
   uint32_t *at = &j->count[(size_t)b * SG_NAME_PARTS];
-  int32_t lo = b * BLOCK, hi = MIN(j->n, lo + BLOCK);
+  int32_t lo = b * BLOCK, hi = MIN (j->n, lo + BLOCK);
   for (int32_t i = lo; i < hi; i++) {
-    uint32_t k = at[part_of(j->hash[i])]++;
-    j->items[k] = (Item){ j->hash[i], name_of(j->names, j->stride, j->from + i) };
+    uint32_t k = at[part_of (j->hash[i])]++;
+    j->items[k] = (Item){ j->hash[i], name_of (j->names, j->stride, j->from + i) };
     j->order[k] = (uint32_t)i;
   }
 }
 
 static void
-fill_part(gpointer data, int32_t part, int32_t worker)
+fill_part (gpointer data, int32_t part, int32_t worker)
 {
   AddJob *j = data;
   (void)worker;
   Part *p = &j->t->parts[part];
-  part_reserve(p, p->count + (j->part_start[part + 1] - j->part_start[part]));
+  part_reserve (p, p->count + (j->part_start[part + 1] - j->part_start[part]));
   for (uint32_t k = j->part_start[part]; k < j->part_start[part + 1]; k++)
-    if (part_insert(p, j->names, j->stride, j->items[k].name, j->from + (SgNodeId)j->order[k],
-                    j->items[k].hash)
+    if (part_insert (p, j->names, j->stride, j->items[k].name, j->from + (SgNodeId)j->order[k],
+                     j->items[k].hash)
         >= 0)
       j->dups[part]++;
 }
 
 int64_t
-sg_name_table_add(SgNameTable *t, const char *const *names, size_t stride, const uint64_t *hash,
-                  SgNodeId from, int32_t n, SgPool *pool)
+sg_name_table_add (SgNameTable *t, const char *const *names, size_t stride, const uint64_t *hash,
+                   SgNodeId from, int32_t n, SgPool *pool)
 {
   if (n <= 0)
     return 0;
@@ -242,10 +243,10 @@ sg_name_table_add(SgNameTable *t, const char *const *names, size_t stride, const
     .t = t, .names = (const char *)names, .stride = stride, .from = from, .n = n, .hash = hash
   };
   j.n_blocks = (n + BLOCK - 1) / BLOCK;
-  j.count = g_new0(uint32_t, (size_t)j.n_blocks * SG_NAME_PARTS);
-  j.items = g_new(Item, (size_t)n);
-  j.order = g_new(uint32_t, (size_t)n);
-  sg_pool_run(pool, j.n_blocks, count_block, &j);
+  j.count = g_new0 (uint32_t, (size_t)j.n_blocks * SG_NAME_PARTS);
+  j.items = g_new (Item, (size_t)n);
+  j.order = g_new (uint32_t, (size_t)n);
+  sg_pool_run (pool, j.n_blocks, count_block, &j);
   /* each (part, block) its start: parts in order, blocks in order within */
   uint32_t at = 0;
   for (int p = 0; p < SG_NAME_PARTS; p++) {
@@ -257,13 +258,13 @@ sg_name_table_add(SgNameTable *t, const char *const *names, size_t stride, const
     }
   }
   j.part_start[SG_NAME_PARTS] = at;
-  sg_pool_run(pool, j.n_blocks, scatter_block, &j);
-  sg_pool_run(pool, SG_NAME_PARTS, fill_part, &j);
+  sg_pool_run (pool, j.n_blocks, scatter_block, &j);
+  sg_pool_run (pool, SG_NAME_PARTS, fill_part, &j);
   int64_t dups = 0;
   for (int p = 0; p < SG_NAME_PARTS; p++)
     dups += j.dups[p];
-  g_free(j.count);
-  g_free(j.items);
-  g_free(j.order);
+  g_free (j.count);
+  g_free (j.items);
+  g_free (j.order);
   return dups;
 }
