@@ -5,6 +5,8 @@
 #   BUILD_DIR  a meson build of this tree (default: build-bench, configured
 #              here with buildtype=release if missing)
 #   NODES      graph sizes (default: 10000 100000 1000000)
+# THREADS=N in the environment passes --threads N (default: schedgraph's,
+# one per processor).
 #
 # For each size, tools/graphgen writes an FSDP-8 llama-like graph of about
 # NODES nodes; `schedgraph --stop-after=validate` loads and validates it
@@ -22,7 +24,8 @@ for n in "${sizes[@]}"; do
   "$gen" --dp 8 --target-nodes "$n" -o "$g"
   best_load="" best_val="" best_wall="" rss=0 nodes=0
   for _ in 1 2 3; do
-    "$gtime" -v "$sg" --stop-after=validate "$g" >"$tmp/out" 2>"$tmp/time"
+    "$gtime" -v "$sg" --stop-after=validate ${THREADS:+--threads "$THREADS"} "$g" \
+      >"$tmp/out" 2>"$tmp/time"
     load=$(sed -n 's/^passes: load \([0-9.]*\) ms, validate \([0-9.]*\) ms$/\1/p' "$tmp/out")
     val=$(sed -n 's/^passes: load \([0-9.]*\) ms, validate \([0-9.]*\) ms$/\2/p' "$tmp/out")
     nodes=$(sed -n 's/^nodes: \([0-9]*\) .*/\1/p' "$tmp/out")

@@ -154,6 +154,9 @@ typedef struct SgNameTable SgNameTable;
 SgNameTable *sg_name_table_new (void);
 void sg_name_table_free (SgNameTable *t);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgNameTable, sg_name_table_free)
+/* Room for about @n names without growing (an estimate: parts grow
+ * past it). */
+void sg_name_table_reserve (SgNameTable *t, int64_t n);
 /* The hash the table keys @len bytes at @s by. */
 uint64_t sg_name_hash (const char *s, size_t len);
 /* Node i's name, to both calls below, is at @names + i * @stride

@@ -189,8 +189,9 @@ typedef struct SgGraph {
   GArray *tuple_metas; /* SgMeta */
   GArray *args;        /* SgArg: every node's args and kwargs */
   /* name -> GINT_TO_POINTER(id + 1); lookups only. NULL while not built:
-   * reorders and rewrites drop it, the next lookup builds it again (a
-   * million names are 32 MB, and most passes look none up). */
+   * the loader does not build it, reorders and rewrites drop it, the next
+   * lookup builds it again (a million names are 32 MB, and most passes
+   * look none up). */
   GHashTable *by_name;
 
   /* derived, rebuilt on demand (NULL when stale) */

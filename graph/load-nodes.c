@@ -63,14 +63,22 @@ typedef struct {
   int32_t outputs;
   SgNodeId output;
   gint failed;
+  SgLoadDrop drop; /* the text before @drop_to is no longer needed */
+  gpointer drop_data;
+  const char *drop_to;
 } Fast;
 
+/* Chunk @i, or (the task after the chunks) the text before f->drop_to
+ * given back: that madvise runs beside the parsing. */
 static void
 parse_task (gpointer data, int32_t i, int32_t worker)
 {
   Fast *f = data;
   (void)worker;
-  sg_chunk_parse (&f->chunks[i], f->end);
+  if (i < f->n_chunks)
+    sg_chunk_parse (&f->chunks[i], f->end);
+  else if (f->drop && f->drop_to)
+    f->drop (f->drop_data, f->drop_to);
 }
 
 /* --- cutting a round ------------------------------------------------------------ */
@@ -130,7 +138,8 @@ parse_round (Fast *f, const char *pos)
   }
   for (int32_t i = 0; i < n; i++)
     f->chunks[i].limit = i + 1 < n ? f->chunks[i + 1].start : limit;
-  sg_pool_run (f->pool, n, parse_task, f);
+  f->n_chunks = n;
+  sg_pool_run (f->pool, n + 1, parse_task, f);
   /* chunk 0 starts at an element; chunk i + 1 does when chunk i stopped
    * exactly there, else it is parsed again from where chunk i stopped */
   for (int32_t i = 0; i < n; i++) {
@@ -412,16 +421,26 @@ sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, si
              .end = end,
              .names = sg_name_table_new (),
              .interned = g_array_new (FALSE, FALSE, sizeof (Const)),
-             .output = SG_NO_NODE };
+             .output = SG_NO_NODE,
+             .drop = drop,
+             .drop_data = drop_data };
   bool ok = true, closed = false;
   while (ok && !closed) {
-    ok = p < end && parse_round (&f, p) && merge_round (&f);
+    const char *from = p;
+    ok = p < end && parse_round (&f, p);
+    if (ok && g->n_nodes == 0) { /* the table sized once for as many nodes as this text's */
+      size_t nodes = 0, bytes = (size_t)(f.chunks[f.n_chunks - 1].stop - from);
+      for (int32_t i = 0; i < f.n_chunks; i++)
+        nodes += f.chunks[i].n_nodes;
+      sg_name_table_reserve (f.names, (int64_t)((double)nodes / (double)MAX (bytes, 1)
+                                                * (double)(end - from)));
+    }
+    ok = ok && merge_round (&f);
     if (ok) {
       const Chunk *last = &f.chunks[f.n_chunks - 1];
       closed = last->closed;
       p = last->stop;
-      if (drop)
-        drop (drop_data, p);
+      f.drop_to = p;
     }
   }
   /* one output node at most, and it is the last (parse_nodes' rule) */

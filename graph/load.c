@@ -12,6 +12,14 @@
  * (format, version, world_size, groups), it is skipped by a bracket
  * scanner and parsed after the rest.
  *
+ * That is the sequential path. The loader first reads `nodes` with the
+ * parallel reader (load-nodes.c) on the caller's pool, and checks the
+ * encoding in pieces on it: what that reader builds is what this path
+ * would, and where it declines (a text outside its strict JSON, or any
+ * node this path would refuse) the document is read again here, so every
+ * message below is this path's whatever the pool. The parallel reader
+ * leaves g->by_name to the first lookup; this path fills it.
+ *
  * Errors name a line:column for syntax, the field for the header and the
  * node and field for nodes. A reference to an undefined name is diagnosed
  * by reading the rest of the file: "forward reference" when the name is
@@ -474,7 +482,7 @@ parse_document (Loader *ld, GError **error)
 }
 
 /* Pieces of at least this many bytes are checked on separate threads. */
-#define ENCODING_PIECE ((size_t)1 << 20)
+#define ENCODING_PIECE ((size_t)256 << 10)
 
 typedef struct {
   const char *data;

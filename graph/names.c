@@ -132,6 +132,15 @@ part_reserve (Part *p, uint32_t count)
   p->cap = cap;
 }
 
+void
+sg_name_table_reserve (SgNameTable *t, int64_t n)
+{
+  /* parts fill about evenly: a little over their share each */
+  uint32_t each = (uint32_t)MIN (n / SG_NAME_PARTS + n / (SG_NAME_PARTS * 16) + 64, G_MAXINT32 / 4);
+  for (int i = 0; i < SG_NAME_PARTS; i++)
+    part_reserve (&t->parts[i], each);
+}
+
 /* Inserts node @id named @name; returns the id already holding the name,
  * or -1. */
 static SgNodeId

@@ -655,6 +655,48 @@ START_TEST (parallel_reader_agrees_on_damaged_texts)
 }
 END_TEST
 
+/* The encoding is checked in pieces on the pool's threads, cut at
+ * character starts: multibyte characters across the cuts pass, a bad byte
+ * anywhere gives the sequential check's message. */
+START_TEST (encoding_check_in_pieces_agrees_with_the_sequential_one)
+{
+  g_auto (Pools) pools;
+  pools_init (&pools);
+  GString *base = generate (9, 200, BREAK_NONE, 0);
+  /* a description of about 3 MB of 2-, 3- and 4-byte characters */
+  static const char *const chars[] = { "\xc3\xa9", "\xe4\xb8\xad", "\xf0\x9f\x98\x80", "a" };
+  GString *d = g_string_new (NULL);
+  for (int i = 0; d->len < (3u << 20); i++)
+    g_string_append (d, chars[i % 4 == 3 ? 3 : (i * 7) % 3]);
+  g_string_truncate (base, base->len - strlen ("\"generated\"}\n"));
+  g_string_append_printf (base, "\"%s\"}\n", d->str);
+  GRand *r = g_rand_new_with_seed (3);
+  for (int round = 0; round < 6; round++) {
+    GString *s = g_string_new_len (base->str, (gssize)base->len);
+    if (round > 0) /* a byte that breaks a character, or a NUL */
+      s->str[g_rand_int_range (r, 100, (gint32)s->len - 10)] = round % 2 ? '\xff' : '\0';
+    GError *want = NULL;
+    SgGraph *w = sequential (s->str, s->len, &want);
+    ck_assert (round == 0 ? w != NULL : w == NULL);
+    for (size_t t = 0; t < N_POOLS; t++) {
+      GError *error = NULL;
+      SgGraph *g = sg_load_buffer (s->str, s->len, "t.json", pools.p[t], SG_LOAD_FAST, &error);
+      ck_assert ((g == NULL) == (w == NULL));
+      if (want)
+        ck_assert_str_eq (error->message, want->message);
+      g_clear_error (&error);
+      sg_graph_free (g);
+    }
+    g_clear_error (&want);
+    sg_graph_free (w);
+    g_string_free (s, TRUE);
+  }
+  g_rand_free (r);
+  g_string_free (d, TRUE);
+  g_string_free (base, TRUE);
+}
+END_TEST
+
 /* --- the validator -------------------------------------------------------------- */
 
 /* sg_graph_validate_with on every pool: one verdict and one message. */
@@ -783,6 +825,7 @@ suite (void)
   tcase_add_test (tc, parallel_reader_gives_the_sequential_graph_on_generated_graphs);
   tcase_add_test (tc, parallel_reader_declines_every_graph_the_sequential_one_refuses);
   tcase_add_test (tc, parallel_reader_agrees_on_damaged_texts);
+  tcase_add_test (tc, encoding_check_in_pieces_agrees_with_the_sequential_one);
   tcase_add_test (tc, parallel_validator_reports_the_first_failing_node_in_id_order);
   tcase_add_test (tc, parallel_validator_names_the_first_wait_of_a_collective);
   tcase_add_test (tc, parallel_validator_sums_tensor_bytes_in_id_order);
