@@ -217,6 +217,8 @@ typedef enum {
   BREAK_BAD_REF_OBJECT,
   BREAK_BAD_SHAPE,
   BREAK_COST,
+  BREAK_WAIT_ON_PLAIN,
+  BREAK_GETITEM_RANGE,
   BREAK_N
 } Break;
 
@@ -551,12 +553,26 @@ generate (guint32 seed, int n, Break brk, int at)
   collectives (&g, 1); /* a coalesced one early: BREAK_READS_COALESCED reads it */
   bool broken = false;
   while (g.n < n) {
-    if (!broken && g.n >= at && (brk == BREAK_OUTPUT_EARLY || brk == BREAK_BAD_GROUP_SIZE)) {
+    if (!broken && g.n >= at
+        && (brk == BREAK_OUTPUT_EARLY || brk == BREAK_BAD_GROUP_SIZE || brk == BREAK_WAIT_ON_PLAIN
+            || brk == BREAK_GETITEM_RANGE)) {
       broken = true;
-      if (brk == BREAK_OUTPUT_EARLY)
+      if (brk == BREAK_OUTPUT_EARLY) {
         output_node (&g);
-      else
+      } else if (brk == BREAK_BAD_GROUP_SIZE) {
         collectives (&g, -1);
+      } else {
+        /* a wait on a plain node; a getitem past the coalesced tuple (node 6) */
+        bool wait = brk == BREAK_WAIT_ON_PLAIN;
+        node_start (&g,
+                    "call_function",
+                    wait ? "_c10d_functional.wait_tensor.default" : "<built-in function getitem>",
+                    true);
+        g_string_append_printf (g.s, "%s\"args\": [{\"node\": %s}%s]", g.sep,
+                                (const char *)g_ptr_array_index (g.refs, wait ? 0 : 6),
+                                wait ? "" : ", 2");
+        node_end (&g);
+      }
     } else if (pick (&g, 40) == 0) {
       collectives (&g, -1);
     } else {
