@@ -38,11 +38,15 @@
 /* A round's bytes: its records (about 1.2 times its text) are what the
  * reader holds beside the graph. With one thread a round is one chunk;
  * with several, 4 chunks per thread within these bounds. */
-#define ROUND ((size_t)8 << 20)
-#define SEQ_ROUND ((size_t)2 << 20)
+#define ROUND ((size_t)4 << 20)
+#define SEQ_ROUND ((size_t)64 << 10)
 #define MIN_CHUNK ((size_t)16 << 10)
 #define MAX_CHUNK ((size_t)512 << 10)
 #define CHUNKS_PER_THREAD 4
+/* From this many nodes on (an estimate from the first round) the name
+ * table is sized once: growing it, a part at a time, costs a cache miss
+ * per name moved. */
+#define RESERVE_NAMES 65536
 /* References are looked for among the chunk's last nodes first. */
 #define RECENT 8
 
@@ -432,8 +436,9 @@ sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, si
       size_t nodes = 0, bytes = (size_t)(f.chunks[f.n_chunks - 1].stop - from);
       for (int32_t i = 0; i < f.n_chunks; i++)
         nodes += f.chunks[i].n_nodes;
-      sg_name_table_reserve (f.names, (int64_t)((double)nodes / (double)MAX (bytes, 1)
-                                                * (double)(end - from)));
+      double all = (double)nodes / (double)MAX (bytes, 1) * (double)(end - from);
+      if (all >= RESERVE_NAMES)
+        sg_name_table_reserve (f.names, (int64_t)all);
     }
     ok = ok && merge_round (&f);
     if (ok) {

@@ -16,6 +16,7 @@
  */
 #include "graph-private.h"
 
+#include <math.h>
 #include <string.h>
 
 #define PART_BITS 6
@@ -109,12 +110,12 @@ sg_name_table_free (SgNameTable *t)
   g_free (t);
 }
 
-/* Room for @count names at most half full. */
+/* Room for @count names, at most two thirds full. */
 static void
 part_reserve (Part *p, uint32_t count)
 {
   uint32_t cap = p->cap ? p->cap : PART_MIN;
-  while ((uint64_t)count * 2 > cap)
+  while ((uint64_t)count * 3 > (uint64_t)cap * 2)
     cap *= 2;
   if (cap == p->cap)
     return;
@@ -135,8 +136,9 @@ part_reserve (Part *p, uint32_t count)
 void
 sg_name_table_reserve (SgNameTable *t, int64_t n)
 {
-  /* parts fill about evenly: a little over their share each */
-  uint32_t each = (uint32_t)MIN (n / SG_NAME_PARTS + n / (SG_NAME_PARTS * 16) + 64, G_MAXINT32 / 4);
+  /* parts fill about evenly: their share and a few deviations more */
+  double share = (double)n / SG_NAME_PARTS;
+  uint32_t each = (uint32_t)MIN (share + 4 * sqrt (share), G_MAXINT32 / 4);
   for (int i = 0; i < SG_NAME_PARTS; i++)
     part_reserve (&t->parts[i], each);
 }
