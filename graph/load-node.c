@@ -321,13 +321,25 @@ dims_list (Chunk *c, const char *q, const char *end, int64_t *out, int *n)
     return q + 1;
   }
   for (;;) {
-    double d;
-    if (k == SG_MAX_DIMS || q >= end || !(*q == '-' || is_digit (*q))
-        || !(q = sg_chunk_number (c, q, end, &d)))
+    if (k == SG_MAX_DIMS || q >= end || !(*q == '-' || is_digit (*q)))
       return NULL;
-    Val v = { .type = V_NUM, .d = d };
-    if (!sg_tape_int (&v, &out[k]) || out[k] < 0)
-      return NULL;
+    /* up to 15 digits, no leading zero, nothing after them that continues
+     * a number: the integer itself (exact as a double, inside 2^62) */
+    const char *s = q;
+    int64_t v = 0;
+    while (q < end && is_digit (*q) && q - s < 15)
+      v = v * 10 + (*q++ - '0');
+    if (q > s && (*s != '0' || q - s == 1)
+        && !(q < end && (is_digit (*q) || *q == '.' || *q == 'e' || *q == 'E'))) {
+      out[k] = v;
+    } else {
+      double d;
+      if (!(q = sg_chunk_number (c, s, end, &d)))
+        return NULL;
+      Val n = { .type = V_NUM, .d = d };
+      if (!sg_tape_int (&n, &out[k]) || out[k] < 0)
+        return NULL;
+    }
     k++;
     q = ws (q, end);
     if (q >= end)
