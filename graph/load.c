@@ -497,8 +497,9 @@ static size_t
 piece_start (const EncodingJob *j, int32_t i)
 {
   size_t at = j->len / (size_t)j->n * (size_t)i;
-  for (int k = 0; i > 0 && k < 3 && at < j->len && ((unsigned char)j->data[at] & 0xC0) == 0x80; k++)
-    at++;
+  for (int k = 0; i > 0 && k < 3 && at < j->len; k++, at++)
+    if (((unsigned char)j->data[at] & 0xC0) != 0x80)
+      break;
   return i == j->n ? j->len : at;
 }
 
@@ -518,7 +519,8 @@ static bool
 check_encoding (const char *data, size_t len, SgPool *pool, GError **error)
 {
   int32_t threads = sg_pool_size (pool);
-  EncodingJob j = { data, len, (int32_t)MIN ((size_t)4 * (size_t)threads, len / ENCODING_PIECE), 0 };
+  EncodingJob j = { data, len, 0, 0 };
+  j.n = (int32_t)MIN ((size_t)4 * (size_t)threads, len / ENCODING_PIECE);
   if (threads > 1 && j.n > 1 && !(len >= 3 && memcmp (data, "\xEF\xBB\xBF", 3) == 0)) {
     sg_pool_run (pool, j.n, encoding_task, &j);
     if (!g_atomic_int_get (&j.bad))
