@@ -153,6 +153,19 @@ lower_clear (SgLower *l)
   sg_elision_clear (&l->el);
 }
 
+static void
+pool_run (gpointer pool, int32_t n_tasks, SgPlanTaskFunc fn, gpointer ctx)
+{
+  sg_pool_run (pool, n_tasks, fn, ctx);
+}
+
+void
+sg_codegen_plan_runner (const SgConfig *cfg, SgPlanRunner *out)
+{
+  SgPool *pool = cfg ? cfg->pool : NULL;
+  *out = (SgPlanRunner){ pool_run, pool, pool ? sg_pool_size (pool) : 1 };
+}
+
 bool
 sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
                  const char *graph_name, const char *options_text, SgPlan **out, GError **error)
@@ -253,7 +266,9 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
     } else
       p->pred.peak_bytes = sg_graph_peak_bytes (g, NULL);
     GError *e = NULL;
-    if (ok && !sg_plan_validate (p, &e)) {
+    SgPlanRunner runner;
+    sg_codegen_plan_runner (cfg, &runner);
+    if (ok && !sg_plan_validate_with (p, &runner, &e)) {
       g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_PLAN,
                    "%s: the lowered plan is invalid: %s", g->source ? g->source : "graph",
                    e->message);
@@ -310,6 +325,14 @@ sg_codegen_options_text (const SgConfig *cfg)
 }
 
 bool
+sg_codegen_write_plan (SgPlan *plan, const SgConfig *cfg, const char *path, GError **error)
+{
+  SgPlanRunner runner;
+  sg_codegen_plan_runner (cfg, &runner);
+  return sg_plan_write_file_with (plan, path, &runner, error);
+}
+
+bool
 sg_codegen_write (const SgGraph *g, const SgConfig *cfg, const char *graph_name, const char *path,
                   SgPlan **plan_out, GError **error)
 {
@@ -324,7 +347,7 @@ sg_codegen_write (const SgGraph *g, const SgConfig *cfg, const char *graph_name,
   g_autofree char *opts = sg_codegen_options_text (cfg);
   SgPlan *p = NULL;
   bool ok = sg_codegen_plan (g, cfg, have_sim ? &sim : NULL, graph_name, opts, &p, error) &&
-            sg_plan_write_file (p, path, error);
+            sg_codegen_write_plan (p, cfg, path, error);
   if (have_sim)
     sg_sim_result_clear (&sim);
   if (ok && plan_out)

@@ -58,6 +58,15 @@ char *sg_codegen_options_text (const SgConfig *cfg);
 bool sg_codegen_write (const SgGraph *g, const SgConfig *cfg, const char *graph_name,
                        const char *path, SgPlan **plan_out, GError **error);
 
+/* @cfg's worker threads (cfg->pool; NULL @cfg or pool: none) as plan/'s
+ * runner, for sg_plan_write_file_with and sg_plan_validate_with. */
+void sg_codegen_plan_runner (const SgConfig *cfg, SgPlanRunner *out);
+
+/* sg_plan_write_file with the text made and hashed on @cfg's threads: the
+ * same bytes. */
+bool sg_codegen_write_plan (SgPlan *plan, const SgConfig *cfg, const char *path,
+                            GError **error);
+
 /* Fills @stats from a plan's buffers (any plan, loaded or lowered). */
 void sg_codegen_mem_stats (const SgPlan *plan, SgMemStats *stats);
 

@@ -13,8 +13,13 @@
  * stay live until its wait; inputs live from the start, outputs to the end;
  * buffers fit the arena, are 256-byte aligned, and two buffers whose
  * lifetimes overlap never overlap in memory (a sweep over instruction
- * indices with an ordered set of live address ranges: n log n); and the
+ * indices with an ordered set of live address ranges); and the
  * stream-concurrency rules of plan-races.c.
+ *
+ * sg_plan_validate_with gives the same verdict on several threads: the
+ * buffers' and values' own rules and the instructions' indices in chunks
+ * at once, then the three sweeps (instructions, memory, races) at once;
+ * a broken rule is then named by sg_plan_validate itself.
  */
 #include "plan-private.h"
 
@@ -95,66 +100,78 @@ check_groups (const SgPlan *p, GError **error)
 }
 
 static bool
-check_buffers_values (const SgPlan *p, GError **error)
+check_buffer (const SgPlan *p, int32_t b, GError **error)
 {
-  int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
-  for (int32_t b = 0; b < p->n_buffers; b++) {
-    const SgPlanBuffer *bf = &p->buffers[b];
-    if (bf->offset % 256)
-      return bad (error, "buffers[%d].offset %" PRIu64 ": not 256-byte aligned", b, bf->offset);
-    if (bf->bytes > p->arena_bytes || bf->offset > p->arena_bytes - bf->bytes)
+  const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
+  const SgPlanBuffer *bf = &p->buffers[b];
+  if (bf->offset % 256)
+    return bad (error, "buffers[%d].offset %" PRIu64 ": not 256-byte aligned", b, bf->offset);
+  if (bf->bytes > p->arena_bytes || bf->offset > p->arena_bytes - bf->bytes)
+    return bad (error,
+                "buffers[%d]: [%" PRIu64 ", +%" PRIu64 ") does not fit arena_bytes %" PRIu64, b,
+                bf->offset, bf->bytes, p->arena_bytes);
+  if (bf->first_ins < 0 || bf->first_ins > bf->last_ins || bf->last_ins > end)
+    return bad (error, "buffers[%d]: lifetime [%d, %d] outside instructions [0, %d]", b,
+                bf->first_ins, bf->last_ins, end);
+  return true;
+}
+
+/* Value @v's own rules (every buffer passed check_buffer). */
+static bool
+check_value (const SgPlan *p, int32_t v, GError **error)
+{
+  const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
+  const SgPlanValue *val = &p->values[v];
+  if (val->buffer < -1 || val->buffer >= p->n_buffers)
+    return bad (error, "values[%d] \"%s\".buffer %d: out of range (%d buffers)", v, val->name,
+                val->buffer, p->n_buffers);
+  if (val->dtype <= SG_DTYPE_INVALID || val->dtype >= SG_DTYPE_N)
+    return bad (error, "values[%d] \"%s\".dtype: invalid", v, val->name);
+  if (val->ndim < 0 || val->ndim > SG_PLAN_MAX_DIMS)
+    return bad (error, "values[%d] \"%s\".shape: %d dimensions", v, val->name, val->ndim);
+  for (int32_t d = 0; d < val->ndim; d++)
+    if (val->shape[d] < 0 || val->stride[d] < 0)
+      return bad (error, "values[%d] \"%s\": negative size or stride in dimension %d", v,
+                  val->name, d);
+  uint64_t last_block = 0; /* the furthest a rank-dependent block reaches */
+  if (val->roll_block > 0) {
+    if (val->roll_group < 0 || val->roll_group >= p->n_groups)
+      return bad (error, "values[%d] \"%s\".roll.group %d: out of range (%d groups)", v,
+                  val->name, val->roll_group, p->n_groups);
+    const uint64_t k = (uint64_t)p->groups[val->roll_group].n_ranks;
+    if (val->roll_block > (uint64_t)SG_PLAN_MAX_INT / k)
+      return bad (error, "values[%d] \"%s\".roll.block: too large", v, val->name);
+    last_block = (k - 1) * val->roll_block;
+  }
+  if (val->buffer >= 0) {
+    const SgPlanBuffer *bf = &p->buffers[val->buffer];
+    uint64_t ext = sg_plan_value_extent (val);
+    if (ext > bf->bytes || val->offset > bf->bytes - ext
+        || last_block > bf->bytes - ext - val->offset)
       return bad (error,
-                  "buffers[%d]: [%" PRIu64 ", +%" PRIu64 ") does not fit arena_bytes %" PRIu64, b,
-                  bf->offset, bf->bytes, p->arena_bytes);
-    if (bf->first_ins < 0 || bf->first_ins > bf->last_ins || bf->last_ins > end)
-      return bad (error, "buffers[%d]: lifetime [%d, %d] outside instructions [0, %d]", b,
-                  bf->first_ins, bf->last_ins, end);
+                  "values[%d] \"%s\": bytes [%" PRIu64 ", %" PRIu64
+                  ") reach past buffers[%d] (%" PRIu64 " bytes)%s",
+                  v, val->name, val->offset, val->offset + last_block + ext, val->buffer,
+                  bf->bytes, last_block ? " at its last rank-dependent block" : "");
+  } else if (val->roll_block > 0) {
+    return bad (error, "values[%d] \"%s\".roll: a value without storage", v, val->name);
   }
+  if (val->init == SG_INIT_INPUT
+      && (val->buffer < 0 || p->buffers[val->buffer].first_ins != 0
+          || p->buffers[val->buffer].last_ins != end))
+    return bad (error, "values[%d] \"%s\": an input must own a buffer live for the whole step", v,
+                val->name);
+  return true;
+}
+
+/* What check_buffers_values checks beyond each buffer and value. */
+static bool
+check_io_lists (const SgPlan *p, GError **error)
+{
+  const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
   int32_t n_init = 0;
-  for (int32_t v = 0; v < p->n_values; v++) {
-    const SgPlanValue *val = &p->values[v];
-    if (val->buffer < -1 || val->buffer >= p->n_buffers)
-      return bad (error, "values[%d] \"%s\".buffer %d: out of range (%d buffers)", v, val->name,
-                  val->buffer, p->n_buffers);
-    if (val->dtype <= SG_DTYPE_INVALID || val->dtype >= SG_DTYPE_N)
-      return bad (error, "values[%d] \"%s\".dtype: invalid", v, val->name);
-    if (val->ndim < 0 || val->ndim > SG_PLAN_MAX_DIMS)
-      return bad (error, "values[%d] \"%s\".shape: %d dimensions", v, val->name, val->ndim);
-    for (int32_t d = 0; d < val->ndim; d++)
-      if (val->shape[d] < 0 || val->stride[d] < 0)
-        return bad (error, "values[%d] \"%s\": negative size or stride in dimension %d", v,
-                    val->name, d);
-    uint64_t last_block = 0; /* the furthest a rank-dependent block reaches */
-    if (val->roll_block > 0) {
-      if (val->roll_group < 0 || val->roll_group >= p->n_groups)
-        return bad (error, "values[%d] \"%s\".roll.group %d: out of range (%d groups)", v,
-                    val->name, val->roll_group, p->n_groups);
-      const uint64_t k = (uint64_t)p->groups[val->roll_group].n_ranks;
-      if (val->roll_block > (uint64_t)SG_PLAN_MAX_INT / k)
-        return bad (error, "values[%d] \"%s\".roll.block: too large", v, val->name);
-      last_block = (k - 1) * val->roll_block;
-    }
-    if (val->buffer >= 0) {
-      const SgPlanBuffer *bf = &p->buffers[val->buffer];
-      uint64_t ext = sg_plan_value_extent (val);
-      if (ext > bf->bytes || val->offset > bf->bytes - ext
-          || last_block > bf->bytes - ext - val->offset)
-        return bad (error,
-                    "values[%d] \"%s\": bytes [%" PRIu64 ", %" PRIu64
-                    ") reach past buffers[%d] (%" PRIu64 " bytes)%s",
-                    v, val->name, val->offset, val->offset + last_block + ext, val->buffer,
-                    bf->bytes, last_block ? " at its last rank-dependent block" : "");
-    } else if (val->roll_block > 0) {
-      return bad (error, "values[%d] \"%s\".roll: a value without storage", v, val->name);
-    }
-    if (val->init == SG_INIT_INPUT) {
-      n_init++;
-      if (val->buffer < 0 || p->buffers[val->buffer].first_ins != 0 ||
-          p->buffers[val->buffer].last_ins != end)
-        return bad (error, "values[%d] \"%s\": an input must own a buffer live for the whole step",
-                    v, val->name);
-    }
-  }
+  for (int32_t v = 0; v < p->n_values; v++)
+    n_init += p->values[v].init == SG_INIT_INPUT;
   if (n_init != p->n_inputs)
     return bad (error, "inputs: %d listed, %d values have init \"input\"", p->n_inputs, n_init);
   for (int32_t i = 0; i < p->n_inputs; i++)
@@ -171,6 +188,18 @@ check_buffers_values (const SgPlan *p, GError **error)
                   p->buffers[p->values[v].buffer].last_ins);
   }
   return true;
+}
+
+static bool
+check_buffers_values (const SgPlan *p, GError **error)
+{
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    if (!check_buffer (p, b, error))
+      return false;
+  for (int32_t v = 0; v < p->n_values; v++)
+    if (!check_value (p, v, error))
+      return false;
+  return check_io_lists (p, error);
 }
 
 typedef struct {
@@ -420,14 +449,6 @@ check_ins (const SgPlan *p, GError **error)
   return true;
 }
 
-static int
-cmp_offset (gconstpointer a, gconstpointer b, gpointer data)
-{
-  (void)data;
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
 void
 sg_plan_sort_buffers_by_time (const SgPlan *p, int32_t *ids, int32_t n, bool by_last)
 {
@@ -454,8 +475,132 @@ sg_plan_sort_buffers_by_time (const SgPlan *p, int32_t *ids, int32_t n, bool by_
   }
 }
 
-static bool
-check_memory (const SgPlan *p, GError **error)
+/* A set of ranks 0 .. n-1 (the live buffers by offset): a bit per rank,
+ * and above each level a bit per nonzero word of it, so a neighbour is
+ * found in a few word operations. */
+#define SET_LEVELS 6 /* 64^6 > 2^32 ranks */
+typedef struct {
+  int levels;
+  uint64_t *bits[SET_LEVELS];
+  size_t words[SET_LEVELS];
+} RankSet;
+
+static void
+rankset_init (RankSet *s, size_t n)
+{
+  s->levels = 0;
+  do {
+    n = (n + 63) / 64;
+    s->words[s->levels] = MAX (n, 1);
+    s->bits[s->levels++] = g_new0 (uint64_t, MAX (n, 1));
+  } while (n > 1);
+}
+
+static void
+rankset_clear (RankSet *s)
+{
+  for (int l = 0; l < s->levels; l++)
+    g_free (s->bits[l]);
+}
+
+static void
+rankset_add (RankSet *s, size_t r)
+{
+  for (int l = 0; l < s->levels; l++, r >>= 6) {
+    uint64_t *w = &s->bits[l][r >> 6];
+    const bool had = *w != 0;
+    *w |= UINT64_C (1) << (r & 63);
+    if (had)
+      break;
+  }
+}
+
+static void
+rankset_remove (RankSet *s, size_t r)
+{
+  for (int l = 0; l < s->levels; l++, r >>= 6) {
+    uint64_t *w = &s->bits[l][r >> 6];
+    *w &= ~(UINT64_C (1) << (r & 63));
+    if (*w)
+      break;
+  }
+}
+
+/* The smallest member >= @r; SIZE_MAX when none. */
+static size_t
+rankset_next (const RankSet *s, size_t r)
+{
+  int l = 0;
+  for (;; l++) {
+    if (l == s->levels || r >> 6 >= s->words[l])
+      return SIZE_MAX;
+    const uint64_t w = s->bits[l][r >> 6] & (~UINT64_C (0) << (r & 63));
+    if (w) {
+      r = (r & ~(size_t)63) + (size_t)__builtin_ctzll (w);
+      break;
+    }
+    r = (r >> 6) + 1; /* the next word, a bit of the level above */
+  }
+  for (; l > 0; l--)
+    r = (r << 6) + (size_t)__builtin_ctzll (s->bits[l - 1][r]);
+  return r;
+}
+
+/* The largest member < @r; SIZE_MAX when none. */
+static size_t
+rankset_prev (const RankSet *s, size_t r)
+{
+  if (r == 0)
+    return SIZE_MAX;
+  r--;
+  int l = 0;
+  for (;; l++) {
+    if (l == s->levels)
+      return SIZE_MAX;
+    const uint64_t w = s->bits[l][r >> 6] & (~UINT64_C (0) >> (63 - (r & 63)));
+    if (w) {
+      r = (r & ~(size_t)63) + 63 - (size_t)__builtin_clzll (w);
+      break;
+    }
+    if (r >> 6 == 0)
+      return SIZE_MAX;
+    r = (r >> 6) - 1;
+  }
+  for (; l > 0; l--)
+    r = (r << 6) + 63 - (size_t)__builtin_clzll (s->bits[l - 1][r]);
+  return r;
+}
+
+/* Sorts the @n buffer ids at @ids (ascending) by offset, stably: by
+ * (offset, id). LSD radix sort, 11 bits a pass, as many passes as the
+ * largest offset needs. */
+static void
+sort_by_offset (const SgPlan *p, int32_t *ids, int32_t n)
+{
+  uint64_t top = 0;
+  for (int32_t k = 0; k < n; k++)
+    top = MAX (top, p->buffers[ids[k]].offset);
+  g_autofree int32_t *tmp = g_new (int32_t, (size_t)n + 1);
+  int32_t cnt[2048 + 1];
+  for (int shift = 0; shift < 64 && top >> shift; shift += 11) {
+    memset (cnt, 0, sizeof cnt);
+    for (int32_t k = 0; k < n; k++)
+      cnt[(p->buffers[ids[k]].offset >> shift & 2047) + 1]++;
+    for (int d = 0; d < 2048; d++)
+      cnt[d + 1] += cnt[d];
+    for (int32_t k = 0; k < n; k++)
+      tmp[cnt[p->buffers[ids[k]].offset >> shift & 2047]++] = ids[k];
+    memcpy (ids, tmp, sizeof (int32_t) * (size_t)n);
+  }
+}
+
+/* Buffers whose lifetimes overlap never share a byte: a sweep in order of
+ * first instruction (ties: id) keeps the live buffers as a set ordered by
+ * offset (ranks of the (offset, id) order; live offsets are distinct, or
+ * the sweep stopped), and a new buffer is checked against its live
+ * neighbours there: the first at or above its offset, the last below. */
+bool
+sg_plan_check_memory (const SgPlan *p, GError **error)
 {
   int32_t n = 0;
   g_autofree int32_t *by_first = g_new (int32_t, (size_t)p->n_buffers + 1);
@@ -463,31 +608,37 @@ check_memory (const SgPlan *p, GError **error)
     if (p->buffers[b].bytes > 0)
       by_first[n++] = b;
   g_autofree int32_t *by_last = g_memdup2 (by_first, sizeof (int32_t) * ((size_t)n + 1));
+  g_autofree int32_t *by_off = g_memdup2 (by_first, sizeof (int32_t) * ((size_t)n + 1));
   /* (first, id) and (last, id): ids ascending, sorted stably */
   sg_plan_sort_buffers_by_time (p, by_first, n, false);
   sg_plan_sort_buffers_by_time (p, by_last, n, true);
-  /* live buffers by offset; keys point at the buffers' offsets */
-  GTree *live = g_tree_new_full (cmp_offset, NULL, NULL, NULL);
+  sort_by_offset (p, by_off, n);
+  /* per buffer: its rank, and the rank of the first at its offset */
+  g_autofree int32_t *rank = g_new (int32_t, (size_t)p->n_buffers + 1);
+  g_autofree int32_t *low = g_new (int32_t, (size_t)p->n_buffers + 1);
+  for (int32_t k = 0; k < n; k++) {
+    rank[by_off[k]] = k;
+    low[by_off[k]] = k > 0 && p->buffers[by_off[k - 1]].offset == p->buffers[by_off[k]].offset
+                       ? low[by_off[k - 1]]
+                       : k;
+  }
+  RankSet live;
+  rankset_init (&live, (size_t)n);
   bool ok = true;
   int32_t r = 0;
   for (int32_t k = 0; k < n && ok; k++) {
     int32_t b = by_first[k];
     const SgPlanBuffer *x = &p->buffers[b];
     for (; r < n && p->buffers[by_last[r]].last_ins < x->first_ins; r++)
-      g_tree_remove (live, &p->buffers[by_last[r]].offset);
-    GTreeNode *next = g_tree_lower_bound (live, &x->offset);
-    GTreeNode *prev = next ? g_tree_node_previous (next) : g_tree_node_last (live);
+      rankset_remove (&live, (size_t)rank[by_last[r]]);
+    const size_t next = rankset_next (&live, (size_t)low[b]);
+    const size_t prev = rankset_prev (&live, (size_t)low[b]);
     int32_t hit = -1;
-    if (next) {
-      int32_t y = GPOINTER_TO_INT (g_tree_node_value (next));
-      if (p->buffers[y].offset < x->offset + x->bytes)
-        hit = y;
-    }
-    if (hit < 0 && prev) {
-      int32_t y = GPOINTER_TO_INT (g_tree_node_value (prev));
-      if (p->buffers[y].offset + p->buffers[y].bytes > x->offset)
-        hit = y;
-    }
+    if (next != SIZE_MAX && p->buffers[by_off[next]].offset < x->offset + x->bytes)
+      hit = by_off[next];
+    if (hit < 0 && prev != SIZE_MAX
+        && p->buffers[by_off[prev]].offset + p->buffers[by_off[prev]].bytes > x->offset)
+      hit = by_off[prev];
     if (hit >= 0) {
       const SgPlanBuffer *y = &p->buffers[hit];
       ok = bad (error,
@@ -497,9 +648,9 @@ check_memory (const SgPlan *p, GError **error)
                 b, x->offset, x->offset + x->bytes, x->first_ins, x->last_ins, hit, y->offset,
                 y->offset + y->bytes, y->first_ins, y->last_ins);
     } else
-      g_tree_insert (live, (gpointer)&x->offset, GINT_TO_POINTER (b));
+      rankset_add (&live, (size_t)rank[b]);
   }
-  g_tree_destroy (live);
+  rankset_clear (&live);
   return ok;
 }
 
@@ -508,5 +659,111 @@ sg_plan_validate (const SgPlan *p, GError **error)
 {
   g_return_val_if_fail (p != NULL, false);
   return check_groups (p, error) && check_buffers_values (p, error) && check_ins (p, error) &&
-         check_memory (p, error) && sg_plan_check_races (p, error);
+         sg_plan_check_memory (p, error) && sg_plan_check_races (p, error);
+}
+
+/* --- on several threads -------------------------------------------------- */
+
+/* Instruction @i's indices are those the race rules read, in range (what
+ * check_ins checks first: a plan that passes it passes this). */
+static bool
+ins_indices_ok (const SgPlan *p, int32_t i)
+{
+  const SgPlanIns *in = &p->ins[i];
+  if (in->stream < 0 || in->stream >= p->n_streams)
+    return false;
+  switch (in->kind) {
+  case SG_INS_KERNEL:
+  case SG_INS_COLLECTIVE:
+    for (int32_t k = 0; k < in->n_in + in->n_out; k++) {
+      const int32_t v = k < in->n_in ? in->in[k] : in->out[k - in->n_in];
+      if (v < -1 || v >= p->n_values)
+        return false;
+    }
+    return in->kind == SG_INS_KERNEL || in->op != SG_OP_COLLECTIVE_PERMUTE
+           || (in->n_in >= 1 && in->n_out >= 1 && in->in[0] >= 0 && in->out[0] >= 0
+               && (unsigned)in->transport < SG_TRANSPORT_N);
+  case SG_INS_RECORD:
+  case SG_INS_WAIT_EVENT:
+    return in->event >= 0 && in->event < p->n_events;
+  case SG_INS_FREE:
+    return in->buffer >= 0 && in->buffer < p->n_buffers;
+  default:
+    return false;
+  }
+}
+
+/* Items per task of the first stage (buffers, values, instructions). */
+#define CHUNK 4096
+
+typedef struct {
+  const SgPlan *p;
+  int32_t n_buf, n_val; /* chunks of each; then the instructions' */
+  bool *ok;             /* per task */
+} Validation;
+
+/* Stage 1: each buffer's and value's rules, the instructions' indices. */
+static void
+stage_items (gpointer ctx, int32_t t, int32_t worker)
+{
+  (void)worker;
+  Validation *c = ctx;
+  const SgPlan *p = c->p;
+  bool ok = true;
+  if (t < c->n_buf) {
+    for (int32_t b = t * CHUNK; ok && b < MIN (p->n_buffers, (t + 1) * CHUNK); b++)
+      ok = check_buffer (p, b, NULL);
+  } else if (t < c->n_buf + c->n_val) {
+    const int32_t k = t - c->n_buf;
+    for (int32_t v = k * CHUNK; ok && v < MIN (p->n_values, (k + 1) * CHUNK); v++)
+      ok = check_value (p, v, NULL);
+  } else {
+    const int32_t k = t - c->n_buf - c->n_val;
+    for (int32_t i = k * CHUNK; ok && i < MIN (p->n_ins, (k + 1) * CHUNK); i++)
+      ok = ins_indices_ok (p, i);
+  }
+  c->ok[t] = ok;
+}
+
+/* Stage 2: the sweeps, each on a thread. */
+static void
+stage_sweeps (gpointer ctx, int32_t t, int32_t worker)
+{
+  (void)worker;
+  Validation *c = ctx;
+  c->ok[t] = t == 0   ? sg_plan_check_races (c->p, NULL)
+             : t == 1 ? check_ins (c->p, NULL)
+                      : sg_plan_check_memory (c->p, NULL);
+}
+
+static bool
+all_ok (const bool *ok, int32_t n)
+{
+  for (int32_t t = 0; t < n; t++)
+    if (!ok[t])
+      return false;
+  return true;
+}
+
+bool
+sg_plan_validate_with (const SgPlan *p, const SgPlanRunner *runner, GError **error)
+{
+  g_return_val_if_fail (p != NULL, false);
+  if (!runner || runner->n_workers <= 1 || !check_groups (p, NULL))
+    return sg_plan_validate (p, error);
+  Validation c = { .p = p,
+                   .n_buf = (p->n_buffers + CHUNK - 1) / CHUNK,
+                   .n_val = (p->n_values + CHUNK - 1) / CHUNK };
+  const int32_t n1 = c.n_buf + c.n_val + (p->n_ins + CHUNK - 1) / CHUNK;
+  c.ok = g_new (bool, (size_t)MAX (n1, 3));
+  runner->run (runner->pool, n1, stage_items, &c);
+  bool ok = all_ok (c.ok, n1) && check_io_lists (p, NULL)
+            && p->n_events >= 0 && p->n_events <= p->n_ins;
+  if (ok) {
+    runner->run (runner->pool, 3, stage_sweeps, &c);
+    ok = all_ok (c.ok, 3);
+  }
+  g_free (c.ok);
+  /* the first broken rule, named as the one pass names it */
+  return ok || sg_plan_validate (p, error);
 }
