@@ -17,9 +17,11 @@
  * stream-concurrency rules of plan-races.c.
  *
  * sg_plan_validate_with gives the same verdict on several threads: the
- * buffers' and values' own rules and the instructions' indices in chunks
- * at once, then the three sweeps (instructions, memory, races) at once;
- * a broken rule is then named by sg_plan_validate itself.
+ * values' own rules and the instructions' indices in chunks at once; the
+ * instruction and race sweeps at once (they read no arena offset, so the
+ * caller's placement of the buffers may run beside them); the buffers'
+ * own rules in chunks; the memory sweep. A broken rule is then named by
+ * sg_plan_validate itself.
  */
 #include "plan-private.h"
 
@@ -693,16 +695,18 @@ ins_indices_ok (const SgPlan *p, int32_t i)
   }
 }
 
-/* Items per task of the first stage (buffers, values, instructions). */
+/* Items per task of the chunked stages. */
 #define CHUNK 4096
 
 typedef struct {
   const SgPlan *p;
-  int32_t n_buf, n_val; /* chunks of each; then the instructions' */
+  int32_t n_val;        /* chunks of values; then the instructions' */
+  SgPlanTaskFunc place; /* codegen's packer, or NULL */
+  gpointer place_ctx;
   bool *ok;             /* per task */
 } Validation;
 
-/* Stage 1: each buffer's and value's rules, the instructions' indices. */
+/* Stage 1: each value's rules, the instructions' indices. */
 static void
 stage_items (gpointer ctx, int32_t t, int32_t worker)
 {
@@ -710,30 +714,40 @@ stage_items (gpointer ctx, int32_t t, int32_t worker)
   Validation *c = ctx;
   const SgPlan *p = c->p;
   bool ok = true;
-  if (t < c->n_buf) {
-    for (int32_t b = t * CHUNK; ok && b < MIN (p->n_buffers, (t + 1) * CHUNK); b++)
-      ok = check_buffer (p, b, NULL);
-  } else if (t < c->n_buf + c->n_val) {
-    const int32_t k = t - c->n_buf;
-    for (int32_t v = k * CHUNK; ok && v < MIN (p->n_values, (k + 1) * CHUNK); v++)
+  if (t < c->n_val) {
+    for (int32_t v = t * CHUNK; ok && v < MIN (p->n_values, (t + 1) * CHUNK); v++)
       ok = check_value (p, v, NULL);
   } else {
-    const int32_t k = t - c->n_buf - c->n_val;
+    const int32_t k = t - c->n_val;
     for (int32_t i = k * CHUNK; ok && i < MIN (p->n_ins, (k + 1) * CHUNK); i++)
       ok = ins_indices_ok (p, i);
   }
   c->ok[t] = ok;
 }
 
-/* Stage 2: the sweeps, each on a thread. */
+/* Stage 2: the sweeps that read no offset, each on a thread, beside the
+ * placement. */
 static void
 stage_sweeps (gpointer ctx, int32_t t, int32_t worker)
 {
+  Validation *c = ctx;
+  if (c->place && t-- == 0) {
+    c->place (c->place_ctx, 0, worker);
+    return;
+  }
+  c->ok[t] = t == 0 ? sg_plan_check_races (c->p, NULL) : check_ins (c->p, NULL);
+}
+
+/* Stage 3: each buffer's rules. */
+static void
+stage_buffers (gpointer ctx, int32_t t, int32_t worker)
+{
   (void)worker;
   Validation *c = ctx;
-  c->ok[t] = t == 0   ? sg_plan_check_races (c->p, NULL)
-             : t == 1 ? check_ins (c->p, NULL)
-                      : sg_plan_check_memory (c->p, NULL);
+  bool ok = true;
+  for (int32_t b = t * CHUNK; ok && b < MIN (c->p->n_buffers, (t + 1) * CHUNK); b++)
+    ok = check_buffer (c->p, b, NULL);
+  c->ok[t] = ok;
 }
 
 static bool
@@ -745,25 +759,41 @@ all_ok (const bool *ok, int32_t n)
   return true;
 }
 
+static bool
+checks_at_once (Validation *c, const SgPlanRunner *runner)
+{
+  const SgPlan *p = c->p;
+  const int32_t n1 = c->n_val + (p->n_ins + CHUNK - 1) / CHUNK;
+  runner->run (runner->pool, n1, stage_items, c);
+  if (!all_ok (c->ok, n1) || !check_io_lists (p, NULL) || p->n_events < 0
+      || p->n_events > p->n_ins)
+    return false;
+  runner->run (runner->pool, 2 + (c->place != NULL), stage_sweeps, c);
+  c->place = NULL;
+  if (!all_ok (c->ok, 2))
+    return false;
+  const int32_t n3 = (p->n_buffers + CHUNK - 1) / CHUNK;
+  runner->run (runner->pool, n3, stage_buffers, c);
+  return all_ok (c->ok, n3) && sg_plan_check_memory (p, NULL);
+}
+
 bool
-sg_plan_validate_with (const SgPlan *p, const SgPlanRunner *runner, GError **error)
+sg_plan_validate_with (const SgPlan *p, const SgPlanRunner *runner, SgPlanTaskFunc place,
+                       gpointer place_ctx, GError **error)
 {
   g_return_val_if_fail (p != NULL, false);
-  if (!runner || runner->n_workers <= 1 || !check_groups (p, NULL))
-    return sg_plan_validate (p, error);
-  Validation c = { .p = p,
-                   .n_buf = (p->n_buffers + CHUNK - 1) / CHUNK,
-                   .n_val = (p->n_values + CHUNK - 1) / CHUNK };
-  const int32_t n1 = c.n_buf + c.n_val + (p->n_ins + CHUNK - 1) / CHUNK;
-  c.ok = g_new (bool, (size_t)MAX (n1, 3));
-  runner->run (runner->pool, n1, stage_items, &c);
-  bool ok = all_ok (c.ok, n1) && check_io_lists (p, NULL)
-            && p->n_events >= 0 && p->n_events <= p->n_ins;
-  if (ok) {
-    runner->run (runner->pool, 3, stage_sweeps, &c);
-    ok = all_ok (c.ok, 3);
+  Validation c = { .p = p, .place = place, .place_ctx = place_ctx };
+  bool ok = false;
+  if (runner && runner->n_workers > 1 && check_groups (p, NULL)) {
+    c.n_val = (p->n_values + CHUNK - 1) / CHUNK;
+    const int32_t most = MAX (MAX (c.n_val + (p->n_ins + CHUNK - 1) / CHUNK,
+                                   (p->n_buffers + CHUNK - 1) / CHUNK), 3);
+    c.ok = g_new (bool, (size_t)most);
+    ok = checks_at_once (&c, runner);
+    g_free (c.ok);
   }
-  g_free (c.ok);
+  if (c.place)
+    c.place (c.place_ctx, 0, 0);
   /* the first broken rule, named as the one pass names it */
   return ok || sg_plan_validate (p, error);
 }

@@ -229,8 +229,12 @@ bool sg_plan_validate (const SgPlan *plan, GError **error);
 
 /* sg_plan_validate with its checks on @runner's threads (NULL: this
  * thread alone): the same verdict and, on a broken rule, the same error
- * (found again by sg_plan_validate). */
-bool sg_plan_validate_with (const SgPlan *plan, const SgPlanRunner *runner, GError **error);
+ * (found again by sg_plan_validate). @place (may be NULL) is called once,
+ * as @place (@place_ctx, 0, worker), to set the buffers' offsets and
+ * arena_bytes: on a pool, beside the rules that read neither (the plan's
+ * other fields must be final). */
+bool sg_plan_validate_with (const SgPlan *plan, const SgPlanRunner *runner, SgPlanTaskFunc place,
+                            gpointer place_ctx, GError **error);
 
 /* Reorders the @n buffer ids at @ids by their first instruction (or their
  * last, @by_last), stably: ties keep their order in @ids. O(n + the range

@@ -730,6 +730,12 @@ END_TEST
 static void
 expect_invalid_and_free (SgPlan *p, const char *needle)
 {
+  /* on "three workers" (tasks run last first): the same first error */
+  const SgPlanRunner three = { run_backwards, NULL, 3 };
+  g_autoptr (GError) one = NULL, many = NULL;
+  ck_assert (!sg_plan_validate (p, &one));
+  ck_assert (!sg_plan_validate_with (p, &three, NULL, NULL, &many));
+  ck_assert_str_eq (many->message, one->message);
   size_t len;
   g_autofree char *text = sg_plan_to_json (p, &len);
   sg_plan_free (p);
