@@ -11,15 +11,20 @@
  * the temporary file is removed and the path keeps what it held. The
  * whole text is never in memory: the head (plan-text.c) is written first
  * with the hash digits all '0', then the items in rounds, the hash digits
- * last. A round is TASK_ITEMS items per task, two tasks per thread: each
- * task writes its range into a buffer of its own (kept from round to
- * round), and the buffers go to the file in task order. With one thread
- * the hash goes on over each buffer in order; with several, each buffer is
- * hashed as PIECES pieces at once (plan-hash.c: two passes over the pieces
- * find the low byte of the state at each one's start, a third hashes it
- * from there), combined in order. The bytes and the hash do not depend on
- * the number of threads (tests/codegen: plans written by pools of 1, 2, 3
- * and 8 threads are cmp-equal).
+ * last. A round is a task per thread, each writing its range of items
+ * into a buffer of its own; the buffers go to the file in task order.
+ * With one thread the hash goes on over each buffer in order. With
+ * several, each buffer is hashed as PIECES pieces at once (plan-hash.c:
+ * two passes over the pieces find the low byte of the state at each one's
+ * start, a third hashes it from there), combined in order; the buffers of
+ * two rounds alternate, and a thread of the writer's own copies each
+ * round into the file while the pool makes the next (the system's copy
+ * of the bytes is the part that does not divide). After each round
+ * written, the system is asked to start writing it to disk (Linux:
+ * sync_file_range), so the final fsync waits for less. The bytes and the
+ * hash do not depend on the number of threads (tests/codegen/
+ * test_threads.c: files written by pools of 1, 2, 3 and 8 threads are
+ * cmp-equal).
  */
 #include "plan-private.h"
 
@@ -29,63 +34,41 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Items per task (about 350 KB of instructions), pieces per task. */
-#define TASK_ITEMS 2048
+/* Items per task: about 8 rounds (a pipeline to fill), within bounds;
+ * pieces per task. */
+#define MIN_TASK_ITEMS 256
+#define MAX_TASK_ITEMS 4096
 #define PIECES 4
 
 typedef enum { STEP_TEXT, STEP_BYTE, STEP_RUN } Step;
 
+/* The buffers of one round. */
+typedef struct {
+  GString **buf;   /* per task */
+  int32_t n_tasks; /* filled by the round */
+  bool busy;       /* handed to the writer thread, not written yet */
+} Set;
+
 typedef struct {
   const SgPlan *p;
-  size_t from;       /* the round's first item */
-  size_t n_items;    /* all items */
-  int32_t n_tasks;   /* this round's */
-  GString **buf;     /* per task */
-  SgHashPiece *pc;   /* PIECES per task */
-  bool pieces;       /* hashed in pieces */
+  int fd;
+  size_t task_items;
+  size_t from;      /* the round's first item */
+  size_t n_items;   /* all items */
+  Set set[2];       /* this round's (set[cur]) and the last one's */
+  int cur;
+  SgHashPiece *pc;  /* PIECES per task of this round */
+  bool pieces;      /* hashed in pieces, written by a thread of its own */
   Step step;
-} Round;
-
-static void
-round_task (gpointer ctx, int32_t t, int32_t worker)
-{
-  (void)worker;
-  Round *r = ctx;
-  SgHashPiece *pc = &r->pc[(size_t)t * PIECES];
-  switch (r->step) {
-  case STEP_TEXT: {
-    GString *s = r->buf[t];
-    size_t a = r->from + (size_t)t * TASK_ITEMS, b = MIN (a + TASK_ITEMS, r->n_items);
-    g_string_truncate (s, 0);
-    sg_plan_text_range (s, r->p, a, b);
-    if (!r->pieces)
-      break;
-    for (int k = 0; k < PIECES; k++) {
-      size_t x = s->len * (size_t)k / PIECES, y = s->len * (size_t)(k + 1) / PIECES;
-      pc[k] = (SgHashPiece){ .data = s->str + x, .len = y - x };
-    }
-    sg_hash_pieces_nibble (pc, PIECES);
-    break;
-  }
-  case STEP_BYTE:
-    sg_hash_pieces_byte (pc, PIECES);
-    break;
-  case STEP_RUN:
-    sg_hash_pieces_run (pc, PIECES);
-    break;
-  }
-}
-
-static void
-run_step (Round *r, Step step, const SgPlanRunner *runner)
-{
-  r->step = step;
-  if (runner && runner->n_workers > 1)
-    runner->run (runner->pool, r->n_tasks, round_task, r);
-  else
-    for (int32_t t = 0; t < r->n_tasks; t++)
-      round_task (r, t, 0);
-}
+  /* the writer thread: sets handed over in order, under @lock */
+  GThread *thread;
+  GMutex lock;
+  GCond cond;
+  int next;         /* the set it writes next */
+  bool quit;
+  off_t at;         /* where the next set begins in the file */
+  int err;          /* errno of a failed write, 0 */
+} Writer;
 
 /* All of @len bytes at the file's end; errno on failure. */
 static bool
@@ -106,53 +89,182 @@ write_all (int fd, const char *data, size_t len)
   return true;
 }
 
+/* The buffers of @s to the file, then a request to start writing them to
+ * disk (a hint: its failure is fsync's to report). Returns errno or 0. */
+static int
+write_set (Writer *w, const Set *s)
+{
+  size_t len = 0;
+  for (int32_t t = 0; t < s->n_tasks; t++) {
+    if (!write_all (w->fd, s->buf[t]->str, s->buf[t]->len))
+      return errno ? errno : EIO;
+    len += s->buf[t]->len;
+  }
+#if defined(__linux__) && defined(SYNC_FILE_RANGE_WRITE)
+  sync_file_range (w->fd, w->at, (off_t)len, SYNC_FILE_RANGE_WRITE);
+#endif
+  w->at += (off_t)len;
+  return 0;
+}
+
+static gpointer
+writer_thread (gpointer data)
+{
+  Writer *w = data;
+  g_mutex_lock (&w->lock);
+  for (;;) {
+    while (!w->set[w->next].busy && !w->quit)
+      g_cond_wait (&w->cond, &w->lock);
+    if (!w->set[w->next].busy)
+      break;
+    Set *s = &w->set[w->next];
+    const bool failed = w->err != 0;
+    g_mutex_unlock (&w->lock);
+    const int err = failed ? 0 : write_set (w, s);
+    g_mutex_lock (&w->lock);
+    if (err)
+      w->err = err;
+    s->busy = false;
+    w->next = !w->next;
+    g_cond_broadcast (&w->cond);
+  }
+  g_mutex_unlock (&w->lock);
+  return NULL;
+}
+
+static void
+writer_task (gpointer ctx, int32_t t, int32_t worker)
+{
+  (void)worker;
+  Writer *w = ctx;
+  Set *s = &w->set[w->cur];
+  SgHashPiece *pc = &w->pc[(size_t)t * PIECES];
+  switch (w->step) {
+  case STEP_TEXT: {
+    GString *b = s->buf[t];
+    size_t a = w->from + (size_t)t * w->task_items, z = MIN (a + w->task_items, w->n_items);
+    g_string_truncate (b, 0);
+    sg_plan_text_range (b, w->p, a, z);
+    if (!w->pieces)
+      break;
+    for (int k = 0; k < PIECES; k++) {
+      size_t x = b->len * (size_t)k / PIECES, y = b->len * (size_t)(k + 1) / PIECES;
+      pc[k] = (SgHashPiece){ .data = b->str + x, .len = y - x };
+    }
+    sg_hash_pieces_nibble (pc, PIECES);
+    break;
+  }
+  case STEP_BYTE:
+    sg_hash_pieces_byte (pc, PIECES);
+    break;
+  case STEP_RUN:
+    sg_hash_pieces_run (pc, PIECES);
+    break;
+  }
+}
+
+static void
+run_step (Writer *w, Step step, const SgPlanRunner *runner)
+{
+  w->step = step;
+  const int32_t n = w->set[w->cur].n_tasks;
+  if (runner && runner->n_workers > 1)
+    runner->run (runner->pool, n, writer_task, w);
+  else
+    for (int32_t t = 0; t < n; t++)
+      writer_task (w, t, 0);
+}
+
+/* One round: the text of its items and its hash (from @h); then the
+ * buffers to the file, on this thread or handed to the writer thread.
+ * False when a write failed (w->err). */
+static bool
+write_round (Writer *w, const SgPlanRunner *runner, int32_t per_round, uint64_t *h)
+{
+  Set *s = &w->set[w->cur];
+  if (w->thread) { /* the writer is done with these buffers */
+    g_mutex_lock (&w->lock);
+    while (s->busy)
+      g_cond_wait (&w->cond, &w->lock);
+    const bool failed = w->err != 0;
+    g_mutex_unlock (&w->lock);
+    if (failed)
+      return false;
+  }
+  size_t left = w->n_items - w->from;
+  s->n_tasks = (int32_t)MIN ((size_t)per_round, (left + w->task_items - 1) / w->task_items);
+  for (int32_t t = 0; t < s->n_tasks; t++)
+    if (!s->buf[t])
+      s->buf[t] = g_string_sized_new (w->task_items * 200);
+  run_step (w, STEP_TEXT, runner);
+  const int n_pc = s->n_tasks * PIECES;
+  if (w->pieces) {
+    sg_hash_resolve_nibble (*h, w->pc, n_pc);
+    run_step (w, STEP_BYTE, runner);
+    sg_hash_resolve_byte (*h, w->pc, n_pc);
+    run_step (w, STEP_RUN, runner);
+    *h = sg_hash_combine (*h, w->pc, n_pc);
+  } else {
+    for (int32_t t = 0; t < s->n_tasks; t++)
+      *h = sg_plan_fnv1a_more (*h, s->buf[t]->str, s->buf[t]->len);
+  }
+  w->from += (size_t)s->n_tasks * w->task_items;
+  if (!w->thread) {
+    w->err = write_set (w, s);
+    return !w->err;
+  }
+  g_mutex_lock (&w->lock);
+  s->busy = true;
+  g_cond_broadcast (&w->cond);
+  g_mutex_unlock (&w->lock);
+  w->cur = !w->cur;
+  return true;
+}
+
 /* The text into @fd, its hash into the plan and the file. False with
  * errno. */
 static bool
 write_text (SgPlan *p, int fd, const SgPlanRunner *runner)
 {
   const int32_t workers = runner ? MAX (runner->n_workers, 1) : 1;
-  Round r = { .p = p, .n_items = sg_plan_text_items (p), .pieces = workers > 1 };
-  const int32_t per_round = 2 * workers;
-  r.buf = g_new (GString *, (size_t)per_round);
-  r.pc = g_new (SgHashPiece, (size_t)per_round * PIECES);
-  for (int32_t t = 0; t < per_round; t++)
-    r.buf[t] = NULL;
+  Writer w = { .p = p, .fd = fd, .n_items = sg_plan_text_items (p), .pieces = workers > 1 };
+  w.task_items = CLAMP (w.n_items / (8 * (size_t)workers), MIN_TASK_ITEMS, MAX_TASK_ITEMS);
+  for (int k = 0; k < 2; k++)
+    w.set[k].buf = g_new0 (GString *, (size_t)workers);
+  w.pc = g_new (SgHashPiece, (size_t)workers * PIECES);
   GString *head = g_string_new (NULL);
   SgPlanHead at;
   sg_plan_text_head (head, p, &at);
   uint64_t h = sg_plan_text_hash (head, &at);
-  bool ok = write_all (fd, head->str, head->len);
+  if (!write_all (fd, head->str, head->len))
+    w.err = errno ? errno : EIO;
+  w.at = (off_t)head->len;
   g_string_free (head, TRUE);
-  for (r.from = 0; ok && r.from < r.n_items; r.from += (size_t)r.n_tasks * TASK_ITEMS) {
-    size_t left = r.n_items - r.from;
-    r.n_tasks = (int32_t)MIN ((size_t)per_round, (left + TASK_ITEMS - 1) / TASK_ITEMS);
-    for (int32_t t = 0; t < r.n_tasks; t++)
-      if (!r.buf[t])
-        r.buf[t] = g_string_sized_new (TASK_ITEMS * 200);
-    run_step (&r, STEP_TEXT, runner);
-    const int n_pc = r.n_tasks * PIECES;
-    if (r.pieces) {
-      sg_hash_resolve_nibble (h, r.pc, n_pc);
-      run_step (&r, STEP_BYTE, runner);
-      sg_hash_resolve_byte (h, r.pc, n_pc);
-      run_step (&r, STEP_RUN, runner);
-      h = sg_hash_combine (h, r.pc, n_pc);
-    } else {
-      for (int32_t t = 0; t < r.n_tasks; t++)
-        h = sg_plan_fnv1a_more (h, r.buf[t]->str, r.buf[t]->len);
-    }
-    for (int32_t t = 0; ok && t < r.n_tasks; t++)
-      ok = write_all (fd, r.buf[t]->str, r.buf[t]->len);
+  g_mutex_init (&w.lock);
+  g_cond_init (&w.cond);
+  if (w.pieces && !w.err)
+    w.thread = g_thread_try_new ("sg-plan-write", writer_thread, &w, NULL);
+  bool ok = !w.err;
+  while (ok && w.from < w.n_items)
+    ok = write_round (&w, runner, workers, &h);
+  if (w.thread) {
+    g_mutex_lock (&w.lock);
+    w.quit = true;
+    g_cond_broadcast (&w.cond);
+    g_mutex_unlock (&w.lock);
+    g_thread_join (w.thread);
   }
-  int err = errno;
-  for (int32_t t = 0; t < per_round; t++)
-    if (r.buf[t])
-      g_string_free (r.buf[t], TRUE);
-  g_free (r.buf);
-  g_free (r.pc);
-  if (!ok) {
-    errno = err;
+  g_mutex_clear (&w.lock);
+  g_cond_clear (&w.cond);
+  for (int k = 0; k < 2; k++) {
+    for (int32_t t = 0; t < workers; t++)
+      if (w.set[k].buf[t])
+        g_string_free (w.set[k].buf[t], TRUE);
+    g_free (w.set[k].buf);
+  }
+  g_free (w.pc);
+  if (w.err) {
+    errno = w.err;
     return false;
   }
   char hex[17];
@@ -195,5 +307,6 @@ sg_plan_write_file_with (SgPlan *plan, const char *path, const SgPlanRunner *run
 bool
 sg_plan_write_file (SgPlan *plan, const char *path, GError **error)
 {
+  g_return_val_if_fail (plan != NULL && path != NULL, false);
   return sg_plan_write_file_with (plan, path, NULL, error);
 }
