@@ -37,6 +37,11 @@ typedef struct {
   SgPlanBuffer *buffers;
   bool *pinned;         /* per buffer: a placeholder's (whole step) */
   int32_t n_buffers, cap_buffers;
+  /* step 1 lays values and buffers out, then fills their names, dims and
+   * sizes on the pool from the meta of a node, or of its tuple element
+   * (-1: the node's own), per value and per buffer */
+  int32_t *val_node, *val_elem; /* cap_values */
+  int32_t *buf_node, *buf_elem; /* cap_buffers */
   SgPlanIns *ins;
   int32_t n_ins, cap_ins;
   int32_t *coll_ins;    /* node -> index of its COLLECTIVE instruction (pre-free), -1 */

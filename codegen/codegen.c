@@ -156,6 +156,10 @@ lower_clear (SgLower *l)
   g_clear_pointer (&l->coll_waited, g_free);
   g_clear_pointer (&l->pred_row, g_free);
   g_clear_pointer (&l->group_buf, g_free);
+  g_clear_pointer (&l->val_node, g_free);
+  g_clear_pointer (&l->val_elem, g_free);
+  g_clear_pointer (&l->buf_node, g_free);
+  g_clear_pointer (&l->buf_elem, g_free);
   sg_elision_clear (&l->el);
   g_mutex_clear (&l->strings_lock);
 }
@@ -221,6 +225,8 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
    * copies as holes in the heap, which raised the run's peak RSS. */
   l.cap_values = (int32_t)(nn + g->tuple_metas->len);
   l.values = g_new (SgPlanValue, (size_t)l.cap_values);
+  l.val_node = g_new (int32_t, (size_t)l.cap_values);
+  l.val_elem = g_new (int32_t, (size_t)l.cap_values);
   l.cap_ins = (int32_t)(2 * nn);
   l.ins = g_new (SgPlanIns, (size_t)l.cap_ins);
   GArray *outputs = g_array_new (FALSE, FALSE, sizeof (int32_t));

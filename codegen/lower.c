@@ -49,44 +49,65 @@ meta_storage_bytes (const SgGraph *g, const SgMeta *m)
   return MAX (numel, last + 1) * esz;
 }
 
+/* The meta of node @node, or of its tuple element @elem (>= 0). */
+static const SgMeta *
+meta_of (const SgGraph *g, SgNodeId node, int32_t elem)
+{
+  return elem >= 0 ? sg_node_tuple_meta (g, node, (uint32_t)elem) : &g->nodes[node].meta;
+}
+
+/* A buffer sized by the meta of @node (@elem) once the layout is done. */
 static int32_t
-new_buffer (SgLower *l, uint64_t bytes, bool pinned)
+new_buffer (SgLower *l, SgNodeId node, int32_t elem, bool pinned)
 {
   if (l->n_buffers >= l->cap_buffers) {
-    int32_t cap = l->cap_buffers;
-    SG_LOWER_GROW (l->buffers, l->n_buffers, l->cap_buffers);
-    SG_LOWER_GROW (l->pinned, l->n_buffers, cap);
+    l->cap_buffers = MAX (16, 2 * l->cap_buffers);
+    l->buffers = g_renew (SgPlanBuffer, l->buffers, (size_t)l->cap_buffers);
+    l->pinned = g_renew (bool, l->pinned, (size_t)l->cap_buffers);
+    l->buf_node = g_renew (int32_t, l->buf_node, (size_t)l->cap_buffers);
+    l->buf_elem = g_renew (int32_t, l->buf_elem, (size_t)l->cap_buffers);
   }
-  l->buffers[l->n_buffers] = (SgPlanBuffer){ 0, bytes, -1, -1 };
+  l->buffers[l->n_buffers] = (SgPlanBuffer){ 0, 0, -1, -1 };
   l->pinned[l->n_buffers] = pinned;
+  l->buf_node[l->n_buffers] = node;
+  l->buf_elem[l->n_buffers] = elem;
   return l->n_buffers++;
 }
 
+/* A value of the meta of @node (@elem), named after it: its name and
+ * dims are filled once the layout is done (fill_values). */
 static int32_t
-new_value (SgLower *l, const char *name, const SgMeta *m, int32_t buffer, uint64_t offset,
+new_value (SgLower *l, SgNodeId node, int32_t elem, int32_t buffer, uint64_t offset,
            SgValueInit init)
 {
-  SgPlanValue v = { 0 };
-  v.name = sg_plan_str (l->plan, name, false);
-  v.buffer = buffer;
-  v.offset = offset;
-  v.dtype = m->dtype;
-  sg_plan_value_set_dims (l->plan, &v, m->ndim, sg_meta_shape (l->g, m),
-                          sg_meta_stride (l->g, m));
-  v.init = init;
-  SG_LOWER_GROW (l->values, l->n_values, l->cap_values);
-  l->values[l->n_values] = v;
+  const SgMeta *m = meta_of (l->g, node, elem);
+  if (l->n_values >= l->cap_values) {
+    l->cap_values = MAX (16, 2 * l->cap_values);
+    l->values = g_renew (SgPlanValue, l->values, (size_t)l->cap_values);
+    l->val_node = g_renew (int32_t, l->val_node, (size_t)l->cap_values);
+    l->val_elem = g_renew (int32_t, l->val_elem, (size_t)l->cap_values);
+  }
+  SgPlanValue *v = &l->values[l->n_values];
+  *v = (SgPlanValue){ 0 };
+  v->buffer = buffer;
+  v->offset = offset;
+  v->dtype = m->dtype;
+  v->ndim = m->ndim >= 0 && m->ndim <= SG_PLAN_MAX_DIMS ? m->ndim : 0;
+  v->init = init;
+  l->val_node[l->n_values] = node;
+  l->val_elem[l->n_values] = elem;
   return l->n_values++;
 }
 
 /* A value with its own, fresh buffer. */
 static int32_t
-owned_value (SgLower *l, const char *name, const SgMeta *m, SgValueInit init)
+owned_value (SgLower *l, SgNodeId node, int32_t elem, SgValueInit init)
 {
+  const SgMeta *m = meta_of (l->g, node, elem);
   if (m->ndim < 0 || m->dtype == SG_DTYPE_INVALID)
     return -1;
-  int32_t b = new_buffer (l, meta_storage_bytes (l->g, m), init == SG_INIT_INPUT);
-  return new_value (l, name, m, b, 0, init);
+  int32_t b = new_buffer (l, node, elem, init == SG_INIT_INPUT);
+  return new_value (l, node, elem, b, 0, init);
 }
 
 /* Integer parameter @p of node @id (graph/ops.c has the positions), @dflt
@@ -109,10 +130,12 @@ int_param (const SgGraph *g, SgNodeId id, SgParam p, int64_t dflt, int64_t *out)
   return true;
 }
 
-/* Byte offset of a slice/select view from its base value. */
+/* Byte offset of a slice/select view from its base value @bv. */
 static bool
-view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
+view_delta (SgLower *l, SgNodeId id, int32_t bv, uint64_t *delta)
 {
+  const SgPlanValue *base = &l->values[bv];
+  const SgMeta *bm = meta_of (l->g, l->val_node[bv], l->val_elem[bv]);
   const SgNode *n = &l->g->nodes[id];
   *delta = 0;
   if (n->kind != SG_OP_SLICE && n->kind != SG_OP_SELECT)
@@ -126,13 +149,13 @@ view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
   if (dim < 0 || dim >= base->ndim)
     return sg_lower_fail (l, id, "args[1]: dim %" G_GINT64_FORMAT " out of range for a %d-d input",
                           dim, base->ndim);
-  int64_t size = base->shape[dim];
+  int64_t size = sg_meta_shape (l->g, bm)[dim];
   if (start < 0)
     start += size;
   if (n->kind == SG_OP_SELECT && (start < 0 || start >= size))
     return sg_lower_fail (l, id, "args[2]: index out of range for size %" G_GINT64_FORMAT, size);
   start = CLAMP (start, 0, size);
-  *delta = (uint64_t)start * (uint64_t)base->stride[dim] * sg_dtype_size (base->dtype);
+  *delta = (uint64_t)start * (uint64_t)sg_meta_stride (l->g, bm)[dim] * sg_dtype_size (base->dtype);
   return true;
 }
 
@@ -147,8 +170,7 @@ static int32_t
 group_buffer (SgLower *l, SgNodeId owner, bool pinned)
 {
   if (l->group_buf[owner] < 0)
-    l->group_buf[owner] =
-      new_buffer (l, meta_storage_bytes (l->g, &l->g->nodes[owner].meta), pinned);
+    l->group_buf[owner] = new_buffer (l, owner, -1, pinned);
   return l->group_buf[owner];
 }
 
@@ -178,8 +200,7 @@ place_zero_copy (SgLower *l, SgNodeId id)
   if (sg_elision_relocated (g, &l->el, id)) {
     bool input = n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR;
     int32_t b = group_buffer (l, l->el.view_of[id], input);
-    l->nval[id] = new_value (l, n->name, &n->meta, b, l->el.view_off[id],
-                             input ? SG_INIT_INPUT : SG_INIT_NONE);
+    l->nval[id] = new_value (l, id, -1, b, l->el.view_off[id], input ? SG_INIT_INPUT : SG_INIT_NONE);
     set_roll (l, l->nval[id], id);
     return 1;
   }
@@ -191,7 +212,7 @@ place_zero_copy (SgLower *l, SgNodeId id)
       return -1;
     }
     SgPlanValue base = l->values[bv];
-    l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset, SG_INIT_NONE);
+    l->nval[id] = new_value (l, id, -1, base.buffer, base.offset, SG_INIT_NONE);
     set_roll (l, l->nval[id], id);
     return 1;
   }
@@ -202,12 +223,12 @@ place_zero_copy (SgLower *l, SgNodeId id)
     return 1; /* no value: a cat whose rows lie in its rank_roll's buffer in rank order,
                * a rank_roll whose slices view its input's blocks */
   if (of < 0) { /* a relocation: its inputs came first and made the buffer */
-    l->nval[id] = new_value (l, n->name, &n->meta, l->group_buf[id], 0, SG_INIT_NONE);
+    l->nval[id] = new_value (l, id, -1, l->group_buf[id], 0, SG_INIT_NONE);
     return 1;
   }
   /* copy: new_value may grow the array */
   SgPlanValue base = l->values[l->nval[of]];
-  l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + l->el.view_off[id],
+  l->nval[id] = new_value (l, id, -1, base.buffer, base.offset + l->el.view_off[id],
                            SG_INIT_NONE);
   return 1;
 }
@@ -228,7 +249,7 @@ make_values (SgLower *l, SgNodeId id)
   if (placed)
     return placed > 0;
   if (n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR || c == SG_CLASS_INPUT) {
-    l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_INPUT);
+    l->nval[id] = owned_value (l, id, -1, SG_INIT_INPUT);
     return true;
   }
   if (c == SG_CLASS_GETITEM) {
@@ -252,39 +273,22 @@ make_values (SgLower *l, SgNodeId id)
     /* copy: new_value may grow the array */
     SgPlanValue base = l->values[bv];
     uint64_t delta;
-    if (!view_delta (l, id, &base, &delta))
+    if (!view_delta (l, id, bv, &delta))
       return false;
     if (base.buffer < 0)
       return true;
-    l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + delta, SG_INIT_NONE);
+    l->nval[id] = new_value (l, id, -1, base.buffer, base.offset + delta, SG_INIT_NONE);
     SgPlanValue *x = &l->values[l->nval[id]];
     x->roll_group = base.roll_group, x->roll_shift = base.roll_shift;
     x->roll_sign = base.roll_sign, x->roll_block = base.roll_block;
     return true;
   }
   if (n->n_tuple) {
-    /* element i is "NAME.i" */
-    const size_t len = strlen (n->name);
-    char small[128];
-    char *nm = len + 12 <= sizeof small ? small : g_malloc (len + 12);
-    memcpy (nm, n->name, len);
-    nm[len] = '.';
-    for (uint32_t i = 0; i < n->n_tuple; i++) {
-      char digits[12], *d = digits + sizeof digits;
-      *--d = 0;
-      uint32_t x = i;
-      do
-        *--d = (char)('0' + x % 10);
-      while (x /= 10);
-      memcpy (nm + len + 1, d, (size_t)(digits + sizeof digits - d));
-      l->tval[n->tuple_first + i] =
-        owned_value (l, nm, sg_node_tuple_meta (g, id, i), SG_INIT_NONE);
-    }
-    if (nm != small)
-      g_free (nm);
+    for (uint32_t i = 0; i < n->n_tuple; i++)
+      l->tval[n->tuple_first + i] = owned_value (l, id, (int32_t)i, SG_INIT_NONE);
     return true;
   }
-  l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_NONE);
+  l->nval[id] = owned_value (l, id, -1, SG_INIT_NONE);
   if (sg_op_is_collective (n->kind) && l->nval[id] < 0)
     return sg_lower_fail (l, id, "meta: a collective must produce a tensor");
   return true;
@@ -297,11 +301,110 @@ sg_lower_steal_ids (GArray *a, int32_t *n)
   return (int32_t *)g_array_free (a, FALSE);
 }
 
+/* --- names, dims and sizes on the pool ------------------------------------ */
+
+/* Values (and buffers) per task. */
+#define CHUNK 2048
+
+typedef struct {
+  SgLower *l;
+  size_t *name_at, *dims_at; /* per task: where its values' names and dims begin */
+  char *names;
+  int64_t *dims;
+  bool copy;                 /* the second job: copy (the first counts) */
+} Fill;
+
+/* Writes the decimal digits of @x ending before @end; returns the first. */
+static char *
+put_digits (char *end, uint32_t x)
+{
+  do
+    *--end = (char)('0' + x % 10);
+  while (x /= 10);
+  return end;
+}
+
+/* Task t: values [CHUNK t, CHUNK (t + 1)): first the bytes of their names
+ * ("NAME", "NAME.i" for tuple element i) and their dims; then, at
+ * name_at[t] and dims_at[t], the names and dims themselves. And the
+ * buffers of that range: their sizes. */
+static void
+fill_task (gpointer ctx, int32_t t, int32_t worker)
+{
+  (void)worker;
+  Fill *f = ctx;
+  SgLower *l = f->l;
+  const SgGraph *g = l->g;
+  size_t name_at = f->copy ? f->name_at[t] : 0, dims_at = f->copy ? f->dims_at[t] : 0;
+  for (int32_t v = t * CHUNK; v < MIN (l->n_values, (t + 1) * CHUNK); v++) {
+    SgPlanValue *x = &l->values[v];
+    const char *name = g->nodes[l->val_node[v]].name;
+    const size_t len = strlen (name);
+    const int32_t elem = l->val_elem[v];
+    char digits[12], *d = digits + sizeof digits;
+    if (elem >= 0)
+      d = put_digits (d, (uint32_t)elem);
+    const size_t more = elem >= 0 ? 1 + (size_t)(digits + sizeof digits - d) : 0;
+    if (f->copy) {
+      char *at = f->names + name_at;
+      memcpy (at, name, len);
+      if (elem >= 0) {
+        at[len] = '.';
+        memcpy (at + len + 1, d, more - 1);
+      }
+      at[len + more] = 0;
+      x->name = at;
+      const SgMeta *m = meta_of (g, l->val_node[v], elem);
+      if (m->ndim < 0 || m->ndim > SG_PLAN_MAX_DIMS) {
+        sg_plan_value_set_dims (l->plan, x, m->ndim, NULL, NULL); /* refused, as before */
+      } else {
+        x->shape = f->dims + dims_at;
+        x->stride = x->shape + m->ndim;
+        memcpy (x->shape, sg_meta_shape (g, m), sizeof (int64_t) * (size_t)m->ndim);
+        memcpy (x->stride, sg_meta_stride (g, m), sizeof (int64_t) * (size_t)m->ndim);
+      }
+    }
+    name_at += len + more + 1;
+    dims_at += 2 * (size_t)x->ndim;
+  }
+  if (!f->copy) {
+    f->name_at[t] = name_at;
+    f->dims_at[t] = dims_at;
+    for (int32_t b = t * CHUNK; b < MIN (l->n_buffers, (t + 1) * CHUNK); b++)
+      l->buffers[b].bytes = meta_storage_bytes (g, meta_of (g, l->buf_node[b], l->buf_elem[b]));
+  }
+}
+
+/* The values' names and dims in two blocks of the plan, and the buffers'
+ * sizes, in chunks on the pool. */
+static void
+fill_values (SgLower *l)
+{
+  const int32_t n_tasks = (MAX (l->n_values, l->n_buffers) + CHUNK - 1) / CHUNK;
+  Fill f = { .l = l,
+             .name_at = g_new (size_t, (size_t)n_tasks + 1),
+             .dims_at = g_new (size_t, (size_t)n_tasks + 1) };
+  sg_pool_run (l->pool, n_tasks, fill_task, &f);
+  size_t names = 0, dims = 0; /* the tasks' totals into offsets */
+  for (int32_t t = 0; t < n_tasks; t++) {
+    const size_t a = f.name_at[t], b = f.dims_at[t];
+    f.name_at[t] = names, f.dims_at[t] = dims;
+    names += a, dims += b;
+  }
+  f.names = sg_plan_alloc (l->plan, names);
+  f.dims = sg_plan_alloc (l->plan, dims * sizeof (int64_t));
+  f.copy = true;
+  sg_pool_run (l->pool, n_tasks, fill_task, &f);
+  g_free (f.name_at);
+  g_free (f.dims_at);
+}
+
 bool
 sg_lower_values (SgLower *l)
 {
   for (SgNodeId id = 0; id < l->g->n_nodes; id++)
     if (!make_values (l, id))
       return false;
+  fill_values (l);
   return true;
 }

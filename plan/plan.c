@@ -66,6 +66,23 @@ sg_plan_value_set_dims (SgPlan *p, SgPlanValue *v, int32_t ndim, const int64_t *
   }
 }
 
+void *
+sg_plan_alloc (SgPlan *p, size_t bytes)
+{
+  g_return_val_if_fail (p != NULL, NULL);
+  const size_t cap = (bytes + sizeof (int64_t) - 1) / sizeof (int64_t);
+  SgPlanDims *d = g_malloc (sizeof (SgPlanDims) + MAX (cap, 1) * sizeof (int64_t));
+  d->used = d->cap = cap; /* full: sg_plan_value_set_dims takes none of it */
+  if (p->dims) { /* behind the block that dims are taken from */
+    d->next = p->dims->next;
+    p->dims->next = d;
+  } else {
+    d->next = NULL;
+    p->dims = d;
+  }
+  return d->v;
+}
+
 void
 sg_plan_ins_clear (SgPlanIns *ins)
 {

@@ -159,7 +159,8 @@ typedef struct SgPlan {
   int32_t n_buffers;
   SgPlanValue *values;
   int32_t n_values;
-  SgPlanDims *dims; /* where sg_plan_value_set_dims puts them; freed with the plan */
+  SgPlanDims *dims; /* where sg_plan_value_set_dims and sg_plan_alloc put them; freed
+                     * with the plan */
   GStringChunk *strings; /* names and targets (sg_plan_str); freed with the plan */
   int32_t *inputs, n_inputs;   /* values with SG_INIT_INPUT, in graph order */
   int32_t *outputs, n_outputs; /* the graph output node's values, in order */
@@ -188,6 +189,11 @@ char *sg_plan_str (SgPlan *plan, const char *s, bool shared);
  * from @shape and @stride (NULL: zeros). */
 void sg_plan_value_set_dims (SgPlan *plan, SgPlanValue *v, int32_t ndim, const int64_t *shape,
                              const int64_t *stride);
+
+/* (transfer none) @bytes bytes (aligned for int64_t) that @plan owns,
+ * freed with it: names and dimensions made apart, e.g. on several threads
+ * (codegen/ fills its values' so), then pointed to by values. */
+void *sg_plan_alloc (SgPlan *plan, size_t bytes);
 
 /* Canonical JSON text: fixed field order, integers for bytes and ids, fixed
  * precision for microseconds; identical plans give identical bytes. Sets
