@@ -51,8 +51,21 @@ uint64_t sg_plan_text_hash (const GString *head, const SgPlanHead *at);
 void sg_plan_text_set_hash (SgPlan *p, uint64_t hash, char hex[17]);
 /* The op kind whose stable short name (sg_op_name) is @s. */
 bool sg_plan_op_from_name (const char *s, SgOpKind *out);
-/* The memory rule of sg_plan_validate (plan-validate.c): buffers whose
- * lifetimes overlap share no byte; requires the buffers' own rules. */
+/* The rules of sg_plan_validate (plan-validate.c), for its form on
+ * several threads (plan-parallel.c): the groups'; buffer @b's own;
+ * value @v's own (every buffer's index in range); the input and output
+ * lists; collective instruction @i's own (its operands, counts, pairs). */
+bool sg_plan_check_groups (const SgPlan *plan, GError **error);
+bool sg_plan_check_buffer (const SgPlan *plan, int32_t b, GError **error);
+bool sg_plan_check_value (const SgPlan *plan, int32_t v, GError **error);
+bool sg_plan_check_io_lists (const SgPlan *plan, GError **error);
+bool sg_plan_check_collective (const SgPlan *plan, int32_t i, GError **error);
+/* sg_plan_validate_with's verdict before it asks sg_plan_validate for the
+ * error (plan-parallel.c; tests): true iff sg_plan_validate is, on a
+ * runner of several threads (false on one). */
+bool sg_plan_validate_stages (const SgPlan *plan, const SgPlanRunner *runner);
+/* The memory rule (plan-memory.c): buffers whose lifetimes overlap share
+ * no byte; requires the buffers' own rules. */
 bool sg_plan_check_memory (const SgPlan *plan, GError **error);
 /* The race rules of sg_plan_validate (plan-races.c); requires the others. */
 bool sg_plan_check_races (const SgPlan *plan, GError **error);

@@ -16,12 +16,8 @@
  * indices with an ordered set of live address ranges); and the
  * stream-concurrency rules of plan-races.c.
  *
- * sg_plan_validate_with gives the same verdict on several threads: the
- * values' own rules and the instructions' indices in chunks at once; the
- * instruction and race sweeps at once (they read no arena offset, so the
- * caller's placement of the buffers may run beside them); the buffers'
- * own rules in chunks; the memory sweep. A broken rule is then named by
- * sg_plan_validate itself.
+ * The memory rule is plan-memory.c's, the races plan-races.c's; the same
+ * verdict on several threads is plan-parallel.c's.
  */
 #include "plan-private.h"
 
@@ -71,8 +67,8 @@ sg_plan_value_extent (const SgPlanValue *v)
   return t;
 }
 
-static bool
-check_groups (const SgPlan *p, GError **error)
+bool
+sg_plan_check_groups (const SgPlan *p, GError **error)
 {
   if (p->world_size < 1 || p->world_size > SG_PLAN_MAX_WORLD)
     return bad (error, "world_size %d: must be in [1, %d]", p->world_size, SG_PLAN_MAX_WORLD);
@@ -101,8 +97,8 @@ check_groups (const SgPlan *p, GError **error)
   return true;
 }
 
-static bool
-check_buffer (const SgPlan *p, int32_t b, GError **error)
+bool
+sg_plan_check_buffer (const SgPlan *p, int32_t b, GError **error)
 {
   const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
   const SgPlanBuffer *bf = &p->buffers[b];
@@ -119,8 +115,8 @@ check_buffer (const SgPlan *p, int32_t b, GError **error)
 }
 
 /* Value @v's own rules (every buffer passed check_buffer). */
-static bool
-check_value (const SgPlan *p, int32_t v, GError **error)
+bool
+sg_plan_check_value (const SgPlan *p, int32_t v, GError **error)
 {
   const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
   const SgPlanValue *val = &p->values[v];
@@ -167,8 +163,8 @@ check_value (const SgPlan *p, int32_t v, GError **error)
 }
 
 /* What check_buffers_values checks beyond each buffer and value. */
-static bool
-check_io_lists (const SgPlan *p, GError **error)
+bool
+sg_plan_check_io_lists (const SgPlan *p, GError **error)
 {
   const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
   int32_t n_init = 0;
@@ -196,12 +192,12 @@ static bool
 check_buffers_values (const SgPlan *p, GError **error)
 {
   for (int32_t b = 0; b < p->n_buffers; b++)
-    if (!check_buffer (p, b, error))
+    if (!sg_plan_check_buffer (p, b, error))
       return false;
   for (int32_t v = 0; v < p->n_values; v++)
-    if (!check_value (p, v, error))
+    if (!sg_plan_check_value (p, v, error))
       return false;
-  return check_io_lists (p, error);
+  return sg_plan_check_io_lists (p, error);
 }
 
 typedef struct {
@@ -264,8 +260,8 @@ members_apart (const SgPlan *p, const SgPlanIns *in, int32_t i, GError **error)
   return true;
 }
 
-static bool
-check_collective (const SgPlan *p, int32_t i, GError **error)
+bool
+sg_plan_check_collective (const SgPlan *p, int32_t i, GError **error)
 {
   const SgPlanIns *in = &p->ins[i];
   const char *nm = in->name ? in->name : "";
@@ -377,7 +373,7 @@ check_ins (const SgPlan *p, GError **error)
           return false;
       break;
     case SG_INS_COLLECTIVE:
-      if (!check_collective (p, i, error))
+      if (!sg_plan_check_collective (p, i, error))
         return false;
       for (int32_t k = 0; k < in->n_in; k++)
         if (!use_value (&s, i, in->in[k], false, false))
@@ -451,349 +447,10 @@ check_ins (const SgPlan *p, GError **error)
   return true;
 }
 
-void
-sg_plan_sort_buffers_by_time (const SgPlan *p, int32_t *ids, int32_t n, bool by_last)
-{
-  g_return_if_fail (p != NULL && (ids != NULL || n == 0));
-  int32_t hi = 0;
-  for (int32_t k = 0; k < n; k++) {
-    const SgPlanBuffer *b = &p->buffers[ids[k]];
-    int32_t t = by_last ? b->last_ins : b->first_ins;
-    g_return_if_fail (t >= 0);
-    hi = MAX (hi, t);
-  }
-  /* a counting sort: at[t] is where the first id of time t goes */
-  g_autofree int32_t *at = g_new0 (int32_t, (size_t)hi + 2);
-  g_autofree int32_t *in = g_memdup2 (ids, sizeof (int32_t) * ((size_t)n + 1));
-  for (int32_t k = 0; k < n; k++) {
-    const SgPlanBuffer *b = &p->buffers[in[k]];
-    at[(by_last ? b->last_ins : b->first_ins) + 1]++;
-  }
-  for (int32_t t = 0; t <= hi; t++)
-    at[t + 1] += at[t];
-  for (int32_t k = 0; k < n; k++) {
-    const SgPlanBuffer *b = &p->buffers[in[k]];
-    ids[at[by_last ? b->last_ins : b->first_ins]++] = in[k];
-  }
-}
-
-/* A set of ranks 0 .. n-1 (the live buffers by offset): a bit per rank,
- * and above each level a bit per nonzero word of it, so a neighbour is
- * found in a few word operations. */
-#define SET_LEVELS 6 /* 64^6 > 2^32 ranks */
-typedef struct {
-  int levels;
-  uint64_t *bits[SET_LEVELS];
-  size_t words[SET_LEVELS];
-} RankSet;
-
-static void
-rankset_init (RankSet *s, size_t n)
-{
-  s->levels = 0;
-  do {
-    n = (n + 63) / 64;
-    s->words[s->levels] = MAX (n, 1);
-    s->bits[s->levels++] = g_new0 (uint64_t, MAX (n, 1));
-  } while (n > 1);
-}
-
-static void
-rankset_clear (RankSet *s)
-{
-  for (int l = 0; l < s->levels; l++)
-    g_free (s->bits[l]);
-}
-
-static void
-rankset_add (RankSet *s, size_t r)
-{
-  for (int l = 0; l < s->levels; l++, r >>= 6) {
-    uint64_t *w = &s->bits[l][r >> 6];
-    const bool had = *w != 0;
-    *w |= UINT64_C (1) << (r & 63);
-    if (had)
-      break;
-  }
-}
-
-static void
-rankset_remove (RankSet *s, size_t r)
-{
-  for (int l = 0; l < s->levels; l++, r >>= 6) {
-    uint64_t *w = &s->bits[l][r >> 6];
-    *w &= ~(UINT64_C (1) << (r & 63));
-    if (*w)
-      break;
-  }
-}
-
-/* The smallest member >= @r; SIZE_MAX when none. */
-static size_t
-rankset_next (const RankSet *s, size_t r)
-{
-  int l = 0;
-  for (;; l++) {
-    if (l == s->levels || r >> 6 >= s->words[l])
-      return SIZE_MAX;
-    const uint64_t w = s->bits[l][r >> 6] & (~UINT64_C (0) << (r & 63));
-    if (w) {
-      r = (r & ~(size_t)63) + (size_t)__builtin_ctzll (w);
-      break;
-    }
-    r = (r >> 6) + 1; /* the next word, a bit of the level above */
-  }
-  for (; l > 0; l--)
-    r = (r << 6) + (size_t)__builtin_ctzll (s->bits[l - 1][r]);
-  return r;
-}
-
-/* The largest member < @r; SIZE_MAX when none. */
-static size_t
-rankset_prev (const RankSet *s, size_t r)
-{
-  if (r == 0)
-    return SIZE_MAX;
-  r--;
-  int l = 0;
-  for (;; l++) {
-    if (l == s->levels)
-      return SIZE_MAX;
-    const uint64_t w = s->bits[l][r >> 6] & (~UINT64_C (0) >> (63 - (r & 63)));
-    if (w) {
-      r = (r & ~(size_t)63) + 63 - (size_t)__builtin_clzll (w);
-      break;
-    }
-    if (r >> 6 == 0)
-      return SIZE_MAX;
-    r = (r >> 6) - 1;
-  }
-  for (; l > 0; l--)
-    r = (r << 6) + 63 - (size_t)__builtin_clzll (s->bits[l - 1][r]);
-  return r;
-}
-
-/* Sorts the @n buffer ids at @ids (ascending) by offset, stably: by
- * (offset, id). LSD radix sort, 11 bits a pass, as many passes as the
- * largest offset needs. */
-static void
-sort_by_offset (const SgPlan *p, int32_t *ids, int32_t n)
-{
-  uint64_t top = 0;
-  for (int32_t k = 0; k < n; k++)
-    top = MAX (top, p->buffers[ids[k]].offset);
-  g_autofree int32_t *tmp = g_new (int32_t, (size_t)n + 1);
-  int32_t cnt[2048 + 1];
-  for (int shift = 0; shift < 64 && top >> shift; shift += 11) {
-    memset (cnt, 0, sizeof cnt);
-    for (int32_t k = 0; k < n; k++)
-      cnt[(p->buffers[ids[k]].offset >> shift & 2047) + 1]++;
-    for (int d = 0; d < 2048; d++)
-      cnt[d + 1] += cnt[d];
-    for (int32_t k = 0; k < n; k++)
-      tmp[cnt[p->buffers[ids[k]].offset >> shift & 2047]++] = ids[k];
-    memcpy (ids, tmp, sizeof (int32_t) * (size_t)n);
-  }
-}
-
-/* Buffers whose lifetimes overlap never share a byte: a sweep in order of
- * first instruction (ties: id) keeps the live buffers as a set ordered by
- * offset (ranks of the (offset, id) order; live offsets are distinct, or
- * the sweep stopped), and a new buffer is checked against its live
- * neighbours there: the first at or above its offset, the last below. */
-bool
-sg_plan_check_memory (const SgPlan *p, GError **error)
-{
-  int32_t n = 0;
-  g_autofree int32_t *by_first = g_new (int32_t, (size_t)p->n_buffers + 1);
-  for (int32_t b = 0; b < p->n_buffers; b++)
-    if (p->buffers[b].bytes > 0)
-      by_first[n++] = b;
-  g_autofree int32_t *by_last = g_memdup2 (by_first, sizeof (int32_t) * ((size_t)n + 1));
-  g_autofree int32_t *by_off = g_memdup2 (by_first, sizeof (int32_t) * ((size_t)n + 1));
-  /* (first, id) and (last, id): ids ascending, sorted stably */
-  sg_plan_sort_buffers_by_time (p, by_first, n, false);
-  sg_plan_sort_buffers_by_time (p, by_last, n, true);
-  sort_by_offset (p, by_off, n);
-  /* per buffer: its rank, and the rank of the first at its offset */
-  g_autofree int32_t *rank = g_new (int32_t, (size_t)p->n_buffers + 1);
-  g_autofree int32_t *low = g_new (int32_t, (size_t)p->n_buffers + 1);
-  for (int32_t k = 0; k < n; k++) {
-    rank[by_off[k]] = k;
-    low[by_off[k]] = k > 0 && p->buffers[by_off[k - 1]].offset == p->buffers[by_off[k]].offset
-                       ? low[by_off[k - 1]]
-                       : k;
-  }
-  RankSet live;
-  rankset_init (&live, (size_t)n);
-  bool ok = true;
-  int32_t r = 0;
-  for (int32_t k = 0; k < n && ok; k++) {
-    int32_t b = by_first[k];
-    const SgPlanBuffer *x = &p->buffers[b];
-    for (; r < n && p->buffers[by_last[r]].last_ins < x->first_ins; r++)
-      rankset_remove (&live, (size_t)rank[by_last[r]]);
-    const size_t next = rankset_next (&live, (size_t)low[b]);
-    const size_t prev = rankset_prev (&live, (size_t)low[b]);
-    int32_t hit = -1;
-    if (next != SIZE_MAX && p->buffers[by_off[next]].offset < x->offset + x->bytes)
-      hit = by_off[next];
-    if (hit < 0 && prev != SIZE_MAX
-        && p->buffers[by_off[prev]].offset + p->buffers[by_off[prev]].bytes > x->offset)
-      hit = by_off[prev];
-    if (hit >= 0) {
-      const SgPlanBuffer *y = &p->buffers[hit];
-      ok = bad (error,
-                "buffers[%d] [%" PRIu64 ", %" PRIu64 ") live [%d, %d] overlaps buffers[%d] "
-                "[%" PRIu64
-                ", %" PRIu64 ") live [%d, %d]",
-                b, x->offset, x->offset + x->bytes, x->first_ins, x->last_ins, hit, y->offset,
-                y->offset + y->bytes, y->first_ins, y->last_ins);
-    } else
-      rankset_add (&live, (size_t)rank[b]);
-  }
-  rankset_clear (&live);
-  return ok;
-}
-
 bool
 sg_plan_validate (const SgPlan *p, GError **error)
 {
   g_return_val_if_fail (p != NULL, false);
-  return check_groups (p, error) && check_buffers_values (p, error) && check_ins (p, error) &&
+  return sg_plan_check_groups (p, error) && check_buffers_values (p, error) && check_ins (p, error) &&
          sg_plan_check_memory (p, error) && sg_plan_check_races (p, error);
-}
-
-/* --- on several threads -------------------------------------------------- */
-
-/* Instruction @i's indices are those the race rules read, in range (what
- * check_ins checks first: a plan that passes it passes this). */
-static bool
-ins_indices_ok (const SgPlan *p, int32_t i)
-{
-  const SgPlanIns *in = &p->ins[i];
-  if (in->stream < 0 || in->stream >= p->n_streams)
-    return false;
-  switch (in->kind) {
-  case SG_INS_KERNEL:
-  case SG_INS_COLLECTIVE:
-    for (int32_t k = 0; k < in->n_in + in->n_out; k++) {
-      const int32_t v = k < in->n_in ? in->in[k] : in->out[k - in->n_in];
-      if (v < -1 || v >= p->n_values)
-        return false;
-    }
-    return in->kind == SG_INS_KERNEL || in->op != SG_OP_COLLECTIVE_PERMUTE
-           || (in->n_in >= 1 && in->n_out >= 1 && in->in[0] >= 0 && in->out[0] >= 0
-               && (unsigned)in->transport < SG_TRANSPORT_N);
-  case SG_INS_RECORD:
-  case SG_INS_WAIT_EVENT:
-    return in->event >= 0 && in->event < p->n_events;
-  case SG_INS_FREE:
-    return in->buffer >= 0 && in->buffer < p->n_buffers;
-  default:
-    return false;
-  }
-}
-
-/* Items per task of the chunked stages. */
-#define CHUNK 4096
-
-typedef struct {
-  const SgPlan *p;
-  int32_t n_val;        /* chunks of values; then the instructions' */
-  SgPlanTaskFunc place; /* codegen's packer, or NULL */
-  gpointer place_ctx;
-  bool *ok;             /* per task */
-} Validation;
-
-/* Stage 1: each value's rules, the instructions' indices. */
-static void
-stage_items (gpointer ctx, int32_t t, int32_t worker)
-{
-  (void)worker;
-  Validation *c = ctx;
-  const SgPlan *p = c->p;
-  bool ok = true;
-  if (t < c->n_val) {
-    for (int32_t v = t * CHUNK; ok && v < MIN (p->n_values, (t + 1) * CHUNK); v++)
-      ok = check_value (p, v, NULL);
-  } else {
-    const int32_t k = t - c->n_val;
-    for (int32_t i = k * CHUNK; ok && i < MIN (p->n_ins, (k + 1) * CHUNK); i++)
-      ok = ins_indices_ok (p, i);
-  }
-  c->ok[t] = ok;
-}
-
-/* Stage 2: the sweeps that read no offset, each on a thread, beside the
- * placement. */
-static void
-stage_sweeps (gpointer ctx, int32_t t, int32_t worker)
-{
-  Validation *c = ctx;
-  if (c->place && t-- == 0) {
-    c->place (c->place_ctx, 0, worker);
-    return;
-  }
-  c->ok[t] = t == 0 ? sg_plan_check_races (c->p, NULL) : check_ins (c->p, NULL);
-}
-
-/* Stage 3: each buffer's rules. */
-static void
-stage_buffers (gpointer ctx, int32_t t, int32_t worker)
-{
-  (void)worker;
-  Validation *c = ctx;
-  bool ok = true;
-  for (int32_t b = t * CHUNK; ok && b < MIN (c->p->n_buffers, (t + 1) * CHUNK); b++)
-    ok = check_buffer (c->p, b, NULL);
-  c->ok[t] = ok;
-}
-
-static bool
-all_ok (const bool *ok, int32_t n)
-{
-  for (int32_t t = 0; t < n; t++)
-    if (!ok[t])
-      return false;
-  return true;
-}
-
-static bool
-checks_at_once (Validation *c, const SgPlanRunner *runner)
-{
-  const SgPlan *p = c->p;
-  const int32_t n1 = c->n_val + (p->n_ins + CHUNK - 1) / CHUNK;
-  runner->run (runner->pool, n1, stage_items, c);
-  if (!all_ok (c->ok, n1) || !check_io_lists (p, NULL) || p->n_events < 0
-      || p->n_events > p->n_ins)
-    return false;
-  runner->run (runner->pool, 2 + (c->place != NULL), stage_sweeps, c);
-  c->place = NULL;
-  if (!all_ok (c->ok, 2))
-    return false;
-  const int32_t n3 = (p->n_buffers + CHUNK - 1) / CHUNK;
-  runner->run (runner->pool, n3, stage_buffers, c);
-  return all_ok (c->ok, n3) && sg_plan_check_memory (p, NULL);
-}
-
-bool
-sg_plan_validate_with (const SgPlan *p, const SgPlanRunner *runner, SgPlanTaskFunc place,
-                       gpointer place_ctx, GError **error)
-{
-  g_return_val_if_fail (p != NULL, false);
-  Validation c = { .p = p, .place = place, .place_ctx = place_ctx };
-  bool ok = false;
-  if (runner && runner->n_workers > 1 && check_groups (p, NULL)) {
-    c.n_val = (p->n_values + CHUNK - 1) / CHUNK;
-    const int32_t most = MAX (MAX (c.n_val + (p->n_ins + CHUNK - 1) / CHUNK,
-                                   (p->n_buffers + CHUNK - 1) / CHUNK), 3);
-    c.ok = g_new (bool, (size_t)most);
-    ok = checks_at_once (&c, runner);
-    g_free (c.ok);
-  }
-  if (c.place)
-    c.place (c.place_ctx, 0, 0);
-  /* the first broken rule, named as the one pass names it */
-  return ok || sg_plan_validate (p, error);
 }

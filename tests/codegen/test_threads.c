@@ -15,6 +15,7 @@
 
 #include "builder.h"
 #include "codegen.h"
+#include "plan-private.h"
 #include "estimate.h"
 #include "schedule.h"
 #ifdef HAVE_GRAPHGEN
@@ -174,6 +175,109 @@ START_TEST (the_first_node_that_cannot_be_lowered_names_the_error_on_every_pool)
 }
 END_TEST
 
+/* One random edit of @p (a field of an instruction, buffer or value, or
+ * two instructions swapped), undone by calling it again with @undo. */
+typedef struct {
+  int what;
+  int32_t i, j, k;
+  int64_t was;
+  SgPlanIns ins;
+} Edit;
+
+static void
+edit (SgPlan *p, GRand *r, Edit *e, bool undo)
+{
+  if (!undo) {
+    e->what = g_rand_int_range (r, 0, 10);
+    e->i = g_rand_int_range (r, 0, p->n_ins);
+    e->j = g_rand_int_range (r, 0, p->n_ins);
+    e->k = g_rand_int_range (r, 0, MAX (p->n_buffers, 1));
+  }
+  SgPlanIns *x = &p->ins[e->i];
+  int32_t *field = NULL;
+  int64_t to = 0;
+  switch (e->what) {
+  case 0: field = &x->stream, to = g_rand_int_range (r, -1, p->n_streams + 1); break;
+  case 1: field = &x->event, to = g_rand_int_range (r, -1, p->n_events + 1); break;
+  case 2: field = &x->coll, to = g_rand_int_range (r, -2, p->n_ins + 1); break;
+  case 3: field = &x->buffer, to = g_rand_int_range (r, -1, p->n_buffers + 1); break;
+  case 4:
+    if (x->n_in)
+      field = &x->in[e->k % x->n_in], to = g_rand_int_range (r, -2, p->n_values + 1);
+    break;
+  case 5:
+    if (x->n_out)
+      field = &x->out[e->k % x->n_out], to = g_rand_int_range (r, -2, p->n_values + 1);
+    break;
+  case 6:
+    if (p->n_buffers)
+      field = &p->buffers[e->k].first_ins, to = g_rand_int_range (r, 0, p->n_ins);
+    break;
+  case 7:
+    if (p->n_buffers)
+      field = &p->buffers[e->k].last_ins, to = g_rand_int_range (r, 0, p->n_ins);
+    break;
+  case 8:
+    if (p->n_values)
+      field = &p->values[e->k % p->n_values].buffer, to = g_rand_int_range (r, -1, p->n_buffers);
+    break;
+  default: /* two instructions swapped */
+    e->ins = p->ins[e->i];
+    p->ins[e->i] = p->ins[e->j];
+    p->ins[e->j] = e->ins;
+    return;
+  }
+  if (!field)
+    return;
+  if (undo) {
+    *field = (int32_t)e->was;
+  } else {
+    e->was = *field;
+    *field = (int32_t)to;
+  }
+}
+
+/* The validator's stages on a pool (plan-parallel.c) give the one pass's
+ * verdict on edited plans of a sample graph, and its message on a broken
+ * rule. */
+START_TEST (the_validator_on_a_pool_judges_edited_plans_as_on_one_thread)
+{
+  g_autofree char *path = g_build_filename (SG_TEST_DATA, samples[5], NULL);
+  g_autoptr (GError) e = NULL;
+  g_autoptr (SgGraph) g = sg_graph_load (path, &e);
+  ck_assert_msg (g != NULL, "%s", e ? e->message : "");
+  SgPlan *p = NULL;
+  ck_assert_msg (sg_codegen_plan (g, NULL, NULL, "t", "", &p, &e), "%s", e ? e->message : "");
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.pool = sg_pool_new (3);
+  SgPlanRunner runner;
+  sg_codegen_plan_runner (&cfg, &runner);
+  ck_assert (sg_plan_validate_stages (p, &runner));
+  GRand *r = g_rand_new_with_seed (11);
+  int broken = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    Edit ed;
+    edit (p, r, &ed, false);
+    g_autoptr (GError) one = NULL, many = NULL;
+    const bool valid = sg_plan_validate (p, &one);
+    ck_assert_msg (sg_plan_validate_stages (p, &runner) == valid, "trial %d (edit %d): %s", trial,
+                   ed.what, valid ? "valid" : one->message);
+    ck_assert (sg_plan_validate_with (p, &runner, NULL, NULL, &many) == valid);
+    if (!valid) {
+      ck_assert_str_eq (many->message, one->message);
+      broken++;
+    }
+    edit (p, r, &ed, true);
+  }
+  ck_assert (sg_plan_validate_stages (p, &runner));
+  ck_assert_int_gt (broken, 1500);
+  g_rand_free (r);
+  sg_pool_free (cfg.pool);
+  sg_plan_free (p);
+}
+END_TEST
+
 static Suite *
 threads_suite (void)
 {
@@ -186,6 +290,7 @@ threads_suite (void)
   tcase_add_test (tc, a_generated_plan_is_the_same_bytes_on_every_pool);
 #endif
   tcase_add_test (tc, the_first_node_that_cannot_be_lowered_names_the_error_on_every_pool);
+  tcase_add_test (tc, the_validator_on_a_pool_judges_edited_plans_as_on_one_thread);
   suite_add_tcase (s, tc);
   return s;
 }
