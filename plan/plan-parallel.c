@@ -23,7 +23,7 @@
  *     recorded once and before its waits, each collective waited once and
  *     its operands alive until then, each buffer freed once;
  *  3. the buffers' own rules (their offsets, now placed);
- *  4. the memory sweep (plan-memory.c).
+ *  4. the memory rule (plan-memory.c, in slabs of time).
  * The one pass's state at instruction i is what the instructions before
  * it did, which the counts tell: e.g. buffer b is written before i iff its
  * first writer comes before i. Where the one pass stops at a broken rule
@@ -270,7 +270,7 @@ stages (Par *c, const SgPlanRunner *runner)
     return false;
   const int32_t n3 = (p->n_buffers + CHUNK - 1) / CHUNK;
   runner->run (runner->pool, n3, stage_buffers, c);
-  return all_ok (c->ok, n3) && sg_plan_check_memory (p, NULL);
+  return all_ok (c->ok, n3) && sg_plan_check_memory_with (p, runner);
 }
 
 /* The stages; false without a pool of several threads. @place, if not

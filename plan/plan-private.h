@@ -67,6 +67,9 @@ bool sg_plan_validate_stages (const SgPlan *plan, const SgPlanRunner *runner);
 /* The memory rule (plan-memory.c): buffers whose lifetimes overlap share
  * no byte; requires the buffers' own rules. */
 bool sg_plan_check_memory (const SgPlan *plan, GError **error);
+/* Its verdict on @runner's threads (no error: sg_plan_check_memory names
+ * it); requires the same. */
+bool sg_plan_check_memory_with (const SgPlan *plan, const SgPlanRunner *runner);
 /* The race rules of sg_plan_validate (plan-races.c); requires the others. */
 bool sg_plan_check_races (const SgPlan *plan, GError **error);
 /* Bytes from a value's offset to one past its last element; UINT64_MAX
