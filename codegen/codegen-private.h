@@ -13,12 +13,6 @@ sg_align_up (uint64_t x)
   return (x + SG_ARENA_ALIGN - 1) / SG_ARENA_ALIGN * SG_ARENA_ALIGN;
 }
 
-/* A node's main instruction (emit.c): its KERNEL or COLLECTIVE. */
-typedef struct {
-  SgNodeId id;
-  int32_t ins;
-} SgLowerWork;
-
 /* The lowering's working state (lower.c and emit.c fill it, codegen.c
  * assembles). */
 typedef struct {
@@ -26,8 +20,6 @@ typedef struct {
   const SgSimResult *pred;
   SgPool *pool;         /* cfg->pool: emit.c's second pass; NULL: none */
   GMutex strings_lock;  /* the plan's strings, from the pool's tasks */
-  SgLowerWork *work;    /* emit.c: the nodes whose instructions it fills */
-  int32_t n_work;
   SgPlan *plan;         /* being built: it holds the values' dims */
   int32_t *nval;        /* node -> value id, -1: none */
   int32_t *tval;        /* tuple_first + i -> value id of tuple element i */
@@ -44,7 +36,8 @@ typedef struct {
   int32_t *buf_node, *buf_elem; /* cap_buffers */
   SgPlanIns *ins;
   int32_t n_ins, cap_ins;
-  int32_t *coll_ins;    /* node -> index of its COLLECTIVE instruction (pre-free), -1 */
+  int32_t *main_ins;    /* node -> index of its KERNEL or COLLECTIVE instruction
+                         * (pre-free), -1 */
   int32_t *coll_done;   /* node -> event recorded after it */
   bool *coll_waited;
   int32_t *pred_row;    /* node -> row in pred->rows, -1 */

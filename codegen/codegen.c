@@ -151,7 +151,7 @@ lower_clear (SgLower *l)
 {
   g_clear_pointer (&l->nval, g_free);
   g_clear_pointer (&l->tval, g_free);
-  g_clear_pointer (&l->coll_ins, g_free);
+  g_clear_pointer (&l->main_ins, g_free);
   g_clear_pointer (&l->coll_done, g_free);
   g_clear_pointer (&l->coll_waited, g_free);
   g_clear_pointer (&l->pred_row, g_free);
@@ -205,13 +205,13 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   l.error = error;
   l.nval = g_new (int32_t, nn);
   l.tval = g_new (int32_t, (size_t)g->tuple_metas->len + 1);
-  l.coll_ins = g_new (int32_t, nn);
+  l.main_ins = g_new (int32_t, nn);
   l.coll_done = g_new (int32_t, nn);
   l.coll_waited = g_new0 (bool, nn);
   l.pred_row = g_new (int32_t, nn);
   l.group_buf = g_new (int32_t, nn);
   for (size_t i = 0; i < nn; i++)
-    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = -1;
+    l.nval[i] = l.main_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = -1;
   sg_graph_elision (g, &l.el);
   for (guint i = 0; i < g->tuple_metas->len; i++)
     l.tval[i] = -1;

@@ -25,15 +25,15 @@
 
 #include <string.h>
 
-/* Kernels and collectives per task of the second pass. */
-#define CHUNK 512
+/* Nodes per task of the second pass. */
+#define CHUNK 1024
 
 /* A task's own state: its error, and the plan strings of the targets it
  * met last (targets repeat; the plan's strings take a lock). */
 #define TARGETS 8
 typedef struct {
   GError *error;
-  int32_t failed; /* the work item that failed, or -1 */
+  SgNodeId failed; /* the node that failed, or -1 */
   const char *target_of[TARGETS];
   char *target[TARGETS];
 } Task;
@@ -269,14 +269,14 @@ emit_wait (SgLower *l, SgNodeId coll, const char *name)
 {
   SgPlanIns *w = emit (l, SG_INS_WAIT_EVENT, 0);
   w->event = l->coll_done[coll];
-  w->coll = l->coll_ins[coll];
+  w->coll = l->main_ins[coll];
   w->name = sg_plan_str (l->plan, name, false);
   l->coll_waited[coll] = true;
 }
 
 /* Pass 1: the instructions' layout (a KERNEL or COLLECTIVE without its
- * contents, listed in l->work). False with l->error at the first node
- * that cannot be laid out; the nodes before it are listed. */
+ * contents, at l->main_ins of its node). False with l->error at the
+ * first node that cannot be laid out; the nodes before it are laid out. */
 static bool
 lay_out (SgLower *l)
 {
@@ -297,7 +297,7 @@ lay_out (SgLower *l)
       continue;
     }
     if (!sg_op_is_collective (n->kind)) {
-      l->work[l->n_work++] = (SgLowerWork){ id, l->n_ins };
+      l->main_ins[id] = l->n_ins;
       emit (l, SG_INS_KERNEL, 0);
       continue;
     }
@@ -307,15 +307,14 @@ lay_out (SgLower *l)
     const int32_t e = l->n_events++;
     emit (l, SG_INS_RECORD, 0)->event = e;
     emit (l, SG_INS_WAIT_EVENT, stream)->event = e;
-    l->coll_ins[id] = l->n_ins;
-    l->work[l->n_work++] = (SgLowerWork){ id, l->n_ins };
+    l->main_ins[id] = l->n_ins;
     emit (l, SG_INS_COLLECTIVE, stream);
     const int32_t done = l->n_events++;
     emit (l, SG_INS_RECORD, stream)->event = done;
     l->coll_done[id] = done;
   }
   for (SgNodeId id = 0; id < g->n_nodes; id++)
-    if (l->coll_ins[id] >= 0 && !l->coll_waited[id])
+    if (l->coll_done[id] >= 0 && !l->coll_waited[id])
       emit_wait (l, id, NULL);
   return true;
 }
@@ -325,7 +324,7 @@ typedef struct {
   Task *tasks;
 } Fill;
 
-/* Pass 2: work items [CHUNK t, CHUNK (t + 1)), up to the first failing. */
+/* Pass 2: nodes [CHUNK t, CHUNK (t + 1)), up to the first failing. */
 static void
 fill_task (gpointer ctx, int32_t t, int32_t worker)
 {
@@ -333,14 +332,15 @@ fill_task (gpointer ctx, int32_t t, int32_t worker)
   Fill *f = ctx;
   SgLower *l = f->l;
   Task *task = &f->tasks[t];
-  SgPlanIns *ins = l->ins;
-  const int32_t end = MIN (l->n_work, (t + 1) * CHUNK);
-  for (int32_t w = t * CHUNK; w < end; w++) {
-    const SgLowerWork *x = &l->work[w];
-    if (ins[x->ins].kind == SG_INS_KERNEL)
-      fill_kernel (l, task, x->id, &ins[x->ins]);
-    else if (!fill_collective (l, task, x->id, &ins[x->ins])) {
-      task->failed = w;
+  const SgNodeId end = MIN (l->g->n_nodes, (t + 1) * CHUNK);
+  for (SgNodeId id = t * CHUNK; id < end; id++) {
+    if (l->main_ins[id] < 0)
+      continue;
+    SgPlanIns *x = &l->ins[l->main_ins[id]];
+    if (x->kind == SG_INS_KERNEL)
+      fill_kernel (l, task, id, x);
+    else if (!fill_collective (l, task, id, x)) {
+      task->failed = id;
       return;
     }
   }
@@ -349,14 +349,12 @@ fill_task (gpointer ctx, int32_t t, int32_t worker)
 bool
 sg_lower_emit (SgLower *l)
 {
-  l->work = g_new (SgLowerWork, (size_t)l->g->n_nodes + 1);
-  l->n_work = 0;
   GError *layout_error = NULL;
   GError **error = l->error;
   l->error = &layout_error;
   const bool laid_out = lay_out (l);
   l->error = error;
-  const int32_t n_tasks = (l->n_work + CHUNK - 1) / CHUNK;
+  const int32_t n_tasks = (l->g->n_nodes + CHUNK - 1) / CHUNK;
   Fill f = { l, g_new0 (Task, (size_t)n_tasks + 1) };
   for (int32_t t = 0; t < n_tasks; t++)
     f.tasks[t].failed = -1;
@@ -372,7 +370,6 @@ sg_lower_emit (SgLower *l)
   if (!first && !laid_out)
     first = g_steal_pointer (&layout_error);
   g_clear_error (&layout_error);
-  g_clear_pointer (&l->work, g_free);
   if (first)
     g_propagate_error (error, first);
   return !first;

@@ -406,5 +406,11 @@ sg_lower_values (SgLower *l)
     if (!make_values (l, id))
       return false;
   fill_values (l);
+  /* (what the values came from: not needed after, not kept beside the
+   * instructions) */
+  g_clear_pointer (&l->val_node, g_free);
+  g_clear_pointer (&l->val_elem, g_free);
+  g_clear_pointer (&l->buf_node, g_free);
+  g_clear_pointer (&l->buf_elem, g_free);
   return true;
 }

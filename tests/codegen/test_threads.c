@@ -146,7 +146,7 @@ bad_collective (SgGraph *g, const char *name, int before, int *k)
  * pass did. */
 START_TEST (the_first_node_that_cannot_be_lowered_names_the_error_on_every_pool)
 {
-  static const int firsts[][2] = { { 30, 1500 }, { 1100, 600 }, { 2000, 10 } };
+  static const int firsts[][2] = { { 30, 1500 }, { 1100, 600 }, { 700, 2500 }, { 2000, 10 } };
   for (size_t c = 0; c < G_N_ELEMENTS (firsts); c++) {
     g_autoptr (SgGraph) g = tb_new (2);
     tb_group (g, "0", 2, 0, 1);
