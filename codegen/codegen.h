@@ -37,7 +37,9 @@ typedef struct {
  * order) to a plan. @pred is sg_simulate() of that order, or NULL (no
  * predictions: -1 everywhere). @graph_name and @options_text are copied
  * into the plan (the options text must be canonical: fixed order). @cfg
- * may be NULL. The plan passes sg_plan_validate(). (transfer full) *@out.
+ * may be NULL; its pool (cfg->pool) runs the parts that divide: the same
+ * plan whatever its threads. The plan passes sg_plan_validate().
+ * (transfer full) *@out.
  * False with @error naming the node and field when the graph cannot be
  * lowered. */
 bool sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
