@@ -13,16 +13,31 @@ sg_align_up (uint64_t x)
   return (x + SG_ARENA_ALIGN - 1) / SG_ARENA_ALIGN * SG_ARENA_ALIGN;
 }
 
-/* The lowering's working state (lower.c fills it, codegen.c assembles). */
+/* The lowering's working state (lower.c and emit.c fill it, codegen.c
+ * assembles). */
 typedef struct {
   const SgGraph *g;
   const SgSimResult *pred;
+  SgPool *pool;         /* cfg->pool: emit.c's second pass; NULL: none */
+  GMutex strings_lock;  /* the plan's strings, from the pool's tasks */
   SgPlan *plan;         /* being built: it holds the values' dims */
   int32_t *nval;        /* node -> value id, -1: none */
   int32_t *tval;        /* tuple_first + i -> value id of tuple element i */
-  GArray *values, *buffers, *ins; /* SgPlanValue, SgPlanBuffer, SgPlanIns */
-  GArray *pinned;       /* bool per buffer */
-  int32_t *coll_ins;    /* node -> index of its COLLECTIVE instruction (pre-free), -1 */
+  /* what the plan will hold (SG_LOWER_GROW grows them) */
+  SgPlanValue *values;
+  int32_t n_values, cap_values;
+  SgPlanBuffer *buffers;
+  bool *pinned;         /* per buffer: a placeholder's (whole step) */
+  int32_t n_buffers, cap_buffers;
+  /* step 1 lays values and buffers out, then fills their names, dims and
+   * sizes on the pool from the meta of a node, or of its tuple element
+   * (-1: the node's own), per value and per buffer */
+  int32_t *val_node, *val_elem; /* cap_values */
+  int32_t *buf_node, *buf_elem; /* cap_buffers */
+  SgPlanIns *ins;
+  int32_t n_ins, cap_ins;
+  int32_t *main_ins;    /* node -> index of its KERNEL or COLLECTIVE instruction
+                         * (pre-free), -1 */
   int32_t *coll_done;   /* node -> event recorded after it */
   bool *coll_waited;
   int32_t *pred_row;    /* node -> row in pred->rows, -1 */
@@ -32,9 +47,18 @@ typedef struct {
   GError **error;
 } SgLower;
 
+/* Room for element @n of @ptr (capacity @cap): doubles it when full. */
+#define SG_LOWER_GROW(ptr, n, cap)                                                \
+  do {                                                                            \
+    if ((n) >= (cap)) {                                                           \
+      (cap) = MAX (16, 2 * (cap));                                                \
+      (ptr) = g_realloc_n ((ptr), (size_t)(cap), sizeof *(ptr));                  \
+    }                                                                             \
+  } while (0)
+
 /* Step 1 (lower.c): values and buffers of every node. */
 bool sg_lower_values (SgLower *l);
-/* Step 2 (lower.c): instructions in id order, without FREEs; collectives
+/* Step 2 (emit.c): instructions in id order, without FREEs; collectives
  * never waited on are waited at the end. */
 bool sg_lower_emit (SgLower *l);
 /* Sets l->error naming node @id. Returns false. */
@@ -46,3 +70,10 @@ int32_t *sg_lower_steal_ids (GArray *a, int32_t *n);
  * bytes and lifetimes (memplan.c). Buffers with @pinned[b] (placeholders:
  * live for the whole step) are laid out first, contiguously, in id order. */
 void sg_codegen_pack_buffers (SgPlan *plan, const bool *pinned);
+/* Its parts (memplan.c; tests): the @n buffer ids at @order (ascending,
+ * bytes > 0) sorted largest first (aligned sizes; ties: earlier first
+ * instruction, then id); the online best fit of @order's buffers above
+ * @base into @off (indexed by buffer), returning the top. */
+void sg_codegen_sort_by_size (const SgPlan *plan, int32_t *order, int32_t n);
+uint64_t sg_codegen_pack_online (const SgPlan *plan, const int32_t *order, int32_t n,
+                                 uint64_t base, uint64_t *off);

@@ -1,15 +1,17 @@
 /* codegen.c: assembles the plan (sg_codegen_plan, codegen.h).
  *
  * Mirrors: Inductor's wrapper codegen (frees at last use, outputs kept).
- * Requires: lower.c's values and instructions (steps 1-2).
+ * Requires: lower.c's values and emit.c's instructions (steps 1-2).
  * Invalidates: nothing (the graph is read only).
  *
  * Step 3: buffer lifetimes in instruction indices (producer to last use; a
  * collective's operands extended to its WAIT_EVENT, since the comm stream
  * may still read or write them until then; placeholders and outputs live
  * for the whole step), a FREE after each buffer's last use (ascending
- * buffer id), indices renumbered. Step 4: offsets (memplan.c), groups,
- * inputs/outputs, predictions, and the validator as a final check.
+ * buffer id), indices renumbered. Step 4: groups, inputs/outputs,
+ * predictions, then the validator as a final check, with the offsets
+ * (memplan.c) placed on cfg->pool beside its rules that read none
+ * (sg_plan_validate_with). The pool also runs emit.c's second pass.
  */
 #include "codegen-private.h"
 
@@ -22,17 +24,17 @@ G_DEFINE_QUARK (sg-codegen-error-quark, sg_codegen_error)
 static void
 place_frees (SgLower *l, const bool *keep)
 {
-  int32_t nb = (int32_t)l->buffers->len, ni = (int32_t)l->ins->len;
-  SgPlanBuffer *bufs = (SgPlanBuffer *)l->buffers->data;
+  int32_t nb = l->n_buffers, ni = l->n_ins;
+  SgPlanBuffer *bufs = l->buffers;
   const int32_t END = INT32_MAX;
   for (int32_t b = 0; b < nb; b++) {
-    bufs[b].first_ins = keep[b] && g_array_index (l->pinned, bool, b) ? 0 : -1;
+    bufs[b].first_ins = keep[b] && l->pinned[b] ? 0 : -1;
     bufs[b].last_ins = keep[b] ? END : -1;
   }
 #define TOUCH(v)                                                                 \
   do {                                                                           \
     int32_t v_ = (v);                                                            \
-    int32_t b_ = v_ >= 0 ? g_array_index (l->values, SgPlanValue, v_).buffer : -1; \
+    int32_t b_ = v_ >= 0 ? l->values[v_].buffer : -1;                           \
     if (b_ >= 0) {                                                               \
       if (bufs[b_].first_ins < 0)                                                \
         bufs[b_].first_ins = i;                                                  \
@@ -41,14 +43,14 @@ place_frees (SgLower *l, const bool *keep)
     }                                                                            \
   } while (0)
   for (int32_t i = 0; i < ni; i++) {
-    const SgPlanIns *x = &g_array_index (l->ins, SgPlanIns, i);
+    const SgPlanIns *x = &l->ins[i];
     if (x->kind == SG_INS_KERNEL || x->kind == SG_INS_COLLECTIVE) {
       for (int32_t j = 0; j < x->n_in; j++)
         TOUCH (x->in[j]);
       for (int32_t j = 0; j < x->n_out; j++)
         TOUCH (x->out[j]);
     } else if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0) {
-      const SgPlanIns *c = &g_array_index (l->ins, SgPlanIns, x->coll);
+      const SgPlanIns *c = &l->ins[x->coll];
       for (int32_t k = 0; k < c->n_in; k++)
         TOUCH (c->in[k]);
       for (int32_t k = 0; k < c->n_out; k++)
@@ -76,8 +78,12 @@ place_frees (SgLower *l, const bool *keep)
    * instruction being moved, every one still to be read before it (the
    * instruction list is never copied whole: a second copy of it was the
    * run's peak memory on large graphs). */
-  g_array_set_size (l->ins, (guint)(ni + cnt[ni]));
-  SgPlanIns *ins = (SgPlanIns *)(void *)l->ins->data;
+  if (ni + cnt[ni] > l->cap_ins) {
+    l->cap_ins = ni + cnt[ni];
+    l->ins = g_renew (SgPlanIns, l->ins, (size_t)l->cap_ins);
+  }
+  l->n_ins = ni + cnt[ni];
+  SgPlanIns *ins = l->ins;
   for (int32_t i = ni - 1; i >= 0; i--) {
     int32_t at = i + cnt[i];
     for (int32_t k = cnt[i]; k < cnt[i + 1]; k++) {
@@ -91,13 +97,13 @@ place_frees (SgLower *l, const bool *keep)
     if (at != i)
       ins[at] = ins[i];
   }
-  int32_t end = l->ins->len ? (int32_t)l->ins->len - 1 : 0;
+  int32_t end = l->n_ins ? l->n_ins - 1 : 0;
   for (int32_t b = 0; b < nb; b++) {
     int32_t first = ni ? MIN (bufs[b].first_ins, ni - 1) : 0, last = bufs[b].last_ins;
     bufs[b].first_ins = ni ? first + cnt[first] : 0;
     bufs[b].last_ins = last == END ? end : (ni ? last + cnt[last] : 0);
   }
-  for (guint i = 0; i < l->ins->len; i++) {
+  for (int32_t i = 0; i < l->n_ins; i++) {
     SgPlanIns *x = &ins[i];
     if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0)
       x->coll += cnt[x->coll];
@@ -145,12 +151,43 @@ lower_clear (SgLower *l)
 {
   g_clear_pointer (&l->nval, g_free);
   g_clear_pointer (&l->tval, g_free);
-  g_clear_pointer (&l->coll_ins, g_free);
+  g_clear_pointer (&l->main_ins, g_free);
   g_clear_pointer (&l->coll_done, g_free);
   g_clear_pointer (&l->coll_waited, g_free);
   g_clear_pointer (&l->pred_row, g_free);
   g_clear_pointer (&l->group_buf, g_free);
+  g_clear_pointer (&l->val_node, g_free);
+  g_clear_pointer (&l->val_elem, g_free);
+  g_clear_pointer (&l->buf_node, g_free);
+  g_clear_pointer (&l->buf_elem, g_free);
   sg_elision_clear (&l->el);
+  g_mutex_clear (&l->strings_lock);
+}
+
+static void
+pool_run (gpointer pool, int32_t n_tasks, SgPlanTaskFunc fn, gpointer ctx)
+{
+  sg_pool_run (pool, n_tasks, fn, ctx);
+}
+
+void
+sg_codegen_plan_runner (const SgConfig *cfg, SgPlanRunner *out)
+{
+  SgPool *pool = cfg ? cfg->pool : NULL;
+  *out = (SgPlanRunner){ pool_run, pool, pool ? sg_pool_size (pool) : 1 };
+}
+
+typedef struct {
+  SgPlan *p;
+  const bool *pinned;
+} Placing;
+
+static void
+place_buffers (gpointer ctx, int32_t task, int32_t worker)
+{
+  (void)task, (void)worker;
+  Placing *pl = ctx;
+  sg_codegen_pack_buffers (pl->p, pl->pinned);
 }
 
 bool
@@ -158,22 +195,23 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
                  const char *graph_name, const char *options_text, SgPlan **out, GError **error)
 {
   g_return_val_if_fail (g != NULL && out != NULL, false);
-  (void)cfg;
   *out = NULL;
   size_t nn = (size_t)g->n_nodes + 1;
   SgLower l = { 0 };
   l.g = g;
   l.pred = pred;
+  l.pool = cfg ? cfg->pool : NULL;
+  g_mutex_init (&l.strings_lock);
   l.error = error;
   l.nval = g_new (int32_t, nn);
   l.tval = g_new (int32_t, (size_t)g->tuple_metas->len + 1);
-  l.coll_ins = g_new (int32_t, nn);
+  l.main_ins = g_new (int32_t, nn);
   l.coll_done = g_new (int32_t, nn);
   l.coll_waited = g_new0 (bool, nn);
   l.pred_row = g_new (int32_t, nn);
   l.group_buf = g_new (int32_t, nn);
   for (size_t i = 0; i < nn; i++)
-    l.nval[i] = l.coll_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = -1;
+    l.nval[i] = l.main_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = -1;
   sg_graph_elision (g, &l.el);
   for (guint i = 0; i < g->tuple_metas->len; i++)
     l.tval[i] = -1;
@@ -185,11 +223,12 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
    * element; about one instruction per node, FREEs included, on the
    * samples; more grows them): arrays grown by doubling leave their old
    * copies as holes in the heap, which raised the run's peak RSS. */
-  l.values = g_array_sized_new (FALSE, FALSE, sizeof (SgPlanValue),
-                                (guint)(nn + g->tuple_metas->len));
-  l.buffers = g_array_new (FALSE, FALSE, sizeof (SgPlanBuffer));
-  l.pinned = g_array_new (FALSE, FALSE, sizeof (bool));
-  l.ins = g_array_sized_new (FALSE, FALSE, sizeof (SgPlanIns), (guint)(2 * nn));
+  l.cap_values = (int32_t)(nn + g->tuple_metas->len);
+  l.values = g_new (SgPlanValue, (size_t)l.cap_values);
+  l.val_node = g_new (int32_t, (size_t)l.cap_values);
+  l.val_elem = g_new (int32_t, (size_t)l.cap_values);
+  l.cap_ins = (int32_t)(2 * nn);
+  l.ins = g_new (SgPlanIns, (size_t)l.cap_ins);
   GArray *outputs = g_array_new (FALSE, FALSE, sizeof (int32_t));
   SgPlan *p = sg_plan_new ();
   l.plan = p;
@@ -201,24 +240,24 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   ok = ok && sg_lower_values (&l) && sg_lower_emit (&l);
   if (ok) {
     collect_outputs (&l, outputs);
-    g_autofree bool *keep = g_new0 (bool, (size_t)l.buffers->len + 1);
-    for (guint b = 0; b < l.buffers->len; b++)
-      keep[b] = g_array_index (l.pinned, bool, b);
+    g_autofree bool *keep = g_new0 (bool, (size_t)l.n_buffers + 1);
+    for (int32_t b = 0; b < l.n_buffers; b++)
+      keep[b] = l.pinned[b];
     for (guint i = 0; i < outputs->len; i++) {
       int32_t v = g_array_index (outputs, int32_t, i);
-      int32_t b = v >= 0 ? g_array_index (l.values, SgPlanValue, v).buffer : -1;
+      int32_t b = v >= 0 ? l.values[v].buffer : -1;
       if (b >= 0)
         keep[b] = true;
     }
     place_frees (&l, keep);
   }
   /* hand everything to the plan (it frees it on failure too) */
-  p->n_values = (int32_t)l.values->len;
-  p->values = (SgPlanValue *)g_array_free (l.values, FALSE);
-  p->n_buffers = (int32_t)l.buffers->len;
-  p->buffers = (SgPlanBuffer *)g_array_free (l.buffers, FALSE);
-  p->n_ins = (int32_t)l.ins->len;
-  p->ins = (SgPlanIns *)g_array_free (l.ins, FALSE);
+  p->n_values = l.n_values;
+  p->values = g_steal_pointer (&l.values);
+  p->n_buffers = l.n_buffers;
+  p->buffers = g_steal_pointer (&l.buffers);
+  p->n_ins = l.n_ins;
+  p->ins = g_steal_pointer (&l.ins);
   p->outputs = sg_lower_steal_ids (outputs, &p->n_outputs);
   lower_clear (&l); /* before the packer's and the validator's arrays */
   if (ok) {
@@ -231,14 +270,6 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
       if (p->values[v].init == SG_INIT_INPUT)
         g_array_append_val (inputs, v);
     p->inputs = sg_lower_steal_ids (inputs, &p->n_inputs);
-    sg_codegen_pack_buffers (p, (const bool *)l.pinned->data);
-    if ((double)p->arena_bytes > SG_PLAN_MAX_INT) {
-      g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH,
-                   "the plan needs an arena of %" G_GUINT64_FORMAT
-                   " bytes, more than a plan can hold (2^53)",
-                   (guint64)p->arena_bytes);
-      ok = false;
-    }
     if (pred) {
       p->pred.step_us = pred->step_us;
       p->pred.compute_us = pred->compute_us;
@@ -252,16 +283,28 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
       p->pred.exposed = pred->exposed;
     } else
       p->pred.peak_bytes = sg_graph_peak_bytes (g, NULL);
+    /* Step 4 (the offsets) beside the rules that read none; a plan
+     * whose arena is too large is that error, not an invalid one. */
     GError *e = NULL;
-    if (ok && !sg_plan_validate (p, &e)) {
+    SgPlanRunner runner;
+    sg_codegen_plan_runner (cfg, &runner);
+    Placing pl = { p, l.pinned };
+    const bool valid = sg_plan_validate_with (p, &runner, place_buffers, &pl, &e);
+    if ((double)p->arena_bytes > SG_PLAN_MAX_INT) {
+      g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH,
+                   "the plan needs an arena of %" G_GUINT64_FORMAT
+                   " bytes, more than a plan can hold (2^53)",
+                   (guint64)p->arena_bytes);
+      ok = false;
+    } else if (!valid) {
       g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_PLAN,
                    "%s: the lowered plan is invalid: %s", g->source ? g->source : "graph",
                    e->message);
-      g_error_free (e);
       ok = false;
     }
+    g_clear_error (&e);
   }
-  g_array_free (l.pinned, TRUE);
+  g_free (l.pinned);
   if (!ok) {
     sg_plan_free (p);
     return false;
@@ -310,6 +353,14 @@ sg_codegen_options_text (const SgConfig *cfg)
 }
 
 bool
+sg_codegen_write_plan (SgPlan *plan, const SgConfig *cfg, const char *path, GError **error)
+{
+  SgPlanRunner runner;
+  sg_codegen_plan_runner (cfg, &runner);
+  return sg_plan_write_file_with (plan, path, &runner, error);
+}
+
+bool
 sg_codegen_write (const SgGraph *g, const SgConfig *cfg, const char *graph_name, const char *path,
                   SgPlan **plan_out, GError **error)
 {
@@ -324,7 +375,7 @@ sg_codegen_write (const SgGraph *g, const SgConfig *cfg, const char *graph_name,
   g_autofree char *opts = sg_codegen_options_text (cfg);
   SgPlan *p = NULL;
   bool ok = sg_codegen_plan (g, cfg, have_sim ? &sim : NULL, graph_name, opts, &p, error) &&
-            sg_plan_write_file (p, path, error);
+            sg_codegen_write_plan (p, cfg, path, error);
   if (have_sim)
     sg_sim_result_clear (&sim);
   if (ok && plan_out)

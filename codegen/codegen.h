@@ -37,7 +37,9 @@ typedef struct {
  * order) to a plan. @pred is sg_simulate() of that order, or NULL (no
  * predictions: -1 everywhere). @graph_name and @options_text are copied
  * into the plan (the options text must be canonical: fixed order). @cfg
- * may be NULL. The plan passes sg_plan_validate(). (transfer full) *@out.
+ * may be NULL; its pool (cfg->pool) runs the parts that divide: the same
+ * plan whatever its threads. The plan passes sg_plan_validate().
+ * (transfer full) *@out.
  * False with @error naming the node and field when the graph cannot be
  * lowered. */
 bool sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
@@ -57,6 +59,15 @@ char *sg_codegen_options_text (const SgConfig *cfg);
  * (transfer full). */
 bool sg_codegen_write (const SgGraph *g, const SgConfig *cfg, const char *graph_name,
                        const char *path, SgPlan **plan_out, GError **error);
+
+/* @cfg's worker threads (cfg->pool; NULL @cfg or pool: none) as plan/'s
+ * runner, for sg_plan_write_file_with and sg_plan_validate_with. */
+void sg_codegen_plan_runner (const SgConfig *cfg, SgPlanRunner *out);
+
+/* sg_plan_write_file with the text made and hashed on @cfg's threads: the
+ * same bytes. */
+bool sg_codegen_write_plan (SgPlan *plan, const SgConfig *cfg, const char *path,
+                            GError **error);
 
 /* Fills @stats from a plan's buffers (any plan, loaded or lowered). */
 void sg_codegen_mem_stats (const SgPlan *plan, SgMemStats *stats);

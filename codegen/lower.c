@@ -1,29 +1,23 @@
-/* lower.c: the graph in its final order -> the stream program (codegen.h).
+/* lower.c: step 1 of the lowering, the values and buffers of every node
+ * (sg_lower_values, codegen-private.h).
  *
- * Mirrors: nvFuser's host IR lowering (explicit streams, events and
- * collectives) and Inductor's wrapper codegen (buffers, reuse, frees).
- * Requires: graph ids in program order (schedule/ and bucket/ done); costs
- * (estimate/) for est_us, else -1; @pred from sg_simulate() of that order.
+ * Mirrors: Inductor's wrapper codegen (buffers, reuse, frees).
+ * Requires: graph ids in program order (schedule/ and bucket/ done).
  * Invalidates: nothing (the graph is read only).
  *
- * Steps: (1) values and buffers in id order: placeholders own whole-step
- * buffers; compute nodes and collectives own one buffer per tensor (per
- * tuple element); views are new values on their base's buffer at an offset
- * (0 for view-like ops, computed for slice/select); getitem IS the tuple
- * element's value and wait_tensor IS its collective's value (no new value).
- * Zero-copy buckets (graph/elide.c): an elided bucket_unpack is a view of
- * the bucket's result, an elided bucket_pack a view of the storage its
- * inputs already form or the owner of one buffer into which its inputs are
- * written at their concatenation offsets (graph inputs: a whole-step
+ * Values and buffers in id order: placeholders own whole-step buffers;
+ * compute nodes and collectives own one buffer per tensor (per tuple
+ * element); views are new values on their base's buffer at an offset (0
+ * for view-like ops, computed for slice/select); getitem IS the tuple
+ * element's value and wait_tensor IS its collective's value (no new
+ * value). Zero-copy buckets (graph/elide.c): an elided bucket_unpack is a
+ * view of the bucket's result, an elided bucket_pack a view of the storage
+ * its inputs already form or the owner of one buffer into which its inputs
+ * are written at their concatenation offsets (graph inputs: a whole-step
  * buffer holding several input values); neither emits a kernel. A pack or
- * unpack that stays a kernel names why in its kwargs ("schedgraph_copy").
- * (2) instructions in id order: KERNEL on stream 0; a collective becomes
- * RECORD e (0), WAIT_EVENT e (1+g), COLLECTIVE (1+g), RECORD e' (1+g); its
- * wait_tensor becomes WAIT_EVENT e' (0) naming the collective; collectives
- * without a wait are waited at the end. A collective_permute is such a
- * collective with its pairs and transport; a matmul carries its sm_count. (3) lifetimes: producer to last
- * use, a collective's operands to its WAIT_EVENT, placeholders and outputs
- * whole-step; FREE after the last use (codegen.c). (4) offsets (memplan.c).
+ * unpack that stays a kernel names why in its kwargs ("schedgraph_copy",
+ * emit.c). The steps after: (2) instructions (emit.c), (3) lifetimes and
+ * FREEs (codegen.c), (4) offsets (memplan.c).
  */
 #include "codegen-private.h"
 
@@ -55,39 +49,65 @@ meta_storage_bytes (const SgGraph *g, const SgMeta *m)
   return MAX (numel, last + 1) * esz;
 }
 
-static int32_t
-new_buffer (SgLower *l, uint64_t bytes, bool pinned)
+/* The meta of node @node, or of its tuple element @elem (>= 0). */
+static const SgMeta *
+meta_of (const SgGraph *g, SgNodeId node, int32_t elem)
 {
-  SgPlanBuffer b = { 0, bytes, -1, -1 };
-  g_array_append_val (l->buffers, b);
-  g_array_append_val (l->pinned, pinned);
-  return (int32_t)l->buffers->len - 1;
+  return elem >= 0 ? sg_node_tuple_meta (g, node, (uint32_t)elem) : &g->nodes[node].meta;
 }
 
+/* A buffer sized by the meta of @node (@elem) once the layout is done. */
 static int32_t
-new_value (SgLower *l, const char *name, const SgMeta *m, int32_t buffer, uint64_t offset,
+new_buffer (SgLower *l, SgNodeId node, int32_t elem, bool pinned)
+{
+  if (l->n_buffers >= l->cap_buffers) {
+    l->cap_buffers = MAX (16, 2 * l->cap_buffers);
+    l->buffers = g_renew (SgPlanBuffer, l->buffers, (size_t)l->cap_buffers);
+    l->pinned = g_renew (bool, l->pinned, (size_t)l->cap_buffers);
+    l->buf_node = g_renew (int32_t, l->buf_node, (size_t)l->cap_buffers);
+    l->buf_elem = g_renew (int32_t, l->buf_elem, (size_t)l->cap_buffers);
+  }
+  l->buffers[l->n_buffers] = (SgPlanBuffer){ 0, 0, -1, -1 };
+  l->pinned[l->n_buffers] = pinned;
+  l->buf_node[l->n_buffers] = node;
+  l->buf_elem[l->n_buffers] = elem;
+  return l->n_buffers++;
+}
+
+/* A value of the meta of @node (@elem), named after it: its name and
+ * dims are filled once the layout is done (fill_values). */
+static int32_t
+new_value (SgLower *l, SgNodeId node, int32_t elem, int32_t buffer, uint64_t offset,
            SgValueInit init)
 {
-  SgPlanValue v = { 0 };
-  v.name = sg_plan_str (l->plan, name, false);
-  v.buffer = buffer;
-  v.offset = offset;
-  v.dtype = m->dtype;
-  sg_plan_value_set_dims (l->plan, &v, m->ndim, sg_meta_shape (l->g, m),
-                          sg_meta_stride (l->g, m));
-  v.init = init;
-  g_array_append_val (l->values, v);
-  return (int32_t)l->values->len - 1;
+  const SgMeta *m = meta_of (l->g, node, elem);
+  if (l->n_values >= l->cap_values) {
+    l->cap_values = MAX (16, 2 * l->cap_values);
+    l->values = g_renew (SgPlanValue, l->values, (size_t)l->cap_values);
+    l->val_node = g_renew (int32_t, l->val_node, (size_t)l->cap_values);
+    l->val_elem = g_renew (int32_t, l->val_elem, (size_t)l->cap_values);
+  }
+  SgPlanValue *v = &l->values[l->n_values];
+  *v = (SgPlanValue){ 0 };
+  v->buffer = buffer;
+  v->offset = offset;
+  v->dtype = m->dtype;
+  v->ndim = m->ndim >= 0 && m->ndim <= SG_PLAN_MAX_DIMS ? m->ndim : 0;
+  v->init = init;
+  l->val_node[l->n_values] = node;
+  l->val_elem[l->n_values] = elem;
+  return l->n_values++;
 }
 
 /* A value with its own, fresh buffer. */
 static int32_t
-owned_value (SgLower *l, const char *name, const SgMeta *m, SgValueInit init)
+owned_value (SgLower *l, SgNodeId node, int32_t elem, SgValueInit init)
 {
+  const SgMeta *m = meta_of (l->g, node, elem);
   if (m->ndim < 0 || m->dtype == SG_DTYPE_INVALID)
     return -1;
-  int32_t b = new_buffer (l, meta_storage_bytes (l->g, m), init == SG_INIT_INPUT);
-  return new_value (l, name, m, b, 0, init);
+  int32_t b = new_buffer (l, node, elem, init == SG_INIT_INPUT);
+  return new_value (l, node, elem, b, 0, init);
 }
 
 /* Integer parameter @p of node @id (graph/ops.c has the positions), @dflt
@@ -110,10 +130,12 @@ int_param (const SgGraph *g, SgNodeId id, SgParam p, int64_t dflt, int64_t *out)
   return true;
 }
 
-/* Byte offset of a slice/select view from its base value. */
+/* Byte offset of a slice/select view from its base value @bv. */
 static bool
-view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
+view_delta (SgLower *l, SgNodeId id, int32_t bv, uint64_t *delta)
 {
+  const SgPlanValue *base = &l->values[bv];
+  const SgMeta *bm = meta_of (l->g, l->val_node[bv], l->val_elem[bv]);
   const SgNode *n = &l->g->nodes[id];
   *delta = 0;
   if (n->kind != SG_OP_SLICE && n->kind != SG_OP_SELECT)
@@ -127,13 +149,13 @@ view_delta (SgLower *l, SgNodeId id, const SgPlanValue *base, uint64_t *delta)
   if (dim < 0 || dim >= base->ndim)
     return sg_lower_fail (l, id, "args[1]: dim %" G_GINT64_FORMAT " out of range for a %d-d input",
                           dim, base->ndim);
-  int64_t size = base->shape[dim];
+  int64_t size = sg_meta_shape (l->g, bm)[dim];
   if (start < 0)
     start += size;
   if (n->kind == SG_OP_SELECT && (start < 0 || start >= size))
     return sg_lower_fail (l, id, "args[2]: index out of range for size %" G_GINT64_FORMAT, size);
   start = CLAMP (start, 0, size);
-  *delta = (uint64_t)start * (uint64_t)base->stride[dim] * sg_dtype_size (base->dtype);
+  *delta = (uint64_t)start * (uint64_t)sg_meta_stride (l->g, bm)[dim] * sg_dtype_size (base->dtype);
   return true;
 }
 
@@ -148,8 +170,7 @@ static int32_t
 group_buffer (SgLower *l, SgNodeId owner, bool pinned)
 {
   if (l->group_buf[owner] < 0)
-    l->group_buf[owner] =
-      new_buffer (l, meta_storage_bytes (l->g, &l->g->nodes[owner].meta), pinned);
+    l->group_buf[owner] = new_buffer (l, owner, -1, pinned);
   return l->group_buf[owner];
 }
 
@@ -160,7 +181,7 @@ set_roll (SgLower *l, int32_t v, SgNodeId id)
   if (v < 0 || !sg_elision_rolled (&l->el, id))
     return;
   const SgRollPlace *r = &l->el.roll[id];
-  SgPlanValue *x = &g_array_index (l->values, SgPlanValue, v);
+  SgPlanValue *x = &l->values[v];
   x->roll_group = r->group;
   x->roll_shift = r->shift;
   x->roll_sign = r->sign;
@@ -179,8 +200,7 @@ place_zero_copy (SgLower *l, SgNodeId id)
   if (sg_elision_relocated (g, &l->el, id)) {
     bool input = n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR;
     int32_t b = group_buffer (l, l->el.view_of[id], input);
-    l->nval[id] = new_value (l, n->name, &n->meta, b, l->el.view_off[id],
-                             input ? SG_INIT_INPUT : SG_INIT_NONE);
+    l->nval[id] = new_value (l, id, -1, b, l->el.view_off[id], input ? SG_INIT_INPUT : SG_INIT_NONE);
     set_roll (l, l->nval[id], id);
     return 1;
   }
@@ -191,8 +211,8 @@ place_zero_copy (SgLower *l, SgNodeId id)
       sg_lower_fail (l, id, "the rows of a rank_roll whose input has no storage");
       return -1;
     }
-    SgPlanValue base = g_array_index (l->values, SgPlanValue, bv);
-    l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset, SG_INIT_NONE);
+    SgPlanValue base = l->values[bv];
+    l->nval[id] = new_value (l, id, -1, base.buffer, base.offset, SG_INIT_NONE);
     set_roll (l, l->nval[id], id);
     return 1;
   }
@@ -203,12 +223,12 @@ place_zero_copy (SgLower *l, SgNodeId id)
     return 1; /* no value: a cat whose rows lie in its rank_roll's buffer in rank order,
                * a rank_roll whose slices view its input's blocks */
   if (of < 0) { /* a relocation: its inputs came first and made the buffer */
-    l->nval[id] = new_value (l, n->name, &n->meta, l->group_buf[id], 0, SG_INIT_NONE);
+    l->nval[id] = new_value (l, id, -1, l->group_buf[id], 0, SG_INIT_NONE);
     return 1;
   }
   /* copy: new_value may grow the array */
-  SgPlanValue base = g_array_index (l->values, SgPlanValue, l->nval[of]);
-  l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + l->el.view_off[id],
+  SgPlanValue base = l->values[l->nval[of]];
+  l->nval[id] = new_value (l, id, -1, base.buffer, base.offset + l->el.view_off[id],
                            SG_INIT_NONE);
   return 1;
 }
@@ -229,7 +249,7 @@ make_values (SgLower *l, SgNodeId id)
   if (placed)
     return placed > 0;
   if (n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR || c == SG_CLASS_INPUT) {
-    l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_INPUT);
+    l->nval[id] = owned_value (l, id, -1, SG_INIT_INPUT);
     return true;
   }
   if (c == SG_CLASS_GETITEM) {
@@ -251,83 +271,27 @@ make_values (SgLower *l, SgNodeId id)
     if (bv < 0 || n->meta.ndim < 0)
       return true;
     /* copy: new_value may grow the array */
-    SgPlanValue base = g_array_index (l->values, SgPlanValue, bv);
+    SgPlanValue base = l->values[bv];
     uint64_t delta;
-    if (!view_delta (l, id, &base, &delta))
+    if (!view_delta (l, id, bv, &delta))
       return false;
     if (base.buffer < 0)
       return true;
-    l->nval[id] = new_value (l, n->name, &n->meta, base.buffer, base.offset + delta, SG_INIT_NONE);
-    SgPlanValue *x = &g_array_index (l->values, SgPlanValue, l->nval[id]);
+    l->nval[id] = new_value (l, id, -1, base.buffer, base.offset + delta, SG_INIT_NONE);
+    SgPlanValue *x = &l->values[l->nval[id]];
     x->roll_group = base.roll_group, x->roll_shift = base.roll_shift;
     x->roll_sign = base.roll_sign, x->roll_block = base.roll_block;
     return true;
   }
   if (n->n_tuple) {
-    for (uint32_t i = 0; i < n->n_tuple; i++) {
-      g_autofree char *nm = g_strdup_printf ("%s.%u", n->name, i);
-      l->tval[n->tuple_first + i] =
-        owned_value (l, nm, sg_node_tuple_meta (g, id, i), SG_INIT_NONE);
-    }
+    for (uint32_t i = 0; i < n->n_tuple; i++)
+      l->tval[n->tuple_first + i] = owned_value (l, id, (int32_t)i, SG_INIT_NONE);
     return true;
   }
-  l->nval[id] = owned_value (l, n->name, &n->meta, SG_INIT_NONE);
+  l->nval[id] = owned_value (l, id, -1, SG_INIT_NONE);
   if (sg_op_is_collective (n->kind) && l->nval[id] < 0)
     return sg_lower_fail (l, id, "meta: a collective must produce a tensor");
   return true;
-}
-
-/* A node reference in a plan: {"value": ID} (a tuple node: {"values":
- * [IDs]}). The keys are constant strings, not copies (one allocation per
- * reference less). */
-static cJSON *
-value_ref (const SgGraph *g, SgNodeId r, gpointer user)
-{
-  const SgLower *l = user;
-  cJSON *v = cJSON_CreateObject ();
-  if (g->nodes[r].n_tuple) {
-    cJSON *ids = cJSON_CreateArray ();
-    cJSON_AddItemToObjectCS (v, "values", ids);
-    for (uint32_t i = 0; i < g->nodes[r].n_tuple; i++)
-      cJSON_AddItemToArray (ids, cJSON_CreateNumber (l->tval[g->nodes[r].tuple_first + i]));
-  } else {
-    cJSON_AddItemToObjectCS (v, "value", cJSON_CreateNumber (l->nval[r]));
-  }
-  return v;
-}
-
-/* Node @id's name in the plan's strings: its value's when it has one
- * (the same text), else a copy. */
-static char *
-node_name (SgLower *l, SgNodeId id)
-{
-  const int32_t v = l->nval[id];
-  if (v >= 0 && strcmp (g_array_index (l->values, SgPlanValue, v).name, l->g->nodes[id].name) == 0)
-    return g_array_index (l->values, SgPlanValue, v).name;
-  return sg_plan_str (l->plan, l->g->nodes[id].name, false);
-}
-
-static SgPlanIns *
-emit (SgLower *l, SgInsKind kind, int32_t stream)
-{
-  SgPlanIns in = { 0 };
-  in.kind = kind;
-  in.stream = stream;
-  in.group = in.event = in.coll = in.buffer = -1;
-  in.est_us = in.pred_start_us = in.pred_end_us = in.pred_exposed_us = -1;
-  g_array_append_val (l->ins, in);
-  return &g_array_index (l->ins, SgPlanIns, l->ins->len - 1);
-}
-
-static void
-push_unique (GArray *a, int32_t v)
-{
-  if (v < 0)
-    return;
-  for (guint i = 0; i < a->len; i++)
-    if (g_array_index (a, int32_t, i) == v)
-      return;
-  g_array_append_val (a, v);
 }
 
 int32_t *
@@ -337,196 +301,102 @@ sg_lower_steal_ids (GArray *a, int32_t *n)
   return (int32_t *)g_array_free (a, FALSE);
 }
 
+/* --- names, dims and sizes on the pool ------------------------------------ */
+
+/* Values (and buffers) per task. */
+#define CHUNK 2048
+
+typedef struct {
+  SgLower *l;
+  size_t *name_at, *dims_at; /* per task: where its values' names and dims begin */
+  char *names;
+  int64_t *dims;
+  bool copy;                 /* the second job: copy (the first counts) */
+} Fill;
+
+/* Writes the decimal digits of @x ending before @end; returns the first. */
+static char *
+put_digits (char *end, uint32_t x)
+{
+  do
+    *--end = (char)('0' + x % 10);
+  while (x /= 10);
+  return end;
+}
+
+/* Task t: values [CHUNK t, CHUNK (t + 1)): first the bytes of their names
+ * ("NAME", "NAME.i" for tuple element i) and their dims; then, at
+ * name_at[t] and dims_at[t], the names and dims themselves. And the
+ * buffers of that range: their sizes. */
 static void
-set_node_pred (SgLower *l, SgPlanIns *in, SgNodeId id)
+fill_task (gpointer ctx, int32_t t, int32_t worker)
 {
-  const SgNode *n = &l->g->nodes[id];
-  if (n->est_src != SG_COST_NONE)
-    in->est_us = n->est_us;
-  if (l->pred && l->pred->node_start && l->pred->node_end) {
-    in->pred_start_us = l->pred->node_start[id];
-    in->pred_end_us = l->pred->node_end[id];
-  }
-  if (l->pred_row[id] >= 0) {
-    const SgCollRow *r = &l->pred->rows[l->pred_row[id]];
-    in->est_us = r->est_us;
-    in->pred_start_us = r->start_us;
-    in->pred_end_us = r->end_us;
-    in->pred_exposed_us = r->exposed_us;
-  }
-}
-
-static bool
-emit_kernel (SgLower *l, SgNodeId id)
-{
+  (void)worker;
+  Fill *f = ctx;
+  SgLower *l = f->l;
   const SgGraph *g = l->g;
-  const SgNode *n = &g->nodes[id];
-  uint32_t k;
-  const SgNodeId *in = sg_node_inputs (g, id, &k);
-  GArray *ins = g_array_new (FALSE, FALSE, sizeof (int32_t));
-  GArray *outs = g_array_new (FALSE, FALSE, sizeof (int32_t));
-  for (uint32_t j = 0; j < k; j++) {
-    const SgNode *src = &g->nodes[in[j]];
-    if (src->n_tuple)
-      for (uint32_t t = 0; t < src->n_tuple; t++)
-        push_unique (ins, l->tval[src->tuple_first + t]);
-    else
-      push_unique (ins, l->nval[in[j]]);
-  }
-  if (n->n_tuple)
-    for (uint32_t t = 0; t < n->n_tuple; t++)
-      g_array_append_val (outs, l->tval[n->tuple_first + t]);
-  else if (l->nval[id] >= 0)
-    g_array_append_val (outs, l->nval[id]);
-  SgPlanIns *x = emit (l, SG_INS_KERNEL, 0);
-  x->name = node_name (l, id);
-  x->op = n->kind;
-  x->target = sg_plan_str (l->plan, n->target, true);
-  x->in = sg_lower_steal_ids (ins, &x->n_in);
-  x->out = sg_lower_steal_ids (outs, &x->n_out);
-  x->args = sg_node_args_json (g, id, false, value_ref, l);
-  x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
-  if (sg_elision_candidate (n->kind)) /* a copy that stays: why */
-    cJSON_AddStringToObject (x->kwargs, "schedgraph_copy",
-                             sg_copy_reason_text ((SgCopyReason)l->el.reason[id]));
-  x->sm_count = sg_op_class (n->kind) == SG_CLASS_MATMUL ? n->sm_count : 0;
-  set_node_pred (l, x, id);
-  return true;
-}
-
-/* The collective's operands: one input and one output value per member
- * (a coalesced collective has several), with NCCL's count summed over them
- * (sg_collective_count of each). */
-static bool
-collective_operands (SgLower *l, SgNodeId id, int32_t **in, int32_t **out, int32_t *n_members,
-                     int64_t *count, SgDtype *dtype)
-{
-  const SgGraph *g = l->g;
-  const SgNode *n = &g->nodes[id];
-  uint32_t m = sg_node_coll_members (g, id);
-  *n_members = (int32_t)m;
-  *in = g_new (int32_t, m);
-  *out = g_new (int32_t, m);
-  *count = 0;
-  for (uint32_t i = 0; i < m; i++) {
-    SgNodeId src = sg_node_coll_input (g, id, i);
-    (*in)[i] = src != SG_NO_NODE ? l->nval[src] : -1;
-    (*out)[i] = n->n_tuple ? l->tval[n->tuple_first + i] : l->nval[id];
-    if ((*in)[i] < 0 || (*out)[i] < 0)
-      return sg_lower_fail (l, id, "args[0]: member %u's input or result has no tensor value", i);
-    const SgPlanValue *a = &g_array_index (l->values, SgPlanValue, (*in)[i]);
-    const SgPlanValue *o = &g_array_index (l->values, SgPlanValue, (*out)[i]);
-    uint64_t ni = 1, no = 1;
-    for (int32_t d = 0; d < a->ndim; d++)
-      ni *= (uint64_t)a->shape[d];
-    for (int32_t d = 0; d < o->ndim; d++)
-      no *= (uint64_t)o->shape[d];
-    if (a->dtype != o->dtype)
-      return sg_lower_fail (l, id, "meta.dtype: %s output of a %s input",
-                            sg_dtype_name (o->dtype), sg_dtype_name (a->dtype));
-    *dtype = a->dtype;
-    *count += (int64_t)sg_collective_count (n->kind, ni, no);
-  }
-  return true;
-}
-
-static bool
-emit_collective (SgLower *l, SgNodeId id)
-{
-  const SgGraph *g = l->g;
-  const SgNode *n = &g->nodes[id];
-  if (n->group < 0 || n->group >= g->n_groups)
-    return sg_lower_fail (l, id, "group: no group");
-  int32_t stream = 1 + n->group;
-  g_autofree int32_t *in = NULL, *out = NULL;
-  int32_t members = 0;
-  int64_t count = 0;
-  SgDtype dtype = SG_DTYPE_INVALID;
-  if (!collective_operands (l, id, &in, &out, &members, &count, &dtype))
-    return false;
-
-  int32_t e = l->n_events++;
-  emit (l, SG_INS_RECORD, 0)->event = e;
-  emit (l, SG_INS_WAIT_EVENT, stream)->event = e;
-  l->coll_ins[id] = (int32_t)l->ins->len;
-  SgPlanIns *x = emit (l, SG_INS_COLLECTIVE, stream);
-  x->name = node_name (l, id);
-  x->op = n->kind;
-  x->in = g_steal_pointer (&in);
-  x->n_in = members;
-  x->out = g_steal_pointer (&out);
-  x->n_out = members;
-  x->group = n->group;
-  x->reduce = n->reduce;
-  x->dtype = dtype;
-  x->count = count;
-  x->args = sg_node_args_json (g, id, false, value_ref, l);
-  x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
-  const SgArg *mem = sg_node_kwarg (g, id, "schedgraph_bucket");
-  if (mem && mem->type == SG_ARG_LIST) {
-    uint32_t nm;
-    const SgArg *m = sg_arg_items (g, mem, &nm);
-    x->members = g_new0 (char *, (size_t)nm + 1);
-    for (uint32_t i = 0; i < nm; i++) {
-      if (!sg_arg_str (&m[i]))
-        return sg_lower_fail (l, id, "kwargs.schedgraph_bucket[%d]: expected a node name",
-                              x->n_members);
-      x->members[x->n_members++] = g_strdup (sg_arg_str (&m[i]));
+  size_t name_at = f->copy ? f->name_at[t] : 0, dims_at = f->copy ? f->dims_at[t] : 0;
+  for (int32_t v = t * CHUNK; v < MIN (l->n_values, (t + 1) * CHUNK); v++) {
+    SgPlanValue *x = &l->values[v];
+    const char *name = g->nodes[l->val_node[v]].name;
+    const size_t len = strlen (name);
+    const int32_t elem = l->val_elem[v];
+    char digits[12], *d = digits + sizeof digits;
+    if (elem >= 0)
+      d = put_digits (d, (uint32_t)elem);
+    const size_t more = elem >= 0 ? 1 + (size_t)(digits + sizeof digits - d) : 0;
+    if (f->copy) {
+      char *at = f->names + name_at;
+      memcpy (at, name, len);
+      if (elem >= 0) {
+        at[len] = '.';
+        memcpy (at + len + 1, d, more - 1);
+      }
+      at[len + more] = 0;
+      x->name = at;
+      const SgMeta *m = meta_of (g, l->val_node[v], elem);
+      if (m->ndim < 0 || m->ndim > SG_PLAN_MAX_DIMS) {
+        sg_plan_value_set_dims (l->plan, x, m->ndim, NULL, NULL); /* refused, as before */
+      } else {
+        x->shape = f->dims + dims_at;
+        x->stride = x->shape + m->ndim;
+        memcpy (x->shape, sg_meta_shape (g, m), sizeof (int64_t) * (size_t)m->ndim);
+        memcpy (x->stride, sg_meta_stride (g, m), sizeof (int64_t) * (size_t)m->ndim);
+      }
     }
+    name_at += len + more + 1;
+    dims_at += 2 * (size_t)x->ndim;
   }
-  if (n->kind == SG_OP_COLLECTIVE_PERMUTE) {
-    SgPermute p;
-    if (!sg_node_permute (g, id, &p, l->error)) {
-      sg_permute_clear (&p);
-      return false;
-    }
-    x->transport = p.transport;
-    x->n_pairs = p.n_pairs;
-    x->pairs = g_steal_pointer (&p.pairs);
-    sg_permute_clear (&p);
+  if (!f->copy) {
+    f->name_at[t] = name_at;
+    f->dims_at[t] = dims_at;
+    for (int32_t b = t * CHUNK; b < MIN (l->n_buffers, (t + 1) * CHUNK); b++)
+      l->buffers[b].bytes = meta_storage_bytes (g, meta_of (g, l->buf_node[b], l->buf_elem[b]));
   }
-  set_node_pred (l, x, id);
-  int32_t done = l->n_events++;
-  emit (l, SG_INS_RECORD, stream)->event = done;
-  l->coll_done[id] = done;
-  return true;
 }
 
+/* The values' names and dims in two blocks of the plan, and the buffers'
+ * sizes, in chunks on the pool. */
 static void
-emit_wait (SgLower *l, SgNodeId coll, const char *name)
+fill_values (SgLower *l)
 {
-  SgPlanIns *w = emit (l, SG_INS_WAIT_EVENT, 0);
-  w->event = l->coll_done[coll];
-  w->coll = l->coll_ins[coll];
-  w->name = sg_plan_str (l->plan, name, false);
-  l->coll_waited[coll] = true;
-}
-
-bool
-sg_lower_emit (SgLower *l)
-{
-  const SgGraph *g = l->g;
-  for (SgNodeId id = 0; id < g->n_nodes; id++) {
-    const SgNode *n = &g->nodes[id];
-    SgOpClass c = sg_op_class (n->kind);
-    if (n->op == SG_NODE_OUTPUT || n->op == SG_NODE_PLACEHOLDER || n->op == SG_NODE_GET_ATTR ||
-        c == SG_CLASS_INPUT || c == SG_CLASS_VIEW || c == SG_CLASS_GETITEM || copy_elided (l, id))
-      continue;
-    if (c == SG_CLASS_WAIT) {
-      SgNodeId t = sg_node_wait_target (g, id);
-      if (t == SG_NO_NODE || !sg_op_is_collective (g->nodes[t].kind))
-        return sg_lower_fail (l, id, "args[0]: a wait must name a collective");
-      if (!l->coll_waited[t])
-        emit_wait (l, t, n->name);
-      continue;
-    }
-    if (sg_op_is_collective (n->kind) ? !emit_collective (l, id) : !emit_kernel (l, id))
-      return false;
+  const int32_t n_tasks = (MAX (l->n_values, l->n_buffers) + CHUNK - 1) / CHUNK;
+  Fill f = { .l = l,
+             .name_at = g_new (size_t, (size_t)n_tasks + 1),
+             .dims_at = g_new (size_t, (size_t)n_tasks + 1) };
+  sg_pool_run (l->pool, n_tasks, fill_task, &f);
+  size_t names = 0, dims = 0; /* the tasks' totals into offsets */
+  for (int32_t t = 0; t < n_tasks; t++) {
+    const size_t a = f.name_at[t], b = f.dims_at[t];
+    f.name_at[t] = names, f.dims_at[t] = dims;
+    names += a, dims += b;
   }
-  for (SgNodeId id = 0; id < g->n_nodes; id++)
-    if (l->coll_ins[id] >= 0 && !l->coll_waited[id])
-      emit_wait (l, id, NULL);
-  return true;
+  f.names = sg_plan_alloc (l->plan, names);
+  f.dims = sg_plan_alloc (l->plan, dims * sizeof (int64_t));
+  f.copy = true;
+  sg_pool_run (l->pool, n_tasks, fill_task, &f);
+  g_free (f.name_at);
+  g_free (f.dims_at);
 }
 
 bool
@@ -535,5 +405,12 @@ sg_lower_values (SgLower *l)
   for (SgNodeId id = 0; id < l->g->n_nodes; id++)
     if (!make_values (l, id))
       return false;
+  fill_values (l);
+  /* (what the values came from: not needed after, not kept beside the
+   * instructions) */
+  g_clear_pointer (&l->val_node, g_free);
+  g_clear_pointer (&l->val_elem, g_free);
+  g_clear_pointer (&l->buf_node, g_free);
+  g_clear_pointer (&l->buf_elem, g_free);
   return true;
 }

@@ -14,7 +14,8 @@
  *    offsets, so it is counted first: in O(n log n) (Fenwick trees) plus
  *    the blocks spanned, one of the work's own terms.
  * 2. Online best fit (a heap simulation, like a caching allocator): in
- *    instruction order, best-fit from a coalescing free list, O(n log n).
+ *    instruction order, best-fit from a coalescing free list (a treap by
+ *    size and two hash maps by the gaps' ends), O(n log n).
  * 256-byte aligned. Whole-step buffers (placeholders) go first,
  * contiguously, and are not searched.
  * Requires: buffers' bytes and [first_ins, last_ins].
@@ -32,19 +33,6 @@
 typedef struct {
   uint64_t off, end;
 } Span;
-
-static int
-cmp_by_size (gconstpointer a, gconstpointer b, gpointer data)
-{
-  const SgPlanBuffer *bufs = data;
-  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-  uint64_t sx = sg_align_up (bufs[x].bytes), sy = sg_align_up (bufs[y].bytes);
-  if (sx != sy)
-    return sx > sy ? -1 : 1;
-  if (bufs[x].first_ins != bufs[y].first_ins)
-    return bufs[x].first_ins < bufs[y].first_ins ? -1 : 1;
-  return (x > y) - (x < y);
-}
 
 static inline bool
 span_less (const Span *x, const Span *y)
@@ -219,70 +207,220 @@ pack_greedy (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
 
 /* --- online best fit ------------------------------------------------------- */
 
+/* A free gap of the online heap. */
 typedef struct {
   uint64_t off, size;
+  uint64_t prio;       /* the treap's heap order: a hash of the gap */
+  int32_t left, right; /* the treap by (size, off); left: the free list's link */
 } Gap;
 
-static int
-cmp_gap_off (gconstpointer a, gconstpointer b, gpointer data)
-{
-  (void)data;
-  const Gap *x = a, *y = b;
-  return (x->off > y->off) - (x->off < y->off);
-}
-
-static int
-cmp_gap_size (gconstpointer a, gconstpointer b, gpointer data)
-{
-  (void)data;
-  const Gap *x = a, *y = b;
-  if (x->size != y->size)
-    return x->size < y->size ? -1 : 1;
-  return (x->off > y->off) - (x->off < y->off);
-}
+/* Gaps by start or by end offset: open addressing, linear probing,
+ * deletion by backward shift (no tombstones). */
+#define NO_KEY UINT64_MAX
+typedef struct {
+  uint64_t *key;
+  int32_t *gap;
+  uint32_t shift; /* 64 - log2 (capacity) */
+  uint32_t n;
+} GapMap;
 
 typedef struct {
-  GTree *by_off, *by_size; /* the same Gap objects; by_off owns them */
+  Gap *gap;
+  int32_t cap, free_gap, root; /* free_gap: -1 or the first unused slot */
+  GapMap by_start, by_end;
   uint64_t top;
 } Heap;
 
 static void
-heap_remove (Heap *h, Gap *gp)
+map_init (GapMap *m, uint32_t log2_cap)
 {
-  g_tree_remove (h->by_size, gp);
-  g_tree_remove (h->by_off, gp); /* frees it */
+  const size_t cap = (size_t)1 << log2_cap;
+  m->key = g_new (uint64_t, cap);
+  m->gap = g_new (int32_t, cap);
+  for (size_t i = 0; i < cap; i++)
+    m->key[i] = NO_KEY;
+  m->shift = 64 - log2_cap;
+  m->n = 0;
+}
+
+static inline size_t
+map_slot (const GapMap *m, uint64_t key)
+{
+  return (size_t)((key * UINT64_C (0x9E3779B97F4A7C15)) >> m->shift);
+}
+
+static int32_t
+map_get (const GapMap *m, uint64_t key)
+{
+  const size_t mask = ((size_t)1 << (64 - m->shift)) - 1;
+  for (size_t i = map_slot (m, key);; i = (i + 1) & mask) {
+    if (m->key[i] == key)
+      return m->gap[i];
+    if (m->key[i] == NO_KEY)
+      return -1;
+  }
+}
+
+static void map_put (GapMap *m, uint64_t key, int32_t gap);
+
+static void
+map_grow (GapMap *m)
+{
+  GapMap old = *m;
+  const size_t cap = (size_t)1 << (64 - old.shift);
+  map_init (m, 64 - old.shift + 1);
+  for (size_t i = 0; i < cap; i++)
+    if (old.key[i] != NO_KEY)
+      map_put (m, old.key[i], old.gap[i]);
+  g_free (old.key);
+  g_free (old.gap);
+}
+
+static void
+map_put (GapMap *m, uint64_t key, int32_t gap)
+{
+  if (2 * ((size_t)m->n + 1) > (size_t)1 << (64 - m->shift))
+    map_grow (m);
+  const size_t mask = ((size_t)1 << (64 - m->shift)) - 1;
+  size_t i = map_slot (m, key);
+  while (m->key[i] != NO_KEY)
+    i = (i + 1) & mask;
+  m->key[i] = key;
+  m->gap[i] = gap;
+  m->n++;
+}
+
+static void
+map_remove (GapMap *m, uint64_t key)
+{
+  const size_t mask = ((size_t)1 << (64 - m->shift)) - 1;
+  size_t i = map_slot (m, key);
+  while (m->key[i] != key)
+    i = (i + 1) & mask;
+  /* shift back the entries after it that probed past it */
+  for (size_t j = (i + 1) & mask; m->key[j] != NO_KEY; j = (j + 1) & mask) {
+    const size_t home = map_slot (m, m->key[j]);
+    if (((j - home) & mask) >= ((j - i) & mask)) {
+      m->key[i] = m->key[j];
+      m->gap[i] = m->gap[j];
+      i = j;
+    }
+  }
+  m->key[i] = NO_KEY;
+  m->n--;
+}
+
+static inline bool
+gap_less (const Gap *x, const Gap *y)
+{
+  return x->size != y->size ? x->size < y->size : x->off < y->off;
+}
+
+/* The treap: @t split into the gaps before @key (*@l) and the others. */
+static void
+treap_split (Gap *gp, int32_t t, const Gap *key, int32_t *l, int32_t *r)
+{
+  while (t >= 0) {
+    if (gap_less (&gp[t], key)) {
+      *l = t;
+      l = &gp[t].right;
+      t = gp[t].right;
+    } else {
+      *r = t;
+      r = &gp[t].left;
+      t = gp[t].left;
+    }
+  }
+  *l = *r = -1;
+}
+
+/* Every gap of @a before every gap of @b. */
+static int32_t
+treap_merge (Gap *gp, int32_t a, int32_t b)
+{
+  int32_t root = -1, *at = &root;
+  while (a >= 0 && b >= 0) {
+    if (gp[a].prio > gp[b].prio) {
+      *at = a;
+      at = &gp[a].right;
+      a = gp[a].right;
+    } else {
+      *at = b;
+      at = &gp[b].left;
+      b = gp[b].left;
+    }
+  }
+  *at = a >= 0 ? a : b;
+  return root;
 }
 
 static void
 heap_add_gap (Heap *h, uint64_t off, uint64_t size)
 {
-  Gap *gp = g_new (Gap, 1);
-  *gp = (Gap){ off, size };
-  g_tree_insert (h->by_off, gp, gp);
-  g_tree_insert (h->by_size, gp, gp);
+  if (h->free_gap < 0) {
+    const int32_t old = h->cap;
+    h->cap = MAX (64, 2 * h->cap);
+    h->gap = g_renew (Gap, h->gap, (size_t)h->cap);
+    for (int32_t i = old; i < h->cap; i++)
+      h->gap[i].left = i + 1 < h->cap ? i + 1 : -1;
+    h->free_gap = old;
+  }
+  const int32_t g = h->free_gap;
+  Gap *x = &h->gap[g];
+  h->free_gap = x->left;
+  uint64_t z = off * UINT64_C (0x9E3779B97F4A7C15) + size; /* splitmix64 of the gap */
+  z = (z ^ (z >> 30)) * UINT64_C (0xBF58476D1CE4E5B9);
+  z = (z ^ (z >> 27)) * UINT64_C (0x94D049BB133111EB);
+  *x = (Gap){ off, size, z ^ (z >> 31), -1, -1 };
+  /* down to where its priority puts it, then the subtree there split
+   * around it */
+  int32_t *at = &h->root;
+  while (*at >= 0 && h->gap[*at].prio > x->prio)
+    at = gap_less (x, &h->gap[*at]) ? &h->gap[*at].left : &h->gap[*at].right;
+  treap_split (h->gap, *at, x, &x->left, &x->right);
+  *at = g;
+  map_put (&h->by_start, off, g);
+  map_put (&h->by_end, off + size, g);
+}
+
+static void
+heap_remove (Heap *h, int32_t g)
+{
+  Gap *x = &h->gap[g];
+  int32_t *at = &h->root;
+  while (*at != g)
+    at = gap_less (x, &h->gap[*at]) ? &h->gap[*at].left : &h->gap[*at].right;
+  *at = treap_merge (h->gap, x->left, x->right);
+  map_remove (&h->by_start, x->off);
+  map_remove (&h->by_end, x->off + x->size);
+  x->left = h->free_gap;
+  h->free_gap = g;
 }
 
 static uint64_t
 heap_alloc (Heap *h, uint64_t size)
 {
-  Gap key = { 0, size };
-  GTreeNode *nd = g_tree_lower_bound (h->by_size, &key);
-  if (nd) { /* the smallest gap that holds it; ties: the lowest offset */
-    Gap g = *(Gap *)g_tree_node_key (nd);
-    heap_remove (h, g_tree_node_key (nd));
+  /* the smallest gap that holds it; ties: the lowest offset */
+  int32_t best = -1;
+  for (int32_t t = h->root; t >= 0;)
+    if (h->gap[t].size >= size) {
+      best = t;
+      t = h->gap[t].left;
+    } else
+      t = h->gap[t].right;
+  if (best >= 0) {
+    const Gap g = h->gap[best];
+    heap_remove (h, best);
     if (g.size > size)
       heap_add_gap (h, g.off + size, g.size - size);
     return g.off;
   }
-  GTreeNode *last = g_tree_node_last (h->by_off);
-  if (last) { /* a free run at the top grows instead of leaving a hole */
-    Gap *g = g_tree_node_key (last);
-    if (g->off + g->size == h->top) {
-      uint64_t o = g->off;
-      heap_remove (h, g);
-      h->top = o + size;
-      return o;
-    }
+  const int32_t last = map_get (&h->by_end, h->top);
+  if (last >= 0) { /* a free run at the top grows instead of leaving a hole */
+    const uint64_t o = h->gap[last].off;
+    heap_remove (h, last);
+    h->top = o + size;
+    return o;
   }
   uint64_t o = h->top;
   h->top += size;
@@ -292,32 +430,28 @@ heap_alloc (Heap *h, uint64_t size)
 static void
 heap_release (Heap *h, uint64_t off, uint64_t size)
 {
-  Gap key = { off, 0 };
-  GTreeNode *next = g_tree_lower_bound (h->by_off, &key);
-  GTreeNode *prev = next ? g_tree_node_previous (next) : g_tree_node_last (h->by_off);
-  if (prev) {
-    Gap *g = g_tree_node_key (prev);
-    if (g->off + g->size == off) {
-      off = g->off;
-      size += g->size;
-      heap_remove (h, g);
-    }
+  const int32_t prev = map_get (&h->by_end, off);
+  if (prev >= 0) {
+    off = h->gap[prev].off;
+    size += h->gap[prev].size;
+    heap_remove (h, prev);
   }
-  if (next) {
-    Gap *g = g_tree_node_key (next);
-    if (off + size == g->off) {
-      size += g->size;
-      heap_remove (h, g);
-    }
+  const int32_t next = map_get (&h->by_start, off + size);
+  if (next >= 0) {
+    size += h->gap[next].size;
+    heap_remove (h, next);
   }
   heap_add_gap (h, off, size);
 }
 
 /* Allocation in instruction order: a buffer is placed at its first
  * instruction, best fit among the free gaps, and its bytes return to the
- * free list (coalesced) after its last one. O(n log n). */
-static uint64_t
-pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, uint64_t *off)
+ * free list (coalesced) after its last one. The gaps are kept by (size,
+ * offset) in a treap for the best fit and by their two ends in hash maps
+ * for coalescing: O(n log n). */
+uint64_t
+sg_codegen_pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base,
+                        uint64_t *off)
 {
   /* allocations by (first, the size order), releases by (last, id) */
   g_autofree int32_t *alloc = g_memdup2 (order, sizeof (int32_t) * ((size_t)n + 1));
@@ -330,8 +464,9 @@ pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
       release[m++] = b;
   sg_plan_sort_buffers_by_time (p, alloc, n, false);
   sg_plan_sort_buffers_by_time (p, release, n, true);
-  Heap h = { g_tree_new_full (cmp_gap_off, NULL, g_free, NULL),
-             g_tree_new_full (cmp_gap_size, NULL, NULL, NULL), base };
+  Heap h = { .free_gap = -1, .root = -1, .top = base };
+  map_init (&h.by_start, 6);
+  map_init (&h.by_end, 6);
   int32_t r = 0;
   for (int32_t k = 0; k < n; k++) {
     const SgPlanBuffer *x = &p->buffers[alloc[k]];
@@ -339,9 +474,39 @@ pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64_t base, ui
       heap_release (&h, off[release[r]], sg_align_up (p->buffers[release[r]].bytes));
     off[alloc[k]] = heap_alloc (&h, sg_align_up (x->bytes));
   }
-  g_tree_destroy (h.by_size);
-  g_tree_destroy (h.by_off);
+  g_free (h.gap);
+  g_free (h.by_start.key);
+  g_free (h.by_start.gap);
+  g_free (h.by_end.key);
+  g_free (h.by_end.gap);
   return h.top;
+}
+
+/* Sorts the @n buffer ids at @order (ascending) largest first, ties by
+ * earlier first use, then id: stably by first use, then stably by aligned
+ * size, descending (LSD radix, 11 bits a pass). */
+void
+sg_codegen_sort_by_size (const SgPlan *p, int32_t *order, int32_t n)
+{
+  sg_plan_sort_buffers_by_time (p, order, n, false);
+  uint64_t top = 0;
+  g_autofree uint64_t *key = g_new (uint64_t, (size_t)p->n_buffers + 1);
+  for (int32_t k = 0; k < n; k++)
+    top = MAX (top, sg_align_up (p->buffers[order[k]].bytes) / SG_ARENA_ALIGN);
+  for (int32_t k = 0; k < n; k++) /* descending size: ascending key */
+    key[order[k]] = top - sg_align_up (p->buffers[order[k]].bytes) / SG_ARENA_ALIGN;
+  g_autofree int32_t *tmp = g_new (int32_t, (size_t)n + 1);
+  int32_t cnt[2048 + 1];
+  for (int shift = 0; shift < 64 && top >> shift; shift += 11) {
+    memset (cnt, 0, sizeof cnt);
+    for (int32_t k = 0; k < n; k++)
+      cnt[(key[order[k]] >> shift & 2047) + 1]++;
+    for (int d = 0; d < 2048; d++)
+      cnt[d + 1] += cnt[d];
+    for (int32_t k = 0; k < n; k++)
+      tmp[cnt[key[order[k]] >> shift & 2047]++] = order[k];
+    memcpy (order, tmp, sizeof (int32_t) * (size_t)n);
+  }
 }
 
 void
@@ -363,10 +528,10 @@ sg_codegen_pack_buffers (SgPlan *p, const bool *pinned)
     else
       order[n++] = b;
   }
-  g_qsort_with_data (order, n, sizeof (int32_t), cmp_by_size, p->buffers);
+  sg_codegen_sort_by_size (p, order, n);
   g_autofree uint64_t *greedy = g_new0 (uint64_t, (size_t)p->n_buffers + 1);
   g_autofree uint64_t *online = g_new0 (uint64_t, (size_t)p->n_buffers + 1);
-  uint64_t top_online = pack_online (p, order, n, base, online);
+  uint64_t top_online = sg_codegen_pack_online (p, order, n, base, online);
   uint64_t top_greedy = greedy_work (p, order, n, GREEDY_BUDGET) <= GREEDY_BUDGET
                           ? pack_greedy (p, order, n, base, greedy)
                           : UINT64_MAX;

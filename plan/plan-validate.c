@@ -13,8 +13,11 @@
  * stay live until its wait; inputs live from the start, outputs to the end;
  * buffers fit the arena, are 256-byte aligned, and two buffers whose
  * lifetimes overlap never overlap in memory (a sweep over instruction
- * indices with an ordered set of live address ranges: n log n); and the
+ * indices with an ordered set of live address ranges); and the
  * stream-concurrency rules of plan-races.c.
+ *
+ * The memory rule is plan-memory.c's, the races plan-races.c's; the same
+ * verdict on several threads is plan-parallel.c's.
  */
 #include "plan-private.h"
 
@@ -64,8 +67,8 @@ sg_plan_value_extent (const SgPlanValue *v)
   return t;
 }
 
-static bool
-check_groups (const SgPlan *p, GError **error)
+bool
+sg_plan_check_groups (const SgPlan *p, GError **error)
 {
   if (p->world_size < 1 || p->world_size > SG_PLAN_MAX_WORLD)
     return bad (error, "world_size %d: must be in [1, %d]", p->world_size, SG_PLAN_MAX_WORLD);
@@ -94,67 +97,79 @@ check_groups (const SgPlan *p, GError **error)
   return true;
 }
 
-static bool
-check_buffers_values (const SgPlan *p, GError **error)
+bool
+sg_plan_check_buffer (const SgPlan *p, int32_t b, GError **error)
 {
-  int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
-  for (int32_t b = 0; b < p->n_buffers; b++) {
-    const SgPlanBuffer *bf = &p->buffers[b];
-    if (bf->offset % 256)
-      return bad (error, "buffers[%d].offset %" PRIu64 ": not 256-byte aligned", b, bf->offset);
-    if (bf->bytes > p->arena_bytes || bf->offset > p->arena_bytes - bf->bytes)
+  const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
+  const SgPlanBuffer *bf = &p->buffers[b];
+  if (bf->offset % 256)
+    return bad (error, "buffers[%d].offset %" PRIu64 ": not 256-byte aligned", b, bf->offset);
+  if (bf->bytes > p->arena_bytes || bf->offset > p->arena_bytes - bf->bytes)
+    return bad (error,
+                "buffers[%d]: [%" PRIu64 ", +%" PRIu64 ") does not fit arena_bytes %" PRIu64, b,
+                bf->offset, bf->bytes, p->arena_bytes);
+  if (bf->first_ins < 0 || bf->first_ins > bf->last_ins || bf->last_ins > end)
+    return bad (error, "buffers[%d]: lifetime [%d, %d] outside instructions [0, %d]", b,
+                bf->first_ins, bf->last_ins, end);
+  return true;
+}
+
+/* Value @v's own rules (every buffer passed check_buffer). */
+bool
+sg_plan_check_value (const SgPlan *p, int32_t v, GError **error)
+{
+  const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
+  const SgPlanValue *val = &p->values[v];
+  if (val->buffer < -1 || val->buffer >= p->n_buffers)
+    return bad (error, "values[%d] \"%s\".buffer %d: out of range (%d buffers)", v, val->name,
+                val->buffer, p->n_buffers);
+  if (val->dtype <= SG_DTYPE_INVALID || val->dtype >= SG_DTYPE_N)
+    return bad (error, "values[%d] \"%s\".dtype: invalid", v, val->name);
+  if (val->ndim < 0 || val->ndim > SG_PLAN_MAX_DIMS)
+    return bad (error, "values[%d] \"%s\".shape: %d dimensions", v, val->name, val->ndim);
+  for (int32_t d = 0; d < val->ndim; d++)
+    if (val->shape[d] < 0 || val->stride[d] < 0)
+      return bad (error, "values[%d] \"%s\": negative size or stride in dimension %d", v,
+                  val->name, d);
+  uint64_t last_block = 0; /* the furthest a rank-dependent block reaches */
+  if (val->roll_block > 0) {
+    if (val->roll_group < 0 || val->roll_group >= p->n_groups)
+      return bad (error, "values[%d] \"%s\".roll.group %d: out of range (%d groups)", v,
+                  val->name, val->roll_group, p->n_groups);
+    const uint64_t k = (uint64_t)p->groups[val->roll_group].n_ranks;
+    if (val->roll_block > (uint64_t)SG_PLAN_MAX_INT / k)
+      return bad (error, "values[%d] \"%s\".roll.block: too large", v, val->name);
+    last_block = (k - 1) * val->roll_block;
+  }
+  if (val->buffer >= 0) {
+    const SgPlanBuffer *bf = &p->buffers[val->buffer];
+    uint64_t ext = sg_plan_value_extent (val);
+    if (ext > bf->bytes || val->offset > bf->bytes - ext
+        || last_block > bf->bytes - ext - val->offset)
       return bad (error,
-                  "buffers[%d]: [%" PRIu64 ", +%" PRIu64 ") does not fit arena_bytes %" PRIu64, b,
-                  bf->offset, bf->bytes, p->arena_bytes);
-    if (bf->first_ins < 0 || bf->first_ins > bf->last_ins || bf->last_ins > end)
-      return bad (error, "buffers[%d]: lifetime [%d, %d] outside instructions [0, %d]", b,
-                  bf->first_ins, bf->last_ins, end);
+                  "values[%d] \"%s\": bytes [%" PRIu64 ", %" PRIu64
+                  ") reach past buffers[%d] (%" PRIu64 " bytes)%s",
+                  v, val->name, val->offset, val->offset + last_block + ext, val->buffer,
+                  bf->bytes, last_block ? " at its last rank-dependent block" : "");
+  } else if (val->roll_block > 0) {
+    return bad (error, "values[%d] \"%s\".roll: a value without storage", v, val->name);
   }
+  if (val->init == SG_INIT_INPUT
+      && (val->buffer < 0 || p->buffers[val->buffer].first_ins != 0
+          || p->buffers[val->buffer].last_ins != end))
+    return bad (error, "values[%d] \"%s\": an input must own a buffer live for the whole step", v,
+                val->name);
+  return true;
+}
+
+/* What check_buffers_values checks beyond each buffer and value. */
+bool
+sg_plan_check_io_lists (const SgPlan *p, GError **error)
+{
+  const int32_t end = p->n_ins > 0 ? p->n_ins - 1 : 0;
   int32_t n_init = 0;
-  for (int32_t v = 0; v < p->n_values; v++) {
-    const SgPlanValue *val = &p->values[v];
-    if (val->buffer < -1 || val->buffer >= p->n_buffers)
-      return bad (error, "values[%d] \"%s\".buffer %d: out of range (%d buffers)", v, val->name,
-                  val->buffer, p->n_buffers);
-    if (val->dtype <= SG_DTYPE_INVALID || val->dtype >= SG_DTYPE_N)
-      return bad (error, "values[%d] \"%s\".dtype: invalid", v, val->name);
-    if (val->ndim < 0 || val->ndim > SG_PLAN_MAX_DIMS)
-      return bad (error, "values[%d] \"%s\".shape: %d dimensions", v, val->name, val->ndim);
-    for (int32_t d = 0; d < val->ndim; d++)
-      if (val->shape[d] < 0 || val->stride[d] < 0)
-        return bad (error, "values[%d] \"%s\": negative size or stride in dimension %d", v,
-                    val->name, d);
-    uint64_t last_block = 0; /* the furthest a rank-dependent block reaches */
-    if (val->roll_block > 0) {
-      if (val->roll_group < 0 || val->roll_group >= p->n_groups)
-        return bad (error, "values[%d] \"%s\".roll.group %d: out of range (%d groups)", v,
-                    val->name, val->roll_group, p->n_groups);
-      const uint64_t k = (uint64_t)p->groups[val->roll_group].n_ranks;
-      if (val->roll_block > (uint64_t)SG_PLAN_MAX_INT / k)
-        return bad (error, "values[%d] \"%s\".roll.block: too large", v, val->name);
-      last_block = (k - 1) * val->roll_block;
-    }
-    if (val->buffer >= 0) {
-      const SgPlanBuffer *bf = &p->buffers[val->buffer];
-      uint64_t ext = sg_plan_value_extent (val);
-      if (ext > bf->bytes || val->offset > bf->bytes - ext
-          || last_block > bf->bytes - ext - val->offset)
-        return bad (error,
-                    "values[%d] \"%s\": bytes [%" PRIu64 ", %" PRIu64
-                    ") reach past buffers[%d] (%" PRIu64 " bytes)%s",
-                    v, val->name, val->offset, val->offset + last_block + ext, val->buffer,
-                    bf->bytes, last_block ? " at its last rank-dependent block" : "");
-    } else if (val->roll_block > 0) {
-      return bad (error, "values[%d] \"%s\".roll: a value without storage", v, val->name);
-    }
-    if (val->init == SG_INIT_INPUT) {
-      n_init++;
-      if (val->buffer < 0 || p->buffers[val->buffer].first_ins != 0 ||
-          p->buffers[val->buffer].last_ins != end)
-        return bad (error, "values[%d] \"%s\": an input must own a buffer live for the whole step",
-                    v, val->name);
-    }
-  }
+  for (int32_t v = 0; v < p->n_values; v++)
+    n_init += p->values[v].init == SG_INIT_INPUT;
   if (n_init != p->n_inputs)
     return bad (error, "inputs: %d listed, %d values have init \"input\"", p->n_inputs, n_init);
   for (int32_t i = 0; i < p->n_inputs; i++)
@@ -171,6 +186,18 @@ check_buffers_values (const SgPlan *p, GError **error)
                   p->buffers[p->values[v].buffer].last_ins);
   }
   return true;
+}
+
+static bool
+check_buffers_values (const SgPlan *p, GError **error)
+{
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    if (!sg_plan_check_buffer (p, b, error))
+      return false;
+  for (int32_t v = 0; v < p->n_values; v++)
+    if (!sg_plan_check_value (p, v, error))
+      return false;
+  return sg_plan_check_io_lists (p, error);
 }
 
 typedef struct {
@@ -233,8 +260,8 @@ members_apart (const SgPlan *p, const SgPlanIns *in, int32_t i, GError **error)
   return true;
 }
 
-static bool
-check_collective (const SgPlan *p, int32_t i, GError **error)
+bool
+sg_plan_check_collective (const SgPlan *p, int32_t i, GError **error)
 {
   const SgPlanIns *in = &p->ins[i];
   const char *nm = in->name ? in->name : "";
@@ -346,7 +373,7 @@ check_ins (const SgPlan *p, GError **error)
           return false;
       break;
     case SG_INS_COLLECTIVE:
-      if (!check_collective (p, i, error))
+      if (!sg_plan_check_collective (p, i, error))
         return false;
       for (int32_t k = 0; k < in->n_in; k++)
         if (!use_value (&s, i, in->in[k], false, false))
@@ -420,93 +447,10 @@ check_ins (const SgPlan *p, GError **error)
   return true;
 }
 
-static int
-cmp_offset (gconstpointer a, gconstpointer b, gpointer data)
-{
-  (void)data;
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return (x > y) - (x < y);
-}
-
-void
-sg_plan_sort_buffers_by_time (const SgPlan *p, int32_t *ids, int32_t n, bool by_last)
-{
-  g_return_if_fail (p != NULL && (ids != NULL || n == 0));
-  int32_t hi = 0;
-  for (int32_t k = 0; k < n; k++) {
-    const SgPlanBuffer *b = &p->buffers[ids[k]];
-    int32_t t = by_last ? b->last_ins : b->first_ins;
-    g_return_if_fail (t >= 0);
-    hi = MAX (hi, t);
-  }
-  /* a counting sort: at[t] is where the first id of time t goes */
-  g_autofree int32_t *at = g_new0 (int32_t, (size_t)hi + 2);
-  g_autofree int32_t *in = g_memdup2 (ids, sizeof (int32_t) * ((size_t)n + 1));
-  for (int32_t k = 0; k < n; k++) {
-    const SgPlanBuffer *b = &p->buffers[in[k]];
-    at[(by_last ? b->last_ins : b->first_ins) + 1]++;
-  }
-  for (int32_t t = 0; t <= hi; t++)
-    at[t + 1] += at[t];
-  for (int32_t k = 0; k < n; k++) {
-    const SgPlanBuffer *b = &p->buffers[in[k]];
-    ids[at[by_last ? b->last_ins : b->first_ins]++] = in[k];
-  }
-}
-
-static bool
-check_memory (const SgPlan *p, GError **error)
-{
-  int32_t n = 0;
-  g_autofree int32_t *by_first = g_new (int32_t, (size_t)p->n_buffers + 1);
-  for (int32_t b = 0; b < p->n_buffers; b++)
-    if (p->buffers[b].bytes > 0)
-      by_first[n++] = b;
-  g_autofree int32_t *by_last = g_memdup2 (by_first, sizeof (int32_t) * ((size_t)n + 1));
-  /* (first, id) and (last, id): ids ascending, sorted stably */
-  sg_plan_sort_buffers_by_time (p, by_first, n, false);
-  sg_plan_sort_buffers_by_time (p, by_last, n, true);
-  /* live buffers by offset; keys point at the buffers' offsets */
-  GTree *live = g_tree_new_full (cmp_offset, NULL, NULL, NULL);
-  bool ok = true;
-  int32_t r = 0;
-  for (int32_t k = 0; k < n && ok; k++) {
-    int32_t b = by_first[k];
-    const SgPlanBuffer *x = &p->buffers[b];
-    for (; r < n && p->buffers[by_last[r]].last_ins < x->first_ins; r++)
-      g_tree_remove (live, &p->buffers[by_last[r]].offset);
-    GTreeNode *next = g_tree_lower_bound (live, &x->offset);
-    GTreeNode *prev = next ? g_tree_node_previous (next) : g_tree_node_last (live);
-    int32_t hit = -1;
-    if (next) {
-      int32_t y = GPOINTER_TO_INT (g_tree_node_value (next));
-      if (p->buffers[y].offset < x->offset + x->bytes)
-        hit = y;
-    }
-    if (hit < 0 && prev) {
-      int32_t y = GPOINTER_TO_INT (g_tree_node_value (prev));
-      if (p->buffers[y].offset + p->buffers[y].bytes > x->offset)
-        hit = y;
-    }
-    if (hit >= 0) {
-      const SgPlanBuffer *y = &p->buffers[hit];
-      ok = bad (error,
-                "buffers[%d] [%" PRIu64 ", %" PRIu64 ") live [%d, %d] overlaps buffers[%d] "
-                "[%" PRIu64
-                ", %" PRIu64 ") live [%d, %d]",
-                b, x->offset, x->offset + x->bytes, x->first_ins, x->last_ins, hit, y->offset,
-                y->offset + y->bytes, y->first_ins, y->last_ins);
-    } else
-      g_tree_insert (live, (gpointer)&x->offset, GINT_TO_POINTER (b));
-  }
-  g_tree_destroy (live);
-  return ok;
-}
-
 bool
 sg_plan_validate (const SgPlan *p, GError **error)
 {
   g_return_val_if_fail (p != NULL, false);
-  return check_groups (p, error) && check_buffers_values (p, error) && check_ins (p, error) &&
-         check_memory (p, error) && sg_plan_check_races (p, error);
+  return sg_plan_check_groups (p, error) && check_buffers_values (p, error) && check_ins (p, error) &&
+         sg_plan_check_memory (p, error) && sg_plan_check_races (p, error);
 }

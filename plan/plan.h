@@ -159,7 +159,8 @@ typedef struct SgPlan {
   int32_t n_buffers;
   SgPlanValue *values;
   int32_t n_values;
-  SgPlanDims *dims; /* where sg_plan_value_set_dims puts them; freed with the plan */
+  SgPlanDims *dims; /* where sg_plan_value_set_dims and sg_plan_alloc put them; freed
+                     * with the plan */
   GStringChunk *strings; /* names and targets (sg_plan_str); freed with the plan */
   int32_t *inputs, n_inputs;   /* values with SG_INIT_INPUT, in graph order */
   int32_t *outputs, n_outputs; /* the graph output node's values, in order */
@@ -189,14 +190,37 @@ char *sg_plan_str (SgPlan *plan, const char *s, bool shared);
 void sg_plan_value_set_dims (SgPlan *plan, SgPlanValue *v, int32_t ndim, const int64_t *shape,
                              const int64_t *stride);
 
+/* (transfer none) @bytes bytes (aligned for int64_t) that @plan owns,
+ * freed with it: names and dimensions made apart, e.g. on several threads
+ * (codegen/ fills its values' so), then pointed to by values. */
+void *sg_plan_alloc (SgPlan *plan, size_t bytes);
+
 /* Canonical JSON text: fixed field order, integers for bytes and ids, fixed
  * precision for microseconds; identical plans give identical bytes. Sets
  * plan->hash first. (transfer full) g_free() the result. */
 char *sg_plan_to_json (SgPlan *plan, size_t *len);
 
-/* Writes the plan to @path atomically (temporary file + rename): on failure
- * nothing is left at @path. */
+/* What runs tasks at once for plan/, which does not link graph/ (codegen/
+ * passes graph/'s worker pool through it). @run runs @fn (@ctx, task,
+ * worker) for every task 0 .. @n_tasks-1 and returns when all have run;
+ * each task writes only what its index owns, @worker (0 ..
+ * @n_workers-1) only picks scratch. */
+typedef void (*SgPlanTaskFunc) (gpointer ctx, int32_t task, int32_t worker);
+typedef struct {
+  void (*run) (gpointer pool, int32_t n_tasks, SgPlanTaskFunc fn, gpointer ctx);
+  gpointer pool;
+  int32_t n_workers; /* threads taking tasks, the caller's included; <= 1: none more */
+} SgPlanRunner;
+
+/* Writes the plan to @path atomically (temporary file, fsync, rename): on
+ * failure nothing is left at @path and what was there stays. Sets
+ * plan->hash. */
 bool sg_plan_write_file (SgPlan *plan, const char *path, GError **error);
+
+/* sg_plan_write_file with the text made and hashed by @runner's threads
+ * (NULL: this thread alone): the same bytes whatever the threads. */
+bool sg_plan_write_file_with (SgPlan *plan, const char *path, const SgPlanRunner *runner,
+                              GError **error);
 
 /* (transfer full) Reads and checks a plan: format, version, hash, every
  * index in range, streams/events/buffers consistent. NULL with @error. */
@@ -208,6 +232,15 @@ SgPlan *sg_plan_load_data (const char *data, size_t len, const char *name, GErro
  * (docs/plan-format.md, "Rules"). False with @error naming the first
  * broken rule and its instruction/value/buffer. */
 bool sg_plan_validate (const SgPlan *plan, GError **error);
+
+/* sg_plan_validate with its checks on @runner's threads (NULL: this
+ * thread alone): the same verdict and, on a broken rule, the same error
+ * (found again by sg_plan_validate). @place (may be NULL) is called once,
+ * as @place (@place_ctx, 0, worker), to set the buffers' offsets and
+ * arena_bytes: on a pool, beside the rules that read neither (the plan's
+ * other fields must be final). */
+bool sg_plan_validate_with (const SgPlan *plan, const SgPlanRunner *runner, SgPlanTaskFunc place,
+                            gpointer place_ctx, GError **error);
 
 /* Reorders the @n buffer ids at @ids by their first instruction (or their
  * last, @by_last), stably: ties keep their order in @ids. O(n + the range

@@ -61,12 +61,26 @@ pt_reason_of (const SgGraph *g, const char *name)
   return r;
 }
 
-/* The validator refuses @p with a message that contains @want. */
+/* A runner that runs the tasks last first, on this thread. */
+static inline void
+pt_run_backwards (gpointer pool, int32_t n_tasks, SgPlanTaskFunc fn, gpointer ctx)
+{
+  (void)pool;
+  for (int32_t t = n_tasks - 1; t >= 0; t--)
+    fn (ctx, t, t % 3);
+}
+
+/* The validator refuses @p with a message that contains @want, on one
+ * thread and on "three" (sg_plan_validate_with: the same message). */
 static inline void
 pt_assert_rejected (const SgPlan *p, const char *want)
 {
-  GError *e = NULL;
+  GError *e = NULL, *e3 = NULL;
   ck_assert (!sg_plan_validate (p, &e));
   ck_assert_msg (strstr (e->message, want), "'%s' lacks '%s'", e->message, want);
+  const SgPlanRunner three = { pt_run_backwards, NULL, 3 };
+  ck_assert (!sg_plan_validate_with (p, &three, NULL, NULL, &e3));
+  ck_assert_str_eq (e3->message, e->message);
   g_error_free (e);
+  g_error_free (e3);
 }

@@ -325,6 +325,163 @@ START_TEST (packed_buffers_never_overlap_while_both_live)
 }
 END_TEST
 
+/* The online packer and the size order as first written (GTrees of the
+ * free gaps by offset and by size; a comparison sort), the reference for
+ * memplan.c's treap, hash maps and radix sort. */
+typedef struct {
+  uint64_t off, size;
+} RefGap;
+
+static int
+ref_by_off (gconstpointer a, gconstpointer b, gpointer data)
+{
+  (void)data;
+  const RefGap *x = a, *y = b;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+static int
+ref_by_size (gconstpointer a, gconstpointer b, gpointer data)
+{
+  (void)data;
+  const RefGap *x = a, *y = b;
+  if (x->size != y->size)
+    return x->size < y->size ? -1 : 1;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+static void
+ref_remove (GTree *by_off, GTree *by_size, RefGap *g)
+{
+  g_tree_remove (by_size, g);
+  g_tree_remove (by_off, g);
+}
+
+static void
+ref_add (GTree *by_off, GTree *by_size, uint64_t off, uint64_t size)
+{
+  RefGap *g = g_new (RefGap, 1);
+  *g = (RefGap){ off, size };
+  g_tree_insert (by_off, g, g);
+  g_tree_insert (by_size, g, g);
+}
+
+static uint64_t
+ref_alloc (GTree *by_off, GTree *by_size, uint64_t *top, uint64_t size)
+{
+  RefGap key = { 0, size };
+  GTreeNode *nd = g_tree_lower_bound (by_size, &key);
+  if (nd) {
+    RefGap g = *(RefGap *)g_tree_node_key (nd);
+    ref_remove (by_off, by_size, g_tree_node_key (nd));
+    if (g.size > size)
+      ref_add (by_off, by_size, g.off + size, g.size - size);
+    return g.off;
+  }
+  GTreeNode *last = g_tree_node_last (by_off);
+  if (last && ((RefGap *)g_tree_node_key (last))->off + ((RefGap *)g_tree_node_key (last))->size
+                == *top) {
+    uint64_t o = ((RefGap *)g_tree_node_key (last))->off;
+    ref_remove (by_off, by_size, g_tree_node_key (last));
+    *top = o + size;
+    return o;
+  }
+  uint64_t o = *top;
+  *top += size;
+  return o;
+}
+
+static void
+ref_release (GTree *by_off, GTree *by_size, uint64_t off, uint64_t size)
+{
+  RefGap key = { off, 0 };
+  GTreeNode *next = g_tree_lower_bound (by_off, &key);
+  GTreeNode *prev = next ? g_tree_node_previous (next) : g_tree_node_last (by_off);
+  if (prev && ((RefGap *)g_tree_node_key (prev))->off + ((RefGap *)g_tree_node_key (prev))->size
+                == off) {
+    RefGap *g = g_tree_node_key (prev);
+    off = g->off;
+    size += g->size;
+    ref_remove (by_off, by_size, g);
+  }
+  if (next && off + size == ((RefGap *)g_tree_node_key (next))->off) {
+    size += ((RefGap *)g_tree_node_key (next))->size;
+    ref_remove (by_off, by_size, g_tree_node_key (next));
+  }
+  ref_add (by_off, by_size, off, size);
+}
+
+static int
+ref_cmp_size (gconstpointer a, gconstpointer b, gpointer data)
+{
+  const SgPlanBuffer *bufs = data;
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  uint64_t sx = sg_align_up (bufs[x].bytes), sy = sg_align_up (bufs[y].bytes);
+  if (sx != sy)
+    return sx > sy ? -1 : 1;
+  if (bufs[x].first_ins != bufs[y].first_ins)
+    return bufs[x].first_ins < bufs[y].first_ins ? -1 : 1;
+  return (x > y) - (x < y);
+}
+
+/* memplan.c's size order and online packer place every buffer where the
+ * first ones did, on random lifetimes and sizes (many equal ones: ties;
+ * huge ones: several radix passes). */
+START_TEST (online_packing_places_buffers_as_the_tree_packer_did)
+{
+  GRand *rnd = g_rand_new_with_seed (3);
+  for (int trial = 0; trial < 300; trial++) {
+    g_autoptr (SgPlan) p = sg_plan_new ();
+    int32_t nb = g_rand_int_range (rnd, 1, trial % 10 ? 300 : 5000), ni = 2 * nb;
+    p->n_buffers = nb;
+    p->buffers = g_new0 (SgPlanBuffer, (size_t)nb);
+    const uint32_t kinds = (uint32_t)g_rand_int_range (rnd, 1, 40);
+    for (int32_t b = 0; b < nb; b++) {
+      SgPlanBuffer *x = &p->buffers[b];
+      x->first_ins = g_rand_int_range (rnd, 0, ni);
+      x->last_ins = MIN (ni - 1, x->first_ins + g_rand_int_range (rnd, 0, ni / 8 + 2));
+      uint64_t k = (uint64_t)(g_rand_int (rnd) % kinds) + 1;
+      x->bytes = trial % 7 ? k * 1000 + (uint64_t)g_rand_int_range (rnd, 0, 2)
+                           : k << g_rand_int_range (rnd, 8, 50);
+    }
+    g_autofree int32_t *order = g_new (int32_t, (size_t)nb);
+    g_autofree int32_t *want = g_new (int32_t, (size_t)nb);
+    for (int32_t b = 0; b < nb; b++)
+      order[b] = want[b] = b;
+    g_qsort_with_data (want, nb, sizeof (int32_t), ref_cmp_size, p->buffers);
+    sg_codegen_sort_by_size (p, order, nb);
+    ck_assert (memcmp (order, want, sizeof (int32_t) * (size_t)nb) == 0);
+
+    const uint64_t base = (uint64_t)g_rand_int_range (rnd, 0, 4) * 256;
+    g_autofree uint64_t *off = g_new0 (uint64_t, (size_t)nb);
+    uint64_t top = sg_codegen_pack_online (p, order, nb, base, off);
+    /* the reference: allocations by (first, size order), releases by (last, id) */
+    g_autofree int32_t *alloc = g_memdup2 (order, sizeof (int32_t) * (size_t)nb);
+    g_autofree int32_t *release = g_new (int32_t, (size_t)nb);
+    for (int32_t b = 0; b < nb; b++)
+      release[b] = b;
+    sg_plan_sort_buffers_by_time (p, alloc, nb, false);
+    sg_plan_sort_buffers_by_time (p, release, nb, true);
+    GTree *by_off = g_tree_new_full (ref_by_off, NULL, g_free, NULL);
+    GTree *by_size = g_tree_new_full (ref_by_size, NULL, NULL, NULL);
+    g_autofree uint64_t *ref = g_new0 (uint64_t, (size_t)nb);
+    uint64_t ref_top = base;
+    int32_t r = 0;
+    for (int32_t k = 0; k < nb; k++) {
+      const SgPlanBuffer *x = &p->buffers[alloc[k]];
+      for (; r < nb && p->buffers[release[r]].last_ins < x->first_ins; r++)
+        ref_release (by_off, by_size, ref[release[r]], sg_align_up (p->buffers[release[r]].bytes));
+      ref[alloc[k]] = ref_alloc (by_off, by_size, &ref_top, sg_align_up (x->bytes));
+    }
+    g_tree_destroy (by_size);
+    g_tree_destroy (by_off);
+    ck_assert_uint_eq (top, ref_top);
+    ck_assert (memcmp (off, ref, sizeof (uint64_t) * (size_t)nb) == 0);
+  }
+  g_rand_free (rnd);
+}
+END_TEST
+
 /* The plan text of a small graph, byte for byte: a change of the format or
  * of the lowering shows up here (and needs SG_PLAN_VERSION bumped when the
  * format changes). SG_REGEN_GOLDEN=1 rewrites the expected file. */
@@ -377,6 +534,7 @@ codegen_suite (void)
   tcase_add_test (tc, collective_of_a_non_tensor_is_an_error_naming_the_node);
   tcase_add_test (tc, small_graph_lowers_to_the_golden_plan);
   tcase_add_loop_test (tc, packed_buffers_never_overlap_while_both_live, 0, 4);
+  tcase_add_test (tc, online_packing_places_buffers_as_the_tree_packer_did);
   suite_add_tcase (s, tc);
   return s;
 }

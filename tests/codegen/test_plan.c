@@ -270,6 +270,39 @@ START_TEST (fnv1a_by_words_equals_fnv1a_by_bytes_at_every_length_and_split)
 }
 END_TEST
 
+/* Pieces hashed apart and combined (plan-hash.c) give the one pass's
+ * hash from any state, for any cut into any number of pieces, empty ones
+ * and ones shorter than a word included. */
+START_TEST (pieces_hashed_apart_combine_to_fnv1a_at_any_split)
+{
+  GRand *rnd = g_rand_new_with_seed (16);
+  char text[6000];
+  for (int trial = 0; trial < 400; trial++) {
+    size_t len = (size_t)g_rand_int_range (rnd, 0, trial < 200 ? 40 : (int)sizeof text);
+    for (size_t i = 0; i < len; i++)
+      text[i] = (char)g_rand_int_range (rnd, 0, 256);
+    uint64_t h = ((uint64_t)g_rand_int (rnd) << 32) | g_rand_int (rnd);
+    int n = g_rand_int_range (rnd, 1, 11);
+    size_t cut[12];
+    cut[0] = 0;
+    cut[n] = len;
+    for (int k = 1; k < n; k++)
+      cut[k] = (size_t)g_rand_int_range (rnd, 0, (int)len + 1);
+    for (int k = 1; k < n; k++) /* sorted: pieces in text order */
+      for (int j = k; j > 1 && cut[j - 1] > cut[j]; j--) {
+        size_t t = cut[j];
+        cut[j] = cut[j - 1];
+        cut[j - 1] = t;
+      }
+    SgHashPiece pc[12];
+    for (int k = 0; k < n; k++)
+      pc[k] = (SgHashPiece){ .data = text + cut[k], .len = cut[k + 1] - cut[k] };
+    ck_assert_uint_eq (sg_hash_pieces (h, pc, n), sg_plan_fnv1a_more (h, text, len));
+  }
+  g_rand_free (rnd);
+}
+END_TEST
+
 START_TEST (plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line)
 {
   g_autoptr (SgPlan) p = small_plan ();
@@ -474,6 +507,43 @@ START_TEST (a_plan_written_in_pieces_is_its_text)
 }
 END_TEST
 
+/* A runner that runs the tasks last first, on this thread: a writer that
+ * relied on the order of its tasks would write another text. */
+static void
+run_backwards (gpointer pool, int32_t n_tasks, SgPlanTaskFunc fn, gpointer ctx)
+{
+  (void)pool;
+  for (int32_t t = n_tasks - 1; t >= 0; t--)
+    fn (ctx, t, t % 3);
+}
+
+/* Written by "several workers" (rounds of tasks, the hash in pieces), the
+ * file is still sg_plan_to_json's text, hash included. */
+START_TEST (a_plan_written_by_several_workers_is_its_text)
+{
+  g_autoptr (SgPlan) p = big_plan ();
+  size_t len;
+  g_autofree char *text = sg_plan_to_json (p, &len);
+  uint64_t hash = p->hash;
+  g_autoptr (GError) e = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("sgplan-XXXXXX", &e);
+  g_autofree char *path = g_build_filename (dir, "plan.json", NULL);
+  for (int32_t workers = 1; workers <= 5; workers++) {
+    const SgPlanRunner runner = { run_backwards, NULL, workers };
+    p->hash = 0;
+    ck_assert_msg (sg_plan_write_file_with (p, path, &runner, &e), "%s", e ? e->message : "");
+    ck_assert_uint_eq (p->hash, hash);
+    g_autofree char *back = NULL;
+    size_t back_len;
+    ck_assert (g_file_get_contents (path, &back, &back_len, NULL));
+    ck_assert_uint_eq (back_len, len);
+    ck_assert (memcmp (back, text, len) == 0);
+  }
+  g_unlink (path);
+  g_rmdir (dir);
+}
+END_TEST
+
 /* A write that fails after some pieces reached the disk (the file size
  * limit stops it at 1 MB of about 3): an IO error, the plan already at the
  * path unchanged, and no temporary file left beside it. */
@@ -488,31 +558,135 @@ START_TEST (a_write_failing_midway_leaves_the_old_plan_and_no_temporary)
   g_autofree char *before = NULL;
   ck_assert (g_file_get_contents (path, &before, NULL, NULL));
 
-  struct rlimit was, lim;
-  ck_assert_int_eq (getrlimit (RLIMIT_FSIZE, &was), 0);
-  lim = was;
-  lim.rlim_cur = 1u << 20;
-  signal (SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead */
-  ck_assert_int_eq (setrlimit (RLIMIT_FSIZE, &lim), 0);
-  bool ok = sg_plan_write_file (p, path, &e);
-  ck_assert_int_eq (setrlimit (RLIMIT_FSIZE, &was), 0);
-  ck_assert (!ok);
-  ck_assert_int_eq (e->code, SG_PLAN_ERROR_IO);
-  ck_assert_ptr_nonnull (strstr (e->message, path));
+  /* one thread, and "three" (tasks in rounds, the hash in pieces) */
+  const SgPlanRunner three = { run_backwards, NULL, 3 };
+  for (int k = 0; k < 2; k++) {
+    struct rlimit was, lim;
+    ck_assert_int_eq (getrlimit (RLIMIT_FSIZE, &was), 0);
+    lim = was;
+    lim.rlim_cur = 1u << 20;
+    signal (SIGXFSZ, SIG_IGN); /* the write fails with EFBIG instead */
+    ck_assert_int_eq (setrlimit (RLIMIT_FSIZE, &lim), 0);
+    g_clear_error (&e);
+    bool ok = sg_plan_write_file_with (p, path, k ? &three : NULL, &e);
+    ck_assert_int_eq (setrlimit (RLIMIT_FSIZE, &was), 0);
+    ck_assert (!ok);
+    ck_assert_int_eq (e->code, SG_PLAN_ERROR_IO);
+    ck_assert_ptr_nonnull (strstr (e->message, path));
 
-  g_autofree char *after = NULL;
-  ck_assert (g_file_get_contents (path, &after, NULL, NULL));
-  ck_assert_str_eq (after, before);
-  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-  int n = 0;
-  while ((name = g_dir_read_name (d)) != NULL) {
-    ck_assert_str_eq (name, "plan.json");
-    n++;
+    g_autofree char *after = NULL;
+    ck_assert (g_file_get_contents (path, &after, NULL, NULL));
+    ck_assert_str_eq (after, before);
+    g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+    const char *name;
+    int n = 0;
+    while ((name = g_dir_read_name (d)) != NULL) {
+      ck_assert_str_eq (name, "plan.json");
+      n++;
+    }
+    ck_assert_int_eq (n, 1);
   }
-  ck_assert_int_eq (n, 1);
   g_unlink (path);
   g_rmdir (dir);
+}
+END_TEST
+
+/* The memory rule as it was first written (an ordered tree of the live
+ * buffers' offsets), the reference for sg_plan_check_memory. */
+static int
+cmp_u64 (gconstpointer a, gconstpointer b, gpointer data)
+{
+  (void)data;
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static char *
+memory_rule_by_tree (const SgPlan *p)
+{
+  int32_t n = 0;
+  g_autofree int32_t *by_first = g_new (int32_t, (size_t)p->n_buffers + 1);
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    if (p->buffers[b].bytes > 0)
+      by_first[n++] = b;
+  g_autofree int32_t *by_last = g_memdup2 (by_first, sizeof (int32_t) * ((size_t)n + 1));
+  sg_plan_sort_buffers_by_time (p, by_first, n, false);
+  sg_plan_sort_buffers_by_time (p, by_last, n, true);
+  GTree *live = g_tree_new_full (cmp_u64, NULL, NULL, NULL);
+  char *msg = NULL;
+  int32_t r = 0;
+  for (int32_t k = 0; k < n && !msg; k++) {
+    int32_t b = by_first[k];
+    const SgPlanBuffer *x = &p->buffers[b];
+    for (; r < n && p->buffers[by_last[r]].last_ins < x->first_ins; r++)
+      g_tree_remove (live, &p->buffers[by_last[r]].offset);
+    GTreeNode *next = g_tree_lower_bound (live, &x->offset);
+    GTreeNode *prev = next ? g_tree_node_previous (next) : g_tree_node_last (live);
+    int32_t hit = -1;
+    if (next && p->buffers[GPOINTER_TO_INT (g_tree_node_value (next))].offset < x->offset + x->bytes)
+      hit = GPOINTER_TO_INT (g_tree_node_value (next));
+    if (hit < 0 && prev) {
+      int32_t y = GPOINTER_TO_INT (g_tree_node_value (prev));
+      if (p->buffers[y].offset + p->buffers[y].bytes > x->offset)
+        hit = y;
+    }
+    if (hit >= 0)
+      msg = g_strdup_printf ("buffers[%d] overlaps buffers[%d]", b, hit);
+    else
+      g_tree_insert (live, (gpointer)&x->offset, GINT_TO_POINTER (b));
+  }
+  g_tree_destroy (live);
+  return msg;
+}
+
+/* sg_plan_check_memory (a set of ranks by offset) finds the first overlap
+ * the tree found, on random buffers: crowded and sparse arenas, equal
+ * offsets, empty buffers, offsets beyond 32 bits, buffers live for the
+ * whole step; on "2 to 9 workers" (slabs of time) the same verdict. */
+START_TEST (memory_rule_finds_the_overlap_the_tree_found)
+{
+  GRand *rnd = g_rand_new_with_seed (7);
+  int overlaps = 0;
+  for (int trial = 0; trial < 3000; trial++) {
+    g_autoptr (SgPlan) p = sg_plan_new ();
+    p->n_ins = 160;
+    p->n_buffers = g_rand_int_range (rnd, 0, trial % 10 ? 40 : 700);
+    p->buffers = g_new0 (SgPlanBuffer, (size_t)p->n_buffers + 1);
+    const int32_t slots = g_rand_int_range (rnd, 1, 4 * p->n_buffers + 2);
+    const int32_t span = g_rand_int_range (rnd, 1, 60);
+    const uint64_t scale = trial % 3 ? 256 : (UINT64_C (1) << 40);
+    for (int32_t b = 0; b < p->n_buffers; b++) {
+      SgPlanBuffer *x = &p->buffers[b];
+      x->offset = (uint64_t)g_rand_int_range (rnd, 0, slots) * scale;
+      x->bytes = g_rand_int_range (rnd, 0, 8) ? (uint64_t)g_rand_int_range (rnd, 1, 4) * scale
+                                                 - (uint64_t)g_rand_int_range (rnd, 0, 2)
+                                              : 0;
+      x->first_ins = g_rand_int_range (rnd, 0, 100);
+      x->last_ins = x->first_ins + g_rand_int_range (rnd, 0, span);
+      if (g_rand_int_range (rnd, 0, 8) == 0) /* the whole step */
+        x->first_ins = 0, x->last_ins = p->n_ins - 1;
+    }
+    g_autofree char *want = memory_rule_by_tree (p);
+    g_autoptr (GError) e = NULL;
+    bool ok = sg_plan_check_memory (p, &e);
+    ck_assert_msg (ok == (want == NULL), "trial %d: %s", trial, want ? want : e->message);
+    const SgPlanRunner some = { run_backwards, NULL, 2 + trial % 8 };
+    ck_assert_msg (sg_plan_check_memory_with (p, &some) == ok, "trial %d, %d workers", trial,
+                   some.n_workers);
+    p->n_ins = 0; /* lifetimes only: there is no instruction array */
+    if (want) {
+      overlaps++;
+      /* "buffers[B] [..) live [..] overlaps buffers[H] [..": the same B and H */
+      int32_t b, h, wb, wh;
+      ck_assert_int_eq (sscanf (e->message, "buffers[%d] %*[^o]overlaps buffers[%d]", &b, &h), 2);
+      ck_assert_int_eq (sscanf (want, "buffers[%d] overlaps buffers[%d]", &wb, &wh), 2);
+      ck_assert_int_eq (b, wb);
+      ck_assert_int_eq (h, wh);
+    }
+  }
+  ck_assert_int_gt (overlaps, 500);
+  ck_assert_int_lt (overlaps, 2900);
+  g_rand_free (rnd);
 }
 END_TEST
 
@@ -564,6 +738,12 @@ END_TEST
 static void
 expect_invalid_and_free (SgPlan *p, const char *needle)
 {
+  /* on "three workers" (tasks run last first): the same first error */
+  const SgPlanRunner three = { run_backwards, NULL, 3 };
+  g_autoptr (GError) one = NULL, many = NULL;
+  ck_assert (!sg_plan_validate (p, &one));
+  ck_assert (!sg_plan_validate_with (p, &three, NULL, NULL, &many));
+  ck_assert_str_eq (many->message, one->message);
   size_t len;
   g_autofree char *text = sg_plan_to_json (p, &len);
   sg_plan_free (p);
@@ -791,6 +971,7 @@ plan_suite (void)
   tcase_add_test (tc, names_are_copies_and_targets_are_shared_among_the_plan_strings);
   tcase_add_test (tc, times_of_any_finite_size_round_trip_with_their_hash);
   tcase_add_test (tc, fnv1a_by_words_equals_fnv1a_by_bytes_at_every_length_and_split);
+  tcase_add_test (tc, pieces_hashed_apart_combine_to_fnv1a_at_any_split);
   tcase_add_test (tc, plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line);
   tcase_add_test (tc, the_graph_file_name_does_not_change_the_hash);
   tcase_add_test (tc, the_hash_field_must_be_canonical_lower_case_hex);
@@ -800,7 +981,9 @@ plan_suite (void)
   tcase_add_test (tc, kernel_arguments_are_written_as_cjson_prints_them);
   tcase_add_test (tc, write_file_is_atomic_and_loads_back);
   tcase_add_test (tc, a_plan_written_in_pieces_is_its_text);
+  tcase_add_test (tc, a_plan_written_by_several_workers_is_its_text);
   tcase_add_test (tc, a_write_failing_midway_leaves_the_old_plan_and_no_temporary);
+  tcase_add_test (tc, memory_rule_finds_the_overlap_the_tree_found);
   tcase_add_test (tc, truncated_plan_is_rejected_at_every_length);
   tcase_add_test (tc, corrupt_plans_are_rejected_with_a_clear_message);
   tcase_add_test (tc, out_of_range_indices_are_rejected_naming_the_field);

@@ -278,7 +278,7 @@ write_outputs (Run *r, GError **error)
     Output *o = &outs[done];
     r->error_file = o->path;
     ok = o->text ? write_text (o->path, o->text, o->len, error)
-                 : sg_plan_write_file (r->plan, o->path, error);
+                 : sg_codegen_write_plan (r->plan, &cli->cfg, o->path, error);
   }
   if (!ok)
     for (size_t i = 0; i + 1 < done; i++)
