@@ -4,7 +4,8 @@
  * Finds the sites (find.c), judges them (judge.c), commits the chosen
  * rewrites in one batch (emit.c through the rewrite API), costs the new
  * nodes and records what it saw and chose for the report and the summary
- * (report.c). Runs after estimate and before schedule: the scheduler
+ * (report.c); finding the sites, their bounds and their records run in
+ * tasks on cfg->pool. Runs after estimate and before schedule: the scheduler
  * orders the ring steps like any other collectives.
  * Mirrors: XLA's collective-matmul decomposition pass and PyTorch's
  * micro-pipeline TP pass (torch/_inductor/fx_passes/micro_pipeline_tp.py),
@@ -48,30 +49,53 @@ attach (SgGraph *g, SgDecomposeStats *st)
   g->decompose_stats_free = stats_free;
 }
 
-/* What the statistics keep of the sites (names resolved before the
- * commit renumbers). */
+/* Sites per task of record_task. */
+#define SITES_PER_TASK 1024
+
+typedef struct {
+  const SgGraph *g;
+  const SgSite *sites;
+  int32_t n;
+  const SgSiteChoice *choice;
+  SgSiteInfo *info;
+} Recording;
+
 static void
-record_sites (const SgGraph *g, const SgSite *sites, int32_t n, const SgSiteChoice *choice,
-              SgDecomposeStats *st)
+record_task (gpointer data, int32_t t, int32_t worker)
 {
-  st->n_sites = n;
-  st->sites = g_new0 (SgSiteInfo, (size_t)n + 1);
-  for (int32_t i = 0; i < n; i++) {
-    const SgSite *s = &sites[i];
+  (void)worker;
+  const Recording *r = data;
+  const SgGraph *g = r->g;
+  for (int32_t i = t * SITES_PER_TASK; i < MIN (r->n, (t + 1) * SITES_PER_TASK); i++) {
+    const SgSite *s = &r->sites[i];
     const SgNode *c = &g->nodes[s->coll];
-    SgSiteInfo *info = &st->sites[i];
+    SgSiteInfo *info = &r->info[i];
     info->name = g_strdup (c->name);
     info->group = g_strdup (c->group >= 0 ? g->groups[c->group].name : "");
     info->kind = s->kind;
     info->reason = s->reason;
     info->n_mm = s->kind == SG_SITE_ALL_GATHER_MM ? s->n_mm : s->n_leaves;
     info->n_whole = s->n_whole;
-    info->form = choice[i].form;
-    info->exposed_us = choice[i].exposed_us;
-    info->gain_us = choice[i].gain_us;
-    info->bound_us = choice[i].bound_us;
-    st->candidates += s->reason >= SG_SITE_OFF || s->reason == SG_SITE_DECOMPOSED;
-    st->decomposed += s->reason == SG_SITE_DECOMPOSED;
+    info->form = r->choice[i].form;
+    info->exposed_us = r->choice[i].exposed_us;
+    info->gain_us = r->choice[i].gain_us;
+    info->bound_us = r->choice[i].bound_us;
+  }
+}
+
+/* What the statistics keep of the sites (names resolved before the
+ * commit renumbers), in tasks on @pool. */
+static void
+record_sites (const SgGraph *g, SgPool *pool, const SgSite *sites, int32_t n,
+              const SgSiteChoice *choice, SgDecomposeStats *st)
+{
+  st->n_sites = n;
+  st->sites = g_new0 (SgSiteInfo, (size_t)n + 1);
+  Recording r = { g, sites, n, choice, st->sites };
+  sg_pool_run (pool, (n + SITES_PER_TASK - 1) / SITES_PER_TASK, record_task, &r);
+  for (int32_t i = 0; i < n; i++) {
+    st->candidates += sites[i].reason >= SG_SITE_OFF || sites[i].reason == SG_SITE_DECOMPOSED;
+    st->decomposed += sites[i].reason == SG_SITE_DECOMPOSED;
   }
 }
 
@@ -89,7 +113,7 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   st->nodes_before = st->nodes_after = g->n_nodes;
   sg_graph_fill_users (g);
   int32_t n = 0, cands = 0;
-  SgSite *sites = sg_sites_find (g, &n);
+  SgSite *sites = sg_sites_find_pool (g, cfg->pool, &n);
   for (int32_t i = 0; i < n; i++)
     cands += sites[i].reason == SG_SITE_DECOMPOSED;
   g_autofree SgSiteChoice *choice = g_new0 (SgSiteChoice, (size_t)n + 1);
@@ -114,7 +138,7 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   if (ok && cands > 0 && cm)
     ok = sg_decompose_judge (g, cfg, sites, n, choice, st, rw, error);
   if (ok)
-    record_sites (g, sites, n, choice, st);
+    record_sites (g, cfg->pool, sites, n, choice, st);
   if (ok && st->decomposed > 0) {
     /* the judge left the chosen rewrites in rw */
     ok = sg_rewrite_commit (rw, error);
