@@ -137,18 +137,17 @@ sg_bound_rates_clear (SgBoundRates *R)
 void
 sg_bound_scratch_clear (SgBoundScratch *s)
 {
-  g_free (s->order);
-  g_free (s->spare);
+  g_free (s->by_tail);
+  g_free (s->by_head);
+  g_free (s->spare[0]);
+  g_free (s->spare[1]);
   g_free (s->rank);
   g_free (s->fen);
   g_free (s->sum);
   memset (s, 0, sizeof *s);
 }
 
-typedef struct {
-  double key;
-  int32_t idx;
-} Keyed;
+typedef SgBoundKeyed Keyed;
 
 /* Descending key, then ascending index: deterministic. */
 static int
@@ -216,19 +215,45 @@ sort_desc (Keyed *v, Keyed *tmp, int32_t n)
     memcpy (v, src, sizeof *v * (size_t)n);
 }
 
-static void
-scratch_reserve (SgBoundScratch *s, int32_t n, int32_t ns)
+void
+sg_bound_windows_reserve (SgBoundScratch *s, int32_t n, int32_t n_slots)
 {
-  if (n <= s->cap && ns <= s->cap_slots)
+  if (n <= s->cap && n_slots <= s->cap_slots)
     return;
   sg_bound_scratch_clear (s);
   s->cap = MAX (n, 16);
-  s->cap_slots = MAX (ns, 2);
-  s->order = g_new (Keyed, (size_t)s->cap);
-  s->spare = g_new (Keyed, (size_t)s->cap);
+  s->cap_slots = MAX (n_slots, 2);
+  s->by_tail = g_new (Keyed, (size_t)s->cap);
+  s->by_head = g_new (Keyed, (size_t)s->cap);
+  s->spare[0] = g_new (Keyed, (size_t)s->cap);
+  s->spare[1] = g_new (Keyed, (size_t)s->cap);
   s->rank = g_new (int32_t, (size_t)s->cap);
   s->fen = g_new (double, (size_t)(s->cap + 1) * (size_t)s->cap_slots);
-  s->sum = g_new (double, (size_t)s->cap_slots * 2);
+  s->sum = g_new (double, (size_t)s->cap_slots * 3);
+}
+
+void
+sg_bound_windows_sort (const SgBoundJob *jobs, int32_t n, bool by_head, SgBoundScratch *s)
+{
+  Keyed *order = by_head ? s->by_head : s->by_tail;
+  for (int32_t i = 0; i < n; i++)
+    order[i] = (Keyed){ by_head ? jobs[i].head : jobs[i].tail, i };
+  sort_desc (order, s->spare[by_head], n);
+}
+
+void
+sg_bound_windows_ranks (int32_t n, SgBoundScratch *s)
+{
+  const Keyed *order = s->by_tail;
+  int32_t nt = 0; /* distinct tails */
+  for (int32_t i = 0; i < n; i++)
+    nt += i + 1 == n || order[i + 1].key != order[i].key;
+  /* 1 for the least (equal tails share a rank) */
+  for (int32_t i = 0, d = 0; i < n; i++) {
+    s->rank[order[i].idx] = nt - d;
+    d += i + 1 < n && order[i + 1].key != order[i].key;
+  }
+  s->n_tails = nt;
 }
 
 /* Fenwick tree of slot vectors over tail ranks 1..n. */
@@ -263,41 +288,48 @@ window_raise (const SgBoundRates *R, double compute, double h, double t, const d
 }
 
 double
-sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
-                  SgBoundScratch *s)
+sg_bound_windows_seed (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
+                       SgBoundScratch *s)
 {
   int32_t ns = 2 * R->n_groups;
-  if (n <= 0 || ns <= 0)
-    return 0.0;
-  scratch_reserve (s, n, ns);
-  Keyed *order = s->order;
-  double *total = s->sum, *pre = s->sum + ns;
-  double best = 0.0;
-  /* (0, t): the jobs with the largest tails, by prefix. */
-  for (int32_t i = 0; i < n; i++)
-    order[i] = (Keyed){ jobs[i].tail, i };
-  sort_desc (order, s->spare, n);
+  const Keyed *order = s->by_tail;
+  double *total = s->sum;
+  /* the (0, t) window of the least tail: every job, summed in the order
+   * the tail sweep sums them */
   memset (total, 0, sizeof (double) * (size_t)ns);
-  int32_t nt = 0; /* distinct tails */
+  for (int32_t i = 0; i < n; i++)
+    total[jobs[order[i].idx].slot] += jobs[order[i].idx].work;
+  return window_raise (R, compute, 0.0, jobs[order[n - 1].idx].tail, total, 0.0);
+}
+
+double
+sg_bound_tail_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
+                       SgBoundScratch *s, double best)
+{
+  int32_t ns = 2 * R->n_groups;
+  const Keyed *order = s->by_tail;
+  double *total = s->sum;
+  /* (0, t): the jobs with the largest tails, by prefix */
+  memset (total, 0, sizeof (double) * (size_t)ns);
   for (int32_t i = 0; i < n; i++) {
     const SgBoundJob *j = &jobs[order[i].idx];
     total[j->slot] += j->work;
     if (i + 1 == n || order[i + 1].key < order[i].key)
       best = window_raise (R, compute, 0.0, j->tail, total, best);
-    nt += i + 1 == n || order[i + 1].key != order[i].key;
   }
-  /* Tail ranks for the Fenwick tree, 1 for the least (equal tails share
-   * a rank). */
-  for (int32_t i = 0, d = 0; i < n; i++) {
-    s->rank[order[i].idx] = nt - d;
-    d += i + 1 < n && order[i + 1].key != order[i].key;
-  }
+  return best;
+}
+
+double
+sg_bound_head_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
+                       SgBoundScratch *s, double best)
+{
+  int32_t ns = 2 * R->n_groups, nt = s->n_tails;
+  const Keyed *order = s->by_head;
+  double *total = s->sum + ns, *pre = s->sum + 2 * ns;
   memset (s->fen, 0, sizeof (double) * (size_t)(nt + 1) * (size_t)ns);
   /* (h, 0) and (h, t): add jobs by head, largest first; after each run of
    * equal heads, every job of the run opens a window at its own tail. */
-  for (int32_t i = 0; i < n; i++)
-    order[i] = (Keyed){ jobs[i].head, i };
-  sort_desc (order, s->spare, n);
   memset (total, 0, sizeof (double) * (size_t)ns);
   for (int32_t i = 0; i < n;) {
     int32_t e = i;
@@ -326,6 +358,22 @@ sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
     i = e;
   }
   return best;
+}
+
+double
+sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
+                  SgBoundScratch *s)
+{
+  int32_t ns = 2 * R->n_groups;
+  if (n <= 0 || ns <= 0)
+    return 0.0;
+  sg_bound_windows_reserve (s, n, ns);
+  sg_bound_windows_sort (jobs, n, false, s);
+  sg_bound_windows_ranks (n, s);
+  double best = sg_bound_windows_seed (R, compute, jobs, n, s);
+  best = sg_bound_tail_windows (R, compute, jobs, n, s, best);
+  sg_bound_windows_sort (jobs, n, true, s);
+  return sg_bound_head_windows (R, compute, jobs, n, s, best);
 }
 
 /* --- the terms ------------------------------------------------------------------- */

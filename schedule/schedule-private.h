@@ -338,11 +338,18 @@ typedef struct {
   int32_t slot;
 } SgBoundJob;
 
+/* A job's index and its head or tail. */
+typedef struct {
+  double key;
+  int32_t idx;
+} SgBoundKeyed;
+
 /* Scratch space of sg_bound_windows, reused between calls. */
 typedef struct {
   int32_t cap, cap_slots;
-  void *order, *spare; /* (key, index) pairs */
-  int32_t *rank;
+  SgBoundKeyed *by_tail, *by_head, *spare[2]; /* the jobs by descending tail, head */
+  int32_t *rank;   /* per job: its tail's rank, 1 for the least */
+  int32_t n_tails; /* distinct tails */
   double *fen, *sum;
 } SgBoundScratch;
 
@@ -363,6 +370,23 @@ double sg_bound_overlap (const SgBoundRates *R, double compute, const double *sl
  * h + t. O(n log n x groups). */
 double sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
                          int32_t n, SgBoundScratch *s);
+/* sg_bound_windows by parts, for @n > 0 jobs and groups (window.c runs
+ * the two sweeps side by side): room for @n jobs of @n_slots slots; the
+ * jobs sorted by descending tail or head (ties by index); the tail ranks
+ * and the value of the window of every job (the last (0, t) window: a
+ * seed for the sweeps, which skip what cannot pass their best), after the
+ * tail sort; the (0, t) windows (after the tail sort) and the (h, 0) and
+ * (h, t) windows (after the head sort and the ranks), each the larger of
+ * @best and its windows' maximum. The two sweeps use apart parts of @s. */
+void sg_bound_windows_reserve (SgBoundScratch *s, int32_t n, int32_t n_slots);
+void sg_bound_windows_sort (const SgBoundJob *jobs, int32_t n, bool by_head, SgBoundScratch *s);
+void sg_bound_windows_ranks (int32_t n, SgBoundScratch *s);
+double sg_bound_windows_seed (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
+                              int32_t n, SgBoundScratch *s);
+double sg_bound_tail_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
+                              int32_t n, SgBoundScratch *s, double best);
+double sg_bound_head_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
+                              int32_t n, SgBoundScratch *s, double best);
 
 /* Every term of @out but window_us, for sg_simulate (engine @e, every
  * collective issued, gives the rates). O(nodes + edges). */

@@ -43,20 +43,24 @@ typedef struct {
   int32_t kind, group, group_size, transport;
 } RateKey;
 
-enum { GATE_SCAN, GATE_FILL, GATE_PLAN, GATE_PARTS, N_GATES };
+enum { GATE_ENGINE, GATE_SCAN, GATE_FILL, GATE_PLAN, GATE_PARTS, GATE_JOBS, GATE_RANKS, N_GATES };
 
-/* Tasks of the job, in this order (a task waits only at a gate of tasks
+/* Tasks of the job, in this order (a task waits only at gates of tasks
  * before it). */
 typedef enum {
-  T_SIDE,  /* the side task, if any (waits for nothing, nothing waits for it) */
-  T_SCAN,  /* per range: costs, work, input counts, collectives counted */
-  T_FILL,  /* per range (after every scan): CSR, collectives, rate keys */
-  T_PLAN,  /* (after every fill) the chunks that could fit */
-  T_FWD,   /* (after every fill) longest paths to each node's end, compute */
-  T_BWD,   /* (after every fill) longest paths from each node's start */
-  T_RATES, /* (after every fill) the bound's rates */
-  T_CHUNK, /* per worker (after the plan): chunks taken in turn */
-  T_WINDOWS, /* (after the paths, rates and chunks) the term */
+  T_SIDE,   /* the side task, if any (waits for nothing, nothing waits for it) */
+  T_ENGINE, /* an engine for the pair rates */
+  T_SCAN,   /* per range: costs, work, input counts, collectives counted */
+  T_FILL,   /* per range (after every scan): CSR, collectives, rate keys */
+  T_PLAN,   /* (after every fill) the chunks that could fit */
+  T_FWD,    /* (after every fill) longest paths to each node's end, compute */
+  T_BWD,    /* (after every fill) longest paths from each node's start */
+  T_RATES,  /* (after every fill and the engine) the bound's rates */
+  T_CHUNK,  /* per worker (after the plan): chunks taken in turn */
+  T_JOBS,   /* (after the paths, rates and chunks) the budget replayed, the jobs */
+  T_TAILS,  /* (after the jobs) the jobs by tail, the ranks, the (0, t) windows */
+  T_HEADS,  /* (after the jobs) the jobs by head; (after the ranks) the (h, *) windows */
+  N_TASK_KINDS
 } TaskKind;
 
 typedef struct {
@@ -65,7 +69,7 @@ typedef struct {
   SgBoundSide side;
   gpointer side_data;
   /* the job's tasks: the first of each kind (and the end) */
-  int32_t first[T_WINDOWS + 2];
+  int32_t first[N_TASK_KINDS + 1];
   int32_t n_ranges, n_workers;
   gint gate[N_GATES]; /* tasks still to pass each gate */
   gint scans_left;
@@ -81,6 +85,7 @@ typedef struct {
   int32_t *slot;   /* per collective: its bound slot */
   RateKey *key;    /* per collective */
   double compute_us; /* compute work summed in id order, as sg_bound_basic sums it */
+  SgSimEngine e;     /* for the pair rates */
   SgBoundRates R;
   /* the chunks */
   int32_t n_chunks;  /* that could fit */
@@ -90,9 +95,12 @@ typedef struct {
   SgReachMask **mask; /* per worker, made by its first chunk */
   double *head, *tail;
   SgBoundJob *jobs;
-  bool given;           /* the windows take compute_given, else compute_us */
-  double compute_given;
-  double window_us;
+  bool given; /* the windows take compute_given, else compute_us */
+  double compute_given, compute;
+  SgBoundScratch ws;
+  bool no_windows; /* no collective or no group */
+  double seed; /* a window's value (sg_bound_windows_seed) */
+  double tail_best, head_best;
 } Refine;
 
 static void
@@ -237,15 +245,14 @@ key_equal (const RateKey *a, const RateKey *b)
 static void
 rates (Refine *f)
 {
-  SgSimEngine e;
-  sg_eng_init (&e, f->g, NULL, false);
+  const SgSimEngine *e = &f->e;
   sg_bound_rates_begin (&f->R, f->g->n_groups);
   uint32_t cap = 64;
   while (cap < 2 * (uint32_t)f->nc)
     cap *= 2;
   g_autofree int32_t *seen = g_new (int32_t, cap);
   memset (seen, 0xff, sizeof (int32_t) * cap);
-  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e.n_slots, 1));
+  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e->n_slots, 1));
   for (int32_t i = 0; i < f->nc; i++) {
     uint32_t s = key_hash (&f->key[i]) & (cap - 1);
     while (seen[s] >= 0 && !key_equal (&f->key[seen[s]], &f->key[i]))
@@ -253,11 +260,11 @@ rates (Refine *f)
     if (seen[s] >= 0)
       continue;
     seen[s] = i;
-    sg_eng_pair_rates (&e, f->colls[i], own);
-    sg_bound_rates_add (&f->R, f->slot[i], own, e.n_slots);
+    sg_eng_pair_rates (e, f->colls[i], own);
+    sg_bound_rates_add (&f->R, f->slot[i], own, e->n_slots);
   }
   sg_bound_rates_end (&f->R);
-  sg_eng_clear (&e);
+  sg_eng_clear (&f->e);
 }
 
 /* Whether chunk @k is still worth running: false once the chunks before it
@@ -292,10 +299,10 @@ chunks_taken (Refine *f, int32_t worker)
   }
 }
 
-/* The chunks one thread would have run (the budget replayed), the jobs
- * and the windows. */
+/* The chunks one thread would have run (the budget replayed) and the
+ * jobs of the windows. */
 static void
-windows (Refine *f)
+jobs (Refine *f)
 {
   int64_t budget = f->budget;
   int32_t k = 0;
@@ -308,10 +315,10 @@ windows (Refine *f)
     f->jobs[i] = (SgBoundJob){ MAX (f->fwd[c] - f->cost[c], f->head[i]),
                                MAX (f->after[c], f->tail[i]), f->cost[c], f->slot[i] };
   }
-  double compute = f->given ? f->compute_given : f->compute_us;
-  SgBoundScratch s = { 0 };
-  f->window_us = sg_bound_windows (&f->R, compute, f->jobs, f->nc, &s);
-  sg_bound_scratch_clear (&s);
+  f->compute = f->given ? f->compute_given : f->compute_us;
+  f->no_windows = f->nc <= 0 || f->R.n_groups <= 0;
+  if (!f->no_windows)
+    sg_bound_windows_reserve (&f->ws, f->nc, 2 * f->R.n_groups);
 }
 
 /* Sizes the arrays that the ranges' counts give. */
@@ -351,6 +358,7 @@ task_run (gpointer data, int32_t task, int32_t worker)
   int32_t i = task - f->first[t];
   switch (t) {
   case T_SIDE: f->side (f->side_data); return;
+  case T_ENGINE: sg_eng_init (&f->e, f->g, NULL, false); gate_pass (f, GATE_ENGINE); return;
   case T_SCAN:
     scan_range (f, i);
     if (g_atomic_int_dec_and_test (&f->scans_left)) {
@@ -368,12 +376,33 @@ task_run (gpointer data, int32_t task, int32_t worker)
     return;
   case T_FWD: gate_wait (f, GATE_FILL); fwd_paths (f); break;
   case T_BWD: gate_wait (f, GATE_FILL); bwd_paths (f); break;
-  case T_RATES: gate_wait (f, GATE_FILL); rates (f); break;
+  case T_RATES:
+    gate_wait (f, GATE_FILL);
+    gate_wait (f, GATE_ENGINE);
+    rates (f);
+    break;
   case T_CHUNK: gate_wait (f, GATE_PLAN); chunks_taken (f, worker); break;
-  case T_WINDOWS:
-    gate_wait (f, GATE_PARTS);
-    windows (f);
+  case T_JOBS: gate_wait (f, GATE_PARTS); jobs (f); gate_pass (f, GATE_JOBS); return;
+  case T_TAILS:
+    gate_wait (f, GATE_JOBS);
+    if (!f->no_windows) {
+      sg_bound_windows_sort (f->jobs, f->nc, false, &f->ws);
+      sg_bound_windows_ranks (f->nc, &f->ws);
+      f->seed = sg_bound_windows_seed (&f->R, f->compute, f->jobs, f->nc, &f->ws);
+    }
+    gate_pass (f, GATE_RANKS);
+    if (!f->no_windows)
+      f->tail_best = sg_bound_tail_windows (&f->R, f->compute, f->jobs, f->nc, &f->ws, f->seed);
     return;
+  case T_HEADS:
+    gate_wait (f, GATE_JOBS);
+    if (!f->no_windows)
+      sg_bound_windows_sort (f->jobs, f->nc, true, &f->ws);
+    gate_wait (f, GATE_RANKS);
+    if (!f->no_windows)
+      f->head_best = sg_bound_head_windows (&f->R, f->compute, f->jobs, f->nc, &f->ws, f->seed);
+    return;
+  case N_TASK_KINDS: break;
   }
   gate_pass (f, GATE_PARTS);
 }
@@ -391,16 +420,17 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
                .given = side == NULL, .compute_given = side ? 0.0 : *compute_us };
   f.n_ranges = MAX (1, (n + RANGE_NODES - 1) / RANGE_NODES);
   f.n_workers = sg_pool_size (pool);
-  const int32_t tasks[T_WINDOWS + 1] = { [T_SIDE] = side ? 1 : 0, [T_SCAN] = f.n_ranges,
-                                         [T_FILL] = f.n_ranges, [T_PLAN] = 1, [T_FWD] = 1,
-                                         [T_BWD] = 1, [T_RATES] = 1, [T_CHUNK] = f.n_workers,
-                                         [T_WINDOWS] = 1 };
-  for (int t = 0; t <= T_WINDOWS; t++)
+  const int32_t tasks[N_TASK_KINDS] = { [T_SIDE] = side ? 1 : 0, [T_ENGINE] = 1,
+                                        [T_SCAN] = f.n_ranges, [T_FILL] = f.n_ranges,
+                                        [T_PLAN] = 1, [T_FWD] = 1, [T_BWD] = 1, [T_RATES] = 1,
+                                        [T_CHUNK] = f.n_workers, [T_JOBS] = 1, [T_TAILS] = 1,
+                                        [T_HEADS] = 1 };
+  for (int t = 0; t < N_TASK_KINDS; t++)
     f.first[t + 1] = f.first[t] + tasks[t];
-  f.gate[GATE_SCAN] = 1;
+  for (int gate = 0; gate < N_GATES; gate++)
+    f.gate[gate] = 1;
   f.scans_left = f.n_ranges;
   f.gate[GATE_FILL] = f.n_ranges;
-  f.gate[GATE_PLAN] = 1;
   f.gate[GATE_PARTS] = 3 + f.n_workers;
   g_mutex_init (&f.lock);
   g_cond_init (&f.opened);
@@ -412,7 +442,7 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
   f.range_in = g_new (uint32_t, (size_t)f.n_ranges);
   f.range_colls = g_new (int32_t, (size_t)f.n_ranges);
   f.mask = g_new0 (SgReachMask *, (size_t)f.n_workers);
-  sg_pool_run (pool, f.first[T_WINDOWS + 1], task_run, &f);
+  sg_pool_run (pool, f.first[N_TASK_KINDS], task_run, &f);
   g_mutex_clear (&f.lock);
   g_cond_clear (&f.opened);
   for (int32_t w = 0; w < f.n_workers; w++)
@@ -433,9 +463,11 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
   g_free (f.flushed);
   g_free (f.done);
   sg_bound_rates_clear (&f.R);
+  sg_bound_scratch_clear (&f.ws);
   if (side)
     *compute_us = f.compute_us;
-  return f.window_us;
+  /* the larger of the two sweeps' maxima: sg_bound_windows's value */
+  return MAX (f.tail_best, f.head_best);
 }
 
 double
