@@ -383,15 +383,18 @@ cost_task (gpointer data, int32_t r, int32_t worker)
   SgNodeId a, b;
   range_of (k, r, &a, &b);
   k->failed[r] = SG_NO_NODE;
+  bool unknown = false;
   for (SgNodeId i = a; i < b; i++) {
     SgNode *n = &k->g->nodes[i];
-    if (n->kind == SG_OP_COLLECTIVE_PERMUTE && !sg_p2p_check (&k->cm->cluster, k->g, i, &k->error[r])) {
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE
+        && !sg_p2p_check (&k->cm->cluster, k->g, i, &k->error[r])) {
       k->failed[r] = i;
-      return;
+      break;
     }
     n->est_us = node_us (k->cm, k->g, i, k->e, &n->est_src);
-    k->unknown[r] |= n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL;
+    unknown |= n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL;
   }
+  k->unknown[r] = unknown;
 }
 
 /* Every node's cost (node_us), in ranges on @pool. False with the error of

@@ -204,8 +204,8 @@ sg_reach_csr_clear (SgReachCsr *c)
 /* The chunks in order on one thread while @budget lasts; how many
  * collectives got sums. */
 static int32_t
-chunks_in_order (const SgReachCsr *c, const SgNodeId *colls, int32_t nc, int64_t budget, double *head,
-                 double *tail)
+chunks_in_order (const SgReachCsr *c, const SgNodeId *colls, int32_t nc, int64_t budget,
+                 double *head, double *tail)
 {
   Mask *mask = NULL;
   int32_t k = 0;

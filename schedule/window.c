@@ -10,15 +10,17 @@
  * The refine is one pool job whose tasks wait at gates for tasks before
  * them (tasks are taken in index order, so no task waits for one that has
  * not started: no deadlock, on any number of threads; with none, they run
- * in order): per range of nodes their costs and counts, then the inputs'
- * CSR and the collectives with their rate keys; then the longest paths
- * (one task each way), the rates (each distinct key's once) and the
- * chunks, each on its worker's masks; last the windows. The budget is
- * spent as one thread spends it: the chunks whose passes alone could fit
- * are taken in turn (a chunk is skipped once the chunks done before it
- * show that one thread would have stopped), each counts the set bits it
- * flushes, and the windows replay the budget in chunk order and drop the
- * chunks past the first that one thread would not have started. The same
+ * in order): an engine for the pair rates beside per range of nodes their
+ * costs and counts, then the inputs' CSR and the collectives with their
+ * rate keys; then the longest paths (one task each way), the rates (each
+ * distinct key's once) and the chunks, each on its worker's masks; then
+ * the jobs, and the windows' two sweeps side by side (bound.c). The
+ * budget is spent as one thread spends it: the chunks whose passes alone
+ * could fit are taken in turn (a chunk is skipped once the chunks done
+ * before it show that one thread would have stopped), each counts the set
+ * bits it flushes, and the jobs' task replays the budget in chunk order
+ * and drops the chunks past the first that one thread would not have
+ * started. The same
  * job may carry a side task that nothing waits for (kept.c: the
  * simulation of the order, which the term does not need). Results never
  * depend on the thread count.
@@ -150,6 +152,10 @@ scan_range (Refine *f, int32_t r)
     double c = sg_sched_cost (nd);
     f->cost[x] = c;
     f->c.work[x] = role == SG_ROLE_COMPUTE ? c : 0.0;
+    /* the sweeps' arrays first touched here, by ranges on the pool (the
+     * kernel zeroes a page at its first touch); the backward sweep starts
+     * from zero */
+    f->fwd[x] = f->after[x] = 0.0;
     ins += nd->n_in;
     colls += bound_coll (nd, role);
   }
@@ -214,7 +220,6 @@ static void
 bwd_paths (Refine *f)
 {
   const SgReachCsr *c = &f->c;
-  memset (f->after, 0, sizeof (double) * (size_t)c->n);
   for (SgNodeId x = c->n - 1; x >= 0; x--) {
     double bwd = f->after[x] + f->cost[x];
     for (uint32_t a = c->first[x]; a < c->first[x + 1]; a++)

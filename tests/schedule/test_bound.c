@@ -430,7 +430,8 @@ START_TEST (windows_equal_the_qsort_sweeps_bit_for_bit)
     int32_t levels = g_rand_int_range (rnd, 1, 40);
     double total = 0.0;
     for (int32_t i = 0; i < n; i++) {
-      double h = 10.0 * g_rand_int_range (rnd, 0, levels), t = 7.0 * g_rand_int_range (rnd, 0, levels);
+      double h = 10.0 * g_rand_int_range (rnd, 0, levels);
+      double t = 7.0 * g_rand_int_range (rnd, 0, levels);
       if (g_rand_int_range (rnd, 0, 4) == 0)
         h = g_rand_double_range (rnd, 0.0, 500.0);
       if (g_rand_int_range (rnd, 0, 8) == 0)
