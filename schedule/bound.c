@@ -333,12 +333,12 @@ sg_bound_head_windows (const SgBoundRates *R, double compute, const SgBoundJob *
   memset (total, 0, sizeof (double) * (size_t)ns);
   for (int32_t i = 0; i < n;) {
     int32_t e = i;
-    while (e < n && order[e].key == order[i].key) {
+    do { /* a run of equal heads (a NaN alone: it equals nothing) */
       const SgBoundJob *j = &jobs[order[e].idx];
       total[j->slot] += j->work;
       fen_add (s->fen, nt, ns, s->rank[order[e].idx], j->slot, j->work);
       e++;
-    }
+    } while (e < n && order[e].key == order[i].key);
     double h = order[i].key;
     best = window_raise (R, compute, h, 0.0, total, best);
     /* a window (h, t) holds at most @total: overlap_at (0) over it is at

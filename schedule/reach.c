@@ -10,8 +10,9 @@
  * operations (a mask word zeroed, read into an OR or stored, and a set bit
  * of a flushed run); within a budget a chunk starts only while its passes
  * fit in what is left, and the collectives of the chunks past it keep -1.
- * A chunk's sums depend on nothing but the chunk: chunks may run in any
- * order and on any thread (window.c runs them on the pool).
+ * A chunk's sums depend on nothing but the chunk, and its two passes on
+ * nothing but themselves: they may run in any order and on any thread
+ * (window.c runs them on the pool).
  * Mirrors: transitive-closure counting by bitsets, for the heads and tails
  * of the one-machine bound (Carlier 1982).
  * Requires: est_us (estimate/). Invalidates: nothing.
@@ -149,15 +150,16 @@ chunk_cost (const Csr *c, const SgNodeId *mem, int32_t m)
 }
 
 int64_t
-sg_reach_chunk_run (const SgReachCsr *c, SgReachMask *mask, const SgNodeId *colls, int32_t nc,
-                    int32_t k, double *head, double *tail)
+sg_reach_chunk_pass (const SgReachCsr *c, SgReachMask *mask, const SgNodeId *colls, int32_t nc,
+                     int32_t k, bool up, double *sums)
 {
   Pass p = { c, mask, 0 };
   int32_t at = k * SG_BOUND_REACH_BITS, m = chunk_size (nc, k);
-  memset (&head[at], 0, sizeof (double) * (size_t)m);
-  memset (&tail[at], 0, sizeof (double) * (size_t)m);
-  pass_up (&p, &colls[at], m, &head[at]);
-  pass_down (&p, &colls[at], m, &tail[at]);
+  memset (&sums[at], 0, sizeof (double) * (size_t)m);
+  if (up)
+    pass_up (&p, &colls[at], m, &sums[at]);
+  else
+    pass_down (&p, &colls[at], m, &sums[at]);
   return p.flushed;
 }
 
@@ -212,7 +214,8 @@ chunks_in_order (const SgReachCsr *c, const SgNodeId *colls, int32_t nc, int64_t
   for (; k * SG_BOUND_REACH_BITS < nc && sg_reach_chunk_fits (c, colls, nc, k, &budget); k++) {
     if (!mask)
       mask = g_new (Mask, (size_t)c->n);
-    budget -= sg_reach_chunk_run (c, mask, colls, nc, k, head, tail);
+    budget -= sg_reach_chunk_pass (c, mask, colls, nc, k, true, head);
+    budget -= sg_reach_chunk_pass (c, mask, colls, nc, k, false, tail);
   }
   g_free (mask);
   int32_t done = MIN (nc, k * SG_BOUND_REACH_BITS);

@@ -413,11 +413,13 @@ typedef struct {
 } SgReachCsr;
 
 void sg_reach_csr_clear (SgReachCsr *c);
-/* The sums of chunk @k of @colls (@nc, ascending ids) into @head and @tail
- * (indexed as @colls), through @mask (c->n of them); returns the set bits
- * it flushed (the word operations beyond its passes'). */
-int64_t sg_reach_chunk_run (const SgReachCsr *c, SgReachMask *mask, const SgNodeId *colls,
-                            int32_t nc, int32_t k, double *head, double *tail);
+/* The sums of chunk @k of @colls (@nc, ascending ids) by one of its two
+ * passes, through @mask (c->n of them): @up, the heads (ancestors), else
+ * the tails (descendants), into @sums (indexed as @colls); returns the set
+ * bits it flushed (the word operations beyond its passes'). The passes of
+ * a chunk are independent of each other and of other chunks'. */
+int64_t sg_reach_chunk_pass (const SgReachCsr *c, SgReachMask *mask, const SgNodeId *colls,
+                             int32_t nc, int32_t k, bool up, double *sums);
 /* Whether chunk @k starts with *@budget left; if so, its passes' word
  * operations are taken from it (its set bits are the caller's to take). */
 bool sg_reach_chunk_fits (const SgReachCsr *c, const SgNodeId *colls, int32_t nc, int32_t k,

@@ -13,17 +13,16 @@
  * in order): an engine for the pair rates beside per range of nodes their
  * costs and counts, then the inputs' CSR and the collectives with their
  * rate keys; then the longest paths (one task each way), the rates (each
- * distinct key's once) and the chunks, each on its worker's masks; then
- * the jobs, and the windows' two sweeps side by side (bound.c). The
- * budget is spent as one thread spends it: the chunks whose passes alone
- * could fit are taken in turn (a chunk is skipped once the chunks done
- * before it show that one thread would have stopped), each counts the set
- * bits it flushes, and the jobs' task replays the budget in chunk order
- * and drops the chunks past the first that one thread would not have
- * started. The same
- * job may carry a side task that nothing waits for (kept.c: the
- * simulation of the order, which the term does not need). Results never
- * depend on the thread count.
+ * distinct key's once) and the chunks' passes (two per chunk, heads and
+ * tails), each on its worker's masks; then the jobs, and the windows' two
+ * sweeps side by side (bound.c). The budget is spent as one thread spends
+ * it: the chunks whose passes alone could fit are taken in turn (a chunk
+ * is skipped once the chunks done before it show that one thread would
+ * have stopped), each pass counts the set bits it flushes, and the jobs'
+ * task replays the budget in chunk order and drops the chunks past the
+ * first that one thread would not have started. The same job may carry a
+ * side task that nothing waits for (kept.c: the simulation of the order,
+ * which the term does not need). Results never depend on the thread count.
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
 #include <string.h>
@@ -58,7 +57,7 @@ typedef enum {
   T_FWD,    /* (after every fill) longest paths to each node's end, compute */
   T_BWD,    /* (after every fill) longest paths from each node's start */
   T_RATES,  /* (after every fill and the engine) the bound's rates */
-  T_CHUNK,  /* per worker (after the plan): chunks taken in turn */
+  T_CHUNK,  /* per worker (after the plan): chunks' passes taken in turn */
   T_JOBS,   /* (after the paths, rates and chunks) the budget replayed, the jobs */
   T_TAILS,  /* (after the jobs) the jobs by tail, the ranks, the (0, t) windows */
   T_HEADS,  /* (after the jobs) the jobs by head; (after the ranks) the (h, *) windows */
@@ -77,9 +76,12 @@ typedef struct {
   gint scans_left;
   GMutex lock;
   GCond opened;
-  /* per range: inputs and collectives (counts, then firsts) */
+  /* per range: inputs and collectives counted, a cost the simulator
+   * refuses (sg_sim_cost_ok) seen */
   uint32_t *range_in;
   int32_t *range_colls;
+  bool *range_bad;
+  bool bad_costs; /* the simulation fails: no windows (they need finite paths) */
   SgReachCsr c;
   double *cost, *fwd, *after;
   SgNodeId *colls;
@@ -91,9 +93,9 @@ typedef struct {
   SgBoundRates R;
   /* the chunks */
   int32_t n_chunks;  /* that could fit */
-  gint next_chunk;
-  int64_t *flushed;  /* per chunk: its set bits, once done[k] is set */
-  gint *done;
+  gint next_pass;
+  int64_t *flushed; /* per pass (two per chunk): its set bits, once done */
+  gint *done;       /* per chunk: its passes done */
   SgReachMask **mask; /* per worker, made by its first chunk */
   double *head, *tail;
   SgBoundJob *jobs;
@@ -146,8 +148,10 @@ scan_range (Refine *f, int32_t r)
   range_of (f, r, &a, &b);
   uint32_t ins = 0;
   int32_t colls = 0;
+  bool bad = false;
   for (SgNodeId x = a; x < b; x++) {
     const SgNode *nd = &f->g->nodes[x];
+    bad |= !sg_sim_cost_ok (nd->est_us);
     SgRole role = sg_sched_role (nd);
     double c = sg_sched_cost (nd);
     f->cost[x] = c;
@@ -161,6 +165,7 @@ scan_range (Refine *f, int32_t r)
   }
   f->range_in[r] = ins;
   f->range_colls[r] = colls;
+  f->range_bad[r] = bad;
 }
 
 static RateKey
@@ -282,25 +287,28 @@ chunk_may_start (Refine *f, int32_t k)
   for (int32_t j = 0; j <= k; j++) {
     if (!sg_reach_chunk_fits (&f->c, f->colls, f->nc, j, &budget))
       return false;
-    if (j == k || !g_atomic_int_get (&f->done[j]))
+    if (j == k || g_atomic_int_get (&f->done[j]) < 2)
       return true;
-    budget -= f->flushed[j];
+    budget -= f->flushed[2 * j] + f->flushed[2 * j + 1];
   }
   return true;
 }
 
+/* The chunks' passes taken in turn (2k: chunk k's heads, 2k + 1 its
+ * tails); a chunk is done when both are. */
 static void
 chunks_taken (Refine *f, int32_t worker)
 {
   for (;;) {
-    int32_t k = g_atomic_int_add (&f->next_chunk, 1);
+    int32_t p = g_atomic_int_add (&f->next_pass, 1), k = p / 2;
+    bool up = p % 2 == 0;
     if (k >= f->n_chunks || !chunk_may_start (f, k))
       return;
     if (!f->mask[worker])
       f->mask[worker] = g_new (SgReachMask, (size_t)f->c.n);
-    f->flushed[k] = sg_reach_chunk_run (&f->c, f->mask[worker], f->colls, f->nc, k, f->head,
-                                        f->tail);
-    g_atomic_int_set (&f->done[k], 1);
+    f->flushed[p] = sg_reach_chunk_pass (&f->c, f->mask[worker], f->colls, f->nc, k, up,
+                                         up ? f->head : f->tail);
+    g_atomic_int_inc (&f->done[k]);
   }
 }
 
@@ -312,7 +320,7 @@ jobs (Refine *f)
   int64_t budget = f->budget;
   int32_t k = 0;
   for (; k < f->n_chunks && sg_reach_chunk_fits (&f->c, f->colls, f->nc, k, &budget); k++)
-    budget -= f->flushed[k];
+    budget -= f->flushed[2 * k] + f->flushed[2 * k + 1];
   sg_reach_sums_unknown (f->head, f->tail, MIN (f->nc, k * SG_BOUND_REACH_BITS), f->nc);
   for (int32_t i = 0; i < f->nc; i++) {
     SgNodeId c = f->colls[i];
@@ -321,7 +329,7 @@ jobs (Refine *f)
                                MAX (f->after[c], f->tail[i]), f->cost[c], f->slot[i] };
   }
   f->compute = f->given ? f->compute_given : f->compute_us;
-  f->no_windows = f->nc <= 0 || f->R.n_groups <= 0;
+  f->no_windows = f->nc <= 0 || f->R.n_groups <= 0 || f->bad_costs;
   if (!f->no_windows)
     sg_bound_windows_reserve (&f->ws, f->nc, 2 * f->R.n_groups);
 }
@@ -335,6 +343,7 @@ after_scan (Refine *f)
   for (int32_t r = 0; r < f->n_ranges; r++) {
     ins += f->range_in[r];
     nc += f->range_colls[r];
+    f->bad_costs |= f->range_bad[r];
   }
   f->nc = nc;
   f->c.adj = g_new (SgNodeId, (size_t)ins + 1);
@@ -375,7 +384,7 @@ task_run (gpointer data, int32_t task, int32_t worker)
   case T_PLAN:
     gate_wait (f, GATE_FILL);
     f->n_chunks = sg_reach_chunks_that_could_fit (&f->c, f->colls, f->nc, f->budget);
-    f->flushed = g_new0 (int64_t, (size_t)MAX (f->n_chunks, 1));
+    f->flushed = g_new0 (int64_t, 2 * (size_t)MAX (f->n_chunks, 1));
     f->done = g_new0 (gint, (size_t)MAX (f->n_chunks, 1));
     gate_pass (f, GATE_PLAN);
     return;
@@ -446,6 +455,7 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
   f.after = g_new (double, (size_t)MAX (n, 1));
   f.range_in = g_new (uint32_t, (size_t)f.n_ranges);
   f.range_colls = g_new (int32_t, (size_t)f.n_ranges);
+  f.range_bad = g_new (bool, (size_t)f.n_ranges);
   f.mask = g_new0 (SgReachMask *, (size_t)f.n_workers);
   sg_pool_run (pool, f.first[N_TASK_KINDS], task_run, &f);
   g_mutex_clear (&f.lock);
@@ -459,6 +469,7 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
   g_free (f.after);
   g_free (f.range_in);
   g_free (f.range_colls);
+  g_free (f.range_bad);
   g_free (f.colls);
   g_free (f.slot);
   g_free (f.key);

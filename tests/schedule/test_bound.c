@@ -405,6 +405,34 @@ START_TEST (simulation_refined_on_a_pool_is_simulate_then_refine)
 }
 END_TEST
 
+/* A cost the simulator refuses (infinite, NaN) gives the simulation's
+ * error through sg_graph_simulation_refined on any pool, though the
+ * window term's work beside it sees the same cost; nothing is kept. */
+START_TEST (a_refused_cost_gives_the_simulations_error_beside_the_term)
+{
+  static const int32_t sizes[] = { 0, 1, 2, 3, 8 };
+  const double costs[] = { INFINITY, NAN, -1.0 };
+  for (size_t c = 0; c < G_N_ELEMENTS (costs); c++)
+    for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++) {
+      g_autoptr (SgGraph) g = random_graph (3, 400, 300);
+      for (SgNodeId x = 0; x < g->n_nodes; x++)
+        if (x % 50 == 7 && sg_sched_role (&g->nodes[x]) != SG_ROLE_WAIT)
+          g->nodes[x].est_us = costs[c];
+      SgSimResult fresh;
+      GError *want = NULL, *err = NULL;
+      ck_assert (!sg_simulate (g, NULL, &fresh, &want));
+      SgPool *pool = sizes[k] ? sg_pool_new (sizes[k]) : NULL;
+      ck_assert (sg_graph_simulation_refined (g, pool, &err) == NULL);
+      ck_assert (err != NULL);
+      ck_assert_str_eq (err->message, want->message);
+      ck_assert (sg_graph_simulation_kept (g) == NULL);
+      sg_pool_free (pool);
+      g_error_free (err);
+      g_error_free (want);
+    }
+}
+END_TEST
+
 /* sg_bound_windows with the sweeps sorted by qsort and the tail ranks
  * found by binary search (what it did before its radix sort, ranks taken
  * from the tail order and windows skipped below the best). */
@@ -559,6 +587,7 @@ main (void)
     budget_limited_sums_keep_the_path_heads_for_the_rest,
     refine_on_pools_equals_the_sequential_refine,
     simulation_refined_on_a_pool_is_simulate_then_refine,
+    a_refused_cost_gives_the_simulations_error_beside_the_term,
     windows_equal_the_qsort_sweeps_bit_for_bit,
   };
   return st_run ("bound", 300, tests, G_N_ELEMENTS (tests));
