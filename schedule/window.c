@@ -74,6 +74,7 @@ typedef struct {
   int32_t n_ranges, n_workers;
   gint gate[N_GATES]; /* tasks still to pass each gate */
   gint scans_left;
+  int32_t spin; /* GATE_SPIN, or 0 */
   GMutex lock;
   GCond opened;
   /* per range: inputs and collectives counted, a cost the simulator
@@ -117,11 +118,30 @@ gate_pass (Refine *f, int gate)
   }
 }
 
+/* Polls of a closed gate before its waiter sleeps (some microseconds: the
+ * tasks before a gate are short at small sizes, and a wake-up through the
+ * kernel costs more); none when the pool has more threads than processors
+ * (as graph/pool.c's workers). */
+#define GATE_SPIN 1000
+
+static inline void
+cpu_relax (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
+
 static void
 gate_wait (Refine *f, int gate)
 {
-  if (g_atomic_int_get (&f->gate[gate]) == 0)
-    return;
+  for (int32_t i = 0; i < f->spin; i++) {
+    if (g_atomic_int_get (&f->gate[gate]) == 0)
+      return;
+    cpu_relax ();
+  }
   g_mutex_lock (&f->lock);
   while (g_atomic_int_get (&f->gate[gate]) != 0)
     g_cond_wait (&f->opened, &f->lock);
@@ -434,6 +454,7 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
                .given = side == NULL, .compute_given = side ? 0.0 : *compute_us };
   f.n_ranges = MAX (1, (n + RANGE_NODES - 1) / RANGE_NODES);
   f.n_workers = sg_pool_size (pool);
+  f.spin = f.n_workers <= (int32_t)g_get_num_processors () ? GATE_SPIN : 0;
   const int32_t tasks[N_TASK_KINDS] = { [T_SIDE] = side ? 1 : 0, [T_ENGINE] = 1,
                                         [T_SCAN] = f.n_ranges, [T_FILL] = f.n_ranges,
                                         [T_PLAN] = 1, [T_FWD] = 1, [T_BWD] = 1, [T_RATES] = 1,
