@@ -25,10 +25,7 @@ static void
 stats_free (gpointer p)
 {
   SgDecomposeStats *st = p;
-  for (int32_t i = 0; i < st->n_sites; i++) {
-    g_free (st->sites[i].name);
-    g_free (st->sites[i].group);
-  }
+  g_free (st->names);
   g_free (st->sites);
   g_free (st);
 }
@@ -58,7 +55,40 @@ typedef struct {
   int32_t n;
   const SgSiteChoice *choice;
   SgSiteInfo *info;
+  size_t *at;  /* per task: its names' bytes, then where they start */
+  char *names; /* every site's name and group, NUL after each */
 } Recording;
+
+static const char *
+group_name (const SgGraph *g, const SgNode *c)
+{
+  return c->group >= 0 ? g->groups[c->group].name : "";
+}
+
+/* The bytes of task @t's names and groups. */
+static void
+measure_task (gpointer data, int32_t t, int32_t worker)
+{
+  (void)worker;
+  Recording *r = data;
+  size_t bytes = 0;
+  for (int32_t i = t * SITES_PER_TASK; i < MIN (r->n, (t + 1) * SITES_PER_TASK); i++) {
+    const SgNode *c = &r->g->nodes[r->sites[i].coll];
+    bytes += strlen (c->name) + strlen (group_name (r->g, c)) + 2;
+  }
+  r->at[t] = bytes;
+}
+
+/* Appends @s to *@at. */
+static char *
+put (char **at, const char *s)
+{
+  char *start = *at;
+  size_t len = strlen (s) + 1;
+  memcpy (start, s, len);
+  *at += len;
+  return start;
+}
 
 static void
 record_task (gpointer data, int32_t t, int32_t worker)
@@ -66,12 +96,13 @@ record_task (gpointer data, int32_t t, int32_t worker)
   (void)worker;
   const Recording *r = data;
   const SgGraph *g = r->g;
+  char *at = r->names + r->at[t];
   for (int32_t i = t * SITES_PER_TASK; i < MIN (r->n, (t + 1) * SITES_PER_TASK); i++) {
     const SgSite *s = &r->sites[i];
     const SgNode *c = &g->nodes[s->coll];
     SgSiteInfo *info = &r->info[i];
-    info->name = g_strdup (c->name);
-    info->group = g_strdup (c->group >= 0 ? g->groups[c->group].name : "");
+    info->name = put (&at, c->name);
+    info->group = put (&at, group_name (g, c));
     info->kind = s->kind;
     info->reason = s->reason;
     info->n_mm = s->kind == SG_SITE_ALL_GATHER_MM ? s->n_mm : s->n_leaves;
@@ -84,15 +115,25 @@ record_task (gpointer data, int32_t t, int32_t worker)
 }
 
 /* What the statistics keep of the sites (names resolved before the
- * commit renumbers), in tasks on @pool. */
+ * commit renumbers, copied into one block), in tasks on @pool. */
 static void
 record_sites (const SgGraph *g, SgPool *pool, const SgSite *sites, int32_t n,
               const SgSiteChoice *choice, SgDecomposeStats *st)
 {
   st->n_sites = n;
   st->sites = g_new0 (SgSiteInfo, (size_t)n + 1);
-  Recording r = { g, sites, n, choice, st->sites };
-  sg_pool_run (pool, (n + SITES_PER_TASK - 1) / SITES_PER_TASK, record_task, &r);
+  int32_t tasks = (n + SITES_PER_TASK - 1) / SITES_PER_TASK;
+  Recording r = { g, sites, n, choice, st->sites, g_new (size_t, (size_t)tasks + 1), NULL };
+  sg_pool_run (pool, tasks, measure_task, &r);
+  size_t bytes = 0;
+  for (int32_t t = 0; t < tasks; t++) {
+    size_t b = r.at[t];
+    r.at[t] = bytes;
+    bytes += b;
+  }
+  st->names = r.names = g_new (char, bytes + 1);
+  sg_pool_run (pool, tasks, record_task, &r);
+  g_free (r.at);
   for (int32_t i = 0; i < n; i++) {
     st->candidates += sites[i].reason >= SG_SITE_OFF || sites[i].reason == SG_SITE_DECOMPOSED;
     st->decomposed += sites[i].reason == SG_SITE_DECOMPOSED;
