@@ -84,6 +84,7 @@ typedef struct {
   bool *range_bad;
   bool bad_costs; /* the simulation fails: no windows (they need finite paths) */
   SgReachCsr c;
+  uint32_t adj_cap;
   double *cost, *fwd, *after;
   SgNodeId *colls;
   int32_t nc;
@@ -97,7 +98,7 @@ typedef struct {
   gint next_pass;
   int64_t *flushed; /* per pass (two per chunk): its set bits, once done */
   gint *done;       /* per chunk: its passes done */
-  SgReachMask **mask; /* per worker, made by its first chunk */
+  SgReachMask **mask; /* per worker */
   double *head, *tail;
   SgBoundJob *jobs;
   bool given; /* the windows take compute_given, else compute_us */
@@ -324,8 +325,6 @@ chunks_taken (Refine *f, int32_t worker)
     bool up = p % 2 == 0;
     if (k >= f->n_chunks || !chunk_may_start (f, k))
       return;
-    if (!f->mask[worker])
-      f->mask[worker] = g_new (SgReachMask, (size_t)f->c.n);
     f->flushed[p] = sg_reach_chunk_pass (&f->c, f->mask[worker], f->colls, f->nc, k, up,
                                          up ? f->head : f->tail);
     g_atomic_int_inc (&f->done[k]);
@@ -350,11 +349,9 @@ jobs (Refine *f)
   }
   f->compute = f->given ? f->compute_given : f->compute_us;
   f->no_windows = f->nc <= 0 || f->R.n_groups <= 0 || f->bad_costs;
-  if (!f->no_windows)
-    sg_bound_windows_reserve (&f->ws, f->nc, 2 * f->R.n_groups);
 }
 
-/* Sizes the arrays that the ranges' counts give. */
+/* The ranges' counts summed. */
 static void
 after_scan (Refine *f)
 {
@@ -366,13 +363,8 @@ after_scan (Refine *f)
     f->bad_costs |= f->range_bad[r];
   }
   f->nc = nc;
-  f->c.adj = g_new (SgNodeId, (size_t)ins + 1);
-  f->colls = g_new (SgNodeId, (size_t)MAX (nc, 1));
-  f->slot = g_new (int32_t, (size_t)MAX (nc, 1));
-  f->key = g_new (RateKey, (size_t)MAX (nc, 1));
-  f->head = g_new (double, (size_t)MAX (nc, 1));
-  f->tail = g_new (double, (size_t)MAX (nc, 1));
-  f->jobs = g_new (SgBoundJob, (size_t)MAX (nc, 1));
+  if (ins > f->adj_cap) /* the graph's inputs array bounds them (never here) */
+    f->c.adj = g_renew (SgNodeId, f->c.adj, (size_t)ins + 1);
 }
 
 static TaskKind
@@ -477,7 +469,21 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
   f.range_in = g_new (uint32_t, (size_t)f.n_ranges);
   f.range_colls = g_new (int32_t, (size_t)f.n_ranges);
   f.range_bad = g_new (bool, (size_t)f.n_ranges);
-  f.mask = g_new0 (SgReachMask *, (size_t)f.n_workers);
+  /* What the tasks fill, sized here by what bounds it (a collective per
+   * node at most; pages never written cost nothing): made by this thread,
+   * nothing stays in a worker thread's malloc arena. */
+  f.adj_cap = g->inputs ? g->inputs->len : 0;
+  f.c.adj = g_new (SgNodeId, (size_t)f.adj_cap + 1);
+  f.colls = g_new (SgNodeId, (size_t)MAX (n, 1));
+  f.slot = g_new (int32_t, (size_t)MAX (n, 1));
+  f.key = g_new (RateKey, (size_t)MAX (n, 1));
+  f.head = g_new (double, (size_t)MAX (n, 1));
+  f.tail = g_new (double, (size_t)MAX (n, 1));
+  f.jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
+  sg_bound_windows_reserve (&f.ws, MAX (n, 1), 2 * MAX (g->n_groups, 1));
+  f.mask = g_new (SgReachMask *, (size_t)f.n_workers);
+  for (int32_t w = 0; w < f.n_workers; w++)
+    f.mask[w] = g_new (SgReachMask, (size_t)MAX (n, 1));
   sg_pool_run (pool, f.first[N_TASK_KINDS], task_run, &f);
   g_mutex_clear (&f.lock);
   g_cond_clear (&f.opened);
