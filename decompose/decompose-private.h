@@ -43,6 +43,8 @@ typedef struct {
  * (transfer full, *@n of them; sg_sites_free), candidates with reason
  * SG_SITE_DECOMPOSED, the others with why not. Users must be fresh. */
 SgSite *sg_sites_find (const SgGraph *g, int32_t *n);
+/* sg_sites_find by ranges of nodes on @pool: the same sites. */
+SgSite *sg_sites_find_pool (const SgGraph *g, SgPool *pool, int32_t *n);
 void sg_sites_free (SgSite *sites, int32_t n);
 
 /* The class of every candidate of @sites (-1 for the others), numbered in

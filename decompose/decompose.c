@@ -4,7 +4,8 @@
  * Finds the sites (find.c), judges them (judge.c), commits the chosen
  * rewrites in one batch (emit.c through the rewrite API), costs the new
  * nodes and records what it saw and chose for the report and the summary
- * (report.c). Runs after estimate and before schedule: the scheduler
+ * (report.c); finding the sites, their bounds and their records run in
+ * tasks on cfg->pool. Runs after estimate and before schedule: the scheduler
  * orders the ring steps like any other collectives.
  * Mirrors: XLA's collective-matmul decomposition pass and PyTorch's
  * micro-pipeline TP pass (torch/_inductor/fx_passes/micro_pipeline_tp.py),
@@ -24,10 +25,7 @@ static void
 stats_free (gpointer p)
 {
   SgDecomposeStats *st = p;
-  for (int32_t i = 0; i < st->n_sites; i++) {
-    g_free (st->sites[i].name);
-    g_free (st->sites[i].group);
-  }
+  g_free (st->names);
   g_free (st->sites);
   g_free (st);
 }
@@ -48,30 +46,97 @@ attach (SgGraph *g, SgDecomposeStats *st)
   g->decompose_stats_free = stats_free;
 }
 
-/* What the statistics keep of the sites (names resolved before the
- * commit renumbers). */
-static void
-record_sites (const SgGraph *g, const SgSite *sites, int32_t n, const SgSiteChoice *choice,
-              SgDecomposeStats *st)
+/* Sites per task of record_task. */
+#define SITES_PER_TASK 1024
+
+typedef struct {
+  const SgGraph *g;
+  const SgSite *sites;
+  int32_t n;
+  const SgSiteChoice *choice;
+  SgSiteInfo *info;
+  size_t *at;  /* per task: its names' bytes, then where they start */
+  char *names; /* every site's name and group, NUL after each */
+} Recording;
+
+static const char *
+group_name (const SgGraph *g, const SgNode *c)
 {
-  st->n_sites = n;
-  st->sites = g_new0 (SgSiteInfo, (size_t)n + 1);
-  for (int32_t i = 0; i < n; i++) {
-    const SgSite *s = &sites[i];
+  return c->group >= 0 ? g->groups[c->group].name : "";
+}
+
+/* The bytes of task @t's names and groups. */
+static void
+measure_task (gpointer data, int32_t t, int32_t worker)
+{
+  (void)worker;
+  Recording *r = data;
+  size_t bytes = 0;
+  for (int32_t i = t * SITES_PER_TASK; i < MIN (r->n, (t + 1) * SITES_PER_TASK); i++) {
+    const SgNode *c = &r->g->nodes[r->sites[i].coll];
+    bytes += strlen (c->name) + strlen (group_name (r->g, c)) + 2;
+  }
+  r->at[t] = bytes;
+}
+
+/* Appends @s to *@at. */
+static char *
+put (char **at, const char *s)
+{
+  char *start = *at;
+  size_t len = strlen (s) + 1;
+  memcpy (start, s, len);
+  *at += len;
+  return start;
+}
+
+static void
+record_task (gpointer data, int32_t t, int32_t worker)
+{
+  (void)worker;
+  const Recording *r = data;
+  const SgGraph *g = r->g;
+  char *at = r->names + r->at[t];
+  for (int32_t i = t * SITES_PER_TASK; i < MIN (r->n, (t + 1) * SITES_PER_TASK); i++) {
+    const SgSite *s = &r->sites[i];
     const SgNode *c = &g->nodes[s->coll];
-    SgSiteInfo *info = &st->sites[i];
-    info->name = g_strdup (c->name);
-    info->group = g_strdup (c->group >= 0 ? g->groups[c->group].name : "");
+    SgSiteInfo *info = &r->info[i];
+    info->name = put (&at, c->name);
+    info->group = put (&at, group_name (g, c));
     info->kind = s->kind;
     info->reason = s->reason;
     info->n_mm = s->kind == SG_SITE_ALL_GATHER_MM ? s->n_mm : s->n_leaves;
     info->n_whole = s->n_whole;
-    info->form = choice[i].form;
-    info->exposed_us = choice[i].exposed_us;
-    info->gain_us = choice[i].gain_us;
-    info->bound_us = choice[i].bound_us;
-    st->candidates += s->reason >= SG_SITE_OFF || s->reason == SG_SITE_DECOMPOSED;
-    st->decomposed += s->reason == SG_SITE_DECOMPOSED;
+    info->form = r->choice[i].form;
+    info->exposed_us = r->choice[i].exposed_us;
+    info->gain_us = r->choice[i].gain_us;
+    info->bound_us = r->choice[i].bound_us;
+  }
+}
+
+/* What the statistics keep of the sites (names resolved before the
+ * commit renumbers, copied into one block), in tasks on @pool. */
+static void
+record_sites (const SgGraph *g, SgPool *pool, const SgSite *sites, int32_t n,
+              const SgSiteChoice *choice, SgDecomposeStats *st)
+{
+  st->n_sites = n;
+  st->sites = g_new0 (SgSiteInfo, (size_t)n + 1);
+  int32_t tasks = (n + SITES_PER_TASK - 1) / SITES_PER_TASK;
+  Recording r = { g, sites, n, choice, st->sites, g_new (size_t, (size_t)tasks + 1), NULL };
+  sg_pool_run (pool, tasks, measure_task, &r);
+  size_t bytes = 0;
+  for (int32_t t = 0; t < tasks; t++) {
+    size_t b = r.at[t];
+    r.at[t] = bytes;
+    bytes += b;
+  }
+  st->names = r.names = g_new (char, bytes + 1);
+  sg_pool_run (pool, tasks, record_task, &r);
+  g_free (r.at);
+  for (int32_t i = 0; i < n; i++) {
+    st->candidates += sites[i].reason >= SG_SITE_OFF || sites[i].reason == SG_SITE_DECOMPOSED;
+    st->decomposed += sites[i].reason == SG_SITE_DECOMPOSED;
   }
 }
 
@@ -89,7 +154,7 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   st->nodes_before = st->nodes_after = g->n_nodes;
   sg_graph_fill_users (g);
   int32_t n = 0, cands = 0;
-  SgSite *sites = sg_sites_find (g, &n);
+  SgSite *sites = sg_sites_find_pool (g, cfg->pool, &n);
   for (int32_t i = 0; i < n; i++)
     cands += sites[i].reason == SG_SITE_DECOMPOSED;
   g_autofree SgSiteChoice *choice = g_new0 (SgSiteChoice, (size_t)n + 1);
@@ -114,7 +179,7 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   if (ok && cands > 0 && cm)
     ok = sg_decompose_judge (g, cfg, sites, n, choice, st, rw, error);
   if (ok)
-    record_sites (g, sites, n, choice, st);
+    record_sites (g, cfg->pool, sites, n, choice, st);
   if (ok && st->decomposed > 0) {
     /* the judge left the chosen rewrites in rw */
     ok = sg_rewrite_commit (rw, error);

@@ -83,8 +83,8 @@ typedef struct {
 
 /* One collective the pass looked at. */
 typedef struct {
-  char *name;      /* the collective */
-  char *group;     /* its group's name */
+  char *name;      /* the collective (in the statistics' names) */
+  char *group;     /* its group's name (the same) */
   SgSiteKind kind;
   SgSiteReason reason;
   int32_t n_mm;    /* all_gather: mms that read its rows; others: mms summed */
@@ -114,6 +114,7 @@ typedef struct {
   double step_before_us, step_after_us, exposed_before_us, exposed_after_us;
   uint64_t peak_before_bytes, peak_after_bytes;
   int32_t nodes_before, nodes_after;
+  char *names; /* (owned) the sites' names and groups, one block */
 } SgDecomposeStats;
 
 /* The pass (SgPassFunc): cfg->decompose decides (auto, off, all). Needs

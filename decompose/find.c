@@ -17,6 +17,8 @@
  * Sites of one class (sg_sites_classes: the same collective kind, group,
  * shapes and dtypes, and the same mms or tree of adds) rewrite into the
  * same new nodes, so the judge prices each class's forms once.
+ * sg_sites_find_pool looks at ranges of nodes on the pool and joins their
+ * sites in range order: the same list.
  * Requires: users. Invalidates: nothing.
  */
 #include "decompose-private.h"
@@ -232,11 +234,23 @@ find_reduce (const SgGraph *g, SgSite *s)
   s->terms = (SgSiteTerm *)(void *)g_array_free (g_steal_pointer (&terms), FALSE);
 }
 
-SgSite *
-sg_sites_find (const SgGraph *g, int32_t *n)
+/* Nodes per range of sg_sites_find_pool's tasks. */
+#define RANGE_NODES 16384
+
+typedef struct {
+  const SgGraph *g;
+  GArray **found; /* per range: its sites, in id order */
+} Finding;
+
+static void
+find_range (gpointer data, int32_t r, int32_t worker)
 {
-  GArray *out = g_array_new (FALSE, TRUE, sizeof (SgSite));
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+  (void)worker;
+  Finding *f = data;
+  const SgGraph *g = f->g;
+  GArray *out = f->found[r] = g_array_new (FALSE, TRUE, sizeof (SgSite));
+  SgNodeId end = (SgNodeId)MIN ((int64_t)(r + 1) * RANGE_NODES, g->n_nodes);
+  for (SgNodeId i = r * RANGE_NODES; i < end; i++) {
     const SgNode *c = &g->nodes[i];
     SgSite s = { .coll = i, .wait = SG_NO_NODE, .k = c->group_size };
     switch (c->kind) {
@@ -260,8 +274,28 @@ sg_sites_find (const SgGraph *g, int32_t *n)
     }
     g_array_append_val (out, s);
   }
+}
+
+SgSite *
+sg_sites_find_pool (const SgGraph *g, SgPool *pool, int32_t *n)
+{
+  int32_t n_ranges = MAX (1, (g->n_nodes + RANGE_NODES - 1) / RANGE_NODES);
+  Finding f = { g, g_new (GArray *, (size_t)n_ranges) };
+  sg_pool_run (pool, n_ranges, find_range, &f);
+  GArray *out = f.found[0];
+  for (int32_t r = 1; r < n_ranges; r++) {
+    g_array_append_vals (out, f.found[r]->data, f.found[r]->len);
+    g_array_free (f.found[r], TRUE);
+  }
+  g_free (f.found);
   *n = (int32_t)out->len;
   return (SgSite *)(void *)g_array_free (out, FALSE);
+}
+
+SgSite *
+sg_sites_find (const SgGraph *g, int32_t *n)
+{
+  return sg_sites_find_pool (g, NULL, n);
 }
 
 void

@@ -1,7 +1,8 @@
 /* judge.c: which sites to decompose, and in which form, by simulation.
  *
  * 0. Mode auto bounds what any form of a site could be judged to save,
- *    from the cost model alone (gain_bound_us); sites whose bound is at
+ *    from the cost model alone (gain_bound_us; the sites in tasks on
+ *    cfg->pool, each writing its own entries); sites whose bound is at
  *    most SG_DECOMPOSE_MIN_GAIN_US are left unpriced, and when no site is
  *    left the judge ends there: no trial graph, no simulation.
  * 1. The undecomposed graph is scheduled (sg_schedule_order, the
@@ -149,8 +150,13 @@ gain_bound_us (const SgGraph *g, const SgSite *s, double compute_us, const SgSit
                int32_t n_forms)
 {
   double gemms = INFINITY;
-  for (int32_t f = 0; f < n_forms; f++)
-    gemms = MIN (gemms, form_gemms_us (g, s, forms[f].chunks));
+  for (int32_t f = 0; f < n_forms; f++) {
+    bool again = false; /* forms of one chunk count run the same GEMMs */
+    for (int32_t q = 0; q < f; q++)
+      again |= forms[q].chunks == forms[f].chunks;
+    if (!again)
+      gemms = MIN (gemms, form_gemms_us (g, s, forms[f].chunks));
+  }
   return compute_us + coll_max_us (g, s->coll) - gemms;
 }
 
@@ -471,6 +477,33 @@ base_timeline (Judge *j, SgSimResult *base, bool schedule, SgDecomposeStats *st,
   return true;
 }
 
+/* Candidates per task of site_forms_task. */
+#define SITES_PER_TASK 512
+
+/* The forms, compute and (auto) bound of the candidates of task @t's
+ * range of sites; a site no form could be judged to win is not priced. */
+static void
+site_forms_task (gpointer data, int32_t t, int32_t worker)
+{
+  (void)worker;
+  Judge *j = data;
+  g_autoptr (GArray) tmp = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  for (int32_t i = t * SITES_PER_TASK; i < MIN (j->n, (t + 1) * SITES_PER_TASK); i++) {
+    SgSite *s = &j->sites[i];
+    if (s->reason != SG_SITE_DECOMPOSED)
+      continue;
+    j->n_forms[i] = sg_site_forms (j->g, s, j->forms[i]);
+    j->compute_us[i] = base_compute_us (j->g, s, tmp);
+    if (j->cfg->decompose != SG_DECOMPOSE_AUTO)
+      continue;
+    j->choice[i].bound_us = gain_bound_us (j->g, s, j->compute_us[i], j->forms[i], j->n_forms[i]);
+    if (!(j->choice[i].bound_us > SG_DECOMPOSE_MIN_GAIN_US)) {
+      s->reason = SG_SITE_NO_GAIN;
+      j->n_forms[i] = 0;
+    }
+  }
+}
+
 bool
 sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
                     SgSiteChoice *choice, SgDecomposeStats *st, SgRewrite *rw, GError **error)
@@ -480,23 +513,10 @@ sg_decompose_judge (SgGraph *g, const SgConfig *cfg, SgSite *sites, int32_t n,
               .forms = g_new0 (SgFormSet, (size_t)n + 1), .n_forms = g_new0 (int32_t, (size_t)n + 1),
               .rw = rw, .compute_us = g_new0 (double, (size_t)n + 1),
               .span_us = g_new0 (double, nf), .ring_us = g_new0 (double, nf) };
-  g_autoptr (GArray) tmp = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  sg_pool_run (cfg->pool, (n + SITES_PER_TASK - 1) / SITES_PER_TASK, site_forms_task, &j);
   int32_t max_forms = 0;
-  for (int32_t i = 0; i < n; i++) {
-    if (sites[i].reason != SG_SITE_DECOMPOSED)
-      continue;
-    j.n_forms[i] = sg_site_forms (g, &sites[i], j.forms[i]);
-    j.compute_us[i] = base_compute_us (g, &sites[i], tmp);
-    if (cfg->decompose == SG_DECOMPOSE_AUTO) {
-      /* a site no form could be judged to win is not priced */
-      choice[i].bound_us = gain_bound_us (g, &sites[i], j.compute_us[i], j.forms[i], j.n_forms[i]);
-      if (!(choice[i].bound_us > SG_DECOMPOSE_MIN_GAIN_US)) {
-        sites[i].reason = SG_SITE_NO_GAIN;
-        j.n_forms[i] = 0;
-      }
-    }
+  for (int32_t i = 0; i < n; i++)
     max_forms = MAX (max_forms, j.n_forms[i]);
-  }
   bool ok = true;
   if (max_forms == 0) /* nothing to price: no trial graph, no simulation */
     goto done;

@@ -217,21 +217,28 @@ sg_compute_shape (const SgGraph *g, SgNodeId id, SgShape *s)
   }
 }
 
-uint64_t *
-sg_compute_storage_bytes (const SgGraph *g)
+void
+sg_compute_storage_bytes_in (const SgGraph *g, SgNodeId a, SgNodeId b, uint64_t *sb)
 {
-  uint64_t *sb = g_new (uint64_t, MAX (g->n_nodes, 1));
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+  for (SgNodeId i = a; i < b; i++) {
     const SgNode *n = &g->nodes[i];
     if (sg_op_is_alias (n->kind) && n->n_in > 0) {
       uint32_t k;
       SgNodeId src = sg_node_inputs (g, i, &k)[0];
-      /* inputs precede users: src's entry is final (any id when not) */
-      sb[i] = src < i ? sb[src] : sg_node_alloc_bytes (g, sg_node_storage_root (g, i));
+      /* inputs precede users: src's entry is final (any id when not; and
+       * from a range before @a the chain is walked: the same root) */
+      sb[i] = src >= a && src < i ? sb[src] : sg_node_alloc_bytes (g, sg_node_storage_root (g, i));
     } else {
       sb[i] = sg_node_alloc_bytes (g, i);
     }
   }
+}
+
+uint64_t *
+sg_compute_storage_bytes (const SgGraph *g)
+{
+  uint64_t *sb = g_new (uint64_t, MAX (g->n_nodes, 1));
+  sg_compute_storage_bytes_in (g, 0, g->n_nodes, sb);
   return sb;
 }
 

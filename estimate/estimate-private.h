@@ -176,6 +176,9 @@ double sg_compute_node_bytes (const SgGraph *g, SgNodeId id, const uint64_t *sto
 /* (transfer full) Per node, the allocated bytes of its storage root; one
  * pass in id order. */
 uint64_t *sg_compute_storage_bytes (const SgGraph *g);
+/* The entries @a .. @b-1 of sg_compute_storage_bytes into @sb (ranges
+ * filled in any order give the same array). */
+void sg_compute_storage_bytes_in (const SgGraph *g, SgNodeId a, SgNodeId b, uint64_t *sb);
 
 /* --- profile.c --- */
 typedef struct SgProfile SgProfile;

@@ -7,6 +7,11 @@
  * the output cost nothing by definition. Mirrors Inductor's
  * estimate_nccl_collective_runtime / benchmarked-matmul split, with the
  * NCCL model in nccl.c and the roofline in compute.c.
+ * The loops over the nodes (storage bytes, then costs) run by ranges of
+ * nodes on cfg->pool: a node's cost reads only the node, its inputs' shapes
+ * and the model. The unknown targets are listed in id order afterwards,
+ * and the first collective_permute (in id order) the cluster refuses gives
+ * the error.
  *
  * Requires: a loaded graph. Invalidates: est_us/est_src, g->cost_model, the
  * analysis kept with the graph (sg_graph_changed).
@@ -331,6 +336,114 @@ note_unknown (SgCostModel *cm, const char *target)
   g_ptr_array_add (cm->unknown, NULL);
 }
 
+/* Nodes per range of the estimate's parallel loops. */
+#define RANGE_NODES 8192
+
+/* The node loops of the pass, by ranges of nodes on the pool. */
+typedef struct {
+  SgGraph *g;
+  SgCostModel *cm;
+  int32_t n_ranges;
+  const SgElision *e; /* NULL when the graph has no copy to elide */
+  /* per range */
+  bool *candidates; /* a copy it may elide */
+  bool *unknown;    /* a call of an unknown target */
+  SgNodeId *failed; /* its first collective_permute the cluster refuses, or SG_NO_NODE */
+  GError **error;   /* that one's */
+} Costing;
+
+static void
+range_of (const Costing *k, int32_t r, SgNodeId *a, SgNodeId *b)
+{
+  *a = (SgNodeId)MIN ((int64_t)r * RANGE_NODES, k->g->n_nodes);
+  *b = (SgNodeId)MIN ((int64_t)(r + 1) * RANGE_NODES, k->g->n_nodes);
+}
+
+/* Range @r's storage bytes, and whether it has copies to elide. */
+static void
+storage_task (gpointer data, int32_t r, int32_t worker)
+{
+  (void)worker;
+  Costing *k = data;
+  SgNodeId a, b;
+  range_of (k, r, &a, &b);
+  sg_compute_storage_bytes_in (k->g, a, b, k->cm->storage_bytes);
+  bool any = false;
+  for (SgNodeId i = a; i < b && !any; i++)
+    any = sg_elision_candidate (k->g->nodes[i].kind);
+  k->candidates[r] = any;
+}
+
+/* Range @r's costs, up to its first refused collective_permute. */
+static void
+cost_task (gpointer data, int32_t r, int32_t worker)
+{
+  (void)worker;
+  Costing *k = data;
+  SgNodeId a, b;
+  range_of (k, r, &a, &b);
+  k->failed[r] = SG_NO_NODE;
+  bool unknown = false;
+  for (SgNodeId i = a; i < b; i++) {
+    SgNode *n = &k->g->nodes[i];
+    if (n->kind == SG_OP_COLLECTIVE_PERMUTE
+        && !sg_p2p_check (&k->cm->cluster, k->g, i, &k->error[r])) {
+      k->failed[r] = i;
+      break;
+    }
+    n->est_us = node_us (k->cm, k->g, i, k->e, &n->est_src);
+    unknown |= n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL;
+  }
+  k->unknown[r] = unknown;
+}
+
+/* Every node's cost (node_us), in ranges on @pool. False with the error of
+ * the first collective_permute the cluster refuses (the ranges after it
+ * may have their costs). */
+static bool
+cost_nodes (SgGraph *g, SgCostModel *cm, SgPool *pool, GError **error)
+{
+  Costing k = { .g = g, .cm = cm };
+  k.n_ranges = MAX (1, (g->n_nodes + RANGE_NODES - 1) / RANGE_NODES);
+  k.candidates = g_new0 (bool, (size_t)k.n_ranges);
+  k.unknown = g_new0 (bool, (size_t)k.n_ranges);
+  k.failed = g_new (SgNodeId, (size_t)k.n_ranges);
+  k.error = g_new0 (GError *, (size_t)k.n_ranges);
+  cm->storage_bytes = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));
+  cm->n_storage = g->n_nodes;
+  sg_pool_run (pool, k.n_ranges, storage_task, &k);
+  SgElision e;
+  bool have = false;
+  for (int32_t r = 0; r < k.n_ranges && !have; r++)
+    have = k.candidates[r];
+  if (have)
+    sg_graph_elision_reasons (g, &e);
+  k.e = have ? &e : NULL;
+  sg_pool_run (pool, k.n_ranges, cost_task, &k);
+  bool ok = true;
+  for (int32_t r = 0; r < k.n_ranges; r++) {
+    if (ok && k.unknown[r]) { /* in id order: the list's order */
+      SgNodeId a, b;
+      range_of (&k, r, &a, &b);
+      for (SgNodeId i = a; i < b && (k.failed[r] == SG_NO_NODE || i < k.failed[r]); i++)
+        if (g->nodes[i].kind == SG_OP_UNKNOWN && g->nodes[i].op == SG_NODE_CALL)
+          note_unknown (cm, g->nodes[i].target);
+    }
+    if (ok && k.failed[r] != SG_NO_NODE) {
+      g_propagate_error (error, g_steal_pointer (&k.error[r]));
+      ok = false;
+    }
+    g_clear_error (&k.error[r]);
+  }
+  if (have)
+    sg_elision_clear (&e);
+  g_free (k.candidates);
+  g_free (k.unknown);
+  g_free (k.failed);
+  g_free (k.error);
+  return ok;
+}
+
 bool
 sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
 {
@@ -367,27 +480,12 @@ sg_estimate_costs (SgGraph *g, const SgConfig *cfg, GError **error)
   g->cost_model = cm;
   g->cost_model_free = cost_model_free;
 
-  cm->storage_bytes = sg_compute_storage_bytes (g);
-  cm->n_storage = g->n_nodes;
-  SgElision e;
-  bool have = elision_if_copies (g, &e);
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    SgNode *n = &g->nodes[i];
-    if (n->kind == SG_OP_COLLECTIVE_PERMUTE && !sg_p2p_check (&cm->cluster, g, i, error)) {
-      if (have)
-        sg_elision_clear (&e);
-      return false; /* the model stays attached: the graph owns and frees it */
-    }
-    n->est_us = node_us (cm, g, i, have ? &e : NULL, &n->est_src);
-    if (n->kind == SG_OP_UNKNOWN && n->op == SG_NODE_CALL)
-      note_unknown (cm, n->target);
-  }
-  if (have)
-    sg_elision_clear (&e);
+  /* on failure the model stays attached: the graph owns and frees it */
+  bool ok = cost_nodes (g, cm, cfg ? cfg->pool : NULL, error);
   /* later passes add and move nodes: the table would go stale */
   g_clear_pointer (&cm->storage_bytes, g_free);
   cm->n_storage = 0;
-  return true;
+  return ok;
 }
 
 const char *const *

@@ -10,10 +10,11 @@
  * output path) all run inside [h, step - t], together with all compute but
  * at most h + t of it, so the step is at least h + t + overlap(that). The
  * same relaxation prices the rest of a partial order in the exact scheduler
- * (exact.c). The compute of every collective's ancestors and descendants
- * comes from bit-parallel reachability, 256 collectives per pass pair
- * (sg_bound_reach_sums), within a budget of word operations; collectives
- * past it keep their paths.
+ * (exact.c). The window term's heads and tails are made in window.c
+ * (sg_lower_bound_refine; the compute of every collective's ancestors and
+ * descendants by bit-parallel reachability, reach.c); here the windows
+ * over them (sg_bound_windows) and every other term (sg_bound_basic, one
+ * pass over the nodes).
  * Mirrors: the preemptive one-machine bound with heads and tails (Jackson;
  * Carlier, "The one-machine sequencing problem", EJOR 1982), with the
  * machine shared by compute and contention added.
@@ -68,14 +69,43 @@ sg_bound_overlap (const SgBoundRates *R, double compute, const double *slot_work
 }
 
 void
-sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls, int32_t n)
+sg_bound_rates_begin (SgBoundRates *R, int32_t n_groups)
 {
-  int32_t ng = MAX (e->g->n_groups, 1), ns = MAX (e->n_slots, 1);
-  *R = (SgBoundRates){ .cs = INFINITY, .n_groups = e->g->n_groups, .monotone = true };
+  int32_t ng = MAX (n_groups, 1);
+  *R = (SgBoundRates){ .cs = INFINITY, .n_groups = n_groups, .monotone = true };
   R->slot = g_new (double, (size_t)ng * 2);
   for (int32_t k = 0; k < 2 * ng; k++)
     R->slot[k] = INFINITY;
-  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)ns);
+}
+
+void
+sg_bound_rates_add (SgBoundRates *R, int32_t slot, const SgPairRates *pr, int32_t n_slots)
+{
+  for (int32_t s = 0; s < n_slots; s++) {
+    double cx = MAX (pr[s].comm_x, 1.0), kx = MAX (pr[s].kernel_x, 1.0);
+    R->slot[slot] = MIN (R->slot[slot], cx);
+    R->cs = MIN (R->cs, kx);
+    R->monotone &= kx * (1.0 - 1.0 / cx) < 1.0;
+  }
+}
+
+void
+sg_bound_rates_end (SgBoundRates *R)
+{
+  int32_t ng = MAX (R->n_groups, 1);
+  R->cs = isfinite (R->cs) ? R->cs : 1.0;
+  for (int32_t k = 0; k < 2 * ng; k++)
+    R->slot[k] = isfinite (R->slot[k]) ? R->slot[k] : 1.0;
+}
+
+/* The rates of collectives @colls (@n) whose bound slots are @slots (NULL:
+ * read from the nodes) on engine @e. */
+static void
+rates_of (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls, const int32_t *slots,
+          int32_t n)
+{
+  sg_bound_rates_begin (R, e->g->n_groups);
+  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e->n_slots, 1));
   for (int32_t i = 0; i < n; i++) {
     SgNodeId c = colls[i];
     int32_t r = e->row_of[c];
@@ -84,17 +114,15 @@ sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *coll
       pr = &e->rates[(size_t)r * (size_t)e->n_slots];
     else
       sg_eng_pair_rates (e, c, own);
-    int32_t k = sg_bound_slot (&e->g->nodes[c]);
-    for (int32_t s = 0; s < e->n_slots; s++) {
-      double cx = MAX (pr[s].comm_x, 1.0), kx = MAX (pr[s].kernel_x, 1.0);
-      R->slot[k] = MIN (R->slot[k], cx);
-      R->cs = MIN (R->cs, kx);
-      R->monotone &= kx * (1.0 - 1.0 / cx) < 1.0;
-    }
+    sg_bound_rates_add (R, slots ? slots[i] : sg_bound_slot (&e->g->nodes[c]), pr, e->n_slots);
   }
-  R->cs = isfinite (R->cs) ? R->cs : 1.0;
-  for (int32_t k = 0; k < 2 * ng; k++)
-    R->slot[k] = isfinite (R->slot[k]) ? R->slot[k] : 1.0;
+  sg_bound_rates_end (R);
+}
+
+void
+sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls, int32_t n)
+{
+  rates_of (R, e, colls, NULL, n);
 }
 
 void
@@ -109,18 +137,17 @@ sg_bound_rates_clear (SgBoundRates *R)
 void
 sg_bound_scratch_clear (SgBoundScratch *s)
 {
-  g_free (s->order);
+  g_free (s->by_tail);
+  g_free (s->by_head);
+  g_free (s->spare[0]);
+  g_free (s->spare[1]);
   g_free (s->rank);
-  g_free (s->tails);
   g_free (s->fen);
   g_free (s->sum);
   memset (s, 0, sizeof *s);
 }
 
-typedef struct {
-  double key;
-  int32_t idx;
-} Keyed;
+typedef SgBoundKeyed Keyed;
 
 /* Descending key, then ascending index: deterministic. */
 static int
@@ -132,26 +159,101 @@ by_key_desc (const void *a, const void *b)
   return (x->idx > y->idx) - (x->idx < y->idx);
 }
 
-static int
-by_double_asc (const void *a, const void *b)
+/* Below this many jobs qsort, else a radix sort: the same order. */
+#define RADIX_MIN 256
+
+/* @key as an unsigned integer that orders as by_key_desc orders keys
+ * (equal keys, -0 and +0 among them, give equal integers). */
+static inline uint64_t
+desc_bits (double key)
 {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
+  if (key == 0.0)
+    key = 0.0;
+  uint64_t u;
+  memcpy (&u, &key, sizeof u);
+  u = (u >> 63) ? ~u : u | ((uint64_t)1 << 63); /* ascending */
+  return ~u;
 }
 
+/* Sorts @v (@n of them, by ascending index) in by_key_desc's order: a
+ * stable radix sort over desc_bits, bytes from the lowest, through @tmp
+ * (ties keep their index order). qsort for few jobs or a NaN. */
 static void
-scratch_reserve (SgBoundScratch *s, int32_t n, int32_t ns)
+sort_desc (Keyed *v, Keyed *tmp, int32_t n)
 {
-  if (n <= s->cap && ns <= s->cap_slots)
+  bool nan = false;
+  for (int32_t i = 0; i < n && n >= RADIX_MIN; i++)
+    nan |= isnan (v[i].key);
+  if (n < RADIX_MIN || nan) {
+    qsort (v, (size_t)n, sizeof *v, by_key_desc);
+    return;
+  }
+  uint32_t count[8 * 256] = { 0 };
+  for (int32_t i = 0; i < n; i++) {
+    uint64_t u = desc_bits (v[i].key);
+    for (int b = 0; b < 8; b++)
+      count[b * 256 + ((u >> (8 * b)) & 255)]++;
+  }
+  Keyed *src = v, *dst = tmp;
+  for (int b = 0; b < 8; b++) {
+    uint32_t *c = &count[b * 256];
+    if (c[(desc_bits (v[0].key) >> (8 * b)) & 255] == (uint32_t)n)
+      continue; /* one digit for all */
+    uint32_t at = 0;
+    for (int d = 0; d < 256; d++) {
+      uint32_t k = c[d];
+      c[d] = at;
+      at += k;
+    }
+    for (int32_t i = 0; i < n; i++)
+      dst[c[(desc_bits (src[i].key) >> (8 * b)) & 255]++] = src[i];
+    Keyed *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != v)
+    memcpy (v, src, sizeof *v * (size_t)n);
+}
+
+void
+sg_bound_windows_reserve (SgBoundScratch *s, int32_t n, int32_t n_slots)
+{
+  if (n <= s->cap && n_slots <= s->cap_slots)
     return;
   sg_bound_scratch_clear (s);
   s->cap = MAX (n, 16);
-  s->cap_slots = MAX (ns, 2);
-  s->order = g_new (Keyed, (size_t)s->cap);
+  s->cap_slots = MAX (n_slots, 2);
+  s->by_tail = g_new (Keyed, (size_t)s->cap);
+  s->by_head = g_new (Keyed, (size_t)s->cap);
+  s->spare[0] = g_new (Keyed, (size_t)s->cap);
+  s->spare[1] = g_new (Keyed, (size_t)s->cap);
   s->rank = g_new (int32_t, (size_t)s->cap);
-  s->tails = g_new (double, (size_t)s->cap);
   s->fen = g_new (double, (size_t)(s->cap + 1) * (size_t)s->cap_slots);
-  s->sum = g_new (double, (size_t)s->cap_slots * 2);
+  s->sum = g_new (double, (size_t)s->cap_slots * 3);
+}
+
+void
+sg_bound_windows_sort (const SgBoundJob *jobs, int32_t n, bool by_head, SgBoundScratch *s)
+{
+  Keyed *order = by_head ? s->by_head : s->by_tail;
+  for (int32_t i = 0; i < n; i++)
+    order[i] = (Keyed){ by_head ? jobs[i].head : jobs[i].tail, i };
+  sort_desc (order, s->spare[by_head], n);
+}
+
+void
+sg_bound_windows_ranks (int32_t n, SgBoundScratch *s)
+{
+  const Keyed *order = s->by_tail;
+  int32_t nt = 0; /* distinct tails */
+  for (int32_t i = 0; i < n; i++)
+    nt += i + 1 == n || order[i + 1].key != order[i].key;
+  /* 1 for the least (equal tails share a rank) */
+  for (int32_t i = 0, d = 0; i < n; i++) {
+    s->rank[order[i].idx] = nt - d;
+    d += i + 1 < n && order[i + 1].key != order[i].key;
+  }
+  s->n_tails = nt;
 }
 
 /* Fenwick tree of slot vectors over tail ranks 1..n. */
@@ -172,11 +274,90 @@ fen_prefix (const double *fen, int32_t ns, int32_t at, double *out)
       out[k] += fen[(size_t)i * (size_t)ns + (size_t)k];
 }
 
-/* h + t + overlap (compute - h - t, w). */
+/* max (@best, h + t + overlap (compute - h - t, w)). The relaxation at
+ * b = 0 (its first breakpoint) is at least its minimum, and a sum rounds
+ * monotonically: where that bound is no more than @best, so is the value,
+ * and it is not made. */
 static double
-window_value (const SgBoundRates *R, double compute, double h, double t, const double *w)
+window_raise (const SgBoundRates *R, double compute, double h, double t, const double *w,
+              double best)
 {
-  return h + t + sg_bound_overlap (R, compute - h - t, w);
+  if (h + t + overlap_at (R, MAX (compute - h - t, 0.0), w, 0.0) <= best)
+    return best;
+  return MAX (best, h + t + sg_bound_overlap (R, compute - h - t, w));
+}
+
+double
+sg_bound_windows_seed (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
+                       SgBoundScratch *s)
+{
+  int32_t ns = 2 * R->n_groups;
+  const Keyed *order = s->by_tail;
+  double *total = s->sum;
+  /* the (0, t) window of the least tail: every job, summed in the order
+   * the tail sweep sums them */
+  memset (total, 0, sizeof (double) * (size_t)ns);
+  for (int32_t i = 0; i < n; i++)
+    total[jobs[order[i].idx].slot] += jobs[order[i].idx].work;
+  return window_raise (R, compute, 0.0, jobs[order[n - 1].idx].tail, total, 0.0);
+}
+
+double
+sg_bound_tail_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
+                       SgBoundScratch *s, double best)
+{
+  int32_t ns = 2 * R->n_groups;
+  const Keyed *order = s->by_tail;
+  double *total = s->sum;
+  /* (0, t): the jobs with the largest tails, by prefix */
+  memset (total, 0, sizeof (double) * (size_t)ns);
+  for (int32_t i = 0; i < n; i++) {
+    const SgBoundJob *j = &jobs[order[i].idx];
+    total[j->slot] += j->work;
+    if (i + 1 == n || order[i + 1].key < order[i].key)
+      best = window_raise (R, compute, 0.0, j->tail, total, best);
+  }
+  return best;
+}
+
+double
+sg_bound_head_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n,
+                       SgBoundScratch *s, double best)
+{
+  int32_t ns = 2 * R->n_groups, nt = s->n_tails;
+  const Keyed *order = s->by_head;
+  double *total = s->sum + ns, *pre = s->sum + 2 * ns;
+  memset (s->fen, 0, sizeof (double) * (size_t)(nt + 1) * (size_t)ns);
+  /* (h, 0) and (h, t): add jobs by head, largest first; after each run of
+   * equal heads, every job of the run opens a window at its own tail. */
+  memset (total, 0, sizeof (double) * (size_t)ns);
+  for (int32_t i = 0; i < n;) {
+    int32_t e = i;
+    do { /* a run of equal heads (a NaN alone: it equals nothing) */
+      const SgBoundJob *j = &jobs[order[e].idx];
+      total[j->slot] += j->work;
+      fen_add (s->fen, nt, ns, s->rank[order[e].idx], j->slot, j->work);
+      e++;
+    } while (e < n && order[e].key == order[i].key);
+    double h = order[i].key;
+    best = window_raise (R, compute, h, 0.0, total, best);
+    /* a window (h, t) holds at most @total: overlap_at (0) over it is at
+     * most this (window_raise's bound, without the tree's prefix) */
+    double most = 0.0;
+    for (int32_t grp = 0; grp < R->n_groups; grp++)
+      most = MAX (most, total[2 * grp] + total[2 * grp + 1]);
+    for (int32_t k = i; k < e; k++) {
+      const SgBoundJob *j = &jobs[order[k].idx];
+      if (j->tail <= 0.0 || h + j->tail + (MAX (compute - h - j->tail, 0.0) + most) <= best)
+        continue;
+      fen_prefix (s->fen, ns, s->rank[order[k].idx] - 1, pre);
+      for (int32_t q = 0; q < ns; q++)
+        pre[q] = MAX (0.0, total[q] - pre[q]);
+      best = window_raise (R, compute, h, j->tail, pre, best);
+    }
+    i = e;
+  }
+  return best;
 }
 
 double
@@ -186,94 +367,19 @@ sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
   int32_t ns = 2 * R->n_groups;
   if (n <= 0 || ns <= 0)
     return 0.0;
-  scratch_reserve (s, n, ns);
-  Keyed *order = s->order;
-  double *total = s->sum, *pre = s->sum + ns;
-  double best = 0.0;
-  /* (0, t): the jobs with the largest tails, by prefix. */
-  for (int32_t i = 0; i < n; i++)
-    order[i] = (Keyed){ jobs[i].tail, i };
-  qsort (order, (size_t)n, sizeof *order, by_key_desc);
-  memset (total, 0, sizeof (double) * (size_t)ns);
-  for (int32_t i = 0; i < n; i++) {
-    const SgBoundJob *j = &jobs[order[i].idx];
-    total[j->slot] += j->work;
-    if (i + 1 == n || order[i + 1].key < order[i].key)
-      best = MAX (best, window_value (R, compute, 0.0, j->tail, total));
-  }
-  /* Tail ranks for the Fenwick tree (equal tails share a rank). */
-  for (int32_t i = 0; i < n; i++)
-    s->tails[i] = jobs[i].tail;
-  qsort (s->tails, (size_t)n, sizeof (double), by_double_asc);
-  int32_t nt = 0;
-  for (int32_t i = 0; i < n; i++)
-    if (nt == 0 || s->tails[i] > s->tails[nt - 1])
-      s->tails[nt++] = s->tails[i];
-  for (int32_t i = 0; i < n; i++) {
-    int32_t lo = 0, hi = nt - 1;
-    while (lo < hi) { /* first rank whose tail >= the job's */
-      int32_t mid = (lo + hi) / 2;
-      if (s->tails[mid] < jobs[i].tail)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    s->rank[i] = lo + 1;
-  }
-  memset (s->fen, 0, sizeof (double) * (size_t)(nt + 1) * (size_t)ns);
-  /* (h, 0) and (h, t): add jobs by head, largest first; after each run of
-   * equal heads, every job of the run opens a window at its own tail. */
-  for (int32_t i = 0; i < n; i++)
-    order[i] = (Keyed){ jobs[i].head, i };
-  qsort (order, (size_t)n, sizeof *order, by_key_desc);
-  memset (total, 0, sizeof (double) * (size_t)ns);
-  for (int32_t i = 0; i < n;) {
-    int32_t e = i;
-    while (e < n && order[e].key == order[i].key) {
-      const SgBoundJob *j = &jobs[order[e].idx];
-      total[j->slot] += j->work;
-      fen_add (s->fen, nt, ns, s->rank[order[e].idx], j->slot, j->work);
-      e++;
-    }
-    double h = order[i].key;
-    best = MAX (best, window_value (R, compute, h, 0.0, total));
-    for (int32_t k = i; k < e; k++) {
-      const SgBoundJob *j = &jobs[order[k].idx];
-      if (j->tail <= 0.0)
-        continue;
-      fen_prefix (s->fen, ns, s->rank[order[k].idx] - 1, pre);
-      for (int32_t q = 0; q < ns; q++)
-        pre[q] = MAX (0.0, total[q] - pre[q]);
-      best = MAX (best, window_value (R, compute, h, j->tail, pre));
-    }
-    i = e;
-  }
-  return best;
+  sg_bound_windows_reserve (s, n, ns);
+  sg_bound_windows_sort (jobs, n, false, s);
+  sg_bound_windows_ranks (n, s);
+  double best = sg_bound_windows_seed (R, compute, jobs, n, s);
+  best = sg_bound_tail_windows (R, compute, jobs, n, s, best);
+  sg_bound_windows_sort (jobs, n, true, s);
+  return sg_bound_head_windows (R, compute, jobs, n, s, best);
 }
 
 /* --- the terms ------------------------------------------------------------------- */
 
-/* Is @nd one of the collectives the bound counts (one with a group)? */
-static bool
-bound_coll (const SgNode *nd, SgRole role)
-{
-  return role == SG_ROLE_COLL && nd->group >= 0;
-}
-
-/* The graph's collectives (n of them, transfer full). */
-static SgNodeId *
-collectives (const SgGraph *g, int32_t *n)
-{
-  SgNodeId *c = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
-  *n = 0;
-  for (SgNodeId x = 0; x < g->n_nodes; x++)
-    if (bound_coll (&g->nodes[x], sg_sched_role (&g->nodes[x])))
-      c[(*n)++] = x;
-  return c;
-}
-
-static void
-finish (SgLowerBound *b)
+void
+sg_bound_finish (SgLowerBound *b)
 {
   b->lower_bound_us = MAX (MAX (b->compute_us, b->comm_stream_us),
                            MAX (b->critical_path_us, MAX (b->overlap_us, b->window_us)));
@@ -286,6 +392,11 @@ sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
   int32_t n = g->n_nodes, ns = 2 * MAX (g->n_groups, 1);
   g_autofree double *fin = g_new0 (double, (size_t)MAX (n, 1));
   g_autofree double *w = g_new0 (double, (size_t)ns);
+  /* the collectives the bound counts (those with a group) and their slots,
+   * on this one pass over the nodes */
+  g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (e->n_rows, 1));
+  g_autofree int32_t *slots = g_new (int32_t, (size_t)MAX (e->n_rows, 1));
+  int32_t nc = 0, cap = MAX (e->n_rows, 1);
   for (SgNodeId x = 0; x < n; x++) {
     const SgNode *nd = &g->nodes[x];
     double c = sg_sched_cost (nd);
@@ -298,281 +409,26 @@ sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
     out->critical_path_us = MAX (out->critical_path_us, fin[x]);
     switch (sg_sched_role (nd)) {
     case SG_ROLE_COMPUTE: out->compute_us += c; break;
-    case SG_ROLE_COLL: w[sg_bound_slot (nd)] += c; break;
+    case SG_ROLE_COLL:
+      w[sg_bound_slot (nd)] += c;
+      if (nd->group < 0)
+        break;
+      if (nc == cap) {
+        cap *= 2;
+        colls = g_renew (SgNodeId, colls, (size_t)cap);
+        slots = g_renew (int32_t, slots, (size_t)cap);
+      }
+      colls[nc] = x;
+      slots[nc++] = sg_bound_slot (nd);
+      break;
     case SG_ROLE_WAIT: break;
     }
   }
   for (int32_t grp = 0; grp < g->n_groups; grp++)
     out->comm_stream_us = MAX (out->comm_stream_us, w[2 * grp] + w[2 * grp + 1]);
-  int32_t nc;
-  g_autofree SgNodeId *colls = collectives (g, &nc);
   SgBoundRates R;
-  sg_bound_rates_init (&R, e, colls, nc);
+  rates_of (&R, e, colls, slots, nc);
   out->overlap_us = sg_bound_overlap (&R, out->compute_us, w);
   sg_bound_rates_clear (&R);
-  finish (out);
-}
-
-/* Word operations the reach sums may take per refine: a mask word zeroed,
- * read into an OR or stored, and a set bit of a flushed run. A chunk starts
- * only while its passes fit in what is left; past it, the remaining
- * collectives keep their path heads and tails (valid, only weaker). Every
- * collective of the 36K graph fits (12.4M for the input order); at 1M nodes
- * the first two chunks do (about 8M each), in about the time the depth-first
- * walks' 8M node visits took. */
-#define SUM_BUDGET ((int64_t)16 * 1000 * 1000)
-
-enum { REACH_WORDS = SG_BOUND_REACH_BITS / 64 };
-
-/* One bit per collective of a chunk. */
-typedef struct {
-  uint64_t w[REACH_WORDS];
-} Mask;
-
-/* The graph's inputs as CSR (adj[first[x] .. first[x + 1]), in the graph's
- * order) with each node's compute work, and one mask per node. */
-typedef struct {
-  int32_t n;
-  uint32_t *first;
-  SgNodeId *adj;
-  double *work; /* 0 for the roles that are not compute */
-  Mask *mask;
-  int64_t budget;
-} Reach;
-
-/* Consecutive compute nodes with one mask: their work is summed first and
- * added to the sums of the mask's bits once (a fixed order: deterministic). */
-typedef struct {
-  Mask m;
-  double sum;
-} Run;
-
-static void
-run_flush (Reach *r, const Run *run, double *sums)
-{
-  for (int k = 0; k < REACH_WORDS; k++)
-    for (uint64_t b = run->m.w[k]; b; b &= b - 1) {
-      sums[64 * k + __builtin_ctzll (b)] += run->sum;
-      r->budget--;
-    }
-}
-
-static void
-run_add (Reach *r, Run *run, const Mask *m, double work, double *sums)
-{
-  if (memcmp (&run->m, m, sizeof *m) == 0) {
-    run->sum += work;
-    return;
-  }
-  run_flush (r, run, sums);
-  run->m = *m;
-  run->sum = work;
-}
-
-/* Tails: @tail[k] += the work of every compute node that descends from
- * member k of @mem (@m ascending ids), by ascending id. mask[x] = the OR of
- * its inputs' masks, and x's own bit once its sum is taken. */
-static void
-pass_down (Reach *r, const SgNodeId *mem, int32_t m, double *tail)
-{
-  SgNodeId lo = mem[0];
-  memset (r->mask, 0, sizeof (Mask) * (size_t)lo);
-  Run run = { 0 };
-  int32_t next = 0;
-  for (SgNodeId x = lo; x < r->n; x++) {
-    Mask acc = { 0 };
-    for (uint32_t a = r->first[x]; a < r->first[x + 1]; a++) {
-      const Mask *in = &r->mask[r->adj[a]];
-      for (int k = 0; k < REACH_WORDS; k++)
-        acc.w[k] |= in->w[k];
-    }
-    if (r->work[x] != 0.0)
-      run_add (r, &run, &acc, r->work[x], tail);
-    if (next < m && mem[next] == x) {
-      acc.w[next / 64] |= (uint64_t)1 << (next % 64);
-      next++;
-    }
-    r->mask[x] = acc;
-  }
-  run_flush (r, &run, tail);
-}
-
-static bool
-mask_empty (const Mask *m)
-{
-  uint64_t any = 0;
-  for (int k = 0; k < REACH_WORDS; k++)
-    any |= m->w[k];
-  return any == 0;
-}
-
-/* Heads: @head[k] += the work of every compute node that member k of @mem
- * descends from, by descending id. Each node's mask, final once its users
- * (later ids) have ORed theirs in, is ORed into its inputs'. */
-static void
-pass_up (Reach *r, const SgNodeId *mem, int32_t m, double *head)
-{
-  SgNodeId hi = mem[m - 1];
-  memset (r->mask, 0, sizeof (Mask) * ((size_t)hi + 1));
-  Run run = { 0 };
-  int32_t next = m - 1;
-  for (SgNodeId x = hi; x >= 0; x--) {
-    Mask acc = r->mask[x];
-    if (r->work[x] != 0.0)
-      run_add (r, &run, &acc, r->work[x], head);
-    if (next >= 0 && mem[next] == x) {
-      acc.w[next / 64] |= (uint64_t)1 << (next % 64);
-      next--;
-    }
-    if (mask_empty (&acc))
-      continue;
-    for (uint32_t a = r->first[x]; a < r->first[x + 1]; a++) {
-      Mask *in = &r->mask[r->adj[a]];
-      for (int k = 0; k < REACH_WORDS; k++)
-        in->w[k] |= acc.w[k];
-    }
-  }
-  run_flush (r, &run, head);
-}
-
-static void
-reach_init (Reach *r, const SgGraph *g, int64_t budget)
-{
-  int32_t n = g->n_nodes;
-  *r = (Reach){ .n = n, .budget = budget };
-  r->first = g_new (uint32_t, (size_t)n + 1);
-  r->work = g_new (double, (size_t)MAX (n, 1));
-  r->first[0] = 0;
-  for (SgNodeId x = 0; x < n; x++) {
-    const SgNode *nd = &g->nodes[x];
-    r->first[x + 1] = r->first[x] + nd->n_in;
-    r->work[x] = sg_sched_role (nd) == SG_ROLE_COMPUTE ? sg_sched_cost (nd) : 0.0;
-  }
-  r->adj = g_new (SgNodeId, (size_t)r->first[n] + 1);
-  for (SgNodeId x = 0; x < n; x++) {
-    uint32_t k;
-    const SgNodeId *ins = sg_node_inputs (g, x, &k);
-    memcpy (&r->adj[r->first[x]], ins, sizeof (SgNodeId) * k);
-  }
-  r->mask = NULL; /* at the first chunk */
-}
-
-static void
-reach_clear (Reach *r)
-{
-  g_free (r->first);
-  g_free (r->adj);
-  g_free (r->work);
-  g_free (r->mask);
-}
-
-/* The sums of sg_bound_reach_sums on @r's graph, chunk by chunk while
- * @r->budget lasts. */
-static int32_t
-reach_sums (Reach *r, const SgNodeId *colls, int32_t nc, double *head, double *tail)
-{
-  int32_t done = 0;
-  for (int32_t m; done < nc; done += m) {
-    m = MIN (SG_BOUND_REACH_BITS, nc - done);
-    const SgNodeId *mem = &colls[done];
-    SgNodeId lo = mem[0], hi = mem[m - 1];
-    /* both passes, their zeroing included, before the set bits */
-    int64_t cost = (int64_t)REACH_WORDS
-                   * ((int64_t)r->n + 2 * ((int64_t)hi + 1) + (r->first[r->n] - r->first[lo])
-                      + r->first[hi + 1]);
-    if (cost > r->budget)
-      break;
-    r->budget -= cost;
-    if (!r->mask)
-      r->mask = g_new (Mask, (size_t)r->n);
-    memset (&head[done], 0, sizeof (double) * (size_t)m);
-    memset (&tail[done], 0, sizeof (double) * (size_t)m);
-    pass_up (r, mem, m, &head[done]);
-    pass_down (r, mem, m, &tail[done]);
-  }
-  for (int32_t i = done; i < nc; i++)
-    head[i] = tail[i] = -1.0;
-  return done;
-}
-
-int32_t
-sg_bound_reach_sums (const SgGraph *g, const SgNodeId *colls, int32_t nc, int64_t budget,
-                     double *head, double *tail)
-{
-  g_return_val_if_fail (g != NULL && nc >= 0, 0);
-  for (int32_t i = 0; i < nc; i++)
-    g_return_val_if_fail (colls[i] >= 0 && colls[i] < g->n_nodes
-                          && (i == 0 || colls[i] > colls[i - 1]), 0);
-  Reach r;
-  reach_init (&r, g, budget);
-  int32_t done = reach_sums (&r, colls, nc, head, tail);
-  reach_clear (&r);
-  return done;
-}
-
-void
-sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget)
-{
-  g_return_if_fail (g != NULL && r != NULL);
-  SgLowerBound *b = &r->bound;
-  if (b->refined)
-    return;
-  int32_t n = g->n_nodes;
-  /* longest paths: to a node's end (fwd), from a node's start (bwd) */
-  g_autofree double *fwd = g_new0 (double, (size_t)MAX (n, 1));
-  g_autofree double *bwd = g_new0 (double, (size_t)MAX (n, 1));
-  g_autofree double *after = g_new0 (double, (size_t)MAX (n, 1));
-  g_autofree double *cost = g_new (double, (size_t)MAX (n, 1));
-  Reach rc;
-  reach_init (&rc, g, budget);
-  const uint32_t *ifirst = rc.first;
-  const SgNodeId *ins = rc.adj;
-  /* the graph's collectives (collectives ()'s, on this pass over the nodes) */
-  g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (n, 1));
-  int32_t nc = 0;
-  for (SgNodeId x = 0; x < n; x++) {
-    const SgNode *nd = &g->nodes[x];
-    cost[x] = sg_sched_cost (nd);
-    if (bound_coll (nd, sg_sched_role (nd)))
-      colls[nc++] = x;
-    double t = 0.0;
-    for (uint32_t a = ifirst[x]; a < ifirst[x + 1]; a++)
-      t = MAX (t, fwd[ins[a]]);
-    fwd[x] = t + cost[x];
-  }
-  for (SgNodeId x = n - 1; x >= 0; x--) {
-    bwd[x] = after[x] + cost[x];
-    for (uint32_t a = ifirst[x]; a < ifirst[x + 1]; a++)
-      after[ins[a]] = MAX (after[ins[a]], bwd[x]);
-  }
-  g_autofree double *head = g_new (double, (size_t)MAX (nc, 1));
-  g_autofree double *tail = g_new (double, (size_t)MAX (nc, 1));
-  reach_sums (&rc, colls, nc, head, tail);
-  reach_clear (&rc);
-  g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (nc, 1));
-  for (int32_t i = 0; i < nc; i++) {
-    SgNodeId c = colls[i];
-    /* a sum past the budget is -1: the path's head or tail stays */
-    jobs[i] = (SgBoundJob){ MAX (fwd[c] - cost[c], head[i]), MAX (after[c], tail[i]), cost[c],
-                            sg_bound_slot (&g->nodes[c]) };
-  }
-  /* the rates: the graph's cost model (its pairs), as sg_simulate's */
-  SgSimEngine e;
-  sg_eng_init (&e, g, NULL, false);
-  SgBoundRates R;
-  sg_bound_rates_init (&R, &e, colls, nc);
-  sg_eng_clear (&e);
-  SgBoundScratch s = { 0 };
-  b->window_us = sg_bound_windows (&R, b->compute_us, jobs, nc, &s);
-  sg_bound_scratch_clear (&s);
-  sg_bound_rates_clear (&R);
-  b->refined = true;
-  finish (b);
-  r->lower_bound_us = b->lower_bound_us;
-}
-
-void
-sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
-{
-  sg_bound_refine_within (g, r, SUM_BUDGET);
+  sg_bound_finish (out);
 }

@@ -6,6 +6,8 @@
  * codegen. Any change of the graph drops it (sg_graph_changed); a
  * simulation made before sg_graph_permute is renumbered to the new ids
  * instead of being made again.
+ * sg_graph_simulation_refined adds the bound's window term (window.c),
+ * running a simulation it has to make beside the term's work on the pool.
  * With the validator on, the pass runner checks after every pass that the
  * kept simulation equals a fresh one (sim_check).
  * Requires: est_us (estimate/). Invalidates: nothing.
@@ -80,6 +82,48 @@ sg_graph_simulation (SgGraph *g, GError **error)
     g_free (r);
     return NULL;
   }
+  sg_graph_keep (g, r, &sim_class);
+  return r;
+}
+
+typedef struct {
+  const SgGraph *g;
+  SgSimResult *r;
+  GError *error;
+  bool ok;
+} Side;
+
+static void
+simulate_side (gpointer data)
+{
+  Side *s = data;
+  s->ok = sg_simulate (s->g, NULL, s->r, &s->error);
+}
+
+SgSimResult *
+sg_graph_simulation_refined (SgGraph *g, SgPool *pool, GError **error)
+{
+  g_return_val_if_fail (g != NULL, NULL);
+  SgSimResult *r = sg_graph_kept (g, &sim_class);
+  if (r) {
+    sg_lower_bound_refine_pool (g, r, pool);
+    return r;
+  }
+  /* The window term does not need the simulation: both in one job. */
+  r = g_new0 (SgSimResult, 1);
+  Side side = { g, r, NULL, false };
+  double compute_us;
+  double window_us = sg_bound_window_beside (g, pool, simulate_side, &side, &compute_us);
+  if (!side.ok) {
+    g_propagate_error (error, side.error);
+    g_free (r);
+    return NULL;
+  }
+  /* the windows took the compute summed as the simulation's bound sums it */
+  if (compute_us == r->bound.compute_us)
+    sg_bound_set_window (r, window_us);
+  else
+    sg_lower_bound_refine_pool (g, r, pool);
   sg_graph_keep (g, r, &sim_class);
   return r;
 }

@@ -324,6 +324,12 @@ sg_bound_slot (const SgNode *n)
 void sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls,
                           int32_t n);
 void sg_bound_rates_clear (SgBoundRates *R);
+/* sg_bound_rates_init by parts: begin, add the @n_slots pairs @pr of each
+ * collective (bound slot @slot; a least and a conjunction, so adding the
+ * same rates again changes nothing), end. */
+void sg_bound_rates_begin (SgBoundRates *R, int32_t n_groups);
+void sg_bound_rates_add (SgBoundRates *R, int32_t slot, const SgPairRates *pr, int32_t n_slots);
+void sg_bound_rates_end (SgBoundRates *R);
 
 /* One collective of a window bound: solo work, slot, and the time that must
  * pass before it can start (head) and after it ends (tail). */
@@ -332,12 +338,19 @@ typedef struct {
   int32_t slot;
 } SgBoundJob;
 
+/* A job's index and its head or tail. */
+typedef struct {
+  double key;
+  int32_t idx;
+} SgBoundKeyed;
+
 /* Scratch space of sg_bound_windows, reused between calls. */
 typedef struct {
   int32_t cap, cap_slots;
-  void *order; /* (key, index) pairs */
-  int32_t *rank;
-  double *tails, *fen, *sum;
+  SgBoundKeyed *by_tail, *by_head, *spare[2]; /* the jobs by descending tail, head */
+  int32_t *rank;   /* per job: its tail's rank, 1 for the least */
+  int32_t n_tails; /* distinct tails */
+  double *fen, *sum;
 } SgBoundScratch;
 
 void sg_bound_scratch_clear (SgBoundScratch *s);
@@ -357,13 +370,66 @@ double sg_bound_overlap (const SgBoundRates *R, double compute, const double *sl
  * h + t. O(n log n x groups). */
 double sg_bound_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
                          int32_t n, SgBoundScratch *s);
+/* sg_bound_windows by parts, for @n > 0 jobs and groups (window.c runs
+ * the two sweeps side by side): room for @n jobs of @n_slots slots; the
+ * jobs sorted by descending tail or head (ties by index); the tail ranks
+ * and the value of the window of every job (the last (0, t) window: a
+ * seed for the sweeps, which skip what cannot pass their best), after the
+ * tail sort; the (0, t) windows (after the tail sort) and the (h, 0) and
+ * (h, t) windows (after the head sort and the ranks), each the larger of
+ * @best and its windows' maximum. The two sweeps use apart parts of @s. */
+void sg_bound_windows_reserve (SgBoundScratch *s, int32_t n, int32_t n_slots);
+void sg_bound_windows_sort (const SgBoundJob *jobs, int32_t n, bool by_head, SgBoundScratch *s);
+void sg_bound_windows_ranks (int32_t n, SgBoundScratch *s);
+double sg_bound_windows_seed (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
+                              int32_t n, SgBoundScratch *s);
+double sg_bound_tail_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
+                              int32_t n, SgBoundScratch *s, double best);
+double sg_bound_head_windows (const SgBoundRates *R, double compute, const SgBoundJob *jobs,
+                              int32_t n, SgBoundScratch *s, double best);
 
 /* Every term of @out but window_us, for sg_simulate (engine @e, every
  * collective issued, gives the rates). O(nodes + edges). */
 void sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out);
+/* @b's lower_bound_us: the largest of its terms. */
+void sg_bound_finish (SgLowerBound *b);
 
 /* Collectives per chunk of sg_bound_reach_sums (one bit each). */
 #define SG_BOUND_REACH_BITS 256
+
+/* One bit per collective of a chunk of sg_bound_reach_sums. */
+typedef struct {
+  uint64_t w[SG_BOUND_REACH_BITS / 64];
+} SgReachMask;
+
+/* A graph's inputs as CSR (adj[first[x] .. first[x + 1]), in the graph's
+ * order) with each node's compute work (0 for the roles that are not
+ * compute): what the reach sums read. */
+typedef struct {
+  int32_t n;
+  uint32_t *first;
+  SgNodeId *adj;
+  double *work;
+} SgReachCsr;
+
+void sg_reach_csr_clear (SgReachCsr *c);
+/* The sums of chunk @k of @colls (@nc, ascending ids) by one of its two
+ * passes, through @mask (c->n of them): @up, the heads (ancestors), else
+ * the tails (descendants), into @sums (indexed as @colls); returns the set
+ * bits it flushed (the word operations beyond its passes'). The passes of
+ * a chunk are independent of each other and of other chunks'. */
+int64_t sg_reach_chunk_pass (const SgReachCsr *c, SgReachMask *mask, const SgNodeId *colls,
+                             int32_t nc, int32_t k, bool up, double *sums);
+/* Whether chunk @k starts with *@budget left; if so, its passes' word
+ * operations are taken from it (its set bits are the caller's to take). */
+bool sg_reach_chunk_fits (const SgReachCsr *c, const SgNodeId *colls, int32_t nc, int32_t k,
+                          int64_t *budget);
+/* How many chunks could start within @budget: the passes of every chunk up
+ * to them fit (the set bits only lower what is left). */
+int32_t sg_reach_chunks_that_could_fit (const SgReachCsr *c, const SgNodeId *colls, int32_t nc,
+                                        int64_t budget);
+/* The sums of colls[@done ..] unknown: -1 (their paths stay). */
+void sg_reach_sums_unknown (double *head, double *tail, int32_t done, int32_t nc);
 
 /* For each node colls[i] (@nc of them, ascending ids): @head[i], the compute
  * work of its ancestors, and @tail[i], that of its descendants (itself
@@ -380,10 +446,21 @@ void sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out);
 int32_t sg_bound_reach_sums (const SgGraph *g, const SgNodeId *colls, int32_t nc, int64_t budget,
                              double *head, double *tail);
 
-/* sg_lower_bound_refine with @budget word operations for the reach sums
- * (it uses bound.c's SUM_BUDGET): past it, collectives keep their path
- * heads and tails. */
-void sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget);
+/* sg_lower_bound_refine_pool with @budget word operations for the reach
+ * sums (it uses window.c's SUM_BUDGET): past it, collectives keep their
+ * path heads and tails. */
+void sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget, SgPool *pool);
+
+/* A task that runs beside the window term's (window.c) in its pool job. */
+typedef void (*SgBoundSide) (gpointer data);
+/* The window term of @g (sg_lower_bound_refine's) on @pool, its windows
+ * taking the graph's compute (summed in id order as sg_bound_basic sums
+ * it: *@compute_us); @side (@side_data) runs in the same job, on a thread
+ * of its own when the pool has two or more. */
+double sg_bound_window_beside (const SgGraph *g, SgPool *pool, SgBoundSide side,
+                               gpointer side_data, double *compute_us);
+/* Sets @r's window term to @window_us (refined) and its bound. */
+void sg_bound_set_window (SgSimResult *r, double window_us);
 
 /* --- the search over orders of a window (search.c) ------------------------------ */
 

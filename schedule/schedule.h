@@ -137,6 +137,10 @@ const SgSimJudgeStats *sg_sim_judge_stats (const SgSimJudge *j);
  * simulating the same order again (schedule/kept.c). NULL with @error as
  * sg_simulate. */
 SgSimResult *sg_graph_simulation (SgGraph *g, GError **error);
+/* (transfer none) sg_graph_simulation with its window term
+ * (sg_lower_bound_refine_pool): when none is kept, the simulation runs on
+ * one of @pool's threads beside the term's work on the others. */
+SgSimResult *sg_graph_simulation_refined (SgGraph *g, SgPool *pool, GError **error);
 /* (transfer none) The simulation of @g's current order when one is kept
  * with the graph, else NULL (for readers of a const graph). */
 const SgSimResult *sg_graph_simulation_kept (const SgGraph *g);
@@ -158,6 +162,9 @@ void sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResul
  * the compute of every collective's ancestors and descendants, bit-parallel
  * within a budget (docs/scheduler.md). Idempotent. */
 void sg_lower_bound_refine (const SgGraph *g, SgSimResult *r);
+/* sg_lower_bound_refine on @pool's threads (NULL: this one): the same
+ * bound. */
+void sg_lower_bound_refine_pool (const SgGraph *g, SgSimResult *r, SgPool *pool);
 
 /* The scheduling pass: reorders the graph (sg_graph_permute) to minimise
  * the predicted step within cfg's memory limits; keeps id order when

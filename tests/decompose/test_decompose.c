@@ -634,6 +634,47 @@ START_TEST (the_gain_bound_holds_and_spares_the_simulation)
 }
 END_TEST
 
+/* The pass on pools of 1, 2, 3 and 8 threads finds, judges and rewrites
+ * as on the calling thread alone: the same graph and the same report, on
+ * a graph of several ranges of nodes and tasks of sites, in every mode. */
+START_TEST (the_pass_is_the_same_on_pools_of_any_size)
+{
+  static const int32_t sizes[] = { 1, 2, 3, 8 };
+  for (int mode = SG_DECOMPOSE_AUTO; mode <= SG_DECOMPOSE_ALL_GATHER; mode++) {
+    if (mode == SG_DECOMPOSE_OFF)
+      continue;
+    SgGraph *a = generated_layers (200, 2, 4, GG_TP_SP, 1024, 1024);
+    ck_assert_int_gt (a->n_nodes, 2 * 16384);
+    estimate (a);
+    run_pass (a, mode);
+    const SgDecomposeStats *st = sg_decompose_stats (a);
+    ck_assert_int_gt (st->n_sites, 2 * 1024);
+    ck_assert (mode == SG_DECOMPOSE_AUTO || st->decomposed > 0);
+    g_autofree char *da = dump_text (a);
+    char *ra = report_text (a);
+    for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++) {
+      SgGraph *b = generated_layers (200, 2, 4, GG_TP_SP, 1024, 1024);
+      estimate (b);
+      SgConfig cfg;
+      sg_config_init (&cfg);
+      cfg.decompose = mode;
+      cfg.pool = sg_pool_new (sizes[k]);
+      GError *error = NULL;
+      ck_assert_msg (sg_decompose_pass (b, &cfg, &error), "%s", error ? error->message : "");
+      sg_pool_free (cfg.pool);
+      g_autofree char *db = dump_text (b);
+      char *rb = report_text (b);
+      ck_assert_msg (strcmp (da, db) == 0, "mode %d, %d threads: another graph", mode, sizes[k]);
+      ck_assert_str_eq (ra, rb);
+      free (rb);
+      sg_graph_free (b);
+    }
+    free (ra);
+    sg_graph_free (a);
+  }
+}
+END_TEST
+
 /* At H = 4096 and S = 8192 over TP 2 the model decomposes reduce_scatter
  * and all_gather sites; after scheduling, each ring step runs beside the
  * chunk GEMMs of the step before: no permute is fully exposed, and the
@@ -690,6 +731,7 @@ decompose_suite (void)
   tcase_add_test (tc, ring_steps_run_beside_the_chunk_gemms);
   tcase_add_test (tc, the_gain_bound_holds_and_spares_the_simulation);
   tcase_add_test (tc, sites_of_every_layer_share_their_classes);
+  tcase_add_test (tc, the_pass_is_the_same_on_pools_of_any_size);
 #endif
   suite_add_tcase (s, tc);
   return s;

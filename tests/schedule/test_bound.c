@@ -264,7 +264,7 @@ START_TEST (budget_limited_sums_keep_the_path_heads_for_the_rest)
   for (size_t k = 0; k < G_N_ELEMENTS (budgets); k++) {
     SgSimResult r;
     ck_assert (sg_simulate (g, NULL, &r, NULL));
-    sg_bound_refine_within (g, &r, budgets[k]);
+    sg_bound_refine_within (g, &r, budgets[k], NULL);
     ck_assert (r.bound.refined);
     ck_assert_msg (r.lower_bound_us <= r.step_us * (1 + 1e-12), "budget %" G_GINT64_FORMAT
                    ": bound %.6f above the step %.6f", budgets[k], r.lower_bound_us, r.step_us);
@@ -274,7 +274,7 @@ START_TEST (budget_limited_sums_keep_the_path_heads_for_the_rest)
   SgSimResult none, full;
   ck_assert (sg_simulate (h, NULL, &none, NULL));
   ck_assert (sg_simulate (h, NULL, &full, NULL));
-  sg_bound_refine_within (h, &none, 0);
+  sg_bound_refine_within (h, &none, 0, NULL);
   sg_lower_bound_refine (h, &full);
   ck_assert_double_eq_tol (none.bound.window_us, 210, 1e-9);
   ck_assert_double_eq_tol (full.bound.window_us, 250, 1e-9);
@@ -282,6 +282,298 @@ START_TEST (budget_limited_sums_keep_the_path_heads_for_the_rest)
   sg_sim_result_clear (&full);
 }
 END_TEST
+
+/* Bit for bit: two doubles. */
+static bool
+same_double (double a, double b)
+{
+  return memcmp (&a, &b, sizeof a) == 0;
+}
+
+/* The window term of @g within @budget by parts, on this thread: paths,
+ * sg_bound_reach_sums (one chunk after the other while the budget lasts),
+ * the rates of an engine without rows, sg_bound_windows. */
+static double
+window_by_parts (const SgGraph *g, double compute_us, int64_t budget)
+{
+  int32_t n = g->n_nodes, nc;
+  g_autofree SgNodeId *colls = bound_collectives (g, &nc);
+  g_autofree double *fwd = g_new0 (double, (size_t)n), *after = g_new0 (double, (size_t)n);
+  for (SgNodeId x = 0; x < n; x++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    for (uint32_t j = 0; j < k; j++)
+      fwd[x] = MAX (fwd[x], fwd[in[j]]);
+    fwd[x] += sg_sched_cost (&g->nodes[x]);
+  }
+  for (SgNodeId x = n - 1; x >= 0; x--) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, x, &k);
+    double b = after[x] + sg_sched_cost (&g->nodes[x]);
+    for (uint32_t j = 0; j < k; j++)
+      after[in[j]] = MAX (after[in[j]], b);
+  }
+  g_autofree double *head = g_new (double, (size_t)MAX (nc, 1));
+  g_autofree double *tail = g_new (double, (size_t)MAX (nc, 1));
+  sg_bound_reach_sums (g, colls, nc, budget, head, tail);
+  g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (nc, 1));
+  for (int32_t i = 0; i < nc; i++) {
+    const SgNode *nd = &g->nodes[colls[i]];
+    double c = sg_sched_cost (nd);
+    jobs[i] = (SgBoundJob){ MAX (fwd[colls[i]] - c, head[i]), MAX (after[colls[i]], tail[i]), c,
+                            sg_bound_slot (nd) };
+  }
+  SgSimEngine e;
+  sg_eng_init (&e, g, NULL, false);
+  SgBoundRates R;
+  sg_bound_rates_init (&R, &e, colls, nc);
+  sg_eng_clear (&e);
+  SgBoundScratch s = { 0 };
+  double w = sg_bound_windows (&R, compute_us, jobs, nc, &s);
+  sg_bound_scratch_clear (&s);
+  sg_bound_rates_clear (&R);
+  return w;
+}
+
+/* The refine with no pool and on pools of 1, 2, 3 and 8 threads gives the
+ * window term its parts give on one thread, bit for bit: with every chunk,
+ * with budgets that stop the chunks part way (before or after the set bits
+ * they flush: the same chunks count) and with none. */
+START_TEST (refine_on_pools_equals_the_sequential_refine)
+{
+  static const int32_t sizes[] = { 0, 1, 2, 3, 8 };
+  SgPool *pools[G_N_ELEMENTS (sizes)];
+  for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++)
+    pools[k] = sizes[k] ? sg_pool_new (sizes[k]) : NULL;
+  int partial = 0;
+  for (guint32 seed = 1; seed <= 8; seed++) {
+    g_autoptr (SgGraph) g = random_graph (seed, 300 + 60 * (int)seed, 100 + 60 * (int)seed);
+    int32_t nc;
+    g_autofree SgNodeId *colls = bound_collectives (g, &nc);
+    g_autofree double *head = g_new (double, (size_t)nc), *tail = g_new (double, (size_t)nc);
+    SgSimResult r;
+    ck_assert (sg_simulate (g, NULL, &r, NULL));
+    for (int64_t budget = 0;; budget = MAX (1000, budget + budget / 8)) {
+      int32_t done = sg_bound_reach_sums (g, colls, nc, budget, head, tail);
+      partial += done > 0 && done < nc;
+      double want = window_by_parts (g, r.bound.compute_us, budget);
+      for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++) {
+        r.bound.refined = false;
+        sg_bound_refine_within (g, &r, budget, pools[k]);
+        ck_assert_msg (same_double (r.bound.window_us, want),
+                       "seed %u, budget %" G_GINT64_FORMAT ", %d threads: %.17g, not %.17g", seed,
+                       budget, sizes[k], r.bound.window_us, want);
+      }
+      if (done == nc)
+        break;
+    }
+    sg_sim_result_clear (&r);
+  }
+  ck_assert_int_gt (partial, 0);
+  for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++)
+    sg_pool_free (pools[k]);
+}
+END_TEST
+
+/* The kept simulation with its window term, made on a pool (the
+ * simulation beside the term's work), is sg_simulate's with
+ * sg_lower_bound_refine's term. */
+START_TEST (simulation_refined_on_a_pool_is_simulate_then_refine)
+{
+  static const int32_t sizes[] = { 1, 2, 3, 8 };
+  for (guint32 seed = 11; seed <= 16; seed++)
+    for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++) {
+      g_autoptr (SgGraph) g = random_graph (seed, 200 + 40 * (int)seed, 50 + 30 * (int)seed);
+      SgSimResult want;
+      ck_assert (sg_simulate (g, NULL, &want, NULL));
+      sg_lower_bound_refine (g, &want);
+      SgPool *pool = sg_pool_new (sizes[k]);
+      GError *err = NULL;
+      const SgSimResult *r = sg_graph_simulation_refined (g, pool, &err);
+      ck_assert_msg (r != NULL, "%s", err ? err->message : "");
+      ck_assert (r == sg_graph_simulation_kept (g));
+      ck_assert (r->bound.refined);
+      ck_assert (memcmp (&r->bound, &want.bound, sizeof want.bound) == 0);
+      ck_assert (same_double (r->lower_bound_us, want.lower_bound_us));
+      ck_assert (same_double (r->step_us, want.step_us));
+      ck_assert_int_eq (r->n_rows, want.n_rows);
+      /* kept: asked again, the same result */
+      ck_assert (sg_graph_simulation_refined (g, pool, &err) == r);
+      sg_pool_free (pool);
+      sg_sim_result_clear (&want);
+    }
+}
+END_TEST
+
+/* A cost the simulator refuses (infinite, NaN) gives the simulation's
+ * error through sg_graph_simulation_refined on any pool, though the
+ * window term's work beside it sees the same cost; nothing is kept. */
+START_TEST (a_refused_cost_gives_the_simulations_error_beside_the_term)
+{
+  static const int32_t sizes[] = { 0, 1, 2, 3, 8 };
+  const double costs[] = { INFINITY, NAN, -1.0 };
+  for (size_t c = 0; c < G_N_ELEMENTS (costs); c++)
+    for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++) {
+      g_autoptr (SgGraph) g = random_graph (3, 400, 300);
+      for (SgNodeId x = 0; x < g->n_nodes; x++)
+        if (x % 50 == 7 && sg_sched_role (&g->nodes[x]) != SG_ROLE_WAIT)
+          g->nodes[x].est_us = costs[c];
+      SgSimResult fresh;
+      GError *want = NULL, *err = NULL;
+      ck_assert (!sg_simulate (g, NULL, &fresh, &want));
+      SgPool *pool = sizes[k] ? sg_pool_new (sizes[k]) : NULL;
+      ck_assert (sg_graph_simulation_refined (g, pool, &err) == NULL);
+      ck_assert (err != NULL);
+      ck_assert_str_eq (err->message, want->message);
+      ck_assert (sg_graph_simulation_kept (g) == NULL);
+      sg_pool_free (pool);
+      g_error_free (err);
+      g_error_free (want);
+    }
+}
+END_TEST
+
+/* sg_bound_windows with the sweeps sorted by qsort and the tail ranks
+ * found by binary search (what it did before its radix sort, ranks taken
+ * from the tail order and windows skipped below the best). */
+static double
+windows_by_qsort (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n);
+
+/* Random jobs, many with equal heads or tails (zeros and -0 among them):
+ * sg_bound_windows equals the qsort sweeps bit for bit, below and above
+ * the size where it sorts by radix. */
+START_TEST (windows_equal_the_qsort_sweeps_bit_for_bit)
+{
+  GRand *rnd = g_rand_new_with_seed (7);
+  SgBoundScratch s = { 0 };
+  for (int iter = 0; iter < 300; iter++) {
+    int32_t n = iter < 100 ? 1 + iter : g_rand_int_range (rnd, 200, 3000);
+    int32_t ng = g_rand_int_range (rnd, 1, 4);
+    SgBoundRates R = { .cs = g_rand_double_range (rnd, 1.0, 1.5), .n_groups = ng,
+                       .monotone = true };
+    R.slot = g_new (double, (size_t)(2 * ng));
+    for (int32_t k = 0; k < 2 * ng; k++)
+      R.slot[k] = g_rand_double_range (rnd, 1.0, 2.0);
+    g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)n);
+    int32_t levels = g_rand_int_range (rnd, 1, 40);
+    double total = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+      double h = 10.0 * g_rand_int_range (rnd, 0, levels);
+      double t = 7.0 * g_rand_int_range (rnd, 0, levels);
+      if (g_rand_int_range (rnd, 0, 4) == 0)
+        h = g_rand_double_range (rnd, 0.0, 500.0);
+      if (g_rand_int_range (rnd, 0, 8) == 0)
+        t = -0.0;
+      jobs[i] = (SgBoundJob){ h, t, g_rand_double_range (rnd, 0.0, 50.0),
+                              g_rand_int_range (rnd, 0, 2 * ng) };
+      total += jobs[i].work;
+    }
+    double compute = g_rand_double_range (rnd, 0.0, 2.0) * total;
+    double got = sg_bound_windows (&R, compute, jobs, n, &s);
+    double want = windows_by_qsort (&R, compute, jobs, n);
+    ck_assert_msg (same_double (got, want), "iter %d (n %d): %.17g, not %.17g", iter, n, got, want);
+    sg_bound_rates_clear (&R);
+  }
+  sg_bound_scratch_clear (&s);
+  g_rand_free (rnd);
+}
+END_TEST
+
+typedef struct {
+  double key;
+  int32_t idx;
+} Keyed;
+
+static int
+keyed_desc (const void *a, const void *b)
+{
+  const Keyed *x = a, *y = b;
+  if (x->key != y->key)
+    return x->key > y->key ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static int
+double_asc (const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static double
+window_at (const SgBoundRates *R, double compute, double h, double t, const double *w)
+{
+  return h + t + sg_bound_overlap (R, compute - h - t, w);
+}
+
+static double
+windows_by_qsort (const SgBoundRates *R, double compute, const SgBoundJob *jobs, int32_t n)
+{
+  int32_t ns = 2 * R->n_groups;
+  g_autofree Keyed *order = g_new (Keyed, (size_t)n);
+  g_autofree double *tails = g_new (double, (size_t)n);
+  g_autofree int32_t *rank = g_new (int32_t, (size_t)n);
+  g_autofree double *fen = g_new0 (double, (size_t)(n + 1) * (size_t)ns);
+  g_autofree double *total = g_new0 (double, (size_t)ns), *pre = g_new (double, (size_t)ns);
+  double best = 0.0;
+  for (int32_t i = 0; i < n; i++)
+    order[i] = (Keyed){ jobs[i].tail, i };
+  qsort (order, (size_t)n, sizeof *order, keyed_desc);
+  for (int32_t i = 0; i < n; i++) {
+    const SgBoundJob *j = &jobs[order[i].idx];
+    total[j->slot] += j->work;
+    if (i + 1 == n || order[i + 1].key < order[i].key)
+      best = MAX (best, window_at (R, compute, 0.0, j->tail, total));
+  }
+  for (int32_t i = 0; i < n; i++)
+    tails[i] = jobs[i].tail;
+  qsort (tails, (size_t)n, sizeof (double), double_asc);
+  int32_t nt = 0;
+  for (int32_t i = 0; i < n; i++)
+    if (nt == 0 || tails[i] > tails[nt - 1])
+      tails[nt++] = tails[i];
+  for (int32_t i = 0; i < n; i++) {
+    int32_t lo = 0, hi = nt - 1;
+    while (lo < hi) {
+      int32_t mid = (lo + hi) / 2;
+      if (tails[mid] < jobs[i].tail)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    rank[i] = lo + 1;
+  }
+  for (int32_t i = 0; i < n; i++)
+    order[i] = (Keyed){ jobs[i].head, i };
+  qsort (order, (size_t)n, sizeof *order, keyed_desc);
+  memset (total, 0, sizeof (double) * (size_t)ns);
+  for (int32_t i = 0; i < n;) {
+    int32_t e = i;
+    while (e < n && order[e].key == order[i].key) {
+      const SgBoundJob *j = &jobs[order[e].idx];
+      total[j->slot] += j->work;
+      for (int32_t q = rank[order[e].idx]; q <= nt; q += q & -q)
+        fen[(size_t)q * (size_t)ns + (size_t)j->slot] += j->work;
+      e++;
+    }
+    double h = order[i].key;
+    best = MAX (best, window_at (R, compute, h, 0.0, total));
+    for (int32_t k = i; k < e; k++) {
+      const SgBoundJob *j = &jobs[order[k].idx];
+      if (j->tail <= 0.0)
+        continue;
+      memset (pre, 0, sizeof (double) * (size_t)ns);
+      for (int32_t q = rank[order[k].idx] - 1; q > 0; q -= q & -q)
+        for (int32_t z = 0; z < ns; z++)
+          pre[z] += fen[(size_t)q * (size_t)ns + (size_t)z];
+      for (int32_t z = 0; z < ns; z++)
+        pre[z] = MAX (0.0, total[z] - pre[z]);
+      best = MAX (best, window_at (R, compute, h, j->tail, pre));
+    }
+    i = e;
+  }
+  return best;
+}
 
 int
 main (void)
@@ -293,6 +585,10 @@ main (void)
     reach_sums_equal_a_depth_first_search_on_random_graphs,
     refined_bound_never_exceeds_the_input_orders_step,
     budget_limited_sums_keep_the_path_heads_for_the_rest,
+    refine_on_pools_equals_the_sequential_refine,
+    simulation_refined_on_a_pool_is_simulate_then_refine,
+    a_refused_cost_gives_the_simulations_error_beside_the_term,
+    windows_equal_the_qsort_sweeps_bit_for_bit,
   };
   return st_run ("bound", 300, tests, G_N_ELEMENTS (tests));
 }

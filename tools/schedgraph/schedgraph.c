@@ -58,10 +58,9 @@ step_simulate_input (SgGraph **gp, const SgConfig *cfg, gpointer data, GError **
   Run *r = data;
   SgGraph *g = *gp;
   /* kept with the graph: the schedule pass starts from it */
-  SgSimResult *input = sg_graph_simulation (g, error);
+  SgSimResult *input = sg_graph_simulation_refined (g, cfg->pool, error);
   if (!input)
     return false;
-  sg_lower_bound_refine (g, input);
   /* Rows name nodes by id: resolve them before a pass renumbers (only the
    * report reads them). */
   if (r->cli->report) {
@@ -77,7 +76,7 @@ step_simulate_input (SgGraph **gp, const SgConfig *cfg, gpointer data, GError **
     return false;
   r->error_file = NULL;
   r->have_given = true;
-  sg_lower_bound_refine (g, &r->given);
+  sg_lower_bound_refine_pool (g, &r->given, cfg->pool);
   if (r->cli->report) {
     r->given_metrics = sg_report_metrics (g, &r->given);
     r->given_rows = sg_report_rows (g, &r->given);
@@ -97,10 +96,9 @@ step_simulate_final (SgGraph **g, const SgConfig *cfg, gpointer data, GError **e
 {
   Run *r = data;
   /* the last pass's simulation of this order, kept with the graph */
-  r->final = sg_graph_simulation (*g, error);
+  r->final = sg_graph_simulation_refined (*g, cfg->pool, error);
   if (!r->final)
     return false;
-  sg_lower_bound_refine (*g, r->final);
   const char *label = cfg->reorder ? "scheduled order"
                       : r->cli->order ? "final order (--order, --no-reorder)"
                                       : "final order (--no-reorder)";

@@ -1,0 +1,559 @@
+/* window.c: the window term of the lower bound (sg_lower_bound_refine),
+ * on the pool.
+ *
+ * Per collective, the compute that must run before it can start (head:
+ * the work of its ancestors, reach.c, or its longest input path) and after
+ * it ends (tail: its descendants', or its longest output path); bound.c's
+ * windows (sg_bound_windows) over them give the term. A refine spends at
+ * most SUM_BUDGET word operations on the reach sums.
+ *
+ * The refine is one pool job whose tasks wait at gates for tasks before
+ * them (tasks are taken in index order, so no task waits for one that has
+ * not started: no deadlock, on any number of threads; with none, they run
+ * in order): an engine for the pair rates beside per range of nodes their
+ * costs and counts, then the inputs' CSR and the collectives with their
+ * rate keys; then the longest paths (one task each way), the rates (each
+ * distinct key's once) and the chunks' passes (two per chunk, heads and
+ * tails), each on its worker's masks; then the jobs, and the windows' two
+ * sweeps side by side (bound.c). The budget is spent as one thread spends
+ * it: the chunks whose passes alone could fit are taken in turn (a chunk
+ * is skipped once the chunks done before it show that one thread would
+ * have stopped), each pass counts the set bits it flushes, and the jobs'
+ * task replays the budget in chunk order and drops the chunks past the
+ * first that one thread would not have started. The same job may carry a
+ * side task that nothing waits for (kept.c: the simulation of the order,
+ * which the term does not need). Results never depend on the thread count.
+ * Requires: est_us (estimate/). Invalidates: nothing.
+ */
+#include <string.h>
+
+#include "schedule-private.h"
+
+/* Word operations the reach sums may take per refine. Every collective of
+ * the 36K graph fits (12.4M for the input order); at 1M nodes the first
+ * two chunks do (about 8M each). */
+#define SUM_BUDGET ((int64_t)16 * 1000 * 1000)
+
+/* Nodes per range of the first tasks (the last may hold fewer). */
+#define RANGE_NODES 16384
+
+/* What a collective's pair rates depend on (sim.c's memo key, with the
+ * bytes and transport always: equal keys, equal rates). */
+typedef struct {
+  uint64_t bytes;
+  int32_t kind, group, group_size, transport;
+} RateKey;
+
+enum { GATE_ENGINE, GATE_SCAN, GATE_FILL, GATE_PLAN, GATE_PARTS, GATE_JOBS, GATE_RANKS, N_GATES };
+
+/* Tasks of the job, in this order (a task waits only at gates of tasks
+ * before it). */
+typedef enum {
+  T_SIDE,   /* the side task, if any (waits for nothing, nothing waits for it) */
+  T_ENGINE, /* an engine for the pair rates */
+  T_SCAN,   /* per range: costs, work, input counts, collectives counted */
+  T_FILL,   /* per range (after every scan): CSR, collectives, rate keys */
+  T_PLAN,   /* (after every fill) the chunks that could fit */
+  T_FWD,    /* (after every fill) longest paths to each node's end, compute */
+  T_BWD,    /* (after every fill) longest paths from each node's start */
+  T_RATES,  /* (after every fill and the engine) the bound's rates */
+  T_CHUNK,  /* per worker (after the plan): chunks' passes taken in turn */
+  T_JOBS,   /* (after the paths, rates and chunks) the budget replayed, the jobs */
+  T_TAILS,  /* (after the jobs) the jobs by tail, the ranks, the (0, t) windows */
+  T_HEADS,  /* (after the jobs) the jobs by head; (after the ranks) the (h, *) windows */
+  N_TASK_KINDS
+} TaskKind;
+
+typedef struct {
+  const SgGraph *g;
+  int64_t budget;
+  SgBoundSide side;
+  gpointer side_data;
+  /* the job's tasks: the first of each kind (and the end) */
+  int32_t first[N_TASK_KINDS + 1];
+  int32_t n_ranges, n_workers;
+  gint gate[N_GATES]; /* tasks still to pass each gate */
+  gint scans_left;
+  int32_t spin; /* GATE_SPIN, or 0 */
+  GMutex lock;
+  GCond opened;
+  /* per range: inputs and collectives counted, a cost the simulator
+   * refuses (sg_sim_cost_ok) seen */
+  uint32_t *range_in;
+  int32_t *range_colls;
+  bool *range_bad;
+  bool bad_costs; /* the simulation fails: no windows (they need finite paths) */
+  SgReachCsr c;
+  uint32_t adj_cap;
+  double *cost, *fwd, *after;
+  SgNodeId *colls;
+  int32_t nc;
+  int32_t *slot;   /* per collective: its bound slot */
+  RateKey *key;    /* per collective */
+  double compute_us; /* compute work summed in id order, as sg_bound_basic sums it */
+  SgSimEngine e;     /* for the pair rates */
+  SgBoundRates R;
+  /* the chunks */
+  int32_t n_chunks;  /* that could fit */
+  gint next_pass;
+  int64_t *flushed; /* per pass (two per chunk): its set bits, once done */
+  gint *done;       /* per chunk: its passes done */
+  SgReachMask **mask; /* per worker */
+  double *head, *tail;
+  SgBoundJob *jobs;
+  bool given; /* the windows take compute_given, else compute_us */
+  double compute_given, compute;
+  SgBoundScratch ws;
+  bool no_windows; /* no collective or no group */
+  double seed; /* a window's value (sg_bound_windows_seed) */
+  double tail_best, head_best;
+} Refine;
+
+static void
+gate_pass (Refine *f, int gate)
+{
+  if (g_atomic_int_dec_and_test (&f->gate[gate])) {
+    g_mutex_lock (&f->lock);
+    g_cond_broadcast (&f->opened);
+    g_mutex_unlock (&f->lock);
+  }
+}
+
+/* Polls of a closed gate before its waiter sleeps (some microseconds: the
+ * tasks before a gate are short at small sizes, and a wake-up through the
+ * kernel costs more); none when the pool has more threads than processors
+ * (as graph/pool.c's workers). */
+#define GATE_SPIN 1000
+
+static inline void
+cpu_relax (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
+
+static void
+gate_wait (Refine *f, int gate)
+{
+  for (int32_t i = 0; i < f->spin; i++) {
+    if (g_atomic_int_get (&f->gate[gate]) == 0)
+      return;
+    cpu_relax ();
+  }
+  g_mutex_lock (&f->lock);
+  while (g_atomic_int_get (&f->gate[gate]) != 0)
+    g_cond_wait (&f->opened, &f->lock);
+  g_mutex_unlock (&f->lock);
+}
+
+static bool
+bound_coll (const SgNode *nd, SgRole role)
+{
+  return role == SG_ROLE_COLL && nd->group >= 0;
+}
+
+static void
+range_of (const Refine *f, int32_t r, SgNodeId *a, SgNodeId *b)
+{
+  *a = (SgNodeId)MIN ((int64_t)r * RANGE_NODES, f->c.n);
+  *b = (SgNodeId)MIN ((int64_t)(r + 1) * RANGE_NODES, f->c.n);
+}
+
+static void
+scan_range (Refine *f, int32_t r)
+{
+  SgNodeId a, b;
+  range_of (f, r, &a, &b);
+  uint32_t ins = 0;
+  int32_t colls = 0;
+  bool bad = false;
+  for (SgNodeId x = a; x < b; x++) {
+    const SgNode *nd = &f->g->nodes[x];
+    bad |= !sg_sim_cost_ok (nd->est_us);
+    SgRole role = sg_sched_role (nd);
+    double c = sg_sched_cost (nd);
+    f->cost[x] = c;
+    f->c.work[x] = role == SG_ROLE_COMPUTE ? c : 0.0;
+    /* the sweeps' arrays first touched here, by ranges on the pool (the
+     * kernel zeroes a page at its first touch); the backward sweep starts
+     * from zero */
+    f->fwd[x] = f->after[x] = 0.0;
+    ins += nd->n_in;
+    colls += bound_coll (nd, role);
+  }
+  f->range_in[r] = ins;
+  f->range_colls[r] = colls;
+  f->range_bad[r] = bad;
+}
+
+static RateKey
+rate_key (const SgGraph *g, SgNodeId c)
+{
+  const SgNode *n = &g->nodes[c];
+  return (RateKey){ sg_node_comm_bytes (g, c), n->kind, n->group, n->group_size,
+                    sg_cost_collective_transport (sg_graph_cost_model (g), g, c) };
+}
+
+static void
+fill_range (Refine *f, int32_t r)
+{
+  SgNodeId a, b;
+  range_of (f, r, &a, &b);
+  uint32_t at = 0;
+  int32_t k = 0;
+  for (int32_t q = 0; q < r; q++) {
+    at += f->range_in[q];
+    k += f->range_colls[q];
+  }
+  const SgGraph *g = f->g;
+  if (r == 0)
+    f->c.first[0] = 0;
+  for (SgNodeId x = a; x < b; x++) {
+    uint32_t n_in;
+    const SgNodeId *ins = sg_node_inputs (g, x, &n_in);
+    memcpy (&f->c.adj[at], ins, sizeof (SgNodeId) * n_in);
+    at += n_in;
+    f->c.first[x + 1] = at;
+    const SgNode *nd = &g->nodes[x];
+    if (!bound_coll (nd, sg_sched_role (nd)))
+      continue;
+    f->colls[k] = x;
+    f->slot[k] = sg_bound_slot (nd);
+    f->key[k++] = rate_key (g, x);
+  }
+}
+
+static void
+fwd_paths (Refine *f)
+{
+  const SgReachCsr *c = &f->c;
+  double compute = 0.0;
+  for (SgNodeId x = 0; x < c->n; x++) {
+    double t = 0.0;
+    for (uint32_t a = c->first[x]; a < c->first[x + 1]; a++)
+      t = MAX (t, f->fwd[c->adj[a]]);
+    f->fwd[x] = t + f->cost[x];
+    if (c->work[x] != 0.0)
+      compute += c->work[x];
+  }
+  f->compute_us = compute;
+}
+
+static void
+bwd_paths (Refine *f)
+{
+  const SgReachCsr *c = &f->c;
+  for (SgNodeId x = c->n - 1; x >= 0; x--) {
+    double bwd = f->after[x] + f->cost[x];
+    for (uint32_t a = c->first[x]; a < c->first[x + 1]; a++)
+      f->after[c->adj[a]] = MAX (f->after[c->adj[a]], bwd);
+  }
+}
+
+static uint32_t
+key_hash (const RateKey *k)
+{
+  uint64_t h = k->bytes * 0x9E3779B97F4A7C15ull;
+  h ^= ((uint64_t)(uint32_t)k->kind << 40) ^ ((uint64_t)(uint32_t)k->group << 20)
+       ^ ((uint64_t)(uint32_t)k->group_size << 8) ^ (uint64_t)(uint32_t)k->transport;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return (uint32_t)(h >> 32);
+}
+
+static bool
+key_equal (const RateKey *a, const RateKey *b)
+{
+  return a->bytes == b->bytes && a->kind == b->kind && a->group == b->group
+         && a->group_size == b->group_size && a->transport == b->transport;
+}
+
+/* The bound's rates (sg_bound_rates_init's, on an engine without rows):
+ * a least and a conjunction over the collectives, so each distinct key's
+ * rates are taken once. */
+static void
+rates (Refine *f)
+{
+  const SgSimEngine *e = &f->e;
+  sg_bound_rates_begin (&f->R, f->g->n_groups);
+  uint32_t cap = 64;
+  while (cap < 2 * (uint32_t)f->nc)
+    cap *= 2;
+  g_autofree int32_t *seen = g_new (int32_t, cap);
+  memset (seen, 0xff, sizeof (int32_t) * cap);
+  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e->n_slots, 1));
+  for (int32_t i = 0; i < f->nc; i++) {
+    uint32_t s = key_hash (&f->key[i]) & (cap - 1);
+    while (seen[s] >= 0 && !key_equal (&f->key[seen[s]], &f->key[i]))
+      s = (s + 1) & (cap - 1);
+    if (seen[s] >= 0)
+      continue;
+    seen[s] = i;
+    sg_eng_pair_rates (e, f->colls[i], own);
+    sg_bound_rates_add (&f->R, f->slot[i], own, e->n_slots);
+  }
+  sg_bound_rates_end (&f->R);
+  sg_eng_clear (&f->e);
+}
+
+/* Whether chunk @k is still worth running: false once the chunks before it
+ * that are done show that one thread would have stopped before it (with
+ * one worker they all are: no chunk runs in vain). */
+static bool
+chunk_may_start (Refine *f, int32_t k)
+{
+  int64_t budget = f->budget;
+  for (int32_t j = 0; j <= k; j++) {
+    if (!sg_reach_chunk_fits (&f->c, f->colls, f->nc, j, &budget))
+      return false;
+    if (j == k || g_atomic_int_get (&f->done[j]) < 2)
+      return true;
+    budget -= f->flushed[2 * j] + f->flushed[2 * j + 1];
+  }
+  return true;
+}
+
+/* The chunks' passes taken in turn (2k: chunk k's heads, 2k + 1 its
+ * tails); a chunk is done when both are. */
+static void
+chunks_taken (Refine *f, int32_t worker)
+{
+  for (;;) {
+    int32_t p = g_atomic_int_add (&f->next_pass, 1), k = p / 2;
+    bool up = p % 2 == 0;
+    if (k >= f->n_chunks || !chunk_may_start (f, k))
+      return;
+    f->flushed[p] = sg_reach_chunk_pass (&f->c, f->mask[worker], f->colls, f->nc, k, up,
+                                         up ? f->head : f->tail);
+    g_atomic_int_inc (&f->done[k]);
+  }
+}
+
+/* The chunks one thread would have run (the budget replayed) and the
+ * jobs of the windows. */
+static void
+jobs (Refine *f)
+{
+  int64_t budget = f->budget;
+  int32_t k = 0;
+  for (; k < f->n_chunks && sg_reach_chunk_fits (&f->c, f->colls, f->nc, k, &budget); k++)
+    budget -= f->flushed[2 * k] + f->flushed[2 * k + 1];
+  sg_reach_sums_unknown (f->head, f->tail, MIN (f->nc, k * SG_BOUND_REACH_BITS), f->nc);
+  for (int32_t i = 0; i < f->nc; i++) {
+    SgNodeId c = f->colls[i];
+    /* a sum past the budget is -1: the path's head or tail stays */
+    f->jobs[i] = (SgBoundJob){ MAX (f->fwd[c] - f->cost[c], f->head[i]),
+                               MAX (f->after[c], f->tail[i]), f->cost[c], f->slot[i] };
+  }
+  f->compute = f->given ? f->compute_given : f->compute_us;
+  f->no_windows = f->nc <= 0 || f->R.n_groups <= 0 || f->bad_costs;
+}
+
+/* The ranges' counts summed. */
+static void
+after_scan (Refine *f)
+{
+  uint32_t ins = 0;
+  int32_t nc = 0;
+  for (int32_t r = 0; r < f->n_ranges; r++) {
+    ins += f->range_in[r];
+    nc += f->range_colls[r];
+    f->bad_costs |= f->range_bad[r];
+  }
+  f->nc = nc;
+  if (ins > f->adj_cap) /* the graph's inputs array bounds them (never here) */
+    f->c.adj = g_renew (SgNodeId, f->c.adj, (size_t)ins + 1);
+}
+
+static TaskKind
+task_kind (const Refine *f, int32_t task)
+{
+  TaskKind t = T_SIDE;
+  while (task >= f->first[t + 1])
+    t++;
+  return t;
+}
+
+static void
+task_run (gpointer data, int32_t task, int32_t worker)
+{
+  Refine *f = data;
+  TaskKind t = task_kind (f, task);
+  int32_t i = task - f->first[t];
+  switch (t) {
+  case T_SIDE: f->side (f->side_data); return;
+  case T_ENGINE: sg_eng_init (&f->e, f->g, NULL, false); gate_pass (f, GATE_ENGINE); return;
+  case T_SCAN:
+    scan_range (f, i);
+    if (g_atomic_int_dec_and_test (&f->scans_left)) {
+      after_scan (f); /* the last scan sizes what the fills write */
+      gate_pass (f, GATE_SCAN);
+    }
+    return;
+  case T_FILL: gate_wait (f, GATE_SCAN); fill_range (f, i); gate_pass (f, GATE_FILL); return;
+  case T_PLAN:
+    gate_wait (f, GATE_FILL);
+    f->n_chunks = sg_reach_chunks_that_could_fit (&f->c, f->colls, f->nc, f->budget);
+    f->flushed = g_new0 (int64_t, 2 * (size_t)MAX (f->n_chunks, 1));
+    f->done = g_new0 (gint, (size_t)MAX (f->n_chunks, 1));
+    gate_pass (f, GATE_PLAN);
+    return;
+  case T_FWD: gate_wait (f, GATE_FILL); fwd_paths (f); break;
+  case T_BWD: gate_wait (f, GATE_FILL); bwd_paths (f); break;
+  case T_RATES:
+    gate_wait (f, GATE_FILL);
+    gate_wait (f, GATE_ENGINE);
+    rates (f);
+    break;
+  case T_CHUNK: gate_wait (f, GATE_PLAN); chunks_taken (f, worker); break;
+  case T_JOBS: gate_wait (f, GATE_PARTS); jobs (f); gate_pass (f, GATE_JOBS); return;
+  case T_TAILS:
+    gate_wait (f, GATE_JOBS);
+    if (!f->no_windows) {
+      sg_bound_windows_sort (f->jobs, f->nc, false, &f->ws);
+      sg_bound_windows_ranks (f->nc, &f->ws);
+      f->seed = sg_bound_windows_seed (&f->R, f->compute, f->jobs, f->nc, &f->ws);
+    }
+    gate_pass (f, GATE_RANKS);
+    if (!f->no_windows)
+      f->tail_best = sg_bound_tail_windows (&f->R, f->compute, f->jobs, f->nc, &f->ws, f->seed);
+    return;
+  case T_HEADS:
+    gate_wait (f, GATE_JOBS);
+    if (!f->no_windows)
+      sg_bound_windows_sort (f->jobs, f->nc, true, &f->ws);
+    gate_wait (f, GATE_RANKS);
+    if (!f->no_windows)
+      f->head_best = sg_bound_head_windows (&f->R, f->compute, f->jobs, f->nc, &f->ws, f->seed);
+    return;
+  case N_TASK_KINDS: break;
+  }
+  gate_pass (f, GATE_PARTS);
+}
+
+/* The window term of @g on @pool (NULL: this thread) within @budget, the
+ * windows taking *@compute_us of compute. With @side (in the same job; the
+ * result whose compute they would take is not made yet) they take the
+ * graph's, summed here and returned in *@compute_us. */
+static double
+window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
+             SgBoundSide side, gpointer side_data)
+{
+  int32_t n = g->n_nodes;
+  Refine f = { .g = g, .budget = budget, .side = side, .side_data = side_data,
+               .given = side == NULL, .compute_given = side ? 0.0 : *compute_us };
+  f.n_ranges = MAX (1, (n + RANGE_NODES - 1) / RANGE_NODES);
+  f.n_workers = sg_pool_size (pool);
+  f.spin = f.n_workers <= (int32_t)g_get_num_processors () ? GATE_SPIN : 0;
+  const int32_t tasks[N_TASK_KINDS] = { [T_SIDE] = side ? 1 : 0, [T_ENGINE] = 1,
+                                        [T_SCAN] = f.n_ranges, [T_FILL] = f.n_ranges,
+                                        [T_PLAN] = 1, [T_FWD] = 1, [T_BWD] = 1, [T_RATES] = 1,
+                                        [T_CHUNK] = f.n_workers, [T_JOBS] = 1, [T_TAILS] = 1,
+                                        [T_HEADS] = 1 };
+  for (int t = 0; t < N_TASK_KINDS; t++)
+    f.first[t + 1] = f.first[t] + tasks[t];
+  for (int gate = 0; gate < N_GATES; gate++)
+    f.gate[gate] = 1;
+  f.scans_left = f.n_ranges;
+  f.gate[GATE_FILL] = f.n_ranges;
+  f.gate[GATE_PARTS] = 3 + f.n_workers;
+  g_mutex_init (&f.lock);
+  g_cond_init (&f.opened);
+  f.c = (SgReachCsr){ .n = n, .first = g_new (uint32_t, (size_t)n + 1),
+                      .work = g_new (double, (size_t)MAX (n, 1)) };
+  f.cost = g_new (double, (size_t)MAX (n, 1));
+  f.fwd = g_new (double, (size_t)MAX (n, 1));
+  f.after = g_new (double, (size_t)MAX (n, 1));
+  f.range_in = g_new (uint32_t, (size_t)f.n_ranges);
+  f.range_colls = g_new (int32_t, (size_t)f.n_ranges);
+  f.range_bad = g_new (bool, (size_t)f.n_ranges);
+  /* What the tasks fill, sized here by what bounds it (a collective per
+   * node at most; pages never written cost nothing): made by this thread,
+   * nothing stays in a worker thread's malloc arena. */
+  f.adj_cap = g->inputs ? g->inputs->len : 0;
+  f.c.adj = g_new (SgNodeId, (size_t)f.adj_cap + 1);
+  f.colls = g_new (SgNodeId, (size_t)MAX (n, 1));
+  f.slot = g_new (int32_t, (size_t)MAX (n, 1));
+  f.key = g_new (RateKey, (size_t)MAX (n, 1));
+  f.head = g_new (double, (size_t)MAX (n, 1));
+  f.tail = g_new (double, (size_t)MAX (n, 1));
+  f.jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
+  sg_bound_windows_reserve (&f.ws, MAX (n, 1), 2 * MAX (g->n_groups, 1));
+  f.mask = g_new (SgReachMask *, (size_t)f.n_workers);
+  for (int32_t w = 0; w < f.n_workers; w++)
+    f.mask[w] = g_new (SgReachMask, (size_t)MAX (n, 1));
+  sg_pool_run (pool, f.first[N_TASK_KINDS], task_run, &f);
+  g_mutex_clear (&f.lock);
+  g_cond_clear (&f.opened);
+  for (int32_t w = 0; w < f.n_workers; w++)
+    g_free (f.mask[w]);
+  g_free (f.mask);
+  sg_reach_csr_clear (&f.c);
+  g_free (f.cost);
+  g_free (f.fwd);
+  g_free (f.after);
+  g_free (f.range_in);
+  g_free (f.range_colls);
+  g_free (f.range_bad);
+  g_free (f.colls);
+  g_free (f.slot);
+  g_free (f.key);
+  g_free (f.head);
+  g_free (f.tail);
+  g_free (f.jobs);
+  g_free (f.flushed);
+  g_free (f.done);
+  sg_bound_rates_clear (&f.R);
+  sg_bound_scratch_clear (&f.ws);
+  if (side)
+    *compute_us = f.compute_us;
+  /* the larger of the two sweeps' maxima: sg_bound_windows's value */
+  return MAX (f.tail_best, f.head_best);
+}
+
+double
+sg_bound_window_beside (const SgGraph *g, SgPool *pool, SgBoundSide side, gpointer side_data,
+                        double *compute_us)
+{
+  g_return_val_if_fail (side != NULL, 0.0);
+  return window_term (g, pool, SUM_BUDGET, compute_us, side, side_data);
+}
+
+void
+sg_bound_set_window (SgSimResult *r, double window_us)
+{
+  SgLowerBound *b = &r->bound;
+  b->window_us = window_us;
+  b->refined = true;
+  sg_bound_finish (b);
+  r->lower_bound_us = b->lower_bound_us;
+}
+
+static void
+refine (const SgGraph *g, SgSimResult *r, SgPool *pool, int64_t budget)
+{
+  g_return_if_fail (g != NULL && r != NULL);
+  if (r->bound.refined)
+    return;
+  sg_bound_set_window (r, window_term (g, pool, budget, &r->bound.compute_us, NULL, NULL));
+}
+
+void
+sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget, SgPool *pool)
+{
+  refine (g, r, pool, budget);
+}
+
+void
+sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
+{
+  refine (g, r, NULL, SUM_BUDGET);
+}
+
+void
+sg_lower_bound_refine_pool (const SgGraph *g, SgSimResult *r, SgPool *pool)
+{
+  refine (g, r, pool, SUM_BUDGET);
+}

@@ -1,0 +1,116 @@
+/* test_pool.c: the estimate pass on worker pools gives what it gives on
+ * the calling thread alone: every node's cost and source, the unknown
+ * targets in their order, and the error of the first refused permute. */
+#include "est-test.h"
+
+static const int32_t pool_sizes[] = { 1, 2, 3, 8 };
+
+/* A chain of @n relus over one input (ranges of the pass's loops: 8192
+ * nodes), calls of unknown targets among them, and after it (when
+ * @refused) two copy-engine permutes the cluster refuses, far apart. */
+static SgGraph *
+chain_graph (int32_t n, bool refused)
+{
+  SgGraph *g = est_graph (16);
+  tb_input (g, "x", "bfloat16", 2, I64 (256), I64 (512));
+  char prev[32] = "x", name[32];
+  for (int32_t i = 0; i < n; i++) {
+    g_snprintf (name, sizeof name, "r%d", i);
+    /* the first unknown of each in a range of its own */
+    const char *target = i == 7 || i == 19007 ? "custom.odd"
+                         : i == 12007         ? "custom.even"
+                                              : "aten.relu.default";
+    tb_pointwise (g, name, target, prev, NULL);
+    if (refused && (i == 9000 || i == 17000)) {
+      char p[32];
+      g_snprintf (p, sizeof p, "p%d", i);
+      tb_permute (g, p, name, "0", "[[0,1],[7,8]]", "ce");
+    }
+    g_strlcpy (prev, name, sizeof prev);
+  }
+  tb_output (g, 1, prev);
+  return g;
+}
+
+/* The pass on @g with @pool; *@msg gets its error message, if any. */
+static bool
+estimate_with (SgGraph *g, SgPool *pool, char **msg)
+{
+  SgConfig cfg = est_cfg ("h200-sxm", NULL);
+  cfg.pool = pool;
+  GError *error = NULL;
+  bool ok = sg_estimate_costs (g, &cfg, &error);
+  *msg = ok ? NULL : g_strdup (error->message);
+  g_clear_error (&error);
+  return ok;
+}
+
+START_TEST (costs_on_pools_equal_the_sequential_costs)
+{
+  g_autoptr (SgGraph) g = chain_graph (20000, false);
+  char *msg;
+  ck_assert (estimate_with (g, NULL, &msg));
+  int32_t n = g->n_nodes;
+  g_autofree double *us = g_new (double, (size_t)n);
+  g_autofree SgCostSource *src = g_new (SgCostSource, (size_t)n);
+  for (int32_t i = 0; i < n; i++) {
+    us[i] = g->nodes[i].est_us;
+    src[i] = g->nodes[i].est_src;
+  }
+  size_t n_unknown;
+  const char *const *unknown = sg_estimate_unknown_targets (g, &n_unknown);
+  ck_assert_int_eq (n_unknown, 2);
+  ck_assert_str_eq (unknown[0], "custom.odd");
+  ck_assert_str_eq (unknown[1], "custom.even");
+  for (size_t p = 0; p < G_N_ELEMENTS (pool_sizes); p++) {
+    SgPool *pool = sg_pool_new (pool_sizes[p]);
+    for (int32_t i = 0; i < n; i++)
+      g->nodes[i].est_us = -1.0;
+    ck_assert (estimate_with (g, pool, &msg));
+    for (int32_t i = 0; i < n; i++) {
+      ck_assert_msg (memcmp (&g->nodes[i].est_us, &us[i], sizeof us[i]) == 0,
+                     "pool %d, node %d: %.17g, not %.17g", pool_sizes[p], i, g->nodes[i].est_us,
+                     us[i]);
+      ck_assert_int_eq (g->nodes[i].est_src, src[i]);
+    }
+    size_t m;
+    unknown = sg_estimate_unknown_targets (g, &m);
+    ck_assert_int_eq (m, 2);
+    ck_assert_str_eq (unknown[0], "custom.odd");
+    ck_assert_str_eq (unknown[1], "custom.even");
+    sg_pool_free (pool);
+  }
+}
+END_TEST
+
+START_TEST (the_first_refused_permute_names_the_error_on_any_pool)
+{
+  g_autoptr (SgGraph) g = chain_graph (20000, true);
+  g_autofree char *want = NULL;
+  ck_assert (!estimate_with (g, NULL, &want));
+  ck_assert_msg (strstr (want, "node 'p9000': kwargs.transport: ce copies"), "%s", want);
+  for (size_t p = 0; p < G_N_ELEMENTS (pool_sizes); p++) {
+    SgPool *pool = sg_pool_new (pool_sizes[p]);
+    g_autofree char *msg = NULL;
+    ck_assert (!estimate_with (g, pool, &msg));
+    ck_assert_str_eq (msg, want);
+    sg_pool_free (pool);
+  }
+}
+END_TEST
+
+int
+main (void)
+{
+  Suite *s = suite_create ("pool");
+  TCase *tc = tcase_create ("pool");
+  tcase_set_timeout (tc, 120);
+  tcase_add_test (tc, costs_on_pools_equal_the_sequential_costs);
+  tcase_add_test (tc, the_first_refused_permute_names_the_error_on_any_pool);
+  suite_add_tcase (s, tc);
+  SRunner *sr = srunner_create (s);
+  srunner_run_all (sr, CK_NORMAL);
+  int failed = srunner_ntests_failed (sr);
+  srunner_free (sr);
+  return failed ? 1 : 0;
+}
