@@ -15,8 +15,19 @@
  * stream stalls or a collective is held by the start wait. The states
  * searched are bounded per window and in total (proportional to the nodes),
  * so the pass stays near-linear; the counts are deterministic.
+ * On the worker pool, windows are searched a batch at a time, one per
+ * slot: the walk goes on through the next windows as if none of them
+ * changed the order (most do not), giving each the state, the budget and
+ * the tries the one-at-a-time walk would give it then, and each slot
+ * searches its window from a copy of that state (snap.c). The results are
+ * taken in order up to the first window that changed the order, or whose
+ * budget the total left would have cut; the walk goes back there and the
+ * windows after it are searched again. Every window taken was searched
+ * from the same state with the same budget, so the order and the counts
+ * are those of one window at a time (tests/schedule/test_parallel.c).
  * Mirrors: large neighbourhood search (Shaw, CP 1998) with the exact
- * scheduler as the neighbourhood solver.
+ * scheduler as the neighbourhood solver; the batches, speculative
+ * execution past a branch that is usually not taken.
  * Requires: est_us (estimate/). Invalidates: nothing (rewrites an order).
  */
 #include <string.h>
@@ -33,6 +44,8 @@
 #define WINDOW_MIN 64
 /* Nodes per window, free ones included. */
 #define WINDOW_NODES 96
+/* Windows searched side by side at most (one per worker). */
+#define POLISH_MAX_SLOTS 16
 
 static bool
 is_decision (const SgGraph *g, SgNodeId x)
@@ -235,17 +248,229 @@ done_before (const SgSchedProblem *P, const SgNodeId *out, double *pre, int32_t 
   return pre[end];
 }
 
+/* --- the walk, windows searched side by side ---------------------------------------- */
+
+/* Where a window is searched: its engine (the walk's own when windows are
+ * searched one at a time, else a copy), search and checks. */
+typedef struct {
+  SgSimEngine own;
+  int32_t lo; /* sg_eng_copy_state into own */
+  SgSearch *S;
+  Polish Q;   /* Q.e: the engine */
+  SgNodeId cand[WINDOW_NODES];
+} Slot;
+
+/* A window to search: what the sequential walk would give it (given that
+ * the windows before it in its batch change nothing), and what it found. */
+typedef struct {
+  int32_t pos, end, mid;
+  int64_t window_budget, states;
+  int32_t tries; /* kept orders checked at most */
+  double rest;   /* compute work after the window */
+  SgEngSnap at;  /* the walk's engine at pos */
+  int64_t expanded;
+  int32_t checks; /* catch-up checks made */
+  bool took;      /* its slot's cand is the window's new order */
+} Win;
+
+typedef struct {
+  const SgSchedProblem *P;
+  const SgGraph *g;
+  int32_t n, n_slots;
+  SgNodeId *out;
+  SgSimEngine e; /* the walk: at out[pos] */
+  int32_t pos;
+  double *pre; /* done_before */
+  int32_t pre_ok;
+  int64_t budget, window_budget;
+  int32_t improved;
+  Slot *slots;
+  Win *wins; /* n_slots */
+  int32_t n_wins;
+} Walk;
+
+static void
+slot_init (Slot *s, const SgGraph *g, SgSimEngine *e, bool equal)
+{
+  int32_t ng = MAX (g->n_groups, 1);
+  if (!e) {
+    sg_eng_init (&s->own, g, NULL, false);
+    e = &s->own;
+  }
+  s->Q = (Polish){ .g = g, .e = e, .ng = ng, .equal = equal };
+  front_init (&s->Q.cur, ng);
+  for (int32_t i = 0; i <= HORIZON; i++)
+    front_init (&s->Q.trail[i], ng);
+}
+
+static void
+slot_clear (Slot *s)
+{
+  sg_search_free (s->S);
+  sg_eng_snap_clear (&s->Q.at);
+  front_clear (&s->Q.cur);
+  for (int32_t i = 0; i <= HORIZON; i++)
+    front_clear (&s->Q.trail[i]);
+  if (s->Q.e == &s->own)
+    sg_eng_clear (&s->own);
+}
+
+typedef struct {
+  Walk *W;
+  bool equal;
+} SlotJob;
+
+static void
+slot_init_task (gpointer data, int32_t i, int32_t worker)
+{
+  (void)worker;
+  SlotJob *j = data;
+  slot_init (&j->W->slots[i], j->W->g, NULL, j->equal);
+}
+
+/* Searches window @i of the batch on its slot (a task): the search, then
+ * the kept orders against the given one until one catches up. */
+static void
+window_task (gpointer data, int32_t i, int32_t worker)
+{
+  (void)worker;
+  Walk *W = data;
+  Win *w = &W->wins[i];
+  Slot *s = &W->slots[i];
+  SgSimEngine *e = s->Q.e;
+  const SgNodeId *out = W->out;
+  int32_t m = w->end - w->pos;
+  sg_eng_save (e, &s->Q.at);
+  if (s->S)
+    sg_search_reset (s->S, out + w->pos, m, SG_SEARCH_EARLY, w->states);
+  else
+    s->S = sg_search_new (W->g, e, out + w->pos, m, NULL, SG_SEARCH_EARLY, w->states);
+  sg_search_run (s->S, w->rest);
+  w->expanded = sg_search_expanded (s->S);
+  w->checks = 0;
+  w->took = false;
+  bool traced = false;
+  for (int32_t k = 0; k < MIN (sg_search_n_kept (s->S), w->tries) && !w->took; k++) {
+    sg_search_kept (s->S, k, s->cand);
+    if (memcmp (s->cand, out + w->pos, sizeof (SgNodeId) * (size_t)m) == 0)
+      continue;
+    if (!traced)
+      given_trail (&s->Q, out, w->pos, w->end);
+    traced = true;
+    w->took = catches_up (&s->Q, out, w->pos, w->end, s->cand);
+    w->checks++;
+  }
+  sg_eng_restore (e, &s->Q.at);
+}
+
+/* Places out[pos, mid) of the window at pos (to the end when the window
+ * reaches it). */
+static void
+walk_on (Walk *W, int32_t end, int32_t mid)
+{
+  if (end >= W->n)
+    mid = W->n;
+  for (int32_t i = W->pos; i < mid; i++)
+    sg_eng_place (&W->e, W->out[i]);
+  W->pos = mid;
+}
+
+/* Walks from pos to the next n_slots windows to search (or to the end),
+ * setting them up: each gets the state, budget and tries the sequential
+ * walk would give it if the windows before it took nothing. The walk
+ * stops at the last window when the batch is full (it is searched from
+ * there). */
+static void
+plan_batch (Walk *W)
+{
+  const SgGraph *g = W->g;
+  int64_t wb = W->window_budget;
+  W->n_wins = 0;
+  while (W->pos < W->n) {
+    Win *w = &W->wins[W->n_wins];
+    int32_t pos = W->pos;
+    int32_t end = window_end (g, W->out, pos, POLISH_DECISIONS);
+    int32_t mid = window_end (g, W->out, pos, POLISH_DECISIONS / 2);
+    sg_eng_save (&W->e, &w->at);
+    bool trouble = has_trouble (&W->e, W->out, pos, end);
+    sg_eng_restore (&W->e, &w->at);
+    if (trouble && sg_search_fits (g, &W->e, W->out + pos, end - pos)) {
+      w->pos = pos;
+      w->end = end;
+      w->mid = mid;
+      w->window_budget = wb;
+      /* past the first window the budget left is not known: assumed to
+       * cover the window's, and checked when the result is taken */
+      w->states = W->n_wins == 0 ? MIN (wb, W->budget) : wb;
+      w->tries = wb == WINDOW_BUDGET ? SG_SEARCH_KEEP : 2;
+      w->rest = W->P->base_us[W->n] - done_before (W->P, W->out, W->pre, &W->pre_ok, end);
+      Slot *s = &W->slots[W->n_wins];
+      if (s->Q.e != &W->e)
+        sg_eng_copy_state (s->Q.e, &W->e, &s->lo);
+      wb = MAX (wb / 2, WINDOW_MIN);
+      if (++W->n_wins == W->n_slots)
+        return;
+    }
+    walk_on (W, end, mid);
+  }
+}
+
+/* The walk's engine is back at window @w's start: the slots' rows past
+ * that state's first unfinished one may differ from what it goes on to. */
+static void
+rewind_to (Walk *W, const Win *w)
+{
+  sg_eng_restore (&W->e, &w->at);
+  W->pos = w->pos;
+  int32_t lo = sg_eng_first_unfinished (&W->e);
+  for (int32_t i = 0; i < W->n_slots; i++)
+    W->slots[i].lo = MIN (W->slots[i].lo, lo);
+}
+
+/* Takes the batch's results in order, as the sequential walk would, up to
+ * the first window that changed the order (the rest assumed it did not)
+ * or whose budget was not what the walk gives it. False when the budget
+ * is spent. */
+static bool
+take_batch (Walk *W)
+{
+  for (int32_t i = 0; i < W->n_wins; i++) {
+    Win *w = &W->wins[i];
+    if (w->window_budget != W->window_budget || w->states != MIN (W->window_budget, W->budget)) {
+      rewind_to (W, w); /* searched again, first of the next batch */
+      return true;
+    }
+    W->budget -= w->expanded;
+    W->budget -= (int64_t)w->checks * ((w->end - w->pos + HORIZON) / 4); /* a check costs about
+                                                                        * that many states */
+    if (w->took) {
+      memcpy (W->out + w->pos, W->slots[i].cand, sizeof (SgNodeId) * (size_t)(w->end - w->pos));
+      W->pre_ok = MIN (W->pre_ok, w->pos);
+      W->improved++;
+    }
+    /* effort goes where windows improve */
+    W->window_budget = w->took ? WINDOW_BUDGET : MAX (W->window_budget / 2, WINDOW_MIN);
+    if (W->budget <= 0)
+      return false; /* the rest stays as it is */
+    bool last = i == W->n_wins - 1 && W->pos == w->pos;
+    if (w->took || last) {
+      if (w->took)
+        rewind_to (W, w);
+      walk_on (W, w->end, w->mid);
+      return true;
+    }
+  }
+  return true;
+}
+
 int32_t
-sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
+sg_polish (const SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res)
 {
   const SgGraph *g = P->g;
   int32_t n = g->n_nodes;
-  SgSimEngine e;
-  sg_eng_init (&e, g, NULL, false);
-  Polish Q = { .g = g, .e = &e, .ng = MAX (g->n_groups, 1) };
-  front_init (&Q.cur, Q.ng);
-  for (int32_t i = 0; i <= HORIZON; i++)
-    front_init (&Q.trail[i], Q.ng);
+  Walk W = { .P = P, .g = g, .n = n };
+  sg_eng_init (&W.e, g, NULL, false);
+  bool equal;
   {
     SgBoundRates R;
     int32_t nc = 0;
@@ -253,72 +478,46 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
     for (SgNodeId x = 0; x < n; x++)
       if (P->role[x] == SG_ROLE_COLL)
         colls[nc++] = x;
-    sg_bound_rates_init (&R, &e, colls, nc);
-    Q.equal = !R.monotone;
+    sg_bound_rates_init (&R, &W.e, colls, nc);
+    equal = !R.monotone;
     sg_bound_rates_clear (&R);
   }
-  g_autofree int32_t *local = g_new (int32_t, (size_t)MAX (n, 1));
-  for (int32_t i = 0; i < n; i++)
-    local[i] = -1;
-  g_autofree SgNodeId *out = g_memdup2 (order, sizeof (SgNodeId) * (size_t)MAX (n, 1));
-  g_autofree SgNodeId *cand = g_new (SgNodeId, (size_t)MAX (n, 1));
-  g_autofree double *pre = g_new0 (double, (size_t)n + 1);
-  int32_t pre_ok = 0;
-  int64_t budget = MIN ((int64_t)STATES_PER_NODE * n + WINDOW_BUDGET, STATES_MAX);
-  int32_t improved = 0;
-  int64_t window_budget = WINDOW_BUDGET;
-  SgSearch *S = NULL; /* one search, aimed at each window in turn */
-  for (int32_t pos = 0; pos < n;) {
-    int32_t end = window_end (g, out, pos, POLISH_DECISIONS);
-    int32_t mid = window_end (g, out, pos, POLISH_DECISIONS / 2);
-    sg_eng_save (&e, &Q.at);
-    bool trouble = budget > 0 && has_trouble (&e, out, pos, end);
-    sg_eng_restore (&e, &Q.at);
-    if (trouble && sg_search_fits (g, &e, out + pos, end - pos)) {
-      int64_t states = MIN (window_budget, budget);
-      if (S)
-        sg_search_reset (S, out + pos, end - pos, SG_SEARCH_EARLY, states);
-      else
-        S = sg_search_new (g, &e, out + pos, end - pos, local, SG_SEARCH_EARLY, states);
-      sg_search_run (S, P->base_us[P->n] - done_before (P, out, pre, &pre_ok, end));
-      budget -= sg_search_expanded (S);
-      bool took = false;
-      int32_t tries = window_budget == WINDOW_BUDGET ? SG_SEARCH_KEEP : 2;
-      bool traced = false;
-      for (int32_t k = 0; k < MIN (sg_search_n_kept (S), tries) && !took; k++) {
-        sg_search_kept (S, k, cand);
-        if (memcmp (cand, out + pos, sizeof (SgNodeId) * (size_t)(end - pos)) == 0)
-          continue;
-        if (!traced)
-          given_trail (&Q, out, pos, end);
-        traced = true;
-        took = catches_up (&Q, out, pos, end, cand);
-        budget -= (end - pos + HORIZON) / 4; /* a check costs about that many states */
-      }
-      if (took) {
-        memcpy (out + pos, cand, sizeof (SgNodeId) * (size_t)(end - pos));
-        pre_ok = MIN (pre_ok, pos);
-        improved++;
-      }
-      /* effort goes where windows improve */
-      window_budget = took ? WINDOW_BUDGET : MAX (window_budget / 2, WINDOW_MIN);
-      sg_eng_restore (&e, &Q.at);
-    }
-    if (budget <= 0)
-      break; /* the rest stays as it is */
-    if (end >= n)
-      mid = n;
-    for (int32_t i = pos; i < mid; i++)
-      sg_eng_place (&e, out[i]);
-    pos = mid;
+  /* Windows are searched a batch at a time, one per slot: with one slot,
+   * on the walk's engine, as the sequential walk does. */
+  W.n_slots = MIN (sg_pool_size (pool), POLISH_MAX_SLOTS);
+  W.slots = g_new0 (Slot, (size_t)W.n_slots);
+  W.wins = g_new0 (Win, (size_t)W.n_slots);
+  if (W.n_slots == 1) {
+    slot_init (&W.slots[0], g, &W.e, equal);
+  } else {
+    SlotJob sj = { &W, equal };
+    sg_pool_run (pool, W.n_slots, slot_init_task, &sj);
   }
-  sg_search_free (S);
-  sg_eng_snap_clear (&Q.at);
-  front_clear (&Q.cur);
-  for (int32_t i = 0; i <= HORIZON; i++)
-    front_clear (&Q.trail[i]);
-  sg_eng_clear (&e);
-  if (improved == 0)
+  W.out = g_memdup2 (order, sizeof (SgNodeId) * (size_t)MAX (n, 1));
+  W.pre = g_new0 (double, (size_t)n + 1);
+  W.budget = MIN ((int64_t)STATES_PER_NODE * n + WINDOW_BUDGET, STATES_MAX);
+  W.window_budget = WINDOW_BUDGET;
+  for (;;) {
+    plan_batch (&W);
+    if (W.n_wins == 0)
+      break;
+    if (W.n_wins == 1)
+      window_task (&W, 0, 0);
+    else
+      sg_pool_run (pool, W.n_wins, window_task, &W);
+    if (!take_batch (&W))
+      break;
+  }
+  for (int32_t i = 0; i < W.n_slots; i++) {
+    slot_clear (&W.slots[i]);
+    sg_eng_snap_clear (&W.wins[i].at);
+  }
+  g_free (W.slots);
+  g_free (W.wins);
+  g_free (W.pre);
+  sg_eng_clear (&W.e);
+  g_autofree SgNodeId *out = W.out;
+  if (W.improved == 0)
     return 0;
   SgSimResult r;
   if (!sg_simulate (g, out, &r, NULL))
@@ -331,5 +530,5 @@ sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res)
   } else {
     sg_sim_result_clear (&r);
   }
-  return better ? improved : 0;
+  return better ? W.improved : 0;
 }

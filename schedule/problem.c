@@ -3,28 +3,75 @@
  * feeds, and the input order's live-bytes profile with the memory limit.
  * sg_sched_problem_init_basic computes only what the polish reads (roles,
  * costs, the input order's compute and live bytes, the limits).
+ * The orders by key (critical path, due) are stable radix sorts of the
+ * keys' bits in id order: what sorting by (key, id) gives.
  *
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "schedule-private.h"
 
-
-
+/* A node and its sort key: a double's bits mapped so that unsigned order
+ * is the doubles' order (-0.0 as 0.0; the keys are finite). */
 typedef struct {
-  double key;
+  uint64_t key;
   SgNodeId id;
-} Due;
+} Keyed;
 
-static int
-by_due (const void *a, const void *b)
+static inline uint64_t
+key_bits (double d)
 {
-  const Due *x = a, *y = b;
-  if (x->key != y->key)
-    return x->key < y->key ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
+  if (d == 0.0)
+    d = 0.0;
+  uint64_t u;
+  memcpy (&u, &d, sizeof u);
+  return u >> 63 ? ~u : u | (uint64_t)1 << 63;
+}
+
+#define RADIX_BITS 11
+#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
+
+/* Sorts @a (@n entries, in id order) by key, ties by id: a stable LSD
+ * radix sort through @tmp (n entries) that skips the digits every key
+ * shares; short runs by insertion. */
+static void
+sort_keyed (Keyed *a, Keyed *tmp, int32_t n)
+{
+  if (n < 64) {
+    for (int32_t i = 1; i < n; i++) {
+      Keyed x = a[i];
+      int32_t j = i;
+      for (; j > 0 && a[j - 1].key > x.key; j--)
+        a[j] = a[j - 1];
+      a[j] = x;
+    }
+    return;
+  }
+  enum { B = 1 << RADIX_BITS };
+  g_autofree uint32_t *count = g_new0 (uint32_t, (size_t)RADIX_PASSES * B);
+  for (int32_t i = 0; i < n; i++)
+    for (int d = 0; d < RADIX_PASSES; d++)
+      count[d * B + ((a[i].key >> (d * RADIX_BITS)) & (B - 1))]++;
+  Keyed *src = a, *dst = tmp;
+  for (int d = 0; d < RADIX_PASSES; d++) {
+    uint32_t *c = count + (size_t)d * B;
+    if (c[(src[0].key >> (d * RADIX_BITS)) & (B - 1)] == (uint32_t)n)
+      continue; /* every key has this digit */
+    uint32_t at = 0;
+    for (int b = 0; b < B; b++) {
+      uint32_t k = c[b];
+      c[b] = at;
+      at += k;
+    }
+    for (int32_t i = 0; i < n; i++)
+      dst[c[(src[i].key >> (d * RADIX_BITS)) & (B - 1)]++] = src[i];
+    Keyed *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a)
+    memcpy (a, src, sizeof (Keyed) * (size_t)n);
 }
 
 /* due_us, ready_us and the per-group order by due. */
@@ -63,15 +110,16 @@ due_and_ready (SgSchedProblem *P)
   }
   for (int32_t i = 0; i < ng; i++)
     P->gfirst[i + 1] += P->gfirst[i];
-  g_autofree Due *all = g_new (Due, (size_t)P->gfirst[ng] + 1);
+  g_autofree Keyed *all = g_new (Keyed, (size_t)P->gfirst[ng] + 1);
+  g_autofree Keyed *tmp = g_new (Keyed, (size_t)P->gfirst[ng] + 1);
   g_autofree int32_t *fill = g_memdup2 (P->gfirst, sizeof (int32_t) * (size_t)(ng + 1));
   for (SgNodeId c = 0; c < n; c++)
     if (P->role[c] == SG_ROLE_COLL)
-      all[fill[P->g->nodes[c].group]++] = (Due){ P->due_us[c], c };
+      all[fill[P->g->nodes[c].group]++] = (Keyed){ key_bits (P->due_us[c]), c };
   P->gorder = g_new (SgNodeId, (size_t)P->gfirst[ng] + 1);
   P->due_rank = g_new0 (int32_t, (size_t)MAX (n, 1));
   for (int32_t i = 0; i < ng; i++) {
-    qsort (all + P->gfirst[i], (size_t)(P->gfirst[i + 1] - P->gfirst[i]), sizeof (Due), by_due);
+    sort_keyed (all + P->gfirst[i], tmp, P->gfirst[i + 1] - P->gfirst[i]);
     for (int32_t j = P->gfirst[i]; j < P->gfirst[i + 1]; j++) {
       P->gorder[j] = all[j].id;
       P->due_rank[all[j].id] = j;
@@ -85,15 +133,16 @@ critical_path_rank (SgSchedProblem *P)
 {
   int32_t n = P->n;
   double *b = P->cp_us = g_new0 (double, (size_t)MAX (n, 1));
-  g_autofree Due *by = g_new (Due, (size_t)MAX (n, 1));
+  g_autofree Keyed *by = g_new (Keyed, (size_t)MAX (n, 1));
+  g_autofree Keyed *tmp = g_new (Keyed, (size_t)MAX (n, 1));
   for (SgNodeId x = n - 1; x >= 0; x--) {
     double t = 0.0;
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++)
       t = MAX (t, b[P->users[a]]);
     b[x] = t + P->cost[x];
-    by[x] = (Due){ -b[x], x };
+    by[x] = (Keyed){ key_bits (-b[x]), x };
   }
-  qsort (by, (size_t)n, sizeof (Due), by_due);
+  sort_keyed (by, tmp, n);
   P->cp_rank = g_new (int32_t, (size_t)MAX (n, 1));
   for (int32_t i = 0; i < n; i++)
     P->cp_rank[by[i].id] = i;

@@ -153,6 +153,16 @@ typedef struct {
 void sg_eng_save (const SgSimEngine *e, SgEngSnap *s);
 void sg_eng_restore (SgSimEngine *e, const SgEngSnap *s);
 void sg_eng_snap_clear (SgEngSnap *s);
+/* The first row @e has not finished (every row before it has), or n_rows. */
+int32_t sg_eng_first_unfinished (const SgSimEngine *e);
+/* Gives engine @dst (made by sg_eng_init for the same graph and rates,
+ * without node times or a clock log) @src's state. Rows below *@lo must be
+ * finished in both and the same: *@lo is 0, or what the last copy into
+ * @dst set, with @dst since back at that state and @src on from it along
+ * the same order (past a point where @src went back to an earlier state,
+ * lower *@lo to sg_eng_first_unfinished of that state). Sets *@lo to
+ * @src's first unfinished row. O(groups + rows from *@lo). */
+void sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo);
 /* Collective @c's pair rates beside each kernel slot (n_slots entries):
  * the engine's table, or its global factors. */
 void sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out);
@@ -412,7 +422,9 @@ bool sg_search_fits (const SgGraph *g, const SgSimEngine *e, const SgNodeId *nod
 /* A search over the orders of @nodes (in a topological order; for
  * SG_SEARCH_EARLY, the order to beat), every other input of which is
  * placed on engine @e, which the search drives and restores. @local: n_nodes
- * entries of -1, used and restored. At most @budget states. */
+ * entries of -1, used and restored, or NULL (the search keeps its own
+ * table of the window's nodes: searches of one graph may run side by
+ * side). At most @budget states. */
 SgSearch *sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t m,
                          int32_t *local, SgSearchGoal goal, int64_t budget);
 void sg_search_free (SgSearch *S);
@@ -443,4 +455,4 @@ bool sg_search_gave_up (const SgSearch *S);
  * nothing to free (it is overwritten). Returns the windows it changed;
  * when > 0, @order was improved and @res is its full simulation (clear
  * it). */
-int32_t sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res);
+int32_t sg_polish (const SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res);

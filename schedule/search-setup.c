@@ -60,6 +60,45 @@ sg_search_fits (const SgGraph *g, const SgSimEngine *e, const SgNodeId *nodes, i
   return nd <= 64 && nc + run <= SG_SEARCH_MAX_COLLS && g->n_groups <= 255;
 }
 
+/* Where node @x sits in the window, or -1 (the caller's local, or the
+ * search's own table). */
+static inline int32_t
+local_of (const SgSearch *S, SgNodeId x)
+{
+  if (S->local)
+    return S->local[x];
+  uint32_t mask = S->hcap - 1;
+  for (uint32_t i = ((uint32_t)x * 0x9E3779B1u) & mask;; i = (i + 1) & mask) {
+    if (S->hnode[i] == x)
+      return S->hpos[i];
+    if (S->hnode[i] == SG_NO_NODE)
+      return -1;
+  }
+}
+
+/* Records the window's nodes @nodes (@m) in the search's own table. */
+static void
+local_fill (SgSearch *S, const SgNodeId *nodes, int32_t m)
+{
+  uint32_t cap = 64;
+  while (cap < 2 * (uint32_t)m)
+    cap *= 2;
+  if (cap > S->hcap) {
+    S->hcap = cap;
+    S->hnode = g_renew (SgNodeId, S->hnode, cap);
+    S->hpos = g_renew (int32_t, S->hpos, cap);
+  }
+  memset (S->hnode, 0xff, sizeof (SgNodeId) * S->hcap); /* SG_NO_NODE */
+  uint32_t mask = S->hcap - 1;
+  for (int32_t k = 0; k < m; k++) {
+    uint32_t i = ((uint32_t)nodes[k] * 0x9E3779B1u) & mask;
+    while (S->hnode[i] != SG_NO_NODE)
+      i = (i + 1) & mask;
+    S->hnode[i] = nodes[k];
+    S->hpos[i] = k;
+  }
+}
+
 /* Grows the per-position arrays to hold @m positions. */
 static void
 reserve_positions (SgSearch *S, int32_t m)
@@ -119,11 +158,13 @@ fill_edges (SgSearch *S)
   for (int32_t i = 0; i < m; i++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, S->node[i], &k);
-    for (uint32_t j = 0; j < k; j++)
-      if (S->local[in[j]] >= 0) {
+    for (uint32_t j = 0; j < k; j++) {
+      int32_t l = local_of (S, in[j]);
+      if (l >= 0) {
         S->ifirst[i + 1]++;
-        S->ufirst[S->local[in[j]] + 1]++;
+        S->ufirst[l + 1]++;
       }
+    }
   }
   for (int32_t i = 0; i < m; i++) {
     S->ifirst[i + 1] += S->ifirst[i];
@@ -140,7 +181,7 @@ fill_edges (SgSearch *S)
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, S->node[i], &k);
     for (uint32_t j = 0; j < k; j++) {
-      int32_t l = S->local[in[j]];
+      int32_t l = local_of (S, in[j]);
       if (l < 0)
         continue;
       S->ins[at++] = l;
@@ -184,6 +225,8 @@ fill_positions (SgSearch *S)
 static void
 unmark (SgSearch *S)
 {
+  if (!S->local)
+    return;
   for (int32_t i = 0; i < S->m; i++)
     S->local[S->node[i]] = -1;
 }
@@ -221,8 +264,11 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   S->nw = (m + 63) / 64;
   S->budget = budget;
   memcpy (S->node, nodes, sizeof (SgNodeId) * (size_t)m);
-  for (int32_t i = 0; i < m; i++)
-    S->local[nodes[i]] = i;
+  if (S->local)
+    for (int32_t i = 0; i < m; i++)
+      S->local[nodes[i]] = i;
+  else
+    local_fill (S, nodes, m);
   S->n_dec = S->n_comp = S->n_coll = 0;
   S->window_work = 0.0;
   memset (S->ccost, 0, sizeof S->ccost);
@@ -284,6 +330,8 @@ sg_search_free (SgSearch *S)
   }
   g_free (S->frames);
   g_free (S->beyond);
+  g_free (S->hnode);
+  g_free (S->hpos);
   g_free (S->node);
   g_free (S->role);
   g_free (S->cost);

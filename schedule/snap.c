@@ -9,6 +9,10 @@
  * save; restoring puts any of them that started since back as queued, cuts
  * each queue at its saved tail, and forgets the collectives issued since.
  * Node times (track_nodes) are not saved.
+ * sg_eng_copy_state gives a second engine an engine's state, for searches
+ * that run side by side (polish.c): rows finished at its last copy are
+ * the same in both and are not copied again, so a copy costs O(groups +
+ * rows not finished then).
  * Requires: an engine of sim.c. Invalidates: nothing.
  */
 #include <string.h>
@@ -110,6 +114,60 @@ sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
     e->fin[r] = s->fin[k];
     e->rows[r] = s->rows[k];
   }
+}
+
+int32_t
+sg_eng_first_unfinished (const SgSimEngine *e)
+{
+  int32_t lo = e->n_rows;
+  for (int32_t grp = 0; grp < e->n_groups; grp++)
+    if (e->ghead[grp] >= 0)
+      lo = MIN (lo, e->ghead[grp]); /* a queue holds its group's unfinished rows */
+  return lo;
+}
+
+void
+sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
+{
+  g_return_if_fail (dst->g == src->g && dst->n_slots == src->n_slots);
+  size_t ng = (size_t)MAX (src->g->n_groups, 1), ns = (size_t)src->n_slots;
+  int32_t from = MIN (*lo, MIN (dst->n_rows, src->n_rows));
+  for (int32_t r = from; r < dst->n_rows; r++)
+    dst->row_of[dst->rows[r].node] = -1;
+  size_t k = (size_t)(src->n_rows - from);
+  memcpy (dst->rows + from, src->rows + from, k * sizeof *dst->rows);
+  memcpy (dst->rnext + from, src->rnext + from, k * sizeof *dst->rnext);
+  memcpy (dst->rem + from, src->rem + from, k * sizeof *dst->rem);
+  memcpy (dst->fin + from, src->fin + from, k * sizeof *dst->fin);
+  memcpy (dst->wnext + from, src->wnext + from, k * sizeof *dst->wnext);
+  memcpy (dst->rates + (size_t)from * ns, src->rates + (size_t)from * ns,
+          k * ns * sizeof *dst->rates);
+  for (int32_t r = from; r < src->n_rows; r++)
+    dst->row_of[src->rows[r].node] = r;
+  /* the scalars; the arrays and what the engine owns stay @dst's */
+  SgSimEngine own = *dst;
+  *dst = *src;
+  dst->hold = own.hold;
+  dst->hold_at = own.hold_at;
+  dst->ghead = own.ghead;
+  dst->gtail = own.gtail;
+  dst->rnext = own.rnext;
+  dst->rem = own.rem;
+  dst->rates = own.rates;
+  dst->wnext = own.wnext;
+  dst->fin = own.fin;
+  dst->rows = own.rows;
+  dst->cap_rows = own.cap_rows;
+  dst->row_of = own.row_of;
+  dst->memo = own.memo;
+  dst->tlog = own.tlog;
+  dst->node_start = own.node_start;
+  dst->node_end = own.node_end;
+  dst->on_finish = own.on_finish;
+  dst->ud = own.ud;
+  copy_groups (ng, dst->hold, dst->hold_at, dst->ghead, dst->gtail, src->hold, src->hold_at,
+               src->ghead, src->gtail);
+  *lo = sg_eng_first_unfinished (src);
 }
 
 void
