@@ -38,7 +38,7 @@ ls_release_early (Run *R, int32_t grp)
 {
   const SgSchedProblem *P = R->P;
   while (R->fifo_head[grp] >= 0 && R->released[R->fifo_head[grp]])
-    R->fifo_head[grp] = R->fifo_next[R->fifo_head[grp]];
+    R->fifo_head[grp] = R->fifo_next[P->due_rank[R->fifo_head[grp]]];
   if (R->fifo_head[grp] < 0)
     R->fifo_tail[grp] = -1;
   SgNodeId c = R->fifo_head[grp];
@@ -73,7 +73,7 @@ ls_queue_end (const Run *R, SgNodeId c)
     return NAN;
   if (e->fin[r])
     return e->now;
-  return e->now + R->cum[c] - R->gdone[grp] - head_done (R, grp);
+  return e->now + R->cum[R->P->due_rank[c]] - R->gdone[grp] - head_done (R, grp);
 }
 
 double

@@ -287,6 +287,7 @@ typedef struct {
   Slot *slots;
   Win *wins; /* n_slots */
   int32_t n_wins;
+  int32_t batch; /* windows to search in the next batch (<= n_slots) */
 } Walk;
 
 static void
@@ -408,7 +409,7 @@ plan_batch (Walk *W)
       if (s->Q.e != &W->e)
         sg_eng_copy_state (s->Q.e, &W->e, &s->lo);
       wb = MAX (wb / 2, WINDOW_MIN);
-      if (++W->n_wins == W->n_slots)
+      if (++W->n_wins == W->batch)
         return;
     }
     walk_on (W, end, mid);
@@ -427,6 +428,15 @@ rewind_to (Walk *W, const Win *w)
     W->slots[i].lo = MIN (W->slots[i].lo, lo);
 }
 
+/* The next batch: twice this one when all of it was taken, else twice
+ * what was (windows that change the order come in runs). Only the time
+ * the pass takes depends on it. */
+static void
+next_batch (Walk *W, int32_t taken)
+{
+  W->batch = CLAMP (2 * taken, MIN (2, W->n_slots), W->n_slots);
+}
+
 /* Takes the batch's results in order, as the sequential walk would, up to
  * the first window that changed the order (the rest assumed it did not)
  * or whose budget was not what the walk gives it. False when the budget
@@ -438,6 +448,7 @@ take_batch (Walk *W)
     Win *w = &W->wins[i];
     if (w->window_budget != W->window_budget || w->states != MIN (W->window_budget, W->budget)) {
       rewind_to (W, w); /* searched again, first of the next batch */
+      next_batch (W, i);
       return true;
     }
     W->budget -= w->expanded;
@@ -457,9 +468,11 @@ take_batch (Walk *W)
       if (w->took)
         rewind_to (W, w);
       walk_on (W, w->end, w->mid);
+      next_batch (W, i + 1);
       return true;
     }
   }
+  next_batch (W, W->n_wins);
   return true;
 }
 
@@ -485,6 +498,7 @@ sg_polish (const SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *
   /* Windows are searched a batch at a time, one per slot: with one slot,
    * on the walk's engine, as the sequential walk does. */
   W.n_slots = MIN (sg_pool_size (pool), POLISH_MAX_SLOTS);
+  W.batch = W.n_slots;
   W.slots = g_new0 (Slot, (size_t)W.n_slots);
   W.wins = g_new0 (Win, (size_t)W.n_slots);
   if (W.n_slots == 1) {

@@ -116,6 +116,7 @@ due_and_ready (SgSchedProblem *P)
   for (SgNodeId c = 0; c < n; c++)
     if (P->role[c] == SG_ROLE_COLL)
       all[fill[P->g->nodes[c].group]++] = (Keyed){ key_bits (P->due_us[c]), c };
+  P->n_colls = P->gfirst[ng];
   P->gorder = g_new (SgNodeId, (size_t)P->gfirst[ng] + 1);
   P->due_rank = g_new0 (int32_t, (size_t)MAX (n, 1));
   for (int32_t i = 0; i < ng; i++) {
@@ -289,12 +290,29 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   g_autofree int32_t *last = g_new (int32_t, (size_t)MAX (n, 1));
   sg_graph_last_use (g, pos, P->root, last);
   P->in_end = g_new (int32_t, (size_t)MAX (n, 1));
+  P->in_root = g_new (int32_t, (size_t)MAX (n, 1));
+  P->wait_idx = g_new (int32_t, (size_t)MAX (n, 1));
+  int32_t *root_no = last; /* root -> its number, -1 (last is read above it) */
   for (SgNodeId c = 0; c < n; c++) {
     P->in_end[c] = 0;
+    P->in_root[c] = -1;
+    P->wait_idx[c] = P->role[c] == SG_ROLE_WAIT ? P->n_waits++ : -1;
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, c, &k);
     if (P->role[c] == SG_ROLE_COLL && k > 0)
       P->in_end[c] = last[P->root[in[0]]] + 1;
+  }
+  for (SgNodeId x = 0; x < n; x++)
+    root_no[x] = -1;
+  for (SgNodeId c = 0; c < n; c++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, c, &k);
+    if (P->role[c] != SG_ROLE_COLL || k == 0)
+      continue;
+    SgNodeId r = P->root[in[0]];
+    if (root_no[r] < 0)
+      root_no[r] = P->n_roots++;
+    P->in_root[c] = root_no[r];
   }
 }
 
@@ -308,6 +326,8 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->comm);
   g_free (P->in_bytes);
   g_free (P->in_end);
+  g_free (P->in_root);
+  g_free (P->wait_idx);
   g_free (P->wait_of);
   g_free (P->coll_of);
   g_free (P->deadline);

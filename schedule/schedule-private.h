@@ -208,8 +208,9 @@ int32_t *sg_sched_positions (const SgGraph *g, const SgNodeId *order);
 
 /* Range add / range max over positions [0, n) (memtree.c). */
 typedef struct {
-  int64_t *t, *d;
-  int32_t n;
+  int64_t *v, *badd; /* values by block, relative to what their block got whole */
+  int64_t *t, *d;    /* the tree over the blocks */
+  int32_t n, nb, p2;
 } SgMemTree;
 
 /* The value of positions past n (below any sum of real values). */
@@ -233,11 +234,13 @@ int64_t sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at);
 /* The list scheduler's variants and the choice among them (scheduler.c),
  * then, with @polish, the polish pass on the winner; sg_schedule_compute
  * without cfg->exact. @base: the simulation of @g's id order, or NULL (it
- * is made). @polished (may be NULL): when the polish improved the order,
- * its simulation of the returned order (clear it), else zeroed. */
+ * is made). @sim (may be NULL): the simulation of the returned order (the
+ * polish's, or the winning variant's run) but its bound, which
+ * sg_sim_result_renumber makes (clear it); zeroed when the input order is
+ * kept. */
 SgNodeId *sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish,
-                            const SgSimResult *base, SgScheduleStats *stats,
-                            SgSimResult *polished, GError **error);
+                            const SgSimResult *base, SgScheduleStats *stats, SgSimResult *sim,
+                            GError **error);
 
 /* What every variant shares (problem.c). */
 typedef struct {
@@ -250,6 +253,12 @@ typedef struct {
   uint64_t *comm;    /* bytes a collective moves */
   uint64_t *in_bytes; /* collective -> bytes of its input's storage (held until the wait) */
   int32_t *in_end;    /* collective -> input position where that storage dies in the input order */
+  /* The storage roots of the collectives' inputs, numbered: collective ->
+   * its input's root's number (-1 without an input); n_roots of them. */
+  int32_t *in_root;
+  int32_t n_roots;
+  int32_t *wait_idx; /* wait -> its number among the waits (n_waits), else -1 */
+  int32_t n_waits, n_colls; /* a collective's number: due_rank */
   SgNodeId *wait_of; /* collective -> its first wait, or SG_NO_NODE */
   SgNodeId *coll_of; /* wait -> its collective */
   int32_t *deadline; /* collective -> id of the first user of its wait */
@@ -282,6 +291,8 @@ typedef struct {
   /* Tests: every step grows the deferred waits' reservations one wait at a
    * time (defer.c's reference rule) instead of through its slot tree. */
   bool defer_each;
+  /* Variants give the whole simulation of their order (node times too). */
+  bool full_sims;
 } SgSchedProblem;
 
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
@@ -301,7 +312,9 @@ void sg_sched_problem_clear (SgSchedProblem *P);
  * docs/scheduler.md. Returns the order (transfer full); fills @st's
  * counters and @res's totals (hidden/partial/exposed counts, exposed_us,
  * step_us; no rows; peak_bytes 0: the caller computes the peak of the
- * orders it may keep). */
+ * orders it may keep). With P->full_sims, @res is what sg_simulate gives
+ * for the order (clear it) but the peak and the bound (sg_bound_basic):
+ * the run drove the simulator's engine through it. */
 SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
                                 bool shield, SgScheduleStats *st, SgSimResult *res);
 

@@ -20,7 +20,9 @@
  * Requires: est_us (estimate/). Invalidates: the id order (permutes),
  * users (rebuilt), implicit edges of kind hide_start / hide_wait
  * (re-recorded). Keeps the simulation of the order it chooses with the
- * graph (kept.c): the polish's, renumbered, when the polish improved it.
+ * graph (kept.c), renumbered: the winning variant's run (it drove the
+ * simulator's engine through that order) or, when it improved it, the
+ * polish's.
  */
 #include <string.h>
 
@@ -99,6 +101,10 @@ typedef struct {
   SgNodeId *order;
   bool has_peak; /* res.peak_bytes is computed */
   bool done;     /* run (under Choice.lock) */
+  /* P->full_sims: the peak sg_simulate gives for the order (its own
+   * storage analysis, not the problem's), when computed */
+  uint64_t sim_peak;
+  bool has_sim_peak;
 } VariantJob;
 
 /* The variants are tasks of the worker pool; each result is taken (the
@@ -114,8 +120,11 @@ typedef struct {
   bool early_peaks;
   uint64_t input_peak;
   double input_step;
-  SgSimResult best_res;
+  SgSimResult best_res; /* the best so far: its totals */
   SgNodeId *best;
+  SgSimResult best_sim; /* with P->full_sims: its whole simulation (its peak below) */
+  uint64_t best_sim_peak;
+  bool has_best_sim_peak;
   SgScheduleStats *st;
 } Choice;
 
@@ -143,6 +152,11 @@ take_result (Choice *C, VariantJob *j)
     st->n_forced = j->st.n_forced;
     st->n_forced_waits = j->st.n_forced_waits;
     st->n_boosted = j->st.n_boosted;
+    sg_sim_result_clear (&C->best_sim);
+    C->best_sim = j->res;
+    memset (&j->res, 0, sizeof j->res);
+    C->best_sim_peak = j->sim_peak;
+    C->has_best_sim_peak = j->has_sim_peak;
   }
   g_clear_pointer (&j->order, g_free);
   sg_sim_result_clear (&j->res);
@@ -161,6 +175,10 @@ variant_task (gpointer data, int32_t task, int32_t worker)
   if (C->early_peaks && j->res.step_us <= C->input_step + 1e-6) {
     j->res.peak_bytes = order_peak (C->P, j->order);
     j->has_peak = true;
+    if (C->P->full_sims) {
+      j->sim_peak = sg_graph_peak_bytes (C->P->g, j->order);
+      j->has_sim_peak = true;
+    }
   }
   g_mutex_lock (&C->lock);
   j->done = true;
@@ -180,14 +198,14 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
 
 SgNodeId *
 sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSimResult *base,
-                  SgScheduleStats *stats, SgSimResult *polished, GError **error)
+                  SgScheduleStats *stats, SgSimResult *sim, GError **error)
 {
   g_return_val_if_fail (g != NULL && g->n_nodes > 0, NULL);
   SgScheduleStats dummy;
   SgScheduleStats *st = stats ? stats : &dummy;
   memset (st, 0, sizeof *st);
-  if (polished)
-    memset (polished, 0, sizeof *polished);
+  if (sim)
+    memset (sim, 0, sizeof *sim);
   if (cfg && (!(cfg->max_peak_increase >= 0.0) || cfg->prefetch_limit < 0)) {
     g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_CONFIG,
                  "schedule: max_peak_increase must be >= 0 and prefetch_limit >= 0 "
@@ -213,6 +231,8 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   }
   SgSchedProblem P;
   sg_sched_problem_init (&P, g, cfg);
+  /* the winner's run is its simulation: not made again */
+  P.full_sims = sim != NULL;
   st->peak_limit_bytes = P.limit;
   /* Variants are independent (the problem is read-only): they run on the
    * worker pool, and the choice is made in variant order (variant_task),
@@ -246,10 +266,15 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   if (st->n_polished > 0) {
     st->scheduled_exposed_us = pr.exposed_us;
     st->scheduled_peak_bytes = pr.peak_bytes;
-    if (polished)
-      *polished = pr;
-    else
-      sg_sim_result_clear (&pr);
+    sg_sim_result_clear (&C.best_sim);
+    C.best_sim = pr;
+  }
+  if (sim) {
+    *sim = C.best_sim;
+    if (st->variant >= 0 && st->n_polished == 0)
+      sim->peak_bytes = C.has_best_sim_peak ? C.best_sim_peak : sg_graph_peak_bytes (g, best);
+  } else {
+    sg_sim_result_clear (&C.best_sim);
   }
   sg_sched_problem_clear (&P);
   return best;
@@ -299,22 +324,22 @@ take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, GError **error)
 }
 
 /* sg_schedule_order, from @base (the simulation of @g's id order, or
- * NULL); @polished (may be NULL) gets the polish's simulation of the order
- * when it polished (sg_schedule_list). */
+ * NULL); @sim (may be NULL) gets the simulation of the order when one was
+ * made (sg_schedule_list). */
 static SgNodeId *
 schedule_order (const SgGraph *g, const SgConfig *cfg, const SgSimResult *base,
-                SgSimResult *polished, GError **error)
+                SgSimResult *sim, GError **error)
 {
   /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
    * bucketing re-times the collectives it merges, and what it merges
    * depends on the order it is given (polishing before it made a sample's
    * plan worse). */
   bool bucket_next = cfg && cfg->bucket && !cfg->exact;
-  if (polished)
-    memset (polished, 0, sizeof *polished);
+  if (sim)
+    memset (sim, 0, sizeof *sim);
   return cfg && cfg->exact && cfg->reorder
              ? sg_schedule_exact (g, cfg, NULL, error)
-             : sg_schedule_list (g, cfg, !bucket_next, base, NULL, polished, error);
+             : sg_schedule_list (g, cfg, !bucket_next, base, NULL, sim, error);
 }
 
 SgNodeId *
@@ -332,9 +357,9 @@ sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
   const SgSimResult *base = sg_graph_simulation (g, error);
   if (!base)
     return false;
-  SgSimResult polished;
-  g_autofree SgNodeId *order = schedule_order (g, cfg, base, &polished, error);
-  if (!order || !take_order (g, order, &polished, error))
+  SgSimResult sim;
+  g_autofree SgNodeId *order = schedule_order (g, cfg, base, &sim, error);
+  if (!order || !take_order (g, order, &sim, error))
     return false;
   return record_hiding (g, error);
 }

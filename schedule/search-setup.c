@@ -113,6 +113,7 @@ reserve_positions (SgSearch *S, int32_t m)
   S->comp = g_renew (int32_t, S->comp, (size_t)cap);
   S->coll = g_renew (int32_t, S->coll, (size_t)cap);
   S->coll_of = g_renew (SgNodeId, S->coll_of, (size_t)cap);
+  S->eng_arg = g_renew (int32_t, S->eng_arg, (size_t)cap);
   S->decs = g_renew (int32_t, S->decs, (size_t)cap);
   S->ifirst = g_renew (uint32_t, S->ifirst, (size_t)cap + 1);
   S->ufirst = g_renew (uint32_t, S->ufirst, (size_t)cap + 1);
@@ -202,13 +203,16 @@ fill_positions (SgSearch *S)
     S->cost[i] = sg_sched_cost (x);
     S->dec[i] = S->comp[i] = S->coll[i] = -1;
     S->coll_of[i] = SG_NO_NODE;
+    S->eng_arg[i] = 0;
     if (costly (S, i)) {
+      S->eng_arg[i] = sg_cost_contention_slot (S->e->pairs, g, S->node[i], S->cost[i]);
       S->comp[i] = S->n_comp;
       S->ccost[S->n_comp++] = S->cost[i];
       S->window_work += S->cost[i];
     } else if (S->role[i] == SG_ROLE_COLL) {
       S->coll_node[S->n_coll] = S->node[i];
       S->coll[i] = S->n_coll++;
+      S->eng_arg[i] = sg_eng_rates_entry (S->e, S->node[i], NULL);
     } else if (S->role[i] == SG_ROLE_WAIT) {
       SgNodeId c = sg_node_wait_target (g, S->node[i]);
       if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
@@ -309,8 +313,7 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   S->n_kept = 0;
   S->found = S->gave_up = false;
   S->expanded = 0;
-  for (int32_t i = 0; i < S->mcap; i++)
-    S->mhead[i] = -1;
+  memset (S->mhead, 0xff, sizeof (int32_t) * (size_t)S->mcap); /* -1: empty */
   S->mused = 0;
   S->n_states = 0;
 }
@@ -339,6 +342,7 @@ sg_search_free (SgSearch *S)
   g_free (S->comp);
   g_free (S->coll);
   g_free (S->coll_of);
+  g_free (S->eng_arg);
   g_free (S->decs);
   g_free (S->ifirst);
   g_free (S->ufirst);

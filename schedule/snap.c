@@ -134,16 +134,19 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
   int32_t from = MIN (*lo, MIN (dst->n_rows, src->n_rows));
   for (int32_t r = from; r < dst->n_rows; r++)
     dst->row_of[dst->rows[r].node] = -1;
+  /* a row's rates are its collective's (set at its issue) */
+  for (int32_t r = from; r < src->n_rows; r++) {
+    if (r >= dst->n_rows || dst->rows[r].node != src->rows[r].node) {
+      memcpy (dst->rates + (size_t)r * ns, src->rates + (size_t)r * ns, ns * sizeof *dst->rates);
+      dst->wnext[r] = src->wnext[r];
+    }
+    dst->row_of[src->rows[r].node] = r;
+  }
   size_t k = (size_t)(src->n_rows - from);
   memcpy (dst->rows + from, src->rows + from, k * sizeof *dst->rows);
   memcpy (dst->rnext + from, src->rnext + from, k * sizeof *dst->rnext);
   memcpy (dst->rem + from, src->rem + from, k * sizeof *dst->rem);
   memcpy (dst->fin + from, src->fin + from, k * sizeof *dst->fin);
-  memcpy (dst->wnext + from, src->wnext + from, k * sizeof *dst->wnext);
-  memcpy (dst->rates + (size_t)from * ns, src->rates + (size_t)from * ns,
-          k * ns * sizeof *dst->rates);
-  for (int32_t r = from; r < src->n_rows; r++)
-    dst->row_of[src->rows[r].node] = r;
   /* the scalars; the arrays and what the engine owns stay @dst's */
   SgSimEngine own = *dst;
   *dst = *src;

@@ -7,8 +7,9 @@
  * statistics and simulations must be the same for pools of 1, 2, 3 and 8
  * threads and none, on the samples, graphgen graphs and random graphs;
  * an engine copy must go on exactly as the engine it copies, across
- * rewinds; the radix sorts of the problem (problem.c) must order as
- * qsort by (key, id).
+ * rewinds; the simulation the pass keeps (the winning variant's run)
+ * must be a fresh one's; the radix sorts of the problem (problem.c) must
+ * order as qsort by (key, id).
  */
 #include <stdlib.h>
 
@@ -250,6 +251,46 @@ START_TEST (an_engine_copy_goes_on_as_the_engine)
 }
 END_TEST
 
+/* The scheduling pass keeps the winning variant's run (or the polish's
+ * simulation) as the graph's simulation: what a fresh simulation of the
+ * new order gives, with and without the polish in the pass. */
+START_TEST (the_winning_run_is_kept_as_the_graph_s_simulation)
+{
+  int ng;
+  SgGraph **gs = test_graphs (&ng);
+  int32_t kept = 0;
+  for (int i = 0; i < ng; i++)
+    for (int bucket = 0; bucket < 2; bucket++) {
+      SgGraph *g = sg_graph_copy (gs[i]);
+      SgConfig cfg;
+      sg_config_init (&cfg);
+      cfg.bucket = bucket;
+      GError *err = NULL;
+      ck_assert_msg (sg_schedule_reorder (g, &cfg, &err), "%s", err ? err->message : "");
+      const SgSimResult *k = sg_graph_simulation_kept (g);
+      ck_assert (k != NULL);
+      SgSimResult f;
+      ck_assert (sg_simulate (g, NULL, &f, NULL));
+      ck_assert (k->step_us == f.step_us && k->compute_us == f.compute_us
+                 && k->comm_us == f.comm_us && k->exposed_us == f.exposed_us);
+      ck_assert (k->hidden == f.hidden && k->partial == f.partial && k->exposed == f.exposed);
+      ck_assert_msg (k->peak_bytes == f.peak_bytes, "graph %d: peak", i);
+      ck_assert (k->compute_busy_us == f.compute_busy_us);
+      ck_assert (k->critical_path_us == f.critical_path_us);
+      ck_assert (k->bound.lower_bound_us == f.bound.lower_bound_us);
+      ck_assert (k->n_rows == f.n_rows && k->n_nodes == f.n_nodes);
+      ck_assert (memcmp (k->rows, f.rows, sizeof (SgCollRow) * (size_t)f.n_rows) == 0);
+      ck_assert (memcmp (k->node_start, f.node_start, sizeof (double) * (size_t)f.n_nodes) == 0);
+      ck_assert (memcmp (k->node_end, f.node_end, sizeof (double) * (size_t)f.n_nodes) == 0);
+      kept++;
+      sg_sim_result_clear (&f);
+      sg_graph_free (g);
+    }
+  ck_assert_int_gt (kept, 0);
+  free_graphs (gs, ng);
+}
+END_TEST
+
 typedef struct {
   double key;
   SgNodeId id;
@@ -304,6 +345,7 @@ main (void)
     variants_on_any_pool_choose_the_same_order,
     windows_searched_side_by_side_polish_as_one_at_a_time,
     an_engine_copy_goes_on_as_the_engine,
+    the_winning_run_is_kept_as_the_graph_s_simulation,
     problem_orders_sort_as_qsort_by_key_and_id,
   };
   return st_run ("parallel", 300, tests, G_N_ELEMENTS (tests));
