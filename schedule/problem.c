@@ -5,6 +5,9 @@
  * costs, the input order's compute and live bytes, the limits).
  * The orders by key (critical path, due) are stable radix sorts of the
  * keys' bits in id order: what sorting by (key, id) gives.
+ * The node loop runs in chunks, and the parts that need only the nodes and
+ * the users side by side, on the worker pool (cfg->pool); each writes only
+ * its own fields.
  *
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
@@ -149,30 +152,65 @@ critical_path_rank (SgSchedProblem *P)
     P->cp_rank[by[i].id] = i;
 }
 
-void
-sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+/* Nodes per task of the node loops. */
+#define NODE_CHUNK 8192
+
+typedef struct {
+  SgSchedProblem *P;
+  const SgConfig *cfg;
+} Parts;
+
+/* Roles, costs and allocations of one chunk of nodes (a task). */
+static void
+nodes_task (gpointer data, int32_t task, int32_t worker)
 {
-  memset (P, 0, sizeof *P);
-  int32_t n = g->n_nodes;
-  P->g = g;
-  P->n = n;
-  P->n_groups = g->n_groups;
-  P->role = g_new (uint8_t, (size_t)n);
-  P->cost = g_new (double, (size_t)n);
-  P->alloc = g_new (uint64_t, (size_t)n);
-  P->base_us = g_new (double, (size_t)n + 1);
-  P->base_us[0] = 0.0;
-  for (SgNodeId i = 0; i < n; i++) {
+  (void)worker;
+  SgSchedProblem *P = ((Parts *)data)->P;
+  const SgGraph *g = P->g;
+  SgNodeId end = MIN (P->n, (task + 1) * NODE_CHUNK);
+  for (SgNodeId i = task * NODE_CHUNK; i < end; i++) {
     const SgNode *nd = &g->nodes[i];
     P->role[i] = (uint8_t)sg_sched_role (nd);
     P->cost[i] = sg_sched_cost (nd);
     P->alloc[i] = sg_node_alloc_bytes (g, i);
-    P->base_us[i + 1] = P->base_us[i] + (P->role[i] == SG_ROLE_COMPUTE ? P->cost[i] : 0.0);
+    if (P->comm && P->role[i] == SG_ROLE_COLL) {
+      P->comm[i] = sg_node_comm_bytes (g, i);
+      uint32_t k;
+      const SgNodeId *in = sg_node_inputs (g, i, &k);
+      if (k > 0)
+        P->in_bytes[i] = sg_node_alloc_bytes (g, sg_node_storage_root (g, in[0]));
+    }
   }
+}
+
+/* Roles, costs, allocations (and with P->comm, each collective's bytes
+ * moved and input bytes) and the input order's compute time. */
+static void
+basic_nodes (SgSchedProblem *P, SgPool *pool)
+{
+  int32_t n = P->n;
+  P->role = g_new (uint8_t, (size_t)MAX (n, 1));
+  P->cost = g_new (double, (size_t)MAX (n, 1));
+  P->alloc = g_new (uint64_t, (size_t)MAX (n, 1));
+  Parts parts = { P, NULL };
+  sg_pool_run (pool, (n + NODE_CHUNK - 1) / NODE_CHUNK, nodes_task, &parts);
+  P->base_us = g_new (double, (size_t)n + 1);
+  P->base_us[0] = 0.0;
+  for (SgNodeId i = 0; i < n; i++)
+    P->base_us[i + 1] = P->base_us[i] + (P->role[i] == SG_ROLE_COMPUTE ? P->cost[i] : 0.0);
   P->compute_us = P->base_us[n];
-  P->profile = g_new (uint64_t, (size_t)MAX (n, 1));
+}
+
+/* The input order's live bytes (storage roots, profile, peak) and the
+ * limits. */
+static void
+live_profile (SgSchedProblem *P, const SgConfig *cfg)
+{
+  const SgGraph *g = P->g;
+  P->profile = g_new (uint64_t, (size_t)MAX (P->n, 1));
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
-  P->root = sg_graph_storage_roots (g);
+  if (!P->root)
+    P->root = sg_graph_storage_roots (g);
   P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
   double inc = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
   P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
@@ -181,30 +219,31 @@ sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig
 }
 
 void
-sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
 {
-  sg_sched_problem_init_basic (P, g, cfg);
-  int32_t n = g->n_nodes;
-  P->comm = g_new0 (uint64_t, (size_t)n);
-  P->in_bytes = g_new0 (uint64_t, (size_t)n);
-  P->wait_of = g_new (SgNodeId, (size_t)n);
-  P->coll_of = g_new (SgNodeId, (size_t)n);
-  P->deadline = g_new (int32_t, (size_t)n);
-  P->feeds_coll = g_new0 (uint8_t, (size_t)n);
-  P->near_coll = g_new (int32_t, (size_t)n);
-  P->near_dead = g_new (int32_t, (size_t)n);
-  P->free_feed = g_new0 (uint8_t, (size_t)n);
+  memset (P, 0, sizeof *P);
+  P->g = g;
+  P->n = g->n_nodes;
+  P->n_groups = g->n_groups;
+  basic_nodes (P, cfg ? cfg->pool : NULL);
+  live_profile (P, cfg);
+}
+
+/* Users (CSR), each collective's first wait, each wait's collective, the
+ * waits a collective reads. */
+static void
+users_and_waits (SgSchedProblem *P)
+{
+  const SgGraph *g = P->g;
+  int32_t n = P->n;
+  P->wait_of = g_new (SgNodeId, (size_t)MAX (n, 1));
+  P->coll_of = g_new (SgNodeId, (size_t)MAX (n, 1));
+  P->feeds_coll = g_new0 (uint8_t, (size_t)MAX (n, 1));
   P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
   for (SgNodeId i = 0; i < n; i++) {
     P->wait_of[i] = P->coll_of[i] = SG_NO_NODE;
-    P->deadline[i] = n;
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, i, &k);
-    if (P->role[i] == SG_ROLE_COLL) {
-      P->comm[i] = sg_node_comm_bytes (g, i);
-      if (k > 0)
-        P->in_bytes[i] = sg_node_alloc_bytes (g, sg_node_storage_root (g, in[0]));
-    }
     for (uint32_t j = 0; j < k; j++)
       P->ufirst[in[j] + 1]++;
   }
@@ -229,9 +268,21 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
       }
     }
   }
+}
+
+/* Deadlines, and what compute feeds: the nearest collective (by id, by
+ * deadline). */
+static void
+nearest_collectives (SgSchedProblem *P)
+{
+  int32_t n = P->n;
+  P->deadline = g_new (int32_t, (size_t)MAX (n, 1));
+  P->near_coll = g_new (int32_t, (size_t)MAX (n, 1));
+  P->near_dead = g_new (int32_t, (size_t)MAX (n, 1));
   /* Deadline: where the input order first needs the collective's result. */
   for (SgNodeId c = 0; c < n; c++) {
     SgNodeId w = P->wait_of[c];
+    P->deadline[c] = n;
     if (w == SG_NO_NODE)
       continue;
     int32_t d = w;
@@ -239,7 +290,6 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
       d = P->users[P->ufirst[w]]; /* users are in ascending id order */
     P->deadline[c] = d;
   }
-  /* What compute feeds: the nearest collective (by id, by deadline). */
   for (SgNodeId x = n - 1; x >= 0; x--) {
     int32_t bc = n, bd = n;
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
@@ -255,13 +305,19 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
     P->near_coll[x] = bc;
     P->near_dead[x] = bd;
   }
-  due_and_ready (P);
-  critical_path_rank (P);
-  /* Free feeders: inputs, and 0 us views of them, that feed a collective;
-   * placed as soon as they are ready (an input listed late would hold its
-   * collective back). Inputs are live from the start and views allocate
-   * nothing, so moving them changes neither time nor memory; other 0 us
-   * nodes stay where the input order has them. */
+}
+
+/* Free feeders: inputs, and 0 us views of them, that feed a collective;
+ * placed as soon as they are ready (an input listed late would hold its
+ * collective back). Inputs are live from the start and views allocate
+ * nothing, so moving them changes neither time nor memory; other 0 us
+ * nodes stay where the input order has them. */
+static void
+free_feeders (SgSchedProblem *P)
+{
+  const SgGraph *g = P->g;
+  int32_t n = P->n;
+  P->free_feed = g_new0 (uint8_t, (size_t)MAX (n, 1));
   g_autofree uint8_t *from_input = g_new0 (uint8_t, (size_t)MAX (n, 1));
   for (SgNodeId x = 0; x < n; x++) {
     if (sg_op_class (g->nodes[x].kind) == SG_CLASS_INPUT) {
@@ -284,15 +340,22 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
       P->free_feed[x] = P->role[u] == SG_ROLE_COLL || P->free_feed[u];
     }
   }
+}
+
+/* Where the input order frees each collective's input (deferring a wait
+ * only costs memory past that point), the inputs' storage roots numbered,
+ * the waits numbered. */
+static void
+input_ends (SgSchedProblem *P)
+{
+  const SgGraph *g = P->g;
+  int32_t n = P->n;
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
-  /* Deferring a wait only costs memory past the point where the input
-   * order frees the collective's input anyway. */
   g_autofree int32_t *last = g_new (int32_t, (size_t)MAX (n, 1));
   sg_graph_last_use (g, pos, P->root, last);
   P->in_end = g_new (int32_t, (size_t)MAX (n, 1));
   P->in_root = g_new (int32_t, (size_t)MAX (n, 1));
   P->wait_idx = g_new (int32_t, (size_t)MAX (n, 1));
-  int32_t *root_no = last; /* root -> its number, -1 (last is read above it) */
   for (SgNodeId c = 0; c < n; c++) {
     P->in_end[c] = 0;
     P->in_root[c] = -1;
@@ -302,6 +365,7 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
     if (P->role[c] == SG_ROLE_COLL && k > 0)
       P->in_end[c] = last[P->root[in[0]]] + 1;
   }
+  int32_t *root_no = last; /* root -> its number, -1 (last is read above) */
   for (SgNodeId x = 0; x < n; x++)
     root_no[x] = -1;
   for (SgNodeId c = 0; c < n; c++) {
@@ -314,6 +378,53 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
       root_no[r] = P->n_roots++;
     P->in_root[c] = root_no[r];
   }
+}
+
+/* The parts that need only the nodes and the users, side by side; each
+ * writes its own fields. */
+static void
+part_task (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  Parts *parts = data;
+  SgSchedProblem *P = parts->P;
+  switch (task) {
+  case 0:
+    live_profile (P, parts->cfg);
+    break;
+  case 1:
+    input_ends (P);
+    break;
+  case 2:
+    due_and_ready (P);
+    break;
+  case 3:
+    critical_path_rank (P);
+    break;
+  case 4:
+    nearest_collectives (P);
+    break;
+  default:
+    free_feeders (P);
+    break;
+  }
+}
+
+void
+sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+{
+  memset (P, 0, sizeof *P);
+  P->g = g;
+  P->n = g->n_nodes;
+  P->n_groups = g->n_groups;
+  SgPool *pool = cfg ? cfg->pool : NULL;
+  P->comm = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
+  P->in_bytes = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
+  basic_nodes (P, pool);
+  users_and_waits (P);
+  P->root = sg_graph_storage_roots (g);
+  Parts parts = { P, cfg };
+  sg_pool_run (pool, 6, part_task, &parts);
 }
 
 void

@@ -338,6 +338,66 @@ START_TEST (problem_orders_sort_as_qsort_by_key_and_id)
 }
 END_TEST
 
+#define SAME_ARRAY(f, m) ck_assert (memcmp (a->f, b->f, sizeof *a->f * (size_t)(m)) == 0)
+
+/* The problem made on a pool (its parts side by side) is the one made on
+ * one thread. */
+static void
+same_problem (const SgSchedProblem *a, const SgSchedProblem *b)
+{
+  int32_t n = a->n;
+  SAME_ARRAY (role, n);
+  SAME_ARRAY (cost, n);
+  SAME_ARRAY (alloc, n);
+  SAME_ARRAY (base_us, n + 1);
+  SAME_ARRAY (profile, n);
+  SAME_ARRAY (root, n);
+  SAME_ARRAY (comm, n);
+  SAME_ARRAY (in_bytes, n);
+  SAME_ARRAY (wait_of, n);
+  SAME_ARRAY (coll_of, n);
+  SAME_ARRAY (deadline, n);
+  SAME_ARRAY (near_coll, n);
+  SAME_ARRAY (near_dead, n);
+  SAME_ARRAY (feeds_coll, n);
+  SAME_ARRAY (free_feed, n);
+  SAME_ARRAY (due_us, n);
+  SAME_ARRAY (ready_us, n);
+  SAME_ARRAY (due_rank, n);
+  SAME_ARRAY (cp_rank, n);
+  SAME_ARRAY (in_end, n);
+  SAME_ARRAY (in_root, n);
+  SAME_ARRAY (wait_idx, n);
+  SAME_ARRAY (ufirst, n + 1);
+  SAME_ARRAY (users, a->ufirst[n]);
+  SAME_ARRAY (gorder, a->n_colls);
+  ck_assert (a->peak_in == b->peak_in && a->limit == b->limit);
+  ck_assert (a->n_colls == b->n_colls && a->n_waits == b->n_waits && a->n_roots == b->n_roots);
+}
+
+START_TEST (the_problem_made_on_a_pool_is_the_same)
+{
+  int ng;
+  SgGraph **gs = test_graphs (&ng);
+  for (int i = 0; i < ng; i++) {
+    SgSchedProblem ref;
+    sg_sched_problem_init (&ref, gs[i], NULL);
+    for (size_t p = 1; p < G_N_ELEMENTS (pool_sizes); p++) {
+      SgConfig cfg;
+      sg_config_init (&cfg);
+      cfg.pool = sg_pool_new (pool_sizes[p]);
+      SgSchedProblem P;
+      sg_sched_problem_init (&P, gs[i], &cfg);
+      same_problem (&ref, &P);
+      sg_sched_problem_clear (&P);
+      sg_pool_free (cfg.pool);
+    }
+    sg_sched_problem_clear (&ref);
+  }
+  free_graphs (gs, ng);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -347,6 +407,7 @@ main (void)
     an_engine_copy_goes_on_as_the_engine,
     the_winning_run_is_kept_as_the_graph_s_simulation,
     problem_orders_sort_as_qsort_by_key_and_id,
+    the_problem_made_on_a_pool_is_the_same,
   };
   return st_run ("parallel", 300, tests, G_N_ELEMENTS (tests));
 }
