@@ -21,7 +21,7 @@ bool
 ls_budget_allows (Run *R, SgNodeId c)
 {
   const SgSchedProblem *P = R->P;
-  int32_t grp = P->g->nodes[c].group;
+  int32_t grp = P->group[c];
   if (R->n_in_flight[grp] == 0)
     return true;
   if (P->max_in_flight > 0 && R->in_flight[grp] + P->comm[c] > P->max_in_flight)
@@ -68,7 +68,7 @@ double
 ls_queue_end (const Run *R, SgNodeId c)
 {
   const SgSimEngine *e = &R->eng;
-  int32_t r = e->row_of[c], grp = R->P->g->nodes[c].group;
+  int32_t r = e->row_of[c], grp = R->P->group[c];
   if (r < 0)
     return NAN;
   if (e->fin[r])
@@ -92,7 +92,7 @@ expect_ready (const Run *R, SgNodeId c, double resume)
   const SgSchedProblem *P = R->P;
   double base = P->base_us[MIN (R->frontier, P->n)], t = resume;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, c, &k);
+  const SgNodeId *in = sg_sched_inputs (P, c, &k);
   for (uint32_t j = 0; j < k; j++) {
     SgNodeId i = in[j], p = P->coll_of[i];
     if (R->placed[i])
@@ -118,7 +118,7 @@ frontier_resume (const Run *R)
     return t;
   SgNodeId x = R->frontier;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, x, &k);
+  const SgNodeId *in = sg_sched_inputs (P, x, &k);
   for (uint32_t j = 0; j < k; j++) {
     SgNodeId w = in[j], c = P->coll_of[w];
     if (P->role[w] == SG_ROLE_WAIT && !R->placed[w] && c != SG_NO_NODE && R->placed[c])

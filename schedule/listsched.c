@@ -35,13 +35,13 @@ became_ready (Run *R, SgNodeId u)
 {
   const SgSchedProblem *P = R->P;
   if (P->role[u] == SG_ROLE_COLL)
-    ls_heap_push (&R->rq[P->g->nodes[u].group], KEY (P->due_rank[u], u));
+    ls_heap_push (&R->rq[P->group[u]], KEY (P->due_rank[u], u));
   if (P->role[u] != SG_ROLE_COMPUTE)
     return;
   if (P->free_feed[u])
     ls_heap_push (&R->freeq, KEY (0, u));
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, u, &k);
+  const SgNodeId *in = sg_sched_inputs (P, u, &k);
   int32_t blk = 0;
   for (uint32_t j = 0; j < k; j++)
     if (P->role[in[j]] == SG_ROLE_WAIT && !R->placed[in[j]] && P->coll_of[in[j]] != SG_NO_NODE
@@ -78,14 +78,14 @@ on_finish (void *ud, SgNodeId c)
         ls_heap_push (&R->ready, KEY (ls_prio (R, u), u));
     }
   }
-  R->gdone[P->g->nodes[c].group] += P->cost[c];
+  R->gdone[P->group[c]] += P->cost[c];
   SgNodeId w = P->wait_of[c];
   if (w != SG_NO_NODE && (P->feeds_coll[w] || R->deferred[w]))
     R->done[R->n_done++] = c;
   if (P->wait_of[c] == SG_NO_NODE && !R->released[c]) {
     R->released[c] = 1;
-    R->in_flight[P->g->nodes[c].group] -= P->comm[c];
-    R->n_in_flight[P->g->nodes[c].group]--;
+    R->in_flight[P->group[c]] -= P->comm[c];
+    R->n_in_flight[P->group[c]]--;
   }
 }
 
@@ -135,7 +135,7 @@ ls_release (Run *R, SgNodeId c)
   if (R->released[c])
     return;
   R->released[c] = 1;
-  int32_t grp = R->P->g->nodes[c].group;
+  int32_t grp = R->P->group[c];
   R->in_flight[grp] -= R->P->comm[c];
   R->n_in_flight[grp]--;
 }
@@ -150,7 +150,7 @@ ls_run_place (Run *R, SgNodeId x)
   mem_take (R, x, MIN (R->frontier, P->n - 1));
   switch ((SgRole)P->role[x]) {
   case SG_ROLE_COLL: {
-    int32_t grp = P->g->nodes[x].group;
+    int32_t grp = P->group[x];
     R->in_flight[grp] += P->comm[x];
     R->n_in_flight[grp]++;
     R->fifo_next[P->due_rank[x]] = -1;
@@ -185,7 +185,7 @@ ls_run_place (Run *R, SgNodeId x)
     break;
   }
   case SG_ROLE_COMPUTE:
-    sg_eng_compute (&R->eng, x, P->cost[x]);
+    sg_eng_compute_in (&R->eng, x, P->cost[x], P->kslot[x]);
     R->done_us += P->cost[x];
     break;
   }
@@ -207,7 +207,7 @@ bool
 ls_inputs_placed (const Run *R, SgNodeId u)
 {
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (R->P->g, u, &k);
+  const SgNodeId *in = sg_sched_inputs (R->P, u, &k);
   for (uint32_t j = 0; j < k; j++)
     if (!R->placed[in[j]])
       return false;
@@ -249,7 +249,7 @@ ls_run_demand (Run *R, SgNodeId x)
   while (sp > 0) {
     SgNodeId t = R->stack[sp - 1];
     uint32_t k;
-    const SgNodeId *in = sg_node_inputs (P->g, t, &k);
+    const SgNodeId *in = sg_sched_inputs (P, t, &k);
     SgNodeId need = SG_NO_NODE;
     for (uint32_t j = 0; j < k && need == SG_NO_NODE; j++)
       if (!R->placed[in[j]])
@@ -277,7 +277,7 @@ ls_would_stall (Run *R, SgNodeId x)
 {
   const SgSchedProblem *P = R->P;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, x, &k);
+  const SgNodeId *in = sg_sched_inputs (P, x, &k);
   for (uint32_t j = 0; j < k; j++) {
     SgNodeId i = in[j];
     if (R->placed[i])
@@ -348,7 +348,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
    * It never becomes ready, so no heap offers it (a stall filler, a
    * boosted node, a shield); the frontier places it last (run). */
   for (SgNodeId i = 0; i < n; i++) {
-    R->npend[i] = (int32_t)P->g->nodes[i].n_in + (i == P->g->output);
+    R->npend[i] = (int32_t)(P->ifirst[i + 1] - P->ifirst[i]) + (i == P->g->output);
     if (R->npend[i] == 0)
       became_ready (R, i);
   }

@@ -48,22 +48,21 @@
 #define POLISH_MAX_SLOTS 16
 
 static bool
-is_decision (const SgGraph *g, SgNodeId x)
+is_decision (const SgSchedProblem *P, SgNodeId x)
 {
-  const SgNode *n = &g->nodes[x];
-  SgRole r = sg_sched_role (n);
-  return r != SG_ROLE_COMPUTE || sg_sched_cost (n) > 0.0;
+  return P->role[x] != SG_ROLE_COMPUTE || P->cost[x] > 0.0;
 }
 
 /* End of the window that starts at @pos: @k decisions further. */
 static int32_t
-window_end (const SgGraph *g, const SgNodeId *order, int32_t pos, int32_t k)
+window_end (const SgSchedProblem *P, const SgNodeId *order, int32_t pos, int32_t k)
 {
+  const SgGraph *g = P->g;
   int32_t end = pos, d = 0;
   while (end < g->n_nodes && d < k && end - pos < WINDOW_NODES)
-    d += is_decision (g, order[end++]);
+    d += is_decision (P, order[end++]);
   /* the free nodes that follow go with it */
-  while (end < g->n_nodes && end - pos < WINDOW_NODES && !is_decision (g, order[end])
+  while (end < g->n_nodes && end - pos < WINDOW_NODES && !is_decision (P, order[end])
          && order[end] != g->output)
     end++;
   return end;
@@ -72,12 +71,13 @@ window_end (const SgGraph *g, const SgNodeId *order, int32_t pos, int32_t k)
 /* Does the window [@pos, @end) stall or hold a collective? Simulates it
  * on @e (a scratch copy is not needed: the caller restores @e). */
 static bool
-has_trouble (SgSimEngine *e, const SgNodeId *order, int32_t pos, int32_t end)
+has_trouble (const SgSchedProblem *P, SgSimEngine *e, const SgNodeId *order, int32_t pos,
+             int32_t end)
 {
   for (int32_t i = pos; i < end; i++) {
     double t0 = e->now;
-    SgRole r = sg_sched_role (&e->g->nodes[order[i]]);
-    sg_eng_place (e, order[i]);
+    SgRole r = (SgRole)P->role[order[i]];
+    sg_sched_place (P, e, order[i]);
     if ((r == SG_ROLE_WAIT && e->now > t0) || e->n_held > 0)
       return true;
   }
@@ -173,6 +173,7 @@ front_dominates (int32_t ng, const Front *a, const Front *b, bool equal)
 }
 
 typedef struct {
+  const SgSchedProblem *P;
   const SgGraph *g;
   SgSimEngine *e;
   int32_t ng;               /* groups (at least 1) */
@@ -192,11 +193,11 @@ given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
   int32_t n = Q->g->n_nodes, h = MIN (n, end + HORIZON);
   sg_eng_restore (Q->e, &Q->at);
   for (int32_t i = pos; i < end; i++)
-    sg_eng_place (Q->e, out[i]);
+    sg_sched_place (Q->P, Q->e, out[i]);
   for (int32_t p = end; p <= h; p++) {
     front_of (Q->e, Q->ng, &Q->trail[p - end]);
     if (p < h)
-      sg_eng_place (Q->e, out[p]);
+      sg_sched_place (Q->P, Q->e, out[p]);
   }
   Q->given_step = 0.0;
   if (h == n) {
@@ -215,7 +216,7 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
   int32_t n = Q->g->n_nodes, h = MIN (n, end + HORIZON);
   sg_eng_restore (Q->e, &Q->at);
   for (int32_t i = 0; i < end - pos; i++)
-    sg_eng_place (Q->e, cand[i]);
+    sg_sched_place (Q->P, Q->e, cand[i]);
   for (int32_t p = end; p <= h; p++) {
     /* front_dominates's first test, on the clock, before taking the
      * candidate's front */
@@ -227,7 +228,7 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
         return true;
     }
     if (p < h)
-      sg_eng_place (Q->e, out[p]);
+      sg_sched_place (Q->P, Q->e, out[p]);
   }
   if (h < n)
     return false;
@@ -291,14 +292,15 @@ typedef struct {
 } Walk;
 
 static void
-slot_init (Slot *s, const SgGraph *g, SgSimEngine *e, bool equal)
+slot_init (Slot *s, const SgSchedProblem *P, SgSimEngine *e, bool equal)
 {
+  const SgGraph *g = P->g;
   int32_t ng = MAX (g->n_groups, 1);
   if (!e) {
     sg_eng_init (&s->own, g, NULL, false);
     e = &s->own;
   }
-  s->Q = (Polish){ .g = g, .e = e, .ng = ng, .equal = equal };
+  s->Q = (Polish){ .P = P, .g = g, .e = e, .ng = ng, .equal = equal };
   front_init (&s->Q.cur, ng);
   for (int32_t i = 0; i <= HORIZON; i++)
     front_init (&s->Q.trail[i], ng);
@@ -326,7 +328,7 @@ slot_init_task (gpointer data, int32_t i, int32_t worker)
 {
   (void)worker;
   SlotJob *j = data;
-  slot_init (&j->W->slots[i], j->W->g, NULL, j->equal);
+  slot_init (&j->W->slots[i], j->W->P, NULL, j->equal);
 }
 
 /* Searches window @i of the batch on its slot (a task): the search, then
@@ -372,7 +374,7 @@ walk_on (Walk *W, int32_t end, int32_t mid)
   if (end >= W->n)
     mid = W->n;
   for (int32_t i = W->pos; i < mid; i++)
-    sg_eng_place (&W->e, W->out[i]);
+    sg_sched_place (W->P, &W->e, W->out[i]);
   W->pos = mid;
 }
 
@@ -390,10 +392,10 @@ plan_batch (Walk *W)
   while (W->pos < W->n) {
     Win *w = &W->wins[W->n_wins];
     int32_t pos = W->pos;
-    int32_t end = window_end (g, W->out, pos, POLISH_DECISIONS);
-    int32_t mid = window_end (g, W->out, pos, POLISH_DECISIONS / 2);
+    int32_t end = window_end (W->P, W->out, pos, POLISH_DECISIONS);
+    int32_t mid = window_end (W->P, W->out, pos, POLISH_DECISIONS / 2);
     sg_eng_save (&W->e, &w->at);
-    bool trouble = has_trouble (&W->e, W->out, pos, end);
+    bool trouble = has_trouble (W->P, &W->e, W->out, pos, end);
     sg_eng_restore (&W->e, &w->at);
     if (trouble && sg_search_fits (g, &W->e, W->out + pos, end - pos)) {
       w->pos = pos;
@@ -416,16 +418,15 @@ plan_batch (Walk *W)
   }
 }
 
-/* The walk's engine is back at window @w's start: the slots' rows past
- * that state's first unfinished one may differ from what it goes on to. */
+/* The walk's engine is back at window @w's start: the collectives the
+ * slots issued past that state may not be the ones it goes on to issue. */
 static void
 rewind_to (Walk *W, const Win *w)
 {
   sg_eng_restore (&W->e, &w->at);
   W->pos = w->pos;
-  int32_t lo = sg_eng_first_unfinished (&W->e);
   for (int32_t i = 0; i < W->n_slots; i++)
-    W->slots[i].lo = MIN (W->slots[i].lo, lo);
+    W->slots[i].lo = MIN (W->slots[i].lo, W->e.n_rows);
 }
 
 /* The next batch: twice this one when all of it was taken, else twice
@@ -502,7 +503,7 @@ sg_polish (const SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *
   W.slots = g_new0 (Slot, (size_t)W.n_slots);
   W.wins = g_new0 (Win, (size_t)W.n_slots);
   if (W.n_slots == 1) {
-    slot_init (&W.slots[0], g, &W.e, equal);
+    slot_init (&W.slots[0], P, &W.e, equal);
   } else {
     SlotJob sj = { &W, equal };
     sg_pool_run (pool, W.n_slots, slot_init_task, &sj);

@@ -167,11 +167,15 @@ nodes_task (gpointer data, int32_t task, int32_t worker)
   (void)worker;
   SgSchedProblem *P = ((Parts *)data)->P;
   const SgGraph *g = P->g;
+  const SgCostModel *cm = sg_graph_cost_model (g); /* the engine's pairs (sg_eng_init) */
   SgNodeId end = MIN (P->n, (task + 1) * NODE_CHUNK);
   for (SgNodeId i = task * NODE_CHUNK; i < end; i++) {
     const SgNode *nd = &g->nodes[i];
     P->role[i] = (uint8_t)sg_sched_role (nd);
     P->cost[i] = sg_sched_cost (nd);
+    P->kslot[i] = (uint8_t)(P->role[i] == SG_ROLE_COMPUTE && P->cost[i] > 0.0
+                                ? sg_cost_contention_slot (cm, g, i, P->cost[i])
+                                : 0);
     P->alloc[i] = sg_node_alloc_bytes (g, i);
     if (P->comm && P->role[i] == SG_ROLE_COLL) {
       P->comm[i] = sg_node_comm_bytes (g, i);
@@ -191,6 +195,7 @@ basic_nodes (SgSchedProblem *P, SgPool *pool)
   int32_t n = P->n;
   P->role = g_new (uint8_t, (size_t)MAX (n, 1));
   P->cost = g_new (double, (size_t)MAX (n, 1));
+  P->kslot = g_new (uint8_t, (size_t)MAX (n, 1));
   P->alloc = g_new (uint64_t, (size_t)MAX (n, 1));
   Parts parts = { P, NULL };
   sg_pool_run (pool, (n + NODE_CHUNK - 1) / NODE_CHUNK, nodes_task, &parts);
@@ -229,8 +234,8 @@ sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig
   live_profile (P, cfg);
 }
 
-/* Users (CSR), each collective's first wait, each wait's collective, the
- * waits a collective reads. */
+/* Inputs and users (CSR), groups, each collective's first wait, each
+ * wait's collective, the waits a collective reads. */
 static void
 users_and_waits (SgSchedProblem *P)
 {
@@ -240,13 +245,19 @@ users_and_waits (SgSchedProblem *P)
   P->coll_of = g_new (SgNodeId, (size_t)MAX (n, 1));
   P->feeds_coll = g_new0 (uint8_t, (size_t)MAX (n, 1));
   P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
+  P->ifirst = g_new (uint32_t, (size_t)n + 1);
+  P->group = g_new (int32_t, (size_t)MAX (n, 1));
+  P->ifirst[0] = 0;
   for (SgNodeId i = 0; i < n; i++) {
     P->wait_of[i] = P->coll_of[i] = SG_NO_NODE;
+    P->group[i] = g->nodes[i].group;
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, i, &k);
+    P->ifirst[i + 1] = P->ifirst[i] + k;
     for (uint32_t j = 0; j < k; j++)
       P->ufirst[in[j] + 1]++;
   }
+  P->ins = g_new (SgNodeId, (size_t)P->ifirst[n] + 1);
   for (SgNodeId i = 0; i < n; i++)
     P->ufirst[i + 1] += P->ufirst[i];
   P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
@@ -254,6 +265,7 @@ users_and_waits (SgSchedProblem *P)
   for (SgNodeId i = 0; i < n; i++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, i, &k);
+    memcpy (P->ins + P->ifirst[i], in, sizeof (SgNodeId) * k);
     for (uint32_t j = 0; j < k; j++)
       P->users[fill[in[j]]++] = i;
     for (uint32_t j = 0; j < k; j++)
@@ -432,6 +444,7 @@ sg_sched_problem_clear (SgSchedProblem *P)
 {
   g_free (P->role);
   g_free (P->cost);
+  g_free (P->kslot);
   g_free (P->alloc);
   g_free (P->root);
   g_free (P->comm);
@@ -455,6 +468,9 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->due_rank);
   g_free (P->gfirst);
   g_free (P->ufirst);
+  g_free (P->ifirst);
+  g_free (P->ins);
+  g_free (P->group);
   g_free (P->users);
   g_free (P->profile);
 }

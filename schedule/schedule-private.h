@@ -153,15 +153,14 @@ typedef struct {
 void sg_eng_save (const SgSimEngine *e, SgEngSnap *s);
 void sg_eng_restore (SgSimEngine *e, const SgEngSnap *s);
 void sg_eng_snap_clear (SgEngSnap *s);
-/* The first row @e has not finished (every row before it has), or n_rows. */
-int32_t sg_eng_first_unfinished (const SgSimEngine *e);
 /* Gives engine @dst (made by sg_eng_init for the same graph and rates,
- * without node times or a clock log) @src's state. Rows below *@lo must be
- * finished in both and the same: *@lo is 0, or what the last copy into
- * @dst set, with @dst since back at that state and @src on from it along
- * the same order (past a point where @src went back to an earlier state,
- * lower *@lo to sg_eng_first_unfinished of that state). Sets *@lo to
- * @src's first unfinished row. O(groups + rows from *@lo). */
+ * without node times or a clock log) @src's state, as far as the engine's
+ * future depends on it (a finished row's times are not copied again).
+ * Rows below *@lo must be the same collectives in both: *@lo is 0, or what
+ * the last copy into @dst set, with @dst since back at that state and
+ * @src on from it along the same order (when @src goes back to an earlier
+ * state, lower *@lo to that state's n_rows). Sets *@lo to @src's n_rows.
+ * O(groups + rows queued in either + rows from *@lo). */
 void sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo);
 /* Collective @c's pair rates beside each kernel slot (n_slots entries):
  * the engine's table, or its global factors. */
@@ -248,6 +247,7 @@ typedef struct {
   int32_t n, n_groups;
   uint8_t *role;
   double *cost;
+  uint8_t *kslot;    /* compute with a cost -> its kernel slot (sg_eng_compute_in), else 0 */
   uint64_t *alloc;   /* bytes a node allocates (0 for aliases) */
   SgNodeId *root;    /* storage root of every node */
   uint64_t *comm;    /* bytes a collective moves */
@@ -284,6 +284,9 @@ typedef struct {
                        * through such nodes: placed as soon as it is ready */
   uint32_t *ufirst;  /* users CSR (g is const here) */
   SgNodeId *users;
+  uint32_t *ifirst;  /* inputs CSR: the graph's, compact (the nodes are 112 bytes) */
+  SgNodeId *ins;
+  int32_t *group;    /* collective -> its group */
   uint64_t *profile; /* live bytes of the input order, by id */
   uint64_t peak_in, limit;
   uint64_t max_in_flight;
@@ -296,11 +299,31 @@ typedef struct {
 } SgSchedProblem;
 
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
-/* The part sg_polish reads: g, n, n_groups, role, cost, alloc, base_us,
+/* The part sg_polish reads: g, n, n_groups, role, cost, kslot, alloc, base_us,
  * compute_us, root, profile, peak_in and the limits; the rest stays NULL
  * (sg_sched_problem_clear frees either). */
 void sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
 void sg_sched_problem_clear (SgSchedProblem *P);
+
+/* sg_eng_place of node @x on @e (an engine without node times, of
+ * P->g's cost model's rates), with the role, cost and kernel slot the
+ * problem looked up. */
+static inline void
+sg_sched_place (const SgSchedProblem *P, SgSimEngine *e, SgNodeId x)
+{
+  if (P->role[x] == SG_ROLE_COMPUTE)
+    sg_eng_compute_in (e, x, P->cost[x], P->kslot[x]);
+  else
+    sg_eng_place (e, x);
+}
+
+/* The inputs of node @x (P->ins, P->ifirst), *@k of them. */
+static inline const SgNodeId *
+sg_sched_inputs (const SgSchedProblem *P, SgNodeId x, uint32_t *k)
+{
+  *k = P->ifirst[x + 1] - P->ifirst[x];
+  return P->ins + P->ifirst[x];
+}
 
 /* The boost that ranks compute by the critical path (cp_rank) instead of
  * the input order. */

@@ -10,9 +10,9 @@
  * each queue at its saved tail, and forgets the collectives issued since.
  * Node times (track_nodes) are not saved.
  * sg_eng_copy_state gives a second engine an engine's state, for searches
- * that run side by side (polish.c): rows finished at its last copy are
- * the same in both and are not copied again, so a copy costs O(groups +
- * rows not finished then).
+ * that run side by side (polish.c): of the collectives both issued, only
+ * those still queued in either are copied, so a copy costs O(groups +
+ * queued rows + rows issued since the last copy).
  * Requires: an engine of sim.c. Invalidates: nothing.
  */
 #include <string.h>
@@ -116,14 +116,14 @@ sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
   }
 }
 
-int32_t
-sg_eng_first_unfinished (const SgSimEngine *e)
+/* Row @r of @dst (the same collective in both) takes @src's state. */
+static inline void
+copy_row (SgSimEngine *dst, const SgSimEngine *src, int32_t r)
 {
-  int32_t lo = e->n_rows;
-  for (int32_t grp = 0; grp < e->n_groups; grp++)
-    if (e->ghead[grp] >= 0)
-      lo = MIN (lo, e->ghead[grp]); /* a queue holds its group's unfinished rows */
-  return lo;
+  dst->rows[r] = src->rows[r];
+  dst->rnext[r] = src->rnext[r];
+  dst->rem[r] = src->rem[r];
+  dst->fin[r] = src->fin[r];
 }
 
 void
@@ -132,9 +132,23 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
   g_return_if_fail (dst->g == src->g && dst->n_slots == src->n_slots);
   size_t ng = (size_t)MAX (src->g->n_groups, 1), ns = (size_t)src->n_slots;
   int32_t from = MIN (*lo, MIN (dst->n_rows, src->n_rows));
+  /* Below from the rows are the same collectives: those finished in both
+   * are alike; the others run or wait in a queue of one of them (a
+   * queue's rows come in issue order). @dst's links are read before its
+   * rows are written. */
+  for (int32_t grp = 0; grp < dst->n_groups; grp++)
+    for (int32_t r = dst->ghead[grp]; r >= 0 && r < from;) {
+      int32_t next = dst->rnext[r];
+      copy_row (dst, src, r);
+      r = next;
+    }
+  for (int32_t grp = 0; grp < src->n_groups; grp++)
+    for (int32_t r = src->ghead[grp]; r >= 0 && r < from; r = src->rnext[r])
+      copy_row (dst, src, r);
+  /* From there on, whole rows (a row's rates are its collective's, set at
+   * its issue) */
   for (int32_t r = from; r < dst->n_rows; r++)
     dst->row_of[dst->rows[r].node] = -1;
-  /* a row's rates are its collective's (set at its issue) */
   for (int32_t r = from; r < src->n_rows; r++) {
     if (r >= dst->n_rows || dst->rows[r].node != src->rows[r].node) {
       memcpy (dst->rates + (size_t)r * ns, src->rates + (size_t)r * ns, ns * sizeof *dst->rates);
@@ -170,7 +184,7 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
   dst->ud = own.ud;
   copy_groups (ng, dst->hold, dst->hold_at, dst->ghead, dst->gtail, src->hold, src->hold_at,
                src->ghead, src->gtail);
-  *lo = sg_eng_first_unfinished (src);
+  *lo = src->n_rows;
 }
 
 void

@@ -192,9 +192,24 @@ same_engine (const SgSimEngine *a, const SgSimEngine *b)
     ck_assert ((a->row_of[x] >= 0) == (b->row_of[x] >= 0));
 }
 
-/* An engine walks the input order; now and then a copy takes its state
- * (copies go on by themselves, then return), and now and then the walk
- * goes back to an earlier save: the copy always goes on as the walk. */
+/* Swaps ord[p] and ord[p + 1] when neither reads the other. */
+static void
+swap_if_free (const SgGraph *g, SgNodeId *ord, int32_t p)
+{
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, ord[p + 1], &k);
+  for (uint32_t j = 0; j < k; j++)
+    if (in[j] == ord[p])
+      return;
+  SgNodeId t = ord[p];
+  ord[p] = ord[p + 1];
+  ord[p + 1] = t;
+}
+
+/* An engine walks an order; now and then a copy takes its state (copies
+ * go on by themselves, then return), and now and then the walk goes back
+ * to an earlier save and on along another order (adjacent nodes swapped):
+ * the copy always goes on as the walk. */
 START_TEST (an_engine_copy_goes_on_as_the_engine)
 {
   int ng;
@@ -203,6 +218,9 @@ START_TEST (an_engine_copy_goes_on_as_the_engine)
     const SgGraph *g = gs[i];
     int32_t n = g->n_nodes;
     GRand *rng = g_rand_new_with_seed ((guint32)i + 1);
+    g_autofree SgNodeId *ord = g_new (SgNodeId, (size_t)n);
+    for (SgNodeId x = 0; x < n; x++)
+      ord[x] = x;
     SgSimEngine walk, copy, check;
     sg_eng_init (&walk, g, NULL, false);
     sg_eng_init (&copy, g, NULL, false);
@@ -219,8 +237,8 @@ START_TEST (an_engine_copy_goes_on_as_the_engine)
         int32_t clo = 0;
         sg_eng_copy_state (&check, &walk, &clo);
         for (int32_t q = p; q < MIN (n, p + 40); q++) {
-          sg_eng_place (&copy, q);
-          sg_eng_place (&check, q);
+          sg_eng_place (&copy, ord[q]);
+          sg_eng_place (&check, ord[q]);
         }
         same_engine (&copy, &check);
         sg_eng_clear (&check);
@@ -230,14 +248,21 @@ START_TEST (an_engine_copy_goes_on_as_the_engine)
         sg_eng_save (&walk, &back);
         back_pos = p;
       } else if (back_pos >= 0 && g_rand_int_range (rng, 0, 16) == 0) {
-        /* the walk goes back and on again along the same order */
+        /* the walk goes back, and on along another order */
         sg_eng_restore (&walk, &back);
-        lo = MIN (lo, sg_eng_first_unfinished (&walk));
+        lo = MIN (lo, walk.n_rows);
+        if (g_rand_int_range (rng, 0, 2) == 0) {
+          sg_eng_copy_state (&copy, &walk, &lo); /* back with the walk */
+          same_engine (&copy, &walk);
+        }
+        for (int32_t q = back_pos; q + 1 < p; q++)
+          if (g_rand_int_range (rng, 0, 2) == 0)
+            swap_if_free (g, ord, q);
         for (int32_t q = back_pos; q < p; q++)
-          sg_eng_place (&walk, q);
+          sg_eng_place (&walk, ord[q]);
         back_pos = -1;
       }
-      sg_eng_place (&walk, p);
+      sg_eng_place (&walk, ord[p]);
     }
     sg_eng_copy_state (&copy, &walk, &lo);
     same_engine (&copy, &walk);
@@ -348,6 +373,7 @@ same_problem (const SgSchedProblem *a, const SgSchedProblem *b)
   int32_t n = a->n;
   SAME_ARRAY (role, n);
   SAME_ARRAY (cost, n);
+  SAME_ARRAY (kslot, n);
   SAME_ARRAY (alloc, n);
   SAME_ARRAY (base_us, n + 1);
   SAME_ARRAY (profile, n);
@@ -370,6 +396,9 @@ same_problem (const SgSchedProblem *a, const SgSchedProblem *b)
   SAME_ARRAY (wait_idx, n);
   SAME_ARRAY (ufirst, n + 1);
   SAME_ARRAY (users, a->ufirst[n]);
+  SAME_ARRAY (ifirst, n + 1);
+  SAME_ARRAY (ins, a->ifirst[n]);
+  SAME_ARRAY (group, n);
   SAME_ARRAY (gorder, a->n_colls);
   ck_assert (a->peak_in == b->peak_in && a->limit == b->limit);
   ck_assert (a->n_colls == b->n_colls && a->n_waits == b->n_waits && a->n_roots == b->n_roots);
