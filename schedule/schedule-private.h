@@ -160,7 +160,8 @@ void sg_eng_snap_clear (SgEngSnap *s);
  * the last copy into @dst set, with @dst since back at that state and
  * @src on from it along the same order (when @src goes back to an earlier
  * state, lower *@lo to that state's n_rows). Sets *@lo to @src's n_rows.
- * O(groups + rows queued in either + rows from *@lo). */
+ * O(groups + rows finished or started in one of them, not the other +
+ * rows from *@lo). */
 void sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo);
 /* Collective @c's pair rates beside each kernel slot (n_slots entries):
  * the engine's table, or its global factors. */

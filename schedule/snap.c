@@ -11,8 +11,9 @@
  * Node times (track_nodes) are not saved.
  * sg_eng_copy_state gives a second engine an engine's state, for searches
  * that run side by side (polish.c): of the collectives both issued, only
- * those still queued in either are copied, so a copy costs O(groups +
- * queued rows + rows issued since the last copy).
+ * those one of them finished or started since are copied (and the queues'
+ * links), so a copy costs O(groups + those rows + rows issued since the
+ * last copy).
  * Requires: an engine of sim.c. Invalidates: nothing.
  */
 #include <string.h>
@@ -132,19 +133,28 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
   g_return_if_fail (dst->g == src->g && dst->n_slots == src->n_slots);
   size_t ng = (size_t)MAX (src->g->n_groups, 1), ns = (size_t)src->n_slots;
   int32_t from = MIN (*lo, MIN (dst->n_rows, src->n_rows));
-  /* Below from the rows are the same collectives: those finished in both
-   * are alike; the others run or wait in a queue of one of them (a
-   * queue's rows come in issue order). @dst's links are read before its
-   * rows are written. */
-  for (int32_t grp = 0; grp < dst->n_groups; grp++)
-    for (int32_t r = dst->ghead[grp]; r >= 0 && r < from;) {
-      int32_t next = dst->rnext[r];
+  /* Below from the rows are the same collectives, issued alike: those
+   * finished in both are alike, and so are those queued in both behind
+   * both heads (not started). A group's queue holds its rows in issue
+   * order, so the rest lie from the earlier head to the later one (one
+   * engine finished them, the other did not, or runs the head). */
+  int32_t q = from;
+  for (int32_t grp = 0; grp < src->n_groups; grp++) {
+    int32_t a = dst->ghead[grp], b = src->ghead[grp];
+    a = a < 0 ? INT32_MAX : a;
+    b = b < 0 ? INT32_MAX : b;
+    const SgSimEngine *early = a <= b ? dst : src;
+    int32_t later = MAX (a, b);
+    q = MIN (q, MIN (a, b));
+    for (int32_t r = early->ghead[grp]; r >= 0 && r < from && r <= later;) {
+      int32_t next = early->rnext[r]; /* read before @dst's row is written */
       copy_row (dst, src, r);
       r = next;
     }
-  for (int32_t grp = 0; grp < src->n_groups; grp++)
-    for (int32_t r = src->ghead[grp]; r >= 0 && r < from; r = src->rnext[r])
-      copy_row (dst, src, r);
+  }
+  /* and the links of what may be queued (a tail's may now lead on) */
+  if (q < from)
+    memcpy (dst->rnext + q, src->rnext + q, (size_t)(from - q) * sizeof *dst->rnext);
   /* From there on, whole rows (a row's rates are its collective's, set at
    * its issue) */
   for (int32_t r = from; r < dst->n_rows; r++)

@@ -53,6 +53,48 @@ generated (int layers, int dp, int tp)
   return g;
 }
 
+/* Collectives issued one after another between GEMMs and waited for at
+ * the end: a long queue on one group. */
+static SgGraph *
+queued (void)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 512, 512);
+  tb_input (g, "y", "bfloat16", 2, 512, 8192);
+  char prev[16] = "x";
+  for (int i = 0; i < 12; i++) {
+    char w[16], ag[16], mm[16];
+    g_snprintf (w, sizeof w, "w%d", i);
+    g_snprintf (ag, sizeof ag, "ag%d", i);
+    g_snprintf (mm, sizeof mm, "mm%d", i);
+    tb_input (g, w, "bfloat16", 2, 4096, 512);
+    tb_all_gather (g, ag, w, "0");
+    tb_mm (g, mm, prev, "x");
+    g_strlcpy (prev, mm, sizeof prev);
+  }
+  tb_mm (g, "z", prev, "y");
+  char acc[16] = "";
+  for (int i = 0; i < 12; i++) {
+    char ag[16], wt[16], mm[16], sum[16];
+    g_snprintf (ag, sizeof ag, "ag%d", i);
+    g_snprintf (wt, sizeof wt, "wt%d", i);
+    g_snprintf (mm, sizeof mm, "u%d", i);
+    g_snprintf (sum, sizeof sum, "s%d", i);
+    tb_wait (g, wt, ag);
+    tb_mm (g, mm, wt, "x");
+    if (i == 0)
+      g_strlcpy (acc, mm, sizeof acc);
+    else {
+      tb_pointwise (g, sum, "aten.add.Tensor", acc, mm);
+      g_strlcpy (acc, sum, sizeof acc);
+    }
+  }
+  tb_output (g, 2, acc, "z");
+  st_estimate (g, 0.0, 1.2, 1.3);
+  return g;
+}
+
 /* The graphs every comparison runs on (transfer full, @n of them). */
 static SgGraph **
 test_graphs (int *n)
@@ -63,6 +105,7 @@ test_graphs (int *n)
   int k = 0;
   for (size_t i = 0; i < G_N_ELEMENTS (samples); i++)
     gs[k++] = load_sample (samples[i]);
+  gs[k++] = queued ();
   gs[k++] = generated (12, 2, 4);
   gs[k++] = generated (16, 8, 1);
   for (guint32 seed = 1; seed <= 4; seed++) {
