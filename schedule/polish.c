@@ -318,17 +318,40 @@ slot_clear (Slot *s)
     sg_eng_clear (&s->own);
 }
 
+/* Nodes per task of the setup's rate look-ups. */
+#define SETUP_CHUNK 65536
+
+/* The setup's tasks: whether overlap can cost more than exposing (the
+ * bound's rates of the collectives, a chunk of nodes each, on their own
+ * rates memo), then the slots' engines. */
 typedef struct {
   Walk *W;
-  bool equal;
-} SlotJob;
+  int32_t n_chunks;
+  bool *monotone; /* per chunk */
+} Setup;
 
 static void
-slot_init_task (gpointer data, int32_t i, int32_t worker)
+setup_task (gpointer data, int32_t i, int32_t worker)
 {
   (void)worker;
-  SlotJob *j = data;
-  slot_init (&j->W->slots[i], j->W->P, NULL, j->equal);
+  Setup *su = data;
+  Walk *W = su->W;
+  if (i >= su->n_chunks) {
+    slot_init (&W->slots[i - su->n_chunks], W->P, NULL, false);
+    return;
+  }
+  int32_t lo = i * SETUP_CHUNK, hi = MIN (W->n, lo + SETUP_CHUNK), nc = 0;
+  g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (hi - lo, 1));
+  for (SgNodeId x = lo; x < hi; x++)
+    if (W->P->role[x] == SG_ROLE_COLL)
+      colls[nc++] = x;
+  SgSimEngine e;
+  sg_eng_fork_rates (&e, &W->e);
+  SgBoundRates R;
+  sg_bound_rates_init (&R, &e, colls, nc);
+  su->monotone[i] = R.monotone;
+  sg_bound_rates_clear (&R);
+  sg_eng_fork_clear (&e);
 }
 
 /* Searches window @i of the batch on its slot (a task): the search, then
@@ -478,36 +501,29 @@ take_batch (Walk *W)
 }
 
 int32_t
-sg_polish (const SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res)
+sg_polish (SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res)
 {
   const SgGraph *g = P->g;
   int32_t n = g->n_nodes;
   Walk W = { .P = P, .g = g, .n = n };
   sg_eng_init (&W.e, g, NULL, false);
-  bool equal;
-  {
-    SgBoundRates R;
-    int32_t nc = 0;
-    g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (n, 1));
-    for (SgNodeId x = 0; x < n; x++)
-      if (P->role[x] == SG_ROLE_COLL)
-        colls[nc++] = x;
-    sg_bound_rates_init (&R, &W.e, colls, nc);
-    equal = !R.monotone;
-    sg_bound_rates_clear (&R);
-  }
   /* Windows are searched a batch at a time, one per slot: with one slot,
    * on the walk's engine, as the sequential walk does. */
   W.n_slots = MIN (sg_pool_size (pool), POLISH_MAX_SLOTS);
   W.batch = W.n_slots;
   W.slots = g_new0 (Slot, (size_t)W.n_slots);
   W.wins = g_new0 (Win, (size_t)W.n_slots);
-  if (W.n_slots == 1) {
-    slot_init (&W.slots[0], P, &W.e, equal);
-  } else {
-    SlotJob sj = { &W, equal };
-    sg_pool_run (pool, W.n_slots, slot_init_task, &sj);
-  }
+  Setup su = { .W = &W, .n_chunks = MAX ((n + SETUP_CHUNK - 1) / SETUP_CHUNK, 1) };
+  g_autofree bool *monotone = su.monotone = g_new (bool, (size_t)su.n_chunks);
+  sg_pool_run (pool, su.n_chunks + (W.n_slots > 1 ? W.n_slots : 0), setup_task, &su);
+  if (W.n_slots == 1)
+    slot_init (&W.slots[0], P, &W.e, false);
+  /* dominance means equality when overlap can lose */
+  bool equal = false;
+  for (int32_t i = 0; i < su.n_chunks; i++)
+    equal |= !monotone[i];
+  for (int32_t i = 0; i < W.n_slots; i++)
+    W.slots[i].Q.equal = equal;
   W.out = g_memdup2 (order, sizeof (SgNodeId) * (size_t)MAX (n, 1));
   W.pre = g_new0 (double, (size_t)n + 1);
   W.budget = MIN ((int64_t)STATES_PER_NODE * n + WINDOW_BUDGET, STATES_MAX);
@@ -534,6 +550,8 @@ sg_polish (const SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *
   g_autofree SgNodeId *out = W.out;
   if (W.improved == 0)
     return 0;
+  if (!P->profile)
+    sg_sched_problem_live (P);
   SgSimResult r;
   if (!sg_simulate (g, out, &r, NULL))
     return 0;

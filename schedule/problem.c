@@ -2,7 +2,8 @@
  * costs, bytes, users, each collective's wait and deadline, what compute
  * feeds, and the input order's live-bytes profile with the memory limit.
  * sg_sched_problem_init_basic computes only what the polish reads (roles,
- * costs, the input order's compute and live bytes, the limits).
+ * costs, the input order's compute, the limits' settings); the live bytes
+ * (sg_sched_problem_live) only when the polish needs the memory limit.
  * The orders by key (critical path, due) are stable radix sorts of the
  * keys' bits in id order: what sorting by (key, id) gives.
  * The node loop runs in chunks, and the parts that need only the nodes and
@@ -206,10 +207,17 @@ basic_nodes (SgSchedProblem *P, SgPool *pool)
   P->compute_us = P->base_us[n];
 }
 
-/* The input order's live bytes (storage roots, profile, peak) and the
- * limits. */
+/* The limits of @cfg (NULL: the defaults). */
 static void
-live_profile (SgSchedProblem *P, const SgConfig *cfg)
+limits (SgSchedProblem *P, const SgConfig *cfg)
+{
+  P->peak_increase = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
+  P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
+  P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
+}
+
+void
+sg_sched_problem_live (SgSchedProblem *P)
 {
   const SgGraph *g = P->g;
   P->profile = g_new (uint64_t, (size_t)MAX (P->n, 1));
@@ -217,10 +225,7 @@ live_profile (SgSchedProblem *P, const SgConfig *cfg)
   if (!P->root)
     P->root = sg_graph_storage_roots (g);
   P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
-  double inc = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
-  P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
-  P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
-  P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
+  P->limit = (uint64_t)((double)P->peak_in * (1.0 + P->peak_increase));
 }
 
 void
@@ -230,8 +235,8 @@ sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig
   P->g = g;
   P->n = g->n_nodes;
   P->n_groups = g->n_groups;
+  limits (P, cfg);
   basic_nodes (P, cfg ? cfg->pool : NULL);
-  live_profile (P, cfg);
 }
 
 /* Inputs and users (CSR), groups, each collective's first wait, each
@@ -402,7 +407,7 @@ part_task (gpointer data, int32_t task, int32_t worker)
   SgSchedProblem *P = parts->P;
   switch (task) {
   case 0:
-    live_profile (P, parts->cfg);
+    sg_sched_problem_live (P);
     break;
   case 1:
     input_ends (P);
@@ -429,6 +434,7 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   P->g = g;
   P->n = g->n_nodes;
   P->n_groups = g->n_groups;
+  limits (P, cfg);
   SgPool *pool = cfg ? cfg->pool : NULL;
   P->comm = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   P->in_bytes = g_new0 (uint64_t, (size_t)MAX (P->n, 1));

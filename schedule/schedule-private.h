@@ -130,6 +130,12 @@ sg_sim_cost_ok (double c)
 }
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
 void sg_eng_clear (SgSimEngine *e);
+/* An engine for rate look-ups (sg_eng_pair_rates, sg_eng_rates_entry,
+ * sg_bound_rates_init) on another thread: @src's state, its arrays shared
+ * (read-only, and @src must not change while @dst is used), a rates memo
+ * of its own. Clear it with sg_eng_fork_clear (the arrays stay @src's). */
+void sg_eng_fork_rates (SgSimEngine *dst, const SgSimEngine *src);
+void sg_eng_fork_clear (SgSimEngine *e);
 /* A saved engine state, O(groups x SG_SNAP_PREFIX): searches save at each
  * depth and restore when they backtrack. Per group it keeps the first
  * SG_SNAP_PREFIX queued collectives; the ones queued behind them have not
@@ -290,6 +296,7 @@ typedef struct {
   int32_t *group;    /* collective -> its group */
   uint64_t *profile; /* live bytes of the input order, by id */
   uint64_t peak_in, limit;
+  double peak_increase; /* limit = peak_in x (1 + peak_increase) */
   uint64_t max_in_flight;
   int32_t prefetch_limit;
   /* Tests: every step grows the deferred waits' reservations one wait at a
@@ -301,9 +308,12 @@ typedef struct {
 
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
 /* The part sg_polish reads: g, n, n_groups, role, cost, kslot, alloc, base_us,
- * compute_us, root, profile, peak_in and the limits; the rest stays NULL
- * (sg_sched_problem_clear frees either). */
+ * compute_us and the limits' settings; the rest stays NULL, root, profile,
+ * peak_in and limit too until sg_sched_problem_live (sg_sched_problem_clear
+ * frees either). */
 void sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
+/* The input order's live bytes: root, profile, peak_in and limit. */
+void sg_sched_problem_live (SgSchedProblem *P);
 void sg_sched_problem_clear (SgSchedProblem *P);
 
 /* sg_eng_place of node @x on @e (an engine without node times, of
@@ -491,5 +501,6 @@ bool sg_search_gave_up (const SgSearch *S);
  * polish.c); @res holds the order's step_us and peak_bytes on entry, and
  * nothing to free (it is overwritten). Returns the windows it changed;
  * when > 0, @order was improved and @res is its full simulation (clear
- * it). */
-int32_t sg_polish (const SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res);
+ * it). @P's live bytes are made (sg_sched_problem_live) when a changed
+ * order needs the limit and @P has none. */
+int32_t sg_polish (SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res);
