@@ -56,6 +56,31 @@ ls_release_early (Run *R, int32_t grp)
 #define ISSUE_LATER 8
 #define ISSUE_TRIES 8
 
+/* A group's last scan for collectives not ready: what it found, and the
+ * group's version and gnext it saw (the same again: the same result). */
+struct LsScan {
+  uint32_t ver;
+  int32_t from, n;
+  int32_t rank[ISSUE_LATER];
+};
+
+void
+ls_issue_init (Run *R)
+{
+  int32_t ng = MAX (R->P->n_groups, 1);
+  R->gver = g_new0 (uint32_t, (size_t)ng);
+  R->scan = g_new (struct LsScan, (size_t)ng);
+  for (int32_t i = 0; i < ng; i++)
+    R->scan[i].from = -1;
+}
+
+void
+ls_issue_clear (Run *R)
+{
+  g_free (R->gver);
+  g_free (R->scan);
+}
+
 /* Work of the group's head done so far. */
 static double
 head_done (const Run *R, int32_t grp)
@@ -215,12 +240,20 @@ ls_try_issue (Run *R, bool force)
       R->gnext[grp]++;
     u.n_later = 0;
     u.have_later = force;
-    for (int32_t i = R->gnext[grp]; !force && i < end && i - R->gnext[grp] < ISSUE_SCAN
-                                    && u.n_later < ISSUE_LATER;
-         i++) {
-      SgNodeId c = P->gorder[i];
-      if (!R->placed[c] && R->npend[c] > 0)
-        u.rank[u.n_later++] = i;
+    struct LsScan *sc = &R->scan[grp];
+    if (!force && (sc->from != R->gnext[grp] || sc->ver != R->gver[grp])) {
+      sc->from = R->gnext[grp];
+      sc->ver = R->gver[grp];
+      sc->n = 0;
+      for (int32_t i = sc->from; i < end && i - sc->from < ISSUE_SCAN && sc->n < ISSUE_LATER; i++) {
+        SgNodeId c = P->gorder[i];
+        if (!R->placed[c] && R->npend[c] > 0)
+          sc->rank[sc->n++] = i;
+      }
+    }
+    if (!force) {
+      u.n_later = sc->n;
+      memcpy (u.rank, sc->rank, sizeof (int32_t) * (size_t)sc->n);
     }
     double free_at = ls_group_free (R, grp);
     while (h->n > 0) {

@@ -102,6 +102,11 @@ typedef struct {
   Heap blocked; /* critical-path variant: ready compute blocked by a running collective */
   double done_us; /* compute work placed */
   int32_t *gnext; /* per group: first entry of P->gorder not issued */
+  /* Per group: bumped when one of its collectives becomes ready or is
+   * placed; ls_try_issue's scan for the ones not ready (issue.c) is kept
+   * with the version and the gnext it saw. */
+  uint32_t *gver;
+  struct LsScan *scan;
   Heap *rq;       /* per group: ready collectives by (P->due_rank, id) */
   /* Solo work per group: issued in all (gissued), of the finished
    * collectives (gdone); per collective (by P->due_rank), issued in its
@@ -152,6 +157,8 @@ void ls_defer_placed (Run *R, SgNodeId w);
 void ls_defer_finished (Run *R, SgNodeId w);
 
 /* issue.c */
+void ls_issue_init (Run *R);
+void ls_issue_clear (Run *R);
 bool ls_budget_allows (Run *R, SgNodeId c);
 bool ls_release_early (Run *R, int32_t grp);
 /* Engine time at which issued collective @c would end (solo work of its

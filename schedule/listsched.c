@@ -34,8 +34,10 @@ static void
 became_ready (Run *R, SgNodeId u)
 {
   const SgSchedProblem *P = R->P;
-  if (P->role[u] == SG_ROLE_COLL)
+  if (P->role[u] == SG_ROLE_COLL) {
     ls_heap_push (&R->rq[P->group[u]], KEY (P->due_rank[u], u));
+    R->gver[P->group[u]]++;
+  }
   if (P->role[u] != SG_ROLE_COMPUTE)
     return;
   if (P->free_feed[u])
@@ -151,6 +153,7 @@ ls_run_place (Run *R, SgNodeId x)
   switch ((SgRole)P->role[x]) {
   case SG_ROLE_COLL: {
     int32_t grp = P->group[x];
+    R->gver[grp]++;
     R->in_flight[grp] += P->comm[x];
     R->n_in_flight[grp]++;
     R->fifo_next[P->due_rank[x]] = -1;
@@ -337,6 +340,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
     R->mem_wait_c[i] = SG_NO_NODE;
   sg_memtree_init (&R->seg, n, P->profile);
   ls_defer_init (R);
+  ls_issue_init (R);
   sg_eng_init (&R->eng, P->g, NULL, P->full_sims);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
@@ -383,6 +387,7 @@ run_clear (Run *R)
   g_free (R->mem_wait_at);
   sg_memtree_clear (&R->seg);
   ls_defer_clear (R);
+  ls_issue_clear (R);
   sg_eng_clear (&R->eng);
   g_free (R->stack);
   g_free (R->done);

@@ -177,8 +177,9 @@ block_base (const SgMemTree *s, int32_t b)
   return s->badd[b] + tree_above (s, s->p2 + b);
 }
 
-/* Adds @v to positions [@l, @r) of one block, and fixes its ancestors. */
-static void
+/* Adds @v to positions [@l, @r) of one block and sets its leaf; false
+ * when the leaf keeps its value. */
+static bool
 block_add (SgMemTree *s, int32_t l, int32_t r, int64_t v)
 {
   int32_t b = l / MT_BLOCK, p = s->p2 + b;
@@ -195,11 +196,16 @@ block_add (SgMemTree *s, int32_t l, int32_t r, int64_t v)
     m = block_max (s, b);
   }
   if (m + s->badd[b] == s->t[p])
-    return;
+    return false;
   s->t[p] = m + s->badd[b];
-  tree_pull (s, p, p, 0);
+  return true;
 }
 
+/* The blocks in part (their values and leaves), the whole blocks between
+ * through the tree's nodes, then one pull up the two outer blocks' paths:
+ * the nodes the tree's loop adds to hang off the paths of the blocks just
+ * outside their range (or of its ends, when the range starts or ends on a
+ * block's edge). */
 void
 sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v)
 {
@@ -207,11 +213,11 @@ sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v)
     return;
   int32_t bl = l / MT_BLOCK, br = (r - 1) / MT_BLOCK;
   if (bl == br && (l % MT_BLOCK || r % MT_BLOCK)) {
-    block_add (s, l, r, v);
+    if (block_add (s, l, r, v))
+      tree_pull (s, s->p2 + bl, s->p2 + bl, 0);
     return;
   }
-  /* the blocks in part, then the whole ones through the tree */
-  int32_t fb = bl, fe = br + 1;
+  int32_t fb = bl, fe = br + 1, pl = bl, pr = br, k = 0;
   if (l % MT_BLOCK) {
     block_add (s, l, (bl + 1) * MT_BLOCK, v);
     fb++;
@@ -220,16 +226,13 @@ sg_memtree_add (SgMemTree *s, int32_t l, int32_t r, int64_t v)
     block_add (s, br * MT_BLOCK, r, v);
     fe--;
   }
-  if (fb >= fe)
-    return;
-  int32_t lo = fb + s->p2, hi = fe + s->p2, l0 = lo, r0 = hi, k = 0;
-  for (; lo < hi; lo >>= 1, hi >>= 1, k++) {
+  for (int32_t lo = fb + s->p2, hi = fe + s->p2; lo < hi; lo >>= 1, hi >>= 1, k++) {
     if (lo & 1)
       tree_apply (s, lo++, v);
     if (hi & 1)
       tree_apply (s, --hi, v);
   }
-  tree_pull (s, l0, r0 - 1, k);
+  tree_pull (s, s->p2 + pl, s->p2 + pr, k);
 }
 
 /* The first position of [@l, @r) (one block) holding its largest value,
@@ -248,53 +251,26 @@ span_max (const SgMemTree *s, int32_t l, int32_t r, int32_t *at)
   return m;
 }
 
-/* Maximum over the blocks [@l, @r) (tree leaves); *leaf gets a block
- * holding it. Nothing is pushed: each side's best is kept relative to
- * the node its nodes lie under and gets that node's pending add at each
- * step up, the rest above at the end. */
-static int64_t
-blocks_max (const SgMemTree *s, int32_t l, int32_t r, int32_t *leaf)
+/* A position of block @b holding its largest value, @p the tree node the
+ * search stops at (a leaf, or a node to follow down first). */
+static int32_t
+max_position (const SgMemTree *s, int32_t p)
 {
-  l += s->p2;
-  r += s->p2;
-  int64_t ml = INT64_MIN, mr = INT64_MIN;
-  int32_t bl = -1, br = -1;
-  for (; l < r;) {
-    if (l & 1) {
-      if (bl < 0 || s->t[l] > ml) {
-        ml = s->t[l];
-        bl = l;
-      }
-      l++;
-    }
-    if (r & 1) {
-      r--;
-      if (br < 0 || s->t[r] > mr) {
-        mr = s->t[r];
-        br = r;
-      }
-    }
-    l >>= 1;
-    r >>= 1;
-    if (bl >= 0)
-      ml += s->d[l - 1];
-    if (br >= 0)
-      mr += s->d[r];
-  }
-  if (bl >= 0)
-    ml += tree_above (s, l - 1);
-  if (br >= 0)
-    mr += tree_above (s, r);
-  bool left = br < 0 || (bl >= 0 && ml >= mr);
-  int32_t best = left ? bl : br;
   /* Pending adds of a node apply to both children alike: follow the
    * larger child down to a leaf. */
-  while (best < s->p2)
-    best = s->t[2 * best] >= s->t[2 * best + 1] ? 2 * best : 2 * best + 1;
-  *leaf = best - s->p2;
-  return left ? ml : mr;
+  while (p < s->p2)
+    p = s->t[2 * p] >= s->t[2 * p + 1] ? 2 * p : 2 * p + 1;
+  int32_t b = p - s->p2, at;
+  span_max (s, b * MT_BLOCK, (b + 1) * MT_BLOCK, &at);
+  return at;
 }
 
+/* Maximum over [l, r); *at (if not NULL) gets a position holding it. The
+ * first and last blocks in part or whole, the blocks between through the
+ * tree, in one walk up that pushes nothing: each side's best is kept
+ * relative to the node it lies under (at first the first and last
+ * blocks' leaves) and gets that node's parent's pending add at each step
+ * up, the rest above at the end. */
 int64_t
 sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at)
 {
@@ -305,26 +281,41 @@ sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at)
       *at = a;
     return m;
   }
-  /* the first block in part or whole, the last likewise, the blocks
-   * between through the tree; the leftmost maximum */
-  int64_t m = span_max (s, l, (bl + 1) * MT_BLOCK, &a) + block_base (s, bl);
-  int32_t b2;
-  if (br > bl + 1) {
-    int64_t mb = blocks_max (s, bl + 1, br, &b2);
-    if (mb > m) {
-      m = mb;
-      span_max (s, b2 * MT_BLOCK, (b2 + 1) * MT_BLOCK, &a);
+  int32_t al, ar;
+  int64_t ml = span_max (s, l, (bl + 1) * MT_BLOCK, &al) + s->badd[bl];
+  int64_t mr = span_max (s, br * MT_BLOCK, r, &ar) + s->badd[br];
+  int32_t nl = -1, nr = -1; /* the tree node holding a side's best, -1: its block in part */
+  int32_t lo = s->p2 + bl + 1, hi = s->p2 + br;
+  while (lo < hi) {
+    if (lo & 1) {
+      if (s->t[lo] > ml) {
+        ml = s->t[lo];
+        nl = lo;
+      }
+      lo++;
     }
+    if (hi & 1) {
+      hi--;
+      if (s->t[hi] > mr) {
+        mr = s->t[hi];
+        nr = hi;
+      }
+    }
+    lo >>= 1;
+    hi >>= 1;
+    ml += s->d[lo - 1];
+    mr += s->d[hi];
   }
-  int32_t a2;
-  int64_t mt = span_max (s, br * MT_BLOCK, r, &a2) + block_base (s, br);
-  if (mt > m) {
-    m = mt;
-    a = a2;
+  ml += tree_above (s, lo - 1);
+  mr += tree_above (s, hi);
+  if (ml >= mr) {
+    if (at)
+      *at = nl < 0 ? al : max_position (s, nl);
+    return ml;
   }
   if (at)
-    *at = a;
-  return m;
+    *at = nr < 0 ? ar : max_position (s, nr);
+  return mr;
 }
 
 /* Position @i's value is @v less what is added to its whole block. */
