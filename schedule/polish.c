@@ -182,7 +182,49 @@ typedef struct {
   Front cur;                /* scratch */
   Front trail[HORIZON + 1]; /* the given order past the window */
   double given_step;        /* its step, when it ends within the horizon */
+  /* per node of the window and the horizon: a collective's rates entry,
+   * a wait's collective (what sg_eng_place looks up) */
+  int32_t arg[WINDOW_NODES + HORIZON];
 } Polish;
+
+/* Looks up what placing out[@pos, @h) needs. */
+static void
+look_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t h)
+{
+  for (int32_t i = pos; i < h; i++) {
+    SgNodeId x = out[i];
+    switch ((SgRole)Q->P->role[x]) {
+    case SG_ROLE_COLL:
+      Q->arg[i - pos] = sg_eng_rates_entry (Q->e, x, NULL);
+      break;
+    case SG_ROLE_WAIT:
+      Q->arg[i - pos] = sg_node_wait_target (Q->g, x);
+      break;
+    case SG_ROLE_COMPUTE:
+      Q->arg[i - pos] = 0;
+      break;
+    }
+  }
+}
+
+/* sg_eng_place of @x (no node times), with what look_up found (@arg). */
+static inline void
+place_at (Polish *Q, SgNodeId x, int32_t arg)
+{
+  SgSimEngine *e = Q->e;
+  switch ((SgRole)Q->P->role[x]) {
+  case SG_ROLE_COLL:
+    sg_eng_issue_entry (e, x, arg);
+    break;
+  case SG_ROLE_WAIT:
+    if (arg != SG_NO_NODE && e->row_of[arg] >= 0)
+      sg_eng_wait (e, x, arg);
+    break;
+  case SG_ROLE_COMPUTE:
+    sg_eng_compute_in (e, x, Q->P->cost[x], Q->P->kslot[x]);
+    break;
+  }
+}
 
 /* Simulates the given order over the window and HORIZON nodes past it
  * from the window's start, saving the state at each node past it (and the
@@ -192,12 +234,13 @@ given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
 {
   int32_t n = Q->g->n_nodes, h = MIN (n, end + HORIZON);
   sg_eng_restore (Q->e, &Q->at);
+  look_up (Q, out, pos, h);
   for (int32_t i = pos; i < end; i++)
-    sg_sched_place (Q->P, Q->e, out[i]);
+    place_at (Q, out[i], Q->arg[i - pos]);
   for (int32_t p = end; p <= h; p++) {
     front_of (Q->e, Q->ng, &Q->trail[p - end]);
     if (p < h)
-      sg_sched_place (Q->P, Q->e, out[p]);
+      place_at (Q, out[p], Q->arg[p - pos]);
   }
   Q->given_step = 0.0;
   if (h == n) {
@@ -207,16 +250,17 @@ given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
   }
 }
 
-/* Does the window order @cand for out[@pos, @end), placed on the window's
- * start and followed by the given order, catch up with the given order
- * (given_trail) within HORIZON nodes, or end with a shorter step? */
+/* Does the window order @cand (window positions) for out[@pos, @end),
+ * placed on the window's start and followed by the given order, catch up
+ * with the given order (given_trail) within HORIZON nodes, or end with a
+ * shorter step? */
 static bool
-catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNodeId *cand)
+catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const int32_t *cand)
 {
   int32_t n = Q->g->n_nodes, h = MIN (n, end + HORIZON);
   sg_eng_restore (Q->e, &Q->at);
   for (int32_t i = 0; i < end - pos; i++)
-    sg_sched_place (Q->P, Q->e, cand[i]);
+    place_at (Q, out[pos + cand[i]], Q->arg[cand[i]]);
   for (int32_t p = end; p <= h; p++) {
     /* front_dominates's first test, on the clock, before taking the
      * candidate's front */
@@ -228,7 +272,7 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const SgNo
         return true;
     }
     if (p < h)
-      sg_sched_place (Q->P, Q->e, out[p]);
+      place_at (Q, out[p], Q->arg[p - pos]);
   }
   if (h < n)
     return false;
@@ -258,7 +302,8 @@ typedef struct {
   int32_t lo; /* sg_eng_copy_state into own */
   SgSearch *S;
   Polish Q;   /* Q.e: the engine */
-  SgNodeId cand[WINDOW_NODES];
+  int32_t cpos[WINDOW_NODES]; /* a kept order (window positions) */
+  SgNodeId cand[WINDOW_NODES]; /* its nodes */
 } Slot;
 
 /* A window to search: what the sequential walk would give it (given that
@@ -377,13 +422,15 @@ window_task (gpointer data, int32_t i, int32_t worker)
   w->took = false;
   bool traced = false;
   for (int32_t k = 0; k < MIN (sg_search_n_kept (s->S), w->tries) && !w->took; k++) {
-    sg_search_kept (s->S, k, s->cand);
+    sg_search_kept_positions (s->S, k, s->cpos);
+    for (int32_t i = 0; i < m; i++)
+      s->cand[i] = out[w->pos + s->cpos[i]];
     if (memcmp (s->cand, out + w->pos, sizeof (SgNodeId) * (size_t)m) == 0)
       continue;
     if (!traced)
       given_trail (&s->Q, out, w->pos, w->end);
     traced = true;
-    w->took = catches_up (&s->Q, out, w->pos, w->end, s->cand);
+    w->took = catches_up (&s->Q, out, w->pos, w->end, s->cpos);
     w->checks++;
   }
   sg_eng_restore (e, &s->Q.at);

@@ -486,6 +486,8 @@ bool sg_search_run (SgSearch *S, double incumbent);
 /* EARLY: the orders kept, best score first (m ids each). */
 int32_t sg_search_n_kept (const SgSearch *S);
 void sg_search_kept (const SgSearch *S, int32_t k, SgNodeId *out);
+/* The same as window positions (0 .. m-1 of @nodes). */
+void sg_search_kept_positions (const SgSearch *S, int32_t k, int32_t *out);
 /* The best order found (m ids). */
 void sg_search_result (const SgSearch *S, SgNodeId *out);
 /* STEP: its step. */

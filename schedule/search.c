@@ -306,6 +306,13 @@ sg_search_kept (const SgSearch *S, int32_t k, SgNodeId *out)
     out[i] = S->node[S->kept[k][i]];
 }
 
+void
+sg_search_kept_positions (const SgSearch *S, int32_t k, int32_t *out)
+{
+  g_return_if_fail (k >= 0 && k < S->n_kept);
+  memcpy (out, S->kept[k], sizeof (int32_t) * (size_t)S->m);
+}
+
 double
 sg_search_value (const SgSearch *S)
 {
