@@ -594,11 +594,13 @@ sg_polish (SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res)
   g_free (W.wins);
   g_free (W.pre);
   sg_eng_clear (&W.e);
+  if (W.n_slots > 1)
+    sg_pool_trim (pool);
   g_autofree SgNodeId *out = W.out;
   if (W.improved == 0)
     return 0;
-  if (!P->profile)
-    sg_sched_problem_live (P);
+  if (!P->has_limit)
+    sg_sched_problem_live (P, false);
   SgSimResult r;
   if (!sg_simulate (g, out, &r, NULL))
     return 0;

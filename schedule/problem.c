@@ -3,7 +3,8 @@
  * feeds, and the input order's live-bytes profile with the memory limit.
  * sg_sched_problem_init_basic computes only what the polish reads (roles,
  * costs, the input order's compute, the limits' settings); the live bytes
- * (sg_sched_problem_live) only when the polish needs the memory limit.
+ * (sg_sched_problem_live, without the profile) only when the polish needs
+ * the memory limit.
  * The orders by key (critical path, due) are stable radix sorts of the
  * keys' bits in id order: what sorting by (key, id) gives.
  * The node loop runs in chunks, and the parts that need only the nodes and
@@ -217,15 +218,17 @@ limits (SgSchedProblem *P, const SgConfig *cfg)
 }
 
 void
-sg_sched_problem_live (SgSchedProblem *P)
+sg_sched_problem_live (SgSchedProblem *P, bool profile)
 {
   const SgGraph *g = P->g;
-  P->profile = g_new (uint64_t, (size_t)MAX (P->n, 1));
+  if (profile)
+    P->profile = g_new (uint64_t, (size_t)MAX (P->n, 1));
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   if (!P->root)
     P->root = sg_graph_storage_roots (g);
   P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
   P->limit = (uint64_t)((double)P->peak_in * (1.0 + P->peak_increase));
+  P->has_limit = true;
 }
 
 void
@@ -407,7 +410,7 @@ part_task (gpointer data, int32_t task, int32_t worker)
   SgSchedProblem *P = parts->P;
   switch (task) {
   case 0:
-    sg_sched_problem_live (P);
+    sg_sched_problem_live (P, true);
     break;
   case 1:
     input_ends (P);

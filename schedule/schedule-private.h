@@ -297,6 +297,7 @@ typedef struct {
   uint64_t *profile; /* live bytes of the input order, by id */
   uint64_t peak_in, limit;
   double peak_increase; /* limit = peak_in x (1 + peak_increase) */
+  bool has_limit;       /* peak_in and limit are made */
   uint64_t max_in_flight;
   int32_t prefetch_limit;
   /* Tests: every step grows the deferred waits' reservations one wait at a
@@ -309,11 +310,12 @@ typedef struct {
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
 /* The part sg_polish reads: g, n, n_groups, role, cost, kslot, alloc, base_us,
  * compute_us and the limits' settings; the rest stays NULL, root, profile,
- * peak_in and limit too until sg_sched_problem_live (sg_sched_problem_clear
+ * peak_in and limit too (has_limit false) until sg_sched_problem_live (sg_sched_problem_clear
  * frees either). */
 void sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
-/* The input order's live bytes: root, profile, peak_in and limit. */
-void sg_sched_problem_live (SgSchedProblem *P);
+/* The input order's live bytes: root, peak_in and limit, and with
+ * @profile, profile. */
+void sg_sched_problem_live (SgSchedProblem *P, bool profile);
 void sg_sched_problem_clear (SgSchedProblem *P);
 
 /* sg_eng_place of node @x on @e (an engine without node times, of
@@ -351,6 +353,13 @@ sg_sched_inputs (const SgSchedProblem *P, SgNodeId x, uint32_t *k)
  * the run drove the simulator's engine through it. */
 SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
                                 bool shield, SgScheduleStats *st, SgSimResult *res);
+
+/* After a job whose tasks freed large working sets on the pool's threads
+ * (scheduler.c): glibc keeps what a thread frees in that thread's arena,
+ * which the passes that follow on the calling thread do not allocate
+ * from; gives the free pages of every arena back (malloc_trim). Nothing
+ * without a pool of several threads. */
+void sg_pool_trim (SgPool *pool);
 
 /* --- the lower bound's pieces (bound.c) ------------------------------------ */
 

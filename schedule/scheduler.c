@@ -25,6 +25,9 @@
  * polish's.
  */
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "schedule-private.h"
 
@@ -187,6 +190,24 @@ variant_task (gpointer data, int32_t task, int32_t worker)
   g_mutex_unlock (&C->lock);
 }
 
+/* Moves @r's arrays to new blocks: made while the variants ran, they would
+ * keep the heap's top up once the variants' arrays are freed (the
+ * simulation outlives the pass). */
+static void
+sim_move_down (SgSimResult *r)
+{
+  size_t n = (size_t)r->n_nodes;
+  SgCollRow *rows = g_memdup2 (r->rows, sizeof *rows * (size_t)MAX (r->n_rows, 1));
+  double *start = g_memdup2 (r->node_start, sizeof (double) * n);
+  double *end = g_memdup2 (r->node_end, sizeof (double) * n);
+  g_free (r->rows);
+  g_free (r->node_start);
+  g_free (r->node_end);
+  r->rows = rows;
+  r->node_start = start;
+  r->node_end = end;
+}
+
 SgNodeId *
 sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *stats,
                      GError **error)
@@ -257,6 +278,7 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   sg_pool_run (pool, nj, variant_task, &C);
   g_mutex_clear (&C.lock);
   g_assert (C.next == nj);
+  sg_pool_trim (pool);
   SgNodeId *best = C.best;
   SgSimResult best_res = C.best_res;
   /* windows of the winner improved by exact search (polish.c) */
@@ -277,7 +299,20 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
     sg_sim_result_clear (&C.best_sim);
   }
   sg_sched_problem_clear (&P);
+  if (sim && sim->n_nodes > 0)
+    sim_move_down (sim);
   return best;
+}
+
+void
+sg_pool_trim (SgPool *pool)
+{
+#ifdef __GLIBC__
+  if (sg_pool_size (pool) > 1)
+    malloc_trim (0);
+#else
+  (void)pool;
+#endif
 }
 
 /* Records the hiding relation of the graph's order as implicit edges
