@@ -56,6 +56,12 @@ static const struct {
   { 1024, SG_BOOST_CRITICAL_PATH, true, "critical-path" },
 };
 
+/* Node times the variants running at once may keep (16 bytes a node
+ * each) for the winner's run to be kept as the graph's simulation: past
+ * it the chosen order is simulated again instead (1M nodes, 7 variants
+ * at once: 112 MB). */
+#define TRACKED_BYTES_MAX ((size_t)64 << 20)
+
 /* Steps within this fraction of each other count as a tie (the order
  * tried first, keep-compute-order, wins those); ties go to less exposed
  * time, then to fewer fully exposed collectives. */
@@ -252,8 +258,7 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   }
   SgSchedProblem P;
   sg_sched_problem_init (&P, g, cfg);
-  /* the winner's run is its simulation: not made again */
-  P.full_sims = sim != NULL;
+
   st->peak_limit_bytes = P.limit;
   /* Variants are independent (the problem is read-only): they run on the
    * worker pool, and the choice is made in variant order (variant_task),
@@ -267,6 +272,11 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
     if (variants[v].shield || start_wait)
       jobs[nj++] = (VariantJob){ .v = v };
   SgPool *pool = cfg ? cfg->pool : NULL;
+  /* The winner's run is its simulation, not made again, when the node
+   * times every variant running at once then keeps are few. */
+  P.full_sims = sim != NULL
+                && (size_t)g->n_nodes * 2 * sizeof (double) * (size_t)MIN (sg_pool_size (pool), nj)
+                       <= TRACKED_BYTES_MAX;
   /* the best so far: totals only (the rows are not needed) */
   Choice C = { .P = &P, .jobs = jobs, .n = nj, .early_peaks = sg_pool_size (pool) >= nj,
                .input_peak = st->input_peak_bytes, .input_step = base->step_us,
@@ -293,7 +303,7 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   }
   if (sim) {
     *sim = C.best_sim;
-    if (st->variant >= 0 && st->n_polished == 0)
+    if (st->variant >= 0 && st->n_polished == 0 && P.full_sims)
       sim->peak_bytes = C.has_best_sim_peak ? C.best_sim_peak : sg_graph_peak_bytes (g, best);
   } else {
     sg_sim_result_clear (&C.best_sim);
