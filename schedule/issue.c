@@ -7,7 +7,10 @@
  * order, so it would delay the urgent one). Times are estimated from the
  * engine's queues and the input order's compute from the frontier on.
  * Limits (bytes and count in flight, memory) as before: a group over its
- * budget places the wait of a finished collective to free it.
+ * budget places the wait of a finished collective to free it. A group's
+ * scan for the collectives not ready is kept from call to call while none
+ * of its collectives became ready or was placed and its first entry not
+ * issued stays.
  * Mirrors: earliest-due-date sequencing with release times on one machine
  * (each group's stream), as list schedulers order their ready queue.
  * Requires: a Run (listsched-private.h). Invalidates: nothing.

@@ -2,7 +2,12 @@
  * in-window inputs and users, the compute each collective needs and feeds,
  * the frames; and the check that a window fits. sg_search_reset aims a
  * search at another window in the buffers it has (the polish searches
- * window after window): it sets everything sg_search_new sets.
+ * window after window): it sets everything sg_search_new sets. Positions
+ * are looked up in the caller's node-indexed array, or (none given) in a
+ * table of the window's nodes the search keeps, so that searches of one
+ * graph can run side by side. What placing a position takes (a
+ * collective's rates entry, a compute node's kernel slot) is looked up
+ * once per window.
  * Requires: an engine at the window's start. Invalidates: nothing.
  */
 #include <string.h>
