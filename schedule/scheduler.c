@@ -58,9 +58,9 @@ static const struct {
 
 /* Node times the variants running at once may keep (16 bytes a node
  * each) for the winner's run to be kept as the graph's simulation: past
- * it the chosen order is simulated again instead (1M nodes, 7 variants
- * at once: 112 MB). */
-#define TRACKED_BYTES_MAX ((size_t)64 << 20)
+ * it the chosen order is simulated again instead (1M nodes: 16 MB a
+ * variant, which would raise the run's peak RSS from 2 threads on). */
+#define TRACKED_BYTES_MAX ((size_t)16 << 20)
 
 /* Steps within this fraction of each other count as a tie (the order
  * tried first, keep-compute-order, wins those); ties go to less exposed
