@@ -36,12 +36,13 @@ enum {
   DEF_PROMO,  /* a leader promoted during a step, synced once the step ends */
 };
 
-static SgNodeId
+/* The number of collective @c's input's storage root (P->in_root), or
+ * NO_ROOT. */
+#define NO_ROOT (-1)
+static inline int32_t
 root_of (const Run *R, SgNodeId c)
 {
-  uint32_t k;
-  const SgNodeId *in = sg_node_inputs (R->P->g, c, &k);
-  return k == 0 ? SG_NO_NODE : R->P->root[in[0]];
+  return R->P->in_root[c];
 }
 
 static int64_t
@@ -108,21 +109,21 @@ ls_defer_init (Run *R)
 {
   const SgSchedProblem *P = R->P;
   Defer *D = &R->defer;
-  int32_t n = P->n, nw = 0;
-  for (SgNodeId i = 0; i < n; i++)
-    nw += P->role[i] == SG_ROLE_WAIT;
-  D->cap = MAX (nw, 1);
+  int32_t nr = MAX (P->n_roots, 1);
+  D->cap = MAX (P->n_waits, 1);
   D->slot_w = g_new (SgNodeId, (size_t)D->cap);
   D->live = g_new (int32_t, (size_t)D->cap);
   D->next_same = g_new (int32_t, (size_t)D->cap);
   D->state = g_new0 (uint8_t, (size_t)D->cap);
   D->promo = g_new (int32_t, (size_t)D->cap);
   D->fen = g_new0 (int64_t, (size_t)D->cap + 1);
-  D->slot_of = g_new (int32_t, (size_t)MAX (n, 1));
-  D->lead = g_new (int32_t, (size_t)MAX (n, 1));
-  D->tail = g_new (int32_t, (size_t)MAX (n, 1));
-  for (SgNodeId i = 0; i < n; i++)
-    D->slot_of[i] = D->lead[i] = D->tail[i] = -1;
+  D->slot_of = g_new (int32_t, (size_t)D->cap);
+  D->lead = g_new (int32_t, (size_t)nr);
+  D->tail = g_new (int32_t, (size_t)nr);
+  for (int32_t i = 0; i < D->cap; i++)
+    D->slot_of[i] = -1;
+  for (int32_t i = 0; i < nr; i++)
+    D->lead[i] = D->tail[i] = -1;
   sg_memtree_init_fill (&D->vt, D->cap, SG_MEMTREE_NONE);
   D->scan = -1;
   D->idle_from = INT32_MAX;
@@ -149,7 +150,7 @@ ls_defer_clear (Run *R)
  * deferred wait reserves to the frontier, and a step leaves every leader
  * at the frontier or idle. */
 static void
-lead_state (Run *R, int32_t s, SgNodeId r, int32_t resv)
+lead_state (Run *R, int32_t s, int32_t r, int32_t resv)
 {
   Defer *D = &R->defer;
   SgNodeId c = R->P->coll_of[D->slot_w[s]];
@@ -169,11 +170,11 @@ void
 ls_defer_placed (Run *R, SgNodeId w)
 {
   Defer *D = &R->defer;
-  int32_t s = D->slot_of[w];
+  int32_t s = D->slot_of[R->P->wait_idx[w]];
   if (s < 0)
     return;
-  SgNodeId r = root_of (R, R->P->coll_of[w]);
-  if (r == SG_NO_NODE || D->lead[r] != s)
+  int32_t r = root_of (R, R->P->coll_of[w]);
+  if (r == NO_ROOT || D->lead[r] != s)
     return;
   uint8_t st = D->state[s];
   int32_t resv = R->root_resv[r];
@@ -209,7 +210,7 @@ void
 ls_defer_finished (Run *R, SgNodeId w)
 {
   Defer *D = &R->defer;
-  int32_t s = D->slot_of[w];
+  int32_t s = D->slot_of[R->P->wait_idx[w]];
   if (s >= 0 && D->state[s] == DEF_SYNCED)
     sg_memtree_add (&D->vt, s, s + 1, (int64_t)(R->P->limit - R->P->peak_in));
 }
@@ -219,7 +220,7 @@ ls_defer_finished (Run *R, SgNodeId w)
  * finished collective's wait is only kept back for slack, which may not
  * raise the input order's peak; one still running may use the limit. */
 static bool
-reserve_input (Run *R, SgNodeId c, SgNodeId r, int32_t to)
+reserve_input (Run *R, SgNodeId c, int32_t r, int32_t to)
 {
   const SgSchedProblem *P = R->P;
   /* The input lives to in_end in the input order anyway. */
@@ -244,8 +245,8 @@ ls_reach_wait (Run *R, SgNodeId w)
     ls_run_demand (R, w);
     return;
   }
-  SgNodeId r = root_of (R, c);
-  bool leads = r != SG_NO_NODE && D->lead[r] < 0;
+  int32_t r = root_of (R, c);
+  bool leads = r != NO_ROOT && D->lead[r] < 0;
   /* A root with a leader is reserved up to the frontier already. */
   if (leads && !reserve_input (R, c, r, w + 1)) {
     ls_run_demand (R, w);
@@ -254,11 +255,11 @@ ls_reach_wait (Run *R, SgNodeId w)
   R->deferred[w] = 1;
   int32_t s = D->n_slots++;
   D->slot_w[s] = w;
-  D->slot_of[w] = s;
+  D->slot_of[R->P->wait_idx[w]] = s;
   D->live[D->n_live++] = s;
   D->next_same[s] = -1;
-  D->state[s] = r == SG_NO_NODE ? DEF_NONE : DEF_FOLLOW;
-  if (r == SG_NO_NODE)
+  D->state[s] = r == NO_ROOT ? DEF_NONE : DEF_FOLLOW;
+  if (r == NO_ROOT)
     return;
   if (D->tail[r] >= 0)
     D->next_same[D->tail[r]] = s;
@@ -277,8 +278,8 @@ dismantle (Run *R)
   Defer *D = &R->defer;
   for (int32_t i = 0; i < D->n_live; i++) {
     int32_t s = D->live[i];
-    SgNodeId r = root_of (R, R->P->coll_of[D->slot_w[s]]);
-    if (r == SG_NO_NODE || D->lead[r] != s)
+    int32_t r = root_of (R, R->P->coll_of[D->slot_w[s]]);
+    if (r == NO_ROOT || D->lead[r] != s)
       continue;
     if (D->state[s] == DEF_SYNCED) {
       R->root_resv[r] = D->sync;
@@ -304,8 +305,8 @@ rebuild (Run *R)
       continue;
     D->live[k++] = s;
     D->next_same[s] = -1;
-    SgNodeId r = root_of (R, R->P->coll_of[D->slot_w[s]]);
-    if (r == SG_NO_NODE)
+    int32_t r = root_of (R, R->P->coll_of[D->slot_w[s]]);
+    if (r == NO_ROOT)
       continue;
     if (D->tail[r] >= 0) {
       D->next_same[D->tail[r]] = s;
@@ -326,8 +327,9 @@ extend_each (Run *R, int32_t to)
   dismantle (R);
   for (int32_t i = 0; i < D->n_live; i++) {
     SgNodeId w = D->slot_w[D->live[i]];
-    SgNodeId c = R->P->coll_of[w], r = root_of (R, c);
-    if (R->placed[w] || r == SG_NO_NODE)
+    SgNodeId c = R->P->coll_of[w];
+    int32_t r = root_of (R, c);
+    if (R->placed[w] || r == NO_ROOT)
       continue;
     if (!reserve_input (R, c, r, to)) {
       R->n_forced_waits++;

@@ -7,7 +7,10 @@
  * order, so it would delay the urgent one). Times are estimated from the
  * engine's queues and the input order's compute from the frontier on.
  * Limits (bytes and count in flight, memory) as before: a group over its
- * budget places the wait of a finished collective to free it.
+ * budget places the wait of a finished collective to free it. A group's
+ * scan for the collectives not ready is kept from call to call while none
+ * of its collectives became ready or was placed and its first entry not
+ * issued stays.
  * Mirrors: earliest-due-date sequencing with release times on one machine
  * (each group's stream), as list schedulers order their ready queue.
  * Requires: a Run (listsched-private.h). Invalidates: nothing.
@@ -21,7 +24,7 @@ bool
 ls_budget_allows (Run *R, SgNodeId c)
 {
   const SgSchedProblem *P = R->P;
-  int32_t grp = P->g->nodes[c].group;
+  int32_t grp = P->group[c];
   if (R->n_in_flight[grp] == 0)
     return true;
   if (P->max_in_flight > 0 && R->in_flight[grp] + P->comm[c] > P->max_in_flight)
@@ -38,7 +41,7 @@ ls_release_early (Run *R, int32_t grp)
 {
   const SgSchedProblem *P = R->P;
   while (R->fifo_head[grp] >= 0 && R->released[R->fifo_head[grp]])
-    R->fifo_head[grp] = R->fifo_next[R->fifo_head[grp]];
+    R->fifo_head[grp] = R->fifo_next[P->due_rank[R->fifo_head[grp]]];
   if (R->fifo_head[grp] < 0)
     R->fifo_tail[grp] = -1;
   SgNodeId c = R->fifo_head[grp];
@@ -56,6 +59,31 @@ ls_release_early (Run *R, int32_t grp)
 #define ISSUE_LATER 8
 #define ISSUE_TRIES 8
 
+/* A group's last scan for collectives not ready: what it found, and the
+ * group's version and gnext it saw (the same again: the same result). */
+struct LsScan {
+  uint32_t ver;
+  int32_t from, n;
+  int32_t rank[ISSUE_LATER];
+};
+
+void
+ls_issue_init (Run *R)
+{
+  int32_t ng = MAX (R->P->n_groups, 1);
+  R->gver = g_new0 (uint32_t, (size_t)ng);
+  R->scan = g_new (struct LsScan, (size_t)ng);
+  for (int32_t i = 0; i < ng; i++)
+    R->scan[i].from = -1;
+}
+
+void
+ls_issue_clear (Run *R)
+{
+  g_free (R->gver);
+  g_free (R->scan);
+}
+
 /* Work of the group's head done so far. */
 static double
 head_done (const Run *R, int32_t grp)
@@ -68,12 +96,12 @@ double
 ls_queue_end (const Run *R, SgNodeId c)
 {
   const SgSimEngine *e = &R->eng;
-  int32_t r = e->row_of[c], grp = R->P->g->nodes[c].group;
+  int32_t r = e->row_of[c], grp = R->P->group[c];
   if (r < 0)
     return NAN;
   if (e->fin[r])
     return e->now;
-  return e->now + R->cum[c] - R->gdone[grp] - head_done (R, grp);
+  return e->now + R->cum[R->P->due_rank[c]] - R->gdone[grp] - head_done (R, grp);
 }
 
 double
@@ -92,7 +120,7 @@ expect_ready (const Run *R, SgNodeId c, double resume)
   const SgSchedProblem *P = R->P;
   double base = P->base_us[MIN (R->frontier, P->n)], t = resume;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, c, &k);
+  const SgNodeId *in = sg_sched_inputs (P, c, &k);
   for (uint32_t j = 0; j < k; j++) {
     SgNodeId i = in[j], p = P->coll_of[i];
     if (R->placed[i])
@@ -118,7 +146,7 @@ frontier_resume (const Run *R)
     return t;
   SgNodeId x = R->frontier;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, x, &k);
+  const SgNodeId *in = sg_sched_inputs (P, x, &k);
   for (uint32_t j = 0; j < k; j++) {
     SgNodeId w = in[j], c = P->coll_of[w];
     if (P->role[w] == SG_ROLE_WAIT && !R->placed[w] && c != SG_NO_NODE && R->placed[c])
@@ -215,12 +243,20 @@ ls_try_issue (Run *R, bool force)
       R->gnext[grp]++;
     u.n_later = 0;
     u.have_later = force;
-    for (int32_t i = R->gnext[grp]; !force && i < end && i - R->gnext[grp] < ISSUE_SCAN
-                                    && u.n_later < ISSUE_LATER;
-         i++) {
-      SgNodeId c = P->gorder[i];
-      if (!R->placed[c] && R->npend[c] > 0)
-        u.rank[u.n_later++] = i;
+    struct LsScan *sc = &R->scan[grp];
+    if (!force && (sc->from != R->gnext[grp] || sc->ver != R->gver[grp])) {
+      sc->from = R->gnext[grp];
+      sc->ver = R->gver[grp];
+      sc->n = 0;
+      for (int32_t i = sc->from; i < end && i - sc->from < ISSUE_SCAN && sc->n < ISSUE_LATER; i++) {
+        SgNodeId c = P->gorder[i];
+        if (!R->placed[c] && R->npend[c] > 0)
+          sc->rank[sc->n++] = i;
+      }
+    }
+    if (!force) {
+      u.n_later = sc->n;
+      memcpy (u.rank, sc->rank, sizeof (int32_t) * (size_t)sc->n);
     }
     double free_at = ls_group_free (R, grp);
     while (h->n > 0) {

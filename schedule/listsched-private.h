@@ -69,8 +69,8 @@ typedef struct {
   int32_t n_slots, n_live;
   int32_t *next_same; /* per slot: the next slot of its root, or -1 */
   uint8_t *state;     /* per slot: DEF_* (defer.c) */
-  int32_t *slot_of;   /* per node: its slot, or -1 */
-  int32_t *lead, *tail; /* per root: first and last slot not placed, or -1 */
+  int32_t *slot_of;   /* per wait (P->wait_idx): its slot, or -1 */
+  int32_t *lead, *tail; /* per root (P->in_root): first and last slot not placed, or -1 */
   /* Synced leaders (reserved up to sync): the slot tree holds, per slot,
    * their bytes up to it minus its cap; fen the bytes (Fenwick). */
   SgMemTree vt;
@@ -89,9 +89,10 @@ typedef struct {
   uint8_t *avail;    /* wait whose collective is issued: its readers may become ready */
   uint8_t *released; /* collective whose budget (bytes, count in flight) is returned */
   uint8_t *deferred; /* wait passed by the frontier while its collective ran */
-  /* Per storage root, the input position up to which the memory a
-   * deferred wait keeps alive is reserved (one storage read by several
-   * collectives is counted once; defer.c keeps its leaders' lazily). */
+  /* Per storage root (P->in_root), the input position up to which the
+   * memory a deferred wait keeps alive is reserved (one storage read by
+   * several collectives is counted once; defer.c keeps its leaders'
+   * lazily). */
   int32_t *root_resv;
   Defer defer;
   int32_t *npend; /* inputs not placed (a wait counts as placed once available) */
@@ -101,12 +102,18 @@ typedef struct {
   Heap blocked; /* critical-path variant: ready compute blocked by a running collective */
   double done_us; /* compute work placed */
   int32_t *gnext; /* per group: first entry of P->gorder not issued */
+  /* Per group: bumped when one of its collectives becomes ready or is
+   * placed; ls_try_issue's scan for the ones not ready (issue.c) is kept
+   * with the version and the gnext it saw. */
+  uint32_t *gver;
+  struct LsScan *scan;
   Heap *rq;       /* per group: ready collectives by (P->due_rank, id) */
   /* Solo work per group: issued in all (gissued), of the finished
-   * collectives (gdone); per collective, issued in its group up to it
-   * (cum): queue ends in O(1) */
+   * collectives (gdone); per collective (by P->due_rank), issued in its
+   * group up to it (cum): queue ends in O(1) */
   double *gissued, *gdone, *cum;
-  int32_t *fifo_next, *fifo_head, *fifo_tail; /* per group: issued, unreleased, FIFO */
+  /* per group: issued, unreleased, FIFO (fifo_next by P->due_rank) */
+  int32_t *fifo_next, *fifo_head, *fifo_tail;
   uint64_t *in_flight;
   int32_t *n_in_flight;
   SgNodeId mem_wait_x;  /* compute the memory check refused to move up */
@@ -117,7 +124,8 @@ typedef struct {
   SgSimEngine eng;
   SgNodeId *order;
   int32_t n_order, frontier;
-  SgNodeId *stack;
+  SgNodeId *stack; /* ls_run_demand's (grows) */
+  int32_t stack_cap;
   SgNodeId *done; /* finished collectives whose wait is deferred or feeds a collective */
   int32_t n_done;
   int32_t n_pulled, n_early, n_forced, n_boosted, n_forced_waits, n_shielded, n_short_stalls;
@@ -149,6 +157,8 @@ void ls_defer_placed (Run *R, SgNodeId w);
 void ls_defer_finished (Run *R, SgNodeId w);
 
 /* issue.c */
+void ls_issue_init (Run *R);
+void ls_issue_clear (Run *R);
 bool ls_budget_allows (Run *R, SgNodeId c);
 bool ls_release_early (Run *R, int32_t grp);
 /* Engine time at which issued collective @c would end (solo work of its

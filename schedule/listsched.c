@@ -34,14 +34,16 @@ static void
 became_ready (Run *R, SgNodeId u)
 {
   const SgSchedProblem *P = R->P;
-  if (P->role[u] == SG_ROLE_COLL)
-    ls_heap_push (&R->rq[P->g->nodes[u].group], KEY (P->due_rank[u], u));
+  if (P->role[u] == SG_ROLE_COLL) {
+    ls_heap_push (&R->rq[P->group[u]], KEY (P->due_rank[u], u));
+    R->gver[P->group[u]]++;
+  }
   if (P->role[u] != SG_ROLE_COMPUTE)
     return;
   if (P->free_feed[u])
     ls_heap_push (&R->freeq, KEY (0, u));
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, u, &k);
+  const SgNodeId *in = sg_sched_inputs (P, u, &k);
   int32_t blk = 0;
   for (uint32_t j = 0; j < k; j++)
     if (P->role[in[j]] == SG_ROLE_WAIT && !R->placed[in[j]] && P->coll_of[in[j]] != SG_NO_NODE
@@ -78,14 +80,14 @@ on_finish (void *ud, SgNodeId c)
         ls_heap_push (&R->ready, KEY (ls_prio (R, u), u));
     }
   }
-  R->gdone[P->g->nodes[c].group] += P->cost[c];
+  R->gdone[P->group[c]] += P->cost[c];
   SgNodeId w = P->wait_of[c];
   if (w != SG_NO_NODE && (P->feeds_coll[w] || R->deferred[w]))
     R->done[R->n_done++] = c;
   if (P->wait_of[c] == SG_NO_NODE && !R->released[c]) {
     R->released[c] = 1;
-    R->in_flight[P->g->nodes[c].group] -= P->comm[c];
-    R->n_in_flight[P->g->nodes[c].group]--;
+    R->in_flight[P->group[c]] -= P->comm[c];
+    R->n_in_flight[P->group[c]]--;
   }
 }
 
@@ -135,7 +137,7 @@ ls_release (Run *R, SgNodeId c)
   if (R->released[c])
     return;
   R->released[c] = 1;
-  int32_t grp = R->P->g->nodes[c].group;
+  int32_t grp = R->P->group[c];
   R->in_flight[grp] -= R->P->comm[c];
   R->n_in_flight[grp]--;
 }
@@ -150,17 +152,18 @@ ls_run_place (Run *R, SgNodeId x)
   mem_take (R, x, MIN (R->frontier, P->n - 1));
   switch ((SgRole)P->role[x]) {
   case SG_ROLE_COLL: {
-    int32_t grp = P->g->nodes[x].group;
+    int32_t grp = P->group[x];
+    R->gver[grp]++;
     R->in_flight[grp] += P->comm[x];
     R->n_in_flight[grp]++;
-    R->fifo_next[x] = -1;
+    R->fifo_next[P->due_rank[x]] = -1;
     if (R->fifo_tail[grp] < 0)
       R->fifo_head[grp] = x;
     else
-      R->fifo_next[R->fifo_tail[grp]] = x;
+      R->fifo_next[P->due_rank[R->fifo_tail[grp]]] = x;
     R->fifo_tail[grp] = x;
     R->gissued[grp] += P->cost[x];
-    R->cum[x] = R->gissued[grp];
+    R->cum[P->due_rank[x]] = R->gissued[grp];
     sg_eng_issue (&R->eng, x);
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
       SgNodeId w = P->users[a];
@@ -179,11 +182,13 @@ ls_run_place (Run *R, SgNodeId x)
     if (c != SG_NO_NODE) {
       sg_eng_wait (&R->eng, x, c);
       ls_release (R, c);
+    } else if (R->eng.node_start) { /* as sg_eng_place */
+      R->eng.node_start[x] = R->eng.node_end[x] = R->eng.now;
     }
     break;
   }
   case SG_ROLE_COMPUTE:
-    sg_eng_compute (&R->eng, x, P->cost[x]);
+    sg_eng_compute_in (&R->eng, x, P->cost[x], P->kslot[x]);
     R->done_us += P->cost[x];
     break;
   }
@@ -205,7 +210,7 @@ bool
 ls_inputs_placed (const Run *R, SgNodeId u)
 {
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (R->P->g, u, &k);
+  const SgNodeId *in = sg_sched_inputs (R->P, u, &k);
   for (uint32_t j = 0; j < k; j++)
     if (!R->placed[in[j]])
       return false;
@@ -229,6 +234,8 @@ place_free_feeders (Run *R)
       continue;
     R->placed[u] = 1;
     R->order[R->n_order++] = u;
+    if (R->eng.node_start) /* what sg_eng_place's 0 us compute does */
+      R->eng.node_start[u] = R->eng.node_end[u] = R->eng.now;
     for (uint32_t a = P->ufirst[u]; a < P->ufirst[u + 1]; a++)
       dec_pending (R, P->users[a]);
   }
@@ -245,12 +252,16 @@ ls_run_demand (Run *R, SgNodeId x)
   while (sp > 0) {
     SgNodeId t = R->stack[sp - 1];
     uint32_t k;
-    const SgNodeId *in = sg_node_inputs (P->g, t, &k);
+    const SgNodeId *in = sg_sched_inputs (P, t, &k);
     SgNodeId need = SG_NO_NODE;
     for (uint32_t j = 0; j < k && need == SG_NO_NODE; j++)
       if (!R->placed[in[j]])
         need = in[j];
     if (need != SG_NO_NODE) {
+      if (sp == R->stack_cap) {
+        R->stack_cap *= 2;
+        R->stack = g_renew (SgNodeId, R->stack, (size_t)R->stack_cap);
+      }
       R->stack[sp++] = need;
       continue;
     }
@@ -269,7 +280,7 @@ ls_would_stall (Run *R, SgNodeId x)
 {
   const SgSchedProblem *P = R->P;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, x, &k);
+  const SgNodeId *in = sg_sched_inputs (P, x, &k);
   for (uint32_t j = 0; j < k; j++) {
     SgNodeId i = in[j];
     if (R->placed[i])
@@ -304,17 +315,18 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   R->avail = g_new0 (uint8_t, (size_t)n);
   R->released = g_new0 (uint8_t, (size_t)n);
   R->deferred = g_new0 (uint8_t, (size_t)n);
-  R->root_resv = g_new0 (int32_t, (size_t)n + 1);
+  R->root_resv = g_new0 (int32_t, (size_t)MAX (P->n_roots, 1));
   R->npend = g_new (int32_t, (size_t)n);
   R->nblk = g_new0 (int32_t, (size_t)n);
   R->gissued = g_new0 (double, (size_t)ng);
   R->gdone = g_new0 (double, (size_t)ng);
-  R->cum = g_new0 (double, (size_t)MAX (n, 1));
+  int32_t nc = MAX (P->n_colls, 1);
+  R->cum = g_new0 (double, (size_t)nc);
   R->rq = g_new0 (Heap, (size_t)ng);
   R->gnext = g_new (int32_t, (size_t)ng);
   for (int32_t i = 0; i < ng; i++)
     R->gnext[i] = i < P->n_groups ? P->gfirst[i] : 0;
-  R->fifo_next = g_new (int32_t, (size_t)n);
+  R->fifo_next = g_new (int32_t, (size_t)nc);
   R->fifo_head = g_new (int32_t, (size_t)ng);
   R->fifo_tail = g_new (int32_t, (size_t)ng);
   for (int32_t i = 0; i < ng; i++)
@@ -328,17 +340,19 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
     R->mem_wait_c[i] = SG_NO_NODE;
   sg_memtree_init (&R->seg, n, P->profile);
   ls_defer_init (R);
-  sg_eng_init (&R->eng, P->g, NULL, false);
+  ls_issue_init (R);
+  sg_eng_init (&R->eng, P->g, NULL, P->full_sims);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
   R->order = g_new (SgNodeId, (size_t)n);
-  R->stack = g_new (SgNodeId, (size_t)n + 1);
-  R->done = g_new (SgNodeId, (size_t)n + 1);
+  R->stack_cap = 64;
+  R->stack = g_new (SgNodeId, (size_t)R->stack_cap);
+  R->done = g_new (SgNodeId, (size_t)nc + 1);
   /* The output waits for one more input than it reads: everything else.
    * It never becomes ready, so no heap offers it (a stall filler, a
    * boosted node, a shield); the frontier places it last (run). */
   for (SgNodeId i = 0; i < n; i++) {
-    R->npend[i] = (int32_t)P->g->nodes[i].n_in + (i == P->g->output);
+    R->npend[i] = (int32_t)(P->ifirst[i + 1] - P->ifirst[i]) + (i == P->g->output);
     if (R->npend[i] == 0)
       became_ready (R, i);
   }
@@ -373,9 +387,33 @@ run_clear (Run *R)
   g_free (R->mem_wait_at);
   sg_memtree_clear (&R->seg);
   ls_defer_clear (R);
+  ls_issue_clear (R);
   sg_eng_clear (&R->eng);
   g_free (R->stack);
   g_free (R->done);
+}
+
+/* The rest of sg_simulate's result for the run's order, from the engine
+ * that ran it (drained): its rows and node times, and the sums sg_simulate
+ * makes in order. */
+static void
+take_simulation (Run *R, SgSimResult *res)
+{
+  const SgSchedProblem *P = R->P;
+  double compute_us = 0.0, comm_us = 0.0;
+  for (int32_t p = 0; p < P->n; p++) {
+    SgNodeId x = R->order[p];
+    comm_us += P->role[x] == SG_ROLE_COLL ? P->cost[x] : 0.0;
+    compute_us += P->role[x] == SG_ROLE_COMPUTE ? P->cost[x] : 0.0;
+  }
+  res->compute_us = compute_us;
+  res->comm_us = comm_us;
+  res->compute_busy_us = R->eng.busy_us;
+  res->n_rows = R->eng.n_rows;
+  res->rows = g_steal_pointer (&R->eng.rows);
+  res->node_start = g_steal_pointer (&R->eng.node_start);
+  res->node_end = g_steal_pointer (&R->eng.node_end);
+  res->n_nodes = P->n;
 }
 
 SgNodeId *
@@ -475,6 +513,8 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
   memset (res, 0, sizeof *res);
   sg_sim_classify (R.eng.rows, R.eng.n_rows, res);
   res->step_us = MAX (compute_end, R.eng.now);
+  if (P->full_sims)
+    take_simulation (&R, res);
   SgNodeId *order = g_steal_pointer (&R.order);
   run_clear (&R);
   return order;

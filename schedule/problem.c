@@ -2,29 +2,81 @@
  * costs, bytes, users, each collective's wait and deadline, what compute
  * feeds, and the input order's live-bytes profile with the memory limit.
  * sg_sched_problem_init_basic computes only what the polish reads (roles,
- * costs, the input order's compute and live bytes, the limits).
+ * costs, the input order's compute, the limits' settings); the live bytes
+ * (sg_sched_problem_live, without the profile) only when the polish needs
+ * the memory limit.
+ * The orders by key (critical path, due) are stable radix sorts of the
+ * keys' bits in id order: what sorting by (key, id) gives.
+ * The node loop runs in chunks, and the parts that need only the nodes and
+ * the users side by side, on the worker pool (cfg->pool); each writes only
+ * its own fields.
  *
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include "schedule-private.h"
 
-
-
+/* A node and its sort key: a double's bits mapped so that unsigned order
+ * is the doubles' order (-0.0 as 0.0; the keys are finite). */
 typedef struct {
-  double key;
+  uint64_t key;
   SgNodeId id;
-} Due;
+} Keyed;
 
-static int
-by_due (const void *a, const void *b)
+static inline uint64_t
+key_bits (double d)
 {
-  const Due *x = a, *y = b;
-  if (x->key != y->key)
-    return x->key < y->key ? -1 : 1;
-  return (x->id > y->id) - (x->id < y->id);
+  if (d == 0.0)
+    d = 0.0;
+  uint64_t u;
+  memcpy (&u, &d, sizeof u);
+  return u >> 63 ? ~u : u | (uint64_t)1 << 63;
+}
+
+#define RADIX_BITS 11
+#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
+
+/* Sorts @a (@n entries, in id order) by key, ties by id: a stable LSD
+ * radix sort through @tmp (n entries) that skips the digits every key
+ * shares; short runs by insertion. */
+static void
+sort_keyed (Keyed *a, Keyed *tmp, int32_t n)
+{
+  if (n < 64) {
+    for (int32_t i = 1; i < n; i++) {
+      Keyed x = a[i];
+      int32_t j = i;
+      for (; j > 0 && a[j - 1].key > x.key; j--)
+        a[j] = a[j - 1];
+      a[j] = x;
+    }
+    return;
+  }
+  enum { B = 1 << RADIX_BITS };
+  g_autofree uint32_t *count = g_new0 (uint32_t, (size_t)RADIX_PASSES * B);
+  for (int32_t i = 0; i < n; i++)
+    for (int d = 0; d < RADIX_PASSES; d++)
+      count[d * B + ((a[i].key >> (d * RADIX_BITS)) & (B - 1))]++;
+  Keyed *src = a, *dst = tmp;
+  for (int d = 0; d < RADIX_PASSES; d++) {
+    uint32_t *c = count + (size_t)d * B;
+    if (c[(src[0].key >> (d * RADIX_BITS)) & (B - 1)] == (uint32_t)n)
+      continue; /* every key has this digit */
+    uint32_t at = 0;
+    for (int b = 0; b < B; b++) {
+      uint32_t k = c[b];
+      c[b] = at;
+      at += k;
+    }
+    for (int32_t i = 0; i < n; i++)
+      dst[c[(src[i].key >> (d * RADIX_BITS)) & (B - 1)]++] = src[i];
+    Keyed *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a)
+    memcpy (a, src, sizeof (Keyed) * (size_t)n);
 }
 
 /* due_us, ready_us and the per-group order by due. */
@@ -63,15 +115,17 @@ due_and_ready (SgSchedProblem *P)
   }
   for (int32_t i = 0; i < ng; i++)
     P->gfirst[i + 1] += P->gfirst[i];
-  g_autofree Due *all = g_new (Due, (size_t)P->gfirst[ng] + 1);
+  g_autofree Keyed *all = g_new (Keyed, (size_t)P->gfirst[ng] + 1);
+  g_autofree Keyed *tmp = g_new (Keyed, (size_t)P->gfirst[ng] + 1);
   g_autofree int32_t *fill = g_memdup2 (P->gfirst, sizeof (int32_t) * (size_t)(ng + 1));
   for (SgNodeId c = 0; c < n; c++)
     if (P->role[c] == SG_ROLE_COLL)
-      all[fill[P->g->nodes[c].group]++] = (Due){ P->due_us[c], c };
+      all[fill[P->g->nodes[c].group]++] = (Keyed){ key_bits (P->due_us[c]), c };
+  P->n_colls = P->gfirst[ng];
   P->gorder = g_new (SgNodeId, (size_t)P->gfirst[ng] + 1);
   P->due_rank = g_new0 (int32_t, (size_t)MAX (n, 1));
   for (int32_t i = 0; i < ng; i++) {
-    qsort (all + P->gfirst[i], (size_t)(P->gfirst[i + 1] - P->gfirst[i]), sizeof (Due), by_due);
+    sort_keyed (all + P->gfirst[i], tmp, P->gfirst[i + 1] - P->gfirst[i]);
     for (int32_t j = P->gfirst[i]; j < P->gfirst[i + 1]; j++) {
       P->gorder[j] = all[j].id;
       P->due_rank[all[j].id] = j;
@@ -85,79 +139,133 @@ critical_path_rank (SgSchedProblem *P)
 {
   int32_t n = P->n;
   double *b = P->cp_us = g_new0 (double, (size_t)MAX (n, 1));
-  g_autofree Due *by = g_new (Due, (size_t)MAX (n, 1));
+  g_autofree Keyed *by = g_new (Keyed, (size_t)MAX (n, 1));
+  g_autofree Keyed *tmp = g_new (Keyed, (size_t)MAX (n, 1));
   for (SgNodeId x = n - 1; x >= 0; x--) {
     double t = 0.0;
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++)
       t = MAX (t, b[P->users[a]]);
     b[x] = t + P->cost[x];
-    by[x] = (Due){ -b[x], x };
+    by[x] = (Keyed){ key_bits (-b[x]), x };
   }
-  qsort (by, (size_t)n, sizeof (Due), by_due);
+  sort_keyed (by, tmp, n);
   P->cp_rank = g_new (int32_t, (size_t)MAX (n, 1));
   for (int32_t i = 0; i < n; i++)
     P->cp_rank[by[i].id] = i;
+}
+
+/* Nodes per task of the node loops. */
+#define NODE_CHUNK 8192
+
+typedef struct {
+  SgSchedProblem *P;
+  const SgConfig *cfg;
+} Parts;
+
+/* Roles, costs and allocations of one chunk of nodes (a task). */
+static void
+nodes_task (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  SgSchedProblem *P = ((Parts *)data)->P;
+  const SgGraph *g = P->g;
+  const SgCostModel *cm = sg_graph_cost_model (g); /* the engine's pairs (sg_eng_init) */
+  SgNodeId end = MIN (P->n, (task + 1) * NODE_CHUNK);
+  for (SgNodeId i = task * NODE_CHUNK; i < end; i++) {
+    const SgNode *nd = &g->nodes[i];
+    P->role[i] = (uint8_t)sg_sched_role (nd);
+    P->cost[i] = sg_sched_cost (nd);
+    P->kslot[i] = (uint8_t)(P->role[i] == SG_ROLE_COMPUTE && P->cost[i] > 0.0
+                                ? sg_cost_contention_slot (cm, g, i, P->cost[i])
+                                : 0);
+    P->alloc[i] = sg_node_alloc_bytes (g, i);
+    if (P->comm && P->role[i] == SG_ROLE_COLL) {
+      P->comm[i] = sg_node_comm_bytes (g, i);
+      uint32_t k;
+      const SgNodeId *in = sg_node_inputs (g, i, &k);
+      if (k > 0)
+        P->in_bytes[i] = sg_node_alloc_bytes (g, sg_node_storage_root (g, in[0]));
+    }
+  }
+}
+
+/* Roles, costs, allocations (and with P->comm, each collective's bytes
+ * moved and input bytes) and the input order's compute time. */
+static void
+basic_nodes (SgSchedProblem *P, SgPool *pool)
+{
+  int32_t n = P->n;
+  P->role = g_new (uint8_t, (size_t)MAX (n, 1));
+  P->cost = g_new (double, (size_t)MAX (n, 1));
+  P->kslot = g_new (uint8_t, (size_t)MAX (n, 1));
+  P->alloc = g_new (uint64_t, (size_t)MAX (n, 1));
+  Parts parts = { P, NULL };
+  sg_pool_run (pool, (n + NODE_CHUNK - 1) / NODE_CHUNK, nodes_task, &parts);
+  P->base_us = g_new (double, (size_t)n + 1);
+  P->base_us[0] = 0.0;
+  for (SgNodeId i = 0; i < n; i++)
+    P->base_us[i + 1] = P->base_us[i] + (P->role[i] == SG_ROLE_COMPUTE ? P->cost[i] : 0.0);
+  P->compute_us = P->base_us[n];
+}
+
+/* The limits of @cfg (NULL: the defaults). */
+static void
+limits (SgSchedProblem *P, const SgConfig *cfg)
+{
+  P->peak_increase = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
+  P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
+  P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
+}
+
+void
+sg_sched_problem_live (SgSchedProblem *P, bool profile)
+{
+  const SgGraph *g = P->g;
+  if (profile)
+    P->profile = g_new (uint64_t, (size_t)MAX (P->n, 1));
+  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
+  if (!P->root)
+    P->root = sg_graph_storage_roots (g);
+  P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
+  P->limit = (uint64_t)((double)P->peak_in * (1.0 + P->peak_increase));
+  P->has_limit = true;
 }
 
 void
 sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
 {
   memset (P, 0, sizeof *P);
-  int32_t n = g->n_nodes;
   P->g = g;
-  P->n = n;
+  P->n = g->n_nodes;
   P->n_groups = g->n_groups;
-  P->role = g_new (uint8_t, (size_t)n);
-  P->cost = g_new (double, (size_t)n);
-  P->alloc = g_new (uint64_t, (size_t)n);
-  P->base_us = g_new (double, (size_t)n + 1);
-  P->base_us[0] = 0.0;
-  for (SgNodeId i = 0; i < n; i++) {
-    const SgNode *nd = &g->nodes[i];
-    P->role[i] = (uint8_t)sg_sched_role (nd);
-    P->cost[i] = sg_sched_cost (nd);
-    P->alloc[i] = sg_node_alloc_bytes (g, i);
-    P->base_us[i + 1] = P->base_us[i] + (P->role[i] == SG_ROLE_COMPUTE ? P->cost[i] : 0.0);
-  }
-  P->compute_us = P->base_us[n];
-  P->profile = g_new (uint64_t, (size_t)MAX (n, 1));
-  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
-  P->root = sg_graph_storage_roots (g);
-  P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
-  double inc = cfg ? cfg->max_peak_increase : SG_SCHEDULE_DEFAULT_MAX_PEAK_INCREASE;
-  P->limit = (uint64_t)((double)P->peak_in * (1.0 + inc));
-  P->max_in_flight = cfg ? cfg->max_in_flight_bytes : SG_SCHEDULE_DEFAULT_IN_FLIGHT_BYTES;
-  P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
+  limits (P, cfg);
+  basic_nodes (P, cfg ? cfg->pool : NULL);
 }
 
-void
-sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+/* Inputs and users (CSR), groups, each collective's first wait, each
+ * wait's collective, the waits a collective reads. */
+static void
+users_and_waits (SgSchedProblem *P)
 {
-  sg_sched_problem_init_basic (P, g, cfg);
-  int32_t n = g->n_nodes;
-  P->comm = g_new0 (uint64_t, (size_t)n);
-  P->in_bytes = g_new0 (uint64_t, (size_t)n);
-  P->wait_of = g_new (SgNodeId, (size_t)n);
-  P->coll_of = g_new (SgNodeId, (size_t)n);
-  P->deadline = g_new (int32_t, (size_t)n);
-  P->feeds_coll = g_new0 (uint8_t, (size_t)n);
-  P->near_coll = g_new (int32_t, (size_t)n);
-  P->near_dead = g_new (int32_t, (size_t)n);
-  P->free_feed = g_new0 (uint8_t, (size_t)n);
+  const SgGraph *g = P->g;
+  int32_t n = P->n;
+  P->wait_of = g_new (SgNodeId, (size_t)MAX (n, 1));
+  P->coll_of = g_new (SgNodeId, (size_t)MAX (n, 1));
+  P->feeds_coll = g_new0 (uint8_t, (size_t)MAX (n, 1));
   P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
+  P->ifirst = g_new (uint32_t, (size_t)n + 1);
+  P->group = g_new (int32_t, (size_t)MAX (n, 1));
+  P->ifirst[0] = 0;
   for (SgNodeId i = 0; i < n; i++) {
     P->wait_of[i] = P->coll_of[i] = SG_NO_NODE;
-    P->deadline[i] = n;
+    P->group[i] = g->nodes[i].group;
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, i, &k);
-    if (P->role[i] == SG_ROLE_COLL) {
-      P->comm[i] = sg_node_comm_bytes (g, i);
-      if (k > 0)
-        P->in_bytes[i] = sg_node_alloc_bytes (g, sg_node_storage_root (g, in[0]));
-    }
+    P->ifirst[i + 1] = P->ifirst[i] + k;
     for (uint32_t j = 0; j < k; j++)
       P->ufirst[in[j] + 1]++;
   }
+  P->ins = g_new (SgNodeId, (size_t)P->ifirst[n] + 1);
   for (SgNodeId i = 0; i < n; i++)
     P->ufirst[i + 1] += P->ufirst[i];
   P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
@@ -165,6 +273,7 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   for (SgNodeId i = 0; i < n; i++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, i, &k);
+    memcpy (P->ins + P->ifirst[i], in, sizeof (SgNodeId) * k);
     for (uint32_t j = 0; j < k; j++)
       P->users[fill[in[j]]++] = i;
     for (uint32_t j = 0; j < k; j++)
@@ -179,9 +288,21 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
       }
     }
   }
+}
+
+/* Deadlines, and what compute feeds: the nearest collective (by id, by
+ * deadline). */
+static void
+nearest_collectives (SgSchedProblem *P)
+{
+  int32_t n = P->n;
+  P->deadline = g_new (int32_t, (size_t)MAX (n, 1));
+  P->near_coll = g_new (int32_t, (size_t)MAX (n, 1));
+  P->near_dead = g_new (int32_t, (size_t)MAX (n, 1));
   /* Deadline: where the input order first needs the collective's result. */
   for (SgNodeId c = 0; c < n; c++) {
     SgNodeId w = P->wait_of[c];
+    P->deadline[c] = n;
     if (w == SG_NO_NODE)
       continue;
     int32_t d = w;
@@ -189,7 +310,6 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
       d = P->users[P->ufirst[w]]; /* users are in ascending id order */
     P->deadline[c] = d;
   }
-  /* What compute feeds: the nearest collective (by id, by deadline). */
   for (SgNodeId x = n - 1; x >= 0; x--) {
     int32_t bc = n, bd = n;
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
@@ -205,13 +325,19 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
     P->near_coll[x] = bc;
     P->near_dead[x] = bd;
   }
-  due_and_ready (P);
-  critical_path_rank (P);
-  /* Free feeders: inputs, and 0 us views of them, that feed a collective;
-   * placed as soon as they are ready (an input listed late would hold its
-   * collective back). Inputs are live from the start and views allocate
-   * nothing, so moving them changes neither time nor memory; other 0 us
-   * nodes stay where the input order has them. */
+}
+
+/* Free feeders: inputs, and 0 us views of them, that feed a collective;
+ * placed as soon as they are ready (an input listed late would hold its
+ * collective back). Inputs are live from the start and views allocate
+ * nothing, so moving them changes neither time nor memory; other 0 us
+ * nodes stay where the input order has them. */
+static void
+free_feeders (SgSchedProblem *P)
+{
+  const SgGraph *g = P->g;
+  int32_t n = P->n;
+  P->free_feed = g_new0 (uint8_t, (size_t)MAX (n, 1));
   g_autofree uint8_t *from_input = g_new0 (uint8_t, (size_t)MAX (n, 1));
   for (SgNodeId x = 0; x < n; x++) {
     if (sg_op_class (g->nodes[x].kind) == SG_CLASS_INPUT) {
@@ -234,19 +360,92 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
       P->free_feed[x] = P->role[u] == SG_ROLE_COLL || P->free_feed[u];
     }
   }
+}
+
+/* Where the input order frees each collective's input (deferring a wait
+ * only costs memory past that point), the inputs' storage roots numbered,
+ * the waits numbered. */
+static void
+input_ends (SgSchedProblem *P)
+{
+  const SgGraph *g = P->g;
+  int32_t n = P->n;
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
-  /* Deferring a wait only costs memory past the point where the input
-   * order frees the collective's input anyway. */
   g_autofree int32_t *last = g_new (int32_t, (size_t)MAX (n, 1));
   sg_graph_last_use (g, pos, P->root, last);
   P->in_end = g_new (int32_t, (size_t)MAX (n, 1));
+  P->in_root = g_new (int32_t, (size_t)MAX (n, 1));
+  P->wait_idx = g_new (int32_t, (size_t)MAX (n, 1));
   for (SgNodeId c = 0; c < n; c++) {
     P->in_end[c] = 0;
+    P->in_root[c] = -1;
+    P->wait_idx[c] = P->role[c] == SG_ROLE_WAIT ? P->n_waits++ : -1;
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, c, &k);
     if (P->role[c] == SG_ROLE_COLL && k > 0)
       P->in_end[c] = last[P->root[in[0]]] + 1;
   }
+  int32_t *root_no = last; /* root -> its number, -1 (last is read above) */
+  for (SgNodeId x = 0; x < n; x++)
+    root_no[x] = -1;
+  for (SgNodeId c = 0; c < n; c++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (g, c, &k);
+    if (P->role[c] != SG_ROLE_COLL || k == 0)
+      continue;
+    SgNodeId r = P->root[in[0]];
+    if (root_no[r] < 0)
+      root_no[r] = P->n_roots++;
+    P->in_root[c] = root_no[r];
+  }
+}
+
+/* The parts that need only the nodes and the users, side by side; each
+ * writes its own fields. */
+static void
+part_task (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  Parts *parts = data;
+  SgSchedProblem *P = parts->P;
+  switch (task) {
+  case 0:
+    sg_sched_problem_live (P, true);
+    break;
+  case 1:
+    input_ends (P);
+    break;
+  case 2:
+    due_and_ready (P);
+    break;
+  case 3:
+    critical_path_rank (P);
+    break;
+  case 4:
+    nearest_collectives (P);
+    break;
+  default:
+    free_feeders (P);
+    break;
+  }
+}
+
+void
+sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+{
+  memset (P, 0, sizeof *P);
+  P->g = g;
+  P->n = g->n_nodes;
+  P->n_groups = g->n_groups;
+  limits (P, cfg);
+  SgPool *pool = cfg ? cfg->pool : NULL;
+  P->comm = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
+  P->in_bytes = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
+  basic_nodes (P, pool);
+  users_and_waits (P);
+  P->root = sg_graph_storage_roots (g);
+  Parts parts = { P, cfg };
+  sg_pool_run (pool, 6, part_task, &parts);
 }
 
 void
@@ -254,11 +453,14 @@ sg_sched_problem_clear (SgSchedProblem *P)
 {
   g_free (P->role);
   g_free (P->cost);
+  g_free (P->kslot);
   g_free (P->alloc);
   g_free (P->root);
   g_free (P->comm);
   g_free (P->in_bytes);
   g_free (P->in_end);
+  g_free (P->in_root);
+  g_free (P->wait_idx);
   g_free (P->wait_of);
   g_free (P->coll_of);
   g_free (P->deadline);
@@ -275,6 +477,9 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->due_rank);
   g_free (P->gfirst);
   g_free (P->ufirst);
+  g_free (P->ifirst);
+  g_free (P->ins);
+  g_free (P->group);
   g_free (P->users);
   g_free (P->profile);
 }

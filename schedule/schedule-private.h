@@ -130,6 +130,12 @@ sg_sim_cost_ok (double c)
 }
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
 void sg_eng_clear (SgSimEngine *e);
+/* An engine for rate look-ups (sg_eng_pair_rates, sg_eng_rates_entry,
+ * sg_bound_rates_init) on another thread: @src's state, its arrays shared
+ * (read-only, and @src must not change while @dst is used), a rates memo
+ * of its own. Clear it with sg_eng_fork_clear (the arrays stay @src's). */
+void sg_eng_fork_rates (SgSimEngine *dst, const SgSimEngine *src);
+void sg_eng_fork_clear (SgSimEngine *e);
 /* A saved engine state, O(groups x SG_SNAP_PREFIX): searches save at each
  * depth and restore when they backtrack. Per group it keeps the first
  * SG_SNAP_PREFIX queued collectives; the ones queued behind them have not
@@ -153,6 +159,16 @@ typedef struct {
 void sg_eng_save (const SgSimEngine *e, SgEngSnap *s);
 void sg_eng_restore (SgSimEngine *e, const SgEngSnap *s);
 void sg_eng_snap_clear (SgEngSnap *s);
+/* Gives engine @dst (made by sg_eng_init for the same graph and rates,
+ * without node times or a clock log) @src's state, as far as the engine's
+ * future depends on it (a finished row's times are not copied again).
+ * Rows below *@lo must be the same collectives in both: *@lo is 0, or what
+ * the last copy into @dst set, with @dst since back at that state and
+ * @src on from it along the same order (when @src goes back to an earlier
+ * state, lower *@lo to that state's n_rows). Sets *@lo to @src's n_rows.
+ * O(groups + rows finished or started in one of them, not the other +
+ * rows from *@lo). */
+void sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo);
 /* Collective @c's pair rates beside each kernel slot (n_slots entries):
  * the engine's table, or its global factors. */
 void sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out);
@@ -198,8 +214,9 @@ int32_t *sg_sched_positions (const SgGraph *g, const SgNodeId *order);
 
 /* Range add / range max over positions [0, n) (memtree.c). */
 typedef struct {
-  int64_t *t, *d;
-  int32_t n;
+  int64_t *v, *badd; /* values by block, relative to what their block got whole */
+  int64_t *t, *d;    /* the tree over the blocks */
+  int32_t n, nb, p2;
 } SgMemTree;
 
 /* The value of positions past n (below any sum of real values). */
@@ -223,11 +240,13 @@ int64_t sg_memtree_max (SgMemTree *s, int32_t l, int32_t r, int32_t *at);
 /* The list scheduler's variants and the choice among them (scheduler.c),
  * then, with @polish, the polish pass on the winner; sg_schedule_compute
  * without cfg->exact. @base: the simulation of @g's id order, or NULL (it
- * is made). @polished (may be NULL): when the polish improved the order,
- * its simulation of the returned order (clear it), else zeroed. */
+ * is made). @sim (may be NULL): the simulation of the returned order (the
+ * polish's, or the winning variant's run) but its bound, which
+ * sg_sim_result_renumber makes (clear it); zeroed when the input order is
+ * kept. */
 SgNodeId *sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish,
-                            const SgSimResult *base, SgScheduleStats *stats,
-                            SgSimResult *polished, GError **error);
+                            const SgSimResult *base, SgScheduleStats *stats, SgSimResult *sim,
+                            GError **error);
 
 /* What every variant shares (problem.c). */
 typedef struct {
@@ -235,11 +254,18 @@ typedef struct {
   int32_t n, n_groups;
   uint8_t *role;
   double *cost;
+  uint8_t *kslot;    /* compute with a cost -> its kernel slot (sg_eng_compute_in), else 0 */
   uint64_t *alloc;   /* bytes a node allocates (0 for aliases) */
   SgNodeId *root;    /* storage root of every node */
   uint64_t *comm;    /* bytes a collective moves */
   uint64_t *in_bytes; /* collective -> bytes of its input's storage (held until the wait) */
   int32_t *in_end;    /* collective -> input position where that storage dies in the input order */
+  /* The storage roots of the collectives' inputs, numbered: collective ->
+   * its input's root's number (-1 without an input); n_roots of them. */
+  int32_t *in_root;
+  int32_t n_roots;
+  int32_t *wait_idx; /* wait -> its number among the waits (n_waits), else -1 */
+  int32_t n_waits, n_colls; /* a collective's number: due_rank */
   SgNodeId *wait_of; /* collective -> its first wait, or SG_NO_NODE */
   SgNodeId *coll_of; /* wait -> its collective */
   int32_t *deadline; /* collective -> id of the first user of its wait */
@@ -265,21 +291,52 @@ typedef struct {
                        * through such nodes: placed as soon as it is ready */
   uint32_t *ufirst;  /* users CSR (g is const here) */
   SgNodeId *users;
+  uint32_t *ifirst;  /* inputs CSR: the graph's, compact (the nodes are 112 bytes) */
+  SgNodeId *ins;
+  int32_t *group;    /* collective -> its group */
   uint64_t *profile; /* live bytes of the input order, by id */
   uint64_t peak_in, limit;
+  double peak_increase; /* limit = peak_in x (1 + peak_increase) */
+  bool has_limit;       /* peak_in and limit are made */
   uint64_t max_in_flight;
   int32_t prefetch_limit;
   /* Tests: every step grows the deferred waits' reservations one wait at a
    * time (defer.c's reference rule) instead of through its slot tree. */
   bool defer_each;
+  /* Variants give the whole simulation of their order (node times too). */
+  bool full_sims;
 } SgSchedProblem;
 
 void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
-/* The part sg_polish reads: g, n, n_groups, role, cost, alloc, base_us,
- * compute_us, root, profile, peak_in and the limits; the rest stays NULL
- * (sg_sched_problem_clear frees either). */
+/* The part sg_polish reads: g, n, n_groups, role, cost, kslot, alloc, base_us,
+ * compute_us and the limits' settings; the rest stays NULL, root, profile,
+ * peak_in and limit too (has_limit false) until sg_sched_problem_live (sg_sched_problem_clear
+ * frees either). */
 void sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
+/* The input order's live bytes: root, peak_in and limit, and with
+ * @profile, profile. */
+void sg_sched_problem_live (SgSchedProblem *P, bool profile);
 void sg_sched_problem_clear (SgSchedProblem *P);
+
+/* sg_eng_place of node @x on @e (an engine without node times, of
+ * P->g's cost model's rates), with the role, cost and kernel slot the
+ * problem looked up. */
+static inline void
+sg_sched_place (const SgSchedProblem *P, SgSimEngine *e, SgNodeId x)
+{
+  if (P->role[x] == SG_ROLE_COMPUTE)
+    sg_eng_compute_in (e, x, P->cost[x], P->kslot[x]);
+  else
+    sg_eng_place (e, x);
+}
+
+/* The inputs of node @x (P->ins, P->ifirst), *@k of them. */
+static inline const SgNodeId *
+sg_sched_inputs (const SgSchedProblem *P, SgNodeId x, uint32_t *k)
+{
+  *k = P->ifirst[x + 1] - P->ifirst[x];
+  return P->ins + P->ifirst[x];
+}
 
 /* The boost that ranks compute by the critical path (cp_rank) instead of
  * the input order. */
@@ -291,9 +348,18 @@ void sg_sched_problem_clear (SgSchedProblem *P);
  * docs/scheduler.md. Returns the order (transfer full); fills @st's
  * counters and @res's totals (hidden/partial/exposed counts, exposed_us,
  * step_us; no rows; peak_bytes 0: the caller computes the peak of the
- * orders it may keep). */
+ * orders it may keep). With P->full_sims, @res is what sg_simulate gives
+ * for the order (clear it) but the peak and the bound (sg_bound_basic):
+ * the run drove the simulator's engine through it. */
 SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
                                 bool shield, SgScheduleStats *st, SgSimResult *res);
+
+/* After a job whose tasks freed large working sets on the pool's threads
+ * (scheduler.c): glibc keeps what a thread frees in that thread's arena,
+ * which the passes that follow on the calling thread do not allocate
+ * from; gives the free pages of every arena back (malloc_trim). Nothing
+ * without a pool of several threads. */
+void sg_pool_trim (SgPool *pool);
 
 /* --- the lower bound's pieces (bound.c) ------------------------------------ */
 
@@ -489,7 +555,9 @@ bool sg_search_fits (const SgGraph *g, const SgSimEngine *e, const SgNodeId *nod
 /* A search over the orders of @nodes (in a topological order; for
  * SG_SEARCH_EARLY, the order to beat), every other input of which is
  * placed on engine @e, which the search drives and restores. @local: n_nodes
- * entries of -1, used and restored. At most @budget states. */
+ * entries of -1, used and restored, or NULL (the search keeps its own
+ * table of the window's nodes: searches of one graph may run side by
+ * side). At most @budget states. */
 SgSearch *sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t m,
                          int32_t *local, SgSearchGoal goal, int64_t budget);
 void sg_search_free (SgSearch *S);
@@ -504,6 +572,8 @@ bool sg_search_run (SgSearch *S, double incumbent);
 /* EARLY: the orders kept, best score first (m ids each). */
 int32_t sg_search_n_kept (const SgSearch *S);
 void sg_search_kept (const SgSearch *S, int32_t k, SgNodeId *out);
+/* The same as window positions (0 .. m-1 of @nodes). */
+void sg_search_kept_positions (const SgSearch *S, int32_t k, int32_t *out);
 /* The best order found (m ids). */
 void sg_search_result (const SgSearch *S, SgNodeId *out);
 /* STEP: its step. */
@@ -519,5 +589,6 @@ bool sg_search_gave_up (const SgSearch *S);
  * polish.c); @res holds the order's step_us and peak_bytes on entry, and
  * nothing to free (it is overwritten). Returns the windows it changed;
  * when > 0, @order was improved and @res is its full simulation (clear
- * it). */
-int32_t sg_polish (const SgSchedProblem *P, SgNodeId *order, SgSimResult *res);
+ * it). @P's live bytes are made (sg_sched_problem_live) when a changed
+ * order needs the limit and @P has none. */
+int32_t sg_polish (SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res);

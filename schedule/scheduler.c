@@ -12,13 +12,22 @@
  * profile with a range-add/range-max tree rather than a running total;
  * several deterministic variants are tried and the simulator keeps the
  * best, never worse than the input order. docs/scheduler.md has the rules.
+ * The variants run side by side on the worker pool (cfg->pool); each
+ * result is weighed, in variant order, once the variants before it are,
+ * and the orders that lose are dropped then, so the choice does not depend
+ * on timing and few orders are held at once.
  *
  * Requires: est_us (estimate/). Invalidates: the id order (permutes),
  * users (rebuilt), implicit edges of kind hide_start / hide_wait
  * (re-recorded). Keeps the simulation of the order it chooses with the
- * graph (kept.c): the polish's, renumbered, when the polish improved it.
+ * graph (kept.c), renumbered: the winning variant's run (it drove the
+ * simulator's engine through that order) or, when it improved it, the
+ * polish's.
  */
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "schedule-private.h"
 
@@ -47,6 +56,12 @@ static const struct {
   { 1024, SG_BOOST_CRITICAL_PATH, true, "critical-path" },
 };
 
+/* Node times the variants running at once may keep (16 bytes a node
+ * each) for the winner's run to be kept as the graph's simulation: past
+ * it the chosen order is simulated again instead (1M nodes: 16 MB a
+ * variant, which would raise the run's peak RSS from 2 threads on). */
+#define TRACKED_BYTES_MAX ((size_t)16 << 20)
+
 /* Steps within this fraction of each other count as a tie (the order
  * tried first, keep-compute-order, wins those); ties go to less exposed
  * time, then to fewer fully exposed collectives. */
@@ -60,65 +75,143 @@ order_peak (const SgSchedProblem *P, const SgNodeId *order)
   return sg_graph_liveness (P->g, pos, NULL, P->root, P->alloc);
 }
 
+/* Are variant result @r's times better than @best's (and its step no
+ * longer than the input order's)? */
+static bool
+better_times (const SgSimResult *r, double input_step, const SgSimResult *best)
+{
+  if (r->step_us > input_step + 1e-6)
+    return false;
+  double tie = STEP_TIE * MIN (r->step_us, best->step_us) + 1e-6;
+  if (fabs (r->step_us - best->step_us) > tie)
+    return r->step_us < best->step_us;
+  if (fabs (r->exposed_us - best->exposed_us) > 1e-6)
+    return r->exposed_us < best->exposed_us;
+  return r->exposed < best->exposed;
+}
+
 /* Is variant result @r (of @order) better than @best? Its peak is
  * computed (into @r) only when its times would make it so. */
 static bool
 better_result (const SgSchedProblem *P, SgSimResult *r, const SgNodeId *order,
                uint64_t input_peak, double input_step, const SgSimResult *best)
 {
-  if (r->step_us > input_step + 1e-6)
-    return false;
-  double tie = STEP_TIE * MIN (r->step_us, best->step_us) + 1e-6;
-  bool better;
-  if (fabs (r->step_us - best->step_us) > tie)
-    better = r->step_us < best->step_us;
-  else if (fabs (r->exposed_us - best->exposed_us) > 1e-6)
-    better = r->exposed_us < best->exposed_us;
-  else
-    better = r->exposed < best->exposed;
-  if (!better)
+  if (!better_times (r, input_step, best))
     return false;
   r->peak_bytes = order_peak (P, order);
   return r->peak_bytes <= MAX (P->limit, input_peak);
 }
 
-/* Below this many nodes the variants run one after the other (threads
- * would cost more than they save). */
-#define PARALLEL_MIN_NODES 20000
-
+/* One variant's run, and the choice among the runs so far. */
 typedef struct {
-  const SgSchedProblem *P;
   int32_t v;
   SgScheduleStats st;
   SgSimResult res;
   SgNodeId *order;
+  bool has_peak; /* res.peak_bytes is computed */
+  bool done;     /* run (under Choice.lock) */
+  /* P->full_sims: the peak sg_simulate gives for the order (its own
+   * storage analysis, not the problem's), when computed */
+  uint64_t sim_peak;
+  bool has_sim_peak;
 } VariantJob;
 
+/* The variants are tasks of the worker pool; each result is taken (the
+ * choice, in variant order) as soon as every earlier variant's is, so
+ * the losers' orders go at once and the choice does not depend on timing. */
 typedef struct {
+  const SgSchedProblem *P;
   VariantJob *jobs;
-  int32_t n;
-  gint next; /* atomic: the next job to take */
-} JobQueue;
+  int32_t n, next; /* next: the first job not taken (under lock) */
+  GMutex lock;
+  /* Each variant has a thread: a candidate's peak is computed beside the
+   * others' runs instead of in the choice. */
+  bool early_peaks;
+  uint64_t input_peak;
+  double input_step;
+  SgSimResult best_res; /* the best so far: its totals */
+  SgNodeId *best;
+  SgSimResult best_sim; /* with P->full_sims: its whole simulation (its peak below) */
+  uint64_t best_sim_peak;
+  bool has_best_sim_peak;
+  SgScheduleStats *st;
+} Choice;
 
+/* Takes job @j's result (the next in variant order). */
 static void
-run_job (VariantJob *j)
+take_result (Choice *C, VariantJob *j)
 {
-  memset (&j->st, 0, sizeof j->st);
-  j->order = sg_sched_run_variant (j->P, variants[j->v].window, variants[j->v].boost,
-                                   variants[j->v].shield, &j->st, &j->res);
+  SgScheduleStats *st = C->st;
+  st->n_variants++;
+  if (j->has_peak ? better_times (&j->res, C->input_step, &C->best_res)
+                        && j->res.peak_bytes <= MAX (C->P->limit, C->input_peak)
+                  : better_result (C->P, &j->res, j->order, C->input_peak, C->input_step,
+                                   &C->best_res)) {
+    C->best_res.step_us = j->res.step_us;
+    C->best_res.exposed_us = j->res.exposed_us;
+    C->best_res.exposed = j->res.exposed;
+    g_free (C->best);
+    C->best = g_steal_pointer (&j->order);
+    st->variant = j->v;
+    st->variant_name = variants[j->v].name;
+    st->scheduled_exposed_us = j->res.exposed_us;
+    st->scheduled_peak_bytes = j->res.peak_bytes;
+    st->n_pulled = j->st.n_pulled;
+    st->n_early_waits = j->st.n_early_waits;
+    st->n_forced = j->st.n_forced;
+    st->n_forced_waits = j->st.n_forced_waits;
+    st->n_boosted = j->st.n_boosted;
+    sg_sim_result_clear (&C->best_sim);
+    C->best_sim = j->res;
+    memset (&j->res, 0, sizeof j->res);
+    C->best_sim_peak = j->sim_peak;
+    C->has_best_sim_peak = j->has_sim_peak;
+  }
+  g_clear_pointer (&j->order, g_free);
+  sg_sim_result_clear (&j->res);
 }
 
-/* Takes jobs until none is left (thread body, also run by the caller). */
-static gpointer
-run_jobs (gpointer data)
+static void
+variant_task (gpointer data, int32_t task, int32_t worker)
 {
-  JobQueue *q = data;
-  for (;;) {
-    int32_t i = g_atomic_int_add (&q->next, 1);
-    if (i >= q->n)
-      return NULL;
-    run_job (&q->jobs[i]);
+  (void)worker;
+  Choice *C = data;
+  VariantJob *j = &C->jobs[task];
+  int32_t v = j->v;
+  memset (&j->st, 0, sizeof j->st);
+  j->order = sg_sched_run_variant (C->P, variants[v].window, variants[v].boost,
+                                   variants[v].shield, &j->st, &j->res);
+  if (C->early_peaks && j->res.step_us <= C->input_step + 1e-6) {
+    j->res.peak_bytes = order_peak (C->P, j->order);
+    j->has_peak = true;
+    if (C->P->full_sims) {
+      j->sim_peak = sg_graph_peak_bytes (C->P->g, j->order);
+      j->has_sim_peak = true;
+    }
   }
+  g_mutex_lock (&C->lock);
+  j->done = true;
+  while (C->next < C->n && C->jobs[C->next].done)
+    take_result (C, &C->jobs[C->next++]);
+  g_mutex_unlock (&C->lock);
+}
+
+/* Moves @r's arrays to new blocks: made while the variants ran, they would
+ * keep the heap's top up once the variants' arrays are freed (the
+ * simulation outlives the pass). */
+static void
+sim_move_down (SgSimResult *r)
+{
+  size_t n = (size_t)r->n_nodes;
+  SgCollRow *rows = g_memdup2 (r->rows, sizeof *rows * (size_t)MAX (r->n_rows, 1));
+  double *start = g_memdup2 (r->node_start, sizeof (double) * n);
+  double *end = g_memdup2 (r->node_end, sizeof (double) * n);
+  g_free (r->rows);
+  g_free (r->node_start);
+  g_free (r->node_end);
+  r->rows = rows;
+  r->node_start = start;
+  r->node_end = end;
 }
 
 SgNodeId *
@@ -132,14 +225,14 @@ sg_schedule_compute (const SgGraph *g, const SgConfig *cfg, SgScheduleStats *sta
 
 SgNodeId *
 sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSimResult *base,
-                  SgScheduleStats *stats, SgSimResult *polished, GError **error)
+                  SgScheduleStats *stats, SgSimResult *sim, GError **error)
 {
   g_return_val_if_fail (g != NULL && g->n_nodes > 0, NULL);
   SgScheduleStats dummy;
   SgScheduleStats *st = stats ? stats : &dummy;
   memset (st, 0, sizeof *st);
-  if (polished)
-    memset (polished, 0, sizeof *polished);
+  if (sim)
+    memset (sim, 0, sizeof *sim);
   if (cfg && (!(cfg->max_peak_increase >= 0.0) || cfg->prefetch_limit < 0)) {
     g_set_error (error, SG_SCHEDULE_ERROR, SG_SCHEDULE_ERROR_CONFIG,
                  "schedule: max_peak_increase must be >= 0 and prefetch_limit >= 0 "
@@ -156,22 +249,20 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   st->variant_name = "input";
   st->input_exposed_us = st->scheduled_exposed_us = base->exposed_us;
   st->input_peak_bytes = st->scheduled_peak_bytes = base->peak_bytes;
-  /* the best so far: totals only (the rows are not needed) */
-  SgSimResult best_res = { .step_us = base->step_us, .exposed_us = base->exposed_us,
-                           .exposed = base->exposed };
-  double input_step = base->step_us;
-  sg_sim_result_clear (&own);
-  SgNodeId *best = g_new (SgNodeId, (size_t)g->n_nodes);
+  SgNodeId *ident = g_new (SgNodeId, (size_t)g->n_nodes);
   for (SgNodeId i = 0; i < g->n_nodes; i++)
-    best[i] = i;
-  if (cfg && !cfg->reorder)
-    return best;
+    ident[i] = i;
+  if (cfg && !cfg->reorder) {
+    sg_sim_result_clear (&own);
+    return ident;
+  }
   SgSchedProblem P;
   sg_sched_problem_init (&P, g, cfg);
+
   st->peak_limit_bytes = P.limit;
-  /* Variants are independent (the problem is read-only): on large graphs
-   * they run on a thread pool; the choice below is made in variant order
-   * either way, so the result does not depend on timing. */
+  /* Variants are independent (the problem is read-only): they run on the
+   * worker pool, and the choice is made in variant order (variant_task),
+   * so the result does not depend on timing. */
   enum { NV = G_N_ELEMENTS (variants) };
   const SgCostModel *cm = sg_graph_cost_model (g);
   bool start_wait = sg_cost_model_has_start_wait (cm);
@@ -179,55 +270,59 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   int32_t nj = 0;
   for (int32_t v = 0; v < NV; v++)
     if (variants[v].shield || start_wait)
-      jobs[nj++] = (VariantJob){ .P = &P, .v = v };
-  JobQueue q = { jobs, nj, 0 };
-  int helpers = g->n_nodes >= PARALLEL_MIN_NODES
-                    ? MIN (nj, (int)g_get_num_processors ()) - 1 : 0;
-  GThread *th[NV];
-  int started = 0;
-  for (int i = 0; i < helpers; i++) {
-    th[started] = g_thread_try_new ("sg-schedule", run_jobs, &q, NULL);
-    started += th[started] != NULL;
-  }
-  run_jobs (&q);
-  for (int i = 0; i < started; i++)
-    g_thread_join (th[i]);
-  for (int32_t i = 0; i < nj; i++) {
-    VariantJob *j = &jobs[i];
-    int32_t v = j->v;
-    st->n_variants++;
-    if (better_result (&P, &j->res, j->order, st->input_peak_bytes, input_step, &best_res)) {
-      best_res.step_us = j->res.step_us;
-      best_res.exposed_us = j->res.exposed_us;
-      best_res.exposed = j->res.exposed;
-      memcpy (best, j->order, sizeof (SgNodeId) * (size_t)g->n_nodes);
-      st->variant = v;
-      st->variant_name = variants[v].name;
-      st->scheduled_exposed_us = j->res.exposed_us;
-      st->scheduled_peak_bytes = j->res.peak_bytes;
-      st->n_pulled = j->st.n_pulled;
-      st->n_early_waits = j->st.n_early_waits;
-      st->n_forced = j->st.n_forced;
-      st->n_forced_waits = j->st.n_forced_waits;
-      st->n_boosted = j->st.n_boosted;
-    }
-    g_free (j->order);
-    sg_sim_result_clear (&j->res);
-  }
+      jobs[nj++] = (VariantJob){ .v = v };
+  SgPool *pool = cfg ? cfg->pool : NULL;
+  /* The winner's run is its simulation, not made again, when the node
+   * times every variant running at once then keeps are few. */
+  P.full_sims = sim != NULL
+                && (size_t)g->n_nodes * 2 * sizeof (double) * (size_t)MIN (sg_pool_size (pool), nj)
+                       <= TRACKED_BYTES_MAX;
+  /* the best so far: totals only (the rows are not needed) */
+  Choice C = { .P = &P, .jobs = jobs, .n = nj, .early_peaks = sg_pool_size (pool) >= nj,
+               .input_peak = st->input_peak_bytes, .input_step = base->step_us,
+               .best_res = { .step_us = base->step_us, .exposed_us = base->exposed_us,
+                             .exposed = base->exposed },
+               .best = ident, .st = st };
+  sg_sim_result_clear (&own);
+  g_mutex_init (&C.lock);
+  sg_pool_run (pool, nj, variant_task, &C);
+  g_mutex_clear (&C.lock);
+  g_assert (C.next == nj);
+  sg_pool_trim (pool);
+  SgNodeId *best = C.best;
+  SgSimResult best_res = C.best_res;
   /* windows of the winner improved by exact search (polish.c) */
   SgSimResult pr = best_res;
   pr.peak_bytes = st->scheduled_peak_bytes;
-  st->n_polished = polish ? sg_polish (&P, best, &pr) : 0;
+  st->n_polished = polish ? sg_polish (&P, pool, best, &pr) : 0;
   if (st->n_polished > 0) {
     st->scheduled_exposed_us = pr.exposed_us;
     st->scheduled_peak_bytes = pr.peak_bytes;
-    if (polished)
-      *polished = pr;
-    else
-      sg_sim_result_clear (&pr);
+    sg_sim_result_clear (&C.best_sim);
+    C.best_sim = pr;
+  }
+  if (sim) {
+    *sim = C.best_sim;
+    if (st->variant >= 0 && st->n_polished == 0 && P.full_sims)
+      sim->peak_bytes = C.has_best_sim_peak ? C.best_sim_peak : sg_graph_peak_bytes (g, best);
+  } else {
+    sg_sim_result_clear (&C.best_sim);
   }
   sg_sched_problem_clear (&P);
+  if (sim && sim->n_nodes > 0)
+    sim_move_down (sim);
   return best;
+}
+
+void
+sg_pool_trim (SgPool *pool)
+{
+#ifdef __GLIBC__
+  if (sg_pool_size (pool) > 1)
+    malloc_trim (0);
+#else
+  (void)pool;
+#endif
 }
 
 /* Records the hiding relation of the graph's order as implicit edges
@@ -274,22 +369,22 @@ take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, GError **error)
 }
 
 /* sg_schedule_order, from @base (the simulation of @g's id order, or
- * NULL); @polished (may be NULL) gets the polish's simulation of the order
- * when it polished (sg_schedule_list). */
+ * NULL); @sim (may be NULL) gets the simulation of the order when one was
+ * made (sg_schedule_list). */
 static SgNodeId *
 schedule_order (const SgGraph *g, const SgConfig *cfg, const SgSimResult *base,
-                SgSimResult *polished, GError **error)
+                SgSimResult *sim, GError **error)
 {
   /* When bucketing follows, the polish waits for it (sg_schedule_polish_pass):
    * bucketing re-times the collectives it merges, and what it merges
    * depends on the order it is given (polishing before it made a sample's
    * plan worse). */
   bool bucket_next = cfg && cfg->bucket && !cfg->exact;
-  if (polished)
-    memset (polished, 0, sizeof *polished);
+  if (sim)
+    memset (sim, 0, sizeof *sim);
   return cfg && cfg->exact && cfg->reorder
              ? sg_schedule_exact (g, cfg, NULL, error)
-             : sg_schedule_list (g, cfg, !bucket_next, base, NULL, polished, error);
+             : sg_schedule_list (g, cfg, !bucket_next, base, NULL, sim, error);
 }
 
 SgNodeId *
@@ -307,9 +402,9 @@ sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
   const SgSimResult *base = sg_graph_simulation (g, error);
   if (!base)
     return false;
-  SgSimResult polished;
-  g_autofree SgNodeId *order = schedule_order (g, cfg, base, &polished, error);
-  if (!order || !take_order (g, order, &polished, error))
+  SgSimResult sim;
+  g_autofree SgNodeId *order = schedule_order (g, cfg, base, &sim, error);
+  if (!order || !take_order (g, order, &sim, error))
     return false;
   return record_hiding (g, error);
 }
@@ -332,7 +427,7 @@ sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)g->n_nodes);
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     order[i] = i;
-  int32_t improved = sg_polish (&P, order, &r);
+  int32_t improved = sg_polish (&P, cfg->pool, order, &r);
   sg_sched_problem_clear (&P);
   if (improved == 0)
     return true;

@@ -32,11 +32,16 @@ struct SgSearch {
   int32_t nw; /* words of a bitset of positions */
   int32_t cap_m, cap_frames; /* what the buffers below hold (reused by reset) */
   SgNodeId *node;  /* window position -> node */
-  int32_t *local;  /* node -> window position, -1 (n entries, owned by the caller) */
+  int32_t *local;  /* node -> window position, -1 (n entries, owned by the caller), or NULL: */
+  SgNodeId *hnode; /* ... the search's own table (open addressing by node, hcap entries) */
+  int32_t *hpos;
+  uint32_t hcap;
   uint8_t *role;
   double *cost;
   int32_t *dec, *comp, *coll; /* position -> decision bit / compute bit / collective index, -1 */
   SgNodeId *coll_of;          /* position -> the collective a wait waits on, SG_NO_NODE */
+  int32_t *eng_arg;           /* position -> a collective's rates entry in the engine's memo,
+                               * a costly compute node's kernel slot (sim.c), else 0 */
   uint32_t *ifirst, *ufirst;  /* in-window inputs and users, CSR by position */
   int32_t *ins, *users;
   uint32_t *fill; /* scratch of the users' CSR */

@@ -2,7 +2,12 @@
  * in-window inputs and users, the compute each collective needs and feeds,
  * the frames; and the check that a window fits. sg_search_reset aims a
  * search at another window in the buffers it has (the polish searches
- * window after window): it sets everything sg_search_new sets.
+ * window after window): it sets everything sg_search_new sets. Positions
+ * are looked up in the caller's node-indexed array, or (none given) in a
+ * table of the window's nodes the search keeps, so that searches of one
+ * graph can run side by side. What placing a position takes (a
+ * collective's rates entry, a compute node's kernel slot) is looked up
+ * once per window.
  * Requires: an engine at the window's start. Invalidates: nothing.
  */
 #include <string.h>
@@ -60,6 +65,45 @@ sg_search_fits (const SgGraph *g, const SgSimEngine *e, const SgNodeId *nodes, i
   return nd <= 64 && nc + run <= SG_SEARCH_MAX_COLLS && g->n_groups <= 255;
 }
 
+/* Where node @x sits in the window, or -1 (the caller's local, or the
+ * search's own table). */
+static inline int32_t
+local_of (const SgSearch *S, SgNodeId x)
+{
+  if (S->local)
+    return S->local[x];
+  uint32_t mask = S->hcap - 1;
+  for (uint32_t i = ((uint32_t)x * 0x9E3779B1u) & mask;; i = (i + 1) & mask) {
+    if (S->hnode[i] == x)
+      return S->hpos[i];
+    if (S->hnode[i] == SG_NO_NODE)
+      return -1;
+  }
+}
+
+/* Records the window's nodes @nodes (@m) in the search's own table. */
+static void
+local_fill (SgSearch *S, const SgNodeId *nodes, int32_t m)
+{
+  uint32_t cap = 64;
+  while (cap < 2 * (uint32_t)m)
+    cap *= 2;
+  if (cap > S->hcap) {
+    S->hcap = cap;
+    S->hnode = g_renew (SgNodeId, S->hnode, cap);
+    S->hpos = g_renew (int32_t, S->hpos, cap);
+  }
+  memset (S->hnode, 0xff, sizeof (SgNodeId) * S->hcap); /* SG_NO_NODE */
+  uint32_t mask = S->hcap - 1;
+  for (int32_t k = 0; k < m; k++) {
+    uint32_t i = ((uint32_t)nodes[k] * 0x9E3779B1u) & mask;
+    while (S->hnode[i] != SG_NO_NODE)
+      i = (i + 1) & mask;
+    S->hnode[i] = nodes[k];
+    S->hpos[i] = k;
+  }
+}
+
 /* Grows the per-position arrays to hold @m positions. */
 static void
 reserve_positions (SgSearch *S, int32_t m)
@@ -74,6 +118,7 @@ reserve_positions (SgSearch *S, int32_t m)
   S->comp = g_renew (int32_t, S->comp, (size_t)cap);
   S->coll = g_renew (int32_t, S->coll, (size_t)cap);
   S->coll_of = g_renew (SgNodeId, S->coll_of, (size_t)cap);
+  S->eng_arg = g_renew (int32_t, S->eng_arg, (size_t)cap);
   S->decs = g_renew (int32_t, S->decs, (size_t)cap);
   S->ifirst = g_renew (uint32_t, S->ifirst, (size_t)cap + 1);
   S->ufirst = g_renew (uint32_t, S->ufirst, (size_t)cap + 1);
@@ -119,11 +164,13 @@ fill_edges (SgSearch *S)
   for (int32_t i = 0; i < m; i++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, S->node[i], &k);
-    for (uint32_t j = 0; j < k; j++)
-      if (S->local[in[j]] >= 0) {
+    for (uint32_t j = 0; j < k; j++) {
+      int32_t l = local_of (S, in[j]);
+      if (l >= 0) {
         S->ifirst[i + 1]++;
-        S->ufirst[S->local[in[j]] + 1]++;
+        S->ufirst[l + 1]++;
       }
+    }
   }
   for (int32_t i = 0; i < m; i++) {
     S->ifirst[i + 1] += S->ifirst[i];
@@ -140,7 +187,7 @@ fill_edges (SgSearch *S)
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, S->node[i], &k);
     for (uint32_t j = 0; j < k; j++) {
-      int32_t l = S->local[in[j]];
+      int32_t l = local_of (S, in[j]);
       if (l < 0)
         continue;
       S->ins[at++] = l;
@@ -161,13 +208,16 @@ fill_positions (SgSearch *S)
     S->cost[i] = sg_sched_cost (x);
     S->dec[i] = S->comp[i] = S->coll[i] = -1;
     S->coll_of[i] = SG_NO_NODE;
+    S->eng_arg[i] = 0;
     if (costly (S, i)) {
+      S->eng_arg[i] = sg_cost_contention_slot (S->e->pairs, g, S->node[i], S->cost[i]);
       S->comp[i] = S->n_comp;
       S->ccost[S->n_comp++] = S->cost[i];
       S->window_work += S->cost[i];
     } else if (S->role[i] == SG_ROLE_COLL) {
       S->coll_node[S->n_coll] = S->node[i];
       S->coll[i] = S->n_coll++;
+      S->eng_arg[i] = sg_eng_rates_entry (S->e, S->node[i], NULL);
     } else if (S->role[i] == SG_ROLE_WAIT) {
       SgNodeId c = sg_node_wait_target (g, S->node[i]);
       if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
@@ -184,6 +234,8 @@ fill_positions (SgSearch *S)
 static void
 unmark (SgSearch *S)
 {
+  if (!S->local)
+    return;
   for (int32_t i = 0; i < S->m; i++)
     S->local[S->node[i]] = -1;
 }
@@ -221,8 +273,11 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   S->nw = (m + 63) / 64;
   S->budget = budget;
   memcpy (S->node, nodes, sizeof (SgNodeId) * (size_t)m);
-  for (int32_t i = 0; i < m; i++)
-    S->local[nodes[i]] = i;
+  if (S->local)
+    for (int32_t i = 0; i < m; i++)
+      S->local[nodes[i]] = i;
+  else
+    local_fill (S, nodes, m);
   S->n_dec = S->n_comp = S->n_coll = 0;
   S->window_work = 0.0;
   memset (S->ccost, 0, sizeof S->ccost);
@@ -263,8 +318,7 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   S->n_kept = 0;
   S->found = S->gave_up = false;
   S->expanded = 0;
-  for (int32_t i = 0; i < S->mcap; i++)
-    S->mhead[i] = -1;
+  memset (S->mhead, 0xff, sizeof (int32_t) * (size_t)S->mcap); /* -1: empty */
   S->mused = 0;
   S->n_states = 0;
 }
@@ -284,6 +338,8 @@ sg_search_free (SgSearch *S)
   }
   g_free (S->frames);
   g_free (S->beyond);
+  g_free (S->hnode);
+  g_free (S->hpos);
   g_free (S->node);
   g_free (S->role);
   g_free (S->cost);
@@ -291,6 +347,7 @@ sg_search_free (SgSearch *S)
   g_free (S->comp);
   g_free (S->coll);
   g_free (S->coll_of);
+  g_free (S->eng_arg);
   g_free (S->decs);
   g_free (S->ifirst);
   g_free (S->ufirst);

@@ -197,6 +197,20 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
 }
 
 void
+sg_eng_fork_rates (SgSimEngine *dst, const SgSimEngine *src)
+{
+  *dst = *src;
+  dst->memo = memo_new (src->n_slots);
+}
+
+void
+sg_eng_fork_clear (SgSimEngine *e)
+{
+  memo_free (e->memo);
+  memset (e, 0, sizeof *e);
+}
+
+void
 sg_eng_clear (SgSimEngine *e)
 {
   g_free (e->ghead);

@@ -9,6 +9,11 @@
  * save; restoring puts any of them that started since back as queued, cuts
  * each queue at its saved tail, and forgets the collectives issued since.
  * Node times (track_nodes) are not saved.
+ * sg_eng_copy_state gives a second engine an engine's state, for searches
+ * that run side by side (polish.c): of the collectives both issued, only
+ * those one of them finished or started since are copied (and the queues'
+ * links), so a copy costs O(groups + those rows + rows issued since the
+ * last copy).
  * Requires: an engine of sim.c. Invalidates: nothing.
  */
 #include <string.h>
@@ -110,6 +115,86 @@ sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
     e->fin[r] = s->fin[k];
     e->rows[r] = s->rows[k];
   }
+}
+
+/* Row @r of @dst (the same collective in both) takes @src's state. */
+static inline void
+copy_row (SgSimEngine *dst, const SgSimEngine *src, int32_t r)
+{
+  dst->rows[r] = src->rows[r];
+  dst->rnext[r] = src->rnext[r];
+  dst->rem[r] = src->rem[r];
+  dst->fin[r] = src->fin[r];
+}
+
+void
+sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
+{
+  g_return_if_fail (dst->g == src->g && dst->n_slots == src->n_slots);
+  size_t ng = (size_t)MAX (src->g->n_groups, 1), ns = (size_t)src->n_slots;
+  int32_t from = MIN (*lo, MIN (dst->n_rows, src->n_rows));
+  /* Below from the rows are the same collectives, issued alike: those
+   * finished in both are alike, and so are those queued in both behind
+   * both heads (not started). A group's queue holds its rows in issue
+   * order, so the rest lie from the earlier head to the later one (one
+   * engine finished them, the other did not, or runs the head). */
+  int32_t q = from;
+  for (int32_t grp = 0; grp < src->n_groups; grp++) {
+    int32_t a = dst->ghead[grp], b = src->ghead[grp];
+    a = a < 0 ? INT32_MAX : a;
+    b = b < 0 ? INT32_MAX : b;
+    const SgSimEngine *early = a <= b ? dst : src;
+    int32_t later = MAX (a, b);
+    q = MIN (q, MIN (a, b));
+    for (int32_t r = early->ghead[grp]; r >= 0 && r < from && r <= later;) {
+      int32_t next = early->rnext[r]; /* read before @dst's row is written */
+      copy_row (dst, src, r);
+      r = next;
+    }
+  }
+  /* and the links of what may be queued (a tail's may now lead on) */
+  if (q < from)
+    memcpy (dst->rnext + q, src->rnext + q, (size_t)(from - q) * sizeof *dst->rnext);
+  /* From there on, whole rows (a row's rates are its collective's, set at
+   * its issue) */
+  for (int32_t r = from; r < dst->n_rows; r++)
+    dst->row_of[dst->rows[r].node] = -1;
+  for (int32_t r = from; r < src->n_rows; r++) {
+    if (r >= dst->n_rows || dst->rows[r].node != src->rows[r].node) {
+      memcpy (dst->rates + (size_t)r * ns, src->rates + (size_t)r * ns, ns * sizeof *dst->rates);
+      dst->wnext[r] = src->wnext[r];
+    }
+    dst->row_of[src->rows[r].node] = r;
+  }
+  size_t k = (size_t)(src->n_rows - from);
+  memcpy (dst->rows + from, src->rows + from, k * sizeof *dst->rows);
+  memcpy (dst->rnext + from, src->rnext + from, k * sizeof *dst->rnext);
+  memcpy (dst->rem + from, src->rem + from, k * sizeof *dst->rem);
+  memcpy (dst->fin + from, src->fin + from, k * sizeof *dst->fin);
+  /* the scalars; the arrays and what the engine owns stay @dst's */
+  SgSimEngine own = *dst;
+  *dst = *src;
+  dst->hold = own.hold;
+  dst->hold_at = own.hold_at;
+  dst->ghead = own.ghead;
+  dst->gtail = own.gtail;
+  dst->rnext = own.rnext;
+  dst->rem = own.rem;
+  dst->rates = own.rates;
+  dst->wnext = own.wnext;
+  dst->fin = own.fin;
+  dst->rows = own.rows;
+  dst->cap_rows = own.cap_rows;
+  dst->row_of = own.row_of;
+  dst->memo = own.memo;
+  dst->tlog = own.tlog;
+  dst->node_start = own.node_start;
+  dst->node_end = own.node_end;
+  dst->on_finish = own.on_finish;
+  dst->ud = own.ud;
+  copy_groups (ng, dst->hold, dst->hold_at, dst->ghead, dst->gtail, src->hold, src->hold_at,
+               src->ghead, src->gtail);
+  *lo = src->n_rows;
 }
 
 void

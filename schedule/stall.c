@@ -82,7 +82,7 @@ ls_stall_for_critical (Run *R, SgNodeId f)
     return false;
   double end = R->eng.now;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, u, &k);
+  const SgNodeId *in = sg_sched_inputs (P, u, &k);
   for (uint32_t j = 0; j < k; j++) {
     SgNodeId c = P->coll_of[in[j]];
     if (!R->placed[in[j]] && P->role[in[j]] == SG_ROLE_WAIT && c != SG_NO_NODE && R->placed[c])
@@ -116,7 +116,7 @@ ls_stall_shorter (Run *R, SgNodeId x)
   const SgSimEngine *e = &R->eng;
   double until = 0.0;
   uint32_t k;
-  const SgNodeId *in = sg_node_inputs (P->g, x, &k);
+  const SgNodeId *in = sg_sched_inputs (P, x, &k);
   for (uint32_t j = 0; j < k; j++) {
     SgNodeId c = P->coll_of[in[j]];
     if (R->placed[in[j]] || P->role[in[j]] != SG_ROLE_WAIT || c == SG_NO_NODE)
@@ -161,8 +161,11 @@ void
 ls_finish_tail (Run *R)
 {
   const SgSchedProblem *P = R->P;
-  SgNodeId *left = R->stack; /* run_demand is not used below */
   int32_t nl = 0;
+  for (SgNodeId i = 0; i < P->n; i++)
+    nl += !R->placed[i] && i != P->g->output;
+  g_autofree SgNodeId *left = g_new (SgNodeId, (size_t)nl + 1);
+  nl = 0;
   for (SgNodeId i = 0; i < P->n; i++)
     if (!R->placed[i] && i != P->g->output)
       left[nl++] = i;

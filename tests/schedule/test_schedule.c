@@ -524,7 +524,8 @@ END_TEST
 /* The scheduler's memory profile: range adds (of either sign), point sets,
  * range maxima (with a position holding the maximum) and first positions
  * above a value against a plain array, over many operations so that adds
- * pend at every level. */
+ * pend at every level and ranges start and end inside and on the edges
+ * of the tree's blocks. */
 static void
 memory_tree_check_max (SgMemTree *t, const int64_t *plain, int a, int b)
 {
@@ -551,8 +552,8 @@ memory_tree_check_first_above (SgMemTree *t, const int64_t *plain, int n, int a,
 START_TEST (memory_tree_matches_a_plain_array)
 {
   GRand *rng = g_rand_new_with_seed (99);
-  for (int trial = 0; trial < 200; trial++) {
-    int n = g_rand_int_range (rng, 1, trial < 100 ? 70 : 300);
+  for (int trial = 0; trial < 230; trial++) {
+    int n = g_rand_int_range (rng, 1, trial < 100 ? 70 : trial < 200 ? 300 : 3000);
     g_autofree uint64_t *v = g_new (uint64_t, (size_t)n);
     g_autofree int64_t *plain = g_new (int64_t, (size_t)n);
     for (int i = 0; i < n; i++)
