@@ -38,6 +38,11 @@ typedef struct {
   SgBucketLowering *lowering;
   SgBucketEval cur;
   int32_t budget;
+  /* merges judged ahead: those of @ahead_units below @ahead_to, while no
+   * move was kept since (@kept counts the moves kept) */
+  GPtrArray *ahead_units;
+  guint ahead_to;
+  int32_t kept, ahead_kept;
 } Refine;
 
 static SgBucketSpec *
@@ -92,6 +97,41 @@ better (Refine *r, bool ties, SgBucketEval *ev)
   return ok && ev->step_us <= limit && ev->peak_bytes <= r->s->peak_limit;
 }
 
+/* Unit @a (its members @saved, @m of them, their lowerings @kept) cut
+ * after its @j first members, @tail the unit after it. */
+static void
+cut_at (Refine *r, GArray *a, GArray *tail, const int32_t *saved, const SgBucketLowering *kept,
+        guint m, guint j)
+{
+  g_array_set_size (tail, 0);
+  g_array_append_vals (tail, saved + j, m - j);
+  g_array_set_size (a, 0);
+  g_array_append_vals (a, saved, j);
+  for (guint i = 0; i < m; i++) /* the tail, a unit of its own, keeps the bucket's */
+    r->lowering[saved[i]] = i == j ? kept[0] : kept[i];
+}
+
+/* Every cut try_split will simulate, judged ahead (verdict.c): they are
+ * all judged against the same current set. */
+static void
+prefetch_cuts (Refine *r, GArray *a, GArray *tail, const int32_t *saved,
+               const SgBucketLowering *kept, guint m)
+{
+  guint n = MIN (m - 1, (guint)MAX (r->budget, 0));
+  if (n < 2)
+    return;
+  g_autofree SgBucketSet *sets = g_new (SgBucketSet, n);
+  for (guint j = 1; j <= n; j++) {
+    cut_at (r, a, tail, saved, kept, m, j);
+    int32_t ns;
+    sets[j - 1].specs = to_specs (r, &ns);
+    sets[j - 1].n_specs = ns;
+  }
+  sg_bucket_prefetch (r->s, sets, (int32_t)n);
+  for (guint j = 0; j < n; j++)
+    sg_bucket_specs_free ((SgBucketSpec *)sets[j].specs, sets[j].n_specs);
+}
+
 /* Cuts unit @u in two where the step is shortest (every cut is
  * simulated), and keeps that cut when it shortens the step. */
 static bool
@@ -108,13 +148,9 @@ try_split (Refine *r, GPtrArray *units, guint u)
   g_autofree SgBucketLowering *kept = g_new (SgBucketLowering, m);
   for (guint j = 0; j < m; j++)
     kept[j] = r->lowering[saved[j]];
+  prefetch_cuts (r, a, tail, saved, kept, m);
   for (guint j = 1; j < m && r->budget > 0; j++) {
-    g_array_set_size (tail, 0);
-    g_array_append_vals (tail, saved + j, m - j);
-    g_array_set_size (a, 0);
-    g_array_append_vals (a, saved, j);
-    for (guint i = 0; i < m; i++) /* the tail, a unit of its own, keeps the bucket's */
-      r->lowering[saved[i]] = i == j ? kept[0] : kept[i];
+    cut_at (r, a, tail, saved, kept, m, j);
     if (better (r, false, &ev) && ev.step_us < best_ev.step_us)
       best = j, best_ev = ev;
   }
@@ -131,6 +167,7 @@ try_split (Refine *r, GPtrArray *units, guint u)
   g_array_append_vals (tail, saved + best, m - best);
   r->lowering[saved[best]] = kept[0]; /* the tail, a unit now, keeps the bucket's */
   r->cur = best_ev;
+  r->kept++;
   return true;
 }
 
@@ -178,6 +215,7 @@ try_merge (Refine *r, GPtrArray *units, guint u)
   }
   if (ok) {
     r->cur = ev;
+    r->kept++;
     g_array_unref (b);
     return true;
   }
@@ -185,6 +223,57 @@ try_merge (Refine *r, GPtrArray *units, guint u)
   g_array_set_size (a, na);
   g_ptr_array_insert (units, (gint)(u + 1), b);
   return false;
+}
+
+/* The sets try_merge judges for units @u and @u + 1 (merged, lowered by
+ * the rule; then the other way), into @sets from *@k on (at most @max),
+ * the units left as they were. */
+static void
+merge_sets (Refine *r, GPtrArray *units, guint u, SgBucketSet *sets, int32_t *k, int32_t max)
+{
+  GArray *a = g_ptr_array_index (units, u), *b = g_ptr_array_index (units, u + 1);
+  if (!mergeable (r, a, b))
+    return;
+  guint na = a->len;
+  SgNodeId head = g_array_index (a, int32_t, 0);
+  SgBucketLowering was = r->lowering[head];
+  g_array_append_vals (a, b->data, b->len);
+  g_ptr_array_steal_index (units, u + 1);
+  r->lowering[head] = SG_BUCKET_LOWERING_AUTO;
+  sets[*k].specs = to_specs (r, &sets[*k].n_specs);
+  (*k)++;
+  if (*k < max && r->s->lowering == SG_BUCKET_LOWERING_AUTO) {
+    int32_t ns;
+    SgBucketSpec *one = to_specs_of (r, a, &ns);
+    r->lowering[head] = sg_bucket_lowering_other (one->lowering);
+    sg_bucket_specs_free (one, ns);
+    sets[*k].specs = to_specs (r, &sets[*k].n_specs);
+    (*k)++;
+  }
+  r->lowering[head] = was;
+  g_array_set_size (a, na);
+  g_ptr_array_insert (units, (gint)(u + 1), b);
+}
+
+/* The merges from units @u, @u + 1 of @units on, as the loop of
+ * sg_bucket_refine judges them while it keeps none: judged ahead
+ * (verdict.c), as many sets as the search has threads for. */
+static void
+prefetch_merges (Refine *r, GPtrArray *units, guint u)
+{
+  int32_t max = MIN (sg_bucket_ahead_width (r->s), r->budget);
+  if (max < 2
+      || (r->ahead_units == units && u < r->ahead_to && r->ahead_kept == r->kept))
+    return;
+  g_autofree SgBucketSet *sets = g_new0 (SgBucketSet, (size_t)max);
+  int32_t k = 0;
+  guint v = u;
+  for (; v + 1 < units->len && k < max; v++)
+    merge_sets (r, units, v, sets, &k, max);
+  r->ahead_units = units, r->ahead_to = v, r->ahead_kept = r->kept;
+  sg_bucket_prefetch (r->s, sets, k);
+  for (int32_t i = 0; i < k; i++)
+    sg_bucket_specs_free ((SgBucketSpec *)sets[i].specs, sets[i].n_specs);
 }
 
 static void
@@ -245,9 +334,11 @@ sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
   /* then neighbours, in issue order, while the budget lasts */
   for (int32_t k = 0; k < s->n_keys && r.budget > 0; k++) {
     GPtrArray *units = r.units[k];
-    for (guint u = 0; u + 1 < units->len && r.budget > 0;)
+    for (guint u = 0; u + 1 < units->len && r.budget > 0;) {
+      prefetch_merges (&r, units, u);
       if (!try_merge (&r, units, u))
         u++;
+    }
   }
   SgBucketSpec *out = to_specs (&r, n_out);
   *ev = r.cur;
