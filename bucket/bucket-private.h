@@ -116,9 +116,10 @@ void sg_bucket_prefetch (SgBucketSearch *s, const SgBucketSet *sets, int32_t n_s
 /* How many sets sg_bucket_prefetch judges at once: the threads it may use
  * (1: it judges none ahead). */
 int32_t sg_bucket_ahead_width (const SgBucketSearch *s);
-/* Sets @w up to judge trials of @g (verify: sg_bucket_trials_new's), and
- * frees what it holds (and @g when it is a fork). */
-void sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify);
+/* Sets @w up to judge trials of @g (verify: sg_bucket_trials_new's; its
+ * judge may use @pool, sg_sim_judge_set_pool), and frees what it holds
+ * (and @g when it is a fork). */
+void sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool);
 void sg_bucket_worker_clear (SgBucketWorker *w);
 /* No path between @a and @b in @aug, neither between the collectives nor
  * between the waits: one bucket may hold both without closing a cycle. */

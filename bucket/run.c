@@ -320,7 +320,7 @@ sg_bucket_search_init (SgBucketSearch *s, SgGraph *g, const SgConfig *cfg, SgBuc
   s->base_step_us = base->step_us;
   collect_cands (s);
   s->aug = constraints_aug (g);
-  sg_bucket_worker_init (&s->main, g, cfg && cfg->validate_between);
+  sg_bucket_worker_init (&s->main, g, cfg && cfg->validate_between, cfg ? cfg->pool : NULL);
   s->max_workers = (int32_t)MIN (
       SG_POOL_MAX_THREADS,
       1 + AHEAD_BUDGET_BYTES / (AHEAD_BYTES_PER_NODE * (uint64_t)MAX (g->n_nodes, 1)));

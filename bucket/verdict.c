@@ -64,11 +64,12 @@ check_elision (const SgGraph *tg, const SgElision *el)
 }
 
 void
-sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify)
+sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool)
 {
   *w = (SgBucketWorker){ .g = g };
   w->trial = sg_bucket_trials_new (g, verify);
   w->judge = sg_sim_judge_new ();
+  sg_sim_judge_set_pool (w->judge, pool);
 }
 
 void
@@ -252,7 +253,7 @@ worker_of (SgBucketSearch *s, int32_t w)
     return &s->main;
   if (!s->workers[w]) {
     SgBucketWorker *x = g_new0 (SgBucketWorker, 1);
-    sg_bucket_worker_init (x, sg_rewrite_fork (s->g), s->cfg && s->cfg->validate_between);
+    sg_bucket_worker_init (x, sg_rewrite_fork (s->g), s->cfg && s->cfg->validate_between, NULL);
     s->workers[w] = x;
   }
   return s->workers[w];
