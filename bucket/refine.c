@@ -43,6 +43,9 @@ typedef struct {
   GPtrArray *ahead_units;
   guint ahead_to;
   int32_t kept, ahead_kept;
+  /* end splits judged ahead: key * 2 + end below @ahead_end_to, while no
+   * move was kept since */
+  int32_t ahead_end_to, ahead_end_kept;
 } Refine;
 
 static SgBucketSpec *
@@ -111,25 +114,73 @@ cut_at (Refine *r, GArray *a, GArray *tail, const int32_t *saved, const SgBucket
     r->lowering[saved[i]] = i == j ? kept[0] : kept[i];
 }
 
-/* Every cut try_split will simulate, judged ahead (verdict.c): they are
- * all judged against the same current set. */
-static void
-prefetch_cuts (Refine *r, GArray *a, GArray *tail, const int32_t *saved,
-               const SgBucketLowering *kept, guint m)
+/* The unit try_split cuts at end @end (0: the first, 1: the last) of
+ * @units: the first or last one of at least two members; -1: none. */
+static int32_t
+end_unit (const GPtrArray *units, int end)
 {
-  guint n = MIN (m - 1, (guint)MAX (r->budget, 0));
-  if (n < 2)
-    return;
-  g_autofree SgBucketSet *sets = g_new (SgBucketSet, n);
-  for (guint j = 1; j <= n; j++) {
-    cut_at (r, a, tail, saved, kept, m, j);
-    int32_t ns;
-    sets[j - 1].specs = to_specs (r, &ns);
-    sets[j - 1].n_specs = ns;
+  if (end == 0) {
+    for (guint u = 0; u < units->len; u++)
+      if (((GArray *)g_ptr_array_index (units, u))->len >= 2)
+        return (int32_t)u;
+  } else {
+    for (guint u = units->len; u > 0; u--)
+      if (((GArray *)g_ptr_array_index (units, u - 1))->len >= 2)
+        return (int32_t)u - 1;
   }
-  sg_bucket_prefetch (r->s, sets, (int32_t)n);
-  for (guint j = 0; j < n; j++)
-    sg_bucket_specs_free ((SgBucketSpec *)sets[j].specs, sets[j].n_specs);
+  return -1;
+}
+
+/* The sets of the cuts of unit @u of @units (after its first j members,
+ * for j = 1, 2, ...), into @sets from *@k on, at most @max in all; the
+ * units left as they were. */
+static void
+cut_sets (Refine *r, GPtrArray *units, guint u, SgBucketSet *sets, int32_t *k, int32_t max)
+{
+  GArray *a = g_ptr_array_index (units, u);
+  guint m = a->len;
+  g_autofree int32_t *saved = g_memdup2 (a->data, sizeof (int32_t) * m);
+  g_autofree SgBucketLowering *kept = g_new (SgBucketLowering, m);
+  for (guint j = 0; j < m; j++)
+    kept[j] = r->lowering[saved[j]];
+  GArray *tail = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  g_ptr_array_insert (units, (gint)(u + 1), tail);
+  for (guint j = 1; j < m && *k < max; j++) {
+    cut_at (r, a, tail, saved, kept, m, j);
+    sets[*k].specs = to_specs (r, &sets[*k].n_specs);
+    (*k)++;
+  }
+  g_ptr_array_remove_index (units, u + 1); /* frees @tail */
+  g_array_set_size (a, 0);
+  g_array_append_vals (a, saved, m);
+  for (guint i = 0; i < m; i++)
+    r->lowering[saved[i]] = kept[i];
+}
+
+/* The cuts the end splits of sg_bucket_refine judge from key @key's end
+ * @end on while they keep none (every cut of a unit is judged against the
+ * same set; a split that keeps nothing ends its end, and the next end or
+ * key is cut from the same set), within the budget and about twice as
+ * many as the search has threads: judged ahead (verdict.c). */
+static void
+prefetch_ends (Refine *r, int32_t key, int end)
+{
+  int32_t width = sg_bucket_ahead_width (r->s);
+  int32_t max = MIN (2 * width, r->budget);
+  if (width < 2 || max < 2 || (r->ahead_end_kept == r->kept && key * 2 + end < r->ahead_end_to))
+    return;
+  g_autofree SgBucketSet *sets = g_new0 (SgBucketSet, (size_t)max);
+  int32_t k = 0, at = key * 2 + end;
+  for (; at < 2 * r->s->n_keys && k < max; at++) {
+    GPtrArray *units = r->units[at / 2];
+    int32_t u = end_unit (units, at % 2);
+    if (u >= 0)
+      cut_sets (r, units, (guint)u, sets, &k, max);
+  }
+  r->ahead_end_to = at, r->ahead_end_kept = r->kept;
+  sg_bucket_prefetch (r->s, sets, k);
+  for (int32_t i = 0; i < k; i++)
+    sg_bucket_specs_free ((SgBucketSpec *)sets[i].specs, sets[i].n_specs);
 }
 
 /* Cuts unit @u in two where the step is shortest (every cut is
@@ -148,7 +199,6 @@ try_split (Refine *r, GPtrArray *units, guint u)
   g_autofree SgBucketLowering *kept = g_new (SgBucketLowering, m);
   for (guint j = 0; j < m; j++)
     kept[j] = r->lowering[saved[j]];
-  prefetch_cuts (r, a, tail, saved, kept, m);
   for (guint j = 1; j < m && r->budget > 0; j++) {
     cut_at (r, a, tail, saved, kept, m, j);
     if (better (r, false, &ev) && ev.step_us < best_ev.step_us)
@@ -314,23 +364,16 @@ sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
     g_array_append_val (a, i);
   }
   /* the ends first: cut the first and the last bucket of every key */
-  for (int32_t k = 0; k < s->n_keys; k++) {
-    GPtrArray *units = r.units[k];
-    for (int t = 0; t < SPLITS_PER_END; t++) {
-      guint first = 0;
-      while (first < units->len && ((GArray *)g_ptr_array_index (units, first))->len < 2)
-        first++;
-      if (first == units->len || !try_split (&r, units, first))
-        break;
-    }
-    for (int t = 0; t < SPLITS_PER_END; t++) {
-      guint last = units->len;
-      while (last > 0 && ((GArray *)g_ptr_array_index (units, last - 1))->len < 2)
-        last--;
-      if (last == 0 || !try_split (&r, units, last - 1))
-        break;
-    }
-  }
+  for (int32_t k = 0; k < s->n_keys; k++)
+    for (int end = 0; end < 2; end++)
+      for (int t = 0; t < SPLITS_PER_END; t++) {
+        int32_t u = end_unit (r.units[k], end);
+        if (u < 0)
+          break;
+        prefetch_ends (&r, k, end);
+        if (!try_split (&r, r.units[k], (guint)u))
+          break;
+      }
   /* then neighbours, in issue order, while the budget lasts */
   for (int32_t k = 0; k < s->n_keys && r.budget > 0; k++) {
     GPtrArray *units = r.units[k];
