@@ -12,8 +12,10 @@
  * judged by the simulator), applies it with sg_bucket_apply, costs the
  * new nodes and records the hiding relation of the bucketed order. The simulator is the judge:
  * its cost model prices the new nodes, with the copies codegen elides
- * (graph/elide.c) at zero; its verdicts are kept by the lowered buckets
- * they judged (a set met again is not simulated again).
+ * (graph/elide.c) at zero; its verdicts (verdict.c) are kept by the
+ * lowered buckets they judged (a set met again is not simulated again),
+ * and those a search will ask about next are judged ahead on the pool's
+ * threads, within a memory budget.
  * Mirrors: the pass structure of PyTorch's bucketing passes (collect
  * candidates, decide, one graph surgery at the end).
  * Requires: estimate (g->cost_model, est_us), a topological order (the
