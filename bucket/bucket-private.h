@@ -117,8 +117,8 @@ void sg_bucket_prefetch (SgBucketSearch *s, const SgBucketSet *sets, int32_t n_s
  * (1: it judges none ahead). */
 int32_t sg_bucket_ahead_width (const SgBucketSearch *s);
 /* Sets @w up to judge trials of @g (verify: sg_bucket_trials_new's; its
- * judge may use @pool, sg_sim_judge_set_pool), and frees what it holds
- * (and @g when it is a fork). */
+ * layouts and judge may use @pool), and frees what it holds (and @g when
+ * it is a fork). */
 void sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool);
 void sg_bucket_worker_clear (SgBucketWorker *w);
 /* No path between @a and @b in @aug, neither between the collectives nor
@@ -234,8 +234,9 @@ bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
  * fresh rewrite would. */
 /* (transfer full) Trials of @g, which must not change while they live;
  * @verify: each trial's order is checked against a full layout
- * (sg_rewrite_set_verify; the validator's). */
-SgBucketTrials *sg_bucket_trials_new (SgGraph *g, bool verify);
+ * (sg_rewrite_set_verify; the validator's); their layouts may use @pool
+ * (sg_rewrite_set_pool). */
+SgBucketTrials *sg_bucket_trials_new (SgGraph *g, bool verify, SgPool *pool);
 void sg_bucket_trials_free (SgBucketTrials *t);
 
 /* The graph sg_bucket_apply would make from the trials' graph and @specs,

@@ -67,7 +67,7 @@ void
 sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool)
 {
   *w = (SgBucketWorker){ .g = g };
-  w->trial = sg_bucket_trials_new (g, verify);
+  w->trial = sg_bucket_trials_new (g, verify, pool);
   w->judge = sg_sim_judge_new ();
   sg_sim_judge_set_pool (w->judge, pool);
 }

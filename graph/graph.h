@@ -989,6 +989,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgRewrite, sg_rewrite_free)
  * such order is also computed in full and a difference aborts (the
  * validator's check; off by default). */
 void sg_rewrite_set_verify (SgRewrite *rw, bool on);
+/* Lets @rw's layouts (trials and the commit) copy large graphs' nodes on
+ * @pool's threads (NULL: the calling thread); the same result. */
+void sg_rewrite_set_pool (SgRewrite *rw, SgPool *pool);
 /* How many nodes of the last layout's order were kept from the layout
  * before it (0: it was laid out in full). */
 int32_t sg_rewrite_last_reused (const SgRewrite *rw);

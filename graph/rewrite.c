@@ -78,6 +78,13 @@ sg_rewrite_set_verify (SgRewrite *rw, bool on)
   rw->verify = on;
 }
 
+void
+sg_rewrite_set_pool (SgRewrite *rw, SgPool *pool)
+{
+  g_return_if_fail (rw != NULL);
+  rw->pool = pool;
+}
+
 int32_t
 sg_rewrite_last_reused (const SgRewrite *rw)
 {
