@@ -41,22 +41,34 @@ typedef struct {
 typedef struct SgBucketTrials SgBucketTrials; /* rewrite.c, below */
 typedef struct SgBucketMemoKey SgBucketMemoKey; /* lower.c, below */
 
+/* What judging a trial needs of its own (verdict.c): the search's
+ * (run.c), and one per pool thread that judges sets ahead (over a fork of
+ * the graph, sg_rewrite_fork). */
+typedef struct {
+  SgGraph *g;              /* the base of its trials: the search's graph or a fork */
+  SgBucketTrials *trial;   /* every trial graph of @g is built with it */
+  SgSimJudge *judge;       /* and judged by it (each run where it differs from the last) */
+  uint64_t *node_alloc;    /* sg_node_alloc_bytes of the trial graph's nodes (scratch) */
+  uint64_t *storage_alloc; /* its storages' bytes (scratch) */
+  SgNodeId *added;         /* its new nodes (scratch) */
+  SgElision el;            /* its zero-copy analysis (memory kept across trials) */
+  size_t n_alloc;          /* entries of the three scratch arrays */
+} SgBucketWorker;
+
 /* What every search reads; run.c sets it up on the scheduled graph. */
 typedef struct {
   SgGraph *g;
   const SgConfig *cfg;
   SgBucketStats *st;     /* simulations and refusals are counted here */
   SgAug *aug;            /* data and non-hiding implicit edges of @g */
-  SgBucketTrials *trial; /* every trial graph of @g is built with it */
-  SgSimJudge *judge;     /* and judged by it (each run where it differs from the last) */
+  SgBucketWorker main;   /* the search's own trials, judge and scratch */
+  /* per pool worker (cfg->pool), those that judge sets ahead: worker 0 is
+   * @main, the others made on first use (verdict.c); NULL before */
+  SgBucketWorker **workers;
+  int32_t max_workers;   /* at most this many judge ahead (memory) */
   uint64_t *base_alloc;  /* sg_node_alloc_bytes of @g's nodes */
   bool base_costed;      /* every node of @g has its cost (est_src): a trial
                           * prices its new nodes alone */
-  uint64_t *node_alloc;  /* the same of the trial graph's (scratch) */
-  uint64_t *storage_alloc; /* its storages' bytes (scratch) */
-  SgNodeId *added;         /* its new nodes (scratch) */
-  SgElision el;            /* its zero-copy analysis (memory kept across trials) */
-  size_t n_alloc;          /* entries of the three scratch arrays */
   GHashTable *lower_memo; /* the rule's verdicts by members (lower.c) */
   GHashTable *eval_memo;  /* verdicts by lowered specs (run.c) */
   SgBucketCand *cands;   /* in id order */
@@ -90,6 +102,25 @@ void sg_bucket_search_clear (SgBucketSearch *s);
  * through implicit edges): @out is left alone then. */
 bool sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
                          SgBucketEval *out);
+/* One set of buckets to judge ahead. */
+typedef struct {
+  const SgBucketSpec *specs;
+  int32_t n_specs;
+} SgBucketSet;
+/* Judges the @n_sets sets ahead, in parallel on cfg->pool, into the
+ * search's memo, where sg_bucket_evaluate finds them (verdict.c): for the
+ * sets a search will ask about next, whatever the answers before them.
+ * Changes no decision and counts nothing; does nothing without a pool of
+ * several threads. */
+void sg_bucket_prefetch (SgBucketSearch *s, const SgBucketSet *sets, int32_t n_sets);
+/* How many sets sg_bucket_prefetch judges at once: the threads it may use
+ * (1: it judges none ahead). */
+int32_t sg_bucket_ahead_width (const SgBucketSearch *s);
+/* Sets @w up to judge trials of @g (verify: sg_bucket_trials_new's; its
+ * layouts and judge may use @pool), and frees what it holds (and @g when
+ * it is a fork). */
+void sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool);
+void sg_bucket_worker_clear (SgBucketWorker *w);
 /* No path between @a and @b in @aug, neither between the collectives nor
  * between the waits: one bucket may hold both without closing a cycle. */
 bool sg_bucket_cands_independent (SgAug *aug, const SgBucketCand *a, const SgBucketCand *b);
@@ -203,8 +234,9 @@ bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_spe
  * fresh rewrite would. */
 /* (transfer full) Trials of @g, which must not change while they live;
  * @verify: each trial's order is checked against a full layout
- * (sg_rewrite_set_verify; the validator's). */
-SgBucketTrials *sg_bucket_trials_new (SgGraph *g, bool verify);
+ * (sg_rewrite_set_verify; the validator's); their layouts may use @pool
+ * (sg_rewrite_set_pool). */
+SgBucketTrials *sg_bucket_trials_new (SgGraph *g, bool verify, SgPool *pool);
 void sg_bucket_trials_free (SgBucketTrials *t);
 
 /* The graph sg_bucket_apply would make from the trials' graph and @specs,

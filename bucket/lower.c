@@ -164,6 +164,28 @@ by_margin (const void *a, const void *b)
   return x->margin < y->margin ? -1 : x->margin > y->margin ? 1 : x->spec - y->spec;
 }
 
+/* The flips from the @t-th on, each alone on @specs as they are: what the
+ * loop below judges while it keeps none; judged ahead, as many as the
+ * search has threads to judge them (verdict.c). */
+static void
+prefetch_flips (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n, const Close *order,
+                int64_t t, int64_t budget)
+{
+  int32_t k = (int32_t)MIN (budget - t, (int64_t)sg_bucket_ahead_width (s));
+  if (k < 2)
+    return;
+  g_autofree SgBucketSet *sets = g_new (SgBucketSet, (size_t)k);
+  g_autofree SgBucketSpec *copies = g_new (SgBucketSpec, (size_t)k * (size_t)n);
+  for (int32_t i = 0; i < k; i++) {
+    SgBucketSpec *c = &copies[(size_t)i * (size_t)n];
+    memcpy (c, specs, sizeof *c * (size_t)n); /* members shared, not copied */
+    SgBucketSpec *sp = &c[order[t + i].spec];
+    sp->lowering = sg_bucket_lowering_other (sp->lowering);
+    sets[i] = (SgBucketSet){ c, n };
+  }
+  sg_bucket_prefetch (s, sets, k);
+}
+
 void
 sg_bucket_relower (SgBucketSearch *s, SgBucketSpec *specs, int32_t n, SgBucketEval *ev)
 {
@@ -180,6 +202,7 @@ sg_bucket_relower (SgBucketSearch *s, SgBucketSpec *specs, int32_t n, SgBucketEv
   int64_t budget = (int64_t)RELOWER_SIMULATIONS * RELOWER_NODES / MAX (s->g->n_nodes, 1);
   budget = MIN (CLAMP (budget, 4, RELOWER_SIMULATIONS), m);
   for (int64_t t = 0; t < budget; t++) {
+    prefetch_flips (s, specs, n, order, t, budget);
     SgBucketSpec *sp = &specs[order[t].spec];
     SgBucketLowering was = sp->lowering;
     sp->lowering = sg_bucket_lowering_other (was);

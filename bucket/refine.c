@@ -38,6 +38,14 @@ typedef struct {
   SgBucketLowering *lowering;
   SgBucketEval cur;
   int32_t budget;
+  /* merges judged ahead: those of @ahead_units below @ahead_to, while no
+   * move was kept since (@kept counts the moves kept) */
+  GPtrArray *ahead_units;
+  guint ahead_to;
+  int32_t kept, ahead_kept;
+  /* end splits judged ahead: key * 2 + end below @ahead_end_to, while no
+   * move was kept since */
+  int32_t ahead_end_to, ahead_end_kept;
 } Refine;
 
 static SgBucketSpec *
@@ -92,6 +100,89 @@ better (Refine *r, bool ties, SgBucketEval *ev)
   return ok && ev->step_us <= limit && ev->peak_bytes <= r->s->peak_limit;
 }
 
+/* Unit @a (its members @saved, @m of them, their lowerings @kept) cut
+ * after its @j first members, @tail the unit after it. */
+static void
+cut_at (Refine *r, GArray *a, GArray *tail, const int32_t *saved, const SgBucketLowering *kept,
+        guint m, guint j)
+{
+  g_array_set_size (tail, 0);
+  g_array_append_vals (tail, saved + j, m - j);
+  g_array_set_size (a, 0);
+  g_array_append_vals (a, saved, j);
+  for (guint i = 0; i < m; i++) /* the tail, a unit of its own, keeps the bucket's */
+    r->lowering[saved[i]] = i == j ? kept[0] : kept[i];
+}
+
+/* The unit try_split cuts at end @end (0: the first, 1: the last) of
+ * @units: the first or last one of at least two members; -1: none. */
+static int32_t
+end_unit (const GPtrArray *units, int end)
+{
+  if (end == 0) {
+    for (guint u = 0; u < units->len; u++)
+      if (((GArray *)g_ptr_array_index (units, u))->len >= 2)
+        return (int32_t)u;
+  } else {
+    for (guint u = units->len; u > 0; u--)
+      if (((GArray *)g_ptr_array_index (units, u - 1))->len >= 2)
+        return (int32_t)u - 1;
+  }
+  return -1;
+}
+
+/* The sets of the cuts of unit @u of @units (after its first j members,
+ * for j = 1, 2, ...), into @sets from *@k on, at most @max in all; the
+ * units left as they were. */
+static void
+cut_sets (Refine *r, GPtrArray *units, guint u, SgBucketSet *sets, int32_t *k, int32_t max)
+{
+  GArray *a = g_ptr_array_index (units, u);
+  guint m = a->len;
+  g_autofree int32_t *saved = g_memdup2 (a->data, sizeof (int32_t) * m);
+  g_autofree SgBucketLowering *kept = g_new (SgBucketLowering, m);
+  for (guint j = 0; j < m; j++)
+    kept[j] = r->lowering[saved[j]];
+  GArray *tail = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  g_ptr_array_insert (units, (gint)(u + 1), tail);
+  for (guint j = 1; j < m && *k < max; j++) {
+    cut_at (r, a, tail, saved, kept, m, j);
+    sets[*k].specs = to_specs (r, &sets[*k].n_specs);
+    (*k)++;
+  }
+  g_ptr_array_remove_index (units, u + 1); /* frees @tail */
+  g_array_set_size (a, 0);
+  g_array_append_vals (a, saved, m);
+  for (guint i = 0; i < m; i++)
+    r->lowering[saved[i]] = kept[i];
+}
+
+/* The cuts the end splits of sg_bucket_refine judge from key @key's end
+ * @end on while they keep none (every cut of a unit is judged against the
+ * same set; a split that keeps nothing ends its end, and the next end or
+ * key is cut from the same set), within the budget and about twice as
+ * many as the search has threads: judged ahead (verdict.c). */
+static void
+prefetch_ends (Refine *r, int32_t key, int end)
+{
+  int32_t width = sg_bucket_ahead_width (r->s);
+  int32_t max = MIN (2 * width, r->budget);
+  if (width < 2 || max < 2 || (r->ahead_end_kept == r->kept && key * 2 + end < r->ahead_end_to))
+    return;
+  g_autofree SgBucketSet *sets = g_new0 (SgBucketSet, (size_t)max);
+  int32_t k = 0, at = key * 2 + end;
+  for (; at < 2 * r->s->n_keys && k < max; at++) {
+    GPtrArray *units = r->units[at / 2];
+    int32_t u = end_unit (units, at % 2);
+    if (u >= 0)
+      cut_sets (r, units, (guint)u, sets, &k, max);
+  }
+  r->ahead_end_to = at, r->ahead_end_kept = r->kept;
+  sg_bucket_prefetch (r->s, sets, k);
+  for (int32_t i = 0; i < k; i++)
+    sg_bucket_specs_free ((SgBucketSpec *)sets[i].specs, sets[i].n_specs);
+}
+
 /* Cuts unit @u in two where the step is shortest (every cut is
  * simulated), and keeps that cut when it shortens the step. */
 static bool
@@ -109,12 +200,7 @@ try_split (Refine *r, GPtrArray *units, guint u)
   for (guint j = 0; j < m; j++)
     kept[j] = r->lowering[saved[j]];
   for (guint j = 1; j < m && r->budget > 0; j++) {
-    g_array_set_size (tail, 0);
-    g_array_append_vals (tail, saved + j, m - j);
-    g_array_set_size (a, 0);
-    g_array_append_vals (a, saved, j);
-    for (guint i = 0; i < m; i++) /* the tail, a unit of its own, keeps the bucket's */
-      r->lowering[saved[i]] = i == j ? kept[0] : kept[i];
+    cut_at (r, a, tail, saved, kept, m, j);
     if (better (r, false, &ev) && ev.step_us < best_ev.step_us)
       best = j, best_ev = ev;
   }
@@ -131,6 +217,7 @@ try_split (Refine *r, GPtrArray *units, guint u)
   g_array_append_vals (tail, saved + best, m - best);
   r->lowering[saved[best]] = kept[0]; /* the tail, a unit now, keeps the bucket's */
   r->cur = best_ev;
+  r->kept++;
   return true;
 }
 
@@ -178,6 +265,7 @@ try_merge (Refine *r, GPtrArray *units, guint u)
   }
   if (ok) {
     r->cur = ev;
+    r->kept++;
     g_array_unref (b);
     return true;
   }
@@ -185,6 +273,57 @@ try_merge (Refine *r, GPtrArray *units, guint u)
   g_array_set_size (a, na);
   g_ptr_array_insert (units, (gint)(u + 1), b);
   return false;
+}
+
+/* The sets try_merge judges for units @u and @u + 1 (merged, lowered by
+ * the rule; then the other way), into @sets from *@k on (at most @max),
+ * the units left as they were. */
+static void
+merge_sets (Refine *r, GPtrArray *units, guint u, SgBucketSet *sets, int32_t *k, int32_t max)
+{
+  GArray *a = g_ptr_array_index (units, u), *b = g_ptr_array_index (units, u + 1);
+  if (!mergeable (r, a, b))
+    return;
+  guint na = a->len;
+  SgNodeId head = g_array_index (a, int32_t, 0);
+  SgBucketLowering was = r->lowering[head];
+  g_array_append_vals (a, b->data, b->len);
+  g_ptr_array_steal_index (units, u + 1);
+  r->lowering[head] = SG_BUCKET_LOWERING_AUTO;
+  sets[*k].specs = to_specs (r, &sets[*k].n_specs);
+  (*k)++;
+  if (*k < max && r->s->lowering == SG_BUCKET_LOWERING_AUTO) {
+    int32_t ns;
+    SgBucketSpec *one = to_specs_of (r, a, &ns);
+    r->lowering[head] = sg_bucket_lowering_other (one->lowering);
+    sg_bucket_specs_free (one, ns);
+    sets[*k].specs = to_specs (r, &sets[*k].n_specs);
+    (*k)++;
+  }
+  r->lowering[head] = was;
+  g_array_set_size (a, na);
+  g_ptr_array_insert (units, (gint)(u + 1), b);
+}
+
+/* The merges from units @u, @u + 1 of @units on, as the loop of
+ * sg_bucket_refine judges them while it keeps none: judged ahead
+ * (verdict.c), as many sets as the search has threads for. */
+static void
+prefetch_merges (Refine *r, GPtrArray *units, guint u)
+{
+  int32_t max = MIN (sg_bucket_ahead_width (r->s), r->budget);
+  if (max < 2
+      || (r->ahead_units == units && u < r->ahead_to && r->ahead_kept == r->kept))
+    return;
+  g_autofree SgBucketSet *sets = g_new0 (SgBucketSet, (size_t)max);
+  int32_t k = 0;
+  guint v = u;
+  for (; v + 1 < units->len && k < max; v++)
+    merge_sets (r, units, v, sets, &k, max);
+  r->ahead_units = units, r->ahead_to = v, r->ahead_kept = r->kept;
+  sg_bucket_prefetch (r->s, sets, k);
+  for (int32_t i = 0; i < k; i++)
+    sg_bucket_specs_free ((SgBucketSpec *)sets[i].specs, sets[i].n_specs);
 }
 
 static void
@@ -225,29 +364,24 @@ sg_bucket_refine (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
     g_array_append_val (a, i);
   }
   /* the ends first: cut the first and the last bucket of every key */
-  for (int32_t k = 0; k < s->n_keys; k++) {
-    GPtrArray *units = r.units[k];
-    for (int t = 0; t < SPLITS_PER_END; t++) {
-      guint first = 0;
-      while (first < units->len && ((GArray *)g_ptr_array_index (units, first))->len < 2)
-        first++;
-      if (first == units->len || !try_split (&r, units, first))
-        break;
-    }
-    for (int t = 0; t < SPLITS_PER_END; t++) {
-      guint last = units->len;
-      while (last > 0 && ((GArray *)g_ptr_array_index (units, last - 1))->len < 2)
-        last--;
-      if (last == 0 || !try_split (&r, units, last - 1))
-        break;
-    }
-  }
+  for (int32_t k = 0; k < s->n_keys; k++)
+    for (int end = 0; end < 2; end++)
+      for (int t = 0; t < SPLITS_PER_END; t++) {
+        int32_t u = end_unit (r.units[k], end);
+        if (u < 0)
+          break;
+        prefetch_ends (&r, k, end);
+        if (!try_split (&r, r.units[k], (guint)u))
+          break;
+      }
   /* then neighbours, in issue order, while the budget lasts */
   for (int32_t k = 0; k < s->n_keys && r.budget > 0; k++) {
     GPtrArray *units = r.units[k];
-    for (guint u = 0; u + 1 < units->len && r.budget > 0;)
+    for (guint u = 0; u + 1 < units->len && r.budget > 0;) {
+      prefetch_merges (&r, units, u);
       if (!try_merge (&r, units, u))
         u++;
+    }
   }
   SgBucketSpec *out = to_specs (&r, n_out);
   *ev = r.cur;

@@ -369,11 +369,12 @@ struct SgBucketTrials {
 };
 
 SgBucketTrials *
-sg_bucket_trials_new (SgGraph *g, bool verify)
+sg_bucket_trials_new (SgGraph *g, bool verify, SgPool *pool)
 {
   SgBucketTrials *t = g_new0 (SgBucketTrials, 1);
   t->rw = sg_rewrite_new (g);
   sg_rewrite_set_verify (t->rw, verify);
+  sg_rewrite_set_pool (t->rw, pool);
   return t;
 }
 
@@ -475,7 +476,7 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
   g_return_val_if_fail (g && (specs || n_specs == 0) && n_specs >= 0, false);
   if (n_specs <= 0)
     return true;
-  SgBucketTrials *t = sg_bucket_trials_new (g, false);
+  SgBucketTrials *t = sg_bucket_trials_new (g, false, NULL);
   bool ok = describe (t, specs, n_specs, error) && sg_rewrite_commit (t->rw, error);
   sg_bucket_trials_free (t);
   if (!ok)

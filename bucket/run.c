@@ -12,8 +12,10 @@
  * judged by the simulator), applies it with sg_bucket_apply, costs the
  * new nodes and records the hiding relation of the bucketed order. The simulator is the judge:
  * its cost model prices the new nodes, with the copies codegen elides
- * (graph/elide.c) at zero; its verdicts are kept by the lowered buckets
- * they judged (a set met again is not simulated again).
+ * (graph/elide.c) at zero; its verdicts (verdict.c) are kept by the
+ * lowered buckets they judged (a set met again is not simulated again),
+ * and those a search will ask about next are judged ahead on the pool's
+ * threads, within a memory budget.
  * Mirrors: the pass structure of PyTorch's bucketing passes (collect
  * candidates, decide, one graph surgery at the end).
  * Requires: estimate (g->cost_model, est_us), a topological order (the
@@ -28,182 +30,20 @@
 #include <string.h>
 
 
+/* A worker that judges sets ahead (verdict.c) holds a trial graph, a
+ * rewrite's working arrays, a judge and a fork of the pools: about this
+ * many bytes per node of the graph (measured: 570 at 6.7K nodes, 640 at
+ * 36K). Together the workers beside the search's own may hold the budget;
+ * a graph too large for one more judges nothing ahead. */
+#define AHEAD_BYTES_PER_NODE 700
+#define AHEAD_BUDGET_BYTES ((uint64_t)256 << 20)
+
 void
 sg_bucket_specs_free (SgBucketSpec *specs, int32_t n)
 {
   for (int32_t i = 0; i < n; i++)
     g_free (specs[i].members);
   g_free (specs);
-}
-
-/* With the validator on: the judge's totals against a full simulation's. */
-static void
-check_judge (const SgGraph *tg, const SgSimTotals *t)
-{
-  SgSimResult r;
-  if (!sg_simulate_totals (tg, &r, NULL))
-    return;
-  if (r.step_us != t->step_us || r.exposed_us != t->exposed_us || r.peak_bytes != t->peak_bytes)
-    g_error ("bucket: the judge's totals (step %.17g, exposed %.17g, peak %" G_GUINT64_FORMAT
-             ") differ from a full simulation's (%.17g, %.17g, %" G_GUINT64_FORMAT ")",
-             t->step_us, t->exposed_us, t->peak_bytes, r.step_us, r.exposed_us, r.peak_bytes);
-  sg_sim_result_clear (&r);
-}
-
-/* With the validator on: the analysis of a trial graph reusing the last
- * one's memory (sg_graph_elision_again) against a new one's. */
-static void
-check_elision (const SgGraph *tg, const SgElision *el)
-{
-  SgElision fresh;
-  sg_graph_elision (tg, &fresh);
-  size_t n = (size_t)tg->n_nodes;
-  bool same = fresh.n_elided == el->n_elided && !fresh.roll == !el->roll
-              && memcmp (fresh.reason, el->reason, n) == 0
-              && memcmp (fresh.view_of, el->view_of, n * sizeof (SgNodeId)) == 0
-              && memcmp (fresh.view_off, el->view_off, n * sizeof (uint64_t)) == 0
-              && memcmp (fresh.root, el->root, n * sizeof (SgNodeId)) == 0
-              && (!fresh.roll || memcmp (fresh.roll, el->roll, n * sizeof (SgRollPlace)) == 0);
-  sg_elision_clear (&fresh);
-  if (!same)
-    g_error ("bucket: the zero-copy analysis of a trial graph reusing the last one's memory "
-             "differs from a new one");
-}
-
-/* The simulator's verdict on @s->g with the lowered @specs applied: the
- * trial graph, its zero-copy analysis, storages and the judge. */
-static bool
-judge_trial (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs, SgBucketEval *out)
-{
-  g_autoptr (GError) err = NULL;
-  SgGraph *tg = sg_bucket_trial (s->trial, specs, n_specs, &err);
-  if (!tg)
-    return false;
-  /* what base nodes allocate is the same in every trial */
-  const SgNodeId *orig = sg_graph_trial_origins (tg);
-  if ((size_t)MAX (tg->n_nodes, 1) > s->n_alloc) { /* a trial graph grows by its new nodes */
-    s->n_alloc = (size_t)MAX (tg->n_nodes, 1) + (size_t)tg->n_nodes / 4;
-    s->node_alloc = g_renew (uint64_t, s->node_alloc, s->n_alloc);
-    s->storage_alloc = g_renew (uint64_t, s->storage_alloc, s->n_alloc);
-    s->added = g_renew (SgNodeId, s->added, s->n_alloc);
-  }
-  int32_t n_added = 0;
-  for (SgNodeId i = 0; i < tg->n_nodes; i++) {
-    if (orig[i] != SG_NO_NODE) {
-      s->node_alloc[i] = s->base_alloc[orig[i]];
-    } else {
-      s->node_alloc[i] = sg_node_alloc_bytes (tg, i);
-      s->added[n_added++] = i;
-    }
-  }
-  /* one zero-copy analysis prices the new copies and gives the liveness
-   * its storages; only new nodes lack a cost (base nodes have theirs,
-   * s->base_costed) */
-  SgElision *el = &s->el;
-  sg_graph_elision_again (tg, el);
-  if (s->base_costed)
-    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, s->added, n_added, el);
-  else
-    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, el);
-  uint64_t *alloc = sg_elision_storage_bytes (tg, el, s->node_alloc, s->storage_alloc);
-  SgSimTotals t;
-  bool ok = sg_sim_judge_totals (s->judge, tg, el->root, alloc, &t, &err);
-  if (ok && s->cfg && s->cfg->validate_between) {
-    check_judge (tg, &t);
-    check_elision (tg, el);
-  }
-  sg_graph_free (tg);
-  if (!ok)
-    return false;
-  out->exposed_us = t.exposed_us;
-  out->step_us = t.step_us;
-  out->peak_bytes = t.peak_bytes;
-  return true;
-}
-
-/* A memo entry: the verdict, or false when the rewrite refused the specs. */
-typedef struct {
-  bool ok;
-  SgBucketEval ev;
-} Verdict;
-
-/* Appends @v to @buf as a LEB128 varint; returns the new end. */
-static uint8_t *
-put_varint (uint8_t *buf, uint64_t v)
-{
-  while (v >= 0x80) {
-    *buf++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *buf++ = (uint8_t)v;
-  return buf;
-}
-
-/* @specs (lowered) spelled out as a memo key: per bucket its lowering,
- * member count and members, each member as the zigzag difference from the
- * one before it, all as varints (a key is the whole set of buckets and the
- * memo keeps one per set judged: about a quarter of the 4-byte ids). The
- * encoding is injective, so equal keys are equal specs; items[0] is the
- * byte count, the bytes follow (the last word zero-padded). */
-static SgBucketMemoKey *
-specs_key (const SgBucketSpec *specs, int32_t n_specs)
-{
-  size_t n = 0;
-  for (int32_t b = 0; b < n_specs; b++)
-    n += 2 + (size_t)specs[b].n_members;
-  g_autofree uint8_t *bytes = g_malloc (10 * n + 1);
-  uint8_t *w = bytes;
-  int64_t prev = 0;
-  for (int32_t b = 0; b < n_specs; b++) {
-    w = put_varint (w, (uint64_t)specs[b].lowering);
-    w = put_varint (w, (uint64_t)specs[b].n_members);
-    for (int32_t i = 0; i < specs[b].n_members; i++) {
-      int64_t d = (int64_t)specs[b].members[i] - prev;
-      prev = specs[b].members[i];
-      w = put_varint (w, d >= 0 ? 2 * (uint64_t)d : 2 * (uint64_t)(-d) - 1);
-    }
-  }
-  size_t len = (size_t)(w - bytes);
-  SgBucketMemoKey *k = sg_bucket_memo_key (1 + (int32_t)((len + 3) / 4));
-  k->items[0] = (int32_t)len;
-  k->items[k->n - 1] = 0;
-  memcpy (&k->items[1], bytes, len);
-  return k;
-}
-
-/* The searches judge some sets of buckets more than once (the greedy, its
- * flat-only rerun and the refinements meet the same sets): the verdict is
- * a function of the lowered specs while the search lives (its graph and
- * cost model fixed), so a repeat is answered from s->eval_memo. Every
- * call counts as a simulation, as before the memo. */
-bool
-sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
-                    SgBucketEval *out)
-{
-  s->st->simulations++;
-  g_autofree SgBucketSpec *lowered = NULL;
-  if (n_specs > 0) { /* the same members, undecided lowerings by the rule */
-    lowered = g_memdup2 (specs, sizeof *specs * (size_t)n_specs);
-    sg_bucket_lower_specs (s, lowered, n_specs);
-    specs = lowered;
-  }
-  g_autofree SgBucketMemoKey *key = s->eval_memo ? specs_key (specs, n_specs) : NULL;
-  const Verdict *seen = key ? g_hash_table_lookup (s->eval_memo, key) : NULL;
-  if (seen) {
-    if (seen->ok)
-      *out = seen->ev;
-    return seen->ok;
-  }
-  Verdict *v = g_new0 (Verdict, 1);
-  v->ok = judge_trial (s, specs, n_specs, &v->ev);
-  if (v->ok)
-    *out = v->ev;
-  bool ok = v->ok;
-  if (key)
-    g_hash_table_insert (s->eval_memo, g_steal_pointer (&key), v);
-  else
-    g_free (v);
-  return ok;
 }
 
 bool
@@ -456,13 +296,15 @@ void
 sg_bucket_search_clear (SgBucketSearch *s)
 {
   g_clear_pointer (&s->aug, sg_aug_free);
-  g_clear_pointer (&s->trial, sg_bucket_trials_free);
-  g_clear_pointer (&s->judge, sg_sim_judge_free);
+  sg_bucket_worker_clear (&s->main);
+  SgPool *pool = s->cfg ? s->cfg->pool : NULL;
+  for (int32_t w = 1; s->workers && w < sg_pool_size (pool); w++)
+    if (s->workers[w]) {
+      sg_bucket_worker_clear (s->workers[w]);
+      g_free (s->workers[w]);
+    }
+  g_clear_pointer (&s->workers, g_free);
   g_clear_pointer (&s->base_alloc, g_free);
-  g_clear_pointer (&s->node_alloc, g_free);
-  g_clear_pointer (&s->storage_alloc, g_free);
-  g_clear_pointer (&s->added, g_free);
-  sg_elision_clear (&s->el);
   g_clear_pointer (&s->lower_memo, g_hash_table_unref);
   g_clear_pointer (&s->eval_memo, g_hash_table_unref);
   g_clear_pointer (&s->cands, g_free);
@@ -480,8 +322,10 @@ sg_bucket_search_init (SgBucketSearch *s, SgGraph *g, const SgConfig *cfg, SgBuc
   s->base_step_us = base->step_us;
   collect_cands (s);
   s->aug = constraints_aug (g);
-  s->trial = sg_bucket_trials_new (g, cfg && cfg->validate_between);
-  s->judge = sg_sim_judge_new ();
+  sg_bucket_worker_init (&s->main, g, cfg && cfg->validate_between, cfg ? cfg->pool : NULL);
+  s->max_workers = (int32_t)MIN (
+      SG_POOL_MAX_THREADS,
+      1 + AHEAD_BUDGET_BYTES / (AHEAD_BYTES_PER_NODE * (uint64_t)MAX (g->n_nodes, 1)));
   s->lower_memo = sg_bucket_memo_new (NULL);
   s->eval_memo = sg_bucket_memo_new (g_free);
   s->base_alloc = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));

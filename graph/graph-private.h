@@ -241,6 +241,7 @@ struct SgRewrite {
   SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit
                                 * (work[SG_RW_NEW_ID]) */
   int32_t result_n;            /* entries of result_id (0: none laid out yet) */
+  SgPool *pool;                /* layouts copy nodes on it (sg_rewrite_set_pool) */
 };
 
 /* The edited graph laid out in its new order. */

@@ -83,6 +83,7 @@ void
 sg_graph_changed (SgGraph *g)
 {
   g_return_if_fail (g != NULL);
+  g_return_if_fail (g->fork_of == NULL); /* a fork borrows what this drops */
   users_invalidate (g);
   kept_drop (g);
 }
@@ -92,6 +93,14 @@ sg_graph_free (SgGraph *g)
 {
   if (!g)
     return;
+  if (g->fork_of) { /* a fork owns its pools and strings, nothing else */
+    g_string_chunk_free (g->strings);
+    g_array_unref (g->dims);
+    g_array_unref (g->tuple_metas);
+    g_array_unref (g->args);
+    g_free (g);
+    return;
+  }
   /* A trial graph borrows groups, strings and the cost model, and hands
    * its arrays back to its rewrite. */
   bool trial = g->trial_of != NULL;

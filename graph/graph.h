@@ -229,6 +229,9 @@ typedef struct SgGraph {
    * nodes' ids in the rewrite (sg_graph_trial_origins), n_nodes. */
   struct SgRewrite *trial_of;
   SgNodeId *trial_origin;
+  /* A fork (sg_rewrite_fork) of this graph, whose arrays it borrows but
+   * for its pools and strings; NULL for other graphs. */
+  const struct SgGraph *fork_of;
 } SgGraph;
 
 /* One implicit edge: @to must run after @from. @kind is an SgEdgeKind
@@ -997,6 +1000,9 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (SgRewrite, sg_rewrite_free)
  * such order is also computed in full and a difference aborts (the
  * validator's check; off by default). */
 void sg_rewrite_set_verify (SgRewrite *rw, bool on);
+/* Lets @rw's layouts (trials and the commit) copy large graphs' nodes on
+ * @pool's threads (NULL: the calling thread); the same result. */
+void sg_rewrite_set_pool (SgRewrite *rw, SgPool *pool);
 /* How many nodes of the last layout's order were kept from the layout
  * before it (0: it was laid out in full). */
 int32_t sg_rewrite_last_reused (const SgRewrite *rw);
@@ -1082,6 +1088,16 @@ void sg_rewrite_rollback (SgRewrite *rw, const SgRewriteMark *m);
  * Lets a pass keep what it derives from base nodes from one trial to the
  * next. */
 const SgNodeId *sg_graph_trial_origins (const SgGraph *g);
+
+/* (transfer full) A base for rewrites on another thread: a graph that
+ * shares @g's nodes, groups, inputs, users, implicit edges and cost model
+ * read-only, and has its own copies of the pools a rewrite appends to
+ * (dims, tuple metas, args) and its own strings for what a rewrite interns
+ * (names and targets of @g's nodes stay @g's). Several threads may each
+ * build and try rewrites of their own fork of one graph at once. @g must
+ * not change while a fork lives (its users are filled now); a fork is
+ * never committed to. Free it with sg_graph_free. */
+SgGraph *sg_rewrite_fork (SgGraph *g);
 
 /* After a successful sg_rewrite_trial or sg_rewrite_commit: the id node
  * @id of the rewrite (a base node or an added one) has in the result, or

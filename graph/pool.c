@@ -19,10 +19,10 @@
  */
 #include "graph-private.h"
 
-/* Polls of the job counter before a worker sleeps (about 50-100 us); none
- * when the pool has more threads than the processors it may run on (a
+/* How long a worker polls for the next job before it sleeps (us); not at
+ * all when the pool has more threads than the processors it may run on (a
  * spinning worker would take the time of the thread it waits for). */
-#define SPIN_ROUNDS 20000
+#define SPIN_US 50
 
 struct SgPool {
   int32_t n; /* threads, the caller's included */
@@ -38,7 +38,7 @@ struct SgPool {
   gint running;    /* workers still in the job (under @lock) */
   gint sleepers;   /* workers waiting on @wake (under @lock) */
   gint busy;       /* atomic: a job is in flight */
-  int32_t spin;    /* SPIN_ROUNDS, or 0 */
+  bool spin;       /* poll before sleeping */
   bool quit;
 };
 
@@ -82,9 +82,14 @@ worker_main (gpointer data)
   gint seen = 0;
   for (;;) {
     gint gen = g_atomic_int_get (&p->generation);
-    for (int32_t i = 0; gen == seen && i < p->spin; i++) {
-      cpu_relax ();
-      gen = g_atomic_int_get (&p->generation);
+    if (gen == seen && p->spin) {
+      gint64 until = g_get_monotonic_time () + SPIN_US;
+      for (int32_t i = 1; gen == seen; i++) {
+        cpu_relax ();
+        gen = g_atomic_int_get (&p->generation);
+        if (i % 64 == 0 && g_get_monotonic_time () > until)
+          break;
+      }
     }
     if (gen == seen) {
       g_mutex_lock (&p->lock);
@@ -117,7 +122,7 @@ sg_pool_new (int32_t n_threads)
   g_mutex_init (&p->lock);
   g_cond_init (&p->wake);
   g_cond_init (&p->done);
-  p->spin = n_threads <= (int32_t)g_get_num_processors () ? SPIN_ROUNDS : 0;
+  p->spin = n_threads <= (int32_t)g_get_num_processors ();
   if (n_threads > 1)
     p->threads = g_new0 (GThread *, (size_t)n_threads);
   for (int32_t w = 1; w < n_threads; w++) {

@@ -563,6 +563,68 @@ order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
   return 1;
 }
 
+/* Below this many nodes a layout copies them on the calling thread. */
+#define LAY_OUT_PARALLEL 16384
+
+/* lay_out's copy of the nodes @order[lo .. hi), their inputs renumbered
+ * from @at on in @dst; the count of those inputs when @dst is NULL. */
+static uint32_t
+copy_nodes (const Ctx *x, const SgNodeId *order, int32_t lo, int32_t hi, SgNode *nodes,
+            SgNodeId *dst, uint32_t at)
+{
+  const SgRewrite *rw = x->rw;
+  const SgGraph *g = x->g;
+  const int32_t n0 = x->n0;
+  const SgNodeId *new_id = rw->result_id;
+  uint32_t count = 0;
+  for (int32_t i = lo; i < hi; i++) {
+    SgNodeId v = order[i];
+    const SgNode *src = v < n0 ? &g->nodes[v] : &g_array_index (rw->nodes, SgNode, v - n0);
+    uint32_t k = src->n_in; /* an untouched base node: its own inputs */
+    const SgNodeId *in = x->plain[v] ? &g_array_index (g->inputs, SgNodeId, src->in_first)
+                                     : new_inputs (x, v, &k);
+    if (!dst) {
+      count += k;
+      continue;
+    }
+    SgNode *node = &nodes[i];
+    memcpy (node, src, sizeof *node);
+    node->in_first = at;
+    node->n_in = k;
+    for (uint32_t j = 0; j < k; j++)
+      dst[at++] = new_id[in[j]];
+    const Touched *t = x->plain[v] ? NULL : touched_of (x, v);
+    if (t && t->reindexed) {
+      node->args_first = t->args_first;
+      node->kwargs_first = t->kwargs_first;
+    }
+  }
+  return dst ? at : count;
+}
+
+/* The copy in chunks on the rewrite's pool: each chunk's input count,
+ * then each chunk copied from where the ones before it end. */
+typedef struct {
+  const Ctx *x;
+  const SgNodeId *order;
+  int32_t n, n_chunks;
+  SgNode *nodes;
+  SgNodeId *dst; /* NULL: counting */
+  uint32_t *at;  /* per chunk: its inputs' count, then where they start */
+} Copy;
+
+static void
+copy_task (gpointer data, int32_t c, int32_t worker)
+{
+  (void)worker;
+  Copy *cp = data;
+  int32_t lo = (int32_t)((int64_t)cp->n * c / cp->n_chunks);
+  int32_t hi = (int32_t)((int64_t)cp->n * (c + 1) / cp->n_chunks);
+  uint32_t r = copy_nodes (cp->x, cp->order, lo, hi, cp->nodes, cp->dst, cp->dst ? cp->at[c] : 0);
+  if (!cp->dst)
+    cp->at[c] = r;
+}
+
 /* Nodes in @order, inputs and edges renumbered, into @out; where every
  * node of the rewrite went into rw->result_id (sg_rewrite_result_id). */
 static void
@@ -570,7 +632,7 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
 {
   SgRewrite *rw = x->rw;
   SgGraph *g = x->g;
-  int32_t n0 = x->n0, n1 = x->n1;
+  int32_t n1 = x->n1;
   /* @order holds every kept node */
   SgNodeId *new_id = rw->result_id = WORK (rw, SG_RW_NEW_ID, SgNodeId, n1);
   for (int32_t i = 0; i < n; i++)
@@ -596,26 +658,23 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
                                  : g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   g_array_set_size (out->inputs, bound);
   SgNodeId *dst = (SgNodeId *)(void *)out->inputs->data;
-  uint32_t at = 0;
-  for (int32_t i = 0; i < n; i++) {
-    SgNodeId v = order[i];
-    SgNode *node = &out->nodes[i];
-    if (v < n0)
-      memcpy (node, &g->nodes[v], sizeof *node);
-    else
-      memcpy (node, &g_array_index (rw->nodes, SgNode, v - n0), sizeof *node);
-    uint32_t k = node->n_in; /* an untouched base node: its own inputs */
-    const SgNodeId *in = x->plain[v] ? &g_array_index (g->inputs, SgNodeId, node->in_first)
-                                     : new_inputs (x, v, &k);
-    node->in_first = at;
-    node->n_in = k;
-    for (uint32_t j = 0; j < k; j++)
-      dst[at++] = new_id[in[j]];
-    const Touched *t = x->plain[v] ? NULL : touched_of (x, v);
-    if (t && t->reindexed) {
-      node->args_first = t->args_first;
-      node->kwargs_first = t->kwargs_first;
+  uint32_t at;
+  int32_t threads = sg_pool_size (rw->pool);
+  if (threads > 1 && n >= LAY_OUT_PARALLEL) {
+    Copy cp = { x, order, n, MIN (4 * threads, n / 1024), out->nodes, NULL, NULL };
+    g_autofree uint32_t *starts = g_new (uint32_t, (size_t)cp.n_chunks);
+    cp.at = starts;
+    sg_pool_run (rw->pool, cp.n_chunks, copy_task, &cp);
+    at = 0;
+    for (int32_t c = 0; c < cp.n_chunks; c++) {
+      uint32_t k = starts[c];
+      starts[c] = at;
+      at += k;
     }
+    cp.dst = dst;
+    sg_pool_run (rw->pool, cp.n_chunks, copy_task, &cp);
+  } else {
+    at = copy_nodes (x, order, 0, n, out->nodes, dst, 0);
   }
   g_array_set_size (out->inputs, at);
   if (g->implicit_edges) {

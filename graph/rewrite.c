@@ -78,6 +78,13 @@ sg_rewrite_set_verify (SgRewrite *rw, bool on)
   rw->verify = on;
 }
 
+void
+sg_rewrite_set_pool (SgRewrite *rw, SgPool *pool)
+{
+  g_return_if_fail (rw != NULL);
+  rw->pool = pool;
+}
+
 int32_t
 sg_rewrite_last_reused (const SgRewrite *rw)
 {
@@ -444,6 +451,33 @@ sg_rewrite_commit (SgRewrite *rw, GError **error)
   sg_rewrite_layout_clear (&l);
   rw->done = true;
   return true;
+}
+
+static GArray *
+pool_copy (const GArray *a, guint elt)
+{
+  GArray *c = g_array_sized_new (FALSE, FALSE, elt, a->len);
+  g_array_append_vals (c, a->data, a->len);
+  return c;
+}
+
+SgGraph *
+sg_rewrite_fork (SgGraph *g)
+{
+  g_return_val_if_fail (g && !g->trial_of && !g->fork_of, NULL);
+  sg_graph_fill_users (g);
+  SgGraph *f = g_new (SgGraph, 1);
+  *f = *g; /* borrowed: nodes, groups, inputs, users, edges, cost model, texts */
+  f->fork_of = g;
+  f->strings = g_string_chunk_new (256);
+  f->dims = pool_copy (g->dims, sizeof (int64_t));
+  f->tuple_metas = pool_copy (g->tuple_metas, sizeof (SgMeta));
+  f->args = pool_copy (g->args, sizeof (SgArg));
+  f->by_name = NULL;
+  f->kept = NULL;
+  f->kept_class = NULL;
+  f->bucket_stats = f->decompose_stats = NULL;
+  return f;
 }
 
 SgGraph *

@@ -130,6 +130,9 @@ bool sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots
                           const uint64_t *alloc, SgSimTotals *out, GError **error);
 /* (transfer none) */
 const SgSimJudgeStats *sg_sim_judge_stats (const SgSimJudge *j);
+/* Lets @j compute a graph's peak on @pool's threads beside its run (NULL:
+ * one after the other); the totals are the same. */
+void sg_sim_judge_set_pool (SgSimJudge *j, SgPool *pool);
 
 /* (transfer none) The simulation of @g's current order (sg_simulate with
  * the id order), made once and kept with the graph until it changes

@@ -349,6 +349,66 @@ START_TEST (pass_is_deterministic)
 }
 END_TEST
 
+/* The pass on @path (scheduled first) with @threads threads (0: no
+ * pool; validate: every trial checked against a full simulation): its
+ * statistics and the final graph as text. */
+static char *
+pass_with_threads (const char *path, int32_t threads, bool validate, SgBucketStats *out)
+{
+  GError *error = NULL;
+  g_autoptr (SgGraph) g = NULL;
+#ifdef HAVE_GRAPHGEN
+  g = path ? sg_graph_load (path, &error) : bt_generated_fsdp8 (10000);
+#else
+  g = sg_graph_load (path, &error);
+#endif
+  ck_assert_msg (g, "%s", error ? error->message : "");
+  SgConfig cfg;
+  estimate (g, &cfg);
+  cfg.validate_between = validate;
+  cfg.pool = threads ? sg_pool_new (threads) : NULL;
+  ck_assert (sg_schedule_reorder (g, &cfg, &error));
+  run_pass (g, &cfg);
+  *out = *sg_bucket_stats (g);
+  out->infos = NULL, out->n_infos = 0;
+  GString *d = g_string_new (NULL);
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    g_autofree char *text = tb_args_text (g, i);
+    g_string_append_printf (d, "%s %s %.17g\n", g->nodes[i].name, text, g->nodes[i].est_us);
+  }
+  sg_pool_free (cfg.pool);
+  return g_string_free (d, FALSE);
+}
+
+/* Verdicts judged ahead on a pool (verdict.c) change nothing: the same
+ * buckets, graph and statistics (simulations and refusals counted as the
+ * sequential search counts them) with 2, 3 and 8 threads as with none, on
+ * a sample (the sequential greedy) and, with graphgen, on a 10k-node step
+ * (batches, halving windows, cuts, merges, flips), the validator checking
+ * every trial of one run against a full simulation. */
+START_TEST (verdicts_judged_ahead_change_nothing)
+{
+  g_autofree char *sample = g_build_filename (data_dir, "w2_fsdp2_L2_h1024.json", NULL);
+  const char *paths[] = { sample,
+#ifdef HAVE_GRAPHGEN
+                          NULL
+#endif
+  };
+  static const int32_t threads[] = { 2, 3, 8 };
+  for (size_t p = 0; p < G_N_ELEMENTS (paths); p++) {
+    SgBucketStats ref, got;
+    g_autofree char *want = pass_with_threads (paths[p], 0, false, &ref);
+    for (size_t t = 0; t < G_N_ELEMENTS (threads); t++) {
+      g_autofree char *text = pass_with_threads (paths[p], threads[t], t == 1, &got);
+      ck_assert_msg (strcmp (want, text) == 0, "graph %zu, %d threads: another graph", p,
+                     threads[t]);
+      ck_assert_msg (memcmp (&ref, &got, sizeof ref) == 0, "graph %zu, %d threads: other stats",
+                     p, threads[t]);
+    }
+  }
+}
+END_TEST
+
 START_TEST (bucket_of_buckets_lists_the_original_members)
 {
   g_autoptr (SgGraph) g = tb_new (2);
@@ -598,6 +658,7 @@ pass_suite (void)
   tcase_add_test (tc, gather_of_a_gathered_value_is_never_merged);
   tcase_add_test (tc, reduce_scatters_of_gradients_merge_and_keep_outputs);
   tcase_add_test (tc, pass_is_deterministic);
+  tcase_add_test (tc, verdicts_judged_ahead_change_nothing);
   tcase_add_test (tc, bucket_of_buckets_lists_the_original_members);
   tcase_add_test (tc, timeline_screen_refuses_what_cannot_be_hidden);
   tcase_add_test (tc, many_gathers_are_batched_and_keep_exposure);

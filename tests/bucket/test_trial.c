@@ -76,7 +76,7 @@ assert_trial_matches_again (SgGraph *g, SgBucketTrials *shared, const SgBucketSp
     sg_cost_new_nodes (cm, full, NULL, 0);
   guint args_len = g->args->len, dims_len = g->dims->len;
   int32_t n_nodes = g->n_nodes;
-  SgBucketTrials *trials = shared ? shared : sg_bucket_trials_new (g, true);
+  SgBucketTrials *trials = shared ? shared : sg_bucket_trials_new (g, true, NULL);
   SgGraph *tg = sg_bucket_trial (trials, specs, n_specs, &e2);
   if (tg && cm)
     sg_cost_new_nodes (cm, tg, NULL, 0);
@@ -241,7 +241,7 @@ START_TEST (trials_in_sequence_forget_the_last_trials_moves_and_redirects)
   SgBucketSpec s12 = { m12, 2, FLAT }, s123 = { m123, 3, FLAT }, s13 = { m13, 2, FLAT };
   SgBucketSpec s23 = { m23, 2, SG_BUCKET_LOWERING_GROUPED };
   const SgBucketSpec *seq[] = { &s123, &s12, NULL, &s13, &s23, &s123, NULL, &s12, &s23 };
-  SgBucketTrials *t = sg_bucket_trials_new (g, true);
+  SgBucketTrials *t = sg_bucket_trials_new (g, true, NULL);
   SgElision again = { 0 };
   for (guint i = 0; i < G_N_ELEMENTS (seq); i++)
     assert_trial_matches_again (g, t, seq[i], seq[i] ? 1 : 0, &again);
@@ -285,8 +285,10 @@ END_TEST
 /* Bucket sets over the candidates of @g (estimated and scheduled), grouped
  * by key like the pass: runs of 2 to 5 consecutive candidates all at once,
  * and each of the first adjacent pairs alone. */
+/* With @fork_pool, only the sequences below, their trials built on a fork
+ * of the graph (sg_rewrite_fork) and laid out on that pool. */
 static void
-check_bucket_sets (SgGraph *g)
+check_bucket_sets_with (SgGraph *g, SgPool *fork_pool)
 {
   sg_graph_fill_users (g);
   g_autoptr (GArray) keys = g_array_new (FALSE, FALSE, sizeof (SgBucketKey));
@@ -308,7 +310,7 @@ check_bucket_sets (SgGraph *g)
     g_array_append_val (g_ptr_array_index (lists, ki), i);
   }
   ck_assert_uint_gt (keys->len, 0);
-  for (int run = 2; run <= 5; run++) {
+  for (int run = 2; run <= (fork_pool ? 2 : 5); run++) {
     g_autoptr (GArray) specs = g_array_new (FALSE, FALSE, sizeof (SgBucketSpec));
     for (guint k = 0; k < lists->len; k++) {
       GArray *l = g_ptr_array_index (lists, k);
@@ -317,12 +319,14 @@ check_bucket_sets (SgGraph *g)
         g_array_append_val (specs, s);
       }
     }
-    assert_trial_matches_apply (g, (SgBucketSpec *)(void *)specs->data, (int32_t)specs->len);
+    if (!fork_pool)
+      assert_trial_matches_apply (g, (SgBucketSpec *)(void *)specs->data, (int32_t)specs->len);
     /* trials of one rewrite after another: a growing, then a shrinking
      * first part of the set, a bucket changed in the middle; each equals
      * a fresh trial's and the base graph is left as it was */
     guint args_len = g->args->len, dims_len = g->dims->len;
-    SgBucketTrials *t = sg_bucket_trials_new (g, true);
+    SgGraph *fork = fork_pool ? sg_rewrite_fork (g) : NULL;
+    SgBucketTrials *t = sg_bucket_trials_new (fork ? fork : g, true, fork_pool);
     SgBucketSpec *all = (SgBucketSpec *)(void *)specs->data;
     SgElision again = { 0 }; /* each trial's analysis in the last one's memory */
     for (guint i = 0; i <= 6; i++)
@@ -337,16 +341,23 @@ check_bucket_sets (SgGraph *g)
     }
     sg_elision_clear (&again);
     sg_bucket_trials_free (t);
+    sg_graph_free (fork);
     ck_assert_uint_eq (g->args->len, args_len);
     ck_assert_uint_eq (g->dims->len, dims_len);
   }
-  for (guint k = 0; k < lists->len; k++) {
+  for (guint k = 0; k < lists->len && !fork_pool; k++) {
     GArray *l = g_ptr_array_index (lists, k);
     for (guint i = 0; i + 2 <= l->len && i < 6; i++) {
       SgBucketSpec s = { &g_array_index (l, SgNodeId, i), 2, FLAT };
       assert_trial_matches_apply (g, &s, 1);
     }
   }
+}
+
+static void
+check_bucket_sets (SgGraph *g)
+{
+  check_bucket_sets_with (g, NULL);
 }
 
 static void
@@ -495,6 +506,20 @@ START_TEST (trial_matches_apply_on_a_generated_step)
   check_bucket_sets (g);
 }
 END_TEST
+
+/* Trials of a fork of the graph (another thread's base: its own pools,
+ * the rest borrowed) laid out on a pool (a graph large enough for the
+ * layout's chunks) equal sg_bucket_apply on the graph itself, and leave
+ * it as it was. */
+START_TEST (trials_of_a_fork_laid_out_on_a_pool_match_apply)
+{
+  g_autoptr (SgGraph) g = bt_generated_fsdp8 (20000);
+  prepare (g, true);
+  SgPool *pool = sg_pool_new (3);
+  check_bucket_sets_with (g, pool);
+  sg_pool_free (pool);
+}
+END_TEST
 #endif
 
 static Suite *
@@ -511,6 +536,7 @@ trial_suite (void)
 #ifdef HAVE_GRAPHGEN
   tcase_add_test (tc, chained_buckets_read_the_unpacks);
   tcase_add_test (tc, trial_matches_apply_on_a_generated_step);
+  tcase_add_test (tc, trials_of_a_fork_laid_out_on_a_pool_match_apply);
 #endif
   suite_add_tcase (s, tc);
   return s;

@@ -3,8 +3,9 @@
 # give byte-identical plans, traces and reports (the report's `passes`
 # timings aside) and the same summary (its `graph:` and `passes:` lines
 # aside) across runs, working directories, path spellings (relative,
-# absolute, `./`, `..`, a symbolic link) and thread counts (schedule/ sizes
-# its pool with g_get_num_processors(), which follows the CPU affinity: one
+# absolute, `./`, `..`, a symbolic link) and thread counts (--threads 1, 3
+# and 17, and the default pool, one thread per processor as
+# g_get_num_processors() counts them, which follows the CPU affinity: one
 # CPU under `taskset -c 0`), on every sample graph of DATA_DIR and on a
 # graphgen graph large enough for the scheduler's thread pool (>= 20000
 # nodes). A copy of the graph under another name gives a plan with the same
@@ -16,11 +17,14 @@ trap 'rm -rf "$tmp"' EXIT
 fails=0 total=0
 fail () { echo "FAIL: $*"; fails=$((fails + 1)); }
 
-# run TAG DIR GRAPH [PREFIX...]: from DIR, outputs to $tmp/TAG.*
+# run TAG DIR GRAPH [PREFIX...]: from DIR, outputs to $tmp/TAG.* ($opts: more
+# options)
+opts=""
 run () {
   local tag=$1 dir=$2 graph=$3
   shift 3
-  (cd "$dir" && "$@" "$sg" "$graph" -o "$tmp/$tag.plan.json" --report "$tmp/$tag.report.json" \
+  # shellcheck disable=SC2086
+  (cd "$dir" && "$@" "$sg" $opts "$graph" -o "$tmp/$tag.plan.json" --report "$tmp/$tag.report.json" \
      --trace "$tmp/$tag.trace.json" >"$tmp/$tag.out" 2>"$tmp/$tag.err") ||
     { fail "$tag: schedgraph exit $?: $(head -2 "$tmp/$tag.err")"; return 1; }
   python3 - "$tmp/$tag.report.json" <<'PY' || fail "$tag: report"
@@ -70,6 +74,12 @@ for g in $graphs "$tmp/gen_fsdp2_21k.json"; do
     run "$n.cpus" "$dir" "$n.json" taskset -c 0-"$(($(nproc) - 1))" &&
       same "$n.ref" "$n.cpus" "$n: every CPU"
   fi
+  # --threads: the passes' pool, one thread to more than there are CPUs
+  for t in 1 3 17; do
+    opts="--threads $t"
+    run "$n.t$t" "$dir" "$n.json" && same "$n.ref" "$n.t$t" "$n: --threads $t"
+  done
+  opts=""
   # another file name: the plan's hash holds, only its `graph` line differs
   cp "$g" "$tmp/copy-of-$n.json"
   total=$((total + 1))

@@ -278,6 +278,67 @@ START_TEST (a_node_without_a_cost_fails_the_judge_which_stays_exact)
 }
 END_TEST
 
+/* With a pool, the peak is computed beside the run: the same totals as a
+ * judge without one, and as a full simulation, trial after trial, and the
+ * same failure for a node without a cost. */
+START_TEST (a_judge_with_a_pool_gives_the_same_totals)
+{
+  SgPool *pool = sg_pool_new (3);
+  for (guint32 seed = 50; seed < 56; seed++) {
+    g_autofree char *json = rg_graph_json (seed, 280, 40, 2, (RgCluster)(seed % RG_N_CLUSTERS));
+    g_autoptr (SgGraph) g = st_load (json, "random");
+    g_autoptr (SgSimJudge) with = sg_sim_judge_new ();
+    g_autoptr (SgSimJudge) without = sg_sim_judge_new ();
+    sg_sim_judge_set_pool (with, pool);
+    SgRewrite *rw = sg_rewrite_new (g);
+    GRand *rnd = g_rand_new_with_seed (seed);
+    for (int trial = 0; trial < 10; trial++) {
+      sg_rewrite_reset (rw);
+      SgNodeId v = pick_compute (g, rnd, g->n_nodes / 3);
+      if (v != SG_NO_NODE && trial % 3 != 2)
+        add_after (rw, v, 0);
+      GError *err = NULL;
+      SgGraph *t = sg_rewrite_trial (rw, &err);
+      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
+      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+      g_autofree SgNodeId *roots = sg_graph_storage_roots (t);
+      SgElision el;
+      sg_graph_elision (t, &el);
+      g_autofree uint64_t *alloc = sg_elision_storage_bytes (t, &el, NULL, NULL);
+      sg_elision_clear (&el);
+      SgSimTotals a, b;
+      ck_assert (sg_sim_judge_totals (with, t, roots, alloc, &a, NULL));
+      ck_assert (sg_sim_judge_totals (without, t, roots, alloc, &b, NULL));
+      ck_assert_msg (memcmp (&a, &b, sizeof a) == 0, "seed %u trial %d", seed, trial);
+      assert_judged_exactly (without, t, seed, trial);
+      sg_graph_free (t);
+    }
+    /* a node without a cost: the same failure, then exact again */
+    SgNodeId v = g->n_nodes / 2;
+    double was = g->nodes[v].est_us;
+    g->nodes[v].est_us = NAN;
+    sg_graph_changed (g);
+    SgElision el;
+    sg_graph_elision (g, &el);
+    g_autofree uint64_t *alloc = sg_elision_storage_bytes (g, &el, NULL, NULL);
+    g_autofree SgNodeId *roots = g_steal_pointer (&el.root);
+    sg_elision_clear (&el);
+    SgSimTotals a;
+    GError *err = NULL;
+    ck_assert (!sg_sim_judge_totals (with, g, roots, alloc, &a, &err));
+    ck_assert_msg (err && strstr (err->message, g->nodes[v].name), "%s",
+                   err ? err->message : "no error");
+    g_clear_error (&err);
+    g->nodes[v].est_us = was;
+    sg_graph_changed (g);
+    assert_judged_exactly (with, g, seed, 99);
+    g_rand_free (rnd);
+    sg_rewrite_free (rw);
+  }
+  sg_pool_free (pool);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -285,6 +346,7 @@ main (void)
                            judge_stays_exact_when_base_costs_change_between_trials,
                            a_kept_rates_entry_is_not_reused_once_the_input_changes,
                            judge_of_unrelated_graphs_runs_each_whole,
-                           a_node_without_a_cost_fails_the_judge_which_stays_exact };
+                           a_node_without_a_cost_fails_the_judge_which_stays_exact,
+                           a_judge_with_a_pool_gives_the_same_totals };
   return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
 }
