@@ -41,9 +41,9 @@ typedef struct {
 typedef struct SgBucketTrials SgBucketTrials; /* rewrite.c, below */
 typedef struct SgBucketMemoKey SgBucketMemoKey; /* lower.c, below */
 
-/* What judging a trial needs of its own (verdict.c): the search's
- * (run.c), and one per pool thread that judges sets ahead (over a fork of
- * the graph, sg_rewrite_fork). */
+/* What judging a trial needs of its own (verdict.c): one worker judges
+ * one trial at a time, on the graph itself or over a fork of it
+ * (sg_rewrite_fork). */
 typedef struct {
   SgGraph *g;              /* the base of its trials: the search's graph or a fork */
   SgBucketTrials *trial;   /* every trial graph of @g is built with it */
@@ -55,23 +55,32 @@ typedef struct {
   size_t n_alloc;          /* entries of the three scratch arrays */
 } SgBucketWorker;
 
-/* What every search reads; run.c sets it up on the scheduled graph. */
+/* The workers that judge trials (verdict.c): one on the graph itself,
+ * the others over forks of it, made when first taken, at most a budget's
+ * worth. */
+typedef struct SgBucketReplicas SgBucketReplicas;
+
+/* What a search reads; run.c sets it up on the scheduled graph. The
+ * searches of auto mode may run side by side (run.c), each on its own
+ * copy of this struct: the fields marked "shared" are the same for all
+ * (the memo behind its lock), the others each copy's own. */
 typedef struct {
-  SgGraph *g;
+  SgGraph *g;            /* shared, read only while the searches run */
   const SgConfig *cfg;
   SgBucketStats *st;     /* simulations and refusals are counted here */
-  SgAug *aug;            /* data and non-hiding implicit edges of @g */
-  SgBucketWorker main;   /* the search's own trials, judge and scratch */
-  /* per pool worker (cfg->pool), those that judge sets ahead: worker 0 is
-   * @main, the others made on first use (verdict.c); NULL before */
-  SgBucketWorker **workers;
-  int32_t max_workers;   /* at most this many judge ahead (memory) */
-  uint64_t *base_alloc;  /* sg_node_alloc_bytes of @g's nodes */
+  SgAug *aug;            /* data and non-hiding implicit edges of @g (its
+                          * queries write scratch: one per copy) */
+  SgBucketReplicas *replicas; /* shared: the workers that judge */
+  SgBucketWorker *home;  /* judges what this search asks (sg_bucket_evaluate) */
+  int32_t owner;         /* the pool worker this search runs on */
+  int32_t ahead;         /* at most this many sets judged at once ahead */
+  uint64_t *base_alloc;  /* shared: sg_node_alloc_bytes of @g's nodes */
   bool base_costed;      /* every node of @g has its cost (est_src): a trial
                           * prices its new nodes alone */
   GHashTable *lower_memo; /* the rule's verdicts by members (lower.c) */
-  GHashTable *eval_memo;  /* verdicts by lowered specs (run.c) */
-  SgBucketCand *cands;   /* in id order */
+  GHashTable *eval_memo;  /* shared: verdicts by lowered specs (verdict.c) */
+  GMutex *memo_lock;      /* shared: guards @eval_memo */
+  SgBucketCand *cands;   /* shared: in id order */
   int32_t n_cands, n_keys;
   uint64_t cap;          /* bytes per flat bucket (a larger one is grouped) */
   /* how buckets are lowered: cfg->bucket_lowering, or FLAT for the
@@ -102,6 +111,32 @@ void sg_bucket_search_clear (SgBucketSearch *s);
  * through implicit edges): @out is left alone then. */
 bool sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_specs,
                          SgBucketEval *out);
+/* run.c: the augmented graph of @g without its hiding edges (the
+ * searches' constraints). Reads @g's inputs and swaps its edge list for a
+ * moment: not while searches run. (transfer full) */
+SgAug *sg_bucket_constraints (SgGraph *g);
+
+/* A search's result: its buckets and their verdict. */
+typedef struct {
+  SgBucketSpec *specs;
+  int32_t n;
+  SgBucketEval ev;
+  SgBucketSource source;
+} SgBucketChoice;
+/* Keeps @c in @best when it predicts a shorter step, or the same step
+ * (within SG_BUCKET_TIE_US) with fewer collectives; frees the loser
+ * (searches.c). */
+void sg_bucket_keep_better (SgBucketChoice *best, SgBucketChoice c);
+/* searches.c: the greedy refined into @greedy (with auto lowering and a
+ * bucket the rule groups, also the flat-only greedy refined, the shorter
+ * of the two in @greedy) and, with @refine_layer, the per-layer buckets in
+ * @layer refined in place: side by side on the pool where workers are
+ * free to judge for them, else one after the other; the same results and
+ * counts either way. False with @error when a greedy fails (@greedy and
+ * @layer hold what the caller frees). */
+bool sg_bucket_searches (SgBucketSearch *s, const SgBucketEval *base, SgBucketChoice *greedy,
+                         SgBucketChoice *layer, bool refine_layer, GError **error);
+
 /* One set of buckets to judge ahead. */
 typedef struct {
   const SgBucketSpec *specs;
@@ -116,11 +151,16 @@ void sg_bucket_prefetch (SgBucketSearch *s, const SgBucketSet *sets, int32_t n_s
 /* How many sets sg_bucket_prefetch judges at once: the threads it may use
  * (1: it judges none ahead). */
 int32_t sg_bucket_ahead_width (const SgBucketSearch *s);
-/* Sets @w up to judge trials of @g (verify: sg_bucket_trials_new's; its
- * layouts and judge may use @pool), and frees what it holds (and @g when
- * it is a fork). */
-void sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool);
-void sg_bucket_worker_clear (SgBucketWorker *w);
+/* (transfer full) The workers that judge trials of @g: the first on @g
+ * itself (its layouts and judge use cfg->pool), the others over forks of
+ * @g, at most @max in all. */
+SgBucketReplicas *sg_bucket_replicas_new (SgGraph *g, const SgConfig *cfg, int32_t max);
+void sg_bucket_replicas_free (SgBucketReplicas *r);
+/* A worker no one holds (the one on @g first, when free), made now if
+ * need be; NULL when every one the budget allows is held. Hand it back
+ * with sg_bucket_replica_give. */
+SgBucketWorker *sg_bucket_replica_take (SgBucketReplicas *r);
+void sg_bucket_replica_give (SgBucketReplicas *r, SgBucketWorker *w);
 /* No path between @a and @b in @aug, neither between the collectives nor
  * between the waits: one bucket may hold both without closing a cycle. */
 bool sg_bucket_cands_independent (SgAug *aug, const SgBucketCand *a, const SgBucketCand *b);

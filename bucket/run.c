@@ -111,8 +111,8 @@ record_hiding (SgGraph *g, const SgSimResult *r)
  * (docs/bucketing.md). It reads @g's inputs, so it must go before @g
  * changes; @g's edges are swapped out for the filtered list only while it
  * is built. */
-static SgAug *
-constraints_aug (SgGraph *g)
+SgAug *
+sg_bucket_constraints (SgGraph *g)
 {
   GArray *all = g->implicit_edges;
   if (!all)
@@ -152,86 +152,6 @@ collect_cands (SgBucketSearch *s)
   s->n_keys = (int32_t)keys->len;
 }
 
-/* Collectives a set of specs removes. */
-static int32_t
-merged (const SgBucketSpec *specs, int32_t n)
-{
-  int32_t m = 0;
-  for (int32_t i = 0; i < n; i++)
-    m += specs[i].n_members - 1;
-  return m;
-}
-
-typedef struct {
-  SgBucketSpec *specs;
-  int32_t n;
-  SgBucketEval ev;
-  SgBucketSource source;
-} Choice;
-
-/* Keeps @c in @best when it predicts a shorter step, or the same step
- * (within SG_BUCKET_TIE_US) with fewer collectives; frees the loser. */
-static void
-keep_better (Choice *best, Choice c)
-{
-  bool shorter = c.ev.step_us < best->ev.step_us - SG_BUCKET_TIE_US;
-  bool tie = c.ev.step_us <= best->ev.step_us + SG_BUCKET_TIE_US;
-  if (shorter || (tie && merged (c.specs, c.n) > merged (best->specs, best->n))) {
-    sg_bucket_specs_free (best->specs, best->n);
-    *best = c;
-  } else {
-    sg_bucket_specs_free (c.specs, c.n);
-  }
-}
-
-/* Refines @c in place (refine.c). */
-static void
-refine (SgBucketSearch *s, Choice *c)
-{
-  int32_t n;
-  SgBucketSpec *r = sg_bucket_refine (s, c->specs, c->n, &c->ev, &n);
-  sg_bucket_specs_free (c->specs, c->n);
-  c->specs = r;
-  c->n = n;
-}
-
-/* True when the rule lowers one of @specs grouped (or they say so). */
-static bool
-any_grouped (const SgBucketSearch *s, const SgBucketSpec *specs, int32_t n)
-{
-  g_autofree SgBucketSpec *l = g_memdup2 (specs, sizeof *specs * (size_t)MAX (n, 1));
-  sg_bucket_lower_specs (s, l, n);
-  for (int32_t b = 0; b < n; b++)
-    if (l[b].lowering == SG_BUCKET_LOWERING_GROUPED)
-      return true;
-  return false;
-}
-
-/* The greedy and its refinement once more with every bucket flat and the
- * cap on every bucket (what the pass did before grouped buckets): a
- * grouped merge the greedy kept early can hold back flat merges that end
- * shorter (across machines every member of a group pays a network
- * latency); the shorter of the two stands in @greedy. False with @error
- * when the greedy fails. */
-static bool
-greedy_flat (SgBucketSearch *s, const SgBucketEval *base, Choice *greedy, GError **error)
-{
-  s->lowering = SG_BUCKET_LOWERING_FLAT;
-  s->flat_only = true;
-  Choice flat = { .source = SG_BUCKET_FROM_GREEDY };
-  flat.specs = sg_bucket_greedy (s, base, &flat.ev, &flat.n, error);
-  bool ok = flat.specs != NULL;
-  if (ok)
-    refine (s, &flat);
-  for (int32_t b = 0; b < flat.n; b++) /* decided now: the rule would not keep them flat */
-    flat.specs[b].lowering = SG_BUCKET_LOWERING_FLAT;
-  s->lowering = SG_BUCKET_LOWERING_AUTO;
-  s->flat_only = false;
-  if (ok)
-    keep_better (greedy, flat);
-  return ok;
-}
-
 /* Runs the searches of cfg's mode; returns the specs to apply (transfer
  * full; NULL with *n_specs 0 for none, and with @error set on failure) and
  * their evaluation in *@ev (*@base for none; per-layer mode: its
@@ -241,7 +161,7 @@ choose (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *ev, int32_t *
         GError **error)
 {
   SgBucketStats *st = s->st;
-  Choice layer = { .ev = *base, .source = SG_BUCKET_FROM_PER_LAYER };
+  SgBucketChoice layer = { .ev = *base, .source = SG_BUCKET_FROM_PER_LAYER };
   layer.specs = sg_bucket_per_layer (s, &layer.n, &st->layers);
   bool layer_ok = layer.n > 0 && sg_bucket_evaluate (s, layer.specs, layer.n, &layer.ev);
   if (layer_ok) {
@@ -263,15 +183,8 @@ choose (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *ev, int32_t *
       return NULL;
     }
   }
-  Choice greedy = { .source = SG_BUCKET_FROM_GREEDY };
-  greedy.specs = sg_bucket_greedy (s, base, &greedy.ev, &greedy.n, error);
-  if (!greedy.specs) {
-    sg_bucket_specs_free (layer.specs, layer.n);
-    return NULL;
-  }
-  refine (s, &greedy);
-  if (s->lowering == SG_BUCKET_LOWERING_AUTO && any_grouped (s, greedy.specs, greedy.n)
-      && !greedy_flat (s, base, &greedy, error)) {
+  SgBucketChoice greedy = { .source = SG_BUCKET_FROM_GREEDY };
+  if (!sg_bucket_searches (s, base, &greedy, &layer, layer_ok, error)) {
     sg_bucket_specs_free (greedy.specs, greedy.n);
     sg_bucket_specs_free (layer.specs, layer.n);
     return NULL;
@@ -279,12 +192,11 @@ choose (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *ev, int32_t *
   st->greedy_step_us = greedy.ev.step_us;
   /* the unbucketed graph, the greedy's buckets, the per-layer buckets:
    * the shortest predicted step wins (ties: fewer collectives) */
-  Choice best = { .specs = g_new0 (SgBucketSpec, 1), .ev = *base };
-  keep_better (&best, greedy);
+  SgBucketChoice best = { .specs = g_new0 (SgBucketSpec, 1), .ev = *base };
+  sg_bucket_keep_better (&best, greedy);
   if (layer_ok) {
-    refine (s, &layer);
     st->per_layer_refined_step_us = layer.ev.step_us;
-    keep_better (&best, layer);
+    sg_bucket_keep_better (&best, layer);
   }
   st->source = best.n > 0 ? best.source : SG_BUCKET_FROM_NONE;
   *n_specs = best.n;
@@ -296,17 +208,15 @@ void
 sg_bucket_search_clear (SgBucketSearch *s)
 {
   g_clear_pointer (&s->aug, sg_aug_free);
-  sg_bucket_worker_clear (&s->main);
-  SgPool *pool = s->cfg ? s->cfg->pool : NULL;
-  for (int32_t w = 1; s->workers && w < sg_pool_size (pool); w++)
-    if (s->workers[w]) {
-      sg_bucket_worker_clear (s->workers[w]);
-      g_free (s->workers[w]);
-    }
-  g_clear_pointer (&s->workers, g_free);
+  g_clear_pointer (&s->replicas, sg_bucket_replicas_free);
+  s->home = NULL;
   g_clear_pointer (&s->base_alloc, g_free);
   g_clear_pointer (&s->lower_memo, g_hash_table_unref);
   g_clear_pointer (&s->eval_memo, g_hash_table_unref);
+  if (s->memo_lock) {
+    g_mutex_clear (s->memo_lock);
+    g_clear_pointer (&s->memo_lock, g_free);
+  }
   g_clear_pointer (&s->cands, g_free);
 }
 
@@ -321,13 +231,19 @@ sg_bucket_search_init (SgBucketSearch *s, SgGraph *g, const SgConfig *cfg, SgBuc
   s->peak_limit = (uint64_t)((double)base->peak_bytes * (1.0 + MAX (grow, 0.0)));
   s->base_step_us = base->step_us;
   collect_cands (s);
-  s->aug = constraints_aug (g);
-  sg_bucket_worker_init (&s->main, g, cfg && cfg->validate_between, cfg ? cfg->pool : NULL);
-  s->max_workers = (int32_t)MIN (
+  s->aug = sg_bucket_constraints (g);
+  SgPool *pool = cfg ? cfg->pool : NULL;
+  int32_t budget = (int32_t)MIN (
       SG_POOL_MAX_THREADS,
       1 + AHEAD_BUDGET_BYTES / (AHEAD_BYTES_PER_NODE * (uint64_t)MAX (g->n_nodes, 1)));
+  s->replicas = sg_bucket_replicas_new (g, cfg, budget);
+  s->home = sg_bucket_replica_take (s->replicas); /* the one on @g */
+  s->owner = sg_pool_worker (pool);
+  s->ahead = budget;
   s->lower_memo = sg_bucket_memo_new (NULL);
   s->eval_memo = sg_bucket_memo_new (g_free);
+  s->memo_lock = g_new (GMutex, 1);
+  g_mutex_init (s->memo_lock);
   s->base_alloc = g_new (uint64_t, (size_t)MAX (g->n_nodes, 1));
   s->base_costed = true;
   for (SgNodeId i = 0; i < g->n_nodes; i++) {

@@ -63,8 +63,8 @@ check_elision (const SgGraph *tg, const SgElision *el)
              "differs from a new one");
 }
 
-void
-sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool)
+static void
+worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool)
 {
   *w = (SgBucketWorker){ .g = g };
   w->trial = sg_bucket_trials_new (g, verify, pool);
@@ -72,19 +72,94 @@ sg_bucket_worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool)
   sg_sim_judge_set_pool (w->judge, pool);
 }
 
-void
-sg_bucket_worker_clear (SgBucketWorker *w)
+static void
+worker_free (SgBucketWorker *w)
 {
-  g_clear_pointer (&w->trial, sg_bucket_trials_free);
-  g_clear_pointer (&w->judge, sg_sim_judge_free);
-  g_clear_pointer (&w->node_alloc, g_free);
-  g_clear_pointer (&w->storage_alloc, g_free);
-  g_clear_pointer (&w->added, g_free);
+  sg_bucket_trials_free (w->trial);
+  sg_sim_judge_free (w->judge);
+  g_free (w->node_alloc);
+  g_free (w->storage_alloc);
+  g_free (w->added);
   sg_elision_clear (&w->el);
-  w->n_alloc = 0;
-  if (w->g && w->g->fork_of) /* prefetch's: the search's graph is not ours */
+  if (w->g->fork_of) /* a fork: the search's graph is not ours */
     sg_graph_free (w->g);
-  w->g = NULL;
+  g_free (w);
+}
+
+struct SgBucketReplicas {
+  GMutex lock;
+  SgGraph *g;
+  bool verify;
+  SgPool *pool;
+  SgBucketWorker **all; /* made so far; all[0] on @g itself */
+  bool *held;
+  int32_t n, max;
+};
+
+SgBucketReplicas *
+sg_bucket_replicas_new (SgGraph *g, const SgConfig *cfg, int32_t max)
+{
+  SgBucketReplicas *r = g_new0 (SgBucketReplicas, 1);
+  g_mutex_init (&r->lock);
+  r->g = g;
+  r->verify = cfg && cfg->validate_between;
+  r->pool = cfg ? cfg->pool : NULL;
+  r->max = MAX (max, 1);
+  r->all = g_new0 (SgBucketWorker *, (size_t)r->max);
+  r->held = g_new0 (bool, (size_t)r->max);
+  r->all[0] = g_new0 (SgBucketWorker, 1);
+  worker_init (r->all[0], g, r->verify, r->pool);
+  r->n = 1;
+  return r;
+}
+
+void
+sg_bucket_replicas_free (SgBucketReplicas *r)
+{
+  if (!r)
+    return;
+  for (int32_t i = 0; i < r->n; i++)
+    worker_free (r->all[i]);
+  g_free (r->all);
+  g_free (r->held);
+  g_mutex_clear (&r->lock);
+  g_free (r);
+}
+
+SgBucketWorker *
+sg_bucket_replica_take (SgBucketReplicas *r)
+{
+  g_mutex_lock (&r->lock);
+  int32_t i = 0;
+  while (i < r->n && r->held[i])
+    i++;
+  bool make = i == r->n && i < r->max;
+  if (i < r->n || make) {
+    r->held[i] = true;
+    if (make)
+      r->n++;
+  }
+  g_mutex_unlock (&r->lock);
+  if (i >= r->max || (!make && i >= r->n))
+    return NULL;
+  if (make) { /* outside the lock: a fork copies the graph's pools */
+    SgBucketWorker *w = g_new0 (SgBucketWorker, 1);
+    worker_init (w, sg_rewrite_fork (r->g), r->verify, NULL);
+    g_mutex_lock (&r->lock);
+    r->all[i] = w;
+    g_mutex_unlock (&r->lock);
+  }
+  return r->all[i];
+}
+
+void
+sg_bucket_replica_give (SgBucketReplicas *r, SgBucketWorker *w)
+{
+  g_mutex_lock (&r->lock);
+  for (int32_t i = 0; i < r->n; i++)
+    if (r->all[i] == w)
+      r->held[i] = false;
+  g_mutex_unlock (&r->lock);
 }
 
 /* The simulator's verdict, with @w's trial rewrite, judge and scratch, on
@@ -215,21 +290,29 @@ sg_bucket_evaluate (SgBucketSearch *s, const SgBucketSpec *specs, int32_t n_spec
   if (lowered)
     specs = lowered;
   g_autofree SgBucketMemoKey *key = s->eval_memo ? specs_key (specs, n_specs) : NULL;
-  const Verdict *seen = key ? g_hash_table_lookup (s->eval_memo, key) : NULL;
-  if (seen) {
-    if (seen->ok)
-      *out = seen->ev;
-    return seen->ok;
+  if (key) {
+    g_mutex_lock (s->memo_lock);
+    const Verdict *seen = g_hash_table_lookup (s->eval_memo, key);
+    Verdict v = seen ? *seen : (Verdict){ 0 };
+    g_mutex_unlock (s->memo_lock);
+    if (seen) {
+      if (v.ok)
+        *out = v.ev;
+      return v.ok;
+    }
   }
   Verdict *v = g_new0 (Verdict, 1);
-  v->ok = judge_trial (s, &s->main, specs, n_specs, &v->ev);
+  v->ok = judge_trial (s, s->home, specs, n_specs, &v->ev);
   if (v->ok)
     *out = v->ev;
   bool ok = v->ok;
-  if (key)
-    g_hash_table_insert (s->eval_memo, g_steal_pointer (&key), v);
-  else
+  if (key) { /* (another search may have put the same verdict first) */
+    g_mutex_lock (s->memo_lock);
+    g_hash_table_replace (s->eval_memo, g_steal_pointer (&key), v);
+    g_mutex_unlock (s->memo_lock);
+  } else {
     g_free (v);
+  }
   return ok;
 }
 
@@ -240,37 +323,32 @@ typedef struct {
   SgBucketSpec **lowered; /* per set to judge */
   const int32_t *n_specs;
   Verdict *verdicts;
+  bool *judged;          /* per set: a worker was free to judge it */
   int32_t n, n_tasks;
 } Ahead;
 
-/* The worker state of pool worker @w: the search's own for the calling
- * thread (worker 0), else one over a fork of the graph, made on first use
- * by the thread that is worker @w (no other thread touches it). */
-static SgBucketWorker *
-worker_of (SgBucketSearch *s, int32_t w)
-{
-  if (w == 0)
-    return &s->main;
-  if (!s->workers[w]) {
-    SgBucketWorker *x = g_new0 (SgBucketWorker, 1);
-    sg_bucket_worker_init (x, sg_rewrite_fork (s->g), s->cfg && s->cfg->validate_between, NULL);
-    s->workers[w] = x;
-  }
-  return s->workers[w];
-}
-
 /* Task @t judges a run of consecutive sets (neighbours differ least, so
- * each worker's judge and layout reuse the most of their last trial). */
+ * each worker's judge and layout reuse the most of their last trial): on
+ * the search's own worker when it runs on the search's thread (which only
+ * waits for the job meanwhile), else on one no one holds; none free, and
+ * the sets stay for the search to judge when it asks. */
 static void
 ahead_task (gpointer data, int32_t t, int32_t worker)
 {
   Ahead *a = data;
-  SgBucketWorker *w = worker_of (a->s, worker);
+  SgBucketSearch *s = a->s;
+  bool own = worker == s->owner;
+  SgBucketWorker *w = own ? s->home : sg_bucket_replica_take (s->replicas);
+  if (!w)
+    return;
   int32_t lo = (int32_t)((int64_t)a->n * t / a->n_tasks);
   int32_t hi = (int32_t)((int64_t)a->n * (t + 1) / a->n_tasks);
-  for (int32_t i = lo; i < hi; i++)
-    a->verdicts[i].ok
-        = judge_trial (a->s, w, a->lowered[i], a->n_specs[i], &a->verdicts[i].ev);
+  for (int32_t i = lo; i < hi; i++) {
+    a->verdicts[i].ok = judge_trial (s, w, a->lowered[i], a->n_specs[i], &a->verdicts[i].ev);
+    a->judged[i] = true;
+  }
+  if (!own)
+    sg_bucket_replica_give (s->replicas, w);
 }
 
 int32_t
@@ -278,7 +356,7 @@ sg_bucket_ahead_width (const SgBucketSearch *s)
 {
   if (!s->eval_memo)
     return 1;
-  return MAX (1, MIN (sg_pool_size (s->cfg ? s->cfg->pool : NULL), s->max_workers));
+  return MAX (1, MIN (sg_pool_size (s->cfg ? s->cfg->pool : NULL), s->ahead));
 }
 
 void
@@ -288,10 +366,8 @@ sg_bucket_prefetch (SgBucketSearch *s, const SgBucketSet *sets, int32_t n_sets)
   int32_t threads = sg_bucket_ahead_width (s);
   if (threads < 2 || n_sets < 2)
     return;
-  if (!s->workers)
-    s->workers = g_new0 (SgBucketWorker *, (size_t)sg_pool_size (pool));
   /* the sets not judged yet, each once, lowered here (the rule's memo is
-   * the search's: this thread's alone) */
+   * the search's own) */
   g_autofree SgBucketSpec **lowered = g_new0 (SgBucketSpec *, (size_t)n_sets);
   g_autofree int32_t *n_specs = g_new (int32_t, (size_t)n_sets);
   g_autofree SgBucketMemoKey **keys = g_new0 (SgBucketMemoKey *, (size_t)n_sets);
@@ -300,7 +376,10 @@ sg_bucket_prefetch (SgBucketSearch *s, const SgBucketSet *sets, int32_t n_sets)
   for (int32_t i = 0; i < n_sets; i++) {
     SgBucketSpec *l = lowered_copy (s, sets[i].specs, sets[i].n_specs);
     SgBucketMemoKey *k = specs_key (l ? l : sets[i].specs, sets[i].n_specs);
-    if (g_hash_table_contains (s->eval_memo, k) || g_hash_table_contains (batch, k)) {
+    g_mutex_lock (s->memo_lock);
+    bool known = g_hash_table_contains (s->eval_memo, k);
+    g_mutex_unlock (s->memo_lock);
+    if (known || g_hash_table_contains (batch, k)) {
       g_free (k);
       g_free (l);
       continue;
@@ -309,20 +388,22 @@ sg_bucket_prefetch (SgBucketSearch *s, const SgBucketSet *sets, int32_t n_sets)
     lowered[n] = l, n_specs[n] = sets[i].n_specs, keys[n] = k;
     n++;
   }
+  g_hash_table_steal_all (batch); /* the keys are keys[] */
   if (n >= 2) {
     g_autofree Verdict *verdicts = g_new0 (Verdict, (size_t)n);
-    Ahead a = { s, lowered, n_specs, verdicts, n, MIN (n, threads) };
+    g_autofree bool *judged = g_new0 (bool, (size_t)n);
+    Ahead a = { s, lowered, n_specs, verdicts, judged, n, MIN (n, threads) };
     sg_pool_run (pool, a.n_tasks, ahead_task, &a);
-    g_hash_table_steal_all (batch); /* the keys go to the memo */
-    for (int32_t i = 0; i < n; i++) {
-      g_hash_table_insert (s->eval_memo, keys[i], g_memdup2 (&verdicts[i], sizeof (Verdict)));
-      keys[i] = NULL;
-    }
+    g_mutex_lock (s->memo_lock);
+    for (int32_t i = 0; i < n; i++)
+      if (judged[i])
+        g_hash_table_replace (s->eval_memo, g_steal_pointer (&keys[i]),
+                              g_memdup2 (&verdicts[i], sizeof (Verdict)));
+    g_mutex_unlock (s->memo_lock);
   }
-  for (int32_t i = 0; i < n; i++)
+  /* a lone set is left to the search (judged when asked, on its worker) */
+  for (int32_t i = 0; i < n; i++) {
     g_free (lowered[i]);
-  /* a lone set is left to the search (judged when asked, on this thread) */
-  g_hash_table_steal_all (batch);
-  for (int32_t i = 0; i < n; i++)
     g_free (keys[i]);
+  }
 }

@@ -812,12 +812,13 @@ bool sg_bucket_lowering_from_name (const char *name, SgBucketLowering *out);
 
 /* --- worker threads (pool.c) --------------------------------------------- */
 
-/* A pool of threads that run the tasks of one job at a time (the caller's
- * thread among them). Results never depend on the thread count: a task
- * writes only what its index owns, the caller combines results in index
- * order, and @worker only picks the task's scratch (0 .. sg_pool_size-1).
- * A job started inside a task, or while another job runs, runs on the
- * calling thread alone. */
+/* A pool of threads that run the tasks of jobs (the caller's thread among
+ * them). Results never depend on the thread count: a task writes only
+ * what its index owns, the caller combines results in index order, and
+ * @worker only picks the task's scratch (0 .. sg_pool_size-1; one task at
+ * a time per worker). A job started inside a task spreads over the idle
+ * workers too; a thread that is neither the pool's creator nor one of its
+ * workers runs its jobs alone, as worker 0. */
 typedef void (*SgPoolFunc) (gpointer ctx, int32_t task, int32_t worker);
 /* At most this many threads (the default: one per processor, up to it). */
 #define SG_POOL_MAX_THREADS 64
@@ -831,6 +832,9 @@ int32_t sg_pool_size (const SgPool *p);
 /* One per processor (g_get_num_processors: the CPU affinity), at most
  * SG_POOL_MAX_THREADS. */
 int32_t sg_pool_default_threads (void);
+/* The worker the calling thread is to @p's tasks (0: its creator, or a
+ * thread outside it). */
+int32_t sg_pool_worker (const SgPool *p);
 /* Runs @fn (@ctx, i, worker) for i in 0 .. @n_tasks-1 and returns when all
  * have run; @p NULL runs them in order on the caller. */
 void sg_pool_run (SgPool *p, int32_t n_tasks, SgPoolFunc fn, gpointer ctx);

@@ -1,7 +1,8 @@
 /* test_pool.c: the passes' worker threads (graph/pool.c): every task runs
  * once whatever the thread count, workers index their scratch within the
- * pool's size, jobs started inside a task or beside another job run on
- * the calling thread, and many short jobs in a row all complete. */
+ * pool's size, a job started inside a task completes and spreads over
+ * other workers, a thread outside the pool runs its jobs alone, and many
+ * short jobs in a row all complete. */
 #include <check.h>
 
 #include "common.h"
@@ -49,7 +50,7 @@ outer_task (gpointer data, int32_t task, int32_t worker)
   Ctx *c = data;
   (void)task;
   Ctx inner = { .ran = g_new0 (gint, 8), .size = c->size };
-  /* inside a task: runs on this thread, as this worker */
+  /* inside a task: every inner task runs once, on some worker */
   sg_pool_run (c->pool, 8, count_task, &inner);
   for (int32_t i = 0; i < 8; i++)
     if (inner.ran[i] != 1)
@@ -60,7 +61,7 @@ outer_task (gpointer data, int32_t task, int32_t worker)
   g_free (inner.ran);
 }
 
-START_TEST (a_job_inside_a_task_runs_on_its_thread)
+START_TEST (a_job_inside_a_task_runs_every_task_once)
 {
   SgPool *p = sg_pool_new (4);
   Ctx c = { .size = sg_pool_size (p), .pool = p };
@@ -68,6 +69,51 @@ START_TEST (a_job_inside_a_task_runs_on_its_thread)
   ck_assert_int_eq (c.nested_ran, 50);
   ck_assert_int_eq (c.bad_worker, 0);
   sg_pool_free (p);
+}
+END_TEST
+
+/* Inner task 0 waits until inner task 1 has started: only another thread
+ * can start it (its own thread is in task 0), so the inner job must spread
+ * beyond the thread that started it. */
+typedef struct {
+  SgPool *pool;
+  gint started1, timed_out, worker_of[2];
+} Spread;
+
+static void
+spread_inner (gpointer data, int32_t task, int32_t worker)
+{
+  Spread *s = data;
+  g_atomic_int_set (&s->worker_of[task], worker);
+  if (task == 1) {
+    g_atomic_int_set (&s->started1, 1);
+    return;
+  }
+  gint64 until = g_get_monotonic_time () + 20 * G_USEC_PER_SEC;
+  while (!g_atomic_int_get (&s->started1))
+    if (g_get_monotonic_time () > until) {
+      g_atomic_int_set (&s->timed_out, 1);
+      return;
+    }
+}
+
+static void
+spread_outer (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  Spread *s = data;
+  if (task == 0)
+    sg_pool_run (s->pool, 2, spread_inner, s);
+}
+
+START_TEST (a_job_inside_a_task_spreads_over_other_workers)
+{
+  Spread s = { .pool = sg_pool_new (3) };
+  ck_assert_int_eq (sg_pool_size (s.pool), 3);
+  sg_pool_run (s.pool, 2, spread_outer, &s);
+  ck_assert_int_eq (s.timed_out, 0);
+  ck_assert_int_ne (s.worker_of[0], s.worker_of[1]);
+  sg_pool_free (s.pool);
 }
 END_TEST
 
@@ -142,7 +188,8 @@ main (void)
   TCase *tc = tcase_create ("pool");
   tcase_set_timeout (tc, 60);
   tcase_add_test (tc, every_task_runs_once_whatever_the_thread_count);
-  tcase_add_test (tc, a_job_inside_a_task_runs_on_its_thread);
+  tcase_add_test (tc, a_job_inside_a_task_runs_every_task_once);
+  tcase_add_test (tc, a_job_inside_a_task_spreads_over_other_workers);
   tcase_add_test (tc, many_short_jobs_in_a_row_all_complete_with_the_same_results);
   tcase_add_test (tc, jobs_from_two_threads_at_once_both_complete);
   suite_add_tcase (s, tc);
