@@ -30,13 +30,18 @@
 #include <string.h>
 
 
-/* A worker that judges sets ahead (verdict.c) holds a trial graph, a
+/* A worker that judges trials (verdict.c) holds a trial graph, a
  * rewrite's working arrays, a judge and a fork of the pools: about this
  * many bytes per node of the graph (measured: 570 at 6.7K nodes, 640 at
- * 36K). Together the workers beside the search's own may hold the budget;
- * a graph too large for one more judges nothing ahead. */
+ * 36K). Together the workers beside the pass's own may hold the budget; a
+ * graph too large for one more has none (the searches run one after the
+ * other and judge nothing ahead). More than AHEAD_MAX_WORKERS judged
+ * slower, not faster, on a 16-core server (36K nodes: 8 workers 463 ms,
+ * 16 workers 551 ms for the pass: trials side by side share the memory
+ * bandwidth). */
 #define AHEAD_BYTES_PER_NODE 700
 #define AHEAD_BUDGET_BYTES ((uint64_t)256 << 20)
+#define AHEAD_MAX_WORKERS 8
 
 void
 sg_bucket_specs_free (SgBucketSpec *specs, int32_t n)
@@ -234,7 +239,7 @@ sg_bucket_search_init (SgBucketSearch *s, SgGraph *g, const SgConfig *cfg, SgBuc
   s->aug = sg_bucket_constraints (g);
   SgPool *pool = cfg ? cfg->pool : NULL;
   int32_t budget = (int32_t)MIN (
-      SG_POOL_MAX_THREADS,
+      AHEAD_MAX_WORKERS,
       1 + AHEAD_BUDGET_BYTES / (AHEAD_BYTES_PER_NODE * (uint64_t)MAX (g->n_nodes, 1)));
   s->replicas = sg_bucket_replicas_new (g, cfg, budget);
   s->home = sg_bucket_replica_take (s->replicas); /* the one on @g */
