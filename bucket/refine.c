@@ -114,6 +114,15 @@ cut_at (Refine *r, GArray *a, GArray *tail, const int32_t *saved, const SgBucket
     r->lowering[saved[i]] = i == j ? kept[0] : kept[i];
 }
 
+/* Judges @sets ahead and frees them. */
+static void
+prefetch_sets (Refine *r, SgBucketSet *sets, int32_t k)
+{
+  sg_bucket_prefetch (r->s, sets, k);
+  for (int32_t i = 0; i < k; i++)
+    sg_bucket_specs_free ((SgBucketSpec *)sets[i].specs, sets[i].n_specs);
+}
+
 /* The unit try_split cuts at end @end (0: the first, 1: the last) of
  * @units: the first or last one of at least two members; -1: none. */
 static int32_t
@@ -178,9 +187,7 @@ prefetch_ends (Refine *r, int32_t key, int end)
       cut_sets (r, units, (guint)u, sets, &k, max);
   }
   r->ahead_end_to = at, r->ahead_end_kept = r->kept;
-  sg_bucket_prefetch (r->s, sets, k);
-  for (int32_t i = 0; i < k; i++)
-    sg_bucket_specs_free ((SgBucketSpec *)sets[i].specs, sets[i].n_specs);
+  prefetch_sets (r, sets, k);
 }
 
 /* Cuts unit @u in two where the step is shortest (every cut is
@@ -240,27 +247,57 @@ mergeable (const Refine *r, const GArray *a, const GArray *b)
   return true;
 }
 
+/* Units @u and @u + 1 of @units as one (the second's members after the
+ * first's), its lowering undecided (the rule's); returns the second unit,
+ * taken off @units, for merge_undo with *@na and *@was. */
+static GArray *
+merge_do (Refine *r, GPtrArray *units, guint u, guint *na, SgBucketLowering *was)
+{
+  GArray *a = g_ptr_array_index (units, u), *b = g_ptr_array_index (units, u + 1);
+  *na = a->len;
+  SgNodeId head = g_array_index (a, int32_t, 0);
+  *was = r->lowering[head];
+  g_array_append_vals (a, b->data, b->len);
+  g_ptr_array_steal_index (units, u + 1);
+  r->lowering[head] = SG_BUCKET_LOWERING_AUTO;
+  return b;
+}
+
+static void
+merge_undo (Refine *r, GPtrArray *units, guint u, GArray *b, guint na, SgBucketLowering was)
+{
+  GArray *a = g_ptr_array_index (units, u);
+  r->lowering[g_array_index (a, int32_t, 0)] = was;
+  g_array_set_size (a, na);
+  g_ptr_array_insert (units, (gint)(u + 1), b);
+}
+
+/* Merged unit @u lowered the other way than the rule lowers it (the
+ * second try when the rule's lengthens the step). */
+static void
+merge_other_way (Refine *r, GPtrArray *units, guint u)
+{
+  GArray *a = g_ptr_array_index (units, u);
+  int32_t ns;
+  SgBucketSpec *one = to_specs_of (r, a, &ns);
+  r->lowering[g_array_index (a, int32_t, 0)] = sg_bucket_lowering_other (one->lowering);
+  sg_bucket_specs_free (one, ns);
+}
+
 /* Merges unit @u with the next one, lowered by the rule and, when that
  * lengthens the step, the other way; undoes it when both do. */
 static bool
 try_merge (Refine *r, GPtrArray *units, guint u)
 {
-  GArray *a = g_ptr_array_index (units, u), *b = g_ptr_array_index (units, u + 1);
-  if (!mergeable (r, a, b))
+  if (!mergeable (r, g_ptr_array_index (units, u), g_ptr_array_index (units, u + 1)))
     return false;
-  guint na = a->len;
-  SgNodeId head = g_array_index (a, int32_t, 0);
-  SgBucketLowering was = r->lowering[head];
-  g_array_append_vals (a, b->data, b->len);
-  g_ptr_array_steal_index (units, u + 1);
-  r->lowering[head] = SG_BUCKET_LOWERING_AUTO;
+  guint na;
+  SgBucketLowering was;
+  GArray *b = merge_do (r, units, u, &na, &was);
   SgBucketEval ev;
   bool ok = better (r, true, &ev);
   if (!ok && r->s->lowering == SG_BUCKET_LOWERING_AUTO) {
-    int32_t ns;
-    SgBucketSpec *one = to_specs_of (r, a, &ns);
-    r->lowering[head] = sg_bucket_lowering_other (one->lowering);
-    sg_bucket_specs_free (one, ns);
+    merge_other_way (r, units, u);
     ok = better (r, true, &ev);
   }
   if (ok) {
@@ -269,9 +306,7 @@ try_merge (Refine *r, GPtrArray *units, guint u)
     g_array_unref (b);
     return true;
   }
-  r->lowering[head] = was;
-  g_array_set_size (a, na);
-  g_ptr_array_insert (units, (gint)(u + 1), b);
+  merge_undo (r, units, u, b, na, was);
   return false;
 }
 
@@ -281,28 +316,19 @@ try_merge (Refine *r, GPtrArray *units, guint u)
 static void
 merge_sets (Refine *r, GPtrArray *units, guint u, SgBucketSet *sets, int32_t *k, int32_t max)
 {
-  GArray *a = g_ptr_array_index (units, u), *b = g_ptr_array_index (units, u + 1);
-  if (!mergeable (r, a, b))
+  if (!mergeable (r, g_ptr_array_index (units, u), g_ptr_array_index (units, u + 1)))
     return;
-  guint na = a->len;
-  SgNodeId head = g_array_index (a, int32_t, 0);
-  SgBucketLowering was = r->lowering[head];
-  g_array_append_vals (a, b->data, b->len);
-  g_ptr_array_steal_index (units, u + 1);
-  r->lowering[head] = SG_BUCKET_LOWERING_AUTO;
+  guint na;
+  SgBucketLowering was;
+  GArray *b = merge_do (r, units, u, &na, &was);
   sets[*k].specs = to_specs (r, &sets[*k].n_specs);
   (*k)++;
   if (*k < max && r->s->lowering == SG_BUCKET_LOWERING_AUTO) {
-    int32_t ns;
-    SgBucketSpec *one = to_specs_of (r, a, &ns);
-    r->lowering[head] = sg_bucket_lowering_other (one->lowering);
-    sg_bucket_specs_free (one, ns);
+    merge_other_way (r, units, u);
     sets[*k].specs = to_specs (r, &sets[*k].n_specs);
     (*k)++;
   }
-  r->lowering[head] = was;
-  g_array_set_size (a, na);
-  g_ptr_array_insert (units, (gint)(u + 1), b);
+  merge_undo (r, units, u, b, na, was);
 }
 
 /* The merges from units @u, @u + 1 of @units on, as the loop of
@@ -321,9 +347,7 @@ prefetch_merges (Refine *r, GPtrArray *units, guint u)
   for (; v + 1 < units->len && k < max; v++)
     merge_sets (r, units, v, sets, &k, max);
   r->ahead_units = units, r->ahead_to = v, r->ahead_kept = r->kept;
-  sg_bucket_prefetch (r->s, sets, k);
-  for (int32_t i = 0; i < k; i++)
-    sg_bucket_specs_free ((SgBucketSpec *)sets[i].specs, sets[i].n_specs);
+  prefetch_sets (r, sets, k);
 }
 
 static void

@@ -9,6 +9,16 @@
 #define SG_MAX_ARG_DEPTH 64
 /* Anything above 2^62 elements or bytes is absurd and risks overflow. */
 #define SG_MAX_EXTENT ((int64_t)1 << 62)
+
+/* The validator's failure (validate.c, validate-graph.c): @error set,
+ * false returned. */
+#define VFAIL(code, ...)                                                       \
+  do {                                                                         \
+    g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
+    return false;                                                              \
+  } while (0)
+/* The validator's bound on extents and byte totals, unsigned. */
+#define SG_MAX_EXTENT_U ((uint64_t)SG_MAX_EXTENT)
 /* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
 #define SG_MAX_COST_US 1e12
 
@@ -107,6 +117,9 @@ typedef const SgNode *(*SgNodeOf) (gconstpointer ctx, SgNodeId id);
 typedef SgNodeId (*SgInputOf) (gconstpointer ctx, SgNodeId id);
 bool sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
                      SgInputOf input_of, gconstpointer ctx, GError **error);
+/* The SgNodeOf and SgInputOf of a graph's own nodes (@ctx: the graph). */
+const SgNode *sg_graph_node_of (gconstpointer ctx, SgNodeId id);
+SgNodeId sg_graph_input_of (gconstpointer ctx, SgNodeId id);
 
 /* graph.c: collective @n's members (docs/graph-format.md): a coalesced
  * collective's inputs list, and every member's input and result agreeing

@@ -611,14 +611,14 @@ sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
   return true;
 }
 
-static const SgNode *
-base_node_of (gconstpointer ctx, SgNodeId id)
+const SgNode *
+sg_graph_node_of (gconstpointer ctx, SgNodeId id)
 {
   return &((const SgGraph *)ctx)->nodes[id];
 }
 
-static SgNodeId
-base_input_of (gconstpointer ctx, SgNodeId id)
+SgNodeId
+sg_graph_input_of (gconstpointer ctx, SgNodeId id)
 {
   const SgGraph *g = ctx;
   uint32_t k;
@@ -755,8 +755,8 @@ sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch, GE
 
   if (g->n_nodes == G_MAXINT32 - 1)
     NFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': too many nodes", name);
-  if (!sg_node_finish (g, &n, (const SgNodeId *)(void *)ab.refs->data, base_node_of,
-                       base_input_of, g, error))
+  if (!sg_node_finish (g, &n, (const SgNodeId *)(void *)ab.refs->data, sg_graph_node_of,
+                       sg_graph_input_of, g, error))
     goto fail;
   if (g->n_nodes == g->nodes_cap) {
     g->nodes_cap = g->nodes_cap ? g->nodes_cap * 2 : 256;

@@ -835,6 +835,17 @@ int32_t sg_pool_default_threads (void);
 /* The worker the calling thread is to @p's tasks (0: its creator, or a
  * thread outside it). */
 int32_t sg_pool_worker (const SgPool *p);
+/* The pause of a thread that polls for another's work between two polls
+ * (the pool's idle workers; a task waiting for tasks before it). */
+static inline void
+sg_cpu_relax (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#elif defined(__aarch64__)
+  __asm__ __volatile__ ("yield");
+#endif
+}
 /* Runs @fn (@ctx, i, worker) for i in 0 .. @n_tasks-1 and returns when all
  * have run; @p NULL runs them in order on the caller. */
 void sg_pool_run (SgPool *p, int32_t n_tasks, SgPoolFunc fn, gpointer ctx);

@@ -255,20 +255,6 @@ resolve_task (gpointer data, int32_t i, int32_t worker)
   }
 }
 
-static const SgNode *
-node_of (gconstpointer ctx, SgNodeId id)
-{
-  return &((const SgGraph *)ctx)->nodes[id];
-}
-
-static SgNodeId
-input_of (gconstpointer ctx, SgNodeId id)
-{
-  const SgGraph *g = ctx;
-  uint32_t k;
-  const SgNodeId *in = sg_node_inputs (g, id, &k);
-  return k ? in[0] : SG_NO_NODE;
-}
 
 /* sg_node_finish on each node: it writes the node's group, group size,
  * reduce op and getitem index, which no other node's checks read (they
@@ -285,7 +271,7 @@ finish_task (gpointer data, int32_t i, int32_t worker)
     SgNode n = g->nodes[id];
     const SgNodeId *in = n.n_in ? &g_array_index (g->inputs, SgNodeId, n.in_first) : NULL;
     GError *e = NULL;
-    if (!sg_node_finish (g, &n, in, node_of, input_of, g, &e)) {
+    if (!sg_node_finish (g, &n, in, sg_graph_node_of, sg_graph_input_of, g, &e)) {
       g_error_free (e);
       fail (f);
       return;

@@ -58,15 +58,6 @@ struct SgPool {
 static _Thread_local const SgPool *self_pool;
 static _Thread_local int32_t self_worker;
 
-static inline void
-cpu_relax (void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause ();
-#elif defined(__aarch64__)
-  __asm__ __volatile__ ("yield");
-#endif
-}
 
 /* Takes and runs @j's tasks until none is left to take. */
 static void
@@ -122,7 +113,7 @@ await_job (SgPool *p, gint gen)
   if (now == gen && p->spin) {
     gint64 until = g_get_monotonic_time () + SPIN_US;
     for (int32_t i = 1; now == gen; i++) {
-      cpu_relax ();
+      sg_cpu_relax ();
       now = g_atomic_int_get (&p->generation);
       if (i % 64 == 0 && g_get_monotonic_time () > until)
         break;

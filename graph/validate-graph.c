@@ -22,13 +22,6 @@
 
 #include <string.h>
 
-#define VFAIL(code, ...)                                                       \
-  do {                                                                         \
-    g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
-    return false;                                                              \
-  } while (0)
-
-#define MAX_EXTENT ((uint64_t)1 << 62)
 
 static bool
 validate_groups (const SgGraph *g, GError **error)
@@ -185,7 +178,7 @@ total_passes (const Job *j, int32_t b, SgNodeId to, uint64_t *total)
 {
   for (SgNodeId id = b * j->block; id < to; id++) {
     *total += sg_node_alloc_bytes (j->sh.g, id);
-    if (*total > MAX_EXTENT)
+    if (*total > SG_MAX_EXTENT_U)
       return id;
   }
   return SG_NO_NODE;
@@ -216,7 +209,7 @@ validate_nodes (const SgGraph *g, const char **key_of, SgPool *pool, GError **er
   for (; b < j.n_blocks && over == SG_NO_NODE && !first; b++) {
     struct Result *r = &j.results[b];
     bool whole = r->failed == SG_NO_NODE;
-    if (!whole || total + r->bytes < total || total + r->bytes > MAX_EXTENT)
+    if (!whole || total + r->bytes < total || total + r->bytes > SG_MAX_EXTENT_U)
       over = total_passes (&j, b, whole ? MIN (g->n_nodes, (b + 1) * j.block) : r->failed, &total);
     else
       total += r->bytes;

@@ -17,13 +17,6 @@
 
 #include <string.h>
 
-#define VFAIL(code, ...)                                                       \
-  do {                                                                         \
-    g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
-    return false;                                                              \
-  } while (0)
-
-#define MAX_EXTENT ((uint64_t)1 << 62)
 
 /* The field a message names: "meta", or "meta.tuple[T]" for @t >= 0
  * (formatted only when a rule fails). */
@@ -60,12 +53,12 @@ validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, int64_t t, GE
     if (st[d] < 0)
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride[%d]: negative stride %" G_GINT64_FORMAT,
              n->name, meta_field (buf, t), d, st[d]);
-    if (sh[d] && numel > MAX_EXTENT / (uint64_t)sh[d])
+    if (sh[d] && numel > SG_MAX_EXTENT_U / (uint64_t)sh[d])
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", n->name,
              meta_field (buf, t));
     numel *= (uint64_t)sh[d];
   }
-  if (numel > MAX_EXTENT / sg_dtype_size (m->dtype))
+  if (numel > SG_MAX_EXTENT_U / sg_dtype_size (m->dtype))
     VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name,
            meta_field (buf, t));
   return true;
@@ -478,7 +471,7 @@ sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
       if (!validate_meta (g, n, sg_node_tuple_meta (g, id, t), t, error))
         return false;
       bytes += sg_meta_bytes (g, sg_node_tuple_meta (g, id, t));
-      if (bytes > MAX_EXTENT)
+      if (bytes > SG_MAX_EXTENT_U)
         VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s: the tuple totals more than 2^62 bytes",
                n->name, meta_field (field, t));
     }

@@ -11,6 +11,41 @@
 
 #include "schedule.h"
 
+/* What a collective's pair rates depend on (sg_cost_contention_rates: the
+ * member kind, transport, bytes, group size and the group's span; the
+ * global factors: the kind): sim.c's memo of rates and the bound's rates
+ * (window.c) by it. */
+typedef struct {
+  uint64_t bytes;
+  int32_t kind, group, group_size, transport;
+} SgRatesKey;
+
+/* The key of collective @c of @g priced with the pairs of @cm. */
+static inline SgRatesKey
+sg_rates_key_of (const SgGraph *g, SgNodeId c, const SgCostModel *cm)
+{
+  const SgNode *n = &g->nodes[c];
+  return (SgRatesKey){ sg_node_comm_bytes (g, c), n->kind, n->group, n->group_size,
+                       sg_cost_collective_transport (cm, g, c) };
+}
+
+static inline uint32_t
+sg_rates_key_hash (const SgRatesKey *k)
+{
+  uint64_t h = k->bytes * 0x9E3779B97F4A7C15ull;
+  h ^= ((uint64_t)(uint32_t)k->kind << 40) ^ ((uint64_t)(uint32_t)k->group << 20)
+       ^ ((uint64_t)(uint32_t)k->group_size << 8) ^ (uint64_t)(uint32_t)k->transport;
+  h *= 0xBF58476D1CE4E5B9ull;
+  return (uint32_t)(h >> 32);
+}
+
+static inline bool
+sg_rates_key_equal (const SgRatesKey *a, const SgRatesKey *b)
+{
+  return a->bytes == b->bytes && a->kind == b->kind && a->group == b->group
+         && a->group_size == b->group_size && a->transport == b->transport;
+}
+
 /* What a node is to the timeline. */
 typedef enum {
   SG_ROLE_COMPUTE, /* runs on the compute stream (free nodes take 0 us) */

@@ -53,18 +53,10 @@ sg_exposure_name (SgExposure e)
 
 /* --- pair rates, memoised --------------------------------------------------- */
 
-/* What a collective's pair rates depend on (sg_cost_contention_rates: the
- * member kind, transport, bytes, group size and the group's span; the
- * global factors: the kind). */
-typedef struct {
-  uint64_t bytes;
-  int32_t kind, group, group_size, transport;
-} RatesKey;
-
 /* Open addressing, linear probing; entry i's rates at rates[i * n_slots]. */
 struct SgRatesMemo {
   int32_t n_slots, cap, used;
-  RatesKey *keys;
+  SgRatesKey *keys;
   int32_t *slot_of; /* cap entries: index into keys/rates, -1 empty */
   SgPairRates *rates;
 };
@@ -88,31 +80,14 @@ memo_free (SgRatesMemo *m)
   g_free (m);
 }
 
-static uint32_t
-key_hash (const RatesKey *k)
-{
-  uint64_t h = k->bytes * 0x9E3779B97F4A7C15ull;
-  h ^= ((uint64_t)(uint32_t)k->kind << 40) ^ ((uint64_t)(uint32_t)k->group << 20)
-       ^ ((uint64_t)(uint32_t)k->group_size << 8) ^ (uint64_t)(uint32_t)k->transport;
-  h *= 0xBF58476D1CE4E5B9ull;
-  return (uint32_t)(h >> 32);
-}
-
-static bool
-key_equal (const RatesKey *a, const RatesKey *b)
-{
-  return a->bytes == b->bytes && a->kind == b->kind && a->group == b->group
-         && a->group_size == b->group_size && a->transport == b->transport;
-}
-
 /* The entry of @k: its index, or where it goes (-1 - slot). */
 static int32_t
-memo_find (const SgRatesMemo *m, const RatesKey *k, uint32_t *slot)
+memo_find (const SgRatesMemo *m, const SgRatesKey *k, uint32_t *slot)
 {
   uint32_t mask = (uint32_t)m->cap - 1;
-  for (uint32_t i = key_hash (k) & mask;; i = (i + 1) & mask) {
+  for (uint32_t i = sg_rates_key_hash (k) & mask;; i = (i + 1) & mask) {
     int32_t at = m->slot_of[i];
-    if (at < 0 || key_equal (&m->keys[at], k)) {
+    if (at < 0 || sg_rates_key_equal (&m->keys[at], k)) {
       *slot = i;
       return at;
     }
@@ -127,7 +102,7 @@ memo_grow (SgRatesMemo *m)
   m->cap = cap;
   m->slot_of = g_new (int32_t, (size_t)cap);
   memset (m->slot_of, 0xff, sizeof (int32_t) * (size_t)cap);
-  m->keys = g_renew (RatesKey, m->keys, (size_t)cap / 2);
+  m->keys = g_renew (SgRatesKey, m->keys, (size_t)cap / 2);
   m->rates = g_renew (SgPairRates, m->rates, (size_t)cap / 2 * (size_t)m->n_slots);
   for (int32_t e = 0; e < m->used; e++) {
     uint32_t slot;
@@ -421,7 +396,7 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
 
 /* The rates of @k, made. */
 static void
-pair_rates (const SgSimEngine *e, const RatesKey *k, SgPairRates *out)
+pair_rates (const SgSimEngine *e, const SgRatesKey *k, SgPairRates *out)
 {
   if (e->pairs) {
     const SgCostModel *cm = e->pairs;
@@ -438,13 +413,9 @@ int32_t
 sg_eng_rates_entry (const SgSimEngine *e, SgNodeId c, const SgPairRates **out)
 {
   const SgNode *n = &e->g->nodes[c];
-  RatesKey k = { 0, n->kind, n->group, n->group_size, SG_TRANSPORT_NCCL };
-  if (e->pairs) {
-    k.bytes = sg_node_comm_bytes (e->g, c);
-    k.transport = sg_cost_collective_transport (e->pairs, e->g, c);
-  } else {
-    k.group = k.group_size = 0; /* the global factors depend on the kind alone */
-  }
+  /* the global factors depend on the kind alone */
+  SgRatesKey k = e->pairs ? sg_rates_key_of (e->g, c, e->pairs)
+                          : (SgRatesKey){ 0, n->kind, 0, 0, SG_TRANSPORT_NCCL };
   SgRatesMemo *m = e->memo;
   if (2 * (m->used + 1) > m->cap)
     memo_grow (m);

@@ -37,12 +37,6 @@
 /* Nodes per range of the first tasks (the last may hold fewer). */
 #define RANGE_NODES 16384
 
-/* What a collective's pair rates depend on (sim.c's memo key, with the
- * bytes and transport always: equal keys, equal rates). */
-typedef struct {
-  uint64_t bytes;
-  int32_t kind, group, group_size, transport;
-} RateKey;
 
 enum { GATE_ENGINE, GATE_SCAN, GATE_FILL, GATE_PLAN, GATE_PARTS, GATE_JOBS, GATE_RANKS, N_GATES };
 
@@ -89,7 +83,7 @@ typedef struct {
   SgNodeId *colls;
   int32_t nc;
   int32_t *slot;   /* per collective: its bound slot */
-  RateKey *key;    /* per collective */
+  SgRatesKey *key;    /* per collective */
   double compute_us; /* compute work summed in id order, as sg_bound_basic sums it */
   SgSimEngine e;     /* for the pair rates */
   SgBoundRates R;
@@ -125,15 +119,6 @@ gate_pass (Refine *f, int gate)
  * (as graph/pool.c's workers). */
 #define GATE_SPIN 1000
 
-static inline void
-cpu_relax (void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause ();
-#elif defined(__aarch64__)
-  __asm__ __volatile__ ("yield");
-#endif
-}
 
 static void
 gate_wait (Refine *f, int gate)
@@ -141,7 +126,7 @@ gate_wait (Refine *f, int gate)
   for (int32_t i = 0; i < f->spin; i++) {
     if (g_atomic_int_get (&f->gate[gate]) == 0)
       return;
-    cpu_relax ();
+    sg_cpu_relax ();
   }
   g_mutex_lock (&f->lock);
   while (g_atomic_int_get (&f->gate[gate]) != 0)
@@ -189,12 +174,10 @@ scan_range (Refine *f, int32_t r)
   f->range_bad[r] = bad;
 }
 
-static RateKey
+static SgRatesKey
 rate_key (const SgGraph *g, SgNodeId c)
 {
-  const SgNode *n = &g->nodes[c];
-  return (RateKey){ sg_node_comm_bytes (g, c), n->kind, n->group, n->group_size,
-                    sg_cost_collective_transport (sg_graph_cost_model (g), g, c) };
+  return sg_rates_key_of (g, c, sg_graph_cost_model (g));
 }
 
 static void
@@ -253,23 +236,6 @@ bwd_paths (Refine *f)
   }
 }
 
-static uint32_t
-key_hash (const RateKey *k)
-{
-  uint64_t h = k->bytes * 0x9E3779B97F4A7C15ull;
-  h ^= ((uint64_t)(uint32_t)k->kind << 40) ^ ((uint64_t)(uint32_t)k->group << 20)
-       ^ ((uint64_t)(uint32_t)k->group_size << 8) ^ (uint64_t)(uint32_t)k->transport;
-  h *= 0xBF58476D1CE4E5B9ull;
-  return (uint32_t)(h >> 32);
-}
-
-static bool
-key_equal (const RateKey *a, const RateKey *b)
-{
-  return a->bytes == b->bytes && a->kind == b->kind && a->group == b->group
-         && a->group_size == b->group_size && a->transport == b->transport;
-}
-
 /* The bound's rates (sg_bound_rates_init's, on an engine without rows):
  * a least and a conjunction over the collectives, so each distinct key's
  * rates are taken once. */
@@ -285,8 +251,8 @@ rates (Refine *f)
   memset (seen, 0xff, sizeof (int32_t) * cap);
   g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e->n_slots, 1));
   for (int32_t i = 0; i < f->nc; i++) {
-    uint32_t s = key_hash (&f->key[i]) & (cap - 1);
-    while (seen[s] >= 0 && !key_equal (&f->key[seen[s]], &f->key[i]))
+    uint32_t s = sg_rates_key_hash (&f->key[i]) & (cap - 1);
+    while (seen[s] >= 0 && !sg_rates_key_equal (&f->key[seen[s]], &f->key[i]))
       s = (s + 1) & (cap - 1);
     if (seen[s] >= 0)
       continue;
@@ -476,7 +442,7 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
   f.c.adj = g_new (SgNodeId, (size_t)f.adj_cap + 1);
   f.colls = g_new (SgNodeId, (size_t)MAX (n, 1));
   f.slot = g_new (int32_t, (size_t)MAX (n, 1));
-  f.key = g_new (RateKey, (size_t)MAX (n, 1));
+  f.key = g_new (SgRatesKey, (size_t)MAX (n, 1));
   f.head = g_new (double, (size_t)MAX (n, 1));
   f.tail = g_new (double, (size_t)MAX (n, 1));
   f.jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
