@@ -167,12 +167,7 @@ by_key_desc (const void *a, const void *b)
 static inline uint64_t
 desc_bits (double key)
 {
-  if (key == 0.0)
-    key = 0.0;
-  uint64_t u;
-  memcpy (&u, &key, sizeof u);
-  u = (u >> 63) ? ~u : u | ((uint64_t)1 << 63); /* ascending */
-  return ~u;
+  return ~sg_double_order_bits (key);
 }
 
 /* Sorts @v (@n of them, by ascending index) in by_key_desc's order: a

@@ -24,16 +24,6 @@ typedef struct {
   SgNodeId id;
 } Keyed;
 
-static inline uint64_t
-key_bits (double d)
-{
-  if (d == 0.0)
-    d = 0.0;
-  uint64_t u;
-  memcpy (&u, &d, sizeof u);
-  return u >> 63 ? ~u : u | (uint64_t)1 << 63;
-}
-
 #define RADIX_BITS 11
 #define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
 
@@ -120,7 +110,7 @@ due_and_ready (SgSchedProblem *P)
   g_autofree int32_t *fill = g_memdup2 (P->gfirst, sizeof (int32_t) * (size_t)(ng + 1));
   for (SgNodeId c = 0; c < n; c++)
     if (P->role[c] == SG_ROLE_COLL)
-      all[fill[P->g->nodes[c].group]++] = (Keyed){ key_bits (P->due_us[c]), c };
+      all[fill[P->g->nodes[c].group]++] = (Keyed){ sg_double_order_bits (P->due_us[c]), c };
   P->n_colls = P->gfirst[ng];
   P->gorder = g_new (SgNodeId, (size_t)P->gfirst[ng] + 1);
   P->due_rank = g_new0 (int32_t, (size_t)MAX (n, 1));
@@ -146,7 +136,7 @@ critical_path_rank (SgSchedProblem *P)
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++)
       t = MAX (t, b[P->users[a]]);
     b[x] = t + P->cost[x];
-    by[x] = (Keyed){ key_bits (-b[x]), x };
+    by[x] = (Keyed){ sg_double_order_bits (-b[x]), x };
   }
   sort_keyed (by, tmp, n);
   P->cp_rank = g_new (int32_t, (size_t)MAX (n, 1));
@@ -231,14 +221,21 @@ sg_sched_problem_live (SgSchedProblem *P, bool profile)
   P->has_limit = true;
 }
 
-void
-sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+/* What both problems start with: the graph and the memory limit. */
+static void
+problem_start (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
 {
   memset (P, 0, sizeof *P);
   P->g = g;
   P->n = g->n_nodes;
   P->n_groups = g->n_groups;
   limits (P, cfg);
+}
+
+void
+sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+{
+  problem_start (P, g, cfg);
   basic_nodes (P, cfg ? cfg->pool : NULL);
 }
 
@@ -433,11 +430,7 @@ part_task (gpointer data, int32_t task, int32_t worker)
 void
 sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
 {
-  memset (P, 0, sizeof *P);
-  P->g = g;
-  P->n = g->n_nodes;
-  P->n_groups = g->n_groups;
-  limits (P, cfg);
+  problem_start (P, g, cfg);
   SgPool *pool = cfg ? cfg->pool : NULL;
   P->comm = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   P->in_bytes = g_new0 (uint64_t, (size_t)MAX (P->n, 1));

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <math.h>
+#include <string.h>
 
 #include "schedule.h"
 
@@ -44,6 +45,18 @@ sg_rates_key_equal (const SgRatesKey *a, const SgRatesKey *b)
 {
   return a->bytes == b->bytes && a->kind == b->kind && a->group == b->group
          && a->group_size == b->group_size && a->transport == b->transport;
+}
+
+/* @d as an unsigned integer that orders as the doubles do, ascending
+ * (-0 and +0 equal): the radix sorts' key (problem.c, bound.c). */
+static inline uint64_t
+sg_double_order_bits (double d)
+{
+  if (d == 0.0)
+    d = 0.0;
+  uint64_t u;
+  memcpy (&u, &d, sizeof u);
+  return u >> 63 ? ~u : u | (uint64_t)1 << 63;
 }
 
 /* What a node is to the timeline. */
