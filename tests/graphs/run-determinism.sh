@@ -7,9 +7,10 @@
 # and 17, and the default pool, one thread per processor as
 # g_get_num_processors() counts them, which follows the CPU affinity: one
 # CPU under `taskset -c 0`), on every sample graph of DATA_DIR and on a
-# graphgen graph large enough for the scheduler's thread pool (>= 20000
-# nodes). A copy of the graph under another name gives a plan with the same
-# hash that differs only in its `graph` line.
+# graphgen graph large enough for every pass's parallel paths (the bucket
+# pass's layouts copy nodes in chunks from 16384 nodes). A copy of the
+# graph under another name gives a plan with the same hash that differs
+# only in its `graph` line.
 set -u
 sg=$(realpath "$1") gg=$(realpath "$2") data=$(realpath "$3")
 tmp=$(mktemp -d)

@@ -99,6 +99,8 @@ expect_exit usage-missing-argument 2 "needs an argument" "$dir/accept-small.json
 expect_exit usage-bad-bytes 2 "--bucket-cap: '12Q' is not" --bucket-cap 12Q "$dir/accept-small.json"
 expect_exit usage-bad-fraction 2 "--max-peak-increase: 'lots'" --max-peak-increase lots "$dir/accept-small.json"
 expect_exit usage-bad-dump 2 "--dump: unknown pass 'nope'" --dump=nope "$dir/accept-small.json"
+expect_exit usage-no-threads 2 "--threads: '0' is not a count from 1 to 64" --threads 0 "$dir/accept-small.json"
+expect_exit usage-too-many-threads 2 "--threads: '65' is not a count" --threads 65 "$dir/accept-small.json"
 expect_exit usage-output-is-input 2 "-o would overwrite the graph" "$dir/accept-small.json" -o "$dir/accept-small.json"
 expect_exit usage-two-outputs-one-path 2 "--report would overwrite -o" "$dir/accept-small.json" -o "$tmp/same.json" --report "$tmp/same.json"
 # The same file under another spelling or a link (device and inode, not text)
