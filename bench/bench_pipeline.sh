@@ -17,7 +17,8 @@
 # "passes:" line, wall) and the peak RSS over the runs (/usr/bin/time -v).
 # Targets: 6k <= 0.05 s, 36k <= 0.25 s, 1M <= 5 s, peak RSS <= 1 KB/node.
 # The load average before each graph is printed: on a busy machine wall
-# times exceed CPU times.
+# times exceed CPU times. THREADS=N in the environment passes --threads N
+# (default: schedgraph's, one thread per processor).
 . "$(dirname "$0")/common.sh"
 bench_schedgraph "6k 36k 1m" "$@"
 
@@ -38,7 +39,7 @@ for size in "${sizes[@]}"; do
   echo "$size: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   best="" cpu="" passes="" rss=0 nodes=0
   for _ in 1 2 3; do
-    "$gtime" -v "$sg" -o "$tmp/plan" "$g" >"$tmp/out" 2>"$tmp/time"
+    "$gtime" -v "$sg" ${THREADS:+--threads "$THREADS"} -o "$tmp/plan" "$g" >"$tmp/out" 2>"$tmp/time"
     wall=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, t, ":"); s = 0;
                         for (i = 1; i <= n; i++) s = s * 60 + t[i]; print s }' "$tmp/time")
     r=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$tmp/time")
