@@ -46,9 +46,18 @@ on_alarm (int sig)
   } else {
     p = tail;
   }
-  ssize_t w = write (STDERR_FILENO, alarm_msg, strlen (alarm_msg));
-  w = write (STDERR_FILENO, p, strlen (p));
-  w = write (STDERR_FILENO, alarm_tail, strlen (alarm_tail));
+  /* One write of the whole line: the ranks of a job share the terminal or
+   * pipe, and a line in pieces came out mixed with another rank's (one
+   * write of at most PIPE_BUF bytes to a pipe is not split). */
+  char line[512];
+  size_t n = 0;
+  const char *parts[] = { alarm_msg, p, alarm_tail };
+  for (size_t i = 0; i < G_N_ELEMENTS (parts); i++) {
+    size_t k = MIN (strlen (parts[i]), sizeof line - n);
+    memcpy (line + n, parts[i], k);
+    n += k;
+  }
+  ssize_t w = write (STDERR_FILENO, line, n);
   (void)w;
   _exit (SG_RT_EXIT_TIMEOUT);
 }
