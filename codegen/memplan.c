@@ -454,7 +454,7 @@ sg_codegen_pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64
                         uint64_t *off)
 {
   /* allocations by (first, the size order), releases by (last, id) */
-  g_autofree int32_t *alloc = g_memdup2 (order, sizeof (int32_t) * ((size_t)n + 1));
+  g_autofree int32_t *alloc = g_memdup2 (order, sizeof (int32_t) * (size_t)MAX (n, 1));
   g_autofree int32_t *release = g_new (int32_t, (size_t)n + 1);
   g_autofree bool *listed = g_new0 (bool, (size_t)p->n_buffers + 1);
   for (int32_t k = 0; k < n; k++)

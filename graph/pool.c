@@ -101,6 +101,7 @@ unlist (SgPool *p, Job *j)
     if (*at == j) {
       *at = j->older;
       j->listed = false;
+      return;
     }
 }
 

@@ -38,7 +38,7 @@ sg_plan_sort_buffers_by_time (const SgPlan *p, int32_t *ids, int32_t n, bool by_
   }
   /* a counting sort: at[t] is where the first id of time t goes */
   g_autofree int32_t *at = g_new0 (int32_t, (size_t)hi + 2);
-  g_autofree int32_t *in = g_memdup2 (ids, sizeof (int32_t) * ((size_t)n + 1));
+  g_autofree int32_t *in = g_memdup2 (ids, sizeof (int32_t) * (size_t)MAX (n, 1));
   for (int32_t k = 0; k < n; k++) {
     const SgPlanBuffer *b = &p->buffers[in[k]];
     at[(by_last ? b->last_ins : b->first_ins) + 1]++;
