@@ -117,25 +117,24 @@ judge (Ctx *x, int32_t lo, int32_t hi, SgBucketEval *ev)
   return ev->peak_bytes <= x->s->peak_limit ? TRIAL_OK : TRIAL_MEMORY;
 }
 
-/* The other lowering's specs of proposal @p's bucket, as trial() judges
- * a refused single proposal a second time (transfer full; NULL when it
- * would not). */
-static SgBucketSpec *
-second_try_specs (Ctx *x, int32_t p, int32_t *ns, SgBucketLowering *other)
+/* The lowering a refused single proposal @p is judged with a second time:
+ * the other one than the rule's for the bucket it would make (its
+ * bucket's members and it); AUTO when there is no second try (a lowering
+ * forced for every bucket, or its bucket's decided already). */
+static SgBucketLowering
+second_lowering (Ctx *x, int32_t p)
 {
-  if (x->s->lowering != SG_BUCKET_LOWERING_AUTO)
-    return NULL;
   Bucket *bk = &g_array_index (x->buckets, Bucket, g_array_index (x->prop_b, int32_t, p));
-  if (bk->lowering != SG_BUCKET_LOWERING_AUTO)
-    return NULL;
-  SgBucketSpec *specs = build_specs (x, p, p + 1, ns);
-  for (int32_t b = 0; b < *ns; b++) /* the proposal's bucket is the one holding its candidate */
-    for (int32_t i = 0; i < specs[b].n_members; i++)
-      if (specs[b].members[i] == x->cands[g_array_index (x->prop_c, int32_t, p)].c) {
-        sg_bucket_lower_specs (x->s, &specs[b], 1);
-        *other = specs[b].lowering = sg_bucket_lowering_other (specs[b].lowering);
-      }
-  return specs;
+  if (x->s->lowering != SG_BUCKET_LOWERING_AUTO || bk->lowering != SG_BUCKET_LOWERING_AUTO)
+    return SG_BUCKET_LOWERING_AUTO;
+  guint na = bk->members->len;
+  g_autofree SgNodeId *members = g_new (SgNodeId, na + 1);
+  for (guint i = 0; i < na; i++)
+    members[i] = x->cands[g_array_index (bk->members, int32_t, i)].c;
+  members[na] = x->cands[g_array_index (x->prop_c, int32_t, p)].c;
+  SgBucketSpec one = { members, (int32_t)na + 1, SG_BUCKET_LOWERING_AUTO };
+  sg_bucket_lower_specs (x->s, &one, 1);
+  return sg_bucket_lowering_other (one.lowering);
 }
 
 /* Judges proposals [lo, hi). A single proposal that lengthens the step
@@ -148,12 +147,9 @@ trial (Ctx *x, int32_t lo, int32_t hi, SgBucketEval *ev)
   Trial t = judge (x, lo, hi, ev);
   if (t != TRIAL_STEP || hi - lo != 1 || x->s->lowering != SG_BUCKET_LOWERING_AUTO)
     return t;
-  int32_t ns;
-  SgBucketLowering other = SG_BUCKET_LOWERING_AUTO;
-  SgBucketSpec *specs = second_try_specs (x, lo, &ns, &other);
-  if (!specs)
+  SgBucketLowering other = second_lowering (x, lo);
+  if (other == SG_BUCKET_LOWERING_AUTO)
     return t;
-  sg_bucket_specs_free (specs, ns);
   Bucket *bk = &g_array_index (x->buckets, Bucket, g_array_index (x->prop_b, int32_t, lo));
   bk->lowering = other;
   t = judge (x, lo, hi, ev);
@@ -232,10 +228,15 @@ prefetch_halving (Ctx *x, int32_t lo, int32_t n)
   for (int32_t w = n; w >= 1 && k < left && k < 38; w /= 2) {
     sets[k].specs = build_specs (x, lo, lo + w, &sets[k].n_specs);
     k++;
-    SgBucketLowering other;
-    if (w == 1 && k < left
-        && (sets[k].specs = second_try_specs (x, lo, &sets[k].n_specs, &other)))
+    SgBucketLowering other = w == 1 && k < left ? second_lowering (x, lo)
+                                                : SG_BUCKET_LOWERING_AUTO;
+    if (other != SG_BUCKET_LOWERING_AUTO) { /* trial()'s second try */
+      Bucket *bk = &g_array_index (x->buckets, Bucket, g_array_index (x->prop_b, int32_t, lo));
+      bk->lowering = other;
+      sets[k].specs = build_specs (x, lo, lo + 1, &sets[k].n_specs);
+      bk->lowering = SG_BUCKET_LOWERING_AUTO;
       k++;
+    }
   }
   sg_bucket_prefetch (x->s, sets, k);
   for (int32_t i = 0; i < k; i++)

@@ -100,18 +100,56 @@ better (Refine *r, bool ties, SgBucketEval *ev)
   return ok && ev->step_us <= limit && ev->peak_bytes <= r->s->peak_limit;
 }
 
-/* Unit @a (its members @saved, @m of them, their lowerings @kept) cut
- * after its @j first members, @tail the unit after it. */
+/* Unit @u of @units being cut in two: its members and their lowerings as
+ * they were, and the unit after it that takes its tail (cut_begin). */
+typedef struct {
+  GArray *a, *tail;
+  int32_t *saved;
+  SgBucketLowering *kept;
+  guint m;
+} Cut;
+
 static void
-cut_at (Refine *r, GArray *a, GArray *tail, const int32_t *saved, const SgBucketLowering *kept,
-        guint m, guint j)
+cut_begin (Refine *r, GPtrArray *units, guint u, Cut *c)
 {
-  g_array_set_size (tail, 0);
-  g_array_append_vals (tail, saved + j, m - j);
-  g_array_set_size (a, 0);
-  g_array_append_vals (a, saved, j);
-  for (guint i = 0; i < m; i++) /* the tail, a unit of its own, keeps the bucket's */
-    r->lowering[saved[i]] = i == j ? kept[0] : kept[i];
+  c->a = g_ptr_array_index (units, u);
+  c->m = c->a->len;
+  c->saved = g_memdup2 (c->a->data, sizeof (int32_t) * c->m);
+  c->kept = g_new (SgBucketLowering, c->m);
+  for (guint j = 0; j < c->m; j++)
+    c->kept[j] = r->lowering[c->saved[j]];
+  c->tail = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  g_ptr_array_insert (units, (gint)(u + 1), c->tail);
+}
+
+/* The unit cut after its @j first members (0 < @j < m). */
+static void
+cut_at (Refine *r, const Cut *c, guint j)
+{
+  g_array_set_size (c->tail, 0);
+  g_array_append_vals (c->tail, c->saved + j, c->m - j);
+  g_array_set_size (c->a, 0);
+  g_array_append_vals (c->a, c->saved, j);
+  for (guint i = 0; i < c->m; i++) /* the tail, a unit of its own, keeps the bucket's */
+    r->lowering[c->saved[i]] = i == j ? c->kept[0] : c->kept[i];
+}
+
+/* Ends the cut: kept after the first @j members, or (@j 0) the unit as it
+ * was (the tail unit gone). */
+static void
+cut_end (Refine *r, GPtrArray *units, guint u, Cut *c, guint j)
+{
+  for (guint i = 0; i < c->m; i++)
+    r->lowering[c->saved[i]] = c->kept[i];
+  if (j > 0) {
+    cut_at (r, c, j);
+  } else {
+    g_ptr_array_remove_index (units, u + 1); /* frees the tail */
+    g_array_set_size (c->a, 0);
+    g_array_append_vals (c->a, c->saved, c->m);
+  }
+  g_free (c->saved);
+  g_free (c->kept);
 }
 
 /* Judges @sets ahead and frees them. */
@@ -146,24 +184,14 @@ end_unit (const GPtrArray *units, int end)
 static void
 cut_sets (Refine *r, GPtrArray *units, guint u, SgBucketSet *sets, int32_t *k, int32_t max)
 {
-  GArray *a = g_ptr_array_index (units, u);
-  guint m = a->len;
-  g_autofree int32_t *saved = g_memdup2 (a->data, sizeof (int32_t) * m);
-  g_autofree SgBucketLowering *kept = g_new (SgBucketLowering, m);
-  for (guint j = 0; j < m; j++)
-    kept[j] = r->lowering[saved[j]];
-  GArray *tail = g_array_new (FALSE, FALSE, sizeof (int32_t));
-  g_ptr_array_insert (units, (gint)(u + 1), tail);
-  for (guint j = 1; j < m && *k < max; j++) {
-    cut_at (r, a, tail, saved, kept, m, j);
+  Cut c;
+  cut_begin (r, units, u, &c);
+  for (guint j = 1; j < c.m && *k < max; j++) {
+    cut_at (r, &c, j);
     sets[*k].specs = to_specs (r, &sets[*k].n_specs);
     (*k)++;
   }
-  g_ptr_array_remove_index (units, u + 1); /* frees @tail */
-  g_array_set_size (a, 0);
-  g_array_append_vals (a, saved, m);
-  for (guint i = 0; i < m; i++)
-    r->lowering[saved[i]] = kept[i];
+  cut_end (r, units, u, &c, 0);
 }
 
 /* The cuts the end splits of sg_bucket_refine judge from key @key's end
@@ -195,34 +223,20 @@ prefetch_ends (Refine *r, int32_t key, int end)
 static bool
 try_split (Refine *r, GPtrArray *units, guint u)
 {
-  GArray *a = g_ptr_array_index (units, u);
-  guint m = a->len, best = 0;
-  if (m < 2)
+  if (((GArray *)g_ptr_array_index (units, u))->len < 2)
     return false;
-  g_autofree int32_t *saved = g_memdup2 (a->data, sizeof (int32_t) * m);
-  GArray *tail = g_array_new (FALSE, FALSE, sizeof (int32_t));
-  g_ptr_array_insert (units, (gint)(u + 1), tail);
+  Cut c;
+  cut_begin (r, units, u, &c);
+  guint best = 0;
   SgBucketEval best_ev = r->cur, ev;
-  g_autofree SgBucketLowering *kept = g_new (SgBucketLowering, m);
-  for (guint j = 0; j < m; j++)
-    kept[j] = r->lowering[saved[j]];
-  for (guint j = 1; j < m && r->budget > 0; j++) {
-    cut_at (r, a, tail, saved, kept, m, j);
+  for (guint j = 1; j < c.m && r->budget > 0; j++) {
+    cut_at (r, &c, j);
     if (better (r, false, &ev) && ev.step_us < best_ev.step_us)
       best = j, best_ev = ev;
   }
-  g_array_set_size (a, 0);
-  g_array_set_size (tail, 0);
-  for (guint i = 0; i < m; i++)
-    r->lowering[saved[i]] = kept[i];
-  if (best == 0) {
-    g_array_append_vals (a, saved, m);
-    g_ptr_array_remove_index (units, u + 1);
+  cut_end (r, units, u, &c, best);
+  if (best == 0)
     return false;
-  }
-  g_array_append_vals (a, saved, best);
-  g_array_append_vals (tail, saved + best, m - best);
-  r->lowering[saved[best]] = kept[0]; /* the tail, a unit now, keeps the bucket's */
   r->cur = best_ev;
   r->kept++;
   return true;

@@ -133,14 +133,13 @@ sg_bucket_replica_take (SgBucketReplicas *r)
   int32_t i = 0;
   while (i < r->n && r->held[i])
     i++;
-  bool make = i == r->n && i < r->max;
-  if (i < r->n || make) {
+  bool got = i < r->max, make = got && i == r->n;
+  if (got)
     r->held[i] = true;
-    if (make)
-      r->n++;
-  }
+  if (make)
+    r->n++;
   g_mutex_unlock (&r->lock);
-  if (i >= r->max || (!make && i >= r->n))
+  if (!got)
     return NULL;
   if (make) { /* outside the lock: a fork copies the graph's pools */
     SgBucketWorker *w = g_new0 (SgBucketWorker, 1);

@@ -1110,8 +1110,9 @@ const SgNodeId *sg_graph_trial_origins (const SgGraph *g);
  * (dims, tuple metas, args) and its own strings for what a rewrite interns
  * (names and targets of @g's nodes stay @g's). Several threads may each
  * build and try rewrites of their own fork of one graph at once. @g must
- * not change while a fork lives (its users are filled now); a fork is
- * never committed to. Free it with sg_graph_free. */
+ * not change while a fork lives; its users are filled here, so forks made
+ * on several threads at once need them filled before (a rewrite of @g
+ * fills them). A fork is never committed to. Free it with sg_graph_free. */
 SgGraph *sg_rewrite_fork (SgGraph *g);
 
 /* After a successful sg_rewrite_trial or sg_rewrite_commit: the id node

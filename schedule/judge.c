@@ -771,6 +771,15 @@ typedef struct {
   uint64_t peak;
 } Side;
 
+/* @g's peak live bytes, in @j's liveness scratch when @roots and @alloc
+ * are given. */
+static uint64_t
+judge_peak (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots, const uint64_t *alloc)
+{
+  return roots && alloc ? sg_graph_liveness_in (g, j->pos, NULL, roots, alloc, &j->live)
+                        : sg_graph_liveness (g, j->pos, NULL, roots, alloc);
+}
+
 static void
 side_task (gpointer data, int32_t task, int32_t worker)
 {
@@ -779,7 +788,7 @@ side_task (gpointer data, int32_t task, int32_t worker)
   if (task == 0)
     s->ok = judge_run (s->j, s->g, s->out, s->error);
   else
-    s->peak = sg_graph_liveness_in (s->g, s->j->pos, NULL, s->roots, s->alloc, &s->j->live);
+    s->peak = judge_peak (s->j, s->g, s->roots, s->alloc);
 }
 
 void
@@ -803,8 +812,7 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
   } else {
     s.ok = judge_run (j, g, out, error);
     if (s.ok)
-      s.peak = roots && alloc ? sg_graph_liveness_in (g, j->pos, NULL, roots, alloc, &j->live)
-                              : sg_graph_liveness (g, j->pos, NULL, roots, alloc);
+      s.peak = judge_peak (j, g, roots, alloc);
   }
   if (!s.ok)
     return false;
