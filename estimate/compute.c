@@ -234,14 +234,6 @@ sg_compute_storage_bytes_in (const SgGraph *g, SgNodeId a, SgNodeId b, uint64_t 
   }
 }
 
-uint64_t *
-sg_compute_storage_bytes (const SgGraph *g)
-{
-  uint64_t *sb = g_new (uint64_t, MAX (g->n_nodes, 1));
-  sg_compute_storage_bytes_in (g, 0, g->n_nodes, sb);
-  return sb;
-}
-
 double
 sg_compute_node_bytes (const SgGraph *g, SgNodeId id, const uint64_t *storage_bytes,
                        int32_t n_storage)

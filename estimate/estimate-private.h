@@ -170,14 +170,11 @@ double sg_compute_shape_us (const SgCluster *c, const SgShape *s);
 double sg_compute_attention_work (const SgCluster *c, const SgShape *s);
 /* Bytes a memory-bound node reads and writes. @storage_bytes (or NULL):
  * per node id below @n_storage, the bytes of its storage root
- * (sg_compute_storage_bytes), to avoid walking alias chains. */
+ * (sg_compute_storage_bytes_in), to avoid walking alias chains. */
 double sg_compute_node_bytes (const SgGraph *g, SgNodeId id, const uint64_t *storage_bytes,
                               int32_t n_storage);
-/* (transfer full) Per node, the allocated bytes of its storage root; one
- * pass in id order. */
-uint64_t *sg_compute_storage_bytes (const SgGraph *g);
-/* The entries @a .. @b-1 of sg_compute_storage_bytes into @sb (ranges
- * filled in any order give the same array). */
+/* Per node @a .. @b-1, the allocated bytes of its storage root, into @sb
+ * (ranges filled in any order give the same array). */
 void sg_compute_storage_bytes_in (const SgGraph *g, SgNodeId a, SgNodeId b, uint64_t *sb);
 
 /* --- profile.c --- */
