@@ -79,17 +79,6 @@ measure_task (gpointer data, int32_t t, int32_t worker)
   r->at[t] = bytes;
 }
 
-/* Appends @s to *@at. */
-static char *
-put (char **at, const char *s)
-{
-  char *start = *at;
-  size_t len = strlen (s) + 1;
-  memcpy (start, s, len);
-  *at += len;
-  return start;
-}
-
 static void
 record_task (gpointer data, int32_t t, int32_t worker)
 {
@@ -101,8 +90,10 @@ record_task (gpointer data, int32_t t, int32_t worker)
     const SgSite *s = &r->sites[i];
     const SgNode *c = &g->nodes[s->coll];
     SgSiteInfo *info = &r->info[i];
-    info->name = put (&at, c->name);
-    info->group = put (&at, group_name (g, c));
+    info->name = at;
+    at = g_stpcpy (at, c->name) + 1;
+    info->group = at;
+    at = g_stpcpy (at, group_name (g, c)) + 1;
     info->kind = s->kind;
     info->reason = s->reason;
     info->n_mm = s->kind == SG_SITE_ALL_GATHER_MM ? s->n_mm : s->n_leaves;
