@@ -479,10 +479,7 @@ START_TEST (windows_equal_the_qsort_sweeps_bit_for_bit)
 }
 END_TEST
 
-typedef struct {
-  double key;
-  int32_t idx;
-} Keyed;
+typedef SgBoundKeyed Keyed;
 
 static int
 keyed_desc (const void *a, const void *b)
