@@ -402,11 +402,12 @@ sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
       t = MAX (t, fin[in[j]]);
     fin[x] = t + c;
     out->critical_path_us = MAX (out->critical_path_us, fin[x]);
-    switch (sg_sched_role (nd)) {
+    SgRole role = sg_sched_role (nd);
+    switch (role) {
     case SG_ROLE_COMPUTE: out->compute_us += c; break;
     case SG_ROLE_COLL:
       w[sg_bound_slot (nd)] += c;
-      if (nd->group < 0)
+      if (!sg_bound_coll (nd, role))
         break;
       if (nc == cap) {
         cap *= 2;

@@ -432,6 +432,14 @@ sg_bound_slot (const SgNode *n)
   return 2 * n->group + (k == SG_OP_REDUCE_SCATTER || k == SG_OP_ALL_REDUCE ? 1 : 0);
 }
 
+/* Whether the bound counts node @n of role @role among its collectives
+ * (the rates and the windows' jobs): a collective with a group. */
+static inline bool
+sg_bound_coll (const SgNode *n, SgRole role)
+{
+  return role == SG_ROLE_COLL && n->group >= 0;
+}
+
 /* The rates of collectives @colls (@n of them) on engine @e: the pairs of
  * its rows for those issued, sg_eng_pair_rates for the others. Clear with
  * sg_bound_rates_clear. */

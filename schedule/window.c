@@ -134,12 +134,6 @@ gate_wait (Refine *f, int gate)
   g_mutex_unlock (&f->lock);
 }
 
-static bool
-bound_coll (const SgNode *nd, SgRole role)
-{
-  return role == SG_ROLE_COLL && nd->group >= 0;
-}
-
 static void
 range_of (const Refine *f, int32_t r, SgNodeId *a, SgNodeId *b)
 {
@@ -167,7 +161,7 @@ scan_range (Refine *f, int32_t r)
      * from zero */
     f->fwd[x] = f->after[x] = 0.0;
     ins += nd->n_in;
-    colls += bound_coll (nd, role);
+    colls += sg_bound_coll (nd, role);
   }
   f->range_in[r] = ins;
   f->range_colls[r] = colls;
@@ -201,7 +195,7 @@ fill_range (Refine *f, int32_t r)
     at += n_in;
     f->c.first[x + 1] = at;
     const SgNode *nd = &g->nodes[x];
-    if (!bound_coll (nd, sg_sched_role (nd)))
+    if (!sg_bound_coll (nd, sg_sched_role (nd)))
       continue;
     f->colls[k] = x;
     f->slot[k] = sg_bound_slot (nd);

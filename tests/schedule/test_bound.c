@@ -186,7 +186,7 @@ bound_collectives (const SgGraph *g, int32_t *n)
   SgNodeId *c = g_new (SgNodeId, (size_t)MAX (g->n_nodes, 1));
   *n = 0;
   for (SgNodeId x = 0; x < g->n_nodes; x++)
-    if (sg_sched_role (&g->nodes[x]) == SG_ROLE_COLL && g->nodes[x].group >= 0)
+    if (sg_bound_coll (&g->nodes[x], sg_sched_role (&g->nodes[x])))
       c[(*n)++] = x;
   return c;
 }
