@@ -98,31 +98,28 @@ sg_bound_rates_end (SgBoundRates *R)
     R->slot[k] = isfinite (R->slot[k]) ? R->slot[k] : 1.0;
 }
 
-/* The rates of collectives @colls (@n) whose bound slots are @slots (NULL:
- * read from the nodes) on engine @e. */
+/* Adds collective @c's rates on engine @e: its row's pairs when issued,
+ * else sg_eng_pair_rates' (through @own, n_slots of them). */
 static void
-rates_of (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls, const int32_t *slots,
-          int32_t n)
+rates_add_coll (SgBoundRates *R, const SgSimEngine *e, SgNodeId c, SgPairRates *own)
 {
-  sg_bound_rates_begin (R, e->g->n_groups);
-  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e->n_slots, 1));
-  for (int32_t i = 0; i < n; i++) {
-    SgNodeId c = colls[i];
-    int32_t r = e->row_of[c];
-    const SgPairRates *pr = own;
-    if (r >= 0)
-      pr = &e->rates[(size_t)r * (size_t)e->n_slots];
-    else
-      sg_eng_pair_rates (e, c, own);
-    sg_bound_rates_add (R, slots ? slots[i] : sg_bound_slot (&e->g->nodes[c]), pr, e->n_slots);
-  }
-  sg_bound_rates_end (R);
+  int32_t r = e->row_of[c];
+  const SgPairRates *pr = own;
+  if (r >= 0)
+    pr = &e->rates[(size_t)r * (size_t)e->n_slots];
+  else
+    sg_eng_pair_rates (e, c, own);
+  sg_bound_rates_add (R, sg_bound_slot (&e->g->nodes[c]), pr, e->n_slots);
 }
 
 void
 sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls, int32_t n)
 {
-  rates_of (R, e, colls, NULL, n);
+  sg_bound_rates_begin (R, e->g->n_groups);
+  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e->n_slots, 1));
+  for (int32_t i = 0; i < n; i++)
+    rates_add_coll (R, e, colls[i], own);
+  sg_bound_rates_end (R);
 }
 
 void
@@ -387,11 +384,11 @@ sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
   int32_t n = g->n_nodes, ns = 2 * MAX (g->n_groups, 1);
   g_autofree double *fin = g_new0 (double, (size_t)MAX (n, 1));
   g_autofree double *w = g_new0 (double, (size_t)ns);
-  /* the collectives the bound counts (those with a group) and their slots,
-   * on this one pass over the nodes */
-  g_autofree SgNodeId *colls = g_new (SgNodeId, (size_t)MAX (e->n_rows, 1));
-  g_autofree int32_t *slots = g_new (int32_t, (size_t)MAX (e->n_rows, 1));
-  int32_t nc = 0, cap = MAX (e->n_rows, 1);
+  /* the rates of the collectives the bound counts, on this one pass over
+   * the nodes */
+  SgBoundRates R;
+  sg_bound_rates_begin (&R, g->n_groups);
+  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e->n_slots, 1));
   for (SgNodeId x = 0; x < n; x++) {
     const SgNode *nd = &g->nodes[x];
     double c = sg_sched_cost (nd);
@@ -407,23 +404,15 @@ sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out)
     case SG_ROLE_COMPUTE: out->compute_us += c; break;
     case SG_ROLE_COLL:
       w[sg_bound_slot (nd)] += c;
-      if (!sg_bound_coll (nd, role))
-        break;
-      if (nc == cap) {
-        cap *= 2;
-        colls = g_renew (SgNodeId, colls, (size_t)cap);
-        slots = g_renew (int32_t, slots, (size_t)cap);
-      }
-      colls[nc] = x;
-      slots[nc++] = sg_bound_slot (nd);
+      if (sg_bound_coll (nd, role))
+        rates_add_coll (&R, e, x, own);
       break;
     case SG_ROLE_WAIT: break;
     }
   }
   for (int32_t grp = 0; grp < g->n_groups; grp++)
     out->comm_stream_us = MAX (out->comm_stream_us, w[2 * grp] + w[2 * grp + 1]);
-  SgBoundRates R;
-  rates_of (&R, e, colls, slots, nc);
+  sg_bound_rates_end (&R);
   out->overlap_us = sg_bound_overlap (&R, out->compute_us, w);
   sg_bound_rates_clear (&R);
   sg_bound_finish (out);
