@@ -71,8 +71,9 @@ typedef struct {
   int32_t spin; /* GATE_SPIN, or 0 */
   GMutex lock;
   GCond opened;
-  /* per range: inputs and collectives counted, a cost the simulator
-   * refuses (sg_sim_cost_ok) seen */
+  /* per range: inputs and collectives counted (by the scans; after them,
+   * the first of each it holds), a cost the simulator refuses
+   * (sg_sim_cost_ok) seen */
   uint32_t *range_in;
   int32_t *range_colls;
   bool *range_bad;
@@ -179,12 +180,8 @@ fill_range (Refine *f, int32_t r)
 {
   SgNodeId a, b;
   range_of (f, r, &a, &b);
-  uint32_t at = 0;
-  int32_t k = 0;
-  for (int32_t q = 0; q < r; q++) {
-    at += f->range_in[q];
-    k += f->range_colls[q];
-  }
+  uint32_t at = f->range_in[r];
+  int32_t k = f->range_colls[r];
   const SgGraph *g = f->g;
   if (r == 0)
     f->c.first[0] = 0;
@@ -311,15 +308,20 @@ jobs (Refine *f)
   f->no_windows = f->nc <= 0 || f->R.n_groups <= 0 || f->bad_costs;
 }
 
-/* The ranges' counts summed. */
+/* The ranges' counts summed, each range's turned into where its own
+ * start. */
 static void
 after_scan (Refine *f)
 {
   uint32_t ins = 0;
   int32_t nc = 0;
   for (int32_t r = 0; r < f->n_ranges; r++) {
-    ins += f->range_in[r];
-    nc += f->range_colls[r];
+    uint32_t r_in = f->range_in[r];
+    int32_t r_colls = f->range_colls[r];
+    f->range_in[r] = ins;
+    f->range_colls[r] = nc;
+    ins += r_in;
+    nc += r_colls;
     f->bad_costs |= f->range_bad[r];
   }
   f->nc = nc;
