@@ -7,7 +7,7 @@
  * simulation made before sg_graph_permute is renumbered to the new ids
  * instead of being made again.
  * sg_graph_simulation_refined adds the bound's window term (window.c),
- * running a simulation it has to make beside the term's work on the pool.
+ * running a simulation it has to make beside the term in one pool job.
  * With the validator on, the pass runner checks after every pass that the
  * kept simulation equals a fresh one (sim_check).
  * Requires: est_us (estimate/). Invalidates: nothing.
@@ -86,18 +86,27 @@ sg_graph_simulation (SgGraph *g, GError **error)
   return r;
 }
 
+/* The window term and the simulation it does not need, in one job. */
 typedef struct {
   const SgGraph *g;
+  SgPool *pool;
+  double window_us;
   SgSimResult *r;
   GError *error;
   bool ok;
-} Side;
+} Refined;
 
+/* Task 0: the window term (its stages spread over the idle workers);
+ * task 1: the simulation. */
 static void
-simulate_side (gpointer data)
+refined_task (gpointer data, int32_t task, int32_t worker)
 {
-  Side *s = data;
-  s->ok = sg_simulate (s->g, NULL, s->r, &s->error);
+  (void)worker;
+  Refined *s = data;
+  if (task == 0)
+    s->window_us = sg_bound_window_term (s->g, s->pool);
+  else
+    s->ok = sg_simulate (s->g, NULL, s->r, &s->error);
 }
 
 SgSimResult *
@@ -109,21 +118,15 @@ sg_graph_simulation_refined (SgGraph *g, SgPool *pool, GError **error)
     sg_lower_bound_refine_pool (g, r, pool);
     return r;
   }
-  /* The window term does not need the simulation: both in one job. */
   r = g_new0 (SgSimResult, 1);
-  Side side = { g, r, NULL, false };
-  double compute_us;
-  double window_us = sg_bound_window_beside (g, pool, simulate_side, &side, &compute_us);
-  if (!side.ok) {
-    g_propagate_error (error, side.error);
+  Refined s = { .g = g, .pool = pool, .r = r };
+  sg_pool_run (pool, 2, refined_task, &s);
+  if (!s.ok) {
+    g_propagate_error (error, s.error);
     g_free (r);
     return NULL;
   }
-  /* the windows took the compute summed as the simulation's bound sums it */
-  if (compute_us == r->bound.compute_us)
-    sg_bound_set_window (r, window_us);
-  else
-    sg_lower_bound_refine_pool (g, r, pool);
+  sg_bound_set_window (r, s.window_us);
   sg_graph_keep (g, r, &sim_class);
   return r;
 }

@@ -573,14 +573,10 @@ int32_t sg_bound_reach_sums (const SgGraph *g, const SgNodeId *colls, int32_t nc
  * path heads and tails. */
 void sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget, SgPool *pool);
 
-/* A task that runs beside the window term's (window.c) in its pool job. */
-typedef void (*SgBoundSide) (gpointer data);
-/* The window term of @g (sg_lower_bound_refine's) on @pool, its windows
- * taking the graph's compute (summed in id order as sg_bound_basic sums
- * it: *@compute_us); @side (@side_data) runs in the same job, on a thread
- * of its own when the pool has two or more. */
-double sg_bound_window_beside (const SgGraph *g, SgPool *pool, SgBoundSide side,
-                               gpointer side_data, double *compute_us);
+/* The window term of @g (sg_lower_bound_refine's) on @pool (NULL: this
+ * thread), its windows taking the graph's compute summed in id order, as
+ * sg_bound_basic sums it: the term of any simulation of @g. */
+double sg_bound_window_term (const SgGraph *g, SgPool *pool);
 /* Sets @r's window term to @window_us (refined) and its bound. */
 void sg_bound_set_window (SgSimResult *r, double window_us);
 

@@ -7,22 +7,20 @@
  * windows (sg_bound_windows) over them give the term. A refine spends at
  * most SUM_BUDGET word operations on the reach sums.
  *
- * The refine is one pool job whose tasks wait at gates for tasks before
- * them (tasks are taken in index order, so no task waits for one that has
- * not started: no deadlock, on any number of threads; with none, they run
- * in order): an engine for the pair rates beside per range of nodes their
- * costs and counts, then the inputs' CSR and the collectives with their
- * rate keys; then the longest paths (one task each way), the rates (each
- * distinct key's once) and the chunks' passes (two per chunk, heads and
- * tails), each on its worker's masks; then the jobs, and the windows' two
- * sweeps side by side (bound.c). The budget is spent as one thread spends
- * it: the chunks whose passes alone could fit are taken in turn (a chunk
- * is skipped once the chunks done before it show that one thread would
- * have stopped), each pass counts the set bits it flushes, and the jobs'
- * task replays the budget in chunk order and drops the chunks past the
- * first that one thread would not have started. The same job may carry a
- * side task that nothing waits for (kept.c: the simulation of the order,
- * which the term does not need). Results never depend on the thread count.
+ * The refine runs as stages, each one job of the pool (graph/pool.c; a
+ * job started inside a task spreads over the idle workers too, kept.c's
+ * simulation beside the term among them): an engine for the pair rates
+ * beside per range of nodes their costs and counts; per range the inputs'
+ * CSR and the collectives with their rate keys; the longest paths (one
+ * task each way), the rates (each distinct key's once) and the chunks'
+ * passes (two per chunk, heads and tails, each on its worker's masks);
+ * then the jobs, and the windows' two sorts and their two sweeps side by
+ * side (bound.c). The budget is spent as one thread spends it: the chunks
+ * whose passes alone could fit are taken in turn (a chunk is skipped once
+ * the chunks done before it show that one thread would have stopped),
+ * each pass counts the set bits it flushes, and the jobs replay the budget
+ * in chunk order and drop the chunks past the first that one thread would
+ * not have started. Results never depend on the thread count.
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
 #include <string.h>
@@ -37,40 +35,10 @@
 /* Nodes per range of the first tasks (the last may hold fewer). */
 #define RANGE_NODES 16384
 
-
-enum { GATE_ENGINE, GATE_SCAN, GATE_FILL, GATE_PLAN, GATE_PARTS, GATE_JOBS, GATE_RANKS, N_GATES };
-
-/* Tasks of the job, in this order (a task waits only at gates of tasks
- * before it). */
-typedef enum {
-  T_SIDE,   /* the side task, if any (waits for nothing, nothing waits for it) */
-  T_ENGINE, /* an engine for the pair rates */
-  T_SCAN,   /* per range: costs, work, input counts, collectives counted */
-  T_FILL,   /* per range (after every scan): CSR, collectives, rate keys */
-  T_PLAN,   /* (after every fill) the chunks that could fit */
-  T_FWD,    /* (after every fill) longest paths to each node's end, compute */
-  T_BWD,    /* (after every fill) longest paths from each node's start */
-  T_RATES,  /* (after every fill and the engine) the bound's rates */
-  T_CHUNK,  /* per worker (after the plan): chunks' passes taken in turn */
-  T_JOBS,   /* (after the paths, rates and chunks) the budget replayed, the jobs */
-  T_TAILS,  /* (after the jobs) the jobs by tail, the ranks, the (0, t) windows */
-  T_HEADS,  /* (after the jobs) the jobs by head; (after the ranks) the (h, *) windows */
-  N_TASK_KINDS
-} TaskKind;
-
 typedef struct {
   const SgGraph *g;
   int64_t budget;
-  SgBoundSide side;
-  gpointer side_data;
-  /* the job's tasks: the first of each kind (and the end) */
-  int32_t first[N_TASK_KINDS + 1];
-  int32_t n_ranges, n_workers;
-  gint gate[N_GATES]; /* tasks still to pass each gate */
-  gint scans_left;
-  int32_t spin; /* GATE_SPIN, or 0 */
-  GMutex lock;
-  GCond opened;
+  int32_t n_ranges;
   /* per range: inputs and collectives counted (by the scans; after them,
    * the first of each it holds), a cost the simulator refuses
    * (sg_sim_cost_ok) seen */
@@ -90,50 +58,15 @@ typedef struct {
   SgBoundRates R;
   /* the chunks */
   int32_t n_chunks;  /* that could fit */
-  gint next_pass;
   int64_t *flushed; /* per pass (two per chunk): its set bits, once done */
   gint *done;       /* per chunk: its passes done */
   SgReachMask **mask; /* per worker */
   double *head, *tail;
   SgBoundJob *jobs;
-  bool given; /* the windows take compute_given, else compute_us */
-  double compute_given, compute;
   SgBoundScratch ws;
-  bool no_windows; /* no collective or no group */
   double seed; /* a window's value (sg_bound_windows_seed) */
-  double tail_best, head_best;
+  double best[2]; /* the tail and head sweeps' maxima */
 } Refine;
-
-static void
-gate_pass (Refine *f, int gate)
-{
-  if (g_atomic_int_dec_and_test (&f->gate[gate])) {
-    g_mutex_lock (&f->lock);
-    g_cond_broadcast (&f->opened);
-    g_mutex_unlock (&f->lock);
-  }
-}
-
-/* Polls of a closed gate before its waiter sleeps (some microseconds: the
- * tasks before a gate are short at small sizes, and a wake-up through the
- * kernel costs more); none when the pool has more threads than processors
- * (as graph/pool.c's workers). */
-#define GATE_SPIN 1000
-
-
-static void
-gate_wait (Refine *f, int gate)
-{
-  for (int32_t i = 0; i < f->spin; i++) {
-    if (g_atomic_int_get (&f->gate[gate]) == 0)
-      return;
-    sg_cpu_relax ();
-  }
-  g_mutex_lock (&f->lock);
-  while (g_atomic_int_get (&f->gate[gate]) != 0)
-    g_cond_wait (&f->opened, &f->lock);
-  g_mutex_unlock (&f->lock);
-}
 
 static void
 range_of (const Refine *f, int32_t r, SgNodeId *a, SgNodeId *b)
@@ -272,20 +205,18 @@ chunk_may_start (Refine *f, int32_t k)
   return true;
 }
 
-/* The chunks' passes taken in turn (2k: chunk k's heads, 2k + 1 its
- * tails); a chunk is done when both are. */
+/* Pass @p of the chunks (2k: chunk k's heads, 2k + 1 its tails) on
+ * @worker's masks; a chunk is done when both are. */
 static void
-chunks_taken (Refine *f, int32_t worker)
+chunk_pass (Refine *f, int32_t p, int32_t worker)
 {
-  for (;;) {
-    int32_t p = g_atomic_int_add (&f->next_pass, 1), k = p / 2;
-    bool up = p % 2 == 0;
-    if (k >= f->n_chunks || !chunk_may_start (f, k))
-      return;
-    f->flushed[p] = sg_reach_chunk_pass (&f->c, f->mask[worker], f->colls, f->nc, k, up,
-                                         up ? f->head : f->tail);
-    g_atomic_int_inc (&f->done[k]);
-  }
+  int32_t k = p / 2;
+  bool up = p % 2 == 0;
+  if (!chunk_may_start (f, k))
+    return;
+  f->flushed[p] = sg_reach_chunk_pass (&f->c, f->mask[worker], f->colls, f->nc, k, up,
+                                       up ? f->head : f->tail);
+  g_atomic_int_inc (&f->done[k]);
 }
 
 /* The chunks one thread would have run (the budget replayed) and the
@@ -304,8 +235,6 @@ jobs (Refine *f)
     f->jobs[i] = (SgBoundJob){ MAX (f->fwd[c] - f->cost[c], f->head[i]),
                                MAX (f->after[c], f->tail[i]), f->cost[c], f->slot[i] };
   }
-  f->compute = f->given ? f->compute_given : f->compute_us;
-  f->no_windows = f->nc <= 0 || f->R.n_groups <= 0 || f->bad_costs;
 }
 
 /* The ranges' counts summed, each range's turned into where its own
@@ -329,100 +258,77 @@ after_scan (Refine *f)
     f->c.adj = g_renew (SgNodeId, f->c.adj, (size_t)ins + 1);
 }
 
-static TaskKind
-task_kind (const Refine *f, int32_t task)
+/* The stages, one pool job each (tasks in index order on one thread). */
+
+/* An engine for the pair rates (the first task) beside per range its
+ * costs, work, input counts and collectives counted. */
+static void
+scan_task (gpointer data, int32_t task, int32_t worker)
 {
-  TaskKind t = T_SIDE;
-  while (task >= f->first[t + 1])
-    t++;
-  return t;
+  (void)worker;
+  Refine *f = data;
+  if (task == 0)
+    sg_eng_init (&f->e, f->g, NULL, false);
+  else
+    scan_range (f, task - 1);
 }
 
+/* Per range: its inputs' CSR, its collectives and their rate keys. */
 static void
-task_run (gpointer data, int32_t task, int32_t worker)
+fill_task (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  fill_range (data, task);
+}
+
+/* The longest paths to each node's end (with the compute summed) and from
+ * each node's start, the bound's rates, then the chunks' passes. */
+static void
+parts_task (gpointer data, int32_t task, int32_t worker)
 {
   Refine *f = data;
-  TaskKind t = task_kind (f, task);
-  int32_t i = task - f->first[t];
-  switch (t) {
-  case T_SIDE: f->side (f->side_data); return;
-  case T_ENGINE: sg_eng_init (&f->e, f->g, NULL, false); gate_pass (f, GATE_ENGINE); return;
-  case T_SCAN:
-    scan_range (f, i);
-    if (g_atomic_int_dec_and_test (&f->scans_left)) {
-      after_scan (f); /* the last scan sizes what the fills write */
-      gate_pass (f, GATE_SCAN);
-    }
-    return;
-  case T_FILL: gate_wait (f, GATE_SCAN); fill_range (f, i); gate_pass (f, GATE_FILL); return;
-  case T_PLAN:
-    gate_wait (f, GATE_FILL);
-    f->n_chunks = sg_reach_chunks_that_could_fit (&f->c, f->colls, f->nc, f->budget);
-    f->flushed = g_new0 (int64_t, 2 * (size_t)MAX (f->n_chunks, 1));
-    f->done = g_new0 (gint, (size_t)MAX (f->n_chunks, 1));
-    gate_pass (f, GATE_PLAN);
-    return;
-  case T_FWD: gate_wait (f, GATE_FILL); fwd_paths (f); break;
-  case T_BWD: gate_wait (f, GATE_FILL); bwd_paths (f); break;
-  case T_RATES:
-    gate_wait (f, GATE_FILL);
-    gate_wait (f, GATE_ENGINE);
-    rates (f);
-    break;
-  case T_CHUNK: gate_wait (f, GATE_PLAN); chunks_taken (f, worker); break;
-  case T_JOBS: gate_wait (f, GATE_PARTS); jobs (f); gate_pass (f, GATE_JOBS); return;
-  case T_TAILS:
-    gate_wait (f, GATE_JOBS);
-    if (!f->no_windows) {
-      sg_bound_windows_sort (f->jobs, f->nc, false, &f->ws);
-      sg_bound_windows_ranks (f->nc, &f->ws);
-      f->seed = sg_bound_windows_seed (&f->R, f->compute, f->jobs, f->nc, &f->ws);
-    }
-    gate_pass (f, GATE_RANKS);
-    if (!f->no_windows)
-      f->tail_best = sg_bound_tail_windows (&f->R, f->compute, f->jobs, f->nc, &f->ws, f->seed);
-    return;
-  case T_HEADS:
-    gate_wait (f, GATE_JOBS);
-    if (!f->no_windows)
-      sg_bound_windows_sort (f->jobs, f->nc, true, &f->ws);
-    gate_wait (f, GATE_RANKS);
-    if (!f->no_windows)
-      f->head_best = sg_bound_head_windows (&f->R, f->compute, f->jobs, f->nc, &f->ws, f->seed);
-    return;
-  case N_TASK_KINDS: break;
+  switch (task) {
+  case 0: fwd_paths (f); break;
+  case 1: bwd_paths (f); break;
+  case 2: rates (f); break;
+  default: chunk_pass (f, task - 3, worker); break;
   }
-  gate_pass (f, GATE_PARTS);
 }
 
-/* The window term of @g on @pool (NULL: this thread) within @budget, the
- * windows taking *@compute_us of compute. With @side (in the same job; the
- * result whose compute they would take is not made yet) they take the
- * graph's, summed here and returned in *@compute_us. */
+/* The jobs by tail (with the tail ranks and the seed) and by head. */
+static void
+sort_task (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  Refine *f = data;
+  sg_bound_windows_sort (f->jobs, f->nc, task == 1, &f->ws);
+  if (task == 1)
+    return;
+  sg_bound_windows_ranks (f->nc, &f->ws);
+  f->seed = sg_bound_windows_seed (&f->R, f->compute_us, f->jobs, f->nc, &f->ws);
+}
+
+/* The (0, t) windows and the (h, *) windows (apart parts of the scratch). */
+static void
+sweep_task (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  Refine *f = data;
+  f->best[task] = task == 0
+                  ? sg_bound_tail_windows (&f->R, f->compute_us, f->jobs, f->nc, &f->ws, f->seed)
+                  : sg_bound_head_windows (&f->R, f->compute_us, f->jobs, f->nc, &f->ws, f->seed);
+}
+
+/* The window term of @g on @pool (NULL: this thread) within @budget, its
+ * windows taking the graph's compute, summed in id order as sg_bound_basic
+ * sums it (a simulation's bound.compute_us). */
 static double
-window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
-             SgBoundSide side, gpointer side_data)
+window_term (const SgGraph *g, SgPool *pool, int64_t budget)
 {
   int32_t n = g->n_nodes;
-  Refine f = { .g = g, .budget = budget, .side = side, .side_data = side_data,
-               .given = side == NULL, .compute_given = side ? 0.0 : *compute_us };
+  Refine f = { .g = g, .budget = budget };
   f.n_ranges = MAX (1, (n + RANGE_NODES - 1) / RANGE_NODES);
-  f.n_workers = sg_pool_size (pool);
-  f.spin = f.n_workers <= (int32_t)g_get_num_processors () ? GATE_SPIN : 0;
-  const int32_t tasks[N_TASK_KINDS] = { [T_SIDE] = side ? 1 : 0, [T_ENGINE] = 1,
-                                        [T_SCAN] = f.n_ranges, [T_FILL] = f.n_ranges,
-                                        [T_PLAN] = 1, [T_FWD] = 1, [T_BWD] = 1, [T_RATES] = 1,
-                                        [T_CHUNK] = f.n_workers, [T_JOBS] = 1, [T_TAILS] = 1,
-                                        [T_HEADS] = 1 };
-  for (int t = 0; t < N_TASK_KINDS; t++)
-    f.first[t + 1] = f.first[t] + tasks[t];
-  for (int gate = 0; gate < N_GATES; gate++)
-    f.gate[gate] = 1;
-  f.scans_left = f.n_ranges;
-  f.gate[GATE_FILL] = f.n_ranges;
-  f.gate[GATE_PARTS] = 3 + f.n_workers;
-  g_mutex_init (&f.lock);
-  g_cond_init (&f.opened);
+  int32_t n_workers = sg_pool_size (pool);
   f.c = (SgReachCsr){ .n = n, .first = g_new (uint32_t, (size_t)n + 1),
                       .work = g_new (double, (size_t)MAX (n, 1)) };
   f.cost = g_new (double, (size_t)MAX (n, 1));
@@ -443,13 +349,22 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
   f.tail = g_new (double, (size_t)MAX (n, 1));
   f.jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
   sg_bound_windows_reserve (&f.ws, MAX (n, 1), 2 * MAX (g->n_groups, 1));
-  f.mask = g_new (SgReachMask *, (size_t)f.n_workers);
-  for (int32_t w = 0; w < f.n_workers; w++)
+  f.mask = g_new (SgReachMask *, (size_t)n_workers);
+  for (int32_t w = 0; w < n_workers; w++)
     f.mask[w] = g_new (SgReachMask, (size_t)MAX (n, 1));
-  sg_pool_run (pool, f.first[N_TASK_KINDS], task_run, &f);
-  g_mutex_clear (&f.lock);
-  g_cond_clear (&f.opened);
-  for (int32_t w = 0; w < f.n_workers; w++)
+  sg_pool_run (pool, f.n_ranges + 1, scan_task, &f);
+  after_scan (&f); /* sizes what the fills write */
+  sg_pool_run (pool, f.n_ranges, fill_task, &f);
+  f.n_chunks = sg_reach_chunks_that_could_fit (&f.c, f.colls, f.nc, f.budget);
+  f.flushed = g_new0 (int64_t, 2 * (size_t)MAX (f.n_chunks, 1));
+  f.done = g_new0 (gint, (size_t)MAX (f.n_chunks, 1));
+  sg_pool_run (pool, 3 + 2 * f.n_chunks, parts_task, &f);
+  jobs (&f);
+  if (f.nc > 0 && f.R.n_groups > 0 && !f.bad_costs) {
+    sg_pool_run (pool, 2, sort_task, &f);
+    sg_pool_run (pool, 2, sweep_task, &f);
+  }
+  for (int32_t w = 0; w < n_workers; w++)
     g_free (f.mask[w]);
   g_free (f.mask);
   sg_reach_csr_clear (&f.c);
@@ -469,18 +384,14 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget, double *compute_us,
   g_free (f.done);
   sg_bound_rates_clear (&f.R);
   sg_bound_scratch_clear (&f.ws);
-  if (side)
-    *compute_us = f.compute_us;
   /* the larger of the two sweeps' maxima: sg_bound_windows's value */
-  return MAX (f.tail_best, f.head_best);
+  return MAX (f.best[0], f.best[1]);
 }
 
 double
-sg_bound_window_beside (const SgGraph *g, SgPool *pool, SgBoundSide side, gpointer side_data,
-                        double *compute_us)
+sg_bound_window_term (const SgGraph *g, SgPool *pool)
 {
-  g_return_val_if_fail (side != NULL, 0.0);
-  return window_term (g, pool, SUM_BUDGET, compute_us, side, side_data);
+  return window_term (g, pool, SUM_BUDGET);
 }
 
 void
@@ -499,7 +410,7 @@ refine (const SgGraph *g, SgSimResult *r, SgPool *pool, int64_t budget)
   g_return_if_fail (g != NULL && r != NULL);
   if (r->bound.refined)
     return;
-  sg_bound_set_window (r, window_term (g, pool, budget, &r->bound.compute_us, NULL, NULL));
+  sg_bound_set_window (r, window_term (g, pool, budget));
 }
 
 void
