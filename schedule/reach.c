@@ -1,5 +1,6 @@
 /* reach.c: the compute of each collective's ancestors and descendants
- * (sg_bound_reach_sums), for the lower bound's window term (window.c).
+ * (SgReach: sg_reach_begin, _pass, _end), for the lower bound's window
+ * term (window.c).
  *
  * Bit-parallel reachability: per chunk of SG_BOUND_REACH_BITS collectives
  * (id order) one pass in id order ORs each node's inputs' masks (the
@@ -9,7 +10,9 @@
  * first (in pass order: deterministic). A chunk's work is counted in word
  * operations (a mask word zeroed, read into an OR or stored, and a set bit
  * of a flushed run); within a budget a chunk starts only while its passes
- * fit in what is left, and the collectives of the chunks past it keep -1.
+ * fit in what is left (one implementation of that replay, chunks_started:
+ * for the chunks that could fit, the passes worth running and the chunks
+ * that count), and the collectives of the chunks past it keep -1.
  * A chunk's sums depend on nothing but the chunk, and its two passes on
  * nothing but themselves: they may run in any order and on any thread
  * (window.c runs them on the pool).
@@ -149,9 +152,12 @@ chunk_cost (const Csr *c, const SgNodeId *mem, int32_t m)
             + c->first[hi + 1]);
 }
 
-int64_t
-sg_reach_chunk_pass (const SgReachCsr *c, SgReachMask *mask, const SgNodeId *colls, int32_t nc,
-                     int32_t k, bool up, double *sums)
+/* The sums of chunk @k by one of its two passes, through @mask: @up, the
+ * heads (ancestors), else the tails (descendants), into @sums (indexed as
+ * the collectives); returns the set bits it flushed. */
+static int64_t
+chunk_pass (const Csr *c, Mask *mask, const SgNodeId *colls, int32_t nc, int32_t k, bool up,
+            double *sums)
 {
   Pass p = { c, mask, 0 };
   int32_t at = k * SG_BOUND_REACH_BITS, m = chunk_size (nc, k);
@@ -163,36 +169,64 @@ sg_reach_chunk_pass (const SgReachCsr *c, SgReachMask *mask, const SgNodeId *col
   return p.flushed;
 }
 
-int32_t
-sg_reach_chunks_that_could_fit (const SgReachCsr *c, const SgNodeId *colls, int32_t nc,
-                                int64_t budget)
+/* The budget as one thread spends it: how many chunks start (at most
+ * @stop), chunk k while its passes' word operations fit in what is left;
+ * each takes them, and the first @known (done) their set bits too. */
+static int32_t
+chunks_started (const SgReach *r, int32_t known, int32_t stop)
 {
+  int64_t budget = r->budget;
   int32_t k = 0;
-  for (; k * SG_BOUND_REACH_BITS < nc; k++) {
-    int64_t cost = chunk_cost (c, &colls[k * SG_BOUND_REACH_BITS], chunk_size (nc, k));
+  for (; k < stop && k * SG_BOUND_REACH_BITS < r->nc; k++) {
+    int64_t cost = chunk_cost (r->c, &r->colls[k * SG_BOUND_REACH_BITS], chunk_size (r->nc, k));
     if (cost > budget)
       break;
     budget -= cost;
+    if (k < known)
+      budget -= r->flushed[2 * k] + r->flushed[2 * k + 1];
   }
   return k;
 }
 
-bool
-sg_reach_chunk_fits (const SgReachCsr *c, const SgNodeId *colls, int32_t nc, int32_t k,
-                     int64_t *budget)
+void
+sg_reach_begin (SgReach *r, const SgReachCsr *c, const SgNodeId *colls, int32_t nc,
+                int64_t budget, double *head, double *tail)
 {
-  int64_t cost = chunk_cost (c, &colls[k * SG_BOUND_REACH_BITS], chunk_size (nc, k));
-  if (cost > *budget)
-    return false;
-  *budget -= cost;
-  return true;
+  *r = (SgReach){ .c = c, .colls = colls, .nc = nc, .budget = budget, .head = head,
+                  .tail = tail };
+  /* the set bits only lower what is left */
+  r->n_chunks = chunks_started (r, 0, INT32_MAX);
+  r->flushed = g_new0 (int64_t, 2 * (size_t)MAX (r->n_chunks, 1));
+  r->done = g_new0 (gint, (size_t)MAX (r->n_chunks, 1));
 }
 
 void
-sg_reach_sums_unknown (double *head, double *tail, int32_t done, int32_t nc)
+sg_reach_pass (SgReach *r, int32_t p, SgReachMask *mask)
 {
-  for (int32_t i = done; i < nc; i++)
-    head[i] = tail[i] = -1.0;
+  int32_t k = p / 2;
+  bool up = p % 2 == 0;
+  /* not once the chunks done before it show that one thread would have
+   * stopped before it (with one worker they all are: none runs in vain) */
+  int32_t known = 0;
+  while (known < k && g_atomic_int_get (&r->done[known]) == 2)
+    known++;
+  if (chunks_started (r, known, known + 1) <= known)
+    return;
+  r->flushed[p] = chunk_pass (r->c, mask, r->colls, r->nc, k, up, up ? r->head : r->tail);
+  g_atomic_int_inc (&r->done[k]);
+}
+
+int32_t
+sg_reach_end (SgReach *r)
+{
+  int32_t done = MIN (r->nc, chunks_started (r, r->n_chunks, r->n_chunks) * SG_BOUND_REACH_BITS);
+  for (int32_t i = done; i < r->nc; i++)
+    r->head[i] = r->tail[i] = -1.0;
+  g_free (r->flushed);
+  g_free (r->done);
+  r->flushed = NULL;
+  r->done = NULL;
+  return done;
 }
 
 void
@@ -201,52 +235,4 @@ sg_reach_csr_clear (SgReachCsr *c)
   g_free (c->first);
   g_free (c->adj);
   g_free (c->work);
-}
-
-/* The chunks in order on one thread while @budget lasts; how many
- * collectives got sums. */
-static int32_t
-chunks_in_order (const SgReachCsr *c, const SgNodeId *colls, int32_t nc, int64_t budget,
-                 double *head, double *tail)
-{
-  Mask *mask = NULL;
-  int32_t k = 0;
-  for (; k * SG_BOUND_REACH_BITS < nc && sg_reach_chunk_fits (c, colls, nc, k, &budget); k++) {
-    if (!mask)
-      mask = g_new (Mask, (size_t)c->n);
-    budget -= sg_reach_chunk_pass (c, mask, colls, nc, k, true, head);
-    budget -= sg_reach_chunk_pass (c, mask, colls, nc, k, false, tail);
-  }
-  g_free (mask);
-  int32_t done = MIN (nc, k * SG_BOUND_REACH_BITS);
-  sg_reach_sums_unknown (head, tail, done, nc);
-  return done;
-}
-
-int32_t
-sg_bound_reach_sums (const SgGraph *g, const SgNodeId *colls, int32_t nc, int64_t budget,
-                     double *head, double *tail)
-{
-  g_return_val_if_fail (g != NULL && nc >= 0, 0);
-  for (int32_t i = 0; i < nc; i++)
-    g_return_val_if_fail (colls[i] >= 0 && colls[i] < g->n_nodes
-                          && (i == 0 || colls[i] > colls[i - 1]), 0);
-  int32_t n = g->n_nodes;
-  Csr c = { .n = n, .first = g_new (uint32_t, (size_t)n + 1),
-            .work = g_new (double, (size_t)MAX (n, 1)) };
-  c.first[0] = 0;
-  for (SgNodeId x = 0; x < n; x++) {
-    const SgNode *nd = &g->nodes[x];
-    c.first[x + 1] = c.first[x] + nd->n_in;
-    c.work[x] = sg_sched_role (nd) == SG_ROLE_COMPUTE ? sg_sched_cost (nd) : 0.0;
-  }
-  c.adj = g_new (SgNodeId, (size_t)c.first[n] + 1);
-  for (SgNodeId x = 0; x < n; x++) {
-    uint32_t k;
-    const SgNodeId *ins = sg_node_inputs (g, x, &k);
-    memcpy (&c.adj[c.first[x]], ins, sizeof (SgNodeId) * k);
-  }
-  int32_t done = chunks_in_order (&c, colls, nc, budget, head, tail);
-  sg_reach_csr_clear (&c);
-  return done;
 }

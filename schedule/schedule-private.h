@@ -516,10 +516,10 @@ void sg_bound_basic (const SgGraph *g, const SgSimEngine *e, SgLowerBound *out);
 /* @b's lower_bound_us: the largest of its terms. */
 void sg_bound_finish (SgLowerBound *b);
 
-/* Collectives per chunk of sg_bound_reach_sums (one bit each). */
+/* Collectives per chunk of the reach sums (SgReach; one bit each). */
 #define SG_BOUND_REACH_BITS 256
 
-/* One bit per collective of a chunk of sg_bound_reach_sums. */
+/* One bit per collective of a chunk of the reach sums. */
 typedef struct {
   uint64_t w[SG_BOUND_REACH_BITS / 64];
 } SgReachMask;
@@ -535,38 +535,44 @@ typedef struct {
 } SgReachCsr;
 
 void sg_reach_csr_clear (SgReachCsr *c);
-/* The sums of chunk @k of @colls (@nc, ascending ids) by one of its two
- * passes, through @mask (c->n of them): @up, the heads (ancestors), else
- * the tails (descendants), into @sums (indexed as @colls); returns the set
- * bits it flushed (the word operations beyond its passes'). The passes of
- * a chunk are independent of each other and of other chunks'. */
-int64_t sg_reach_chunk_pass (const SgReachCsr *c, SgReachMask *mask, const SgNodeId *colls,
-                             int32_t nc, int32_t k, bool up, double *sums);
-/* Whether chunk @k starts with *@budget left; if so, its passes' word
- * operations are taken from it (its set bits are the caller's to take). */
-bool sg_reach_chunk_fits (const SgReachCsr *c, const SgNodeId *colls, int32_t nc, int32_t k,
-                          int64_t *budget);
-/* How many chunks could start within @budget: the passes of every chunk up
- * to them fit (the set bits only lower what is left). */
-int32_t sg_reach_chunks_that_could_fit (const SgReachCsr *c, const SgNodeId *colls, int32_t nc,
-                                        int64_t budget);
-/* The sums of colls[@done ..] unknown: -1 (their paths stay). */
-void sg_reach_sums_unknown (double *head, double *tail, int32_t done, int32_t nc);
 
-/* For each node colls[i] (@nc of them, ascending ids): @head[i], the compute
- * work of its ancestors, and @tail[i], that of its descendants (itself
- * excluded). Bit-parallel reachability, SG_BOUND_REACH_BITS nodes at a
- * time: per chunk one pass over the nodes in id order ORs each node's
- * inputs' masks (descendants), one in reverse order ORs each node's mask
- * into its inputs' (ancestors), and each compute node adds its work to the
- * sums of its mask's bits. O(chunks x (nodes + edges)) word operations plus
- * the set bits; a chunk starts only while its passes fit in @budget (word
- * operations), and the nodes of the chunks past it get -1 in both. Sums are
- * in a fixed order (runs of equal masks in id order): deterministic, equal
- * to any other order's up to rounding. Returns how many nodes got sums (a
- * multiple of SG_BOUND_REACH_BITS, or @nc). */
-int32_t sg_bound_reach_sums (const SgGraph *g, const SgNodeId *colls, int32_t nc, int64_t budget,
-                             double *head, double *tail);
+/* For each of @nc collectives (ascending ids) over a graph's CSR: @head,
+ * the compute work of its ancestors, and @tail, that of its descendants
+ * (itself excluded). Bit-parallel reachability, SG_BOUND_REACH_BITS
+ * collectives at a time: per chunk one pass over the nodes in id order ORs
+ * each node's inputs' masks (descendants), one in reverse order ORs each
+ * node's mask into its inputs' (ancestors), and each compute node adds its
+ * work to the sums of its mask's bits. O(chunks x (nodes + edges)) word
+ * operations plus the set bits; a chunk starts only while its passes fit
+ * in the budget (word operations) as one thread spends it, and the
+ * collectives of the chunks past it get -1 in both. Sums are in a fixed
+ * order (runs of equal masks in id order): deterministic, equal to any
+ * other order's up to rounding. */
+typedef struct {
+  const SgReachCsr *c;
+  const SgNodeId *colls;
+  int32_t nc;
+  int64_t budget;
+  int32_t n_chunks; /* whose passes alone could fit: passes 0 .. 2 n_chunks - 1 */
+  int64_t *flushed; /* per pass: the set bits it flushed, once done */
+  gint *done;       /* per chunk: its passes done */
+  double *head, *tail;
+} SgReach;
+
+/* Starts @r's sums into @head and @tail (@nc each). */
+void sg_reach_begin (SgReach *r, const SgReachCsr *c, const SgNodeId *colls, int32_t nc,
+                     int64_t budget, double *head, double *tail);
+/* Pass @p (2k: chunk k's heads, 2k + 1 its tails) through @mask (c->n of
+ * them), unless the chunks done before it show that one thread would have
+ * stopped before its chunk. Passes may run in any order, at once on
+ * threads of their own masks; with each pass's chunks before it done, none
+ * runs in vain. */
+void sg_reach_pass (SgReach *r, int32_t p, SgReachMask *mask);
+/* After the passes: the chunks one thread would have run (the budget
+ * replayed in chunk order) keep their sums, the others' collectives get
+ * -1; returns how many collectives got sums (a multiple of
+ * SG_BOUND_REACH_BITS, or @nc). */
+int32_t sg_reach_end (SgReach *r);
 
 /* sg_lower_bound_refine_pool with @budget word operations for the reach
  * sums (it uses window.c's SUM_BUDGET): past it, collectives keep their

@@ -37,7 +37,6 @@
 
 typedef struct {
   const SgGraph *g;
-  int64_t budget;
   int32_t n_ranges;
   /* per range: inputs and collectives counted (by the scans; after them,
    * the first of each it holds), a cost the simulator refuses
@@ -56,10 +55,7 @@ typedef struct {
   double compute_us; /* compute work summed in id order, as sg_bound_basic sums it */
   SgSimEngine e;     /* for the pair rates */
   SgBoundRates R;
-  /* the chunks */
-  int32_t n_chunks;  /* that could fit */
-  int64_t *flushed; /* per pass (two per chunk): its set bits, once done */
-  gint *done;       /* per chunk: its passes done */
+  SgReach reach;      /* the chunks' passes */
   SgReachMask **mask; /* per worker */
   double *head, *tail;
   SgBoundJob *jobs;
@@ -188,47 +184,12 @@ rates (Refine *f)
   sg_eng_clear (&f->e);
 }
 
-/* Whether chunk @k is still worth running: false once the chunks before it
- * that are done show that one thread would have stopped before it (with
- * one worker they all are: no chunk runs in vain). */
-static bool
-chunk_may_start (Refine *f, int32_t k)
-{
-  int64_t budget = f->budget;
-  for (int32_t j = 0; j <= k; j++) {
-    if (!sg_reach_chunk_fits (&f->c, f->colls, f->nc, j, &budget))
-      return false;
-    if (j == k || g_atomic_int_get (&f->done[j]) < 2)
-      return true;
-    budget -= f->flushed[2 * j] + f->flushed[2 * j + 1];
-  }
-  return true;
-}
-
-/* Pass @p of the chunks (2k: chunk k's heads, 2k + 1 its tails) on
- * @worker's masks; a chunk is done when both are. */
-static void
-chunk_pass (Refine *f, int32_t p, int32_t worker)
-{
-  int32_t k = p / 2;
-  bool up = p % 2 == 0;
-  if (!chunk_may_start (f, k))
-    return;
-  f->flushed[p] = sg_reach_chunk_pass (&f->c, f->mask[worker], f->colls, f->nc, k, up,
-                                       up ? f->head : f->tail);
-  g_atomic_int_inc (&f->done[k]);
-}
-
 /* The chunks one thread would have run (the budget replayed) and the
  * jobs of the windows. */
 static void
 jobs (Refine *f)
 {
-  int64_t budget = f->budget;
-  int32_t k = 0;
-  for (; k < f->n_chunks && sg_reach_chunk_fits (&f->c, f->colls, f->nc, k, &budget); k++)
-    budget -= f->flushed[2 * k] + f->flushed[2 * k + 1];
-  sg_reach_sums_unknown (f->head, f->tail, MIN (f->nc, k * SG_BOUND_REACH_BITS), f->nc);
+  sg_reach_end (&f->reach);
   for (int32_t i = 0; i < f->nc; i++) {
     SgNodeId c = f->colls[i];
     /* a sum past the budget is -1: the path's head or tail stays */
@@ -291,7 +252,7 @@ parts_task (gpointer data, int32_t task, int32_t worker)
   case 0: fwd_paths (f); break;
   case 1: bwd_paths (f); break;
   case 2: rates (f); break;
-  default: chunk_pass (f, task - 3, worker); break;
+  default: sg_reach_pass (&f->reach, task - 3, f->mask[worker]); break;
   }
 }
 
@@ -326,7 +287,7 @@ static double
 window_term (const SgGraph *g, SgPool *pool, int64_t budget)
 {
   int32_t n = g->n_nodes;
-  Refine f = { .g = g, .budget = budget };
+  Refine f = { .g = g };
   f.n_ranges = MAX (1, (n + RANGE_NODES - 1) / RANGE_NODES);
   int32_t n_workers = sg_pool_size (pool);
   f.c = (SgReachCsr){ .n = n, .first = g_new (uint32_t, (size_t)n + 1),
@@ -355,10 +316,8 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget)
   sg_pool_run (pool, f.n_ranges + 1, scan_task, &f);
   after_scan (&f); /* sizes what the fills write */
   sg_pool_run (pool, f.n_ranges, fill_task, &f);
-  f.n_chunks = sg_reach_chunks_that_could_fit (&f.c, f.colls, f.nc, f.budget);
-  f.flushed = g_new0 (int64_t, 2 * (size_t)MAX (f.n_chunks, 1));
-  f.done = g_new0 (gint, (size_t)MAX (f.n_chunks, 1));
-  sg_pool_run (pool, 3 + 2 * f.n_chunks, parts_task, &f);
+  sg_reach_begin (&f.reach, &f.c, f.colls, f.nc, budget, f.head, f.tail);
+  sg_pool_run (pool, 3 + 2 * f.reach.n_chunks, parts_task, &f);
   jobs (&f);
   if (f.nc > 0 && f.R.n_groups > 0 && !f.bad_costs) {
     sg_pool_run (pool, 2, sort_task, &f);
@@ -380,8 +339,6 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget)
   g_free (f.head);
   g_free (f.tail);
   g_free (f.jobs);
-  g_free (f.flushed);
-  g_free (f.done);
   sg_bound_rates_clear (&f.R);
   sg_bound_scratch_clear (&f.ws);
   /* the larger of the two sweeps' maxima: sg_bound_windows's value */
@@ -404,29 +361,22 @@ sg_bound_set_window (SgSimResult *r, double window_us)
   r->lower_bound_us = b->lower_bound_us;
 }
 
-static void
-refine (const SgGraph *g, SgSimResult *r, SgPool *pool, int64_t budget)
-{
-  g_return_if_fail (g != NULL && r != NULL);
-  if (r->bound.refined)
-    return;
-  sg_bound_set_window (r, window_term (g, pool, budget));
-}
-
 void
 sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget, SgPool *pool)
 {
-  refine (g, r, pool, budget);
-}
-
-void
-sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
-{
-  refine (g, r, NULL, SUM_BUDGET);
+  g_return_if_fail (g != NULL && r != NULL);
+  if (!r->bound.refined)
+    sg_bound_set_window (r, window_term (g, pool, budget));
 }
 
 void
 sg_lower_bound_refine_pool (const SgGraph *g, SgSimResult *r, SgPool *pool)
 {
-  refine (g, r, pool, SUM_BUDGET);
+  sg_bound_refine_within (g, r, SUM_BUDGET, pool);
+}
+
+void
+sg_lower_bound_refine (const SgGraph *g, SgSimResult *r)
+{
+  sg_lower_bound_refine_pool (g, r, NULL);
 }

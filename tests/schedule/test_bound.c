@@ -135,7 +135,39 @@ dfs_sum (const SgGraph *g, GPtrArray *const *adj, SgNodeId c, guint8 *seen)
   return sum;
 }
 
-/* Checks sg_bound_reach_sums (@budget) on @members (@n, ascending) against
+/* The reach sums of @colls (@nc, ascending) within @budget on one
+ * thread, as the refine makes them (reach.c's passes in order over the
+ * graph's CSR); how many collectives got sums. */
+static int32_t
+reach_sums (const SgGraph *g, const SgNodeId *colls, int32_t nc, int64_t budget, double *head,
+            double *tail)
+{
+  int32_t n = g->n_nodes;
+  SgReachCsr c = { .n = n, .first = g_new (uint32_t, (size_t)n + 1),
+                   .work = g_new (double, (size_t)MAX (n, 1)) };
+  c.first[0] = 0;
+  for (SgNodeId x = 0; x < n; x++) {
+    const SgNode *nd = &g->nodes[x];
+    c.first[x + 1] = c.first[x] + nd->n_in;
+    c.work[x] = sg_sched_role (nd) == SG_ROLE_COMPUTE ? sg_sched_cost (nd) : 0.0;
+  }
+  c.adj = g_new (SgNodeId, (size_t)c.first[n] + 1);
+  for (SgNodeId x = 0; x < n; x++) {
+    uint32_t k;
+    const SgNodeId *ins = sg_node_inputs (g, x, &k);
+    memcpy (&c.adj[c.first[x]], ins, sizeof (SgNodeId) * k);
+  }
+  g_autofree SgReachMask *mask = g_new (SgReachMask, (size_t)MAX (n, 1));
+  SgReach r;
+  sg_reach_begin (&r, &c, colls, nc, budget, head, tail);
+  for (int32_t p = 0; p < 2 * r.n_chunks; p++)
+    sg_reach_pass (&r, p, mask);
+  int32_t done = sg_reach_end (&r);
+  sg_reach_csr_clear (&c);
+  return done;
+}
+
+/* Checks reach_sums (@budget) on @members (@n, ascending) against
  * the search: the first `done` (returned) equal it up to rounding, the
  * rest are -1. */
 static int32_t
@@ -159,7 +191,7 @@ check_reach_sums (const SgGraph *g, const SgNodeId *members, int32_t n, int64_t 
   g_autofree double *head = g_new (double, (size_t)MAX (n, 1));
   g_autofree double *tail = g_new (double, (size_t)MAX (n, 1));
   g_autofree guint8 *seen = g_new (guint8, (size_t)nn);
-  int32_t done = sg_bound_reach_sums (g, members, n, budget, head, tail);
+  int32_t done = reach_sums (g, members, n, budget, head, tail);
   ck_assert (done == n || (done >= 0 && done < n && done % SG_BOUND_REACH_BITS == 0));
   for (int32_t i = 0; i < n; i++) {
     if (i >= done) {
@@ -291,7 +323,7 @@ same_double (double a, double b)
 }
 
 /* The window term of @g within @budget by parts, on this thread: paths,
- * sg_bound_reach_sums (one chunk after the other while the budget lasts),
+ * reach_sums (one chunk after the other while the budget lasts),
  * the rates of an engine without rows, sg_bound_windows. */
 static double
 window_by_parts (const SgGraph *g, double compute_us, int64_t budget)
@@ -315,7 +347,7 @@ window_by_parts (const SgGraph *g, double compute_us, int64_t budget)
   }
   g_autofree double *head = g_new (double, (size_t)MAX (nc, 1));
   g_autofree double *tail = g_new (double, (size_t)MAX (nc, 1));
-  sg_bound_reach_sums (g, colls, nc, budget, head, tail);
+  reach_sums (g, colls, nc, budget, head, tail);
   g_autofree SgBoundJob *jobs = g_new (SgBoundJob, (size_t)MAX (nc, 1));
   for (int32_t i = 0; i < nc; i++) {
     const SgNode *nd = &g->nodes[colls[i]];
@@ -354,7 +386,7 @@ START_TEST (refine_on_pools_equals_the_sequential_refine)
     SgSimResult r;
     ck_assert (sg_simulate (g, NULL, &r, NULL));
     for (int64_t budget = 0;; budget = MAX (1000, budget + budget / 8)) {
-      int32_t done = sg_bound_reach_sums (g, colls, nc, budget, head, tail);
+      int32_t done = reach_sums (g, colls, nc, budget, head, tail);
       partial += done > 0 && done < nc;
       double want = window_by_parts (g, r.bound.compute_us, budget);
       for (size_t k = 0; k < G_N_ELEMENTS (sizes); k++) {
