@@ -103,7 +103,7 @@ sg_bound_rates_end (SgBoundRates *R)
 static void
 rates_add_coll (SgBoundRates *R, const SgSimEngine *e, SgNodeId c, SgPairRates *own)
 {
-  int32_t r = e->row_of[c];
+  int32_t r = e->row_of ? e->row_of[c] : -1;
   const SgPairRates *pr = own;
   if (r >= 0)
     pr = &e->rates[(size_t)r * (size_t)e->n_slots];

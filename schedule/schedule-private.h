@@ -177,6 +177,10 @@ sg_sim_cost_ok (double c)
   return isfinite (c) && c >= 0.0;
 }
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
+/* An engine for rate look-ups alone (sg_eng_pair_rates, sg_eng_rates_entry,
+ * sg_bound_rates_init): sg_eng_init's rates and memo, no rows (row_of
+ * NULL: nothing issued) and nothing to place. Clear it with sg_eng_clear. */
+void sg_eng_init_rates (SgSimEngine *e, const SgGraph *g, const SgContention *cont);
 void sg_eng_clear (SgSimEngine *e);
 /* An engine for rate look-ups (sg_eng_pair_rates, sg_eng_rates_entry,
  * sg_bound_rates_init) on another thread: @src's state, its arrays shared
@@ -441,8 +445,8 @@ sg_bound_coll (const SgNode *n, SgRole role)
 }
 
 /* The rates of collectives @colls (@n of them) on engine @e: the pairs of
- * its rows for those issued, sg_eng_pair_rates for the others. Clear with
- * sg_bound_rates_clear. */
+ * its rows for those issued, sg_eng_pair_rates for the others (all of them
+ * on an engine of sg_eng_init_rates). Clear with sg_bound_rates_clear. */
 void sg_bound_rates_init (SgBoundRates *R, const SgSimEngine *e, const SgNodeId *colls,
                           int32_t n);
 void sg_bound_rates_clear (SgBoundRates *R);

@@ -130,7 +130,7 @@ advance (SgSimEngine *e, double dt)
 /* --- engine --------------------------------------------------------------- */
 
 void
-sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes)
+sg_eng_init_rates (SgSimEngine *e, const SgGraph *g, const SgContention *cont)
 {
   memset (e, 0, sizeof *e);
   e->g = g;
@@ -144,6 +144,13 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   e->n_slots = sg_cost_contention_slots (e->pairs);
   e->held_scale = e->pairs ? sg_cost_model_held_scale (e->pairs) : 0.0;
   e->n_groups = g->n_groups;
+  e->memo = memo_new (e->n_slots);
+}
+
+void
+sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes)
+{
+  sg_eng_init_rates (e, g, cont);
   int32_t ng = MAX (g->n_groups, 1);
   e->hold = g_new0 (uint8_t, (size_t)ng);
   e->hold_at = g_new0 (double, (size_t)ng);
@@ -164,7 +171,6 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   e->row_of = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     e->row_of[i] = -1;
-  e->memo = memo_new (e->n_slots);
   if (track_nodes) {
     e->node_start = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
     e->node_end = g_new0 (double, (size_t)MAX (g->n_nodes, 1));

@@ -9,13 +9,12 @@
  *
  * The refine runs as stages, each one job of the pool (graph/pool.c; a
  * job started inside a task spreads over the idle workers too, kept.c's
- * simulation beside the term among them): an engine for the pair rates
- * beside per range of nodes their costs and counts; per range the inputs'
- * CSR and the collectives with their rate keys; the longest paths (one
- * task each way), the rates (each distinct key's once) and the chunks'
- * passes (two per chunk, heads and tails, each on its worker's masks);
- * then the jobs, and the windows' two sorts and their two sweeps side by
- * side (bound.c). The budget is spent as one thread spends it: the chunks
+ * simulation beside the term among them): per range of nodes their costs
+ * and counts; per range the inputs' CSR and the collectives; the longest
+ * paths (one task each way), the rates (each distinct key's made once, on
+ * an engine of rates alone) and the chunks' passes (two per chunk, heads
+ * and tails, each on its worker's masks); then the jobs, and the windows'
+ * two sorts and their two sweeps side by side (bound.c). The budget is spent as one thread spends it: the chunks
  * whose passes alone could fit are taken in turn (a chunk is skipped once
  * the chunks done before it show that one thread would have stopped),
  * each pass counts the set bits it flushes, and the jobs replay the budget
@@ -50,10 +49,7 @@ typedef struct {
   double *cost, *fwd, *after;
   SgNodeId *colls;
   int32_t nc;
-  int32_t *slot;   /* per collective: its bound slot */
-  SgRatesKey *key;    /* per collective */
   double compute_us; /* compute work summed in id order, as sg_bound_basic sums it */
-  SgSimEngine e;     /* for the pair rates */
   SgBoundRates R;
   SgReach reach;      /* the chunks' passes */
   SgReachMask **mask; /* per worker */
@@ -98,12 +94,6 @@ scan_range (Refine *f, int32_t r)
   f->range_bad[r] = bad;
 }
 
-static SgRatesKey
-rate_key (const SgGraph *g, SgNodeId c)
-{
-  return sg_rates_key_of (g, c, sg_graph_cost_model (g));
-}
-
 static void
 fill_range (Refine *f, int32_t r)
 {
@@ -121,11 +111,8 @@ fill_range (Refine *f, int32_t r)
     at += n_in;
     f->c.first[x + 1] = at;
     const SgNode *nd = &g->nodes[x];
-    if (!sg_bound_coll (nd, sg_sched_role (nd)))
-      continue;
-    f->colls[k] = x;
-    f->slot[k] = sg_bound_slot (nd);
-    f->key[k++] = rate_key (g, x);
+    if (sg_bound_coll (nd, sg_sched_role (nd)))
+      f->colls[k++] = x;
   }
 }
 
@@ -156,34 +143,6 @@ bwd_paths (Refine *f)
   }
 }
 
-/* The bound's rates (sg_bound_rates_init's, on an engine without rows):
- * a least and a conjunction over the collectives, so each distinct key's
- * rates are taken once. */
-static void
-rates (Refine *f)
-{
-  const SgSimEngine *e = &f->e;
-  sg_bound_rates_begin (&f->R, f->g->n_groups);
-  uint32_t cap = 64;
-  while (cap < 2 * (uint32_t)f->nc)
-    cap *= 2;
-  g_autofree int32_t *seen = g_new (int32_t, cap);
-  memset (seen, 0xff, sizeof (int32_t) * cap);
-  g_autofree SgPairRates *own = g_new (SgPairRates, (size_t)MAX (e->n_slots, 1));
-  for (int32_t i = 0; i < f->nc; i++) {
-    uint32_t s = sg_rates_key_hash (&f->key[i]) & (cap - 1);
-    while (seen[s] >= 0 && !sg_rates_key_equal (&f->key[seen[s]], &f->key[i]))
-      s = (s + 1) & (cap - 1);
-    if (seen[s] >= 0)
-      continue;
-    seen[s] = i;
-    sg_eng_pair_rates (e, f->colls[i], own);
-    sg_bound_rates_add (&f->R, f->slot[i], own, e->n_slots);
-  }
-  sg_bound_rates_end (&f->R);
-  sg_eng_clear (&f->e);
-}
-
 /* The chunks one thread would have run (the budget replayed) and the
  * jobs of the windows. */
 static void
@@ -194,7 +153,8 @@ jobs (Refine *f)
     SgNodeId c = f->colls[i];
     /* a sum past the budget is -1: the path's head or tail stays */
     f->jobs[i] = (SgBoundJob){ MAX (f->fwd[c] - f->cost[c], f->head[i]),
-                               MAX (f->after[c], f->tail[i]), f->cost[c], f->slot[i] };
+                               MAX (f->after[c], f->tail[i]), f->cost[c],
+                               sg_bound_slot (&f->g->nodes[c]) };
   }
 }
 
@@ -221,20 +181,15 @@ after_scan (Refine *f)
 
 /* The stages, one pool job each (tasks in index order on one thread). */
 
-/* An engine for the pair rates (the first task) beside per range its
- * costs, work, input counts and collectives counted. */
+/* Per range: its costs, work, input counts and collectives counted. */
 static void
 scan_task (gpointer data, int32_t task, int32_t worker)
 {
   (void)worker;
-  Refine *f = data;
-  if (task == 0)
-    sg_eng_init (&f->e, f->g, NULL, false);
-  else
-    scan_range (f, task - 1);
+  scan_range (data, task);
 }
 
-/* Per range: its inputs' CSR, its collectives and their rate keys. */
+/* Per range: its inputs' CSR and its collectives. */
 static void
 fill_task (gpointer data, int32_t task, int32_t worker)
 {
@@ -251,7 +206,13 @@ parts_task (gpointer data, int32_t task, int32_t worker)
   switch (task) {
   case 0: fwd_paths (f); break;
   case 1: bwd_paths (f); break;
-  case 2: rates (f); break;
+  case 2: { /* on an engine of rates alone: each distinct key's made once */
+    SgSimEngine e;
+    sg_eng_init_rates (&e, f->g, NULL);
+    sg_bound_rates_init (&f->R, &e, f->colls, f->nc);
+    sg_eng_clear (&e);
+    break;
+  }
   default: sg_reach_pass (&f->reach, task - 3, f->mask[worker]); break;
   }
 }
@@ -304,8 +265,6 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget)
   f.adj_cap = g->inputs ? g->inputs->len : 0;
   f.c.adj = g_new (SgNodeId, (size_t)f.adj_cap + 1);
   f.colls = g_new (SgNodeId, (size_t)MAX (n, 1));
-  f.slot = g_new (int32_t, (size_t)MAX (n, 1));
-  f.key = g_new (SgRatesKey, (size_t)MAX (n, 1));
   f.head = g_new (double, (size_t)MAX (n, 1));
   f.tail = g_new (double, (size_t)MAX (n, 1));
   f.jobs = g_new (SgBoundJob, (size_t)MAX (n, 1));
@@ -313,7 +272,7 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget)
   f.mask = g_new (SgReachMask *, (size_t)n_workers);
   for (int32_t w = 0; w < n_workers; w++)
     f.mask[w] = g_new (SgReachMask, (size_t)MAX (n, 1));
-  sg_pool_run (pool, f.n_ranges + 1, scan_task, &f);
+  sg_pool_run (pool, f.n_ranges, scan_task, &f);
   after_scan (&f); /* sizes what the fills write */
   sg_pool_run (pool, f.n_ranges, fill_task, &f);
   sg_reach_begin (&f.reach, &f.c, f.colls, f.nc, budget, f.head, f.tail);
@@ -334,8 +293,6 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget)
   g_free (f.range_colls);
   g_free (f.range_bad);
   g_free (f.colls);
-  g_free (f.slot);
-  g_free (f.key);
   g_free (f.head);
   g_free (f.tail);
   g_free (f.jobs);
