@@ -578,9 +578,9 @@ void sg_reach_pass (SgReach *r, int32_t p, SgReachMask *mask);
  * SG_BOUND_REACH_BITS, or @nc). */
 int32_t sg_reach_end (SgReach *r);
 
-/* sg_lower_bound_refine_pool with @budget word operations for the reach
- * sums (it uses window.c's SUM_BUDGET): past it, collectives keep their
- * path heads and tails. */
+/* @r's window term made on @pool (NULL: this thread) with @budget word
+ * operations for the reach sums (sg_lower_bound_refine_pool's is window.c's
+ * SUM_BUDGET): past it, collectives keep their path heads and tails. */
 void sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget, SgPool *pool);
 
 /* The window term of @g (sg_lower_bound_refine's) on @pool (NULL: this

@@ -163,7 +163,9 @@ void sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResul
  * followed by at least `tail` us, priced with contention against the
  * compute that must run between. O((nodes + edges) + collectives x log) plus
  * the compute of every collective's ancestors and descendants, bit-parallel
- * within a budget (docs/scheduler.md). Idempotent. */
+ * within a budget (docs/scheduler.md). The term depends on the graph
+ * alone: with a refined simulation kept with @g (sg_graph_simulation_refined)
+ * its term is taken. Idempotent. */
 void sg_lower_bound_refine (const SgGraph *g, SgSimResult *r);
 /* sg_lower_bound_refine on @pool's threads (NULL: this one): the same
  * bound. */

@@ -329,7 +329,15 @@ sg_bound_refine_within (const SgGraph *g, SgSimResult *r, int64_t budget, SgPool
 void
 sg_lower_bound_refine_pool (const SgGraph *g, SgSimResult *r, SgPool *pool)
 {
-  sg_bound_refine_within (g, r, SUM_BUDGET, pool);
+  g_return_if_fail (g != NULL && r != NULL);
+  /* The term is the graph's, whatever the order simulated: the kept
+   * simulation's (refined only here and by sg_graph_simulation_refined,
+   * within SUM_BUDGET) serves every other. */
+  const SgSimResult *kept = sg_graph_simulation_kept (g);
+  if (!r->bound.refined && kept && kept->bound.refined)
+    sg_bound_set_window (r, kept->bound.window_us);
+  else
+    sg_bound_refine_within (g, r, SUM_BUDGET, pool);
 }
 
 void

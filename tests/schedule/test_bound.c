@@ -437,6 +437,30 @@ START_TEST (simulation_refined_on_a_pool_is_simulate_then_refine)
 }
 END_TEST
 
+/* The window term is the graph's: once a refined simulation is kept with
+ * the graph, another simulation's refine takes its term, bit for bit the
+ * term made without it (the CLI's --order refines the given order so). */
+START_TEST (refine_takes_the_kept_simulations_term)
+{
+  for (guint32 seed = 21; seed <= 24; seed++) {
+    g_autoptr (SgGraph) g = random_graph (seed, 200 + 40 * (int)seed, 50 + 30 * (int)seed);
+    SgSimResult want, other;
+    ck_assert (sg_simulate (g, NULL, &want, NULL));
+    sg_lower_bound_refine (g, &want);
+    SgPool *pool = sg_pool_new (3);
+    ck_assert (sg_graph_simulation_refined (g, pool, NULL) != NULL);
+    ck_assert (sg_simulate (g, NULL, &other, NULL));
+    sg_lower_bound_refine_pool (g, &other, pool);
+    ck_assert (other.bound.refined);
+    ck_assert (memcmp (&other.bound, &want.bound, sizeof want.bound) == 0);
+    ck_assert (same_double (other.lower_bound_us, want.lower_bound_us));
+    sg_pool_free (pool);
+    sg_sim_result_clear (&want);
+    sg_sim_result_clear (&other);
+  }
+}
+END_TEST
+
 /* A cost the simulator refuses (infinite, NaN) gives the simulation's
  * error through sg_graph_simulation_refined on any pool, though the
  * window term's work beside it sees the same cost; nothing is kept. */
@@ -616,6 +640,7 @@ main (void)
     budget_limited_sums_keep_the_path_heads_for_the_rest,
     refine_on_pools_equals_the_sequential_refine,
     simulation_refined_on_a_pool_is_simulate_then_refine,
+    refine_takes_the_kept_simulations_term,
     a_refused_cost_gives_the_simulations_error_beside_the_term,
     windows_equal_the_qsort_sweeps_bit_for_bit,
   };
