@@ -17,8 +17,6 @@
     g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
     return false;                                                              \
   } while (0)
-/* The validator's bound on extents and byte totals, unsigned. */
-#define SG_MAX_EXTENT_U ((uint64_t)SG_MAX_EXTENT)
 /* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
 #define SG_MAX_COST_US 1e12
 

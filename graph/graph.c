@@ -13,9 +13,6 @@
 
 G_DEFINE_QUARK (sg-graph-error-quark, sg_graph_error)
 
-#define MAX_EXTENT SG_MAX_EXTENT
-#define MAX_COST_US SG_MAX_COST_US
-
 /* Every pass and every trial graph holds a node array: no padding in a
  * node (4-byte fields between the pointers and the doubles). */
 #if GLIB_SIZEOF_VOID_P == 8
@@ -285,7 +282,7 @@ json_int (const cJSON *v, int64_t *out)
   if (!cJSON_IsNumber (v))
     return false;
   double d = v->valuedouble;
-  if (!(d >= -(double)MAX_EXTENT && d <= (double)MAX_EXTENT) || d != (double)(int64_t)d)
+  if (!(d >= -(double)SG_MAX_EXTENT && d <= (double)SG_MAX_EXTENT) || d != (double)(int64_t)d)
     return false;
   *out = (int64_t)d;
   return true;
@@ -333,13 +330,13 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
     if (!json_int (v, &sh[i]) || sh[i] < 0)
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape[%d]: expected a non-negative integer",
             node, field, i);
-    if (sh[i] && numel > (uint64_t)MAX_EXTENT / (uint64_t)sh[i])
+    if (sh[i] && numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)sh[i])
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", node,
             field);
     numel *= (uint64_t)sh[i];
     i++;
   }
-  if (numel > (uint64_t)MAX_EXTENT / sg_dtype_size (dt))
+  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dt))
     FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", node, field);
   if (stride && cJSON_IsArray (stride)) {
     i = 0;
@@ -390,7 +387,7 @@ parse_op (const char *s, SgNodeOp *op)
 static bool
 arg_int62 (const SgArg *a, int64_t *out)
 {
-  return sg_arg_int (a, out) && *out >= -MAX_EXTENT && *out <= MAX_EXTENT;
+  return sg_arg_int (a, out) && *out >= -SG_MAX_EXTENT && *out <= SG_MAX_EXTENT;
 }
 
 /* The rule sg_collective_sizes_ok checks, as a message says it. */
@@ -735,9 +732,9 @@ sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch, GE
     if (!cJSON_IsNumber (cost))
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number of "
              "microseconds", name);
-    if (!(cost->valuedouble >= 0 && cost->valuedouble < MAX_COST_US))
+    if (!(cost->valuedouble >= 0 && cost->valuedouble < SG_MAX_COST_US))
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': %g is outside [0, %g) "
-             "microseconds", name, cost->valuedouble, MAX_COST_US);
+             "microseconds", name, cost->valuedouble, SG_MAX_COST_US);
     n.cost_us = cost->valuedouble;
   }
   const cJSON *sms = sg_json_member (obj, "sm_count");

@@ -178,7 +178,7 @@ total_passes (const Job *j, int32_t b, SgNodeId to, uint64_t *total)
 {
   for (SgNodeId id = b * j->block; id < to; id++) {
     *total += sg_node_alloc_bytes (j->sh.g, id);
-    if (*total > SG_MAX_EXTENT_U)
+    if (*total > (uint64_t)SG_MAX_EXTENT)
       return id;
   }
   return SG_NO_NODE;
@@ -209,7 +209,7 @@ validate_nodes (const SgGraph *g, const char **key_of, SgPool *pool, GError **er
   for (; b < j.n_blocks && over == SG_NO_NODE && !first; b++) {
     struct Result *r = &j.results[b];
     bool whole = r->failed == SG_NO_NODE;
-    if (!whole || total + r->bytes < total || total + r->bytes > SG_MAX_EXTENT_U)
+    if (!whole || total + r->bytes < total || total + r->bytes > (uint64_t)SG_MAX_EXTENT)
       over = total_passes (&j, b, whole ? MIN (g->n_nodes, (b + 1) * j.block) : r->failed, &total);
     else
       total += r->bytes;

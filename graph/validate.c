@@ -53,12 +53,12 @@ validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, int64_t t, GE
     if (st[d] < 0)
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride[%d]: negative stride %" G_GINT64_FORMAT,
              n->name, meta_field (buf, t), d, st[d]);
-    if (sh[d] && numel > SG_MAX_EXTENT_U / (uint64_t)sh[d])
+    if (sh[d] && numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)sh[d])
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", n->name,
              meta_field (buf, t));
     numel *= (uint64_t)sh[d];
   }
-  if (numel > SG_MAX_EXTENT_U / sg_dtype_size (m->dtype))
+  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (m->dtype))
     VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name,
            meta_field (buf, t));
   return true;
@@ -459,7 +459,7 @@ sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
       VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': inputs: '%s' listed twice", n->name,
              g->nodes[in[j]].name);
   }
-  if (!(isnan (n->cost_us) || (n->cost_us >= 0 && n->cost_us < 1e12)))
+  if (!(isnan (n->cost_us) || (n->cost_us >= 0 && n->cost_us < SG_MAX_COST_US)))
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': cost_us: %g is not a time >= 0", n->name,
            n->cost_us);
   if (n->n_tuple) {
@@ -471,7 +471,7 @@ sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
       if (!validate_meta (g, n, sg_node_tuple_meta (g, id, t), t, error))
         return false;
       bytes += sg_meta_bytes (g, sg_node_tuple_meta (g, id, t));
-      if (bytes > SG_MAX_EXTENT_U)
+      if (bytes > (uint64_t)SG_MAX_EXTENT)
         VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s: the tuple totals more than 2^62 bytes",
                n->name, meta_field (field, t));
     }
