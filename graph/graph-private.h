@@ -20,6 +20,46 @@
 /* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
 #define SG_MAX_COST_US 1e12
 
+/* @d as an integer when it is one within +-2^62 (SG_MAX_EXTENT): every
+ * integer field of the graph format (the loaders' one range test). */
+static inline bool
+sg_int62 (double d, int64_t *out)
+{
+  if (!(d >= -(double)SG_MAX_EXTENT && d <= (double)SG_MAX_EXTENT) || d != (double)(int64_t)d)
+    return false;
+  *out = (int64_t)d;
+  return true;
+}
+
+/* The graph format's `op` strings, by SgNodeOp (sg_node_op_name). */
+static const struct {
+  const char *text;
+  size_t len;
+} sg_node_ops[] = { { "placeholder", 11 }, { "get_attr", 8 }, { "call_function", 13 },
+                    { "output", 6 } };
+G_STATIC_ASSERT (G_N_ELEMENTS (sg_node_ops) == SG_NODE_OUTPUT + 1);
+
+/* The SgNodeOp the @len bytes at @s spell, -1 when none. */
+static inline int
+sg_node_op_from_text (const char *s, size_t len)
+{
+  for (int op = 0; op <= SG_NODE_OUTPUT; op++)
+    if (len == sg_node_ops[op].len && memcmp (s, sg_node_ops[op].text, len) == 0)
+      return op;
+  return -1;
+}
+
+/* The kind a node of op @op has: placeholder, get_attr and output have
+ * their own, a call_function's (SG_OP_UNKNOWN here) is its target's. */
+static inline SgOpKind
+sg_node_op_kind (SgNodeOp op)
+{
+  static const SgOpKind kinds[] = { SG_OP_PLACEHOLDER, SG_OP_GET_ATTR, SG_OP_UNKNOWN,
+                                    SG_OP_OUTPUT };
+  G_STATIC_ASSERT (G_N_ELEMENTS (kinds) == SG_NODE_OUTPUT + 1);
+  return kinds[op];
+}
+
 /* cJSON_GetObjectItemCaseSensitive(), inlined: the first member of @obj
  * named @key (duplicates: the first), NULL when none or @obj is not an
  * object. The loader looks up every field of every node. */

@@ -279,13 +279,7 @@ sg_group_instance_of (const SgGroup *group, int32_t rank)
 static bool
 json_int (const cJSON *v, int64_t *out)
 {
-  if (!cJSON_IsNumber (v))
-    return false;
-  double d = v->valuedouble;
-  if (!(d >= -(double)SG_MAX_EXTENT && d <= (double)SG_MAX_EXTENT) || d != (double)(int64_t)d)
-    return false;
-  *out = (int64_t)d;
-  return true;
+  return cJSON_IsNumber (v) && sg_int62 (v->valuedouble, out);
 }
 
 /* Parses {shape, stride, dtype} into the dims pool. */
@@ -362,25 +356,11 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
   return true;
 }
 
-/* The graph format's `op` strings, by SgNodeOp. */
-static const char *const node_ops[] = { "placeholder", "get_attr", "call_function", "output" };
-
 const char *
 sg_node_op_name (SgNodeOp op)
 {
-  g_return_val_if_fail ((size_t)op < G_N_ELEMENTS (node_ops), NULL);
-  return node_ops[op];
-}
-
-static bool
-parse_op (const char *s, SgNodeOp *op)
-{
-  for (size_t i = 0; i < G_N_ELEMENTS (node_ops); i++)
-    if (strcmp (s, node_ops[i]) == 0) {
-      *op = (SgNodeOp)i;
-      return true;
-    }
-  return false;
+  g_return_val_if_fail ((unsigned)op <= SG_NODE_OUTPUT, NULL);
+  return sg_node_ops[op].text;
 }
 
 /* An integer argument as the loader accepts one: within +-2^62. */
@@ -566,15 +546,10 @@ bool
 sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
                 SgInputOf input_of, gconstpointer ctx, GError **error)
 {
-  switch (n->op) {
-  case SG_NODE_PLACEHOLDER: n->kind = SG_OP_PLACEHOLDER; break;
-  case SG_NODE_GET_ATTR: n->kind = SG_OP_GET_ATTR; break;
-  case SG_NODE_OUTPUT: n->kind = SG_OP_OUTPUT; break;
-  case SG_NODE_CALL: /* a kind set by the caller is its target's */
-    if (n->kind == SG_OP_UNKNOWN)
-      n->kind = sg_op_from_target (n->target);
-    break;
-  }
+  if (n->op != SG_NODE_CALL)
+    n->kind = sg_node_op_kind (n->op);
+  else if (n->kind == SG_OP_UNKNOWN) /* a kind set by the caller is its target's */
+    n->kind = sg_op_from_target (n->target);
   n->group = -1;
   n->getitem_index = -1;
   /* a coalesced collective's results are a list: only getitem reads it */
@@ -672,13 +647,14 @@ sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch, GE
     NFAIL (SG_GRAPH_ERROR_REF, "node '%s' (#%d): duplicate name (already node #%d)", name,
            g->n_nodes, dup);
   const cJSON *jop = sg_json_member (obj, "op");
-  SgNodeOp op;
   if (!cJSON_IsString (jop))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'op': expected a string", name);
-  if (!parse_op (jop->valuestring, &op))
+  int op_or_none = sg_node_op_from_text (jop->valuestring, strlen (jop->valuestring));
+  if (op_or_none < 0)
     NFAIL (SG_GRAPH_ERROR_FORMAT,
            "node '%s': field 'op': unknown op '%s' (placeholder, get_attr, call_function, output)",
            name, jop->valuestring);
+  SgNodeOp op = (SgNodeOp)op_or_none;
   const cJSON *jtarget = sg_json_member (obj, "target");
   if (!cJSON_IsString (jtarget))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'target': expected a string", name);

@@ -151,13 +151,7 @@ text_is (const char *s, uint32_t len, const char *word, uint32_t n)
 static inline bool
 sg_tape_int (const Val *v, int64_t *out)
 {
-  if (v->type != V_NUM)
-    return false;
-  double d = v->d;
-  if (!(d >= -(double)SG_MAX_EXTENT && d <= (double)SG_MAX_EXTENT) || d != (double)(int64_t)d)
-    return false;
-  *out = (int64_t)d;
-  return true;
+  return v->type == V_NUM && sg_int62 (v->d, out);
 }
 
 /* --- load-node.c ------------------------------------------------------------- */

@@ -307,7 +307,7 @@ args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
   }
 }
 
-/* A list of at most SG_MAX_DIMS integers >= 0 (sg_tape_int) at @q into @out
+/* A list of at most SG_MAX_DIMS integers >= 0 (sg_int62) at @q into @out
  * (*@n of them); NULL for anything else. */
 static const char *
 dims_list (Chunk *c, const char *q, const char *end, int64_t *out, int *n)
@@ -336,8 +336,7 @@ dims_list (Chunk *c, const char *q, const char *end, int64_t *out, int *n)
       double d;
       if (!(q = sg_chunk_number (c, s, end, &d)))
         return NULL;
-      Val n = { .type = V_NUM, .d = d };
-      if (!sg_tape_int (&n, &out[k]) || out[k] < 0)
+      if (!sg_int62 (d, &out[k]) || out[k] < 0)
         return NULL;
     }
     k++;
@@ -447,20 +446,6 @@ key_of (const char *s, uint32_t len)
   return K_OTHER;
 }
 
-static int
-op_of (const char *s, uint32_t len)
-{
-  static const struct {
-    const char *op;
-    uint32_t len;
-  } ops[] = { { "placeholder", 11 }, { "get_attr", 8 }, { "call_function", 13 }, { "output", 6 } };
-  G_STATIC_ASSERT (G_N_ELEMENTS (ops) == SG_NODE_OUTPUT + 1);
-  for (int op = 0; op <= SG_NODE_OUTPUT; op++)
-    if (text_is (s, len, ops[op].op, ops[op].len))
-      return op;
-  return -1;
-}
-
 /* A member key spelled plainly at @p (its opening quote): its K_*, *@after
  * past the closing quote; -1 for any other (read as a string). */
 static inline int
@@ -522,7 +507,7 @@ read_member (Chunk *c, int key, const char *p, const char *end, Members *m)
     if (p >= end || *p != '"' || !(p = sg_chunk_string (c, p, end, &s, &len)))
       return NULL;
     if (key == K_OP)
-      return (m->op = op_of (s, len)) >= 0 ? p : NULL;
+      return (m->op = sg_node_op_from_text (s, len)) >= 0 ? p : NULL;
     m->target = sg_chunk_const (c, s, len);
     return p;
   case K_COST:
@@ -624,8 +609,7 @@ read_node (Chunk *c, const char *p, const char *end)
   }
   if (m.has_sms) {
     int64_t v;
-    Val sv = { .type = V_NUM, .d = m.sms };
-    if (!sg_tape_int (&sv, &v) || v < 0 || v > SG_MAX_SM_COUNT)
+    if (!sg_int62 (m.sms, &v) || v < 0 || v > SG_MAX_SM_COUNT)
       return NULL;
     n.sm_count = (int32_t)v;
   }

@@ -180,10 +180,7 @@ copy_task (gpointer data, int32_t i, int32_t worker)
     const Const *t = &c->consts[r->target];
     n.name = c->names_base + r->name_off;
     n.target = t->global;
-    /* what sg_node_finish sets kind to */
-    static const SgOpKind structural[]
-        = { SG_OP_PLACEHOLDER, SG_OP_GET_ATTR, SG_OP_UNKNOWN, SG_OP_OUTPUT };
-    n.kind = n.op == SG_NODE_CALL ? t->kind : structural[n.op];
+    n.kind = n.op == SG_NODE_CALL ? t->kind : sg_node_op_kind (n.op); /* sg_node_finish's */
     n.args_first += c->args_base;
     n.kwargs_first += c->args_base;
     n.in_first += c->inputs_base;

@@ -414,9 +414,7 @@ sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
   if ((unsigned)n->kind >= SG_OP_N_KINDS)
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': target: op kind %d outside the op table", n->name,
            (int)n->kind);
-  static const SgOpKind structural[] = { SG_OP_PLACEHOLDER, SG_OP_GET_ATTR, SG_OP_UNKNOWN,
-                                         SG_OP_OUTPUT };
-  if (n->op != SG_NODE_CALL && n->kind != structural[n->op])
+  if (n->op != SG_NODE_CALL && n->kind != sg_node_op_kind (n->op))
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': op: '%s' node has kind '%s'", n->name,
            n->op == SG_NODE_OUTPUT ? "output" : "placeholder/get_attr", sg_op_name (n->kind));
   if (n->op == SG_NODE_CALL
