@@ -101,42 +101,15 @@ void sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem);
 
 /* --- text ------------------------------------------------------------------- */
 
-static inline bool
-is_ws (char c)
-{
-  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
-}
-
-static inline const char *
-ws (const char *p, const char *end)
-{
-  if (p < end && (unsigned char)*p > ' ') /* most tokens follow the last at once */
-    return p;
-  while (p < end && is_ws (*p))
-    p++;
-  return p;
-}
-
-static inline bool
-is_digit (char c)
-{
-  return (unsigned char)(c - '0') < 10;
-}
-
-/* The number at @p (sg_load_number), small integers read here: up to 15
- * digits, nothing after them that continues a number, the same double. */
+/* The number at @p (sg_load_number), its small-integer path inlined. */
 static inline const char *
 sg_chunk_number (Chunk *c, const char *p, const char *end, double *out)
 {
-  const char *q = p + (p < end && *p == '-'), *s = q;
-  if (q < end && *q >= '1' && *q <= '9') {
-    int64_t v = 0;
-    while (q < end && is_digit (*q) && q - s < 15)
-      v = v * 10 + (*q++ - '0');
-    if (q == end || !(is_digit (*q) || *q == '.' || *q == 'e' || *q == 'E')) {
-      *out = s > p ? -(double)v : (double)v;
-      return q;
-    }
+  int64_t v;
+  const char *q = sg_load_small_int (p, end, &v);
+  if (q) {
+    *out = (double)v;
+    return q;
   }
   return sg_load_number (p, end, out, &c->decimal_point);
 }

@@ -103,16 +103,6 @@ arena_alloc (Reader *r, size_t n)
   return p;
 }
 
-static inline const char *
-skip_ws (const char *p, const char *end)
-{
-  if (p < end && (unsigned char)*p > ' ')
-    return p;
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-    p++;
-  return p;
-}
-
 static int
 hex4 (const char *p)
 {
@@ -232,15 +222,15 @@ read_string (Reader *r, const char *p, char **out_)
   return q + 1;
 }
 
-static bool
-is_digit (char c)
-{
-  return c >= '0' && c <= '9';
-}
-
 const char *
 sg_load_number (const char *p, const char *end, double *out, char *decimal_point)
 {
+  int64_t v;
+  const char *q = sg_load_small_int (p, end, &v);
+  if (q) {
+    *out = (double)v;
+    return q;
+  }
   const char *s = p;
   bool neg = p < end && *p == '-';
   if (neg)
@@ -248,52 +238,38 @@ sg_load_number (const char *p, const char *end, double *out, char *decimal_point
   if (p < end && *p == '0')
     p++;
   else if (p < end && *p >= '1' && *p <= '9')
-    while (p < end && is_digit (*p))
+    while (p < end && sg_load_is_digit (*p))
       p++;
   else
     return NULL;
-  const char *int_end = p;
-  bool plain = true;
   if (p < end && *p == '.') {
-    plain = false;
-    if (++p >= end || !is_digit (*p))
+    if (++p >= end || !sg_load_is_digit (*p))
       return NULL;
-    while (p < end && is_digit (*p))
+    while (p < end && sg_load_is_digit (*p))
       p++;
   }
   if (p < end && (*p == 'e' || *p == 'E')) {
-    plain = false;
     p++;
     if (p < end && (*p == '+' || *p == '-'))
       p++;
-    if (p >= end || !is_digit (*p))
+    if (p >= end || !sg_load_is_digit (*p))
       return NULL;
-    while (p < end && is_digit (*p))
+    while (p < end && sg_load_is_digit (*p))
       p++;
   }
   size_t n = (size_t)(p - s);
   if (n >= NUMBER_MAX)
     return NULL;
-  double d;
-  const char *digits = s + neg;
-  if (plain && int_end - digits <= 15) {
-    /* below 2^53: the value strtod rounds to is the integer itself */
-    int64_t v = 0;
-    for (const char *c = digits; c < int_end; c++)
-      v = v * 10 + (*c - '0');
-    d = neg ? -(double)v : (double)v;
-  } else {
-    char buf[NUMBER_MAX + 1];
-    if (!*decimal_point)
-      *decimal_point = *localeconv ()->decimal_point;
-    for (size_t i = 0; i < n; i++)
-      buf[i] = s[i] == '.' ? *decimal_point : s[i];
-    buf[n] = '\0';
-    char *stop;
-    d = strtod (buf, &stop);
-    if (stop != buf + n || !isfinite (d))
-      return NULL;
-  }
+  char buf[NUMBER_MAX + 1];
+  if (!*decimal_point)
+    *decimal_point = *localeconv ()->decimal_point;
+  for (size_t i = 0; i < n; i++)
+    buf[i] = s[i] == '.' ? *decimal_point : s[i];
+  buf[n] = '\0';
+  char *stop;
+  double d = strtod (buf, &stop);
+  if (stop != buf + n || !isfinite (d))
+    return NULL;
   *out = d;
   return p;
 }
@@ -322,7 +298,7 @@ read_container (Reader *r, const char *p, cJSON *item, bool obj, int depth)
     return NULL;
   item->type = obj ? cJSON_Object : cJSON_Array;
   char close = obj ? '}' : ']';
-  p = skip_ws (p + 1, r->end);
+  p = sg_load_skip_ws (p + 1, r->end);
   if (p < r->end && *p == close)
     return p + 1;
   cJSON *last = NULL;
@@ -332,10 +308,10 @@ read_container (Reader *r, const char *p, cJSON *item, bool obj, int depth)
     if (obj) {
       if (p >= r->end || *p != '"' || !(p = read_string (r, p, &c->string)))
         return NULL;
-      p = skip_ws (p, r->end);
+      p = sg_load_skip_ws (p, r->end);
       if (p >= r->end || *p != ':')
         return NULL;
-      p = skip_ws (p + 1, r->end);
+      p = sg_load_skip_ws (p + 1, r->end);
     }
     if (!(p = read_value (r, p, c, depth + 1)))
       return NULL;
@@ -347,21 +323,15 @@ read_container (Reader *r, const char *p, cJSON *item, bool obj, int depth)
     }
     last = c;
     item->child->prev = last;
-    p = skip_ws (p, r->end);
+    p = sg_load_skip_ws (p, r->end);
     if (p >= r->end)
       return NULL;
     if (*p == close)
       return p + 1;
     if (*p != ',')
       return NULL;
-    p = skip_ws (p + 1, r->end);
+    p = sg_load_skip_ws (p + 1, r->end);
   }
-}
-
-static bool
-literal (const char *p, const char *end, const char *word, size_t n)
-{
-  return (size_t)(end - p) >= n && memcmp (p, word, n) == 0;
 }
 
 static const char *
@@ -376,18 +346,18 @@ read_value (Reader *r, const char *p, cJSON *item, int depth)
     item->type = cJSON_String;
     return read_string (r, p, &item->valuestring);
   case 't':
-    if (!literal (p, r->end, "true", 4))
+    if (!sg_load_literal (p, r->end, "true", 4))
       return NULL;
     item->type = cJSON_True;
     item->valueint = 1;
     return p + 4;
   case 'f':
-    if (!literal (p, r->end, "false", 5))
+    if (!sg_load_literal (p, r->end, "false", 5))
       return NULL;
     item->type = cJSON_False;
     return p + 5;
   case 'n':
-    if (!literal (p, r->end, "null", 4))
+    if (!sg_load_literal (p, r->end, "null", 4))
       return NULL;
     item->type = cJSON_NULL;
     return p + 4;
@@ -399,7 +369,7 @@ const cJSON *
 sg_load_read_node (SgLoadArena *a, const char *p, const char *end, const char **stop)
 {
   Reader r = { .a = a, .end = end };
-  p = skip_ws (p, end);
+  p = sg_load_skip_ws (p, end);
   if (p >= end || *p != '{')
     return NULL;
   cJSON *root = arena_alloc (&r, sizeof *root);

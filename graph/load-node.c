@@ -218,16 +218,16 @@ scalar_or_ref (Chunk *c, const char *p, const char *end, uint32_t ref_first, SgA
     return NULL;
   switch (*p) {
   case '{':
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
     if (end - p < 7 || memcmp (p, "\"node\"", 6) != 0)
       return NULL;
-    p = ws (p + 6, end);
+    p = sg_load_skip_ws (p + 6, end);
     if (p >= end || *p != ':')
       return NULL;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
     if (p >= end || *p != '"' || !(p = sg_chunk_string (c, p, end, &s, &len)))
       return NULL;
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p >= end || *p != '}')
       return NULL;
     a->type = SG_ARG_NODE;
@@ -242,10 +242,10 @@ scalar_or_ref (Chunk *c, const char *p, const char *end, uint32_t ref_first, SgA
   case 'f':
     a->type = SG_ARG_BOOL;
     a->b = *p == 't';
-    return a->b ? (end - p >= 4 && memcmp (p, "true", 4) == 0 ? p + 4 : NULL)
-                : (end - p >= 5 && memcmp (p, "false", 5) == 0 ? p + 5 : NULL);
+    return a->b ? (sg_load_literal (p, end, "true", 4) ? p + 4 : NULL)
+                : (sg_load_literal (p, end, "false", 5) ? p + 5 : NULL);
   case 'n':
-    return end - p >= 4 && memcmp (p, "null", 4) == 0 ? p + 4 : NULL;
+    return sg_load_literal (p, end, "null", 4) ? p + 4 : NULL;
   case '[':
     return NULL;
   default:
@@ -265,7 +265,7 @@ static const char *
 args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
 {
   c->n_top = c->n_inner = 0;
-  p = ws (p + 1, end);
+  p = sg_load_skip_ws (p + 1, end);
   if (p < end && *p == ']')
     return p + 1;
   for (;;) {
@@ -273,7 +273,7 @@ args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
     if (p < end && *p == '[') {
       a = (SgArg){ .type = SG_ARG_LIST };
       a.first = (uint32_t)c->n_inner;
-      p = ws (p + 1, end);
+      p = sg_load_skip_ws (p + 1, end);
       if (p < end && *p == ']')
         p++;
       else
@@ -283,14 +283,14 @@ args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
             return NULL;
           RESERVE (c, inner, 1);
           c->inner[c->n_inner++] = item;
-          p = ws (p, end);
+          p = sg_load_skip_ws (p, end);
           if (p < end && *p == ']') {
             p++;
             break;
           }
           if (p >= end || *p != ',')
             return NULL;
-          p = ws (p + 1, end);
+          p = sg_load_skip_ws (p + 1, end);
         }
       a.n = (uint32_t)c->n_inner - a.first;
     } else if (!(p = scalar_or_ref (c, p, end, ref_first, &a))) {
@@ -298,12 +298,12 @@ args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
     }
     RESERVE (c, top, 1);
     c->top[c->n_top++] = a;
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p < end && *p == ']')
       return p + 1;
     if (p >= end || *p != ',')
       return NULL;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
   }
 }
 
@@ -314,33 +314,27 @@ dims_list (Chunk *c, const char *q, const char *end, int64_t *out, int *n)
 {
   if (q >= end || *q != '[')
     return NULL;
-  q = ws (q + 1, end);
+  q = sg_load_skip_ws (q + 1, end);
   int k = 0;
   if (q < end && *q == ']') {
     *n = 0;
     return q + 1;
   }
   for (;;) {
-    if (k == SG_MAX_DIMS || q >= end || !(*q == '-' || is_digit (*q)))
+    if (k == SG_MAX_DIMS || q >= end || !(*q == '-' || sg_load_is_digit (*q)))
       return NULL;
-    /* up to 15 digits, no leading zero, nothing after them that continues
-     * a number: the integer itself (exact as a double, inside 2^62) */
-    const char *s = q;
-    int64_t v = 0;
-    while (q < end && is_digit (*q) && q - s < 15)
-      v = v * 10 + (*q++ - '0');
-    if (q > s && (*s != '0' || q - s == 1)
-        && !(q < end && (is_digit (*q) || *q == '.' || *q == 'e' || *q == 'E'))) {
-      out[k] = v;
+    const char *s = sg_load_small_int (q, end, &out[k]); /* inside 2^62 */
+    if (s) {
+      q = s;
     } else {
       double d;
-      if (!(q = sg_chunk_number (c, s, end, &d)))
-        return NULL;
-      if (!sg_int62 (d, &out[k]) || out[k] < 0)
+      if (!(q = sg_chunk_number (c, q, end, &d)) || !sg_int62 (d, &out[k]))
         return NULL;
     }
+    if (out[k] < 0)
+      return NULL;
     k++;
-    q = ws (q, end);
+    q = sg_load_skip_ws (q, end);
     if (q >= end)
       return NULL;
     if (*q == ']') {
@@ -349,7 +343,7 @@ dims_list (Chunk *c, const char *q, const char *end, int64_t *out, int *n)
     }
     if (*q != ',')
       return NULL;
-    q = ws (q + 1, end);
+    q = sg_load_skip_ws (q + 1, end);
   }
 }
 
@@ -364,41 +358,42 @@ meta_direct (Chunk *c, const char *p, const char *end, SgMeta *out)
   int n_sh = -1, n_st = -1; /* -1: absent; stride -2: null */
   const char *dt = NULL;
   uint32_t dt_len = 0;
-  const char *q = ws (p + 1, end);
+  const char *q = sg_load_skip_ws (p + 1, end);
   for (;;) {
     if (end - q < 8 || *q != '"')
       return NULL;
     if (memcmp (q, "\"shape\"", 7) == 0 && n_sh == -1) {
-      q = ws (q + 7, end);
-      if (q >= end || *q != ':' || !(q = dims_list (c, ws (q + 1, end), end, sh, &n_sh)))
+      q = sg_load_skip_ws (q + 7, end);
+      if (q >= end || *q != ':'
+          || !(q = dims_list (c, sg_load_skip_ws (q + 1, end), end, sh, &n_sh)))
         return NULL;
     } else if (memcmp (q, "\"stride\"", 8) == 0 && n_st == -1) {
-      q = ws (q + 8, end);
+      q = sg_load_skip_ws (q + 8, end);
       if (q >= end || *q != ':')
         return NULL;
-      q = ws (q + 1, end);
-      if (end - q >= 4 && memcmp (q, "null", 4) == 0) {
+      q = sg_load_skip_ws (q + 1, end);
+      if (sg_load_literal (q, end, "null", 4)) {
         n_st = -2;
         q += 4;
       } else if (!(q = dims_list (c, q, end, st, &n_st))) {
         return NULL;
       }
     } else if (memcmp (q, "\"dtype\"", 7) == 0 && !dt) {
-      q = ws (q + 7, end);
+      q = sg_load_skip_ws (q + 7, end);
       if (q >= end || *q != ':')
         return NULL;
-      q = ws (q + 1, end);
+      q = sg_load_skip_ws (q + 1, end);
       if (q >= end || *q != '"' || !(q = sg_chunk_string (c, q, end, &dt, &dt_len)))
         return NULL;
     } else {
       return NULL;
     }
-    q = ws (q, end);
+    q = sg_load_skip_ws (q, end);
     if (q < end && *q == '}')
       break;
     if (q >= end || *q != ',')
       return NULL;
-    q = ws (q + 1, end);
+    q = sg_load_skip_ws (q + 1, end);
   }
   SgDtype dtype = dt ? sg_chunk_dtype (c, dt, dt_len) : SG_DTYPE_INVALID;
   if (n_sh < 0 || dtype == SG_DTYPE_INVALID || (n_st >= 0 && n_st != n_sh))
@@ -512,7 +507,7 @@ read_member (Chunk *c, int key, const char *p, const char *end, Members *m)
     return p;
   case K_COST:
   case K_SMS:
-    if (p >= end || !(*p == '-' || (*p >= '0' && *p <= '9')))
+    if (p >= end || !(*p == '-' || sg_load_is_digit (*p)))
       return NULL;
     *(key == K_COST ? &m->has_cost : &m->has_sms) = true;
     return sg_chunk_number (c, p, end, key == K_COST ? &m->cost : &m->sms);
@@ -530,7 +525,7 @@ read_member (Chunk *c, int key, const char *p, const char *end, Members *m)
   case K_KWARGS:
     if (p >= end || *p != '{')
       return NULL;
-    s = ws (p + 1, end);
+    s = sg_load_skip_ws (p + 1, end);
     if (s < end && *s == '}') /* {}: as if absent */
       return s + 1;
     m->kwargs = (int64_t)c->n_tape;
@@ -562,7 +557,7 @@ read_node (Chunk *c, const char *p, const char *end)
     .op = -1, .target = -1, .args = -1, .kwargs = -1, .meta = -1, .ref_first = (uint32_t)c->n_refs
   };
   unsigned seen = 0;
-  p = ws (p + 1, end);
+  p = sg_load_skip_ws (p + 1, end);
   for (;;) {
     if (p >= end || *p != '"')
       return NULL;
@@ -574,23 +569,23 @@ read_node (Chunk *c, const char *p, const char *end)
         return NULL;
       key = key_of (k, klen);
     }
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p >= end || *p != ':')
       return NULL;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
     if (key != K_OTHER && (seen & (1u << key))) /* a second one: the first counts */
       return NULL;
     seen |= 1u << key;
     if (!(p = read_member (c, key, p, end, &m)))
       return NULL;
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p >= end)
       return NULL;
     if (*p == '}')
       break;
     if (*p != ',')
       return NULL;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
   }
   if (!m.name || !m.name_len || m.op < 0 || m.target < 0)
     return NULL;
@@ -640,7 +635,7 @@ sg_chunk_parse (Chunk *c, const char *end)
       c->failed = true;
       return;
     }
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p < end && *p == ']') {
       c->closed = true;
       c->stop = p + 1;
@@ -650,7 +645,7 @@ sg_chunk_parse (Chunk *c, const char *end)
       c->failed = true;
       return;
     }
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
   }
   c->stop = p;
 }

@@ -95,16 +95,16 @@ guess_start (const char *x, const char *lim, const char *lo, const char *end)
 {
   for (const char *q = x; q < lim && (q = memchr (q, '{', (size_t)(lim - q))); q++) {
     const char *b = q;
-    while (b > lo && is_ws (b[-1]))
+    while (b > lo && sg_load_is_ws (b[-1]))
       b--;
     if (b <= lo || b[-1] != ',')
       continue;
     b--;
-    while (b > lo && is_ws (b[-1]))
+    while (b > lo && sg_load_is_ws (b[-1]))
       b--;
     if (b <= lo || b[-1] != '}')
       continue;
-    const char *a = ws (q + 1, end);
+    const char *a = sg_load_skip_ws (q + 1, end);
     if (end - a >= 6 && memcmp (a, "\"name\"", 6) == 0)
       return q;
   }
@@ -396,7 +396,7 @@ sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, si
   g_return_val_if_fail (g->n_nodes == 0, false);
   if (p >= end || *p != '[')
     return false;
-  p = ws (p + 1, end);
+  p = sg_load_skip_ws (p + 1, end);
   if (p < end && *p == ']') {
     *stop = p + 1;
     return true;

@@ -77,6 +77,42 @@ sg_load_string_close (const char *p, const char *end, bool *escapes)
       return NULL;
   }
 }
+static inline bool
+sg_load_is_digit (char c)
+{
+  return (unsigned char)(c - '0') < 10;
+}
+
+/* Whether the @n bytes at @p (the text ends at @end) are @word. */
+static inline bool
+sg_load_literal (const char *p, const char *end, const char *word, size_t n)
+{
+  return (size_t)(end - p) >= n && memcmp (p, word, n) == 0;
+}
+
+/* The number at @p when it is a small integer: an optional '-' and 1 to
+ * 15 digits without a leading zero ("0" alone, unsigned), nothing after
+ * them that continues a number. *@v: its value (exact as a double, the
+ * one strtod gives); returns its end, NULL for any other text
+ * (sg_load_number reads the other numbers). The readers' fast path. */
+static inline const char *
+sg_load_small_int (const char *p, const char *end, int64_t *v)
+{
+  const char *q = p + (p < end && *p == '-'), *s = q;
+  if (q >= end || !sg_load_is_digit (*q) || (*q == '0' && q > p))
+    return NULL;
+  int64_t x = 0;
+  if (*q == '0')
+    q++;
+  else
+    while (q < end && sg_load_is_digit (*q) && q - s < 15)
+      x = x * 10 + (*q++ - '0');
+  if (q < end && (sg_load_is_digit (*q) || *q == '.' || *q == 'e' || *q == 'E'))
+    return NULL;
+  *v = *p == '-' ? -x : x;
+  return q;
+}
+
 /* The string between @s and its closing quote @q, escapes resolved, into
  * @out (room for q - s + 1 bytes), NUL-terminated: returns the NUL's
  * position, NULL to decline (an escape cJSON would read otherwise, or a

@@ -38,7 +38,7 @@ sg_tape_value (Chunk *c, const char *p, const char *end, int depth)
     bool obj = *p == '{';
     char close = obj ? '}' : ']';
     uint32_t n = 0;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
     if (p < end && *p == close) {
       p++;
     } else {
@@ -52,15 +52,15 @@ sg_tape_value (Chunk *c, const char *p, const char *end, int depth)
           if (!(p = sg_chunk_string (c, p, end, &s, &len)))
             return NULL;
           c->tape[k] = (Val){ .type = V_STR, .n = len, .next = k + 1, .s = s };
-          p = ws (p, end);
+          p = sg_load_skip_ws (p, end);
           if (p >= end || *p != ':')
             return NULL;
-          p = ws (p + 1, end);
+          p = sg_load_skip_ws (p + 1, end);
         }
         if (!(p = sg_tape_value (c, p, end, depth + 1)))
           return NULL;
         n++;
-        p = ws (p, end);
+        p = sg_load_skip_ws (p, end);
         if (p >= end)
           return NULL;
         if (*p == close) {
@@ -69,7 +69,7 @@ sg_tape_value (Chunk *c, const char *p, const char *end, int depth)
         }
         if (*p != ',')
           return NULL;
-        p = ws (p + 1, end);
+        p = sg_load_skip_ws (p + 1, end);
       }
     }
     v = &c->tape[at];
@@ -91,13 +91,13 @@ sg_tape_value (Chunk *c, const char *p, const char *end, int depth)
   }
   case 't':
     v->type = V_TRUE;
-    return end - p >= 4 && memcmp (p, "true", 4) == 0 ? p + 4 : NULL;
+    return sg_load_literal (p, end, "true", 4) ? p + 4 : NULL;
   case 'f':
     v->type = V_FALSE;
-    return end - p >= 5 && memcmp (p, "false", 5) == 0 ? p + 5 : NULL;
+    return sg_load_literal (p, end, "false", 5) ? p + 5 : NULL;
   case 'n':
     v->type = V_NULL;
-    return end - p >= 4 && memcmp (p, "null", 4) == 0 ? p + 4 : NULL;
+    return sg_load_literal (p, end, "null", 4) ? p + 4 : NULL;
   default: {
     double d;
     if (!(p = sg_chunk_number (c, p, end, &d)))
