@@ -129,6 +129,25 @@ void sg_arg_build_init (SgArgBuild *b, SgGraph *g, const char *node, const GArra
                         GArray *refs, GError **error);
 void sg_arg_build_clear (SgArgBuild *b);
 
+/* The position of @id among the @n ids at @ids, or @n when it is not
+ * there (@id then counts as at @n: the caller puts it there). A scan
+ * while @n is short, past it a set (*@set, made by args.c's
+ * sg_ids_position_set, freed by the caller, for one growing list): linear
+ * for an output node's thousands of inputs (a scan would be quadratic).
+ * The loader's distinct inputs and the validator's. */
+#define SG_SCAN_IDS 32
+uint32_t sg_ids_position_set (const SgNodeId *ids, uint32_t n, SgNodeId id, GHashTable **set);
+static inline uint32_t
+sg_ids_position (const SgNodeId *ids, uint32_t n, SgNodeId id, GHashTable **set)
+{
+  if (*set || n >= SG_SCAN_IDS)
+    return sg_ids_position_set (ids, n, id, set);
+  for (uint32_t i = 0; i < n; i++)
+    if (ids[i] == id)
+      return i;
+  return n;
+}
+
 /* Parses graph-format @args (a JSON list or NULL) and @kwargs (an object or
  * NULL) of node @n into g->args, resolving {"node": NAME} by name into
  * b->refs; sets n's args_first, n_args, kwargs_first, n_kwargs. False with

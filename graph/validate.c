@@ -372,26 +372,6 @@ validate_args (const SgGraph *g, SgNodeId id, GError **error)
 }
 
 
-/* Whether input @j of @in is among the ones before it (linear even for an
- * output node with thousands of inputs: a set past SCAN_INPUTS). */
-#define SCAN_INPUTS 32
-static bool
-listed_before (const SgNodeId *in, uint32_t j, GHashTable **set)
-{
-  if (j < SCAN_INPUTS) {
-    for (uint32_t i = 0; i < j; i++)
-      if (in[i] == in[j])
-        return true;
-    return false;
-  }
-  if (!*set) {
-    *set = g_hash_table_new (g_direct_hash, g_direct_equal);
-    for (uint32_t i = 0; i < j; i++)
-      g_hash_table_add (*set, GINT_TO_POINTER (in[i] + 1));
-  }
-  return !g_hash_table_add (*set, GINT_TO_POINTER (in[j] + 1));
-}
-
 bool
 sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
 {
@@ -453,7 +433,7 @@ sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
              "node '%s': args: reads collective '%s' directly; its result is read through its "
              "wait_tensor",
              n->name, g->nodes[in[j]].name);
-    if (listed_before (in, j, &listed))
+    if (sg_ids_position (in, j, in[j], &listed) < j)
       VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': inputs: '%s' listed twice", n->name,
              g->nodes[in[j]].name);
   }
