@@ -193,13 +193,14 @@ typedef struct {
 } SgBrief;
 G_STATIC_ASSERT (SG_OP_N_KINDS <= 256);
 
-/* What every node's rules read besides the node and its inputs. */
+/* What every node's rules read besides the node and its inputs: the
+ * graph's, and arrays the validator fills before the rules run. */
 typedef struct {
   const SgGraph *g;
   const char **key_of; /* each node's key in g->by_name; NULL: names are distinct */
-  const SgBrief *brief;
-  const gint *wait_first; /* per node: the first wait_tensor on it, id + 1 (0: none) */
-  const gint *elem_first; /* per element of a coalesced collective: its first getitem */
+  SgBrief *brief;
+  gint *wait_first; /* per node: the first wait_tensor on it, id + 1 (0: none) */
+  gint *elem_first; /* per element of a coalesced collective: its first getitem */
 } SgValidateShared;
 
 /* Node @id's rules (validate.c), in their order: false with the first
