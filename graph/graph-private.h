@@ -31,6 +31,37 @@ sg_int62 (double d, int64_t *out)
   return true;
 }
 
+/* A tensor meta's rules on its shape past those of each extent (an
+ * integer >= 0), the loaders' (parse_meta, load-tape.c sg_chunk_meta) and
+ * the validator's: the element count within 2^62 after each extent (*@numel
+ * times @x, false when it passes), then the byte size. */
+static inline bool
+sg_numel_times (uint64_t *numel, int64_t x)
+{
+  if (x && *numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)x)
+    return false;
+  *numel *= (uint64_t)x;
+  return true;
+}
+
+static inline bool
+sg_numel_bytes_ok (uint64_t numel, SgDtype dt)
+{
+  return numel <= (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dt);
+}
+
+/* The strides of a contiguous tensor of the @n extents at @sh into @st
+ * (a meta without `stride`). */
+static inline void
+sg_shape_strides (const int64_t *sh, int n, int64_t *st)
+{
+  int64_t s = 1;
+  for (int i = n - 1; i >= 0; i--) {
+    st[i] = s;
+    s *= sh[i] ? sh[i] : 1;
+  }
+}
+
 /* The graph format's `op` strings, by SgNodeOp (sg_node_op_name). */
 static const struct {
   const char *text;

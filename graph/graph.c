@@ -324,13 +324,12 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
     if (!json_int (v, &sh[i]) || sh[i] < 0)
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape[%d]: expected a non-negative integer",
             node, field, i);
-    if (sh[i] && numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)sh[i])
+    if (!sg_numel_times (&numel, sh[i]))
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", node,
             field);
-    numel *= (uint64_t)sh[i];
     i++;
   }
-  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dt))
+  if (!sg_numel_bytes_ok (numel, dt))
     FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", node, field);
   if (stride && cJSON_IsArray (stride)) {
     i = 0;
@@ -342,11 +341,7 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
       i++;
     }
   } else {
-    int64_t s = 1;
-    for (i = ndim - 1; i >= 0; i--) {
-      st[i] = s;
-      s *= sh[i] ? sh[i] : 1;
-    }
+    sg_shape_strides (sh, ndim, st);
   }
   out->ndim = ndim;
   out->dtype = dt;

@@ -162,5 +162,32 @@ bool sg_tape_args (Chunk *c, int64_t args, int64_t kwargs, uint32_t ref_first, S
 /* The node's meta (tape value @m or -1): a tuple's elements, or its own
  * (parse_meta). False where it fails. */
 bool sg_tape_meta (Chunk *c, int64_t m, SgNode *n, Rec *rec);
+/* A tensor meta whose @ndim extents at @sh (integers >= 0), strides at
+ * @st (NULL: a contiguous tensor's) and dtype @dt are read, into the
+ * chunk's dims and *@out: parse_meta's rules past reading its fields.
+ * False where one fails. @sh and @st are arrays of SG_MAX_DIMS. */
+static inline bool
+sg_chunk_meta (Chunk *c, const int64_t *sh, int ndim, int64_t *st, SgDtype dt, SgMeta *out)
+{
+  if (ndim < 0 || ndim > SG_MAX_DIMS) /* read already; the bound keeps the copies short */
+    return false;
+  uint64_t numel = 1;
+  for (int i = 0; i < ndim; i++)
+    if (!sg_numel_times (&numel, sh[i]))
+      return false;
+  if (!sg_numel_bytes_ok (numel, dt))
+    return false;
+  int64_t own[SG_MAX_DIMS];
+  if (!st)
+    sg_shape_strides (sh, ndim, st = own);
+  /* whole arrays, a fixed size (a few moves, no call): past 2 * @ndim the
+   * dims hold nothing yet */
+  RESERVE (c, dims, (size_t)ndim + SG_MAX_DIMS);
+  memcpy (&c->dims[c->n_dims], sh, SG_MAX_DIMS * sizeof *sh);
+  memcpy (&c->dims[c->n_dims + (size_t)ndim], st, SG_MAX_DIMS * sizeof *st);
+  *out = (SgMeta){ .ndim = ndim, .dtype = dt, .first = (uint32_t)c->n_dims };
+  c->n_dims += 2 * (size_t)ndim;
+  return true;
+}
 /* The dtype the @len bytes at @s name, or SG_DTYPE_INVALID. */
 SgDtype sg_chunk_dtype (Chunk *c, const char *s, uint32_t len);

@@ -396,30 +396,9 @@ meta_direct (Chunk *c, const char *p, const char *end, SgMeta *out)
     q = sg_load_skip_ws (q + 1, end);
   }
   SgDtype dtype = dt ? sg_chunk_dtype (c, dt, dt_len) : SG_DTYPE_INVALID;
-  if (n_sh < 0 || dtype == SG_DTYPE_INVALID || (n_st >= 0 && n_st != n_sh))
+  if (n_sh < 0 || dtype == SG_DTYPE_INVALID || (n_st >= 0 && n_st != n_sh)
+      || !sg_chunk_meta (c, sh, n_sh, n_st >= 0 ? st : NULL, dtype, out))
     return NULL;
-  uint64_t numel = 1;
-  for (int i = 0; i < n_sh; i++) {
-    if (sh[i] && numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)sh[i])
-      return NULL;
-    numel *= (uint64_t)sh[i];
-  }
-  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dtype))
-    return NULL;
-  if (n_st < 0) {
-    int64_t s = 1;
-    for (int i = n_sh - 1; i >= 0; i--) {
-      st[i] = s;
-      s *= sh[i] ? sh[i] : 1;
-    }
-  }
-  if (n_sh) {
-    RESERVE (c, dims, 2 * (size_t)n_sh);
-    memcpy (&c->dims[c->n_dims], sh, (size_t)n_sh * sizeof *sh);
-    memcpy (&c->dims[c->n_dims + (size_t)n_sh], st, (size_t)n_sh * sizeof *st);
-  }
-  *out = (SgMeta){ .ndim = n_sh, .dtype = dtype, .first = (uint32_t)c->n_dims };
-  c->n_dims += 2 * (size_t)n_sh;
   return q + 1;
 }
 

@@ -280,38 +280,17 @@ meta_of (Chunk *c, int64_t m, SgMeta *out)
   if (strided && (c->tape[stride].type != V_ARR || c->tape[stride].n != ndim))
     return false;
   int64_t sh[SG_MAX_DIMS], st[SG_MAX_DIMS];
-  uint64_t numel = 1;
   uint32_t k = (uint32_t)shape + 1;
-  for (uint32_t i = 0; i < ndim; i++, k = c->tape[k].next) {
+  for (uint32_t i = 0; i < ndim; i++, k = c->tape[k].next)
     if (!sg_tape_int (&c->tape[k], &sh[i]) || sh[i] < 0)
       return false;
-    if (sh[i] && numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)sh[i])
+  k = (uint32_t)stride + 1;
+  for (uint32_t i = 0; strided && i < ndim; i++, k = c->tape[k].next)
+    if (!sg_tape_int (&c->tape[k], &st[i]) || st[i] < 0)
       return false;
-    numel *= (uint64_t)sh[i];
-  }
-  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dt))
-    return false;
-  if (strided) {
-    k = (uint32_t)stride + 1;
-    for (uint32_t i = 0; i < ndim; i++, k = c->tape[k].next)
-      if (!sg_tape_int (&c->tape[k], &st[i]) || st[i] < 0)
-        return false;
-  } else {
-    int64_t s = 1;
-    for (int32_t i = (int32_t)ndim - 1; i >= 0; i--) {
-      st[i] = s;
-      s *= sh[i] ? sh[i] : 1;
-    }
-  }
-  if (ndim) {
-    RESERVE (c, dims, 2 * (size_t)ndim);
-    memcpy (&c->dims[c->n_dims], sh, ndim * sizeof *sh);
-    memcpy (&c->dims[c->n_dims + ndim], st, ndim * sizeof *st);
-  }
-  *out = (SgMeta){ .ndim = (int32_t)ndim, .dtype = dt, .first = (uint32_t)c->n_dims };
-  c->n_dims += 2 * (size_t)ndim;
-  return true;
+  return sg_chunk_meta (c, sh, (int)ndim, strided ? st : NULL, dt, out);
 }
+
 
 bool
 sg_tape_meta (Chunk *c, int64_t m, SgNode *n, Rec *rec)

@@ -53,12 +53,11 @@ validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, int64_t t, GE
     if (st[d] < 0)
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride[%d]: negative stride %" G_GINT64_FORMAT,
              n->name, meta_field (buf, t), d, st[d]);
-    if (sh[d] && numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)sh[d])
+    if (!sg_numel_times (&numel, sh[d]))
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", n->name,
              meta_field (buf, t));
-    numel *= (uint64_t)sh[d];
   }
-  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (m->dtype))
+  if (!sg_numel_bytes_ok (numel, m->dtype))
     VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name,
            meta_field (buf, t));
   return true;
