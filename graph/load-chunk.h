@@ -49,12 +49,6 @@ typedef struct {
   uint64_t hash;
 } Ref;
 
-typedef struct Block {
-  struct Block *next;
-  size_t size, used;
-  max_align_t data[];
-} Block;
-
 #define ARR(type, name)                                                                            \
   type *name;                                                                                      \
   size_t n_##name, cap_##name
@@ -79,7 +73,7 @@ typedef struct {
   ARR (uint32_t, rslots); /* a long reference list's set: ref index + 1 */
   uint32_t rset_node;     /* the node's first ref the set is for (+ 1) */
   uint32_t rset_count;
-  Block *arena, *cur;
+  SgLoadArena arena;
   char decimal_point;
   const char *dt_s; /* the last dtype spelling read, and its dtype */
   uint32_t dt_len;
@@ -132,8 +126,6 @@ sg_tape_int (const Val *v, int64_t *out)
 /* Empties @c for a new start (keeping its memory) / frees its memory. */
 void sg_chunk_reset (Chunk *c);
 void sg_chunk_clear (Chunk *c);
-/* @n bytes of @c's arena, valid until its next reset. */
-void *sg_chunk_alloc (Chunk *c, size_t n);
 /* The string whose opening quote is at @p: its text at *@s (in the
  * arena, NUL-terminated, when it had escapes), *@len bytes. Returns the
  * end, NULL to decline. */

@@ -33,15 +33,10 @@
 #define NUMBER_MAX 63
 #define BLOCK_MIN ((size_t)64 << 10)
 
-typedef struct Block {
-  struct Block *next;
+struct SgLoadBlock {
+  SgLoadBlock *next;
   size_t size;
   max_align_t data[];
-} Block;
-
-/* A chain of blocks, reused from node to node. */
-struct SgLoadArena {
-  Block *head;
 };
 
 SgLoadArena *
@@ -55,53 +50,55 @@ sg_load_arena_free (SgLoadArena *a)
 {
   if (!a)
     return;
-  for (Block *b = a->head, *next; b; b = next) {
-    next = b->next;
-    g_free (b);
-  }
+  sg_load_arena_clear (a);
   g_free (a);
 }
 
-typedef struct {
-  SgLoadArena *a;
-  Block *cur;        /* the block being filled (NULL: none yet) */
-  char *next, *limit; /* its free space */
-  const char *end;
-  char decimal_point; /* the locale's, as cJSON's parse_number uses; 0: not read yet */
-} Reader;
+void
+sg_load_arena_reset (SgLoadArena *a)
+{
+  a->cur = NULL;
+  a->next = a->limit = NULL;
+}
+
+void
+sg_load_arena_clear (SgLoadArena *a)
+{
+  for (SgLoadBlock *b = a->head, *next; b; b = next) {
+    next = b->next;
+    g_free (b);
+  }
+  *a = (SgLoadArena){ 0 };
+}
 
 /* Moves to the next block of the chain with room for @n bytes, appending
  * one when none has. */
-static void
-next_block (Reader *r, size_t n)
+void *
+sg_load_arena_grow (SgLoadArena *a, size_t n)
 {
-  Block *b = r->cur ? r->cur->next : r->a->head;
+  SgLoadBlock *b = a->cur ? a->cur->next : a->head;
   while (b && b->size < n)
     b = b->next;
   if (!b) {
     size_t size = MAX (BLOCK_MIN, n);
-    b = g_malloc (sizeof (Block) + size);
-    *b = (Block){ .size = size };
-    Block **link = &r->a->head;
+    b = g_malloc (sizeof (SgLoadBlock) + size);
+    *b = (SgLoadBlock){ .size = size };
+    SgLoadBlock **link = a->cur ? &a->cur->next : &a->head;
     while (*link)
       link = &(*link)->next;
     *link = b;
   }
-  r->cur = b;
-  r->next = (char *)b->data;
-  r->limit = r->next + b->size;
+  a->cur = b;
+  a->next = (char *)b->data + n;
+  a->limit = (char *)b->data + b->size;
+  return b->data;
 }
 
-static inline void *
-arena_alloc (Reader *r, size_t n)
-{
-  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
-  if ((size_t)(r->limit - r->next) < n)
-    next_block (r, n);
-  void *p = r->next;
-  r->next += n;
-  return p;
-}
+typedef struct {
+  SgLoadArena *a;
+  const char *end;
+  char decimal_point; /* the locale's, as cJSON's parse_number uses; 0: not read yet */
+} Reader;
 
 static int
 hex4 (const char *p)
@@ -203,7 +200,7 @@ read_string (Reader *r, const char *p, char **out_)
   if (!q)
     return NULL;
   size_t n = (size_t)(q - s);
-  char *out = arena_alloc (r, n + 1);
+  char *out = sg_load_arena_alloc (r->a, n + 1);
   if (!escapes) {
     /* names and keys are short: whole words (the arena rounds @out up to
      * 16 bytes, and the text goes on past the quote), not a memcpy call */
@@ -303,7 +300,7 @@ read_container (Reader *r, const char *p, cJSON *item, bool obj, int depth)
     return p + 1;
   cJSON *last = NULL;
   for (;;) {
-    cJSON *c = arena_alloc (r, sizeof *c);
+    cJSON *c = sg_load_arena_alloc (r->a, sizeof *c);
     memset (c, 0, sizeof *c);
     if (obj) {
       if (p >= r->end || *p != '"' || !(p = read_string (r, p, &c->string)))
@@ -369,10 +366,11 @@ const cJSON *
 sg_load_read_node (SgLoadArena *a, const char *p, const char *end, const char **stop)
 {
   Reader r = { .a = a, .end = end };
+  sg_load_arena_reset (a);
   p = sg_load_skip_ws (p, end);
   if (p >= end || *p != '{')
     return NULL;
-  cJSON *root = arena_alloc (&r, sizeof *root);
+  cJSON *root = sg_load_arena_alloc (r.a, sizeof *root);
   memset (root, 0, sizeof *root);
   if (!(p = read_container (&r, p, root, true, 0)))
     return NULL;

@@ -18,7 +18,6 @@
 
 /* A node's distinct references are found by a scan up to this many. */
 #define SCAN_REFS 32
-#define ARENA_BLOCK ((size_t)64 << 10)
 
 void
 sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem)
@@ -28,25 +27,6 @@ sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem)
     c *= 2;
   *p = g_realloc_n (*p, c, elem);
   *cap = c;
-}
-
-void *
-sg_chunk_alloc (Chunk *c, size_t n)
-{
-  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
-  Block *b = c->cur;
-  while (b && b->size - b->used < n)
-    b = b->next;
-  if (!b) {
-    size_t size = MAX (ARENA_BLOCK, n);
-    b = g_malloc (sizeof (Block) + size);
-    *b = (Block){ .next = c->arena, .size = size };
-    c->arena = b;
-  }
-  c->cur = b;
-  void *p = (char *)b->data + b->used;
-  b->used += n;
-  return p;
 }
 
 void
@@ -60,9 +40,7 @@ sg_chunk_reset (Chunk *c)
   if (c->cap_cslots)
     memset (c->cslots, 0, c->cap_cslots * sizeof *c->cslots);
   c->rset_node = 0;
-  for (Block *b = c->arena; b; b = b->next)
-    b->used = 0;
-  c->cur = c->arena;
+  sg_load_arena_reset (&c->arena);
   c->dt_s = NULL;
 }
 
@@ -82,10 +60,7 @@ sg_chunk_clear (Chunk *c)
   g_free (c->top);
   g_free (c->inner);
   g_free (c->rslots);
-  for (Block *b = c->arena, *next; b; b = next) {
-    next = b->next;
-    g_free (b);
-  }
+  sg_load_arena_clear (&c->arena);
   memset (c, 0, sizeof *c);
 }
 
@@ -103,7 +78,7 @@ sg_chunk_string (Chunk *c, const char *p, const char *end, const char **s, uint3
     *len = (uint32_t)(q - p - 1);
     return q + 1;
   }
-  char *out = sg_chunk_alloc (c, (size_t)(q - p));
+  char *out = sg_load_arena_alloc (&c->arena, (size_t)(q - p));
   char *z = sg_load_unescape (p + 1, q, out);
   if (!z)
     return NULL;
@@ -134,7 +109,7 @@ sg_chunk_const (Chunk *c, const char *s, uint32_t len)
     if (k->hash == h && k->len == len && memcmp (k->s, s, len) == 0)
       return c->cslots[at] - 1;
   }
-  char *copy = sg_chunk_alloc (c, (size_t)len + 1);
+  char *copy = sg_load_arena_alloc (&c->arena, (size_t)len + 1);
   memcpy (copy, s, len);
   copy[len] = '\0';
   RESERVE (c, consts, 1);
