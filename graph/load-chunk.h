@@ -34,20 +34,63 @@ typedef struct {
   bool has_tuple;  /* tuple_first was set (an empty tuple too) */
 } Rec;
 
-/* A string of targets, keys and string arguments, once per chunk. */
+/* A string and its sg_name_hash: what a KeySet finds. */
 typedef struct {
-  const char *s; /* NUL-terminated, in the chunk's arena */
+  const char *s;
   uint32_t len;
   uint64_t hash;
+} Key;
+
+/* A string of targets, keys and string arguments, once per chunk. */
+typedef struct {
+  Key key;            /* .s NUL-terminated, in the chunk's arena */
   const char *global; /* interned in g->strings (merge) */
   SgOpKind kind;      /* sg_op_from_target (global) */
 } Const;
 
+typedef Key Ref; /* a name as referenced */
+
+/* The readers' one hash set (a chunk's constants, a node's long
+ * reference list, the strings interned so far): indices of an array whose
+ * elements start with a Key, @stride bytes apart, found by their Key.
+ * Open addressing, index + 1 per slot (0: empty), kept at most half full
+ * by its user. */
 typedef struct {
-  const char *s; /* the name as referenced */
-  uint32_t len;
-  uint64_t hash;
-} Ref;
+  uint32_t *slots;
+  size_t cap; /* a power of two (0: none yet) */
+  size_t count;
+} KeySet;
+
+/* Empties @set into @cap slots and puts in entries @first to @first + @n
+ * - 1 of @keys / empties it, keeping its slots / frees them. */
+void sg_keyset_fill (KeySet *set, size_t cap, const void *keys, size_t stride, size_t first,
+                     size_t n);
+void sg_keyset_empty (KeySet *set);
+void sg_keyset_clear (KeySet *set);
+
+/* The index of @set's entry equal to the @len bytes at @s (hash @h), or
+ * -1 with *@slot where it goes (sg_keyset_put). */
+static inline int64_t
+sg_keyset_find (const KeySet *set, const void *keys, size_t stride, const char *s, uint32_t len,
+                uint64_t h, size_t *slot)
+{
+  size_t mask = set->cap - 1, at = h & mask;
+  for (; set->slots[at]; at = (at + 1) & mask) {
+    size_t i = set->slots[at] - 1;
+    const Key *k = (const Key *)(const void *)((const char *)keys + i * stride);
+    if (k->hash == h && k->len == len && memcmp (k->s, s, len) == 0)
+      return (int64_t)i;
+  }
+  *slot = at;
+  return -1;
+}
+
+static inline void
+sg_keyset_put (KeySet *set, size_t slot, size_t index)
+{
+  set->slots[slot] = (uint32_t)index + 1;
+  set->count++;
+}
 
 #define ARR(type, name)                                                                            \
   type *name;                                                                                      \
@@ -66,13 +109,12 @@ typedef struct {
   ARR (SgMeta, tuples);
   ARR (Ref, refs); /* each node's distinct references: its inputs */
   ARR (Const, consts);
-  ARR (uint32_t, cslots); /* const index + 1 by hash */
+  KeySet cset;            /* the consts */
   ARR (Val, tape);
   ARR (SgArg, top);       /* args read directly: the list's items, */
   ARR (SgArg, inner);     /* and the items of lists among them */
-  ARR (uint32_t, rslots); /* a long reference list's set: ref index + 1 */
+  KeySet rset;            /* a long reference list's refs */
   uint32_t rset_node;     /* the node's first ref the set is for (+ 1) */
-  uint32_t rset_count;
   SgLoadArena arena;
   char decimal_point;
   const char *dt_s; /* the last dtype spelling read, and its dtype */

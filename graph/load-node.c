@@ -37,8 +37,7 @@ sg_chunk_reset (Chunk *c)
   c->outputs = 0;
   c->n_nodes = c->n_recs = c->n_blob = c->n_args = c->n_dims = c->n_tuples = 0;
   c->n_refs = c->n_consts = c->n_tape = c->n_top = c->n_inner = 0;
-  if (c->cap_cslots)
-    memset (c->cslots, 0, c->cap_cslots * sizeof *c->cslots);
+  sg_keyset_empty (&c->cset);
   c->rset_node = 0;
   sg_load_arena_reset (&c->arena);
   c->dt_s = NULL;
@@ -55,11 +54,11 @@ sg_chunk_clear (Chunk *c)
   g_free (c->tuples);
   g_free (c->refs);
   g_free (c->consts);
-  g_free (c->cslots);
+  sg_keyset_clear (&c->cset);
   g_free (c->tape);
   g_free (c->top);
   g_free (c->inner);
-  g_free (c->rslots);
+  sg_keyset_clear (&c->rset);
   sg_load_arena_clear (&c->arena);
   memset (c, 0, sizeof *c);
 }
@@ -91,31 +90,20 @@ uint32_t
 sg_chunk_const (Chunk *c, const char *s, uint32_t len)
 {
   uint64_t h = sg_name_hash (s, len);
-  if ((c->n_consts + 1) * 2 > c->cap_cslots) {
-    size_t cap = MAX (c->cap_cslots * 2, (size_t)64);
-    g_free (c->cslots);
-    c->cslots = g_new0 (uint32_t, cap);
-    c->cap_cslots = cap;
-    for (size_t i = 0; i < c->n_consts; i++) {
-      size_t at = c->consts[i].hash & (cap - 1);
-      while (c->cslots[at])
-        at = (at + 1) & (cap - 1);
-      c->cslots[at] = (uint32_t)i + 1;
-    }
-  }
-  size_t mask = c->cap_cslots - 1, at = h & mask;
-  for (; c->cslots[at]; at = (at + 1) & mask) {
-    const Const *k = &c->consts[c->cslots[at] - 1];
-    if (k->hash == h && k->len == len && memcmp (k->s, s, len) == 0)
-      return c->cslots[at] - 1;
-  }
+  if ((c->n_consts + 1) * 2 > c->cset.cap)
+    sg_keyset_fill (&c->cset, MAX (c->cset.cap * 2, (size_t)64), c->consts, sizeof (Const), 0,
+                    c->n_consts);
+  size_t at;
+  int64_t found = sg_keyset_find (&c->cset, c->consts, sizeof (Const), s, len, h, &at);
+  if (found >= 0)
+    return (uint32_t)found;
   char *copy = sg_load_arena_alloc (&c->arena, (size_t)len + 1);
   memcpy (copy, s, len);
   copy[len] = '\0';
   RESERVE (c, consts, 1);
-  c->consts[c->n_consts] = (Const){ .s = copy, .len = len, .hash = h };
-  c->cslots[at] = (uint32_t)++c->n_consts;
-  return (uint32_t)c->n_consts - 1;
+  c->consts[c->n_consts] = (Const){ .key = { copy, len, h } };
+  sg_keyset_put (&c->cset, at, c->n_consts);
+  return (uint32_t)c->n_consts++;
 }
 
 SgArg
@@ -123,21 +111,42 @@ sg_chunk_string_arg (Chunk *c, const char *s, uint32_t len, const char *key)
 {
   uint32_t k = sg_chunk_const (c, s, len);
   SgArg a = { .type = SG_ARG_STR };
-  a.s = c->consts[k].s;
+  a.s = c->consts[k].key.s;
   if (key)
     sg_arg_classify (&a, key);
   a.i = k;
   return a;
 }
 
-static void
-rset_insert (Chunk *c, uint32_t ref)
+void
+sg_keyset_fill (KeySet *set, size_t cap, const void *keys, size_t stride, size_t first, size_t n)
 {
-  size_t mask = c->cap_rslots - 1, at = c->refs[ref].hash & mask;
-  while (c->rslots[at])
-    at = (at + 1) & mask;
-  c->rslots[at] = ref + 1;
-  c->rset_count++;
+  g_free (set->slots);
+  set->slots = g_new0 (uint32_t, cap);
+  set->cap = cap;
+  set->count = n;
+  for (size_t i = first; i < first + n; i++) {
+    const Key *k = (const Key *)(const void *)((const char *)keys + i * stride);
+    size_t at = k->hash & (cap - 1);
+    while (set->slots[at])
+      at = (at + 1) & (cap - 1);
+    set->slots[at] = (uint32_t)i + 1;
+  }
+}
+
+void
+sg_keyset_empty (KeySet *set)
+{
+  if (set->cap)
+    memset (set->slots, 0, set->cap * sizeof *set->slots);
+  set->count = 0;
+}
+
+void
+sg_keyset_clear (KeySet *set)
+{
+  g_free (set->slots);
+  *set = (KeySet){ 0 };
 }
 
 uint32_t
@@ -152,29 +161,21 @@ sg_chunk_ref (Chunk *c, uint32_t first, const char *s, uint32_t len)
         return i;
     }
   } else {
-    if (c->rset_node != first + 1 || (c->rset_count + 1) * 2 > c->cap_rslots) {
+    if (c->rset_node != first + 1 || (c->rset.count + 1) * 2 > c->rset.cap) {
       size_t cap = 64;
       while (cap < (size_t)(n + 1) * 4)
         cap *= 2;
-      g_free (c->rslots);
-      c->rslots = g_new0 (uint32_t, cap);
-      c->cap_rslots = cap;
+      sg_keyset_fill (&c->rset, cap, c->refs, sizeof (Ref), first, n);
       c->rset_node = first + 1;
-      c->rset_count = 0;
-      for (uint32_t i = 0; i < n; i++)
-        rset_insert (c, first + i);
     }
-    size_t mask = c->cap_rslots - 1;
-    for (size_t at = h & mask; c->rslots[at]; at = (at + 1) & mask) {
-      const Ref *r = &c->refs[c->rslots[at] - 1];
-      if (r->hash == h && r->len == len && memcmp (r->s, s, len) == 0)
-        return c->rslots[at] - 1 - first;
-    }
+    size_t at;
+    int64_t found = sg_keyset_find (&c->rset, c->refs, sizeof (Ref), s, len, h, &at);
+    if (found >= 0)
+      return (uint32_t)found - first;
+    sg_keyset_put (&c->rset, at, c->n_refs);
   }
   RESERVE (c, refs, 1);
   c->refs[c->n_refs++] = (Ref){ .s = s, .len = len, .hash = h };
-  if (c->rset_node == first + 1)
-    rset_insert (c, (uint32_t)c->n_refs - 1);
   return n;
 }
 

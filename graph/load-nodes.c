@@ -58,9 +58,8 @@ typedef struct {
   Chunk *chunks;
   int32_t n_chunks, cap_chunks;
   SgNameTable *names;
-  GArray *interned; /* Const: every string interned so far, by @islots */
-  uint32_t *islots; /* index + 1 by hash; a power of two of them */
-  size_t cap_islots;
+  GArray *interned; /* Const: every string interned so far, by @iset */
+  KeySet iset;
   uint64_t *hash; /* the round's names' hashes, by id - round_base */
   size_t cap_hash;
   SgNodeId round_base;
@@ -288,33 +287,23 @@ finish_task (gpointer data, int32_t i, int32_t worker)
 static void
 intern (Fast *f, Const *k)
 {
-  if ((f->interned->len + 1) * 2 > f->cap_islots) {
-    size_t cap = MAX (f->cap_islots * 2, (size_t)256);
-    g_free (f->islots);
-    f->islots = g_new0 (uint32_t, cap);
-    f->cap_islots = cap;
-    for (guint i = 0; i < f->interned->len; i++) {
-      size_t at = g_array_index (f->interned, Const, i).hash & (cap - 1);
-      while (f->islots[at])
-        at = (at + 1) & (cap - 1);
-      f->islots[at] = i + 1;
-    }
+  if ((f->interned->len + 1) * 2 > f->iset.cap)
+    sg_keyset_fill (&f->iset, MAX (f->iset.cap * 2, (size_t)256), f->interned->data,
+                    sizeof (Const), 0, f->interned->len);
+  size_t at;
+  int64_t found = sg_keyset_find (&f->iset, f->interned->data, sizeof (Const), k->key.s,
+                                  k->key.len, k->key.hash, &at);
+  if (found >= 0) {
+    const Const *e = &g_array_index (f->interned, Const, found);
+    k->global = e->global;
+    k->kind = e->kind;
+    return;
   }
-  size_t mask = f->cap_islots - 1, at = k->hash & mask;
-  for (; f->islots[at]; at = (at + 1) & mask) {
-    const Const *e = &g_array_index (f->interned, Const, f->islots[at] - 1);
-    if (e->hash == k->hash && e->len == k->len && memcmp (e->global, k->s, k->len) == 0) {
-      k->global = e->global;
-      k->kind = e->kind;
-      return;
-    }
-  }
-  k->global = g_string_chunk_insert_const (f->g->strings, k->s);
+  k->global = g_string_chunk_insert_const (f->g->strings, k->key.s);
   k->kind = sg_op_from_target (k->global);
-  Const e
-      = { .s = k->global, .len = k->len, .hash = k->hash, .global = k->global, .kind = k->kind };
+  Const e = { .key = { k->global, k->key.len, k->key.hash }, .global = k->global, .kind = k->kind };
+  sg_keyset_put (&f->iset, at, f->interned->len);
   g_array_append_val (f->interned, e);
-  f->islots[at] = f->interned->len;
 }
 
 /* Room for the round's nodes and pool entries, names and interned strings
@@ -443,7 +432,7 @@ sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, si
   g_free (f.chunks);
   g_free (f.hash);
   g_array_unref (f.interned);
-  g_free (f.islots);
+  sg_keyset_clear (&f.iset);
   sg_name_table_free (f.names);
   return ok;
 }

@@ -228,7 +228,7 @@ sg_tape_args (Chunk *c, int64_t args, int64_t kwargs, uint32_t ref_first, SgNode
   for (uint32_t i = 0; i < n->n_kwargs; i++) {
     SgArg ka = sg_chunk_string_arg (c, c->tape[k].s, c->tape[k].n, NULL);
     c->args[n->kwargs_first + 2 * i] = ka;
-    if (!emit_value (c, k + 1, 1, c->consts[ka.i].s, n->kwargs_first + 2 * i + 1, ref_first))
+    if (!emit_value (c, k + 1, 1, c->consts[ka.i].key.s, n->kwargs_first + 2 * i + 1, ref_first))
       return false;
     k = c->tape[k + 1].next;
   }
