@@ -16,8 +16,6 @@
  */
 #include "load-chunk.h"
 
-/* A node's distinct references are found by a scan up to this many. */
-#define SCAN_REFS 32
 
 void
 sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem)
@@ -154,7 +152,7 @@ sg_chunk_ref (Chunk *c, uint32_t first, const char *s, uint32_t len)
 {
   uint64_t h = sg_name_hash (s, len);
   uint32_t n = (uint32_t)c->n_refs - first;
-  if (n < SCAN_REFS) {
+  if (n < SG_SCAN_IDS) { /* as sg_ids_position, by name */
     for (uint32_t i = 0; i < n; i++) {
       const Ref *r = &c->refs[first + i];
       if (r->hash == h && r->len == len && memcmp (r->s, s, len) == 0)
