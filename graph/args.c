@@ -21,10 +21,6 @@
     return false;                                                              \
   } while (0)
 
-/* References are kept distinct with a scan while short and a set beyond
- * (an output node may list thousands; a scan would be quadratic). */
-#define SCAN_REFS 32
-
 void
 sg_arg_build_init (SgArgBuild *b, SgGraph *g, const char *node, const GArray *scratch,
                    GArray *refs, GError **error)
@@ -43,29 +39,30 @@ sg_arg_build_clear (SgArgBuild *b)
   g_clear_pointer (&b->seen, g_hash_table_unref);
 }
 
+uint32_t
+sg_ids_position_set (const SgNodeId *ids, uint32_t n, SgNodeId id, GHashTable **set)
+{
+  if (!*set) {
+    *set = g_hash_table_new (g_direct_hash, g_direct_equal);
+    for (uint32_t i = 0; i < n; i++)
+      g_hash_table_insert (*set, GINT_TO_POINTER (ids[i] + 1), GUINT_TO_POINTER (i + 1));
+  }
+  gpointer at = g_hash_table_lookup (*set, GINT_TO_POINTER (id + 1));
+  if (at)
+    return GPOINTER_TO_UINT (at) - 1;
+  g_hash_table_insert (*set, GINT_TO_POINTER (id + 1), GUINT_TO_POINTER (n + 1));
+  return n;
+}
+
 /* Index of @id among the node's inputs, appended when new. */
 static uint32_t
 input_index (SgArgBuild *b, SgNodeId id)
 {
   GArray *r = b->refs;
-  if (!b->seen && r->len >= SCAN_REFS) {
-    b->seen = g_hash_table_new (g_direct_hash, g_direct_equal);
-    for (guint i = 0; i < r->len; i++)
-      g_hash_table_insert (b->seen, GINT_TO_POINTER (g_array_index (r, SgNodeId, i) + 1),
-                           GUINT_TO_POINTER (i + 1));
-  }
-  if (b->seen) {
-    gpointer at = g_hash_table_lookup (b->seen, GINT_TO_POINTER (id + 1));
-    if (at)
-      return GPOINTER_TO_UINT (at) - 1;
-    g_hash_table_insert (b->seen, GINT_TO_POINTER (id + 1), GUINT_TO_POINTER (r->len + 1));
-  } else {
-    for (guint i = 0; i < r->len; i++)
-      if (g_array_index (r, SgNodeId, i) == id)
-        return i;
-  }
-  g_array_append_val (r, id);
-  return r->len - 1;
+  uint32_t i = sg_ids_position ((const SgNodeId *)(void *)r->data, r->len, id, &b->seen);
+  if (i == r->len)
+    g_array_append_val (r, id);
+  return i;
 }
 
 /* The node named @name: among the last RECENT nodes first (most

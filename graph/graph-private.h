@@ -17,10 +17,79 @@
     g_set_error (error, SG_GRAPH_ERROR, code, __VA_ARGS__);                    \
     return false;                                                              \
   } while (0)
-/* The validator's bound on extents and byte totals, unsigned. */
-#define SG_MAX_EXTENT_U ((uint64_t)SG_MAX_EXTENT)
 /* A node's `cost_us` above 1e12 us (11.6 days) is a unit mistake. */
 #define SG_MAX_COST_US 1e12
+
+/* @d as an integer when it is one within +-2^62 (SG_MAX_EXTENT): every
+ * integer field of the graph format (the loaders' one range test). */
+static inline bool
+sg_int62 (double d, int64_t *out)
+{
+  if (!(d >= -(double)SG_MAX_EXTENT && d <= (double)SG_MAX_EXTENT) || d != (double)(int64_t)d)
+    return false;
+  *out = (int64_t)d;
+  return true;
+}
+
+/* A tensor meta's rules on its shape past those of each extent (an
+ * integer >= 0), the loaders' (parse_meta, load-tape.c sg_chunk_meta) and
+ * the validator's: the element count within 2^62 after each extent (*@numel
+ * times @x, false when it passes), then the byte size. */
+static inline bool
+sg_numel_times (uint64_t *numel, int64_t x)
+{
+  if (x && *numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)x)
+    return false;
+  *numel *= (uint64_t)x;
+  return true;
+}
+
+static inline bool
+sg_numel_bytes_ok (uint64_t numel, SgDtype dt)
+{
+  return numel <= (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dt);
+}
+
+/* The strides of a contiguous tensor of the @n extents at @sh into @st
+ * (a meta without `stride`). */
+static inline void
+sg_shape_strides (const int64_t *sh, int n, int64_t *st)
+{
+  int64_t s = 1;
+  for (int i = n - 1; i >= 0; i--) {
+    st[i] = s;
+    s *= sh[i] ? sh[i] : 1;
+  }
+}
+
+/* The graph format's `op` strings, by SgNodeOp (sg_node_op_name). */
+static const struct {
+  const char *text;
+  size_t len;
+} sg_node_ops[] = { { "placeholder", 11 }, { "get_attr", 8 }, { "call_function", 13 },
+                    { "output", 6 } };
+G_STATIC_ASSERT (G_N_ELEMENTS (sg_node_ops) == SG_NODE_OUTPUT + 1);
+
+/* The SgNodeOp the @len bytes at @s spell, -1 when none. */
+static inline int
+sg_node_op_from_text (const char *s, size_t len)
+{
+  for (int op = 0; op <= SG_NODE_OUTPUT; op++)
+    if (len == sg_node_ops[op].len && memcmp (s, sg_node_ops[op].text, len) == 0)
+      return op;
+  return -1;
+}
+
+/* The kind a node of op @op has: placeholder, get_attr and output have
+ * their own, a call_function's (SG_OP_UNKNOWN here) is its target's. */
+static inline SgOpKind
+sg_node_op_kind (SgNodeOp op)
+{
+  static const SgOpKind kinds[] = { SG_OP_PLACEHOLDER, SG_OP_GET_ATTR, SG_OP_UNKNOWN,
+                                    SG_OP_OUTPUT };
+  G_STATIC_ASSERT (G_N_ELEMENTS (kinds) == SG_NODE_OUTPUT + 1);
+  return kinds[op];
+}
 
 /* cJSON_GetObjectItemCaseSensitive(), inlined: the first member of @obj
  * named @key (duplicates: the first), NULL when none or @obj is not an
@@ -91,6 +160,25 @@ void sg_arg_build_init (SgArgBuild *b, SgGraph *g, const char *node, const GArra
                         GArray *refs, GError **error);
 void sg_arg_build_clear (SgArgBuild *b);
 
+/* The position of @id among the @n ids at @ids, or @n when it is not
+ * there (@id then counts as at @n: the caller puts it there). A scan
+ * while @n is short, past it a set (*@set, made by args.c's
+ * sg_ids_position_set, freed by the caller, for one growing list): linear
+ * for an output node's thousands of inputs (a scan would be quadratic).
+ * The loader's distinct inputs and the validator's. */
+#define SG_SCAN_IDS 32
+uint32_t sg_ids_position_set (const SgNodeId *ids, uint32_t n, SgNodeId id, GHashTable **set);
+static inline uint32_t
+sg_ids_position (const SgNodeId *ids, uint32_t n, SgNodeId id, GHashTable **set)
+{
+  if (*set || n >= SG_SCAN_IDS)
+    return sg_ids_position_set (ids, n, id, set);
+  for (uint32_t i = 0; i < n; i++)
+    if (ids[i] == id)
+      return i;
+  return n;
+}
+
 /* Parses graph-format @args (a JSON list or NULL) and @kwargs (an object or
  * NULL) of node @n into g->args, resolving {"node": NAME} by name into
  * b->refs; sets n's args_first, n_args, kwargs_first, n_kwargs. False with
@@ -136,13 +224,14 @@ typedef struct {
 } SgBrief;
 G_STATIC_ASSERT (SG_OP_N_KINDS <= 256);
 
-/* What every node's rules read besides the node and its inputs. */
+/* What every node's rules read besides the node and its inputs: the
+ * graph's, and arrays the validator fills before the rules run. */
 typedef struct {
   const SgGraph *g;
   const char **key_of; /* each node's key in g->by_name; NULL: names are distinct */
-  const SgBrief *brief;
-  const gint *wait_first; /* per node: the first wait_tensor on it, id + 1 (0: none) */
-  const gint *elem_first; /* per element of a coalesced collective: its first getitem */
+  SgBrief *brief;
+  gint *wait_first; /* per node: the first wait_tensor on it, id + 1 (0: none) */
+  gint *elem_first; /* per element of a coalesced collective: its first getitem */
 } SgValidateShared;
 
 /* Node @id's rules (validate.c), in their order: false with the first

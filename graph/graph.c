@@ -13,9 +13,6 @@
 
 G_DEFINE_QUARK (sg-graph-error-quark, sg_graph_error)
 
-#define MAX_EXTENT SG_MAX_EXTENT
-#define MAX_COST_US SG_MAX_COST_US
-
 /* Every pass and every trial graph holds a node array: no padding in a
  * node (4-byte fields between the pointers and the doubles). */
 #if GLIB_SIZEOF_VOID_P == 8
@@ -282,13 +279,7 @@ sg_group_instance_of (const SgGroup *group, int32_t rank)
 static bool
 json_int (const cJSON *v, int64_t *out)
 {
-  if (!cJSON_IsNumber (v))
-    return false;
-  double d = v->valuedouble;
-  if (!(d >= -(double)MAX_EXTENT && d <= (double)MAX_EXTENT) || d != (double)(int64_t)d)
-    return false;
-  *out = (int64_t)d;
-  return true;
+  return cJSON_IsNumber (v) && sg_int62 (v->valuedouble, out);
 }
 
 /* Parses {shape, stride, dtype} into the dims pool. */
@@ -333,13 +324,12 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
     if (!json_int (v, &sh[i]) || sh[i] < 0)
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape[%d]: expected a non-negative integer",
             node, field, i);
-    if (sh[i] && numel > (uint64_t)MAX_EXTENT / (uint64_t)sh[i])
+    if (!sg_numel_times (&numel, sh[i]))
       FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", node,
             field);
-    numel *= (uint64_t)sh[i];
     i++;
   }
-  if (numel > (uint64_t)MAX_EXTENT / sg_dtype_size (dt))
+  if (!sg_numel_bytes_ok (numel, dt))
     FAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", node, field);
   if (stride && cJSON_IsArray (stride)) {
     i = 0;
@@ -351,11 +341,7 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
       i++;
     }
   } else {
-    int64_t s = 1;
-    for (i = ndim - 1; i >= 0; i--) {
-      st[i] = s;
-      s *= sh[i] ? sh[i] : 1;
-    }
+    sg_shape_strides (sh, ndim, st);
   }
   out->ndim = ndim;
   out->dtype = dt;
@@ -365,32 +351,18 @@ parse_meta (SgGraph *g, const char *node, const char *field, const cJSON *m, SgM
   return true;
 }
 
-/* The graph format's `op` strings, by SgNodeOp. */
-static const char *const node_ops[] = { "placeholder", "get_attr", "call_function", "output" };
-
 const char *
 sg_node_op_name (SgNodeOp op)
 {
-  g_return_val_if_fail ((size_t)op < G_N_ELEMENTS (node_ops), NULL);
-  return node_ops[op];
-}
-
-static bool
-parse_op (const char *s, SgNodeOp *op)
-{
-  for (size_t i = 0; i < G_N_ELEMENTS (node_ops); i++)
-    if (strcmp (s, node_ops[i]) == 0) {
-      *op = (SgNodeOp)i;
-      return true;
-    }
-  return false;
+  g_return_val_if_fail ((unsigned)op <= SG_NODE_OUTPUT, NULL);
+  return sg_node_ops[op].text;
 }
 
 /* An integer argument as the loader accepts one: within +-2^62. */
 static bool
 arg_int62 (const SgArg *a, int64_t *out)
 {
-  return sg_arg_int (a, out) && *out >= -MAX_EXTENT && *out <= MAX_EXTENT;
+  return sg_arg_int (a, out) && *out >= -SG_MAX_EXTENT && *out <= SG_MAX_EXTENT;
 }
 
 /* The rule sg_collective_sizes_ok checks, as a message says it. */
@@ -569,15 +541,10 @@ bool
 sg_node_finish (SgGraph *g, SgNode *n, const SgNodeId *inputs, SgNodeOf node_of,
                 SgInputOf input_of, gconstpointer ctx, GError **error)
 {
-  switch (n->op) {
-  case SG_NODE_PLACEHOLDER: n->kind = SG_OP_PLACEHOLDER; break;
-  case SG_NODE_GET_ATTR: n->kind = SG_OP_GET_ATTR; break;
-  case SG_NODE_OUTPUT: n->kind = SG_OP_OUTPUT; break;
-  case SG_NODE_CALL: /* a kind set by the caller is its target's */
-    if (n->kind == SG_OP_UNKNOWN)
-      n->kind = sg_op_from_target (n->target);
-    break;
-  }
+  if (n->op != SG_NODE_CALL)
+    n->kind = sg_node_op_kind (n->op);
+  else if (n->kind == SG_OP_UNKNOWN) /* a kind set by the caller is its target's */
+    n->kind = sg_op_from_target (n->target);
   n->group = -1;
   n->getitem_index = -1;
   /* a coalesced collective's results are a list: only getitem reads it */
@@ -675,13 +642,14 @@ sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch, GE
     NFAIL (SG_GRAPH_ERROR_REF, "node '%s' (#%d): duplicate name (already node #%d)", name,
            g->n_nodes, dup);
   const cJSON *jop = sg_json_member (obj, "op");
-  SgNodeOp op;
   if (!cJSON_IsString (jop))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'op': expected a string", name);
-  if (!parse_op (jop->valuestring, &op))
+  int op_or_none = sg_node_op_from_text (jop->valuestring, strlen (jop->valuestring));
+  if (op_or_none < 0)
     NFAIL (SG_GRAPH_ERROR_FORMAT,
            "node '%s': field 'op': unknown op '%s' (placeholder, get_attr, call_function, output)",
            name, jop->valuestring);
+  SgNodeOp op = (SgNodeOp)op_or_none;
   const cJSON *jtarget = sg_json_member (obj, "target");
   if (!cJSON_IsString (jtarget))
     NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'target': expected a string", name);
@@ -735,9 +703,9 @@ sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch, GE
     if (!cJSON_IsNumber (cost))
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': expected a number of "
              "microseconds", name);
-    if (!(cost->valuedouble >= 0 && cost->valuedouble < MAX_COST_US))
+    if (!(cost->valuedouble >= 0 && cost->valuedouble < SG_MAX_COST_US))
       NFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': field 'cost_us': %g is outside [0, %g) "
-             "microseconds", name, cost->valuedouble, MAX_COST_US);
+             "microseconds", name, cost->valuedouble, SG_MAX_COST_US);
     n.cost_us = cost->valuedouble;
   }
   const cJSON *sms = sg_json_member (obj, "sm_count");

@@ -302,11 +302,10 @@ SgGraph *sg_graph_load (const char *path, GError **error);
 /* Same from memory; @name is used in messages. */
 SgGraph *sg_graph_load_data (const char *data, size_t len, const char *name, GError **error);
 /* sg_graph_load() with the final validator optional (the CLI runs it as its
- * own timed pass). Everything the loader checks itself is still checked. */
-SgGraph *sg_graph_load_full (const char *path, bool validate, GError **error);
-/* sg_graph_load_full() with the `nodes` list read (and the validator run)
- * on @pool's threads (NULL: the calling thread alone). The graph, and the
- * message on bad input, are the same whatever @pool. */
+ * own timed pass; everything the loader checks itself is still checked),
+ * the `nodes` list read (and the validator run) on @pool's threads (NULL:
+ * the calling thread alone). The graph, and the message on bad input, are
+ * the same whatever @pool. */
 SgGraph *sg_graph_load_with (const char *path, bool validate, SgPool *pool,
                              GError **error);
 

@@ -34,26 +34,63 @@ typedef struct {
   bool has_tuple;  /* tuple_first was set (an empty tuple too) */
 } Rec;
 
-/* A string of targets, keys and string arguments, once per chunk. */
+/* A string and its sg_name_hash: what a KeySet finds. */
 typedef struct {
-  const char *s; /* NUL-terminated, in the chunk's arena */
+  const char *s;
   uint32_t len;
   uint64_t hash;
+} Key;
+
+/* A string of targets, keys and string arguments, once per chunk. */
+typedef struct {
+  Key key;            /* .s NUL-terminated, in the chunk's arena */
   const char *global; /* interned in g->strings (merge) */
   SgOpKind kind;      /* sg_op_from_target (global) */
 } Const;
 
-typedef struct {
-  const char *s; /* the name as referenced */
-  uint32_t len;
-  uint64_t hash;
-} Ref;
+typedef Key Ref; /* a name as referenced */
 
-typedef struct Block {
-  struct Block *next;
-  size_t size, used;
-  max_align_t data[];
-} Block;
+/* The readers' one hash set (a chunk's constants, a node's long
+ * reference list, the strings interned so far): indices of an array whose
+ * elements start with a Key, @stride bytes apart, found by their Key.
+ * Open addressing, index + 1 per slot (0: empty), kept at most half full
+ * by its user. */
+typedef struct {
+  uint32_t *slots;
+  size_t cap; /* a power of two (0: none yet) */
+  size_t count;
+} KeySet;
+
+/* Empties @set into @cap slots and puts in entries @first to @first + @n
+ * - 1 of @keys / empties it, keeping its slots / frees them. */
+void sg_keyset_fill (KeySet *set, size_t cap, const void *keys, size_t stride, size_t first,
+                     size_t n);
+void sg_keyset_empty (KeySet *set);
+void sg_keyset_clear (KeySet *set);
+
+/* The index of @set's entry equal to the @len bytes at @s (hash @h), or
+ * -1 with *@slot where it goes (sg_keyset_put). */
+static inline int64_t
+sg_keyset_find (const KeySet *set, const void *keys, size_t stride, const char *s, uint32_t len,
+                uint64_t h, size_t *slot)
+{
+  size_t mask = set->cap - 1, at = h & mask;
+  for (; set->slots[at]; at = (at + 1) & mask) {
+    size_t i = set->slots[at] - 1;
+    const Key *k = (const Key *)(const void *)((const char *)keys + i * stride);
+    if (k->hash == h && k->len == len && memcmp (k->s, s, len) == 0)
+      return (int64_t)i;
+  }
+  *slot = at;
+  return -1;
+}
+
+static inline void
+sg_keyset_put (KeySet *set, size_t slot, size_t index)
+{
+  set->slots[slot] = (uint32_t)index + 1;
+  set->count++;
+}
 
 #define ARR(type, name)                                                                            \
   type *name;                                                                                      \
@@ -72,14 +109,13 @@ typedef struct {
   ARR (SgMeta, tuples);
   ARR (Ref, refs); /* each node's distinct references: its inputs */
   ARR (Const, consts);
-  ARR (uint32_t, cslots); /* const index + 1 by hash */
+  KeySet cset;            /* the consts */
   ARR (Val, tape);
   ARR (SgArg, top);       /* args read directly: the list's items, */
   ARR (SgArg, inner);     /* and the items of lists among them */
-  ARR (uint32_t, rslots); /* a long reference list's set: ref index + 1 */
+  KeySet rset;            /* a long reference list's refs */
   uint32_t rset_node;     /* the node's first ref the set is for (+ 1) */
-  uint32_t rset_count;
-  Block *arena, *cur;
+  SgLoadArena arena;
   char decimal_point;
   const char *dt_s; /* the last dtype spelling read, and its dtype */
   uint32_t dt_len;
@@ -101,42 +137,15 @@ void sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem);
 
 /* --- text ------------------------------------------------------------------- */
 
-static inline bool
-is_ws (char c)
-{
-  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
-}
-
-static inline const char *
-ws (const char *p, const char *end)
-{
-  if (p < end && (unsigned char)*p > ' ') /* most tokens follow the last at once */
-    return p;
-  while (p < end && is_ws (*p))
-    p++;
-  return p;
-}
-
-static inline bool
-is_digit (char c)
-{
-  return (unsigned char)(c - '0') < 10;
-}
-
-/* The number at @p (sg_load_number), small integers read here: up to 15
- * digits, nothing after them that continues a number, the same double. */
+/* The number at @p (sg_load_number), its small-integer path inlined. */
 static inline const char *
 sg_chunk_number (Chunk *c, const char *p, const char *end, double *out)
 {
-  const char *q = p + (p < end && *p == '-'), *s = q;
-  if (q < end && *q >= '1' && *q <= '9') {
-    int64_t v = 0;
-    while (q < end && is_digit (*q) && q - s < 15)
-      v = v * 10 + (*q++ - '0');
-    if (q == end || !(is_digit (*q) || *q == '.' || *q == 'e' || *q == 'E')) {
-      *out = s > p ? -(double)v : (double)v;
-      return q;
-    }
+  int64_t v;
+  const char *q = sg_load_small_int (p, end, &v);
+  if (q) {
+    *out = (double)v;
+    return q;
   }
   return sg_load_number (p, end, out, &c->decimal_point);
 }
@@ -151,13 +160,7 @@ text_is (const char *s, uint32_t len, const char *word, uint32_t n)
 static inline bool
 sg_tape_int (const Val *v, int64_t *out)
 {
-  if (v->type != V_NUM)
-    return false;
-  double d = v->d;
-  if (!(d >= -(double)SG_MAX_EXTENT && d <= (double)SG_MAX_EXTENT) || d != (double)(int64_t)d)
-    return false;
-  *out = (int64_t)d;
-  return true;
+  return v->type == V_NUM && sg_int62 (v->d, out);
 }
 
 /* --- load-node.c ------------------------------------------------------------- */
@@ -165,8 +168,6 @@ sg_tape_int (const Val *v, int64_t *out)
 /* Empties @c for a new start (keeping its memory) / frees its memory. */
 void sg_chunk_reset (Chunk *c);
 void sg_chunk_clear (Chunk *c);
-/* @n bytes of @c's arena, valid until its next reset. */
-void *sg_chunk_alloc (Chunk *c, size_t n);
 /* The string whose opening quote is at @p: its text at *@s (in the
  * arena, NUL-terminated, when it had escapes), *@len bytes. Returns the
  * end, NULL to decline. */
@@ -195,5 +196,32 @@ bool sg_tape_args (Chunk *c, int64_t args, int64_t kwargs, uint32_t ref_first, S
 /* The node's meta (tape value @m or -1): a tuple's elements, or its own
  * (parse_meta). False where it fails. */
 bool sg_tape_meta (Chunk *c, int64_t m, SgNode *n, Rec *rec);
+/* A tensor meta whose @ndim extents at @sh (integers >= 0), strides at
+ * @st (NULL: a contiguous tensor's) and dtype @dt are read, into the
+ * chunk's dims and *@out: parse_meta's rules past reading its fields.
+ * False where one fails. @sh and @st are arrays of SG_MAX_DIMS. */
+static inline bool
+sg_chunk_meta (Chunk *c, const int64_t *sh, int ndim, int64_t *st, SgDtype dt, SgMeta *out)
+{
+  if (ndim < 0 || ndim > SG_MAX_DIMS) /* read already; the bound keeps the copies short */
+    return false;
+  uint64_t numel = 1;
+  for (int i = 0; i < ndim; i++)
+    if (!sg_numel_times (&numel, sh[i]))
+      return false;
+  if (!sg_numel_bytes_ok (numel, dt))
+    return false;
+  int64_t own[SG_MAX_DIMS];
+  if (!st)
+    sg_shape_strides (sh, ndim, st = own);
+  /* whole arrays, a fixed size (a few moves, no call): past 2 * @ndim the
+   * dims hold nothing yet */
+  RESERVE (c, dims, (size_t)ndim + SG_MAX_DIMS);
+  memcpy (&c->dims[c->n_dims], sh, SG_MAX_DIMS * sizeof *sh);
+  memcpy (&c->dims[c->n_dims + (size_t)ndim], st, SG_MAX_DIMS * sizeof *st);
+  *out = (SgMeta){ .ndim = ndim, .dtype = dt, .first = (uint32_t)c->n_dims };
+  c->n_dims += 2 * (size_t)ndim;
+  return true;
+}
 /* The dtype the @len bytes at @s name, or SG_DTYPE_INVALID. */
 SgDtype sg_chunk_dtype (Chunk *c, const char *s, uint32_t len);

@@ -33,15 +33,10 @@
 #define NUMBER_MAX 63
 #define BLOCK_MIN ((size_t)64 << 10)
 
-typedef struct Block {
-  struct Block *next;
+struct SgLoadBlock {
+  SgLoadBlock *next;
   size_t size;
   max_align_t data[];
-} Block;
-
-/* A chain of blocks, reused from node to node. */
-struct SgLoadArena {
-  Block *head;
 };
 
 SgLoadArena *
@@ -55,63 +50,55 @@ sg_load_arena_free (SgLoadArena *a)
 {
   if (!a)
     return;
-  for (Block *b = a->head, *next; b; b = next) {
-    next = b->next;
-    g_free (b);
-  }
+  sg_load_arena_clear (a);
   g_free (a);
 }
 
-typedef struct {
-  SgLoadArena *a;
-  Block *cur;        /* the block being filled (NULL: none yet) */
-  char *next, *limit; /* its free space */
-  const char *end;
-  char decimal_point; /* the locale's, as cJSON's parse_number uses; 0: not read yet */
-} Reader;
+void
+sg_load_arena_reset (SgLoadArena *a)
+{
+  a->cur = NULL;
+  a->next = a->limit = NULL;
+}
+
+void
+sg_load_arena_clear (SgLoadArena *a)
+{
+  for (SgLoadBlock *b = a->head, *next; b; b = next) {
+    next = b->next;
+    g_free (b);
+  }
+  *a = (SgLoadArena){ 0 };
+}
 
 /* Moves to the next block of the chain with room for @n bytes, appending
  * one when none has. */
-static void
-next_block (Reader *r, size_t n)
+void *
+sg_load_arena_grow (SgLoadArena *a, size_t n)
 {
-  Block *b = r->cur ? r->cur->next : r->a->head;
+  SgLoadBlock *b = a->cur ? a->cur->next : a->head;
   while (b && b->size < n)
     b = b->next;
   if (!b) {
     size_t size = MAX (BLOCK_MIN, n);
-    b = g_malloc (sizeof (Block) + size);
-    *b = (Block){ .size = size };
-    Block **link = &r->a->head;
+    b = g_malloc (sizeof (SgLoadBlock) + size);
+    *b = (SgLoadBlock){ .size = size };
+    SgLoadBlock **link = a->cur ? &a->cur->next : &a->head;
     while (*link)
       link = &(*link)->next;
     *link = b;
   }
-  r->cur = b;
-  r->next = (char *)b->data;
-  r->limit = r->next + b->size;
+  a->cur = b;
+  a->next = (char *)b->data + n;
+  a->limit = (char *)b->data + b->size;
+  return b->data;
 }
 
-static inline void *
-arena_alloc (Reader *r, size_t n)
-{
-  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
-  if ((size_t)(r->limit - r->next) < n)
-    next_block (r, n);
-  void *p = r->next;
-  r->next += n;
-  return p;
-}
-
-static inline const char *
-skip_ws (const char *p, const char *end)
-{
-  if (p < end && (unsigned char)*p > ' ')
-    return p;
-  while (p < end && (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r'))
-    p++;
-  return p;
-}
+typedef struct {
+  SgLoadArena *a;
+  const char *end;
+  char decimal_point; /* the locale's, as cJSON's parse_number uses; 0: not read yet */
+} Reader;
 
 static int
 hex4 (const char *p)
@@ -213,7 +200,7 @@ read_string (Reader *r, const char *p, char **out_)
   if (!q)
     return NULL;
   size_t n = (size_t)(q - s);
-  char *out = arena_alloc (r, n + 1);
+  char *out = sg_load_arena_alloc (r->a, n + 1);
   if (!escapes) {
     /* names and keys are short: whole words (the arena rounds @out up to
      * 16 bytes, and the text goes on past the quote), not a memcpy call */
@@ -232,15 +219,15 @@ read_string (Reader *r, const char *p, char **out_)
   return q + 1;
 }
 
-static bool
-is_digit (char c)
-{
-  return c >= '0' && c <= '9';
-}
-
 const char *
 sg_load_number (const char *p, const char *end, double *out, char *decimal_point)
 {
+  int64_t v;
+  const char *q = sg_load_small_int (p, end, &v);
+  if (q) {
+    *out = (double)v;
+    return q;
+  }
   const char *s = p;
   bool neg = p < end && *p == '-';
   if (neg)
@@ -248,52 +235,38 @@ sg_load_number (const char *p, const char *end, double *out, char *decimal_point
   if (p < end && *p == '0')
     p++;
   else if (p < end && *p >= '1' && *p <= '9')
-    while (p < end && is_digit (*p))
+    while (p < end && sg_load_is_digit (*p))
       p++;
   else
     return NULL;
-  const char *int_end = p;
-  bool plain = true;
   if (p < end && *p == '.') {
-    plain = false;
-    if (++p >= end || !is_digit (*p))
+    if (++p >= end || !sg_load_is_digit (*p))
       return NULL;
-    while (p < end && is_digit (*p))
+    while (p < end && sg_load_is_digit (*p))
       p++;
   }
   if (p < end && (*p == 'e' || *p == 'E')) {
-    plain = false;
     p++;
     if (p < end && (*p == '+' || *p == '-'))
       p++;
-    if (p >= end || !is_digit (*p))
+    if (p >= end || !sg_load_is_digit (*p))
       return NULL;
-    while (p < end && is_digit (*p))
+    while (p < end && sg_load_is_digit (*p))
       p++;
   }
   size_t n = (size_t)(p - s);
   if (n >= NUMBER_MAX)
     return NULL;
-  double d;
-  const char *digits = s + neg;
-  if (plain && int_end - digits <= 15) {
-    /* below 2^53: the value strtod rounds to is the integer itself */
-    int64_t v = 0;
-    for (const char *c = digits; c < int_end; c++)
-      v = v * 10 + (*c - '0');
-    d = neg ? -(double)v : (double)v;
-  } else {
-    char buf[NUMBER_MAX + 1];
-    if (!*decimal_point)
-      *decimal_point = *localeconv ()->decimal_point;
-    for (size_t i = 0; i < n; i++)
-      buf[i] = s[i] == '.' ? *decimal_point : s[i];
-    buf[n] = '\0';
-    char *stop;
-    d = strtod (buf, &stop);
-    if (stop != buf + n || !isfinite (d))
-      return NULL;
-  }
+  char buf[NUMBER_MAX + 1];
+  if (!*decimal_point)
+    *decimal_point = *localeconv ()->decimal_point;
+  for (size_t i = 0; i < n; i++)
+    buf[i] = s[i] == '.' ? *decimal_point : s[i];
+  buf[n] = '\0';
+  char *stop;
+  double d = strtod (buf, &stop);
+  if (stop != buf + n || !isfinite (d))
+    return NULL;
   *out = d;
   return p;
 }
@@ -322,20 +295,20 @@ read_container (Reader *r, const char *p, cJSON *item, bool obj, int depth)
     return NULL;
   item->type = obj ? cJSON_Object : cJSON_Array;
   char close = obj ? '}' : ']';
-  p = skip_ws (p + 1, r->end);
+  p = sg_load_skip_ws (p + 1, r->end);
   if (p < r->end && *p == close)
     return p + 1;
   cJSON *last = NULL;
   for (;;) {
-    cJSON *c = arena_alloc (r, sizeof *c);
+    cJSON *c = sg_load_arena_alloc (r->a, sizeof *c);
     memset (c, 0, sizeof *c);
     if (obj) {
       if (p >= r->end || *p != '"' || !(p = read_string (r, p, &c->string)))
         return NULL;
-      p = skip_ws (p, r->end);
+      p = sg_load_skip_ws (p, r->end);
       if (p >= r->end || *p != ':')
         return NULL;
-      p = skip_ws (p + 1, r->end);
+      p = sg_load_skip_ws (p + 1, r->end);
     }
     if (!(p = read_value (r, p, c, depth + 1)))
       return NULL;
@@ -347,21 +320,15 @@ read_container (Reader *r, const char *p, cJSON *item, bool obj, int depth)
     }
     last = c;
     item->child->prev = last;
-    p = skip_ws (p, r->end);
+    p = sg_load_skip_ws (p, r->end);
     if (p >= r->end)
       return NULL;
     if (*p == close)
       return p + 1;
     if (*p != ',')
       return NULL;
-    p = skip_ws (p + 1, r->end);
+    p = sg_load_skip_ws (p + 1, r->end);
   }
-}
-
-static bool
-literal (const char *p, const char *end, const char *word, size_t n)
-{
-  return (size_t)(end - p) >= n && memcmp (p, word, n) == 0;
 }
 
 static const char *
@@ -376,18 +343,18 @@ read_value (Reader *r, const char *p, cJSON *item, int depth)
     item->type = cJSON_String;
     return read_string (r, p, &item->valuestring);
   case 't':
-    if (!literal (p, r->end, "true", 4))
+    if (!sg_load_literal (p, r->end, "true", 4))
       return NULL;
     item->type = cJSON_True;
     item->valueint = 1;
     return p + 4;
   case 'f':
-    if (!literal (p, r->end, "false", 5))
+    if (!sg_load_literal (p, r->end, "false", 5))
       return NULL;
     item->type = cJSON_False;
     return p + 5;
   case 'n':
-    if (!literal (p, r->end, "null", 4))
+    if (!sg_load_literal (p, r->end, "null", 4))
       return NULL;
     item->type = cJSON_NULL;
     return p + 4;
@@ -399,10 +366,11 @@ const cJSON *
 sg_load_read_node (SgLoadArena *a, const char *p, const char *end, const char **stop)
 {
   Reader r = { .a = a, .end = end };
-  p = skip_ws (p, end);
+  sg_load_arena_reset (a);
+  p = sg_load_skip_ws (p, end);
   if (p >= end || *p != '{')
     return NULL;
-  cJSON *root = arena_alloc (&r, sizeof *root);
+  cJSON *root = sg_load_arena_alloc (r.a, sizeof *root);
   memset (root, 0, sizeof *root);
   if (!(p = read_container (&r, p, root, true, 0)))
     return NULL;

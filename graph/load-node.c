@@ -16,9 +16,6 @@
  */
 #include "load-chunk.h"
 
-/* A node's distinct references are found by a scan up to this many. */
-#define SCAN_REFS 32
-#define ARENA_BLOCK ((size_t)64 << 10)
 
 void
 sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem)
@@ -30,25 +27,6 @@ sg_chunk_grow (void **p, size_t *cap, size_t need, size_t elem)
   *cap = c;
 }
 
-void *
-sg_chunk_alloc (Chunk *c, size_t n)
-{
-  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
-  Block *b = c->cur;
-  while (b && b->size - b->used < n)
-    b = b->next;
-  if (!b) {
-    size_t size = MAX (ARENA_BLOCK, n);
-    b = g_malloc (sizeof (Block) + size);
-    *b = (Block){ .next = c->arena, .size = size };
-    c->arena = b;
-  }
-  c->cur = b;
-  void *p = (char *)b->data + b->used;
-  b->used += n;
-  return p;
-}
-
 void
 sg_chunk_reset (Chunk *c)
 {
@@ -57,12 +35,9 @@ sg_chunk_reset (Chunk *c)
   c->outputs = 0;
   c->n_nodes = c->n_recs = c->n_blob = c->n_args = c->n_dims = c->n_tuples = 0;
   c->n_refs = c->n_consts = c->n_tape = c->n_top = c->n_inner = 0;
-  if (c->cap_cslots)
-    memset (c->cslots, 0, c->cap_cslots * sizeof *c->cslots);
+  sg_keyset_empty (&c->cset);
   c->rset_node = 0;
-  for (Block *b = c->arena; b; b = b->next)
-    b->used = 0;
-  c->cur = c->arena;
+  sg_load_arena_reset (&c->arena);
   c->dt_s = NULL;
 }
 
@@ -77,15 +52,12 @@ sg_chunk_clear (Chunk *c)
   g_free (c->tuples);
   g_free (c->refs);
   g_free (c->consts);
-  g_free (c->cslots);
+  sg_keyset_clear (&c->cset);
   g_free (c->tape);
   g_free (c->top);
   g_free (c->inner);
-  g_free (c->rslots);
-  for (Block *b = c->arena, *next; b; b = next) {
-    next = b->next;
-    g_free (b);
-  }
+  sg_keyset_clear (&c->rset);
+  sg_load_arena_clear (&c->arena);
   memset (c, 0, sizeof *c);
 }
 
@@ -103,7 +75,7 @@ sg_chunk_string (Chunk *c, const char *p, const char *end, const char **s, uint3
     *len = (uint32_t)(q - p - 1);
     return q + 1;
   }
-  char *out = sg_chunk_alloc (c, (size_t)(q - p));
+  char *out = sg_load_arena_alloc (&c->arena, (size_t)(q - p));
   char *z = sg_load_unescape (p + 1, q, out);
   if (!z)
     return NULL;
@@ -116,31 +88,20 @@ uint32_t
 sg_chunk_const (Chunk *c, const char *s, uint32_t len)
 {
   uint64_t h = sg_name_hash (s, len);
-  if ((c->n_consts + 1) * 2 > c->cap_cslots) {
-    size_t cap = MAX (c->cap_cslots * 2, (size_t)64);
-    g_free (c->cslots);
-    c->cslots = g_new0 (uint32_t, cap);
-    c->cap_cslots = cap;
-    for (size_t i = 0; i < c->n_consts; i++) {
-      size_t at = c->consts[i].hash & (cap - 1);
-      while (c->cslots[at])
-        at = (at + 1) & (cap - 1);
-      c->cslots[at] = (uint32_t)i + 1;
-    }
-  }
-  size_t mask = c->cap_cslots - 1, at = h & mask;
-  for (; c->cslots[at]; at = (at + 1) & mask) {
-    const Const *k = &c->consts[c->cslots[at] - 1];
-    if (k->hash == h && k->len == len && memcmp (k->s, s, len) == 0)
-      return c->cslots[at] - 1;
-  }
-  char *copy = sg_chunk_alloc (c, (size_t)len + 1);
+  if ((c->n_consts + 1) * 2 > c->cset.cap)
+    sg_keyset_fill (&c->cset, MAX (c->cset.cap * 2, (size_t)64), c->consts, sizeof (Const), 0,
+                    c->n_consts);
+  size_t at;
+  int64_t found = sg_keyset_find (&c->cset, c->consts, sizeof (Const), s, len, h, &at);
+  if (found >= 0)
+    return (uint32_t)found;
+  char *copy = sg_load_arena_alloc (&c->arena, (size_t)len + 1);
   memcpy (copy, s, len);
   copy[len] = '\0';
   RESERVE (c, consts, 1);
-  c->consts[c->n_consts] = (Const){ .s = copy, .len = len, .hash = h };
-  c->cslots[at] = (uint32_t)++c->n_consts;
-  return (uint32_t)c->n_consts - 1;
+  c->consts[c->n_consts] = (Const){ .key = { copy, len, h } };
+  sg_keyset_put (&c->cset, at, c->n_consts);
+  return (uint32_t)c->n_consts++;
 }
 
 SgArg
@@ -148,21 +109,42 @@ sg_chunk_string_arg (Chunk *c, const char *s, uint32_t len, const char *key)
 {
   uint32_t k = sg_chunk_const (c, s, len);
   SgArg a = { .type = SG_ARG_STR };
-  a.s = c->consts[k].s;
+  a.s = c->consts[k].key.s;
   if (key)
     sg_arg_classify (&a, key);
   a.i = k;
   return a;
 }
 
-static void
-rset_insert (Chunk *c, uint32_t ref)
+void
+sg_keyset_fill (KeySet *set, size_t cap, const void *keys, size_t stride, size_t first, size_t n)
 {
-  size_t mask = c->cap_rslots - 1, at = c->refs[ref].hash & mask;
-  while (c->rslots[at])
-    at = (at + 1) & mask;
-  c->rslots[at] = ref + 1;
-  c->rset_count++;
+  g_free (set->slots);
+  set->slots = g_new0 (uint32_t, cap);
+  set->cap = cap;
+  set->count = n;
+  for (size_t i = first; i < first + n; i++) {
+    const Key *k = (const Key *)(const void *)((const char *)keys + i * stride);
+    size_t at = k->hash & (cap - 1);
+    while (set->slots[at])
+      at = (at + 1) & (cap - 1);
+    set->slots[at] = (uint32_t)i + 1;
+  }
+}
+
+void
+sg_keyset_empty (KeySet *set)
+{
+  if (set->cap)
+    memset (set->slots, 0, set->cap * sizeof *set->slots);
+  set->count = 0;
+}
+
+void
+sg_keyset_clear (KeySet *set)
+{
+  g_free (set->slots);
+  *set = (KeySet){ 0 };
 }
 
 uint32_t
@@ -170,36 +152,28 @@ sg_chunk_ref (Chunk *c, uint32_t first, const char *s, uint32_t len)
 {
   uint64_t h = sg_name_hash (s, len);
   uint32_t n = (uint32_t)c->n_refs - first;
-  if (n < SCAN_REFS) {
+  if (n < SG_SCAN_IDS) { /* as sg_ids_position, by name */
     for (uint32_t i = 0; i < n; i++) {
       const Ref *r = &c->refs[first + i];
       if (r->hash == h && r->len == len && memcmp (r->s, s, len) == 0)
         return i;
     }
   } else {
-    if (c->rset_node != first + 1 || (c->rset_count + 1) * 2 > c->cap_rslots) {
+    if (c->rset_node != first + 1 || (c->rset.count + 1) * 2 > c->rset.cap) {
       size_t cap = 64;
       while (cap < (size_t)(n + 1) * 4)
         cap *= 2;
-      g_free (c->rslots);
-      c->rslots = g_new0 (uint32_t, cap);
-      c->cap_rslots = cap;
+      sg_keyset_fill (&c->rset, cap, c->refs, sizeof (Ref), first, n);
       c->rset_node = first + 1;
-      c->rset_count = 0;
-      for (uint32_t i = 0; i < n; i++)
-        rset_insert (c, first + i);
     }
-    size_t mask = c->cap_rslots - 1;
-    for (size_t at = h & mask; c->rslots[at]; at = (at + 1) & mask) {
-      const Ref *r = &c->refs[c->rslots[at] - 1];
-      if (r->hash == h && r->len == len && memcmp (r->s, s, len) == 0)
-        return c->rslots[at] - 1 - first;
-    }
+    size_t at;
+    int64_t found = sg_keyset_find (&c->rset, c->refs, sizeof (Ref), s, len, h, &at);
+    if (found >= 0)
+      return (uint32_t)found - first;
+    sg_keyset_put (&c->rset, at, c->n_refs);
   }
   RESERVE (c, refs, 1);
   c->refs[c->n_refs++] = (Ref){ .s = s, .len = len, .hash = h };
-  if (c->rset_node == first + 1)
-    rset_insert (c, (uint32_t)c->n_refs - 1);
   return n;
 }
 
@@ -218,16 +192,16 @@ scalar_or_ref (Chunk *c, const char *p, const char *end, uint32_t ref_first, SgA
     return NULL;
   switch (*p) {
   case '{':
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
     if (end - p < 7 || memcmp (p, "\"node\"", 6) != 0)
       return NULL;
-    p = ws (p + 6, end);
+    p = sg_load_skip_ws (p + 6, end);
     if (p >= end || *p != ':')
       return NULL;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
     if (p >= end || *p != '"' || !(p = sg_chunk_string (c, p, end, &s, &len)))
       return NULL;
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p >= end || *p != '}')
       return NULL;
     a->type = SG_ARG_NODE;
@@ -242,10 +216,10 @@ scalar_or_ref (Chunk *c, const char *p, const char *end, uint32_t ref_first, SgA
   case 'f':
     a->type = SG_ARG_BOOL;
     a->b = *p == 't';
-    return a->b ? (end - p >= 4 && memcmp (p, "true", 4) == 0 ? p + 4 : NULL)
-                : (end - p >= 5 && memcmp (p, "false", 5) == 0 ? p + 5 : NULL);
+    return a->b ? (sg_load_literal (p, end, "true", 4) ? p + 4 : NULL)
+                : (sg_load_literal (p, end, "false", 5) ? p + 5 : NULL);
   case 'n':
-    return end - p >= 4 && memcmp (p, "null", 4) == 0 ? p + 4 : NULL;
+    return sg_load_literal (p, end, "null", 4) ? p + 4 : NULL;
   case '[':
     return NULL;
   default:
@@ -265,7 +239,7 @@ static const char *
 args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
 {
   c->n_top = c->n_inner = 0;
-  p = ws (p + 1, end);
+  p = sg_load_skip_ws (p + 1, end);
   if (p < end && *p == ']')
     return p + 1;
   for (;;) {
@@ -273,7 +247,7 @@ args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
     if (p < end && *p == '[') {
       a = (SgArg){ .type = SG_ARG_LIST };
       a.first = (uint32_t)c->n_inner;
-      p = ws (p + 1, end);
+      p = sg_load_skip_ws (p + 1, end);
       if (p < end && *p == ']')
         p++;
       else
@@ -283,14 +257,14 @@ args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
             return NULL;
           RESERVE (c, inner, 1);
           c->inner[c->n_inner++] = item;
-          p = ws (p, end);
+          p = sg_load_skip_ws (p, end);
           if (p < end && *p == ']') {
             p++;
             break;
           }
           if (p >= end || *p != ',')
             return NULL;
-          p = ws (p + 1, end);
+          p = sg_load_skip_ws (p + 1, end);
         }
       a.n = (uint32_t)c->n_inner - a.first;
     } else if (!(p = scalar_or_ref (c, p, end, ref_first, &a))) {
@@ -298,50 +272,43 @@ args_direct (Chunk *c, const char *p, const char *end, uint32_t ref_first)
     }
     RESERVE (c, top, 1);
     c->top[c->n_top++] = a;
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p < end && *p == ']')
       return p + 1;
     if (p >= end || *p != ',')
       return NULL;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
   }
 }
 
-/* A list of at most SG_MAX_DIMS integers >= 0 (sg_tape_int) at @q into @out
+/* A list of at most SG_MAX_DIMS integers >= 0 (sg_int62) at @q into @out
  * (*@n of them); NULL for anything else. */
 static const char *
 dims_list (Chunk *c, const char *q, const char *end, int64_t *out, int *n)
 {
   if (q >= end || *q != '[')
     return NULL;
-  q = ws (q + 1, end);
+  q = sg_load_skip_ws (q + 1, end);
   int k = 0;
   if (q < end && *q == ']') {
     *n = 0;
     return q + 1;
   }
   for (;;) {
-    if (k == SG_MAX_DIMS || q >= end || !(*q == '-' || is_digit (*q)))
+    if (k == SG_MAX_DIMS || q >= end || !(*q == '-' || sg_load_is_digit (*q)))
       return NULL;
-    /* up to 15 digits, no leading zero, nothing after them that continues
-     * a number: the integer itself (exact as a double, inside 2^62) */
-    const char *s = q;
-    int64_t v = 0;
-    while (q < end && is_digit (*q) && q - s < 15)
-      v = v * 10 + (*q++ - '0');
-    if (q > s && (*s != '0' || q - s == 1)
-        && !(q < end && (is_digit (*q) || *q == '.' || *q == 'e' || *q == 'E'))) {
-      out[k] = v;
+    const char *s = sg_load_small_int (q, end, &out[k]); /* inside 2^62 */
+    if (s) {
+      q = s;
     } else {
       double d;
-      if (!(q = sg_chunk_number (c, s, end, &d)))
-        return NULL;
-      Val n = { .type = V_NUM, .d = d };
-      if (!sg_tape_int (&n, &out[k]) || out[k] < 0)
+      if (!(q = sg_chunk_number (c, q, end, &d)) || !sg_int62 (d, &out[k]))
         return NULL;
     }
+    if (out[k] < 0)
+      return NULL;
     k++;
-    q = ws (q, end);
+    q = sg_load_skip_ws (q, end);
     if (q >= end)
       return NULL;
     if (*q == ']') {
@@ -350,7 +317,7 @@ dims_list (Chunk *c, const char *q, const char *end, int64_t *out, int *n)
     }
     if (*q != ',')
       return NULL;
-    q = ws (q + 1, end);
+    q = sg_load_skip_ws (q + 1, end);
   }
 }
 
@@ -365,67 +332,47 @@ meta_direct (Chunk *c, const char *p, const char *end, SgMeta *out)
   int n_sh = -1, n_st = -1; /* -1: absent; stride -2: null */
   const char *dt = NULL;
   uint32_t dt_len = 0;
-  const char *q = ws (p + 1, end);
+  const char *q = sg_load_skip_ws (p + 1, end);
   for (;;) {
     if (end - q < 8 || *q != '"')
       return NULL;
     if (memcmp (q, "\"shape\"", 7) == 0 && n_sh == -1) {
-      q = ws (q + 7, end);
-      if (q >= end || *q != ':' || !(q = dims_list (c, ws (q + 1, end), end, sh, &n_sh)))
+      q = sg_load_skip_ws (q + 7, end);
+      if (q >= end || *q != ':'
+          || !(q = dims_list (c, sg_load_skip_ws (q + 1, end), end, sh, &n_sh)))
         return NULL;
     } else if (memcmp (q, "\"stride\"", 8) == 0 && n_st == -1) {
-      q = ws (q + 8, end);
+      q = sg_load_skip_ws (q + 8, end);
       if (q >= end || *q != ':')
         return NULL;
-      q = ws (q + 1, end);
-      if (end - q >= 4 && memcmp (q, "null", 4) == 0) {
+      q = sg_load_skip_ws (q + 1, end);
+      if (sg_load_literal (q, end, "null", 4)) {
         n_st = -2;
         q += 4;
       } else if (!(q = dims_list (c, q, end, st, &n_st))) {
         return NULL;
       }
     } else if (memcmp (q, "\"dtype\"", 7) == 0 && !dt) {
-      q = ws (q + 7, end);
+      q = sg_load_skip_ws (q + 7, end);
       if (q >= end || *q != ':')
         return NULL;
-      q = ws (q + 1, end);
+      q = sg_load_skip_ws (q + 1, end);
       if (q >= end || *q != '"' || !(q = sg_chunk_string (c, q, end, &dt, &dt_len)))
         return NULL;
     } else {
       return NULL;
     }
-    q = ws (q, end);
+    q = sg_load_skip_ws (q, end);
     if (q < end && *q == '}')
       break;
     if (q >= end || *q != ',')
       return NULL;
-    q = ws (q + 1, end);
+    q = sg_load_skip_ws (q + 1, end);
   }
   SgDtype dtype = dt ? sg_chunk_dtype (c, dt, dt_len) : SG_DTYPE_INVALID;
-  if (n_sh < 0 || dtype == SG_DTYPE_INVALID || (n_st >= 0 && n_st != n_sh))
+  if (n_sh < 0 || dtype == SG_DTYPE_INVALID || (n_st >= 0 && n_st != n_sh)
+      || !sg_chunk_meta (c, sh, n_sh, n_st >= 0 ? st : NULL, dtype, out))
     return NULL;
-  uint64_t numel = 1;
-  for (int i = 0; i < n_sh; i++) {
-    if (sh[i] && numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)sh[i])
-      return NULL;
-    numel *= (uint64_t)sh[i];
-  }
-  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dtype))
-    return NULL;
-  if (n_st < 0) {
-    int64_t s = 1;
-    for (int i = n_sh - 1; i >= 0; i--) {
-      st[i] = s;
-      s *= sh[i] ? sh[i] : 1;
-    }
-  }
-  if (n_sh) {
-    RESERVE (c, dims, 2 * (size_t)n_sh);
-    memcpy (&c->dims[c->n_dims], sh, (size_t)n_sh * sizeof *sh);
-    memcpy (&c->dims[c->n_dims + (size_t)n_sh], st, (size_t)n_sh * sizeof *st);
-  }
-  *out = (SgMeta){ .ndim = n_sh, .dtype = dtype, .first = (uint32_t)c->n_dims };
-  c->n_dims += 2 * (size_t)n_sh;
   return q + 1;
 }
 
@@ -445,20 +392,6 @@ key_of (const char *s, uint32_t len)
     if (text_is (s, len, keys[k].key, keys[k].len))
       return k;
   return K_OTHER;
-}
-
-static int
-op_of (const char *s, uint32_t len)
-{
-  static const struct {
-    const char *op;
-    uint32_t len;
-  } ops[] = { { "placeholder", 11 }, { "get_attr", 8 }, { "call_function", 13 }, { "output", 6 } };
-  G_STATIC_ASSERT (G_N_ELEMENTS (ops) == SG_NODE_OUTPUT + 1);
-  for (int op = 0; op <= SG_NODE_OUTPUT; op++)
-    if (text_is (s, len, ops[op].op, ops[op].len))
-      return op;
-  return -1;
 }
 
 /* A member key spelled plainly at @p (its opening quote): its K_*, *@after
@@ -522,12 +455,12 @@ read_member (Chunk *c, int key, const char *p, const char *end, Members *m)
     if (p >= end || *p != '"' || !(p = sg_chunk_string (c, p, end, &s, &len)))
       return NULL;
     if (key == K_OP)
-      return (m->op = op_of (s, len)) >= 0 ? p : NULL;
+      return (m->op = sg_node_op_from_text (s, len)) >= 0 ? p : NULL;
     m->target = sg_chunk_const (c, s, len);
     return p;
   case K_COST:
   case K_SMS:
-    if (p >= end || !(*p == '-' || (*p >= '0' && *p <= '9')))
+    if (p >= end || !(*p == '-' || sg_load_is_digit (*p)))
       return NULL;
     *(key == K_COST ? &m->has_cost : &m->has_sms) = true;
     return sg_chunk_number (c, p, end, key == K_COST ? &m->cost : &m->sms);
@@ -545,7 +478,7 @@ read_member (Chunk *c, int key, const char *p, const char *end, Members *m)
   case K_KWARGS:
     if (p >= end || *p != '{')
       return NULL;
-    s = ws (p + 1, end);
+    s = sg_load_skip_ws (p + 1, end);
     if (s < end && *s == '}') /* {}: as if absent */
       return s + 1;
     m->kwargs = (int64_t)c->n_tape;
@@ -577,7 +510,7 @@ read_node (Chunk *c, const char *p, const char *end)
     .op = -1, .target = -1, .args = -1, .kwargs = -1, .meta = -1, .ref_first = (uint32_t)c->n_refs
   };
   unsigned seen = 0;
-  p = ws (p + 1, end);
+  p = sg_load_skip_ws (p + 1, end);
   for (;;) {
     if (p >= end || *p != '"')
       return NULL;
@@ -589,23 +522,23 @@ read_node (Chunk *c, const char *p, const char *end)
         return NULL;
       key = key_of (k, klen);
     }
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p >= end || *p != ':')
       return NULL;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
     if (key != K_OTHER && (seen & (1u << key))) /* a second one: the first counts */
       return NULL;
     seen |= 1u << key;
     if (!(p = read_member (c, key, p, end, &m)))
       return NULL;
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p >= end)
       return NULL;
     if (*p == '}')
       break;
     if (*p != ',')
       return NULL;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
   }
   if (!m.name || !m.name_len || m.op < 0 || m.target < 0)
     return NULL;
@@ -624,8 +557,7 @@ read_node (Chunk *c, const char *p, const char *end)
   }
   if (m.has_sms) {
     int64_t v;
-    Val sv = { .type = V_NUM, .d = m.sms };
-    if (!sg_tape_int (&sv, &v) || v < 0 || v > SG_MAX_SM_COUNT)
+    if (!sg_int62 (m.sms, &v) || v < 0 || v > SG_MAX_SM_COUNT)
       return NULL;
     n.sm_count = (int32_t)v;
   }
@@ -656,7 +588,7 @@ sg_chunk_parse (Chunk *c, const char *end)
       c->failed = true;
       return;
     }
-    p = ws (p, end);
+    p = sg_load_skip_ws (p, end);
     if (p < end && *p == ']') {
       c->closed = true;
       c->stop = p + 1;
@@ -666,7 +598,7 @@ sg_chunk_parse (Chunk *c, const char *end)
       c->failed = true;
       return;
     }
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
   }
   c->stop = p;
 }

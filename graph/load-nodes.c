@@ -58,9 +58,8 @@ typedef struct {
   Chunk *chunks;
   int32_t n_chunks, cap_chunks;
   SgNameTable *names;
-  GArray *interned; /* Const: every string interned so far, by @islots */
-  uint32_t *islots; /* index + 1 by hash; a power of two of them */
-  size_t cap_islots;
+  GArray *interned; /* Const: every string interned so far, by @iset */
+  KeySet iset;
   uint64_t *hash; /* the round's names' hashes, by id - round_base */
   size_t cap_hash;
   SgNodeId round_base;
@@ -95,16 +94,16 @@ guess_start (const char *x, const char *lim, const char *lo, const char *end)
 {
   for (const char *q = x; q < lim && (q = memchr (q, '{', (size_t)(lim - q))); q++) {
     const char *b = q;
-    while (b > lo && is_ws (b[-1]))
+    while (b > lo && sg_load_is_ws (b[-1]))
       b--;
     if (b <= lo || b[-1] != ',')
       continue;
     b--;
-    while (b > lo && is_ws (b[-1]))
+    while (b > lo && sg_load_is_ws (b[-1]))
       b--;
     if (b <= lo || b[-1] != '}')
       continue;
-    const char *a = ws (q + 1, end);
+    const char *a = sg_load_skip_ws (q + 1, end);
     if (end - a >= 6 && memcmp (a, "\"name\"", 6) == 0)
       return q;
   }
@@ -180,10 +179,7 @@ copy_task (gpointer data, int32_t i, int32_t worker)
     const Const *t = &c->consts[r->target];
     n.name = c->names_base + r->name_off;
     n.target = t->global;
-    /* what sg_node_finish sets kind to */
-    static const SgOpKind structural[]
-        = { SG_OP_PLACEHOLDER, SG_OP_GET_ATTR, SG_OP_UNKNOWN, SG_OP_OUTPUT };
-    n.kind = n.op == SG_NODE_CALL ? t->kind : structural[n.op];
+    n.kind = n.op == SG_NODE_CALL ? t->kind : sg_node_op_kind (n.op); /* sg_node_finish's */
     n.args_first += c->args_base;
     n.kwargs_first += c->args_base;
     n.in_first += c->inputs_base;
@@ -291,33 +287,23 @@ finish_task (gpointer data, int32_t i, int32_t worker)
 static void
 intern (Fast *f, Const *k)
 {
-  if ((f->interned->len + 1) * 2 > f->cap_islots) {
-    size_t cap = MAX (f->cap_islots * 2, (size_t)256);
-    g_free (f->islots);
-    f->islots = g_new0 (uint32_t, cap);
-    f->cap_islots = cap;
-    for (guint i = 0; i < f->interned->len; i++) {
-      size_t at = g_array_index (f->interned, Const, i).hash & (cap - 1);
-      while (f->islots[at])
-        at = (at + 1) & (cap - 1);
-      f->islots[at] = i + 1;
-    }
+  if ((f->interned->len + 1) * 2 > f->iset.cap)
+    sg_keyset_fill (&f->iset, MAX (f->iset.cap * 2, (size_t)256), f->interned->data,
+                    sizeof (Const), 0, f->interned->len);
+  size_t at;
+  int64_t found = sg_keyset_find (&f->iset, f->interned->data, sizeof (Const), k->key.s,
+                                  k->key.len, k->key.hash, &at);
+  if (found >= 0) {
+    const Const *e = &g_array_index (f->interned, Const, found);
+    k->global = e->global;
+    k->kind = e->kind;
+    return;
   }
-  size_t mask = f->cap_islots - 1, at = k->hash & mask;
-  for (; f->islots[at]; at = (at + 1) & mask) {
-    const Const *e = &g_array_index (f->interned, Const, f->islots[at] - 1);
-    if (e->hash == k->hash && e->len == k->len && memcmp (e->global, k->s, k->len) == 0) {
-      k->global = e->global;
-      k->kind = e->kind;
-      return;
-    }
-  }
-  k->global = g_string_chunk_insert_const (f->g->strings, k->s);
+  k->global = g_string_chunk_insert_const (f->g->strings, k->key.s);
   k->kind = sg_op_from_target (k->global);
-  Const e
-      = { .s = k->global, .len = k->len, .hash = k->hash, .global = k->global, .kind = k->kind };
+  Const e = { .key = { k->global, k->key.len, k->key.hash }, .global = k->global, .kind = k->kind };
+  sg_keyset_put (&f->iset, at, f->interned->len);
   g_array_append_val (f->interned, e);
-  f->islots[at] = f->interned->len;
 }
 
 /* Room for the round's nodes and pool entries, names and interned strings
@@ -399,7 +385,7 @@ sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, si
   g_return_val_if_fail (g->n_nodes == 0, false);
   if (p >= end || *p != '[')
     return false;
-  p = ws (p + 1, end);
+  p = sg_load_skip_ws (p + 1, end);
   if (p < end && *p == ']') {
     *stop = p + 1;
     return true;
@@ -446,7 +432,7 @@ sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, si
   g_free (f.chunks);
   g_free (f.hash);
   g_array_unref (f.interned);
-  g_free (f.islots);
+  sg_keyset_clear (&f.iset);
   sg_name_table_free (f.names);
   return ok;
 }

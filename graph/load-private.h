@@ -5,6 +5,7 @@
 #include "graph.h"
 #include "textio.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -19,11 +20,35 @@ const char *sg_load_first_undefined (const SgGraph *g, const cJSON *v, GString *
 void sg_load_diagnose_ref (const char *name, int index, const char *field, const char *missing,
                            const char *rest, const char *end, GError **error);
 
-/* The node reader (load-json.c): an arena of cJSON-shaped trees, reused
- * from node to node. */
-typedef struct SgLoadArena SgLoadArena;
+/* The readers' arena (load-json.c): a chain of blocks kept from one use
+ * to the next (a node's tree in the node reader, a chunk's strings in the
+ * parallel one), allocations aligned to max_align_t. */
+typedef struct SgLoadBlock SgLoadBlock;
+typedef struct {
+  SgLoadBlock *head, *cur; /* cur: the block being filled (NULL: none yet) */
+  char *next, *limit;      /* its free space */
+} SgLoadArena;
 SgLoadArena *sg_load_arena_new (void);
 void sg_load_arena_free (SgLoadArena *a);
+/* Drops what @a holds, keeping its blocks / frees its blocks (@a stays
+ * usable). */
+void sg_load_arena_reset (SgLoadArena *a);
+void sg_load_arena_clear (SgLoadArena *a);
+/* sg_load_arena_alloc's way out: the next block with room for @n bytes. */
+void *sg_load_arena_grow (SgLoadArena *a, size_t n);
+
+/* @n bytes of @a (rounded up to a multiple of max_align_t's size), valid
+ * until its next reset. */
+static inline void *
+sg_load_arena_alloc (SgLoadArena *a, size_t n)
+{
+  n = (n + sizeof (max_align_t) - 1) & ~(sizeof (max_align_t) - 1);
+  if ((size_t)(a->limit - a->next) < n)
+    return sg_load_arena_grow (a, n);
+  void *p = a->next;
+  a->next += n;
+  return p;
+}
 
 /* (transfer none) The node object at @p (leading JSON whitespace allowed),
  * read into @a, which it empties first: the tree cJSON_Parse would give,
@@ -77,6 +102,42 @@ sg_load_string_close (const char *p, const char *end, bool *escapes)
       return NULL;
   }
 }
+static inline bool
+sg_load_is_digit (char c)
+{
+  return (unsigned char)(c - '0') < 10;
+}
+
+/* Whether the @n bytes at @p (the text ends at @end) are @word. */
+static inline bool
+sg_load_literal (const char *p, const char *end, const char *word, size_t n)
+{
+  return (size_t)(end - p) >= n && memcmp (p, word, n) == 0;
+}
+
+/* The number at @p when it is a small integer: an optional '-' and 1 to
+ * 15 digits without a leading zero ("0" alone, unsigned), nothing after
+ * them that continues a number. *@v: its value (exact as a double, the
+ * one strtod gives); returns its end, NULL for any other text
+ * (sg_load_number reads the other numbers). The readers' fast path. */
+static inline const char *
+sg_load_small_int (const char *p, const char *end, int64_t *v)
+{
+  const char *q = p + (p < end && *p == '-'), *s = q;
+  if (q >= end || !sg_load_is_digit (*q) || (*q == '0' && q > p))
+    return NULL;
+  int64_t x = 0;
+  if (*q == '0')
+    q++;
+  else
+    while (q < end && sg_load_is_digit (*q) && q - s < 15)
+      x = x * 10 + (*q++ - '0');
+  if (q < end && (sg_load_is_digit (*q) || *q == '.' || *q == 'e' || *q == 'E'))
+    return NULL;
+  *v = *p == '-' ? -x : x;
+  return q;
+}
+
 /* The string between @s and its closing quote @q, escapes resolved, into
  * @out (room for q - s + 1 bytes), NUL-terminated: returns the NUL's
  * position, NULL to decline (an escape cJSON would read otherwise, or a

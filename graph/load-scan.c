@@ -24,14 +24,6 @@
 
 G_DEFINE_QUARK (sg-json-error-quark, sg_json_error)
 
-const char *
-sg_load_skip_ws (const char *p, const char *end)
-{
-  while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
-    p++;
-  return p;
-}
-
 /* Finds the end of the JSON value at @p without building it: strings with
  * escapes, brackets, scalars up to a delimiter. Lenient about scalar
  * spelling (cJSON checks that when the value is parsed); exact about

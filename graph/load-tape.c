@@ -38,7 +38,7 @@ sg_tape_value (Chunk *c, const char *p, const char *end, int depth)
     bool obj = *p == '{';
     char close = obj ? '}' : ']';
     uint32_t n = 0;
-    p = ws (p + 1, end);
+    p = sg_load_skip_ws (p + 1, end);
     if (p < end && *p == close) {
       p++;
     } else {
@@ -52,15 +52,15 @@ sg_tape_value (Chunk *c, const char *p, const char *end, int depth)
           if (!(p = sg_chunk_string (c, p, end, &s, &len)))
             return NULL;
           c->tape[k] = (Val){ .type = V_STR, .n = len, .next = k + 1, .s = s };
-          p = ws (p, end);
+          p = sg_load_skip_ws (p, end);
           if (p >= end || *p != ':')
             return NULL;
-          p = ws (p + 1, end);
+          p = sg_load_skip_ws (p + 1, end);
         }
         if (!(p = sg_tape_value (c, p, end, depth + 1)))
           return NULL;
         n++;
-        p = ws (p, end);
+        p = sg_load_skip_ws (p, end);
         if (p >= end)
           return NULL;
         if (*p == close) {
@@ -69,7 +69,7 @@ sg_tape_value (Chunk *c, const char *p, const char *end, int depth)
         }
         if (*p != ',')
           return NULL;
-        p = ws (p + 1, end);
+        p = sg_load_skip_ws (p + 1, end);
       }
     }
     v = &c->tape[at];
@@ -91,13 +91,13 @@ sg_tape_value (Chunk *c, const char *p, const char *end, int depth)
   }
   case 't':
     v->type = V_TRUE;
-    return end - p >= 4 && memcmp (p, "true", 4) == 0 ? p + 4 : NULL;
+    return sg_load_literal (p, end, "true", 4) ? p + 4 : NULL;
   case 'f':
     v->type = V_FALSE;
-    return end - p >= 5 && memcmp (p, "false", 5) == 0 ? p + 5 : NULL;
+    return sg_load_literal (p, end, "false", 5) ? p + 5 : NULL;
   case 'n':
     v->type = V_NULL;
-    return end - p >= 4 && memcmp (p, "null", 4) == 0 ? p + 4 : NULL;
+    return sg_load_literal (p, end, "null", 4) ? p + 4 : NULL;
   default: {
     double d;
     if (!(p = sg_chunk_number (c, p, end, &d)))
@@ -228,7 +228,7 @@ sg_tape_args (Chunk *c, int64_t args, int64_t kwargs, uint32_t ref_first, SgNode
   for (uint32_t i = 0; i < n->n_kwargs; i++) {
     SgArg ka = sg_chunk_string_arg (c, c->tape[k].s, c->tape[k].n, NULL);
     c->args[n->kwargs_first + 2 * i] = ka;
-    if (!emit_value (c, k + 1, 1, c->consts[ka.i].s, n->kwargs_first + 2 * i + 1, ref_first))
+    if (!emit_value (c, k + 1, 1, c->consts[ka.i].key.s, n->kwargs_first + 2 * i + 1, ref_first))
       return false;
     k = c->tape[k + 1].next;
   }
@@ -280,38 +280,17 @@ meta_of (Chunk *c, int64_t m, SgMeta *out)
   if (strided && (c->tape[stride].type != V_ARR || c->tape[stride].n != ndim))
     return false;
   int64_t sh[SG_MAX_DIMS], st[SG_MAX_DIMS];
-  uint64_t numel = 1;
   uint32_t k = (uint32_t)shape + 1;
-  for (uint32_t i = 0; i < ndim; i++, k = c->tape[k].next) {
+  for (uint32_t i = 0; i < ndim; i++, k = c->tape[k].next)
     if (!sg_tape_int (&c->tape[k], &sh[i]) || sh[i] < 0)
       return false;
-    if (sh[i] && numel > (uint64_t)SG_MAX_EXTENT / (uint64_t)sh[i])
+  k = (uint32_t)stride + 1;
+  for (uint32_t i = 0; strided && i < ndim; i++, k = c->tape[k].next)
+    if (!sg_tape_int (&c->tape[k], &st[i]) || st[i] < 0)
       return false;
-    numel *= (uint64_t)sh[i];
-  }
-  if (numel > (uint64_t)SG_MAX_EXTENT / sg_dtype_size (dt))
-    return false;
-  if (strided) {
-    k = (uint32_t)stride + 1;
-    for (uint32_t i = 0; i < ndim; i++, k = c->tape[k].next)
-      if (!sg_tape_int (&c->tape[k], &st[i]) || st[i] < 0)
-        return false;
-  } else {
-    int64_t s = 1;
-    for (int32_t i = (int32_t)ndim - 1; i >= 0; i--) {
-      st[i] = s;
-      s *= sh[i] ? sh[i] : 1;
-    }
-  }
-  if (ndim) {
-    RESERVE (c, dims, 2 * (size_t)ndim);
-    memcpy (&c->dims[c->n_dims], sh, ndim * sizeof *sh);
-    memcpy (&c->dims[c->n_dims + ndim], st, ndim * sizeof *st);
-  }
-  *out = (SgMeta){ .ndim = (int32_t)ndim, .dtype = dt, .first = (uint32_t)c->n_dims };
-  c->n_dims += 2 * (size_t)ndim;
-  return true;
+  return sg_chunk_meta (c, sh, (int)ndim, strided ? st : NULL, dt, out);
 }
+
 
 bool
 sg_tape_meta (Chunk *c, int64_t m, SgNode *n, Rec *rec)

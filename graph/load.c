@@ -587,12 +587,6 @@ sg_graph_load_data (const char *data, size_t len, const char *name, GError **err
 }
 
 SgGraph *
-sg_graph_load_full (const char *path, bool validate, GError **error)
-{
-  return sg_graph_load_with (path, validate, NULL, error);
-}
-
-SgGraph *
 sg_graph_load_with (const char *path, bool validate, SgPool *pool, GError **error)
 {
   g_return_val_if_fail (path != NULL, NULL);
@@ -638,5 +632,5 @@ sg_graph_load_with (const char *path, bool validate, SgPool *pool, GError **erro
 SgGraph *
 sg_graph_load (const char *path, GError **error)
 {
-  return sg_graph_load_full (path, true, error);
+  return sg_graph_load_with (path, true, NULL, error);
 }

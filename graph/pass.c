@@ -108,15 +108,15 @@ dump_wanted (const SgConfig *cfg, const char *pass)
 bool
 sg_graph_validate_pass (SgGraph *g, const SgConfig *cfg, GError **error)
 {
-  (void)cfg;
-  return sg_graph_validate (g, error);
+  return sg_graph_validate_with (g, cfg->pool, error);
 }
 
-/* The validator and the kept analysis's check after pass @p. */
+/* The validator (on cfg->pool) and the kept analysis's check after pass
+ * @p. */
 static bool
-check_after (const SgGraph *g, const SgPass *p, GError **error)
+check_after (const SgGraph *g, const SgConfig *cfg, const SgPass *p, GError **error)
 {
-  if (!sg_graph_validate (g, error)
+  if (!sg_graph_validate_with (g, cfg->pool, error)
       || (g->kept && g->kept_class->check && !g->kept_class->check (g, g->kept, error))) {
     g_prefix_error (error, "invalid IR after %s '%s' (a schedgraph bug): ",
                     p->run ? "pass" : "step", p->name);
@@ -147,7 +147,7 @@ sg_pass_run (SgGraph **g, const SgConfig *cfg, const SgPass *passes, size_t n_pa
     }
     if (!*g)
       continue;
-    if (cfg->validate_between && !p->unchecked && !check_after (*g, p, error))
+    if (cfg->validate_between && !p->unchecked && !check_after (*g, cfg, p, error))
       return false;
     if (dump_wanted (cfg, p->name)) {
       FILE *out = cfg->dump_file ? cfg->dump_file : stderr;

@@ -64,8 +64,23 @@ bool sg_same_file (const char *a, const char *b);
 
 typedef enum { SCAN_OK, SCAN_EOF, SCAN_DEPTH, SCAN_BAD } ScanResult;
 
-/* First byte at or after @p that is not JSON whitespace (or @end). */
-const char *sg_load_skip_ws (const char *p, const char *end);
+static inline bool
+sg_load_is_ws (char c)
+{
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+/* First byte at or after @p that is not JSON whitespace (or @end): every
+ * reader of the graph loader's. */
+static inline const char *
+sg_load_skip_ws (const char *p, const char *end)
+{
+  if (p < end && (unsigned char)*p > ' ') /* most tokens follow the last at once */
+    return p;
+  while (p < end && sg_load_is_ws (*p))
+    p++;
+  return p;
+}
 
 /* Finds the end of the JSON value at @p (leading whitespace allowed)
  * without building it: strings with escapes, brackets, scalars up to a

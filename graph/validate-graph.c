@@ -105,9 +105,7 @@ first_input (const SgGraph *g, const SgNode *n)
 }
 
 typedef struct {
-  SgValidateShared sh;
-  SgBrief *brief; /* what sh holds, written by note_task */
-  gint *wait_first, *elem_first;
+  SgValidateShared sh; /* its arrays written by note_task */
   int32_t block, n_blocks;
   struct Result {
     SgNodeId failed; /* the block's first failing node, or SG_NO_NODE */
@@ -129,14 +127,14 @@ note_task (gpointer data, int32_t b, int32_t worker)
   SgNodeId hi = MIN (g->n_nodes, (b + 1) * j->block);
   for (SgNodeId id = b * j->block; id < hi; id++) {
     const SgNode *n = &g->nodes[id];
-    j->brief[id] = (SgBrief){ (uint8_t)n->op, (uint8_t)n->kind };
+    j->sh.brief[id] = (SgBrief){ (uint8_t)n->op, (uint8_t)n->kind };
     if (n->kind != SG_OP_WAIT && n->kind != SG_OP_GETITEM)
       continue;
     SgNodeId in = first_input (g, n);
     if (in == SG_NO_NODE)
       continue;
     if (n->kind == SG_OP_WAIT) {
-      note_first (&j->wait_first[in], id);
+      note_first (&j->sh.wait_first[in], id);
       continue;
     }
     const SgNode *src = &g->nodes[in];
@@ -145,7 +143,7 @@ note_task (gpointer data, int32_t b, int32_t worker)
       continue;
     uint32_t elem = src->tuple_first + (uint32_t)n->getitem_index;
     if (elem <= g->tuple_metas->len)
-      note_first (&j->elem_first[elem], id);
+      note_first (&j->sh.elem_first[elem], id);
   }
 }
 
@@ -178,7 +176,7 @@ total_passes (const Job *j, int32_t b, SgNodeId to, uint64_t *total)
 {
   for (SgNodeId id = b * j->block; id < to; id++) {
     *total += sg_node_alloc_bytes (j->sh.g, id);
-    if (*total > SG_MAX_EXTENT_U)
+    if (*total > (uint64_t)SG_MAX_EXTENT)
       return id;
   }
   return SG_NO_NODE;
@@ -193,8 +191,7 @@ validate_nodes (const SgGraph *g, const char **key_of, SgPool *pool, GError **er
   g_autofree gint *wait_first = g_new0 (gint, (size_t)g->n_nodes);
   g_autofree gint *elem_first = g_new0 (gint, (size_t)g->tuple_metas->len + 1);
   int32_t threads = sg_pool_size (pool);
-  Job j = { .sh = { g, key_of, brief, wait_first, elem_first }, .brief = brief,
-            .wait_first = wait_first, .elem_first = elem_first };
+  Job j = { .sh = { g, key_of, brief, wait_first, elem_first } };
   j.block = threads > 1 ? CLAMP (g->n_nodes / (8 * threads), 256, 8192) : g->n_nodes;
   j.n_blocks = (g->n_nodes + j.block - 1) / j.block;
   j.results = g_new (struct Result, (size_t)j.n_blocks);
@@ -209,7 +206,7 @@ validate_nodes (const SgGraph *g, const char **key_of, SgPool *pool, GError **er
   for (; b < j.n_blocks && over == SG_NO_NODE && !first; b++) {
     struct Result *r = &j.results[b];
     bool whole = r->failed == SG_NO_NODE;
-    if (!whole || total + r->bytes < total || total + r->bytes > SG_MAX_EXTENT_U)
+    if (!whole || total + r->bytes < total || total + r->bytes > (uint64_t)SG_MAX_EXTENT)
       over = total_passes (&j, b, whole ? MIN (g->n_nodes, (b + 1) * j.block) : r->failed, &total);
     else
       total += r->bytes;

@@ -53,12 +53,11 @@ validate_meta (const SgGraph *g, const SgNode *n, const SgMeta *m, int64_t t, GE
     if (st[d] < 0)
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.stride[%d]: negative stride %" G_GINT64_FORMAT,
              n->name, meta_field (buf, t), d, st[d]);
-    if (sh[d] && numel > SG_MAX_EXTENT_U / (uint64_t)sh[d])
+    if (!sg_numel_times (&numel, sh[d]))
       VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: element count overflows 2^62", n->name,
              meta_field (buf, t));
-    numel *= (uint64_t)sh[d];
   }
-  if (numel > SG_MAX_EXTENT_U / sg_dtype_size (m->dtype))
+  if (!sg_numel_bytes_ok (numel, m->dtype))
     VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s.shape: byte size overflows 2^62", n->name,
            meta_field (buf, t));
   return true;
@@ -372,26 +371,6 @@ validate_args (const SgGraph *g, SgNodeId id, GError **error)
 }
 
 
-/* Whether input @j of @in is among the ones before it (linear even for an
- * output node with thousands of inputs: a set past SCAN_INPUTS). */
-#define SCAN_INPUTS 32
-static bool
-listed_before (const SgNodeId *in, uint32_t j, GHashTable **set)
-{
-  if (j < SCAN_INPUTS) {
-    for (uint32_t i = 0; i < j; i++)
-      if (in[i] == in[j])
-        return true;
-    return false;
-  }
-  if (!*set) {
-    *set = g_hash_table_new (g_direct_hash, g_direct_equal);
-    for (uint32_t i = 0; i < j; i++)
-      g_hash_table_add (*set, GINT_TO_POINTER (in[i] + 1));
-  }
-  return !g_hash_table_add (*set, GINT_TO_POINTER (in[j] + 1));
-}
-
 bool
 sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
 {
@@ -414,9 +393,7 @@ sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
   if ((unsigned)n->kind >= SG_OP_N_KINDS)
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': target: op kind %d outside the op table", n->name,
            (int)n->kind);
-  static const SgOpKind structural[] = { SG_OP_PLACEHOLDER, SG_OP_GET_ATTR, SG_OP_UNKNOWN,
-                                         SG_OP_OUTPUT };
-  if (n->op != SG_NODE_CALL && n->kind != structural[n->op])
+  if (n->op != SG_NODE_CALL && n->kind != sg_node_op_kind (n->op))
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': op: '%s' node has kind '%s'", n->name,
            n->op == SG_NODE_OUTPUT ? "output" : "placeholder/get_attr", sg_op_name (n->kind));
   if (n->op == SG_NODE_CALL
@@ -455,11 +432,11 @@ sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
              "node '%s': args: reads collective '%s' directly; its result is read through its "
              "wait_tensor",
              n->name, g->nodes[in[j]].name);
-    if (listed_before (in, j, &listed))
+    if (sg_ids_position (in, j, in[j], &listed) < j)
       VFAIL (SG_GRAPH_ERROR_INVALID, "node '%s': inputs: '%s' listed twice", n->name,
              g->nodes[in[j]].name);
   }
-  if (!(isnan (n->cost_us) || (n->cost_us >= 0 && n->cost_us < 1e12)))
+  if (!(isnan (n->cost_us) || (n->cost_us >= 0 && n->cost_us < SG_MAX_COST_US)))
     VFAIL (SG_GRAPH_ERROR_FORMAT, "node '%s': cost_us: %g is not a time >= 0", n->name,
            n->cost_us);
   if (n->n_tuple) {
@@ -471,7 +448,7 @@ sg_validate_node (const SgValidateShared *sh, SgNodeId id, GError **error)
       if (!validate_meta (g, n, sg_node_tuple_meta (g, id, t), t, error))
         return false;
       bytes += sg_meta_bytes (g, sg_node_tuple_meta (g, id, t));
-      if (bytes > SG_MAX_EXTENT_U)
+      if (bytes > (uint64_t)SG_MAX_EXTENT)
         VFAIL (SG_GRAPH_ERROR_SHAPE, "node '%s': %s: the tuple totals more than 2^62 bytes",
                n->name, meta_field (field, t));
     }

@@ -267,6 +267,9 @@ value (Gen *g, int depth)
     "7",
     "-0",
     "123456789012",
+    "123456789012345",
+    "-123456789012345",
+    "1234567890123456",
     "9007199254740993",
     "12345678901234567890",
     "0.5",
@@ -325,6 +328,9 @@ meta (Gen *g, bool tensor)
     "\"bfloat16\"}]}",
     "{\"tuple\": []}",
     "{\"tuple\": [{}], \"shape\": [5], \"dtype\": \"float32\"}",
+    /* extents past the small-integer path: the same values through strtod */
+    "{\"shape\": [1e1, 2.0, -0], \"stride\": [1E0, 0, 123456789012345], \"dtype\": \"int8\"}",
+    "{\"shape\": [1234567890123456, 123], \"dtype\": \"int8\"}",
   };
   g_string_append_printf (g->s, "%s\"meta\": %s", g->sep,
                           metas[tensor ? 0 : pick (g, G_N_ELEMENTS (metas))]);
