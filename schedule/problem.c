@@ -147,17 +147,12 @@ critical_path_rank (SgSchedProblem *P)
 /* Nodes per task of the node loops. */
 #define NODE_CHUNK 8192
 
-typedef struct {
-  SgSchedProblem *P;
-  const SgConfig *cfg;
-} Parts;
-
 /* Roles, costs and allocations of one chunk of nodes (a task). */
 static void
 nodes_task (gpointer data, int32_t task, int32_t worker)
 {
   (void)worker;
-  SgSchedProblem *P = ((Parts *)data)->P;
+  SgSchedProblem *P = data;
   const SgGraph *g = P->g;
   const SgCostModel *cm = sg_graph_cost_model (g); /* the engine's pairs (sg_eng_init) */
   SgNodeId end = MIN (P->n, (task + 1) * NODE_CHUNK);
@@ -189,8 +184,7 @@ basic_nodes (SgSchedProblem *P, SgPool *pool)
   P->cost = g_new (double, (size_t)MAX (n, 1));
   P->kslot = g_new (uint8_t, (size_t)MAX (n, 1));
   P->alloc = g_new (uint64_t, (size_t)MAX (n, 1));
-  Parts parts = { P, NULL };
-  sg_pool_run (pool, (n + NODE_CHUNK - 1) / NODE_CHUNK, nodes_task, &parts);
+  sg_pool_run (pool, (n + NODE_CHUNK - 1) / NODE_CHUNK, nodes_task, P);
   P->base_us = g_new (double, (size_t)n + 1);
   P->base_us[0] = 0.0;
   for (SgNodeId i = 0; i < n; i++)
@@ -207,18 +201,25 @@ limits (SgSchedProblem *P, const SgConfig *cfg)
   P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
 }
 
-void
-sg_sched_problem_live (SgSchedProblem *P, bool profile)
+/* sg_sched_problem_live, with the input order's positions @pos. */
+static void
+live_at (SgSchedProblem *P, bool profile, const int32_t *pos)
 {
   const SgGraph *g = P->g;
   if (profile)
     P->profile = g_new (uint64_t, (size_t)MAX (P->n, 1));
-  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   if (!P->root)
     P->root = sg_graph_storage_roots (g);
   P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
   P->limit = (uint64_t)((double)P->peak_in * (1.0 + P->peak_increase));
   P->has_limit = true;
+}
+
+void
+sg_sched_problem_live (SgSchedProblem *P, bool profile)
+{
+  g_autofree int32_t *pos = sg_sched_positions (P->g, NULL);
+  live_at (P, profile, pos);
 }
 
 /* What both problems start with: the graph and the memory limit. */
@@ -359,15 +360,14 @@ free_feeders (SgSchedProblem *P)
   }
 }
 
-/* Where the input order frees each collective's input (deferring a wait
- * only costs memory past that point), the inputs' storage roots numbered,
- * the waits numbered. */
+/* Where the input order (positions @pos) frees each collective's input
+ * (deferring a wait only costs memory past that point), the inputs'
+ * storage roots numbered, the waits numbered. */
 static void
-input_ends (SgSchedProblem *P)
+input_ends (SgSchedProblem *P, const int32_t *pos)
 {
   const SgGraph *g = P->g;
   int32_t n = P->n;
-  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   g_autofree int32_t *last = g_new (int32_t, (size_t)MAX (n, 1));
   sg_graph_last_use (g, pos, P->root, last);
   P->in_end = g_new (int32_t, (size_t)MAX (n, 1));
@@ -397,6 +397,12 @@ input_ends (SgSchedProblem *P)
   }
 }
 
+/* What the parts read: the problem and the input order's positions. */
+typedef struct {
+  SgSchedProblem *P;
+  const int32_t *pos;
+} Parts;
+
 /* The parts that need only the nodes and the users, side by side; each
  * writes its own fields. */
 static void
@@ -407,10 +413,10 @@ part_task (gpointer data, int32_t task, int32_t worker)
   SgSchedProblem *P = parts->P;
   switch (task) {
   case 0:
-    sg_sched_problem_live (P, true);
+    live_at (P, true, parts->pos);
     break;
   case 1:
-    input_ends (P);
+    input_ends (P, parts->pos);
     break;
   case 2:
     due_and_ready (P);
@@ -437,7 +443,8 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   basic_nodes (P, pool);
   users_and_waits (P);
   P->root = sg_graph_storage_roots (g);
-  Parts parts = { P, cfg };
+  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
+  Parts parts = { P, pos };
   sg_pool_run (pool, 6, part_task, &parts);
 }
 
