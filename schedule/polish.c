@@ -423,8 +423,7 @@ window_task (gpointer data, int32_t i, int32_t worker)
   bool traced = false;
   for (int32_t k = 0; k < MIN (sg_search_n_kept (s->S), w->tries) && !w->took; k++) {
     sg_search_kept_positions (s->S, k, s->cpos);
-    for (int32_t i = 0; i < m; i++)
-      s->cand[i] = out[w->pos + s->cpos[i]];
+    sg_search_kept (s->S, k, s->cand);
     if (memcmp (s->cand, out + w->pos, sizeof (SgNodeId) * (size_t)m) == 0)
       continue;
     if (!traced)
