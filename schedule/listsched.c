@@ -178,13 +178,10 @@ ls_run_place (Run *R, SgNodeId x)
   }
   case SG_ROLE_WAIT: {
     ls_defer_placed (R, x);
-    SgNodeId c = P->coll_of[x];
-    if (c != SG_NO_NODE) {
-      sg_eng_wait (&R->eng, x, c);
+    SgNodeId c = P->coll_of[x]; /* issued: one of the wait's inputs or theirs */
+    sg_eng_place_as (&R->eng, x, SG_ROLE_WAIT, 0.0, c);
+    if (c != SG_NO_NODE)
       ls_release (R, c);
-    } else if (R->eng.node_start) { /* as sg_eng_place */
-      R->eng.node_start[x] = R->eng.node_end[x] = R->eng.now;
-    }
     break;
   }
   case SG_ROLE_COMPUTE:
@@ -234,8 +231,7 @@ place_free_feeders (Run *R)
       continue;
     R->placed[u] = 1;
     R->order[R->n_order++] = u;
-    if (R->eng.node_start) /* what sg_eng_place's 0 us compute does */
-      R->eng.node_start[u] = R->eng.node_end[u] = R->eng.now;
+    sg_eng_instant (&R->eng, u); /* what sg_eng_place's 0 us compute does */
     for (uint32_t a = P->ufirst[u]; a < P->ufirst[u + 1]; a++)
       dec_pending (R, P->users[a]);
   }

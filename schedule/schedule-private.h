@@ -240,6 +240,45 @@ double sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c);
  * collective not issued, or on no collective, costs nothing), or runs
  * compute for its sg_sched_cost. */
 void sg_eng_place (SgSimEngine *e, SgNodeId x);
+/* Node @x took no time, now: its node times (when tracked) are now. */
+static inline void
+sg_eng_instant (SgSimEngine *e, SgNodeId x)
+{
+  if (e->node_start)
+    e->node_start[x] = e->node_end[x] = e->now;
+}
+/* What sg_eng_place looks up for node @x of role @role: a collective's
+ * rates entry (sg_eng_rates_entry), a wait's collective
+ * (sg_node_wait_target, SG_NO_NODE for none); for compute, @kslot (its
+ * kernel slot, which the caller knows: sg_cost_contention_slot of its
+ * cost, anything at 0 us). */
+static inline int32_t
+sg_eng_place_arg (const SgSimEngine *e, SgNodeId x, SgRole role, int32_t kslot)
+{
+  if (role == SG_ROLE_COLL)
+    return sg_eng_rates_entry (e, x, NULL);
+  return role == SG_ROLE_WAIT ? sg_node_wait_target (e->g, x) : kslot;
+}
+/* sg_eng_place of node @x with its @role, solo @cost and what it looks
+ * up (@arg: sg_eng_place_arg) known. */
+static inline void
+sg_eng_place_as (SgSimEngine *e, SgNodeId x, SgRole role, double cost, int32_t arg)
+{
+  switch (role) {
+  case SG_ROLE_COLL:
+    sg_eng_issue_entry (e, x, arg);
+    break;
+  case SG_ROLE_WAIT:
+    if (arg != SG_NO_NODE && e->row_of[arg] >= 0)
+      sg_eng_wait (e, x, arg);
+    else
+      sg_eng_instant (e, x);
+    break;
+  case SG_ROLE_COMPUTE:
+    sg_eng_compute_in (e, x, cost, arg);
+    break;
+  }
+}
 /* Runs every queued collective to its end (compute idle). */
 void sg_eng_drain (SgSimEngine *e);
 /* True when compute node @x of solo @work, run next, would hold a collective

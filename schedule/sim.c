@@ -489,11 +489,17 @@ sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at)
   return r;
 }
 
+/* The kernel slot of compute node @x of solo @work (0 at 0 us). */
+static inline int32_t
+kernel_slot (const SgSimEngine *e, SgNodeId x, double work)
+{
+  return work > 0.0 ? sg_cost_contention_slot (e->pairs, e->g, x, work) : 0;
+}
+
 void
 sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
 {
-  sg_eng_compute_in (e, x, work,
-                     work > 0.0 ? sg_cost_contention_slot (e->pairs, e->g, x, work) : 0);
+  sg_eng_compute_in (e, x, work, kernel_slot (e, x, work));
 }
 
 void
@@ -591,23 +597,10 @@ void
 sg_eng_place (SgSimEngine *e, SgNodeId x)
 {
   const SgNode *n = &e->g->nodes[x];
-  switch (sg_sched_role (n)) {
-  case SG_ROLE_COLL:
-    sg_eng_issue (e, x);
-    break;
-  case SG_ROLE_WAIT: {
-    SgNodeId c = sg_node_wait_target (e->g, x);
-    if (c != SG_NO_NODE && e->row_of[c] >= 0) {
-      sg_eng_wait (e, x, c);
-    } else if (e->node_start) {
-      e->node_start[x] = e->node_end[x] = e->now;
-    }
-    break;
-  }
-  case SG_ROLE_COMPUTE:
-    sg_eng_compute (e, x, sg_sched_cost (n));
-    break;
-  }
+  SgRole role = sg_sched_role (n);
+  double cost = sg_sched_cost (n);
+  int32_t kslot = role == SG_ROLE_COMPUTE ? kernel_slot (e, x, cost) : 0;
+  sg_eng_place_as (e, x, role, cost, sg_eng_place_arg (e, x, role, kslot));
 }
 
 void
