@@ -291,10 +291,15 @@ sg_eng_finished (const SgSimEngine *e, SgNodeId c)
   return r >= 0 && e->fin[r];
 }
 
-/* Sets every row's status (hidden: exposed below 0.5% of its estimate or
- * 0.01 us; exposed: no compute overlapped it; partial otherwise) and the
- * counts and exposed_us of @out. */
-void sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out);
+/* The end of sg_simulate, for an engine that placed every node of an
+ * order (sim.c): drains @e; @out's step_us, compute_busy_us, every row's
+ * status (hidden: exposed below 0.5% of its estimate or 0.01 us; exposed:
+ * no compute overlapped it; partial otherwise) and the counts and
+ * exposed_us. */
+void sg_eng_finish (SgSimEngine *e, SgSimResult *out);
+/* @out takes @e's rows and node times (after sg_eng_finish), as a full
+ * sg_simulate's result holds them. */
+void sg_eng_take (SgSimEngine *e, SgSimResult *out);
 
 /* id -> position for @order (NULL = identity), (transfer full). */
 int32_t *sg_sched_positions (const SgGraph *g, const SgNodeId *order);

@@ -625,8 +625,8 @@ sg_sched_positions (const SgGraph *g, const SgNodeId *order)
 
 /* --- sg_simulate ------------------------------------------------------------ */
 
-void
-sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out)
+static void
+classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out)
 {
   out->hidden = out->partial = out->exposed = 0;
   out->exposed_us = 0.0;
@@ -672,6 +672,26 @@ sg_sim_check_costs (const SgGraph *g, GError **error)
   return true;
 }
 
+void
+sg_eng_finish (SgSimEngine *e, SgSimResult *out)
+{
+  double compute_end = e->now;
+  sg_eng_drain (e);
+  out->step_us = MAX (compute_end, e->now);
+  out->compute_busy_us = e->busy_us;
+  classify (e->rows, e->n_rows, out);
+}
+
+void
+sg_eng_take (SgSimEngine *e, SgSimResult *out)
+{
+  out->n_rows = e->n_rows;
+  out->rows = g_steal_pointer (&e->rows);
+  out->node_start = g_steal_pointer (&e->node_start);
+  out->node_end = g_steal_pointer (&e->node_end);
+  out->n_nodes = e->g->n_nodes;
+}
+
 /* The simulation of @order; @full: rows, node times and the lower bound
  * too, else the totals only. */
 static bool
@@ -695,24 +715,16 @@ simulate (const SgGraph *g, const SgNodeId *order, const SgContention *cont, boo
     compute_us += role == SG_ROLE_COMPUTE ? sg_sched_cost (n) : 0.0;
     sg_eng_place (&e, x);
   }
-  double compute_end = e.now;
-  sg_eng_drain (&e);
-  out->step_us = MAX (compute_end, e.now);
+  sg_eng_finish (&e, out);
   out->compute_us = compute_us;
   out->comm_us = comm_us;
-  out->compute_busy_us = e.busy_us;
-  sg_sim_classify (e.rows, e.n_rows, out);
   g_autofree int32_t *pos = sg_sched_positions (g, order);
   out->peak_bytes = sg_graph_liveness (g, pos, NULL, NULL, NULL);
   if (full) {
     sg_bound_basic (g, &e, &out->bound);
     out->critical_path_us = out->bound.critical_path_us;
     out->lower_bound_us = out->bound.lower_bound_us;
-    out->n_rows = e.n_rows;
-    out->rows = g_steal_pointer (&e.rows);
-    out->node_start = g_steal_pointer (&e.node_start);
-    out->node_end = g_steal_pointer (&e.node_end);
-    out->n_nodes = g->n_nodes;
+    sg_eng_take (&e, out);
   }
   sg_eng_clear (&e);
   return true;
