@@ -446,13 +446,6 @@ sg_sched_inputs (const SgSchedProblem *P, SgNodeId x, uint32_t *k)
 SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
                                 bool shield, SgScheduleStats *st, SgSimResult *res);
 
-/* After a job whose tasks freed large working sets on the pool's threads
- * (scheduler.c): glibc keeps what a thread frees in that thread's arena,
- * which the passes that follow on the calling thread do not allocate
- * from; gives the free pages of every arena back (malloc_trim). Nothing
- * without a pool of several threads. */
-void sg_pool_trim (SgPool *pool);
-
 /* --- the lower bound's pieces (bound.c) ------------------------------------ */
 
 /* Rates of the bound, the least of the simulator's pairs (so the

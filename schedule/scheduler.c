@@ -25,9 +25,6 @@
  * polish's.
  */
 #include <string.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "schedule-private.h"
 
@@ -316,17 +313,6 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   if (sim && sim->n_nodes > 0)
     sim_move_down (sim);
   return best;
-}
-
-void
-sg_pool_trim (SgPool *pool)
-{
-#ifdef __GLIBC__
-  if (sg_pool_size (pool) > 1)
-    malloc_trim (0);
-#else
-  (void)pool;
-#endif
 }
 
 /* Records the hiding relation of the graph's order as implicit edges
