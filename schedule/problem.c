@@ -24,12 +24,14 @@ typedef struct {
   SgNodeId id;
 } Keyed;
 
-#define RADIX_BITS 11
-#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
+static inline uint64_t
+keyed_key (const void *x)
+{
+  return ((const Keyed *)x)->key;
+}
 
-/* Sorts @a (@n entries, in id order) by key, ties by id: a stable LSD
- * radix sort through @tmp (n entries) that skips the digits every key
- * shares; short runs by insertion. */
+/* Sorts @a (@n entries, in id order) by key, ties by id: sg_radix_sort
+ * through @tmp (n entries), 11-bit digits; short runs by insertion. */
 static void
 sort_keyed (Keyed *a, Keyed *tmp, int32_t n)
 {
@@ -43,30 +45,7 @@ sort_keyed (Keyed *a, Keyed *tmp, int32_t n)
     }
     return;
   }
-  enum { B = 1 << RADIX_BITS };
-  g_autofree uint32_t *count = g_new0 (uint32_t, (size_t)RADIX_PASSES * B);
-  for (int32_t i = 0; i < n; i++)
-    for (int d = 0; d < RADIX_PASSES; d++)
-      count[d * B + ((a[i].key >> (d * RADIX_BITS)) & (B - 1))]++;
-  Keyed *src = a, *dst = tmp;
-  for (int d = 0; d < RADIX_PASSES; d++) {
-    uint32_t *c = count + (size_t)d * B;
-    if (c[(src[0].key >> (d * RADIX_BITS)) & (B - 1)] == (uint32_t)n)
-      continue; /* every key has this digit */
-    uint32_t at = 0;
-    for (int b = 0; b < B; b++) {
-      uint32_t k = c[b];
-      c[b] = at;
-      at += k;
-    }
-    for (int32_t i = 0; i < n; i++)
-      dst[c[(src[i].key >> (d * RADIX_BITS)) & (B - 1)]++] = src[i];
-    Keyed *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != a)
-    memcpy (a, src, sizeof (Keyed) * (size_t)n);
+  sg_radix_sort (a, tmp, n, sizeof *a, 11, keyed_key);
 }
 
 /* due_us, ready_us and the per-group order by due. */

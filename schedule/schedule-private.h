@@ -59,6 +59,50 @@ sg_double_order_bits (double d)
   return u >> 63 ? ~u : u | (uint64_t)1 << 63;
 }
 
+/* Sorts the @n entries of @size bytes at @a stably by @key of each,
+ * ascending, through @tmp (room for @n): an LSD radix sort by digits of
+ * @bits bits (at most 11), which skips the digits every key shares. For
+ * problem.c's orders by critical path and due and bound.c's windows, each
+ * with its own digits; inline, so that @size, @bits and @key are constants
+ * where it is expanded. */
+static inline void
+sg_radix_sort (void *a, void *tmp, int32_t n, size_t size, int bits,
+               uint64_t (*key) (const void *))
+{
+  const int passes = (64 + bits - 1) / bits;
+  const size_t nb = (size_t)1 << bits;
+  const uint64_t mask = nb - 1;
+  uint32_t count[6 << 11]; /* passes x nb, for bits <= 11 */
+  g_return_if_fail (bits >= 6 && bits <= 11 && n > 0);
+  memset (count, 0, sizeof (uint32_t) * (size_t)passes * nb);
+  char *src = a, *dst = tmp;
+  for (int32_t i = 0; i < n; i++) {
+    uint64_t k = key (src + (size_t)i * size);
+    for (int d = 0; d < passes; d++)
+      count[(size_t)d * nb + ((k >> (d * bits)) & mask)]++;
+  }
+  for (int d = 0; d < passes; d++) {
+    uint32_t *c = count + (size_t)d * nb;
+    if (c[(key (src) >> (d * bits)) & mask] == (uint32_t)n)
+      continue; /* every key has this digit */
+    uint32_t at = 0;
+    for (size_t b = 0; b < nb; b++) {
+      uint32_t k = c[b];
+      c[b] = at;
+      at += k;
+    }
+    for (int32_t i = 0; i < n; i++) {
+      const char *x = src + (size_t)i * size;
+      memcpy (dst + (size_t)c[(key (x) >> (d * bits)) & mask]++ * size, x, size);
+    }
+    char *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != (char *)a)
+    memcpy (a, src, size * (size_t)n);
+}
+
 /* What a node is to the timeline. */
 typedef enum {
   SG_ROLE_COMPUTE, /* runs on the compute stream (free nodes take 0 us) */
