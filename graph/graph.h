@@ -831,6 +831,15 @@ int32_t sg_pool_size (const SgPool *p);
 /* One per processor (g_get_num_processors: the CPU affinity), at most
  * SG_POOL_MAX_THREADS. */
 int32_t sg_pool_default_threads (void);
+/* Gives the free pages of every malloc arena back to the system (glibc's
+ * malloc_trim; nothing elsewhere): glibc returns on its own only the top
+ * of a heap, and keeps what a thread frees in that thread's arena. */
+void sg_heap_trim (void);
+/* sg_heap_trim after a job whose tasks freed large working sets on @p's
+ * threads: their arenas, which the passes that follow on the calling
+ * thread do not allocate from. Nothing without a pool of several
+ * threads. */
+void sg_pool_trim (SgPool *p);
 /* The worker the calling thread is to @p's tasks (0: its creator, or a
  * thread outside it). */
 int32_t sg_pool_worker (const SgPool *p);

@@ -22,6 +22,11 @@
  * sleep).
  * Requires: nothing. Invalidates: nothing.
  */
+#include <stdlib.h> /* __GLIBC__ */
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include "graph-private.h"
 
 /* How long a worker polls for the next job before it sleeps (us); not at
@@ -217,6 +222,21 @@ int32_t
 sg_pool_size (const SgPool *p)
 {
   return p ? p->n : 1;
+}
+
+void
+sg_heap_trim (void)
+{
+#ifdef __GLIBC__
+  malloc_trim (0);
+#endif
+}
+
+void
+sg_pool_trim (SgPool *p)
+{
+  if (sg_pool_size (p) > 1)
+    sg_heap_trim ();
 }
 
 int32_t

@@ -159,17 +159,17 @@ by_key_desc (const void *a, const void *b)
 /* Below this many jobs qsort, else a radix sort: the same order. */
 #define RADIX_MIN 256
 
-/* @key as an unsigned integer that orders as by_key_desc orders keys
- * (equal keys, -0 and +0 among them, give equal integers). */
+/* Entry @x's key as an unsigned integer that orders as by_key_desc
+ * orders keys (equal keys, -0 and +0 among them, give equal integers). */
 static inline uint64_t
-desc_bits (double key)
+desc_bits (const void *x)
 {
-  return ~sg_double_order_bits (key);
+  return ~sg_double_order_bits (((const Keyed *)x)->key);
 }
 
-/* Sorts @v (@n of them, by ascending index) in by_key_desc's order: a
- * stable radix sort over desc_bits, bytes from the lowest, through @tmp
- * (ties keep their index order). qsort for few jobs or a NaN. */
+/* Sorts @v (@n of them, by ascending index) in by_key_desc's order:
+ * sg_radix_sort over desc_bits, bytes from the lowest, through @tmp (ties
+ * keep their index order). qsort for few jobs or a NaN. */
 static void
 sort_desc (Keyed *v, Keyed *tmp, int32_t n)
 {
@@ -180,31 +180,7 @@ sort_desc (Keyed *v, Keyed *tmp, int32_t n)
     qsort (v, (size_t)n, sizeof *v, by_key_desc);
     return;
   }
-  uint32_t count[8 * 256] = { 0 };
-  for (int32_t i = 0; i < n; i++) {
-    uint64_t u = desc_bits (v[i].key);
-    for (int b = 0; b < 8; b++)
-      count[b * 256 + ((u >> (8 * b)) & 255)]++;
-  }
-  Keyed *src = v, *dst = tmp;
-  for (int b = 0; b < 8; b++) {
-    uint32_t *c = &count[b * 256];
-    if (c[(desc_bits (v[0].key) >> (8 * b)) & 255] == (uint32_t)n)
-      continue; /* one digit for all */
-    uint32_t at = 0;
-    for (int d = 0; d < 256; d++) {
-      uint32_t k = c[d];
-      c[d] = at;
-      at += k;
-    }
-    for (int32_t i = 0; i < n; i++)
-      dst[c[(desc_bits (src[i].key) >> (8 * b)) & 255]++] = src[i];
-    Keyed *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != v)
-    memcpy (v, src, sizeof *v * (size_t)n);
+  sg_radix_sort (v, tmp, n, sizeof *v, 8, desc_bits);
 }
 
 void

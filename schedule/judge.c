@@ -26,9 +26,9 @@
  * collective's rates entry are reused while what they are functions of
  * (kind, SM count and cost; kind, group, group size and the input's
  * origin) is the same, instead of being looked up again in every trial.
- * The run places each node from its event (sg_eng_issue_entry,
- * sg_eng_compute_in: the rates entry or kernel slot it holds), the same
- * engine operations as sg_eng_place.
+ * The run places each node from its event (sg_eng_place_as, with the
+ * rates entry or kernel slot it holds), the same engine operations as
+ * sg_eng_place.
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
@@ -401,18 +401,9 @@ ev_same_shifted (const Ev *t, int32_t it, const Ev *r, int32_t ir, int32_t p)
 static inline void
 place_ev (SgSimEngine *e, SgNodeId x, const Ev *v)
 {
-  switch (v->role) {
-  case SG_ROLE_COLL:
-    sg_eng_issue_entry (e, x, v->aux);
-    break;
-  case SG_ROLE_WAIT:
-    if (v->aux >= 0 && e->row_of[v->aux] >= 0)
-      sg_eng_wait (e, x, v->aux);
-    break;
-  default:
-    sg_eng_compute_in (e, x, v->cost, v->cost > 0.0 ? v->aux : 0);
-    break;
-  }
+  /* a 0 us compute node's aux is -1 */
+  sg_eng_place_as (e, x, (SgRole)v->role, v->cost,
+                   v->role != SG_ROLE_COMPUTE || v->cost > 0.0 ? v->aux : 0);
 }
 
 /* --- checkpoints --------------------------------------------------------------- */

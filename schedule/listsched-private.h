@@ -100,7 +100,9 @@ typedef struct {
   Heap ready;  /* compute ready and not blocked by an unfinished collective */
   Heap freeq;  /* free feeders (P->free_feed) whose inputs may all be placed */
   Heap blocked; /* critical-path variant: ready compute blocked by a running collective */
-  double done_us; /* compute work placed */
+  /* compute and collective work placed, summed in the order's order (a
+   * full simulation's compute_us and comm_us, as sg_simulate sums them) */
+  double done_us, comm_us;
   int32_t *gnext; /* per group: first entry of P->gorder not issued */
   /* Per group: bumped when one of its collectives becomes ready or is
    * placed; ls_try_issue's scan for the ones not ready (issue.c) is kept

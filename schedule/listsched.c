@@ -163,6 +163,7 @@ ls_run_place (Run *R, SgNodeId x)
       R->fifo_next[P->due_rank[R->fifo_tail[grp]]] = x;
     R->fifo_tail[grp] = x;
     R->gissued[grp] += P->cost[x];
+    R->comm_us += P->cost[x];
     R->cum[P->due_rank[x]] = R->gissued[grp];
     sg_eng_issue (&R->eng, x);
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
@@ -178,13 +179,10 @@ ls_run_place (Run *R, SgNodeId x)
   }
   case SG_ROLE_WAIT: {
     ls_defer_placed (R, x);
-    SgNodeId c = P->coll_of[x];
-    if (c != SG_NO_NODE) {
-      sg_eng_wait (&R->eng, x, c);
+    SgNodeId c = P->coll_of[x]; /* issued: one of the wait's inputs or theirs */
+    sg_eng_place_as (&R->eng, x, SG_ROLE_WAIT, 0.0, c);
+    if (c != SG_NO_NODE)
       ls_release (R, c);
-    } else if (R->eng.node_start) { /* as sg_eng_place */
-      R->eng.node_start[x] = R->eng.node_end[x] = R->eng.now;
-    }
     break;
   }
   case SG_ROLE_COMPUTE:
@@ -234,8 +232,7 @@ place_free_feeders (Run *R)
       continue;
     R->placed[u] = 1;
     R->order[R->n_order++] = u;
-    if (R->eng.node_start) /* what sg_eng_place's 0 us compute does */
-      R->eng.node_start[u] = R->eng.node_end[u] = R->eng.now;
+    sg_eng_instant (&R->eng, u); /* what sg_eng_place's 0 us compute does */
     for (uint32_t a = P->ufirst[u]; a < P->ufirst[u + 1]; a++)
       dec_pending (R, P->users[a]);
   }
@@ -393,29 +390,6 @@ run_clear (Run *R)
   g_free (R->done);
 }
 
-/* The rest of sg_simulate's result for the run's order, from the engine
- * that ran it (drained): its rows and node times, and the sums sg_simulate
- * makes in order. */
-static void
-take_simulation (Run *R, SgSimResult *res)
-{
-  const SgSchedProblem *P = R->P;
-  double compute_us = 0.0, comm_us = 0.0;
-  for (int32_t p = 0; p < P->n; p++) {
-    SgNodeId x = R->order[p];
-    comm_us += P->role[x] == SG_ROLE_COLL ? P->cost[x] : 0.0;
-    compute_us += P->role[x] == SG_ROLE_COMPUTE ? P->cost[x] : 0.0;
-  }
-  res->compute_us = compute_us;
-  res->comm_us = comm_us;
-  res->compute_busy_us = R->eng.busy_us;
-  res->n_rows = R->eng.n_rows;
-  res->rows = g_steal_pointer (&R->eng.rows);
-  res->node_start = g_steal_pointer (&R->eng.node_start);
-  res->node_end = g_steal_pointer (&R->eng.node_end);
-  res->n_nodes = P->n;
-}
-
 SgNodeId *
 sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bool shield,
                       SgScheduleStats *st, SgSimResult *res)
@@ -508,13 +482,13 @@ sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost, bo
   st->n_boosted = R.n_boosted;
   /* The run drove the simulator's own engine through this very order, so
    * its numbers are what sg_simulate() would report. */
-  double compute_end = R.eng.now;
-  sg_eng_drain (&R.eng);
   memset (res, 0, sizeof *res);
-  sg_sim_classify (R.eng.rows, R.eng.n_rows, res);
-  res->step_us = MAX (compute_end, R.eng.now);
-  if (P->full_sims)
-    take_simulation (&R, res);
+  sg_eng_finish (&R.eng, res);
+  if (P->full_sims) {
+    res->compute_us = R.done_us;
+    res->comm_us = R.comm_us;
+    sg_eng_take (&R.eng, res);
+  }
   SgNodeId *order = g_steal_pointer (&R.order);
   run_clear (&R);
   return order;

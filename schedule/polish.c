@@ -182,8 +182,8 @@ typedef struct {
   Front cur;                /* scratch */
   Front trail[HORIZON + 1]; /* the given order past the window */
   double given_step;        /* its step, when it ends within the horizon */
-  /* per node of the window and the horizon: a collective's rates entry,
-   * a wait's collective (what sg_eng_place looks up) */
+  /* per node of the window and the horizon: what sg_eng_place looks up
+   * (sg_eng_place_arg) */
   int32_t arg[WINDOW_NODES + HORIZON];
 } Polish;
 
@@ -193,17 +193,7 @@ look_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t h)
 {
   for (int32_t i = pos; i < h; i++) {
     SgNodeId x = out[i];
-    switch ((SgRole)Q->P->role[x]) {
-    case SG_ROLE_COLL:
-      Q->arg[i - pos] = sg_eng_rates_entry (Q->e, x, NULL);
-      break;
-    case SG_ROLE_WAIT:
-      Q->arg[i - pos] = sg_node_wait_target (Q->g, x);
-      break;
-    case SG_ROLE_COMPUTE:
-      Q->arg[i - pos] = 0;
-      break;
-    }
+    Q->arg[i - pos] = sg_eng_place_arg (Q->e, x, (SgRole)Q->P->role[x], Q->P->kslot[x]);
   }
 }
 
@@ -211,19 +201,7 @@ look_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t h)
 static inline void
 place_at (Polish *Q, SgNodeId x, int32_t arg)
 {
-  SgSimEngine *e = Q->e;
-  switch ((SgRole)Q->P->role[x]) {
-  case SG_ROLE_COLL:
-    sg_eng_issue_entry (e, x, arg);
-    break;
-  case SG_ROLE_WAIT:
-    if (arg != SG_NO_NODE && e->row_of[arg] >= 0)
-      sg_eng_wait (e, x, arg);
-    break;
-  case SG_ROLE_COMPUTE:
-    sg_eng_compute_in (e, x, Q->P->cost[x], Q->P->kslot[x]);
-    break;
-  }
+  sg_eng_place_as (Q->e, x, (SgRole)Q->P->role[x], Q->P->cost[x], arg);
 }
 
 /* Simulates the given order over the window and HORIZON nodes past it
@@ -423,8 +401,7 @@ window_task (gpointer data, int32_t i, int32_t worker)
   bool traced = false;
   for (int32_t k = 0; k < MIN (sg_search_n_kept (s->S), w->tries) && !w->took; k++) {
     sg_search_kept_positions (s->S, k, s->cpos);
-    for (int32_t i = 0; i < m; i++)
-      s->cand[i] = out[w->pos + s->cpos[i]];
+    sg_search_kept (s->S, k, s->cand);
     if (memcmp (s->cand, out + w->pos, sizeof (SgNodeId) * (size_t)m) == 0)
       continue;
     if (!traced)

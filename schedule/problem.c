@@ -24,12 +24,14 @@ typedef struct {
   SgNodeId id;
 } Keyed;
 
-#define RADIX_BITS 11
-#define RADIX_PASSES ((64 + RADIX_BITS - 1) / RADIX_BITS)
+static inline uint64_t
+keyed_key (const void *x)
+{
+  return ((const Keyed *)x)->key;
+}
 
-/* Sorts @a (@n entries, in id order) by key, ties by id: a stable LSD
- * radix sort through @tmp (n entries) that skips the digits every key
- * shares; short runs by insertion. */
+/* Sorts @a (@n entries, in id order) by key, ties by id: sg_radix_sort
+ * through @tmp (n entries), 11-bit digits; short runs by insertion. */
 static void
 sort_keyed (Keyed *a, Keyed *tmp, int32_t n)
 {
@@ -43,30 +45,7 @@ sort_keyed (Keyed *a, Keyed *tmp, int32_t n)
     }
     return;
   }
-  enum { B = 1 << RADIX_BITS };
-  g_autofree uint32_t *count = g_new0 (uint32_t, (size_t)RADIX_PASSES * B);
-  for (int32_t i = 0; i < n; i++)
-    for (int d = 0; d < RADIX_PASSES; d++)
-      count[d * B + ((a[i].key >> (d * RADIX_BITS)) & (B - 1))]++;
-  Keyed *src = a, *dst = tmp;
-  for (int d = 0; d < RADIX_PASSES; d++) {
-    uint32_t *c = count + (size_t)d * B;
-    if (c[(src[0].key >> (d * RADIX_BITS)) & (B - 1)] == (uint32_t)n)
-      continue; /* every key has this digit */
-    uint32_t at = 0;
-    for (int b = 0; b < B; b++) {
-      uint32_t k = c[b];
-      c[b] = at;
-      at += k;
-    }
-    for (int32_t i = 0; i < n; i++)
-      dst[c[(src[i].key >> (d * RADIX_BITS)) & (B - 1)]++] = src[i];
-    Keyed *t = src;
-    src = dst;
-    dst = t;
-  }
-  if (src != a)
-    memcpy (a, src, sizeof (Keyed) * (size_t)n);
+  sg_radix_sort (a, tmp, n, sizeof *a, 11, keyed_key);
 }
 
 /* due_us, ready_us and the per-group order by due. */
@@ -147,17 +126,12 @@ critical_path_rank (SgSchedProblem *P)
 /* Nodes per task of the node loops. */
 #define NODE_CHUNK 8192
 
-typedef struct {
-  SgSchedProblem *P;
-  const SgConfig *cfg;
-} Parts;
-
 /* Roles, costs and allocations of one chunk of nodes (a task). */
 static void
 nodes_task (gpointer data, int32_t task, int32_t worker)
 {
   (void)worker;
-  SgSchedProblem *P = ((Parts *)data)->P;
+  SgSchedProblem *P = data;
   const SgGraph *g = P->g;
   const SgCostModel *cm = sg_graph_cost_model (g); /* the engine's pairs (sg_eng_init) */
   SgNodeId end = MIN (P->n, (task + 1) * NODE_CHUNK);
@@ -189,8 +163,7 @@ basic_nodes (SgSchedProblem *P, SgPool *pool)
   P->cost = g_new (double, (size_t)MAX (n, 1));
   P->kslot = g_new (uint8_t, (size_t)MAX (n, 1));
   P->alloc = g_new (uint64_t, (size_t)MAX (n, 1));
-  Parts parts = { P, NULL };
-  sg_pool_run (pool, (n + NODE_CHUNK - 1) / NODE_CHUNK, nodes_task, &parts);
+  sg_pool_run (pool, (n + NODE_CHUNK - 1) / NODE_CHUNK, nodes_task, P);
   P->base_us = g_new (double, (size_t)n + 1);
   P->base_us[0] = 0.0;
   for (SgNodeId i = 0; i < n; i++)
@@ -207,18 +180,25 @@ limits (SgSchedProblem *P, const SgConfig *cfg)
   P->prefetch_limit = cfg ? cfg->prefetch_limit : SG_SCHEDULE_DEFAULT_PREFETCH_LIMIT;
 }
 
-void
-sg_sched_problem_live (SgSchedProblem *P, bool profile)
+/* sg_sched_problem_live, with the input order's positions @pos. */
+static void
+live_at (SgSchedProblem *P, bool profile, const int32_t *pos)
 {
   const SgGraph *g = P->g;
   if (profile)
     P->profile = g_new (uint64_t, (size_t)MAX (P->n, 1));
-  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   if (!P->root)
     P->root = sg_graph_storage_roots (g);
   P->peak_in = sg_graph_liveness (g, pos, P->profile, P->root, P->alloc);
   P->limit = (uint64_t)((double)P->peak_in * (1.0 + P->peak_increase));
   P->has_limit = true;
+}
+
+void
+sg_sched_problem_live (SgSchedProblem *P, bool profile)
+{
+  g_autofree int32_t *pos = sg_sched_positions (P->g, NULL);
+  live_at (P, profile, pos);
 }
 
 /* What both problems start with: the graph and the memory limit. */
@@ -359,15 +339,14 @@ free_feeders (SgSchedProblem *P)
   }
 }
 
-/* Where the input order frees each collective's input (deferring a wait
- * only costs memory past that point), the inputs' storage roots numbered,
- * the waits numbered. */
+/* Where the input order (positions @pos) frees each collective's input
+ * (deferring a wait only costs memory past that point), the inputs'
+ * storage roots numbered, the waits numbered. */
 static void
-input_ends (SgSchedProblem *P)
+input_ends (SgSchedProblem *P, const int32_t *pos)
 {
   const SgGraph *g = P->g;
   int32_t n = P->n;
-  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   g_autofree int32_t *last = g_new (int32_t, (size_t)MAX (n, 1));
   sg_graph_last_use (g, pos, P->root, last);
   P->in_end = g_new (int32_t, (size_t)MAX (n, 1));
@@ -397,6 +376,12 @@ input_ends (SgSchedProblem *P)
   }
 }
 
+/* What the parts read: the problem and the input order's positions. */
+typedef struct {
+  SgSchedProblem *P;
+  const int32_t *pos;
+} Parts;
+
 /* The parts that need only the nodes and the users, side by side; each
  * writes its own fields. */
 static void
@@ -407,10 +392,10 @@ part_task (gpointer data, int32_t task, int32_t worker)
   SgSchedProblem *P = parts->P;
   switch (task) {
   case 0:
-    sg_sched_problem_live (P, true);
+    live_at (P, true, parts->pos);
     break;
   case 1:
-    input_ends (P);
+    input_ends (P, parts->pos);
     break;
   case 2:
     due_and_ready (P);
@@ -437,7 +422,8 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   basic_nodes (P, pool);
   users_and_waits (P);
   P->root = sg_graph_storage_roots (g);
-  Parts parts = { P, cfg };
+  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
+  Parts parts = { P, pos };
   sg_pool_run (pool, 6, part_task, &parts);
 }
 

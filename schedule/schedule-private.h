@@ -59,6 +59,50 @@ sg_double_order_bits (double d)
   return u >> 63 ? ~u : u | (uint64_t)1 << 63;
 }
 
+/* Sorts the @n entries of @size bytes at @a stably by @key of each,
+ * ascending, through @tmp (room for @n): an LSD radix sort by digits of
+ * @bits bits (at most 11), which skips the digits every key shares. For
+ * problem.c's orders by critical path and due and bound.c's windows, each
+ * with its own digits; inline, so that @size, @bits and @key are constants
+ * where it is expanded. */
+static inline void
+sg_radix_sort (void *a, void *tmp, int32_t n, size_t size, int bits,
+               uint64_t (*key) (const void *))
+{
+  const int passes = (64 + bits - 1) / bits;
+  const size_t nb = (size_t)1 << bits;
+  const uint64_t mask = nb - 1;
+  uint32_t count[6 << 11]; /* passes x nb, for bits <= 11 */
+  g_return_if_fail (bits >= 6 && bits <= 11 && n > 0);
+  memset (count, 0, sizeof (uint32_t) * (size_t)passes * nb);
+  char *src = a, *dst = tmp;
+  for (int32_t i = 0; i < n; i++) {
+    uint64_t k = key (src + (size_t)i * size);
+    for (int d = 0; d < passes; d++)
+      count[(size_t)d * nb + ((k >> (d * bits)) & mask)]++;
+  }
+  for (int d = 0; d < passes; d++) {
+    uint32_t *c = count + (size_t)d * nb;
+    if (c[(key (src) >> (d * bits)) & mask] == (uint32_t)n)
+      continue; /* every key has this digit */
+    uint32_t at = 0;
+    for (size_t b = 0; b < nb; b++) {
+      uint32_t k = c[b];
+      c[b] = at;
+      at += k;
+    }
+    for (int32_t i = 0; i < n; i++) {
+      const char *x = src + (size_t)i * size;
+      memcpy (dst + (size_t)c[(key (x) >> (d * bits)) & mask]++ * size, x, size);
+    }
+    char *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != (char *)a)
+    memcpy (a, src, size * (size_t)n);
+}
+
 /* What a node is to the timeline. */
 typedef enum {
   SG_ROLE_COMPUTE, /* runs on the compute stream (free nodes take 0 us) */
@@ -244,6 +288,45 @@ double sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c);
  * collective not issued, or on no collective, costs nothing), or runs
  * compute for its sg_sched_cost. */
 void sg_eng_place (SgSimEngine *e, SgNodeId x);
+/* Node @x took no time, now: its node times (when tracked) are now. */
+static inline void
+sg_eng_instant (SgSimEngine *e, SgNodeId x)
+{
+  if (e->node_start)
+    e->node_start[x] = e->node_end[x] = e->now;
+}
+/* What sg_eng_place looks up for node @x of role @role: a collective's
+ * rates entry (sg_eng_rates_entry), a wait's collective
+ * (sg_node_wait_target, SG_NO_NODE for none); for compute, @kslot (its
+ * kernel slot, which the caller knows: sg_cost_contention_slot of its
+ * cost, anything at 0 us). */
+static inline int32_t
+sg_eng_place_arg (const SgSimEngine *e, SgNodeId x, SgRole role, int32_t kslot)
+{
+  if (role == SG_ROLE_COLL)
+    return sg_eng_rates_entry (e, x, NULL);
+  return role == SG_ROLE_WAIT ? sg_node_wait_target (e->g, x) : kslot;
+}
+/* sg_eng_place of node @x with its @role, solo @cost and what it looks
+ * up (@arg: sg_eng_place_arg) known. */
+static inline void
+sg_eng_place_as (SgSimEngine *e, SgNodeId x, SgRole role, double cost, int32_t arg)
+{
+  switch (role) {
+  case SG_ROLE_COLL:
+    sg_eng_issue_entry (e, x, arg);
+    break;
+  case SG_ROLE_WAIT:
+    if (arg != SG_NO_NODE && e->row_of[arg] >= 0)
+      sg_eng_wait (e, x, arg);
+    else
+      sg_eng_instant (e, x);
+    break;
+  case SG_ROLE_COMPUTE:
+    sg_eng_compute_in (e, x, cost, arg);
+    break;
+  }
+}
 /* Runs every queued collective to its end (compute idle). */
 void sg_eng_drain (SgSimEngine *e);
 /* True when compute node @x of solo @work, run next, would hold a collective
@@ -256,10 +339,15 @@ sg_eng_finished (const SgSimEngine *e, SgNodeId c)
   return r >= 0 && e->fin[r];
 }
 
-/* Sets every row's status (hidden: exposed below 0.5% of its estimate or
- * 0.01 us; exposed: no compute overlapped it; partial otherwise) and the
- * counts and exposed_us of @out. */
-void sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out);
+/* The end of sg_simulate, for an engine that placed every node of an
+ * order (sim.c): drains @e; @out's step_us, compute_busy_us, every row's
+ * status (hidden: exposed below 0.5% of its estimate or 0.01 us; exposed:
+ * no compute overlapped it; partial otherwise) and the counts and
+ * exposed_us. */
+void sg_eng_finish (SgSimEngine *e, SgSimResult *out);
+/* @out takes @e's rows and node times (after sg_eng_finish), as a full
+ * sg_simulate's result holds them. */
+void sg_eng_take (SgSimEngine *e, SgSimResult *out);
 
 /* id -> position for @order (NULL = identity), (transfer full). */
 int32_t *sg_sched_positions (const SgGraph *g, const SgNodeId *order);
@@ -405,13 +493,6 @@ sg_sched_inputs (const SgSchedProblem *P, SgNodeId x, uint32_t *k)
  * the run drove the simulator's engine through it. */
 SgNodeId *sg_sched_run_variant (const SgSchedProblem *P, int32_t window, int32_t boost,
                                 bool shield, SgScheduleStats *st, SgSimResult *res);
-
-/* After a job whose tasks freed large working sets on the pool's threads
- * (scheduler.c): glibc keeps what a thread frees in that thread's arena,
- * which the passes that follow on the calling thread do not allocate
- * from; gives the free pages of every arena back (malloc_trim). Nothing
- * without a pool of several threads. */
-void sg_pool_trim (SgPool *pool);
 
 /* --- the lower bound's pieces (bound.c) ------------------------------------ */
 

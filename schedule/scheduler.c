@@ -25,9 +25,6 @@
  * polish's.
  */
 #include <string.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 #include "schedule-private.h"
 
@@ -91,14 +88,16 @@ better_times (const SgSimResult *r, double input_step, const SgSimResult *best)
 }
 
 /* Is variant result @r (of @order) better than @best? Its peak is
- * computed (into @r) only when its times would make it so. */
+ * computed (into @r) only when its times would make it so, and @has_peak
+ * (r->peak_bytes is computed) is false. */
 static bool
-better_result (const SgSchedProblem *P, SgSimResult *r, const SgNodeId *order,
+better_result (const SgSchedProblem *P, SgSimResult *r, const SgNodeId *order, bool has_peak,
                uint64_t input_peak, double input_step, const SgSimResult *best)
 {
   if (!better_times (r, input_step, best))
     return false;
-  r->peak_bytes = order_peak (P, order);
+  if (!has_peak)
+    r->peak_bytes = order_peak (P, order);
   return r->peak_bytes <= MAX (P->limit, input_peak);
 }
 
@@ -108,12 +107,11 @@ typedef struct {
   SgScheduleStats st;
   SgSimResult res;
   SgNodeId *order;
-  bool has_peak; /* res.peak_bytes is computed */
-  bool done;     /* run (under Choice.lock) */
+  bool done; /* run (under Choice.lock) */
   /* P->full_sims: the peak sg_simulate gives for the order (its own
-   * storage analysis, not the problem's), when computed */
+   * storage analysis, not the problem's), when its peaks are computed
+   * early (peaks_early) */
   uint64_t sim_peak;
-  bool has_sim_peak;
 } VariantJob;
 
 /* The variants are tasks of the worker pool; each result is taken (the
@@ -133,9 +131,17 @@ typedef struct {
   SgNodeId *best;
   SgSimResult best_sim; /* with P->full_sims: its whole simulation (its peak below) */
   uint64_t best_sim_peak;
-  bool has_best_sim_peak;
   SgScheduleStats *st;
 } Choice;
+
+/* Are the peaks of the run that gave @r computed beside the other runs
+ * (variant_task)? Those of a run within the input order's step, when each
+ * variant has a thread. */
+static bool
+peaks_early (const Choice *C, const SgSimResult *r)
+{
+  return C->early_peaks && r->step_us <= C->input_step + 1e-6;
+}
 
 /* Takes job @j's result (the next in variant order). */
 static void
@@ -143,10 +149,8 @@ take_result (Choice *C, VariantJob *j)
 {
   SgScheduleStats *st = C->st;
   st->n_variants++;
-  if (j->has_peak ? better_times (&j->res, C->input_step, &C->best_res)
-                        && j->res.peak_bytes <= MAX (C->P->limit, C->input_peak)
-                  : better_result (C->P, &j->res, j->order, C->input_peak, C->input_step,
-                                   &C->best_res)) {
+  if (better_result (C->P, &j->res, j->order, peaks_early (C, &j->res), C->input_peak,
+                     C->input_step, &C->best_res)) {
     C->best_res.step_us = j->res.step_us;
     C->best_res.exposed_us = j->res.exposed_us;
     C->best_res.exposed = j->res.exposed;
@@ -165,7 +169,6 @@ take_result (Choice *C, VariantJob *j)
     C->best_sim = j->res;
     memset (&j->res, 0, sizeof j->res);
     C->best_sim_peak = j->sim_peak;
-    C->has_best_sim_peak = j->has_sim_peak;
   }
   g_clear_pointer (&j->order, g_free);
   sg_sim_result_clear (&j->res);
@@ -181,13 +184,10 @@ variant_task (gpointer data, int32_t task, int32_t worker)
   memset (&j->st, 0, sizeof j->st);
   j->order = sg_sched_run_variant (C->P, variants[v].window, variants[v].boost,
                                    variants[v].shield, &j->st, &j->res);
-  if (C->early_peaks && j->res.step_us <= C->input_step + 1e-6) {
+  if (peaks_early (C, &j->res)) {
     j->res.peak_bytes = order_peak (C->P, j->order);
-    j->has_peak = true;
-    if (C->P->full_sims) {
+    if (C->P->full_sims)
       j->sim_peak = sg_graph_peak_bytes (C->P->g, j->order);
-      j->has_sim_peak = true;
-    }
   }
   g_mutex_lock (&C->lock);
   j->done = true;
@@ -304,7 +304,8 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   if (sim) {
     *sim = C.best_sim;
     if (st->variant >= 0 && st->n_polished == 0 && P.full_sims)
-      sim->peak_bytes = C.has_best_sim_peak ? C.best_sim_peak : sg_graph_peak_bytes (g, best);
+      sim->peak_bytes = peaks_early (&C, &C.best_res) ? C.best_sim_peak
+                                                      : sg_graph_peak_bytes (g, best);
   } else {
     sg_sim_result_clear (&C.best_sim);
   }
@@ -312,17 +313,6 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   if (sim && sim->n_nodes > 0)
     sim_move_down (sim);
   return best;
-}
-
-void
-sg_pool_trim (SgPool *pool)
-{
-#ifdef __GLIBC__
-  if (sg_pool_size (pool) > 1)
-    malloc_trim (0);
-#else
-  (void)pool;
-#endif
 }
 
 /* Records the hiding relation of the graph's order as implicit edges

@@ -40,8 +40,9 @@ struct SgSearch {
   double *cost;
   int32_t *dec, *comp, *coll; /* position -> decision bit / compute bit / collective index, -1 */
   SgNodeId *coll_of;          /* position -> the collective a wait waits on, SG_NO_NODE */
-  int32_t *eng_arg;           /* position -> a collective's rates entry in the engine's memo,
-                               * a costly compute node's kernel slot (sim.c), else 0 */
+  int32_t *eng_arg;           /* position -> what placing it looks up (sg_eng_place_arg): a
+                               * collective's rates entry in the engine's memo, a wait's
+                               * collective, a costly compute node's kernel slot, else 0 */
   uint32_t *ifirst, *ufirst;  /* in-window inputs and users, CSR by position */
   int32_t *ins, *users;
   uint32_t *fill; /* scratch of the users' CSR */

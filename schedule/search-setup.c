@@ -208,18 +208,18 @@ fill_positions (SgSearch *S)
     S->cost[i] = sg_sched_cost (x);
     S->dec[i] = S->comp[i] = S->coll[i] = -1;
     S->coll_of[i] = SG_NO_NODE;
-    S->eng_arg[i] = 0;
+    S->eng_arg[i] = sg_eng_place_arg (
+      S->e, S->node[i], (SgRole)S->role[i],
+      costly (S, i) ? sg_cost_contention_slot (S->e->pairs, g, S->node[i], S->cost[i]) : 0);
     if (costly (S, i)) {
-      S->eng_arg[i] = sg_cost_contention_slot (S->e->pairs, g, S->node[i], S->cost[i]);
       S->comp[i] = S->n_comp;
       S->ccost[S->n_comp++] = S->cost[i];
       S->window_work += S->cost[i];
     } else if (S->role[i] == SG_ROLE_COLL) {
       S->coll_node[S->n_coll] = S->node[i];
       S->coll[i] = S->n_coll++;
-      S->eng_arg[i] = sg_eng_rates_entry (S->e, S->node[i], NULL);
     } else if (S->role[i] == SG_ROLE_WAIT) {
-      SgNodeId c = sg_node_wait_target (g, S->node[i]);
+      SgNodeId c = S->eng_arg[i];
       if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
         S->coll_of[i] = c;
     }

@@ -54,21 +54,7 @@ place (SgSearch *S, Frame *f, int32_t i)
   if (S->coll[i] >= 0)
     f->seq[S->coll[i]] = f->n_issued[S->coll_group[S->coll[i]]]++;
   /* sg_eng_place, with what it looks up per node looked up once */
-  SgSimEngine *e = S->e;
-  switch ((SgRole)S->role[i]) {
-  case SG_ROLE_COLL:
-    sg_eng_issue_entry (e, x, S->eng_arg[i]);
-    break;
-  case SG_ROLE_WAIT:
-    if (S->coll_of[i] != SG_NO_NODE && e->row_of[S->coll_of[i]] >= 0)
-      sg_eng_wait (e, x, S->coll_of[i]);
-    else if (e->node_start)
-      e->node_start[x] = e->node_end[x] = e->now;
-    break;
-  case SG_ROLE_COMPUTE:
-    sg_eng_compute_in (e, x, S->cost[i], S->eng_arg[i]);
-    break;
-  }
+  sg_eng_place_as (S->e, x, (SgRole)S->role[i], S->cost[i], S->eng_arg[i]);
   f->placed[i] = 1;
   S->order[f->n_placed++] = i;
   if (S->dec[i] >= 0)

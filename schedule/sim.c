@@ -495,11 +495,17 @@ sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at)
   return r;
 }
 
+/* The kernel slot of compute node @x of solo @work (0 at 0 us). */
+static inline int32_t
+kernel_slot (const SgSimEngine *e, SgNodeId x, double work)
+{
+  return work > 0.0 ? sg_cost_contention_slot (e->pairs, e->g, x, work) : 0;
+}
+
 void
 sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
 {
-  sg_eng_compute_in (e, x, work,
-                     work > 0.0 ? sg_cost_contention_slot (e->pairs, e->g, x, work) : 0);
+  sg_eng_compute_in (e, x, work, kernel_slot (e, x, work));
 }
 
 void
@@ -597,23 +603,10 @@ void
 sg_eng_place (SgSimEngine *e, SgNodeId x)
 {
   const SgNode *n = &e->g->nodes[x];
-  switch (sg_sched_role (n)) {
-  case SG_ROLE_COLL:
-    sg_eng_issue (e, x);
-    break;
-  case SG_ROLE_WAIT: {
-    SgNodeId c = sg_node_wait_target (e->g, x);
-    if (c != SG_NO_NODE && e->row_of[c] >= 0) {
-      sg_eng_wait (e, x, c);
-    } else if (e->node_start) {
-      e->node_start[x] = e->node_end[x] = e->now;
-    }
-    break;
-  }
-  case SG_ROLE_COMPUTE:
-    sg_eng_compute (e, x, sg_sched_cost (n));
-    break;
-  }
+  SgRole role = sg_sched_role (n);
+  double cost = sg_sched_cost (n);
+  int32_t kslot = role == SG_ROLE_COMPUTE ? kernel_slot (e, x, cost) : 0;
+  sg_eng_place_as (e, x, role, cost, sg_eng_place_arg (e, x, role, kslot));
 }
 
 void
@@ -638,8 +631,8 @@ sg_sched_positions (const SgGraph *g, const SgNodeId *order)
 
 /* --- sg_simulate ------------------------------------------------------------ */
 
-void
-sg_sim_classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out)
+static void
+classify (SgCollRow *rows, int32_t n_rows, SgSimResult *out)
 {
   out->hidden = out->partial = out->exposed = 0;
   out->exposed_us = 0.0;
@@ -685,6 +678,26 @@ sg_sim_check_costs (const SgGraph *g, GError **error)
   return true;
 }
 
+void
+sg_eng_finish (SgSimEngine *e, SgSimResult *out)
+{
+  double compute_end = e->now;
+  sg_eng_drain (e);
+  out->step_us = MAX (compute_end, e->now);
+  out->compute_busy_us = e->busy_us;
+  classify (e->rows, e->n_rows, out);
+}
+
+void
+sg_eng_take (SgSimEngine *e, SgSimResult *out)
+{
+  out->n_rows = e->n_rows;
+  out->rows = g_steal_pointer (&e->rows);
+  out->node_start = g_steal_pointer (&e->node_start);
+  out->node_end = g_steal_pointer (&e->node_end);
+  out->n_nodes = e->g->n_nodes;
+}
+
 /* The simulation of @order; @full: rows, node times and the lower bound
  * too, else the totals only. */
 static bool
@@ -708,24 +721,16 @@ simulate (const SgGraph *g, const SgNodeId *order, const SgContention *cont, boo
     compute_us += role == SG_ROLE_COMPUTE ? sg_sched_cost (n) : 0.0;
     sg_eng_place (&e, x);
   }
-  double compute_end = e.now;
-  sg_eng_drain (&e);
-  out->step_us = MAX (compute_end, e.now);
+  sg_eng_finish (&e, out);
   out->compute_us = compute_us;
   out->comm_us = comm_us;
-  out->compute_busy_us = e.busy_us;
-  sg_sim_classify (e.rows, e.n_rows, out);
   g_autofree int32_t *pos = sg_sched_positions (g, order);
   out->peak_bytes = sg_graph_liveness (g, pos, NULL, NULL, NULL);
   if (full) {
     sg_bound_basic (g, &e, &out->bound);
     out->critical_path_us = out->bound.critical_path_us;
     out->lower_bound_us = out->bound.lower_bound_us;
-    out->n_rows = e.n_rows;
-    out->rows = g_steal_pointer (&e.rows);
-    out->node_start = g_steal_pointer (&e.node_start);
-    out->node_end = g_steal_pointer (&e.node_end);
-    out->n_nodes = g->n_nodes;
+    sg_eng_take (&e, out);
   }
   sg_eng_clear (&e);
   return true;

@@ -32,6 +32,36 @@ unstart (SgSimEngine *e, int32_t r)
   row->hidden_by = row->last_hiding = SG_NO_NODE;
 }
 
+/* Rows' state: the row, its queue link, its solo work left, finished. */
+typedef struct {
+  SgCollRow *rows;
+  int32_t *rnext;
+  double *rem;
+  uint8_t *fin;
+} RowState;
+
+static inline RowState
+eng_rows (const SgSimEngine *e)
+{
+  return (RowState){ e->rows, e->rnext, e->rem, e->fin };
+}
+
+static inline RowState
+snap_rows (const SgEngSnap *s)
+{
+  return (RowState){ s->rows, s->rnext, s->rem, s->fin };
+}
+
+/* The state of @k rows, from @src's at @j on to @dst's at @i on. */
+static inline void
+copy_rows (RowState dst, int32_t i, RowState src, int32_t j, size_t k)
+{
+  memcpy (dst.rows + i, src.rows + j, k * sizeof *dst.rows);
+  memcpy (dst.rnext + i, src.rnext + j, k * sizeof *dst.rnext);
+  memcpy (dst.rem + i, src.rem + j, k * sizeof *dst.rem);
+  memcpy (dst.fin + i, src.fin + j, k * sizeof *dst.fin);
+}
+
 /* The per-group arrays, from the @s* ones. */
 static void
 copy_groups (size_t ng, uint8_t *hold, double *hold_at, int32_t *ghead, int32_t *gtail,
@@ -59,6 +89,7 @@ sg_eng_save (const SgSimEngine *e, SgEngSnap *s)
   copy_groups (ng, s->hold, s->hold_at, s->ghead, s->gtail, e->hold, e->hold_at, e->ghead,
                e->gtail);
   s->n_act = 0;
+  RowState from = eng_rows (e);
   for (size_t grp = 0; grp < ng; grp++) {
     int32_t r = e->ghead[grp];
     for (int32_t depth = 0; r >= 0 && depth < SG_SNAP_PREFIX; r = e->rnext[r], depth++) {
@@ -72,10 +103,7 @@ sg_eng_save (const SgSimEngine *e, SgEngSnap *s)
       }
       int32_t k = s->n_act++;
       s->act[k] = r;
-      s->rnext[k] = e->rnext[r];
-      s->rem[k] = e->rem[r];
-      s->fin[k] = e->fin[r];
-      s->rows[k] = e->rows[r];
+      copy_rows (snap_rows (s), k, from, r, 1); /* after the growth */
     }
     s->behind[grp] = r;
   }
@@ -108,24 +136,15 @@ sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
   *e = s->top;
   copy_groups (ng, e->hold, e->hold_at, e->ghead, e->gtail, s->hold, s->hold_at, s->ghead,
                s->gtail);
-  for (int32_t k = 0; k < s->n_act; k++) {
-    int32_t r = s->act[k];
-    e->rnext[r] = s->rnext[k];
-    e->rem[r] = s->rem[k];
-    e->fin[r] = s->fin[k];
-    e->rows[r] = s->rows[k];
-  }
+  RowState to = eng_rows (e), from = snap_rows (s);
+  for (int32_t k = 0; k < s->n_act; k++)
+    copy_rows (to, s->act[k], from, k, 1);
 }
 
-/* Row @r of @dst (the same collective in both) takes @src's state. */
-static inline void
-copy_row (SgSimEngine *dst, const SgSimEngine *src, int32_t r)
-{
-  dst->rows[r] = src->rows[r];
-  dst->rnext[r] = src->rnext[r];
-  dst->rem[r] = src->rem[r];
-  dst->fin[r] = src->fin[r];
-}
+/* sg_eng_copy_state keeps @dst's arrays and what it owns by name (own):
+ * a field added to the engine must be listed there when it is one of
+ * those, and then this size changed. */
+G_STATIC_ASSERT (sizeof (SgSimEngine) == 256);
 
 void
 sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
@@ -139,6 +158,7 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
    * order, so the rest lie from the earlier head to the later one (one
    * engine finished them, the other did not, or runs the head). */
   int32_t q = from;
+  RowState to_rows = eng_rows (dst), from_rows = eng_rows (src);
   for (int32_t grp = 0; grp < src->n_groups; grp++) {
     int32_t a = dst->ghead[grp], b = src->ghead[grp];
     a = a < 0 ? INT32_MAX : a;
@@ -148,7 +168,7 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
     q = MIN (q, MIN (a, b));
     for (int32_t r = early->ghead[grp]; r >= 0 && r < from && r <= later;) {
       int32_t next = early->rnext[r]; /* read before @dst's row is written */
-      copy_row (dst, src, r);
+      copy_rows (to_rows, r, from_rows, r, 1);
       r = next;
     }
   }
@@ -166,11 +186,7 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
     }
     dst->row_of[src->rows[r].node] = r;
   }
-  size_t k = (size_t)(src->n_rows - from);
-  memcpy (dst->rows + from, src->rows + from, k * sizeof *dst->rows);
-  memcpy (dst->rnext + from, src->rnext + from, k * sizeof *dst->rnext);
-  memcpy (dst->rem + from, src->rem + from, k * sizeof *dst->rem);
-  memcpy (dst->fin + from, src->fin + from, k * sizeof *dst->fin);
+  copy_rows (to_rows, from, from_rows, from, (size_t)(src->n_rows - from));
   /* the scalars; the arrays and what the engine owns stay @dst's */
   SgSimEngine own = *dst;
   *dst = *src;

@@ -161,11 +161,9 @@ void
 ls_finish_tail (Run *R)
 {
   const SgSchedProblem *P = R->P;
+  /* every node not placed (n_order are), the output among them */
+  g_autofree SgNodeId *left = g_new (SgNodeId, (size_t)(P->n - R->n_order) + 1);
   int32_t nl = 0;
-  for (SgNodeId i = 0; i < P->n; i++)
-    nl += !R->placed[i] && i != P->g->output;
-  g_autofree SgNodeId *left = g_new (SgNodeId, (size_t)nl + 1);
-  nl = 0;
   for (SgNodeId i = 0; i < P->n; i++)
     if (!R->placed[i] && i != P->g->output)
       left[nl++] = i;

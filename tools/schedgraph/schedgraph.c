@@ -18,9 +18,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,12 +113,10 @@ step_codegen (SgGraph **g, const SgConfig *cfg, gpointer data, GError **error)
   /* The file name alone: the same graph and options give the same plan
    * bytes however the path was spelled (./a.json, /abs/a.json). */
   g_autofree char *graph_name = g_path_get_basename (r->cli->graph_path);
-#ifdef __GLIBC__
-  /* The passes' freed arrays stay resident in the heap (glibc returns only
-   * its top): given back before the plan, the run's peak, is built beside
-   * the graph (1M nodes: 933 -> 865 MB peak RSS). */
-  malloc_trim (0);
-#endif
+  /* The passes' freed arrays stay resident in the heap: given back before
+   * the plan, the run's peak, is built beside the graph (1M nodes: 933 ->
+   * 865 MB peak RSS). */
+  sg_heap_trim ();
   return sg_codegen_plan (*g, cfg, r->final, graph_name, opts, &r->plan, error);
 }
 
