@@ -23,7 +23,7 @@ typedef struct {
   SgPlan *plan;         /* being built: it holds the values' dims */
   int32_t *nval;        /* node -> value id, -1: none */
   int32_t *tval;        /* tuple_first + i -> value id of tuple element i */
-  /* what the plan will hold (SG_LOWER_GROW grows them) */
+  /* what the plan will hold (doubled when full) */
   SgPlanValue *values;
   int32_t n_values, cap_values;
   SgPlanBuffer *buffers;
@@ -46,15 +46,6 @@ typedef struct {
   int32_t n_events;
   GError **error;
 } SgLower;
-
-/* Room for element @n of @ptr (capacity @cap): doubles it when full. */
-#define SG_LOWER_GROW(ptr, n, cap)                                                \
-  do {                                                                            \
-    if ((n) >= (cap)) {                                                           \
-      (cap) = MAX (16, 2 * (cap));                                                \
-      (ptr) = g_realloc_n ((ptr), (size_t)(cap), sizeof *(ptr));                  \
-    }                                                                             \
-  } while (0)
 
 /* Step 1 (lower.c): values and buffers of every node. */
 bool sg_lower_values (SgLower *l);

@@ -104,7 +104,10 @@ node_name (SgLower *l, SgNodeId id)
 static SgPlanIns *
 emit (SgLower *l, SgInsKind kind, int32_t stream)
 {
-  SG_LOWER_GROW (l->ins, l->n_ins, l->cap_ins);
+  if (l->n_ins >= l->cap_ins) {
+    l->cap_ins = MAX (16, 2 * l->cap_ins);
+    l->ins = g_realloc_n (l->ins, (size_t)l->cap_ins, sizeof *l->ins);
+  }
   SgPlanIns *in = &l->ins[l->n_ins++];
   *in = (SgPlanIns){ 0 };
   in->kind = kind;
