@@ -52,8 +52,10 @@ bool sg_lower_values (SgLower *l);
 /* Step 2 (emit.c): instructions in id order, without FREEs; collectives
  * never waited on are waited at the end. */
 bool sg_lower_emit (SgLower *l);
-/* Sets l->error naming node @id. Returns false. */
-bool sg_lower_fail (SgLower *l, SgNodeId id, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
+/* Sets @error (from any thread: a task's own) to the message on @fmt
+ * naming node @id of @g. Returns false. */
+bool sg_lower_fail (GError **error, const SgGraph *g, SgNodeId id, const char *fmt, ...)
+  G_GNUC_PRINTF (4, 5);
 /* (transfer full) The array's data; frees the GArray. */
 int32_t *sg_lower_steal_ids (GArray *a, int32_t *n);
 
