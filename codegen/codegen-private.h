@@ -23,7 +23,7 @@ typedef struct {
   SgPlan *plan;         /* being built: it holds the values' dims */
   int32_t *nval;        /* node -> value id, -1: none */
   int32_t *tval;        /* tuple_first + i -> value id of tuple element i */
-  /* what the plan will hold (SG_LOWER_GROW grows them) */
+  /* what the plan will hold (doubled when full) */
   SgPlanValue *values;
   int32_t n_values, cap_values;
   SgPlanBuffer *buffers;
@@ -47,22 +47,15 @@ typedef struct {
   GError **error;
 } SgLower;
 
-/* Room for element @n of @ptr (capacity @cap): doubles it when full. */
-#define SG_LOWER_GROW(ptr, n, cap)                                                \
-  do {                                                                            \
-    if ((n) >= (cap)) {                                                           \
-      (cap) = MAX (16, 2 * (cap));                                                \
-      (ptr) = g_realloc_n ((ptr), (size_t)(cap), sizeof *(ptr));                  \
-    }                                                                             \
-  } while (0)
-
 /* Step 1 (lower.c): values and buffers of every node. */
 bool sg_lower_values (SgLower *l);
 /* Step 2 (emit.c): instructions in id order, without FREEs; collectives
  * never waited on are waited at the end. */
 bool sg_lower_emit (SgLower *l);
-/* Sets l->error naming node @id. Returns false. */
-bool sg_lower_fail (SgLower *l, SgNodeId id, const char *fmt, ...) G_GNUC_PRINTF (3, 4);
+/* Sets @error (from any thread: a task's own) to the message on @fmt
+ * naming node @id of @g. Returns false. */
+bool sg_lower_fail (GError **error, const SgGraph *g, SgNodeId id, const char *fmt, ...)
+  G_GNUC_PRINTF (4, 5);
 /* (transfer full) The array's data; frees the GArray. */
 int32_t *sg_lower_steal_ids (GArray *a, int32_t *n);
 

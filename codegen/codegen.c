@@ -174,7 +174,7 @@ void
 sg_codegen_plan_runner (const SgConfig *cfg, SgPlanRunner *out)
 {
   SgPool *pool = cfg ? cfg->pool : NULL;
-  *out = (SgPlanRunner){ pool_run, pool, pool ? sg_pool_size (pool) : 1 };
+  *out = (SgPlanRunner){ pool_run, pool, sg_pool_size (pool) };
 }
 
 typedef struct {

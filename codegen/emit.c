@@ -38,18 +38,6 @@ typedef struct {
   char *target[TARGETS];
 } Task;
 
-static bool G_GNUC_PRINTF (4, 5)
-fail_to (GError **error, const SgGraph *g, SgNodeId id, const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  g_autofree char *msg = g_strdup_vprintf (fmt, ap);
-  va_end (ap);
-  g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH, "%s: node \"%s\": %s",
-               g->source ? g->source : "graph", g->nodes[id].name, msg);
-  return false;
-}
-
 /* A copy of @s among the plan's strings, from any thread. */
 static char *
 plan_str (SgLower *l, const char *s, bool shared)
@@ -104,7 +92,10 @@ node_name (SgLower *l, SgNodeId id)
 static SgPlanIns *
 emit (SgLower *l, SgInsKind kind, int32_t stream)
 {
-  SG_LOWER_GROW (l->ins, l->n_ins, l->cap_ins);
+  if (l->n_ins >= l->cap_ins) {
+    l->cap_ins = MAX (16, 2 * l->cap_ins);
+    l->ins = g_realloc_n (l->ins, (size_t)l->cap_ins, sizeof *l->ins);
+  }
   SgPlanIns *in = &l->ins[l->n_ins++];
   *in = (SgPlanIns){ 0 };
   in->kind = kind;
@@ -206,8 +197,8 @@ collective_operands (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
     x->in[i] = src != SG_NO_NODE ? l->nval[src] : -1;
     x->out[i] = n->n_tuple ? l->tval[n->tuple_first + i] : l->nval[id];
     if (x->in[i] < 0 || x->out[i] < 0)
-      return fail_to (&t->error, g, id,
-                      "args[0]: member %u's input or result has no tensor value", i);
+      return sg_lower_fail (&t->error, g, id,
+                            "args[0]: member %u's input or result has no tensor value", i);
     const SgPlanValue *a = &l->values[x->in[i]];
     const SgPlanValue *o = &l->values[x->out[i]];
     uint64_t ni = 1, no = 1;
@@ -216,8 +207,8 @@ collective_operands (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
     for (int32_t d = 0; d < o->ndim; d++)
       no *= (uint64_t)o->shape[d];
     if (a->dtype != o->dtype)
-      return fail_to (&t->error, g, id, "meta.dtype: %s output of a %s input",
-                      sg_dtype_name (o->dtype), sg_dtype_name (a->dtype));
+      return sg_lower_fail (&t->error, g, id, "meta.dtype: %s output of a %s input",
+                            sg_dtype_name (o->dtype), sg_dtype_name (a->dtype));
     x->dtype = a->dtype;
     x->count += (int64_t)sg_collective_count (n->kind, ni, no);
   }
@@ -244,8 +235,9 @@ fill_collective (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
     x->members = g_new0 (char *, (size_t)nm + 1);
     for (uint32_t i = 0; i < nm; i++) {
       if (!sg_arg_str (&m[i]))
-        return fail_to (&t->error, g, id, "kwargs.schedgraph_bucket[%d]: expected a node name",
-                        x->n_members);
+        return sg_lower_fail (&t->error, g, id,
+                              "kwargs.schedgraph_bucket[%d]: expected a node name",
+                              x->n_members);
       x->members[x->n_members++] = g_strdup (sg_arg_str (&m[i]));
     }
   }
@@ -291,7 +283,7 @@ lay_out (SgLower *l)
     if (c == SG_CLASS_WAIT) {
       SgNodeId t = sg_node_wait_target (g, id);
       if (t == SG_NO_NODE || !sg_op_is_collective (g->nodes[t].kind))
-        return sg_lower_fail (l, id, "args[0]: a wait must name a collective");
+        return sg_lower_fail (l->error, g, id, "args[0]: a wait must name a collective");
       if (!l->coll_waited[t])
         emit_wait (l, t, n->name);
       continue;
@@ -302,7 +294,7 @@ lay_out (SgLower *l)
       continue;
     }
     if (n->group < 0 || n->group >= g->n_groups)
-      return sg_lower_fail (l, id, "group: no group");
+      return sg_lower_fail (l->error, g, id, "group: no group");
     const int32_t stream = 1 + n->group;
     const int32_t e = l->n_events++;
     emit (l, SG_INS_RECORD, 0)->event = e;

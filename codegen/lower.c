@@ -24,14 +24,14 @@
 #include <string.h>
 
 bool
-sg_lower_fail (SgLower *l, SgNodeId id, const char *fmt, ...)
+sg_lower_fail (GError **error, const SgGraph *g, SgNodeId id, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
   g_autofree char *msg = g_strdup_vprintf (fmt, ap);
   va_end (ap);
-  g_set_error (l->error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH, "%s: node \"%s\": %s",
-               l->g->source ? l->g->source : "graph", l->g->nodes[id].name, msg);
+  g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH, "%s: node \"%s\": %s",
+               g->source ? g->source : "graph", g->nodes[id].name, msg);
   return false;
 }
 
@@ -143,17 +143,19 @@ view_delta (SgLower *l, SgNodeId id, int32_t bv, uint64_t *delta)
   int64_t dim, start;
   SgParam at = n->kind == SG_OP_SLICE ? SG_PARAM_START : SG_PARAM_INDEX;
   if (!int_param (l->g, id, SG_PARAM_DIM, 0, &dim) || !int_param (l->g, id, at, 0, &start))
-    return sg_lower_fail (l, id, "args[1..2]: dim and start/index must be integers");
+    return sg_lower_fail (l->error, l->g, id, "args[1..2]: dim and start/index must be integers");
   if (dim < 0)
     dim += base->ndim;
   if (dim < 0 || dim >= base->ndim)
-    return sg_lower_fail (l, id, "args[1]: dim %" G_GINT64_FORMAT " out of range for a %d-d input",
-                          dim, base->ndim);
+    return sg_lower_fail (l->error, l->g, id,
+                          "args[1]: dim %" G_GINT64_FORMAT " out of range for a %d-d input", dim,
+                          base->ndim);
   int64_t size = sg_meta_shape (l->g, bm)[dim];
   if (start < 0)
     start += size;
   if (n->kind == SG_OP_SELECT && (start < 0 || start >= size))
-    return sg_lower_fail (l, id, "args[2]: index out of range for size %" G_GINT64_FORMAT, size);
+    return sg_lower_fail (l->error, l->g, id,
+                          "args[2]: index out of range for size %" G_GINT64_FORMAT, size);
   start = CLAMP (start, 0, size);
   *delta = (uint64_t)start * (uint64_t)sg_meta_stride (l->g, bm)[dim] * sg_dtype_size (base->dtype);
   return true;
@@ -208,7 +210,8 @@ place_zero_copy (SgLower *l, SgNodeId id)
     /* a row block of an elided rank_roll: that block of the roll's input */
     const int32_t bv = l->nval[l->el.view_of[in[0]]];
     if (bv < 0) {
-      sg_lower_fail (l, id, "the rows of a rank_roll whose input has no storage");
+      sg_lower_fail (l->error, l->g, id,
+                     "the rows of a rank_roll whose input has no storage");
       return -1;
     }
     SgPlanValue base = l->values[bv];
@@ -290,7 +293,7 @@ make_values (SgLower *l, SgNodeId id)
   }
   l->nval[id] = owned_value (l, id, -1, SG_INIT_NONE);
   if (sg_op_is_collective (n->kind) && l->nval[id] < 0)
-    return sg_lower_fail (l, id, "meta: a collective must produce a tensor");
+    return sg_lower_fail (l->error, l->g, id, "meta: a collective must produce a tensor");
   return true;
 }
 

@@ -484,7 +484,7 @@ sg_codegen_pack_online (const SgPlan *p, const int32_t *order, int32_t n, uint64
 
 /* Sorts the @n buffer ids at @order (ascending) largest first, ties by
  * earlier first use, then id: stably by first use, then stably by aligned
- * size, descending (LSD radix, 11 bits a pass). */
+ * size, descending. */
 void
 sg_codegen_sort_by_size (const SgPlan *p, int32_t *order, int32_t n)
 {
@@ -495,18 +495,7 @@ sg_codegen_sort_by_size (const SgPlan *p, int32_t *order, int32_t n)
     top = MAX (top, sg_align_up (p->buffers[order[k]].bytes) / SG_ARENA_ALIGN);
   for (int32_t k = 0; k < n; k++) /* descending size: ascending key */
     key[order[k]] = top - sg_align_up (p->buffers[order[k]].bytes) / SG_ARENA_ALIGN;
-  g_autofree int32_t *tmp = g_new (int32_t, (size_t)n + 1);
-  int32_t cnt[2048 + 1];
-  for (int shift = 0; shift < 64 && top >> shift; shift += 11) {
-    memset (cnt, 0, sizeof cnt);
-    for (int32_t k = 0; k < n; k++)
-      cnt[(key[order[k]] >> shift & 2047) + 1]++;
-    for (int d = 0; d < 2048; d++)
-      cnt[d + 1] += cnt[d];
-    for (int32_t k = 0; k < n; k++)
-      tmp[cnt[key[order[k]] >> shift & 2047]++] = order[k];
-    memcpy (order, tmp, sizeof (int32_t) * (size_t)n);
-  }
+  sg_plan_sort_by_key (order, n, key, top);
 }
 
 void

@@ -1,5 +1,6 @@
 /* plan-memory.c: the plan's memory rule (sg_plan_check_memory,
- * plan-private.h) and the buffers' order by time (plan.h).
+ * plan-private.h) and the two sorts of ids it uses (buffers by time, ids
+ * by a key: plan.h; codegen's packer uses both too).
  *
  * Mirrors: the sweep-line test for intersecting rectangles (Bentley and
  * Ottmann's setting: time one axis, bytes the other).
@@ -48,6 +49,24 @@ sg_plan_sort_buffers_by_time (const SgPlan *p, int32_t *ids, int32_t n, bool by_
   for (int32_t k = 0; k < n; k++) {
     const SgPlanBuffer *b = &p->buffers[in[k]];
     ids[at[by_last ? b->last_ins : b->first_ins]++] = in[k];
+  }
+}
+
+void
+sg_plan_sort_by_key (int32_t *ids, int32_t n, const uint64_t *key, uint64_t top)
+{
+  g_return_if_fail ((ids != NULL && key != NULL) || n == 0);
+  g_autofree int32_t *tmp = g_new (int32_t, (size_t)n + 1);
+  int32_t cnt[2048 + 1];
+  for (int shift = 0; shift < 64 && top >> shift; shift += 11) {
+    memset (cnt, 0, sizeof cnt);
+    for (int32_t k = 0; k < n; k++)
+      cnt[(key[ids[k]] >> shift & 2047) + 1]++;
+    for (int d = 0; d < 2048; d++)
+      cnt[d + 1] += cnt[d];
+    for (int32_t k = 0; k < n; k++)
+      tmp[cnt[key[ids[k]] >> shift & 2047]++] = ids[k];
+    memcpy (ids, tmp, sizeof (int32_t) * (size_t)n);
   }
 }
 
@@ -147,28 +166,6 @@ rankset_prev (const RankSet *s, size_t r)
   return r;
 }
 
-/* Sorts the @n entries at @ids stably by @key of each (LSD radix sort, 11
- * bits a pass, as many passes as the largest key needs). */
-static void
-sort_by_key (int32_t *ids, int32_t n, const uint64_t *key)
-{
-  uint64_t top = 0;
-  for (int32_t k = 0; k < n; k++)
-    top = MAX (top, key[ids[k]]);
-  g_autofree int32_t *tmp = g_new (int32_t, (size_t)n + 1);
-  int32_t cnt[2048 + 1];
-  for (int shift = 0; shift < 64 && top >> shift; shift += 11) {
-    memset (cnt, 0, sizeof cnt);
-    for (int32_t k = 0; k < n; k++)
-      cnt[(key[ids[k]] >> shift & 2047) + 1]++;
-    for (int d = 0; d < 2048; d++)
-      cnt[d + 1] += cnt[d];
-    for (int32_t k = 0; k < n; k++)
-      tmp[cnt[key[ids[k]] >> shift & 2047]++] = ids[k];
-    memcpy (ids, tmp, sizeof (int32_t) * (size_t)n);
-  }
-}
-
 /* The sweep over the @n buffers at @ids: the first @n_alive are live at
  * once (from before), the others start after them in (first, id) order.
  * Each is checked against its live neighbours by offset, then added;
@@ -183,14 +180,19 @@ sweep (const SgPlan *p, const int32_t *ids, int32_t n_alive, int32_t n, int32_t 
   g_autofree uint64_t *key = g_new (uint64_t, (size_t)n + 1);
   g_autofree int32_t *by_off = g_new (int32_t, (size_t)n + 1);
   g_autofree int32_t *by_last = g_new (int32_t, (size_t)n + 1);
+  uint64_t top = 0;
   for (int32_t k = 0; k < n; k++) {
     by_off[k] = by_last[k] = k;
     key[k] = p->buffers[ids[k]].offset;
+    top = MAX (top, key[k]);
   }
-  sort_by_key (by_off, n, key);
-  for (int32_t k = 0; k < n; k++)
+  sg_plan_sort_by_key (by_off, n, key, top);
+  top = 0;
+  for (int32_t k = 0; k < n; k++) {
     key[k] = (uint64_t)p->buffers[ids[k]].last_ins;
-  sort_by_key (by_last, n, key);
+    top = MAX (top, key[k]);
+  }
+  sg_plan_sort_by_key (by_last, n, key, top);
   g_autofree int32_t *rank = g_new (int32_t, (size_t)n + 1);
   g_autofree int32_t *low = g_new (int32_t, (size_t)n + 1); /* the first rank at its offset */
   for (int32_t k = 0; k < n; k++) {
@@ -362,9 +364,12 @@ sg_plan_check_memory_with (const SgPlan *p, const SgPlanRunner *runner)
   }
   /* the whole-step buffers: apart iff each misses the next by offset */
   g_autofree uint64_t *off = g_new (uint64_t, (size_t)p->n_buffers + 1);
-  for (int32_t k = 0; k < c.n_whole; k++)
+  uint64_t top = 0;
+  for (int32_t k = 0; k < c.n_whole; k++) {
     off[whole[k]] = p->buffers[whole[k]].offset;
-  sort_by_key (whole, c.n_whole, off);
+    top = MAX (top, off[whole[k]]);
+  }
+  sg_plan_sort_by_key (whole, c.n_whole, off, top);
   for (int32_t k = 1; k < c.n_whole; k++)
     if (p->buffers[whole[k - 1]].offset + p->buffers[whole[k - 1]].bytes
         > p->buffers[whole[k]].offset)

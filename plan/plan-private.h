@@ -60,6 +60,46 @@ bool sg_plan_check_buffer (const SgPlan *plan, int32_t b, GError **error);
 bool sg_plan_check_value (const SgPlan *plan, int32_t v, GError **error);
 bool sg_plan_check_io_lists (const SgPlan *plan, GError **error);
 bool sg_plan_check_collective (const SgPlan *plan, int32_t i, GError **error);
+/* An instruction's rules (plan-validate.c) read what the ones before it
+ * did as the first instruction, per buffer, that writes it (-1: an
+ * input's) and that frees it, per event the first that records it, per
+ * instruction (a collective) the first that waits on it; G_MAXINT: none.
+ * A rule of instruction i asks only whether such a first is before i, so
+ * the one pass's state when it reaches i and the whole plan's (noted by
+ * several threads at once: plan-parallel.c) answer alike wherever the
+ * instructions before i keep the rules. */
+typedef struct {
+  gint *first_write, *first_free; /* per buffer */
+  gint *first_record;             /* per event */
+  gint *first_wait;               /* per instruction */
+} SgPlanFirsts;
+/* Sizes @f for @plan, all G_MAXINT; false (and nothing to clear) when
+ * plan->n_events is out of range, the first rule of the instructions. */
+bool sg_plan_firsts_init (SgPlanFirsts *f, const SgPlan *plan, GError **error);
+void sg_plan_firsts_clear (SgPlanFirsts *f);
+/* Notes in @f that value @v, if an input, has its buffer written before
+ * the step, from any thread; once @v keeps its own rules. */
+void sg_plan_firsts_note_value (SgPlanFirsts *f, const SgPlan *plan, int32_t v);
+/* Which of an instruction's rules to check: its own (every index in range,
+ * kinds, streams, lifetimes around each use) or those against what the
+ * instructions before it did (@f: a read after a write, no use after the
+ * FREE, each event recorded once and before its waits, each collective
+ * waited once and its operands alive until then, each buffer freed once);
+ * the latter alone only where the former hold for every instruction. */
+typedef enum {
+  SG_PLAN_RULES_OWN = 1,
+  SG_PLAN_RULES_STATE = 2,
+  SG_PLAN_RULES_ALL = SG_PLAN_RULES_OWN | SG_PLAN_RULES_STATE,
+} SgPlanRules;
+/* Instructions @from .. @to-1 in order, each against @rules in the one
+ * pass's order; false at the first that breaks one, with @error. With
+ * SG_PLAN_RULES_OWN, what each does is noted in @f (from any thread) as
+ * its rules pass; with SG_PLAN_RULES_STATE alone (@f: the whole plan's),
+ * each collective must also be waited on. Every value and buffer keeps
+ * its own rules, or is being checked beside (then false without @error
+ * where an index read through it is out of range). */
+bool sg_plan_check_ins (const SgPlan *plan, int32_t from, int32_t to, SgPlanFirsts *f,
+                        SgPlanRules rules, GError **error);
 /* sg_plan_validate_with's verdict before it asks sg_plan_validate for the
  * error (plan-parallel.c; tests): true iff sg_plan_validate is, on a
  * runner of several threads (false on one). */

@@ -17,7 +17,10 @@
  * stream-concurrency rules of plan-races.c.
  *
  * The memory rule is plan-memory.c's, the races plan-races.c's; the same
- * verdict on several threads is plan-parallel.c's.
+ * verdict on several threads is plan-parallel.c's, from the rules here:
+ * an instruction's (sg_plan_check_ins) read what the ones before it did
+ * as the first instruction to do it (SgPlanFirsts), which the one pass
+ * notes as it goes and the threads note all at once.
  */
 #include "plan-private.h"
 
@@ -200,40 +203,47 @@ check_buffers_values (const SgPlan *p, GError **error)
   return sg_plan_check_io_lists (p, error);
 }
 
-typedef struct {
-  const SgPlan *p;
-  bool *written, *freed;
-  GError **error;
-} Sweep;
-
-/* Value @v used by instruction @i (as "in" or "out"). */
-static bool
-use_value (Sweep *s, int32_t i, int32_t v, bool is_out, bool allow_none)
+/* *@at = MIN (*@at, @i), whatever other threads do at once. */
+static inline void
+first_at (gint *at, gint i)
 {
-  const SgPlan *p = s->p;
+  gint was = g_atomic_int_get (at);
+  while (i < was && !g_atomic_int_compare_and_exchange (at, was, i))
+    was = g_atomic_int_get (at);
+}
+
+/* Value @v used by instruction @i (as "in" or "out"; noted as a write
+ * with the own rules). Inlined, as the next ones, into sg_plan_check_ins's
+ * loop per @rules. */
+G_ALWAYS_INLINE static inline bool
+use_value (const SgPlan *p, int32_t i, int32_t v, bool is_out, bool allow_none, SgPlanFirsts *f,
+           SgPlanRules rules, GError **error)
+{
   const SgPlanIns *in = &p->ins[i];
   if (v == -1 && allow_none)
     return true;
-  if (v < 0 || v >= p->n_values)
-    return bad (s->error, "ins[%d] %s \"%s\": %s value %d out of range (%d values)", i,
+  if ((rules & SG_PLAN_RULES_OWN) && (v < 0 || v >= p->n_values))
+    return bad (error, "ins[%d] %s \"%s\": %s value %d out of range (%d values)", i,
                 sg_plan_ins_kind_name (in->kind), in->name ? in->name : "", is_out ? "out" : "in",
                 v, p->n_values);
   int32_t b = p->values[v].buffer;
+  if (b < -1 || b >= p->n_buffers)
+    return false; /* on several threads, beside the values' rules that name it */
   if (b < 0)
     return true;
   const SgPlanBuffer *bf = &p->buffers[b];
-  if (s->freed[b])
-    return bad (s->error, "ins[%d] \"%s\": uses value \"%s\" after its buffer %d was freed", i,
+  if ((rules & SG_PLAN_RULES_STATE) && f->first_free[b] < i)
+    return bad (error, "ins[%d] \"%s\": uses value \"%s\" after its buffer %d was freed", i,
                 in->name ? in->name : "", p->values[v].name, b);
-  if (i < bf->first_ins || i > bf->last_ins)
-    return bad (s->error,
+  if ((rules & SG_PLAN_RULES_OWN) && (i < bf->first_ins || i > bf->last_ins))
+    return bad (error,
                 "ins[%d] \"%s\": uses value \"%s\" outside its buffer %d's lifetime [%d, %d]", i,
                 in->name ? in->name : "", p->values[v].name, b, bf->first_ins, bf->last_ins);
-  if (!is_out && !s->written[b])
-    return bad (s->error, "ins[%d] \"%s\": reads value \"%s\" before anything writes buffer %d",
+  if ((rules & SG_PLAN_RULES_STATE) && !is_out && f->first_write[b] >= i)
+    return bad (error, "ins[%d] \"%s\": reads value \"%s\" before anything writes buffer %d",
                 i, in->name ? in->name : "", p->values[v].name, b);
-  if (is_out)
-    s->written[b] = true;
+  if ((rules & SG_PLAN_RULES_OWN) && is_out)
+    first_at (&f->first_write[b], i);
   return true;
 }
 
@@ -332,119 +342,199 @@ sg_plan_check_collective (const SgPlan *p, int32_t i, GError **error)
   return true;
 }
 
-static bool
-check_ins (const SgPlan *p, GError **error)
+bool
+sg_plan_firsts_init (SgPlanFirsts *f, const SgPlan *p, GError **error)
 {
+  *f = (SgPlanFirsts){ 0 };
   /* each event is recorded by one instruction: this also bounds what a
    * hostile n_events could make us allocate */
   if (p->n_events < 0 || p->n_events > p->n_ins)
     return bad (error, "n_events %d: more events than instructions (%d)", p->n_events, p->n_ins);
-  g_autofree int32_t *rec_at = g_new (int32_t, (size_t)p->n_events + 1);
-  g_autofree int32_t *waited = g_new0 (int32_t, (size_t)p->n_ins + 1);
-  g_autofree bool *written = g_new0 (bool, (size_t)p->n_buffers + 1);
-  g_autofree bool *freed = g_new0 (bool, (size_t)p->n_buffers + 1);
+  f->first_write = g_new (gint, (size_t)p->n_buffers + 1);
+  f->first_free = g_new (gint, (size_t)p->n_buffers + 1);
+  f->first_record = g_new (gint, (size_t)p->n_events + 1);
+  f->first_wait = g_new (gint, (size_t)p->n_ins + 1);
+  for (int32_t b = 0; b < p->n_buffers; b++)
+    f->first_write[b] = f->first_free[b] = G_MAXINT;
   for (int32_t e = 0; e < p->n_events; e++)
-    rec_at[e] = -1;
-  for (int32_t v = 0; v < p->n_values; v++)
-    if (p->values[v].init == SG_INIT_INPUT)
-      written[p->values[v].buffer] = true;
-  Sweep s = { p, written, freed, error };
-  for (int32_t i = 0; i < p->n_ins; i++) {
-    const SgPlanIns *in = &p->ins[i];
-    const char *nm = in->name ? in->name : "";
-    if (in->stream < 0 || in->stream >= p->n_streams)
-      return bad (error, "ins[%d].stream %d: out of range (%d streams)", i, in->stream,
-                  p->n_streams);
-    switch (in->kind) {
-    case SG_INS_KERNEL:
-      if (in->stream != 0)
-        return bad (error, "ins[%d] kernel \"%s\": kernels run on stream 0, not %d", i, nm,
-                    in->stream);
-      if ((int)in->op < 0 || in->op >= SG_OP_N_KINDS || sg_op_is_collective (in->op))
-        return bad (error, "ins[%d] kernel \"%s\": op is not a kernel", i, nm);
-      if (in->sm_count != 0 && (in->sm_count < 0 || sg_op_class (in->op) != SG_CLASS_MATMUL))
-        return bad (error, "ins[%d] kernel \"%s\".sm_count %d: only a matmul takes an SM-count "
-                    "target", i, nm, in->sm_count);
-      for (int32_t k = 0; k < in->n_in; k++)
-        if (!use_value (&s, i, in->in[k], false, false))
-          return false;
-      for (int32_t k = 0; k < in->n_out; k++)
-        if (!use_value (&s, i, in->out[k], true, true))
-          return false;
-      break;
-    case SG_INS_COLLECTIVE:
-      if (!sg_plan_check_collective (p, i, error))
-        return false;
-      for (int32_t k = 0; k < in->n_in; k++)
-        if (!use_value (&s, i, in->in[k], false, false))
-          return false;
-      for (int32_t k = 0; k < in->n_out; k++)
-        if (!use_value (&s, i, in->out[k], true, false))
-          return false;
-      break;
-    case SG_INS_RECORD:
-      if (in->event < 0 || in->event >= p->n_events)
-        return bad (error, "ins[%d].event %d: out of range (%d events)", i, in->event,
-                    p->n_events);
-      if (rec_at[in->event] >= 0)
-        return bad (error, "ins[%d]: event %d recorded twice (first at ins[%d])", i, in->event,
-                    rec_at[in->event]);
-      rec_at[in->event] = i;
-      break;
-    case SG_INS_WAIT_EVENT: {
-      if (in->event < 0 || in->event >= p->n_events)
-        return bad (error, "ins[%d].event %d: out of range (%d events)", i, in->event,
-                    p->n_events);
-      int32_t r = rec_at[in->event];
-      if (r < 0)
-        return bad (error, "ins[%d] \"%s\": waits on event %d before any RECORD of it", i, nm,
-                    in->event);
-      if (in->coll == -1)
-        break;
-      if (in->coll < 0 || in->coll >= i || p->ins[in->coll].kind != SG_INS_COLLECTIVE)
-        return bad (error, "ins[%d] \"%s\".coll %d: not an earlier collective", i, nm, in->coll);
-      const SgPlanIns *c = &p->ins[in->coll];
-      if (r < in->coll || p->ins[r].stream != c->stream)
-        return bad (error,
-                    "ins[%d] \"%s\": event %d is not recorded on collective \"%s\"'s stream %d "
-                    "after it",
-                    i, nm, in->event, c->name ? c->name : "", c->stream);
-      if (waited[in->coll]++)
-        return bad (error, "ins[%d] \"%s\": collective ins[%d] is waited on twice", i, nm,
-                    in->coll);
-      for (int32_t k = 0; k < c->n_in + c->n_out; k++) {
-        int32_t b = p->values[k >= c->n_in ? c->out[k - c->n_in] : c->in[k]].buffer;
-        if (b >= 0 && (p->buffers[b].last_ins < i || freed[b]))
-          return bad (error,
-                      "buffers[%d] (%s of collective \"%s\") dies at ins[%d], before its wait "
-                      "ins[%d]",
-                      b, k >= c->n_in ? "output" : "input", c->name ? c->name : "",
-                      p->buffers[b].last_ins, i);
-      }
-      break;
-    }
-    case SG_INS_FREE:
-      if (in->buffer < 0 || in->buffer >= p->n_buffers)
-        return bad (error, "ins[%d].buffer %d: out of range (%d buffers)", i, in->buffer,
-                    p->n_buffers);
-      if (in->stream != 0)
-        return bad (error, "ins[%d]: FREE runs on stream 0, not %d", i, in->stream);
-      if (freed[in->buffer])
-        return bad (error, "ins[%d]: buffer %d freed twice", i, in->buffer);
-      if (i <= p->buffers[in->buffer].last_ins)
-        return bad (error, "ins[%d]: frees buffer %d, live until ins[%d]", i, in->buffer,
-                    p->buffers[in->buffer].last_ins);
-      freed[in->buffer] = true;
-      break;
-    default:
-      return bad (error, "ins[%d]: unknown instruction kind %d", i, (int)in->kind);
-    }
-  }
+    f->first_record[e] = G_MAXINT;
   for (int32_t i = 0; i < p->n_ins; i++)
-    if (p->ins[i].kind == SG_INS_COLLECTIVE && !waited[i])
-      return bad (error, "ins[%d] collective \"%s\": no WAIT_EVENT waits for it", i,
-                  p->ins[i].name ? p->ins[i].name : "");
+    f->first_wait[i] = G_MAXINT;
   return true;
+}
+
+void
+sg_plan_firsts_clear (SgPlanFirsts *f)
+{
+  g_clear_pointer (&f->first_write, g_free);
+  g_clear_pointer (&f->first_free, g_free);
+  g_clear_pointer (&f->first_record, g_free);
+  g_clear_pointer (&f->first_wait, g_free);
+}
+
+void
+sg_plan_firsts_note_value (SgPlanFirsts *f, const SgPlan *p, int32_t v)
+{
+  if (p->values[v].init == SG_INIT_INPUT)
+    first_at (&f->first_write[p->values[v].buffer], -1);
+}
+
+/* Instruction @i, if a collective, is waited on (@f: the whole plan's). */
+static inline bool
+waited (const SgPlan *p, int32_t i, const SgPlanFirsts *f, GError **error)
+{
+  if (p->ins[i].kind == SG_INS_COLLECTIVE && f->first_wait[i] == G_MAXINT)
+    return bad (error, "ins[%d] collective \"%s\": no WAIT_EVENT waits for it", i,
+                p->ins[i].name ? p->ins[i].name : "");
+  return true;
+}
+
+/* Instruction @i's @rules; with its own, what it does is noted in @f;
+ * with the others alone (@f: the whole plan's), a collective is waited on
+ * too. */
+G_ALWAYS_INLINE static inline bool
+ins_rules (const SgPlan *p, int32_t i, SgPlanFirsts *f, SgPlanRules rules, GError **error)
+{
+  const bool own = rules & SG_PLAN_RULES_OWN, state = rules & SG_PLAN_RULES_STATE;
+  const SgPlanIns *in = &p->ins[i];
+  const char *nm = in->name ? in->name : "";
+  if (own && (in->stream < 0 || in->stream >= p->n_streams))
+    return bad (error, "ins[%d].stream %d: out of range (%d streams)", i, in->stream,
+                p->n_streams);
+  switch (in->kind) {
+  case SG_INS_KERNEL:
+    if (own && in->stream != 0)
+      return bad (error, "ins[%d] kernel \"%s\": kernels run on stream 0, not %d", i, nm,
+                  in->stream);
+    if (own && ((int)in->op < 0 || in->op >= SG_OP_N_KINDS || sg_op_is_collective (in->op)))
+      return bad (error, "ins[%d] kernel \"%s\": op is not a kernel", i, nm);
+    if (own && in->sm_count != 0
+        && (in->sm_count < 0 || sg_op_class (in->op) != SG_CLASS_MATMUL))
+      return bad (error, "ins[%d] kernel \"%s\".sm_count %d: only a matmul takes an SM-count "
+                  "target", i, nm, in->sm_count);
+    for (int32_t k = 0; k < in->n_in; k++)
+      if (!use_value (p, i, in->in[k], false, false, f, rules, error))
+        return false;
+    for (int32_t k = 0; k < in->n_out; k++)
+      if (!use_value (p, i, in->out[k], true, true, f, rules, error))
+        return false;
+    return true;
+  case SG_INS_COLLECTIVE:
+    if (own && !sg_plan_check_collective (p, i, error))
+      return false;
+    if (!own && !waited (p, i, f, error))
+      return false;
+    for (int32_t k = 0; k < in->n_in; k++)
+      if (!use_value (p, i, in->in[k], false, false, f, rules, error))
+        return false;
+    for (int32_t k = 0; k < in->n_out; k++)
+      if (!use_value (p, i, in->out[k], true, false, f, rules, error))
+        return false;
+    return true;
+  case SG_INS_RECORD:
+    if (own && (in->event < 0 || in->event >= p->n_events))
+      return bad (error, "ins[%d].event %d: out of range (%d events)", i, in->event,
+                  p->n_events);
+    if (state && f->first_record[in->event] < i)
+      return bad (error, "ins[%d]: event %d recorded twice (first at ins[%d])", i, in->event,
+                  f->first_record[in->event]);
+    if (own)
+      first_at (&f->first_record[in->event], i);
+    return true;
+  case SG_INS_WAIT_EVENT: {
+    if (own && (in->event < 0 || in->event >= p->n_events))
+      return bad (error, "ins[%d].event %d: out of range (%d events)", i, in->event,
+                  p->n_events);
+    const int32_t r = state ? f->first_record[in->event] : -1;
+    if (state && r >= i)
+      return bad (error, "ins[%d] \"%s\": waits on event %d before any RECORD of it", i, nm,
+                  in->event);
+    if (in->coll == -1)
+      return true;
+    if (own && (in->coll < 0 || in->coll >= i || p->ins[in->coll].kind != SG_INS_COLLECTIVE))
+      return bad (error, "ins[%d] \"%s\".coll %d: not an earlier collective", i, nm, in->coll);
+    if (own)
+      first_at (&f->first_wait[in->coll], i); /* (the rules below ask for one before i) */
+    if (!state)
+      return true;
+    const SgPlanIns *c = &p->ins[in->coll];
+    if (r < in->coll || p->ins[r].stream != c->stream)
+      return bad (error,
+                  "ins[%d] \"%s\": event %d is not recorded on collective \"%s\"'s stream %d "
+                  "after it",
+                  i, nm, in->event, c->name ? c->name : "", c->stream);
+    if (f->first_wait[in->coll] < i)
+      return bad (error, "ins[%d] \"%s\": collective ins[%d] is waited on twice", i, nm,
+                  in->coll);
+    for (int32_t k = 0; k < c->n_in + c->n_out; k++) {
+      int32_t b = p->values[k >= c->n_in ? c->out[k - c->n_in] : c->in[k]].buffer;
+      if (b >= 0 && (p->buffers[b].last_ins < i || f->first_free[b] < i))
+        return bad (error,
+                    "buffers[%d] (%s of collective \"%s\") dies at ins[%d], before its wait "
+                    "ins[%d]",
+                    b, k >= c->n_in ? "output" : "input", c->name ? c->name : "",
+                    p->buffers[b].last_ins, i);
+    }
+    return true;
+  }
+  case SG_INS_FREE:
+    if (own && (in->buffer < 0 || in->buffer >= p->n_buffers))
+      return bad (error, "ins[%d].buffer %d: out of range (%d buffers)", i, in->buffer,
+                  p->n_buffers);
+    if (own && in->stream != 0)
+      return bad (error, "ins[%d]: FREE runs on stream 0, not %d", i, in->stream);
+    if (state && f->first_free[in->buffer] < i)
+      return bad (error, "ins[%d]: buffer %d freed twice", i, in->buffer);
+    if (own && i <= p->buffers[in->buffer].last_ins)
+      return bad (error, "ins[%d]: frees buffer %d, live until ins[%d]", i, in->buffer,
+                  p->buffers[in->buffer].last_ins);
+    if (own)
+      first_at (&f->first_free[in->buffer], i);
+    return true;
+  default:
+    return own ? bad (error, "ins[%d]: unknown instruction kind %d", i, (int)in->kind) : false;
+  }
+}
+
+G_ALWAYS_INLINE static inline bool
+check_range (const SgPlan *p, int32_t from, int32_t to, SgPlanFirsts *f, SgPlanRules rules,
+             GError **error)
+{
+  for (int32_t i = from; i < to; i++)
+    if (!ins_rules (p, i, f, rules, error))
+      return false;
+  return true;
+}
+
+bool
+sg_plan_check_ins (const SgPlan *p, int32_t from, int32_t to, SgPlanFirsts *f, SgPlanRules rules,
+                   GError **error)
+{
+  /* a loop of its own per @rules, with them folded */
+  switch (rules) {
+  case SG_PLAN_RULES_OWN:
+    return check_range (p, from, to, f, SG_PLAN_RULES_OWN, error);
+  case SG_PLAN_RULES_STATE:
+    return check_range (p, from, to, f, SG_PLAN_RULES_STATE, error);
+  default:
+    return check_range (p, from, to, f, SG_PLAN_RULES_ALL, error);
+  }
+}
+
+/* The instructions in order, each against what the ones before did. */
+static bool
+check_ins (const SgPlan *p, GError **error)
+{
+  SgPlanFirsts f;
+  if (!sg_plan_firsts_init (&f, p, error))
+    return false;
+  for (int32_t v = 0; v < p->n_values; v++)
+    sg_plan_firsts_note_value (&f, p, v);
+  bool ok = sg_plan_check_ins (p, 0, p->n_ins, &f, SG_PLAN_RULES_ALL, error);
+  for (int32_t i = 0; ok && i < p->n_ins; i++)
+    ok = waited (p, i, &f, error);
+  sg_plan_firsts_clear (&f);
+  return ok;
 }
 
 bool

@@ -246,6 +246,9 @@ bool sg_plan_validate_with (const SgPlan *plan, const SgPlanRunner *runner, SgPl
  * last, @by_last), stably: ties keep their order in @ids. O(n + the range
  * of the instruction indices); every index must be >= 0. */
 void sg_plan_sort_buffers_by_time (const SgPlan *plan, int32_t *ids, int32_t n, bool by_last);
+/* Reorders the @n ids at @ids by @key[id], ascending, stably: an LSD radix
+ * sort, 11 bits a pass, as many passes as @top (no key is above it) needs. */
+void sg_plan_sort_by_key (int32_t *ids, int32_t n, const uint64_t *key, uint64_t top);
 
 /* Byte offset of value @v from its buffer's start on the rank whose
  * position in group g is @group_rank[g] (n_groups entries): its offset,

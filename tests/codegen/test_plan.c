@@ -690,6 +690,52 @@ START_TEST (memory_rule_finds_the_overlap_the_tree_found)
 }
 END_TEST
 
+/* (key, position) order: what a stable sort by key gives. */
+static const uint64_t *cmp_keys;
+static int
+by_key_then_position (const void *x, const void *y)
+{
+  const int32_t *a = x, *b = y; /* {id, position} */
+  if (cmp_keys[a[0]] != cmp_keys[b[0]])
+    return cmp_keys[a[0]] < cmp_keys[b[0]] ? -1 : 1;
+  return (a[1] > b[1]) - (a[1] < b[1]);
+}
+
+/* The radix sort shared by the memory rule and codegen's packer: stable,
+ * ascending, whatever the keys' widths and a bound above the largest. */
+START_TEST (ids_sort_by_key_stably_with_any_bound_above_the_keys)
+{
+  GRand *r = g_rand_new_with_seed (5);
+  for (int trial = 0; trial < 200; trial++) {
+    const int32_t n = g_rand_int_range (r, 0, 3000), n_ids = n + 7;
+    const int bits = g_rand_int_range (r, 1, 64);
+    g_autofree uint64_t *key = g_new (uint64_t, (size_t)n_ids);
+    uint64_t top = 0;
+    for (int32_t k = 0; k < n_ids; k++) {
+      key[k] = ((uint64_t)g_rand_int (r) << 32 | g_rand_int (r)) >> (64 - bits);
+      if (g_rand_boolean (r))
+        key[k] >>= g_rand_int_range (r, 0, bits); /* many ties at small keys */
+    }
+    g_autofree int32_t *ids = g_new (int32_t, (size_t)n + 1);
+    g_autofree int32_t *pairs = g_new (int32_t, 2 * (size_t)n + 2);
+    for (int32_t k = 0; k < n; k++) {
+      ids[k] = g_rand_int_range (r, 0, n_ids);
+      pairs[2 * k] = ids[k];
+      pairs[2 * k + 1] = k;
+      top = MAX (top, key[ids[k]]);
+    }
+    if (trial % 2 && top < UINT64_MAX / 4)
+      top = top * 4 + 3;
+    sg_plan_sort_by_key (ids, n, key, top);
+    cmp_keys = key;
+    qsort (pairs, (size_t)n, 2 * sizeof (int32_t), by_key_then_position);
+    for (int32_t k = 0; k < n; k++)
+      ck_assert_int_eq (ids[k], pairs[2 * k]);
+  }
+  g_rand_free (r);
+}
+END_TEST
+
 START_TEST (truncated_plan_is_rejected_at_every_length)
 {
   g_autoptr (SgPlan) p = small_plan ();
@@ -984,6 +1030,7 @@ plan_suite (void)
   tcase_add_test (tc, a_plan_written_by_several_workers_is_its_text);
   tcase_add_test (tc, a_write_failing_midway_leaves_the_old_plan_and_no_temporary);
   tcase_add_test (tc, memory_rule_finds_the_overlap_the_tree_found);
+  tcase_add_test (tc, ids_sort_by_key_stably_with_any_bound_above_the_keys);
   tcase_add_test (tc, truncated_plan_is_rejected_at_every_length);
   tcase_add_test (tc, corrupt_plans_are_rejected_with_a_clear_message);
   tcase_add_test (tc, out_of_range_indices_are_rejected_naming_the_field);
