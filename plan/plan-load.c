@@ -63,7 +63,8 @@ as_int (Loader *l, const cJSON *v, const char *sec, int64_t idx, const char *key
       fabs (v->valuedouble) > SG_PLAN_MAX_INT || v->valuedouble < (double)min ||
       v->valuedouble > (double)max) {
     g_autofree char *w = where (sec, idx, key);
-    return fail (l, "%s: expected an integer in [%" PRId64 ", %" PRId64 "]", w, min, max);
+    fail (l, "%s: expected an integer in [%" PRId64 ", %" PRId64 "]", w, min, max);
+    return false; /* spelled out: the callers' outputs are set whenever this is true */
   }
   *out = (int64_t)v->valuedouble;
   return true;
