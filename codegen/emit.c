@@ -324,8 +324,9 @@ fill_task (gpointer ctx, int32_t t, int32_t worker)
   Fill *f = ctx;
   SgLower *l = f->l;
   Task *task = &f->tasks[t];
-  const SgNodeId end = MIN (l->g->n_nodes, (t + 1) * CHUNK);
-  for (SgNodeId id = t * CHUNK; id < end; id++) {
+  SgNodeId begin, end;
+  sg_range_of (t, CHUNK, l->g->n_nodes, &begin, &end);
+  for (SgNodeId id = begin; id < end; id++) {
     if (l->main_ins[id] < 0)
       continue;
     SgPlanIns *x = &l->ins[l->main_ins[id]];
@@ -346,7 +347,7 @@ sg_lower_emit (SgLower *l)
   l->error = &layout_error;
   const bool laid_out = lay_out (l);
   l->error = error;
-  const int32_t n_tasks = (l->g->n_nodes + CHUNK - 1) / CHUNK;
+  const int32_t n_tasks = sg_ranges (l->g->n_nodes, CHUNK);
   Fill f = { l, g_new0 (Task, (size_t)n_tasks + 1) };
   for (int32_t t = 0; t < n_tasks; t++)
     f.tasks[t].failed = -1;

@@ -249,8 +249,9 @@ find_range (gpointer data, int32_t r, int32_t worker)
   Finding *f = data;
   const SgGraph *g = f->g;
   GArray *out = f->found[r] = g_array_new (FALSE, TRUE, sizeof (SgSite));
-  SgNodeId end = (SgNodeId)MIN ((int64_t)(r + 1) * RANGE_NODES, g->n_nodes);
-  for (SgNodeId i = r * RANGE_NODES; i < end; i++) {
+  SgNodeId begin, end;
+  sg_range_of (r, RANGE_NODES, g->n_nodes, &begin, &end);
+  for (SgNodeId i = begin; i < end; i++) {
     const SgNode *c = &g->nodes[i];
     SgSite s = { .coll = i, .wait = SG_NO_NODE, .k = c->group_size };
     switch (c->kind) {
@@ -279,7 +280,7 @@ find_range (gpointer data, int32_t r, int32_t worker)
 SgSite *
 sg_sites_find_pool (const SgGraph *g, SgPool *pool, int32_t *n)
 {
-  int32_t n_ranges = MAX (1, (g->n_nodes + RANGE_NODES - 1) / RANGE_NODES);
+  int32_t n_ranges = sg_ranges (g->n_nodes, RANGE_NODES);
   Finding f = { g, g_new (GArray *, (size_t)n_ranges) };
   sg_pool_run (pool, n_ranges, find_range, &f);
   GArray *out = f.found[0];

@@ -352,13 +352,6 @@ typedef struct {
   GError **error;   /* that one's */
 } Costing;
 
-static void
-range_of (const Costing *k, int32_t r, SgNodeId *a, SgNodeId *b)
-{
-  *a = (SgNodeId)MIN ((int64_t)r * RANGE_NODES, k->g->n_nodes);
-  *b = (SgNodeId)MIN ((int64_t)(r + 1) * RANGE_NODES, k->g->n_nodes);
-}
-
 /* Range @r's storage bytes, and whether it has copies to elide. */
 static void
 storage_task (gpointer data, int32_t r, int32_t worker)
@@ -366,7 +359,7 @@ storage_task (gpointer data, int32_t r, int32_t worker)
   (void)worker;
   Costing *k = data;
   SgNodeId a, b;
-  range_of (k, r, &a, &b);
+  sg_range_of (r, RANGE_NODES, k->g->n_nodes, &a, &b);
   sg_compute_storage_bytes_in (k->g, a, b, k->cm->storage_bytes);
   bool any = false;
   for (SgNodeId i = a; i < b && !any; i++)
@@ -381,7 +374,7 @@ cost_task (gpointer data, int32_t r, int32_t worker)
   (void)worker;
   Costing *k = data;
   SgNodeId a, b;
-  range_of (k, r, &a, &b);
+  sg_range_of (r, RANGE_NODES, k->g->n_nodes, &a, &b);
   k->failed[r] = SG_NO_NODE;
   bool unknown = false;
   for (SgNodeId i = a; i < b; i++) {
@@ -404,7 +397,7 @@ static bool
 cost_nodes (SgGraph *g, SgCostModel *cm, SgPool *pool, GError **error)
 {
   Costing k = { .g = g, .cm = cm };
-  k.n_ranges = MAX (1, (g->n_nodes + RANGE_NODES - 1) / RANGE_NODES);
+  k.n_ranges = sg_ranges (g->n_nodes, RANGE_NODES);
   k.candidates = g_new0 (bool, (size_t)k.n_ranges);
   k.unknown = g_new0 (bool, (size_t)k.n_ranges);
   k.failed = g_new (SgNodeId, (size_t)k.n_ranges);
@@ -424,7 +417,7 @@ cost_nodes (SgGraph *g, SgCostModel *cm, SgPool *pool, GError **error)
   for (int32_t r = 0; r < k.n_ranges; r++) {
     if (ok && k.unknown[r]) { /* in id order: the list's order */
       SgNodeId a, b;
-      range_of (&k, r, &a, &b);
+      sg_range_of (r, RANGE_NODES, g->n_nodes, &a, &b);
       for (SgNodeId i = a; i < b && (k.failed[r] == SG_NO_NODE || i < k.failed[r]); i++)
         if (g->nodes[i].kind == SG_OP_UNKNOWN && g->nodes[i].op == SG_NODE_CALL)
           note_unknown (cm, g->nodes[i].target);

@@ -854,6 +854,19 @@ sg_cpu_relax (void)
   __asm__ __volatile__ ("yield");
 #endif
 }
+/* The ranges of @size items that cover [0, @n) as a job's tasks: how
+ * many (at least one, empty for @n 0), and range @r's items [*@a, *@b). */
+static inline int32_t
+sg_ranges (int32_t n, int32_t size)
+{
+  return MAX (1, (int32_t)(((int64_t)n + size - 1) / size));
+}
+static inline void
+sg_range_of (int32_t r, int32_t size, int32_t n, int32_t *a, int32_t *b)
+{
+  *a = (int32_t)MIN ((int64_t)r * size, n);
+  *b = (int32_t)MIN ((int64_t)(r + 1) * size, n);
+}
 /* Runs @fn (@ctx, i, worker) for i in 0 .. @n_tasks-1 and returns when all
  * have run; @p NULL runs them in order on the caller. */
 void sg_pool_run (SgPool *p, int32_t n_tasks, SgPoolFunc fn, gpointer ctx);

@@ -61,17 +61,10 @@ typedef struct {
 } Refine;
 
 static void
-range_of (const Refine *f, int32_t r, SgNodeId *a, SgNodeId *b)
-{
-  *a = (SgNodeId)MIN ((int64_t)r * RANGE_NODES, f->c.n);
-  *b = (SgNodeId)MIN ((int64_t)(r + 1) * RANGE_NODES, f->c.n);
-}
-
-static void
 scan_range (Refine *f, int32_t r)
 {
   SgNodeId a, b;
-  range_of (f, r, &a, &b);
+  sg_range_of (r, RANGE_NODES, f->c.n, &a, &b);
   uint32_t ins = 0;
   int32_t colls = 0;
   bool bad = false;
@@ -98,7 +91,7 @@ static void
 fill_range (Refine *f, int32_t r)
 {
   SgNodeId a, b;
-  range_of (f, r, &a, &b);
+  sg_range_of (r, RANGE_NODES, f->c.n, &a, &b);
   uint32_t at = f->range_in[r];
   int32_t k = f->range_colls[r];
   const SgGraph *g = f->g;
@@ -249,7 +242,7 @@ window_term (const SgGraph *g, SgPool *pool, int64_t budget)
 {
   int32_t n = g->n_nodes;
   Refine f = { .g = g };
-  f.n_ranges = MAX (1, (n + RANGE_NODES - 1) / RANGE_NODES);
+  f.n_ranges = sg_ranges (n, RANGE_NODES);
   int32_t n_workers = sg_pool_size (pool);
   f.c = (SgReachCsr){ .n = n, .first = g_new (uint32_t, (size_t)n + 1),
                       .work = g_new (double, (size_t)MAX (n, 1)) };
