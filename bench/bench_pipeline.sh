@@ -22,20 +22,19 @@
 . "$(dirname "$0")/common.sh"
 bench_schedgraph "6k 36k 1m" "$@"
 
-big=(--hidden 8192 --ffn 28672 --heads 64 --dp 2 --tp 4)
 bench_machine
 echo
 echo "| graph | nodes | target s | min wall s | cpu s | peak RSS MB | RSS B/node | passes (ms, best run) |"
 echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"
 for size in "${sizes[@]}"; do
+  bench_size_args "$size"
   case $size in
-    6k) args=(--layers 32 --hidden 4096 --dp 2 --tp 4) target=0.05 ;;
-    36k) args=(--target-nodes 36000 "${big[@]}") target=0.25 ;;
-    1m) args=(--target-nodes 1000000 "${big[@]}") target=5 ;;
-    *) echo "bench_pipeline.sh: unknown size $size (6k, 36k, 1m)" >&2; exit 2 ;;
+    6k) target=0.05 ;;
+    36k) target=0.25 ;;
+    1m) target=5 ;;
   esac
   g=$tmp/g$size.json
-  "$gen" "${args[@]}" -o "$g"
+  "$gen" "${size_args[@]}" -o "$g"
   echo "$size: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   best="" cpu="" passes="" rss=0 nodes=0
   for _ in 1 2 3; do

@@ -67,6 +67,20 @@ bench_need_time () {
   }
 }
 
+# bench_size_args SIZE: sets the array `size_args` to graphgen's arguments
+# for the pipeline's graph sizes (issue 16; dp 2 x tp 4): 6k (32 layers,
+# H=4096, ~6,684 nodes), 36k and 1m (--target-nodes, Llama-70B widths:
+# H=8192, F=28672, 64 heads); stops the script on another size.
+bench_size_args () {
+  local big=(--hidden 8192 --ffn 28672 --heads 64 --dp 2 --tp 4)
+  case $1 in
+    6k) size_args=(--layers 32 --hidden 4096 --dp 2 --tp 4) ;;
+    36k) size_args=(--target-nodes 36000 "${big[@]}") ;;
+    1m) size_args=(--target-nodes 1000000 "${big[@]}") ;;
+    *) echo "$(basename "$0"): unknown size $1 (6k, 36k, 1m)" >&2; exit 2 ;;
+  esac
+}
+
 # bench_machine: the "machine:" line each RESULTS.md section starts with.
 bench_machine () {
   echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"

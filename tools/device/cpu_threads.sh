@@ -8,25 +8,23 @@
 #   THERE:  device `run`, carry [".carry"]:
 #           bash tools/device/cpu_threads.sh [SIDE] [RUNS] [THREADS...]
 # SIDE: a folder under .carry/cpu (default new); RUNS per count (default
-# 3); THREADS default 1 2 4 8 16. Graphs: 6k and 36k (bench_pipeline.sh's).
+# 3); THREADS default 1 2 4 8 16. Graphs: bench/common.sh's 6k and 36k.
 # Prints one line per run: graph, t<threads>, wall s, peak RSS KB, passes.
-set -euo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
+export SG_TIME=${SG_TIME:-$PWD/.carry/cpu/time}
+. bench/common.sh
 side=${1:-new} runs=${2:-3}
 shift $(($# < 2 ? $# : 2))
 counts=("$@")
 [ ${#counts[@]} -gt 0 ] || counts=(1 2 4 8 16)
 sg=.carry/cpu/$side/tools/schedgraph/schedgraph
 [ -x "$sg" ] || { echo "cpu_threads: no $sg (stage it first)" >&2; exit 1; }
+bench_need_time
 export LD_LIBRARY_PATH=$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-gtime=.carry/cpu/time
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-gen=.carry/cpu/$side/tools/graphgen/graphgen
-"$gen" --layers 32 --hidden 4096 --dp 2 --tp 4 -o "$tmp/g6k.json"
-"$gen" --target-nodes 36000 --hidden 8192 --ffn 28672 --heads 64 --dp 2 --tp 4 -o "$tmp/g36k.json"
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-)"
+bench_machine
 for s in 6k 36k; do
+  bench_size_args $s
+  ".carry/cpu/$side/tools/graphgen/graphgen" "${size_args[@]}" -o "$tmp/g$s.json"
   for t in "${counts[@]}"; do
     for ((r = 0; r < runs; r++)); do
       "$gtime" -f "%e %M" -o "$tmp/tm" "$sg" --threads "$t" -o "$tmp/plan.json" "$tmp/g$s.json" >"$tmp/out"
