@@ -339,7 +339,9 @@ fill_task (gpointer ctx, int32_t t, int32_t worker)
   SgLower *l = f->l;
   const SgGraph *g = l->g;
   size_t name_at = f->copy ? f->name_at[t] : 0, dims_at = f->copy ? f->dims_at[t] : 0;
-  for (int32_t v = t * CHUNK; v < MIN (l->n_values, (t + 1) * CHUNK); v++) {
+  int32_t lo, hi;
+  sg_range_of (t, CHUNK, l->n_values, &lo, &hi);
+  for (int32_t v = lo; v < hi; v++) {
     SgPlanValue *x = &l->values[v];
     const char *name = g->nodes[l->val_node[v]].name;
     const size_t len = strlen (name);
@@ -373,7 +375,8 @@ fill_task (gpointer ctx, int32_t t, int32_t worker)
   if (!f->copy) {
     f->name_at[t] = name_at;
     f->dims_at[t] = dims_at;
-    for (int32_t b = t * CHUNK; b < MIN (l->n_buffers, (t + 1) * CHUNK); b++)
+    sg_range_of (t, CHUNK, l->n_buffers, &lo, &hi);
+    for (int32_t b = lo; b < hi; b++)
       l->buffers[b].bytes = meta_storage_bytes (g, meta_of (g, l->buf_node[b], l->buf_elem[b]));
   }
 }
