@@ -53,6 +53,7 @@ typedef struct {
   SgNodeId *added;         /* its new nodes (scratch) */
   SgElision el;            /* its zero-copy analysis (memory kept across trials) */
   size_t n_alloc;          /* entries of the three scratch arrays */
+  SgPool *pool;            /* its trials' per-node passes (cfg->pool) */
 } SgBucketWorker;
 
 /* The workers that judge trials (verdict.c): one on the graph itself,
@@ -152,8 +153,8 @@ void sg_bucket_prefetch (SgBucketSearch *s, const SgBucketSet *sets, int32_t n_s
  * (1: it judges none ahead). */
 int32_t sg_bucket_ahead_width (const SgBucketSearch *s);
 /* (transfer full) The workers that judge trials of @g: the first on @g
- * itself (its layouts and judge use cfg->pool), the others over forks of
- * @g, at most @max in all. */
+ * itself, the others over forks of @g, at most @max in all; the layouts
+ * and judges of every one use cfg->pool. */
 SgBucketReplicas *sg_bucket_replicas_new (SgGraph *g, const SgConfig *cfg, int32_t max);
 void sg_bucket_replicas_free (SgBucketReplicas *r);
 /* A worker no one holds (the one on @g first, when free), made now if

@@ -66,7 +66,7 @@ check_elision (const SgGraph *tg, const SgElision *el)
 static void
 worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool)
 {
-  *w = (SgBucketWorker){ .g = g };
+  *w = (SgBucketWorker){ .g = g, .pool = pool };
   w->trial = sg_bucket_trials_new (g, verify, pool);
   w->judge = sg_sim_judge_new ();
   sg_sim_judge_set_pool (w->judge, pool);
@@ -143,7 +143,7 @@ sg_bucket_replica_take (SgBucketReplicas *r)
     return NULL;
   if (make) { /* outside the lock: a fork copies the graph's pools */
     SgBucketWorker *w = g_new0 (SgBucketWorker, 1);
-    worker_init (w, sg_rewrite_fork (r->g), r->verify, NULL);
+    worker_init (w, sg_rewrite_fork (r->g), r->verify, r->pool);
     g_mutex_lock (&r->lock);
     r->all[i] = w;
     g_mutex_unlock (&r->lock);
@@ -161,6 +161,61 @@ sg_bucket_replica_give (SgBucketReplicas *r, SgBucketWorker *w)
   g_mutex_unlock (&r->lock);
 }
 
+/* Trial graphs from this many nodes on fill their allocations in chunks
+ * on the worker's pool. */
+#define ALLOC_PARALLEL 8192
+#define ALLOC_CHUNK 4096
+
+/* The allocation of every node of a trial graph: a base node's is the
+ * base graph's (the same in every trial), a new node's is computed; the
+ * new nodes are listed in id order. */
+typedef struct {
+  const SgGraph *tg;
+  const SgNodeId *orig;
+  const uint64_t *base_alloc;
+  uint64_t *node_alloc;
+  SgNodeId *added;   /* chunk r lists its new nodes from its first id on */
+  int32_t *n_added;  /* per chunk */
+} Alloc;
+
+static void
+alloc_task (gpointer data, int32_t r, int32_t worker)
+{
+  (void)worker;
+  Alloc *a = data;
+  int32_t lo, hi, k = 0;
+  sg_range_of (r, ALLOC_CHUNK, a->tg->n_nodes, &lo, &hi);
+  for (SgNodeId i = lo; i < hi; i++) {
+    if (a->orig[i] != SG_NO_NODE) {
+      a->node_alloc[i] = a->base_alloc[a->orig[i]];
+    } else {
+      a->node_alloc[i] = sg_node_alloc_bytes (a->tg, i);
+      a->added[lo + k++] = i;
+    }
+  }
+  a->n_added[r] = k;
+}
+
+/* Fills @w->node_alloc for trial graph @tg and lists its new nodes in
+ * @w->added (in id order); returns how many. Large graphs in chunks on
+ * the worker's pool, each listing its new nodes from its own first id on,
+ * moved together after. */
+static int32_t
+trial_allocs (const SgBucketSearch *s, SgBucketWorker *w, const SgGraph *tg)
+{
+  const int32_t n = tg->n_nodes, chunks = sg_ranges (n, ALLOC_CHUNK);
+  g_autofree int32_t *counts = g_new (int32_t, (size_t)chunks);
+  Alloc a = { tg, sg_graph_trial_origins (tg), s->base_alloc, w->node_alloc, w->added, counts };
+  sg_pool_run (n >= ALLOC_PARALLEL ? w->pool : NULL, chunks, alloc_task, &a);
+  int32_t total = 0;
+  for (int32_t r = 0; r < chunks; r++) {
+    memmove (w->added + total, w->added + (size_t)r * ALLOC_CHUNK,
+             sizeof (SgNodeId) * (size_t)counts[r]);
+    total += counts[r];
+  }
+  return total;
+}
+
 /* The simulator's verdict, with @w's trial rewrite, judge and scratch, on
  * @s->g with the lowered @specs applied: the trial graph, its zero-copy
  * analysis, storages and the judge. Reads @s only. */
@@ -172,23 +227,13 @@ judge_trial (const SgBucketSearch *s, SgBucketWorker *w, const SgBucketSpec *spe
   SgGraph *tg = sg_bucket_trial (w->trial, specs, n_specs, &err);
   if (!tg)
     return false;
-  /* what base nodes allocate is the same in every trial */
-  const SgNodeId *orig = sg_graph_trial_origins (tg);
   if ((size_t)MAX (tg->n_nodes, 1) > w->n_alloc) { /* a trial graph grows by its new nodes */
     w->n_alloc = (size_t)MAX (tg->n_nodes, 1) + (size_t)tg->n_nodes / 4;
     w->node_alloc = g_renew (uint64_t, w->node_alloc, w->n_alloc);
     w->storage_alloc = g_renew (uint64_t, w->storage_alloc, w->n_alloc);
     w->added = g_renew (SgNodeId, w->added, w->n_alloc);
   }
-  int32_t n_added = 0;
-  for (SgNodeId i = 0; i < tg->n_nodes; i++) {
-    if (orig[i] != SG_NO_NODE) {
-      w->node_alloc[i] = s->base_alloc[orig[i]];
-    } else {
-      w->node_alloc[i] = sg_node_alloc_bytes (tg, i);
-      w->added[n_added++] = i;
-    }
-  }
+  const int32_t n_added = trial_allocs (s, w, tg);
   /* one zero-copy analysis prices the new copies and gives the liveness
    * its storages; only new nodes lack a cost (base nodes have theirs,
    * s->base_costed) */
