@@ -563,7 +563,8 @@ order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
   return 1;
 }
 
-/* Below this many nodes a layout copies them on the calling thread. */
+/* Below this many nodes a layout copies and numbers them on the calling
+ * thread; the numbering goes in ranges of this many. */
 #define LAY_OUT_PARALLEL 16384
 
 /* lay_out's copy of the nodes @order[lo .. hi), their inputs renumbered
@@ -625,6 +626,25 @@ copy_task (gpointer data, int32_t c, int32_t worker)
     cp->at[c] = r;
 }
 
+/* new_id[order[i]] = i for the range of task @r (the order is a
+ * permutation of the kept nodes: tasks write disjoint entries). */
+typedef struct {
+  const SgNodeId *order;
+  SgNodeId *new_id;
+  int32_t n;
+} Number;
+
+static void
+number_task (gpointer data, int32_t r, int32_t worker)
+{
+  (void)worker;
+  const Number *a = data;
+  int32_t lo, hi;
+  sg_range_of (r, LAY_OUT_PARALLEL, a->n, &lo, &hi);
+  for (int32_t i = lo; i < hi; i++)
+    a->new_id[a->order[i]] = i;
+}
+
 /* Nodes in @order, inputs and edges renumbered, into @out; where every
  * node of the rewrite went into rw->result_id (sg_rewrite_result_id). */
 static void
@@ -635,8 +655,9 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
   int32_t n1 = x->n1;
   /* @order holds every kept node */
   SgNodeId *new_id = rw->result_id = WORK (rw, SG_RW_NEW_ID, SgNodeId, n1);
-  for (int32_t i = 0; i < n; i++)
-    new_id[order[i]] = i;
+  int32_t threads = sg_pool_size (rw->pool);
+  Number num = { order, new_id, n };
+  sg_pool_run (threads > 1 ? rw->pool : NULL, sg_ranges (n, LAY_OUT_PARALLEL), number_task, &num);
   for (guint i = 0; i < rw->removed->len; i++)
     new_id[g_array_index (rw->removed, SgNodeId, i)] = SG_NO_NODE;
   rw->result_n = n1;
@@ -659,7 +680,6 @@ lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges, SgRewrit
   g_array_set_size (out->inputs, bound);
   SgNodeId *dst = (SgNodeId *)(void *)out->inputs->data;
   uint32_t at;
-  int32_t threads = sg_pool_size (rw->pool);
   if (threads > 1 && n >= LAY_OUT_PARALLEL) {
     Copy cp = { x, order, n, MIN (4 * threads, n / 1024), out->nodes, NULL, NULL };
     g_autofree uint32_t *starts = g_new (uint32_t, (size_t)cp.n_chunks);

@@ -302,6 +302,73 @@ swap_work (SgRewrite *rw, int slot)
   rw->filled[slot + 1] = f;
 }
 
+/* The last order's pieces between the windows are copied in pieces of
+ * at most this many entries, on the rewrite's pool from twice that. */
+#define COPY_PIECE 4096
+
+/* A piece of the last order to copy: entries [@from, @from + @n) to @o. */
+typedef struct {
+  int32_t from, o, n;
+} Piece;
+
+typedef struct {
+  const Ctx *x;
+  const Piece *pieces;
+  SgNodeId *order;
+  int64_t *pmax, *smin;
+} CopyJob;
+
+static void
+copy_piece (gpointer data, int32_t t, int32_t worker)
+{
+  (void)worker;
+  const CopyJob *c = data;
+  const Ctx *x = c->x;
+  const SgRewrite *rw = x->rw;
+  const Piece *p = &c->pieces[t];
+  const SgNodeId *last = rw->work[SG_RW_LAST_ORDER];
+  const int64_t *lpmax = rw->work[SG_RW_LAST_PMAX], *lsmin = rw->work[SG_RW_LAST_SMIN];
+  memcpy (c->pmax + p->o, lpmax + p->from, sizeof (int64_t) * (size_t)p->n);
+  memcpy (c->smin + p->o, lsmin + p->from, sizeof (int64_t) * (size_t)p->n);
+  if (x->map_from == G_MAXINT32)
+    memcpy (c->order + p->o, last + p->from, sizeof (SgNodeId) * (size_t)p->n);
+  else
+    for (int32_t i = 0; i < p->n; i++)
+      c->order[p->o + i] = remap (x, last[p->from + i]);
+}
+
+/* Where each window of @ws goes in the order into @at_w, and, when the
+ * last order outside them is reused, that order with its prefix maxima
+ * and suffix minima into place between them (in pieces, on the rewrite's
+ * pool when long). Returns the order's length. */
+static int32_t
+place_windows (const Ctx *x, const Windows *ws, SgNodeId *order, int64_t *pmax, int64_t *smin,
+               int32_t *at_w)
+{
+  SgRewrite *rw = x->rw;
+  g_autoptr (GArray) pieces = g_array_new (FALSE, FALSE, sizeof (Piece));
+  int32_t o = 0, from = 0, copied = 0;
+  for (int32_t k = 0; k <= ws->n; k++) {
+    int32_t to = k < ws->n ? ws->w[k].p : rw->last_n;
+    if (ws->reuse && to > from) { /* the last order up to the window */
+      for (int32_t a = from; a < to; a += COPY_PIECE) {
+        Piece p = { a, o + a - from, MIN (COPY_PIECE, to - a) };
+        g_array_append_val (pieces, p);
+      }
+      copied += to - from;
+      o += to - from;
+    }
+    if (k == ws->n)
+      break;
+    at_w[k] = o;
+    o += ws->w[k].n;
+    from = ws->w[k].s;
+  }
+  CopyJob c = { x, (const Piece *)(const void *)pieces->data, order, pmax, smin };
+  sg_pool_run (copied >= 2 * COPY_PIECE ? rw->pool : NULL, (int32_t)pieces->len, copy_piece, &c);
+  return o;
+}
+
 /* The order of the whole result into @order, with its prefix maxima and
  * suffix minima of keys into rw's PMAX and SMIN (the next layout's cuts):
  * the windows' orders between the last order's nodes outside them (whose
@@ -345,34 +412,16 @@ sg_rw_order_all (Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
       n += ws.w[k].p - at;
     n += rw->last_n - (ws.n ? ws.w[ws.n - 1].s : 0);
   }
-  const SgNodeId *last = rw->work[SG_RW_LAST_ORDER];
-  const int64_t *lpmax = rw->work[SG_RW_LAST_PMAX], *lsmin = rw->work[SG_RW_LAST_SMIN];
   int64_t *pmax = WORK (rw, SG_RW_PMAX, int64_t, n), *smin = WORK (rw, SG_RW_SMIN, int64_t, n);
   int32_t *at_w = WORK (rw, SG_RW_AT_W, int32_t, ws.n); /* where each window went */
-  int32_t o = 0, from = 0;
-  for (int32_t k = 0, q = 0; k <= ws.n; k++) {
-    int32_t to = k < ws.n ? ws.w[k].p : rw->last_n;
-    if (ws.reuse && to > from) { /* the last order up to the window */
-      memcpy (pmax + o, lpmax + from, sizeof (int64_t) * (size_t)(to - from));
-      memcpy (smin + o, lsmin + from, sizeof (int64_t) * (size_t)(to - from));
-      if (x->map_from == G_MAXINT32)
-        memcpy (order + o, last + from, sizeof (SgNodeId) * (size_t)(to - from));
-      else
-        for (int32_t i = from; i < to; i++)
-          order[o + i - from] = remap (x, last[i]);
-      o += to - from;
-    }
-    if (k == ws.n)
-      break;
-    at_w[k] = o;
-    for (int32_t i = 0; i < ws.w[k].n; i++, o++) {
+  int32_t placed = place_windows (x, &ws, order, pmax, smin, at_w);
+  g_assert (placed == n);
+  for (int32_t k = 0, q = 0; k < ws.n; k++)
+    for (int32_t i = 0, o = at_w[k]; i < ws.w[k].n; i++, o++) {
       order[o] = wo[q++];
       int64_t key = key_of (x, order[o]);
       pmax[o] = o > 0 ? MAX (pmax[o - 1], key) : key;
     }
-    from = ws.w[k].s;
-  }
-  g_assert (o == n);
   for (int32_t k = ws.n; k-- > 0;)
     for (int32_t i = at_w[k] + ws.w[k].n; i-- > at_w[k];) {
       int64_t key = key_of (x, order[i]);
