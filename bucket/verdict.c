@@ -70,6 +70,7 @@ worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool)
   w->trial = sg_bucket_trials_new (g, verify, pool);
   w->judge = sg_sim_judge_new ();
   sg_sim_judge_set_pool (w->judge, pool);
+  sg_elision_set_pool (&w->el, pool);
 }
 
 static void

@@ -709,6 +709,11 @@ void sg_graph_elision (const SgGraph *g, SgElision *e);
  * rank_roll.
  * Clear it with sg_elision_clear. */
 void sg_graph_elision_again (const SgGraph *g, SgElision *e);
+/* The pool (not owned; NULL: none) the passes over every node of the
+ * analyses into @e by sg_graph_elision_again, and sg_elision_storage_bytes
+ * of them, run on in ranges (the same result with any pool). @e as
+ * sg_graph_elision_again takes it. */
+void sg_elision_set_pool (SgElision *e, SgPool *pool);
 /* The same without e->root (NULL): what the cost model reads. */
 void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
 void sg_elision_clear (SgElision *e);
@@ -716,7 +721,9 @@ void sg_elision_clear (SgElision *e);
  * other nodes: what the nodes sharing it allocate themselves
  * (sg_node_alloc_bytes, or @node_alloc when given), elided copies aside;
  * sg_graph_liveness's @alloc with @e->root. Into @out (n_nodes entries)
- * when given, else a new array (transfer full). */
+ * when given, else a new array (transfer full). With @node_alloc and an
+ * analysis by sg_graph_elision_again, on e's pool (sg_elision_set_pool)
+ * without reading the nodes. */
 uint64_t *sg_elision_storage_bytes (const SgGraph *g, const SgElision *e,
                                     const uint64_t *node_alloc, uint64_t *out);
 /* True when @v's storage lives in an elided pack's, cat's or rank_roll's

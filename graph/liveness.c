@@ -39,19 +39,6 @@ sg_graph_storage_roots (const SgGraph *g)
   return root;
 }
 
-uint64_t *
-sg_elision_storage_bytes (const SgGraph *g, const SgElision *e, const uint64_t *node_alloc,
-                          uint64_t *out)
-{
-  size_t n = (size_t)MAX (g->n_nodes, 1);
-  uint64_t *alloc = out ? memset (out, 0, sizeof *out * n) : g_new0 (uint64_t, n);
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    if (!sg_elision_elided (g, e, i))
-      alloc[e->root[i]] += node_alloc ? node_alloc[i] : sg_node_alloc_bytes (g, i);
-  }
-  return alloc;
-}
-
 /* sg_graph_last_use with @wait_at (n_nodes entries) as its working array:
  * the first wait's position per collective, -1 for none. With @start
  * (n_nodes entries, may be NULL), also each storage's first producer's

@@ -39,7 +39,10 @@ assert_meta_eq (const SgGraph *a, const SgMeta *ma, const SgGraph *b, const SgMe
 }
 
 /* The zero-copy analysis of @g into @again, which holds the analysis of
- * another graph (sg_graph_elision_again), is a new analysis's. */
+ * another graph (sg_graph_elision_again, on the pool @again may have), is
+ * a new analysis's, and so are the storage sizes of it (the nodes' own
+ * sizes given, as bucket/ gives them: on that pool) those of the new
+ * one without a pool. */
 static void
 assert_elision_again_matches (const SgGraph *g, SgElision *again)
 {
@@ -53,7 +56,19 @@ assert_elision_again_matches (const SgGraph *g, SgElision *again)
     ck_assert_msg (fresh.view_of[i] == again->view_of[i], "node %d: view_of", i);
     ck_assert_msg (fresh.view_off[i] == again->view_off[i], "node %d: view_off", i);
     ck_assert_msg (fresh.root[i] == again->root[i], "node %d: root", i);
+    ck_assert (!fresh.roll || memcmp (&fresh.roll[i], &again->roll[i], sizeof (SgRollPlace)) == 0);
   }
+  size_t n = (size_t)MAX (g->n_nodes, 1);
+  g_autofree uint64_t *node_alloc = g_new0 (uint64_t, n);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    node_alloc[i] = sg_node_alloc_bytes (g, i);
+  g_autofree uint64_t *want = sg_elision_storage_bytes (g, &fresh, NULL, NULL);
+  g_autofree uint64_t *got = g_new (uint64_t, n);
+  memset (got, 0xab, sizeof *got * n); /* every entry written */
+  ck_assert_ptr_eq (sg_elision_storage_bytes (g, again, node_alloc, got), got);
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    ck_assert_msg (want[i] == got[i], "node %d: storage %" G_GUINT64_FORMAT " vs %" G_GUINT64_FORMAT,
+                   i, want[i], got[i]);
   sg_elision_clear (&fresh);
 }
 
@@ -286,7 +301,8 @@ END_TEST
  * by key like the pass: runs of 2 to 5 consecutive candidates all at once,
  * and each of the first adjacent pairs alone. */
 /* With @fork_pool, only the sequences below, their trials built on a fork
- * of the graph (sg_rewrite_fork) and laid out on that pool. */
+ * of the graph (sg_rewrite_fork) and laid out on that pool, and their
+ * zero-copy analyses made on it. */
 static void
 check_bucket_sets_with (SgGraph *g, SgPool *fork_pool)
 {
@@ -329,6 +345,7 @@ check_bucket_sets_with (SgGraph *g, SgPool *fork_pool)
     SgBucketTrials *t = sg_bucket_trials_new (fork ? fork : g, true, fork_pool);
     SgBucketSpec *all = (SgBucketSpec *)(void *)specs->data;
     SgElision again = { 0 }; /* each trial's analysis in the last one's memory */
+    sg_elision_set_pool (&again, fork_pool);
     for (guint i = 0; i <= 6; i++)
       assert_trial_matches_again (g, t, all, (int32_t)(specs->len * i / 6), &again);
     for (guint i = 6; i-- > 0;)
@@ -520,6 +537,22 @@ START_TEST (trials_of_a_fork_laid_out_on_a_pool_match_apply)
   sg_pool_free (pool);
 }
 END_TEST
+
+/* The zero-copy analyses of trials in sequence and their storage sizes,
+ * their passes over every node split into ranges on pools of 1, 2, 3 and
+ * 8 threads (a graph of several ranges), equal the sequential ones. */
+START_TEST (trial_analyses_on_pools_equal_the_sequential_ones)
+{
+  g_autoptr (SgGraph) g = bt_generated_fsdp8 (12000);
+  prepare (g, true);
+  static const int32_t threads[] = { 1, 2, 3, 8 };
+  for (guint t = 0; t < G_N_ELEMENTS (threads); t++) {
+    SgPool *pool = sg_pool_new (threads[t]);
+    check_bucket_sets_with (g, pool);
+    sg_pool_free (pool);
+  }
+}
+END_TEST
 #endif
 
 static Suite *
@@ -537,6 +570,7 @@ trial_suite (void)
   tcase_add_test (tc, chained_buckets_read_the_unpacks);
   tcase_add_test (tc, trial_matches_apply_on_a_generated_step);
   tcase_add_test (tc, trials_of_a_fork_laid_out_on_a_pool_match_apply);
+  tcase_add_test (tc, trial_analyses_on_pools_equal_the_sequential_ones);
 #endif
   suite_add_tcase (s, tc);
   return s;
