@@ -611,11 +611,16 @@ uint64_t sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *prof
 
 /* Working arrays of sg_graph_liveness_in, for a caller that measures many
  * graphs (bucket trials): grown as needed, reused from one call to the
- * next. Zero-initialise; free with sg_live_scratch_clear. */
+ * next. Zero-initialise; free with sg_live_scratch_clear. With @pool set
+ * (not owned), a liveness without a profile runs in ranges of nodes on
+ * it: the same peak. */
 typedef struct {
   int32_t *last, *start, *wait_at;
   int64_t *delta; /* all zero between calls */
   size_t cap;
+  SgPool *pool;
+  struct SgLiveRange *ranges; /* per range, on the pool */
+  size_t cap_ranges;
 } SgLiveScratch;
 
 /* sg_graph_liveness with @roots and @alloc given and its working arrays

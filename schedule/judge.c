@@ -29,6 +29,12 @@
  * The run places each node from its event (sg_eng_place_as, with the
  * rates entry or kernel slot it holds), the same engine operations as
  * sg_eng_place.
+ * With a pool (sg_sim_judge_set_pool) a judge's wall time is shorter, its
+ * results the same: in one job, the events are made in ranges of nodes
+ * (what adds to the engine's rates memo or writes kept entries after
+ * them, in id order, before the run), and the run goes beside the events'
+ * sums (in id order) and the liveness (in ranges too on four threads or
+ * more, graph/liveness.c).
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
@@ -42,6 +48,8 @@
 #include "schedule-private.h"
 
 #define SNAP_EVERY 64
+/* The fewest nodes a range of the events has (events_range). */
+#define EV_RANGE_MIN 256
 
 /* What node p is to the timeline: 16 bytes (two records of one per node
  * live through the bucket pass), so the group is 16 bits (no bit fields:
@@ -132,7 +140,12 @@ struct SgSimJudge {
   int32_t cap_kept;
   const void *kept_of;
   SgSimJudgeStats stats;
-  SgPool *pool; /* the liveness beside the run (sg_sim_judge_set_pool) */
+  SgPool *pool; /* the events in ranges, the liveness beside the run
+                 * (sg_sim_judge_set_pool) */
+  struct EvRange *ev_ranges; /* per range of the events (events_range) */
+  int32_t cap_ev_ranges;
+  int32_t *ev_left; /* per range, from its first node: the nodes it left */
+  int32_t cap_ev_left;
 };
 
 SgSimJudge *
@@ -166,6 +179,8 @@ sg_sim_judge_free (SgSimJudge *j)
   sg_live_scratch_clear (&j->live);
   g_free (j->act);
   g_free (j->kept);
+  g_free (j->ev_ranges);
+  g_free (j->ev_left);
   g_free (j);
 }
 
@@ -250,6 +265,22 @@ engine_start (SgSimEngine *e)
 
 /* --- events ------------------------------------------------------------------- */
 
+/* Does @k hold the slot of compute node @nd at solo cost @cost (its kind,
+ * SM count and cost the same)? */
+static inline bool
+kept_slot_of (const Kept *k, const SgNode *nd, double cost)
+{
+  return k->aux >= 0 && k->role == SG_ROLE_COMPUTE && k->kind == (int16_t)nd->kind
+         && k->sm_count == nd->sm_count && memcmp (&k->cost, &cost, sizeof cost) == 0;
+}
+
+static inline void
+keep_slot (Kept *k, const SgNode *nd, double cost, int32_t slot)
+{
+  *k = (Kept){ .cost = cost, .aux = slot, .sm_count = nd->sm_count, .kind = (int16_t)nd->kind,
+               .role = SG_ROLE_COMPUTE };
+}
+
 /* The slot of compute node @x (solo cost @cost > 0), from what its origin
  * @o kept when its kind, SM count and cost are the same. */
 static int32_t
@@ -257,13 +288,11 @@ compute_slot (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, double co
 {
   const SgNode *nd = &g->nodes[x];
   Kept *k = o != SG_NO_NODE ? &j->kept[o] : NULL;
-  if (k && k->aux >= 0 && k->role == SG_ROLE_COMPUTE && k->kind == (int16_t)nd->kind
-      && k->sm_count == nd->sm_count && memcmp (&k->cost, &cost, sizeof cost) == 0)
+  if (k && kept_slot_of (k, nd, cost))
     return k->aux;
   const int32_t slot = sg_cost_contention_slot (j->e.pairs, g, x, cost);
   if (k)
-    *k = (Kept){ .cost = cost, .aux = slot, .sm_count = nd->sm_count,
-                 .kind = (int16_t)nd->kind, .role = SG_ROLE_COMPUTE };
+    keep_slot (k, nd, cost, slot);
   return slot;
 }
 
@@ -277,18 +306,27 @@ input_origin (const SgGraph *g, SgNodeId x, const SgNodeId *orig)
   return n > 0 ? orig[in[0]] : SG_NO_NODE;
 }
 
+/* Does @k hold the rates entry of collective @x (its kind, group and
+ * input the same)? */
+static inline bool
+kept_entry_of (const Kept *k, const SgGraph *g, SgNodeId x, const SgNodeId *orig)
+{
+  const SgNode *nd = &g->nodes[x];
+  return k->aux >= 0 && k->role == SG_ROLE_COLL && k->kind == (int16_t)nd->kind
+         && k->group == nd->group && k->group_size == nd->group_size
+         && (k->in_orig == SG_NO_NODE || input_origin (g, x, orig) == k->in_orig);
+}
+
 /* The rates entry of collective @x, from what its origin @o kept when its
  * kind, group and input are the same (kept only for a single-member
  * collective other than a permute: its bytes are then its own output's or
  * its input's). */
-static int32_t
+G_ALWAYS_INLINE static inline int32_t
 coll_entry (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, const SgNodeId *orig)
 {
   const SgNode *nd = &g->nodes[x];
   Kept *k = o != SG_NO_NODE ? &j->kept[o] : NULL;
-  if (k && k->aux >= 0 && k->role == SG_ROLE_COLL && k->kind == (int16_t)nd->kind
-      && k->group == nd->group && k->group_size == nd->group_size
-      && (k->in_orig == SG_NO_NODE || input_origin (g, x, orig) == k->in_orig))
+  if (k && kept_entry_of (k, g, x, orig))
     return k->aux;
   const int32_t at = sg_eng_rates_entry (&j->e, x, NULL);
   if (!k || nd->kind == SG_OP_COLLECTIVE_PERMUTE || sg_op_is_coalesced (nd->kind))
@@ -346,8 +384,9 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *
 {
   int32_t n = g->n_nodes, n_coll = 0;
   const int32_t m = prev->valid ? MIN (n, prev->n) : 0;
-  *p = 0;
-  *compute_us = *comm_us = 0.0;
+  /* in locals, not through the pointers (which may alias the events) */
+  int32_t pre = 0;
+  double compute = 0.0, comm = 0.0;
   GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), Ev);
   r->n = n;
   const SgNodeId *orig = kept_for (j, g);
@@ -365,20 +404,172 @@ make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *
       v->group = (uint16_t)nd->group;
       v->aux = coll_entry (j, g, x, o, orig);
       n_coll++;
-      *comm_us += v->cost;
+      comm += v->cost;
     } else if (v->role == SG_ROLE_WAIT) {
       SgNodeId c = sg_node_wait_target (g, x);
       if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
         v->aux = c;
     } else {
-      *compute_us += v->cost;
+      compute += v->cost;
       if (v->cost > 0.0)
         v->aux = compute_slot (j, g, x, o, v->cost);
     }
-    if (x == *p && x < m && ev_same (v, &prev->ev[x]))
-      ++*p;
+    if (x == pre && x < m && ev_same (v, &prev->ev[x]))
+      ++pre;
   }
+  *p = pre;
+  *compute_us = compute;
+  *comm_us = comm;
   return n_coll;
+}
+
+/* --- events in ranges on the pool ----------------------------------------------- */
+
+/* make_events' loop split into ranges of nodes (a pool's tasks), exactly:
+ * a node's event is a pure function of the node and what the base nodes
+ * kept before the trial, but for a collective whose entry is not kept
+ * (sg_eng_rates_entry adds to the engine's memo, whose entries are
+ * numbered in the order they are added) and for the kept slots to write.
+ * Those nodes are left, in id order, to a sequential pass; the integer
+ * results combine in range order; the floating-point sums are made in id
+ * order over the events (events_sums). */
+typedef struct EvRange {
+  int32_t bad;    /* the first node without a valid cost, or -1 */
+  int32_t differ; /* the first node below m whose event differs from the
+                   * previous one's (a left collective excepted), or -1 */
+  int32_t n_left, n_coll;
+} EvRange;
+
+typedef struct {
+  SgSimJudge *j;
+  const SgGraph *g;
+  Rec *r;
+  const Rec *prev;
+  const SgNodeId *orig;
+  int32_t m, size;
+} EvJob;
+
+static void
+events_range (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  const EvJob *J = data;
+  const SgGraph *g = J->g;
+  const Kept *kept = J->j->kept;
+  int32_t a, b;
+  sg_range_of (task, J->size, g->n_nodes, &a, &b);
+  EvRange *out = &J->j->ev_ranges[task];
+  int32_t *left = J->j->ev_left + a; /* this range's part */
+  *out = (EvRange){ -1, -1, 0, 0 };
+  for (SgNodeId x = a; x < b; x++) {
+    const SgNode *nd = &g->nodes[x];
+    if (!sg_sim_cost_ok (nd->est_us)) {
+      out->bad = x;
+      return;
+    }
+    const SgNodeId o = J->orig ? J->orig[x] : SG_NO_NODE;
+    Ev *v = &J->r->ev[x];
+    v->role = (uint8_t)sg_sched_role (nd);
+    v->cost = sg_sched_cost (nd);
+    v->aux = -1;
+    v->group = 0;
+    bool later = false;
+    if (v->role == SG_ROLE_COLL) {
+      v->group = (uint16_t)nd->group;
+      out->n_coll++;
+      if (o != SG_NO_NODE && kept_entry_of (&kept[o], g, x, J->orig))
+        v->aux = kept[o].aux;
+      else
+        later = true;
+    } else if (v->role == SG_ROLE_WAIT) {
+      SgNodeId c = sg_node_wait_target (g, x);
+      if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
+        v->aux = c;
+    } else if (v->cost > 0.0) {
+      if (o != SG_NO_NODE && kept_slot_of (&kept[o], nd, v->cost)) {
+        v->aux = kept[o].aux;
+      } else {
+        v->aux = sg_cost_contention_slot (J->j->e.pairs, g, x, v->cost);
+        if (o != SG_NO_NODE)
+          left[out->n_left++] = x; /* its slot to keep */
+      }
+    }
+    if (later)
+      left[out->n_left++] = x;
+    else if (out->differ < 0 && x < J->m && !ev_same (v, &J->prev->ev[x]))
+      out->differ = x;
+  }
+}
+
+/* make_events with the pool, first part: sizes @r and the judge's
+ * arrays for @g's events in ranges and fills @J; returns the count of
+ * ranges (events_range's tasks). */
+static int32_t
+events_setup (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, EvJob *J)
+{
+  const int32_t n = g->n_nodes;
+  GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), Ev);
+  r->n = n;
+  GROW (j->ev_left, j->cap_ev_left, MAX (n, 1), int32_t);
+  *J = (EvJob){ j, g, r, prev, kept_for (j, g), prev->valid ? MIN (n, prev->n) : 0, 0 };
+  /* a few ranges per thread, to even out their times */
+  const int32_t per = 4 * sg_pool_size (j->pool);
+  J->size = MAX (EV_RANGE_MIN, (int32_t)(((int64_t)n + per - 1) / per));
+  const int32_t n_ranges = sg_ranges (n, J->size);
+  GROW (j->ev_ranges, j->cap_ev_ranges, n_ranges, EvRange);
+  return n_ranges;
+}
+
+/* make_events with the pool, once its @n_ranges ranges ran: the nodes
+ * they left, in id order (below the first node without a cost), and the
+ * results make_events gives but the sums (events_sums). */
+static int32_t
+events_finish (const EvJob *J, int32_t n_ranges, int32_t *p)
+{
+  SgSimJudge *j = J->j;
+  const SgGraph *g = J->g;
+  int32_t bad = -1, differ = J->m, n_coll = 0;
+  for (int32_t t = 0; t < n_ranges && bad < 0; t++) {
+    const EvRange *o = &j->ev_ranges[t];
+    bad = o->bad;
+    n_coll += o->n_coll;
+    if (o->differ >= 0 && o->differ < differ)
+      differ = o->differ;
+    const int32_t *left = j->ev_left + (size_t)t * (size_t)J->size;
+    for (int32_t i = 0; i < o->n_left; i++) {
+      const SgNodeId x = left[i];
+      const SgNodeId ox = J->orig ? J->orig[x] : SG_NO_NODE;
+      Ev *v = &J->r->ev[x];
+      if (v->role == SG_ROLE_COLL) {
+        v->aux = coll_entry (j, g, x, ox, J->orig);
+        if (x < differ && !ev_same (v, &J->prev->ev[x]))
+          differ = x;
+      } else if (ox != SG_NO_NODE && !kept_slot_of (&j->kept[ox], &g->nodes[x], v->cost)) {
+        keep_slot (&j->kept[ox], &g->nodes[x], v->cost, v->aux);
+      }
+    }
+  }
+  if (bad >= 0)
+    return -1;
+  *p = differ;
+  return n_coll;
+}
+
+/* make_events' sums of the events of @r: compute_us and comm_us, in id
+ * order. */
+static void
+events_sums (const Rec *r, double *compute_us, double *comm_us)
+{
+  double compute = 0.0, comm = 0.0;
+  for (int32_t x = 0; x < r->n; x++) {
+    const Ev *v = &r->ev[x];
+    if (v->role == SG_ROLE_COLL)
+      comm += v->cost;
+    else if (v->role != SG_ROLE_WAIT)
+      compute += v->cost;
+  }
+  *compute_us = compute;
+  *comm_us = comm;
 }
 
 
@@ -641,20 +832,24 @@ replay (SgSimJudge *j, Rec *T, const Rec *R, int32_t si, int32_t p, int32_t s_pr
   return compute_end;
 }
 
-/* sg_sim_judge_totals but the peak: the run of @g's events. */
+/* A judge that found a node without a cost (make_events: -1): @error
+ * names it; false. */
 static bool
-judge_run (SgSimJudge *j, const SgGraph *g, SgSimTotals *out, GError **error)
+judge_failed (SgSimJudge *j, const SgGraph *g, GError **error)
+{
+  j->rec[j->cur].valid = false; /* its events are half made */
+  bool ok = sg_sim_check_costs (g, error);
+  g_assert (!ok);
+  return false;
+}
+
+/* sg_sim_judge_totals' step and exposed time: the run of @g's events
+ * (judge_events: @n_coll collectives, *@p common with the previous
+ * graph's). */
+static void
+judge_run (SgSimJudge *j, const SgGraph *g, int32_t n_coll, int32_t p, SgSimTotals *out)
 {
   Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
-  double compute_us, comm_us;
-  int32_t p;
-  const int32_t n_coll = make_events (j, g, T, R, &p, &compute_us, &comm_us);
-  if (n_coll < 0) {
-    T->valid = false; /* its events are half made */
-    bool ok = sg_sim_check_costs (g, error);
-    g_assert (!ok);
-    return false;
-  }
   engine_for (j, g, n_coll);
   SgSimEngine *e = &j->e;
   const int32_t n = g->n_nodes, ng = MAX (g->n_groups, 1);
@@ -742,23 +937,24 @@ judge_run (SgSimJudge *j, const SgGraph *g, SgSimTotals *out, GError **error)
     exposed += T->row_exp[r];
   out->step_us = MAX (compute_end, end);
   out->exposed_us = exposed;
-  out->compute_us = compute_us;
-  out->comm_us = comm_us;
   j->stats.nodes += n;
-  return true;
 }
 
-/* The run and the liveness read @g and write only their own: with a pool
- * they go side by side (the liveness is a third to a half of a judge's
- * time). */
+/* With a pool, one job: the events in ranges (tasks 0 .. n_ranges-1),
+ * then the run (after the nodes the ranges left), the events' sums and
+ * the liveness side by side. Tasks are taken in index order, so the run
+ * and the sums wait only for ranges already taken, which run to their
+ * end; the liveness needs no events. Each task writes only its own. */
 typedef struct {
   SgSimJudge *j;
   const SgGraph *g;
   const SgNodeId *roots;
   const uint64_t *alloc;
+  EvJob ev;
+  int32_t n_ranges;
+  gint ranges_done; /* atomic */
+  int32_t n_coll;   /* -1: a node without a cost */
   SgSimTotals *out;
-  GError **error;
-  bool ok;
   uint64_t peak;
 } Side;
 
@@ -772,20 +968,45 @@ judge_peak (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots, const uint64
 }
 
 static void
+await_ranges (Side *s)
+{
+  while (g_atomic_int_get (&s->ranges_done) < s->n_ranges)
+    sg_cpu_relax ();
+}
+
+static void
 side_task (gpointer data, int32_t task, int32_t worker)
 {
-  (void)worker;
   Side *s = data;
-  if (task == 0)
-    s->ok = judge_run (s->j, s->g, s->out, s->error);
-  else
+  if (task < s->n_ranges) {
+    events_range (&s->ev, task, worker);
+    g_atomic_int_inc (&s->ranges_done);
+    return;
+  }
+  switch (task - s->n_ranges) {
+  case 0: {
+    await_ranges (s);
+    int32_t p = 0;
+    s->n_coll = events_finish (&s->ev, s->n_ranges, &p);
+    if (s->n_coll >= 0)
+      judge_run (s->j, s->g, s->n_coll, p, s->out);
+    break;
+  }
+  case 1:
+    await_ranges (s);
+    events_sums (s->ev.r, &s->out->compute_us, &s->out->comm_us);
+    break;
+  default:
     s->peak = judge_peak (s->j, s->g, s->roots, s->alloc);
+    break;
+  }
 }
 
 void
 sg_sim_judge_set_pool (SgSimJudge *j, SgPool *pool)
 {
   j->pool = pool;
+  j->live.pool = pool;
 }
 
 bool
@@ -797,16 +1018,23 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
   /* the engine first: the events read its rates memo; the liveness its
    * positions (sized here for @g, not again in the run) */
   engine_for (j, g, 0);
-  Side s = { j, g, roots, alloc, out, error, false, 0 };
-  if (roots && alloc && sg_pool_size (j->pool) > 1) {
-    sg_pool_run (j->pool, 2, side_task, &s);
-  } else {
-    s.ok = judge_run (j, g, out, error);
-    if (s.ok)
-      s.peak = judge_peak (j, g, roots, alloc);
+  Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
+  if (sg_pool_size (j->pool) <= 1) {
+    int32_t p;
+    const int32_t n_coll = make_events (j, g, T, R, &p, &out->compute_us, &out->comm_us);
+    if (n_coll < 0)
+      return judge_failed (j, g, error);
+    judge_run (j, g, n_coll, p, out);
+    out->peak_bytes = judge_peak (j, g, roots, alloc);
+    return true;
   }
-  if (!s.ok)
-    return false;
-  out->peak_bytes = s.peak;
+  Side s = { .j = j, .g = g, .roots = roots, .alloc = alloc, .out = out };
+  s.n_ranges = events_setup (j, g, T, R, &s.ev);
+  /* without @roots and @alloc the liveness analyses @g itself: after */
+  const bool beside = roots && alloc;
+  sg_pool_run (j->pool, s.n_ranges + (beside ? 3 : 2), side_task, &s);
+  if (s.n_coll < 0)
+    return judge_failed (j, g, error);
+  out->peak_bytes = beside ? s.peak : judge_peak (j, g, roots, alloc);
   return true;
 }

@@ -1,6 +1,7 @@
 /* test_graph.c: unit tests of graph/: loading the sample graphs, groups and
- * partitions, permute, users, storage roots, peak bytes and the pass
- * runner (the validator: test_validate.c). Graphs come from tests/builder.h or from JSON text. */
+ * partitions, permute, users, storage roots, peak bytes (with a pool too)
+ * and the pass runner (the validator: test_validate.c). Graphs come from
+ * tests/builder.h or from JSON text. */
 #include <check.h>
 #include <string.h>
 
@@ -447,6 +448,81 @@ START_TEST (liveness_scratch_reused_across_graphs_keeps_the_counts)
 }
 END_TEST
 
+/* A graph of @n_blocks blocks (6 nodes each): an input gathered, waited
+ * for, transposed (a view), multiplied and activated; the first and the
+ * last activation returned. */
+static SgGraph *
+blocks_graph (int n_blocks)
+{
+  SgGraph *g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "float32", 2, (int64_t)4, (int64_t)8);
+  for (int b = 0; b < n_blocks; b++) {
+    g_autofree char *w = g_strdup_printf ("w%d", b), *ag = g_strdup_printf ("ag%d", b);
+    g_autofree char *wt = g_strdup_printf ("wait%d", b), *t = g_strdup_printf ("t%d", b);
+    g_autofree char *mm = g_strdup_printf ("mm%d", b), *r = g_strdup_printf ("r%d", b);
+    tb_input (g, w, "float32", 2, (int64_t)2 + b % 3, (int64_t)8);
+    tb_all_gather (g, ag, w, "0");
+    tb_wait (g, wt, ag);
+    tb_t (g, t, wt);
+    tb_mm (g, mm, "x", t);
+    tb_pointwise (g, r, "aten.relu.default", mm, NULL);
+  }
+  g_autofree char *last = g_strdup_printf ("r%d", n_blocks - 1);
+  tb_output (g, 2, "r0", last);
+  return g;
+}
+
+/* With a pool (of 4 threads or more), the liveness runs in ranges of
+ * nodes: the same peak as without one, with pools of 1, 2, 3, 4 and 8
+ * threads, for the id order and random orders, storages above 2^62 bytes
+ * in all included; with a profile it gives the same profile too. */
+START_TEST (liveness_in_ranges_on_a_pool_gives_the_same_peak)
+{
+  const int32_t threads[] = { 1, 2, 3, 4, 8 };
+  for (int huge = 0; huge < 2; huge++) {
+    g_autoptr (SgGraph) g = blocks_graph (1400);
+    const int32_t n = g->n_nodes;
+    g_autofree SgNodeId *root = sg_graph_storage_roots (g);
+    SgElision e;
+    sg_graph_elision (g, &e);
+    g_autofree uint64_t *alloc = sg_elision_storage_bytes (g, &e, NULL, NULL);
+    sg_elision_clear (&e);
+    if (huge) /* two gathers' storages of 2^61 + 2^62 bytes */
+      alloc[root[sg_graph_lookup (g, "ag100")]] = (uint64_t)1 << 61,
+      alloc[root[sg_graph_lookup (g, "ag1200")]] = (uint64_t)1 << 62;
+    g_autofree int32_t *pos = g_new (int32_t, (size_t)n);
+    g_autofree uint64_t *profile = g_new (uint64_t, (size_t)n);
+    g_autofree uint64_t *want_profile = g_new (uint64_t, (size_t)n);
+    GRand *rnd = g_rand_new_with_seed (7 + (guint32)huge);
+    for (int order = 0; order < 4; order++) {
+      for (int32_t t = 0; t < n; t++)
+        pos[t] = t;
+      for (int32_t t = n - 1; order > 0 && t > 0; t--) {
+        int32_t o = g_rand_int_range (rnd, 0, t + 1), x = pos[t];
+        pos[t] = pos[o], pos[o] = x;
+      }
+      SgLiveScratch seq = { 0 };
+      const uint64_t want = sg_graph_liveness_in (g, pos, want_profile, root, alloc, &seq);
+      ck_assert_uint_eq (sg_graph_liveness_in (g, pos, NULL, root, alloc, &seq), want);
+      ck_assert (huge ? want == G_MAXUINT64 : want < G_MAXUINT64);
+      for (size_t k = 0; k < G_N_ELEMENTS (threads); k++) {
+        SgPool *pool = sg_pool_new (threads[k]);
+        SgLiveScratch w = { .pool = pool };
+        for (int again = 0; again < 2; again++) /* delta left zero */
+          ck_assert_uint_eq (sg_graph_liveness_in (g, pos, NULL, root, alloc, &w), want);
+        ck_assert_uint_eq (sg_graph_liveness_in (g, pos, profile, root, alloc, &w), want);
+        ck_assert_mem_eq (profile, want_profile, sizeof (uint64_t) * (size_t)n);
+        sg_live_scratch_clear (&w);
+        sg_pool_free (pool);
+      }
+      sg_live_scratch_clear (&seq);
+    }
+    g_rand_free (rnd);
+  }
+}
+END_TEST
+
 START_TEST (peak_bytes_counts_a_value_without_users_at_its_step)
 {
   g_autoptr (SgGraph) g = tb_new (1);
@@ -706,6 +782,7 @@ graph_suite (void)
   tcase_add_test (ir, peak_bytes_matches_hand_count);
   tcase_add_test (ir, peak_bytes_counts_a_value_without_users_at_its_step);
   tcase_add_test (ir, liveness_scratch_reused_across_graphs_keeps_the_counts);
+  tcase_add_test (ir, liveness_in_ranges_on_a_pool_gives_the_same_peak);
   tcase_add_test (ir, peak_bytes_saturates_beyond_2_62);
   suite_add_tcase (s, ir);
   TCase *p = tcase_create ("passes");

@@ -7,7 +7,9 @@
  * is not reused once their costs or inputs differ (a reduce_scatter that
  * reads another base node: its rates differ while its event's cost does
  * not, so a reused entry would go unnoticed); a node without a cost fails
- * it with its name, and the graphs after it are judged exactly.
+ * it with its name, and the graphs after it are judged exactly; with
+ * pools of several sizes (the events in ranges of nodes) the totals and
+ * skipped runs are those of a judge without one.
  */
 #include <check.h>
 #include <math.h>
@@ -339,6 +341,91 @@ START_TEST (a_judge_with_a_pool_gives_the_same_totals)
 }
 END_TEST
 
+/* With pools of 1, 2, 3 and 8 threads, the events are made in ranges of
+ * nodes (graph/'s tests check the liveness in ranges, on larger graphs):
+ * the same totals and the same skipped runs
+ * (common prefixes, joins) as a judge without a pool, trial after trial
+ * on graphs of several thousand nodes, and the same failure for a node
+ * without a cost in a late range. */
+START_TEST (the_judge_in_ranges_gives_the_same_totals_with_pools_of_1_2_3_8)
+{
+  const int32_t threads[] = { 1, 2, 3, 8 };
+  enum { N_POOLS = G_N_ELEMENTS (threads) };
+  SgPool *pools[N_POOLS];
+  for (size_t k = 0; k < N_POOLS; k++)
+    pools[k] = sg_pool_new (threads[k]);
+  for (guint32 seed = 60; seed < 63; seed++) {
+    g_autofree char *json = rg_graph_json (seed, 2000, 150, 1 + (int)(seed % 3),
+                                           (RgCluster)(seed % RG_N_CLUSTERS));
+    g_autoptr (SgGraph) g = st_load (json, "random");
+    SgSimJudge *without = sg_sim_judge_new ();
+    SgSimJudge *with[N_POOLS];
+    for (size_t k = 0; k < N_POOLS; k++) {
+      with[k] = sg_sim_judge_new ();
+      sg_sim_judge_set_pool (with[k], pools[k]);
+    }
+    SgRewrite *rw = sg_rewrite_new (g);
+    GRand *rnd = g_rand_new_with_seed (seed);
+    for (int trial = 0; trial < 8; trial++) {
+      sg_rewrite_reset (rw);
+      for (int a = 0; a < trial % 3; a++) {
+        SgNodeId v = pick_compute (g, rnd, g->n_nodes / (2 + a));
+        if (v != SG_NO_NODE)
+          add_after (rw, v, a);
+      }
+      GError *err = NULL;
+      SgGraph *t = sg_rewrite_trial (rw, &err);
+      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
+      ck_assert_int_ge (t->n_nodes, 2500);
+      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+      g_autofree SgNodeId *roots = sg_graph_storage_roots (t);
+      SgElision el;
+      sg_graph_elision (t, &el);
+      g_autofree uint64_t *alloc = sg_elision_storage_bytes (t, &el, NULL, NULL);
+      sg_elision_clear (&el);
+      SgSimTotals want, got;
+      ck_assert (sg_sim_judge_totals (without, t, roots, alloc, &want, NULL));
+      for (size_t k = 0; k < N_POOLS; k++) {
+        ck_assert (sg_sim_judge_totals (with[k], t, roots, alloc, &got, NULL));
+        ck_assert_msg (memcmp (&got, &want, sizeof got) == 0, "seed %u trial %d, %d threads", seed,
+                       trial, threads[k]);
+        ck_assert_mem_eq (sg_sim_judge_stats (with[k]), sg_sim_judge_stats (without),
+                          sizeof (SgSimJudgeStats));
+      }
+      if (trial == 0) {
+        g_autoptr (SgSimJudge) fresh = sg_sim_judge_new ();
+        assert_judged_exactly (fresh, t, seed, trial);
+      }
+      sg_graph_free (t);
+    }
+    /* a node without a cost near the end: the same failure, then exact */
+    SgNodeId v = g->n_nodes - 3;
+    double was = g->nodes[v].est_us;
+    g->nodes[v].est_us = NAN;
+    sg_graph_changed (g);
+    for (size_t k = 0; k < N_POOLS; k++) {
+      SgSimTotals a;
+      GError *err = NULL;
+      ck_assert (!sg_sim_judge_totals (with[k], g, NULL, NULL, &a, &err));
+      ck_assert_msg (err && strstr (err->message, g->nodes[v].name), "%s",
+                     err ? err->message : "no error");
+      g_clear_error (&err);
+    }
+    g->nodes[v].est_us = was;
+    sg_graph_changed (g);
+    for (size_t k = 0; k < N_POOLS; k++) {
+      assert_judged_exactly (with[k], g, seed, 99);
+      sg_sim_judge_free (with[k]);
+    }
+    sg_sim_judge_free (without);
+    g_rand_free (rnd);
+    sg_rewrite_free (rw);
+  }
+  for (size_t k = 0; k < N_POOLS; k++)
+    sg_pool_free (pools[k]);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -347,6 +434,7 @@ main (void)
                            a_kept_rates_entry_is_not_reused_once_the_input_changes,
                            judge_of_unrelated_graphs_runs_each_whole,
                            a_node_without_a_cost_fails_the_judge_which_stays_exact,
-                           a_judge_with_a_pool_gives_the_same_totals };
+                           a_judge_with_a_pool_gives_the_same_totals,
+                           the_judge_in_ranges_gives_the_same_totals_with_pools_of_1_2_3_8 };
   return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
 }
