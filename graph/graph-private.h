@@ -373,5 +373,10 @@ void *sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes);
  * new to the slot is filled (rewrite-order.c). */
 void *sg_rw_work_clean (SgRewrite *rw, int slot, size_t bytes, int byte);
 
+/* rewrite.c: a copy of @name that lives until the rewrite is reset, freed
+ * or rolled back to before it (added nodes' names, sg_rewrite_add and
+ * rewrite-stash.c's replays). */
+const char *sg_rewrite_keep_name (SgRewrite *rw, const char *name);
+
 /* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
 void sg_rewrite_trial_release (SgGraph *trial);

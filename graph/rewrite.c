@@ -252,10 +252,8 @@ sg_rewrite_arg_node (const SgRewrite *rw, SgNodeId id, const SgArg *a)
 
 #define NAME_BLOCK 8192
 
-/* A copy of @name that lives until the rewrite is reset, freed or rolled
- * back to before it. */
-static const char *
-keep_name (SgRewrite *rw, const char *name)
+const char *
+sg_rewrite_keep_name (SgRewrite *rw, const char *name)
 {
   size_t len = strlen (name) + 1;
   GPtrArray *b = rw->name_blocks;
@@ -320,7 +318,7 @@ sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error)
   guint inputs_len = rw->inputs->len;
   SgNode n = { 0 };
   n.op = SG_NODE_CALL;
-  n.name = keep_name (rw, spec->name);
+  n.name = sg_rewrite_keep_name (rw, spec->name);
   n.target = target;
   n.kind = spec->target ? SG_OP_UNKNOWN : spec->kind;
   n.cost_us = spec->cost_us;
