@@ -12,7 +12,10 @@
  * built as a trial graph (sg_bucket_trial) by the same code. Placement
  * keeps every other node where it was: P and C at the earliest member's
  * position (later only if an input comes later), W and the unpacks just
- * before the first consumer of any member's wait.
+ * before the first consumer of any member's wait. Trials of one rewrite
+ * describe again only from the first bucket that changed, and copy the
+ * buckets after it that the last trial had too (sg_rewrite_replay, with
+ * the validator compared with building them: the same records).
  * Requires: a topological id order; users (rebuilt here).
  * Invalidates: node ids, users; hiding edges of members (stale once they
  * merge) are dropped, their other implicit edges move to the bucket's
@@ -370,9 +373,9 @@ struct SgBucketTrials {
   SgRewriteMark *marks;  /* marks[b]: before bucket b was described */
   bool valid;            /* @rw describes @specs */
   bool verify;           /* each replayed bucket checked against a fresh one */
-  /* The last trial's buckets from the first that changed on, kept to be
-   * replayed where the next trial has them again (describe). */
-  SgRewriteStash *stash;
+  /* The last trial's buckets from the first that changed on, kept in the
+   * rewrite (sg_rewrite_stash) to be replayed where the next trial has
+   * them again (describe). */
   SgRewriteMark *old_marks; /* their marks, old_marks[b - from] */
   GHashTable *by_first;  /* first member id + 1 -> old bucket index + 1 */
   int32_t replayed;      /* buckets the last describe replayed */
@@ -386,7 +389,6 @@ sg_bucket_trials_new (SgGraph *g, bool verify, SgPool *pool)
   t->verify = verify;
   sg_rewrite_set_verify (t->rw, verify);
   sg_rewrite_set_pool (t->rw, pool);
-  t->stash = sg_rewrite_stash_new ();
   t->by_first = g_hash_table_new (NULL, NULL);
   return t;
 }
@@ -408,7 +410,6 @@ sg_bucket_trials_free (SgBucketTrials *t)
   g_free (t->specs);
   g_free (t->marks);
   g_free (t->old_marks);
-  sg_rewrite_stash_free (t->stash);
   g_hash_table_unref (t->by_first);
   sg_rewrite_free (t->rw);
   g_free (t);
@@ -464,7 +465,7 @@ add_one (SgBucketTrials *t, const SgBucketSpec *spec, int32_t old, int32_t old_f
   sg_rewrite_mark (rw, &m1);
   if (old >= 0) {
     /* a bucket's nodes read base nodes and each other only */
-    if (!sg_rewrite_replay (rw, t->stash, &t->old_marks[old - old_from],
+    if (!sg_rewrite_replay (rw, &t->old_marks[old - old_from],
                             &t->old_marks[old + 1 - old_from]))
       g_error ("bucket: the last trial's bucket of node '%s' reads another bucket's nodes",
                sg_rewrite_graph (rw)->nodes[spec->members[0]].name);
@@ -484,19 +485,17 @@ add_one (SgBucketTrials *t, const SgBucketSpec *spec, int32_t old, int32_t old_f
   return ok;
 }
 
-/* Rolls @t back to bucket @keep, first stashing the buckets after it that
- * @replay names (@found of them) to be added again. */
-static void
-roll_back_to (SgBucketTrials *t, int32_t keep, int32_t found)
+/* Keeps the last trial's buckets from @keep on in the rewrite, to replay
+ * the ones @replay names; false when there is no room. */
+static bool
+stash_from (SgBucketTrials *t, int32_t keep)
 {
-  if (found > 0) {
-    int32_t n_old = t->n_specs - keep;
-    t->old_marks = g_renew (SgRewriteMark, t->old_marks, (size_t)n_old + 1);
-    memcpy (t->old_marks, &t->marks[keep], sizeof (SgRewriteMark) * ((size_t)n_old + 1));
-    sg_rewrite_stash (t->rw, &t->marks[keep], &t->marks[t->n_specs], t->stash);
-  }
-  sg_rewrite_rollback (t->rw, &t->marks[keep]);
-  forget_from (t, keep);
+  int32_t n_old = t->n_specs - keep;
+  if (!sg_rewrite_stash (t->rw, &t->marks[keep], &t->marks[t->n_specs]))
+    return false;
+  t->old_marks = g_renew (SgRewriteMark, t->old_marks, (size_t)n_old + 1);
+  memcpy (t->old_marks, &t->marks[keep], sizeof (SgRewriteMark) * ((size_t)n_old + 1));
+  return true;
 }
 
 /* Describes @specs in @t->rw: from the first bucket that differs from
@@ -522,6 +521,8 @@ describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError 
     while (keep < MIN (n_specs, t->n_specs) && same_spec (&specs[keep], &t->specs[keep]))
       keep++;
     found = match_old (t, specs, n_specs, keep, replay);
+    if (found && !stash_from (t, keep))
+      found = 0;
   }
   if (!sg_bucket_specs_check (g, specs, n_specs, keep, found && !t->verify ? replay : NULL,
                               taken, waits, start_pos, use_pos, error))
@@ -531,7 +532,8 @@ describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError 
     forget_from (t, 0);
     keep = 0;
   } else {
-    roll_back_to (t, keep, found);
+    sg_rewrite_rollback (rw, &t->marks[keep]);
+    forget_from (t, keep);
   }
   t->valid = false;
   if (n_specs + 1 > t->cap) {

@@ -302,6 +302,23 @@ enum {
   SG_RW_N_WORK
 };
 
+/* rewrite-stash.c: a copy of part of the description (sg_rewrite_stash),
+ * in the rewrite's spare node array (idle between a trial's release and
+ * the next layout); its arrays point there. */
+typedef struct {
+  bool valid;             /* until the next stash, layout or reset */
+  SgRewriteMark from, to; /* the part copied */
+  SgNode *nodes;          /* to.nodes - from.nodes; names in @names */
+  int64_t *keys;
+  guint *name_at;         /* per node: its name's offset in @names */
+  SgNodeId *inputs, *redirects, *removed;
+  SgRewriteMove *moves;
+  SgArg *args;
+  int64_t *dims;
+  SgMeta *tuples;
+  char *names;
+} SgRewriteStashed;
+
 struct SgRewrite {
   SgGraph *g;
   int32_t n0;
@@ -339,6 +356,8 @@ struct SgRewrite {
   guint last_edges;            /* @g's implicit edges then */
   SgNode *spare_nodes;         /* a freed trial graph's node array */
   int32_t spare_cap;
+  int32_t spare_n;             /* its nodes written (resident) */
+  SgRewriteStashed stash;      /* lives in @spare_nodes (rewrite-stash.c) */
   GArray *spare_inputs;        /* and its inputs */
   SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit
                                 * (work[SG_RW_NEW_ID]) */

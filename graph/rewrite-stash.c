@@ -4,97 +4,96 @@
  * A pass that rolls a rewrite back (sg_rewrite_rollback) and then
  * describes parts it described before, now after a different first part,
  * would build the same nodes again with every check and conversion of
- * sg_rewrite_add. A stash keeps a copy of what was described from a mark
- * on; sg_rewrite_replay appends one part of it as sg_rewrite_add & co.
- * would have: the part's added nodes renumbered to the ids they get now,
- * pool offsets (inputs, args, dims, tuple metas) moved to where the part
- * lands, everything else (base ids, placement keys, strings) as it was.
- * sg_rewrite_parts_same compares two parts field by field up to that
- * shift: a pass checks a replay against describing the part afresh.
+ * sg_rewrite_add. sg_rewrite_stash copies what was described from a mark
+ * on into the rewrite's spare node array (the last trial graph's, idle
+ * until the next layout takes it: no memory of its own, only its pages
+ * that trial wrote); sg_rewrite_replay appends one part of the copy as
+ * sg_rewrite_add & co. would have: the part's added nodes renumbered to
+ * the ids they get now, pool offsets (inputs, args, dims, tuple metas)
+ * moved to where the part lands, everything else (base ids, placement
+ * keys, strings) as it was. sg_rewrite_parts_same compares two parts
+ * field by field up to that shift: a pass checks a replay against
+ * describing the part afresh.
  * Requires: the rewrite's base graph unchanged since the stash (the
- * rewrite's own rule). Invalidates: nothing (replay appends like an add).
+ * rewrite's own rule). Invalidates: nothing (replay appends like an add;
+ * a layout or reset drops the copy).
  */
 #include "graph-private.h"
 
 #include <string.h>
 
-struct SgRewriteStash {
-  SgRewriteMark from, to; /* the rewrite's marks the copy spans */
-  GArray *nodes, *inputs, *keys, *redirects, *removed, *moves, *args, *dims, *tuples;
-  GArray *name_at; /* guint per node: the offset of its name in @names */
-  GString *names;
-};
-
-SgRewriteStash *
-sg_rewrite_stash_new (void)
+/* Room for @n items of @size at *@at (8-byte aligned), moving *@at on;
+ * with *@at NULL only counts. */
+static void *
+carve (char **at, size_t *used, size_t n, size_t size)
 {
-  SgRewriteStash *s = g_new0 (SgRewriteStash, 1);
-  s->nodes = g_array_new (FALSE, FALSE, sizeof (SgNode));
-  s->inputs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
-  s->keys = g_array_new (FALSE, FALSE, sizeof (int64_t));
-  s->redirects = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
-  s->removed = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
-  s->moves = g_array_new (FALSE, FALSE, sizeof (SgRewriteMove));
-  s->args = g_array_new (FALSE, FALSE, sizeof (SgArg));
-  s->dims = g_array_new (FALSE, FALSE, sizeof (int64_t));
-  s->tuples = g_array_new (FALSE, FALSE, sizeof (SgMeta));
-  s->name_at = g_array_new (FALSE, FALSE, sizeof (guint));
-  s->names = g_string_new (NULL);
-  return s;
+  size_t off = (*used + 7) & ~(size_t)7;
+  *used = off + n * size;
+  return *at ? *at + off : NULL;
 }
 
-void
-sg_rewrite_stash_free (SgRewriteStash *s)
+/* Lays the stash's arrays out from @base (NULL: only counts); the bytes
+ * needed. */
+static size_t
+stash_layout (SgRewriteStashed *s, char *base, size_t names_len)
 {
-  if (!s)
-    return;
-  GArray *arrays[] = { s->nodes, s->inputs, s->keys, s->redirects, s->removed,
-                       s->moves, s->args, s->dims, s->tuples, s->name_at };
-  for (size_t i = 0; i < G_N_ELEMENTS (arrays); i++)
-    g_array_unref (arrays[i]);
-  g_string_free (s->names, TRUE);
-  g_free (s);
+  const SgRewriteMark *f = &s->from, *t = &s->to;
+  char **at = &base;
+  size_t used = 0;
+  s->nodes = carve (at, &used, t->nodes - f->nodes, sizeof (SgNode));
+  s->keys = carve (at, &used, t->nodes - f->nodes, sizeof (int64_t));
+  s->name_at = carve (at, &used, t->nodes - f->nodes, sizeof (guint));
+  s->inputs = carve (at, &used, t->inputs - f->inputs, sizeof (SgNodeId));
+  s->redirects = carve (at, &used, t->redirects - f->redirects, sizeof (SgNodeId));
+  s->removed = carve (at, &used, t->removed - f->removed, sizeof (SgNodeId));
+  s->moves = carve (at, &used, t->moves - f->moves, sizeof (SgRewriteMove));
+  s->args = carve (at, &used, t->args - f->args, sizeof (SgArg));
+  s->dims = carve (at, &used, t->dims - f->dims, sizeof (int64_t));
+  s->tuples = carve (at, &used, t->tuples - f->tuples, sizeof (SgMeta));
+  s->names = carve (at, &used, names_len, 1);
+  return used;
 }
 
-/* @dst = @src's items [from, to). */
-static void
-copy_range (GArray *dst, const GArray *src, guint from, guint to)
-{
-  g_return_if_fail (from <= to && to <= src->len);
-  g_array_set_size (dst, 0);
-  g_array_append_vals (dst, src->data + (size_t)from * g_array_get_element_size (dst), to - from);
-}
+#define COPY(dst, arr, T, from, to)                                              \
+  memcpy ((dst), &g_array_index ((arr), T, (from)), sizeof (T) * ((to) - (from)))
 
-void
-sg_rewrite_stash (const SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark *to,
-                  SgRewriteStash *s)
+bool
+sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark *to)
 {
-  g_return_if_fail (rw && from && to && s && from->nodes <= to->nodes
-                    && to->nodes <= rw->nodes->len);
+  g_return_val_if_fail (rw && from && to && from->nodes <= to->nodes
+                        && to->nodes <= rw->nodes->len, false);
   const SgGraph *g = rw->g;
+  SgRewriteStashed *s = &rw->stash;
+  s->valid = false;
+  if (!rw->spare_nodes)
+    return false;
   s->from = *from, s->to = *to;
-  copy_range (s->nodes, rw->nodes, from->nodes, to->nodes);
-  copy_range (s->keys, rw->keys, from->nodes, to->nodes);
-  copy_range (s->inputs, rw->inputs, from->inputs, to->inputs);
-  copy_range (s->redirects, rw->redirects, from->redirects, to->redirects);
-  copy_range (s->removed, rw->removed, from->removed, to->removed);
-  copy_range (s->moves, rw->moves, from->moves, to->moves);
-  copy_range (s->args, g->args, from->args, to->args);
-  copy_range (s->dims, g->dims, from->dims, to->dims);
-  copy_range (s->tuples, g->tuple_metas, from->tuples, to->tuples);
-  guint n = s->nodes->len;
-  g_array_set_size (s->name_at, n);
-  guint *at = (guint *)(void *)s->name_at->data;
+  size_t names_len = 0;
+  for (guint i = from->nodes; i < to->nodes; i++)
+    names_len += strlen (g_array_index (rw->nodes, SgNode, i).name) + 1;
+  /* only what the last trial wrote: resident already */
+  if (stash_layout (s, NULL, names_len) > (size_t)rw->spare_n * sizeof (SgNode))
+    return false;
+  stash_layout (s, (char *)rw->spare_nodes, names_len);
+  COPY (s->nodes, rw->nodes, SgNode, from->nodes, to->nodes);
+  COPY (s->keys, rw->keys, int64_t, from->nodes, to->nodes);
+  COPY (s->inputs, rw->inputs, SgNodeId, from->inputs, to->inputs);
+  COPY (s->redirects, rw->redirects, SgNodeId, from->redirects, to->redirects);
+  COPY (s->removed, rw->removed, SgNodeId, from->removed, to->removed);
+  COPY (s->moves, rw->moves, SgRewriteMove, from->moves, to->moves);
+  COPY (s->args, g->args, SgArg, from->args, to->args);
+  COPY (s->dims, g->dims, int64_t, from->dims, to->dims);
+  COPY (s->tuples, g->tuple_metas, SgMeta, from->tuples, to->tuples);
   size_t len = 0;
-  for (guint i = 0; i < n; i++) {
-    at[i] = (guint)len;
-    len += strlen (g_array_index (s->nodes, SgNode, i).name) + 1;
+  for (guint i = 0; i < to->nodes - from->nodes; i++) {
+    const char *name = s->nodes[i].name;
+    size_t k = strlen (name) + 1;
+    s->name_at[i] = (guint)len;
+    memcpy (s->names + len, name, k);
+    len += k;
   }
-  g_string_set_size (s->names, len);
-  for (guint i = 0; i < n; i++) {
-    size_t end = i + 1 < n ? at[i + 1] : len;
-    memcpy (s->names->str + at[i], g_array_index (s->nodes, SgNode, i).name, end - at[i]);
-  }
+  s->valid = true;
+  return true;
 }
 
 /* Room for @n more items at the end of @a: the first of them. */
@@ -148,14 +147,14 @@ shift_args_at (Shift *sh, uint32_t first, uint32_t n)
 }
 
 static void
-replay_nodes (SgRewrite *rw, const SgRewriteStash *s, Shift *sh)
+replay_nodes (SgRewrite *rw, const SgRewriteStashed *s, Shift *sh)
 {
   const SgRewriteMark *a = sh->a, *b = sh->b;
   guint i0 = a->nodes - s->from.nodes, n = b->nodes - a->nodes;
   SgNode *out = grow (rw->nodes, n);
   for (guint i = 0; i < n; i++) {
-    SgNode v = g_array_index (s->nodes, SgNode, i0 + i);
-    v.name = sg_rewrite_keep_name (rw, s->names->str + g_array_index (s->name_at, guint, i0 + i));
+    SgNode v = s->nodes[i0 + i];
+    v.name = sg_rewrite_keep_name (rw, s->names + s->name_at[i0 + i]);
     if (v.in_first < a->inputs || v.in_first + v.n_in > b->inputs)
       sh->ok = false;
     v.in_first = (uint32_t)(v.in_first + sh->d_inputs);
@@ -169,42 +168,41 @@ replay_nodes (SgRewrite *rw, const SgRewriteStash *s, Shift *sh)
     }
     out[i] = v;
   }
-  g_array_append_vals (rw->keys, &g_array_index (s->keys, int64_t, i0), n);
+  g_array_append_vals (rw->keys, s->keys + i0, n);
 }
 
 /* Node ids [@from, @to) of stash array @src, shifted, appended to @dst. */
 static void
-replay_ids (Shift *sh, GArray *dst, const GArray *src, guint from, guint to, guint base)
+replay_ids (Shift *sh, GArray *dst, const SgNodeId *src, guint from, guint to, guint base)
 {
   SgNodeId *out = grow (dst, to - from);
-  const SgNodeId *in = &g_array_index (src, SgNodeId, from - base);
+  const SgNodeId *in = src + (from - base);
   for (guint i = 0; i < to - from; i++)
     out[i] = shift_id (sh, in[i]);
 }
 
 static void
-replay_pools (SgRewrite *rw, const SgRewriteStash *s, Shift *sh)
+replay_pools (SgRewrite *rw, const SgRewriteStashed *s, Shift *sh)
 {
   const SgRewriteMark *a = sh->a, *b = sh->b, *f = &s->from;
   SgGraph *g = rw->g;
   replay_ids (sh, rw->inputs, s->inputs, a->inputs, b->inputs, f->inputs);
   SgArg *args = grow (g->args, b->args - a->args);
   for (guint i = 0; i < b->args - a->args; i++) {
-    SgArg v = g_array_index (s->args, SgArg, a->args - f->args + i);
+    SgArg v = s->args[a->args - f->args + i];
     if (v.type == SG_ARG_LIST || v.type == SG_ARG_DICT)
       v.first = shift_args_at (sh, v.first, v.type == SG_ARG_DICT ? 2 * v.n : v.n);
     args[i] = v;
   }
-  g_array_append_vals (g->dims, &g_array_index (s->dims, int64_t, a->dims - f->dims),
-                       b->dims - a->dims);
+  g_array_append_vals (g->dims, s->dims + (a->dims - f->dims), b->dims - a->dims);
   SgMeta *tuples = grow (g->tuple_metas, b->tuples - a->tuples);
   for (guint i = 0; i < b->tuples - a->tuples; i++)
-    tuples[i] = shift_meta (sh, g_array_index (s->tuples, SgMeta, a->tuples - f->tuples + i));
+    tuples[i] = shift_meta (sh, s->tuples[a->tuples - f->tuples + i]);
   replay_ids (sh, rw->redirects, s->redirects, a->redirects, b->redirects, f->redirects);
   replay_ids (sh, rw->removed, s->removed, a->removed, b->removed, f->removed);
   SgRewriteMove *moves = grow (rw->moves, b->moves - a->moves);
   for (guint i = 0; i < b->moves - a->moves; i++) {
-    SgRewriteMove m = g_array_index (s->moves, SgRewriteMove, a->moves - f->moves + i);
+    SgRewriteMove m = s->moves[a->moves - f->moves + i];
     m.old = shift_id (sh, m.old);
     m.to = shift_id (sh, m.to);
     moves[i] = m;
@@ -212,11 +210,11 @@ replay_pools (SgRewrite *rw, const SgRewriteStash *s, Shift *sh)
 }
 
 bool
-sg_rewrite_replay (SgRewrite *rw, const SgRewriteStash *s, const SgRewriteMark *a,
-                   const SgRewriteMark *b)
+sg_rewrite_replay (SgRewrite *rw, const SgRewriteMark *a, const SgRewriteMark *b)
 {
-  g_return_val_if_fail (rw && !rw->done && s && a && b, false);
-  g_return_val_if_fail (a->nodes >= s->from.nodes && b->nodes <= s->to.nodes
+  g_return_val_if_fail (rw && !rw->done && a && b, false);
+  const SgRewriteStashed *s = &rw->stash;
+  g_return_val_if_fail (s->valid && a->nodes >= s->from.nodes && b->nodes <= s->to.nodes
                         && a->nodes <= b->nodes, false);
   SgRewriteMark now;
   sg_rewrite_mark (rw, &now);

@@ -68,6 +68,7 @@ sg_rewrite_reset (SgRewrite *rw)
   g_array_set_size (rw->moves, 0);
   rw->result_n = 0;
   rw->last_ok = false;
+  rw->stash.valid = false;
   sg_graph_fill_users (rw->g);
 }
 
@@ -428,6 +429,7 @@ bool
 sg_rewrite_commit (SgRewrite *rw, GError **error)
 {
   g_return_val_if_fail (rw && !rw->done && rw->trials == 0, false);
+  rw->stash.valid = false; /* the layout takes the memory it lives in */
   SgRewriteLayout l = { 0 };
   if (!sg_rewrite_layout (rw, &l, error))
     return false;
@@ -482,6 +484,7 @@ SgGraph *
 sg_rewrite_trial (SgRewrite *rw, GError **error)
 {
   g_return_val_if_fail (rw && !rw->done, NULL);
+  rw->stash.valid = false; /* the layout takes the memory it lives in */
   SgRewriteLayout l = { 0 };
   if (!sg_rewrite_layout (rw, &l, error))
     return NULL;
@@ -531,6 +534,7 @@ sg_rewrite_trial_release (SgGraph *trial)
     g_free (rw->spare_nodes);
     rw->spare_nodes = g_steal_pointer (&trial->nodes);
     rw->spare_cap = trial->nodes_cap;
+    rw->spare_n = trial->n_nodes;
   }
   if (!rw->spare_inputs) {
     rw->spare_inputs = g_steal_pointer (&trial->inputs);
