@@ -1126,8 +1126,9 @@ void sg_rewrite_rollback (SgRewrite *rw, const SgRewriteMark *m);
  * added nodes) replays those parts. The copy lives in memory the rewrite
  * holds idle between trials (the last trial graph's node array, given
  * back when it was freed): it costs no memory of its own, and lasts until
- * the next stash, trial, commit or reset. False, with nothing kept, when
- * there is no such memory or too little. */
+ * the next stash, trial, commit or reset. Not while a trial graph of @rw
+ * lives. False, with nothing kept, when there is no such memory or too
+ * little. */
 bool sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark *to);
 /* Describes part [@a, @b) of the kept copy again at the current point of
  * @rw (@a, @b: marks of @rw's description inside the copy's span),

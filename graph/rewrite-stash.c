@@ -54,14 +54,18 @@ stash_layout (SgRewriteStashed *s, char *base, size_t names_len)
   return used;
 }
 
+/* (an empty GArray may have no data at all) */
 #define COPY(dst, arr, T, from, to)                                              \
-  memcpy ((dst), &g_array_index ((arr), T, (from)), sizeof (T) * ((to) - (from)))
+  do {                                                                           \
+    if ((to) > (from))                                                           \
+      memcpy ((dst), &g_array_index ((arr), T, (from)), sizeof (T) * ((to) - (from))); \
+  } while (0)
 
 bool
 sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark *to)
 {
-  g_return_val_if_fail (rw && from && to && from->nodes <= to->nodes
-                        && to->nodes <= rw->nodes->len, false);
+  g_return_val_if_fail (rw && !rw->done && rw->trials == 0 && from && to
+                        && from->nodes <= to->nodes && to->nodes <= rw->nodes->len, false);
   const SgGraph *g = rw->g;
   SgRewriteStashed *s = &rw->stash;
   s->valid = false;
@@ -214,8 +218,10 @@ sg_rewrite_replay (SgRewrite *rw, const SgRewriteMark *a, const SgRewriteMark *b
 {
   g_return_val_if_fail (rw && !rw->done && a && b, false);
   const SgRewriteStashed *s = &rw->stash;
+  /* the nodes before the copy are there as they were: @rw is at or past
+   * its @from */
   g_return_val_if_fail (s->valid && a->nodes >= s->from.nodes && b->nodes <= s->to.nodes
-                        && a->nodes <= b->nodes, false);
+                        && a->nodes <= b->nodes && rw->nodes->len >= s->from.nodes, false);
   SgRewriteMark now;
   sg_rewrite_mark (rw, &now);
   Shift sh = { .from = &s->from, .a = a, .b = b, .n0 = rw->n0, .ok = true };
