@@ -263,22 +263,30 @@ void sg_bucket_plan_clear (SgBucketPlan *p);
  * (one per member, in spec order) and per spec the earliest member id
  * (@start_pos) and the first consumer of any member's wait (@use_pos);
  * specs before @from passed these checks on @g already (a trial's
- * buckets kept from the last one): their members are only marked. */
+ * buckets kept from the last one): their members are only marked. So did
+ * specs b >= @from with @known[b] >= 0 (a trial's buckets replayed from
+ * the last one; @known NULL: none): their members are checked for range
+ * and overlap only, their waits and positions not filled. */
 bool sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, int32_t from,
-                            bool *taken, SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
-                            GError **error);
+                            const int32_t *known, bool *taken, SgNodeId *waits,
+                            int64_t *start_pos, int64_t *use_pos, GError **error);
 
 /* rewrite.c: the pass's trial graphs, all of one rewrite of the graph
  * (the same code as sg_bucket_apply's commit). A trial describes again
  * only the buckets from the first one that differs from the last trial's
- * on (sg_rewrite_mark / sg_rewrite_rollback); what it describes is what a
- * fresh rewrite would. */
+ * on (sg_rewrite_mark / sg_rewrite_rollback), and of those it copies the
+ * ones the last trial had too (sg_rewrite_replay); what it describes is
+ * what a fresh rewrite would. */
 /* (transfer full) Trials of @g, which must not change while they live;
  * @verify: each trial's order is checked against a full layout
  * (sg_rewrite_set_verify; the validator's); their layouts may use @pool
  * (sg_rewrite_set_pool). */
 SgBucketTrials *sg_bucket_trials_new (SgGraph *g, bool verify, SgPool *pool);
 void sg_bucket_trials_free (SgBucketTrials *t);
+/* How many buckets the last trial took from the one before it as they
+ * were (sg_rewrite_replay: a bucket with the same spec, whatever its
+ * place in the list) instead of building them again. */
+int32_t sg_bucket_trials_replayed (const SgBucketTrials *t);
 
 /* The graph sg_bucket_apply would make from the trials' graph and @specs,
  * as a trial graph of the rewrite API (sg_rewrite_trial: nothing of the

@@ -12,7 +12,10 @@
  * built as a trial graph (sg_bucket_trial) by the same code. Placement
  * keeps every other node where it was: P and C at the earliest member's
  * position (later only if an input comes later), W and the unpacks just
- * before the first consumer of any member's wait.
+ * before the first consumer of any member's wait. Trials of one rewrite
+ * describe again only from the first bucket that changed, and copy the
+ * buckets after it that the last trial had too (sg_rewrite_replay, with
+ * the validator compared with building them: the same records).
  * Requires: a topological id order; users (rebuilt here).
  * Invalidates: node ids, users; hiding edges of members (stale once they
  * merge) are dropped, their other implicit edges move to the bucket's
@@ -110,8 +113,8 @@ sg_bucket_plan_clear (SgBucketPlan *p)
 
 bool
 sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, int32_t from,
-                       bool *taken, SgNodeId *waits, int64_t *start_pos, int64_t *use_pos,
-                       GError **error)
+                       const int32_t *known, bool *taken, SgNodeId *waits, int64_t *start_pos,
+                       int64_t *use_pos, GError **error)
 {
   int32_t n0 = g->n_nodes;
   sg_graph_fill_users (g);
@@ -124,6 +127,7 @@ sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, i
     for (int32_t i = 0; i < specs[b].n_members; i++, t++)
       taken[specs[b].members[i]] = true;
   for (int32_t b = from; b < n_specs; b++) {
+    bool seen = known && known[b] >= 0;
     start_pos[b] = G_MAXINT64, use_pos[b] = G_MAXINT64;
     for (int32_t i = 0; i < specs[b].n_members; i++, t++) {
       SgNodeId c = specs[b].members[i];
@@ -132,6 +136,8 @@ sg_bucket_specs_check (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, i
       if (taken[c])
         FAIL (SG_BUCKET_ERROR_LAYOUT, "bucket: node '%s' is in two buckets", g->nodes[c].name);
       taken[c] = true;
+      if (seen)
+        continue;
       if (!sg_bucket_member_check (g, c, &waits[t], error))
         return false;
       uint32_t nu;
@@ -366,6 +372,13 @@ struct SgBucketTrials {
   int32_t n_specs, cap;
   SgRewriteMark *marks;  /* marks[b]: before bucket b was described */
   bool valid;            /* @rw describes @specs */
+  bool verify;           /* each replayed bucket checked against a fresh one */
+  /* The last trial's buckets from the first that changed on, kept in the
+   * rewrite (sg_rewrite_stash) to be replayed where the next trial has
+   * them again (describe). */
+  SgRewriteMark *old_marks; /* their marks, old_marks[b - from] */
+  GHashTable *by_first;  /* first member id + 1 -> old bucket index + 1 */
+  int32_t replayed;      /* buckets the last describe replayed */
 };
 
 SgBucketTrials *
@@ -373,8 +386,10 @@ sg_bucket_trials_new (SgGraph *g, bool verify, SgPool *pool)
 {
   SgBucketTrials *t = g_new0 (SgBucketTrials, 1);
   t->rw = sg_rewrite_new (g);
+  t->verify = verify;
   sg_rewrite_set_verify (t->rw, verify);
   sg_rewrite_set_pool (t->rw, pool);
+  t->by_first = g_hash_table_new (NULL, NULL);
   return t;
 }
 
@@ -394,8 +409,17 @@ sg_bucket_trials_free (SgBucketTrials *t)
   forget_from (t, 0);
   g_free (t->specs);
   g_free (t->marks);
+  g_free (t->old_marks);
+  g_hash_table_unref (t->by_first);
   sg_rewrite_free (t->rw);
   g_free (t);
+}
+
+int32_t
+sg_bucket_trials_replayed (const SgBucketTrials *t)
+{
+  g_return_val_if_fail (t != NULL, 0);
+  return t->replayed;
 }
 
 static bool
@@ -405,8 +429,79 @@ same_spec (const SgBucketSpec *a, const SgBucketSpec *b)
          && memcmp (a->members, b->members, sizeof (SgNodeId) * (size_t)a->n_members) == 0;
 }
 
+/* Per bucket b >= @keep of @specs, the bucket of the last trial (index >=
+ * @keep) with the same spec, or -1 (@replay[b]). How many there are. */
+static int32_t
+match_old (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, int32_t keep,
+           int32_t *replay)
+{
+  g_hash_table_remove_all (t->by_first);
+  for (int32_t b = keep; b < t->n_specs; b++)
+    g_hash_table_insert (t->by_first, GINT_TO_POINTER (t->specs[b].members[0] + 1),
+                         GINT_TO_POINTER (b + 1));
+  int32_t found = 0;
+  for (int32_t b = keep; b < n_specs; b++) {
+    replay[b] = -1;
+    if (specs[b].n_members < 1)
+      continue;
+    int32_t o = GPOINTER_TO_INT (g_hash_table_lookup (t->by_first,
+                                                      GINT_TO_POINTER (specs[b].members[0] + 1)))
+                - 1;
+    if (o >= 0 && same_spec (&specs[b], &t->specs[o]))
+      replay[b] = o, found++;
+  }
+  return found;
+}
+
+/* Adds bucket @b of @specs: a copy of the last trial's bucket @old
+ * (>= 0) from the stash, or built (its members' @waits, start and use
+ * positions). With @t->verify a copy is checked against building it. */
+static bool
+add_one (SgBucketTrials *t, const SgBucketSpec *spec, int32_t old, int32_t old_from,
+         const SgNodeId *waits, int64_t start, int64_t use, GError **error)
+{
+  SgRewrite *rw = t->rw;
+  SgRewriteMark m1, m2;
+  sg_rewrite_mark (rw, &m1);
+  if (old >= 0) {
+    /* a bucket's nodes read base nodes and each other only */
+    if (!sg_rewrite_replay (rw, &t->old_marks[old - old_from],
+                            &t->old_marks[old + 1 - old_from]))
+      g_error ("bucket: the last trial's bucket of node '%s' reads another bucket's nodes",
+               sg_rewrite_graph (rw)->nodes[spec->members[0]].name);
+    if (!t->verify)
+      return true;
+    sg_rewrite_mark (rw, &m2);
+  }
+  bool ok = spec->lowering == SG_BUCKET_LOWERING_GROUPED
+                ? add_grouped (rw, spec, waits, (SgNodeId)start, error)
+                : add_bucket (rw, spec, waits, (SgNodeId)start, (SgNodeId)use, error);
+  if (ok && old >= 0) {
+    if (!sg_rewrite_parts_same (rw, &m1, &m2))
+      g_error ("bucket: a bucket described again from the last trial's differs from one "
+               "built afresh (node '%s')", sg_rewrite_graph (rw)->nodes[spec->members[0]].name);
+    sg_rewrite_rollback (rw, &m2);
+  }
+  return ok;
+}
+
+/* Keeps the last trial's buckets from @keep on in the rewrite, to replay
+ * the ones @replay names; false when there is no room. */
+static bool
+stash_from (SgBucketTrials *t, int32_t keep)
+{
+  int32_t n_old = t->n_specs - keep;
+  if (!sg_rewrite_stash (t->rw, &t->marks[keep], &t->marks[t->n_specs]))
+    return false;
+  t->old_marks = g_renew (SgRewriteMark, t->old_marks, (size_t)n_old + 1);
+  memcpy (t->old_marks, &t->marks[keep], sizeof (SgRewriteMark) * ((size_t)n_old + 1));
+  return true;
+}
+
 /* Describes @specs in @t->rw: from the first bucket that differs from
- * those it describes now (bucket_rewrite's work, bucket by bucket). */
+ * those it describes now (bucket_rewrite's work, bucket by bucket); a
+ * bucket the last trial described too (same spec) is replayed from it
+ * (sg_rewrite_replay), the same as building it again. */
 static bool
 describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError **error)
 {
@@ -419,11 +514,18 @@ describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError 
   g_autofree SgNodeId *waits = g_new (SgNodeId, (size_t)total + 1);
   g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs + 1);
   g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs + 1);
-  int32_t keep = 0;
-  if (t->valid)
+  g_autofree int32_t *replay = g_new (int32_t, (size_t)n_specs + 1);
+  int32_t keep = 0, found = 0;
+  t->replayed = 0;
+  if (t->valid) {
     while (keep < MIN (n_specs, t->n_specs) && same_spec (&specs[keep], &t->specs[keep]))
       keep++;
-  if (!sg_bucket_specs_check (g, specs, n_specs, keep, taken, waits, start_pos, use_pos, error))
+    found = match_old (t, specs, n_specs, keep, replay);
+    if (found && !stash_from (t, keep))
+      found = 0;
+  }
+  if (!sg_bucket_specs_check (g, specs, n_specs, keep, found && !t->verify ? replay : NULL,
+                              taken, waits, start_pos, use_pos, error))
     return false;
   if (!t->valid) {
     sg_rewrite_reset (rw);
@@ -444,10 +546,8 @@ describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError 
     w += specs[b].n_members;
   for (int32_t b = keep; b < n_specs; w += specs[b].n_members, b++) {
     sg_rewrite_mark (rw, &t->marks[b]);
-    if (specs[b].lowering == SG_BUCKET_LOWERING_GROUPED
-          ? !add_grouped (rw, &specs[b], &waits[w], (SgNodeId)start_pos[b], error)
-          : !add_bucket (rw, &specs[b], &waits[w], (SgNodeId)start_pos[b], (SgNodeId)use_pos[b],
-                         error))
+    if (!add_one (t, &specs[b], found ? replay[b] : -1, keep, &waits[w], start_pos[b],
+                  use_pos[b], error))
       return false;
     t->specs[b] = specs[b];
     t->specs[b].members = g_memdup2 (specs[b].members,
@@ -457,6 +557,7 @@ describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError 
   sg_rewrite_mark (rw, &t->marks[n_specs]);
   t->n_specs = n_specs;
   t->valid = true;
+  t->replayed = found;
   return true;
 }
 

@@ -302,6 +302,23 @@ enum {
   SG_RW_N_WORK
 };
 
+/* rewrite-stash.c: a copy of part of the description (sg_rewrite_stash),
+ * in the rewrite's spare node array (idle between a trial's release and
+ * the next layout); its arrays point there. */
+typedef struct {
+  bool valid;             /* until the next stash, layout or reset */
+  SgRewriteMark from, to; /* the part copied */
+  SgNode *nodes;          /* to.nodes - from.nodes; names in @names */
+  int64_t *keys;
+  guint *name_at;         /* per node: its name's offset in @names */
+  SgNodeId *inputs, *redirects, *removed;
+  SgRewriteMove *moves;
+  SgArg *args;
+  int64_t *dims;
+  SgMeta *tuples;
+  char *names;
+} SgRewriteStashed;
+
 struct SgRewrite {
   SgGraph *g;
   int32_t n0;
@@ -339,6 +356,8 @@ struct SgRewrite {
   guint last_edges;            /* @g's implicit edges then */
   SgNode *spare_nodes;         /* a freed trial graph's node array */
   int32_t spare_cap;
+  int32_t spare_n;             /* its nodes written (resident) */
+  SgRewriteStashed stash;      /* lives in @spare_nodes (rewrite-stash.c) */
   GArray *spare_inputs;        /* and its inputs */
   SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit
                                 * (work[SG_RW_NEW_ID]) */
@@ -372,6 +391,11 @@ void *sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes);
  * give back so between layouts (they clear what they set): only memory
  * new to the slot is filled (rewrite-order.c). */
 void *sg_rw_work_clean (SgRewrite *rw, int slot, size_t bytes, int byte);
+
+/* rewrite.c: a copy of @name that lives until the rewrite is reset, freed
+ * or rolled back to before it (added nodes' names, sg_rewrite_add and
+ * rewrite-stash.c's replays). */
+const char *sg_rewrite_keep_name (SgRewrite *rw, const char *name);
 
 /* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
 void sg_rewrite_trial_release (SgGraph *trial);

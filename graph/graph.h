@@ -1130,6 +1130,36 @@ void sg_rewrite_mark (const SgRewrite *rw, SgRewriteMark *m);
 /* Not after a commit, nor while a trial graph of @rw lives. */
 void sg_rewrite_rollback (SgRewrite *rw, const SgRewriteMark *m);
 
+/* Keeps a copy of what @rw described between its marks @from and @to (@to
+ * at most its current point), names included, so that parts of it can be
+ * described again after a rollback without building their nodes again
+ * (rewrite-stash.c): a pass whose next trial rolls back to a changed first
+ * part and then describes parts it described before (under other ids of
+ * added nodes) replays those parts. The copy lives in memory the rewrite
+ * holds idle between trials (the last trial graph's node array, given
+ * back when it was freed): it costs no memory of its own, and lasts until
+ * the next stash, trial, commit or reset. Not while a trial graph of @rw
+ * lives. False, with nothing kept, when there is no such memory or too
+ * little. */
+bool sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark *to);
+/* Describes part [@a, @b) of the kept copy again at the current point of
+ * @rw (@a, @b: marks of @rw's description inside the copy's span),
+ * exactly as sg_rewrite_add, _place, _replace_uses, _remove and
+ * _move_edges with the same specs would now: the part's added nodes get
+ * the ids they get now and references to them follow; references to base
+ * nodes and to nodes added before the copy's @from stay; pool offsets
+ * move to where the part lands; no check is made again. False, with
+ * nothing added, when the part refers to other nodes of the copy (added
+ * between @from and @a or after @b). @rw's base graph must be as when the
+ * part was described. */
+bool sg_rewrite_replay (SgRewrite *rw, const SgRewriteMark *a, const SgRewriteMark *b);
+/* Whether what @rw described from @m1 to @m2 and what it described from
+ * @m2 on are the same part, field by field, but for where each lies
+ * (added nodes of the first part read as those of the second; pool
+ * offsets shifted likewise): checks a replay against describing the part
+ * afresh. */
+bool sg_rewrite_parts_same (const SgRewrite *rw, const SgRewriteMark *m1, const SgRewriteMark *m2);
+
 /* (transfer none) For a trial graph of sg_rewrite_trial: per node, the id
  * of the base node it copies (its kind, meta, costs; its inputs may be
  * redirected), or SG_NO_NODE for an added node; NULL for other graphs.

@@ -68,6 +68,7 @@ sg_rewrite_reset (SgRewrite *rw)
   g_array_set_size (rw->moves, 0);
   rw->result_n = 0;
   rw->last_ok = false;
+  rw->stash.valid = false;
   sg_graph_fill_users (rw->g);
 }
 
@@ -252,10 +253,8 @@ sg_rewrite_arg_node (const SgRewrite *rw, SgNodeId id, const SgArg *a)
 
 #define NAME_BLOCK 8192
 
-/* A copy of @name that lives until the rewrite is reset, freed or rolled
- * back to before it. */
-static const char *
-keep_name (SgRewrite *rw, const char *name)
+const char *
+sg_rewrite_keep_name (SgRewrite *rw, const char *name)
 {
   size_t len = strlen (name) + 1;
   GPtrArray *b = rw->name_blocks;
@@ -320,7 +319,7 @@ sg_rewrite_add (SgRewrite *rw, const SgNodeSpec *spec, GError **error)
   guint inputs_len = rw->inputs->len;
   SgNode n = { 0 };
   n.op = SG_NODE_CALL;
-  n.name = keep_name (rw, spec->name);
+  n.name = sg_rewrite_keep_name (rw, spec->name);
   n.target = target;
   n.kind = spec->target ? SG_OP_UNKNOWN : spec->kind;
   n.cost_us = spec->cost_us;
@@ -430,6 +429,7 @@ bool
 sg_rewrite_commit (SgRewrite *rw, GError **error)
 {
   g_return_val_if_fail (rw && !rw->done && rw->trials == 0, false);
+  rw->stash.valid = false; /* the layout takes the memory it lives in */
   SgRewriteLayout l = { 0 };
   if (!sg_rewrite_layout (rw, &l, error))
     return false;
@@ -484,6 +484,7 @@ SgGraph *
 sg_rewrite_trial (SgRewrite *rw, GError **error)
 {
   g_return_val_if_fail (rw && !rw->done, NULL);
+  rw->stash.valid = false; /* the layout takes the memory it lives in */
   SgRewriteLayout l = { 0 };
   if (!sg_rewrite_layout (rw, &l, error))
     return NULL;
@@ -533,6 +534,7 @@ sg_rewrite_trial_release (SgGraph *trial)
     g_free (rw->spare_nodes);
     rw->spare_nodes = g_steal_pointer (&trial->nodes);
     rw->spare_cap = trial->nodes_cap;
+    rw->spare_n = trial->n_nodes;
   }
   if (!rw->spare_inputs) {
     rw->spare_inputs = g_steal_pointer (&trial->inputs);

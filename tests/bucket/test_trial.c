@@ -514,6 +514,65 @@ START_TEST (chained_buckets_read_the_unpacks)
 }
 END_TEST
 
+/* Trials in sequence whose first bucket changes (dropped, back, cut by a
+ * member, the list in another order, one in the middle dropped): the
+ * buckets the last trial had too are taken from it as they were
+ * (sg_bucket_trials_replayed), under other ids, flat and grouped, a
+ * bucket of all_reduces reading another bucket's unpacks (HSDP) among
+ * them; each trial equals sg_bucket_apply, with and without the check of
+ * every replayed bucket against one built afresh (@verify). */
+static void
+check_replays (SgGraph *g, bool verify)
+{
+  sg_graph_fill_users (g);
+  SgNodeId rs[9], ar[9];
+  int32_t nr = 0, na = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].kind == SG_OP_REDUCE_SCATTER)
+      rs[nr++] = i;
+    if (g->nodes[i].kind == SG_OP_ALL_REDUCE)
+      ar[na++] = i;
+  }
+  ck_assert_int_eq (nr, 9);
+  ck_assert_int_eq (na, 9);
+  const SgBucketLowering GROUPED = SG_BUCKET_LOWERING_GROUPED;
+  SgBucketSpec all[6] = { { rs, 3, FLAT }, { rs + 3, 3, GROUPED }, { ar, 3, FLAT },
+                          { rs + 6, 3, FLAT }, { ar + 3, 3, FLAT }, { ar + 6, 3, GROUPED } };
+  SgBucketSpec cut[6], swapped[6], holed[5];
+  memcpy (cut, all, sizeof all);
+  cut[0].n_members = 2;
+  for (int i = 0; i < 6; i++)
+    swapped[i] = all[(i + 3) % 6];
+  memcpy (holed, cut, 2 * sizeof *all);
+  memcpy (holed + 2, cut + 3, 3 * sizeof *all);
+  struct {
+    const SgBucketSpec *specs;
+    int32_t n, replayed;
+  } seq[] = { { all, 6, 0 },     { all + 1, 5, 5 }, { all, 6, 5 },    { cut, 6, 5 },
+              { swapped, 6, 5 }, { cut, 6, 5 },     { holed, 5, 3 }, { all, 6, 4 } };
+  SgBucketTrials *t = sg_bucket_trials_new (g, verify, NULL);
+  for (size_t i = 0; i < G_N_ELEMENTS (seq); i++) {
+    assert_trial_matches_again (g, t, seq[i].specs, seq[i].n, NULL);
+    ck_assert_msg (sg_bucket_trials_replayed (t) == seq[i].replayed, "trial %zu: %d replayed",
+                   i, sg_bucket_trials_replayed (t));
+  }
+  sg_bucket_trials_free (t);
+  ck_assert_msg (sg_bucket_apply (g, all, 6, NULL), "the set is valid");
+}
+
+START_TEST (buckets_the_last_trial_had_are_replayed_exactly)
+{
+  GgConfig gc;
+  gg_config_init (&gc);
+  gc.layers = 1, gc.dp = 2, gc.world = 4;
+  for (int verify = 0; verify < 2; verify++) {
+    g_autoptr (SgGraph) g = bt_generated (&gc);
+    prepare (g, true);
+    check_replays (g, verify);
+  }
+}
+END_TEST
+
 /* A generated FSDP-8 step of ~10k nodes: hundreds of buckets at once, as
  * in the pass's late trials on large graphs. */
 START_TEST (trial_matches_apply_on_a_generated_step)
@@ -568,6 +627,7 @@ trial_suite (void)
   tcase_add_test (tc, kept_verdicts_equal_fresh_evaluations);
 #ifdef HAVE_GRAPHGEN
   tcase_add_test (tc, chained_buckets_read_the_unpacks);
+  tcase_add_test (tc, buckets_the_last_trial_had_are_replayed_exactly);
   tcase_add_test (tc, trial_matches_apply_on_a_generated_step);
   tcase_add_test (tc, trials_of_a_fork_laid_out_on_a_pool_match_apply);
   tcase_add_test (tc, trial_analyses_on_pools_equal_the_sequential_ones);

@@ -2,7 +2,9 @@
  * a pass that replaces one node by two, placement and the stable order,
  * unique names, merged inputs, implicit edges, the refusals (a removed
  * node still read, the output removed, a cycle), and trial graphs equal to
- * the committed graph while the base graph stays as it was. */
+ * the committed graph while the base graph stays as it was, and parts of
+ * a description replayed from a stash (rewrite-stash.c) equal to the same
+ * parts described again. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -566,6 +568,179 @@ START_TEST (trials_reuse_the_last_order_where_nothing_changed)
 }
 END_TEST
 
+/* --- replaying parts of a description (rewrite-stash.c) ----------------- */
+
+/* @k nodes e0..e{k-1} = exp(mm) after mm. */
+static void
+exps (SgRewrite *rw, int k)
+{
+  const SgGraph *g = sg_rewrite_graph (rw);
+  SgNodeId mm = id_of (g, "mm");
+  const SgMeta *m = &g->nodes[mm].meta;
+  for (int i = 0; i < k; i++) {
+    g_autofree char *name = g_strdup_printf ("e%d", i);
+    SgArg a[] = { sg_arg_ref (mm) };
+    SgNodeSpec s = { .name = name, .kind = SG_OP_EXP, .args = a, .n_args = 1, .cost_us = NAN,
+                     .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim, m->dtype) };
+    SgNodeId e = sg_rewrite_add (rw, &s, NULL);
+    ck_assert_int_ne (e, SG_NO_NODE);
+    sg_rewrite_place (rw, e, mm, SG_PLACE_AFTER);
+  }
+}
+
+/* ag and its wait described again: ag2 = all_gather(w) with ag's args and
+ * a kwarg list [@tag, "0"], ag2_w = wait(ag2) read by ag_w's users; ag and
+ * ag_w removed, their implicit edges moved. Reads base nodes and its own. */
+static void
+ag_again (SgRewrite *rw, int64_t tag)
+{
+  SgGraph *g = sg_rewrite_graph (rw);
+  SgNodeId ag = id_of (g, "ag"), agw = id_of (g, "ag_w");
+  const SgMeta *m = &g->nodes[ag].meta;
+  SgArg args[4];
+  ck_assert_uint_eq (sg_rewrite_args_of (rw, ag, args, 4), 3);
+  SgArg items[] = { sg_arg_i (tag), sg_rewrite_str (rw, "0") };
+  SgKwarg note = { "note", sg_rewrite_list (rw, items, 2) };
+  SgNodeSpec cs = { .name = "ag2", .kind = SG_OP_ALL_GATHER, .args = args, .n_args = 3,
+                    .kwargs = &note, .n_kwargs = 1, .cost_us = NAN,
+                    .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim, m->dtype) };
+  SgNodeId c = sg_rewrite_add (rw, &cs, NULL);
+  ck_assert_int_ne (c, SG_NO_NODE);
+  SgArg wa[] = { sg_arg_ref (c) };
+  SgNodeSpec ws = { .name = "ag2_w", .kind = SG_OP_WAIT, .args = wa, .n_args = 1, .cost_us = NAN,
+                    .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim, m->dtype) };
+  SgNodeId w = sg_rewrite_add (rw, &ws, NULL);
+  ck_assert_int_ne (w, SG_NO_NODE);
+  sg_rewrite_place (rw, c, ag, SG_PLACE_BEFORE);
+  sg_rewrite_place (rw, w, agw, SG_PLACE_BEFORE);
+  sg_rewrite_replace_uses (rw, agw, w);
+  sg_rewrite_remove (rw, ag);
+  sg_rewrite_remove (rw, agw);
+  sg_rewrite_move_edges (rw, ag, c, 0);
+  sg_rewrite_move_edges (rw, agw, w, 0);
+}
+
+/* (transfer full) A trial of @rw as text: per node its name, inputs,
+ * args and meta. */
+static char *
+trial_text (SgRewrite *rw)
+{
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t);
+  GString *o = g_string_new (NULL);
+  for (SgNodeId i = 0; i < t->n_nodes; i++) {
+    uint32_t k;
+    const SgNodeId *in = sg_node_inputs (t, i, &k);
+    g_autofree char *args = tb_args_text (t, i);
+    g_string_append_printf (o, "%s %s [", t->nodes[i].name, args);
+    for (uint32_t j = 0; j < k; j++)
+      g_string_append_printf (o, " %d", in[j]);
+    const SgMeta *m = &t->nodes[i].meta;
+    g_string_append_printf (o, " ] %d:", m->ndim);
+    for (int32_t d = 0; d < m->ndim; d++)
+      g_string_append_printf (o, " %" G_GINT64_FORMAT, sg_meta_shape (t, m)[d]);
+    g_string_append_c (o, '\n');
+  }
+  sg_graph_free (t);
+  return g_string_free (o, FALSE);
+}
+
+/* Describes exps (1) and ag_again (7) from @m0 (marks @m1 between them
+ * and @m2 after), makes a trial of it and frees it (the memory a stash
+ * lives in), and stashes [@m0, @m2). */
+static void
+describe_and_stash (SgRewrite *rw, const SgRewriteMark *m0, SgRewriteMark *m1, SgRewriteMark *m2)
+{
+  sg_rewrite_rollback (rw, m0);
+  exps (rw, 1);
+  sg_rewrite_mark (rw, m1);
+  ag_again (rw, 7);
+  sg_rewrite_mark (rw, m2);
+  g_free (trial_text (rw));
+  ck_assert (sg_rewrite_stash (rw, m0, m2));
+}
+
+/* A part of a description replayed from a stash after a first part of
+ * another length (0 to 3 added nodes where it had 1: its added nodes,
+ * pool offsets, lists, metas, redirects, removals and moves shift) is the
+ * part described afresh there, and its trial a fresh rewrite's; the whole
+ * stash replays too; a part that reads a node of an earlier part of the
+ * stash is refused with nothing added; parts that differ in one value are
+ * not the same; a rewrite that made no trial has no memory to stash in;
+ * the graph's pools are as they were after the rewrite. */
+START_TEST (replayed_parts_equal_parts_described_again)
+{
+  g_autoptr (SgGraph) g = small_graph ();
+  guint args_len = g->args->len, dims_len = g->dims->len;
+  SgRewrite *rw = sg_rewrite_new (g);
+  SgRewriteMark m0, m1, m2, m3, m4;
+  sg_rewrite_mark (rw, &m0);
+  exps (rw, 1);
+  sg_rewrite_mark (rw, &m1);
+  ck_assert (!sg_rewrite_stash (rw, &m0, &m1)); /* no trial yet */
+  for (int k = 0; k <= 3; k++) {
+    describe_and_stash (rw, &m0, &m1, &m2);
+    sg_rewrite_rollback (rw, &m0);
+    exps (rw, k);
+    sg_rewrite_mark (rw, &m3);
+    ck_assert (sg_rewrite_replay (rw, &m1, &m2));
+    sg_rewrite_mark (rw, &m4);
+    ck_assert_uint_eq (m4.nodes - m3.nodes, 2);
+    ag_again (rw, 7);
+    ck_assert_msg (sg_rewrite_parts_same (rw, &m3, &m4), "after %d nodes", k);
+    sg_rewrite_rollback (rw, &m4);
+    g_autofree char *replayed = trial_text (rw);
+    SgRewrite *fresh = sg_rewrite_new (g);
+    exps (fresh, k);
+    ag_again (fresh, 7);
+    g_autofree char *described = trial_text (fresh);
+    sg_rewrite_free (fresh);
+    ck_assert_str_eq (replayed, described);
+  }
+  describe_and_stash (rw, &m0, &m1, &m2);
+  sg_rewrite_rollback (rw, &m0);
+  exps (rw, 2);
+  ck_assert (sg_rewrite_replay (rw, &m0, &m2));
+  g_autofree char *whole = trial_text (rw);
+  ck_assert_ptr_nonnull (strstr (whole, "e0 ")); /* e0 of the stash, after e0, e1 */
+  SgRewrite *fresh = sg_rewrite_new (g);
+  exps (fresh, 2);
+  exps (fresh, 1);
+  ag_again (fresh, 7);
+  g_autofree char *described = trial_text (fresh);
+  sg_rewrite_free (fresh);
+  ck_assert_str_eq (whole, described);
+  /* one value apart */
+  sg_rewrite_rollback (rw, &m0);
+  sg_rewrite_mark (rw, &m3);
+  ag_again (rw, 7);
+  sg_rewrite_mark (rw, &m4);
+  ag_again (rw, 8);
+  ck_assert (!sg_rewrite_parts_same (rw, &m3, &m4));
+  /* a part reading e0 of the part before it */
+  sg_rewrite_rollback (rw, &m0);
+  exps (rw, 1);
+  sg_rewrite_mark (rw, &m1);
+  SgArg a[] = { sg_arg_ref (g->n_nodes) };
+  SgNodeSpec s = { .name = "f", .kind = SG_OP_EXP, .args = a, .n_args = 1, .cost_us = NAN,
+                   .meta = g->nodes[id_of (g, "mm")].meta };
+  ck_assert_int_ne (sg_rewrite_add (rw, &s, NULL), SG_NO_NODE);
+  sg_rewrite_mark (rw, &m2);
+  g_free (trial_text (rw));
+  ck_assert (sg_rewrite_stash (rw, &m0, &m2));
+  sg_rewrite_rollback (rw, &m0);
+  exps (rw, 2);
+  sg_rewrite_mark (rw, &m3);
+  ck_assert (!sg_rewrite_replay (rw, &m1, &m2));
+  sg_rewrite_mark (rw, &m4);
+  ck_assert (memcmp (&m3, &m4, sizeof m3) == 0);
+  ck_assert (sg_rewrite_replay (rw, &m0, &m2)); /* with the node it reads */
+  sg_rewrite_free (rw);
+  ck_assert_uint_eq (g->args->len, args_len);
+  ck_assert_uint_eq (g->dims->len, dims_len);
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -583,6 +758,7 @@ suite (void)
   tcase_add_test (tc, refusals_name_the_node_and_leave_the_graph);
   tcase_add_test (tc, a_node_like_another_copies_its_arguments);
   tcase_add_test (tc, trials_reuse_the_last_order_where_nothing_changed);
+  tcase_add_test (tc, replayed_parts_equal_parts_described_again);
   suite_add_tcase (s, tc);
   return s;
 }
