@@ -69,7 +69,7 @@ worker_init (SgBucketWorker *w, SgGraph *g, bool verify, SgPool *pool)
   *w = (SgBucketWorker){ .g = g, .pool = pool };
   w->trial = sg_bucket_trials_new (g, verify, pool);
   w->judge = sg_sim_judge_new ();
-  sg_sim_judge_set_pool (w->judge, pool);
+  sg_sim_judge_set_pool (w->judge, pool, SG_SIM_JUDGE_RANGES_MIN);
   sg_elision_set_pool (&w->el, pool);
 }
 

@@ -34,7 +34,8 @@
  * (what adds to the engine's rates memo or writes kept entries after
  * them, in id order, before the run), and the run goes beside the events'
  * sums (in id order) and the liveness (in ranges too on four threads or
- * more, graph/liveness.c).
+ * more, graph/liveness.c); a graph below the judge's ranges minimum is
+ * one task, its events and its run, beside its liveness.
  * Mirrors: incremental re-simulation with checkpoints and convergence
  * detection (the "early termination" of incremental timing analysis).
  * Requires: est_us (estimate/), graphs in topological id order sharing one
@@ -142,6 +143,7 @@ struct SgSimJudge {
   SgSimJudgeStats stats;
   SgPool *pool; /* the events in ranges, the liveness beside the run
                  * (sg_sim_judge_set_pool) */
+  int32_t ranges_min; /* graphs of fewer nodes: no ranges */
   struct EvRange *ev_ranges; /* per range of the events (events_range) */
   int32_t cap_ev_ranges;
   int32_t *ev_left; /* per range, from its first node: the nodes it left */
@@ -1002,10 +1004,30 @@ side_task (gpointer data, int32_t task, int32_t worker)
   }
 }
 
+/* Without a pool or on a small graph: the events and the run (task 0),
+ * and the liveness (task 1). */
+static void
+whole_task (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  Side *s = data;
+  SgSimJudge *j = s->j;
+  if (task == 1) {
+    s->peak = judge_peak (j, s->g, s->roots, s->alloc);
+    return;
+  }
+  int32_t p;
+  Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
+  s->n_coll = make_events (j, s->g, T, R, &p, &s->out->compute_us, &s->out->comm_us);
+  if (s->n_coll >= 0)
+    judge_run (j, s->g, s->n_coll, p, s->out);
+}
+
 void
-sg_sim_judge_set_pool (SgSimJudge *j, SgPool *pool)
+sg_sim_judge_set_pool (SgSimJudge *j, SgPool *pool, int32_t ranges_min)
 {
   j->pool = pool;
+  j->ranges_min = ranges_min;
   j->live.pool = pool;
 }
 
@@ -1018,20 +1040,18 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
   /* the engine first: the events read its rates memo; the liveness its
    * positions (sized here for @g, not again in the run) */
   engine_for (j, g, 0);
-  Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
-  if (sg_pool_size (j->pool) <= 1) {
-    int32_t p;
-    const int32_t n_coll = make_events (j, g, T, R, &p, &out->compute_us, &out->comm_us);
-    if (n_coll < 0)
+  Side s = { .j = j, .g = g, .roots = roots, .alloc = alloc, .out = out };
+  /* without @roots and @alloc the liveness analyses @g itself: after */
+  const bool beside = roots && alloc && sg_pool_size (j->pool) > 1;
+  if (sg_pool_size (j->pool) <= 1 || g->n_nodes < j->ranges_min) {
+    sg_pool_run (beside ? j->pool : NULL, 2, whole_task, &s); /* NULL: in order */
+    if (s.n_coll < 0)
       return judge_failed (j, g, error);
-    judge_run (j, g, n_coll, p, out);
-    out->peak_bytes = judge_peak (j, g, roots, alloc);
+    out->peak_bytes = s.peak;
     return true;
   }
-  Side s = { .j = j, .g = g, .roots = roots, .alloc = alloc, .out = out };
+  Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
   s.n_ranges = events_setup (j, g, T, R, &s.ev);
-  /* without @roots and @alloc the liveness analyses @g itself: after */
-  const bool beside = roots && alloc;
   sg_pool_run (j->pool, s.n_ranges + (beside ? 3 : 2), side_task, &s);
   if (s.n_coll < 0)
     return judge_failed (j, g, error);

@@ -130,9 +130,16 @@ bool sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots
                           const uint64_t *alloc, SgSimTotals *out, GError **error);
 /* (transfer none) */
 const SgSimJudgeStats *sg_sim_judge_stats (const SgSimJudge *j);
-/* Lets @j compute a graph's peak on @pool's threads beside its run (NULL:
- * one after the other); the totals are the same. */
-void sg_sim_judge_set_pool (SgSimJudge *j, SgPool *pool);
+/* Lets @j use @pool's threads (NULL: none): a graph of @ranges_min nodes
+ * or more has its events made in ranges of nodes and its peak computed
+ * beside its run (the liveness itself in ranges from 4 threads on); a
+ * smaller one is one task beside its peak. The totals are the same.
+ * SG_SIM_JUDGE_RANGES_MIN is what the bucket pass gives: below it its
+ * trials run several at once and ranges would be a few hundred nodes
+ * each, all hand-offs and waits (no gain measured at 6.7K or 36K nodes
+ * on 16 threads); at 1M nodes one trial runs at a time and they pay. */
+#define SG_SIM_JUDGE_RANGES_MIN 65536
+void sg_sim_judge_set_pool (SgSimJudge *j, SgPool *pool, int32_t ranges_min);
 
 /* (transfer none) The simulation of @g's current order (sg_simulate with
  * the id order), made once and kept with the graph until it changes

@@ -280,9 +280,10 @@ START_TEST (a_node_without_a_cost_fails_the_judge_which_stays_exact)
 }
 END_TEST
 
-/* With a pool, the peak is computed beside the run: the same totals as a
- * judge without one, and as a full simulation, trial after trial, and the
- * same failure for a node without a cost. */
+/* With a pool, on graphs below the ranges' minimum, the peak is computed
+ * beside the events and the run: the same totals as a judge without one,
+ * and as a full simulation, trial after trial, and the same failure for a
+ * node without a cost. */
 START_TEST (a_judge_with_a_pool_gives_the_same_totals)
 {
   SgPool *pool = sg_pool_new (3);
@@ -291,7 +292,7 @@ START_TEST (a_judge_with_a_pool_gives_the_same_totals)
     g_autoptr (SgGraph) g = st_load (json, "random");
     g_autoptr (SgSimJudge) with = sg_sim_judge_new ();
     g_autoptr (SgSimJudge) without = sg_sim_judge_new ();
-    sg_sim_judge_set_pool (with, pool);
+    sg_sim_judge_set_pool (with, pool, SG_SIM_JUDGE_RANGES_MIN);
     SgRewrite *rw = sg_rewrite_new (g);
     GRand *rnd = g_rand_new_with_seed (seed);
     for (int trial = 0; trial < 10; trial++) {
@@ -362,7 +363,7 @@ START_TEST (the_judge_in_ranges_gives_the_same_totals_with_pools_of_1_2_3_8)
     SgSimJudge *with[N_POOLS];
     for (size_t k = 0; k < N_POOLS; k++) {
       with[k] = sg_sim_judge_new ();
-      sg_sim_judge_set_pool (with[k], pools[k]);
+      sg_sim_judge_set_pool (with[k], pools[k], 0); /* ranges whatever the size */
     }
     SgRewrite *rw = sg_rewrite_new (g);
     GRand *rnd = g_rand_new_with_seed (seed);
