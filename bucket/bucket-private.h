@@ -199,10 +199,11 @@ SgBucketPredict *sg_bucket_predict_new (const SgGraph *g, GError **error);
 void sg_bucket_predict_free (SgBucketPredict *p);
 /* True unless the merged collective of @colls (with their @waits, @n
  * members, @bytes in all, lowered as @lowering says: its solo time) is
- * predicted to stall the compute stream longer than the members did. */
+ * predicted to stall the compute stream longer than the members did.
+ * @sizes: each member's sg_node_comm_bytes, or NULL (computed then). */
 bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
-                           const SgNodeId *waits, int32_t n, uint64_t bytes,
-                           SgBucketLowering lowering, uint64_t cap);
+                           const SgNodeId *waits, const uint64_t *sizes, int32_t n,
+                           uint64_t bytes, SgBucketLowering lowering, uint64_t cap);
 
 /* lower.c: the local rule: whether one bucket of the @n collectives
  * @colls is lowered grouped (its coalesced call costs less than the flat
@@ -211,6 +212,11 @@ bool sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls,
  * *@comm_us (may be NULL): the chosen lowering's collective time. */
 bool sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
                            const SgNodeId *colls, int32_t n, double *comm_us);
+/* sg_bucket_lower_rule with the members' bytes (sg_node_comm_bytes of
+ * each of @colls) given in @sizes: the same verdict and time. */
+bool sg_bucket_lower_rule_sized (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
+                                 const SgNodeId *colls, const uint64_t *sizes, int32_t n,
+                                 double *comm_us);
 /* Decides the lowering of every AUTO spec by the rule (s->lowering, when
  * not AUTO, decides every spec); the rule's verdicts are kept in
  * s->lower_memo (sg_bucket_memo_new) when the search has one. */

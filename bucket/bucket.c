@@ -62,40 +62,75 @@ typedef struct {
   GArray *buckets; /* Bucket */
   /* proposals of the open batch: candidate index and target bucket */
   GArray *prop_c, *prop_b;
+  /* per proposal: the next one proposed to the same bucket, or -1; while
+   * resolve() decides in order, every undecided proposal after p in p's
+   * chain targets p's bucket, and no other one does */
+  int32_t *next_same;
+  GArray *multi;     /* buckets of two accepted members or more, by index */
+  int32_t *slot;     /* build_specs' scratch per bucket: -1 */
+  guint n_slot;
   SgBucketEval cur;
 } Ctx;
 
+static int
+cmp_i32 (const void *a, const void *b)
+{
+  int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* Specs of the accepted buckets plus proposals [lo, hi) of the batch, in
- * the graph's ids. (transfer full) members arrays of the specs. */
+ * the graph's ids: the buckets of two members or more (x->multi) and
+ * those proposed to, in bucket order. (transfer full) members arrays of
+ * the specs. */
 static SgBucketSpec *
 build_specs (Ctx *x, int32_t lo, int32_t hi, int32_t *n_specs)
 {
   guint nb = x->buckets->len;
-  g_autofree GArray **extra = g_new0 (GArray *, nb + 1);
+  if (x->n_slot < nb) { /* slot[b]: proposals to b, then b's spec; -1 between calls */
+    guint n = MAX (nb, 2 * x->n_slot);
+    x->slot = g_renew (int32_t, x->slot, n);
+    memset (x->slot + x->n_slot, 0xff, sizeof (int32_t) * (n - x->n_slot));
+    x->n_slot = n;
+  }
+  g_autoptr (GArray) touched = g_array_copy (x->multi);
+  for (guint i = 0; i < touched->len; i++)
+    x->slot[g_array_index (touched, int32_t, i)] = 0;
   for (int32_t p = lo; p < hi; p++) {
     int32_t b = g_array_index (x->prop_b, int32_t, p);
-    if (!extra[b])
-      extra[b] = g_array_new (FALSE, FALSE, sizeof (int32_t));
-    g_array_append_val (extra[b], g_array_index (x->prop_c, int32_t, p));
-  }
-  SgBucketSpec *specs = g_new0 (SgBucketSpec, nb + 1);
-  int32_t ns = 0;
-  for (guint b = 0; b < nb; b++) {
-    Bucket *bk = &g_array_index (x->buckets, Bucket, b);
-    guint na = bk->members->len, ne = extra[b] ? extra[b]->len : 0;
-    if (na + ne >= 2) {
-      SgBucketSpec *sp = &specs[ns++];
-      sp->lowering = bk->lowering;
-      sp->members = g_new (SgNodeId, na + ne);
-      /* accepted members precede every proposal in candidate order */
-      for (guint i = 0; i < na; i++)
-        sp->members[sp->n_members++] = x->cands[g_array_index (bk->members, int32_t, i)].c;
-      for (guint i = 0; i < ne; i++)
-        sp->members[sp->n_members++] = x->cands[g_array_index (extra[b], int32_t, i)].c;
+    if (x->slot[b] < 0) {
+      x->slot[b] = 0;
+      g_array_append_val (touched, b);
     }
-    if (extra[b])
-      g_array_unref (extra[b]);
+    x->slot[b]++;
   }
+  qsort (touched->data, touched->len, sizeof (int32_t), cmp_i32);
+  SgBucketSpec *specs = g_new0 (SgBucketSpec, touched->len + 1);
+  int32_t ns = 0;
+  for (guint i = 0; i < touched->len; i++) {
+    int32_t b = g_array_index (touched, int32_t, i);
+    Bucket *bk = &g_array_index (x->buckets, Bucket, b);
+    guint na = bk->members->len, ne = (guint)x->slot[b];
+    x->slot[b] = -1;
+    if (na + ne < 2)
+      continue;
+    x->slot[b] = ns;
+    SgBucketSpec *sp = &specs[ns++];
+    sp->lowering = bk->lowering;
+    sp->members = g_new (SgNodeId, na + ne);
+    /* accepted members precede every proposal in candidate order */
+    for (guint j = 0; j < na; j++)
+      sp->members[sp->n_members++] = x->cands[g_array_index (bk->members, int32_t, j)].c;
+  }
+  for (int32_t p = lo; p < hi; p++) {
+    int32_t b = g_array_index (x->prop_b, int32_t, p);
+    if (x->slot[b] >= 0) {
+      SgBucketSpec *sp = &specs[x->slot[b]];
+      sp->members[sp->n_members++] = x->cands[g_array_index (x->prop_c, int32_t, p)].c;
+    }
+  }
+  for (guint i = 0; i < touched->len; i++)
+    x->slot[g_array_index (touched, int32_t, i)] = -1;
   *n_specs = ns;
   return specs;
 }
@@ -165,6 +200,8 @@ commit (Ctx *x, int32_t lo, int32_t hi)
     Bucket *bk = &g_array_index (x->buckets, Bucket, g_array_index (x->prop_b, int32_t, p));
     int32_t cand = g_array_index (x->prop_c, int32_t, p);
     g_array_append_val (bk->members, cand);
+    if (bk->members->len == 2)
+      g_array_append_val (x->multi, g_array_index (x->prop_b, int32_t, p));
     x->fails[x->cands[cand].key] = 0;
     x->st->merges_accepted++;
   }
@@ -206,9 +243,8 @@ refuse (Ctx *x, int32_t p, Trial t, GArray *rejected)
     x->mem_cap[x->cands[cand].key] = MIN (x->mem_cap[x->cands[cand].key], bytes);
   }
   int32_t nb = new_bucket (x, cand);
-  for (int32_t q = p + 1; q < (int32_t)x->prop_b->len; q++)
-    if (g_array_index (x->prop_b, int32_t, q) == b)
-      g_array_index (x->prop_b, int32_t, q) = nb;
+  for (int32_t q = x->next_same[p]; q >= 0; q = x->next_same[q])
+    g_array_index (x->prop_b, int32_t, q) = nb;
   g_array_append_val (rejected, nb);
   g_array_append_val (rejected, p);
 }
@@ -222,6 +258,8 @@ refuse (Ctx *x, int32_t p, Trial t, GArray *rejected)
 static void
 prefetch_halving (Ctx *x, int32_t lo, int32_t n)
 {
+  if (sg_bucket_ahead_width (x->s) < 2) /* sg_bucket_prefetch would judge none */
+    return;
   int32_t left = x->budget < 0 ? G_MAXINT32 : MIN (x->budget, x->batch_left);
   SgBucketSet sets[40] = { 0 };
   int32_t k = 0;
@@ -296,8 +334,17 @@ flush_batch (Ctx *x, int32_t *open)
   g_autoptr (GArray) rejected = g_array_new (FALSE, FALSE, sizeof (int32_t));
   if (x->budget >= 0)
     x->batch_left += x->per_batch;
+  g_autofree int32_t *last = g_new (int32_t, (size_t)x->buckets->len + 1);
+  memset (last, 0xff, sizeof (int32_t) * x->buckets->len); /* -1: none yet */
+  x->next_same = g_new (int32_t, (guint)np + 1);
+  for (int32_t p = np - 1; p >= 0; p--) {
+    int32_t b = g_array_index (x->prop_b, int32_t, p);
+    x->next_same[p] = last[b];
+    last[b] = p;
+  }
   resolve (x, 0, np, rejected);
-  g_autofree int32_t *ended = g_new (int32_t, (size_t)np + 1);
+  g_clear_pointer (&x->next_same, g_free);
+  g_autofree int32_t *ended = g_new (int32_t, (guint)np + 1);
   for (int32_t p = 0; p < np; p++)
     ended[p] = g_array_index (x->prop_b, int32_t, p);
   for (guint i = 0; i + 1 < rejected->len; i += 2)
@@ -336,15 +383,16 @@ predicted_ok (Ctx *x, const Bucket *bk, int32_t cand)
 {
   guint n = bk->members->len + bk->tent->len + 1;
   g_autofree SgNodeId *colls = g_new (SgNodeId, n), *waits = g_new (SgNodeId, n);
+  g_autofree uint64_t *sizes = g_new (uint64_t, n);
   const GArray *lists[2] = { bk->members, bk->tent };
   guint w = 0;
   for (int l = 0; l < 2; l++)
     for (guint i = 0; i < lists[l]->len; i++) {
       const SgBucketCand *m = &x->cands[g_array_index (lists[l], int32_t, i)];
-      colls[w] = m->c, waits[w++] = m->w;
+      colls[w] = m->c, waits[w] = m->w, sizes[w++] = m->bytes;
     }
-  colls[w] = x->cands[cand].c, waits[w++] = x->cands[cand].w;
-  return sg_bucket_predict_ok (x->pred, colls, waits, (int32_t)w,
+  colls[w] = x->cands[cand].c, waits[w] = x->cands[cand].w, sizes[w++] = x->cands[cand].bytes;
+  return sg_bucket_predict_ok (x->pred, colls, waits, sizes, (int32_t)w,
                                bk->bytes + x->cands[cand].bytes,
                                x->s->lowering,
                                x->s->cap);
@@ -362,6 +410,8 @@ ctx_clear (Ctx *x)
   }
   g_clear_pointer (&x->prop_c, g_array_unref);
   g_clear_pointer (&x->prop_b, g_array_unref);
+  g_clear_pointer (&x->multi, g_array_unref);
+  g_clear_pointer (&x->slot, g_free);
   g_clear_pointer (&x->pred, sg_bucket_predict_free);
   g_clear_pointer (&x->mem_cap, g_free);
   g_clear_pointer (&x->fails, g_free);
@@ -407,6 +457,7 @@ sg_bucket_greedy (SgBucketSearch *s, const SgBucketEval *base, SgBucketEval *out
   x.buckets = g_array_new (FALSE, FALSE, sizeof (Bucket));
   x.prop_c = g_array_new (FALSE, FALSE, sizeof (int32_t));
   x.prop_b = g_array_new (FALSE, FALSE, sizeof (int32_t));
+  x.multi = g_array_new (FALSE, FALSE, sizeof (int32_t));
   int32_t n_batches = TARGET_BATCHES;
   if (s->g->n_nodes > BATCH_NODES)
     n_batches = MAX (4, (int32_t)((int64_t)TARGET_BATCHES * BATCH_NODES / s->g->n_nodes));

@@ -38,49 +38,67 @@
 
 /* The two lowerings of the @n collectives @colls (one bucket) as the rule
  * prices them: *@flat_us (the flat call plus its inherent copies) and
- * *@grouped_us (the coalesced call), and the comm time of each. */
+ * *@grouped_us (the coalesced call), and the comm time of each; only the
+ * flat call's comm time when @want is FLAT, only the coalesced call when
+ * GROUPED (the others NAN). @sizes: the members' sg_node_comm_bytes, or
+ * NULL to compute them. Returns the bucket's bytes. */
 static uint64_t
-price (const SgGraph *g, const SgNodeId *colls, int32_t n, double *flat_us, double *grouped_us,
-       double *flat_comm_us)
+price (const SgGraph *g, const SgNodeId *colls, const uint64_t *sizes, int32_t n,
+       SgBucketLowering want, double *flat_us, double *grouped_us, double *flat_comm_us)
 {
   const SgCostModel *cm = sg_graph_cost_model (g);
   const SgNode *c0 = &g->nodes[colls[0]];
   const int32_t nodes = sg_cost_group_nodes (cm, &g->groups[c0->group]);
-  g_autofree uint64_t *bytes = g_new (uint64_t, (size_t)n);
+  g_autofree uint64_t *own = sizes ? NULL : g_new (uint64_t, (size_t)n);
+  const uint64_t *bytes = sizes ? sizes : own;
+  bool copied = want == SG_BUCKET_LOWERING_AUTO;
   uint64_t total = 0;
   double copies = 0.0;
   for (int32_t i = 0; i < n; i++) {
-    bytes[i] = sg_node_comm_bytes (g, colls[i]);
+    if (own)
+      own[i] = sg_node_comm_bytes (g, colls[i]);
     total += bytes[i];
     /* an all_gather member's result copied out of the rank-major buffer */
-    if (c0->kind == SG_OP_ALL_GATHER && c0->group_size > 1)
+    if (copied && c0->kind == SG_OP_ALL_GATHER && c0->group_size > 1)
       copies += sg_cost_copy_us (cm, 2 * bytes[i]);
   }
   /* the reduce_scatter input interleaved: every member's input copied once */
-  if (c0->kind == SG_OP_REDUCE_SCATTER && c0->group_size > 1)
+  if (copied && c0->kind == SG_OP_REDUCE_SCATTER && c0->group_size > 1)
     copies += sg_cost_copy_us (cm, 2 * total);
   SgCostSource src;
-  *flat_comm_us = sg_cost_collective_us (cm, c0->kind, c0->meta.dtype, total, c0->group_size,
-                                         nodes, &src);
-  *flat_us = *flat_comm_us + copies;
-  *grouped_us = sg_cost_coalesced_us (cm, c0->kind, c0->meta.dtype, bytes, n, c0->group_size,
-                                      nodes, &src);
+  *flat_us = *grouped_us = *flat_comm_us = NAN;
+  if (want != SG_BUCKET_LOWERING_GROUPED)
+    *flat_comm_us = sg_cost_collective_us (cm, c0->kind, c0->meta.dtype, total, c0->group_size,
+                                           nodes, &src);
+  if (copied)
+    *flat_us = *flat_comm_us + copies;
+  if (want != SG_BUCKET_LOWERING_FLAT)
+    *grouped_us = sg_cost_coalesced_us (cm, c0->kind, c0->meta.dtype, bytes, n, c0->group_size,
+                                        nodes, &src);
   return total;
+}
+
+bool
+sg_bucket_lower_rule_sized (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
+                            const SgNodeId *colls, const uint64_t *sizes, int32_t n,
+                            double *comm_us)
+{
+  if (forced != SG_BUCKET_LOWERING_AUTO && !comm_us)
+    return forced == SG_BUCKET_LOWERING_GROUPED;
+  double flat, grouped, flat_comm;
+  uint64_t bytes = price (g, colls, sizes, n, forced, &flat, &grouped, &flat_comm);
+  bool use_grouped = forced == SG_BUCKET_LOWERING_AUTO ? grouped < flat || bytes > cap
+                                                       : forced == SG_BUCKET_LOWERING_GROUPED;
+  if (comm_us)
+    *comm_us = use_grouped ? grouped : flat_comm;
+  return use_grouped;
 }
 
 bool
 sg_bucket_lower_rule (const SgGraph *g, SgBucketLowering forced, uint64_t cap,
                       const SgNodeId *colls, int32_t n, double *comm_us)
 {
-  if (forced != SG_BUCKET_LOWERING_AUTO && !comm_us)
-    return forced == SG_BUCKET_LOWERING_GROUPED;
-  double flat, grouped, flat_comm;
-  uint64_t bytes = price (g, colls, n, &flat, &grouped, &flat_comm);
-  bool use_grouped = forced == SG_BUCKET_LOWERING_AUTO ? grouped < flat || bytes > cap
-                                                       : forced == SG_BUCKET_LOWERING_GROUPED;
-  if (comm_us)
-    *comm_us = use_grouped ? grouped : flat_comm;
-  return use_grouped;
+  return sg_bucket_lower_rule_sized (g, forced, cap, colls, NULL, n, comm_us);
 }
 
 SgBucketMemoKey *
@@ -195,7 +213,9 @@ sg_bucket_relower (SgBucketSearch *s, SgBucketSpec *specs, int32_t n, SgBucketEv
   int32_t m = 0;
   for (int32_t b = 0; b < n; b++) {
     double flat, grouped, comm;
-    if (price (s->g, specs[b].members, specs[b].n_members, &flat, &grouped, &comm) <= s->cap)
+    if (price (s->g, specs[b].members, NULL, specs[b].n_members, SG_BUCKET_LOWERING_AUTO, &flat,
+               &grouped, &comm)
+        <= s->cap)
       order[m++] = (Close){ b, fabs (flat - grouped) }; /* a larger one cannot be flat */
   }
   qsort (order, (size_t)m, sizeof *order, by_margin);

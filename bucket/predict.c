@@ -63,7 +63,8 @@ sg_bucket_predict_free (SgBucketPredict *p)
 
 bool
 sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgNodeId *waits,
-                      int32_t n, uint64_t bytes, SgBucketLowering lowering, uint64_t cap)
+                      const uint64_t *sizes, int32_t n, uint64_t bytes, SgBucketLowering lowering,
+                      uint64_t cap)
 {
   g_return_val_if_fail (p && n >= 1, true);
   const SgGraph *g = p->g;
@@ -84,7 +85,7 @@ sg_bucket_predict_ok (const SgBucketPredict *p, const SgNodeId *colls, const SgN
     stalled += row->exposed_us;
   }
   double us;
-  sg_bucket_lower_rule (g, lowering, cap, colls, n, &us);
+  sg_bucket_lower_rule_sized (g, lowering, cap, colls, sizes, n, &us);
   double end = sg_beside_end (p->beside, colls[0], bytes, MAX (start, ready), us);
   return MAX (0.0, end - need) <= stalled + 1e-6;
 }

@@ -166,6 +166,23 @@ START_TEST (the_rule_groups_where_copies_lose_and_keeps_flat_where_they_win)
                                    NULL));
   ck_assert (!sg_bucket_lower_rule (g, SG_BUCKET_LOWERING_FLAT, G_MAXUINT64, PAIR (ag, 2, 3), 2,
                                     NULL));
+  /* the members' sizes given (what the searches pass): the same verdicts
+   * and the same times, to the bit, for every lowering */
+  const char *const *kinds[] = { ag, rs, ar };
+  const SgBucketLowering lows[] = { SG_BUCKET_LOWERING_AUTO, SG_BUCKET_LOWERING_FLAT,
+                                    SG_BUCKET_LOWERING_GROUPED };
+  for (int k = 0; k < 3; k++)
+    for (int a = 0; a < 4; a += 2)
+      for (int l = 0; l < 3; l++)
+        for (int c = 0; c < 2; c++) {
+          const SgNodeId *pair = PAIR (kinds[k], a, a + 1);
+          uint64_t sizes[2] = { sg_node_comm_bytes (g, pair[0]), sg_node_comm_bytes (g, pair[1]) };
+          uint64_t cap = c ? 64u << 20 : G_MAXUINT64;
+          double us = -1.0, us_sized = -2.0;
+          ck_assert_int_eq (sg_bucket_lower_rule (g, lows[l], cap, pair, 2, &us),
+                            sg_bucket_lower_rule_sized (g, lows[l], cap, pair, sizes, 2, &us_sized));
+          ck_assert (memcmp (&us, &us_sized, sizeof us) == 0);
+        }
 #undef RULE
 #undef PAIR
   sg_graph_free (g);
@@ -535,9 +552,16 @@ START_TEST (timeline_screen_refuses_what_cannot_be_hidden)
   SgNodeId c[2] = { sg_graph_lookup (g, "ag_small"), sg_graph_lookup (g, "ag_big") };
   SgNodeId w[2] = { sg_graph_lookup (g, "ag_small_w"), sg_graph_lookup (g, "ag_big_w") };
   uint64_t bytes = sg_node_comm_bytes (g, c[0]) + sg_node_comm_bytes (g, c[1]);
-  ck_assert (!sg_bucket_predict_ok (p, c, w, 2, bytes, SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
-  ck_assert (sg_bucket_predict_ok (p, c, w, 1, sg_node_comm_bytes (g, c[0]),
+  ck_assert (!sg_bucket_predict_ok (p, c, w, NULL, 2, bytes, SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
+  ck_assert (sg_bucket_predict_ok (p, c, w, NULL, 1, sg_node_comm_bytes (g, c[0]),
                                    SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
+  uint64_t sizes[2] = { sg_node_comm_bytes (g, c[0]), sg_node_comm_bytes (g, c[1]) };
+  for (SgBucketLowering l = SG_BUCKET_LOWERING_AUTO; l <= SG_BUCKET_LOWERING_GROUPED; l++)
+    for (int32_t n = 1; n <= 2; n++) /* the members' sizes given: the same answers */
+      ck_assert_int_eq (sg_bucket_predict_ok (p, c, w, NULL, n, n == 1 ? sizes[0] : bytes, l,
+                                              G_MAXUINT64),
+                        sg_bucket_predict_ok (p, c, w, sizes, n, n == 1 ? sizes[0] : bytes, l,
+                                              G_MAXUINT64));
   sg_bucket_predict_free (p);
 
   g_autoptr (SgGraph) h = bt_two_gathers (5000.0);
@@ -546,7 +570,7 @@ START_TEST (timeline_screen_refuses_what_cannot_be_hidden)
   p = sg_bucket_predict_new (h, &error);
   SgNodeId hc[2] = { sg_graph_lookup (h, "ag1"), sg_graph_lookup (h, "ag2") };
   SgNodeId hw[2] = { sg_graph_lookup (h, "ag1_w"), sg_graph_lookup (h, "ag2_w") };
-  ck_assert (sg_bucket_predict_ok (p, hc, hw, 2,
+  ck_assert (sg_bucket_predict_ok (p, hc, hw, NULL, 2,
                                    sg_node_comm_bytes (h, hc[0]) + sg_node_comm_bytes (h, hc[1]),
                                    SG_BUCKET_LOWERING_FLAT, G_MAXUINT64));
   sg_bucket_predict_free (p);
