@@ -127,7 +127,9 @@ typedef struct {
   bool has_lo, has_hi;
   int64_t lo, hi;
   int32_t p, s;
-  int32_t n; /* its nodes in this layout */
+  int32_t n;     /* its nodes in this layout */
+  int32_t first; /* where they start among the windows' nodes by key */
+  int32_t out;   /* how many of them its stable order placed */
 } Window;
 
 typedef struct {
