@@ -500,7 +500,7 @@ typedef struct {
   int32_t *indeg; /* per node: its unplaced inputs and edge sources in its window */
   const int32_t *pos;
   const SgNodeId *sorted;
-  Item *heap; /* window k's heap from its first place */
+  Item *heap; /* a task's windows' heap from the first place of its first */
   Csr extra;  /* edited edges within windows, by their source's place */
   SgNodeId *order;
   int32_t n_tasks;
@@ -509,16 +509,15 @@ typedef struct {
 /* Window @k's stable order into order[w->first ..], how many came out
  * into w->out: fewer than its nodes on a cycle. Kahn's algorithm with a
  * cursor over its nodes by key; only nodes that become ready behind the
- * cursor go through the heap. */
+ * cursor go through @heap (empty again at the end). */
 static void
-order_window (const Kahn *kn, int32_t k)
+order_window (const Kahn *kn, int32_t k, Item *heap)
 {
   const Ctx *x = kn->x;
   Window *win = &kn->ws->w[k];
   const int32_t *wix = kn->ws->wix, *pos = kn->pos;
   const SgNodeId *sorted = kn->sorted;
   int32_t *indeg = kn->indeg;
-  Item *heap = kn->heap + win->first;
   int32_t lo = win->first, hi = lo + win->n, cur = lo, w = lo, hn = 0;
 #define RELEASE(u)                                                                                 \
   do {                                                                                             \
@@ -570,7 +569,7 @@ kahn_task (gpointer data, int32_t t, int32_t worker)
       b = m;
   }
   for (int32_t k = a; k < ws->n && (ws->w[k].first < to || t == kn->n_tasks - 1); k++)
-    order_window (kn, k);
+    order_window (kn, k, kn->heap + ws->w[a].first);
 }
 
 /* In-degrees within the windows of their nodes @sorted[lo .. hi) into
