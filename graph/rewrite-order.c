@@ -22,7 +22,11 @@
  * edges are the same and the cut keeps the rest of the graph out of their
  * way, so the stable order is the same. A window whose node reads one
  * after it grows to hold both; when windows do not hold, everything is
- * ordered (one open window: the commit's path too). docs/ir.md "Speed".
+ * ordered (one open window: the commit's path too). Every key of a window
+ * is below every key of the next and its nodes read only nodes of it or
+ * of earlier windows, so each window is ordered on its own, earlier ones
+ * placed: from WINDOWS_PARALLEL nodes the windows go side by side on the
+ * rewrite's pool, after their in-degrees in ranges. docs/ir.md "Speed".
  * Mirrors Kahn's algorithm with a priority queue (a stable topological
  * sort); sg_graph_order_by_key is the same sort over a whole graph by keys
  * a pass gives (decompose/ carries a schedule over to a rewritten graph
@@ -368,16 +372,55 @@ base_from (int32_t n0, int64_t k, bool strict)
   return a;
 }
 
+/* From this many nodes in more than one window the windows are ordered
+ * side by side on the rewrite's pool; their in-degrees and which window
+ * each added node is in (from this many added nodes) go in ranges of
+ * WINDOWS_RANGE. */
+#define WINDOWS_PARALLEL 16384
+#define WINDOWS_RANGE 4096
+
+/* Range @r of the added nodes: the window each kept one is in, or -1,
+ * into @wk (indexed by node id). */
+typedef struct {
+  const Ctx *x;
+  const Windows *ws;
+  int32_t *wk;
+} AddedIn;
+
+static void
+added_in_task (gpointer data, int32_t r, int32_t worker)
+{
+  (void)worker;
+  const AddedIn *a = data;
+  const Ctx *x = a->x;
+  int32_t lo, hi;
+  sg_range_of (r, WINDOWS_RANGE, x->n1 - x->n0, &lo, &hi);
+  for (SgNodeId v = x->n0 + lo; v < x->n0 + hi; v++)
+    a->wk[v] = x->keep[v] ? window_of (a->ws, key_of (x, v)) : -1;
+}
+
 /* The windows' nodes by (key, id) into @sorted, window after window (each
  * w->n): base nodes in id order, added ones merged in (with windows, the
- * output is the last base node, find_windows); their places into @pos. */
+ * output is the last base node, find_windows); their places into @pos.
+ * @wk: scratch per node (the added nodes' windows, when found on the
+ * pool). */
 static int32_t
-window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *heap)
+window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *heap,
+              int32_t *wk)
 {
   int32_t n0 = x->n0, hn = 0, ns = 0;
-  for (SgNodeId v = n0; v < x->n1; v++)
-    if (x->keep[v] && (!ws->reuse || window_of (ws, key_of (x, v)) >= 0))
-      heap_push (heap, &hn, item_of (x, v));
+  int32_t par_min = x->rw->windows_min ? x->rw->windows_min : WINDOWS_PARALLEL;
+  if (ws->reuse && sg_pool_size (x->rw->pool) > 1 && x->n1 - n0 >= par_min) {
+    AddedIn a = { x, ws, wk };
+    sg_pool_run (x->rw->pool, sg_ranges (x->n1 - n0, WINDOWS_RANGE), added_in_task, &a);
+    for (SgNodeId v = n0; v < x->n1; v++)
+      if (wk[v] >= 0)
+        heap_push (heap, &hn, item_of (x, v));
+  } else {
+    for (SgNodeId v = n0; v < x->n1; v++)
+      if (x->keep[v] && (!ws->reuse || window_of (ws, key_of (x, v)) >= 0))
+        heap_push (heap, &hn, item_of (x, v));
+  }
   for (int32_t k = 0; k < ws->n; k++) {
     Window *w = &ws->w[k];
     SgNodeId blo = w->has_lo ? base_from (n0, w->lo, true) : 0;
@@ -391,6 +434,7 @@ window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *h
         sorted[ns++] = i;
     }
     w->n = ns - first;
+    w->first = first;
     for (int32_t q = first; q < ns; q++) {
       pos[sorted[q]] = q;
       ws->wix[sorted[q]] = k;
@@ -446,31 +490,104 @@ sg_rw_stable_order (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *or
   return r;
 }
 
-static int
-order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
-               int32_t *n_order, int32_t *ns_out, GArray *bad, GError **error)
+/* The windows' stable orders: each window's nodes read only nodes of
+ * their window or of earlier ones, and every key of a window is below
+ * every key of the next, so the order of all windows is the windows'
+ * orders one after the other, each with the earlier windows placed. */
+typedef struct {
+  const Ctx *x;
+  Windows *ws;
+  int32_t *indeg; /* per node: its unplaced inputs and edge sources in its window */
+  const int32_t *pos;
+  const SgNodeId *sorted;
+  Item *heap; /* a task's windows' heap from the first place of its first */
+  Csr extra;  /* edited edges within windows, by their source's place */
+  SgNodeId *order;
+  int32_t n_tasks;
+} Kahn;
+
+/* Window @k's stable order into order[w->first ..], how many came out
+ * into w->out: fewer than its nodes on a cycle. Kahn's algorithm with a
+ * cursor over its nodes by key; only nodes that become ready behind the
+ * cursor go through @heap (empty again at the end). */
+static void
+order_window (const Kahn *kn, int32_t k, Item *heap)
 {
-  SgRewrite *rw = x->rw;
-  SgGraph *g = x->g;
-  int32_t n0 = x->n0, n1 = x->n1;
-  int32_t *indeg = WORK (rw, SG_RW_INDEG, int32_t, n1);
-  int32_t *pos = WORK (rw, SG_RW_POS, int32_t, n1);
-  SgNodeId *sorted = WORK (rw, SG_RW_SORTED, SgNodeId, n1);
-  Item *heap = WORK (rw, SG_RW_HEAP, Item, n1);
-  int32_t ns = window_nodes (x, ws, sorted, pos, heap), hn = 0;
-  *ns_out = ns;
-  /* In-degrees within the windows: untouched base nodes from their own
-   * inputs, edited nodes from their new inputs, which are also the edited
-   * data edges; and the implicit edges, which go with the edited edges
-   * into one CSR by source (its place in @sorted). */
-  size_t m = edges->len;
-  bool fail = false;
-  for (int32_t q = 0, k = 0, end = ws->n ? ws->w[0].n : 0; q < ns; q++) {
-    while (q == end)
-      end += ws->w[++k].n;
+  const Ctx *x = kn->x;
+  Window *win = &kn->ws->w[k];
+  const int32_t *wix = kn->ws->wix, *pos = kn->pos;
+  const SgNodeId *sorted = kn->sorted;
+  int32_t *indeg = kn->indeg;
+  int32_t lo = win->first, hi = lo + win->n, cur = lo, w = lo, hn = 0;
+#define RELEASE(u)                                                                                 \
+  do {                                                                                             \
+    SgNodeId u_ = (u);                                                                             \
+    if (--indeg[u_] == 0 && pos[u_] < cur)                                                         \
+      heap_push (heap, &hn, item_of (x, u_));                                                      \
+  } while (0)
+  for (;;) {
+    while (cur < hi && indeg[sorted[cur]] != 0)
+      cur++;
+    SgNodeId v;
+    if (hn > 0 && (cur == hi || item_less (heap[0], item_of (x, sorted[cur]))))
+      v = heap_pop (heap, &hn).id;
+    else if (cur < hi)
+      v = sorted[cur++];
+    else
+      break;
+    kn->order[w++] = v;
+    if (v < x->n0) {
+      uint32_t nu;
+      const SgNodeId *users = sg_node_users (x->g, v, &nu);
+      for (uint32_t j = 0; j < nu; j++)
+        if (x->plain[users[j]] && wix[users[j]] == k)
+          RELEASE (users[j]);
+    }
+    for (uint32_t j = kn->extra.first[pos[v]]; j < kn->extra.first[pos[v] + 1]; j++)
+      RELEASE (kn->extra.adj[j]);
+  }
+#undef RELEASE
+  win->out = w - lo;
+}
+
+/* Task @t orders the windows that start in its share of the nodes. */
+static void
+kahn_task (gpointer data, int32_t t, int32_t worker)
+{
+  (void)worker;
+  const Kahn *kn = data;
+  const Windows *ws = kn->ws;
+  int32_t ns = ws->w[ws->n - 1].first + ws->w[ws->n - 1].n;
+  int32_t from = (int32_t)((int64_t)ns * t / kn->n_tasks);
+  int32_t to = (int32_t)((int64_t)ns * (t + 1) / kn->n_tasks);
+  int32_t a = 0, b = ws->n; /* the first window that starts at or after @from */
+  while (a < b) {
+    int32_t m = a + (b - a) / 2;
+    if (ws->w[m].first < from)
+      a = m + 1;
+    else
+      b = m;
+  }
+  for (int32_t k = a; k < ws->n && (ws->w[k].first < to || t == kn->n_tasks - 1); k++)
+    order_window (kn, k, kn->heap + ws->w[a].first);
+}
+
+/* In-degrees within the windows of their nodes @sorted[lo .. hi) into
+ * @indeg: untouched base nodes from their own inputs, edited nodes from
+ * their new inputs; only inputs in the node's own window count (earlier
+ * windows come out first). Returns the count of the edited nodes' inputs
+ * (the edited data edges); sets *@fail where a node reads one after its
+ * window (the span appended to @bad, when not NULL). */
+static size_t
+in_degrees (const Ctx *x, const Windows *ws, const SgNodeId *sorted, int32_t lo, int32_t hi,
+            int32_t *indeg, GArray *bad, bool *fail)
+{
+  size_t m = 0;
+  for (int32_t q = lo; q < hi; q++) {
     SgNodeId v = sorted[q];
+    int32_t k = ws->wix[v];
     uint32_t n;
-    const SgNodeId *in = x->plain[v] ? sg_node_inputs (g, v, &n) : new_inputs (x, v, &n);
+    const SgNodeId *in = x->plain[v] ? sg_node_inputs (x->g, v, &n) : new_inputs (x, v, &n);
     if (!x->plain[v])
       m += n;
     int32_t d = 0;
@@ -478,11 +595,70 @@ order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
       int r = pred_in (ws, x, in[j], item_of (x, v), k);
       if (r < 0) {
         bad_pred (x, bad, item_of (x, v), in[j]);
-        fail = true;
+        *fail = true;
       }
-      d += r;
+      d += r > 0 && ws->wix[in[j]] == k;
     }
     indeg[v] = d;
+  }
+  return m;
+}
+
+/* in_degrees in ranges of WINDOWS_RANGE places on the rewrite's pool:
+ * each range's count of edited inputs into @m, SIZE_MAX where it fails. */
+typedef struct {
+  const Ctx *x;
+  const Windows *ws;
+  const SgNodeId *sorted;
+  int32_t *indeg;
+  int32_t ns;
+  size_t *m;
+} InDeg;
+
+static void
+in_degree_task (gpointer data, int32_t r, int32_t worker)
+{
+  (void)worker;
+  const InDeg *a = data;
+  int32_t lo, hi;
+  sg_range_of (r, WINDOWS_RANGE, a->ns, &lo, &hi);
+  bool fail = false;
+  size_t m = in_degrees (a->x, a->ws, a->sorted, lo, hi, a->indeg, NULL, &fail);
+  a->m[r] = fail ? SIZE_MAX : m;
+}
+
+static int
+order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
+               int32_t *n_order, int32_t *ns_out, GArray *bad, GError **error)
+{
+  SgRewrite *rw = x->rw;
+  int32_t n1 = x->n1;
+  int32_t *indeg = WORK (rw, SG_RW_INDEG, int32_t, n1);
+  int32_t *pos = WORK (rw, SG_RW_POS, int32_t, n1);
+  SgNodeId *sorted = WORK (rw, SG_RW_SORTED, SgNodeId, n1);
+  Item *heap = WORK (rw, SG_RW_HEAP, Item, n1);
+  int32_t ns = window_nodes (x, ws, sorted, pos, heap, indeg); /* @indeg: its scratch */
+  *ns_out = ns;
+  /* In-degrees within the windows: untouched base nodes from their own
+   * inputs, edited nodes from their new inputs, which are also the edited
+   * data edges; and the implicit edges, which go with the edited edges
+   * into one CSR by source (its place in @sorted). */
+  size_t m = edges->len;
+  bool fail = false;
+  int32_t threads = sg_pool_size (rw->pool);
+  int32_t par_min = rw->windows_min ? rw->windows_min : WINDOWS_PARALLEL;
+  if (threads > 1 && ns >= par_min) {
+    int32_t nr = sg_ranges (ns, WINDOWS_RANGE);
+    InDeg id = { x, ws, sorted, indeg, ns, WORK (rw, SG_RW_RANGES, size_t, nr) };
+    sg_pool_run (rw->pool, nr, in_degree_task, &id);
+    for (int32_t r = 0; r < nr; r++) {
+      fail |= id.m[r] == SIZE_MAX;
+      m += id.m[r] == SIZE_MAX ? 0 : id.m[r];
+    }
+    if (fail) /* again in order, for the spans the windows must hold */
+      m = edges->len + in_degrees (x, ws, sorted, 0, ns, indeg, bad, &fail);
+  } else {
+    m += in_degrees (x, ws, sorted, 0, ns, indeg, bad, &fail);
   }
   SgNodeId *pp = WORK (rw, SG_RW_PAIRS, SgNodeId, 2 * m);
   Pairs pairs = { pp, 0 };
@@ -493,23 +669,23 @@ order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
     uint32_t n;
     const SgNodeId *in = new_inputs (x, v, &n);
     for (uint32_t j = 0; j < n; j++)
-      if (ws->wix[in[j]] >= 0) {
+      if (ws->wix[in[j]] == ws->wix[v]) {
         pp[2 * pairs.n] = pos[in[j]];
         pp[2 * pairs.n++ + 1] = v;
       }
   }
   for (guint i = 0; i < edges->len; i++) {
     const SgImplicitEdge *e = &g_array_index (edges, SgImplicitEdge, i);
-    Item to = item_of (x, e->to);
     int32_t kt = ws->wix[e->to];
     if (kt < 0)
       continue;
+    Item to = item_of (x, e->to);
     int r = pred_in (ws, x, e->from, to, kt);
     if (r < 0) {
       bad_pred (x, bad, to, e->from);
       fail = true;
     }
-    if (r <= 0)
+    if (r <= 0 || ws->wix[e->from] != kt)
       continue;
     pp[2 * pairs.n] = pos[e->from];
     pp[2 * pairs.n++ + 1] = e->to;
@@ -518,36 +694,14 @@ order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
   if (fail)
     return -1;
   Csr extra = csr_build (rw, SG_RW_XFIRST, SG_RW_XADJ, ns, &pairs);
-
-  int32_t cur = 0, w = 0;
-#define RELEASE(u)                                                                                 \
-  do {                                                                                             \
-    SgNodeId u_ = (u);                                                                             \
-    if (--indeg[u_] == 0 && pos[u_] < cur)                                                         \
-      heap_push (heap, &hn, item_of (x, u_));                                                      \
-  } while (0)
-  for (;;) {
-    while (cur < ns && indeg[sorted[cur]] != 0)
-      cur++;
-    SgNodeId v;
-    if (hn > 0 && (cur == ns || item_less (heap[0], item_of (x, sorted[cur]))))
-      v = heap_pop (heap, &hn).id;
-    else if (cur < ns)
-      v = sorted[cur++];
-    else
-      break;
-    order[w++] = v;
-    if (v < n0) {
-      uint32_t nu;
-      const SgNodeId *users = sg_node_users (g, v, &nu);
-      for (uint32_t j = 0; j < nu; j++)
-        if (x->plain[users[j]] && ws->wix[users[j]] >= 0)
-          RELEASE (users[j]);
-    }
-    for (uint32_t j = extra.first[pos[v]]; j < extra.first[pos[v] + 1]; j++)
-      RELEASE (extra.adj[j]);
-  }
-#undef RELEASE
+  Kahn kn = { x, ws, indeg, pos, sorted, heap, extra, order, 1 };
+  if (threads > 1 && ws->n > 1 && ns >= par_min)
+    kn.n_tasks = MIN (ws->n, 4 * threads);
+  if (ws->n > 0)
+    sg_pool_run (kn.n_tasks > 1 ? rw->pool : NULL, kn.n_tasks, kahn_task, &kn);
+  int32_t w = 0;
+  for (int32_t k = 0; k < ws->n; k++)
+    w += ws->w[k].out;
   if (w < ns) {
     if (ws->reuse)
       return -1;

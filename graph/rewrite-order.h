@@ -124,10 +124,12 @@ item_of (const Ctx *x, SgNodeId v)
  * @lo and @hi (exclusive; a missing bound is open), in place of the last
  * layout's order from @p to @s. The whole order: one window, no bounds. */
 typedef struct {
-  bool has_lo, has_hi;
   int64_t lo, hi;
   int32_t p, s;
-  int32_t n; /* its nodes in this layout */
+  int32_t n;     /* its nodes in this layout */
+  int32_t first; /* where they start among the windows' nodes by key */
+  int32_t out;   /* how many of them its stable order placed */
+  bool has_lo, has_hi;
 } Window;
 
 typedef struct {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "graph-private.h"
 
 static SgNodeId
 id_of (const SgGraph *g, const char *name)
@@ -568,6 +569,66 @@ START_TEST (trials_reuse_the_last_order_where_nothing_changed)
 }
 END_TEST
 
+/* Windows ordered side by side on a pool (rw->windows_min lowered to one
+ * node) give the order of one window after the other: trials with edits
+ * spread over two long chains (many windows), then a few of them changed,
+ * one whose new node can only come much later than its key (its window
+ * grows over the rest: the whole order) and one that moves an implicit
+ * edge, with pools of 1, 2, 3 and 8
+ * threads; each equals a fresh rewrite's trial and, verified, the whole
+ * order. */
+START_TEST (windows_ordered_side_by_side_equal_one_after_another)
+{
+  static const int threads[] = { 1, 2, 3, 8 };
+  for (guint p = 0; p < G_N_ELEMENTS (threads); p++) {
+    g_autoptr (SgGraph) g = two_chains (200);
+    SgPool *pool = sg_pool_new (threads[p]);
+    SgRewrite *rw = sg_rewrite_new (g);
+    sg_rewrite_set_verify (rw, true);
+    sg_rewrite_set_pool (rw, pool);
+    rw->windows_min = 1;
+    SgRewriteMark m0, m1;
+    sg_rewrite_mark (rw, &m0);
+    Edit e[10];
+    int n = 0;
+    for (int i = 20; i < 190; i += 24) {
+      e[n] = (Edit){ i, -1, 0, false };
+      edit (rw, e[n++]);
+    }
+    assert_trial_fresh (rw, e, n, false);
+    sg_rewrite_rollback (rw, &m0);
+    n = 0;
+    for (int i = 20; i < 190; i += 24) {
+      e[n] = (Edit){ i % 48 == 20 ? i + 3 : i, -1, 0, false };
+      edit (rw, e[n++]);
+    }
+    assert_trial_fresh (rw, e, n, true);
+    sg_rewrite_mark (rw, &m1);
+    e[n] = (Edit){ 2, 30, 0, false };
+    edit (rw, e[n++]);
+    assert_trial_fresh (rw, e, n, false); /* its window grows over the rest */
+    e[n] = (Edit){ -1, -1, 35, true };
+    edit (rw, e[n++]);
+    assert_trial_fresh (rw, e, n, true);
+    sg_rewrite_rollback (rw, &m1);
+    assert_trial_fresh (rw, e, n - 2, true);
+    sg_rewrite_rollback (rw, &m0);
+    e[0] = (Edit){ 20, -1, 0, false };
+    edit (rw, e[0]);
+    sg_rewrite_mark (rw, &m1);
+    e[1] = (Edit){ 199, -1, 0, false };
+    edit (rw, e[1]);
+    assert_trial_fresh (rw, e, 2, true);
+    sg_rewrite_rollback (rw, &m1);
+    e[1] = (Edit){ 2, 30, 0, false };
+    edit (rw, e[1]);
+    assert_trial_fresh (rw, e, 2, true); /* its window grows */
+    sg_rewrite_free (rw);
+    sg_pool_free (pool);
+  }
+}
+END_TEST
+
 /* --- replaying parts of a description (rewrite-stash.c) ----------------- */
 
 /* @k nodes e0..e{k-1} = exp(mm) after mm. */
@@ -758,6 +819,7 @@ suite (void)
   tcase_add_test (tc, refusals_name_the_node_and_leave_the_graph);
   tcase_add_test (tc, a_node_like_another_copies_its_arguments);
   tcase_add_test (tc, trials_reuse_the_last_order_where_nothing_changed);
+  tcase_add_test (tc, windows_ordered_side_by_side_equal_one_after_another);
   tcase_add_test (tc, replayed_parts_equal_parts_described_again);
   suite_add_tcase (s, tc);
   return s;
