@@ -104,7 +104,8 @@ build_specs (Ctx *x, int32_t lo, int32_t hi, int32_t *n_specs)
     }
     x->slot[b]++;
   }
-  qsort (touched->data, touched->len, sizeof (int32_t), cmp_i32);
+  if (touched->len > 1) /* (an empty array may have no data) */
+    qsort (touched->data, touched->len, sizeof (int32_t), cmp_i32);
   SgBucketSpec *specs = g_new0 (SgBucketSpec, touched->len + 1);
   int32_t ns = 0;
   for (guint i = 0; i < touched->len; i++) {
