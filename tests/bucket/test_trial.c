@@ -474,6 +474,23 @@ START_TEST (kept_verdicts_equal_fresh_evaluations)
 END_TEST
 
 #ifdef HAVE_GRAPHGEN
+/* The one-layer HSDP step's 9 reduce_scatters into @rs and 9 all_reduces
+ * into @ar, in id order (users filled). */
+static void
+hsdp_collectives (SgGraph *g, SgNodeId *rs, SgNodeId *ar)
+{
+  sg_graph_fill_users (g);
+  int32_t nr = 0, na = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    if (g->nodes[i].kind == SG_OP_REDUCE_SCATTER && nr++ < 9)
+      rs[nr - 1] = i;
+    if (g->nodes[i].kind == SG_OP_ALL_REDUCE && na++ < 9)
+      ar[na - 1] = i;
+  }
+  ck_assert_int_eq (nr, 9);
+  ck_assert_int_eq (na, 9);
+}
+
 /* HSDP: the all_reduces over replicas read the reduce_scatters' results,
  * so a bucket of all_reduces reads the unpacks of the reduce_scatters'
  * bucket (in either order of the specs), and its pack is a view of that
@@ -485,17 +502,8 @@ START_TEST (chained_buckets_read_the_unpacks)
   gc.layers = 1, gc.dp = 2, gc.world = 4;
   g_autoptr (SgGraph) g = bt_generated (&gc);
   prepare (g, true);
-  sg_graph_fill_users (g);
   SgNodeId rs[9], ar[9];
-  int32_t nr = 0, na = 0;
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    if (g->nodes[i].kind == SG_OP_REDUCE_SCATTER)
-      rs[nr++] = i;
-    if (g->nodes[i].kind == SG_OP_ALL_REDUCE)
-      ar[na++] = i;
-  }
-  ck_assert_int_eq (nr, 9);
-  ck_assert_int_eq (na, 9);
+  hsdp_collectives (g, rs, ar);
   SgBucketSpec both[2] = { { rs, 9, FLAT }, { ar, 9, FLAT } };
   SgBucketSpec swapped[2] = { { ar, 9, FLAT }, { rs, 9, FLAT } };
   assert_trial_matches_apply (g, both, 2);
@@ -524,17 +532,8 @@ END_TEST
 static void
 check_replays (SgGraph *g, bool verify)
 {
-  sg_graph_fill_users (g);
   SgNodeId rs[9], ar[9];
-  int32_t nr = 0, na = 0;
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    if (g->nodes[i].kind == SG_OP_REDUCE_SCATTER)
-      rs[nr++] = i;
-    if (g->nodes[i].kind == SG_OP_ALL_REDUCE)
-      ar[na++] = i;
-  }
-  ck_assert_int_eq (nr, 9);
-  ck_assert_int_eq (na, 9);
+  hsdp_collectives (g, rs, ar);
   const SgBucketLowering GROUPED = SG_BUCKET_LOWERING_GROUPED;
   SgBucketSpec all[6] = { { rs, 3, FLAT }, { rs + 3, 3, GROUPED }, { ar, 3, FLAT },
                           { rs + 6, 3, FLAT }, { ar + 3, 3, FLAT }, { ar + 6, 3, GROUPED } };
