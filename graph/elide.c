@@ -160,14 +160,13 @@ struct SgElisionWork {
 /* Ranges of fewer nodes cost more to hand out than they save. */
 #define RANGE_MIN 4096
 
-/* The ranges the per-node passes split @n nodes into on @w's pool: one
- * without a pool, else up to four per thread (any split gives the same
- * result); their scratch made. */
+/* The ranges the per-node passes split @n nodes into on @w's pool
+ * (sg_pool_range_size: any split gives the same result); their scratch
+ * made. */
 static int32_t
 ranges_for (SgElisionWork *w, int32_t n)
 {
-  int32_t threads = sg_pool_size (w->pool);
-  int32_t nr = threads <= 1 ? 1 : MIN (sg_ranges (n, RANGE_MIN), 4 * threads);
+  int32_t nr = sg_ranges (n, sg_pool_range_size (w->pool, n, RANGE_MIN));
   if (nr > w->n_rg) {
     w->rg = g_renew (ElRange, w->rg, (size_t)nr);
     for (int32_t r = w->n_rg; r < nr; r++)

@@ -879,6 +879,17 @@ sg_range_of (int32_t r, int32_t size, int32_t n, int32_t *a, int32_t *b)
   *a = (int32_t)MIN ((int64_t)r * size, n);
   *b = (int32_t)MIN ((int64_t)(r + 1) * size, n);
 }
+/* The size of the ranges a job over @n items splits them into on @p: a
+ * few per thread (four, to even out their times), none smaller than @min;
+ * one range without a pool of several threads. */
+static inline int32_t
+sg_pool_range_size (const SgPool *p, int32_t n, int32_t min)
+{
+  const int32_t per = 4 * sg_pool_size (p);
+  if (per <= 4)
+    return MAX (n, 1);
+  return MAX (min, (int32_t)(((int64_t)n + per - 1) / per));
+}
 /* Runs @fn (@ctx, i, worker) for i in 0 .. @n_tasks-1 and returns when all
  * have run; @p NULL runs them in order on the caller. */
 void sg_pool_run (SgPool *p, int32_t n_tasks, SgPoolFunc fn, gpointer ctx);

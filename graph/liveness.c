@@ -263,9 +263,8 @@ liveness_pooled (const SgGraph *g, const int32_t *pos, const SgNodeId *root,
                  const uint64_t *alloc, SgLiveScratch *w)
 {
   const int32_t n = g->n_nodes;
-  const int32_t per = 4 * sg_pool_size (w->pool);
   LiveJob L = { g, pos, root, alloc, w, LIVE_INIT,
-                MAX (LIVE_RANGE_MIN, (int32_t)(((int64_t)n + per - 1) / per)) };
+                sg_pool_range_size (w->pool, n, LIVE_RANGE_MIN) };
   const int32_t n_ranges = sg_ranges (n, L.size);
   if ((size_t)n_ranges > w->cap_ranges) {
     w->cap_ranges = MAX ((size_t)n_ranges, 2 * w->cap_ranges);

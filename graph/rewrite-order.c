@@ -379,6 +379,13 @@ base_from (int32_t n0, int64_t k, bool strict)
 #define WINDOWS_PARALLEL 16384
 #define WINDOWS_RANGE 4096
 
+/* WINDOWS_PARALLEL, or the rewrite's own minimum (tests lower it). */
+static inline int32_t
+windows_parallel (const SgRewrite *rw)
+{
+  return rw->windows_min ? rw->windows_min : WINDOWS_PARALLEL;
+}
+
 /* Range @r of the added nodes: the window each kept one is in, or -1,
  * into @wk (indexed by node id). */
 typedef struct {
@@ -409,8 +416,7 @@ window_nodes (const Ctx *x, Windows *ws, SgNodeId *sorted, int32_t *pos, Item *h
               int32_t *wk)
 {
   int32_t n0 = x->n0, hn = 0, ns = 0;
-  int32_t par_min = x->rw->windows_min ? x->rw->windows_min : WINDOWS_PARALLEL;
-  if (ws->reuse && sg_pool_size (x->rw->pool) > 1 && x->n1 - n0 >= par_min) {
+  if (ws->reuse && sg_pool_size (x->rw->pool) > 1 && x->n1 - n0 >= windows_parallel (x->rw)) {
     AddedIn a = { x, ws, wk };
     sg_pool_run (x->rw->pool, sg_ranges (x->n1 - n0, WINDOWS_RANGE), added_in_task, &a);
     for (SgNodeId v = n0; v < x->n1; v++)
@@ -646,7 +652,7 @@ order_windows (const Ctx *x, Windows *ws, const GArray *edges, SgNodeId *order,
   size_t m = edges->len;
   bool fail = false;
   int32_t threads = sg_pool_size (rw->pool);
-  int32_t par_min = rw->windows_min ? rw->windows_min : WINDOWS_PARALLEL;
+  int32_t par_min = windows_parallel (rw);
   if (threads > 1 && ns >= par_min) {
     int32_t nr = sg_ranges (ns, WINDOWS_RANGE);
     InDeg id = { x, ws, sorted, indeg, ns, WORK (rw, SG_RW_RANGES, size_t, nr) };

@@ -514,9 +514,7 @@ events_setup (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, EvJob *J
   r->n = n;
   GROW (j->ev_left, j->cap_ev_left, MAX (n, 1), int32_t);
   *J = (EvJob){ j, g, r, prev, kept_for (j, g), prev->valid ? MIN (n, prev->n) : 0, 0 };
-  /* a few ranges per thread, to even out their times */
-  const int32_t per = 4 * sg_pool_size (j->pool);
-  J->size = MAX (EV_RANGE_MIN, (int32_t)(((int64_t)n + per - 1) / per));
+  J->size = sg_pool_range_size (j->pool, n, EV_RANGE_MIN);
   const int32_t n_ranges = sg_ranges (n, J->size);
   GROW (j->ev_ranges, j->cap_ev_ranges, n_ranges, EvRange);
   return n_ranges;
