@@ -241,9 +241,9 @@ judge_trial (const SgBucketSearch *s, SgBucketWorker *w, const SgBucketSpec *spe
   SgElision *el = &w->el;
   sg_graph_elision_again (tg, el);
   if (s->base_costed)
-    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, w->added, n_added, el);
+    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, w->added, n_added, el, w->pool);
   else
-    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, el);
+    sg_cost_new_nodes_elided (sg_graph_cost_model (tg), tg, NULL, 0, el, w->pool);
   uint64_t *alloc = sg_elision_storage_bytes (tg, el, w->node_alloc, w->storage_alloc);
   SgSimTotals t;
   bool ok = sg_sim_judge_totals (w->judge, tg, el->root, alloc, &t, &err);

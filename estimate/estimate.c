@@ -296,22 +296,54 @@ elision_if_copies (const SgGraph *g, SgElision *e)
   return false;
 }
 
-void
-sg_cost_new_nodes_elided (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids,
-                          int32_t n_ids, const SgElision *e)
+/* New nodes per range of sg_cost_new_nodes_elided on a pool, at least. */
+#define NEW_RANGE_MIN 4096
+
+typedef struct {
+  const SgCostModel *cm;
+  SgGraph *g;
+  const SgNodeId *ids; /* NULL: every node */
+  int32_t n, size;
+  const SgElision *e;
+  bool *changed; /* per range */
+} NewCosts;
+
+/* Range @r of the new nodes' costs (node_us only reads the graph and
+ * writes the node's own cost). */
+static void
+new_costs_task (gpointer data, int32_t r, int32_t worker)
 {
-  g_return_if_fail (cm && g);
-  int32_t n = ids ? n_ids : g->n_nodes;
+  (void)worker;
+  NewCosts *k = data;
+  SgGraph *g = k->g;
+  int32_t lo, hi;
+  sg_range_of (r, k->size, k->n, &lo, &hi);
   bool changed = false;
-  for (int32_t j = 0; j < n; j++) {
-    SgNodeId i = ids ? ids[j] : j;
+  for (int32_t j = lo; j < hi; j++) {
+    SgNodeId i = k->ids ? k->ids[j] : j;
     if (i == SG_NO_NODE || g->nodes[i].est_src != SG_COST_NONE)
       continue;
-    g->nodes[i].est_us = node_us (cm, g, i, e, &g->nodes[i].est_src);
+    g->nodes[i].est_us = node_us (k->cm, g, i, k->e, &g->nodes[i].est_src);
     changed = true;
   }
-  if (changed)
-    sg_graph_changed (g);
+  k->changed[r] = changed;
+}
+
+void
+sg_cost_new_nodes_elided (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids,
+                          int32_t n_ids, const SgElision *e, SgPool *pool)
+{
+  g_return_if_fail (cm && g);
+  NewCosts k = { cm, g, ids, ids ? n_ids : g->n_nodes, 0, e, NULL };
+  k.size = sg_pool_range_size (pool, k.n, NEW_RANGE_MIN);
+  int32_t nr = sg_ranges (k.n, k.size);
+  g_autofree bool *changed = k.changed = g_new (bool, (size_t)nr);
+  sg_pool_run (pool, nr, new_costs_task, &k);
+  for (int32_t r = 0; r < nr; r++)
+    if (changed[r]) {
+      sg_graph_changed (g);
+      break;
+    }
 }
 
 void
@@ -320,7 +352,7 @@ sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32
   g_return_if_fail (cm && g);
   SgElision e;
   bool have = elision_if_copies (g, &e);
-  sg_cost_new_nodes_elided (cm, g, ids, n_ids, have ? &e : NULL);
+  sg_cost_new_nodes_elided (cm, g, ids, n_ids, have ? &e : NULL, NULL);
   if (have)
     sg_elision_clear (&e);
 }

@@ -58,9 +58,10 @@ double sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, Sg
  * Ids may be SG_NO_NODE (skipped). */
 void sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids);
 /* The same with the zero-copy analysis @e of @g given (NULL: @g has no
- * bucket copies). */
+ * bucket copies), the nodes in ranges on @pool (NULL: in order; the costs
+ * are the same). */
 void sg_cost_new_nodes_elided (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids,
-                               int32_t n_ids, const SgElision *e);
+                               int32_t n_ids, const SgElision *e, SgPool *pool);
 
 /* Solo time of aten.mm of (@m x @k) @ (@k x @n) in @dtype on every SM: what
  * the model (or the profile) gives such a node (decompose/ bounds its

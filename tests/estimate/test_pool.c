@@ -1,6 +1,7 @@
 /* test_pool.c: the estimate pass on worker pools gives what it gives on
  * the calling thread alone: every node's cost and source, the unknown
- * targets in their order, and the error of the first refused permute. */
+ * targets in their order, and the error of the first refused permute; so
+ * does the costing of a pass's new nodes (sg_cost_new_nodes_elided). */
 #include "est-test.h"
 
 static const int32_t pool_sizes[] = { 1, 2, 3, 8 };
@@ -99,6 +100,55 @@ START_TEST (the_first_refused_permute_names_the_error_on_any_pool)
 }
 END_TEST
 
+/* Marks every third node of @g uncosted (what a pass's new nodes are),
+ * listing them in @ids between SG_NO_NODE entries; returns their count. */
+static int32_t
+uncost_some (SgGraph *g, SgNodeId *ids)
+{
+  int32_t m = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++) {
+    if (i % 3 != 1)
+      continue;
+    g->nodes[i].est_us = -1.0;
+    g->nodes[i].est_src = SG_COST_NONE;
+    ids[m++] = i;
+    if (i % 7 == 0)
+      ids[m++] = SG_NO_NODE;
+  }
+  return m;
+}
+
+START_TEST (new_nodes_costed_on_pools_get_the_sequential_costs)
+{
+  g_autoptr (SgGraph) g = chain_graph (30000, false);
+  char *msg;
+  ck_assert (estimate_with (g, NULL, &msg));
+  int32_t n = g->n_nodes;
+  g_autofree double *us = g_new (double, (size_t)n);
+  g_autofree SgCostSource *src = g_new (SgCostSource, (size_t)n);
+  for (int32_t i = 0; i < n; i++) {
+    us[i] = g->nodes[i].est_us;
+    src[i] = g->nodes[i].est_src;
+  }
+  g_autofree SgNodeId *ids = g_new (SgNodeId, (size_t)n * 2);
+  for (size_t p = 0; p <= G_N_ELEMENTS (pool_sizes); p++) {
+    SgPool *pool = p < G_N_ELEMENTS (pool_sizes) ? sg_pool_new (pool_sizes[p]) : NULL;
+    for (int listed = 0; listed < 2; listed++) {
+      int32_t m = uncost_some (g, ids);
+      sg_cost_new_nodes_elided (sg_graph_cost_model (g), g, listed ? ids : NULL, m, NULL, pool);
+      for (int32_t i = 0; i < n; i++) {
+        ck_assert_msg (memcmp (&g->nodes[i].est_us, &us[i], sizeof us[i]) == 0,
+                       "pool %zu, listed %d, node %d: %.17g, not %.17g", p, listed, i,
+                       g->nodes[i].est_us, us[i]);
+        ck_assert_int_eq (g->nodes[i].est_src, src[i]);
+      }
+    }
+    if (pool)
+      sg_pool_free (pool);
+  }
+}
+END_TEST
+
 int
 main (void)
 {
@@ -107,6 +157,7 @@ main (void)
   tcase_set_timeout (tc, 120);
   tcase_add_test (tc, costs_on_pools_equal_the_sequential_costs);
   tcase_add_test (tc, the_first_refused_permute_names_the_error_on_any_pool);
+  tcase_add_test (tc, new_nodes_costed_on_pools_get_the_sequential_costs);
   suite_add_tcase (s, tc);
   SRunner *sr = srunner_create (s);
   srunner_run_all (sr, CK_NORMAL);
