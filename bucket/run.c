@@ -303,9 +303,9 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   /* The chosen buckets, applied to the graph itself; its simulation is
    * kept with it for the next pass. */
   const SgSimResult *r = NULL;
-  bool ok = ns == 0 || sg_bucket_apply (g, specs, ns, error);
+  bool ok = ns == 0 || sg_bucket_apply_on (g, specs, ns, cfg ? cfg->pool : NULL, error);
   if (ok && ns > 0) {
-    sg_cost_new_nodes (sg_graph_cost_model (g), g, NULL, 0);
+    sg_cost_new_nodes (sg_graph_cost_model (g), g, NULL, 0, cfg ? cfg->pool : NULL);
     ok = (r = sg_graph_simulation (g, error)) != NULL;
   }
   sg_bucket_specs_free (specs, ns);

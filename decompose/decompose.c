@@ -175,7 +175,7 @@ sg_decompose_pass (SgGraph *g, const SgConfig *cfg, GError **error)
     /* the judge left the chosen rewrites in rw */
     ok = sg_rewrite_commit (rw, error);
     if (ok)
-      sg_cost_new_nodes (cm, g, NULL, 0);
+      sg_cost_new_nodes (cm, g, NULL, 0, cfg->pool);
     else
       g_prefix_error (error, "decompose: ");
     st->nodes_after = g->n_nodes;

@@ -238,7 +238,7 @@ price_round (Judge *j, int32_t round, GError **error)
   SgGraph *t = sg_rewrite_trial (j->rw, error);
   if (!t)
     return false;
-  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0, j->cfg->pool);
   for (guint i = 0; i < span->len; i++) {
     SgNodeId *v = &g_array_index (span, SgNodeId, i);
     *v = sg_rewrite_result_id (j->rw, *v);
@@ -377,7 +377,7 @@ try_chosen (Judge *j, bool schedule, SgSimResult *r, GError **error)
   SgGraph *t = sg_rewrite_trial (j->rw, error);
   if (!t)
     return false;
-  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0, j->cfg->pool);
   bool ok;
   if (schedule) {
     g_autofree int32_t *pos = NULL;

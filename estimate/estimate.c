@@ -284,13 +284,20 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
 }
 
 /* The zero-copy analysis when @g has copies it may elide (else none is
- * needed). */
+ * needed), its passes over every node on @pool when it has several
+ * threads (sg_graph_elision_again: the same reasons, and the roots). */
 static bool
-elision_if_copies (const SgGraph *g, SgElision *e)
+elision_if_copies (const SgGraph *g, SgPool *pool, SgElision *e)
 {
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     if (sg_elision_candidate (g->nodes[i].kind)) {
-      sg_graph_elision_reasons (g, e);
+      if (sg_pool_size (pool) > 1) {
+        *e = (SgElision){ 0 };
+        sg_elision_set_pool (e, pool);
+        sg_graph_elision_again (g, e);
+      } else {
+        sg_graph_elision_reasons (g, e);
+      }
       return true;
     }
   return false;
@@ -347,12 +354,13 @@ sg_cost_new_nodes_elided (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids
 }
 
 void
-sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids)
+sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids,
+                   SgPool *pool)
 {
   g_return_if_fail (cm && g);
   SgElision e;
-  bool have = elision_if_copies (g, &e);
-  sg_cost_new_nodes_elided (cm, g, ids, n_ids, have ? &e : NULL, NULL);
+  bool have = elision_if_copies (g, pool, &e);
+  sg_cost_new_nodes_elided (cm, g, ids, n_ids, have ? &e : NULL, pool);
   if (have)
     sg_elision_clear (&e);
 }

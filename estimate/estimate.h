@@ -55,8 +55,10 @@ double sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, Sg
 /* Costs the nodes @ids (n_ids; ids NULL: every node) of @g whose est_src
  * is SG_COST_NONE (nodes a pass added), with one zero-copy analysis
  * (graph/elide.c) for all of them: bucket copies codegen elides are free.
- * Ids may be SG_NO_NODE (skipped). */
-void sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids);
+ * Ids may be SG_NO_NODE (skipped). The analysis and the costs run in
+ * ranges on @pool (NULL: in order; the costs are the same). */
+void sg_cost_new_nodes (const SgCostModel *cm, SgGraph *g, const SgNodeId *ids, int32_t n_ids,
+                        SgPool *pool);
 /* The same with the zero-copy analysis @e of @g given (NULL: @g has no
  * bucket copies), the nodes in ranges on @pool (NULL: in order; the costs
  * are the same). */

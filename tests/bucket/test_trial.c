@@ -88,13 +88,13 @@ assert_trial_matches_again (SgGraph *g, SgBucketTrials *shared, const SgBucketSp
   bool ok_full = sg_bucket_apply (full, specs, n_specs, &e1);
   const SgCostModel *cm = sg_graph_cost_model (full);
   if (ok_full && cm)
-    sg_cost_new_nodes (cm, full, NULL, 0);
+    sg_cost_new_nodes (cm, full, NULL, 0, NULL);
   guint args_len = g->args->len, dims_len = g->dims->len;
   int32_t n_nodes = g->n_nodes;
   SgBucketTrials *trials = shared ? shared : sg_bucket_trials_new (g, true, NULL);
   SgGraph *tg = sg_bucket_trial (trials, specs, n_specs, &e2);
   if (tg && cm)
-    sg_cost_new_nodes (cm, tg, NULL, 0);
+    sg_cost_new_nodes (cm, tg, NULL, 0, NULL);
   if (tg && again)
     assert_elision_again_matches (tg, again);
   ck_assert_msg (ok_full == (tg != NULL), "apply: %s; trial: %s", e1 ? e1->message : "ok",

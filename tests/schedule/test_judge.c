@@ -45,7 +45,7 @@ judge_trial (SgSimJudge *j, SgRewrite *rw, guint32 seed, int trial)
   GError *err = NULL;
   SgGraph *t = sg_rewrite_trial (rw, &err);
   ck_assert_msg (t != NULL, "%s", err ? err->message : "");
-  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+  sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0, NULL);
   assert_judged_exactly (j, t, seed, trial);
   sg_graph_free (t);
 }
@@ -303,7 +303,7 @@ START_TEST (a_judge_with_a_pool_gives_the_same_totals)
       GError *err = NULL;
       SgGraph *t = sg_rewrite_trial (rw, &err);
       ck_assert_msg (t != NULL, "%s", err ? err->message : "");
-      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0, NULL);
       g_autofree SgNodeId *roots = sg_graph_storage_roots (t);
       SgElision el;
       sg_graph_elision (t, &el);
@@ -378,7 +378,7 @@ START_TEST (the_judge_in_ranges_gives_the_same_totals_with_pools_of_1_2_3_8)
       SgGraph *t = sg_rewrite_trial (rw, &err);
       ck_assert_msg (t != NULL, "%s", err ? err->message : "");
       ck_assert_int_ge (t->n_nodes, 2500);
-      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0);
+      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0, NULL);
       g_autofree SgNodeId *roots = sg_graph_storage_roots (t);
       SgElision el;
       sg_graph_elision (t, &el);
