@@ -11,6 +11,8 @@
  * so the rest of the order stays valid, and by dominance its step can only
  * shrink; the result is simulated once more and kept only when its step is
  * shorter and its peak memory within the limit.
+ * A check of a window order stops where it is back in the given order's
+ * state (it cannot catch up from there).
  * Only windows with something to gain are searched: one where the compute
  * stream stalls or a collective is held by the start wait. The states
  * searched are bounded per window and in total (proportional to the nodes),
@@ -182,6 +184,10 @@ typedef struct {
   Front cur;                /* scratch */
   Front trail[HORIZON + 1]; /* the given order past the window */
   double given_step;        /* its step, when it ends within the horizon */
+  /* the collectives the given order issues in the window, in order (rows
+   * from at's n_rows on) */
+  int32_t n_given_rows;
+  SgNodeId given_rows[WINDOW_NODES];
   /* per node of the window and the horizon: what sg_eng_place looks up
    * (sg_eng_place_arg) */
   int32_t arg[WINDOW_NODES + HORIZON];
@@ -215,6 +221,9 @@ given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
   look_up (Q, out, pos, h);
   for (int32_t i = pos; i < end; i++)
     place_at (Q, out[i], Q->arg[i - pos]);
+  Q->n_given_rows = Q->e->n_rows - Q->at.top.n_rows;
+  for (int32_t k = 0; k < Q->n_given_rows; k++)
+    Q->given_rows[k] = Q->e->rows[Q->at.top.n_rows + k].node;
   for (int32_t p = end; p <= h; p++) {
     front_of (Q->e, Q->ng, &Q->trail[p - end]);
     if (p < h)
@@ -228,6 +237,41 @@ given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
   }
 }
 
+/* Did the window's collectives issue in the given order's order (so rows
+ * are the same collectives in both)? */
+static bool
+same_rows (const Polish *Q)
+{
+  const SgSimEngine *e = Q->e;
+  if (e->n_rows - Q->at.top.n_rows != Q->n_given_rows)
+    return false;
+  for (int32_t k = 0; k < Q->n_given_rows; k++)
+    if (e->rows[Q->at.top.n_rows + k].node != Q->given_rows[k])
+      return false;
+  return true;
+}
+
+/* With the same rows (same_rows), are fronts @a and @b the same engine
+ * state, as far as what follows depends on it? Between placements only a
+ * group's head runs or is held (held for the next kernel: no kernel runs),
+ * the rows behind it are as issued, and the rates are the rows'. Then the
+ * two go on alike: neither can catch up with the other. */
+static bool
+front_same (int32_t ng, const Front *a, const Front *b)
+{
+  if (a->now != b->now)
+    return false;
+  for (int32_t grp = 0; grp < ng; grp++) {
+    int32_t ia = a->first[grp], ib = b->first[grp];
+    int32_t la = a->first[grp + 1] - ia;
+    if (la != b->first[grp + 1] - ib || a->held[grp] != b->held[grp])
+      return false;
+    if (la > 0 && (a->node[ia] != b->node[ib] || a->rem[ia] != b->rem[ib]))
+      return false;
+  }
+  return true;
+}
+
 /* Does the window order @cand (window positions) for out[@pos, @end),
  * placed on the window's start and followed by the given order, catch up
  * with the given order (given_trail) within HORIZON nodes, or end with a
@@ -239,12 +283,15 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const int3
   sg_eng_restore (Q->e, &Q->at);
   for (int32_t i = 0; i < end - pos; i++)
     place_at (Q, out[pos + cand[i]], Q->arg[cand[i]]);
+  bool rows = same_rows (Q);
   for (int32_t p = end; p <= h; p++) {
     /* front_dominates's first test, on the clock, before taking the
      * candidate's front */
     const Front *t = &Q->trail[p - end];
     if (within (Q->e->now, t->now, 1e-9 * (1.0 + t->now), Q->equal)) {
       front_of (Q->e, Q->ng, &Q->cur);
+      if (rows && front_same (Q->ng, &Q->cur, t))
+        return false; /* the same from here on: not better */
       if (front_dominates (Q->ng, &Q->cur, t, Q->equal)
           && !front_dominates (Q->ng, t, &Q->cur, Q->equal))
         return true;
