@@ -364,8 +364,9 @@ struct SgRewrite {
   int32_t result_n;            /* entries of result_id (0: none laid out yet) */
   SgPool *pool;                /* layouts copy nodes on it (sg_rewrite_set_pool) */
   int32_t windows_min;         /* layouts order windows side by side on @pool from
-                                * this many nodes in them; 0: rewrite-order.c's
-                                * WINDOWS_PARALLEL (tests lower it) */
+                                * this many nodes in them, and redirect in ranges
+                                * from this many base nodes; 0: WINDOWS_PARALLEL
+                                * and REDIRECT_PARALLEL (tests lower it) */
 };
 
 /* The edited graph laid out in its new order. */

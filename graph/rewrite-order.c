@@ -2,7 +2,8 @@
  * trial graphs both come from here).
  *
  * Checks the edits (no kept node reads a removed one, the output stays),
- * redirects the uses of replaced nodes, moves implicit edges, and orders
+ * redirects the uses of replaced nodes (rewrite-redirect.c), moves
+ * implicit edges, and orders
  * the nodes: among nodes whose data inputs and implicit-edge sources are
  * placed, the smallest placement key goes first, ties on the id in the
  * rewrite (base nodes have keys 4 id + 2, added nodes 4 anchor + slot,
@@ -131,105 +132,6 @@ static const char *
 name_of (const Ctx *x, SgNodeId id)
 {
   return sg_rewrite_node (x->rw, id)->name;
-}
-
-/* The replacement of @v after every redirect (chains followed). */
-static SgNodeId
-final_target (const Ctx *x, SgNodeId v)
-{
-  for (int32_t steps = 0; v < x->n0 && x->redir[v] != SG_NO_NODE && steps <= x->n0; steps++)
-    v = x->redir[v];
-  return v;
-}
-
-/* Copies args entry @src with input indices mapped by @map. */
-static SgArg
-reindex (SgGraph *g, const SgArg *src, const uint32_t *map)
-{
-  SgArg a = *src; /* @src may move: the pool grows below */
-  if (a.type == SG_ARG_NODE) {
-    a.input = map[a.input];
-  } else if (a.type == SG_ARG_LIST || a.type == SG_ARG_DICT) {
-    uint32_t len = a.type == SG_ARG_DICT ? 2 * a.n : a.n, from = a.first;
-    a.first = g->args->len;
-    g_array_set_size (g->args, a.first + len);
-    for (uint32_t i = 0; i < len; i++) {
-      SgArg item = g_array_index (g->args, SgArg, from + i);
-      item = reindex (g, &item, map);
-      g_array_index (g->args, SgArg, a.first + i) = item;
-    }
-  }
-  return a;
-}
-
-/* One user @u of replaced nodes: its inputs redirected and kept distinct
- * (an added node's only where they are removed); its args re-indexed when
- * two inputs became one. */
-static void
-redirect_user (Ctx *x, SgNodeId u, uint32_t **map, uint32_t *map_len)
-{
-  SgGraph *g = x->g;
-  GArray *t_in = x->rw->t_in;
-  uint32_t n;
-  const SgNodeId *in = new_inputs (x, u, &n); /* not touched yet: its own */
-  Touched t = { u, t_in->len, 0, 0, 0, false };
-  if (n > *map_len) {
-    *map_len = MAX (n, 2 * *map_len);
-    *map = g_renew (uint32_t, *map, *map_len);
-  }
-  g_array_set_size (t_in, t.first + n); /* room for every input; trimmed below */
-  SgNodeId *dst = &g_array_index (t_in, SgNodeId, t.first);
-  for (uint32_t j = 0; j < n; j++) {
-    SgNodeId v = u < x->n0 || !x->keep[in[j]] ? final_target (x, in[j]) : in[j];
-    int32_t at = x->in_pos[v]; /* where @v already is among the new inputs */
-    if (at < 0) {
-      at = (int32_t)t.n;
-      x->in_pos[v] = at;
-      dst[t.n++] = v;
-    }
-    (*map)[j] = (uint32_t)at;
-  }
-  g_array_set_size (t_in, t.first + t.n);
-  for (uint32_t j = 0; j < t.n; j++) /* clean for the next user */
-    x->in_pos[dst[j]] = -1;
-  if (t.n < n) {
-    const SgNode *un = sg_rewrite_node (x->rw, u);
-    SgArg args = { .type = SG_ARG_LIST, .n = un->n_args, .first = un->args_first };
-    SgArg kw = { .type = SG_ARG_DICT, .n = un->n_kwargs, .first = un->kwargs_first };
-    t.args_first = reindex (g, &args, *map).first;
-    t.kwargs_first = reindex (g, &kw, *map).first;
-    t.reindexed = true;
-  }
-  x->tix[u] = (int32_t)x->rw->touched->len;
-  g_array_append_val (x->rw->touched, t);
-}
-
-static void
-redirect_users (Ctx *x)
-{
-  g_autofree uint32_t *map = NULL;
-  uint32_t map_len = 0;
-  for (SgNodeId old = 0; old < x->n0; old++) {
-    if (x->redir[old] == SG_NO_NODE)
-      continue;
-    uint32_t nu;
-    const SgNodeId *users = sg_node_users (x->g, old, &nu);
-    for (uint32_t k = 0; k < nu; k++)
-      if (x->tix[users[k]] < 0)
-        redirect_user (x, users[k], &map, &map_len);
-  }
-  /* Added nodes that read a replaced node being removed (nothing may read
-   * it) read its replacement: e.g. a bucket's pack of another bucket's
-   * member waits. */
-  for (SgNodeId v = x->n0; v < x->n1; v++) {
-    uint32_t n;
-    const SgNodeId *in = new_inputs (x, v, &n);
-    for (uint32_t j = 0; j < n; j++)
-      if (in[j] < x->n0 && x->redir[in[j]] != SG_NO_NODE && !x->keep[in[j]]) {
-        redirect_user (x, v, &map, &map_len);
-        break;
-      }
-  }
 }
 
 /* The first of @v's new inputs that is removed, or -1. */
@@ -924,14 +826,14 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
   g_array_set_size (rw->t_in, 0);
   x.tix = sg_rw_work_clean (rw, SG_RW_TIX, sizeof (int32_t) * ((size_t)n1 + 1), 0xff);
   /* redir and in_pos are -1 between layouts: redir is cleared below,
-   * redirect_user clears in_pos */
+   * sg_rw_redirect_users clears in_pos */
   if (rw->redirects->len) {
     x.redir = sg_rw_work_clean (rw, SG_RW_REDIR, sizeof (SgNodeId) * ((size_t)n0 + 1), 0xff);
     for (guint i = 0; i < rw->redirects->len; i += 2)
       x.redir[g_array_index (rw->redirects, SgNodeId, i)]
           = g_array_index (rw->redirects, SgNodeId, i + 1);
     x.in_pos = sg_rw_work_clean (rw, SG_RW_IN_POS, sizeof (int32_t) * ((size_t)n1 + 1), 0xff);
-    redirect_users (&x);
+    sg_rw_redirect_users (&x);
   }
   bool ok = order_result (&x, out, error);
   for (guint i = 0; x.redir && i < rw->redirects->len; i += 2)

@@ -1,6 +1,6 @@
-/* rewrite-order.h: what the two files of the layout share (private to
- * rewrite-order.c, the stable order, and rewrite-reuse.c, what a layout
- * reuses from the last one). */
+/* rewrite-order.h: what the files of the layout share (private to
+ * rewrite-order.c, the stable order, rewrite-reuse.c, what a layout
+ * reuses from the last one, and rewrite-redirect.c, the redirects). */
 #pragma once
 
 #include "graph-private.h"
@@ -176,3 +176,7 @@ bool sg_rw_order_all (Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_o
                       GError **error);
 /* Keeps what the next layout compares itself with (rewrite-reuse.c). */
 void sg_rw_keep_last (const Ctx *x, int32_t n);
+
+/* The users of replaced nodes redirected to their replacements
+ * (rewrite-redirect.c): rw->touched and rw->t_in, x->tix. */
+void sg_rw_redirect_users (Ctx *x);

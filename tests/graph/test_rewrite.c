@@ -629,6 +629,115 @@ START_TEST (windows_ordered_side_by_side_equal_one_after_another)
 }
 END_TEST
 
+/* --- redirects in ranges (rewrite-redirect.c) --------------------------- */
+
+/* Whether r@i's uses go to a q (or, i % 10 == 7, to r@{i+1}, itself
+ * redirected), and to which. */
+static bool
+redirected (int i)
+{
+  return i % 3 != 2 || i % 10 == 2 || i % 10 == 8;
+}
+
+static const char *
+target_of (int i, char *buf, size_t len)
+{
+  g_snprintf (buf, len, i % 10 == 7 ? "r%d" : "q%d", i % 10 == 0 || i % 10 == 7 ? i + 1 + (i % 10 == 0) : i);
+  return buf;
+}
+
+/* The redirects of @n users' inputs, over @g of redirect_graph (@n r's). */
+static void
+redirect_all (SgRewrite *rw, int n)
+{
+  const SgGraph *g = sg_rewrite_graph (rw);
+  char name[32], to[32];
+  for (int i = 0; i < n; i++)
+    if (redirected (i)) {
+      g_snprintf (name, sizeof name, "r%d", i);
+      sg_rewrite_replace_uses (rw, id_of (g, name), id_of (g, target_of (i, to, sizeof to)));
+    }
+}
+
+/* q@i = relu(x) and r@i = sigmoid(x), read by a@i = r@i + r@{i+1} (two
+ * replaced inputs: redirected once), s@i = r@i + r@{i+2} (both replaced by
+ * q@{i+2} where i % 10 == 0: its inputs merge and its args are
+ * re-indexed) and one stack of the first 40 r's (more inputs than a range
+ * lists). */
+static SgGraph *
+redirect_graph (int n)
+{
+  SgGraph *g = tb_new (1);
+  tb_input (g, "x", "float32", 1, (int64_t)4);
+  char a[32], b[32], c[32];
+  for (int i = 0; i < n; i++) {
+    g_snprintf (a, sizeof a, "q%d", i);
+    tb_pointwise (g, a, "aten.relu.default", "x", NULL);
+    g_snprintf (a, sizeof a, "r%d", i);
+    tb_pointwise (g, a, "aten.sigmoid.default", "x", NULL);
+  }
+  for (int i = 0; i + 2 < n; i++) {
+    g_snprintf (a, sizeof a, "a%d", i);
+    g_snprintf (b, sizeof b, "r%d", i);
+    g_snprintf (c, sizeof c, "r%d", i + 1);
+    tb_pointwise (g, a, "aten.add.Tensor", b, c);
+    g_snprintf (a, sizeof a, "s%d", i);
+    g_snprintf (c, sizeof c, "r%d", i + 2);
+    tb_pointwise (g, a, "aten.add.Tensor", b, c);
+  }
+  GString *refs = g_string_new (NULL);
+  for (int i = 0; i < 40; i++)
+    g_string_append_printf (refs, "%s{\"node\":\"r%d\"}", i ? "," : "", i);
+  tb_node (g, "{\"name\":\"stack\",\"op\":\"call_function\",\"target\":"
+              "\"aten.stack.default\",\"args\":[[%s]],\"kwargs\":{}}", refs->str);
+  g_string_free (refs, TRUE);
+  tb_output (g, 2, "stack", "s0");
+  return g;
+}
+
+/* The users of replaced nodes redirected in ranges on pools of 1, 2, 3
+ * and 8 threads (the rewrite's minimum lowered to one node) get what one
+ * range gives them: the same inputs, and the same re-indexed args where
+ * two inputs became one (s0: both q2). */
+START_TEST (redirects_in_ranges_equal_redirects_in_one_range)
+{
+  static const int threads[] = { 1, 2, 3, 8 };
+  g_autoptr (SgGraph) g = redirect_graph (300);
+  g_autoptr (SgRewrite) one = sg_rewrite_new (g);
+  redirect_all (one, 300);
+  SgGraph *f = sg_rewrite_trial (one, NULL);
+  ck_assert_ptr_nonnull (f);
+  SgNodeId s0 = id_of (f, "s0");
+  ck_assert_uint_eq (f->nodes[s0].n_in, 1);
+  g_autofree char *s0_args = tb_args_text (f, s0);
+  ck_assert_str_eq (s0_args, "[{\"node\":\"q2\"},{\"node\":\"q2\"}] {}");
+  for (guint p = 0; p < G_N_ELEMENTS (threads); p++) {
+    SgPool *pool = sg_pool_new (threads[p]);
+    SgRewrite *rw = sg_rewrite_new (g);
+    sg_rewrite_set_pool (rw, pool);
+    rw->windows_min = 1;
+    redirect_all (rw, 300);
+    SgGraph *t = sg_rewrite_trial (rw, NULL);
+    ck_assert_ptr_nonnull (t);
+    ck_assert_int_eq (t->n_nodes, f->n_nodes);
+    for (SgNodeId i = 0; i < f->n_nodes; i++) {
+      ck_assert_str_eq (t->nodes[i].name, f->nodes[i].name);
+      uint32_t na, nb;
+      const SgNodeId *ia = sg_node_inputs (t, i, &na), *ib = sg_node_inputs (f, i, &nb);
+      ck_assert_int_eq (na, nb);
+      for (uint32_t k = 0; k < na; k++)
+        ck_assert_int_eq (ia[k], ib[k]);
+      g_autofree char *ta = tb_args_text (t, i), *fa = tb_args_text (f, i);
+      ck_assert_str_eq (ta, fa);
+    }
+    sg_graph_free (t);
+    sg_rewrite_free (rw);
+    sg_pool_free (pool);
+  }
+  sg_graph_free (f);
+}
+END_TEST
+
 /* --- replaying parts of a description (rewrite-stash.c) ----------------- */
 
 /* @k nodes e0..e{k-1} = exp(mm) after mm. */
@@ -821,6 +930,7 @@ suite (void)
   tcase_add_test (tc, trials_reuse_the_last_order_where_nothing_changed);
   tcase_add_test (tc, windows_ordered_side_by_side_equal_one_after_another);
   tcase_add_test (tc, replayed_parts_equal_parts_described_again);
+  tcase_add_test (tc, redirects_in_ranges_equal_redirects_in_one_range);
   suite_add_tcase (s, tc);
   return s;
 }
