@@ -122,16 +122,34 @@ typedef struct {
   List *lists;  /* per range */
 } Ranges;
 
-/* Lists base user @u of replaced node @old in @l, when @old is the first
- * replaced node it reads (where it is redirected): its new inputs,
- * distinct, or deferred. */
+static void
+list_append (List *l, Listed it)
+{
+  if (l->n_users == l->cap_users) {
+    l->cap_users = MAX (16, 2 * l->cap_users);
+    l->users = g_renew (Listed, l->users, l->cap_users);
+  }
+  l->users[l->n_users++] = it;
+}
+
+/* Lists base user @u of replaced node @old in @l: when @old is the first
+ * replaced node it reads (where it is redirected), its new inputs,
+ * distinct, or deferred where they merge; a user of many inputs is
+ * deferred at every replaced node it reads (the ordered pass redirects it
+ * at the first: looking for an earlier one here would read all its inputs
+ * at each). */
 static void
 list_user (const Ctx *x, List *l, SgNodeId u, SgNodeId old)
 {
   uint32_t n;
   const SgNodeId *in = sg_node_inputs (x->g, u, &n);
-  Listed it = { u, l->n_in, n <= FEW_INPUTS ? n : DEFERRED };
-  if (it.n != DEFERRED && l->n_in + n > l->cap_in) {
+  Listed it = { u, l->n_in, n };
+  if (n > FEW_INPUTS) {
+    it.n = DEFERRED;
+    list_append (l, it);
+    return;
+  }
+  if (l->n_in + n > l->cap_in) {
     l->cap_in = MAX (l->n_in + n, 2 * l->cap_in);
     l->in = g_renew (SgNodeId, l->in, l->cap_in);
   }
@@ -139,18 +157,12 @@ list_user (const Ctx *x, List *l, SgNodeId u, SgNodeId old)
   for (uint32_t j = 0; j < n; j++) {
     if (in[j] < old && x->redir[in[j]] != SG_NO_NODE)
       return; /* redirected at that one */
-    if (it.n == DEFERRED)
-      continue;
     dst[j] = final_target (x, in[j]);
     for (uint32_t i = 0; i < j; i++)
       if (dst[i] == dst[j])
         it.n = DEFERRED; /* inputs merge: its args are re-indexed in order */
   }
-  if (l->n_users == l->cap_users) {
-    l->cap_users = MAX (16, 2 * l->cap_users);
-    l->users = g_renew (Listed, l->users, l->cap_users);
-  }
-  l->users[l->n_users++] = it;
+  list_append (l, it);
   if (it.n != DEFERRED)
     l->n_in += n;
 }
@@ -183,7 +195,8 @@ append_list (Ctx *x, const List *l, uint32_t **map, uint32_t *map_len)
   for (uint32_t i = 0; i < l->n_users; i++) {
     const Listed *it = &l->users[i];
     if (it->n == DEFERRED) {
-      redirect_user (x, it->u, map, map_len);
+      if (x->tix[it->u] < 0) /* at the first replaced node it reads */
+        redirect_user (x, it->u, map, map_len);
       continue;
     }
     Touched t = { it->u, t_in->len, it->n, 0, 0, false };
