@@ -35,13 +35,15 @@
  * many bytes per node of the graph (measured: 570 at 6.7K nodes, 640 at
  * 36K). Together the workers beside the pass's own may hold the budget; a
  * graph too large for one more has none (the searches run one after the
- * other and judge nothing ahead). More than AHEAD_MAX_WORKERS judged
- * slower, not faster, on a 16-core server (36K nodes: 8 workers 463 ms,
- * 16 workers 551 ms for the pass: trials side by side share the memory
- * bandwidth). */
+ * other and judge nothing ahead). At most AHEAD_MAX_WORKERS, one per
+ * thread of a 16-core server: there, on the 6.7K-node graph, the pass
+ * took 51-54 ms with 16 workers, 55-63 with 12, 61-70 with 8 (six runs
+ * each; peak RSS 69, 53, 37-39 MB); on the 36K-node one, which the
+ * budget holds to 11, 277-311 ms against 285-340 with 8 (265-272 MB
+ * against 197-207). */
 #define AHEAD_BYTES_PER_NODE 700
 #define AHEAD_BUDGET_BYTES ((uint64_t)256 << 20)
-#define AHEAD_MAX_WORKERS 8
+#define AHEAD_MAX_WORKERS 16
 
 void
 sg_bucket_specs_free (SgBucketSpec *specs, int32_t n)
