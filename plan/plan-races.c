@@ -242,6 +242,32 @@ p2p_step (Races *r, int32_t i)
   return true;
 }
 
+/* How many entries the lists can get at most (each access off stream 0,
+ * each write of a buffer after its first): the shared array is made that
+ * large once, not grown by doubling (its old copies were holes in the
+ * heap at the run's peak). */
+static guint
+entries_at_most (const SgPlan *p)
+{
+  g_autofree bool *written = g_new0 (bool, (size_t)p->n_buffers + 1);
+  guint n = 0;
+  for (int32_t i = 0; i < p->n_ins; i++) {
+    const SgPlanIns *in = &p->ins[i];
+    if (in->kind != SG_INS_KERNEL && in->kind != SG_INS_COLLECTIVE)
+      continue;
+    if (in->stream != 0)
+      n += (guint)in->n_in + (guint)in->n_out;
+    for (int32_t k = 0; k < in->n_out; k++) {
+      const int32_t v = in->out[k], b = v >= 0 ? p->values[v].buffer : -1;
+      if (b >= 0 && written[b])
+        n++;
+      else if (b >= 0)
+        written[b] = true;
+    }
+  }
+  return n;
+}
+
 static bool
 run (Races *r)
 {
@@ -321,7 +347,7 @@ sg_plan_check_races (const SgPlan *p, GError **error)
   r.remote = g_new (List, (size_t)p->n_buffers + 1);
   for (int32_t b = 0; b <= p->n_buffers; b++)
     r.more[b] = r.remote[b] = (List){ -1, -1 };
-  r.entries = g_array_new (FALSE, FALSE, sizeof (Entry));
+  r.entries = g_array_sized_new (FALSE, FALSE, sizeof (Entry), entries_at_most (p));
   r.pos = g_new0 (int32_t, (size_t)MAX (p->n_groups, 1));
   r.touched = g_new0 (bool, (size_t)p->n_buffers + 1);
   bool ok = run (&r);
