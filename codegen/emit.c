@@ -136,8 +136,9 @@ set_node_pred (SgLower *l, SgPlanIns *in, SgNodeId id)
   }
 }
 
+/* A kernel's operands: its inputs' values (each once), its outputs'. */
 static void
-fill_kernel (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
+kernel_operands (SgLower *l, SgNodeId id, SgPlanIns *x)
 {
   const SgGraph *g = l->g;
   const SgNode *n = &g->nodes[id];
@@ -162,13 +163,21 @@ fill_kernel (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
       outs[n_out++] = l->tval[n->tuple_first + u];
   else if (l->nval[id] >= 0)
     outs[n_out++] = l->nval[id];
-  x->name = node_name (l, id);
-  x->op = n->kind;
-  x->target = target_str (l, t, n->target);
   x->in = ins;
   x->n_in = n_in;
   x->out = outs;
   x->n_out = n_out;
+}
+
+/* The rest of a kernel (its operands are there). */
+static void
+fill_kernel (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
+{
+  const SgGraph *g = l->g;
+  const SgNode *n = &g->nodes[id];
+  x->name = node_name (l, id);
+  x->op = n->kind;
+  x->target = target_str (l, t, n->target);
   x->args = sg_node_args_json (g, id, false, value_ref, l);
   x->kwargs = sg_node_args_json (g, id, true, value_ref, l);
   if (sg_elision_candidate (n->kind)) /* a copy that stays: why */
@@ -326,6 +335,12 @@ fill_task (gpointer ctx, int32_t t, int32_t worker)
   Task *task = &f->tasks[t];
   SgNodeId begin, end;
   sg_range_of (t, CHUNK, l->g->n_nodes, &begin, &end);
+  /* The kernels' operands first: their small arrays then lie side by
+   * side in the heap, in instruction order, not among the arguments'
+   * JSON (the validator and the writer read them in that order). */
+  for (SgNodeId id = begin; id < end; id++)
+    if (l->main_ins[id] >= 0 && l->ins[l->main_ins[id]].kind == SG_INS_KERNEL)
+      kernel_operands (l, id, &l->ins[l->main_ins[id]]);
   for (SgNodeId id = begin; id < end; id++) {
     if (l->main_ins[id] < 0)
       continue;

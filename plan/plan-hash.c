@@ -28,9 +28,14 @@
  *   3. once the low byte at every piece's start is known, FNV-1a of the
  *      piece from that byte; then the combination above.
  * A lane is a 16-bit element of a vector (GCC/clang vector extensions:
- * SSE2's pmullw on x86-64); its upper byte is never read. Four pieces go
- * through each loop together, so their chains overlap in the processor.
+ * SSE2's pmullw on x86-64); its upper byte is never read. Four pieces
+ * (or eight) go through each loop together, so their chains overlap in
+ * the processor.
  * Every step is exact integer arithmetic: the result is the one pass's.
+ * On one thread too, a long text hashed as eight such pieces
+ * (sg_plan_fnv1a_long) takes about a quarter fewer cycles than the one
+ * chain: eight chains of lanes, then four of the state, overlap where one
+ * waits for each multiply.
  */
 #include "plan-private.h"
 
@@ -80,50 +85,57 @@ static const Lanes byte_lanes[256] = { L64 (0), L64 (64), L64 (128), L64 (192) }
 #undef L16
 #undef L64
 
-/* The low-byte machine of up to 4 pieces at once: lane j of piece k starts
- * at @start[k] + @step * j; lanes[j] gets where it ends. */
+/* Bytes @from .. @to-1 of @k pieces (a constant where it is inlined:
+ * their chains overlap in the processor) through their lanes @v. */
+static inline __attribute__ ((always_inline)) void
+lanes_together (Lanes *v, const unsigned char *const *a, size_t from, size_t to, int k)
+{
+  const Lanes mul = { 0xb3, 0xb3, 0xb3, 0xb3, 0xb3, 0xb3, 0xb3, 0xb3 };
+  for (size_t i = from; i < to; i++)
+    for (int j = 0; j < k; j++)
+      v[j] = (v[j] ^ byte_lanes[a[j][i]]) * mul;
+}
+
+/* The low-byte machine of up to LANE_PIECES pieces at once: lane j of
+ * piece k starts at @start[k] + @step * j; lanes[j] gets where it ends.
+ * Eight (or four) chains together hide the multiply's latency. */
+#define LANE_PIECES 8
 static void
 run_lanes (SgHashPiece *pc, int n, const unsigned *start, unsigned step)
 {
-  const Lanes mul = { 0xb3, 0xb3, 0xb3, 0xb3, 0xb3, 0xb3, 0xb3, 0xb3 };
-  Lanes v[4];
+  Lanes v[LANE_PIECES];
+  const unsigned char *a[LANE_PIECES];
   size_t common = SIZE_MAX;
   for (int k = 0; k < n; k++) {
     for (unsigned j = 0; j < 8; j++)
       v[k][j] = (uint16_t)(start[k] + step * j);
+    a[k] = (const unsigned char *)pc[k].data;
     common = MIN (common, pc[k].len);
   }
   size_t i = 0;
-  if (n == 4) {
-    const unsigned char *a = (const unsigned char *)pc[0].data,
-                        *b = (const unsigned char *)pc[1].data,
-                        *c = (const unsigned char *)pc[2].data,
-                        *d = (const unsigned char *)pc[3].data;
-    Lanes va = v[0], vb = v[1], vc = v[2], vd = v[3];
-    for (; i < common; i++) {
-      va = (va ^ byte_lanes[a[i]]) * mul;
-      vb = (vb ^ byte_lanes[b[i]]) * mul;
-      vc = (vc ^ byte_lanes[c[i]]) * mul;
-      vd = (vd ^ byte_lanes[d[i]]) * mul;
-    }
-    v[0] = va, v[1] = vb, v[2] = vc, v[3] = vd;
+  if (n == 8) {
+    lanes_together (v, a, 0, common, 8);
+    i = common;
+  } else if (n >= 4) {
+    lanes_together (v, a, 0, common, 4);
+    i = common;
   }
   for (int k = 0; k < n; k++) {
-    const unsigned char *a = (const unsigned char *)pc[k].data;
-    Lanes x = v[k];
-    for (size_t j = i; j < pc[k].len; j++)
-      x = (x ^ byte_lanes[a[j]]) * mul;
+    /* the rest of each piece: from the common length, or all of those
+     * beyond the first four */
+    const size_t from = n == 8 || k < 4 ? i : 0;
+    lanes_together (&v[k], &a[k], from, pc[k].len, 1);
     for (int j = 0; j < 8; j++)
-      pc[k].lanes[j] = (uint8_t)x[j];
+      pc[k].lanes[j] = (uint8_t)v[k][j];
   }
 }
 
 void
 sg_hash_pieces_nibble (SgHashPiece *pc, int n)
 {
-  const unsigned zero[4] = { 0 };
-  for (int k = 0; k < n; k += 4)
-    run_lanes (pc + k, MIN (4, n - k), zero, 1);
+  const unsigned zero[LANE_PIECES] = { 0 };
+  for (int k = 0; k < n; k += LANE_PIECES)
+    run_lanes (pc + k, MIN (LANE_PIECES, n - k), zero, 1);
 }
 
 void
@@ -139,11 +151,11 @@ sg_hash_resolve_nibble (uint64_t h, SgHashPiece *pc, int n)
 void
 sg_hash_pieces_byte (SgHashPiece *pc, int n)
 {
-  for (int k = 0; k < n; k += 4) {
-    unsigned start[4];
-    for (int j = 0; j < MIN (4, n - k); j++)
+  for (int k = 0; k < n; k += LANE_PIECES) {
+    unsigned start[LANE_PIECES];
+    for (int j = 0; j < MIN (LANE_PIECES, n - k); j++)
       start[j] = pc[k + j].low & 0xF;
-    run_lanes (pc + k, MIN (4, n - k), start, 16);
+    run_lanes (pc + k, MIN (LANE_PIECES, n - k), start, 16);
   }
 }
 
@@ -225,4 +237,19 @@ sg_hash_pieces (uint64_t h, SgHashPiece *pc, int n)
   sg_hash_resolve_byte (h, pc, n);
   sg_hash_pieces_run (pc, n);
   return sg_hash_combine (h, pc, n);
+}
+
+uint64_t
+sg_plan_fnv1a_long (uint64_t h, const char *data, size_t len)
+{
+  /* below this, the pieces' fixed work (resolving, combining) costs more
+   * than their overlap saves */
+  if (len < SG_PLAN_FNV_LONG)
+    return sg_plan_fnv1a_more (h, data, len);
+  SgHashPiece pc[LANE_PIECES];
+  for (int k = 0; k < LANE_PIECES; k++) {
+    size_t x = len * (size_t)k / LANE_PIECES, y = len * (size_t)(k + 1) / LANE_PIECES;
+    pc[k] = (SgHashPiece){ .data = data + x, .len = y - x };
+  }
+  return sg_hash_pieces (h, pc, LANE_PIECES);
 }

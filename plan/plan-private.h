@@ -12,6 +12,10 @@ void sg_plan_ins_clear (SgPlanIns *ins);
 #define SG_PLAN_FNV_OFFSET UINT64_C (0xcbf29ce484222325)
 uint64_t sg_plan_fnv1a (const char *data, size_t len);
 uint64_t sg_plan_fnv1a_more (uint64_t h, const char *data, size_t len);
+/* sg_plan_fnv1a_more on this thread, a text of SG_PLAN_FNV_LONG bytes or
+ * more as pieces hashed at once (below): the same value, sooner. */
+#define SG_PLAN_FNV_LONG 4096
+uint64_t sg_plan_fnv1a_long (uint64_t h, const char *data, size_t len);
 
 /* A piece of a text hashed apart from the others (plan-hash.c): pieces
  * 0 .. n-1 in text order give sg_plan_fnv1a_more (h, their bytes). The

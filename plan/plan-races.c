@@ -63,16 +63,29 @@ typedef struct {
   Stamp at;
 } Write;
 
+/* An entry of a buffer's list (its later writes, or its accesses off
+ * stream 0: then @w.value is unused): the lists of all buffers share one
+ * array, each in the order of its entries (no allocation per buffer). */
+typedef struct {
+  Write w;
+  int32_t next; /* the buffer's next entry, -1 */
+} Entry;
+
+typedef struct {
+  int32_t head, tail; /* -1: empty */
+} List;
+
 typedef struct {
   const SgPlan *p;
   int32_t ns;
   int32_t *vc;     /* ns x ns: vc[s * ns + t] = what stream s has seen of t */
   int32_t *ev;     /* n_events x ns */
   Write *first;    /* per buffer: its first write (value -1: none yet) */
-  GArray **more;   /* per buffer: its later writes (Write), NULL when none */
+  List *more;      /* per buffer: its later writes */
   int32_t *pos;    /* n_groups: group positions while testing overlaps */
   bool *touched;   /* per buffer: accessed at least once */
-  GArray **remote; /* per buffer: Stamps of accesses off stream 0 */
+  List *remote;    /* per buffer: the stamps of its accesses off stream 0 */
+  GArray *entries; /* Entry: the lists' */
   int32_t free_seq; /* stream 0's seq of the latest FREE */
   GError **error;
 } Races;
@@ -91,6 +104,25 @@ static bool
 seen (const Races *r, int32_t stream, Stamp s)
 {
   return s.seq == 0 || r->vc[stream * r->ns + s.stream] >= s.seq;
+}
+
+static const Entry *
+entry (const Races *r, int32_t k)
+{
+  return &g_array_index (r->entries, Entry, k);
+}
+
+/* Appends @w to the list @l. */
+static void
+list_append (Races *r, List *l, Write w)
+{
+  const int32_t k = (int32_t)r->entries->len;
+  g_array_append_val (r->entries, ((Entry){ w, -1 }));
+  if (l->tail >= 0)
+    g_array_index (r->entries, Entry, l->tail).next = k;
+  else
+    l->head = k;
+  l->tail = k;
 }
 
 /* Whether the bytes of @a and @o overlap on some rank: every position of
@@ -131,26 +163,29 @@ writes_seen (Races *r, int32_t i, int32_t v, bool write, Stamp now)
 {
   const SgPlan *p = r->p;
   const int32_t b = p->values[v].buffer;
-  const GArray *more = r->more[b];
-  const guint n = (r->first[b].value >= 0) + (more ? more->len : 0);
-  for (guint k = 0; k < n; k++) {
-    const Write *w = k == 0 ? &r->first[b] : &g_array_index (more, Write, k - 1);
+  if (r->first[b].value < 0)
+    return true; /* nor later ones */
+  const Write *w = &r->first[b];
+  for (int32_t k = r->more[b].head;; k = entry (r, k)->next) {
     uint64_t x0, y0;
-    if (seen (r, now.stream, w->at) || !overlap_some_rank (r, &p->values[v], &p->values[w->value], &x0, &y0))
-      continue;
-    const char *nm = p->ins[i].name ? p->ins[i].name : "";
-    if (write)
+    if (!seen (r, now.stream, w->at) &&
+        overlap_some_rank (r, &p->values[v], &p->values[w->value], &x0, &y0)) {
+      const char *nm = p->ins[i].name ? p->ins[i].name : "";
+      if (write)
+        return race (r,
+                     "ins[%d] \"%s\" on stream %d writes value \"%s\" over \"%s\" (buffers[%d]) "
+                     "before that write (stream %d step %d) is ordered by an event",
+                     i, nm, now.stream, p->values[v].name, p->values[w->value].name, b,
+                     w->at.stream, w->at.seq);
       return race (r,
-                   "ins[%d] \"%s\" on stream %d writes value \"%s\" over \"%s\" (buffers[%d]) "
-                   "before that write (stream %d step %d) is ordered by an event",
-                   i, nm, now.stream, p->values[v].name, p->values[w->value].name, b,
-                   w->at.stream, w->at.seq);
-    return race (r,
-                 "ins[%d] \"%s\" on stream %d reads value \"%s\" before its write (stream %d step "
-                 "%d) is ordered by an event",
-                 i, nm, now.stream, p->values[v].name, w->at.stream, w->at.seq);
+                   "ins[%d] \"%s\" on stream %d reads value \"%s\" before its write (stream %d "
+                   "step %d) is ordered by an event",
+                   i, nm, now.stream, p->values[v].name, w->at.stream, w->at.seq);
+    }
+    if (k < 0)
+      return true;
+    w = &entry (r, k)->w; /* the buffer's next write */
   }
-  return true;
 }
 
 static bool
@@ -172,15 +207,10 @@ touch (Races *r, int32_t i, int32_t v, bool write, Stamp now)
   if (write && r->first[b].value < 0) {
     r->first[b] = (Write){ v, now };
   } else if (write) {
-    if (!r->more[b])
-      r->more[b] = g_array_new (FALSE, FALSE, sizeof (Write));
-    g_array_append_val (r->more[b], ((Write){ v, now }));
+    list_append (r, &r->more[b], (Write){ v, now });
   }
-  if (now.stream != 0) {
-    if (!r->remote[b])
-      r->remote[b] = g_array_new (FALSE, FALSE, sizeof (Stamp));
-    g_array_append_val (r->remote[b], now);
-  }
+  if (now.stream != 0)
+    list_append (r, &r->remote[b], (Write){ -1, now });
   return true;
 }
 
@@ -210,6 +240,32 @@ p2p_step (Races *r, int32_t i)
                      i, nm, k ? "output" : "input", v->name, v->buffer);
     }
   return true;
+}
+
+/* How many entries the lists can get at most (each access off stream 0,
+ * each write of a buffer after its first): the shared array is made that
+ * large once, not grown by doubling (its old copies were holes in the
+ * heap at the run's peak). */
+static guint
+entries_at_most (const SgPlan *p)
+{
+  g_autofree bool *written = g_new0 (bool, (size_t)p->n_buffers + 1);
+  guint n = 0;
+  for (int32_t i = 0; i < p->n_ins; i++) {
+    const SgPlanIns *in = &p->ins[i];
+    if (in->kind != SG_INS_KERNEL && in->kind != SG_INS_COLLECTIVE)
+      continue;
+    if (in->stream != 0)
+      n += (guint)in->n_in + (guint)in->n_out;
+    for (int32_t k = 0; k < in->n_out; k++) {
+      const int32_t v = in->out[k], b = v >= 0 ? p->values[v].buffer : -1;
+      if (b >= 0 && written[b])
+        n++;
+      else if (b >= 0)
+        written[b] = true;
+    }
+  }
+  return n;
 }
 
 static bool
@@ -245,9 +301,8 @@ run (Races *r)
           return false;
       break;
     case SG_INS_FREE: {
-      GArray *a = r->remote[in->buffer];
-      for (guint k = 0; a && k < a->len; k++) {
-        Stamp x = g_array_index (a, Stamp, k);
+      for (int32_t k = r->remote[in->buffer].head; k >= 0; k = entry (r, k)->next) {
+        Stamp x = entry (r, k)->w.at;
         if (!seen (r, s, x))
           return race (r,
                        "ins[%d] frees buffers[%d] while stream %d (step %d) may still use it: "
@@ -288,19 +343,17 @@ sg_plan_check_races (const SgPlan *p, GError **error)
   r.first = g_new (Write, (size_t)p->n_buffers + 1);
   for (int32_t b = 0; b <= p->n_buffers; b++)
     r.first[b].value = -1;
-  r.more = g_new0 (GArray *, (size_t)p->n_buffers + 1);
+  r.more = g_new (List, (size_t)p->n_buffers + 1);
+  r.remote = g_new (List, (size_t)p->n_buffers + 1);
+  for (int32_t b = 0; b <= p->n_buffers; b++)
+    r.more[b] = r.remote[b] = (List){ -1, -1 };
+  r.entries = g_array_sized_new (FALSE, FALSE, sizeof (Entry), entries_at_most (p));
   r.pos = g_new0 (int32_t, (size_t)MAX (p->n_groups, 1));
   r.touched = g_new0 (bool, (size_t)p->n_buffers + 1);
-  r.remote = g_new0 (GArray *, (size_t)p->n_buffers + 1);
   bool ok = run (&r);
-  for (int32_t b = 0; b < p->n_buffers; b++)
-    if (r.remote[b])
-      g_array_free (r.remote[b], TRUE);
+  g_array_free (r.entries, TRUE);
   g_free (r.remote);
   g_free (r.touched);
-  for (int32_t b = 0; b < p->n_buffers; b++)
-    if (r.more[b])
-      g_array_free (r.more[b], TRUE);
   g_free (r.more);
   g_free (r.first);
   g_free (r.pos);

@@ -107,8 +107,11 @@ static const char digit_pairs[201] = "000102030405060708091011121314151617181920
 static void
 put_u64 (GString *s, uint64_t v)
 {
-  char buf[24];
-  char *at = buf + sizeof buf;
+  /* the digits end at buf + 24; a copy of 24 bytes from the first (at
+   * most 20 of them, the rest past the end within buf) is a fixed-size
+   * one, without a call to memcpy for each number */
+  char buf[48];
+  char *at = buf + 24;
   while (v >= 100) {
     const unsigned d = (unsigned)(v % 100) * 2;
     v /= 100;
@@ -120,7 +123,14 @@ put_u64 (GString *s, uint64_t v)
     *--at = digit_pairs[2 * v];
   } else
     *--at = (char)('0' + v);
-  put_len (s, at, (size_t)(buf + sizeof buf - at));
+  const size_t n = (size_t)(buf + 24 - at);
+  if (G_UNLIKELY (s->len + 24 >= s->allocated_len)) {
+    put_len (s, at, n);
+    return;
+  }
+  memcpy (s->str + s->len, at, 24);
+  s->len += n;
+  s->str[s->len] = 0;
 }
 
 static void
@@ -512,7 +522,7 @@ sg_plan_to_json (SgPlan *p, size_t *len)
   uint64_t h = sg_plan_text_hash (s, &at);
   size_t body = s->len;
   sg_plan_text_range (s, p, 0, sg_plan_text_items (p));
-  h = sg_plan_fnv1a_more (h, s->str + body, s->len - body);
+  h = sg_plan_fnv1a_long (h, s->str + body, s->len - body);
   char hex[17];
   sg_plan_text_set_hash (p, h, hex);
   memcpy (s->str + at.hash_at, hex, 16);

@@ -13,7 +13,8 @@
  * with the hash digits all '0', then the items in rounds, the hash digits
  * last. A round is a task per thread, each writing its range of items
  * into a buffer of its own; the buffers go to the file in task order.
- * With one thread the hash goes on over each buffer in order. With
+ * With one thread the hash goes on over each buffer in order (as pieces
+ * hashed at once on it: sg_plan_fnv1a_long). With
  * several, each buffer is hashed as PIECES pieces at once (plan-hash.c:
  * two passes over the pieces find the low byte of the state at each one's
  * start, a third hashes it from there), combined in order; the buffers of
@@ -38,7 +39,7 @@
  * pieces per task. */
 #define MIN_TASK_ITEMS 256
 #define MAX_TASK_ITEMS 4096
-#define PIECES 4
+#define PIECES 8
 
 typedef enum { STEP_TEXT, STEP_BYTE, STEP_RUN } Step;
 
@@ -206,7 +207,7 @@ write_round (Writer *w, const SgPlanRunner *runner, int32_t per_round, uint64_t 
     *h = sg_hash_combine (*h, w->pc, n_pc);
   } else {
     for (int32_t t = 0; t < s->n_tasks; t++)
-      *h = sg_plan_fnv1a_more (*h, s->buf[t]->str, s->buf[t]->len);
+      *h = sg_plan_fnv1a_long (*h, s->buf[t]->str, s->buf[t]->len);
   }
   w->from += (size_t)s->n_tasks * w->task_items;
   if (!w->thread) {

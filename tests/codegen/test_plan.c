@@ -303,6 +303,30 @@ START_TEST (pieces_hashed_apart_combine_to_fnv1a_at_any_split)
 }
 END_TEST
 
+/* A long text hashed on one thread as pieces at once (the writer's and
+ * sg_plan_to_json's hash) gives the one pass's hash from any state, at
+ * lengths around the threshold and well above it. */
+START_TEST (long_text_hashed_in_pieces_on_one_thread_equals_fnv1a)
+{
+  GRand *rnd = g_rand_new_with_seed (13);
+  const size_t most = 4 * SG_PLAN_FNV_LONG + 77;
+  g_autofree char *text = g_malloc (most);
+  for (size_t i = 0; i < most; i++)
+    text[i] = (char)g_rand_int_range (rnd, 0, 256);
+  const size_t lens[] = { 0, 1, 7, SG_PLAN_FNV_LONG - 1, SG_PLAN_FNV_LONG,
+                          SG_PLAN_FNV_LONG + 1, SG_PLAN_FNV_LONG + 13, 2 * SG_PLAN_FNV_LONG + 5,
+                          most };
+  for (size_t k = 0; k < G_N_ELEMENTS (lens); k++)
+    for (size_t off = 0; off < 3; off++) {
+      const size_t len = MIN (lens[k], most - off);
+      uint64_t h = ((uint64_t)g_rand_int (rnd) << 32) | g_rand_int (rnd);
+      ck_assert_uint_eq (sg_plan_fnv1a_long (h, text + off, len),
+                         sg_plan_fnv1a_more (h, text + off, len));
+    }
+  g_rand_free (rnd);
+}
+END_TEST
+
 START_TEST (plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line)
 {
   g_autoptr (SgPlan) p = small_plan ();
@@ -1018,6 +1042,7 @@ plan_suite (void)
   tcase_add_test (tc, times_of_any_finite_size_round_trip_with_their_hash);
   tcase_add_test (tc, fnv1a_by_words_equals_fnv1a_by_bytes_at_every_length_and_split);
   tcase_add_test (tc, pieces_hashed_apart_combine_to_fnv1a_at_any_split);
+  tcase_add_test (tc, long_text_hashed_in_pieces_on_one_thread_equals_fnv1a);
   tcase_add_test (tc, plan_hash_is_fnv1a_of_text_with_zero_hash_without_the_graph_line);
   tcase_add_test (tc, the_graph_file_name_does_not_change_the_hash);
   tcase_add_test (tc, the_hash_field_must_be_canonical_lower_case_hex);
