@@ -7,8 +7,9 @@
  * the memory limit.
  * The orders by key (critical path, due) are stable radix sorts of the
  * keys' bits in id order: what sorting by (key, id) gives.
- * The node loop runs in chunks, and the parts that need only the nodes and
- * the users side by side, on the worker pool (cfg->pool); each writes only
+ * The node loop runs in chunks on the worker pool (cfg->pool); then, side
+ * by side, the users with the parts that need them, and the storage roots
+ * with the parts that need those and not the users; each part writes only
  * its own fields.
  *
  * Requires: est_us (estimate/). Invalidates: nothing.
@@ -379,37 +380,63 @@ input_ends (SgSchedProblem *P, const int32_t *pos)
 /* What the parts read: the problem and the input order's positions. */
 typedef struct {
   SgSchedProblem *P;
-  const int32_t *pos;
+  SgPool *pool;
+  int32_t *pos;
 } Parts;
 
-/* The parts that need only the nodes and the users, side by side; each
- * writes its own fields. */
+/* The parts that need the storage roots and the input order's positions,
+ * not the users, side by side; each writes its own fields. */
 static void
-part_task (gpointer data, int32_t task, int32_t worker)
+input_part (gpointer data, int32_t task, int32_t worker)
 {
   (void)worker;
   Parts *parts = data;
-  SgSchedProblem *P = parts->P;
+  if (task == 0)
+    live_at (parts->P, true, parts->pos);
+  else
+    input_ends (parts->P, parts->pos);
+}
+
+/* The parts that need the users, side by side; each writes its own
+ * fields. */
+static void
+users_part (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  SgSchedProblem *P = ((Parts *)data)->P;
   switch (task) {
   case 0:
-    live_at (P, true, parts->pos);
-    break;
-  case 1:
-    input_ends (P, parts->pos);
-    break;
-  case 2:
     due_and_ready (P);
     break;
-  case 3:
+  case 1:
     critical_path_rank (P);
     break;
-  case 4:
+  case 2:
     nearest_collectives (P);
     break;
   default:
     free_feeders (P);
     break;
   }
+}
+
+/* The two halves of what follows the node loop, side by side: the users
+ * and what needs them (task 0); the storage roots, the input order's
+ * positions and what needs them, not the users (task 1). */
+static void
+half_task (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  Parts *parts = data;
+  SgSchedProblem *P = parts->P;
+  if (task == 0) {
+    users_and_waits (P);
+    sg_pool_run (parts->pool, 4, users_part, parts);
+    return;
+  }
+  P->root = sg_graph_storage_roots (P->g);
+  parts->pos = sg_sched_positions (P->g, NULL);
+  sg_pool_run (parts->pool, 2, input_part, parts);
 }
 
 void
@@ -420,11 +447,9 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   P->comm = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   P->in_bytes = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   basic_nodes (P, pool);
-  users_and_waits (P);
-  P->root = sg_graph_storage_roots (g);
-  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
-  Parts parts = { P, pos };
-  sg_pool_run (pool, 6, part_task, &parts);
+  Parts parts = { P, pool, NULL };
+  sg_pool_run (pool, 2, half_task, &parts);
+  g_free (parts.pos);
 }
 
 void
