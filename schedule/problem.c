@@ -9,6 +9,7 @@
  * keys' bits in id order: what sorting by (key, id) gives.
  * The node loop runs in chunks on the worker pool (cfg->pool); then, side
  * by side, the users with the parts that need them, and the storage roots
+ * (and when asked, each root's bytes, which a simulation's peak counts)
  * with the parts that need those and not the users; each part writes only
  * its own fields.
  *
@@ -381,6 +382,7 @@ input_ends (SgSchedProblem *P, const int32_t *pos)
 typedef struct {
   SgSchedProblem *P;
   SgPool *pool;
+  bool sim_peaks; /* store_bytes made */
   int32_t *pos;
 } Parts;
 
@@ -434,22 +436,38 @@ half_task (gpointer data, int32_t task, int32_t worker)
     sg_pool_run (parts->pool, 4, users_part, parts);
     return;
   }
-  P->root = sg_graph_storage_roots (P->g);
+  /* the roots (sg_graph_storage_roots) and with parts->sim_peaks each
+   * root's bytes, from one elision */
+  SgElision e;
+  sg_graph_elision (P->g, &e);
+  if (parts->sim_peaks)
+    P->store_bytes = sg_elision_storage_bytes (P->g, &e, NULL, NULL);
+  P->root = g_steal_pointer (&e.root);
+  sg_elision_clear (&e);
   parts->pos = sg_sched_positions (P->g, NULL);
   sg_pool_run (parts->pool, 2, input_part, parts);
 }
 
 void
-sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg, bool sim_peaks)
 {
   problem_start (P, g, cfg);
   SgPool *pool = cfg ? cfg->pool : NULL;
   P->comm = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   P->in_bytes = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   basic_nodes (P, pool);
-  Parts parts = { P, pool, NULL };
+  Parts parts = { P, pool, sim_peaks, NULL };
   sg_pool_run (pool, 2, half_task, &parts);
   g_free (parts.pos);
+}
+
+uint64_t
+sg_sched_sim_peak (const SgSchedProblem *P, const int32_t *pos)
+{
+  g_return_val_if_fail (P->store_bytes != NULL, 0);
+  /* what sg_graph_peak_bytes gives: the liveness over the elision's roots
+   * and storage bytes, made once here */
+  return sg_graph_liveness (P->g, pos, NULL, P->root, P->store_bytes);
 }
 
 void
@@ -486,4 +504,5 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->group);
   g_free (P->users);
   g_free (P->profile);
+  g_free (P->store_bytes);
 }

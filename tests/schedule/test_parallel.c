@@ -382,7 +382,7 @@ START_TEST (problem_orders_sort_as_qsort_by_key_and_id)
   for (int i = 0; i < ng; i++) {
     const SgGraph *g = gs[i];
     SgSchedProblem P;
-    sg_sched_problem_init (&P, g, NULL);
+    sg_sched_problem_init (&P, g, NULL, false);
     int32_t n = P.n;
     g_autofree Ref *r = g_new (Ref, (size_t)n);
     for (SgNodeId x = 0; x < n; x++)
@@ -443,6 +443,7 @@ same_problem (const SgSchedProblem *a, const SgSchedProblem *b)
   SAME_ARRAY (ins, a->ifirst[n]);
   SAME_ARRAY (group, n);
   SAME_ARRAY (gorder, a->n_colls);
+  SAME_ARRAY (store_bytes, n);
   ck_assert (a->peak_in == b->peak_in && a->limit == b->limit);
   ck_assert (a->n_colls == b->n_colls && a->n_waits == b->n_waits && a->n_roots == b->n_roots);
 }
@@ -453,18 +454,41 @@ START_TEST (the_problem_made_on_a_pool_is_the_same)
   SgGraph **gs = test_graphs (&ng);
   for (int i = 0; i < ng; i++) {
     SgSchedProblem ref;
-    sg_sched_problem_init (&ref, gs[i], NULL);
+    sg_sched_problem_init (&ref, gs[i], NULL, true);
     for (size_t p = 1; p < G_N_ELEMENTS (pool_sizes); p++) {
       SgConfig cfg;
       sg_config_init (&cfg);
       cfg.pool = sg_pool_new (pool_sizes[p]);
       SgSchedProblem P;
-      sg_sched_problem_init (&P, gs[i], &cfg);
+      sg_sched_problem_init (&P, gs[i], &cfg, true);
       same_problem (&ref, &P);
       sg_sched_problem_clear (&P);
       sg_pool_free (cfg.pool);
     }
     sg_sched_problem_clear (&ref);
+  }
+  free_graphs (gs, ng);
+}
+END_TEST
+
+/* The peak a simulation gives, from the problem's storage bytes, is
+ * sg_graph_peak_bytes's, for the input order and the scheduled one. */
+START_TEST (the_problem_s_simulated_peak_is_sg_graph_peak_bytes)
+{
+  int ng;
+  SgGraph **gs = test_graphs (&ng);
+  for (int i = 0; i < ng; i++) {
+    const SgGraph *g = gs[i];
+    SgSchedProblem P;
+    sg_sched_problem_init (&P, g, NULL, true);
+    g_autofree SgNodeId *sched = sg_schedule_order (g, NULL, NULL);
+    ck_assert_ptr_nonnull (sched);
+    const SgNodeId *orders[] = { NULL, sched };
+    for (size_t k = 0; k < G_N_ELEMENTS (orders); k++) {
+      g_autofree int32_t *pos = sg_sched_positions (g, orders[k]);
+      ck_assert_uint_eq (sg_sched_sim_peak (&P, pos), sg_graph_peak_bytes (g, orders[k]));
+    }
+    sg_sched_problem_clear (&P);
   }
   free_graphs (gs, ng);
 }
@@ -480,6 +504,7 @@ main (void)
     the_winning_run_is_kept_as_the_graph_s_simulation,
     problem_orders_sort_as_qsort_by_key_and_id,
     the_problem_made_on_a_pool_is_the_same,
+    the_problem_s_simulated_peak_is_sg_graph_peak_bytes,
   };
   return st_run ("parallel", 300, tests, G_N_ELEMENTS (tests));
 }
