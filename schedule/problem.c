@@ -221,6 +221,32 @@ sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig
   basic_nodes (P, cfg ? cfg->pool : NULL);
 }
 
+/* Users (CSR, ascending ids): the graph's when it has them (the same
+ * arrays sg_graph_fill_users makes), else made here. */
+static void
+users_csr (SgSchedProblem *P)
+{
+  const SgGraph *g = P->g;
+  int32_t n = P->n;
+  if (g->user_first) {
+    P->ufirst = g_memdup2 (g->user_first, sizeof (uint32_t) * ((size_t)n + 1));
+    P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
+    memcpy (P->users, g->users, sizeof (SgNodeId) * P->ufirst[n]);
+    return;
+  }
+  P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
+  for (SgNodeId i = 0; i < n; i++)
+    for (uint32_t j = P->ifirst[i]; j < P->ifirst[i + 1]; j++)
+      P->ufirst[P->ins[j] + 1]++;
+  for (SgNodeId i = 0; i < n; i++)
+    P->ufirst[i + 1] += P->ufirst[i];
+  P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
+  g_autofree uint32_t *fill = g_memdup2 (P->ufirst, sizeof (uint32_t) * ((size_t)n + 1));
+  for (SgNodeId i = 0; i < n; i++)
+    for (uint32_t j = P->ifirst[i]; j < P->ifirst[i + 1]; j++)
+      P->users[fill[P->ins[j]]++] = i;
+}
+
 /* Inputs and users (CSR), groups, each collective's first wait, each
  * wait's collective, the waits a collective reads. */
 static void
@@ -231,7 +257,6 @@ users_and_waits (SgSchedProblem *P)
   P->wait_of = g_new (SgNodeId, (size_t)MAX (n, 1));
   P->coll_of = g_new (SgNodeId, (size_t)MAX (n, 1));
   P->feeds_coll = g_new0 (uint8_t, (size_t)MAX (n, 1));
-  P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
   P->ifirst = g_new (uint32_t, (size_t)n + 1);
   P->group = g_new (int32_t, (size_t)MAX (n, 1));
   P->ifirst[0] = 0;
@@ -239,22 +264,14 @@ users_and_waits (SgSchedProblem *P)
     P->wait_of[i] = P->coll_of[i] = SG_NO_NODE;
     P->group[i] = g->nodes[i].group;
     uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, i, &k);
+    sg_node_inputs (g, i, &k);
     P->ifirst[i + 1] = P->ifirst[i] + k;
-    for (uint32_t j = 0; j < k; j++)
-      P->ufirst[in[j] + 1]++;
   }
   P->ins = g_new (SgNodeId, (size_t)P->ifirst[n] + 1);
-  for (SgNodeId i = 0; i < n; i++)
-    P->ufirst[i + 1] += P->ufirst[i];
-  P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
-  g_autofree uint32_t *fill = g_memdup2 (P->ufirst, sizeof (uint32_t) * ((size_t)n + 1));
   for (SgNodeId i = 0; i < n; i++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, i, &k);
     memcpy (P->ins + P->ifirst[i], in, sizeof (SgNodeId) * k);
-    for (uint32_t j = 0; j < k; j++)
-      P->users[fill[in[j]]++] = i;
     for (uint32_t j = 0; j < k; j++)
       if (P->role[i] == SG_ROLE_COLL && P->role[in[j]] == SG_ROLE_WAIT)
         P->feeds_coll[in[j]] = 1;
@@ -267,6 +284,7 @@ users_and_waits (SgSchedProblem *P)
       }
     }
   }
+  users_csr (P);
 }
 
 /* Deadlines, and what compute feeds: the nearest collective (by id, by
