@@ -342,10 +342,10 @@ record_hiding (SgGraph *g, GError **error)
 }
 
 /* Puts the graph in @order, keeping @sim (the simulation of @order, when it
- * has one: n_nodes > 0) as the simulation of the new ids; nothing changes
- * for the id order. */
+ * has one: n_nodes > 0) as the simulation of the new ids (renumbered on
+ * @pool); nothing changes for the id order. */
 static bool
-take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, GError **error)
+take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, SgPool *pool, GError **error)
 {
   bool same = true;
   for (SgNodeId i = 0; i < g->n_nodes && same; i++)
@@ -355,7 +355,7 @@ take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, GError **error)
     return false;
   }
   if (sim->n_nodes > 0 && !same) {
-    sg_sim_result_renumber (g, order, sim);
+    sg_sim_result_renumber (g, order, sim, pool);
     sg_graph_keep_simulation (g, sim);
   }
   sg_sim_result_clear (sim);
@@ -398,7 +398,7 @@ sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
     return false;
   SgSimResult sim;
   g_autofree SgNodeId *order = schedule_order (g, cfg, base, &sim, error);
-  if (!order || !take_order (g, order, &sim, error))
+  if (!order || !take_order (g, order, &sim, cfg ? cfg->pool : NULL, error))
     return false;
   return record_hiding (g, error);
 }
@@ -425,7 +425,7 @@ sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   sg_sched_problem_clear (&P);
   if (improved == 0)
     return true;
-  if (!take_order (g, order, &r, error))
+  if (!take_order (g, order, &r, cfg->pool, error))
     return false;
   return record_hiding (g, error);
 }

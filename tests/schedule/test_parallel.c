@@ -320,40 +320,47 @@ START_TEST (an_engine_copy_goes_on_as_the_engine)
 END_TEST
 
 /* The scheduling pass keeps the winning variant's run (or the polish's
- * simulation) as the graph's simulation: what a fresh simulation of the
- * new order gives, with and without the polish in the pass. */
+ * simulation) as the graph's simulation, renumbered to the new ids (the
+ * bound's terms beside the ids on the pool): what a fresh simulation of
+ * the new order gives, with and without the polish in the pass, on pools
+ * of every size. */
 START_TEST (the_winning_run_is_kept_as_the_graph_s_simulation)
 {
   int ng;
   SgGraph **gs = test_graphs (&ng);
   int32_t kept = 0;
   for (int i = 0; i < ng; i++)
-    for (int bucket = 0; bucket < 2; bucket++) {
-      SgGraph *g = sg_graph_copy (gs[i]);
-      SgConfig cfg;
-      sg_config_init (&cfg);
-      cfg.bucket = bucket;
-      GError *err = NULL;
-      ck_assert_msg (sg_schedule_reorder (g, &cfg, &err), "%s", err ? err->message : "");
-      const SgSimResult *k = sg_graph_simulation_kept (g);
-      ck_assert (k != NULL);
-      SgSimResult f;
-      ck_assert (sg_simulate (g, NULL, &f, NULL));
-      ck_assert (k->step_us == f.step_us && k->compute_us == f.compute_us
-                 && k->comm_us == f.comm_us && k->exposed_us == f.exposed_us);
-      ck_assert (k->hidden == f.hidden && k->partial == f.partial && k->exposed == f.exposed);
-      ck_assert_msg (k->peak_bytes == f.peak_bytes, "graph %d: peak", i);
-      ck_assert (k->compute_busy_us == f.compute_busy_us);
-      ck_assert (k->critical_path_us == f.critical_path_us);
-      ck_assert (k->bound.lower_bound_us == f.bound.lower_bound_us);
-      ck_assert (k->n_rows == f.n_rows && k->n_nodes == f.n_nodes);
-      ck_assert (memcmp (k->rows, f.rows, sizeof (SgCollRow) * (size_t)f.n_rows) == 0);
-      ck_assert (memcmp (k->node_start, f.node_start, sizeof (double) * (size_t)f.n_nodes) == 0);
-      ck_assert (memcmp (k->node_end, f.node_end, sizeof (double) * (size_t)f.n_nodes) == 0);
-      kept++;
-      sg_sim_result_clear (&f);
-      sg_graph_free (g);
-    }
+    for (int bucket = 0; bucket < 2; bucket++)
+      for (size_t p = 0; p < G_N_ELEMENTS (pool_sizes); p++) {
+        SgGraph *g = sg_graph_copy (gs[i]);
+        SgConfig cfg;
+        sg_config_init (&cfg);
+        cfg.bucket = bucket;
+        cfg.pool = pool_sizes[p] ? sg_pool_new (pool_sizes[p]) : NULL;
+        GError *err = NULL;
+        ck_assert_msg (sg_schedule_reorder (g, &cfg, &err), "%s", err ? err->message : "");
+        const SgSimResult *k = sg_graph_simulation_kept (g);
+        ck_assert (k != NULL);
+        SgSimResult f;
+        ck_assert (sg_simulate (g, NULL, &f, NULL));
+        ck_assert (k->step_us == f.step_us && k->compute_us == f.compute_us
+                   && k->comm_us == f.comm_us && k->exposed_us == f.exposed_us);
+        ck_assert (k->hidden == f.hidden && k->partial == f.partial && k->exposed == f.exposed);
+        ck_assert_msg (k->peak_bytes == f.peak_bytes, "graph %d: peak", i);
+        ck_assert (k->compute_busy_us == f.compute_busy_us);
+        ck_assert (k->critical_path_us == f.critical_path_us);
+        ck_assert (k->bound.lower_bound_us == f.bound.lower_bound_us);
+        ck_assert (k->n_rows == f.n_rows && k->n_nodes == f.n_nodes);
+        ck_assert (memcmp (k->rows, f.rows, sizeof (SgCollRow) * (size_t)f.n_rows) == 0);
+        ck_assert (memcmp (k->node_start, f.node_start, sizeof (double) * (size_t)f.n_nodes)
+                   == 0);
+        ck_assert (memcmp (k->node_end, f.node_end, sizeof (double) * (size_t)f.n_nodes) == 0);
+        kept++;
+        sg_sim_result_clear (&f);
+        sg_graph_free (g);
+        if (cfg.pool)
+          sg_pool_free (cfg.pool);
+      }
   ck_assert_int_gt (kept, 0);
   free_graphs (gs, ng);
 }
