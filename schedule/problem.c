@@ -7,11 +7,10 @@
  * the memory limit.
  * The orders by key (critical path, due) are stable radix sorts of the
  * keys' bits in id order: what sorting by (key, id) gives.
- * The node loop runs in chunks on the worker pool (cfg->pool); then, side
- * by side, the users with the parts that need them, and the storage roots
- * (and when asked, each root's bytes, which a simulation's peak counts)
- * with the parts that need those and not the users; each part writes only
- * its own fields.
+ * The node loop runs in chunks, and the parts that need only the nodes and
+ * the users side by side, on the worker pool (cfg->pool); each writes only
+ * its own fields. When asked (sim_peaks), each storage root's bytes, which
+ * a simulation's peak counts, come from the elision that gives the roots.
  *
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
@@ -221,32 +220,6 @@ sg_sched_problem_init_basic (SgSchedProblem *P, const SgGraph *g, const SgConfig
   basic_nodes (P, cfg ? cfg->pool : NULL);
 }
 
-/* Users (CSR, ascending ids): the graph's when it has them (the same
- * arrays sg_graph_fill_users makes), else made here. */
-static void
-users_csr (SgSchedProblem *P)
-{
-  const SgGraph *g = P->g;
-  int32_t n = P->n;
-  if (g->user_first) {
-    P->ufirst = g_memdup2 (g->user_first, sizeof (uint32_t) * ((size_t)n + 1));
-    P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
-    memcpy (P->users, g->users, sizeof (SgNodeId) * P->ufirst[n]);
-    return;
-  }
-  P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
-  for (SgNodeId i = 0; i < n; i++)
-    for (uint32_t j = P->ifirst[i]; j < P->ifirst[i + 1]; j++)
-      P->ufirst[P->ins[j] + 1]++;
-  for (SgNodeId i = 0; i < n; i++)
-    P->ufirst[i + 1] += P->ufirst[i];
-  P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
-  g_autofree uint32_t *fill = g_memdup2 (P->ufirst, sizeof (uint32_t) * ((size_t)n + 1));
-  for (SgNodeId i = 0; i < n; i++)
-    for (uint32_t j = P->ifirst[i]; j < P->ifirst[i + 1]; j++)
-      P->users[fill[P->ins[j]]++] = i;
-}
-
 /* Inputs and users (CSR), groups, each collective's first wait, each
  * wait's collective, the waits a collective reads. */
 static void
@@ -257,6 +230,7 @@ users_and_waits (SgSchedProblem *P)
   P->wait_of = g_new (SgNodeId, (size_t)MAX (n, 1));
   P->coll_of = g_new (SgNodeId, (size_t)MAX (n, 1));
   P->feeds_coll = g_new0 (uint8_t, (size_t)MAX (n, 1));
+  P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
   P->ifirst = g_new (uint32_t, (size_t)n + 1);
   P->group = g_new (int32_t, (size_t)MAX (n, 1));
   P->ifirst[0] = 0;
@@ -264,14 +238,22 @@ users_and_waits (SgSchedProblem *P)
     P->wait_of[i] = P->coll_of[i] = SG_NO_NODE;
     P->group[i] = g->nodes[i].group;
     uint32_t k;
-    sg_node_inputs (g, i, &k);
+    const SgNodeId *in = sg_node_inputs (g, i, &k);
     P->ifirst[i + 1] = P->ifirst[i] + k;
+    for (uint32_t j = 0; j < k; j++)
+      P->ufirst[in[j] + 1]++;
   }
   P->ins = g_new (SgNodeId, (size_t)P->ifirst[n] + 1);
+  for (SgNodeId i = 0; i < n; i++)
+    P->ufirst[i + 1] += P->ufirst[i];
+  P->users = g_new (SgNodeId, (size_t)P->ufirst[n] + 1);
+  g_autofree uint32_t *fill = g_memdup2 (P->ufirst, sizeof (uint32_t) * ((size_t)n + 1));
   for (SgNodeId i = 0; i < n; i++) {
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, i, &k);
     memcpy (P->ins + P->ifirst[i], in, sizeof (SgNodeId) * k);
+    for (uint32_t j = 0; j < k; j++)
+      P->users[fill[in[j]]++] = i;
     for (uint32_t j = 0; j < k; j++)
       if (P->role[i] == SG_ROLE_COLL && P->role[in[j]] == SG_ROLE_WAIT)
         P->feeds_coll[in[j]] = 1;
@@ -284,7 +266,6 @@ users_and_waits (SgSchedProblem *P)
       }
     }
   }
-  users_csr (P);
 }
 
 /* Deadlines, and what compute feeds: the nearest collective (by id, by
@@ -399,39 +380,31 @@ input_ends (SgSchedProblem *P, const int32_t *pos)
 /* What the parts read: the problem and the input order's positions. */
 typedef struct {
   SgSchedProblem *P;
-  SgPool *pool;
-  bool sim_peaks; /* store_bytes made */
-  int32_t *pos;
+  const int32_t *pos;
 } Parts;
 
-/* The parts that need the storage roots and the input order's positions,
- * not the users, side by side; each writes its own fields. */
+/* The parts that need only the nodes and the users, side by side; each
+ * writes its own fields. */
 static void
-input_part (gpointer data, int32_t task, int32_t worker)
+part_task (gpointer data, int32_t task, int32_t worker)
 {
   (void)worker;
   Parts *parts = data;
-  if (task == 0)
-    live_at (parts->P, true, parts->pos);
-  else
-    input_ends (parts->P, parts->pos);
-}
-
-/* The parts that need the users, side by side; each writes its own
- * fields. */
-static void
-users_part (gpointer data, int32_t task, int32_t worker)
-{
-  (void)worker;
-  SgSchedProblem *P = ((Parts *)data)->P;
+  SgSchedProblem *P = parts->P;
   switch (task) {
   case 0:
-    due_and_ready (P);
+    live_at (P, true, parts->pos);
     break;
   case 1:
-    critical_path_rank (P);
+    input_ends (P, parts->pos);
     break;
   case 2:
+    due_and_ready (P);
+    break;
+  case 3:
+    critical_path_rank (P);
+    break;
+  case 4:
     nearest_collectives (P);
     break;
   default:
@@ -440,30 +413,17 @@ users_part (gpointer data, int32_t task, int32_t worker)
   }
 }
 
-/* The two halves of what follows the node loop, side by side: the users
- * and what needs them (task 0); the storage roots, the input order's
- * positions and what needs them, not the users (task 1). */
+/* The storage roots (sg_graph_storage_roots) and with @store each root's
+ * bytes, from one elision. */
 static void
-half_task (gpointer data, int32_t task, int32_t worker)
+storage_roots (SgSchedProblem *P, bool store)
 {
-  (void)worker;
-  Parts *parts = data;
-  SgSchedProblem *P = parts->P;
-  if (task == 0) {
-    users_and_waits (P);
-    sg_pool_run (parts->pool, 4, users_part, parts);
-    return;
-  }
-  /* the roots (sg_graph_storage_roots) and with parts->sim_peaks each
-   * root's bytes, from one elision */
   SgElision e;
   sg_graph_elision (P->g, &e);
-  if (parts->sim_peaks)
+  if (store)
     P->store_bytes = sg_elision_storage_bytes (P->g, &e, NULL, NULL);
   P->root = g_steal_pointer (&e.root);
   sg_elision_clear (&e);
-  parts->pos = sg_sched_positions (P->g, NULL);
-  sg_pool_run (parts->pool, 2, input_part, parts);
 }
 
 void
@@ -474,9 +434,11 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg,
   P->comm = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   P->in_bytes = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   basic_nodes (P, pool);
-  Parts parts = { P, pool, sim_peaks, NULL };
-  sg_pool_run (pool, 2, half_task, &parts);
-  g_free (parts.pos);
+  users_and_waits (P);
+  storage_roots (P, sim_peaks);
+  g_autofree int32_t *pos = sg_sched_positions (g, NULL);
+  Parts parts = { P, pos };
+  sg_pool_run (pool, 6, part_task, &parts);
 }
 
 uint64_t

@@ -480,29 +480,6 @@ START_TEST (the_problem_made_on_a_pool_is_the_same)
 }
 END_TEST
 
-/* The problem's users are the same whether the graph has its users
- * (copied) or not (made by the problem). */
-START_TEST (the_problem_s_users_are_the_graph_s)
-{
-  int ng;
-  SgGraph **gs = test_graphs (&ng);
-  for (int i = 0; i < ng; i++) {
-    SgGraph *g = gs[i];
-    sg_graph_changed (g);
-    ck_assert_ptr_null (g->user_first);
-    SgSchedProblem ref;
-    sg_sched_problem_init (&ref, g, NULL, false);
-    sg_graph_fill_users (g);
-    SgSchedProblem P;
-    sg_sched_problem_init (&P, g, NULL, false);
-    same_problem (&ref, &P);
-    sg_sched_problem_clear (&P);
-    sg_sched_problem_clear (&ref);
-  }
-  free_graphs (gs, ng);
-}
-END_TEST
-
 /* The peak a simulation gives, from the problem's storage bytes, is
  * sg_graph_peak_bytes's, for the input order and the scheduled one. */
 START_TEST (the_problem_s_simulated_peak_is_sg_graph_peak_bytes)
@@ -537,7 +514,6 @@ main (void)
     problem_orders_sort_as_qsort_by_key_and_id,
     the_problem_made_on_a_pool_is_the_same,
     the_problem_s_simulated_peak_is_sg_graph_peak_bytes,
-    the_problem_s_users_are_the_graph_s,
   };
   return st_run ("parallel", 300, tests, G_N_ELEMENTS (tests));
 }
