@@ -5,7 +5,8 @@
  * the next pass's base, the last one goes to the summary, the report and
  * codegen. Any change of the graph drops it (sg_graph_changed); a
  * simulation made before sg_graph_permute is renumbered to the new ids
- * instead of being made again.
+ * instead of being made again (the bound's terms beside the ids, on the
+ * worker pool).
  * sg_graph_simulation_refined adds the bound's window term (window.c),
  * running a simulation it has to make beside the term in one pool job.
  * With the validator on, the pass runner checks after every pass that the
@@ -154,12 +155,34 @@ renumbered (const int32_t *new_id, SgNodeId x)
   return x == SG_NO_NODE ? x : new_id[x];
 }
 
-void
-sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResult *r)
+/* What sg_sim_result_renumber's tasks read and write. */
+typedef struct {
+  const SgGraph *g;
+  const SgNodeId *order;
+  SgSimResult *r;
+} Renumber;
+
+/* Task 0: the bound's terms on the new ids (the rates engine is all its
+ * sums read); task 1: the rows' ids and the node times renumbered. Each
+ * writes its own fields of the result. */
+static void
+renumber_task (gpointer data, int32_t task, int32_t worker)
 {
-  g_return_if_fail (g != NULL && order != NULL && r != NULL && r->n_nodes == g->n_nodes);
+  (void)worker;
+  const Renumber *x = data;
+  const SgGraph *g = x->g;
+  SgSimResult *r = x->r;
+  if (task == 0) {
+    /* The bound's sums run in id order: made again on the new ids, they
+     * are what a simulation of @g itself gives. */
+    SgSimEngine e;
+    sg_eng_init_rates (&e, g, NULL);
+    sg_bound_basic (g, &e, &r->bound);
+    sg_eng_clear (&e);
+    return;
+  }
   int32_t n = g->n_nodes;
-  g_autofree int32_t *new_id = sg_sched_positions (g, order);
+  g_autofree int32_t *new_id = sg_sched_positions (g, x->order);
   for (int32_t i = 0; i < r->n_rows; i++) {
     SgCollRow *row = &r->rows[i];
     row->node = renumbered (new_id, row->node);
@@ -173,15 +196,17 @@ sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResult *r)
     if (!times[k])
       continue;
     for (int32_t i = 0; i < n; i++)
-      tmp[i] = times[k][order[i]];
+      tmp[i] = times[k][x->order[i]];
     memcpy (times[k], tmp, sizeof (double) * (size_t)n);
   }
-  /* The bound's sums run in id order: made again on the new ids, they are
-   * what a simulation of @g itself gives. */
-  SgSimEngine e;
-  sg_eng_init (&e, g, NULL, false);
-  sg_bound_basic (g, &e, &r->bound);
-  sg_eng_clear (&e);
+}
+
+void
+sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResult *r, SgPool *pool)
+{
+  g_return_if_fail (g != NULL && order != NULL && r != NULL && r->n_nodes == g->n_nodes);
+  Renumber x = { g, order, r };
+  sg_pool_run (pool, 2, renumber_task, &x);
   r->critical_path_us = r->bound.critical_path_us;
   r->lower_bound_us = r->bound.lower_bound_us;
 }

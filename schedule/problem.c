@@ -9,7 +9,8 @@
  * keys' bits in id order: what sorting by (key, id) gives.
  * The node loop runs in chunks, and the parts that need only the nodes and
  * the users side by side, on the worker pool (cfg->pool); each writes only
- * its own fields.
+ * its own fields. When asked (sim_peaks), each storage root's bytes, which
+ * a simulation's peak counts, come from the elision that gives the roots.
  *
  * Requires: est_us (estimate/). Invalidates: nothing.
  */
@@ -412,8 +413,21 @@ part_task (gpointer data, int32_t task, int32_t worker)
   }
 }
 
+/* The storage roots (sg_graph_storage_roots) and with @store each root's
+ * bytes, from one elision. */
+static void
+storage_roots (SgSchedProblem *P, bool store)
+{
+  SgElision e;
+  sg_graph_elision (P->g, &e);
+  if (store)
+    P->store_bytes = sg_elision_storage_bytes (P->g, &e, NULL, NULL);
+  P->root = g_steal_pointer (&e.root);
+  sg_elision_clear (&e);
+}
+
 void
-sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
+sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg, bool sim_peaks)
 {
   problem_start (P, g, cfg);
   SgPool *pool = cfg ? cfg->pool : NULL;
@@ -421,10 +435,19 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg)
   P->in_bytes = g_new0 (uint64_t, (size_t)MAX (P->n, 1));
   basic_nodes (P, pool);
   users_and_waits (P);
-  P->root = sg_graph_storage_roots (g);
+  storage_roots (P, sim_peaks);
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   Parts parts = { P, pos };
   sg_pool_run (pool, 6, part_task, &parts);
+}
+
+uint64_t
+sg_sched_sim_peak (const SgSchedProblem *P, const int32_t *pos)
+{
+  g_return_val_if_fail (P->store_bytes != NULL, 0);
+  /* what sg_graph_peak_bytes gives: the liveness over the elision's roots
+   * and storage bytes, made once here */
+  return sg_graph_liveness (P->g, pos, NULL, P->root, P->store_bytes);
 }
 
 void
@@ -461,4 +484,5 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->group);
   g_free (P->users);
   g_free (P->profile);
+  g_free (P->store_bytes);
 }

@@ -445,9 +445,19 @@ typedef struct {
   bool defer_each;
   /* Variants give the whole simulation of their order (node times too). */
   bool full_sims;
+  /* Per storage root (root), the bytes it allocates
+   * (sg_elision_storage_bytes), what a simulation's peak counts
+   * (sg_sched_sim_peak); NULL unless the problem was made with sim_peaks. */
+  uint64_t *store_bytes;
 } SgSchedProblem;
 
-void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg);
+/* The whole problem; with @sim_peaks, store_bytes too. */
+void sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg,
+                            bool sim_peaks);
+/* The live-bytes peak a simulation of the order with positions @pos gives
+ * (sg_graph_peak_bytes of that order), from a problem made with
+ * sim_peaks. */
+uint64_t sg_sched_sim_peak (const SgSchedProblem *P, const int32_t *pos);
 /* The part sg_polish reads: g, n, n_groups, role, cost, kslot, alloc, base_us,
  * compute_us and the limits' settings; the rest stays NULL, root, profile,
  * peak_in and limit too (has_limit false) until sg_sched_problem_live (sg_sched_problem_clear

@@ -160,8 +160,10 @@ void sg_graph_keep_simulation (SgGraph *g, SgSimResult *r);
 /* Makes @r, the simulation of @order on a graph that sg_graph_permute
  * (@g, @order) has since renumbered, the simulation of @g's id order: ids
  * renumbered, the bound's terms made again (they are summed in id order),
- * the window term dropped. */
-void sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResult *r);
+ * the window term dropped. The bound's terms and the ids run side by side
+ * on @pool (NULL: one after the other); the result does not depend on it. */
+void sg_sim_result_renumber (const SgGraph *g, const SgNodeId *order, SgSimResult *r,
+                             SgPool *pool);
 
 /* Adds the window term to @r's lower bound (r->bound, r->lower_bound_us)
  * for the graph @r was simulated on (priced with the graph's cost model,

@@ -64,11 +64,14 @@ static const struct {
  * time, then to fewer fully exposed collectives. */
 #define STEP_TIE 0.0005
 
-/* The live-bytes peak of a variant's @order. */
+/* The live-bytes peak of a variant's @order, and with @sim_peak (not
+ * NULL: P->full_sims) the one its simulation gives (sg_sched_sim_peak). */
 static uint64_t
-order_peak (const SgSchedProblem *P, const SgNodeId *order)
+order_peak (const SgSchedProblem *P, const SgNodeId *order, uint64_t *sim_peak)
 {
   g_autofree int32_t *pos = sg_sched_positions (P->g, order);
+  if (sim_peak)
+    *sim_peak = sg_sched_sim_peak (P, pos);
   return sg_graph_liveness (P->g, pos, NULL, P->root, P->alloc);
 }
 
@@ -97,7 +100,7 @@ better_result (const SgSchedProblem *P, SgSimResult *r, const SgNodeId *order, b
   if (!better_times (r, input_step, best))
     return false;
   if (!has_peak)
-    r->peak_bytes = order_peak (P, order);
+    r->peak_bytes = order_peak (P, order, NULL);
   return r->peak_bytes <= MAX (P->limit, input_peak);
 }
 
@@ -184,11 +187,8 @@ variant_task (gpointer data, int32_t task, int32_t worker)
   memset (&j->st, 0, sizeof j->st);
   j->order = sg_sched_run_variant (C->P, variants[v].window, variants[v].boost,
                                    variants[v].shield, &j->st, &j->res);
-  if (peaks_early (C, &j->res)) {
-    j->res.peak_bytes = order_peak (C->P, j->order);
-    if (C->P->full_sims)
-      j->sim_peak = sg_graph_peak_bytes (C->P->g, j->order);
-  }
+  if (peaks_early (C, &j->res))
+    j->res.peak_bytes = order_peak (C->P, j->order, C->P->full_sims ? &j->sim_peak : NULL);
   g_mutex_lock (&C->lock);
   j->done = true;
   while (C->next < C->n && C->jobs[C->next].done)
@@ -256,10 +256,6 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
     sg_sim_result_clear (&own);
     return ident;
   }
-  SgSchedProblem P;
-  sg_sched_problem_init (&P, g, cfg);
-
-  st->peak_limit_bytes = P.limit;
   /* Variants are independent (the problem is read-only): they run on the
    * worker pool, and the choice is made in variant order (variant_task),
    * so the result does not depend on timing. */
@@ -274,11 +270,19 @@ sg_schedule_list (const SgGraph *g, const SgConfig *cfg, bool polish, const SgSi
   SgPool *pool = cfg ? cfg->pool : NULL;
   /* The winner's run is its simulation, not made again, when the node
    * times every variant running at once then keeps are few. */
-  P.full_sims = sim != NULL
-                && (size_t)g->n_nodes * 2 * sizeof (double) * (size_t)MIN (sg_pool_size (pool), nj)
-                       <= TRACKED_BYTES_MAX;
+  bool full_sims = sim != NULL
+                   && (size_t)g->n_nodes * 2 * sizeof (double)
+                              * (size_t)MIN (sg_pool_size (pool), nj)
+                          <= TRACKED_BYTES_MAX;
+  /* Each variant has a thread: its simulation's peak is computed beside
+   * the others' runs (peaks_early), from the problem's storage bytes. */
+  bool early_peaks = sg_pool_size (pool) >= nj;
+  SgSchedProblem P;
+  sg_sched_problem_init (&P, g, cfg, full_sims && early_peaks);
+  P.full_sims = full_sims;
+  st->peak_limit_bytes = P.limit;
   /* the best so far: totals only (the rows are not needed) */
-  Choice C = { .P = &P, .jobs = jobs, .n = nj, .early_peaks = sg_pool_size (pool) >= nj,
+  Choice C = { .P = &P, .jobs = jobs, .n = nj, .early_peaks = early_peaks,
                .input_peak = st->input_peak_bytes, .input_step = base->step_us,
                .best_res = { .step_us = base->step_us, .exposed_us = base->exposed_us,
                              .exposed = base->exposed },
@@ -338,10 +342,10 @@ record_hiding (SgGraph *g, GError **error)
 }
 
 /* Puts the graph in @order, keeping @sim (the simulation of @order, when it
- * has one: n_nodes > 0) as the simulation of the new ids; nothing changes
- * for the id order. */
+ * has one: n_nodes > 0) as the simulation of the new ids (renumbered on
+ * @pool); nothing changes for the id order. */
 static bool
-take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, GError **error)
+take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, SgPool *pool, GError **error)
 {
   bool same = true;
   for (SgNodeId i = 0; i < g->n_nodes && same; i++)
@@ -351,7 +355,7 @@ take_order (SgGraph *g, const SgNodeId *order, SgSimResult *sim, GError **error)
     return false;
   }
   if (sim->n_nodes > 0 && !same) {
-    sg_sim_result_renumber (g, order, sim);
+    sg_sim_result_renumber (g, order, sim, pool);
     sg_graph_keep_simulation (g, sim);
   }
   sg_sim_result_clear (sim);
@@ -394,7 +398,7 @@ sg_schedule_reorder (SgGraph *g, const SgConfig *cfg, GError **error)
     return false;
   SgSimResult sim;
   g_autofree SgNodeId *order = schedule_order (g, cfg, base, &sim, error);
-  if (!order || !take_order (g, order, &sim, error))
+  if (!order || !take_order (g, order, &sim, cfg ? cfg->pool : NULL, error))
     return false;
   return record_hiding (g, error);
 }
@@ -421,7 +425,7 @@ sg_schedule_polish_pass (SgGraph *g, const SgConfig *cfg, GError **error)
   sg_sched_problem_clear (&P);
   if (improved == 0)
     return true;
-  if (!take_order (g, order, &r, error))
+  if (!take_order (g, order, &r, cfg->pool, error))
     return false;
   return record_hiding (g, error);
 }

@@ -23,7 +23,7 @@ run (const SgGraph *g, double increase, int v, bool each, SgScheduleStats *st)
   sg_config_init (&cfg);
   cfg.max_peak_increase = increase;
   SgSchedProblem P;
-  sg_sched_problem_init (&P, g, &cfg);
+  sg_sched_problem_init (&P, g, &cfg, false);
   P.defer_each = each;
   SgSimResult r;
   memset (st, 0, sizeof *st);

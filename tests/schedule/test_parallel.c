@@ -320,40 +320,47 @@ START_TEST (an_engine_copy_goes_on_as_the_engine)
 END_TEST
 
 /* The scheduling pass keeps the winning variant's run (or the polish's
- * simulation) as the graph's simulation: what a fresh simulation of the
- * new order gives, with and without the polish in the pass. */
+ * simulation) as the graph's simulation, renumbered to the new ids (the
+ * bound's terms beside the ids on the pool): what a fresh simulation of
+ * the new order gives, with and without the polish in the pass, on pools
+ * of every size. */
 START_TEST (the_winning_run_is_kept_as_the_graph_s_simulation)
 {
   int ng;
   SgGraph **gs = test_graphs (&ng);
   int32_t kept = 0;
   for (int i = 0; i < ng; i++)
-    for (int bucket = 0; bucket < 2; bucket++) {
-      SgGraph *g = sg_graph_copy (gs[i]);
-      SgConfig cfg;
-      sg_config_init (&cfg);
-      cfg.bucket = bucket;
-      GError *err = NULL;
-      ck_assert_msg (sg_schedule_reorder (g, &cfg, &err), "%s", err ? err->message : "");
-      const SgSimResult *k = sg_graph_simulation_kept (g);
-      ck_assert (k != NULL);
-      SgSimResult f;
-      ck_assert (sg_simulate (g, NULL, &f, NULL));
-      ck_assert (k->step_us == f.step_us && k->compute_us == f.compute_us
-                 && k->comm_us == f.comm_us && k->exposed_us == f.exposed_us);
-      ck_assert (k->hidden == f.hidden && k->partial == f.partial && k->exposed == f.exposed);
-      ck_assert_msg (k->peak_bytes == f.peak_bytes, "graph %d: peak", i);
-      ck_assert (k->compute_busy_us == f.compute_busy_us);
-      ck_assert (k->critical_path_us == f.critical_path_us);
-      ck_assert (k->bound.lower_bound_us == f.bound.lower_bound_us);
-      ck_assert (k->n_rows == f.n_rows && k->n_nodes == f.n_nodes);
-      ck_assert (memcmp (k->rows, f.rows, sizeof (SgCollRow) * (size_t)f.n_rows) == 0);
-      ck_assert (memcmp (k->node_start, f.node_start, sizeof (double) * (size_t)f.n_nodes) == 0);
-      ck_assert (memcmp (k->node_end, f.node_end, sizeof (double) * (size_t)f.n_nodes) == 0);
-      kept++;
-      sg_sim_result_clear (&f);
-      sg_graph_free (g);
-    }
+    for (int bucket = 0; bucket < 2; bucket++)
+      for (size_t p = 0; p < G_N_ELEMENTS (pool_sizes); p++) {
+        SgGraph *g = sg_graph_copy (gs[i]);
+        SgConfig cfg;
+        sg_config_init (&cfg);
+        cfg.bucket = bucket;
+        cfg.pool = pool_sizes[p] ? sg_pool_new (pool_sizes[p]) : NULL;
+        GError *err = NULL;
+        ck_assert_msg (sg_schedule_reorder (g, &cfg, &err), "%s", err ? err->message : "");
+        const SgSimResult *k = sg_graph_simulation_kept (g);
+        ck_assert (k != NULL);
+        SgSimResult f;
+        ck_assert (sg_simulate (g, NULL, &f, NULL));
+        ck_assert (k->step_us == f.step_us && k->compute_us == f.compute_us
+                   && k->comm_us == f.comm_us && k->exposed_us == f.exposed_us);
+        ck_assert (k->hidden == f.hidden && k->partial == f.partial && k->exposed == f.exposed);
+        ck_assert_msg (k->peak_bytes == f.peak_bytes, "graph %d: peak", i);
+        ck_assert (k->compute_busy_us == f.compute_busy_us);
+        ck_assert (k->critical_path_us == f.critical_path_us);
+        ck_assert (k->bound.lower_bound_us == f.bound.lower_bound_us);
+        ck_assert (k->n_rows == f.n_rows && k->n_nodes == f.n_nodes);
+        ck_assert (memcmp (k->rows, f.rows, sizeof (SgCollRow) * (size_t)f.n_rows) == 0);
+        ck_assert (memcmp (k->node_start, f.node_start, sizeof (double) * (size_t)f.n_nodes)
+                   == 0);
+        ck_assert (memcmp (k->node_end, f.node_end, sizeof (double) * (size_t)f.n_nodes) == 0);
+        kept++;
+        sg_sim_result_clear (&f);
+        sg_graph_free (g);
+        if (cfg.pool)
+          sg_pool_free (cfg.pool);
+      }
   ck_assert_int_gt (kept, 0);
   free_graphs (gs, ng);
 }
@@ -382,7 +389,7 @@ START_TEST (problem_orders_sort_as_qsort_by_key_and_id)
   for (int i = 0; i < ng; i++) {
     const SgGraph *g = gs[i];
     SgSchedProblem P;
-    sg_sched_problem_init (&P, g, NULL);
+    sg_sched_problem_init (&P, g, NULL, false);
     int32_t n = P.n;
     g_autofree Ref *r = g_new (Ref, (size_t)n);
     for (SgNodeId x = 0; x < n; x++)
@@ -443,6 +450,9 @@ same_problem (const SgSchedProblem *a, const SgSchedProblem *b)
   SAME_ARRAY (ins, a->ifirst[n]);
   SAME_ARRAY (group, n);
   SAME_ARRAY (gorder, a->n_colls);
+  ck_assert ((a->store_bytes == NULL) == (b->store_bytes == NULL));
+  if (a->store_bytes)
+    SAME_ARRAY (store_bytes, n);
   ck_assert (a->peak_in == b->peak_in && a->limit == b->limit);
   ck_assert (a->n_colls == b->n_colls && a->n_waits == b->n_waits && a->n_roots == b->n_roots);
 }
@@ -453,18 +463,41 @@ START_TEST (the_problem_made_on_a_pool_is_the_same)
   SgGraph **gs = test_graphs (&ng);
   for (int i = 0; i < ng; i++) {
     SgSchedProblem ref;
-    sg_sched_problem_init (&ref, gs[i], NULL);
+    sg_sched_problem_init (&ref, gs[i], NULL, true);
     for (size_t p = 1; p < G_N_ELEMENTS (pool_sizes); p++) {
       SgConfig cfg;
       sg_config_init (&cfg);
       cfg.pool = sg_pool_new (pool_sizes[p]);
       SgSchedProblem P;
-      sg_sched_problem_init (&P, gs[i], &cfg);
+      sg_sched_problem_init (&P, gs[i], &cfg, true);
       same_problem (&ref, &P);
       sg_sched_problem_clear (&P);
       sg_pool_free (cfg.pool);
     }
     sg_sched_problem_clear (&ref);
+  }
+  free_graphs (gs, ng);
+}
+END_TEST
+
+/* The peak a simulation gives, from the problem's storage bytes, is
+ * sg_graph_peak_bytes's, for the input order and the scheduled one. */
+START_TEST (the_problem_s_simulated_peak_is_sg_graph_peak_bytes)
+{
+  int ng;
+  SgGraph **gs = test_graphs (&ng);
+  for (int i = 0; i < ng; i++) {
+    const SgGraph *g = gs[i];
+    SgSchedProblem P;
+    sg_sched_problem_init (&P, g, NULL, true);
+    g_autofree SgNodeId *sched = sg_schedule_order (g, NULL, NULL);
+    ck_assert_ptr_nonnull (sched);
+    const SgNodeId *orders[] = { NULL, sched };
+    for (size_t k = 0; k < G_N_ELEMENTS (orders); k++) {
+      g_autofree int32_t *pos = sg_sched_positions (g, orders[k]);
+      ck_assert_uint_eq (sg_sched_sim_peak (&P, pos), sg_graph_peak_bytes (g, orders[k]));
+    }
+    sg_sched_problem_clear (&P);
   }
   free_graphs (gs, ng);
 }
@@ -480,6 +513,7 @@ main (void)
     the_winning_run_is_kept_as_the_graph_s_simulation,
     problem_orders_sort_as_qsort_by_key_and_id,
     the_problem_made_on_a_pool_is_the_same,
+    the_problem_s_simulated_peak_is_sg_graph_peak_bytes,
   };
   return st_run ("parallel", 300, tests, G_N_ELEMENTS (tests));
 }

@@ -45,7 +45,7 @@ list_variant_step (const SgGraph *g, int32_t window, int32_t boost, SgNodeId **o
   sg_config_init (&cfg);
   cfg.max_peak_increase = 100.0;
   SgSchedProblem P;
-  sg_sched_problem_init (&P, g, &cfg);
+  sg_sched_problem_init (&P, g, &cfg, false);
   SgScheduleStats st = { 0 };
   SgSimResult r;
   SgNodeId *o = sg_sched_run_variant (&P, window, boost, true, &st, &r);
