@@ -46,18 +46,51 @@ estimate_with (SgGraph *g, SgPool *pool, char **msg)
   return ok;
 }
 
+/* Every node's cost and source, as the sequential pass gave them. */
+typedef struct {
+  int32_t n;
+  double *us;
+  SgCostSource *src;
+} Costs;
+
+static Costs
+costs_of (const SgGraph *g)
+{
+  Costs c = { g->n_nodes, g_new (double, (size_t)g->n_nodes),
+              g_new (SgCostSource, (size_t)g->n_nodes) };
+  for (int32_t i = 0; i < c.n; i++) {
+    c.us[i] = g->nodes[i].est_us;
+    c.src[i] = g->nodes[i].est_src;
+  }
+  return c;
+}
+
+static void
+costs_clear (Costs *c)
+{
+  g_free (c->us);
+  g_free (c->src);
+}
+
+/* @g's costs are @want's, bit for bit (@what names the run). */
+static void
+assert_costs (const SgGraph *g, const Costs *want, const char *what)
+{
+  ck_assert_int_eq (g->n_nodes, want->n);
+  for (int32_t i = 0; i < want->n; i++) {
+    ck_assert_msg (memcmp (&g->nodes[i].est_us, &want->us[i], sizeof want->us[i]) == 0,
+                   "%s, node %d: %.17g, not %.17g", what, i, g->nodes[i].est_us, want->us[i]);
+    ck_assert_int_eq (g->nodes[i].est_src, want->src[i]);
+  }
+}
+
 START_TEST (costs_on_pools_equal_the_sequential_costs)
 {
   g_autoptr (SgGraph) g = chain_graph (20000, false);
   char *msg;
   ck_assert (estimate_with (g, NULL, &msg));
   int32_t n = g->n_nodes;
-  g_autofree double *us = g_new (double, (size_t)n);
-  g_autofree SgCostSource *src = g_new (SgCostSource, (size_t)n);
-  for (int32_t i = 0; i < n; i++) {
-    us[i] = g->nodes[i].est_us;
-    src[i] = g->nodes[i].est_src;
-  }
+  Costs want = costs_of (g);
   size_t n_unknown;
   const char *const *unknown = sg_estimate_unknown_targets (g, &n_unknown);
   ck_assert_int_eq (n_unknown, 2);
@@ -68,12 +101,8 @@ START_TEST (costs_on_pools_equal_the_sequential_costs)
     for (int32_t i = 0; i < n; i++)
       g->nodes[i].est_us = -1.0;
     ck_assert (estimate_with (g, pool, &msg));
-    for (int32_t i = 0; i < n; i++) {
-      ck_assert_msg (memcmp (&g->nodes[i].est_us, &us[i], sizeof us[i]) == 0,
-                     "pool %d, node %d: %.17g, not %.17g", pool_sizes[p], i, g->nodes[i].est_us,
-                     us[i]);
-      ck_assert_int_eq (g->nodes[i].est_src, src[i]);
-    }
+    g_autofree char *what = g_strdup_printf ("pool %d", pool_sizes[p]);
+    assert_costs (g, &want, what);
     size_t m;
     unknown = sg_estimate_unknown_targets (g, &m);
     ck_assert_int_eq (m, 2);
@@ -81,6 +110,7 @@ START_TEST (costs_on_pools_equal_the_sequential_costs)
     ck_assert_str_eq (unknown[1], "custom.even");
     sg_pool_free (pool);
   }
+  costs_clear (&want);
 }
 END_TEST
 
@@ -124,28 +154,20 @@ START_TEST (new_nodes_costed_on_pools_get_the_sequential_costs)
   char *msg;
   ck_assert (estimate_with (g, NULL, &msg));
   int32_t n = g->n_nodes;
-  g_autofree double *us = g_new (double, (size_t)n);
-  g_autofree SgCostSource *src = g_new (SgCostSource, (size_t)n);
-  for (int32_t i = 0; i < n; i++) {
-    us[i] = g->nodes[i].est_us;
-    src[i] = g->nodes[i].est_src;
-  }
+  Costs want = costs_of (g);
   g_autofree SgNodeId *ids = g_new (SgNodeId, (size_t)n * 2);
   for (size_t p = 0; p <= G_N_ELEMENTS (pool_sizes); p++) {
     SgPool *pool = p < G_N_ELEMENTS (pool_sizes) ? sg_pool_new (pool_sizes[p]) : NULL;
     for (int listed = 0; listed < 2; listed++) {
       int32_t m = uncost_some (g, ids);
       sg_cost_new_nodes_elided (sg_graph_cost_model (g), g, listed ? ids : NULL, m, NULL, pool);
-      for (int32_t i = 0; i < n; i++) {
-        ck_assert_msg (memcmp (&g->nodes[i].est_us, &us[i], sizeof us[i]) == 0,
-                       "pool %zu, listed %d, node %d: %.17g, not %.17g", p, listed, i,
-                       g->nodes[i].est_us, us[i]);
-        ck_assert_int_eq (g->nodes[i].est_src, src[i]);
-      }
+      g_autofree char *what = g_strdup_printf ("pool %zu, listed %d", p, listed);
+      assert_costs (g, &want, what);
     }
     if (pool)
       sg_pool_free (pool);
   }
+  costs_clear (&want);
 }
 END_TEST
 

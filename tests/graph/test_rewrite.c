@@ -490,6 +490,23 @@ edit (SgRewrite *rw, Edit e)
     sg_rewrite_move_edges (rw, p, t, 0);
 }
 
+/* @t and @f have the same nodes: names, inputs and args. */
+static void
+assert_same_nodes (const SgGraph *t, const SgGraph *f)
+{
+  ck_assert_int_eq (t->n_nodes, f->n_nodes);
+  for (SgNodeId i = 0; i < f->n_nodes; i++) {
+    ck_assert_str_eq (t->nodes[i].name, f->nodes[i].name);
+    uint32_t na, nb;
+    const SgNodeId *ia = sg_node_inputs (t, i, &na), *ib = sg_node_inputs (f, i, &nb);
+    ck_assert_int_eq (na, nb);
+    for (uint32_t k = 0; k < na; k++)
+      ck_assert_int_eq (ia[k], ib[k]);
+    g_autofree char *ta = tb_args_text (t, i), *fa = tb_args_text (f, i);
+    ck_assert_str_eq (ta, fa);
+  }
+}
+
 /* A trial of @rw equals a trial of a fresh rewrite with the same @edits. */
 static void
 assert_trial_fresh (SgRewrite *rw, const Edit *edits, int n, bool reused)
@@ -503,15 +520,7 @@ assert_trial_fresh (SgRewrite *rw, const Edit *edits, int n, bool reused)
     edit (fresh, edits[i]);
   SgGraph *f = sg_rewrite_trial (fresh, NULL);
   ck_assert_int_eq (sg_rewrite_last_reused (fresh), 0);
-  ck_assert_int_eq (t->n_nodes, f->n_nodes);
-  for (SgNodeId i = 0; i < f->n_nodes; i++) {
-    ck_assert_str_eq (t->nodes[i].name, f->nodes[i].name);
-    uint32_t na, nb;
-    const SgNodeId *ia = sg_node_inputs (t, i, &na), *ib = sg_node_inputs (f, i, &nb);
-    ck_assert_int_eq (na, nb);
-    for (uint32_t k = 0; k < na; k++)
-      ck_assert_int_eq (ia[k], ib[k]);
-  }
+  assert_same_nodes (t, f);
   ck_assert_uint_eq (t->implicit_edges->len, f->implicit_edges->len);
   sg_graph_free (f);
   sg_graph_free (t);
@@ -719,17 +728,7 @@ START_TEST (redirects_in_ranges_equal_redirects_in_one_range)
     redirect_all (rw, 300);
     SgGraph *t = sg_rewrite_trial (rw, NULL);
     ck_assert_ptr_nonnull (t);
-    ck_assert_int_eq (t->n_nodes, f->n_nodes);
-    for (SgNodeId i = 0; i < f->n_nodes; i++) {
-      ck_assert_str_eq (t->nodes[i].name, f->nodes[i].name);
-      uint32_t na, nb;
-      const SgNodeId *ia = sg_node_inputs (t, i, &na), *ib = sg_node_inputs (f, i, &nb);
-      ck_assert_int_eq (na, nb);
-      for (uint32_t k = 0; k < na; k++)
-        ck_assert_int_eq (ia[k], ib[k]);
-      g_autofree char *ta = tb_args_text (t, i), *fa = tb_args_text (f, i);
-      ck_assert_str_eq (ta, fa);
-    }
+    assert_same_nodes (t, f);
     sg_graph_free (t);
     sg_rewrite_free (rw);
     sg_pool_free (pool);
