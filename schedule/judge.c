@@ -283,21 +283,6 @@ keep_slot (Kept *k, const SgNode *nd, double cost, int32_t slot)
                .role = SG_ROLE_COMPUTE };
 }
 
-/* The slot of compute node @x (solo cost @cost > 0), from what its origin
- * @o kept when its kind, SM count and cost are the same. */
-static int32_t
-compute_slot (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, double cost)
-{
-  const SgNode *nd = &g->nodes[x];
-  Kept *k = o != SG_NO_NODE ? &j->kept[o] : NULL;
-  if (k && kept_slot_of (k, nd, cost))
-    return k->aux;
-  const int32_t slot = sg_cost_contention_slot (j->e.pairs, g, x, cost);
-  if (k)
-    keep_slot (k, nd, cost, slot);
-  return slot;
-}
-
 /* The origin of single-member collective @x's input; SG_NO_NODE for none
  * or a new node. */
 static inline SgNodeId
@@ -376,70 +361,25 @@ ev_same (const Ev *a, const Ev *b)
          && a->group == b->group && a->aux == b->aux;
 }
 
-/* @g's events into @r and its collectives' count; -1, with nothing more
- * done, at a node whose est_us is not a finite cost >= 0
- * (sg_sim_check_costs names it). *@p gets the length of the longest
- * common prefix of events with @prev (valid, or 0). */
-static int32_t
-make_events (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, int32_t *p,
-             double *compute_us, double *comm_us)
-{
-  int32_t n = g->n_nodes, n_coll = 0;
-  const int32_t m = prev->valid ? MIN (n, prev->n) : 0;
-  /* in locals, not through the pointers (which may alias the events) */
-  int32_t pre = 0;
-  double compute = 0.0, comm = 0.0;
-  GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), Ev);
-  r->n = n;
-  const SgNodeId *orig = kept_for (j, g);
-  for (SgNodeId x = 0; x < n; x++) {
-    const SgNode *nd = &g->nodes[x];
-    if (!sg_sim_cost_ok (nd->est_us))
-      return -1;
-    const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
-    Ev *v = &r->ev[x];
-    v->role = (uint8_t)sg_sched_role (nd);
-    v->cost = sg_sched_cost (nd);
-    v->aux = -1;
-    v->group = 0;
-    if (v->role == SG_ROLE_COLL) {
-      v->group = (uint16_t)nd->group;
-      v->aux = coll_entry (j, g, x, o, orig);
-      n_coll++;
-      comm += v->cost;
-    } else if (v->role == SG_ROLE_WAIT) {
-      SgNodeId c = sg_node_wait_target (g, x);
-      if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
-        v->aux = c;
-    } else {
-      compute += v->cost;
-      if (v->cost > 0.0)
-        v->aux = compute_slot (j, g, x, o, v->cost);
-    }
-    if (x == pre && x < m && ev_same (v, &prev->ev[x]))
-      ++pre;
-  }
-  *p = pre;
-  *compute_us = compute;
-  *comm_us = comm;
-  return n_coll;
-}
+/* --- events, in ranges of nodes ----------------------------------------------------- */
 
-/* --- events in ranges on the pool ----------------------------------------------- */
-
-/* make_events' loop split into ranges of nodes (a pool's tasks), exactly:
- * a node's event is a pure function of the node and what the base nodes
- * kept before the trial, but for a collective whose entry is not kept
- * (sg_eng_rates_entry adds to the engine's memo, whose entries are
- * numbered in the order they are added) and for the kept slots to write.
- * Those nodes are left, in id order, to a sequential pass; the integer
- * results combine in range order; the floating-point sums are made in id
- * order over the events (events_sums). */
+/* @g's events are made in ranges of nodes (a pool's tasks; one range
+ * without a pool or below the judge's ranges minimum), exactly as in one
+ * pass in id order: a node's event is a pure function of the node and
+ * what the base nodes kept before the trial, but for a collective whose
+ * entry is not kept (sg_eng_rates_entry adds to the engine's memo, whose
+ * entries are numbered in the order they are added) and for the kept
+ * slots to write. Those steps (ev_in_order) go in id order: in the range
+ * itself when it is the only one, else after the ranges (events_finish),
+ * to which each range leaves its nodes. The integer results combine in
+ * range order; the floating-point sums are the only range's, or made in
+ * id order over the events (events_sums). */
 typedef struct EvRange {
   int32_t bad;    /* the first node without a valid cost, or -1 */
   int32_t differ; /* the first node below m whose event differs from the
                    * previous one's (a left collective excepted), or -1 */
   int32_t n_left, n_coll;
+  double compute_us, comm_us; /* its sums, in id order */
 } EvRange;
 
 typedef struct {
@@ -449,7 +389,21 @@ typedef struct {
   const Rec *prev;
   const SgNodeId *orig;
   int32_t m, size;
+  bool in_order; /* one range: the id-order steps in it */
 } EvJob;
+
+/* The step of node @x's event @v that goes in id order: a collective's
+ * rates entry (what its origin kept, when that is for the same kind,
+ * group and input), a compute node's slot to keep. */
+static inline void
+ev_in_order (SgSimJudge *j, const SgGraph *g, SgNodeId x, const SgNodeId *orig, Ev *v)
+{
+  const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
+  if (v->role == SG_ROLE_COLL)
+    v->aux = coll_entry (j, g, x, o, orig);
+  else
+    keep_slot (&j->kept[o], &g->nodes[x], v->cost, v->aux);
+}
 
 static void
 events_range (gpointer data, int32_t task, int32_t worker)
@@ -461,8 +415,8 @@ events_range (gpointer data, int32_t task, int32_t worker)
   int32_t a, b;
   sg_range_of (task, J->size, g->n_nodes, &a, &b);
   EvRange *out = &J->j->ev_ranges[task];
-  int32_t *left = J->j->ev_left + a; /* this range's part */
-  *out = (EvRange){ -1, -1, 0, 0 };
+  *out = (EvRange){ -1, -1, 0, 0, 0.0, 0.0 };
+  double compute = 0.0, comm = 0.0;
   for (SgNodeId x = a; x < b; x++) {
     const SgNode *nd = &g->nodes[x];
     if (!sg_sim_cost_ok (nd->est_us)) {
@@ -475,10 +429,11 @@ events_range (gpointer data, int32_t task, int32_t worker)
     v->cost = sg_sched_cost (nd);
     v->aux = -1;
     v->group = 0;
-    bool later = false;
+    bool later = false; /* its id-order step to take */
     if (v->role == SG_ROLE_COLL) {
       v->group = (uint16_t)nd->group;
       out->n_coll++;
+      comm += v->cost;
       if (o != SG_NO_NODE && kept_entry_of (&kept[o], g, x, J->orig))
         v->aux = kept[o].aux;
       else
@@ -487,47 +442,60 @@ events_range (gpointer data, int32_t task, int32_t worker)
       SgNodeId c = sg_node_wait_target (g, x);
       if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
         v->aux = c;
-    } else if (v->cost > 0.0) {
-      if (o != SG_NO_NODE && kept_slot_of (&kept[o], nd, v->cost)) {
-        v->aux = kept[o].aux;
-      } else {
-        v->aux = sg_cost_contention_slot (J->j->e.pairs, g, x, v->cost);
-        if (o != SG_NO_NODE)
-          left[out->n_left++] = x; /* its slot to keep */
+    } else {
+      compute += v->cost;
+      if (v->cost > 0.0) {
+        if (o != SG_NO_NODE && kept_slot_of (&kept[o], nd, v->cost)) {
+          v->aux = kept[o].aux;
+        } else {
+          v->aux = sg_cost_contention_slot (J->j->e.pairs, g, x, v->cost);
+          later = o != SG_NO_NODE; /* its slot to keep */
+        }
       }
     }
-    if (later)
-      left[out->n_left++] = x;
-    else if (out->differ < 0 && x < J->m && !ev_same (v, &J->prev->ev[x]))
+    if (later && J->in_order) {
+      ev_in_order (J->j, g, x, J->orig, v);
+    } else if (later) {
+      J->j->ev_left[a + out->n_left++] = x; /* this range's part */
+      if (v->role == SG_ROLE_COLL)
+        continue; /* its event is made after the ranges */
+    }
+    if (out->differ < 0 && x < J->m && !ev_same (v, &J->prev->ev[x]))
       out->differ = x;
   }
+  out->compute_us = compute, out->comm_us = comm;
 }
 
-/* make_events with the pool, first part: sizes @r and the judge's
- * arrays for @g's events in ranges and fills @J; returns the count of
- * ranges (events_range's tasks). */
+/* Sizes @r and the judge's arrays for @g's events, in ranges when
+ * @ranges (on the judge's pool) else in one, and fills @J; returns the
+ * count of ranges (events_range's tasks). */
 static int32_t
-events_setup (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, EvJob *J)
+events_setup (SgSimJudge *j, const SgGraph *g, Rec *r, const Rec *prev, bool ranges, EvJob *J)
 {
   const int32_t n = g->n_nodes;
   GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), Ev);
   r->n = n;
-  GROW (j->ev_left, j->cap_ev_left, MAX (n, 1), int32_t);
-  *J = (EvJob){ j, g, r, prev, kept_for (j, g), prev->valid ? MIN (n, prev->n) : 0, 0 };
-  J->size = sg_pool_range_size (j->pool, n, EV_RANGE_MIN);
+  *J = (EvJob){ j, g, r, prev, kept_for (j, g), prev->valid ? MIN (n, prev->n) : 0, MAX (n, 1),
+                true };
+  if (ranges)
+    J->size = sg_pool_range_size (j->pool, n, EV_RANGE_MIN);
   const int32_t n_ranges = sg_ranges (n, J->size);
+  J->in_order = n_ranges == 1;
+  if (!J->in_order)
+    GROW (j->ev_left, j->cap_ev_left, n, int32_t);
   GROW (j->ev_ranges, j->cap_ev_ranges, n_ranges, EvRange);
   return n_ranges;
 }
 
-/* make_events with the pool, once its @n_ranges ranges ran: the nodes
- * they left, in id order (below the first node without a cost), and the
- * results make_events gives but the sums (events_sums). */
+/* Once @J's @n_ranges ranges ran: the id-order steps of the nodes they
+ * left (below the first node without a cost). Returns the count of
+ * collectives, -1 at a node whose est_us is not a finite cost >= 0
+ * (sg_sim_check_costs names it); *@p gets the length of the longest
+ * common prefix of events with the previous graph's (valid, or 0). */
 static int32_t
 events_finish (const EvJob *J, int32_t n_ranges, int32_t *p)
 {
   SgSimJudge *j = J->j;
-  const SgGraph *g = J->g;
   int32_t bad = -1, differ = J->m, n_coll = 0;
   for (int32_t t = 0; t < n_ranges && bad < 0; t++) {
     const EvRange *o = &j->ev_ranges[t];
@@ -535,18 +503,12 @@ events_finish (const EvJob *J, int32_t n_ranges, int32_t *p)
     n_coll += o->n_coll;
     if (o->differ >= 0 && o->differ < differ)
       differ = o->differ;
-    const int32_t *left = j->ev_left + (size_t)t * (size_t)J->size;
     for (int32_t i = 0; i < o->n_left; i++) {
-      const SgNodeId x = left[i];
-      const SgNodeId ox = J->orig ? J->orig[x] : SG_NO_NODE;
+      const SgNodeId x = j->ev_left[(size_t)t * (size_t)J->size + (size_t)i];
       Ev *v = &J->r->ev[x];
-      if (v->role == SG_ROLE_COLL) {
-        v->aux = coll_entry (j, g, x, ox, J->orig);
-        if (x < differ && !ev_same (v, &J->prev->ev[x]))
-          differ = x;
-      } else if (ox != SG_NO_NODE && !kept_slot_of (&j->kept[ox], &g->nodes[x], v->cost)) {
-        keep_slot (&j->kept[ox], &g->nodes[x], v->cost, v->aux);
-      }
+      ev_in_order (j, J->g, x, J->orig, v);
+      if (v->role == SG_ROLE_COLL && x < differ && !ev_same (v, &J->prev->ev[x]))
+        differ = x;
     }
   }
   if (bad >= 0)
@@ -555,8 +517,7 @@ events_finish (const EvJob *J, int32_t n_ranges, int32_t *p)
   return n_coll;
 }
 
-/* make_events' sums of the events of @r: compute_us and comm_us, in id
- * order. */
+/* The sums of the events of @r: compute_us and comm_us, in id order. */
 static void
 events_sums (const Rec *r, double *compute_us, double *comm_us)
 {
@@ -571,7 +532,6 @@ events_sums (const Rec *r, double *compute_us, double *comm_us)
   *compute_us = compute;
   *comm_us = comm;
 }
-
 
 /* Event @t (at @it of the new graph) and @r (at @ir of the previous one)
  * in their common suffix: equal, a wait's collective at the same distance
@@ -974,6 +934,17 @@ await_ranges (Side *s)
     sg_cpu_relax ();
 }
 
+/* Once the events' ranges ran: the id-order steps they left, then the
+ * run. */
+static void
+events_then_run (Side *s)
+{
+  int32_t p = 0;
+  s->n_coll = events_finish (&s->ev, s->n_ranges, &p);
+  if (s->n_coll >= 0)
+    judge_run (s->j, s->g, s->n_coll, p, s->out);
+}
+
 static void
 side_task (gpointer data, int32_t task, int32_t worker)
 {
@@ -984,14 +955,10 @@ side_task (gpointer data, int32_t task, int32_t worker)
     return;
   }
   switch (task - s->n_ranges) {
-  case 0: {
+  case 0:
     await_ranges (s);
-    int32_t p = 0;
-    s->n_coll = events_finish (&s->ev, s->n_ranges, &p);
-    if (s->n_coll >= 0)
-      judge_run (s->j, s->g, s->n_coll, p, s->out);
+    events_then_run (s);
     break;
-  }
   case 1:
     await_ranges (s);
     events_sums (s->ev.r, &s->out->compute_us, &s->out->comm_us);
@@ -1002,23 +969,21 @@ side_task (gpointer data, int32_t task, int32_t worker)
   }
 }
 
-/* Without a pool or on a small graph: the events and the run (task 0),
- * and the liveness (task 1). */
+/* The events in one range: they and the run (task 0), and the liveness
+ * (task 1). */
 static void
 whole_task (gpointer data, int32_t task, int32_t worker)
 {
-  (void)worker;
   Side *s = data;
-  SgSimJudge *j = s->j;
   if (task == 1) {
-    s->peak = judge_peak (j, s->g, s->roots, s->alloc);
+    s->peak = judge_peak (s->j, s->g, s->roots, s->alloc);
     return;
   }
-  int32_t p;
-  Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
-  s->n_coll = make_events (j, s->g, T, R, &p, &s->out->compute_us, &s->out->comm_us);
-  if (s->n_coll >= 0)
-    judge_run (j, s->g, s->n_coll, p, s->out);
+  events_range (&s->ev, 0, worker);
+  const EvRange *one = &s->j->ev_ranges[0];
+  s->out->compute_us = one->compute_us;
+  s->out->comm_us = one->comm_us;
+  events_then_run (s);
 }
 
 void
@@ -1039,20 +1004,16 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
    * positions (sized here for @g, not again in the run) */
   engine_for (j, g, 0);
   Side s = { .j = j, .g = g, .roots = roots, .alloc = alloc, .out = out };
+  const bool ranges = sg_pool_size (j->pool) > 1 && g->n_nodes >= j->ranges_min;
+  s.n_ranges = events_setup (j, g, &j->rec[j->cur], &j->rec[j->cur ^ 1], ranges, &s.ev);
   /* without @roots and @alloc the liveness analyses @g itself: after */
   const bool beside = roots && alloc && sg_pool_size (j->pool) > 1;
-  if (sg_pool_size (j->pool) <= 1 || g->n_nodes < j->ranges_min) {
+  if (s.n_ranges == 1)
     sg_pool_run (beside ? j->pool : NULL, 2, whole_task, &s); /* NULL: in order */
-    if (s.n_coll < 0)
-      return judge_failed (j, g, error);
-    out->peak_bytes = s.peak;
-    return true;
-  }
-  Rec *T = &j->rec[j->cur], *R = &j->rec[j->cur ^ 1];
-  s.n_ranges = events_setup (j, g, T, R, &s.ev);
-  sg_pool_run (j->pool, s.n_ranges + (beside ? 3 : 2), side_task, &s);
+  else
+    sg_pool_run (j->pool, s.n_ranges + (beside ? 3 : 2), side_task, &s);
   if (s.n_coll < 0)
     return judge_failed (j, g, error);
-  out->peak_bytes = beside ? s.peak : judge_peak (j, g, roots, alloc);
+  out->peak_bytes = beside || s.n_ranges == 1 ? s.peak : judge_peak (j, g, roots, alloc);
   return true;
 }
