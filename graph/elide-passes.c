@@ -417,75 +417,86 @@ sg_elision_set_pool (SgElision *e, SgPool *pool)
 typedef struct {
   const SgGraph *g;
   const SgElision *e;
-  const uint64_t *node_alloc;
+  const uint64_t *node_alloc; /* NULL: sg_node_alloc_bytes */
   uint64_t *alloc;
   int32_t n_ranges;
 } Storage;
 
-/* Range @r of sg_elision_storage_bytes: its entries of @alloc cleared,
- * then every node's bytes added to its root's entry, which is in the
- * range or listed (spill) for the caller. */
-static void
-storage_task (gpointer data, int32_t r, int32_t worker)
+/* Node @i's bytes: @node_alloc's, or (NULL) sg_node_alloc_bytes. */
+G_ALWAYS_INLINE static inline uint64_t
+node_bytes (const SgGraph *g, const uint64_t *node_alloc, SgNodeId i)
 {
-  (void)worker;
-  const Storage *s = data;
+  return node_alloc ? node_alloc[i] : sg_node_alloc_bytes (g, i);
+}
+
+/* Nodes [@a, @b) of storage_task, @node_alloc as s->node_alloc (a
+ * constant in each caller's copy). */
+G_ALWAYS_INLINE static inline void
+storage_range (const Storage *s, const uint64_t *node_alloc, GArray *spill, int32_t a, int32_t b)
+{
+  const SgGraph *g = s->g;
   const SgNodeId *root = s->e->root;
-  const uint64_t *node_alloc = s->node_alloc;
   uint64_t *alloc = s->alloc;
-  GArray *spill = s->e->work->rg[r].spill;
-  g_array_set_size (spill, 0);
-  int32_t a, b;
-  range_bounds (r, s->n_ranges, s->g->n_nodes, &a, &b);
   memset (alloc + a, 0, sizeof *alloc * (size_t)(b - a));
   for (SgNodeId i = a; i < b; i++) {
     const SgNodeId ri = root[i];
     if (ri >= a && ri < b) {
-      alloc[ri] += node_alloc[i];
+      alloc[ri] += node_bytes (g, node_alloc, i);
     } else {
-      const Late l = { ri, node_alloc[i] };
+      const Late l = { ri, node_bytes (g, node_alloc, i) };
       g_array_append_vals (spill, &l, 1);
     }
   }
 }
 
-/* With e's working memory (sg_graph_elision_again) and @node_alloc: the
- * sums over every node in ranges on e's pool, without reading the nodes,
- * less the elided copies' bytes after (unsigned sums modulo 2^64: the
- * same as leaving them out). */
+/* Range @r of sg_elision_storage_bytes: its entries of @alloc cleared,
+ * then every node's bytes added to its root's entry, which is in the
+ * range or (several ranges) listed (spill) for the caller. */
 static void
-storage_bytes_ranges (const SgGraph *g, const SgElision *e, const uint64_t *node_alloc,
-                      uint64_t *alloc)
+storage_task (gpointer data, int32_t r, int32_t worker)
 {
-  SgElisionWork *w = e->work;
-  Storage s = { g, e, node_alloc, alloc, ranges_for (w, g->n_nodes) };
-  sg_pool_run (w->pool, s.n_ranges, storage_task, &s);
-  for (int32_t r = 0; r < s.n_ranges; r++) {
-    const GArray *spill = w->rg[r].spill;
-    for (guint i = 0; i < spill->len; i++)
-      alloc[g_array_index (spill, Late, i).root] += g_array_index (spill, Late, i).bytes;
-  }
-  for (guint i = 0; i < w->copies->len; i++) {
-    const SgNodeId c = g_array_index (w->copies, SgNodeId, i);
-    if (e->reason[c] == SG_COPY_ELIDED)
-      alloc[e->root[c]] -= node_alloc[c];
-  }
+  (void)worker;
+  const Storage *s = data;
+  GArray *spill = s->n_ranges > 1 ? s->e->work->rg[r].spill : NULL;
+  if (spill)
+    g_array_set_size (spill, 0);
+  int32_t a, b;
+  range_bounds (r, s->n_ranges, s->g->n_nodes, &a, &b);
+  if (s->node_alloc)
+    storage_range (s, s->node_alloc, spill, a, b);
+  else
+    storage_range (s, NULL, spill, a, b);
 }
 
+/* The sums over every node (in ranges on e's pool with e's working
+ * memory, sg_graph_elision_again, and @node_alloc; else in one), less the
+ * elided copies' bytes after (unsigned sums modulo 2^64: the same as
+ * leaving them out). The elided copies are among e's listed copies, or
+ * found among every node (sg_elision_elided: not by reason alone, which
+ * is 0, SG_COPY_ELIDED, for nodes that are not copies too). */
 uint64_t *
 sg_elision_storage_bytes (const SgGraph *g, const SgElision *e, const uint64_t *node_alloc,
                           uint64_t *out)
 {
-  size_t n = (size_t)MAX (g->n_nodes, 1);
-  uint64_t *alloc = out ? out : g_new (uint64_t, n);
-  if (node_alloc && e->work && e->work->copies && e->root && g->n_nodes > 0) {
-    storage_bytes_ranges (g, e, node_alloc, alloc);
-    return alloc;
+  const int32_t n = g->n_nodes;
+  uint64_t *alloc = out ? out : g_new (uint64_t, (size_t)MAX (n, 1));
+  alloc[0] = 0; /* a graph without nodes */
+  SgElisionWork *w = e->work;
+  const GArray *copies = w ? w->copies : NULL; /* NULL: not listed */
+  Storage s = { g, e, node_alloc, alloc, copies && node_alloc ? ranges_for (w, n) : 1 };
+  sg_pool_run (s.n_ranges > 1 ? w->pool : NULL, s.n_ranges, storage_task, &s);
+  for (int32_t r = 0; r < s.n_ranges && s.n_ranges > 1; r++) {
+    const GArray *spill = w->rg[r].spill;
+    for (guint i = 0; i < spill->len; i++)
+      alloc[g_array_index (spill, Late, i).root] += g_array_index (spill, Late, i).bytes;
   }
-  memset (alloc, 0, sizeof *alloc * n);
-  for (SgNodeId i = 0; i < g->n_nodes; i++) {
-    if (!sg_elision_elided (g, e, i))
-      alloc[e->root[i]] += node_alloc ? node_alloc[i] : sg_node_alloc_bytes (g, i);
+  if (e->n_elided == 0)
+    return alloc;
+  const int32_t n_cand = copies ? (int32_t)copies->len : n;
+  for (int32_t i = 0; i < n_cand; i++) {
+    const SgNodeId c = copies ? g_array_index (copies, SgNodeId, i) : i;
+    if (copies ? e->reason[c] == SG_COPY_ELIDED /* a listed copy */ : sg_elision_elided (g, e, c))
+      alloc[e->root[c]] -= node_bytes (g, node_alloc, c);
   }
   return alloc;
 }
