@@ -403,3 +403,27 @@ const char *sg_rewrite_keep_name (SgRewrite *rw, const char *name);
 
 /* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
 void sg_rewrite_trial_release (SgGraph *trial);
+
+/* elide.c, elide-passes.c: what the zero-copy analysis's decisions read
+ * and write (the SgElision being made and the passes' findings). */
+typedef struct SgElisionCtx SgElisionCtx;
+struct SgElisionCtx {
+  const SgGraph *g;
+  SgElision *e;
+  SgElisionWork *w;
+  GArray *viewed; /* w's: the nodes whose view_of is set */
+  SgNodeId *reader, *group_root; /* w's */
+  bool *is_output;
+  uint8_t kf[SG_OP_N_KINDS]; /* elide-passes.c's K_ flags per kind */
+  int32_t *block;      /* per one-block row slice of a rank_roll: its block, else -1 */
+  uint8_t *roll_why;   /* per rank_roll: why its cat could not be relocated into it */
+  int32_t n_ranges;    /* of the passes over every node (ranges_for) */
+};
+
+/* elide.c: the reasons of @copies (ids, in id order) into x->e, each from
+ * the decisions before it; an elided copy's placements set. */
+void sg_elision_decide (SgElisionCtx *x, const GArray *copies);
+/* elide.c: the row block of rank_roll @r that slice @u reads, or -1: a
+ * slice along dim 0, step 1, of exactly one of the k row blocks, as
+ * contiguous as the roll. */
+int32_t sg_elision_slice_block (const SgGraph *g, SgNodeId u, SgNodeId r);

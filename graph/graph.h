@@ -637,7 +637,7 @@ void sg_graph_last_use (const SgGraph *g, const int32_t *pos, const SgNodeId *ro
 /* Storage root of every node, aliases resolved (n_nodes), (transfer full). */
 SgNodeId *sg_graph_storage_roots (const SgGraph *g);
 
-/* --- zero-copy copies (elide.c) ------------------------------------------ */
+/* --- zero-copy copies (elide.c, elide-passes.c) -------------------------- */
 
 /* Why a copy codegen could lower to views (schedgraph.bucket_pack /
  * bucket_unpack, aten.cat, schedgraph.rank_roll: docs/ops.md "Zero-copy

@@ -41,42 +41,189 @@ sg_graph_storage_roots (const SgGraph *g)
   return root;
 }
 
-/* sg_graph_last_use with @wait_at (n_nodes entries) as its working array:
- * the first wait's position per collective, -1 for none. With @start
- * (n_nodes entries, may be NULL), also each storage's first producer's
- * position (a storage shared by several producers, a relocation, starts
- * with the first of them), meaningful for roots. */
-static void
-last_use_in (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last,
-             int32_t *wait_at, int32_t *start)
+/* The liveness in one pass over the nodes, or in ranges of them on a
+ * pool (SgLiveScratch.pool), step by step, exactly: every result is an
+ * integer minimum, maximum or sum, the same in any grouping. The waits'
+ * and the storages' first positions are minima over nodes, the last uses
+ * maxima over users, the allocations and frees sums into delta; the peak
+ * is the largest prefix sum of delta, made per range (its sum and its
+ * largest prefix) and combined in order. Each rule is written once, for
+ * both: in ranges (@shared), its updates are atomic (a compare-and-swap,
+ * an atomic add). */
+typedef enum { LIVE_INIT, LIVE_FIRSTS, LIVE_LASTS, LIVE_DELTA, LIVE_SCAN } LiveStep;
+
+typedef struct SgLiveRange {
+  int64_t sum, best; /* LIVE_SCAN: delta's sum over the range, its largest prefix */
+  uint64_t total;    /* LIVE_DELTA: the range's storage bytes, capped */
+  bool over;         /* LIVE_DELTA: a storage above 2^62 bytes, or the cap */
+} LiveRange;
+
+typedef struct {
+  const SgGraph *g;
+  const int32_t *pos;
+  const SgNodeId *root;
+  const uint64_t *alloc;
+  int32_t *last, *wait_at;
+  int32_t *start; /* NULL: not wanted */
+  int64_t *delta;
+  LiveRange *ranges;
+  LiveStep step;
+  int32_t n, size; /* the graph's nodes, a range's */
+} LiveJob;
+
+#define LIVE_CAP ((uint64_t)1 << 62)
+/* The fewest nodes a range of the liveness has, and the fewest threads
+ * its ranges run on: they do about twice the sequential work (atomic
+ * updates, five passes over the nodes). */
+#define LIVE_RANGE_MIN 4096
+#define LIVE_MIN_THREADS 4
+
+/* *@at = MIN (*@at, @v), as unsigned (-1, none, above every position). */
+G_ALWAYS_INLINE static inline void
+lower_to (int32_t *at, int32_t v, bool shared)
 {
-  int32_t n = g->n_nodes;
-  /* A collective's uses end at its wait, when it has one; a coalesced
-   * collective ends as a whole, at the first wait on any element (where
-   * codegen waits for it). */
-  for (SgNodeId i = 0; i < n; i++) {
+  if (!shared) {
+    if ((uint32_t)v < (uint32_t)*at)
+      *at = v;
+    return;
+  }
+  gint cur = g_atomic_int_get ((gint *)at);
+  while ((uint32_t)v < (uint32_t)cur && !g_atomic_int_compare_and_exchange ((gint *)at, cur, v))
+    cur = g_atomic_int_get ((gint *)at);
+}
+
+/* *@at = MAX (*@at, @v). */
+G_ALWAYS_INLINE static inline void
+raise_to (int32_t *at, int32_t v, bool shared)
+{
+  if (!shared) {
+    if (v > *at)
+      *at = v;
+    return;
+  }
+  gint cur = g_atomic_int_get ((gint *)at);
+  while (v > cur && !g_atomic_int_compare_and_exchange ((gint *)at, cur, v))
+    cur = g_atomic_int_get ((gint *)at);
+}
+
+G_ALWAYS_INLINE static inline void
+add_to (int64_t *at, int64_t v, bool shared)
+{
+  if (shared)
+    __atomic_fetch_add (at, v, __ATOMIC_RELAXED);
+  else
+    *at += v;
+}
+
+/* Nodes [@a, @b) before the other steps: each storage used, and started
+ * (into @start, or NULL), where its producer runs; no collective waited
+ * for. */
+G_ALWAYS_INLINE static inline void
+live_init (const int32_t *pos, int32_t *last, int32_t *wait_at, int32_t *start, int32_t a,
+           int32_t b)
+{
+  for (SgNodeId i = a; i < b; i++) {
     last[i] = pos[i];
     wait_at[i] = -1;
   }
   if (start)
-    memcpy (start, pos, sizeof (int32_t) * (size_t)n);
-  /* In reverse id order (ids are topological: a wait comes after its
-   * collective), a node's waits are all seen before the node. */
-  for (SgNodeId u = n - 1; u >= 0; u--) {
-    SgNodeId c = sg_node_wait_target (g, u);
-    if (c != SG_NO_NODE && (wait_at[c] < 0 || pos[u] < wait_at[c]))
-      wait_at[c] = pos[u];
-    const SgNode *nd = &g->nodes[u];
-    if (start && root[u] != u && !sg_op_is_alias (nd->kind) && pos[u] < start[root[u]])
-      start[root[u]] = pos[u];
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, u, &k);
-    int32_t t = nd->op == SG_NODE_OUTPUT ? n - 1 : MAX (pos[u], wait_at[u]);
-    for (uint32_t j = 0; j < k; j++) {
-      SgNodeId r = root[in[j]];
-      if (t > last[r])
-        last[r] = t;
+    memcpy (start + a, pos + a, sizeof (int32_t) * (size_t)(b - a));
+}
+
+/* Node @u's firsts: a collective's first wait's position (a collective's
+ * uses end at its wait when it has one; a coalesced collective ends as a
+ * whole, at the first wait on any element, where codegen waits for it),
+ * and, into @start (or NULL), a storage's first producer's (a storage
+ * shared by several producers, a relocation, starts with the first of
+ * them). */
+G_ALWAYS_INLINE static inline void
+live_first (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *wait_at,
+            int32_t *start, SgNodeId u, bool shared)
+{
+  const SgNodeId c = sg_node_wait_target (g, u);
+  if (c != SG_NO_NODE)
+    lower_to (&wait_at[c], pos[u], shared);
+  if (start && root[u] != u && !sg_op_is_alias (g->nodes[u].kind))
+    lower_to (&start[root[u]], pos[u], shared);
+}
+
+/* Node @u's uses (its waits' positions final): its inputs' storages live
+ * until it runs or, for a collective, until its wait; until the end for
+ * the output node's. */
+G_ALWAYS_INLINE static inline void
+live_uses (const SgGraph *g, const int32_t *pos, const SgNodeId *root, const int32_t *wait_at,
+           int32_t *last, SgNodeId u, bool shared)
+{
+  uint32_t k;
+  const SgNodeId *in = sg_node_inputs (g, u, &k);
+  const int32_t t = g->nodes[u].op == SG_NODE_OUTPUT ? g->n_nodes - 1 : MAX (pos[u], wait_at[u]);
+  for (uint32_t j = 0; j < k; j++)
+    raise_to (&last[root[in[j]]], t, shared);
+}
+
+/* The storages of roots [@a, @b) into delta (delta[t]: bytes allocated at
+ * t minus bytes freed after t - 1) and their bytes into @out; stops with
+ * @out->over at a storage above LIVE_CAP or a total above it (every
+ * partial sum is bounded by the total, which the validator keeps below
+ * 2^62). */
+G_ALWAYS_INLINE static inline void
+live_delta (const LiveJob *L, int32_t a, int32_t b, LiveRange *out, bool shared)
+{
+  const SgNode *nodes = L->g->nodes;
+  const SgNodeId *root = L->root;
+  const uint64_t *alloc = L->alloc;
+  const int32_t *start = L->start, *last = L->last;
+  int64_t *delta = L->delta;
+  uint64_t total = 0;
+  *out = (LiveRange){ 0 };
+  for (SgNodeId i = a; i < b; i++) {
+    if (root[i] != i)
+      continue;
+    const uint64_t bytes = alloc[i];
+    if (!bytes)
+      continue;
+    if (bytes > LIVE_CAP || (total += bytes) > LIVE_CAP) {
+      out->over = true;
+      return;
     }
+    SgNodeOp op = nodes[i].op;
+    bool input = op == SG_NODE_PLACEHOLDER || op == SG_NODE_GET_ATTR;
+    add_to (&delta[input ? 0 : start[i]], (int64_t)bytes, shared);
+    add_to (&delta[last[i] + 1], -(int64_t)bytes, shared);
+  }
+  out->total = total;
+}
+
+/* Delta's sum over [@a, @b) and its largest prefix (at least 0) into
+ * @out, the live bytes at each position into @profile (a range from 0, or
+ * NULL); delta read is cleared. */
+static void
+live_scan (const LiveJob *L, int32_t a, int32_t b, uint64_t *profile, LiveRange *out)
+{
+  int64_t *delta = L->delta, live = 0, best = 0;
+  for (int32_t t = a; t < b; t++) {
+    live += delta[t];
+    delta[t] = 0;
+    if (profile)
+      profile[t] = (uint64_t)live;
+    if (live > best)
+      best = live;
+  }
+  out->sum = live, out->best = best;
+}
+
+/* The last uses (and the waits, and the starts when wanted) in one pass:
+ * in reverse id order (ids are topological: a wait comes after its
+ * collective), a node's waits are all seen before its uses. */
+static void
+last_use_in (const SgGraph *g, const int32_t *pos, const SgNodeId *root, int32_t *last,
+             int32_t *wait_at, int32_t *start)
+{
+  const int32_t n = g->n_nodes;
+  live_init (pos, last, wait_at, start, 0, n);
+  for (SgNodeId u = n - 1; u >= 0; u--) {
+    live_first (g, pos, root, wait_at, start, u, false);
+    live_uses (g, pos, root, wait_at, last, u, false);
   }
 }
 
@@ -113,184 +260,53 @@ sg_live_scratch_clear (SgLiveScratch *w)
 
 /* --- the liveness in ranges on a pool --------------------------------------------- */
 
-/* sg_graph_liveness_in split into ranges of nodes (a pool's tasks), step
- * by step, exactly: every result is an integer minimum, maximum or sum,
- * the same in any grouping. The waits' and the storages' first positions
- * are minima over nodes, the last uses maxima over users (each written
- * with an atomic compare-and-swap), the allocations and frees sums into
- * delta (atomic adds); the peak is the largest prefix sum of delta, made
- * per range (its sum and its largest prefix) and combined in order. */
-typedef enum { LIVE_INIT, LIVE_FIRSTS, LIVE_LASTS, LIVE_DELTA, LIVE_SCAN } LiveStep;
-
-typedef struct SgLiveRange {
-  int64_t sum, best; /* LIVE_SCAN: delta's sum over the range, its largest prefix */
-  uint64_t total;    /* LIVE_DELTA: the range's storage bytes, capped */
-  bool over;         /* LIVE_DELTA: a storage above 2^62 bytes, or the cap */
-} LiveRange;
-
-typedef struct {
-  const SgGraph *g;
-  const int32_t *pos;
-  const SgNodeId *root;
-  const uint64_t *alloc;
-  SgLiveScratch *w;
-  LiveStep step;
-  int32_t size;
-} LiveJob;
-
-#define LIVE_CAP ((uint64_t)1 << 62)
-/* The fewest nodes a range of the liveness has, and the fewest threads
- * its ranges run on: they do about twice the sequential work (atomic
- * updates, five passes over the nodes). */
-#define LIVE_RANGE_MIN 4096
-#define LIVE_MIN_THREADS 4
-
-static inline void
-atomic_min_int (int32_t *at, int32_t v)
-{
-  gint cur = g_atomic_int_get ((gint *)at);
-  while (v < cur && !g_atomic_int_compare_and_exchange ((gint *)at, cur, v))
-    cur = g_atomic_int_get ((gint *)at);
-}
-
-static inline void
-atomic_max_int (int32_t *at, int32_t v)
-{
-  gint cur = g_atomic_int_get ((gint *)at);
-  while (v > cur && !g_atomic_int_compare_and_exchange ((gint *)at, cur, v))
-    cur = g_atomic_int_get ((gint *)at);
-}
-
-/* last_use_in's first loop and its waits and starts, over [@a, @b). */
-static void
-live_firsts (const LiveJob *L, int32_t a, int32_t b)
-{
-  const SgGraph *g = L->g;
-  SgLiveScratch *w = L->w;
-  for (SgNodeId u = a; u < b; u++) {
-    SgNodeId c = sg_node_wait_target (g, u);
-    if (c != SG_NO_NODE) {
-      /* -1 (none) as the largest */
-      gint *at = (gint *)&w->wait_at[c], cur = g_atomic_int_get (at), v = L->pos[u];
-      while ((cur < 0 || v < cur) && !g_atomic_int_compare_and_exchange (at, cur, v))
-        cur = g_atomic_int_get (at);
-    }
-    const SgNodeId r = L->root[u];
-    if (r != u && !sg_op_is_alias (g->nodes[u].kind))
-      atomic_min_int (&w->start[r], L->pos[u]);
-  }
-}
-
-static void
-live_lasts (const LiveJob *L, int32_t a, int32_t b)
-{
-  const SgGraph *g = L->g;
-  const int32_t n = g->n_nodes;
-  for (SgNodeId u = a; u < b; u++) {
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, u, &k);
-    const int32_t t = g->nodes[u].op == SG_NODE_OUTPUT ? n - 1 : MAX (L->pos[u], L->w->wait_at[u]);
-    for (uint32_t j = 0; j < k; j++)
-      atomic_max_int (&L->w->last[L->root[in[j]]], t);
-  }
-}
-
-static void
-live_delta (const LiveJob *L, int32_t a, int32_t b, LiveRange *out)
-{
-  const SgGraph *g = L->g;
-  SgLiveScratch *w = L->w;
-  for (SgNodeId i = a; i < b; i++) {
-    if (L->root[i] != i)
-      continue;
-    const uint64_t bytes = L->alloc[i];
-    if (!bytes)
-      continue;
-    if (bytes > LIVE_CAP || (out->total += bytes) > LIVE_CAP) {
-      out->over = true;
-      return;
-    }
-    SgNodeOp op = g->nodes[i].op;
-    bool input = op == SG_NODE_PLACEHOLDER || op == SG_NODE_GET_ATTR;
-    __atomic_fetch_add (&w->delta[input ? 0 : w->start[i]], (int64_t)bytes, __ATOMIC_RELAXED);
-    __atomic_fetch_add (&w->delta[w->last[i] + 1], -(int64_t)bytes, __ATOMIC_RELAXED);
-  }
-}
-
 static void
 live_task (gpointer data, int32_t task, int32_t worker)
 {
   (void)worker;
   const LiveJob *L = data;
-  SgLiveScratch *w = L->w;
   int32_t a, b;
-  sg_range_of (task, L->size, L->g->n_nodes, &a, &b);
-  LiveRange *out = &w->ranges[task];
+  sg_range_of (task, L->size, L->n, &a, &b);
+  LiveRange *out = &L->ranges[task];
   switch (L->step) {
   case LIVE_INIT:
-    for (SgNodeId i = a; i < b; i++) {
-      w->last[i] = w->start[i] = L->pos[i];
-      w->wait_at[i] = -1;
-    }
+    live_init (L->pos, L->last, L->wait_at, L->start, a, b);
     break;
   case LIVE_FIRSTS:
-    live_firsts (L, a, b);
+    for (SgNodeId u = a; u < b; u++)
+      live_first (L->g, L->pos, L->root, L->wait_at, L->start, u, true);
     break;
   case LIVE_LASTS:
-    live_lasts (L, a, b);
+    for (SgNodeId u = a; u < b; u++)
+      live_uses (L->g, L->pos, L->root, L->wait_at, L->last, u, true);
     break;
   case LIVE_DELTA:
-    *out = (LiveRange){ 0 };
-    live_delta (L, a, b, out);
+    live_delta (L, a, b, out, true);
     break;
-  case LIVE_SCAN: {
-    int64_t live = 0, best = 0;
-    for (int32_t t = a; t < b; t++) {
-      live += w->delta[t];
-      w->delta[t] = 0;
-      if (live > best)
-        best = live;
-    }
-    out->sum = live, out->best = best;
+  case LIVE_SCAN:
+    live_scan (L, a, b, NULL, out);
     break;
-  }
   }
 }
 
-/* sg_graph_liveness_in without a profile, in ranges on @w's pool. */
-static uint64_t
-liveness_pooled (const SgGraph *g, const int32_t *pos, const SgNodeId *root,
-                 const uint64_t *alloc, SgLiveScratch *w)
+/* Whether @L's storages are over the cap (one above LIVE_CAP bytes, or
+ * all of them together), from its @n_ranges ranges' totals in order: then
+ * delta is cleared and @profile (or NULL) filled with G_MAXUINT64. */
+static bool
+live_over (const LiveJob *L, int32_t n_ranges, uint64_t *profile)
 {
-  const int32_t n = g->n_nodes;
-  LiveJob L = { g, pos, root, alloc, w, LIVE_INIT,
-                sg_pool_range_size (w->pool, n, LIVE_RANGE_MIN) };
-  const int32_t n_ranges = sg_ranges (n, L.size);
-  if ((size_t)n_ranges > w->cap_ranges) {
-    w->cap_ranges = MAX ((size_t)n_ranges, 2 * w->cap_ranges);
-    w->ranges = g_renew (LiveRange, w->ranges, w->cap_ranges);
-  }
-  for (L.step = LIVE_INIT; L.step <= LIVE_DELTA; L.step++)
-    sg_pool_run (w->pool, n_ranges, live_task, &L);
+  const int32_t n = L->n;
   uint64_t total = 0;
   for (int32_t r = 0; r < n_ranges; r++) {
-    const LiveRange *o = &w->ranges[r];
+    const LiveRange *o = &L->ranges[r];
     if (o->over || (total += o->total) > LIVE_CAP) {
-      memset (w->delta, 0, sizeof (int64_t) * ((size_t)n + 1));
-      return G_MAXUINT64;
+      memset (L->delta, 0, sizeof (int64_t) * ((size_t)n + 1));
+      for (int32_t t = 0; profile && t < n; t++)
+        profile[t] = G_MAXUINT64;
+      return true;
     }
   }
-  L.step = LIVE_SCAN;
-  sg_pool_run (w->pool, n_ranges, live_task, &L);
-  int64_t live = 0, peak = 0;
-  for (int32_t r = 0; r < n_ranges; r++) {
-    const LiveRange *o = &w->ranges[r];
-    if (live + o->best > peak)
-      peak = live + o->best;
-    live += o->sum;
-  }
-  w->delta[n] = 0;
-  return (uint64_t)peak;
+  return false;
 }
 
 uint64_t
@@ -298,48 +314,42 @@ sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
                       const SgNodeId *root, const uint64_t *alloc, SgLiveScratch *w)
 {
   g_return_val_if_fail (g != NULL && pos != NULL && root && alloc && w, 0);
-  int32_t n = g->n_nodes;
+  const int32_t n = g->n_nodes;
   if (n <= 0)
     return 0;
   scratch_reserve (w, (size_t)n);
-  if (!profile && sg_pool_size (w->pool) >= LIVE_MIN_THREADS && n >= 2 * LIVE_RANGE_MIN)
-    return liveness_pooled (g, pos, root, alloc, w);
-  int32_t *last = w->last, *start = w->start;
-  last_use_in (g, pos, root, last, w->wait_at, start);
-
-  /* delta[t]: bytes allocated at t minus bytes freed after t - 1. Every
-   * partial sum is bounded by the total, which the validator keeps below
-   * 2^62; a graph that breaks that bound reports G_MAXUINT64. The scratch
-   * keeps delta zero between calls: the sums below clear what they read. */
-  int64_t *delta = w->delta;
-  uint64_t total = 0;
-  for (SgNodeId i = 0; i < n; i++) {
-    if (root[i] != i)
-      continue;
-    uint64_t b = alloc[i];
-    if (!b)
-      continue;
-    if (b > ((uint64_t)1 << 62) || (total += b) > ((uint64_t)1 << 62)) {
-      memset (delta, 0, sizeof (int64_t) * ((size_t)n + 1));
-      for (int32_t t = 0; profile && t < n; t++)
-        profile[t] = G_MAXUINT64;
-      return G_MAXUINT64;
-    }
-    SgNodeOp op = g->nodes[i].op;
-    bool input = op == SG_NODE_PLACEHOLDER || op == SG_NODE_GET_ATTR;
-    delta[input ? 0 : start[i]] += (int64_t)b;
-    delta[last[i] + 1] -= (int64_t)b;
+  const bool ranges = !profile && sg_pool_size (w->pool) >= LIVE_MIN_THREADS
+                      && n >= 2 * LIVE_RANGE_MIN;
+  LiveJob L = { g, pos, root, alloc, w->last, w->wait_at, w->start, w->delta, NULL, LIVE_INIT,
+                n, ranges ? sg_pool_range_size (w->pool, n, LIVE_RANGE_MIN) : n };
+  const int32_t n_ranges = sg_ranges (n, L.size);
+  if ((size_t)n_ranges > w->cap_ranges) {
+    w->cap_ranges = MAX ((size_t)n_ranges, 2 * w->cap_ranges);
+    w->ranges = g_renew (LiveRange, w->ranges, w->cap_ranges);
   }
+  L.ranges = w->ranges;
+  if (n_ranges > 1) {
+    for (L.step = LIVE_INIT; L.step <= LIVE_DELTA; L.step++)
+      sg_pool_run (w->pool, n_ranges, live_task, &L);
+  } else {
+    last_use_in (g, pos, root, L.last, L.wait_at, L.start);
+    live_delta (&L, 0, n, &L.ranges[0], false);
+  }
+  if (live_over (&L, n_ranges, profile))
+    return G_MAXUINT64;
+  L.step = LIVE_SCAN;
+  if (n_ranges > 1)
+    sg_pool_run (w->pool, n_ranges, live_task, &L);
+  else
+    live_scan (&L, 0, n, profile, &L.ranges[0]);
   int64_t live = 0, peak = 0;
-  for (int32_t t = 0; t < n; t++) {
-    live += delta[t];
-    delta[t] = 0;
-    if (profile)
-      profile[t] = (uint64_t)live;
-    if (live > peak)
-      peak = live;
+  for (int32_t r = 0; r < n_ranges; r++) {
+    const LiveRange *o = &L.ranges[r];
+    if (live + o->best > peak)
+      peak = live + o->best;
+    live += o->sum;
   }
-  delta[n] = 0;
+  L.delta[n] = 0;
   return (uint64_t)peak;
 }
 

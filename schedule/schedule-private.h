@@ -745,3 +745,112 @@ bool sg_search_gave_up (const SgSearch *S);
  * it). @P's live bytes are made (sg_sched_problem_live) when a changed
  * order needs the limit and @P has none. */
 int32_t sg_polish (SgSchedProblem *P, SgPool *pool, SgNodeId *order, SgSimResult *res);
+
+/* --- the judge (judge.c, judge-events.c, judge-run.c) ------------------------- */
+
+/* What node p is to the timeline: 16 bytes (two records of one per node
+ * live through the bucket pass), so the group is 16 bits (no bit fields:
+ * the runs read role and group of every node). */
+#define EV_GROUPS (1 << 16)
+typedef struct {
+  double cost;    /* sg_sched_cost */
+  int32_t aux;    /* compute: kernel slot; collective: rates entry; wait: the
+                   * collective's id when it has a row, else -1 */
+  uint16_t group; /* collective (below EV_GROUPS) */
+  uint8_t role;
+} SgJudgeEv;
+G_STATIC_ASSERT (sizeof (SgJudgeEv) == 16);
+
+typedef struct SgJudgeSnap SgJudgeSnap;   /* judge-run.c */
+typedef struct SgJudgeGState SgJudgeGState;
+typedef struct SgJudgeKept SgJudgeKept;   /* judge-events.c */
+
+/* One judged graph. */
+typedef struct {
+  int32_t n;
+  SgJudgeEv *ev;
+  size_t cap_ev;
+  SgJudgeSnap *snaps;
+  int32_t n_snaps, cap_snaps;
+  SgJudgeGState *gs;
+  size_t n_gs, cap_gs;
+  SgTlog log;
+  double *row_exp;   /* per row (issue order): its exposed time */
+  int32_t *row_node; /* per row: its collective */
+  int32_t n_rows, cap_rows;
+  bool valid;
+} SgJudgeRec;
+
+struct SgSimJudge {
+  SgSimEngine e;
+  bool have_engine;
+  const SgCostModel *cm;
+  int32_t n_groups;
+  SgJudgeRec rec[2];
+  int32_t cur; /* rec[cur ^ 1] is the previous graph's */
+  int32_t *pos; /* identity positions for the liveness */
+  int32_t cap_pos;
+  SgLiveScratch live; /* the liveness's working arrays */
+  int32_t *act; /* rows queued at the checkpoint a run starts from */
+  int32_t cap_act;
+  SgJudgeKept *kept; /* per base node of the trials of kept_of */
+  int32_t cap_kept;
+  const void *kept_of;
+  SgSimJudgeStats stats;
+  SgPool *pool; /* the events in ranges, the liveness beside the run
+                 * (sg_sim_judge_set_pool) */
+  int32_t ranges_min; /* graphs of fewer nodes: no ranges */
+  struct SgJudgeEvRange *ev_ranges; /* per range of the events (sg_judge_events_range) */
+  int32_t cap_ev_ranges;
+  int32_t *ev_left; /* per range, from its first node: the nodes it left */
+  int32_t cap_ev_left;
+};
+
+/* A range of a judged graph's nodes whose events were made
+ * (sg_judge_events_range). */
+typedef struct SgJudgeEvRange {
+  int32_t bad;    /* the first node without a valid cost, or -1 */
+  int32_t differ; /* the first node below m whose event differs from the
+                   * previous one's (a left collective excepted), or -1 */
+  int32_t n_left, n_coll;
+  double compute_us, comm_us; /* its sums, in id order */
+} SgJudgeEvRange;
+
+typedef struct {
+  SgSimJudge *j;
+  const SgGraph *g;
+  SgJudgeRec *r;
+  const SgJudgeRec *prev;
+  const SgNodeId *orig;
+  int32_t m, size;
+  bool in_order; /* one range: the id-order steps in it */
+} SgJudgeEvJob;
+
+#define SG_JUDGE_GROW(ptr, cap, need, type)                                                       \
+  do {                                                                                            \
+    if ((size_t)(need) > (size_t)(cap)) {                                                         \
+      (cap) = MAX ((size_t)(need), 2 * (size_t)(cap));                                            \
+      (ptr) = g_renew (type, (ptr), (size_t)(cap));                                               \
+    }                                                                                             \
+  } while (0)
+
+/* Points @j's engine at @g, growing its arrays for @n_coll rows and @g's
+ * nodes; a new cost model or group count starts over. */
+void sg_judge_engine_for (SgSimJudge *j, const SgGraph *g, int32_t n_coll);
+/* Sizes @r and @j's arrays for @g's events, in ranges on @j's pool when
+ * @ranges else in one, and fills @J; returns the count of ranges, the
+ * tasks of sg_judge_events_range (an SgPoolFunc on @J). */
+int32_t sg_judge_events_setup (SgSimJudge *j, const SgGraph *g, SgJudgeRec *r,
+                               const SgJudgeRec *prev, bool ranges, SgJudgeEvJob *J);
+void sg_judge_events_range (gpointer data, int32_t task, int32_t worker);
+/* Once @J's @n_ranges ranges ran: the steps they left. Returns the count
+ * of collectives, -1 at a node without a finite cost >= 0; *@p gets the
+ * length of the longest common prefix of events with the previous
+ * graph's. */
+int32_t sg_judge_events_finish (const SgJudgeEvJob *J, int32_t n_ranges, int32_t *p);
+/* compute_us and comm_us of @r's events, in id order. */
+void sg_judge_events_sums (const SgJudgeRec *r, double *compute_us, double *comm_us);
+/* @out's step and exposed time: the run of @g's events (@n_coll
+ * collectives, @p common with the previous graph's), from the previous
+ * run where they agree. */
+void sg_judge_run (SgSimJudge *j, const SgGraph *g, int32_t n_coll, int32_t p, SgSimTotals *out);

@@ -473,6 +473,46 @@ blocks_graph (int n_blocks)
   return g;
 }
 
+/* The storage sizes of the roots are one rule whatever the caller has:
+ * the analysis's memory (sg_graph_elision_again, on pools of 1, 2, 3 and
+ * 8 threads) or not (sg_graph_elision), the nodes' sizes or not; each is
+ * the sum of the bytes of the nodes that are not elided copies
+ * (tests/bucket/test_trial.c compares the paths on graphs with elided
+ * copies). */
+START_TEST (storage_bytes_are_the_same_with_or_without_the_analysis_memory)
+{
+  g_autoptr (SgGraph) g = blocks_graph (1400);
+  const int32_t n = g->n_nodes;
+  SgElision e;
+  sg_graph_elision (g, &e);
+  g_autofree uint64_t *node_alloc = g_new (uint64_t, (size_t)n);
+  g_autofree uint64_t *want = g_new0 (uint64_t, (size_t)n);
+  for (SgNodeId i = 0; i < n; i++) {
+    node_alloc[i] = sg_node_alloc_bytes (g, i);
+    if (!sg_elision_elided (g, &e, i))
+      want[e.root[i]] += node_alloc[i];
+  }
+  g_autofree uint64_t *a = sg_elision_storage_bytes (g, &e, NULL, NULL);
+  ck_assert_mem_eq (a, want, sizeof (uint64_t) * (size_t)n);
+  g_autofree uint64_t *b = sg_elision_storage_bytes (g, &e, node_alloc, NULL);
+  ck_assert_mem_eq (b, want, sizeof (uint64_t) * (size_t)n);
+  sg_elision_clear (&e);
+  const int32_t threads[] = { 1, 2, 3, 8 };
+  for (size_t k = 0; k < G_N_ELEMENTS (threads); k++) {
+    SgPool *pool = sg_pool_new (threads[k]);
+    SgElision again = { 0 };
+    sg_elision_set_pool (&again, pool);
+    sg_graph_elision_again (g, &again);
+    g_autofree uint64_t *c = sg_elision_storage_bytes (g, &again, node_alloc, NULL);
+    ck_assert_mem_eq (c, want, sizeof (uint64_t) * (size_t)n);
+    g_autofree uint64_t *d = sg_elision_storage_bytes (g, &again, NULL, NULL);
+    ck_assert_mem_eq (d, want, sizeof (uint64_t) * (size_t)n);
+    sg_elision_clear (&again);
+    sg_pool_free (pool);
+  }
+}
+END_TEST
+
 /* With a pool (of 4 threads or more), the liveness runs in ranges of
  * nodes: the same peak as without one, with pools of 1, 2, 3, 4 and 8
  * threads, for the id order and random orders, storages above 2^62 bytes
@@ -783,6 +823,7 @@ graph_suite (void)
   tcase_add_test (ir, peak_bytes_counts_a_value_without_users_at_its_step);
   tcase_add_test (ir, liveness_scratch_reused_across_graphs_keeps_the_counts);
   tcase_add_test (ir, liveness_in_ranges_on_a_pool_gives_the_same_peak);
+  tcase_add_test (ir, storage_bytes_are_the_same_with_or_without_the_analysis_memory);
   tcase_add_test (ir, peak_bytes_saturates_beyond_2_62);
   suite_add_tcase (s, ir);
   TCase *p = tcase_create ("passes");

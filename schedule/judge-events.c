@@ -1,0 +1,300 @@
+/* judge-events.c: what each node of a judged graph is to the timeline,
+ * its event, for the judge's run (judge.c, judge-run.c).
+ *
+ * An event is a node's role and solo cost, and its kernel slot (compute),
+ * its rates entry (collective) or the collective it waits for (wait).
+ * The events of trial graphs' base nodes are kept by origin
+ * (sg_graph_trial_origins): a compute node's kernel slot and a
+ * collective's rates entry are reused while what they are functions of
+ * (kind, SM count and cost; kind, group, group size and the input's
+ * origin) is the same, instead of being looked up again in every trial.
+ * The events are made in ranges of nodes on the judge's pool, or in one,
+ * with the same results (below). Each event is compared with the previous
+ * graph's for their longest common prefix.
+ * Requires: est_us (estimate/), the judge's engine sized for the graph
+ * (sg_judge_engine_for: the rates memo). Invalidates: nothing.
+ */
+#include <string.h>
+
+#include "schedule-private.h"
+
+/* The fewest nodes a range of the events has (sg_judge_events_range). */
+#define EV_RANGE_MIN 256
+
+/* What a base node of the trials was to the timeline the last time it was
+ * seen (indexed by its id in the base graph, sg_graph_trial_origins): its
+ * kernel slot, a pure function of (kernel class, solo cost), the class one
+ * of (kind, SM count); or its rates entry, a pure function of (kind, group,
+ * group size, bytes, transport), where the bytes are the node's own
+ * output's or, for a reduce-scatter, its input's (a base node too: its
+ * origin is kept). */
+struct SgJudgeKept {
+  union { /* by role: 24 bytes a base node, not 32 */
+    struct {
+      double cost;      /* the solo cost the slot is for */
+      int32_t sm_count;
+    }; /* compute */
+    struct {
+      int32_t in_orig; /* a reduce-scatter's input's origin, else SG_NO_NODE */
+      int32_t group, group_size;
+    }; /* collective */
+  };
+  int32_t aux; /* the kernel slot or rates entry; -1: nothing kept */
+  int16_t kind;
+  uint8_t role;
+};
+G_STATIC_ASSERT (sizeof (SgJudgeKept) == 24);
+
+
+/* --- events ------------------------------------------------------------------- */
+
+/* Does @k hold the slot of compute node @nd at solo cost @cost (its kind,
+ * SM count and cost the same)? */
+static inline bool
+kept_slot_of (const SgJudgeKept *k, const SgNode *nd, double cost)
+{
+  return k->aux >= 0 && k->role == SG_ROLE_COMPUTE && k->kind == (int16_t)nd->kind
+         && k->sm_count == nd->sm_count && memcmp (&k->cost, &cost, sizeof cost) == 0;
+}
+
+static inline void
+keep_slot (SgJudgeKept *k, const SgNode *nd, double cost, int32_t slot)
+{
+  *k = (SgJudgeKept){ .cost = cost, .aux = slot, .sm_count = nd->sm_count,
+                      .kind = (int16_t)nd->kind, .role = SG_ROLE_COMPUTE };
+}
+
+/* The origin of single-member collective @x's input; SG_NO_NODE for none
+ * or a new node. */
+static inline SgNodeId
+input_origin (const SgGraph *g, SgNodeId x, const SgNodeId *orig)
+{
+  uint32_t n;
+  const SgNodeId *in = sg_node_inputs (g, x, &n);
+  return n > 0 ? orig[in[0]] : SG_NO_NODE;
+}
+
+/* Does @k hold the rates entry of collective @x (its kind, group and
+ * input the same)? */
+static inline bool
+kept_entry_of (const SgJudgeKept *k, const SgGraph *g, SgNodeId x, const SgNodeId *orig)
+{
+  const SgNode *nd = &g->nodes[x];
+  return k->aux >= 0 && k->role == SG_ROLE_COLL && k->kind == (int16_t)nd->kind
+         && k->group == nd->group && k->group_size == nd->group_size
+         && (k->in_orig == SG_NO_NODE || input_origin (g, x, orig) == k->in_orig);
+}
+
+/* The rates entry of collective @x, from what its origin @o kept when its
+ * kind, group and input are the same (kept only for a single-member
+ * collective other than a permute: its bytes are then its own output's or
+ * its input's). */
+G_ALWAYS_INLINE static inline int32_t
+coll_entry (SgSimJudge *j, const SgGraph *g, SgNodeId x, SgNodeId o, const SgNodeId *orig)
+{
+  const SgNode *nd = &g->nodes[x];
+  SgJudgeKept *k = o != SG_NO_NODE ? &j->kept[o] : NULL;
+  if (k && kept_entry_of (k, g, x, orig))
+    return k->aux;
+  const int32_t at = sg_eng_rates_entry (&j->e, x, NULL);
+  if (!k || nd->kind == SG_OP_COLLECTIVE_PERMUTE || sg_op_is_coalesced (nd->kind))
+    return at;
+  int32_t in_orig = SG_NO_NODE;
+  if (nd->kind == SG_OP_REDUCE_SCATTER) {
+    in_orig = input_origin (g, x, orig);
+    if (in_orig == SG_NO_NODE)
+      return at; /* a new node's bytes: nothing kept */
+  }
+  *k = (SgJudgeKept){ .aux = at, .in_orig = in_orig, .group = nd->group,
+                      .group_size = nd->group_size, .kind = (int16_t)nd->kind,
+                      .role = SG_ROLE_COLL };
+  return at;
+}
+
+/* The base nodes' kept events serve the trials of one rewrite (the base
+ * graph fixed while the judge lives); another rewrite starts over. */
+static const SgNodeId *
+kept_for (SgSimJudge *j, const SgGraph *g)
+{
+  const SgNodeId *orig = sg_graph_trial_origins (g);
+  if (!orig)
+    return NULL;
+  if (j->kept_of != (const void *)g->trial_of) {
+    for (int32_t i = 0; i < j->cap_kept; i++)
+      j->kept[i].aux = -1;
+    j->kept_of = g->trial_of;
+  }
+  /* origins are ids of the base graph */
+  const int32_t need = sg_rewrite_graph (g->trial_of)->n_nodes;
+  if (need > j->cap_kept) {
+    int32_t was = j->cap_kept;
+    j->cap_kept = MAX (need, 2 * j->cap_kept);
+    j->kept = g_renew (SgJudgeKept, j->kept, (size_t)j->cap_kept);
+    for (int32_t i = was; i < j->cap_kept; i++)
+      j->kept[i].aux = -1;
+  }
+  return orig;
+}
+
+static inline bool
+ev_same (const SgJudgeEv *a, const SgJudgeEv *b)
+{
+  return a->role == b->role && memcmp (&a->cost, &b->cost, sizeof (double)) == 0
+         && a->group == b->group && a->aux == b->aux;
+}
+
+/* --- events, in ranges of nodes ----------------------------------------------------- */
+
+/* @g's events are made in ranges of nodes (a pool's tasks; one range
+ * without a pool or below the judge's ranges minimum), exactly as in one
+ * pass in id order: a node's event is a pure function of the node and
+ * what the base nodes kept before the trial, but for a collective whose
+ * entry is not kept (sg_eng_rates_entry adds to the engine's memo, whose
+ * entries are numbered in the order they are added) and for the kept
+ * slots to write. Those steps (ev_in_order) go in id order: in the range
+ * itself when it is the only one, else after the ranges (sg_judge_events_finish),
+ * to which each range leaves its nodes. The integer results combine in
+ * range order; the floating-point sums are the only range's, or made in
+ * id order over the events (sg_judge_events_sums). */
+/* The step of node @x's event @v that goes in id order: a collective's
+ * rates entry (what its origin kept, when that is for the same kind,
+ * group and input), a compute node's slot to keep. */
+static inline void
+ev_in_order (SgSimJudge *j, const SgGraph *g, SgNodeId x, const SgNodeId *orig, SgJudgeEv *v)
+{
+  const SgNodeId o = orig ? orig[x] : SG_NO_NODE;
+  if (v->role == SG_ROLE_COLL)
+    v->aux = coll_entry (j, g, x, o, orig);
+  else
+    keep_slot (&j->kept[o], &g->nodes[x], v->cost, v->aux);
+}
+
+void
+sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
+{
+  (void)worker;
+  const SgJudgeEvJob *J = data;
+  const SgGraph *g = J->g;
+  const SgJudgeKept *kept = J->j->kept;
+  int32_t a, b;
+  sg_range_of (task, J->size, g->n_nodes, &a, &b);
+  SgJudgeEvRange *out = &J->j->ev_ranges[task];
+  *out = (SgJudgeEvRange){ -1, -1, 0, 0, 0.0, 0.0 };
+  double compute = 0.0, comm = 0.0;
+  for (SgNodeId x = a; x < b; x++) {
+    const SgNode *nd = &g->nodes[x];
+    if (!sg_sim_cost_ok (nd->est_us)) {
+      out->bad = x;
+      return;
+    }
+    const SgNodeId o = J->orig ? J->orig[x] : SG_NO_NODE;
+    SgJudgeEv *v = &J->r->ev[x];
+    v->role = (uint8_t)sg_sched_role (nd);
+    v->cost = sg_sched_cost (nd);
+    v->aux = -1;
+    v->group = 0;
+    bool later = false; /* its id-order step to take */
+    if (v->role == SG_ROLE_COLL) {
+      v->group = (uint16_t)nd->group;
+      out->n_coll++;
+      comm += v->cost;
+      if (o != SG_NO_NODE && kept_entry_of (&kept[o], g, x, J->orig))
+        v->aux = kept[o].aux;
+      else
+        later = true;
+    } else if (v->role == SG_ROLE_WAIT) {
+      SgNodeId c = sg_node_wait_target (g, x);
+      if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
+        v->aux = c;
+    } else {
+      compute += v->cost;
+      if (v->cost > 0.0) {
+        if (o != SG_NO_NODE && kept_slot_of (&kept[o], nd, v->cost)) {
+          v->aux = kept[o].aux;
+        } else {
+          v->aux = sg_cost_contention_slot (J->j->e.pairs, g, x, v->cost);
+          later = o != SG_NO_NODE; /* its slot to keep */
+        }
+      }
+    }
+    if (later && J->in_order) {
+      ev_in_order (J->j, g, x, J->orig, v);
+    } else if (later) {
+      J->j->ev_left[a + out->n_left++] = x; /* this range's part */
+      if (v->role == SG_ROLE_COLL)
+        continue; /* its event is made after the ranges */
+    }
+    if (out->differ < 0 && x < J->m && !ev_same (v, &J->prev->ev[x]))
+      out->differ = x;
+  }
+  out->compute_us = compute, out->comm_us = comm;
+}
+
+/* Sizes @r and the judge's arrays for @g's events, in ranges when
+ * @ranges (on the judge's pool) else in one, and fills @J; returns the
+ * count of ranges (sg_judge_events_range's tasks). */
+int32_t
+sg_judge_events_setup (SgSimJudge *j, const SgGraph *g, SgJudgeRec *r, const SgJudgeRec *prev,
+                       bool ranges, SgJudgeEvJob *J)
+{
+  const int32_t n = g->n_nodes;
+  SG_JUDGE_GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), SgJudgeEv);
+  r->n = n;
+  *J = (SgJudgeEvJob){ j, g, r, prev, kept_for (j, g), prev->valid ? MIN (n, prev->n) : 0,
+                       MAX (n, 1), true };
+  if (ranges)
+    J->size = sg_pool_range_size (j->pool, n, EV_RANGE_MIN);
+  const int32_t n_ranges = sg_ranges (n, J->size);
+  J->in_order = n_ranges == 1;
+  if (!J->in_order)
+    SG_JUDGE_GROW (j->ev_left, j->cap_ev_left, n, int32_t);
+  SG_JUDGE_GROW (j->ev_ranges, j->cap_ev_ranges, n_ranges, SgJudgeEvRange);
+  return n_ranges;
+}
+
+/* Once @J's @n_ranges ranges ran: the id-order steps of the nodes they
+ * left (below the first node without a cost). Returns the count of
+ * collectives, -1 at a node whose est_us is not a finite cost >= 0
+ * (sg_sim_check_costs names it); *@p gets the length of the longest
+ * common prefix of events with the previous graph's (valid, or 0). */
+int32_t
+sg_judge_events_finish (const SgJudgeEvJob *J, int32_t n_ranges, int32_t *p)
+{
+  SgSimJudge *j = J->j;
+  int32_t bad = -1, differ = J->m, n_coll = 0;
+  for (int32_t t = 0; t < n_ranges && bad < 0; t++) {
+    const SgJudgeEvRange *o = &j->ev_ranges[t];
+    bad = o->bad;
+    n_coll += o->n_coll;
+    if (o->differ >= 0 && o->differ < differ)
+      differ = o->differ;
+    for (int32_t i = 0; i < o->n_left; i++) {
+      const SgNodeId x = j->ev_left[(size_t)t * (size_t)J->size + (size_t)i];
+      SgJudgeEv *v = &J->r->ev[x];
+      ev_in_order (j, J->g, x, J->orig, v);
+      if (v->role == SG_ROLE_COLL && x < differ && !ev_same (v, &J->prev->ev[x]))
+        differ = x;
+    }
+  }
+  if (bad >= 0)
+    return -1;
+  *p = differ;
+  return n_coll;
+}
+
+/* The sums of the events of @r: compute_us and comm_us, in id order. */
+void
+sg_judge_events_sums (const SgJudgeRec *r, double *compute_us, double *comm_us)
+{
+  double compute = 0.0, comm = 0.0;
+  for (int32_t x = 0; x < r->n; x++) {
+    const SgJudgeEv *v = &r->ev[x];
+    if (v->role == SG_ROLE_COLL)
+      comm += v->cost;
+    else if (v->role != SG_ROLE_WAIT)
+      compute += v->cost;
+  }
+  *compute_us = compute;
+  *comm_us = comm;
+}
+
