@@ -274,6 +274,11 @@ int64_t sg_name_table_add (SgNameTable *t, const char *const *names, size_t stri
 SgNodeId sg_name_table_find (const SgNameTable *t, const char *const *names, size_t stride,
                              const char *s, size_t len, uint64_t hash);
 
+/* (transfer full) A table of @g's node names, hashed and added on @pool's
+ * threads, with *@dups the nodes whose name an earlier node has; NULL when
+ * a node has no name. */
+SgNameTable *sg_name_table_of (const SgGraph *g, SgPool *pool, int64_t *dups);
+
 /* (transfer none) g->by_name, built from the nodes' names first when
  * a reorder or rewrite dropped it (a cache of the nodes: built through a
  * const graph too). */

@@ -279,3 +279,47 @@ sg_name_table_add (SgNameTable *t, const char *const *names, size_t stride, cons
   g_free (j.order);
   return dups;
 }
+
+/* --- a graph's names ------------------------------------------------------------ */
+
+/* Nodes per task of sg_name_table_of's hashes. */
+#define HASH_BLOCK 8192
+
+typedef struct {
+  const SgGraph *g;
+  uint64_t *hash;
+  gint unnamed;
+} HashJob;
+
+static void
+hash_task (gpointer data, int32_t b, int32_t worker)
+{
+  (void)worker;
+  HashJob *h = data;
+  SgNodeId lo, hi;
+  sg_range_of (b, HASH_BLOCK, h->g->n_nodes, &lo, &hi);
+  for (SgNodeId id = lo; id < hi; id++) {
+    const char *name = h->g->nodes[id].name;
+    if (!name) {
+      g_atomic_int_set (&h->unnamed, 1);
+      return;
+    }
+    h->hash[id] = sg_name_hash (name, strlen (name));
+  }
+}
+
+SgNameTable *
+sg_name_table_of (const SgGraph *g, SgPool *pool, int64_t *dups)
+{
+  HashJob h = { g, g_new (uint64_t, (size_t)MAX (g->n_nodes, 1)), 0 };
+  sg_pool_run (pool, sg_ranges (g->n_nodes, HASH_BLOCK), hash_task, &h);
+  SgNameTable *t = NULL;
+  if (!g_atomic_int_get (&h.unnamed)) {
+    t = sg_name_table_new ();
+    *dups = sg_name_table_add (t, &g->nodes[0].name, sizeof (SgNode), h.hash, 0, g->n_nodes,
+                               pool);
+  }
+  g_free (h.hash);
+  return t;
+}
+

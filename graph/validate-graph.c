@@ -233,44 +233,14 @@ validate_nodes (const SgGraph *g, const char **key_of, SgPool *pool, GError **er
   return true;
 }
 
-typedef struct {
-  const SgGraph *g;
-  uint64_t *hash;
-  int32_t block;
-  gint unnamed;
-} HashJob;
-
-static void
-hash_task (gpointer data, int32_t b, int32_t worker)
-{
-  HashJob *h = data;
-  (void)worker;
-  SgNodeId hi = MIN (h->g->n_nodes, (b + 1) * h->block);
-  for (SgNodeId id = b * h->block; id < hi; id++) {
-    const char *name = h->g->nodes[id].name;
-    if (!name) {
-      g_atomic_int_set (&h->unnamed, 1);
-      return;
-    }
-    h->hash[id] = sg_name_hash (name, strlen (name));
-  }
-}
-
 /* How many distinct names the nodes have, counted through a table built on
  * @pool; -1 when a node has none. */
 static int64_t
 distinct_names (const SgGraph *g, SgPool *pool)
 {
-  HashJob h = { g, g_new (uint64_t, (size_t)g->n_nodes), 8192, 0 };
-  sg_pool_run (pool, (g->n_nodes + h.block - 1) / h.block, hash_task, &h);
-  int64_t n = -1;
-  if (!g_atomic_int_get (&h.unnamed)) {
-    g_autoptr (SgNameTable) t = sg_name_table_new ();
-    n = g->n_nodes - sg_name_table_add (t, &g->nodes[0].name, sizeof (SgNode), h.hash, 0,
-                                        g->n_nodes, pool);
-  }
-  g_free (h.hash);
-  return n;
+  int64_t dups = 0;
+  g_autoptr (SgNameTable) t = sg_name_table_of (g, pool, &dups);
+  return t ? g->n_nodes - dups : -1;
 }
 
 bool
