@@ -178,7 +178,7 @@ copy_elided (const SgGraph *g, SgNodeId id, const SgElision *e)
   if (e)
     return sg_elision_elided (g, e, id);
   SgElision own;
-  sg_graph_elision_reasons (g, &own);
+  sg_graph_elision_reasons (g, &own, NULL);
   bool elided = sg_elision_elided (g, &own, id);
   sg_elision_clear (&own);
   return elided;
@@ -284,20 +284,13 @@ sg_cost_node_us (const SgCostModel *cm, const SgGraph *g, SgNodeId id, SgCostSou
 }
 
 /* The zero-copy analysis when @g has copies it may elide (else none is
- * needed), its passes over every node on @pool when it has several
- * threads (sg_graph_elision_again: the same reasons, and the roots). */
+ * needed), its passes over every node on @pool. */
 static bool
 elision_if_copies (const SgGraph *g, SgPool *pool, SgElision *e)
 {
   for (SgNodeId i = 0; i < g->n_nodes; i++)
     if (sg_elision_candidate (g->nodes[i].kind)) {
-      if (sg_pool_size (pool) > 1) {
-        *e = (SgElision){ 0 };
-        sg_elision_set_pool (e, pool);
-        sg_graph_elision_again (g, e);
-      } else {
-        sg_graph_elision_reasons (g, e);
-      }
+      sg_graph_elision_reasons (g, e, pool);
       return true;
     }
   return false;
@@ -450,7 +443,7 @@ cost_nodes (SgGraph *g, SgCostModel *cm, SgPool *pool, GError **error)
   for (int32_t r = 0; r < k.n_ranges && !have; r++)
     have = k.candidates[r];
   if (have)
-    sg_graph_elision_reasons (g, &e);
+    sg_graph_elision_reasons (g, &e, pool);
   k.e = have ? &e : NULL;
   sg_pool_run (pool, k.n_ranges, cost_task, &k);
   bool ok = true;

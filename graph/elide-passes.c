@@ -374,10 +374,10 @@ elision (const SgGraph *g, SgElision *e, SgElisionWork *w, bool roots)
 
 /* One analysis into a zeroed @e; its working memory goes with it. */
 static void
-elision_once (const SgGraph *g, SgElision *e, bool roots)
+elision_once (const SgGraph *g, SgElision *e, bool roots, SgPool *pool)
 {
   memset (e, 0, sizeof *e);
-  SgElisionWork w = { 0 };
+  SgElisionWork w = { .pool = pool };
   elision (g, e, &w, roots);
   work_free (&w);
 }
@@ -386,14 +386,14 @@ void
 sg_graph_elision (const SgGraph *g, SgElision *e)
 {
   g_return_if_fail (g && e);
-  elision_once (g, e, true);
+  elision_once (g, e, true, NULL);
 }
 
 void
-sg_graph_elision_reasons (const SgGraph *g, SgElision *e)
+sg_graph_elision_reasons (const SgGraph *g, SgElision *e, SgPool *pool)
 {
   g_return_if_fail (g && e);
-  elision_once (g, e, false);
+  elision_once (g, e, false, pool);
 }
 
 void

@@ -719,8 +719,9 @@ void sg_graph_elision_again (const SgGraph *g, SgElision *e);
  * of them, run on in ranges (the same result with any pool). @e as
  * sg_graph_elision_again takes it. */
 void sg_elision_set_pool (SgElision *e, SgPool *pool);
-/* The same without e->root (NULL): what the cost model reads. */
-void sg_graph_elision_reasons (const SgGraph *g, SgElision *e);
+/* The same without e->root (NULL): what the cost model reads; its passes
+ * over every node in ranges on @pool (NULL: none; the same result). */
+void sg_graph_elision_reasons (const SgGraph *g, SgElision *e, SgPool *pool);
 void sg_elision_clear (SgElision *e);
 /* Bytes each storage root of @e (sg_graph_elision) allocates, 0 for the
  * other nodes: what the nodes sharing it allocate themselves
