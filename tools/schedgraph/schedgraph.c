@@ -20,6 +20,9 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "schedgraph-private.h"
 
@@ -471,6 +474,17 @@ main (int argc, char **argv)
   int rc = parse_args (argc, argv, &cli);
   if (rc >= 0)
     return rc;
+#ifdef __GLIBC__
+  /* Blocks from 1 MiB on are mapped and given back when freed. glibc's
+   * own threshold climbs to 32 MiB after the first large block is freed;
+   * past that, the per-node arrays that the pool's threads free stay in
+   * those threads' arenas, which the next pass's allocations on another
+   * thread do not reuse: the 1M-node graph's peak RSS with 16 threads was
+   * 1048-1113 MB, with the fixed threshold 911-913 MB (one thread: 902);
+   * the 6.7K and 36K runs took as long either way (bench/RESULTS.md,
+   * "Pipeline speed", tenth run). */
+  mallopt (M_MMAP_THRESHOLD, 1 << 20);
+#endif
   cli.cfg.pool = sg_pool_new (cli.threads ? cli.threads : sg_pool_default_threads ());
   Run r = { .cli = &cli, .summary = g_string_new (NULL) };
   GError *error = NULL;
