@@ -304,53 +304,98 @@ finish_head (SgSimEngine *e, int32_t grp)
     e->on_finish (e->ud, e->rows[r].node);
 }
 
-/* Finishes every running collective with no work left. */
+/* Is @grp's head running with no work left? */
+static inline bool
+head_done (const SgSimEngine *e, int32_t grp)
+{
+  return e->ghead[grp] >= 0 && !e->hold[grp] && e->rem[e->ghead[grp]] <= REM_EPS;
+}
+
 static void
+finish_done (SgSimEngine *e, int32_t grp)
+{
+  do
+    finish_head (e, grp);
+  while (head_done (e, grp));
+}
+
+/* Finishes every running collective with no work left. */
+static inline void
 settle (SgSimEngine *e)
 {
   for (int32_t grp = 0; grp < e->n_groups; grp++)
-    while (e->ghead[grp] >= 0 && !e->hold[grp] && e->rem[e->ghead[grp]] <= REM_EPS)
-      finish_head (e, grp);
+    if (head_done (e, grp))
+      finish_done (e, grp);
 }
 
-/* Advances time by at most @max_dt (INFINITY: to the next collective end).
- * @busy: the compute stream runs kernel @hider meanwhile (then @max_dt is
- * the kernel's end, kleft x its rate, and kleft goes down). Sets *dt;
- * returns true when the step ended because @max_dt ran out (not on a
- * collective end or a held collective's start). */
+/* Advances time with the compute stream idle, to the next collective end
+ * (or start of a held one, released first). Returns true when nothing ran
+ * (no time passed). */
 static bool
-step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
+idle_step (SgSimEngine *e)
 {
   settle (e);
-  if (!busy && e->n_held > 0) {
+  if (e->n_held > 0) {
     /* time passes with the compute stream idle: nothing holds the SMs */
     release_all (e, SG_HOLD_NEXT);
     release_all (e, SG_HOLD_KERNEL);
     settle (e);
   }
-  int32_t running = e->n_active - e->n_held;
-  if (running == 0 && !(busy && e->n_kheld > 0)) {
-    *dt = max_dt;
-    advance (e, isfinite (max_dt) ? max_dt : 0.0);
-    if (busy)
-      e->kleft = 0.0;
+  if (e->n_active - e->n_held == 0) {
+    advance (e, 0.0);
     return true;
   }
-  double crate = busy ? compute_rate (e) : 1.0; /* wall time per unit of kernel work */
-  double best = max_dt;
+  double best = INFINITY;
   int32_t who = -1;
   for (int32_t grp = 0; grp < e->n_groups; grp++) {
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    double t = e->rem[h] * (busy ? pair (e, h)->comm_x : 1.0);
+    if (e->rem[h] < best) {
+      best = e->rem[h];
+      who = grp;
+    }
+  }
+  for (int32_t grp = 0; grp < e->n_groups; grp++) {
+    int32_t h = e->ghead[grp];
+    if (h < 0 || e->hold[grp])
+      continue;
+    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best;
+  }
+  advance (e, best);
+  if (who >= 0) {
+    finish_head (e, who);
+    settle (e);
+    return false;
+  }
+  return true;
+}
+
+/* Advances time while kernel @hider runs (slot kslot, kleft work left at
+ * wall time @crate per unit: compute_rate), by at most the kernel's end:
+ * to the next collective end or held collective's start, when earlier.
+ * The engine is settled and some collective runs or is held by the
+ * kernel. Returns true when the kernel's end came first; else the engine
+ * is settled again. */
+static bool
+kernel_step (SgSimEngine *e, double crate, SgNodeId hider)
+{
+  const SgPairRates *kr = e->rates + e->kslot; /* row r's pair: kr[r * n_slots] */
+  const size_t ns = (size_t)e->n_slots;
+  double best = e->kleft * crate;
+  int32_t who = -1;
+  for (int32_t grp = 0; grp < e->n_groups; grp++) {
+    int32_t h = e->ghead[grp];
+    if (h < 0 || e->hold[grp])
+      continue;
+    double t = e->rem[h] * kr[(size_t)h * ns].comm_x;
     if (t < best) {
       best = t;
       who = grp;
     }
   }
   int32_t rel = -1;
-  if (busy && e->n_kheld > 0) {
+  if (e->n_kheld > 0) {
     for (int32_t grp = 0; grp < e->n_groups; grp++) {
       if (e->hold[grp] != SG_HOLD_KERNEL)
         continue;
@@ -362,12 +407,12 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
       }
     }
   }
-  bool hides = busy && best > 0.0 && hider != SG_NO_NODE;
+  bool hides = best > 0.0 && hider != SG_NO_NODE;
   for (int32_t grp = 0; grp < e->n_groups; grp++) {
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / (busy ? pair (e, h)->comm_x : 1.0);
+    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / kr[(size_t)h * ns].comm_x;
     if (hides) {
       SgCollRow *row = &e->rows[h];
       row->overlap_us += best;
@@ -380,9 +425,7 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
     }
   }
   advance (e, best);
-  *dt = best;
-  if (busy)
-    e->kleft -= best / crate;
+  e->kleft -= best / crate;
   if (rel >= 0) {
     /* that head and every other whose point is reached (ties) start now */
     for (int32_t grp = 0; grp < e->n_groups; grp++)
@@ -533,15 +576,16 @@ sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
   e->in_kernel = true;
   e->kslot = slot;
   e->kleft = work;
-  while (e->kleft > 0.0) {
+  /* settled before the first event; kernel_step settles when it returns
+   * false */
+  if (work > 0.0)
     settle (e);
+  while (e->kleft > 0.0) {
     if (e->n_active - e->n_held == 0 && e->n_kheld == 0) {
       advance (e, e->kleft);
       break;
     }
-    double dt;
-    double crate = compute_rate (e);
-    if (step (e, true, e->kleft * crate, x, &dt))
+    if (kernel_step (e, compute_rate (e), x))
       break;
     if (e->kleft <= REM_EPS * work)
       break;
@@ -584,10 +628,8 @@ sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
   /* a collective left with rounding-level work (it ended with the last
    * kernel) is finished now, not after the next event */
   settle (e);
-  while (!e->fin[r]) {
-    double dt;
-    step (e, false, INFINITY, SG_NO_NODE, &dt);
-  }
+  while (!e->fin[r])
+    idle_step (e);
   double stall = e->now - t0;
   e->rows[r].exposed_us += stall;
   if (e->tlog)
@@ -612,10 +654,8 @@ sg_eng_place (SgSimEngine *e, SgNodeId x)
 void
 sg_eng_drain (SgSimEngine *e)
 {
-  while (e->n_active > 0) {
-    double dt;
-    step (e, false, INFINITY, SG_NO_NODE, &dt);
-  }
+  while (e->n_active > 0)
+    idle_step (e);
 }
 
 /* --- liveness ------------------------------------------------------------- */
