@@ -91,9 +91,9 @@ has_trouble (const SgSchedProblem *P, SgSimEngine *e, const SgNodeId *order, int
 #define HORIZON 96
 
 /* What the dominance below compares of an engine state: the clock and,
- * per group, the first SG_SNAP_PREFIX queued collectives (node and work
- * left: the rows sg_eng_save keeps) and whether its head is held. Cheaper
- * to take than a save, which also keeps what restoring needs. */
+ * per group, the first FRONT_DEPTH queued collectives (node and work left)
+ * and whether its head is held. */
+#define FRONT_DEPTH 8
 typedef struct {
   double now;
   int32_t *first; /* per group, and one past the last: where its rows start */
@@ -106,8 +106,8 @@ static void
 front_init (Front *F, int32_t ng)
 {
   F->first = g_new (int32_t, (size_t)ng + 1);
-  F->node = g_new (SgNodeId, (size_t)ng * SG_SNAP_PREFIX);
-  F->rem = g_new (double, (size_t)ng * SG_SNAP_PREFIX);
+  F->node = g_new (SgNodeId, (size_t)ng * FRONT_DEPTH);
+  F->rem = g_new (double, (size_t)ng * FRONT_DEPTH);
   F->held = g_new (bool, (size_t)ng);
 }
 
@@ -130,7 +130,7 @@ front_of (const SgSimEngine *e, int32_t ng, Front *F)
     F->first[grp] = k;
     F->held[grp] = e->hold[grp] != SG_HOLD_NONE;
     int32_t r = e->ghead[grp];
-    for (int32_t depth = 0; r >= 0 && depth < SG_SNAP_PREFIX; r = e->rnext[r], depth++) {
+    for (int32_t depth = 0; r >= 0 && depth < FRONT_DEPTH; r = e->rnext[r], depth++) {
       F->node[k] = e->rows[r].node;
       F->rem[k++] = e->rem[r];
     }

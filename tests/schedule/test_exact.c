@@ -150,7 +150,7 @@ START_TEST (exact_gives_the_same_order_every_run)
 }
 END_TEST
 
-/* Twelve all_gathers queued on one group (deeper than a save keeps), a
+/* Twelve all_gathers queued on one group (a save keeps only its head), a
  * chain of compute reading them: saving in the middle, running to the
  * end, restoring and running again gives the simulator's numbers. */
 START_TEST (engine_restore_matches_a_fresh_simulation)
