@@ -59,6 +59,7 @@ struct SgRatesMemo {
   SgRatesKey *keys;
   int32_t *slot_of; /* cap entries: index into keys/rates, -1 empty */
   SgPairRates *rates;
+  uint8_t *wnext; /* per entry: some slot has wait_before > 0 */
 };
 
 static SgRatesMemo *
@@ -77,6 +78,7 @@ memo_free (SgRatesMemo *m)
   g_free (m->keys);
   g_free (m->slot_of);
   g_free (m->rates);
+  g_free (m->wnext);
   g_free (m);
 }
 
@@ -104,6 +106,7 @@ memo_grow (SgRatesMemo *m)
   memset (m->slot_of, 0xff, sizeof (int32_t) * (size_t)cap);
   m->keys = g_renew (SgRatesKey, m->keys, (size_t)cap / 2);
   m->rates = g_renew (SgPairRates, m->rates, (size_t)cap / 2 * (size_t)m->n_slots);
+  m->wnext = g_renew (uint8_t, m->wnext, (size_t)cap / 2);
   for (int32_t e = 0; e < m->used; e++) {
     uint32_t slot;
     memo_find (m, &m->keys[e], &slot);
@@ -474,7 +477,11 @@ sg_eng_rates_entry (const SgSimEngine *e, SgNodeId c, const SgPairRates **out)
     at = m->used++;
     m->keys[at] = k;
     m->slot_of[slot] = at;
-    pair_rates (e, &k, &m->rates[(size_t)at * (size_t)m->n_slots]);
+    SgPairRates *pr = &m->rates[(size_t)at * (size_t)m->n_slots];
+    pair_rates (e, &k, pr);
+    m->wnext[at] = 0;
+    for (int32_t s = 0; s < m->n_slots; s++)
+      m->wnext[at] |= pr[s].wait_before > 0.0;
   }
   if (out)
     *out = &m->rates[(size_t)at * (size_t)m->n_slots];
@@ -520,9 +527,7 @@ sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at)
   e->fin[r] = 0;
   SgPairRates *pr = &e->rates[(size_t)r * (size_t)e->n_slots];
   memcpy (pr, sg_eng_entry_rates (e, at), sizeof *pr * (size_t)e->n_slots);
-  e->wnext[r] = 0;
-  for (int32_t s = 0; s < e->n_slots; s++)
-    e->wnext[r] |= pr[s].wait_before > 0.0;
+  e->wnext[r] = e->memo->wnext[at];
   e->rnext[r] = -1;
   e->row_of[c] = r;
   int32_t grp = n->group;
@@ -554,10 +559,17 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
 void
 sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
 {
+  e->kslot = slot;
+  if (!(work > 0.0)) {
+    /* no kernel: nothing holds, nothing runs beside it (and no kernel
+     * holds a head between engine calls: n_kheld is 0) */
+    sg_eng_instant (e, x);
+    return;
+  }
   double t0 = e->now;
   if (e->node_start)
     e->node_start[x] = t0;
-  if (work > 0.0 && e->n_held > 0) {
+  if (e->n_held > 0) {
     /* heads held for the next kernel: this one */
     for (int32_t grp = 0; grp < e->n_groups; grp++) {
       if (e->hold[grp] != SG_HOLD_NEXT)
@@ -574,12 +586,10 @@ sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
     }
   }
   e->in_kernel = true;
-  e->kslot = slot;
   e->kleft = work;
   /* settled before the first event; kernel_step settles when it returns
    * false */
-  if (work > 0.0)
-    settle (e);
+  settle (e);
   while (e->kleft > 0.0) {
     if (e->n_active - e->n_held == 0 && e->n_kheld == 0) {
       advance (e, e->kleft);
