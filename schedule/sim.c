@@ -556,16 +556,11 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
   sg_eng_compute_in (e, x, work, kernel_slot (e, x, work));
 }
 
-void
-sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
+/* Runs kernel @x of solo @work > 0 (slot kslot). Out of line: the calls
+ * of no work do not pay for its frame. */
+G_GNUC_NO_INLINE static void
+run_kernel (SgSimEngine *e, SgNodeId x, double work)
 {
-  e->kslot = slot;
-  if (!(work > 0.0)) {
-    /* no kernel: nothing holds, nothing runs beside it (and no kernel
-     * holds a head between engine calls: n_kheld is 0) */
-    sg_eng_instant (e, x);
-    return;
-  }
   double t0 = e->now;
   if (e->node_start)
     e->node_start[x] = t0;
@@ -574,8 +569,7 @@ sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
     for (int32_t grp = 0; grp < e->n_groups; grp++) {
       if (e->hold[grp] != SG_HOLD_NEXT)
         continue;
-      const double wb = e->rates[(size_t)e->ghead[grp] * (size_t)e->n_slots + (size_t)slot]
-                          .wait_before;
+      const double wb = pair (e, e->ghead[grp])->wait_before;
       if (wb > 0.0) {
         e->hold[grp] = SG_HOLD_KERNEL;
         e->hold_at[grp] = work * (1.0 - wb);
@@ -610,6 +604,18 @@ sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
   e->busy_us += e->now - t0;
   if (e->node_end)
     e->node_end[x] = e->now;
+}
+
+void
+sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
+{
+  e->kslot = slot;
+  if (work > 0.0)
+    run_kernel (e, x, work);
+  else
+    /* no kernel: nothing holds, nothing runs beside it (and no kernel
+     * holds a head between engine calls: n_kheld is 0) */
+    sg_eng_instant (e, x);
 }
 
 bool
