@@ -230,25 +230,6 @@ pair (const SgSimEngine *e, int32_t r)
   return &e->rates[(size_t)r * (size_t)e->n_slots + (size_t)e->kslot];
 }
 
-/* Wall time per unit of kernel work: the kernel_x of the most disturbing
- * running collective, 1 when none runs. With measured pairs a head held by
- * the start wait slows it too (by held_scale of its kernel_x): on 2 GPUs it
- * is resident on the rank where it got in first, waiting for its peer, and
- * the step goes at the pace of the slower rank (docs/cost-model.md, "Held
- * collectives"). */
-static double
-compute_rate (const SgSimEngine *e)
-{
-  double x = 0.0;
-  for (int32_t grp = 0; grp < e->n_groups; grp++) {
-    if (e->ghead[grp] < 0)
-      continue;
-    const double kx = pair (e, e->ghead[grp])->kernel_x;
-    x = MAX (x, !e->hold[grp] ? kx : 1.0 + e->held_scale * (kx - 1.0));
-  }
-  return x > 0.0 ? x : 1.0;
-}
-
 /* The head of @grp became startable now: starts it, or holds it (the start
  * wait rule, schedule-private.h). */
 static void
@@ -332,12 +313,11 @@ settle (SgSimEngine *e)
 }
 
 /* Advances time with the compute stream idle, to the next collective end
- * (or start of a held one, released first). Returns true when nothing ran
- * (no time passed). */
+ * (or start of a held one, released first). The engine is settled, and is
+ * again on return. Returns true when nothing ran (no time passed). */
 static bool
 idle_step (SgSimEngine *e)
 {
-  settle (e);
   if (e->n_held > 0) {
     /* time passes with the compute stream idle: nothing holds the SMs */
     release_all (e, SG_HOLD_NEXT);
@@ -374,29 +354,49 @@ idle_step (SgSimEngine *e)
   return true;
 }
 
-/* Advances time while kernel @hider runs (slot kslot, kleft work left at
- * wall time @crate per unit: compute_rate), by at most the kernel's end:
- * to the next collective end or held collective's start, when earlier.
- * The engine is settled and some collective runs or is held by the
- * kernel. Returns true when the kernel's end came first; else the engine
- * is settled again. */
+/* Advances time while kernel @hider runs (slot kslot, kleft work left),
+ * by at most the kernel's end: to the next collective end or held
+ * collective's start, when earlier. The engine is settled and some
+ * collective runs or is held by the kernel. Returns true when the
+ * kernel's end came first; else the engine is settled again. */
 static bool
-kernel_step (SgSimEngine *e, double crate, SgNodeId hider)
+kernel_step (SgSimEngine *e, SgNodeId hider)
 {
   const SgPairRates *kr = e->rates + e->kslot; /* row r's pair: kr[r * n_slots] */
   const size_t ns = (size_t)e->n_slots;
-  double best = e->kleft * crate;
+  /* In one pass, the kernel's rate and the first running collective to
+   * end alone (the earliest end; of equal ends, the first group's). The
+   * rate: wall time per unit of kernel work, the kernel_x of the most
+   * disturbing running collective, 1 when none runs. With measured pairs
+   * a head held by the start wait slows it too (by held_scale of its
+   * kernel_x): on 2 GPUs it is resident on the rank where it got in
+   * first, waiting for its peer, and the step goes at the pace of the
+   * slower rank (docs/cost-model.md, "Held collectives"). */
+  double x = 0.0, first = INFINITY;
   int32_t who = -1;
   for (int32_t grp = 0; grp < e->n_groups; grp++) {
     int32_t h = e->ghead[grp];
-    if (h < 0 || e->hold[grp])
+    if (h < 0)
       continue;
+    const double kx = kr[(size_t)h * ns].kernel_x;
+    if (e->hold[grp]) {
+      x = MAX (x, 1.0 + e->held_scale * (kx - 1.0));
+      continue;
+    }
+    x = MAX (x, kx);
     double t = e->rem[h] * kr[(size_t)h * ns].comm_x;
-    if (t < best) {
-      best = t;
+    if (t < first) {
+      first = t;
       who = grp;
     }
   }
+  const double crate = x > 0.0 ? x : 1.0; /* wall time per unit of kernel work */
+  /* the earliest of those ends and the kernel's, the kernel's on a tie */
+  double best = e->kleft * crate;
+  if (first < best)
+    best = first;
+  else
+    who = -1;
   int32_t rel = -1;
   if (e->n_kheld > 0) {
     for (int32_t grp = 0; grp < e->n_groups; grp++) {
@@ -589,7 +589,7 @@ run_kernel (SgSimEngine *e, SgNodeId x, double work)
       advance (e, e->kleft);
       break;
     }
-    if (kernel_step (e, compute_rate (e), x))
+    if (kernel_step (e, x))
       break;
     if (e->kleft <= REM_EPS * work)
       break;
@@ -670,8 +670,12 @@ sg_eng_place (SgSimEngine *e, SgNodeId x)
 void
 sg_eng_drain (SgSimEngine *e)
 {
-  while (e->n_active > 0)
+  if (e->n_active == 0)
+    return;
+  settle (e);
+  do
     idle_step (e);
+  while (e->n_active > 0);
 }
 
 /* --- liveness ------------------------------------------------------------- */
