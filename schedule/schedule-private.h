@@ -239,10 +239,10 @@ void sg_eng_fork_clear (SgSimEngine *e);
  * Restoring forgets every collective issued since the save. Node times
  * (track_nodes) are not saved. */
 typedef struct {
-  SgCollRow row;   /* the head's row (row < 0: none) */
+  SgCollRow row;   /* the head's row (head < 0: none) */
   double rem;      /* its solo work left */
   double hold_at;
-  int32_t head, tail;
+  int32_t head, tail; /* the queue's ends, -1 when empty */
   int32_t behind;  /* the row queued behind the head, or -1 */
   uint8_t hold;
 } SgSnapGroup;
