@@ -91,9 +91,9 @@ has_trouble (const SgSchedProblem *P, SgSimEngine *e, const SgNodeId *order, int
 #define HORIZON 96
 
 /* What the dominance below compares of an engine state: the clock and,
- * per group, the first SG_SNAP_PREFIX queued collectives (node and work
- * left: the rows sg_eng_save keeps) and whether its head is held. Cheaper
- * to take than a save, which also keeps what restoring needs. */
+ * per group, the first FRONT_DEPTH queued collectives (node and work left)
+ * and whether its head is held. */
+#define FRONT_DEPTH 8
 typedef struct {
   double now;
   int32_t *first; /* per group, and one past the last: where its rows start */
@@ -106,8 +106,8 @@ static void
 front_init (Front *F, int32_t ng)
 {
   F->first = g_new (int32_t, (size_t)ng + 1);
-  F->node = g_new (SgNodeId, (size_t)ng * SG_SNAP_PREFIX);
-  F->rem = g_new (double, (size_t)ng * SG_SNAP_PREFIX);
+  F->node = g_new (SgNodeId, (size_t)ng * FRONT_DEPTH);
+  F->rem = g_new (double, (size_t)ng * FRONT_DEPTH);
   F->held = g_new (bool, (size_t)ng);
 }
 
@@ -130,7 +130,7 @@ front_of (const SgSimEngine *e, int32_t ng, Front *F)
     F->first[grp] = k;
     F->held[grp] = e->hold[grp] != SG_HOLD_NONE;
     int32_t r = e->ghead[grp];
-    for (int32_t depth = 0; r >= 0 && depth < SG_SNAP_PREFIX; r = e->rnext[r], depth++) {
+    for (int32_t depth = 0; r >= 0 && depth < FRONT_DEPTH; r = e->rnext[r], depth++) {
       F->node[k] = e->rows[r].node;
       F->rem[k++] = e->rem[r];
     }
@@ -210,9 +210,21 @@ place_at (Polish *Q, SgNodeId x, int32_t arg)
   sg_eng_place_as (Q->e, x, (SgRole)Q->P->role[x], Q->P->cost[x], arg);
 }
 
+/* Is the state past the window at @p (end < @p) the one at @p - 1? Placing
+ * compute of no work changes nothing the fronts hold (sg_eng_compute_in:
+ * the node's times alone), in the given order as after a window order:
+ * the checks there are those at @p - 1. */
+static inline bool
+as_before (const Polish *Q, const SgNodeId *out, int32_t end, int32_t p)
+{
+  SgNodeId x = out[p - 1];
+  return p > end && Q->P->role[x] == SG_ROLE_COMPUTE && !(Q->P->cost[x] > 0.0);
+}
+
 /* Simulates the given order over the window and HORIZON nodes past it
- * from the window's start, saving the state at each node past it (and the
- * step, when the order ends within the horizon). */
+ * from the window's start, saving the state at each node past it where it
+ * may have changed (as_before) and the step, when the order ends within
+ * the horizon. */
 static void
 given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
 {
@@ -225,7 +237,8 @@ given_trail (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end)
   for (int32_t k = 0; k < Q->n_given_rows; k++)
     Q->given_rows[k] = Q->e->rows[Q->at.top.n_rows + k].node;
   for (int32_t p = end; p <= h; p++) {
-    front_of (Q->e, Q->ng, &Q->trail[p - end]);
+    if (!as_before (Q, out, end, p))
+      front_of (Q->e, Q->ng, &Q->trail[p - end]);
     if (p < h)
       place_at (Q, out[p], Q->arg[p - pos]);
   }
@@ -286,9 +299,11 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const int3
   bool rows = same_rows (Q);
   for (int32_t p = end; p <= h; p++) {
     /* front_dominates's first test, on the clock, before taking the
-     * candidate's front */
+     * candidate's front; none where both states are as before (the
+     * checks there found nothing) */
     const Front *t = &Q->trail[p - end];
-    if (within (Q->e->now, t->now, 1e-9 * (1.0 + t->now), Q->equal)) {
+    if (!as_before (Q, out, end, p)
+        && within (Q->e->now, t->now, 1e-9 * (1.0 + t->now), Q->equal)) {
       front_of (Q->e, Q->ng, &Q->cur);
       if (rows && front_same (Q->ng, &Q->cur, t))
         return false; /* the same from here on: not better */

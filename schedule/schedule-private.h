@@ -232,24 +232,23 @@ void sg_eng_clear (SgSimEngine *e);
  * of its own. Clear it with sg_eng_fork_clear (the arrays stay @src's). */
 void sg_eng_fork_rates (SgSimEngine *dst, const SgSimEngine *src);
 void sg_eng_fork_clear (SgSimEngine *e);
-/* A saved engine state, O(groups x SG_SNAP_PREFIX): searches save at each
- * depth and restore when they backtrack. Per group it keeps the first
- * SG_SNAP_PREFIX queued collectives; the ones queued behind them have not
- * started at the save, which restoring puts back. Restoring forgets every
- * collective issued since the save. Node times (track_nodes) are not
- * saved. */
-#define SG_SNAP_PREFIX 8
+/* A saved engine state, O(groups): searches save at each depth and
+ * restore when they backtrack. Per group it keeps the queue's ends and its
+ * head's row: a collective queued behind the head has not started, and is
+ * as issued (restoring puts back any of them that started since).
+ * Restoring forgets every collective issued since the save. Node times
+ * (track_nodes) are not saved. */
 typedef struct {
-  SgSimEngine top; /* the engine's scalars (its array pointers: the engine's own) */
-  uint8_t *hold;
-  double *hold_at;
-  int32_t *ghead, *gtail;
-  int32_t *behind; /* per group: the first queued row not saved, or -1 */
-  int32_t n_act, cap_act; /* saved rows: group by group, in queue order */
-  int32_t *act, *rnext;
-  double *rem;
-  uint8_t *fin;
-  SgCollRow *rows;
+  SgCollRow row;   /* the head's row (head < 0: none) */
+  double rem;      /* its solo work left */
+  double hold_at;
+  int32_t head, tail; /* the queue's ends, -1 when empty */
+  int32_t behind;  /* the row queued behind the head, or -1 */
+  uint8_t hold;
+} SgSnapGroup;
+typedef struct {
+  SgSimEngine top;     /* the engine's scalars (its array pointers: the engine's own) */
+  SgSnapGroup *groups; /* per group */
 } SgEngSnap;
 
 void sg_eng_save (const SgSimEngine *e, SgEngSnap *s);

@@ -172,7 +172,7 @@ search_lower_bound (SgSearch *S, const Frame *f)
   double now = e->now, best = now;
   for (int32_t i = 0; i < S->m; i++) {
     double t;
-    if (f->placed[i]) {
+    if (f->npend[i] < 0) { /* placed */
       int32_t r = S->role[i] == SG_ROLE_COLL ? e->row_of[S->node[i]] : -1;
       t = r >= 0 && !e->fin[r] ? now + e->rem[r] : now;
     } else {

@@ -13,15 +13,18 @@
 /* One depth of the search. */
 typedef struct {
   SgEngSnap snap;
-  uint8_t *placed;
-  int32_t *npend; /* inputs in the window not placed */
-  int32_t n_placed;
+  /* rq, npend and n_issued lie in that order in buf (owned), so that one
+   * copy takes them all (frame_copy); sg_search_reset lays them out */
+  void *buf;
   uint64_t *rq;   /* quick positions ready and not placed (bits by position, nw words) */
+  int32_t *npend; /* inputs in the window not placed; -1 once placed */
+  uint8_t *n_issued; /* per group: collectives issued in the window */
+  int32_t n_placed;
   uint64_t key;   /* decision nodes placed (bits) */
+  uint64_t ready; /* decision nodes ready and not placed (bits) */
   uint64_t cmask; /* compute nodes with a cost placed (bits) */
   double work;    /* their work */
   uint8_t seq[SG_SEARCH_MAX_COLLS];
-  uint8_t *n_issued; /* per group: collectives issued in the window */
 } Frame;
 
 struct SgSearch {
@@ -49,6 +52,7 @@ struct SgSearch {
   uint32_t cap_ins; /* entries ins and users hold */
   int32_t n_dec, n_comp, n_coll;
   int32_t *decs;  /* positions with a decision bit, in order (n_dec) */
+  uint64_t kind_decs[3]; /* decision bits of collectives, of compute, of stalls (waits) */
   SgNodeId coll_node[SG_SEARCH_MAX_COLLS]; /* tracked collectives: the window's, then
                                             * those running at its start */
   int32_t n_track;

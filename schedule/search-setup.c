@@ -104,6 +104,27 @@ local_fill (SgSearch *S, const SgNodeId *nodes, int32_t m)
   }
 }
 
+/* What a frame's buf holds: rq, npend and n_issued for cap_m positions. */
+static size_t
+frame_bytes (const SgSearch *S)
+{
+  return sizeof (uint64_t) * (size_t)((S->cap_m + 63) / 64)
+         + sizeof (int32_t) * (size_t)S->cap_m + (size_t)S->ng;
+}
+
+/* Lays out the frames' rq, npend and n_issued for the window's m
+ * positions, one after the other in buf. */
+static void
+frames_lay_out (SgSearch *S)
+{
+  for (int32_t d = 0; d < S->cap_frames; d++) {
+    Frame *f = &S->frames[d];
+    f->rq = f->buf;
+    f->npend = (int32_t *)(f->rq + S->nw);
+    f->n_issued = (uint8_t *)(f->npend + S->m);
+  }
+}
+
 /* Grows the per-position arrays to hold @m positions. */
 static void
 reserve_positions (SgSearch *S, int32_t m)
@@ -128,12 +149,9 @@ reserve_positions (SgSearch *S, int32_t m)
   S->ef = g_renew (double, S->ef, (size_t)cap);
   for (int32_t k = 0; k < SG_SEARCH_KEEP; k++)
     S->kept[k] = g_renew (int32_t, S->kept[k], (size_t)cap);
-  for (int32_t d = 0; d < S->cap_frames; d++) {
-    S->frames[d].placed = g_renew (uint8_t, S->frames[d].placed, (size_t)cap);
-    S->frames[d].npend = g_renew (int32_t, S->frames[d].npend, (size_t)cap);
-    S->frames[d].rq = g_renew (uint64_t, S->frames[d].rq, (size_t)(cap + 63) / 64);
-  }
   S->cap_m = cap;
+  for (int32_t d = 0; d < S->cap_frames; d++)
+    S->frames[d].buf = g_realloc (S->frames[d].buf, frame_bytes (S));
 }
 
 /* Grows the frames to @n (a depth per decision, and two). */
@@ -144,12 +162,8 @@ reserve_frames (SgSearch *S, int32_t n)
     return;
   S->frames = g_renew (Frame, S->frames, (size_t)n);
   memset (S->frames + S->cap_frames, 0, sizeof (Frame) * (size_t)(n - S->cap_frames));
-  for (int32_t d = S->cap_frames; d < n; d++) {
-    S->frames[d].placed = g_new (uint8_t, (size_t)S->cap_m);
-    S->frames[d].npend = g_new (int32_t, (size_t)S->cap_m);
-    S->frames[d].rq = g_new (uint64_t, (size_t)(S->cap_m + 63) / 64);
-    S->frames[d].n_issued = g_new (uint8_t, (size_t)S->ng);
-  }
+  for (int32_t d = S->cap_frames; d < n; d++)
+    S->frames[d].buf = g_malloc (frame_bytes (S));
   S->cap_frames = n;
 }
 
@@ -224,6 +238,8 @@ fill_positions (SgSearch *S)
         S->coll_of[i] = c;
     }
     if (S->comp[i] >= 0 || S->coll[i] >= 0 || S->coll_of[i] != SG_NO_NODE) {
+      int kind = S->coll[i] >= 0 ? 0 : S->comp[i] >= 0 ? 1 : 2;
+      S->kind_decs[kind] |= (uint64_t)1 << S->n_dec;
       S->decs[S->n_dec] = i;
       S->dec[i] = S->n_dec++;
     }
@@ -279,6 +295,7 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   else
     local_fill (S, nodes, m);
   S->n_dec = S->n_comp = S->n_coll = 0;
+  memset (S->kind_decs, 0, sizeof S->kind_decs);
   S->window_work = 0.0;
   memset (S->ccost, 0, sizeof S->ccost);
   memset (S->anc, 0, sizeof S->anc);
@@ -306,8 +323,8 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   sg_bound_rates_init (&S->rates, e, S->coll_node, S->n_track);
   S->monotone = S->rates.monotone;
   reserve_frames (S, S->n_dec + 2);
+  frames_lay_out (S);
   Frame *f0 = &S->frames[0];
-  memset (f0->placed, 0, (size_t)m);
   memset (f0->n_issued, 0, (size_t)S->ng);
   memset (f0->seq, 0, sizeof f0->seq);
   f0->n_placed = 0;
@@ -331,10 +348,7 @@ sg_search_free (SgSearch *S)
   unmark (S);
   for (int32_t d = 0; d < S->cap_frames; d++) {
     sg_eng_snap_clear (&S->frames[d].snap);
-    g_free (S->frames[d].placed);
-    g_free (S->frames[d].npend);
-    g_free (S->frames[d].rq);
-    g_free (S->frames[d].n_issued);
+    g_free (S->frames[d].buf);
   }
   g_free (S->frames);
   g_free (S->beyond);

@@ -46,19 +46,32 @@ quick (const SgSearch *S, int32_t i)
   return S->comp[i] < 0 && S->coll[i] < 0;
 }
 
+/* Position @i's inputs are placed: a quick one joins rq, a decision
+ * ready. */
+static inline void
+mark_ready (const SgSearch *S, Frame *f, int32_t i)
+{
+  if (quick (S, i))
+    f->rq[i >> 6] |= (uint64_t)1 << (i & 63);
+  if (S->dec[i] >= 0)
+    f->ready |= (uint64_t)1 << S->dec[i];
+}
+
 static void
 place (SgSearch *S, Frame *f, int32_t i)
 {
-  g_assert (!f->placed[i] && f->npend[i] == 0);
+  g_assert (f->npend[i] == 0);
   SgNodeId x = S->node[i];
   if (S->coll[i] >= 0)
     f->seq[S->coll[i]] = f->n_issued[S->coll_group[S->coll[i]]]++;
   /* sg_eng_place, with what it looks up per node looked up once */
   sg_eng_place_as (S->e, x, (SgRole)S->role[i], S->cost[i], S->eng_arg[i]);
-  f->placed[i] = 1;
+  f->npend[i] = -1;
   S->order[f->n_placed++] = i;
-  if (S->dec[i] >= 0)
+  if (S->dec[i] >= 0) {
     f->key |= (uint64_t)1 << S->dec[i];
+    f->ready &= ~((uint64_t)1 << S->dec[i]);
+  }
   if (S->comp[i] >= 0) {
     f->cmask |= (uint64_t)1 << S->comp[i];
     f->work += S->cost[i];
@@ -67,8 +80,8 @@ place (SgSearch *S, Frame *f, int32_t i)
     f->rq[i >> 6] &= ~((uint64_t)1 << (i & 63));
   for (uint32_t a = S->ufirst[i]; a < S->ufirst[i + 1]; a++) {
     int32_t u = S->users[a];
-    if (--f->npend[u] == 0 && quick (S, u))
-      f->rq[u >> 6] |= (uint64_t)1 << (u & 63);
+    if (--f->npend[u] == 0)
+      mark_ready (S, f, u);
   }
 }
 
@@ -131,13 +144,13 @@ closure (SgSearch *S, Frame *f)
 static void
 frame_copy (const SgSearch *S, Frame *dst, const Frame *src)
 {
-  memcpy (dst->placed, src->placed, (size_t)S->m);
-  memcpy (dst->npend, src->npend, sizeof (int32_t) * (size_t)S->m);
-  memcpy (dst->n_issued, src->n_issued, (size_t)S->ng);
+  /* rq, npend and n_issued, laid out one after the other */
+  memcpy (dst->rq, src->rq,
+          (size_t)((uint8_t *)(src->n_issued + S->ng) - (uint8_t *)src->rq));
   memcpy (dst->seq, src->seq, sizeof dst->seq);
   dst->n_placed = src->n_placed;
-  memcpy (dst->rq, src->rq, sizeof (uint64_t) * (size_t)S->nw);
   dst->key = src->key;
+  dst->ready = src->ready;
   dst->cmask = src->cmask;
   dst->work = src->work;
 }
@@ -199,13 +212,6 @@ leaf (SgSearch *S)
   S->found = true;
 }
 
-/* Is decision position @i (decs) ready, not placed? */
-static bool
-decision (const Frame *f, int32_t i)
-{
-  return !f->placed[i] && f->npend[i] == 0;
-}
-
 static void
 dfs (SgSearch *S, int32_t d)
 {
@@ -221,30 +227,24 @@ dfs (SgSearch *S, int32_t d)
   }
   if (!search_memo_admit (S, f) || prune (S, f))
     return;
-  /* collectives, then compute, then stalls; each by position (@f does not
-   * change below: the children work on the next frame) */
-  int32_t tries[3][64], nt[3] = { 0, 0, 0 };
-  for (int32_t k = 0; k < S->n_dec; k++) {
-    int32_t i = S->decs[k];
-    if (decision (f, i)) {
-      int kind = S->coll[i] >= 0 ? 0 : S->comp[i] >= 0 ? 1 : 2;
-      tries[kind][nt[kind]++] = i;
-    }
-  }
+  /* collectives, then compute, then stalls; each by position (decision
+   * bits are in position order; @f does not change below: the children
+   * work on the next frame) */
+  const uint64_t ready = f->ready;
   /* The engine is at @f's state for the first child; it is saved only for
    * the later ones. Nothing is restored on the way out: the caller restores
    * its own state before it goes on (sg_search_run, the one at depth 0). */
-  if (nt[0] + nt[1] + nt[2] > 1)
+  if (ready & (ready - 1))
     sg_eng_save (S->e, &f->snap);
   bool at_f = true;
   for (int pass = 0; pass < 3 && !S->gave_up; pass++)
-    for (int32_t t = 0; t < nt[pass] && !S->gave_up; t++) {
+    for (uint64_t mk = ready & S->kind_decs[pass]; mk && !S->gave_up; mk &= mk - 1) {
       Frame *c = &S->frames[d + 1];
       frame_copy (S, c, f);
       if (!at_f)
         sg_eng_restore (S->e, &f->snap);
       at_f = false;
-      place (S, c, tries[pass][t]);
+      place (S, c, S->decs[__builtin_ctzll (mk)]);
       dfs (S, d + 1);
     }
 }
@@ -254,10 +254,11 @@ sg_search_run (SgSearch *S, double incumbent)
 {
   Frame *f0 = &S->frames[0];
   memset (f0->rq, 0, sizeof (uint64_t) * (size_t)S->nw);
+  f0->ready = 0;
   for (int32_t i = 0; i < S->m; i++) {
     f0->npend[i] = (int32_t)(S->ifirst[i + 1] - S->ifirst[i]);
-    if (f0->npend[i] == 0 && quick (S, i))
-      f0->rq[i >> 6] |= (uint64_t)1 << (i & 63);
+    if (f0->npend[i] == 0)
+      mark_ready (S, f0, i);
   }
   SgEngSnap start = { 0 };
   sg_eng_save (S->e, &start);

@@ -59,6 +59,7 @@ struct SgRatesMemo {
   SgRatesKey *keys;
   int32_t *slot_of; /* cap entries: index into keys/rates, -1 empty */
   SgPairRates *rates;
+  uint8_t *wnext; /* per entry: some slot has wait_before > 0 */
 };
 
 static SgRatesMemo *
@@ -77,6 +78,7 @@ memo_free (SgRatesMemo *m)
   g_free (m->keys);
   g_free (m->slot_of);
   g_free (m->rates);
+  g_free (m->wnext);
   g_free (m);
 }
 
@@ -104,6 +106,7 @@ memo_grow (SgRatesMemo *m)
   memset (m->slot_of, 0xff, sizeof (int32_t) * (size_t)cap);
   m->keys = g_renew (SgRatesKey, m->keys, (size_t)cap / 2);
   m->rates = g_renew (SgPairRates, m->rates, (size_t)cap / 2 * (size_t)m->n_slots);
+  m->wnext = g_renew (uint8_t, m->wnext, (size_t)cap / 2);
   for (int32_t e = 0; e < m->used; e++) {
     uint32_t slot;
     memo_find (m, &m->keys[e], &slot);
@@ -227,25 +230,6 @@ pair (const SgSimEngine *e, int32_t r)
   return &e->rates[(size_t)r * (size_t)e->n_slots + (size_t)e->kslot];
 }
 
-/* Wall time per unit of kernel work: the kernel_x of the most disturbing
- * running collective, 1 when none runs. With measured pairs a head held by
- * the start wait slows it too (by held_scale of its kernel_x): on 2 GPUs it
- * is resident on the rank where it got in first, waiting for its peer, and
- * the step goes at the pace of the slower rank (docs/cost-model.md, "Held
- * collectives"). */
-static double
-compute_rate (const SgSimEngine *e)
-{
-  double x = 0.0;
-  for (int32_t grp = 0; grp < e->n_groups; grp++) {
-    if (e->ghead[grp] < 0)
-      continue;
-    const double kx = pair (e, e->ghead[grp])->kernel_x;
-    x = MAX (x, !e->hold[grp] ? kx : 1.0 + e->held_scale * (kx - 1.0));
-  }
-  return x > 0.0 ? x : 1.0;
-}
-
 /* The head of @grp became startable now: starts it, or holds it (the start
  * wait rule, schedule-private.h). */
 static void
@@ -304,53 +288,117 @@ finish_head (SgSimEngine *e, int32_t grp)
     e->on_finish (e->ud, e->rows[r].node);
 }
 
-/* Finishes every running collective with no work left. */
+/* Is @grp's head running with no work left? */
+static inline bool
+head_done (const SgSimEngine *e, int32_t grp)
+{
+  return e->ghead[grp] >= 0 && !e->hold[grp] && e->rem[e->ghead[grp]] <= REM_EPS;
+}
+
 static void
+finish_done (SgSimEngine *e, int32_t grp)
+{
+  do
+    finish_head (e, grp);
+  while (head_done (e, grp));
+}
+
+/* Finishes every running collective with no work left. */
+static inline void
 settle (SgSimEngine *e)
 {
   for (int32_t grp = 0; grp < e->n_groups; grp++)
-    while (e->ghead[grp] >= 0 && !e->hold[grp] && e->rem[e->ghead[grp]] <= REM_EPS)
-      finish_head (e, grp);
+    if (head_done (e, grp))
+      finish_done (e, grp);
 }
 
-/* Advances time by at most @max_dt (INFINITY: to the next collective end).
- * @busy: the compute stream runs kernel @hider meanwhile (then @max_dt is
- * the kernel's end, kleft x its rate, and kleft goes down). Sets *dt;
- * returns true when the step ended because @max_dt ran out (not on a
- * collective end or a held collective's start). */
+/* Advances time with the compute stream idle, to the next collective end
+ * (or start of a held one, released first). The engine is settled, and is
+ * again on return. Returns true when nothing ran (no time passed). */
 static bool
-step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
+idle_step (SgSimEngine *e)
 {
-  settle (e);
-  if (!busy && e->n_held > 0) {
+  if (e->n_held > 0) {
     /* time passes with the compute stream idle: nothing holds the SMs */
     release_all (e, SG_HOLD_NEXT);
     release_all (e, SG_HOLD_KERNEL);
     settle (e);
   }
-  int32_t running = e->n_active - e->n_held;
-  if (running == 0 && !(busy && e->n_kheld > 0)) {
-    *dt = max_dt;
-    advance (e, isfinite (max_dt) ? max_dt : 0.0);
-    if (busy)
-      e->kleft = 0.0;
+  if (e->n_active - e->n_held == 0) {
+    advance (e, 0.0);
     return true;
   }
-  double crate = busy ? compute_rate (e) : 1.0; /* wall time per unit of kernel work */
-  double best = max_dt;
+  double best = INFINITY;
   int32_t who = -1;
   for (int32_t grp = 0; grp < e->n_groups; grp++) {
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    double t = e->rem[h] * (busy ? pair (e, h)->comm_x : 1.0);
-    if (t < best) {
-      best = t;
+    if (e->rem[h] < best) {
+      best = e->rem[h];
       who = grp;
     }
   }
+  for (int32_t grp = 0; grp < e->n_groups; grp++) {
+    int32_t h = e->ghead[grp];
+    if (h < 0 || e->hold[grp])
+      continue;
+    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best;
+  }
+  advance (e, best);
+  if (who >= 0) {
+    finish_head (e, who);
+    settle (e);
+    return false;
+  }
+  return true;
+}
+
+/* Advances time while kernel @hider runs (slot kslot, kleft work left),
+ * by at most the kernel's end: to the next collective end or held
+ * collective's start, when earlier. The engine is settled and some
+ * collective runs or is held by the kernel. Returns true when the
+ * kernel's end came first; else the engine is settled again. */
+static bool
+kernel_step (SgSimEngine *e, SgNodeId hider)
+{
+  const SgPairRates *kr = e->rates + e->kslot; /* row r's pair: kr[r * n_slots] */
+  const size_t ns = (size_t)e->n_slots;
+  /* In one pass, the kernel's rate and the first running collective to
+   * end alone (the earliest end; of equal ends, the first group's). The
+   * rate: wall time per unit of kernel work, the kernel_x of the most
+   * disturbing running collective, 1 when none runs. With measured pairs
+   * a head held by the start wait slows it too (by held_scale of its
+   * kernel_x): on 2 GPUs it is resident on the rank where it got in
+   * first, waiting for its peer, and the step goes at the pace of the
+   * slower rank (docs/cost-model.md, "Held collectives"). */
+  double x = 0.0, first = INFINITY;
+  int32_t who = -1;
+  for (int32_t grp = 0; grp < e->n_groups; grp++) {
+    int32_t h = e->ghead[grp];
+    if (h < 0)
+      continue;
+    const double kx = kr[(size_t)h * ns].kernel_x;
+    if (e->hold[grp]) {
+      x = MAX (x, 1.0 + e->held_scale * (kx - 1.0));
+      continue;
+    }
+    x = MAX (x, kx);
+    double t = e->rem[h] * kr[(size_t)h * ns].comm_x;
+    if (t < first) {
+      first = t;
+      who = grp;
+    }
+  }
+  const double crate = x > 0.0 ? x : 1.0; /* wall time per unit of kernel work */
+  /* the earliest of those ends and the kernel's, the kernel's on a tie */
+  double best = e->kleft * crate;
+  if (first < best)
+    best = first;
+  else
+    who = -1;
   int32_t rel = -1;
-  if (busy && e->n_kheld > 0) {
+  if (e->n_kheld > 0) {
     for (int32_t grp = 0; grp < e->n_groups; grp++) {
       if (e->hold[grp] != SG_HOLD_KERNEL)
         continue;
@@ -362,12 +410,12 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
       }
     }
   }
-  bool hides = busy && best > 0.0 && hider != SG_NO_NODE;
+  bool hides = best > 0.0 && hider != SG_NO_NODE;
   for (int32_t grp = 0; grp < e->n_groups; grp++) {
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / (busy ? pair (e, h)->comm_x : 1.0);
+    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / kr[(size_t)h * ns].comm_x;
     if (hides) {
       SgCollRow *row = &e->rows[h];
       row->overlap_us += best;
@@ -380,9 +428,7 @@ step (SgSimEngine *e, bool busy, double max_dt, SgNodeId hider, double *dt)
     }
   }
   advance (e, best);
-  *dt = best;
-  if (busy)
-    e->kleft -= best / crate;
+  e->kleft -= best / crate;
   if (rel >= 0) {
     /* that head and every other whose point is reached (ties) start now */
     for (int32_t grp = 0; grp < e->n_groups; grp++)
@@ -431,7 +477,11 @@ sg_eng_rates_entry (const SgSimEngine *e, SgNodeId c, const SgPairRates **out)
     at = m->used++;
     m->keys[at] = k;
     m->slot_of[slot] = at;
-    pair_rates (e, &k, &m->rates[(size_t)at * (size_t)m->n_slots]);
+    SgPairRates *pr = &m->rates[(size_t)at * (size_t)m->n_slots];
+    pair_rates (e, &k, pr);
+    m->wnext[at] = 0;
+    for (int32_t s = 0; s < m->n_slots; s++)
+      m->wnext[at] |= pr[s].wait_before > 0.0;
   }
   if (out)
     *out = &m->rates[(size_t)at * (size_t)m->n_slots];
@@ -477,9 +527,7 @@ sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at)
   e->fin[r] = 0;
   SgPairRates *pr = &e->rates[(size_t)r * (size_t)e->n_slots];
   memcpy (pr, sg_eng_entry_rates (e, at), sizeof *pr * (size_t)e->n_slots);
-  e->wnext[r] = 0;
-  for (int32_t s = 0; s < e->n_slots; s++)
-    e->wnext[r] |= pr[s].wait_before > 0.0;
+  e->wnext[r] = e->memo->wnext[at];
   e->rnext[r] = -1;
   e->row_of[c] = r;
   int32_t grp = n->group;
@@ -508,19 +556,20 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
   sg_eng_compute_in (e, x, work, kernel_slot (e, x, work));
 }
 
-void
-sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
+/* Runs kernel @x of solo @work > 0 (slot kslot). Out of line: the calls
+ * of no work do not pay for its frame. */
+G_GNUC_NO_INLINE static void
+run_kernel (SgSimEngine *e, SgNodeId x, double work)
 {
   double t0 = e->now;
   if (e->node_start)
     e->node_start[x] = t0;
-  if (work > 0.0 && e->n_held > 0) {
+  if (e->n_held > 0) {
     /* heads held for the next kernel: this one */
     for (int32_t grp = 0; grp < e->n_groups; grp++) {
       if (e->hold[grp] != SG_HOLD_NEXT)
         continue;
-      const double wb = e->rates[(size_t)e->ghead[grp] * (size_t)e->n_slots + (size_t)slot]
-                          .wait_before;
+      const double wb = pair (e, e->ghead[grp])->wait_before;
       if (wb > 0.0) {
         e->hold[grp] = SG_HOLD_KERNEL;
         e->hold_at[grp] = work * (1.0 - wb);
@@ -531,17 +580,16 @@ sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
     }
   }
   e->in_kernel = true;
-  e->kslot = slot;
   e->kleft = work;
+  /* settled before the first event; kernel_step settles when it returns
+   * false */
+  settle (e);
   while (e->kleft > 0.0) {
-    settle (e);
     if (e->n_active - e->n_held == 0 && e->n_kheld == 0) {
       advance (e, e->kleft);
       break;
     }
-    double dt;
-    double crate = compute_rate (e);
-    if (step (e, true, e->kleft * crate, x, &dt))
+    if (kernel_step (e, x))
       break;
     if (e->kleft <= REM_EPS * work)
       break;
@@ -556,6 +604,18 @@ sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
   e->busy_us += e->now - t0;
   if (e->node_end)
     e->node_end[x] = e->now;
+}
+
+void
+sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
+{
+  e->kslot = slot;
+  if (work > 0.0)
+    run_kernel (e, x, work);
+  else
+    /* no kernel: nothing holds, nothing runs beside it (and no kernel
+     * holds a head between engine calls: n_kheld is 0) */
+    sg_eng_instant (e, x);
 }
 
 bool
@@ -584,10 +644,8 @@ sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c)
   /* a collective left with rounding-level work (it ended with the last
    * kernel) is finished now, not after the next event */
   settle (e);
-  while (!e->fin[r]) {
-    double dt;
-    step (e, false, INFINITY, SG_NO_NODE, &dt);
-  }
+  while (!e->fin[r])
+    idle_step (e);
   double stall = e->now - t0;
   e->rows[r].exposed_us += stall;
   if (e->tlog)
@@ -612,10 +670,12 @@ sg_eng_place (SgSimEngine *e, SgNodeId x)
 void
 sg_eng_drain (SgSimEngine *e)
 {
-  while (e->n_active > 0) {
-    double dt;
-    step (e, false, INFINITY, SG_NO_NODE, &dt);
-  }
+  if (e->n_active == 0)
+    return;
+  settle (e);
+  do
+    idle_step (e);
+  while (e->n_active > 0);
 }
 
 /* --- liveness ------------------------------------------------------------- */

@@ -2,12 +2,13 @@
  * the searches that backtrack (search.c, polish.c).
  *
  * A save keeps the scalars (a copy of the engine struct: a scalar added to
- * SgSimEngine is saved with no change here), the per-group arrays and, per
- * group, the first
- * SG_SNAP_PREFIX queued collectives: O(groups x SG_SNAP_PREFIX), however
- * deep the queues. A collective queued behind those has not started at the
- * save; restoring puts any of them that started since back as queued, cuts
- * each queue at its saved tail, and forgets the collectives issued since.
+ * SgSimEngine is saved with no change here), the per-group arrays and each
+ * group's head row (its row, work left): O(groups), however deep the
+ * queues. Only a head runs: a collective queued behind it has not started
+ * at the save, and its row is as issued (a row's state changes only once
+ * it starts; unstart puts one back). Restoring puts any of them that
+ * started since back as queued, cuts each queue at its saved tail, and
+ * forgets the collectives issued since.
  * Node times (track_nodes) are not saved.
  * sg_eng_copy_state gives a second engine an engine's state, for searches
  * that run side by side (polish.c): of the collectives both issued, only
@@ -20,7 +21,7 @@
 
 #include "schedule-private.h"
 
-/* Puts row @r back as queued and never started. */
+/* Puts row @r back as queued and never started (nor waited on). */
 static void
 unstart (SgSimEngine *e, int32_t r)
 {
@@ -29,7 +30,7 @@ unstart (SgSimEngine *e, int32_t r)
   e->fin[r] = 0;
   row->start_us = row->end_us = row->exposed_us = row->overlap_us = 0.0;
   row->n_hiding = 0;
-  row->hidden_by = row->last_hiding = SG_NO_NODE;
+  row->hidden_by = row->last_hiding = row->wait = SG_NO_NODE;
 }
 
 /* Rows' state: the row, its queue link, its solo work left, finished. */
@@ -44,12 +45,6 @@ static inline RowState
 eng_rows (const SgSimEngine *e)
 {
   return (RowState){ e->rows, e->rnext, e->rem, e->fin };
-}
-
-static inline RowState
-snap_rows (const SgEngSnap *s)
-{
-  return (RowState){ s->rows, s->rnext, s->rem, s->fin };
 }
 
 /* The state of @k rows, from @src's at @j on to @dst's at @i on. */
@@ -77,42 +72,30 @@ copy_groups (size_t ng, uint8_t *hold, double *hold_at, int32_t *ghead, int32_t 
 void
 sg_eng_save (const SgSimEngine *e, SgEngSnap *s)
 {
-  size_t ng = (size_t)MAX (e->g->n_groups, 1);
-  if (!s->hold) {
-    s->hold = g_new (uint8_t, ng);
-    s->hold_at = g_new (double, ng);
-    s->ghead = g_new (int32_t, ng);
-    s->gtail = g_new (int32_t, ng);
-    s->behind = g_new (int32_t, ng);
-  }
+  int32_t ng = MAX (e->g->n_groups, 1);
+  if (!s->groups)
+    s->groups = g_new (SgSnapGroup, (size_t)ng);
   s->top = *e;
-  copy_groups (ng, s->hold, s->hold_at, s->ghead, s->gtail, e->hold, e->hold_at, e->ghead,
-               e->gtail);
-  s->n_act = 0;
-  RowState from = eng_rows (e);
-  for (size_t grp = 0; grp < ng; grp++) {
+  for (int32_t grp = 0; grp < ng; grp++) {
+    SgSnapGroup *sg = &s->groups[grp];
     int32_t r = e->ghead[grp];
-    for (int32_t depth = 0; r >= 0 && depth < SG_SNAP_PREFIX; r = e->rnext[r], depth++) {
-      if (s->n_act == s->cap_act) {
-        s->cap_act = MAX (8, 2 * s->cap_act);
-        s->act = g_renew (int32_t, s->act, (size_t)s->cap_act);
-        s->rnext = g_renew (int32_t, s->rnext, (size_t)s->cap_act);
-        s->rem = g_renew (double, s->rem, (size_t)s->cap_act);
-        s->fin = g_renew (uint8_t, s->fin, (size_t)s->cap_act);
-        s->rows = g_renew (SgCollRow, s->rows, (size_t)s->cap_act);
-      }
-      int32_t k = s->n_act++;
-      s->act[k] = r;
-      copy_rows (snap_rows (s), k, from, r, 1); /* after the growth */
+    sg->head = r;
+    sg->tail = e->gtail[grp];
+    sg->hold = e->hold[grp];
+    sg->hold_at = e->hold_at[grp];
+    sg->behind = -1;
+    if (r >= 0) {
+      sg->row = e->rows[r];
+      sg->rem = e->rem[r];
+      sg->behind = e->rnext[r];
     }
-    s->behind[grp] = r;
   }
 }
 
 void
 sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
 {
-  size_t ng = (size_t)MAX (e->g->n_groups, 1);
+  int32_t ng = MAX (e->g->n_groups, 1);
   /* rows issued since: forgotten, and clean for the next issue (which
    * expects the fields it does not set to be zero) */
   g_return_if_fail (s->top.rows == e->rows); /* a save of this engine */
@@ -120,25 +103,34 @@ sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
     e->row_of[e->rows[r].node] = -1;
     unstart (e, r);
   }
-  for (size_t grp = 0; grp < ng; grp++) {
-    /* rows behind the saved ones that started since (FIFO: a run of them) */
-    for (int32_t r = s->behind[grp]; r >= 0 && (e->fin[r] || e->ghead[grp] == r);
-         r = e->rnext[r]) {
+  for (int32_t grp = 0; grp < ng; grp++) {
+    const SgSnapGroup *sg = &s->groups[grp];
+    /* rows behind the saved head that started since (FIFO: a run of them) */
+    for (int32_t r = sg->behind; r >= 0 && (e->fin[r] || e->ghead[grp] == r); r = e->rnext[r]) {
       bool head = e->ghead[grp] == r;
       unstart (e, r);
-      if (head || r == s->gtail[grp])
+      if (head || r == sg->tail)
         break;
     }
     /* the tail at the save ends its queue again */
-    if (s->gtail[grp] >= 0)
-      e->rnext[s->gtail[grp]] = -1;
+    if (sg->tail >= 0)
+      e->rnext[sg->tail] = -1;
   }
   *e = s->top;
-  copy_groups (ng, e->hold, e->hold_at, e->ghead, e->gtail, s->hold, s->hold_at, s->ghead,
-               s->gtail);
-  RowState to = eng_rows (e), from = snap_rows (s);
-  for (int32_t k = 0; k < s->n_act; k++)
-    copy_rows (to, s->act[k], from, k, 1);
+  for (int32_t grp = 0; grp < ng; grp++) {
+    const SgSnapGroup *sg = &s->groups[grp];
+    e->ghead[grp] = sg->head;
+    e->gtail[grp] = sg->tail;
+    e->hold[grp] = sg->hold;
+    e->hold_at[grp] = sg->hold_at;
+    if (sg->head >= 0) {
+      /* a head is not finished; its queue link is as saved (the tail's
+       * above) */
+      e->rows[sg->head] = sg->row;
+      e->rem[sg->head] = sg->rem;
+      e->fin[sg->head] = 0;
+    }
+  }
 }
 
 /* sg_eng_copy_state keeps @dst's arrays and what it owns by name (own):
@@ -216,16 +208,6 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
 void
 sg_eng_snap_clear (SgEngSnap *s)
 {
-  g_free (s->hold);
-  g_free (s->hold_at);
-  g_free (s->ghead);
-  g_free (s->gtail);
-  g_free (s->behind);
-  g_free (s->act);
-  g_free (s->rnext);
-  g_free (s->rem);
-  g_free (s->fin);
-  g_free (s->rows);
+  g_free (s->groups);
   memset (s, 0, sizeof *s);
 }
-

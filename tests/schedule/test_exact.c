@@ -150,7 +150,7 @@ START_TEST (exact_gives_the_same_order_every_run)
 }
 END_TEST
 
-/* Twelve all_gathers queued on one group (deeper than a save keeps), a
+/* Twelve all_gathers queued on one group (a save keeps only its head), a
  * chain of compute reading them: saving in the middle, running to the
  * end, restoring and running again gives the simulator's numbers. */
 START_TEST (engine_restore_matches_a_fresh_simulation)
@@ -381,6 +381,66 @@ START_TEST (list_scheduler_is_near_the_optimum_on_random_graphs)
 }
 END_TEST
 
+static void
+record_finish (void *ud, SgNodeId c)
+{
+  g_array_append_val ((GArray *)ud, c);
+}
+
+/* An all_gather on each of two groups, 10 us each (issued group b's
+ * first), beside a kernel of @kernel_us (global factors of 1: both end at
+ * 10 us); returns the collectives finished by the kernel's end, in the
+ * order they finished. */
+static GArray *
+finished_beside_a_kernel (double kernel_us, SgNodeId *ag_a, SgNodeId *ag_b)
+{
+  g_autoptr (SgGraph) g = tb_new (4);
+  tb_group (g, "a", 2, 0, 1);
+  tb_group (g, "b", 2, 0, 2);
+  tb_input (g, "x", "bfloat16", 2, 64, 64);
+  tb_input (g, "w1", "bfloat16", 2, 32, 64);
+  tb_input (g, "w2", "bfloat16", 2, 32, 64);
+  SgNodeId b = tb_all_gather (g, "agb", "w2", "b");
+  SgNodeId a = tb_all_gather (g, "aga", "w1", "a");
+  SgNodeId k = tb_mm (g, "k", "x", "x");
+  tb_wait (g, "wa", "aga");
+  tb_wait (g, "wb", "agb");
+  tb_output (g, 3, "k", "wa", "wb");
+  g->nodes[a].est_us = g->nodes[b].est_us = 10.0;
+  g->nodes[k].est_us = kernel_us;
+  static const SgContention none = { 1.0, 1.0, 1.0 };
+  SgSimEngine e;
+  sg_eng_init (&e, g, &none, false);
+  GArray *done = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+  e.on_finish = record_finish;
+  e.ud = done;
+  sg_eng_place (&e, b);
+  sg_eng_place (&e, a);
+  sg_eng_compute (&e, k, kernel_us);
+  ck_assert_double_eq (e.now, kernel_us);
+  sg_eng_clear (&e);
+  *ag_a = a;
+  *ag_b = b;
+  return done;
+}
+
+/* Collectives that end at the same time beside a kernel finish in group
+ * order, whatever their issue order; one that ends with the kernel
+ * finishes after it (the kernel's end comes first on a tie). */
+START_TEST (collectives_ending_together_finish_in_group_order)
+{
+  SgNodeId a, b;
+  GArray *done = finished_beside_a_kernel (30.0, &a, &b);
+  ck_assert_uint_eq (done->len, 2);
+  ck_assert_int_eq (g_array_index (done, SgNodeId, 0), a);
+  ck_assert_int_eq (g_array_index (done, SgNodeId, 1), b);
+  g_array_free (done, TRUE);
+  done = finished_beside_a_kernel (10.0, &a, &b);
+  ck_assert_uint_eq (done->len, 0);
+  g_array_free (done, TRUE);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -390,6 +450,7 @@ main (void)
     exact_refuses_a_graph_beyond_its_limits,
     exact_gives_the_same_order_every_run,
     engine_restore_matches_a_fresh_simulation,
+    collectives_ending_together_finish_in_group_order,
     a_reset_search_finds_what_a_new_one_finds,
     list_scheduler_is_near_the_optimum_on_random_graphs,
   };
