@@ -367,20 +367,21 @@ replay (SgSimJudge *j, SgJudgeRec *T, const Replay *P, int32_t cj, double *compu
   for (int32_t c = P->ci + 1; c <= last + 1; c++) {
     /* the entries up to the next checkpoint (checkpoints are in log order) */
     const size_t stop = c <= last ? R->snaps[c].log_at : cj < R->n_snaps ? i : R->log.n;
-    for (; i < stop; i++) {
-      const SgTlogEntry *l = &R->log.v[i];
+    /* the entries carried over as they are, the rows' renumbered */
+    SG_JUDGE_GROW (T->log.v, T->log.cap, T->log.n + (stop - i) + 1, SgTlogEntry);
+    SgTlogEntry *out = &T->log.v[T->log.n];
+    memcpy (out, &R->log.v[i], sizeof (SgTlogEntry) * (stop - i));
+    T->log.n += stop - i;
+    for (SgTlogEntry *l = out; i < stop; i++, l++) {
       switch (l->tag) {
       case SG_TLOG_ADD:
         now += l->x;
-        sg_tlog_add (&T->log, l->x, SG_TLOG_ADD, -1);
         break;
       case SG_TLOG_WAIT:
         t0 = now;
-        sg_tlog_add (&T->log, 0.0, SG_TLOG_WAIT, -1);
         break;
       case SG_TLOG_COMPUTE_END:
         cend = now;
-        sg_tlog_add (&T->log, 0.0, SG_TLOG_COMPUTE_END, -1);
         break;
       default: {
         int32_t x = l->node >= s->pos ? l->node + P->delta : sg_judge_map (j, l->node);
@@ -392,7 +393,7 @@ replay (SgSimJudge *j, SgJudgeRec *T, const Replay *P, int32_t cj, double *compu
         }
         const int32_t row = l->tag >= P->row0 ? l->tag + P->row_delta : e->row_of[x];
         e->rows[row].exposed_us += now - t0;
-        sg_tlog_add (&T->log, 0.0, row, x);
+        l->tag = row, l->node = x;
         break;
       }
       }
