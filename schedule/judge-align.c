@@ -201,10 +201,13 @@ sg_judge_align (SgSimJudge *j, const SgGraph *g, SgJudgeRec *T, const SgJudgeRec
     for (;; x++, y++) {
       const int32_t lim = MIN (T->n - x, R->n - y);
       int32_t k = 0;
-      while (k < lim && ev_plain_same (&T->ev[x + k], &R->ev[y + k]))
-        k++;
-      for (int32_t i = 0; guide && i < k; i++)
-        note_at (j, guide, x + i);
+      if (guide) {
+        for (; k < lim && ev_plain_same (&T->ev[x + k], &R->ev[y + k]); k++)
+          note_at (j, guide, x + k);
+      } else {
+        while (k < lim && ev_plain_same (&T->ev[x + k], &R->ev[y + k]))
+          k++;
+      }
       x += k, y += k;
       seg->len = x - seg->t;
       if (k == lim || !ev_match (j, &T->ev[x], &R->ev[y], y, seg->len > 0))
