@@ -189,10 +189,7 @@ sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
     }
     const SgNodeId o = J->orig ? J->orig[x] : SG_NO_NODE;
     SgJudgeEv *v = &J->r->ev[x];
-    v->role = (uint8_t)sg_sched_role (nd);
-    v->cost = sg_sched_cost (nd);
-    v->aux = -1;
-    v->group = 0;
+    *v = (SgJudgeEv){ .cost = sg_sched_cost (nd), .aux = -1, .role = (uint8_t)sg_sched_role (nd) };
     bool later = false; /* its id-order step to take */
     if (v->role == SG_ROLE_COLL) {
       v->group = (uint16_t)nd->group;

@@ -1,8 +1,11 @@
 /* judge-run.c: the judge's run of a graph's events (judge.c): from the
- * previous run's last checkpoint before the first difference, until its
- * state equals the previous run's at a checkpoint past the differences,
- * from where the previous run's clock log is replayed (judge.c's contract
- * says why that is exact).
+ * previous run's last checkpoint before the first difference; wherever
+ * its state equals the previous run's at one of that run's checkpoints in
+ * a segment of the same events (judge-align.c), the previous run's clock
+ * log is replayed over the segment, to the end of both graphs or to the
+ * segment's last checkpoint, whose state the engine then takes (with the
+ * rows the previous run issued meanwhile, renumbered) to run on from
+ * there (judge.c's contract says why that is exact).
  *
  * A checkpoint (every SNAP_EVERY nodes) is the engine between two nodes,
  * when no kernel runs: its clock and counts, and per group its hold and
@@ -10,7 +13,7 @@
  * (sg_eng_place_as, with the rates entry or kernel slot it holds), the
  * same engine operations as sg_eng_place.
  * Requires: the graph's events and the previous graph's record
- * (judge-events.c). Invalidates: nothing.
+ * (judge-events.c), their segments (judge-align.c). Invalidates: nothing.
  */
 #include <string.h>
 
@@ -103,20 +106,6 @@ engine_start (SgSimEngine *e)
   }
 }
 
-/* Event @t (at @it of the new graph) and @r (at @ir of the previous one)
- * in their common suffix: equal, a wait's collective at the same distance
- * behind (or the same node of the common prefix, below @p). */
-static inline bool
-ev_same_shifted (const SgJudgeEv *t, int32_t it, const SgJudgeEv *r, int32_t ir, int32_t p)
-{
-  if (t->role != r->role || memcmp (&t->cost, &r->cost, sizeof (double)) != 0
-      || t->group != r->group)
-    return false;
-  if (t->role == SG_ROLE_WAIT && t->aux >= p && r->aux >= p) /* p >= 0 */
-    return t->aux - it == r->aux - ir;
-  return t->aux == r->aux;
-}
-
 /* Places node @x, event @v, as sg_eng_place does, with the slot or rates
  * entry the event already holds. */
 static inline void
@@ -162,6 +151,51 @@ next_in_group (const SgJudgeRec *r, int32_t grp, int32_t w)
   return w;
 }
 
+/* Row @w of the engine for collective @node, event @v, issued and no
+ * more (its times, exposure and wait to come). */
+static void
+row_init (SgSimEngine *e, int32_t w, SgNodeId node, const SgJudgeEv *v)
+{
+  SgCollRow *row = &e->rows[w];
+  memset (row, 0, sizeof *row);
+  row->node = node;
+  row->wait = row->hidden_by = row->last_hiding = SG_NO_NODE;
+  row->est_us = v->cost;
+  e->row_of[node] = w;
+}
+
+/* Queues row @w last in group @grp, unfinished, with @rem of its work
+ * left and the rates of entry @aux. */
+static void
+queue_row (SgSimEngine *e, int32_t grp, int32_t w, double rem, int32_t aux)
+{
+  e->rem[w] = rem;
+  e->fin[w] = 0;
+  const SgPairRates *pr = sg_eng_entry_rates (e, aux);
+  memcpy (&e->rates[(size_t)w * (size_t)e->n_slots], pr, sizeof *pr * (size_t)e->n_slots);
+  e->wnext[w] = 0;
+  for (int32_t sl = 0; sl < e->n_slots; sl++)
+    e->wnext[w] |= pr[sl].wait_before > 0.0;
+  e->rnext[w] = -1;
+  if (e->gtail[grp] >= 0)
+    e->rnext[e->gtail[grp]] = w;
+  else
+    e->ghead[grp] = w;
+  e->gtail[grp] = w;
+}
+
+/* The engine's scalars at checkpoint @s, its clock at @now; no kernel
+ * runs there. */
+static void
+scalars_restore (SgSimEngine *e, const SgJudgeSnap *s, double now, double busy_us)
+{
+  e->now = now;
+  e->busy_us = busy_us;
+  e->n_active = s->n_active, e->n_held = s->n_held, e->n_kheld = s->n_kheld;
+  e->in_kernel = false;
+  e->kleft = 0.0;
+}
+
 /* Puts the engine in state @s of record @r. Rows issued before it and not
  * queued in it are finished (the engine's arrays hold the run @r was made
  * by, which drained every collective). The queued rows go to @act. */
@@ -169,12 +203,8 @@ static int32_t
 snap_restore (SgSimEngine *e, const SgJudgeRec *r, const SgJudgeSnap *s, int32_t **act,
               int32_t *cap_act)
 {
-  e->now = s->now;
-  e->busy_us = s->busy_us;
-  e->n_active = s->n_active, e->n_held = s->n_held, e->n_kheld = s->n_kheld;
+  scalars_restore (e, s, s->now, s->busy_us);
   e->n_rows = s->n_rows;
-  e->in_kernel = false;
-  e->kleft = 0.0;
   int32_t n_act = 0;
   for (int32_t grp = 0; grp < MAX (e->n_groups, 1); grp++) {
     const SgJudgeGState *gs = &r->gs[s->g_first + (size_t)grp];
@@ -182,26 +212,9 @@ snap_restore (SgSimEngine *e, const SgJudgeRec *r, const SgJudgeSnap *s, int32_t
     e->hold_at[grp] = gs->hold_at;
     e->ghead[grp] = e->gtail[grp] = -1;
     FOR_QUEUED (r, gs, grp, w, k) {
-      int32_t node = r->row_node[w];
-      SgCollRow *row = &e->rows[w];
-      memset (row, 0, sizeof *row);
-      row->node = node;
-      row->wait = row->hidden_by = row->last_hiding = SG_NO_NODE;
-      row->est_us = r->ev[node].cost;
-      e->rem[w] = k == 0 ? gs->head_rem : row->est_us;
-      e->fin[w] = 0;
-      e->row_of[node] = w;
-      const SgPairRates *pr = sg_eng_entry_rates (e, r->ev[node].aux);
-      memcpy (&e->rates[(size_t)w * (size_t)e->n_slots], pr, sizeof *pr * (size_t)e->n_slots);
-      e->wnext[w] = 0;
-      for (int32_t sl = 0; sl < e->n_slots; sl++)
-        e->wnext[w] |= pr[sl].wait_before > 0.0;
-      e->rnext[w] = -1;
-      if (e->gtail[grp] >= 0)
-        e->rnext[e->gtail[grp]] = w;
-      else
-        e->ghead[grp] = w;
-      e->gtail[grp] = w;
+      const int32_t node = r->row_node[w];
+      row_init (e, w, node, &r->ev[node]);
+      queue_row (e, grp, w, k == 0 ? gs->head_rem : r->ev[node].cost, r->ev[node].aux);
       if (n_act == *cap_act) {
         *cap_act = MAX (16, 2 * *cap_act);
         *act = g_renew (int32_t, *act, (size_t)*cap_act);
@@ -212,21 +225,12 @@ snap_restore (SgSimEngine *e, const SgJudgeRec *r, const SgJudgeSnap *s, int32_t
   return n_act;
 }
 
-/* The node of the new graph that is @x of the previous one: the same id in
- * the common prefix (below @p), shifted by @d from @s_prev on; -1 in the
- * part that changed. */
-static inline int32_t
-map_node (int32_t x, int32_t p, int32_t s_prev, int32_t d)
-{
-  return x < p ? x : x >= s_prev ? x + d : -1;
-}
-
 /* Does the engine's state equal @s of the previous record @R (its nodes
- * mapped), durations bit for bit? */
+ * mapped through @j's segments), durations bit for bit? */
 static bool
-state_equals (const SgSimEngine *e, const SgJudgeRec *R, const SgJudgeSnap *s, int32_t p,
-              int32_t s_prev, int32_t d)
+state_equals (const SgSimJudge *j, const SgJudgeRec *R, const SgJudgeSnap *s)
 {
+  const SgSimEngine *e = &j->e;
   if (e->n_active != s->n_active || e->n_held != s->n_held || e->n_kheld != s->n_kheld)
     return false;
   for (int32_t grp = 0; grp < MAX (e->n_groups, 1); grp++) {
@@ -238,7 +242,7 @@ state_equals (const SgSimEngine *e, const SgJudgeRec *R, const SgJudgeSnap *s, i
     if (gs->qlen > 0 && (w < 0 || memcmp (&e->rem[w], &gs->head_rem, sizeof (double)) != 0))
       return false;
     FOR_QUEUED (R, gs, grp, rw, k) {
-      if (w < 0 || e->rows[w].node != map_node (R->row_node[rw], p, s_prev, d))
+      if (w < 0 || e->rows[w].node != sg_judge_map (j, R->row_node[rw]))
         return false;
       w = e->rnext[w];
     }
@@ -281,86 +285,229 @@ copy_prefix (SgJudgeRec *T, const SgJudgeRec *R, int32_t k, int32_t n_groups)
   memcpy (T->row_node, R->row_node, sizeof (int32_t) * (size_t)s->n_rows);
 }
 
+/* A replay of the previous run @R from its checkpoint ci, where the
+ * engine's state equals it, over a segment of nodes @delta further on in
+ * the new graph: @R's rows from row0 on are the engine's @row_delta
+ * further on. */
+typedef struct {
+  const SgJudgeRec *R;
+  int32_t ci, delta, row0, row_delta;
+} Replay;
 
-/* Replays @R's clock log from checkpoint @s on (@T's run converged with
- * @R's there), from the engine's clock: the stalls land on @T's rows;
- * @R's later checkpoints and log are carried over to @T, mapped. Returns
- * the compute stream's end; *@end gets the clock's. */
+/* The new graph's node that @R's node @y is: past checkpoint ci, in the
+ * replayed segment, else through the segments. */
+static inline int32_t
+replay_node (const SgSimJudge *j, const Replay *P, int32_t y)
+{
+  int32_t x = y >= P->R->snaps[P->ci].pos ? y + P->delta : sg_judge_map (j, y);
+  g_assert (x >= 0);
+  return x;
+}
+
+/* @R's checkpoint @c, as the new graph's, into @T at clock @now. */
+static void
+carry_snap (const SgSimJudge *j, SgJudgeRec *T, const Replay *P, int32_t c, double now)
+{
+  const SgJudgeRec *R = P->R;
+  const SgJudgeSnap *rs = &R->snaps[c];
+  const int32_t ng = MAX (j->e.n_groups, 1);
+  SG_JUDGE_GROW (T->snaps, T->cap_snaps, T->n_snaps + 1, SgJudgeSnap);
+  T->snaps[T->n_snaps++] = (SgJudgeSnap){ rs->pos + P->delta, rs->n_rows + P->row_delta,
+                                          T->log.n,           now,
+                                          NAN,                rs->n_active,
+                                          rs->n_held,         rs->n_kheld,
+                                          T->n_gs };
+  SG_JUDGE_GROW (T->gs, T->cap_gs, T->n_gs + (size_t)ng, SgJudgeGState);
+  for (int32_t grp = 0; grp < ng; grp++) {
+    SgJudgeGState g = R->gs[rs->g_first + (size_t)grp];
+    if (g.qlen > 0) {
+      const int32_t x = replay_node (j, P, g.head_node);
+      g.head_row = g.head_row >= P->row0 ? g.head_row + P->row_delta : j->e.row_of[x];
+      g.head_node = x;
+    }
+    T->gs[T->n_gs++] = g;
+  }
+}
+
+/* Replays @P->R's clock log from checkpoint ci up to checkpoint @cj, or
+ * to its end (@cj = R->n_snaps), from the engine's clock: the rows @R
+ * issued meanwhile become the engine's (finished: a rejoin past them
+ * queues again those still queued there), the stalls land on the
+ * engine's rows, @R's checkpoints on the way are carried over to @T.
+ * Returns the clock; *@compute_end gets it at the compute stream's end
+ * (to the end only). */
 static double
-replay (SgSimJudge *j, SgJudgeRec *T, const SgJudgeRec *R, int32_t si, int32_t p,
-        int32_t s_prev, int32_t d, double *end)
+replay (SgSimJudge *j, SgJudgeRec *T, const Replay *P, int32_t cj, double *compute_end)
 {
   SgSimEngine *e = &j->e;
-  const SgJudgeSnap *s = &R->snaps[si];
-  const int32_t conv = s->pos + d;       /* the new graph's position */
-  const int32_t row_delta = e->n_rows - s->n_rows;
-  const int32_t n_rows = R->n_rows + row_delta;
-  rows_reserve (T, n_rows);
-  /* rows issued from here on: the previous run's, renumbered */
-  for (int32_t r = s->n_rows; r < R->n_rows; r++) {
-    T->row_exp[r + row_delta] = 0.0;
-    T->row_node[r + row_delta] = R->row_node[r] + d;
+  const SgJudgeRec *R = P->R;
+  const SgJudgeSnap *s = &R->snaps[P->ci];
+  for (int32_t grp = 0; grp < MAX (e->n_groups, 1); grp++)
+    for (int32_t w = e->ghead[grp]; w >= 0; w = e->rnext[w])
+      e->fin[w] = 1; /* finished by the end of the replay, or queued again */
+  const int32_t rows_end = cj < R->n_snaps ? R->snaps[cj].n_rows : R->n_rows;
+  g_assert (rows_end + P->row_delta <= e->cap_rows);
+  for (int32_t r = P->row0; r < rows_end; r++) {
+    const int32_t node = R->row_node[r];
+    row_init (e, r + P->row_delta, node + P->delta, &R->ev[node]);
+    e->fin[r + P->row_delta] = 1;
   }
-  /* rows queued here have had no wait yet: their exposure starts at 0 */
-  double now = e->now, t0 = now, compute_end = now;
-  int32_t next_snap = si + 1;
-  for (size_t i = s->log_at; i < R->log.n;) {
-    while (next_snap < R->n_snaps && R->snaps[next_snap].log_at == i) {
-      /* the previous run's checkpoint, as the new graph's */
-      const SgJudgeSnap *rs = &R->snaps[next_snap++];
-      SG_JUDGE_GROW (T->snaps, T->cap_snaps, T->n_snaps + 1, SgJudgeSnap);
-      SgJudgeSnap *ts = &T->snaps[T->n_snaps++];
-      *ts = (SgJudgeSnap){ rs->pos + d, rs->n_rows + row_delta, T->log.n, now, NAN, rs->n_active,
-                           rs->n_held,  rs->n_kheld,           T->n_gs };
-      for (int32_t grp = 0; grp < MAX (e->n_groups, 1); grp++) {
-        SgJudgeGState g = R->gs[rs->g_first + (size_t)grp];
-        if (g.qlen > 0) {
-          int32_t x = map_node (g.head_node, p, s_prev, d);
-          g.head_node = x;
-          g.head_row = x < conv ? e->row_of[x] : g.head_row + row_delta;
-        }
-        SG_JUDGE_GROW (T->gs, T->cap_gs, T->n_gs + 1, SgJudgeGState);
-        T->gs[T->n_gs++] = g;
-      }
-    }
+  e->n_rows = rows_end + P->row_delta;
+  double now = e->now, t0 = now, cend = now;
+  int32_t gap = 0; /* the gap waits are in the order of the log's waits */
+  for (int32_t hi = j->n_gapw; gap < hi;) {
+    const int32_t mid = (gap + hi) / 2;
+    if (j->gapw[mid].y < s->pos)
+      gap = mid + 1;
+    else
+      hi = mid;
+  }
+  const int32_t last = MIN (cj, R->n_snaps - 1);
+  size_t i = s->log_at;
+  for (int32_t c = P->ci + 1; c <= last + 1; c++) {
     /* the entries up to the next checkpoint (checkpoints are in log order) */
-    const size_t stop = next_snap < R->n_snaps ? MIN (R->log.n, R->snaps[next_snap].log_at)
-                                               : R->log.n;
-    for (; i < stop; i++) {
-      const SgTlogEntry *l = &R->log.v[i];
+    const size_t stop = c <= last ? R->snaps[c].log_at : cj < R->n_snaps ? i : R->log.n;
+    /* the entries carried over as they are, the rows' renumbered */
+    SG_JUDGE_GROW (T->log.v, T->log.cap, T->log.n + (stop - i) + 1, SgTlogEntry);
+    SgTlogEntry *out = &T->log.v[T->log.n];
+    memcpy (out, &R->log.v[i], sizeof (SgTlogEntry) * (stop - i));
+    T->log.n += stop - i;
+    for (SgTlogEntry *l = out; i < stop; i++, l++) {
       switch (l->tag) {
       case SG_TLOG_ADD:
         now += l->x;
-        sg_tlog_add (&T->log, l->x, SG_TLOG_ADD, -1);
         break;
       case SG_TLOG_WAIT:
         t0 = now;
-        sg_tlog_add (&T->log, 0.0, SG_TLOG_WAIT, -1);
         break;
       case SG_TLOG_COMPUTE_END:
-        compute_end = now;
-        sg_tlog_add (&T->log, 0.0, SG_TLOG_COMPUTE_END, -1);
+        cend = now;
         break;
       default: {
-        int32_t c = l->node < p ? l->node : l->node + d;
-        int32_t row = c < conv ? e->row_of[c] : l->tag + row_delta;
-        T->row_exp[row] += now - t0;
-        sg_tlog_add (&T->log, 0.0, row, c);
+        int32_t x = l->node >= s->pos ? l->node + P->delta : sg_judge_map (j, l->node);
+        if (x < 0) {
+          /* a gap wait's: its collective had finished (the same in the
+           * new graph's), it waited for nothing */
+          g_assert (gap < j->n_gapw && now == t0);
+          x = j->gapw[gap++].x;
+        }
+        const int32_t row = l->tag >= P->row0 ? l->tag + P->row_delta : e->row_of[x];
+        e->rows[row].exposed_us += now - t0;
+        l->tag = row, l->node = x;
         break;
       }
       }
     }
+    if (c <= last)
+      carry_snap (j, T, P, c, now);
   }
-  /* the engine as the full run would leave it: every collective issued,
-   * finished and found by its node */
-  for (int32_t r = e->n_rows; r < n_rows; r++)
-    e->row_of[T->row_node[r]] = r;
-  for (int32_t r = 0; r < n_rows; r++)
-    e->fin[r] = 1;
-  e->n_rows = n_rows;
-  T->n_rows = n_rows;
-  *end = now;
-  return compute_end;
+  if (compute_end)
+    *compute_end = cend;
+  return now;
+}
+
+/* After a replay up to @R's checkpoint @cj: the engine in its state, its
+ * clock at @now. */
+static void
+resume_at (SgSimJudge *j, const Replay *P, int32_t cj, double now)
+{
+  SgSimEngine *e = &j->e;
+  const SgJudgeRec *R = P->R;
+  const SgJudgeSnap *s = &R->snaps[cj];
+  scalars_restore (e, s, now, NAN);
+  for (int32_t grp = 0; grp < MAX (e->n_groups, 1); grp++) {
+    const SgJudgeGState *gs = &R->gs[s->g_first + (size_t)grp];
+    e->hold[grp] = gs->hold;
+    e->hold_at[grp] = gs->hold_at;
+    e->ghead[grp] = e->gtail[grp] = -1;
+    FOR_QUEUED (R, gs, grp, w, k) {
+      const int32_t node = R->row_node[w];
+      const int32_t tw = w >= P->row0 ? w + P->row_delta : e->row_of[replay_node (j, P, node)];
+      queue_row (e, grp, tw, k == 0 ? gs->head_rem : R->ev[node].cost, R->ev[node].aux);
+    }
+  }
+}
+
+/* The new graph's position of @R's next checkpoint (from *@next on, at or
+ * after @x) where rejoining its run pays: inside a segment, with another
+ * checkpoint of the segment after it, or in the segment that reaches both
+ * graphs' ends; INT32_MAX for none. *@next and *@sg get it and its
+ * segment. */
+static int32_t
+next_join (const SgSimJudge *j, const SgJudgeRec *R, int32_t n, int32_t *next, int32_t *sg,
+           int32_t x)
+{
+  for (; *next < R->n_snaps; ++*next) {
+    const int32_t y = R->snaps[*next].pos;
+    while (*sg + 1 < j->n_segs && j->segs[*sg].r + j->segs[*sg].len <= y)
+      ++*sg;
+    if (*sg >= j->n_segs)
+      return INT32_MAX;
+    const SgJudgeSeg *s = &j->segs[*sg];
+    const int32_t end = s->r + s->len;
+    if (y < s->r || y > end || y + s->t - s->r < x)
+      continue;
+    if ((s->t + s->len == n && end == R->n)
+        || (*next + 1 < R->n_snaps && R->snaps[*next + 1].pos <= end))
+      return y + s->t - s->r;
+  }
+  return INT32_MAX;
+}
+
+/* The run of @T's events from @start (the engine in its state there;
+ * a checkpoint to save first when @save_first) to their end: where its
+ * state equals the previous run's at a checkpoint in a segment, the
+ * previous run is replayed over the segment, to its end or to its last
+ * checkpoint there, from where the run goes on. Returns the nodes placed;
+ * *@compute_end and *@end get the compute stream's end and the clock's. */
+static int32_t
+run_from (SgSimJudge *j, SgJudgeRec *T, const SgJudgeRec *R, int32_t start, bool save_first,
+          double *compute_end, double *end)
+{
+  SgSimEngine *e = &j->e;
+  const int32_t n = T->n;
+  int32_t next = 0, sg = 0, placed = 0, next_save = save_first ? start : start + SNAP_EVERY;
+  for (int32_t x = start;;) {
+    if (x == next_save) {
+      snap_save (T, e, x);
+      next_save += SNAP_EVERY;
+    }
+    const int32_t cx = R->valid ? next_join (j, R, n, &next, &sg, x) : INT32_MAX;
+    if (cx == x) {
+      if (!state_equals (j, R, &R->snaps[next])) {
+        j->stats.differed++;
+        next++;
+        continue;
+      }
+      j->stats.joins++;
+      const SgJudgeSeg *s = &j->segs[sg];
+      const Replay P = { R, next, s->t - s->r, R->snaps[next].n_rows,
+                         e->n_rows - R->snaps[next].n_rows };
+      if (s->t + s->len == n && s->r + s->len == R->n) {
+        *end = replay (j, T, &P, R->n_snaps, compute_end);
+        return placed;
+      }
+      int32_t cj = next + 1; /* the segment's last checkpoint */
+      while (cj + 1 < R->n_snaps && R->snaps[cj + 1].pos <= s->r + s->len)
+        cj++;
+      resume_at (j, &P, cj, replay (j, T, &P, cj, NULL));
+      x = R->snaps[cj].pos + P.delta;
+      next = cj + 1;
+      next_save = x + SNAP_EVERY;
+      continue;
+    }
+    if (x == n)
+      break;
+    const int32_t stop = MIN (MIN (n, next_save), cx);
+    placed += stop - x;
+    for (; x < stop; x++)
+      place_ev (e, x, &T->ev[x]);
+  }
+  *compute_end = e->now;
+  sg_tlog_add (&T->log, 0.0, SG_TLOG_COMPUTE_END, -1);
+  sg_eng_drain (e);
+  *end = e->now;
+  return placed;
 }
 
 /* sg_sim_judge_totals' step and exposed time: the run of @g's events
@@ -375,14 +522,8 @@ sg_judge_run (SgSimJudge *j, const SgGraph *g, int32_t n_coll, int32_t p, SgSimT
   const int32_t n = g->n_nodes, ng = MAX (g->n_groups, 1);
   j->stats.runs++;
 
-  /* the common prefix and suffix with the previous graph */
-  int32_t s_new = n, s_prev = R->valid ? R->n : 0;
-  if (R->valid) {
-    while (s_new > p && s_prev > p
-           && ev_same_shifted (&T->ev[s_new - 1], s_new - 1, &R->ev[s_prev - 1], s_prev - 1, p))
-      s_new--, s_prev--;
-  }
-  const int32_t d = R->valid ? n - R->n : 0;
+  /* where the events are the previous graph's */
+  sg_judge_align (j, g, T, R, p);
 
   /* from the previous run's last checkpoint at or before p */
   int32_t k = -1, start = 0, n_act = 0;
@@ -399,37 +540,10 @@ sg_judge_run (SgSimJudge *j, const SgGraph *g, int32_t n_coll, int32_t p, SgSimT
   }
   const int32_t rows_restored = e->n_rows;
   e->tlog = &T->log;
-
-  /* the run from there; past the differences, the previous run's
-   * checkpoints are where it may rejoin that run */
-  int32_t next = 0;
-  while (R->valid && next < R->n_snaps && R->snaps[next].pos + d < MAX (s_new, start))
-    next++;
   double compute_end = 0.0, end = 0.0;
-  int32_t joined_at = -1;
-  for (int32_t x = start;;) {
-    if ((x - start) % SNAP_EVERY == 0 && (x > start || k < 0))
-      snap_save (T, e, x);
-    if (R->valid && next < R->n_snaps && R->snaps[next].pos + d == x) {
-      if (state_equals (e, R, &R->snaps[next], p, s_prev, d)) {
-        joined_at = x;
-        j->stats.joins++;
-        break;
-      }
-      j->stats.differed++;
-      next++;
-    }
-    if (x == n)
-      break;
-    /* on to the next checkpoint to save or to compare (both past x) */
-    int32_t stop = MIN (n, start + ((x - start) / SNAP_EVERY + 1) * SNAP_EVERY);
-    if (R->valid && next < R->n_snaps)
-      stop = MIN (stop, R->snaps[next].pos + d);
-    for (; x < stop; x++)
-      place_ev (e, x, &T->ev[x]);
-  }
-  /* the rows this run issued or found queued are its own; the others, the
-   * previous run's, finished before the checkpoint */
+  const int32_t placed = run_from (j, T, R, start, k < 0, &compute_end, &end);
+  /* the rows this run issued, replayed or found queued are its own; the
+   * others, the previous run's, finished before the checkpoint */
   rows_reserve (T, MAX (e->n_rows, 1));
   for (int32_t r = rows_restored; r < e->n_rows; r++) {
     T->row_exp[r] = e->rows[r].exposed_us;
@@ -437,20 +551,11 @@ sg_judge_run (SgSimJudge *j, const SgGraph *g, int32_t n_coll, int32_t p, SgSimT
   }
   for (int32_t i = 0; i < n_act; i++)
     T->row_exp[j->act[i]] = e->rows[j->act[i]].exposed_us;
-  if (joined_at >= 0) {
-    compute_end = replay (j, T, R, next, p, s_prev, d, &end);
-    j->stats.nodes_skipped += start + (n - joined_at);
-  } else {
-    compute_end = e->now;
-    sg_tlog_add (&T->log, 0.0, SG_TLOG_COMPUTE_END, -1);
-    sg_eng_drain (e);
-    end = e->now;
-    T->n_rows = e->n_rows;
-    j->stats.nodes_skipped += start;
-  }
+  T->n_rows = e->n_rows;
   e->tlog = NULL;
   T->valid = true;
   j->cur ^= 1;
+  j->stats.nodes_skipped += n - placed;
 
   double exposed = 0.0;
   for (int32_t r = 0; r < T->n_rows; r++)
@@ -459,4 +564,3 @@ sg_judge_run (SgSimJudge *j, const SgGraph *g, int32_t n_coll, int32_t p, SgSimT
   out->exposed_us = exposed;
   j->stats.nodes += n;
 }
-

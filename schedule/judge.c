@@ -10,15 +10,24 @@
  *    prefix of events: the new run starts from the engine state saved at
  *    the last checkpoint (every SNAP_EVERY nodes) before the first
  *    difference;
- *  - past the differences, the graphs end with a common suffix of events.
- *    Where the new run's state there equals the previous run's state at
- *    the same event (every duration: the work left and the pair of each
- *    queued collective, held heads; the clock itself may differ), the rest
- *    of the run performs the same operations on the same durations, and
- *    only the clock's absolute values differ: the previous run's log of
- *    its clock (every advance, every wait's start and end) is replayed
- *    from the new clock, which gives the same floating-point results as
- *    running it (stalls are differences of clock values, as in sim.c).
+ *  - between and past the differences, the graphs' events are the same
+ *    over segments, shifted by what was added or removed before
+ *    (judge-align.c). Where the new run's state at a checkpoint of the
+ *    previous run in a segment equals the previous run's state there
+ *    (every duration: the work left and the pair of each queued
+ *    collective, held heads, its nodes mapped through the segments; the
+ *    clock itself may differ), the run over the rest of the segment
+ *    performs the same operations on the same durations, and only the
+ *    clock's absolute values differ: the previous run's log of its clock
+ *    (every advance, every wait's start and end) is replayed from the new
+ *    clock, which gives the same floating-point results as running it
+ *    (stalls are differences of clock values, as in sim.c), up to the
+ *    segment's last checkpoint, where the engine takes the previous run's
+ *    state and the run goes on (or to the end, for the segment that ends
+ *    both graphs). A wait in a segment may wait for a collective outside
+ *    the segments in both graphs (a changed bucket's): no such collective
+ *    can be queued in equal states, so it has finished and the wait waits
+ *    for nothing in both runs.
  * The totals are then those of sg_simulate_totals, exactly; with the
  * validator on, bucket/ checks every one against a full simulation.
  * The events of trial graphs' base nodes are kept by origin
@@ -28,8 +37,9 @@
  * origin) is the same, instead of being looked up again in every trial.
  * The run places each node from its event (sg_eng_place_as, with the
  * rates entry or kernel slot it holds), the same engine operations as
- * sg_eng_place. The events are made in judge-events.c, the run in
- * judge-run.c; here the judge's lifetime and its job on the pool.
+ * sg_eng_place. The events are made in judge-events.c, the segments in
+ * judge-align.c, the run in judge-run.c; here the judge's lifetime and
+ * its job on the pool.
  * With a pool (sg_sim_judge_set_pool) a judge's wall time is shorter, its
  * results the same: in one job, the events are made in ranges of nodes
  * (what adds to the engine's rates memo or writes kept entries after
@@ -66,6 +76,7 @@ rec_clear (SgJudgeRec *r)
   g_free (r->log.v);
   g_free (r->row_exp);
   g_free (r->row_node);
+  g_free (r->orig);
   memset (r, 0, sizeof *r);
 }
 
@@ -84,6 +95,9 @@ sg_sim_judge_free (SgSimJudge *j)
   g_free (j->kept);
   g_free (j->ev_ranges);
   g_free (j->ev_left);
+  g_free (j->segs);
+  g_free (j->gapw);
+  g_free (j->at);
   g_free (j);
 }
 

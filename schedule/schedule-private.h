@@ -757,6 +757,7 @@ typedef struct {
                    * collective's id when it has a row, else -1 */
   uint16_t group; /* collective (below EV_GROUPS) */
   uint8_t role;
+  uint8_t zero; /* 0: no padding, events compare as two words (judge-align.c) */
 } SgJudgeEv;
 G_STATIC_ASSERT (sizeof (SgJudgeEv) == 16);
 
@@ -777,8 +778,23 @@ typedef struct {
   double *row_exp;   /* per row (issue order): its exposed time */
   int32_t *row_node; /* per row: its collective */
   int32_t n_rows, cap_rows;
+  const void *orig_of; /* a trial graph's rewrite (its origins kept), or NULL */
+  int32_t *orig;       /* per node: its origin (sg_graph_trial_origins) */
+  size_t cap_orig;
   bool valid;
 } SgJudgeRec;
+
+/* Nodes [t, t + len) of a judged graph whose events are those of nodes
+ * [r, r + len) of the previous one (judge-align.c). */
+typedef struct {
+  int32_t t, r, len;
+} SgJudgeSeg;
+/* A wait at node y of the previous graph, in a segment, whose collective
+ * lies outside the segments, as does x, the collective of the new graph's
+ * wait: both finished wherever the runs may rejoin (judge-run.c). */
+typedef struct SgJudgeGapWait {
+  int32_t y, x;
+} SgJudgeGapWait;
 
 struct SgSimJudge {
   SgSimEngine e;
@@ -803,6 +819,12 @@ struct SgSimJudge {
   int32_t cap_ev_ranges;
   int32_t *ev_left; /* per range, from its first node: the nodes it left */
   int32_t cap_ev_left;
+  SgJudgeSeg *segs; /* where the graph's events are the previous graph's, in order */
+  int32_t n_segs, cap_segs;
+  struct SgJudgeGapWait *gapw; /* the segments' waits for collectives outside them */
+  int32_t n_gapw, cap_gapw;
+  int32_t *at; /* per base node of the trials: where it was last seen (judge-align.c) */
+  int32_t n_at;
 };
 
 /* A range of a judged graph's nodes whose events were made
@@ -849,6 +871,17 @@ void sg_judge_events_range (gpointer data, int32_t task, int32_t worker);
 int32_t sg_judge_events_finish (const SgJudgeEvJob *J, int32_t n_ranges, int32_t *p);
 /* compute_us and comm_us of @r's events, in id order. */
 void sg_judge_events_sums (const SgJudgeRec *r, double *compute_us, double *comm_us);
+/* The segments (@j->segs, in order of both graphs' ids) where the events
+ * of @T, those of @g, are those of @R (when valid): their common prefix
+ * of @p events, then from the first difference on, resuming after each
+ * difference at a node of @T whose origin (sg_graph_trial_origins) @R
+ * holds further on when both are trials of one rewrite, else at their
+ * common suffix. Keeps @g's origins in @T for the next graph. */
+void sg_judge_align (SgSimJudge *j, const SgGraph *g, SgJudgeRec *T, const SgJudgeRec *R,
+                     int32_t p);
+/* The node of the new graph that node @y of the previous one is, through
+ * @j's segments; -1 outside them. */
+int32_t sg_judge_map (const SgSimJudge *j, int32_t y);
 /* @out's step and exposed time: the run of @g's events (@n_coll
  * collectives, @p common with the previous graph's), from the previous
  * run where they agree. */

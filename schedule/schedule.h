@@ -112,10 +112,11 @@ typedef struct {
 /* The totals of the id orders of graphs that each differ little from the
  * one judged before (bucket/'s trial graphs), equal bit for bit to
  * sg_simulate_totals': each graph is run from the previous run's last
- * checkpoint before the first node the two differ in, and where its run
- * rejoins the previous one past the differences (the same state, the
- * clock aside), the rest of the previous run is replayed on the new clock
- * instead of run (judge.c). The graphs must share a cost model and
+ * checkpoint before the first node the two differ in, and wherever its
+ * run rejoins the previous one over nodes whose events are the previous
+ * graph's (the same state, the clock aside), the previous run is replayed
+ * on the new clock instead of run, up to the next difference or the end
+ * (judge.c). The graphs must share a cost model and
  * groups; the kernel slots and collective rates of trial graphs' base
  * nodes are kept by origin (sg_graph_trial_origins), so the base graph of
  * their rewrite must keep its nodes' outputs while @j lives. */

@@ -239,6 +239,65 @@ START_TEST (a_kept_rates_entry_is_not_reused_once_the_input_changes)
 }
 END_TEST
 
+/* Trial graphs that each differ from the one before near a third and
+ * near two thirds of the graph (a node added after a different node in
+ * each place): the judge's runs are exact, and they rejoin the previous
+ * run between the two differences (its segment there replayed, the run
+ * resumed at its end) instead of running all the way from the first
+ * difference past the second. */
+START_TEST (a_run_rejoins_the_previous_one_between_two_differences)
+{
+  int64_t placed = 0, between = 0;
+  for (guint32 seed = 60; seed < 76; seed++) {
+    RgCluster cl = (RgCluster)(seed % RG_N_CLUSTERS);
+    g_autofree char *json = rg_graph_json (seed, 900, 300, 1 + (int)(seed % 2), cl);
+    g_autoptr (SgGraph) g = st_load (json, "random");
+    /* collectives long enough to queue behind one another */
+    for (SgNodeId v = 0; v < g->n_nodes; v++)
+      if (sg_op_is_collective (g->nodes[v].kind))
+        g->nodes[v].est_us *= 3.0;
+    sg_graph_changed (g);
+    g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+    SgRewrite *rw = sg_rewrite_new (g);
+    GRand *rnd = g_rand_new_with_seed (seed);
+    const int32_t n = g->n_nodes;
+    SgNodeId was_early = SG_NO_NODE, was_late = SG_NO_NODE;
+    for (int trial = 0; trial < 12; trial++) {
+      sg_rewrite_reset (rw);
+      SgNodeId early = SG_NO_NODE, late = pick_compute (g, rnd, 2 * n / 3);
+      for (int tries = 0; tries < 100 && (early == SG_NO_NODE || early >= n / 3); tries++)
+        early = pick_compute (g, rnd, n / 4);
+      if (early == SG_NO_NODE || late == SG_NO_NODE || early >= n / 3)
+        continue;
+      add_after (rw, early, 0);
+      add_after (rw, late, 1);
+      const SgSimJudgeStats before = *sg_sim_judge_stats (j);
+      /* the added nodes take long enough to change the queues' progress */
+      g_autoptr (GError) err = NULL;
+      g_autoptr (SgGraph) t = sg_rewrite_trial (rw, &err);
+      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
+      const SgNodeId *orig = sg_graph_trial_origins (t);
+      for (SgNodeId x = 0; x < t->n_nodes; x++)
+        if (orig[x] == SG_NO_NODE)
+          t->nodes[x].est_us = 20.0 + g_rand_int_range (rnd, 0, 40);
+      assert_judged_exactly (j, t, seed, trial);
+      const SgSimJudgeStats *js = sg_sim_judge_stats (j);
+      if (was_early != SG_NO_NODE) {
+        /* what a run from the first difference past the last would place */
+        between += MAX (0, MIN (late, was_late) - MAX (early, was_early) - 2);
+        placed += (js->nodes - before.nodes) - (js->nodes_skipped - before.nodes_skipped);
+      }
+      was_early = early, was_late = late;
+    }
+    g_rand_free (rnd);
+    sg_rewrite_free (rw);
+  }
+  ck_assert_msg (between > 0 && placed * 2 < between,
+                 "placed %" G_GINT64_FORMAT ", %" G_GINT64_FORMAT " between the differences", placed,
+                 between);
+}
+END_TEST
+
 START_TEST (judge_of_unrelated_graphs_runs_each_whole)
 {
   g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
@@ -433,6 +492,7 @@ main (void)
   const TTest *tests[] = { judge_equals_full_simulation_on_similar_graphs,
                            judge_stays_exact_when_base_costs_change_between_trials,
                            a_kept_rates_entry_is_not_reused_once_the_input_changes,
+                           a_run_rejoins_the_previous_one_between_two_differences,
                            judge_of_unrelated_graphs_runs_each_whole,
                            a_node_without_a_cost_fails_the_judge_which_stays_exact,
                            a_judge_with_a_pool_gives_the_same_totals,
