@@ -124,13 +124,15 @@ scan_task (gpointer data, int32_t r, int32_t worker)
   SgNodeId *reader = x->reader;
   const uint8_t *kf = x->kf;
   const SgNode *nd = nodes + a;
-  for (SgNodeId v = a; v < b; v++, nd++) {
-    const SgOpKind kind = nd->kind;
-    const uint8_t f = kf[kind];
+  SgNodeId *const end = reader + b;
+  for (SgNodeId *rd = reader + a; rd < end; rd++, nd++) {
+    const uint8_t f = kf[nd->kind];
     if (G_LIKELY (!(f & (K_COPY | K_COLL)))) { /* most nodes: the entry only */
-      reader[v] = plain_entry (f, nd, inputs);
+      *rd = plain_entry (f, nd, inputs);
       continue;
     }
+    const SgNodeId v = (SgNodeId)(rd - reader);
+    const SgOpKind kind = nd->kind;
     if (f & K_COPY) {
       g_array_append_val (copies, v);
       reader[v] = x->group_root[v] = -1;
@@ -339,8 +341,10 @@ roots_task (gpointer data, int32_t r, int32_t worker)
     }
     const SgNodeId rv = p >= a ? root[p] : -2 - p; /* root[p] may be one left for later */
     root[v] = rv;
-    if (rv <= -2)
-      g_array_append_val (late, v);
+    if (rv <= -2) {
+      const SgNodeId later = v; /* (v's address not taken: a register) */
+      g_array_append_val (late, later);
+    }
   }
 }
 
