@@ -42,8 +42,9 @@ struct SgElisionWork {
   SgNodeId *reader;    /* per pack: its only reader, or -1 (none), -2 (several);
                         * per cat: its only user likewise; per rank_roll: -1 while
                         * every user is a one-block row slice, else -2; per other
-                        * node, for the roots: NOT_COPY, or -4 - its first input
-                        * for an alias with one */
+                        * node, for the roots: NOT_COPY, or ALIAS_OF (its first
+                        * input) for an alias with one; RELOCATED once the
+                        * decisions placed it in a copy's buffer (find_roots) */
   bool *is_output;     /* per storage root: read by the output node */
   SgNodeId *group_root; /* per relocation owner (a copy): the lowest-id input root */
   GArray *copies;      /* SgNodeId: the copies, in id order */
@@ -54,8 +55,13 @@ struct SgElisionWork {
   int32_t n_rg;
 };
 
-/* w->reader of a node that is neither a copy nor an alias with an input. */
+/* w->reader entries of the nodes that are not copies: neither relocated
+ * nor an alias with an input; relocated (set by find_roots); an alias of
+ * its first input @in (every value below RELOCATED), and @in from one. */
 #define NOT_COPY (-3)
+#define RELOCATED (-4)
+#define ALIAS_OF(in) (-5 - (in))
+#define ALIAS_INPUT(m) (-5 - (m))
 
 /* Ranges of fewer nodes cost more to hand out than they save. */
 #define RANGE_MIN 4096
@@ -89,6 +95,13 @@ range_bounds (int32_t r, int32_t nr, int32_t n, int32_t *a, int32_t *b)
 /* What the passes over every node look at, per op kind. */
 enum { K_COPY = 1, K_COLL = 2, K_ALIAS = 4 };
 
+/* w->reader's entry of a node with flags @f that is not a copy. */
+G_ALWAYS_INLINE static inline SgNodeId
+plain_entry (uint8_t f, const SgNode *nd, const SgNodeId *inputs)
+{
+  return (f & K_ALIAS) && nd->n_in ? ALIAS_OF (inputs[nd->in_first]) : NOT_COPY;
+}
+
 /* Range @r of find_readers' pass over every node: the range's copies
  * with their entries reset, the other nodes' reader entries (struct
  * SgElisionWork), the collectives that read a pack. */
@@ -108,17 +121,23 @@ scan_task (gpointer data, int32_t r, int32_t worker)
   rg->cats = rg->rolls = false;
   int32_t a, b;
   range_bounds (r, x->n_ranges, g->n_nodes, &a, &b);
-  for (SgNodeId v = a; v < b; v++) {
-    const SgNode *nd = &nodes[v];
-    const SgOpKind kind = nd->kind;
-    const uint8_t f = x->kf[kind];
-    if (!(f & K_COPY))
-      x->reader[v] = (f & K_ALIAS) && nd->n_in ? -4 - inputs[nd->in_first] : NOT_COPY;
-    if (!(f & (K_COPY | K_COLL)))
+  SgNodeId *reader = x->reader;
+  const uint8_t *kf = x->kf;
+  const SgNode *nd = nodes + a;
+  SgNodeId *const end = reader + b;
+  for (SgNodeId *rd = reader + a; rd < end; rd++, nd++) {
+    const uint8_t f = kf[nd->kind];
+    if (G_LIKELY (!(f & (K_COPY | K_COLL)))) { /* most nodes: the entry only */
+      *rd = plain_entry (f, nd, inputs);
       continue;
+    }
+    const SgNodeId v = (SgNodeId)(rd - reader);
+    const SgOpKind kind = nd->kind;
     if (f & K_COPY) {
       g_array_append_val (copies, v);
-      x->reader[v] = x->group_root[v] = -1;
+      reader[v] = x->group_root[v] = -1;
+    } else {
+      reader[v] = plain_entry (f, nd, inputs);
     }
     rg->cats = rg->cats || kind == SG_OP_CAT || kind == SG_OP_RANK_ROLL;
     rg->rolls = rg->rolls || kind == SG_OP_RANK_ROLL;
@@ -240,18 +259,25 @@ work_free (SgElisionWork *w)
 }
 
 /* Marks the storage roots the output node reads (listed in w->outputs),
- * or (@on false) unmarks them. */
+ * or (@on false) unmarks them. The roots of sg_node_storage_root, found
+ * in the reader entries of find_readers (an alias's names its input; a
+ * copy is no alias) rather than the nodes. */
 static void
 mark_output (SgElisionCtx *x, bool on)
 {
   const SgGraph *g = x->g;
   GArray *marked = x->w->outputs;
   if (on && g->output != SG_NO_NODE) {
+    const SgNodeId *reader = x->reader;
     uint32_t k;
     const SgNodeId *in = sg_node_inputs (g, g->output, &k);
     g_array_set_size (marked, k);
-    for (uint32_t j = 0; j < k; j++)
-      g_array_index (marked, SgNodeId, j) = sg_node_storage_root (g, in[j]);
+    for (uint32_t j = 0; j < k; j++) {
+      SgNodeId v = in[j];
+      while (reader[v] < RELOCATED)
+        v = ALIAS_INPUT (reader[v]);
+      g_array_index (marked, SgNodeId, j) = v;
+    }
   }
   for (guint j = 0; j < marked->len; j++)
     x->is_output[g_array_index (marked, SgNodeId, j)] = on;
@@ -292,38 +318,51 @@ roots_task (gpointer data, int32_t r, int32_t worker)
   range_bounds (r, x->n_ranges, x->g->n_nodes, &a, &b);
   for (SgNodeId v = a; v < b; v++) {
     const SgNodeId m = mark[v];
-    SgNodeId p = -1; /* resolves to root[p] */
-    SgNodeId rv = v;
-    if (m <= NOT_COPY && view_of[v] >= 0) /* relocated */
-      rv = group_root[view_of[v]];
-    else if (m < NOT_COPY)
-      p = -4 - m;
-    else if (m > NOT_COPY && e->reason[v] == SG_COPY_ELIDED) {
-      if (view_of[v] >= 0 && view_of[v] < v)
-        p = view_of[v];
-      else
-        rv = group_root[v];
-    } else if (m > NOT_COPY && (x->kf[x->g->nodes[v].kind] & K_ALIAS) && x->g->nodes[v].n_in) {
+    SgNodeId p; /* resolves to root[p] */
+    if (G_LIKELY (m == NOT_COPY)) {
+      root[v] = v;
+      continue;
+    } else if (m < RELOCATED) {
+      p = ALIAS_INPUT (m);
+    } else if (m == RELOCATED) {
+      root[v] = group_root[view_of[v]];
+      continue;
+    } else if (e->reason[v] == SG_COPY_ELIDED && view_of[v] >= 0 && view_of[v] < v) {
+      p = view_of[v];
+    } else if (e->reason[v] == SG_COPY_ELIDED) {
+      root[v] = group_root[v];
+      continue;
+    } else if ((x->kf[x->g->nodes[v].kind] & K_ALIAS) && x->g->nodes[v].n_in) {
       uint32_t k;
       p = sg_node_inputs (x->g, v, &k)[0];
+    } else {
+      root[v] = v;
+      continue;
     }
-    if (p >= a)
-      rv = root[p]; /* may be one left for later */
-    else if (p >= 0)
-      rv = -2 - p;
+    const SgNodeId rv = p >= a ? root[p] : -2 - p; /* root[p] may be one left for later */
     root[v] = rv;
-    if (rv <= -2)
-      g_array_append_val (late, v);
+    if (rv <= -2) {
+      const SgNodeId later = v; /* (v's address not taken: a register) */
+      g_array_append_val (late, later);
+    }
   }
 }
 
-/* The storage roots into e->root, in ranges on the pool; then, in range
- * order (a node's root is final once the ranges before its own are), the
- * nodes that resolve to one before their range. */
+/* The storage roots into e->root: the relocated nodes' reader entries
+ * marked (w->viewed lists them, with the copies that are views), so that
+ * the ranges read no view_of of a plain node; the ranges on the pool;
+ * then, in range order (a node's root is final once the ranges before its
+ * own are), the nodes that resolve to one before their range. */
 static void
 find_roots (SgElisionCtx *x)
 {
   SgNodeId *root = x->e->root;
+  const GArray *viewed = x->w->viewed;
+  for (guint i = 0; i < viewed->len; i++) {
+    const SgNodeId v = g_array_index (viewed, SgNodeId, i);
+    if (x->reader[v] <= NOT_COPY)
+      x->reader[v] = RELOCATED;
+  }
   sg_pool_run (x->w->pool, x->n_ranges, roots_task, x);
   for (int32_t r = 1; r < x->n_ranges; r++) {
     const GArray *late = x->w->rg[r].late;
@@ -430,17 +469,18 @@ node_bytes (const SgGraph *g, const uint64_t *node_alloc, SgNodeId i)
 }
 
 /* Nodes [@a, @b) of storage_task, @node_alloc as s->node_alloc (a
- * constant in each caller's copy). */
+ * constant in each caller's copy). A node's root is never after it
+ * (roots_task), so its entry is cleared before any node adds to it. */
 G_ALWAYS_INLINE static inline void
 storage_range (const Storage *s, const uint64_t *node_alloc, GArray *spill, int32_t a, int32_t b)
 {
   const SgGraph *g = s->g;
   const SgNodeId *root = s->e->root;
   uint64_t *alloc = s->alloc;
-  memset (alloc + a, 0, sizeof *alloc * (size_t)(b - a));
   for (SgNodeId i = a; i < b; i++) {
     const SgNodeId ri = root[i];
-    if (ri >= a && ri < b) {
+    alloc[i] = 0;
+    if (ri >= a) {
       alloc[ri] += node_bytes (g, node_alloc, i);
     } else {
       const Late l = { ri, node_bytes (g, node_alloc, i) };

@@ -58,6 +58,11 @@
 
 #include <string.h>
 
+/* Inputs of a copy whose per-input scratch lives on the stack. */
+#define SMALL 32
+/* How many copies ahead sg_elision_decide asks for a copy's node. */
+#define PREFETCH_AHEAD 8
+
 static const char *const reason_text[SG_COPY_N_REASONS] = {
   [SG_COPY_ELIDED] = "elided",
   [SG_COPY_RANK_MAJOR] = "rank_major: an all_gather result holds each member strided over "
@@ -200,8 +205,12 @@ relocatable (SgElisionCtx *x, SgNodeId in, bool comm_ok, SgNodeId *root)
     return why;
   const SgNode *o = &g->nodes[owner];
   bool group = sg_elision_candidate (o->kind) && x->e->reason[owner] == SG_COPY_ELIDED;
+  /* an input that owns its storage itself (neither an alias nor the
+   * output, no tuple) allocates its meta's bytes: the whole of it */
+  const bool whole = owner == in && !o->n_tuple && !sg_op_is_alias (o->kind)
+                     && o->kind != SG_OP_OUTPUT;
   if (x->e->view_of[owner] >= 0 || group || off != 0
-      || sg_meta_bytes (g, &g->nodes[in].meta) != sg_node_alloc_bytes (g, owner))
+      || (!whole && sg_meta_bytes (g, &g->nodes[in].meta) != sg_node_alloc_bytes (g, owner)))
     return SG_COPY_SHARED_INPUT;
   if (sg_op_is_collective (o->kind) && !comm_ok)
     return SG_COPY_COMM_WRITTEN;
@@ -223,7 +232,9 @@ relocate (SgElisionCtx *x, SgNodeId p, SgNodeId owner, const uint64_t *off,
   const SgGraph *g = x->g;
   uint32_t k;
   const SgNodeId *in = sg_node_inputs (g, p, &k);
-  g_autofree SgNodeId *roots = g_new (SgNodeId, k);
+  SgNodeId roots_here[SMALL] = { SG_NO_NODE }; /* (k > 0: every entry written first) */
+  g_autofree SgNodeId *roots_big = k > SMALL ? g_new (SgNodeId, k) : NULL;
+  SgNodeId *roots = roots_big ? roots_big : roots_here;
   int32_t n_inputs = 0;
   /* not extended to bucket packs: their plans stay as they were */
   const bool comm_ok = g->nodes[p].kind != SG_OP_BUCKET_PACK;
@@ -260,9 +271,13 @@ decide_concat (SgElisionCtx *x, SgNodeId p)
   uint32_t k;
   const SgNodeId *in = sg_node_inputs (g, p, &k);
   size_t esz = sg_dtype_size (n->meta.dtype);
+  /* per input its element count, then (relocation) its byte offset */
+  uint64_t at_here[SMALL];
+  g_autofree uint64_t *at_big = k > SMALL ? g_new (uint64_t, k) : NULL;
+  uint64_t *at = at_big ? at_big : at_here;
   uint64_t total = 0;
   for (uint32_t i = 0; i < k; i++)
-    total += sg_meta_numel (g, &g->nodes[in[i]].meta);
+    total += at[i] = sg_meta_numel (g, &g->nodes[in[i]].meta);
   if (k == 0 || !meta_contiguous (g, &n->meta) || total != sg_meta_numel (g, &n->meta))
     return SG_COPY_SHARED_INPUT; /* an input listed twice */
   /* view: the inputs already lie back to back in one storage */
@@ -277,19 +292,19 @@ decide_concat (SgElisionCtx *x, SgNodeId p)
            && (i == 0 || off == off0 + prefix * esz);
     if (i == 0)
       owner0 = owner, off0 = off;
-    prefix += sg_meta_numel (g, &g->nodes[in[i]].meta);
+    prefix += at[i];
   }
   if (view) {
     set_view (x, p, in[0], 0);
     return SG_COPY_ELIDED;
   }
-  g_autofree uint64_t *off = g_new (uint64_t, k);
   prefix = 0;
   for (uint32_t i = 0; i < k; i++) {
-    off[i] = prefix * esz;
-    prefix += sg_meta_numel (g, &g->nodes[in[i]].meta);
+    const uint64_t numel = at[i];
+    at[i] = prefix * esz;
+    prefix += numel;
   }
-  return relocate (x, p, p, off, NULL);
+  return relocate (x, p, p, at, NULL);
 }
 
 static SgCopyReason
@@ -458,8 +473,13 @@ void
 sg_elision_decide (SgElisionCtx *x, const GArray *copies)
 {
   SgElision *e = x->e;
+  const SgNodeId *ids = (const SgNodeId *)(void *)copies->data;
   for (guint i = 0; i < copies->len; i++) {
-    const SgNodeId v = g_array_index (copies, SgNodeId, i);
+    const SgNodeId v = ids[i];
+    /* the copies of a large graph lie far apart: their nodes asked for
+     * ahead, each decision's reads overlap the misses of the next ones */
+    if (i + PREFETCH_AHEAD < copies->len)
+      __builtin_prefetch (&x->g->nodes[ids[i + PREFETCH_AHEAD]]);
     SgCopyReason r;
     switch (x->g->nodes[v].kind) {
     case SG_OP_BUCKET_PACK: r = decide_pack (x, v); break;

@@ -32,8 +32,8 @@ carve (char **at, size_t *used, size_t n, size_t size)
   return *at ? *at + off : NULL;
 }
 
-/* Lays the stash's arrays out from @base (NULL: only counts); the bytes
- * needed. */
+/* Lays the stash's arrays out from @base (NULL: only counts), the names
+ * (@names_len bytes) last; the bytes needed. */
 static size_t
 stash_layout (SgRewriteStashed *s, char *base, size_t names_len)
 {
@@ -72,13 +72,24 @@ sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark 
   if (!rw->spare_nodes)
     return false;
   s->from = *from, s->to = *to;
-  size_t names_len = 0;
-  for (guint i = from->nodes; i < to->nodes; i++)
-    names_len += strlen (g_array_index (rw->nodes, SgNode, i).name) + 1;
-  /* only what the last trial wrote: resident already */
-  if (stash_layout (s, NULL, names_len) > (size_t)rw->spare_n * sizeof (SgNode))
+  /* the arrays, then the names after them while they fit: only what the
+   * last trial wrote, resident already */
+  const size_t room = (size_t)rw->spare_n * sizeof (SgNode);
+  size_t len = stash_layout (s, NULL, 0);
+  if (len > room)
     return false;
-  stash_layout (s, (char *)rw->spare_nodes, names_len);
+  stash_layout (s, (char *)rw->spare_nodes, 0);
+  const size_t names_at = len;
+  len = 0;
+  for (guint i = 0; i < to->nodes - from->nodes; i++) {
+    const char *name = g_array_index (rw->nodes, SgNode, from->nodes + i).name;
+    size_t k = strlen (name) + 1;
+    if (names_at + len + k > room)
+      return false;
+    s->name_at[i] = (guint)len;
+    memcpy (s->names + len, name, k);
+    len += k;
+  }
   COPY (s->nodes, rw->nodes, SgNode, from->nodes, to->nodes);
   COPY (s->keys, rw->keys, int64_t, from->nodes, to->nodes);
   COPY (s->inputs, rw->inputs, SgNodeId, from->inputs, to->inputs);
@@ -88,14 +99,6 @@ sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark 
   COPY (s->args, g->args, SgArg, from->args, to->args);
   COPY (s->dims, g->dims, int64_t, from->dims, to->dims);
   COPY (s->tuples, g->tuple_metas, SgMeta, from->tuples, to->tuples);
-  size_t len = 0;
-  for (guint i = 0; i < to->nodes - from->nodes; i++) {
-    const char *name = s->nodes[i].name;
-    size_t k = strlen (name) + 1;
-    s->name_at[i] = (guint)len;
-    memcpy (s->names + len, name, k);
-    len += k;
-  }
   s->valid = true;
   return true;
 }

@@ -188,23 +188,34 @@ START_TEST (a_transposed_member_keeps_its_copy)
 }
 END_TEST
 
-START_TEST (a_member_returned_by_the_graph_keeps_its_copy)
+/* A member input the graph returns, itself or through a view of it
+ * (@through_view: t(g1), whose storage is g1's), keeps its copy. */
+static void
+assert_returned_member_keeps_its_copy (bool through_view)
 {
   g_autoptr (SgGraph) g = tb_new (2);
   tb_group (g, "0", 2, 0, 1);
   tb_input (g, "x", "float32", 2, I (8), I (8));
   tb_mm (g, "g0", "x", "x");
   tb_mm (g, "g1", "g0", "x");
+  if (through_view)
+    tb_t (g, "g1t", "g1");
   tb_all_reduce (g, "r0", "g0", "0");
   tb_all_reduce (g, "r1", "g1", "0");
   tb_wait (g, "r0_w", "r0");
   tb_wait (g, "r1_w", "r1");
-  tb_output (g, 3, "r0_w", "r1_w", "g1");
+  tb_output (g, 3, "r0_w", "r1_w", through_view ? "g1t" : "g1");
   const char *const names[] = { "r0", "r1" };
   bucket (g, names, 2);
   ck_assert_int_eq (pt_reason_of (g, "bucket_pack_r0"), SG_COPY_OUTPUT_INPUT);
   g_autoptr (SgPlan) plan = pt_lower (g);
   ck_assert (pt_has_kernel (plan, "bucket_pack_r0"));
+}
+
+START_TEST (a_member_returned_by_the_graph_keeps_its_copy)
+{
+  assert_returned_member_keeps_its_copy (false);
+  assert_returned_member_keeps_its_copy (true);
 }
 END_TEST
 
