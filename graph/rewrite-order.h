@@ -47,6 +47,10 @@ typedef struct {
    * before n0 + low are the same in both by id. */
   SgNodeId map_from;
   int32_t map_d, low;
+  /* Places from 0 of the order that hold what the last layout's held
+   * (before the first window; ids from @map_from on remapped): 0 when
+   * nothing was reused (sg_rw_order_all). */
+  int32_t same_prefix;
 } Ctx;
 
 /* A node id of the last layout as this layout numbers it. */

@@ -429,6 +429,7 @@ sg_rw_order_all (Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
     }
   *n_order = n;
   rw->reused = n - nw;
+  x->same_prefix = ws.reuse ? (ws.n ? ws.w[0].p : n) : 0;
   if (rw->verify && ws.reuse) {
     SgNodeId *full = WORK (rw, SG_RW_CHECK, SgNodeId, x->n1);
     Windows all;

@@ -76,8 +76,10 @@ sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark 
   for (guint i = from->nodes; i < to->nodes; i++)
     names_len += strlen (g_array_index (rw->nodes, SgNode, i).name) + 1;
   /* only what the last trial wrote: resident already */
-  if (stash_layout (s, NULL, names_len) > (size_t)rw->spare_n * sizeof (SgNode))
+  size_t need = stash_layout (s, NULL, names_len);
+  if (need > (size_t)rw->spare_n * sizeof (SgNode))
     return false;
+  rw->spare_stashed = MAX (rw->spare_stashed, need); /* the layout lays these out again */
   stash_layout (s, (char *)rw->spare_nodes, names_len);
   COPY (s->nodes, rw->nodes, SgNode, from->nodes, to->nodes);
   COPY (s->keys, rw->keys, int64_t, from->nodes, to->nodes);

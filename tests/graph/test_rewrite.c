@@ -638,6 +638,69 @@ START_TEST (windows_ordered_side_by_side_equal_one_after_another)
 }
 END_TEST
 
+/* A trial of @rw equals a fresh rewrite's with @edits, costs (est_src)
+ * included, and kept the last trial's first nodes (rw->laid_kept) when
+ * @kept; then its added nodes are costed, as the bucket pass does, before
+ * it goes back to the rewrite. */
+static void
+assert_trial_kept (SgRewrite *rw, const Edit *edits, int n, bool kept)
+{
+  SgGraph *g = sg_rewrite_graph (rw);
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t);
+  ck_assert (kept == (rw->laid_kept > 0));
+  g_autoptr (SgRewrite) fresh = sg_rewrite_new (g);
+  for (int i = 0; i < n; i++)
+    edit (fresh, edits[i]);
+  SgGraph *f = sg_rewrite_trial (fresh, NULL);
+  assert_same_nodes (t, f);
+  for (SgNodeId i = 0; i < t->n_nodes; i++) {
+    ck_assert_int_eq (t->nodes[i].est_src, f->nodes[i].est_src);
+    if (t->nodes[i].est_src == SG_COST_NONE)
+      t->nodes[i].est_src = SG_COST_MODEL, t->nodes[i].est_us = 7.0;
+  }
+  sg_graph_free (f);
+  sg_graph_free (t);
+}
+
+/* Trial after trial of one rewrite, of a costed graph large enough for its
+ * copies to go on the pool, keep the last trial graph's nodes before the
+ * first change: an added node there (costed by the last trial's user) is
+ * copied again; with pools of 1 and 3 threads, each trial equals a fresh
+ * rewrite's and, verified, a fresh copy. */
+START_TEST (trials_keep_the_last_trials_nodes_before_what_changed)
+{
+  static const int threads[] = { 1, 3 };
+  for (guint p = 0; p < G_N_ELEMENTS (threads); p++) {
+    g_autoptr (SgGraph) g = two_chains (9000);
+    for (SgNodeId v = 0; v < g->n_nodes; v++)
+      g->nodes[v].est_src = SG_COST_MODEL, g->nodes[v].est_us = 1.0;
+    SgPool *pool = sg_pool_new (threads[p]);
+    SgRewrite *rw = sg_rewrite_new (g);
+    sg_rewrite_set_verify (rw, true);
+    sg_rewrite_set_pool (rw, pool);
+    SgRewriteMark m0, m1;
+    sg_rewrite_mark (rw, &m0);
+    Edit e[2] = { { 5000, -1, 0, false }, { 8990, -1, 0, false } };
+    edit (rw, e[0]);
+    sg_rewrite_mark (rw, &m1);
+    edit (rw, e[1]);
+    assert_trial_kept (rw, e, 2, false);
+    sg_rewrite_rollback (rw, &m1);
+    e[1] = (Edit){ 8995, -1, 0, false };
+    edit (rw, e[1]);
+    assert_trial_kept (rw, e, 2, true); /* p5000's tanh among the kept */
+    assert_trial_kept (rw, e, 2, true); /* nothing changed */
+    sg_rewrite_rollback (rw, &m0);
+    e[0] = (Edit){ 8000, -1, 0, false };
+    edit (rw, e[0]);
+    assert_trial_kept (rw, e, 1, true);
+    sg_rewrite_free (rw);
+    sg_pool_free (pool);
+  }
+}
+END_TEST
+
 /* --- redirects in ranges (rewrite-redirect.c) --------------------------- */
 
 /* Whether r@i's uses go to a q (or, i % 10 == 7, to r@{i+1}, itself
@@ -930,6 +993,7 @@ suite (void)
   tcase_add_test (tc, windows_ordered_side_by_side_equal_one_after_another);
   tcase_add_test (tc, replayed_parts_equal_parts_described_again);
   tcase_add_test (tc, redirects_in_ranges_equal_redirects_in_one_range);
+  tcase_add_test (tc, trials_keep_the_last_trials_nodes_before_what_changed);
   suite_add_tcase (s, tc);
   return s;
 }
