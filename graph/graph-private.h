@@ -299,6 +299,7 @@ enum {
   SG_RW_HEAP, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ,
   SG_RW_FILL, SG_RW_MOVED, SG_RW_PLAIN, SG_RW_PAIRS, SG_RW_IN_POS, SG_RW_CHECK,
   SG_RW_WORDER, SG_RW_WINDOWS, SG_RW_AT_W, SG_RW_LAST_AIN_AT, SG_RW_SPANS, SG_RW_RANGES,
+  SG_RW_REDIRECTED,
   /* what a layout leaves for the next one: each slot and, after it, the
    * last layout's (swapped at the end of a layout) */
   SG_RW_KEEP, SG_RW_LAST_KEEP, SG_RW_TIX, SG_RW_LAST_TIX, SG_RW_AKEY, SG_RW_LAST_AKEY,

@@ -263,20 +263,15 @@ added_keys (Ctx *x, int64_t *akey)
 }
 
 /* The first base node in [0, n0] whose key 4 v + 2 is not below @k
- * (@strict: above it). */
+ * (@strict: above it): ceil ((k - 2) / 4), or floor ((k - 2) / 4) + 1,
+ * clamped to [0, n0]. */
 static SgNodeId
 base_from (int32_t n0, int64_t k, bool strict)
 {
-  SgNodeId a = 0, b = n0;
-  while (a < b) {
-    SgNodeId m = a + (b - a) / 2;
-    int64_t km = base_key (m);
-    if (strict ? km > k : km >= k)
-      b = m;
-    else
-      a = m + 1;
-  }
-  return a;
+  if (k < 2)
+    return 0;
+  int64_t v = (k - 2) / 4 + (strict || (k - 2) % 4 != 0);
+  return (SgNodeId)MIN (v, (int64_t)n0);
 }
 
 /* From this many nodes in more than one window the windows are ordered
@@ -960,19 +955,25 @@ sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error)
   g_array_set_size (rw->touched, 0);
   g_array_set_size (rw->t_in, 0);
   x.tix = sg_rw_work_clean (rw, SG_RW_TIX, sizeof (int32_t) * ((size_t)n1 + 1), 0xff);
-  /* redir and in_pos are -1 between layouts: redir is cleared below,
-   * sg_rw_redirect_users clears in_pos */
+  /* redir and in_pos are -1 between layouts, redirected 0: they are
+   * cleared below, sg_rw_redirect_users clears in_pos */
   if (rw->redirects->len) {
     x.redir = sg_rw_work_clean (rw, SG_RW_REDIR, sizeof (SgNodeId) * ((size_t)n0 + 1), 0xff);
-    for (guint i = 0; i < rw->redirects->len; i += 2)
-      x.redir[g_array_index (rw->redirects, SgNodeId, i)]
-          = g_array_index (rw->redirects, SgNodeId, i + 1);
+    x.redirected = sg_rw_work_clean (rw, SG_RW_REDIRECTED, sizeof (uint64_t) * ((size_t)n0 / 64 + 1), 0);
+    for (guint i = 0; i < rw->redirects->len; i += 2) {
+      SgNodeId old = g_array_index (rw->redirects, SgNodeId, i);
+      x.redir[old] = g_array_index (rw->redirects, SgNodeId, i + 1);
+      x.redirected[old / 64] |= (uint64_t)1 << (old % 64);
+    }
     x.in_pos = sg_rw_work_clean (rw, SG_RW_IN_POS, sizeof (int32_t) * ((size_t)n1 + 1), 0xff);
     sg_rw_redirect_users (&x);
   }
   bool ok = order_result (&x, out, error);
-  for (guint i = 0; x.redir && i < rw->redirects->len; i += 2)
-    x.redir[g_array_index (rw->redirects, SgNodeId, i)] = SG_NO_NODE;
+  for (guint i = 0; x.redir && i < rw->redirects->len; i += 2) {
+    SgNodeId old = g_array_index (rw->redirects, SgNodeId, i);
+    x.redir[old] = SG_NO_NODE;
+    x.redirected[old / 64] = 0;
+  }
   rw->last_ok = ok;
   return ok;
 }

@@ -38,6 +38,7 @@ typedef struct {
   int32_t *in_pos; /* per node: its place among the new inputs of the user
                     * being redirected, or -1 */
   SgNodeId *redir; /* per base node: its replacement, or SG_NO_NODE; NULL: none */
+  uint64_t *redirected; /* bit per base node: redir set (with @redir) */
   int32_t *tix;    /* per node: its Touched, or -1 */
   const int64_t *akey; /* keys of added nodes */
   SgNodeId *eres;  /* per implicit edge of @g: its ends in the result, or

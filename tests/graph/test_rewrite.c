@@ -792,6 +792,8 @@ START_TEST (redirects_in_ranges_equal_redirects_in_one_range)
     SgGraph *t = sg_rewrite_trial (rw, NULL);
     ck_assert_ptr_nonnull (t);
     assert_same_nodes (t, f);
+    /* each redirected user listed once (the layout's, kept for the next) */
+    ck_assert_uint_eq (rw->last_touched->len, one->last_touched->len);
     sg_graph_free (t);
     sg_rewrite_free (rw);
     sg_pool_free (pool);
