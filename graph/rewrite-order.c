@@ -35,8 +35,9 @@
  * (a pass's trials); when the last trial graph's node and input arrays
  * come back as the spares, the places before the first window keep what
  * it wrote there (the same nodes, inputs and numbering), and only nodes
- * there that are not untouched base nodes then and now, and the part the
- * stash wrote over, are copied again (lay_out). Requires: @g's users
+ * there that are added or whose args are re-indexed or that are touched
+ * now and not then or back, and the part the stash wrote over, are
+ * copied again (lay_out). Requires: @g's users
  * fresh. Invalidates: nothing
  * (appends the re-indexed args of users whose inputs merged to g->args).
  */
@@ -709,22 +710,34 @@ number_task (gpointer data, int32_t r, int32_t worker)
     new_id[order[i]] = i;
 }
 
-/* Places [@lo, @hi) of the same prefix: the nodes not as laid copied
- * again where the last layout had them (their inputs are the same, so
- * the same count before them). A node is as laid when it is an untouched
- * base node now and in the last layout: the same node with the same
- * inputs at the same places, and its cost, which a trial's users write
- * only where it has none (rw->base_costed). */
+/* Whether base node @v of the same prefix is as the last layout laid it
+ * out: untouched then and now, or touched both times without re-indexed
+ * args (outside the windows its new inputs are the same,
+ * changed_items). Its inputs are then at the same places and its cost is
+ * its own, which a trial's users write only where there is none
+ * (rw->base_costed). */
+static inline bool
+as_laid (const Ctx *x, const int32_t *ltix, SgNodeId v)
+{
+  int32_t a = x->tix[v], b = ltix[v]; /* @v is kept: plain unless touched */
+  if (a < 0 || b < 0)
+    return a < 0 && b < 0;
+  return !g_array_index (x->rw->touched, Touched, a).reindexed
+         && !g_array_index (x->rw->last_touched, Touched, b).reindexed;
+}
+
+/* Places [@lo, @hi) of the same prefix: added nodes and base nodes not
+ * as_laid copied again where the last layout had them (their inputs are
+ * the same, so the same count before them). */
 static void
 refresh_prefix (const Ctx *x, const SgNodeId *order, int32_t lo, int32_t hi, SgNode *nodes,
                 SgNodeId *dst)
 {
   const int32_t *ltix = x->rw->work[SG_RW_LAST_TIX];
-  const uint8_t *plain = x->plain;
   const int32_t n0 = x->n0;
   for (int32_t i = lo; i < hi; i++) {
     SgNodeId v = order[i];
-    if (v < n0 && plain[v] && ltix[v] < 0) /* as laid */
+    if (v < n0 && as_laid (x, ltix, v))
       continue;
     uint32_t at = nodes[i].in_first, k = nodes[i].n_in;
     uint32_t end = copy_nodes (x, order, i, i + 1, nodes, dst, at);
