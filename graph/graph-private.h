@@ -299,6 +299,7 @@ enum {
   SG_RW_HEAP, SG_RW_NEW_ID, SG_RW_XFIRST, SG_RW_XADJ,
   SG_RW_FILL, SG_RW_MOVED, SG_RW_PLAIN, SG_RW_PAIRS, SG_RW_IN_POS, SG_RW_CHECK,
   SG_RW_WORDER, SG_RW_WINDOWS, SG_RW_AT_W, SG_RW_LAST_AIN_AT, SG_RW_SPANS, SG_RW_RANGES,
+  SG_RW_REDIRECTED,
   /* what a layout leaves for the next one: each slot and, after it, the
    * last layout's (swapped at the end of a layout) */
   SG_RW_KEEP, SG_RW_LAST_KEEP, SG_RW_TIX, SG_RW_LAST_TIX, SG_RW_AKEY, SG_RW_LAST_AKEY,
@@ -363,7 +364,17 @@ struct SgRewrite {
   int32_t spare_cap;
   int32_t spare_n;             /* its nodes written (resident) */
   SgRewriteStashed stash;      /* lives in @spare_nodes (rewrite-stash.c) */
+  size_t spare_stashed;        /* bytes of @spare_nodes from its start the stash wrote */
   GArray *spare_inputs;        /* and its inputs */
+  SgNodeId *spare_origin;      /* the last trial graph's trial_origin, freed */
+  int32_t spare_origin_cap, origin_cap; /* its entries; the last trial's */
+  bool spare_last;             /* the spare nodes and inputs are the last layout's
+                                * trial graph's, as laid out (but the stash's bytes) */
+  const SgGraph *last_trial;   /* the last layout's trial graph (identity only) */
+  int32_t same_prefix;         /* places from 0 of the last layout's order that hold
+                                * the nodes the one before held (rewrite-reuse.c) */
+  int32_t laid_kept;           /* of them, where it kept the one before's nodes */
+  int8_t base_costed;          /* every base node has its cost: 1, not: -1, unknown: 0 */
   SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit
                                 * (work[SG_RW_NEW_ID]) */
   int32_t result_n;            /* entries of result_id (0: none laid out yet) */

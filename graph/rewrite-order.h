@@ -38,6 +38,7 @@ typedef struct {
   int32_t *in_pos; /* per node: its place among the new inputs of the user
                     * being redirected, or -1 */
   SgNodeId *redir; /* per base node: its replacement, or SG_NO_NODE; NULL: none */
+  uint64_t *redirected; /* bit per base node: redir set (with @redir) */
   int32_t *tix;    /* per node: its Touched, or -1 */
   const int64_t *akey; /* keys of added nodes */
   SgNodeId *eres;  /* per implicit edge of @g: its ends in the result, or
@@ -47,6 +48,10 @@ typedef struct {
    * before n0 + low are the same in both by id. */
   SgNodeId map_from;
   int32_t map_d, low;
+  /* Places from 0 of the order that hold what the last layout's held
+   * (before the first window; ids from @map_from on remapped): 0 when
+   * nothing was reused (sg_rw_order_all). */
+  int32_t same_prefix;
 } Ctx;
 
 /* A node id of the last layout as this layout numbers it. */

@@ -16,11 +16,14 @@
  * then appended in range order, and the users whose inputs merge or are
  * many are redirected there, one after the other: the same lists, the
  * same args, whatever the ranges.
- * Requires: @g's users fresh; x->redir, x->in_pos (-1 everywhere) and
- * x->tix (-1 everywhere) set. Invalidates: nothing (appends re-indexed
- * args to g->args).
+ * A range finds its replaced nodes among the set bits of x->redirected.
+ * Requires: @g's users fresh; x->redir and x->redirected, x->in_pos (-1
+ * everywhere) and x->tix (-1 everywhere) set. Invalidates: nothing
+ * (appends re-indexed args to g->args).
  */
 #include "rewrite-order.h"
+
+#include <string.h>
 
 /* Base nodes from which the redirects go in ranges on the pool (unless the
  * rewrite's windows_min, which tests lower, is set); a range holds at
@@ -176,14 +179,21 @@ range_task (gpointer data, int32_t r, int32_t worker)
   const Ctx *x = R->x;
   int32_t lo, hi;
   sg_range_of (r, R->size, x->n0, &lo, &hi);
-  for (SgNodeId old = lo; old < hi; old++) {
-    if (x->redir[old] == SG_NO_NODE)
-      continue;
-    uint32_t nu;
-    const SgNodeId *us = sg_node_users (x->g, old, &nu);
-    for (uint32_t k = 0; k < nu; k++) /* a user reading @old twice is listed twice */
-      if (k == 0 || us[k - 1] != us[k])
-        list_user (x, &R->lists[r], us[k], old);
+  /* the replaced nodes in id order: the set bits of x->redirected */
+  for (int32_t w = lo / 64; w < (hi + 63) / 64; w++) {
+    uint64_t b = x->redirected[w];
+    if (64 * w < lo)
+      b &= ~(uint64_t)0 << (lo - 64 * w);
+    if (64 * w + 64 > hi)
+      b &= ((uint64_t)1 << (hi - 64 * w)) - 1;
+    for (; b; b &= b - 1) {
+      SgNodeId old = 64 * w + __builtin_ctzll (b);
+      uint32_t nu;
+      const SgNodeId *us = sg_node_users (x->g, old, &nu);
+      for (uint32_t k = 0; k < nu; k++) /* a user reading @old twice is listed twice */
+        if (k == 0 || us[k - 1] != us[k])
+          list_user (x, &R->lists[r], us[k], old);
+    }
   }
 }
 
@@ -192,17 +202,31 @@ static void
 append_list (Ctx *x, const List *l, uint32_t **map, uint32_t *map_len)
 {
   GArray *touched = x->rw->touched, *t_in = x->rw->t_in;
-  for (uint32_t i = 0; i < l->n_users; i++) {
+  for (uint32_t i = 0; i < l->n_users;) {
     const Listed *it = &l->users[i];
     if (it->n == DEFERRED) {
       if (x->tix[it->u] < 0) /* at the first replaced node it reads */
         redirect_user (x, it->u, map, map_len);
+      i++;
       continue;
     }
-    Touched t = { it->u, t_in->len, it->n, 0, 0, false };
-    g_array_append_vals (t_in, l->in + it->first, it->n);
-    x->tix[it->u] = (int32_t)touched->len;
-    g_array_append_val (touched, t);
+    /* the run of users up to the next deferred one, appended at once */
+    uint32_t e = i, n_in = 0;
+    for (; e < l->n_users && l->users[e].n != DEFERRED; e++)
+      n_in += l->users[e].n;
+    guint t0 = touched->len, in0 = t_in->len;
+    g_array_set_size (touched, t0 + (e - i));
+    g_array_set_size (t_in, in0 + n_in);
+    Touched *t = &g_array_index (touched, Touched, t0);
+    SgNodeId *in = &g_array_index (t_in, SgNodeId, in0);
+    for (; i < e; i++, t++) {
+      it = &l->users[i];
+      *t = (Touched){ it->u, in0, it->n, 0, 0, false };
+      memcpy (in, l->in + it->first, sizeof (SgNodeId) * it->n);
+      in += it->n;
+      in0 += it->n;
+      x->tix[it->u] = (int32_t)(t0++);
+    }
   }
 }
 

@@ -127,8 +127,15 @@ changed_items (const Ctx *x, GArray *out)
   bool mapped = x->map_from != G_MAXINT32;
   int32_t low = x->low, s1 = mapped ? x->map_from - n0 : last_added;
   int32_t s2 = mapped ? s1 - x->map_d : added;
-  for (int32_t j = low; j < MAX (s1, s2); j++)
-    changed (x, out, lakey, n0 + j, j < s1, j < s2);
+  /* the added nodes of one layout and not the other: their keys then and
+   * now (changed, in one go) */
+  guint at = out->len;
+  g_array_set_size (out, at + (guint)MAX (s1 - low, 0) + (guint)MAX (s2 - low, 0));
+  Span *sp = &g_array_index (out, Span, at);
+  for (int32_t j = low; j < s1; j++, sp++)
+    *sp = (Span){ lakey[j], lakey[j] };
+  for (int32_t j = low; j < s2; j++, sp++)
+    *sp = (Span){ x->akey[j], x->akey[j] };
   /* the nodes both layouts have: kept, placed, touched alike? */
   int32_t nk = n0 + low;
   for (SgNodeId v = 0; v < nk; v++) {
@@ -169,33 +176,42 @@ changed_items (const Ctx *x, GArray *out)
   }
 }
 
-/* The end of the run of spans from @i on whose first keys do not fall. */
-static guint
-run_end (const Span *a, guint i, guint n)
+/* @k's rank among keys from @lo to @top, the output's key (INT64_MAX, the
+ * largest: key_with) next after @top. */
+static inline uint64_t
+span_rank (int64_t k, int64_t lo, int64_t top)
 {
-  while (i + 1 < n && a[i + 1].lo >= a[i].lo)
-    i++;
-  return i + 1;
+  return (uint64_t)(k == INT64_MAX ? top : k) - (uint64_t)lo;
 }
 
-/* Sorts @n spans by their first key, stably (a natural merge sort through
- * @tmp: the spans come in a few sorted runs, one per kind of change). */
+/* Sorts @n spans by their first key, stably, through @tmp: a radix sort
+ * of their ranks (span_rank), a byte at a time, over the bytes where they
+ * differ (the keys of a graph's nodes span a few bytes); already sorted
+ * spans stay. */
 static void
 sort_spans (Span *a, Span *tmp, guint n)
 {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  bool sorted = true;
+  for (guint i = 0; i < n; i++) {
+    lo = MIN (lo, a[i].lo);
+    if (a[i].lo != INT64_MAX)
+      hi = MAX (hi, a[i].lo);
+    sorted = sorted && (i == 0 || a[i].lo >= a[i - 1].lo);
+  }
+  if (sorted)
+    return;
+  int64_t top = hi + 1; /* hi < INT64_MAX: some key is below another */
+  uint64_t range = span_rank (INT64_MAX, lo, top);
   Span *src = a, *dst = tmp;
-  for (guint runs = run_end (a, 0, n) < n ? 2 : 1; runs > 1;) {
-    runs = 0;
-    for (guint i = 0; i < n; runs++) {
-      guint m = run_end (src, i, n), e = m < n ? run_end (src, m, n) : n, p = i, q = m, o = i;
-      while (p < m && q < e)
-        dst[o++] = src[q].lo < src[p].lo ? src[q++] : src[p++];
-      while (p < m)
-        dst[o++] = src[p++];
-      while (q < e)
-        dst[o++] = src[q++];
-      i = e;
-    }
+  for (int shift = 0; shift < 64 && (range >> shift) != 0; shift += 8) {
+    guint at[257] = { 0 };
+    for (guint i = 0; i < n; i++)
+      at[(span_rank (src[i].lo, lo, top) >> shift & 0xff) + 1]++;
+    for (int d = 0; d < 256; d++)
+      at[d + 1] += at[d];
+    for (guint i = 0; i < n; i++)
+      dst[at[span_rank (src[i].lo, lo, top) >> shift & 0xff]++] = src[i];
     Span *t = src;
     src = dst;
     dst = t;
@@ -429,6 +445,7 @@ sg_rw_order_all (Ctx *x, const GArray *edges, SgNodeId *order, int32_t *n_order,
     }
   *n_order = n;
   rw->reused = n - nw;
+  x->same_prefix = ws.reuse ? (ws.n ? ws.w[0].p : n) : 0;
   if (rw->verify && ws.reuse) {
     SgNodeId *full = WORK (rw, SG_RW_CHECK, SgNodeId, x->n1);
     Windows all;

@@ -73,11 +73,13 @@ sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark 
     return false;
   s->from = *from, s->to = *to;
   /* the arrays, then the names after them while they fit: only what the
-   * last trial wrote, resident already */
+   * last trial wrote, resident already; the layout lays out again what
+   * the stash wrote over (rw->spare_stashed) */
   const size_t room = (size_t)rw->spare_n * sizeof (SgNode);
   size_t len = stash_layout (s, NULL, 0);
   if (len > room)
     return false;
+  rw->spare_stashed = MAX (rw->spare_stashed, len);
   stash_layout (s, (char *)rw->spare_nodes, 0);
   const size_t names_at = len;
   len = 0;
@@ -86,6 +88,7 @@ sg_rewrite_stash (SgRewrite *rw, const SgRewriteMark *from, const SgRewriteMark 
     size_t k = strlen (name) + 1;
     if (names_at + len + k > room)
       return false;
+    rw->spare_stashed = MAX (rw->spare_stashed, names_at + len + k);
     s->name_at[i] = (guint)len;
     memcpy (s->names + len, name, k);
     len += k;

@@ -7,7 +7,9 @@
  * nodes out in it (rewrite-order.c); the commit installs that layout in the graph, the trial
  * wraps it in a graph that borrows the base graph's pools. Nothing of the
  * base graph is copied or written before a commit, so a trial costs
- * O(nodes + edited edges), with no names looked up and no JSON.
+ * O(nodes + edited edges), with no names looked up and no JSON. A freed
+ * trial graph's arrays (nodes, inputs, origins) serve the next trial,
+ * which keeps them where its order starts as the last one's did.
  * Mirrors torch.fx's Graph.create_node / replace_all_uses_with /
  * erase_node, batched, and Mesa's nir_builder for passes.
  * Requires: a topological id order. Invalidates (commit): node ids, users.
@@ -113,6 +115,7 @@ sg_rewrite_free (SgRewrite *rw)
   if (rw->last_ain)
     g_array_unref (rw->last_ain);
   g_free (rw->spare_nodes);
+  g_free (rw->spare_origin);
   g_free (rw->wix);
   if (rw->spare_inputs)
     g_array_unref (rw->spare_inputs);
@@ -524,9 +527,20 @@ sg_rewrite_trial (SgRewrite *rw, GError **error)
   t->cost_model_free = g->cost_model_free; /* identifies the model; not called */
   t->implicit_edges = g_steal_pointer (&l.edges);
   t->trial_of = rw;
-  t->trial_origin = g_new (SgNodeId, (size_t)MAX (l.n, 1));
-  for (int32_t i = 0; i < l.n; i++)
+  /* the last trial's origins hold for the places of the same prefix */
+  int32_t from = 0;
+  if (rw->spare_origin && rw->spare_origin_cap >= l.n) {
+    t->trial_origin = g_steal_pointer (&rw->spare_origin);
+    rw->origin_cap = rw->spare_origin_cap;
+    from = rw->same_prefix;
+  } else {
+    g_clear_pointer (&rw->spare_origin, g_free);
+    rw->origin_cap = MAX (l.nodes_cap, 1);
+    t->trial_origin = g_new (SgNodeId, (size_t)rw->origin_cap);
+  }
+  for (int32_t i = from; i < l.n; i++)
     t->trial_origin[i] = l.old_id[i] < rw->n0 ? l.old_id[i] : SG_NO_NODE;
+  rw->last_trial = t;
   rw->trials++;
   sg_rewrite_layout_clear (&l);
   return t;
@@ -543,17 +557,30 @@ void
 sg_rewrite_trial_release (SgGraph *trial)
 {
   SgRewrite *rw = g_steal_pointer (&trial->trial_of);
-  g_clear_pointer (&trial->trial_origin, g_free);
   rw->trials--;
-  /* The arrays serve the rewrite's next trial. */
+  /* The arrays serve the rewrite's next trial; the last layout's, the
+   * places of its order that the next one keeps too (rewrite-order.c). */
+  bool last = trial == rw->last_trial, nodes = false, inputs = false;
+  if (last)
+    rw->last_trial = NULL;
+  if (last && !rw->spare_origin) {
+    rw->spare_origin = g_steal_pointer (&trial->trial_origin);
+    rw->spare_origin_cap = rw->origin_cap;
+  }
+  g_clear_pointer (&trial->trial_origin, g_free);
   if (!rw->spare_nodes || rw->spare_cap < trial->nodes_cap) {
     g_free (rw->spare_nodes);
     rw->spare_nodes = g_steal_pointer (&trial->nodes);
     rw->spare_cap = trial->nodes_cap;
     rw->spare_n = trial->n_nodes;
+    rw->spare_stashed = 0;
+    nodes = true;
   }
   if (!rw->spare_inputs) {
     rw->spare_inputs = g_steal_pointer (&trial->inputs);
     trial->inputs = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
+    inputs = true;
   }
+  if (nodes || inputs)
+    rw->spare_last = last && nodes && inputs;
 }

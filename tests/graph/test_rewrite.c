@@ -638,6 +638,129 @@ START_TEST (windows_ordered_side_by_side_equal_one_after_another)
 }
 END_TEST
 
+/* A trial of @rw equals a fresh rewrite's with @edits, costs (est_src)
+ * included, and kept the last trial's first nodes (rw->laid_kept) when
+ * @kept; then its added nodes are costed, as the bucket pass does, before
+ * it goes back to the rewrite. */
+static void
+assert_trial_kept (SgRewrite *rw, const Edit *edits, int n, bool kept)
+{
+  SgGraph *g = sg_rewrite_graph (rw);
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t);
+  ck_assert (kept == (rw->laid_kept > 0));
+  g_autoptr (SgRewrite) fresh = sg_rewrite_new (g);
+  for (int i = 0; i < n; i++)
+    edit (fresh, edits[i]);
+  SgGraph *f = sg_rewrite_trial (fresh, NULL);
+  assert_same_nodes (t, f);
+  for (SgNodeId i = 0; i < t->n_nodes; i++) {
+    ck_assert_int_eq (t->nodes[i].est_src, f->nodes[i].est_src);
+    if (t->nodes[i].est_src == SG_COST_NONE)
+      t->nodes[i].est_src = SG_COST_MODEL, t->nodes[i].est_us = 7.0;
+  }
+  sg_graph_free (f);
+  sg_graph_free (t);
+}
+
+/* Trial after trial of one rewrite, of a costed graph large enough for its
+ * copies to go on the pool, keep the last trial graph's nodes before the
+ * first change: an added node there (costed by the last trial's user) is
+ * copied again; with pools of 1 and 3 threads, each trial equals a fresh
+ * rewrite's and, verified, a fresh copy. */
+START_TEST (trials_keep_the_last_trials_nodes_before_what_changed)
+{
+  static const int threads[] = { 1, 3 };
+  for (guint p = 0; p < G_N_ELEMENTS (threads); p++) {
+    g_autoptr (SgGraph) g = two_chains (9000);
+    for (SgNodeId v = 0; v < g->n_nodes; v++)
+      g->nodes[v].est_src = SG_COST_MODEL, g->nodes[v].est_us = 1.0;
+    SgPool *pool = sg_pool_new (threads[p]);
+    SgRewrite *rw = sg_rewrite_new (g);
+    sg_rewrite_set_verify (rw, true);
+    sg_rewrite_set_pool (rw, pool);
+    SgRewriteMark m0, m1;
+    sg_rewrite_mark (rw, &m0);
+    Edit e[2] = { { 5000, -1, 0, false }, { 8990, -1, 0, false } };
+    edit (rw, e[0]);
+    sg_rewrite_mark (rw, &m1);
+    edit (rw, e[1]);
+    assert_trial_kept (rw, e, 2, false);
+    sg_rewrite_rollback (rw, &m1);
+    e[1] = (Edit){ 8995, -1, 0, false };
+    edit (rw, e[1]);
+    assert_trial_kept (rw, e, 2, true); /* p5000's tanh among the kept */
+    assert_trial_kept (rw, e, 2, true); /* nothing changed */
+    sg_rewrite_rollback (rw, &m0);
+    e[0] = (Edit){ 8000, -1, 0, false };
+    edit (rw, e[0]);
+    assert_trial_kept (rw, e, 1, true);
+    sg_rewrite_free (rw);
+    sg_pool_free (pool);
+  }
+}
+END_TEST
+
+/* c@i of merged_chain becomes tanh of c@{i-1}, placed before it. */
+static void
+tanh_for (SgRewrite *rw, int i)
+{
+  const SgGraph *g = sg_rewrite_graph (rw);
+  g_autofree char *name = g_strdup_printf ("c%d", i), *src = g_strdup_printf ("c%d", i - 1);
+  SgNodeId c = id_of (g, name);
+  const SgMeta *m = &g->nodes[c].meta;
+  SgArg a[] = { sg_arg_ref (id_of (g, src)) };
+  SgNodeSpec sp = { .name = "t", .kind = SG_OP_TANH, .args = a, .n_args = 1, .cost_us = NAN,
+                    .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, m->ndim, m->dtype) };
+  SgNodeId t = sg_rewrite_add (rw, &sp, NULL);
+  ck_assert_int_ne (t, SG_NO_NODE);
+  sg_rewrite_place (rw, t, c, SG_PLACE_BEFORE);
+  sg_rewrite_replace_uses (rw, c, t);
+  sg_rewrite_remove (rw, c);
+}
+
+/* A user whose two inputs became one (its args re-indexed by each layout)
+ * before what changed since the last trial is copied again: add(q, p)
+ * with q replaced by p, then a chain c0..c19 from it, costed; trials with
+ * c18, c16 and c14, then c17 and c15 replaced, verified against a fresh
+ * copy. */
+START_TEST (a_kept_prefix_copies_re_indexed_users_again)
+{
+  g_autoptr (SgGraph) g = tb_new (1);
+  tb_input (g, "p", "float32", 1, (int64_t)4);
+  tb_input (g, "q", "float32", 1, (int64_t)4);
+  tb_pointwise (g, "add", "aten.add.Tensor", "q", "p");
+  for (int i = 0; i < 20; i++) {
+    g_autofree char *c = g_strdup_printf ("c%d", i), *b = g_strdup_printf ("c%d", i - 1);
+    tb_pointwise (g, c, "aten.relu.default", i ? b : "add", NULL);
+  }
+  tb_output (g, 1, "c19");
+  for (SgNodeId v = 0; v < g->n_nodes; v++)
+    g->nodes[v].est_src = SG_COST_MODEL;
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  sg_rewrite_set_verify (rw, true);
+  sg_rewrite_replace_uses (rw, id_of (g, "q"), id_of (g, "p"));
+  sg_rewrite_remove (rw, id_of (g, "q"));
+  SgRewriteMark m;
+  sg_rewrite_mark (rw, &m);
+  tanh_for (rw, 18);
+  tanh_for (rw, 16);
+  tanh_for (rw, 14);
+  SgGraph *t = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t);
+  sg_graph_free (t);
+  sg_rewrite_rollback (rw, &m);
+  tanh_for (rw, 17);
+  tanh_for (rw, 15); /* fewer args before the re-indexed ones: elsewhere */
+  t = sg_rewrite_trial (rw, NULL);
+  ck_assert_ptr_nonnull (t);
+  ck_assert_int_gt (rw->laid_kept, id_of (t, "add"));
+  g_autofree char *text = tb_args_text (t, id_of (t, "add"));
+  ck_assert_str_eq (text, "[{\"node\":\"p\"},{\"node\":\"p\"}] {}");
+  sg_graph_free (t);
+}
+END_TEST
+
 /* --- redirects in ranges (rewrite-redirect.c) --------------------------- */
 
 /* Whether r@i's uses go to a q (or, i % 10 == 7, to r@{i+1}, itself
@@ -729,6 +852,8 @@ START_TEST (redirects_in_ranges_equal_redirects_in_one_range)
     SgGraph *t = sg_rewrite_trial (rw, NULL);
     ck_assert_ptr_nonnull (t);
     assert_same_nodes (t, f);
+    /* each redirected user listed once (the layout's, kept for the next) */
+    ck_assert_uint_eq (rw->last_touched->len, one->last_touched->len);
     sg_graph_free (t);
     sg_rewrite_free (rw);
     sg_pool_free (pool);
@@ -930,6 +1055,8 @@ suite (void)
   tcase_add_test (tc, windows_ordered_side_by_side_equal_one_after_another);
   tcase_add_test (tc, replayed_parts_equal_parts_described_again);
   tcase_add_test (tc, redirects_in_ranges_equal_redirects_in_one_range);
+  tcase_add_test (tc, trials_keep_the_last_trials_nodes_before_what_changed);
+  tcase_add_test (tc, a_kept_prefix_copies_re_indexed_users_again);
   suite_add_tcase (s, tc);
   return s;
 }
