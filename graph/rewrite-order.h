@@ -185,3 +185,9 @@ void sg_rw_keep_last (const Ctx *x, int32_t n);
 /* The users of replaced nodes redirected to their replacements
  * (rewrite-redirect.c): rw->touched and rw->t_in, x->tix. */
 void sg_rw_redirect_users (Ctx *x);
+
+/* The nodes in @order (@n of them: every kept node), inputs, edges and
+ * the output renumbered, into @out; where every node of the rewrite went
+ * into rw->result_id (rewrite-layout.c). */
+void sg_rw_lay_out (const Ctx *x, const SgNodeId *order, int32_t n, GArray *edges,
+                    SgRewriteLayout *out);
