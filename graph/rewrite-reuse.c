@@ -129,13 +129,15 @@ changed_items (const Ctx *x, GArray *out)
   int32_t s2 = mapped ? s1 - x->map_d : added;
   /* the added nodes of one layout and not the other: their keys then and
    * now (changed, in one go) */
-  guint at = out->len;
-  g_array_set_size (out, at + (guint)MAX (s1 - low, 0) + (guint)MAX (s2 - low, 0));
-  Span *sp = &g_array_index (out, Span, at);
-  for (int32_t j = low; j < s1; j++, sp++)
-    *sp = (Span){ lakey[j], lakey[j] };
-  for (int32_t j = low; j < s2; j++, sp++)
-    *sp = (Span){ x->akey[j], x->akey[j] };
+  guint at = out->len, n_new = (guint)MAX (s1 - low, 0) + (guint)MAX (s2 - low, 0);
+  if (n_new > 0) { /* (an empty array may have no data to point into) */
+    g_array_set_size (out, at + n_new);
+    Span *sp = &g_array_index (out, Span, at);
+    for (int32_t j = low; j < s1; j++, sp++)
+      *sp = (Span){ lakey[j], lakey[j] };
+    for (int32_t j = low; j < s2; j++, sp++)
+      *sp = (Span){ x->akey[j], x->akey[j] };
+  }
   /* the nodes both layouts have: kept, placed, touched alike? */
   int32_t nk = n0 + low;
   for (SgNodeId v = 0; v < nk; v++) {
