@@ -165,7 +165,7 @@ ls_run_place (Run *R, SgNodeId x)
     R->gissued[grp] += P->cost[x];
     R->comm_us += P->cost[x];
     R->cum[P->due_rank[x]] = R->gissued[grp];
-    sg_eng_issue (&R->eng, x);
+    sg_eng_issue_entry (&R->eng, x, P->rates_at[x]);
     for (uint32_t a = P->ufirst[x]; a < P->ufirst[x + 1]; a++) {
       SgNodeId w = P->users[a];
       if (P->role[w] != SG_ROLE_WAIT || R->avail[w])
@@ -341,6 +341,11 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   sg_eng_init (&R->eng, P->g, NULL, P->full_sims);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
+  /* the memo numbers the rates as the problem does (P->rates_at) */
+  for (int32_t a = 0; a < P->n_rates; a++) {
+    int32_t at = sg_eng_rates_entry (&R->eng, P->rates_first[a], NULL);
+    g_assert (at == a);
+  }
   R->order = g_new (SgNodeId, (size_t)n);
   R->stack_cap = 64;
   R->stack = g_new (SgNodeId, (size_t)R->stack_cap);

@@ -1,6 +1,8 @@
 /* problem.c: what every variant of the list scheduler shares: node roles,
  * costs, bytes, users, each collective's wait and deadline, what compute
- * feeds, and the input order's live-bytes profile with the memory limit.
+ * feeds, the collectives' pair rates numbered (each key made once, not by
+ * every variant's engine), and the input order's live-bytes profile with
+ * the memory limit.
  * sg_sched_problem_init_basic computes only what the polish reads (roles,
  * costs, the input order's compute, the limits' settings); the live bytes
  * (sg_sched_problem_live, without the profile) only when the polish needs
@@ -377,6 +379,32 @@ input_ends (SgSchedProblem *P, const int32_t *pos)
   }
 }
 
+/* rates_at, rates_first and n_rates: one key per collective, made here
+ * once rather than by each variant's engine as it issues. */
+static void
+rates_entries (SgSchedProblem *P)
+{
+  SgSimEngine e;
+  sg_eng_init_rates (&e, P->g, NULL);
+  int32_t cap = 16;
+  P->rates_at = g_new (int32_t, (size_t)MAX (P->n, 1));
+  P->rates_first = g_new (SgNodeId, (size_t)cap);
+  for (SgNodeId c = 0; c < P->n; c++) {
+    if (P->role[c] != SG_ROLE_COLL)
+      continue;
+    int32_t at = sg_eng_rates_entry (&e, c, NULL);
+    P->rates_at[c] = at;
+    if (at < P->n_rates)
+      continue;
+    if (P->n_rates == cap) {
+      cap *= 2;
+      P->rates_first = g_renew (SgNodeId, P->rates_first, (size_t)cap);
+    }
+    P->rates_first[P->n_rates++] = c;
+  }
+  sg_eng_clear (&e);
+}
+
 /* What the parts read: the problem and the input order's positions. */
 typedef struct {
   SgSchedProblem *P;
@@ -406,6 +434,9 @@ part_task (gpointer data, int32_t task, int32_t worker)
     break;
   case 4:
     nearest_collectives (P);
+    break;
+  case 5:
+    rates_entries (P);
     break;
   default:
     free_feeders (P);
@@ -438,7 +469,7 @@ sg_sched_problem_init (SgSchedProblem *P, const SgGraph *g, const SgConfig *cfg,
   storage_roots (P, sim_peaks);
   g_autofree int32_t *pos = sg_sched_positions (g, NULL);
   Parts parts = { P, pos };
-  sg_pool_run (pool, 6, part_task, &parts);
+  sg_pool_run (pool, 7, part_task, &parts);
 }
 
 uint64_t
@@ -485,4 +516,6 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->users);
   g_free (P->profile);
   g_free (P->store_bytes);
+  g_free (P->rates_at);
+  g_free (P->rates_first);
 }

@@ -448,6 +448,16 @@ typedef struct {
    * (sg_elision_storage_bytes), what a simulation's peak counts
    * (sg_sched_sim_peak); NULL unless the problem was made with sim_peaks. */
   uint64_t *store_bytes;
+  /* The collectives' pair rates (sg_eng_rates_entry of an engine without
+   * contention factors, as the variants make): collective -> the number
+   * of its rates among the distinct ones (rates_at), numbered in order of
+   * their first collective by id (rates_first, n_rates of them). An engine
+   * that looks up rates_first's collectives in that order first numbers
+   * its memo's entries so: a variant then issues with rates_at and never
+   * makes a collective's key again. */
+  int32_t *rates_at;
+  SgNodeId *rates_first;
+  int32_t n_rates;
 } SgSchedProblem;
 
 /* The whole problem; with @sim_peaks, store_bytes too. */

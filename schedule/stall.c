@@ -39,8 +39,8 @@ shield_for (Run *R, SgNodeId x)
   for (int32_t i = 0; i < MIN (R->ready.n, SHIELD_SCAN); i++) {
     int64_t k = R->ready.a[i];
     SgNodeId c = KEY_ID (k);
-    if (k >= best || R->placed[c] || c == x || ls_holds_sms (R, c) || P->cost[c] <= 0.0
-        || c - x > SHIELD_WINDOW)
+    if (k >= best || R->placed[c] || c == x || P->cost[c] <= 0.0 || c - x > SHIELD_WINDOW
+        || ls_holds_sms (R, c))
       continue;
     best = k;
   }
