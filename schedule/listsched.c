@@ -42,9 +42,10 @@ became_ready (Run *R, SgNodeId u)
     return;
   if (P->free_feed[u])
     ls_heap_push (&R->freeq, KEY (0, u));
-  uint32_t k;
-  const SgNodeId *in = sg_sched_inputs (P, u, &k);
   int32_t blk = 0;
+  uint32_t k = 0;
+  /* most compute reads no wait: its inputs go unread */
+  const SgNodeId *in = P->reads_wait[u] ? sg_sched_inputs (P, u, &k) : NULL;
   for (uint32_t j = 0; j < k; j++)
     if (P->role[in[j]] == SG_ROLE_WAIT && !R->placed[in[j]] && P->coll_of[in[j]] != SG_NO_NODE
         && !sg_eng_finished (&R->eng, P->coll_of[in[j]]))

@@ -232,6 +232,7 @@ users_and_waits (SgSchedProblem *P)
   P->wait_of = g_new (SgNodeId, (size_t)MAX (n, 1));
   P->coll_of = g_new (SgNodeId, (size_t)MAX (n, 1));
   P->feeds_coll = g_new0 (uint8_t, (size_t)MAX (n, 1));
+  P->reads_wait = g_new0 (uint8_t, (size_t)MAX (n, 1));
   P->ufirst = g_new0 (uint32_t, (size_t)n + 1);
   P->ifirst = g_new (uint32_t, (size_t)n + 1);
   P->group = g_new (int32_t, (size_t)MAX (n, 1));
@@ -256,9 +257,12 @@ users_and_waits (SgSchedProblem *P)
     memcpy (P->ins + P->ifirst[i], in, sizeof (SgNodeId) * k);
     for (uint32_t j = 0; j < k; j++)
       P->users[fill[in[j]]++] = i;
-    for (uint32_t j = 0; j < k; j++)
+    for (uint32_t j = 0; j < k; j++) {
       if (P->role[i] == SG_ROLE_COLL && P->role[in[j]] == SG_ROLE_WAIT)
         P->feeds_coll[in[j]] = 1;
+      /* an input's coll_of is set: inputs come first */
+      P->reads_wait[i] |= P->coll_of[in[j]] != SG_NO_NODE;
+    }
     if (P->role[i] == SG_ROLE_WAIT) {
       SgNodeId c = sg_node_wait_target (g, i);
       if (c != SG_NO_NODE && P->role[c] == SG_ROLE_COLL) {
@@ -390,6 +394,7 @@ rates_entries (SgSchedProblem *P)
   P->rates_at = g_new (int32_t, (size_t)MAX (P->n, 1));
   P->rates_first = g_new (SgNodeId, (size_t)cap);
   for (SgNodeId c = 0; c < P->n; c++) {
+    P->rates_at[c] = -1;
     if (P->role[c] != SG_ROLE_COLL)
       continue;
     int32_t at = sg_eng_rates_entry (&e, c, NULL);
@@ -498,6 +503,7 @@ sg_sched_problem_clear (SgSchedProblem *P)
   g_free (P->coll_of);
   g_free (P->deadline);
   g_free (P->feeds_coll);
+  g_free (P->reads_wait);
   g_free (P->near_coll);
   g_free (P->near_dead);
   g_free (P->free_feed);

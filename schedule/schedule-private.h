@@ -409,6 +409,7 @@ typedef struct {
   SgNodeId *coll_of; /* wait -> its collective */
   int32_t *deadline; /* collective -> id of the first user of its wait */
   uint8_t *feeds_coll; /* wait -> read by a collective (placed as soon as free) */
+  uint8_t *reads_wait; /* node -> reads a wait of a collective (coll_of) */
   int32_t *near_coll; /* compute -> lowest id of a collective it feeds through compute, or n */
   int32_t *near_dead; /* compute -> earliest deadline of a collective it feeds, or n */
   /* Time in the input order, compute only (no stalls): base_us[x] = solo
@@ -451,7 +452,8 @@ typedef struct {
   /* The collectives' pair rates (sg_eng_rates_entry of an engine without
    * contention factors, as the variants make): collective -> the number
    * of its rates among the distinct ones (rates_at), numbered in order of
-   * their first collective by id (rates_first, n_rates of them). An engine
+   * their first collective by id (rates_first, n_rates of them; -1 for
+   * other nodes). An engine
    * that looks up rates_first's collectives in that order first numbers
    * its memo's entries so: a variant then issues with rates_at and never
    * makes a collective's key again. */

@@ -436,6 +436,10 @@ same_problem (const SgSchedProblem *a, const SgSchedProblem *b)
   SAME_ARRAY (near_coll, n);
   SAME_ARRAY (near_dead, n);
   SAME_ARRAY (feeds_coll, n);
+  SAME_ARRAY (reads_wait, n);
+  SAME_ARRAY (rates_at, n);
+  ck_assert_int_eq (a->n_rates, b->n_rates);
+  SAME_ARRAY (rates_first, a->n_rates);
   SAME_ARRAY (free_feed, n);
   SAME_ARRAY (due_us, n);
   SAME_ARRAY (ready_us, n);
@@ -503,6 +507,52 @@ START_TEST (the_problem_s_simulated_peak_is_sg_graph_peak_bytes)
 }
 END_TEST
 
+/* The problem numbers the collectives' pair rates by their first
+ * collective: equal keys, equal numbers; a variant's engine numbers them
+ * alike (sg_sched_run_variant asserts it). And it marks the nodes that
+ * read a collective's wait. */
+START_TEST (collectives_share_a_rates_number_when_their_keys_match)
+{
+  int ng;
+  SgGraph **gs = test_graphs (&ng);
+  for (int i = 0; i < ng; i++) {
+    const SgGraph *g = gs[i];
+    const SgCostModel *cm = sg_graph_cost_model (g);
+    SgSchedProblem P;
+    sg_sched_problem_init (&P, g, NULL, false);
+    for (int32_t a = 0; a < P.n_rates; a++) {
+      ck_assert (a == 0 || P.rates_first[a - 1] < P.rates_first[a]);
+      ck_assert_int_eq (P.rates_at[P.rates_first[a]], a);
+    }
+    for (SgNodeId c = 0; c < P.n; c++) {
+      uint32_t k;
+      const SgNodeId *in = sg_node_inputs (g, c, &k);
+      bool reads = false;
+      for (uint32_t j = 0; j < k; j++)
+        reads |= P.coll_of[in[j]] != SG_NO_NODE;
+      ck_assert_int_eq (P.reads_wait[c], reads);
+      if (P.role[c] != SG_ROLE_COLL) {
+        ck_assert_int_eq (P.rates_at[c], -1);
+        continue;
+      }
+      int32_t at = P.rates_at[c];
+      ck_assert (at >= 0 && at < P.n_rates && P.rates_first[at] <= c);
+      SgRatesKey kc = sg_rates_key_of (g, c, cm), kf = sg_rates_key_of (g, P.rates_first[at], cm);
+      ck_assert (!cm || sg_rates_key_equal (&kc, &kf));
+      /* a key seen first here: c is its first collective */
+      bool seen = false;
+      for (int32_t a = 0; a < P.n_rates && cm && !seen; a++) {
+        SgRatesKey ka = sg_rates_key_of (g, P.rates_first[a], cm);
+        seen = P.rates_first[a] < c && sg_rates_key_equal (&kc, &ka);
+      }
+      ck_assert (seen || P.rates_first[at] == c || !cm);
+    }
+    sg_sched_problem_clear (&P);
+  }
+  free_graphs (gs, ng);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -514,6 +564,7 @@ main (void)
     problem_orders_sort_as_qsort_by_key_and_id,
     the_problem_made_on_a_pool_is_the_same,
     the_problem_s_simulated_peak_is_sg_graph_peak_bytes,
+    collectives_share_a_rates_number_when_their_keys_match,
   };
   return st_run ("parallel", 300, tests, G_N_ELEMENTS (tests));
 }
