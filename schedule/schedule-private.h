@@ -328,9 +328,10 @@ sg_eng_place_as (SgSimEngine *e, SgNodeId x, SgRole role, double cost, int32_t a
 }
 /* Runs every queued collective to its end (compute idle). */
 void sg_eng_drain (SgSimEngine *e);
-/* True when compute node @x of solo @work, run next, would hold a collective
- * the engine holds for the next kernel (its pair's wait_before > 0). */
-bool sg_eng_would_hold (const SgSimEngine *e, SgNodeId x, double work);
+/* True when a compute node of solo @work and kernel slot @slot
+ * (sg_cost_contention_slot), run next, would hold a collective the engine
+ * holds for the next kernel (its pair's wait_before > 0). */
+bool sg_eng_would_hold (const SgSimEngine *e, double work, int32_t slot);
 static inline bool
 sg_eng_finished (const SgSimEngine *e, SgNodeId c)
 {

@@ -619,11 +619,10 @@ sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
 }
 
 bool
-sg_eng_would_hold (const SgSimEngine *e, SgNodeId x, double work)
+sg_eng_would_hold (const SgSimEngine *e, double work, int32_t slot)
 {
   if (!(work > 0.0) || e->n_held <= e->n_kheld)
     return false;
-  const int32_t slot = sg_cost_contention_slot (e->pairs, e->g, x, work);
   for (int32_t grp = 0; grp < e->n_groups; grp++)
     if (e->hold[grp] == SG_HOLD_NEXT
         && e->rates[(size_t)e->ghead[grp] * (size_t)e->n_slots + (size_t)slot].wait_before > 0.0)

@@ -14,7 +14,7 @@
 bool
 ls_holds_sms (const Run *R, SgNodeId x)
 {
-  return sg_eng_would_hold (&R->eng, x, R->P->cost[x]);
+  return sg_eng_would_hold (&R->eng, R->P->cost[x], R->P->kslot[x]);
 }
 
 /* How far down the ready heap's array a shield is looked for, and how far
