@@ -15,21 +15,6 @@
 #include "listsched-private.h"
 
 
-/* Base priority: the input order, except that compute feeding a collective
- * (through compute only) is ordered by that collective's position (boost >
- * 0) or deadline (boost < 0) when that is less than |boost| ahead: the
- * collective's inputs run first, so it starts earlier. Non-negative; ties
- * break on id. */
-int32_t
-ls_prio (const Run *R, SgNodeId x)
-{
-  if (R->boost == SG_BOOST_CRITICAL_PATH)
-    return R->P->cp_rank[x];
-  if (R->boost < 0)
-    return MIN (x - R->boost, R->P->near_dead[x]);
-  return MIN (x + R->boost, R->P->near_coll[x]);
-}
-
 static void
 became_ready (Run *R, SgNodeId u)
 {
