@@ -96,17 +96,15 @@ place_frees (SgLower *l, const bool *keep)
     }
     if (at != i)
       ins[at] = ins[i];
+    /* a wait's collective lies before it: its index still the old one */
+    if (ins[at].kind == SG_INS_WAIT_EVENT && ins[at].coll >= 0)
+      ins[at].coll += cnt[ins[at].coll];
   }
   int32_t end = l->n_ins ? l->n_ins - 1 : 0;
   for (int32_t b = 0; b < nb; b++) {
     int32_t first = ni ? MIN (bufs[b].first_ins, ni - 1) : 0, last = bufs[b].last_ins;
     bufs[b].first_ins = ni ? first + cnt[first] : 0;
     bufs[b].last_ins = last == END ? end : (ni ? last + cnt[last] : 0);
-  }
-  for (int32_t i = 0; i < l->n_ins; i++) {
-    SgPlanIns *x = &ins[i];
-    if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0)
-      x->coll += cnt[x->coll];
   }
 }
 

@@ -2,7 +2,8 @@
  * cJSON: for what it reads, the same tree (types, strings, numbers to the
  * bit, valueint, keys and their order) and the same end; what it declines
  * is left to cJSON. Hand-picked texts, then random ones. And the encoding
- * check (load-scan.c) against g_utf8_validate(). */
+ * check (load-scan.c) against g_utf8_validate(), and the string scan at
+ * every offset. */
 #include <check.h>
 #include <math.h>
 #include <string.h>
@@ -128,7 +129,7 @@ START_TEST (reader_agrees_with_cjson_on_random_texts)
 }
 END_TEST
 
-/* The encoding check skips ASCII by words: it stops at the byte
+/* The encoding check skips ASCII by blocks: it stops at the byte
  * g_utf8_validate() stops at, on random mixes of ASCII, NUL, valid and
  * broken multibyte characters. */
 START_TEST (encoding_check_stops_where_g_utf8_validate_does)
@@ -164,6 +165,26 @@ START_TEST (encoding_check_stops_where_g_utf8_validate_does)
 }
 END_TEST
 
+/* The readers' string scan (sixteen bytes, then eight, then one at a time)
+ * stops at the first '"' or '\\' wherever it lies, in texts of every
+ * length up to a few blocks, and at the end when there is none. */
+START_TEST (string_scan_stops_at_the_first_quote_or_backslash)
+{
+  char text[80];
+  for (size_t len = 0; len <= sizeof text; len++)
+    for (size_t at = 0; at <= len; at++)
+      for (int c = 0; c < 2; c++) {
+        memset (text, 'x', sizeof text);
+        if (at < len)
+          text[at] = c ? '\\' : '"';
+        if (at + 3 < len) /* a later one never wins */
+          text[at + 3] = c ? '"' : '\\';
+        for (size_t from = 0; from <= at; from += 5)
+          ck_assert_ptr_eq (sg_load_quote_or_backslash (text + from, text + len), text + at);
+      }
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -174,6 +195,7 @@ suite (void)
   tcase_add_test (tc, reader_declines_what_json_or_the_loader_does_not_take);
   tcase_add_test (tc, reader_agrees_with_cjson_on_random_texts);
   tcase_add_test (tc, encoding_check_stops_where_g_utf8_validate_does);
+  tcase_add_test (tc, string_scan_stops_at_the_first_quote_or_backslash);
   suite_add_tcase (s, tc);
   return s;
 }
