@@ -214,6 +214,30 @@ ev_reuse (const Reuse U, SgNodeId x, int32_t *d, SgJudgeEv *v)
   return true;
 }
 
+/* From @x on (below @end), the base compute nodes whose events ev_reuse
+ * finds at the shift @d, in one go: copied, their costs summed in id
+ * order; returns the first node that is not one. */
+G_ALWAYS_INLINE static inline SgNodeId
+ev_copy_run (const Reuse U, SgNodeId x, SgNodeId end, int32_t d, SgJudgeEv *ev, double *compute)
+{
+  if (x + d < 0)
+    return x;
+  end = MIN (end, U.prev_n - d);
+  double sum = *compute;
+  for (; x < end; x++) {
+    const SgNodeId o = U.orig[x];
+    const SgJudgeEv *r = &U.prev_ev[x + d];
+    const double est = U.nodes[x].est_us;
+    if (o < 0 || U.prev_orig[x + d] != o || r->role != SG_ROLE_COMPUTE
+        || memcmp (&est, &r->cost, sizeof est) != 0)
+      break;
+    ev[x] = *r;
+    sum += r->cost;
+  }
+  *compute = sum;
+  return x;
+}
+
 /* Node @x's event into @v, but for the id-order step (ev_in_order) that
  * it returns true for; false with out->bad set at a node without a cost. */
 G_ALWAYS_INLINE static inline bool
@@ -292,6 +316,9 @@ sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
   SgNodeId x = a;
   /* up to the first difference from the previous graph's events */
   for (const int32_t m = MIN (b, J->m); x < m; x++) {
+    /* at the same places the copied events are the previous ones */
+    if (J->prev_orig && d == 0 && (x = ev_copy_run (U, x, m, 0, ev, &compute)) == m)
+      break;
     if (J->prev_orig && ev_reuse (U, x, &d, &ev[x])) {
       compute += ev[x].cost;
       later = false;
@@ -304,6 +331,8 @@ sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
     }
   }
   for (; x < b; x++) {
+    if (J->prev_orig && (x = ev_copy_run (U, x, b, d, ev, &compute)) == b)
+      break;
     if (J->prev_orig && ev_reuse (U, x, &d, &ev[x]))
       compute += ev[x].cost;
     else if (!ev_make (J, kept, x, &ev[x], out, &compute, &comm, &later))
