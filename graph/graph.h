@@ -601,7 +601,8 @@ SgNodeId sg_node_storage_root (const SgGraph *g, SgNodeId id);
  * aliases) use; placeholders are live from the start, outputs to the end. */
 uint64_t sg_graph_peak_bytes (const SgGraph *g, const SgNodeId *order);
 
-/* The same rule at positions @pos (id -> position, a permutation). Fills
+/* The same rule at positions @pos (id -> position, a permutation; NULL
+ * for the id order). Fills
  * @profile (n_nodes entries by position, or NULL) with the live bytes while
  * the node at that position runs and returns the peak. @roots
  * (sg_graph_storage_roots) and @alloc (sg_node_alloc_bytes of every node)
@@ -617,6 +618,7 @@ uint64_t sg_graph_liveness (const SgGraph *g, const int32_t *pos, uint64_t *prof
 typedef struct {
   int32_t *last, *start, *wait_at;
   int64_t *delta; /* all zero between calls */
+  bool ids_clean; /* last and wait_at all -1 (the id order's pass leaves them so) */
   size_t cap;
   SgPool *pool;
   struct SgLiveRange *ranges; /* per range, on the pool */
@@ -624,7 +626,8 @@ typedef struct {
 } SgLiveScratch;
 
 /* sg_graph_liveness with @roots and @alloc given and its working arrays
- * in @w. */
+ * in @w; @pos NULL for the id order (then @roots must be the storage roots
+ * of sg_graph_elision: each at or below its node's id). */
 uint64_t sg_graph_liveness_in (const SgGraph *g, const int32_t *pos, uint64_t *profile,
                                const SgNodeId *roots, const uint64_t *alloc, SgLiveScratch *w);
 void sg_live_scratch_clear (SgLiveScratch *w);

@@ -8,6 +8,12 @@
  * collective's rates entry are reused while what they are functions of
  * (kind, SM count and cost; kind, group, group size and the input's
  * origin) is the same, instead of being looked up again in every trial.
+ * A trial graph after another of the same rewrite holds most of its base
+ * nodes again, shifted by what was added or removed before them: a base
+ * compute node's whole event is the previous graph's for its origin (found
+ * where the last one was found, or where the alignment last saw it) while
+ * its cost is the same bit for bit (ev_reuse), without looking at its kind,
+ * kept slot or class again.
  * The events are made in ranges of nodes on the judge's pool, or in one,
  * with the same results (below). Each event is compared with the previous
  * graph's for their longest common prefix.
@@ -169,60 +175,170 @@ ev_in_order (SgSimJudge *j, const SgGraph *g, SgNodeId x, const SgNodeId *orig, 
     keep_slot (&j->kept[o], &g->nodes[x], v->cost, v->aux);
 }
 
+/* Compute node @x's event, when it is a base node whose event the
+ * previous graph holds (@J->prev_orig): that event, found where the last
+ * one found was (*@d nodes further on there) or where align last saw its
+ * origin (j->at, a hint the previous graph's origins confirm). A compute
+ * event is a function of the node's kind, SM count and solo cost (its
+ * kernel slot), the same for one origin (judge.c's Requires) but for
+ * est_us, which the caller may set per trial: it must be the solo cost
+ * kept, bit for bit (a node of a class of free nodes keeps 0 and matches
+ * only at 0). */
+typedef struct {
+  const SgNodeId *orig, *prev_orig, *at;
+  const SgJudgeEv *prev_ev;
+  const SgNode *nodes;
+  int32_t prev_n, n_at;
+} Reuse;
+
+G_ALWAYS_INLINE static inline bool
+ev_reuse (const Reuse U, SgNodeId x, int32_t *d, SgJudgeEv *v)
+{
+  const SgNodeId o = U.orig[x];
+  if (o < 0)
+    return false;
+  int32_t y = x + *d;
+  if (y < 0 || y >= U.prev_n || U.prev_orig[y] != o) {
+    if (o >= U.n_at)
+      return false;
+    y = U.at[o];
+    if (y < 0 || y >= U.prev_n || U.prev_orig[y] != o)
+      return false;
+    *d = y - x;
+  }
+  const SgJudgeEv r = U.prev_ev[y];
+  const double est = U.nodes[x].est_us;
+  if (r.role != SG_ROLE_COMPUTE || memcmp (&est, &r.cost, sizeof est) != 0)
+    return false;
+  *v = r;
+  return true;
+}
+
+/* From @x on (below @end), the base compute nodes whose events ev_reuse
+ * finds at the shift @d, in one go: copied, their costs summed in id
+ * order; returns the first node that is not one. */
+G_ALWAYS_INLINE static inline SgNodeId
+ev_copy_run (const Reuse U, SgNodeId x, SgNodeId end, int32_t d, SgJudgeEv *ev, double *compute)
+{
+  if (x + d < 0)
+    return x;
+  end = MIN (end, U.prev_n - d);
+  double sum = *compute;
+  for (; x < end; x++) {
+    const SgNodeId o = U.orig[x];
+    const SgJudgeEv *r = &U.prev_ev[x + d];
+    const double est = U.nodes[x].est_us;
+    if (o < 0 || U.prev_orig[x + d] != o || r->role != SG_ROLE_COMPUTE
+        || memcmp (&est, &r->cost, sizeof est) != 0)
+      break;
+    ev[x] = *r;
+    sum += r->cost;
+  }
+  *compute = sum;
+  return x;
+}
+
+/* Node @x's event into @v, but for the id-order step (ev_in_order) that
+ * it returns true for; false with out->bad set at a node without a cost. */
+G_ALWAYS_INLINE static inline bool
+ev_make (const SgJudgeEvJob *J, const SgJudgeKept *kept, SgNodeId x, SgJudgeEv *v,
+         SgJudgeEvRange *out, double *compute, double *comm, bool *later)
+{
+  const SgGraph *g = J->g;
+  const SgNode *nd = &g->nodes[x];
+  if (!sg_sim_cost_ok (nd->est_us)) {
+    out->bad = x;
+    return false;
+  }
+  const SgNodeId o = J->orig ? J->orig[x] : SG_NO_NODE;
+  *v = (SgJudgeEv){ .cost = sg_sched_cost (nd), .aux = -1, .role = (uint8_t)sg_sched_role (nd) };
+  *later = false;
+  if (v->role == SG_ROLE_COLL) {
+    v->group = (uint16_t)nd->group;
+    out->n_coll++;
+    *comm += v->cost;
+    if (o != SG_NO_NODE && kept_entry_of (&kept[o], g, x, J->orig))
+      v->aux = kept[o].aux;
+    else
+      *later = true;
+  } else if (v->role == SG_ROLE_WAIT) {
+    SgNodeId c = sg_node_wait_target (g, x);
+    if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
+      v->aux = c;
+  } else {
+    *compute += v->cost;
+    if (v->cost > 0.0) {
+      if (o != SG_NO_NODE && kept_slot_of (&kept[o], nd, v->cost)) {
+        v->aux = kept[o].aux;
+      } else {
+        v->aux = sg_cost_contention_slot (J->j->e.pairs, g, x, v->cost);
+        *later = o != SG_NO_NODE; /* its slot to keep */
+      }
+    }
+  }
+  return true;
+}
+
+/* Node @x's event @v after ev_make: its id-order step in the range when
+ * it is the only one, else left to sg_judge_events_finish; false when a
+ * collective's event is left whole (not to compare yet). */
+G_ALWAYS_INLINE static inline bool
+ev_step (const SgJudgeEvJob *J, SgJudgeEvRange *out, int32_t a, SgNodeId x, SgJudgeEv *v,
+         bool later)
+{
+  if (!later)
+    return true;
+  if (J->in_order) {
+    ev_in_order (J->j, J->g, x, J->orig, v);
+    return true;
+  }
+  J->j->ev_left[a + out->n_left++] = x; /* this range's part */
+  return v->role != SG_ROLE_COLL;       /* its event is made after the ranges */
+}
+
 void
 sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
 {
   (void)worker;
   const SgJudgeEvJob *J = data;
-  const SgGraph *g = J->g;
   const SgJudgeKept *kept = J->j->kept;
   int32_t a, b;
-  sg_range_of (task, J->size, g->n_nodes, &a, &b);
+  sg_range_of (task, J->size, J->g->n_nodes, &a, &b);
   SgJudgeEvRange *out = &J->j->ev_ranges[task];
   *out = (SgJudgeEvRange){ -1, -1, 0, 0, 0.0, 0.0 };
+  SgJudgeEv *ev = J->r->ev;
+  const SgJudgeEv *prev = J->prev->ev;
   double compute = 0.0, comm = 0.0;
-  for (SgNodeId x = a; x < b; x++) {
-    const SgNode *nd = &g->nodes[x];
-    if (!sg_sim_cost_ok (nd->est_us)) {
-      out->bad = x;
+  bool later;
+  int32_t d = 0; /* where the previous graph's events were last found */
+  const Reuse U = { J->orig, J->prev_orig, J->j->at, J->prev->ev, J->g->nodes, J->prev->n,
+                    J->j->n_at };
+  SgNodeId x = a;
+  /* up to the first difference from the previous graph's events */
+  for (const int32_t m = MIN (b, J->m); x < m; x++) {
+    /* at the same places the copied events are the previous ones */
+    if (J->prev_orig && d == 0 && (x = ev_copy_run (U, x, m, 0, ev, &compute)) == m)
+      break;
+    if (J->prev_orig && ev_reuse (U, x, &d, &ev[x])) {
+      compute += ev[x].cost;
+      later = false;
+    } else if (!ev_make (J, kept, x, &ev[x], out, &compute, &comm, &later)) {
       return;
     }
-    const SgNodeId o = J->orig ? J->orig[x] : SG_NO_NODE;
-    SgJudgeEv *v = &J->r->ev[x];
-    *v = (SgJudgeEv){ .cost = sg_sched_cost (nd), .aux = -1, .role = (uint8_t)sg_sched_role (nd) };
-    bool later = false; /* its id-order step to take */
-    if (v->role == SG_ROLE_COLL) {
-      v->group = (uint16_t)nd->group;
-      out->n_coll++;
-      comm += v->cost;
-      if (o != SG_NO_NODE && kept_entry_of (&kept[o], g, x, J->orig))
-        v->aux = kept[o].aux;
-      else
-        later = true;
-    } else if (v->role == SG_ROLE_WAIT) {
-      SgNodeId c = sg_node_wait_target (g, x);
-      if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
-        v->aux = c;
-    } else {
-      compute += v->cost;
-      if (v->cost > 0.0) {
-        if (o != SG_NO_NODE && kept_slot_of (&kept[o], nd, v->cost)) {
-          v->aux = kept[o].aux;
-        } else {
-          v->aux = sg_cost_contention_slot (J->j->e.pairs, g, x, v->cost);
-          later = o != SG_NO_NODE; /* its slot to keep */
-        }
-      }
+    if (ev_step (J, out, a, x, &ev[x], later) && !ev_same (&ev[x], &prev[x])) {
+      out->differ = x++;
+      break;
     }
-    if (later && J->in_order) {
-      ev_in_order (J->j, g, x, J->orig, v);
-    } else if (later) {
-      J->j->ev_left[a + out->n_left++] = x; /* this range's part */
-      if (v->role == SG_ROLE_COLL)
-        continue; /* its event is made after the ranges */
-    }
-    if (out->differ < 0 && x < J->m && !ev_same (v, &J->prev->ev[x]))
-      out->differ = x;
+  }
+  for (; x < b; x++) {
+    if (J->prev_orig && (x = ev_copy_run (U, x, b, d, ev, &compute)) == b)
+      break;
+    if (J->prev_orig && ev_reuse (U, x, &d, &ev[x]))
+      compute += ev[x].cost;
+    else if (!ev_make (J, kept, x, &ev[x], out, &compute, &comm, &later))
+      return;
+    else
+      ev_step (J, out, a, x, &ev[x], later);
   }
   out->compute_us = compute, out->comm_us = comm;
 }
@@ -237,8 +353,10 @@ sg_judge_events_setup (SgSimJudge *j, const SgGraph *g, SgJudgeRec *r, const SgJ
   const int32_t n = g->n_nodes;
   SG_JUDGE_GROW (r->ev, r->cap_ev, (size_t)MAX (n, 1), SgJudgeEv);
   r->n = n;
-  *J = (SgJudgeEvJob){ j, g, r, prev, kept_for (j, g), prev->valid ? MIN (n, prev->n) : 0,
-                       MAX (n, 1), true };
+  const SgNodeId *orig = kept_for (j, g);
+  const bool again = orig && prev->valid && prev->orig_of == (const void *)g->trial_of;
+  *J = (SgJudgeEvJob){ j, g, r, prev, orig, again ? prev->orig : NULL,
+                       prev->valid ? MIN (n, prev->n) : 0, MAX (n, 1), true };
   if (ranges)
     J->size = sg_pool_range_size (j->pool, n, EV_RANGE_MIN);
   const int32_t n_ranges = sg_ranges (n, J->size);

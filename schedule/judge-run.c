@@ -77,15 +77,12 @@ sg_judge_engine_for (SgSimJudge *j, const SgGraph *g, int32_t n_coll)
     memset (e->rows + old, 0, sizeof (SgCollRow) * (c - old));
     memset (e->fin + old, 0, c - old);
   }
-  if (g->n_nodes > j->cap_pos) {
-    int32_t was = j->cap_pos;
-    j->cap_pos = MAX (g->n_nodes, 2 * j->cap_pos);
-    e->row_of = g_renew (int32_t, e->row_of, (size_t)j->cap_pos);
-    for (int32_t i = was; i < j->cap_pos; i++)
+  if (g->n_nodes > j->cap_nodes) {
+    int32_t was = j->cap_nodes;
+    j->cap_nodes = MAX (g->n_nodes, 2 * j->cap_nodes);
+    e->row_of = g_renew (int32_t, e->row_of, (size_t)j->cap_nodes);
+    for (int32_t i = was; i < j->cap_nodes; i++)
       e->row_of[i] = -1;
-    j->pos = g_renew (int32_t, j->pos, (size_t)j->cap_pos);
-    for (int32_t i = was; i < j->cap_pos; i++)
-      j->pos[i] = i;
   }
 }
 

@@ -34,7 +34,10 @@
  * (sg_graph_trial_origins): a compute node's kernel slot and a
  * collective's rates entry are reused while what they are functions of
  * (kind, SM count and cost; kind, group, group size and the input's
- * origin) is the same, instead of being looked up again in every trial.
+ * origin) is the same, instead of being looked up again in every trial,
+ * and a base compute node's whole event is the previous trial's for its
+ * origin while its cost is the same. The liveness is that of the id order
+ * (graph/liveness.c: one reverse pass, no positions).
  * The run places each node from its event (sg_eng_place_as, with the
  * rates entry or kernel slot it holds), the same engine operations as
  * sg_eng_place. The events are made in judge-events.c, the segments in
@@ -89,7 +92,6 @@ sg_sim_judge_free (SgSimJudge *j)
     sg_eng_clear (&j->e);
   rec_clear (&j->rec[0]);
   rec_clear (&j->rec[1]);
-  g_free (j->pos);
   sg_live_scratch_clear (&j->live);
   g_free (j->act);
   g_free (j->kept);
@@ -141,8 +143,8 @@ typedef struct {
 static uint64_t
 judge_peak (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots, const uint64_t *alloc)
 {
-  return roots && alloc ? sg_graph_liveness_in (g, j->pos, NULL, roots, alloc, &j->live)
-                        : sg_graph_liveness (g, j->pos, NULL, roots, alloc);
+  return roots && alloc ? sg_graph_liveness_in (g, NULL, NULL, roots, alloc, &j->live)
+                        : sg_graph_liveness (g, NULL, NULL, roots, alloc);
 }
 
 static void
@@ -217,8 +219,8 @@ sg_sim_judge_totals (SgSimJudge *j, const SgGraph *g, const SgNodeId *roots,
 {
   g_return_val_if_fail (j && g && out && g->n_groups < EV_GROUPS, false);
   memset (out, 0, sizeof *out);
-  /* the engine first: the events read its rates memo; the liveness its
-   * positions (sized here for @g, not again in the run) */
+  /* the engine first: the events read its rates memo (sized here for
+   * @g, not again in the run) */
   sg_judge_engine_for (j, g, 0);
   Side s = { .j = j, .g = g, .roots = roots, .alloc = alloc, .out = out };
   const bool ranges = sg_pool_size (j->pool) > 1 && g->n_nodes >= j->ranges_min;

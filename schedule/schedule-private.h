@@ -816,8 +816,7 @@ struct SgSimJudge {
   int32_t n_groups;
   SgJudgeRec rec[2];
   int32_t cur; /* rec[cur ^ 1] is the previous graph's */
-  int32_t *pos; /* identity positions for the liveness */
-  int32_t cap_pos;
+  int32_t cap_nodes; /* the engine's row_of */
   SgLiveScratch live; /* the liveness's working arrays */
   int32_t *act; /* rows queued at the checkpoint a run starts from */
   int32_t cap_act;
@@ -856,6 +855,8 @@ typedef struct {
   SgJudgeRec *r;
   const SgJudgeRec *prev;
   const SgNodeId *orig;
+  const SgNodeId *prev_orig; /* the previous graph's origins, when of the same
+                              * rewrite: its compute events serve again */
   int32_t m, size;
   bool in_order; /* one range: the id-order steps in it */
 } SgJudgeEvJob;

@@ -563,6 +563,92 @@ START_TEST (liveness_in_ranges_on_a_pool_gives_the_same_peak)
 }
 END_TEST
 
+/* Without positions (the id order, as the bucket trials' judge asks) the
+ * liveness is one reverse pass that adds each storage where it reaches
+ * its root: the same peak and profile as with the identity positions, on
+ * one thread and in ranges on pools of 4 and 8, storages above 2^62
+ * bytes in all included, the scratch shared with calls at positions. */
+START_TEST (liveness_in_id_order_without_positions_is_that_of_the_identity)
+{
+  const int32_t threads[] = { 1, 4, 8 };
+  for (int huge = 0; huge < 2; huge++) {
+    g_autoptr (SgGraph) g = blocks_graph (1400);
+    const int32_t n = g->n_nodes;
+    g_autofree SgNodeId *root = sg_graph_storage_roots (g);
+    SgElision e;
+    sg_graph_elision (g, &e);
+    g_autofree uint64_t *alloc = sg_elision_storage_bytes (g, &e, NULL, NULL);
+    sg_elision_clear (&e);
+    if (huge)
+      alloc[root[sg_graph_lookup (g, "ag700")]] = (uint64_t)1 << 62,
+      alloc[root[sg_graph_lookup (g, "ag900")]] = (uint64_t)1 << 61;
+    g_autofree int32_t *pos = g_new (int32_t, (size_t)n);
+    for (int32_t t = 0; t < n; t++)
+      pos[t] = t;
+    g_autofree uint64_t *want_profile = g_new (uint64_t, (size_t)n);
+    g_autofree uint64_t *profile = g_new (uint64_t, (size_t)n);
+    SgLiveScratch seq = { 0 };
+    const uint64_t want = sg_graph_liveness_in (g, pos, want_profile, root, alloc, &seq);
+    ck_assert (huge ? want == G_MAXUINT64 : want > 0 && want < G_MAXUINT64);
+    for (size_t k = 0; k < G_N_ELEMENTS (threads); k++) {
+      SgPool *pool = threads[k] > 1 ? sg_pool_new (threads[k]) : NULL;
+      SgLiveScratch w = { .pool = pool };
+      for (int again = 0; again < 2; again++) {
+        ck_assert_uint_eq (sg_graph_liveness_in (g, NULL, NULL, root, alloc, &w), want);
+        ck_assert_uint_eq (sg_graph_liveness_in (g, pos, NULL, root, alloc, &w), want);
+      }
+      ck_assert_uint_eq (sg_graph_liveness_in (g, NULL, profile, root, alloc, &w), want);
+      ck_assert_mem_eq (profile, want_profile, sizeof (uint64_t) * (size_t)n);
+      ck_assert_uint_eq (sg_graph_liveness (g, NULL, NULL, NULL, huge ? alloc : NULL), want);
+      sg_live_scratch_clear (&w);
+      if (pool)
+        sg_pool_free (pool);
+    }
+    sg_live_scratch_clear (&seq);
+  }
+}
+END_TEST
+
+/* A chain a -> b -> c -> d of 16 KiB values, the input @a read again by
+ * d when @a_late. */
+static SgGraph *
+chain_graph (bool a_late)
+{
+  SgGraph *g = tb_new (1);
+  tb_input (g, "a", "float32", 1, (int64_t)4096);
+  tb_pointwise (g, "b", "aten.exp.default", "a", NULL);
+  tb_pointwise (g, "c", "aten.exp.default", "b", NULL);
+  tb_pointwise (g, "d", "aten.add.Tensor", "c", a_late ? "a" : "c");
+  tb_output (g, 1, "d");
+  return g;
+}
+
+/* The id order's pass leaves its scratch clean for the next graph: after a
+ * graph whose input lives to the end, one where it dies early peaks at two
+ * values, not three, and the same again after a liveness at positions. */
+START_TEST (liveness_in_id_order_keeps_nothing_of_the_graph_before)
+{
+  g_autoptr (SgGraph) late = chain_graph (true);
+  g_autoptr (SgGraph) early = chain_graph (false);
+  SgLiveScratch w = { 0 };
+  SgGraph *gs[] = { late, early, late, early };
+  const uint64_t want[] = { 3 * 16384, 2 * 16384, 3 * 16384, 2 * 16384 };
+  for (size_t i = 0; i < G_N_ELEMENTS (gs); i++) {
+    g_autofree SgNodeId *root = sg_graph_storage_roots (gs[i]);
+    SgElision e;
+    sg_graph_elision (gs[i], &e);
+    g_autofree uint64_t *alloc = sg_elision_storage_bytes (gs[i], &e, NULL, NULL);
+    sg_elision_clear (&e);
+    int32_t pos[] = { 0, 1, 2, 3, 4 };
+    ck_assert_int_eq (gs[i]->n_nodes, 5);
+    ck_assert_uint_eq (sg_graph_liveness_in (gs[i], NULL, NULL, root, alloc, &w), want[i]);
+    if (i == 2)
+      ck_assert_uint_eq (sg_graph_liveness_in (gs[i], pos, NULL, root, alloc, &w), want[i]);
+  }
+  sg_live_scratch_clear (&w);
+}
+END_TEST
+
 START_TEST (peak_bytes_counts_a_value_without_users_at_its_step)
 {
   g_autoptr (SgGraph) g = tb_new (1);
@@ -823,6 +909,8 @@ graph_suite (void)
   tcase_add_test (ir, peak_bytes_counts_a_value_without_users_at_its_step);
   tcase_add_test (ir, liveness_scratch_reused_across_graphs_keeps_the_counts);
   tcase_add_test (ir, liveness_in_ranges_on_a_pool_gives_the_same_peak);
+  tcase_add_test (ir, liveness_in_id_order_without_positions_is_that_of_the_identity);
+  tcase_add_test (ir, liveness_in_id_order_keeps_nothing_of_the_graph_before);
   tcase_add_test (ir, storage_bytes_are_the_same_with_or_without_the_analysis_memory);
   tcase_add_test (ir, peak_bytes_saturates_beyond_2_62);
   suite_add_tcase (s, ir);

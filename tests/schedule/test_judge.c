@@ -486,6 +486,57 @@ START_TEST (the_judge_in_ranges_gives_the_same_totals_with_pools_of_1_2_3_8)
 }
 END_TEST
 
+/* A trial's caller may price base nodes itself: the judge takes a base
+ * compute node's event from the previous graph's (where its origin was,
+ * shifted by the nodes added before it) only while its cost is the same
+ * bit for bit. Trials that each add nodes at random places and set random
+ * base compute nodes' costs in the trial graph (scaled, 0, -0, or back to
+ * the base's) are judged exactly, by a judge kept across them with and
+ * without a pool (its events in ranges) and by a fresh one. */
+START_TEST (a_base_node_event_is_reused_only_while_its_cost_is_the_same)
+{
+  SgPool *pool = sg_pool_new (3);
+  for (guint32 seed = 80; seed < 92; seed++) {
+    g_autofree char *json = rg_graph_json (seed, 360, 48, 1 + (int)(seed % 3),
+                                           (RgCluster)(seed % RG_N_CLUSTERS));
+    g_autoptr (SgGraph) g = st_load (json, "random");
+    g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+    g_autoptr (SgSimJudge) ranged = sg_sim_judge_new ();
+    sg_sim_judge_set_pool (ranged, pool, 0);
+    SgRewrite *rw = sg_rewrite_new (g);
+    GRand *rnd = g_rand_new_with_seed (seed);
+    for (int trial = 0; trial < 14; trial++) {
+      sg_rewrite_reset (rw);
+      for (int a = 0; a < trial % 3; a++) {
+        SgNodeId v = pick_compute (g, rnd, g->n_nodes / (2 + 2 * a));
+        if (v != SG_NO_NODE)
+          add_after (rw, v, a);
+      }
+      GError *err = NULL;
+      SgGraph *t = sg_rewrite_trial (rw, &err);
+      ck_assert_msg (t != NULL, "%s", err ? err->message : "");
+      sg_cost_new_nodes (sg_graph_cost_model (t), t, NULL, 0, NULL);
+      const SgNodeId *orig = sg_graph_trial_origins (t);
+      for (int k = 0; k < 6 && trial % 4 != 3; k++) {
+        SgNodeId x = pick_compute (t, rnd, 0);
+        if (x == SG_NO_NODE || orig[x] == SG_NO_NODE)
+          continue;
+        const double base = g->nodes[orig[x]].est_us, set[] = { base * 2.0 + 1.0, 0.0, -0.0, base };
+        t->nodes[x].est_us = set[g_rand_int_range (rnd, 0, G_N_ELEMENTS (set))];
+      }
+      assert_judged_exactly (j, t, seed, trial);
+      assert_judged_exactly (ranged, t, seed, trial);
+      g_autoptr (SgSimJudge) fresh = sg_sim_judge_new ();
+      assert_judged_exactly (fresh, t, seed, trial);
+      sg_graph_free (t);
+    }
+    g_rand_free (rnd);
+    sg_rewrite_free (rw);
+  }
+  sg_pool_free (pool);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -496,6 +547,7 @@ main (void)
                            judge_of_unrelated_graphs_runs_each_whole,
                            a_node_without_a_cost_fails_the_judge_which_stays_exact,
                            a_judge_with_a_pool_gives_the_same_totals,
-                           the_judge_in_ranges_gives_the_same_totals_with_pools_of_1_2_3_8 };
+                           the_judge_in_ranges_gives_the_same_totals_with_pools_of_1_2_3_8,
+                           a_base_node_event_is_reused_only_while_its_cost_is_the_same };
   return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
 }
