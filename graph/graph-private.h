@@ -366,6 +366,7 @@ struct SgRewrite {
   SgRewriteStashed stash;      /* lives in @spare_nodes (rewrite-stash.c) */
   size_t spare_stashed;        /* bytes of @spare_nodes from its start the stash wrote */
   GArray *spare_inputs;        /* and its inputs */
+  GArray *spare_edges;         /* a freed trial graph's implicit edges (memory only) */
   SgNodeId *spare_origin;      /* the last trial graph's trial_origin, freed */
   int32_t spare_origin_cap, origin_cap; /* its entries; the last trial's */
   bool spare_last;             /* the spare nodes and inputs are the last layout's

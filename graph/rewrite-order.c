@@ -203,7 +203,9 @@ moved_edges (Ctx *x)
 {
   SgGraph *g = x->g;
   guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
-  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), ne);
+  /* a freed trial graph's edge array, when there is one */
+  GArray *out = x->rw->spare_edges ? g_steal_pointer (&x->rw->spare_edges)
+                                   : g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), ne);
   g_array_set_size (out, ne);
   SgImplicitEdge *dst = (SgImplicitEdge *)(void *)out->data;
   guint w = 0;
