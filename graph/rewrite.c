@@ -121,6 +121,7 @@ sg_rewrite_free (SgRewrite *rw)
     g_array_unref (rw->spare_inputs);
   if (rw->spare_edges)
     g_array_unref (rw->spare_edges);
+  sg_rw_redirect_lists_free (rw);
   g_array_unref (rw->nodes);
   g_array_unref (rw->inputs);
   g_array_unref (rw->keys);
