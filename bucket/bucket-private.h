@@ -294,6 +294,14 @@ void sg_bucket_trials_free (SgBucketTrials *t);
  * place in the list) instead of building them again. */
 int32_t sg_bucket_trials_replayed (const SgBucketTrials *t);
 
+/* Applies @specs to the trials' graph with the trials' rewrite: the
+ * graph sg_bucket_apply makes, laid out in the memory of the last trial
+ * graph and reusing its order where it holds (sg_rewrite_commit). No
+ * trial may follow; free @t after. False with @error as sg_bucket_apply
+ * (the graph unchanged). */
+bool sg_bucket_trials_commit (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs,
+                              GError **error);
+
 /* sg_bucket_apply with its layout's per-node passes on @pool (NULL: none;
  * the graph is the same). */
 bool sg_bucket_apply_on (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgPool *pool,

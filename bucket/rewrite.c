@@ -9,7 +9,10 @@
  * (the loader's checks, including the collective's element counts against
  * its group), the users of each member's wait read its unpack, members and
  * waits are removed, and the result is committed (sg_bucket_apply) or
- * built as a trial graph (sg_bucket_trial) by the same code. Placement
+ * built as a trial graph (sg_bucket_trial) by the same code; the pass
+ * commits its choice with the rewrite of its trials
+ * (sg_bucket_trials_commit), whose memory and last layout serve the
+ * final one. Placement
  * keeps every other node where it was: P and C at the earliest member's
  * position (later only if an input comes later), W and the unpacks just
  * before the first consumer of any member's wait. Trials of one rewrite
@@ -379,6 +382,7 @@ struct SgBucketTrials {
   SgRewriteMark *old_marks; /* their marks, old_marks[b - from] */
   GHashTable *by_first;  /* first member id + 1 -> old bucket index + 1 */
   int32_t replayed;      /* buckets the last describe replayed */
+  bool *taken;           /* per node of the graph: false between describes */
 };
 
 SgBucketTrials *
@@ -411,6 +415,7 @@ sg_bucket_trials_free (SgBucketTrials *t)
   g_free (t->marks);
   g_free (t->old_marks);
   g_hash_table_unref (t->by_first);
+  g_free (t->taken);
   sg_rewrite_free (t->rw);
   g_free (t);
 }
@@ -510,7 +515,8 @@ describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError 
   int32_t total = 0;
   for (int32_t b = 0; b < n_specs; b++)
     total += MAX (specs[b].n_members, 0);
-  g_autofree bool *taken = g_new0 (bool, (size_t)g->n_nodes + 1);
+  if (!t->taken)
+    t->taken = g_new0 (bool, (size_t)g->n_nodes + 1);
   g_autofree SgNodeId *waits = g_new (SgNodeId, (size_t)total + 1);
   g_autofree int64_t *start_pos = g_new (int64_t, (size_t)n_specs + 1);
   g_autofree int64_t *use_pos = g_new (int64_t, (size_t)n_specs + 1);
@@ -524,8 +530,14 @@ describe (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, GError 
     if (found && !stash_from (t, keep))
       found = 0;
   }
-  if (!sg_bucket_specs_check (g, specs, n_specs, keep, found && !t->verify ? replay : NULL,
-                              taken, waits, start_pos, use_pos, error))
+  bool checked = sg_bucket_specs_check (g, specs, n_specs, keep,
+                                        found && !t->verify ? replay : NULL, t->taken, waits,
+                                        start_pos, use_pos, error);
+  for (int32_t b = 0; b < n_specs; b++) /* what the checks marked */
+    for (int32_t i = 0; i < specs[b].n_members; i++)
+      if (specs[b].members[i] >= 0 && specs[b].members[i] < g->n_nodes)
+        t->taken[specs[b].members[i]] = false;
+  if (!checked)
     return false;
   if (!t->valid) {
     sg_rewrite_reset (rw);
@@ -578,6 +590,17 @@ sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError 
 }
 
 bool
+sg_bucket_trials_commit (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs,
+                         GError **error)
+{
+  g_return_val_if_fail (t && (specs || n_specs == 0) && n_specs >= 0, false);
+  bool ok = describe (t, specs, n_specs, error) && sg_rewrite_commit (t->rw, error);
+  if (!ok)
+    bucket_error (error);
+  return ok;
+}
+
+bool
 sg_bucket_apply_on (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgPool *pool,
                     GError **error)
 {
@@ -585,9 +608,7 @@ sg_bucket_apply_on (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgPo
   if (n_specs <= 0)
     return true;
   SgBucketTrials *t = sg_bucket_trials_new (g, false, pool);
-  bool ok = describe (t, specs, n_specs, error) && sg_rewrite_commit (t->rw, error);
+  bool ok = sg_bucket_trials_commit (t, specs, n_specs, error);
   sg_bucket_trials_free (t);
-  if (!ok)
-    bucket_error (error);
   return ok;
 }

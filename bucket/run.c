@@ -9,7 +9,8 @@
  * keeps the set with the shortest predicted step (never one that
  * lengthens it, never one past the peak limit, in auto mode), lowers each
  * bucket flat or grouped (lower.c: the rule, then one flip at a time
- * judged by the simulator), applies it with sg_bucket_apply, costs the
+ * judged by the simulator), applies it (what sg_bucket_apply does, with
+ * the rewrite of the trials: sg_bucket_trials_commit), costs the
  * new nodes and records the hiding relation of the bucketed order. The simulator is the judge:
  * its cost model prices the new nodes, with the copies codegen elides
  * (graph/elide.c) at zero; its verdicts (verdict.c) are kept by the
@@ -296,6 +297,10 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
     if (st->mode == SG_BUCKET_MODE_AUTO)
       sg_bucket_relower (&s, specs, ns, &chosen);
   }
+  /* The chosen buckets are applied with the trials of the worker on the
+   * graph itself (sg_bucket_trials_commit): the last trial's memory and
+   * order serve the final layout; the other workers go first. */
+  SgBucketTrials *trials = !err && ns > 0 ? g_steal_pointer (&s.home->trial) : NULL;
   sg_bucket_search_clear (&s);
   if (err) {
     g_propagate_error (error, err);
@@ -305,7 +310,8 @@ sg_bucket_run (SgGraph *g, const SgConfig *cfg, SgBucketStats *st, GError **erro
   /* The chosen buckets, applied to the graph itself; its simulation is
    * kept with it for the next pass. */
   const SgSimResult *r = NULL;
-  bool ok = ns == 0 || sg_bucket_apply_on (g, specs, ns, cfg ? cfg->pool : NULL, error);
+  bool ok = ns == 0 || sg_bucket_trials_commit (trials, specs, ns, error);
+  sg_bucket_trials_free (trials);
   if (ok && ns > 0) {
     sg_cost_new_nodes (sg_graph_cost_model (g), g, NULL, 0, cfg ? cfg->pool : NULL);
     ok = (r = sg_graph_simulation (g, error)) != NULL;

@@ -366,6 +366,9 @@ struct SgRewrite {
   SgRewriteStashed stash;      /* lives in @spare_nodes (rewrite-stash.c) */
   size_t spare_stashed;        /* bytes of @spare_nodes from its start the stash wrote */
   GArray *spare_inputs;        /* and its inputs */
+  GArray *spare_edges;         /* a freed trial graph's implicit edges (memory only) */
+  struct SgRwList *redirect_lists; /* rewrite-redirect.c's per range, kept */
+  int32_t n_redirect_lists;
   SgNodeId *spare_origin;      /* the last trial graph's trial_origin, freed */
   int32_t spare_origin_cap, origin_cap; /* its entries; the last trial's */
   bool spare_last;             /* the spare nodes and inputs are the last layout's
@@ -405,6 +408,8 @@ typedef struct {
  * has them. False with @error as sg_rewrite_commit. */
 bool sg_rewrite_layout (SgRewrite *rw, SgRewriteLayout *out, GError **error);
 void sg_rewrite_layout_clear (SgRewriteLayout *l);
+/* rewrite-redirect.c: frees the lists its ranges keep in @rw. */
+void sg_rw_redirect_lists_free (SgRewrite *rw);
 /* A working array of at least @bytes, kept by @rw (contents undefined). */
 void *sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes);
 /* The same with its first @bytes all @byte, for arrays that their users

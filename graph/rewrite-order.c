@@ -78,8 +78,10 @@ sg_rewrite_work (SgRewrite *rw, int slot, size_t bytes)
 {
   g_assert (slot >= 0 && slot < SG_RW_N_WORK);
   if (rw->work_size[slot] < bytes) {
+    /* room for the next layouts, which may hold a few more nodes (memory
+     * never written is not resident) */
     g_free (rw->work[slot]);
-    rw->work_size[slot] = MAX (bytes, rw->work_size[slot] + rw->work_size[slot] / 4);
+    rw->work_size[slot] = MAX (bytes + bytes / 8, rw->work_size[slot] + rw->work_size[slot] / 4);
     rw->work[slot] = g_malloc (rw->work_size[slot]);
   }
   return rw->work[slot];
@@ -203,7 +205,9 @@ moved_edges (Ctx *x)
 {
   SgGraph *g = x->g;
   guint ne = g->implicit_edges ? g->implicit_edges->len : 0;
-  GArray *out = g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), ne);
+  /* a freed trial graph's edge array, when there is one */
+  GArray *out = x->rw->spare_edges ? g_steal_pointer (&x->rw->spare_edges)
+                                   : g_array_sized_new (FALSE, FALSE, sizeof (SgImplicitEdge), ne);
   g_array_set_size (out, ne);
   SgImplicitEdge *dst = (SgImplicitEdge *)(void *)out->data;
   guint w = 0;

@@ -17,6 +17,7 @@
  * many are redirected there, one after the other: the same lists, the
  * same args, whatever the ranges.
  * A range finds its replaced nodes among the set bits of x->redirected.
+ * The ranges' lists are the rewrite's, kept for its next layouts.
  * Requires: @g's users fresh; x->redir and x->redirected, x->in_pos (-1
  * everywhere) and x->tix (-1 everywhere) set. Invalidates: nothing
  * (appends re-indexed args to g->args).
@@ -112,12 +113,14 @@ typedef struct {
   uint32_t first, n;
 } Listed;
 
-/* What a range lists: users and their inputs (grown by doubling). */
-typedef struct {
+/* What a range lists: users and their inputs (grown by doubling; kept
+ * by the rewrite for its next layouts, rw->redirect_lists). */
+struct SgRwList {
   Listed *users;
   SgNodeId *in;
   uint32_t n_users, cap_users, n_in, cap_in;
-} List;
+};
+typedef struct SgRwList List;
 
 typedef struct {
   const Ctx *x;
@@ -231,6 +234,17 @@ append_list (Ctx *x, const List *l, uint32_t **map, uint32_t *map_len)
 }
 
 void
+sg_rw_redirect_lists_free (SgRewrite *rw)
+{
+  for (int32_t r = 0; r < rw->n_redirect_lists; r++) {
+    g_free (rw->redirect_lists[r].users);
+    g_free (rw->redirect_lists[r].in);
+  }
+  g_clear_pointer (&rw->redirect_lists, g_free);
+  rw->n_redirect_lists = 0;
+}
+
+void
 sg_rw_redirect_users (Ctx *x)
 {
   SgRewrite *rw = x->rw;
@@ -240,14 +254,18 @@ sg_rw_redirect_users (Ctx *x)
   SgPool *pool = x->n0 >= min ? rw->pool : NULL;
   Ranges R = { x, sg_pool_range_size (pool, x->n0, MAX (min / 4, 1)), NULL };
   int32_t nr = sg_ranges (x->n0, R.size);
-  R.lists = g_new0 (List, (size_t)nr);
-  sg_pool_run (pool, nr, range_task, &R);
-  for (int32_t r = 0; r < nr; r++) {
-    append_list (x, &R.lists[r], &map, &map_len);
-    g_free (R.lists[r].users);
-    g_free (R.lists[r].in);
+  if (nr > rw->n_redirect_lists) {
+    rw->redirect_lists = g_renew (List, rw->redirect_lists, (size_t)nr);
+    memset (rw->redirect_lists + rw->n_redirect_lists, 0,
+            sizeof (List) * (size_t)(nr - rw->n_redirect_lists));
+    rw->n_redirect_lists = nr;
   }
-  g_free (R.lists);
+  R.lists = rw->redirect_lists;
+  for (int32_t r = 0; r < nr; r++)
+    R.lists[r].n_users = R.lists[r].n_in = 0;
+  sg_pool_run (pool, nr, range_task, &R);
+  for (int32_t r = 0; r < nr; r++)
+    append_list (x, &R.lists[r], &map, &map_len);
   /* Added nodes that read a replaced node being removed (nothing may read
    * it) read its replacement: e.g. a bucket's pack of another bucket's
    * member waits. */

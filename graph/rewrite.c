@@ -8,7 +8,7 @@
  * wraps it in a graph that borrows the base graph's pools. Nothing of the
  * base graph is copied or written before a commit, so a trial costs
  * O(nodes + edited edges), with no names looked up and no JSON. A freed
- * trial graph's arrays (nodes, inputs, origins) serve the next trial,
+ * trial graph's arrays (nodes, inputs, origins, edges) serve the next trial,
  * which keeps them where its order starts as the last one's did.
  * Mirrors torch.fx's Graph.create_node / replace_all_uses_with /
  * erase_node, batched, and Mesa's nir_builder for passes.
@@ -119,6 +119,9 @@ sg_rewrite_free (SgRewrite *rw)
   g_free (rw->wix);
   if (rw->spare_inputs)
     g_array_unref (rw->spare_inputs);
+  if (rw->spare_edges)
+    g_array_unref (rw->spare_edges);
+  sg_rw_redirect_lists_free (rw);
   g_array_unref (rw->nodes);
   g_array_unref (rw->inputs);
   g_array_unref (rw->keys);
@@ -583,4 +586,8 @@ sg_rewrite_trial_release (SgGraph *trial)
   }
   if (nodes || inputs)
     rw->spare_last = last && nodes && inputs;
+  /* the layout's moved_edges made the edges; the trial held the only
+   * reference since */
+  if (!rw->spare_edges)
+    rw->spare_edges = g_steal_pointer (&trial->implicit_edges);
 }

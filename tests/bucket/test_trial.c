@@ -72,6 +72,8 @@ assert_elision_again_matches (const SgGraph *g, SgElision *again)
   sg_elision_clear (&fresh);
 }
 
+static void assert_same_graph (const SgGraph *full, const SgGraph *tg);
+
 /* Applies @specs with sg_bucket_apply to a copy of @g and with the trial
  * builder (@shared, trials of @g that made other trials before, or fresh
  * ones when NULL); both must agree on success and, when they succeed, on
@@ -100,35 +102,7 @@ assert_trial_matches_again (SgGraph *g, SgBucketTrials *shared, const SgBucketSp
   ck_assert_msg (ok_full == (tg != NULL), "apply: %s; trial: %s", e1 ? e1->message : "ok",
                  e2 ? e2->message : "ok");
   if (ok_full) {
-    ck_assert_int_eq (full->n_nodes, tg->n_nodes);
-    ck_assert_int_eq (full->output, tg->output);
-    for (SgNodeId i = 0; i < full->n_nodes; i++) {
-      const SgNode *a = &full->nodes[i], *b = &tg->nodes[i];
-      ck_assert_str_eq (a->name, b->name);
-      g_autofree char *ta = tb_args_text (full, i), *tb = tb_args_text (tg, i);
-      ck_assert_str_eq (ta, tb);
-      ck_assert_str_eq (a->target, b->target);
-      ck_assert_int_eq (a->op, b->op);
-      ck_assert_int_eq (a->kind, b->kind);
-      assert_meta_eq (full, &a->meta, tg, &b->meta, i);
-      ck_assert_int_eq (a->n_tuple, b->n_tuple);
-      for (uint32_t k = 0; k < a->n_tuple; k++)
-        assert_meta_eq (full, sg_node_tuple_meta (full, i, k), tg, sg_node_tuple_meta (tg, i, k),
-                        i);
-      uint32_t na, nb;
-      const SgNodeId *ia = sg_node_inputs (full, i, &na), *ib = sg_node_inputs (tg, i, &nb);
-      ck_assert_int_eq (na, nb);
-      for (uint32_t k = 0; k < na; k++)
-        ck_assert_int_eq (ia[k], ib[k]);
-      ck_assert_int_eq (a->group, b->group);
-      ck_assert_int_eq (a->group_size, b->group_size);
-      ck_assert_int_eq (a->reduce, b->reduce);
-      ck_assert_int_eq (a->getitem_index, b->getitem_index);
-      ck_assert (isnan (a->cost_us) == isnan (b->cost_us));
-      ck_assert_msg (a->est_us == b->est_us, "node %d (%s): est_us %.17g vs %.17g", i, a->name,
-                     a->est_us, b->est_us);
-      ck_assert_int_eq (a->est_src, b->est_src);
-    }
+    assert_same_graph (full, tg);
     SgSimResult ra, rb;
     GError *error = NULL;
     ck_assert_msg (sg_simulate (full, NULL, &ra, &error), "%s", error ? error->message : "");
@@ -140,14 +114,6 @@ assert_trial_matches_again (SgGraph *g, SgBucketTrials *shared, const SgBucketSp
     sg_sim_result_clear (&ra);
     sg_sim_result_clear (&rb);
   }
-  if (ok_full) {
-    guint ne = full->implicit_edges ? full->implicit_edges->len : 0;
-    ck_assert_uint_eq (ne, tg->implicit_edges ? tg->implicit_edges->len : 0);
-    for (guint k = 0; k < ne; k++)
-      ck_assert (memcmp (&g_array_index (full->implicit_edges, SgImplicitEdge, k),
-                         &g_array_index (tg->implicit_edges, SgImplicitEdge, k),
-                         sizeof (SgImplicitEdge)) == 0);
-  }
   sg_graph_free (tg);
   if (!shared) {
     sg_bucket_trials_free (trials);
@@ -158,6 +124,85 @@ assert_trial_matches_again (SgGraph *g, SgBucketTrials *shared, const SgBucketSp
   }
   full->cost_model = NULL;
   sg_graph_free (full);
+}
+
+/* @tg is @full: every field the simulator and the cost model read, the
+ * inputs, the output and the implicit edges. */
+static void
+assert_same_graph (const SgGraph *full, const SgGraph *tg)
+{
+  ck_assert_int_eq (full->n_nodes, tg->n_nodes);
+  ck_assert_int_eq (full->output, tg->output);
+  for (SgNodeId i = 0; i < full->n_nodes; i++) {
+    const SgNode *a = &full->nodes[i], *b = &tg->nodes[i];
+    ck_assert_str_eq (a->name, b->name);
+    g_autofree char *ta = tb_args_text (full, i), *tb = tb_args_text (tg, i);
+    ck_assert_str_eq (ta, tb);
+    ck_assert_str_eq (a->target, b->target);
+    ck_assert_int_eq (a->op, b->op);
+    ck_assert_int_eq (a->kind, b->kind);
+    assert_meta_eq (full, &a->meta, tg, &b->meta, i);
+    ck_assert_int_eq (a->n_tuple, b->n_tuple);
+    for (uint32_t k = 0; k < a->n_tuple; k++)
+      assert_meta_eq (full, sg_node_tuple_meta (full, i, k), tg, sg_node_tuple_meta (tg, i, k),
+                      i);
+    uint32_t na, nb;
+    const SgNodeId *ia = sg_node_inputs (full, i, &na), *ib = sg_node_inputs (tg, i, &nb);
+    ck_assert_int_eq (na, nb);
+    for (uint32_t k = 0; k < na; k++)
+      ck_assert_int_eq (ia[k], ib[k]);
+    ck_assert_int_eq (a->group, b->group);
+    ck_assert_int_eq (a->group_size, b->group_size);
+    ck_assert_int_eq (a->reduce, b->reduce);
+    ck_assert_int_eq (a->getitem_index, b->getitem_index);
+    ck_assert (isnan (a->cost_us) == isnan (b->cost_us));
+    ck_assert_msg (a->est_us == b->est_us, "node %d (%s): est_us %.17g vs %.17g", i, a->name,
+                   a->est_us, b->est_us);
+    ck_assert_int_eq (a->est_src, b->est_src);
+  }
+  guint ne = full->implicit_edges ? full->implicit_edges->len : 0;
+  ck_assert_uint_eq (ne, tg->implicit_edges ? tg->implicit_edges->len : 0);
+  for (guint k = 0; k < ne; k++)
+    ck_assert (memcmp (&g_array_index (full->implicit_edges, SgImplicitEdge, k),
+                       &g_array_index (tg->implicit_edges, SgImplicitEdge, k),
+                       sizeof (SgImplicitEdge)) == 0);
+}
+
+/* Trials of a copy of @g judge the @n sets of @seq (specs, counts), then
+ * the trials commit @specs to that copy (sg_bucket_trials_commit, as the
+ * pass applies its choice): the graph sg_bucket_apply makes of @g, though
+ * the commit's layout starts from the last trial's memory and order. */
+static void
+assert_commit_after_trials_matches_apply (SgGraph *g, const SgBucketSpec *const *seq,
+                                          const int32_t *n_seq, int n, const SgBucketSpec *specs,
+                                          int32_t n_specs)
+{
+  SgGraph *full = sg_graph_copy (g), *work = sg_graph_copy (g);
+  full->cost_model_free = work->cost_model_free = g->cost_model_free; /* borrowed model */
+  g_autoptr (GError) e1 = NULL, e2 = NULL;
+  bool ok_full = sg_bucket_apply (full, specs, n_specs, &e1);
+  SgBucketTrials *t = sg_bucket_trials_new (work, false, NULL);
+  for (int i = 0; i < n; i++) {
+    g_autoptr (GError) e = NULL;
+    sg_graph_free (sg_bucket_trial (t, seq[i], n_seq[i], &e));
+  }
+  bool ok = sg_bucket_trials_commit (t, specs, n_specs, &e2);
+  sg_bucket_trials_free (t);
+  ck_assert_msg (ok_full == ok, "apply: %s; commit: %s", e1 ? e1->message : "ok",
+                 e2 ? e2->message : "ok");
+  if (ok) {
+    const SgCostModel *cm = sg_graph_cost_model (full);
+    if (cm) {
+      sg_cost_new_nodes (cm, full, NULL, 0, NULL);
+      sg_cost_new_nodes (cm, work, NULL, 0, NULL);
+    }
+    assert_same_graph (full, work);
+    ck_assert_uint_eq (full->args->len, work->args->len);
+    ck_assert_uint_eq (full->dims->len, work->dims->len);
+  }
+  full->cost_model = work->cost_model = NULL;
+  sg_graph_free (full);
+  sg_graph_free (work);
 }
 
 static void
@@ -355,6 +400,13 @@ check_bucket_sets_with (SgGraph *g, SgPool *fork_pool)
       cut[specs->len / 2].n_members--;
       assert_trial_matches_again (g, t, cut, (int32_t)specs->len, &again);
       assert_trial_matches_again (g, t, all, (int32_t)specs->len, &again);
+      if (!fork_pool) { /* the pass's commit after such trials, of either set */
+        const SgBucketSpec *seq[] = { all, cut, all };
+        const int32_t len = (int32_t)specs->len, n_seq[] = { len / 2, len, len };
+        assert_commit_after_trials_matches_apply (g, seq, n_seq, 3, cut, len);
+        assert_commit_after_trials_matches_apply (g, seq, n_seq, 3, all, len);
+        assert_commit_after_trials_matches_apply (g, seq, n_seq, 2, all, len / 3);
+      }
     }
     sg_elision_clear (&again);
     sg_bucket_trials_free (t);
