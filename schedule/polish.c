@@ -146,32 +146,41 @@ within (double a, double b, double tol, bool equal)
   return !(equal ? fabs (a - b) > tol : a > b + tol);
 }
 
-/* Is state @a at least as good as @b (same nodes placed)? Clock no later;
- * per group, @a's queue is a tail of @b's (it finished more) with no more
- * work left on each, and its head held only where @b's is. With @equal,
- * the states must match. */
+/* Is state @a better than @b (same nodes placed): at least as good, and
+ * @b not at least as good as @a? X is at least as good as Y when its clock
+ * is no later and, per group, X's queue is a tail of Y's (it finished
+ * more) with no more work left on each, and its head held only where Y's
+ * is; with @equal, the states must match (within Y's tolerance, from its
+ * clock). Both ways in one pass: @b can be at least as good as @a only
+ * where their queues are as long. */
 static bool
-front_dominates (int32_t ng, const Front *a, const Front *b, bool equal)
+front_better (int32_t ng, const Front *a, const Front *b, bool equal)
 {
-  double tol = 1e-9 * (1.0 + b->now);
-  if (!within (a->now, b->now, tol, equal))
+  double tola = 1e-9 * (1.0 + a->now), tolb = 1e-9 * (1.0 + b->now);
+  if (!within (a->now, b->now, tolb, equal))
     return false;
+  bool ba = within (b->now, a->now, tola, equal);
   for (int32_t grp = 0; grp < ng; grp++) {
     int32_t ia = a->first[grp], la = a->first[grp + 1] - ia;
     int32_t ib = b->first[grp], lb = b->first[grp + 1] - ib;
     if (la > lb || (equal && la != lb))
       return false;
+    ba = ba && la == lb;
     for (int32_t k = 0; k < la; k++) {
       int32_t kb = ib + lb - la + k;
-      if (a->node[ia + k] != b->node[kb] || !within (a->rem[ia + k], b->rem[kb], tol, equal))
+      if (a->node[ia + k] != b->node[kb] || !within (a->rem[ia + k], b->rem[kb], tolb, equal))
         return false;
+      ba = ba && within (b->rem[kb], a->rem[ia + k], tola, equal);
     }
     if (la > 0 && a->held[grp] && (la != lb || !b->held[grp]))
       return false;
     if (equal && a->held[grp] != b->held[grp])
       return false;
+    /* @b's queue as long as @a's (ba) */
+    if (lb > 0 && b->held[grp] && !a->held[grp])
+      ba = false;
   }
-  return true;
+  return !ba;
 }
 
 typedef struct {
@@ -298,7 +307,7 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const int3
     place_at (Q, out[pos + cand[i]], Q->arg[cand[i]]);
   bool rows = same_rows (Q);
   for (int32_t p = end; p <= h; p++) {
-    /* front_dominates's first test, on the clock, before taking the
+    /* front_better's first test, on the clock, before taking the
      * candidate's front; none where both states are as before (the
      * checks there found nothing) */
     const Front *t = &Q->trail[p - end];
@@ -307,8 +316,7 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const int3
       front_of (Q->e, Q->ng, &Q->cur);
       if (rows && front_same (Q->ng, &Q->cur, t))
         return false; /* the same from here on: not better */
-      if (front_dominates (Q->ng, &Q->cur, t, Q->equal)
-          && !front_dominates (Q->ng, t, &Q->cur, Q->equal))
+      if (front_better (Q->ng, &Q->cur, t, Q->equal))
         return true;
     }
     if (p < h)

@@ -278,9 +278,6 @@ int32_t sg_eng_issue (SgSimEngine *e, SgNodeId c);
 int32_t sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at);
 /* Runs compute node @x of solo @work us on the compute stream. */
 void sg_eng_compute (SgSimEngine *e, SgNodeId x, double work);
-/* sg_eng_compute with @x's kernel slot known (sg_cost_contention_slot of
- * @work; anything when @work is 0). */
-void sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot);
 /* Wait @w on collective @c: stalls until @c ends; returns the stall. */
 double sg_eng_wait (SgSimEngine *e, SgNodeId w, SgNodeId c);
 /* Places node @x by its role: issues a collective, waits (a wait on a
@@ -293,6 +290,22 @@ sg_eng_instant (SgSimEngine *e, SgNodeId x)
 {
   if (e->node_start)
     e->node_start[x] = e->node_end[x] = e->now;
+}
+/* Runs kernel @x of solo @work > 0 on the compute stream, its slot in
+ * kslot (sim.c; sg_eng_compute_in). */
+void sg_eng_run_kernel (SgSimEngine *e, SgNodeId x, double work);
+/* sg_eng_compute with @x's kernel slot known (sg_cost_contention_slot of
+ * @work; anything when @work is 0). */
+static inline void
+sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
+{
+  e->kslot = slot;
+  if (work > 0.0)
+    sg_eng_run_kernel (e, x, work);
+  else
+    /* no kernel: nothing holds, nothing runs beside it (and no kernel
+     * holds a head between engine calls: n_kheld is 0) */
+    sg_eng_instant (e, x);
 }
 /* What sg_eng_place looks up for node @x of role @role: a collective's
  * rates entry (sg_eng_rates_entry), a wait's collective

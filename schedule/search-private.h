@@ -24,8 +24,28 @@ typedef struct {
   uint64_t ready; /* decision nodes ready and not placed (bits) */
   uint64_t cmask; /* compute nodes with a cost placed (bits) */
   double work;    /* their work */
-  uint8_t seq[SG_SEARCH_MAX_COLLS];
+  uint64_t seqh;  /* a hash of seq (search_seq_hash, summed) */
+  uint8_t seq[SG_SEARCH_MAX_COLLS]; /* per window collective: its issue rank in its group */
 } Frame;
+
+/* What seq[@c] = @rank adds to a frame's seqh. */
+static inline uint64_t
+search_seq_hash (int32_t c, int32_t rank)
+{
+  uint64_t k = ((uint64_t)(uint32_t)c << 8 | (uint64_t)(uint8_t)rank) + 0x9e3779b97f4a7c15ULL;
+  k = (k ^ (k >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  k = (k ^ (k >> 27)) * 0x94d049bb133111ebULL;
+  return k ^ (k >> 31);
+}
+
+/* A kept state's group (search-memo.c): the place of its head in the
+ * group's tracked collectives (those queued at the window's start, then
+ * the window's in issue order), or how many it issued when its queue is
+ * empty; the head's work left and whether it is held. */
+typedef struct {
+  double rem;
+  uint8_t done, held;
+} GroupState;
 
 struct SgSearch {
   const SgGraph *g;
@@ -57,8 +77,18 @@ struct SgSearch {
                                             * those running at its start */
   int32_t n_track;
   int32_t coll_group[SG_SEARCH_MAX_COLLS]; /* their groups */
+  /* the place of each one queued at the start in its group's tracked
+   * collectives (by tracked number), its row; per group, how many */
+  uint8_t track_idx[SG_SEARCH_MAX_COLLS];
+  int32_t track_row[SG_SEARCH_MAX_COLLS];
+  uint8_t *n_pre;
+  /* the engine's rows at the window's start; per row issued since (by row
+   * - row0), its place in its group's tracked collectives (place sets it) */
+  int32_t row0;
+  uint8_t row_idx[SG_SEARCH_MAX_COLLS];
   uint64_t anc[SG_SEARCH_MAX_COLLS], desc[SG_SEARCH_MAX_COLLS]; /* compute bits */
   SgNodeId *beyond; /* per group: the first queued collective not tracked, or SG_NO_NODE */
+  bool any_beyond;  /* one of them is not SG_NO_NODE */
   double ccost[64];
   double window_work; /* compute work of the window */
   SgBoundRates rates;
@@ -77,13 +107,15 @@ struct SgSearch {
   uint64_t *mkeys;
   int32_t *mhead;
   int32_t mcap, mused;
-  /* the partial orders kept for dominance, by number: clock, next of the
-   * same key (-1), and n_track entries each of work left, held head and
-   * issue rank per tracked collective */
+  /* the partial orders kept for dominance (keyed by the set placed and
+   * seqh), by number: clock, next of the same key (-1), ng group states
+   * each and the window collectives' issue ranks (seq) each */
+  uint64_t *mseqh;
   double *mnow;
   int32_t *mnext;
-  double *mrem;
-  uint8_t *mhold, *mseq;
+  GroupState *mgrp;
+  uint64_t *mseq; /* seq as n_seqw words each */
+  int32_t n_seqw;  /* words of the window collectives' ranks (those past are 0) */
   int32_t n_states, cap_states;
   size_t cap_rows;
   int64_t expanded, budget;

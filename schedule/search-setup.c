@@ -267,6 +267,7 @@ sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t 
   S->ng = MAX (g->n_groups, 1);
   S->local = local;
   S->beyond = g_new (SgNodeId, (size_t)S->ng);
+  S->n_pre = g_new (uint8_t, (size_t)S->ng);
   S->mcap = 64;
   S->mkeys = g_new (uint64_t, (size_t)S->mcap);
   S->mhead = g_new (int32_t, (size_t)S->mcap);
@@ -302,11 +303,19 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   memset (S->desc, 0, sizeof S->desc);
   fill_positions (S);
   S->n_track = S->n_coll;
+  S->n_seqw = (S->n_coll + 7) / 8;
+  S->row0 = e->n_rows;
+  S->any_beyond = false;
   for (int32_t grp = 0; grp < S->ng; grp++) {
     int32_t depth = 0, r = grp < e->n_groups ? e->ghead[grp] : -1;
-    for (; r >= 0 && depth < SG_SEARCH_QUEUE_DEPTH; r = e->rnext[r], depth++)
+    for (; r >= 0 && depth < SG_SEARCH_QUEUE_DEPTH; r = e->rnext[r], depth++) {
+      S->track_idx[S->n_track] = (uint8_t)depth;
+      S->track_row[S->n_track] = r;
       S->coll_node[S->n_track++] = e->rows[r].node;
+    }
+    S->n_pre[grp] = (uint8_t)depth;
     S->beyond[grp] = r >= 0 ? e->rows[r].node : SG_NO_NODE;
+    S->any_beyond |= r >= 0;
   }
   for (int32_t c = 0; c < S->n_track; c++)
     S->coll_group[c] = g->nodes[S->coll_node[c]].group;
@@ -328,7 +337,7 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   memset (f0->n_issued, 0, (size_t)S->ng);
   memset (f0->seq, 0, sizeof f0->seq);
   f0->n_placed = 0;
-  f0->key = f0->cmask = 0;
+  f0->key = f0->cmask = f0->seqh = 0;
   f0->work = 0.0;
   S->best_value = INFINITY;
   S->rest = 0.0;
@@ -352,6 +361,7 @@ sg_search_free (SgSearch *S)
   }
   g_free (S->frames);
   g_free (S->beyond);
+  g_free (S->n_pre);
   g_free (S->hnode);
   g_free (S->hpos);
   g_free (S->node);
@@ -375,10 +385,10 @@ sg_search_free (SgSearch *S)
   g_free (S->ef);
   g_free (S->mkeys);
   g_free (S->mhead);
+  g_free (S->mseqh);
   g_free (S->mnow);
   g_free (S->mnext);
-  g_free (S->mrem);
-  g_free (S->mhold);
+  g_free (S->mgrp);
   g_free (S->mseq);
   sg_bound_scratch_clear (&S->bs);
   sg_bound_rates_clear (&S->rates);

@@ -62,10 +62,16 @@ place (SgSearch *S, Frame *f, int32_t i)
 {
   g_assert (f->npend[i] == 0);
   SgNodeId x = S->node[i];
-  if (S->coll[i] >= 0)
-    f->seq[S->coll[i]] = f->n_issued[S->coll_group[S->coll[i]]]++;
   /* sg_eng_place, with what it looks up per node looked up once */
   sg_eng_place_as (S->e, x, (SgRole)S->role[i], S->cost[i], S->eng_arg[i]);
+  int32_t c = S->coll[i];
+  if (c >= 0) {
+    int32_t grp = S->coll_group[c], rank = f->n_issued[grp]++;
+    f->seq[c] = (uint8_t)rank;
+    f->seqh += search_seq_hash (c, rank);
+    /* its row: the last issued */
+    S->row_idx[S->e->n_rows - 1 - S->row0] = (uint8_t)(S->n_pre[grp] + rank);
+  }
   f->npend[i] = -1;
   S->order[f->n_placed++] = i;
   if (S->dec[i] >= 0) {
@@ -153,6 +159,7 @@ frame_copy (const SgSearch *S, Frame *dst, const Frame *src)
   dst->ready = src->ready;
   dst->cmask = src->cmask;
   dst->work = src->work;
+  dst->seqh = src->seqh;
 }
 
 static bool

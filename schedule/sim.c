@@ -556,10 +556,11 @@ sg_eng_compute (SgSimEngine *e, SgNodeId x, double work)
   sg_eng_compute_in (e, x, work, kernel_slot (e, x, work));
 }
 
-/* Runs kernel @x of solo @work > 0 (slot kslot). Out of line: the calls
- * of no work do not pay for its frame. */
-G_GNUC_NO_INLINE static void
-run_kernel (SgSimEngine *e, SgNodeId x, double work)
+/* Runs kernel @x of solo @work > 0 (slot kslot; sg_eng_compute_in, inline
+ * in schedule-private.h, calls it only for a kernel: the calls of no work
+ * pay for no call). */
+void
+sg_eng_run_kernel (SgSimEngine *e, SgNodeId x, double work)
 {
   double t0 = e->now;
   if (e->node_start)
@@ -604,18 +605,6 @@ run_kernel (SgSimEngine *e, SgNodeId x, double work)
   e->busy_us += e->now - t0;
   if (e->node_end)
     e->node_end[x] = e->now;
-}
-
-void
-sg_eng_compute_in (SgSimEngine *e, SgNodeId x, double work, int32_t slot)
-{
-  e->kslot = slot;
-  if (work > 0.0)
-    run_kernel (e, x, work);
-  else
-    /* no kernel: nothing holds, nothing runs beside it (and no kernel
-     * holds a head between engine calls: n_kheld is 0) */
-    sg_eng_instant (e, x);
 }
 
 bool

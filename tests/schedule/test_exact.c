@@ -301,6 +301,75 @@ START_TEST (a_reset_search_finds_what_a_new_one_finds)
 }
 END_TEST
 
+/* The least step of any order of the nodes past @cut of @order (the rest
+ * placed as given), by brute force; the completions counted in *@orders. */
+static double
+least_step_past (const SgGraph *g, const SgNodeId *order, int32_t cut, int64_t *orders)
+{
+  Brute B = { g, g_new (SgNodeId, (size_t)g->n_nodes), g_new0 (uint8_t, (size_t)g->n_nodes),
+              INFINITY, 0 };
+  for (int32_t p = 0; p < cut; p++) {
+    B.order[p] = order[p];
+    B.placed[order[p]] = 1;
+  }
+  every_order (&B, cut);
+  g_free (B.order);
+  g_free (B.placed);
+  *orders += B.orders;
+  return B.best;
+}
+
+/* A search from a state where collectives are queued (its memo compares
+ * states by where each group's head is among those and the window's, in
+ * issue order) finds the least step of every order of the rest: random
+ * graphs with collectives issued early, cut where a queue is not empty,
+ * and where the window issues behind such a queue. */
+START_TEST (a_search_from_queued_collectives_finds_the_least_step)
+{
+  int cuts = 0, behind = 0;
+  int64_t orders = 0;
+  for (guint32 seed = 7000; seed < 7400; seed++) {
+    RgCluster cl = (RgCluster)(seed % RG_N_CLUSTERS);
+    g_autofree char *json = rg_graph_json (seed, 4 + (int)(seed % 3), 3 + (int)(seed % 3),
+                                           1 + (int)(seed % 2), cl);
+    g_autoptr (SgGraph) g = st_load (json, "queued");
+    int32_t n = g->n_nodes;
+    /* collectives first (they read inputs or what is before them) */
+    g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)n);
+    g_autofree int32_t *local = g_new (int32_t, (size_t)n);
+    for (SgNodeId x = 0; x < n; x++) {
+      order[x] = x;
+      local[x] = -1;
+    }
+    for (int32_t cut = MAX (1, n - 10); cut < n - 1; cut++) {
+      SgSimEngine e;
+      sg_eng_init (&e, g, sg_cost_model_contention (sg_graph_cost_model (g)), false);
+      for (int32_t p = 0; p < cut; p++)
+        sg_eng_place (&e, order[p]);
+      bool queued = e.n_active > 0;
+      if (queued && sg_search_fits (g, &e, order + cut, n - cut)) {
+        int32_t issues = 0;
+        for (int32_t p = cut; p < n; p++)
+          issues += sg_sched_role (&g->nodes[order[p]]) == SG_ROLE_COLL;
+        SgSearch *S = sg_search_new (g, &e, order + cut, n - cut, local, SG_SEARCH_STEP, 1000000);
+        ck_assert (sg_search_run (S, 1e30));
+        double want = least_step_past (g, order, cut, &orders);
+        ck_assert_msg (fabs (sg_search_value (S) - want) <= 1e-9 * (1.0 + want),
+                       "seed %u (%s), cut %d: search %.9f us, least of every order %.9f us",
+                       seed, rg_cluster_name (cl), cut, sg_search_value (S), want);
+        sg_search_free (S);
+        cuts++;
+        behind += issues > 0;
+      }
+      sg_eng_clear (&e);
+    }
+  }
+  ck_assert_int_gt (cuts, 100);
+  ck_assert_int_gt (behind, 50);
+  ck_assert_int_gt (orders, 10000);
+}
+END_TEST
+
 /* --- the property test --------------------------------------------------------- */
 
 /* The issue's bar: the list scheduler within NEAR of the optimum on at
@@ -452,6 +521,7 @@ main (void)
     engine_restore_matches_a_fresh_simulation,
     collectives_ending_together_finish_in_group_order,
     a_reset_search_finds_what_a_new_one_finds,
+    a_search_from_queued_collectives_finds_the_least_step,
     list_scheduler_is_near_the_optimum_on_random_graphs,
   };
   return st_run ("exact", 600, tests, G_N_ELEMENTS (tests));
