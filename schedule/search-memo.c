@@ -169,8 +169,10 @@ memo_grow (SgSearch *S)
   S->mcap *= 2;
   S->mkeys = g_new (uint64_t, (size_t)S->mcap);
   S->mhead = g_new (int32_t, (size_t)S->mcap);
+  S->mslot = g_renew (int32_t, S->mslot, (size_t)S->mcap / 2);
   for (int32_t i = 0; i < S->mcap; i++)
     S->mhead[i] = -1;
+  int32_t used = 0;
   for (int32_t i = 0; i < oc; i++) {
     if (oh[i] < 0)
       continue;
@@ -179,7 +181,9 @@ memo_grow (SgSearch *S)
       at = (at + 1) & (uint64_t)(S->mcap - 1);
     S->mkeys[at] = ok[i];
     S->mhead[at] = oh[i];
+    S->mslot[used++] = (int32_t)at;
   }
+  g_assert (used == S->mused);
   g_free (ok);
   g_free (oh);
 }
@@ -220,7 +224,7 @@ search_memo_admit (SgSearch *S, const Frame *f)
     at = (at + 1) & (uint64_t)(S->mcap - 1);
   if (S->mhead[at] < 0) {
     S->mkeys[at] = f->key;
-    S->mused++;
+    S->mslot[S->mused++] = (int32_t)at;
   }
   for (int32_t i = S->mhead[at]; i >= 0; i = S->mnext[i])
     if (dominates (S, i, k, f))

@@ -105,7 +105,9 @@ struct SgSearch {
   bool found;
   double *ef;    /* scratch of the critical-path bound (by position) */
   uint64_t *mkeys;
-  int32_t *mhead;
+  int32_t *mhead; /* per slot: the key's last kept state, -1 (empty) */
+  int32_t *mslot; /* the slots in use (mused of them; room for mcap / 2): a reset
+                   * empties those alone */
   int32_t mcap, mused;
   /* the partial orders kept for dominance (keyed by the set placed and
    * seqh), by number: clock, next of the same key (-1), ng group states

@@ -271,6 +271,8 @@ sg_search_new (const SgGraph *g, SgSimEngine *e, const SgNodeId *nodes, int32_t 
   S->mcap = 64;
   S->mkeys = g_new (uint64_t, (size_t)S->mcap);
   S->mhead = g_new (int32_t, (size_t)S->mcap);
+  S->mslot = g_new (int32_t, (size_t)S->mcap / 2);
+  memset (S->mhead, 0xff, sizeof (int32_t) * (size_t)S->mcap); /* -1: empty */
   sg_search_reset (S, nodes, m, goal, budget);
   return S;
 }
@@ -344,7 +346,8 @@ sg_search_reset (SgSearch *S, const SgNodeId *nodes, int32_t m, SgSearchGoal goa
   S->n_kept = 0;
   S->found = S->gave_up = false;
   S->expanded = 0;
-  memset (S->mhead, 0xff, sizeof (int32_t) * (size_t)S->mcap); /* -1: empty */
+  for (int32_t j = 0; j < S->mused; j++)
+    S->mhead[S->mslot[j]] = -1;
   S->mused = 0;
   S->n_states = 0;
 }
@@ -385,6 +388,7 @@ sg_search_free (SgSearch *S)
   g_free (S->ef);
   g_free (S->mkeys);
   g_free (S->mhead);
+  g_free (S->mslot);
   g_free (S->mseqh);
   g_free (S->mnow);
   g_free (S->mnext);
