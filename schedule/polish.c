@@ -120,6 +120,19 @@ front_clear (Front *F)
   g_free (F->held);
 }
 
+/* Group @grp's first FRONT_DEPTH queued collectives in @e (node and work
+ * left, into @node and @rem); how many. */
+static inline int32_t
+group_front (const SgSimEngine *e, int32_t grp, SgNodeId *node, double *rem)
+{
+  int32_t k = 0;
+  for (int32_t r = e->ghead[grp]; r >= 0 && k < FRONT_DEPTH; r = e->rnext[r], k++) {
+    node[k] = e->rows[r].node;
+    rem[k] = e->rem[r];
+  }
+  return k;
+}
+
 /* @e's state (its queues are per group: a collective queues in its own). */
 static void
 front_of (const SgSimEngine *e, int32_t ng, Front *F)
@@ -129,11 +142,7 @@ front_of (const SgSimEngine *e, int32_t ng, Front *F)
   for (int32_t grp = 0; grp < ng; grp++) {
     F->first[grp] = k;
     F->held[grp] = e->hold[grp] != SG_HOLD_NONE;
-    int32_t r = e->ghead[grp];
-    for (int32_t depth = 0; r >= 0 && depth < FRONT_DEPTH; r = e->rnext[r], depth++) {
-      F->node[k] = e->rows[r].node;
-      F->rem[k++] = e->rem[r];
-    }
+    k += group_front (e, grp, F->node + k, F->rem + k);
   }
   F->first[ng] = k;
 }
@@ -146,38 +155,42 @@ within (double a, double b, double tol, bool equal)
   return !(equal ? fabs (a - b) > tol : a > b + tol);
 }
 
-/* Is state @a better than @b (same nodes placed): at least as good, and
- * @b not at least as good as @a? X is at least as good as Y when its clock
- * is no later and, per group, X's queue is a tail of Y's (it finished
- * more) with no more work left on each, and its head held only where Y's
- * is; with @equal, the states must match (within Y's tolerance, from its
- * clock). Both ways in one pass: @b can be at least as good as @a only
- * where their queues are as long. */
+/* Is @e's state (a) better than @b (same nodes placed): at least as good,
+ * and @b not at least as good as a? X is at least as good as Y when its
+ * clock is no later and, per group, X's queue is a tail of Y's (it
+ * finished more) with no more work left on each, and its head held only
+ * where Y's is; with @equal, the states must match (within Y's tolerance,
+ * from its clock). Both ways in one pass: @b can be at least as good as a
+ * only where their queues are as long. a's groups are read from @e as
+ * they are compared. */
 static bool
-front_better (int32_t ng, const Front *a, const Front *b, bool equal)
+better_than (const SgSimEngine *e, int32_t ng, const Front *b, bool equal)
 {
-  double tola = 1e-9 * (1.0 + a->now), tolb = 1e-9 * (1.0 + b->now);
-  if (!within (a->now, b->now, tolb, equal))
+  double tola = 1e-9 * (1.0 + e->now), tolb = 1e-9 * (1.0 + b->now);
+  if (!within (e->now, b->now, tolb, equal))
     return false;
-  bool ba = within (b->now, a->now, tola, equal);
+  bool ba = within (b->now, e->now, tola, equal);
+  SgNodeId anode[FRONT_DEPTH];
+  double arem[FRONT_DEPTH];
   for (int32_t grp = 0; grp < ng; grp++) {
-    int32_t ia = a->first[grp], la = a->first[grp + 1] - ia;
+    int32_t la = group_front (e, grp, anode, arem);
+    bool aheld = e->hold[grp] != SG_HOLD_NONE;
     int32_t ib = b->first[grp], lb = b->first[grp + 1] - ib;
     if (la > lb || (equal && la != lb))
       return false;
     ba = ba && la == lb;
     for (int32_t k = 0; k < la; k++) {
       int32_t kb = ib + lb - la + k;
-      if (a->node[ia + k] != b->node[kb] || !within (a->rem[ia + k], b->rem[kb], tolb, equal))
+      if (anode[k] != b->node[kb] || !within (arem[k], b->rem[kb], tolb, equal))
         return false;
-      ba = ba && within (b->rem[kb], a->rem[ia + k], tola, equal);
+      ba = ba && within (b->rem[kb], arem[k], tola, equal);
     }
-    if (la > 0 && a->held[grp] && (la != lb || !b->held[grp]))
+    if (la > 0 && aheld && (la != lb || !b->held[grp]))
       return false;
-    if (equal && a->held[grp] != b->held[grp])
+    if (equal && aheld != b->held[grp])
       return false;
-    /* @b's queue as long as @a's (ba) */
-    if (lb > 0 && b->held[grp] && !a->held[grp])
+    /* @b's queue as long as a's (ba) */
+    if (lb > 0 && b->held[grp] && !aheld)
       ba = false;
   }
   return !ba;
@@ -190,7 +203,6 @@ typedef struct {
   int32_t ng;               /* groups (at least 1) */
   bool equal;               /* dominance means equality (overlap can lose) */
   SgEngSnap at;             /* the window's start */
-  Front cur;                /* scratch */
   Front trail[HORIZON + 1]; /* the given order past the window */
   double given_step;        /* its step, when it ends within the horizon */
   /* the collectives the given order issues in the window, in order (rows
@@ -273,22 +285,24 @@ same_rows (const Polish *Q)
   return true;
 }
 
-/* With the same rows (same_rows), are fronts @a and @b the same engine
- * state, as far as what follows depends on it? Between placements only a
- * group's head runs or is held (held for the next kernel: no kernel runs),
- * the rows behind it are as issued, and the rates are the rows'. Then the
- * two go on alike: neither can catch up with the other. */
+/* With the same rows (same_rows), is @e's state the one of front @b, as
+ * far as what follows depends on it? Between placements only a group's
+ * head runs or is held (held for the next kernel: no kernel runs), the
+ * rows behind it are as issued, and the rates are the rows'. Then the two
+ * go on alike: neither can catch up with the other. */
 static bool
-front_same (int32_t ng, const Front *a, const Front *b)
+same_as (const SgSimEngine *e, int32_t ng, const Front *b)
 {
-  if (a->now != b->now)
+  if (e->now != b->now)
     return false;
   for (int32_t grp = 0; grp < ng; grp++) {
-    int32_t ia = a->first[grp], ib = b->first[grp];
-    int32_t la = a->first[grp + 1] - ia;
-    if (la != b->first[grp + 1] - ib || a->held[grp] != b->held[grp])
+    int32_t ib = b->first[grp], lb = b->first[grp + 1] - ib;
+    int32_t r = e->ghead[grp], la = 0;
+    for (int32_t q = r; q >= 0 && la < FRONT_DEPTH; q = e->rnext[q])
+      la++;
+    if (la != lb || (e->hold[grp] != SG_HOLD_NONE) != b->held[grp])
       return false;
-    if (la > 0 && (a->node[ia] != b->node[ib] || a->rem[ia] != b->rem[ib]))
+    if (la > 0 && (e->rows[r].node != b->node[ib] || e->rem[r] != b->rem[ib]))
       return false;
   }
   return true;
@@ -307,16 +321,15 @@ catches_up (Polish *Q, const SgNodeId *out, int32_t pos, int32_t end, const int3
     place_at (Q, out[pos + cand[i]], Q->arg[cand[i]]);
   bool rows = same_rows (Q);
   for (int32_t p = end; p <= h; p++) {
-    /* front_better's first test, on the clock, before taking the
-     * candidate's front; none where both states are as before (the
+    /* better_than's first test, on the clock, before reading the
+     * candidate's state; none where both states are as before (the
      * checks there found nothing) */
     const Front *t = &Q->trail[p - end];
     if (!as_before (Q, out, end, p)
         && within (Q->e->now, t->now, 1e-9 * (1.0 + t->now), Q->equal)) {
-      front_of (Q->e, Q->ng, &Q->cur);
-      if (rows && front_same (Q->ng, &Q->cur, t))
+      if (rows && same_as (Q->e, Q->ng, t))
         return false; /* the same from here on: not better */
-      if (front_better (Q->ng, &Q->cur, t, Q->equal))
+      if (better_than (Q->e, Q->ng, t, Q->equal))
         return true;
     }
     if (p < h)
@@ -394,7 +407,6 @@ slot_init (Slot *s, const SgSchedProblem *P, SgSimEngine *e, bool equal)
     e = &s->own;
   }
   s->Q = (Polish){ .P = P, .g = g, .e = e, .ng = ng, .equal = equal };
-  front_init (&s->Q.cur, ng);
   for (int32_t i = 0; i <= HORIZON; i++)
     front_init (&s->Q.trail[i], ng);
 }
@@ -404,7 +416,6 @@ slot_clear (Slot *s)
 {
   sg_search_free (s->S);
   sg_eng_snap_clear (&s->Q.at);
-  front_clear (&s->Q.cur);
   for (int32_t i = 0; i <= HORIZON; i++)
     front_clear (&s->Q.trail[i]);
   if (s->Q.e == &s->own)
