@@ -235,6 +235,57 @@ START_TEST (start_wait_case_reaches_the_optimum)
 }
 END_TEST
 
+/* The polish takes a window order whose only gain where it ends is less
+ * work left on a collective (same clock, same queues): k0 (50 us) and its
+ * wait stall everything else; k (500 us, another group) is issued after
+ * the GEMM in the given order and first in the better one; its wait lies
+ * past the catch-up horizon (a chain of 130 pointwise nodes), so only the
+ * work left tells the orders apart there. */
+START_TEST (polish_takes_an_order_that_leaves_less_work_on_a_collective)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_group (g, "1", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 64, 64);
+  tb_input (g, "w0", "bfloat16", 2, 32, 64);
+  tb_input (g, "w1", "bfloat16", 2, 32, 64);
+  tb_cost (g, tb_all_gather (g, "k0", "w0", "0"), 50);
+  tb_wait (g, "wt0", "k0");
+  tb_cost (g, tb_mm (g, "g1", "wt0", "x"), 80);
+  tb_cost (g, tb_all_gather (g, "k", "w1", "1"), 500);
+  const char *prev = "g1";
+  char name[2][16];
+  for (int i = 0; i < 130; i++) {
+    g_snprintf (name[i % 2], sizeof name[0], "p%d", i);
+    tb_cost (g, tb_pointwise (g, name[i % 2], "aten.relu.default", prev, NULL), 1);
+    prev = name[i % 2];
+  }
+  tb_wait (g, "wk", "k");
+  tb_output (g, 2, prev, "wk");
+  st_estimate (g, 0, 1, 1);
+  int32_t n = g->n_nodes;
+  g_autofree SgNodeId *order = g_new (SgNodeId, (size_t)n);
+  for (SgNodeId i = 0; i < n; i++)
+    order[i] = i;
+  SgSimResult in;
+  ck_assert (sg_simulate (g, order, &in, NULL));
+  ck_assert_double_eq_tol (in.step_us, 50 + 80 + 500, 1e-6); /* k issued after g1 */
+  /* sg_polish replaces the totals when it takes an order */
+  SgSimResult r = { .step_us = in.step_us, .peak_bytes = in.peak_bytes };
+  sg_sim_result_clear (&in);
+  SgConfig cfg;
+  sg_config_init (&cfg);
+  cfg.max_peak_increase = 100.0;
+  SgSchedProblem P;
+  sg_sched_problem_init_basic (&P, g, &cfg);
+  ck_assert_int_gt (sg_polish (&P, NULL, order, &r), 0);
+  sg_sched_problem_clear (&P);
+  ck_assert_double_eq_tol (r.step_us, 500, 1e-6); /* k at once, beside k0 */
+  ck_assert_int_lt (pos_in (g, order, "k"), pos_in (g, order, "g1"));
+  sg_sim_result_clear (&r);
+}
+END_TEST
+
 /* x -> p -> ar (20 us) -> wt, then e1 and e2 (100 us each) that do not
  * need it; wt feeds only the output. @p_out: p is an output too (it lives
  * to the end whatever the order). Returns the order of one list variant. */
@@ -344,6 +395,7 @@ main (void)
     urgent_collective_is_not_queued_behind_a_long_one,
     stall_waits_first_for_the_collective_that_ends_first,
     start_wait_case_reaches_the_optimum,
+    polish_takes_an_order_that_leaves_less_work_on_a_collective,
     finished_collective_wait_sinks_while_memory_allows,
     finished_collective_wait_does_not_raise_the_peak_for_slack,
     output_stays_last_when_it_reads_nothing_or_early_nodes,
