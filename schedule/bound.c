@@ -106,7 +106,7 @@ rates_add_coll (SgBoundRates *R, const SgSimEngine *e, SgNodeId c, SgPairRates *
   int32_t r = e->row_of ? e->row_of[c] : -1;
   const SgPairRates *pr = own;
   if (r >= 0)
-    pr = &e->rates[(size_t)r * (size_t)e->n_slots];
+    pr = sg_eng_row_rates (e, r);
   else
     sg_eng_pair_rates (e, c, own);
   sg_bound_rates_add (R, sg_bound_slot (&e->g->nodes[c]), pr, e->n_slots);

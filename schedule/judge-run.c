@@ -71,8 +71,7 @@ sg_judge_engine_for (SgSimJudge *j, const SgGraph *g, int32_t n_coll)
     e->rows = g_renew (SgCollRow, e->rows, c);
     e->rnext = g_renew (int32_t, e->rnext, c);
     e->rem = g_renew (double, e->rem, c);
-    e->rates = g_renew (SgPairRates, e->rates, c * (size_t)e->n_slots);
-    e->wnext = g_renew (uint8_t, e->wnext, c);
+    e->rent = g_renew (int32_t, e->rent, c);
     e->fin = g_renew (uint8_t, e->fin, c);
     memset (e->rows + old, 0, sizeof (SgCollRow) * (c - old));
     memset (e->fin + old, 0, c - old);
@@ -168,11 +167,7 @@ queue_row (SgSimEngine *e, int32_t grp, int32_t w, double rem, int32_t aux)
 {
   e->rem[w] = rem;
   e->fin[w] = 0;
-  const SgPairRates *pr = sg_eng_entry_rates (e, aux);
-  memcpy (&e->rates[(size_t)w * (size_t)e->n_slots], pr, sizeof *pr * (size_t)e->n_slots);
-  e->wnext[w] = 0;
-  for (int32_t sl = 0; sl < e->n_slots; sl++)
-    e->wnext[w] |= pr[sl].wait_before > 0.0;
+  e->rent[w] = aux;
   e->rnext[w] = -1;
   if (e->gtail[grp] >= 0)
     e->rnext[e->gtail[grp]] = w;

@@ -324,7 +324,7 @@ run_init (Run *R, const SgSchedProblem *P, int32_t window, int32_t boost)
   sg_memtree_init (&R->seg, n, P->profile);
   ls_defer_init (R);
   ls_issue_init (R);
-  sg_eng_init (&R->eng, P->g, NULL, P->full_sims);
+  sg_eng_init_sized (&R->eng, P->g, NULL, P->full_sims, P->n_colls);
   R->eng.on_finish = on_finish;
   R->eng.ud = R;
   /* the memo numbers the rates as the problem does (P->rates_at) */

@@ -194,8 +194,8 @@ typedef struct {
   int32_t *ghead, *gtail; /* per group: queue of row indices, -1 when empty */
   int32_t *rnext;         /* per row: next in its group's queue */
   double *rem;            /* per row: solo work left */
-  SgPairRates *rates;     /* per row: n_slots pairs (the collective beside each slot) */
-  uint8_t *wnext;         /* per row: some slot has wait_before > 0 */
+  int32_t *rent;          /* per row: its collective's entry in memo (its n_slots pairs,
+                           * the collective beside each slot; sg_eng_row_rates) */
   uint8_t *fin;           /* per row: finished */
   SgCollRow *rows;
   int32_t n_rows, cap_rows;
@@ -221,6 +221,9 @@ sg_sim_cost_ok (double c)
   return isfinite (c) && c >= 0.0;
 }
 void sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes);
+/* sg_eng_init with @g's count of collectives known: @n_coll (rows). */
+void sg_eng_init_sized (SgSimEngine *e, const SgGraph *g, const SgContention *cont,
+                        bool track_nodes, int32_t n_coll);
 /* An engine for rate look-ups alone (sg_eng_pair_rates, sg_eng_rates_entry,
  * sg_bound_rates_init): sg_eng_init's rates and memo, no rows (row_of
  * NULL: nothing issued) and nothing to place. Clear it with sg_eng_clear. */
@@ -229,7 +232,7 @@ void sg_eng_clear (SgSimEngine *e);
 /* An engine for rate look-ups (sg_eng_pair_rates, sg_eng_rates_entry,
  * sg_bound_rates_init) on another thread: @src's state, its arrays shared
  * (read-only, and @src must not change while @dst is used), a rates memo
- * of its own. Clear it with sg_eng_fork_clear (the arrays stay @src's). */
+ * of its own, starting as a copy of @src's (its rows' entries). Clear it with sg_eng_fork_clear (the arrays stay @src's). */
 void sg_eng_fork_rates (SgSimEngine *dst, const SgSimEngine *src);
 void sg_eng_fork_clear (SgSimEngine *e);
 /* A saved engine state, O(groups): searches save at each depth and
@@ -272,6 +275,12 @@ void sg_eng_pair_rates (const SgSimEngine *e, SgNodeId c, SgPairRates *out);
 int32_t sg_eng_rates_entry (const SgSimEngine *e, SgNodeId c, const SgPairRates **out);
 /* The rates of memo entry @at (sg_eng_rates_entry), n_slots entries. */
 const SgPairRates *sg_eng_entry_rates (const SgSimEngine *e, int32_t at);
+/* The rates of issued row @r (n_slots entries): its entry's. */
+const SgPairRates *sg_eng_row_rates (const SgSimEngine *e, int32_t r);
+/* The entry of @dst's memo with the key and rates of entry @at of
+ * @src's (an engine for the same graph and rates), added when @dst has
+ * none: rows copied from @src take it. */
+int32_t sg_eng_adopt_entry (SgSimEngine *dst, const SgSimEngine *src, int32_t at);
 /* Issues collective @c now; returns its row. */
 int32_t sg_eng_issue (SgSimEngine *e, SgNodeId c);
 /* sg_eng_issue with @c's rates entry @at known (sg_eng_rates_entry). */

@@ -96,6 +96,23 @@ memo_find (const SgRatesMemo *m, const SgRatesKey *k, uint32_t *slot)
   }
 }
 
+/* A copy of @src (for a fork: its rows' entries are the same). */
+static SgRatesMemo *
+memo_dup (const SgRatesMemo *src)
+{
+  SgRatesMemo *m = memo_new (src->n_slots);
+  m->cap = src->cap;
+  m->used = src->used;
+  if (src->cap > 0) {
+    size_t half = (size_t)src->cap / 2;
+    m->slot_of = g_memdup2 (src->slot_of, sizeof (int32_t) * (size_t)src->cap);
+    m->keys = g_memdup2 (src->keys, sizeof (SgRatesKey) * half);
+    m->rates = g_memdup2 (src->rates, sizeof (SgPairRates) * half * (size_t)src->n_slots);
+    m->wnext = g_memdup2 (src->wnext, half);
+  }
+  return m;
+}
+
 static void
 memo_grow (SgRatesMemo *m)
 {
@@ -153,6 +170,16 @@ sg_eng_init_rates (SgSimEngine *e, const SgGraph *g, const SgContention *cont)
 void
 sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes)
 {
+  int32_t nc = 0;
+  for (SgNodeId i = 0; i < g->n_nodes; i++)
+    nc += sg_sched_role (&g->nodes[i]) == SG_ROLE_COLL;
+  sg_eng_init_sized (e, g, cont, track_nodes, nc);
+}
+
+void
+sg_eng_init_sized (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool track_nodes,
+                   int32_t n_coll)
+{
   sg_eng_init_rates (e, g, cont);
   int32_t ng = MAX (g->n_groups, 1);
   e->hold = g_new0 (uint8_t, (size_t)ng);
@@ -161,19 +188,14 @@ sg_eng_init (SgSimEngine *e, const SgGraph *g, const SgContention *cont, bool tr
   e->gtail = g_new (int32_t, (size_t)ng);
   for (int32_t i = 0; i < ng; i++)
     e->ghead[i] = e->gtail[i] = -1;
-  int32_t nc = 0;
-  for (SgNodeId i = 0; i < g->n_nodes; i++)
-    nc += sg_sched_role (&g->nodes[i]) == SG_ROLE_COLL;
-  e->cap_rows = MAX (nc, 1);
+  e->cap_rows = MAX (n_coll, 1);
   e->rows = g_new0 (SgCollRow, (size_t)e->cap_rows);
   e->rnext = g_new (int32_t, (size_t)e->cap_rows);
   e->rem = g_new0 (double, (size_t)e->cap_rows);
-  e->rates = g_new (SgPairRates, (size_t)e->cap_rows * (size_t)e->n_slots);
-  e->wnext = g_new0 (uint8_t, (size_t)e->cap_rows);
+  e->rent = g_new (int32_t, (size_t)e->cap_rows);
   e->fin = g_new0 (uint8_t, (size_t)e->cap_rows);
   e->row_of = g_new (int32_t, (size_t)MAX (g->n_nodes, 1));
-  for (SgNodeId i = 0; i < g->n_nodes; i++)
-    e->row_of[i] = -1;
+  memset (e->row_of, 0xff, sizeof (int32_t) * (size_t)MAX (g->n_nodes, 1)); /* -1 */
   if (track_nodes) {
     e->node_start = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
     e->node_end = g_new0 (double, (size_t)MAX (g->n_nodes, 1));
@@ -184,7 +206,7 @@ void
 sg_eng_fork_rates (SgSimEngine *dst, const SgSimEngine *src)
 {
   *dst = *src;
-  dst->memo = memo_new (src->n_slots);
+  dst->memo = memo_dup (src->memo);
 }
 
 void
@@ -204,8 +226,7 @@ sg_eng_clear (SgSimEngine *e)
   g_free (e->rows);
   g_free (e->rnext);
   g_free (e->rem);
-  g_free (e->rates);
-  g_free (e->wnext);
+  g_free (e->rent);
   g_free (e->fin);
   g_free (e->row_of);
   g_free (e->node_start);
@@ -223,11 +244,18 @@ start_head (SgSimEngine *e, int32_t grp)
     e->node_start[e->rows[r].node] = e->now;
 }
 
+/* Row @r's pairs (n_slots). */
+static inline const SgPairRates *
+row_rates (const SgSimEngine *e, int32_t r)
+{
+  return &e->memo->rates[(size_t)e->rent[r] * (size_t)e->n_slots];
+}
+
 /* Row @r's pair with the running kernel. */
 static inline const SgPairRates *
 pair (const SgSimEngine *e, int32_t r)
 {
-  return &e->rates[(size_t)r * (size_t)e->n_slots + (size_t)e->kslot];
+  return &row_rates (e, r)[e->kslot];
 }
 
 /* The head of @grp became startable now: starts it, or holds it (the start
@@ -237,7 +265,7 @@ head_ready (SgSimEngine *e, int32_t grp)
 {
   const int32_t r = e->ghead[grp];
   double wd;
-  if (!e->in_kernel && e->wnext[r]) {
+  if (!e->in_kernel && e->memo->wnext[e->rent[r]]) {
     e->hold[grp] = SG_HOLD_NEXT;
     e->n_held++;
   } else if (e->in_kernel && e->kleft > 0.0 && (wd = pair (e, r)->wait_during) > 0.0) {
@@ -362,7 +390,9 @@ idle_step (SgSimEngine *e)
 static bool
 kernel_step (SgSimEngine *e, SgNodeId hider)
 {
-  const SgPairRates *kr = e->rates + e->kslot; /* row r's pair: kr[r * n_slots] */
+  /* row r's pair: kr[rent[r] * n_slots] */
+  const SgPairRates *kr = e->memo->rates + e->kslot;
+  const int32_t *rent = e->rent;
   const size_t ns = (size_t)e->n_slots;
   /* In one pass, the kernel's rate and the first running collective to
    * end alone (the earliest end; of equal ends, the first group's). The
@@ -378,13 +408,14 @@ kernel_step (SgSimEngine *e, SgNodeId hider)
     int32_t h = e->ghead[grp];
     if (h < 0)
       continue;
-    const double kx = kr[(size_t)h * ns].kernel_x;
+    const SgPairRates *hr = &kr[(size_t)rent[h] * ns];
+    const double kx = hr->kernel_x;
     if (e->hold[grp]) {
       x = MAX (x, 1.0 + e->held_scale * (kx - 1.0));
       continue;
     }
     x = MAX (x, kx);
-    double t = e->rem[h] * kr[(size_t)h * ns].comm_x;
+    double t = e->rem[h] * hr->comm_x;
     if (t < first) {
       first = t;
       who = grp;
@@ -415,7 +446,7 @@ kernel_step (SgSimEngine *e, SgNodeId hider)
     int32_t h = e->ghead[grp];
     if (h < 0 || e->hold[grp])
       continue;
-    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / kr[(size_t)h * ns].comm_x;
+    e->rem[h] = grp == who ? 0.0 : e->rem[h] - best / kr[(size_t)rent[h] * ns].comm_x;
     if (hides) {
       SgCollRow *row = &e->rows[h];
       row->overlap_us += best;
@@ -503,6 +534,37 @@ sg_eng_entry_rates (const SgSimEngine *e, int32_t at)
   return &e->memo->rates[(size_t)at * (size_t)e->memo->n_slots];
 }
 
+const SgPairRates *
+sg_eng_row_rates (const SgSimEngine *e, int32_t r)
+{
+  g_return_val_if_fail (r >= 0 && r < e->n_rows, NULL);
+  return row_rates (e, r);
+}
+
+int32_t
+sg_eng_adopt_entry (SgSimEngine *dst, const SgSimEngine *src, int32_t at)
+{
+  const SgRatesMemo *sm = src->memo;
+  SgRatesMemo *m = dst->memo;
+  g_return_val_if_fail (at >= 0 && at < sm->used && m->n_slots == sm->n_slots, -1);
+  const SgRatesKey *k = &sm->keys[at];
+  if (at < m->used && sg_rates_key_equal (&m->keys[at], k))
+    return at; /* numbered alike (as the list scheduler's and most engines' are) */
+  if (2 * (m->used + 1) > m->cap)
+    memo_grow (m);
+  uint32_t slot;
+  int32_t to = memo_find (m, k, &slot);
+  if (to < 0) {
+    to = m->used++;
+    m->keys[to] = *k;
+    m->slot_of[slot] = to;
+    memcpy (&m->rates[(size_t)to * (size_t)m->n_slots], &sm->rates[(size_t)at * (size_t)m->n_slots],
+            sizeof (SgPairRates) * (size_t)m->n_slots);
+    m->wnext[to] = sm->wnext[at];
+  }
+  return to;
+}
+
 int32_t
 sg_eng_issue (SgSimEngine *e, SgNodeId c)
 {
@@ -513,7 +575,9 @@ int32_t
 sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at)
 {
   const SgNode *n = &e->g->nodes[c];
-  g_return_val_if_fail (e->n_rows < e->cap_rows && n->group >= 0 && n->group < e->n_groups, -1);
+  g_return_val_if_fail (e->n_rows < e->cap_rows && n->group >= 0 && n->group < e->n_groups
+                            && at >= 0 && at < e->memo->used,
+                        -1);
   int32_t r = e->n_rows++;
   SgCollRow *row = &e->rows[r];
   memset (row, 0, sizeof *row);
@@ -525,9 +589,7 @@ sg_eng_issue_entry (SgSimEngine *e, SgNodeId c, int32_t at)
   row->status = SG_EXPOSURE_HIDDEN;
   e->rem[r] = row->est_us;
   e->fin[r] = 0;
-  SgPairRates *pr = &e->rates[(size_t)r * (size_t)e->n_slots];
-  memcpy (pr, sg_eng_entry_rates (e, at), sizeof *pr * (size_t)e->n_slots);
-  e->wnext[r] = e->memo->wnext[at];
+  e->rent[r] = at;
   e->rnext[r] = -1;
   e->row_of[c] = r;
   int32_t grp = n->group;
@@ -614,7 +676,7 @@ sg_eng_would_hold (const SgSimEngine *e, double work, int32_t slot)
     return false;
   for (int32_t grp = 0; grp < e->n_groups; grp++)
     if (e->hold[grp] == SG_HOLD_NEXT
-        && e->rates[(size_t)e->ghead[grp] * (size_t)e->n_slots + (size_t)slot].wait_before > 0.0)
+        && row_rates (e, e->ghead[grp])[slot].wait_before > 0.0)
       return true;
   return false;
 }

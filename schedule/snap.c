@@ -13,8 +13,8 @@
  * sg_eng_copy_state gives a second engine an engine's state, for searches
  * that run side by side (polish.c): of the collectives both issued, only
  * those one of them finished or started since are copied (and the queues'
- * links), so a copy costs O(groups + those rows + rows issued since the
- * last copy).
+ * links; a row's rates entry as numbered in the copy's own memo), so a
+ * copy costs O(groups + those rows + rows issued since the last copy).
  * Requires: an engine of sim.c. Invalidates: nothing.
  */
 #include <string.h>
@@ -136,13 +136,13 @@ sg_eng_restore (SgSimEngine *e, const SgEngSnap *s)
 /* sg_eng_copy_state keeps @dst's arrays and what it owns by name (own):
  * a field added to the engine must be listed there when it is one of
  * those, and then this size changed. */
-G_STATIC_ASSERT (sizeof (SgSimEngine) == 256);
+G_STATIC_ASSERT (sizeof (SgSimEngine) == 248);
 
 void
 sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
 {
   g_return_if_fail (dst->g == src->g && dst->n_slots == src->n_slots);
-  size_t ng = (size_t)MAX (src->g->n_groups, 1), ns = (size_t)src->n_slots;
+  size_t ng = (size_t)MAX (src->g->n_groups, 1);
   int32_t from = MIN (*lo, MIN (dst->n_rows, src->n_rows));
   /* Below from the rows are the same collectives, issued alike: those
    * finished in both are alike, and so are those queued in both behind
@@ -168,14 +168,12 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
   if (q < from)
     memcpy (dst->rnext + q, src->rnext + q, (size_t)(from - q) * sizeof *dst->rnext);
   /* From there on, whole rows (a row's rates are its collective's, set at
-   * its issue) */
+   * its issue: @src's memo entry, as numbered in @dst's) */
   for (int32_t r = from; r < dst->n_rows; r++)
     dst->row_of[dst->rows[r].node] = -1;
   for (int32_t r = from; r < src->n_rows; r++) {
-    if (r >= dst->n_rows || dst->rows[r].node != src->rows[r].node) {
-      memcpy (dst->rates + (size_t)r * ns, src->rates + (size_t)r * ns, ns * sizeof *dst->rates);
-      dst->wnext[r] = src->wnext[r];
-    }
+    if (r >= dst->n_rows || dst->rows[r].node != src->rows[r].node)
+      dst->rent[r] = sg_eng_adopt_entry (dst, src, src->rent[r]);
     dst->row_of[src->rows[r].node] = r;
   }
   copy_rows (to_rows, from, from_rows, from, (size_t)(src->n_rows - from));
@@ -188,8 +186,7 @@ sg_eng_copy_state (SgSimEngine *dst, const SgSimEngine *src, int32_t *lo)
   dst->gtail = own.gtail;
   dst->rnext = own.rnext;
   dst->rem = own.rem;
-  dst->rates = own.rates;
-  dst->wnext = own.wnext;
+  dst->rent = own.rent;
   dst->fin = own.fin;
   dst->rows = own.rows;
   dst->cap_rows = own.cap_rows;
