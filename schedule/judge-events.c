@@ -13,7 +13,10 @@
  * compute node's whole event is the previous graph's for its origin (found
  * where the last one was found, or where the alignment last saw it) while
  * its cost is the same bit for bit (ev_reuse), without looking at its kind,
- * kept slot or class again.
+ * kept slot or class again; so is, in a run of such nodes at one shift, a
+ * base collective's whose bytes are its own output's (its rates entry the
+ * same) and a base wait's that waits for the same base collective at that
+ * shift (ev_copy_other).
  * The events are made in ranges of nodes on the judge's pool, or in one,
  * with the same results (below). Each event is compared with the previous
  * graph's for their longest common prefix.
@@ -185,6 +188,7 @@ ev_in_order (SgSimJudge *j, const SgGraph *g, SgNodeId x, const SgNodeId *orig, 
  * kept, bit for bit (a node of a class of free nodes keeps 0 and matches
  * only at 0). */
 typedef struct {
+  const SgGraph *g;
   const SgNodeId *orig, *prev_orig, *at;
   const SgJudgeEv *prev_ev;
   const SgNode *nodes;
@@ -214,11 +218,51 @@ ev_reuse (const Reuse U, SgNodeId x, int32_t *d, SgJudgeEv *v)
   return true;
 }
 
-/* From @x on (below @end), the base compute nodes whose events ev_reuse
- * finds at the shift @d, in one go: copied, their costs summed in id
- * order; returns the first node that is not one. */
+/* Base node @x's event when the previous graph's @r, of the same origin,
+ * is a collective's or a wait's, into @v; false when it must be made.
+ * A collective's event is a function of its kind, group, solo cost and
+ * rates key (kind, group, group size, bytes, transport), the same for
+ * one origin (judge.c's Requires) when its cost is the same bit for bit
+ * and its bytes are its own output's, not an input's (a reduce-scatter
+ * or coalesced one) nor a permute's transport (its entry is then the same
+ * row of the memo, which only grows). A wait's is the same when it waits
+ * for the same base collective at the same shift @d (its cost is 0, its
+ * collective's role that of the base node's kind); its own est_us must
+ * still be a cost (ev_make's check). */
+G_ALWAYS_INLINE static inline bool
+ev_copy_other (const Reuse U, SgNodeId x, int32_t d, const SgJudgeEv *r, SgJudgeEv *v)
+{
+  const SgNode *nd = &U.nodes[x];
+  const double est = nd->est_us;
+  if (r->role == SG_ROLE_COLL) {
+    const SgOpKind kind = nd->kind;
+    if (memcmp (&est, &r->cost, sizeof est) != 0 || kind == SG_OP_COLLECTIVE_PERMUTE
+        || kind == SG_OP_REDUCE_SCATTER || sg_op_is_coalesced (kind))
+      return false;
+    *v = *r;
+    return true;
+  }
+  if (r->aux < 0 || !sg_sim_cost_ok (est))
+    return false;
+  /* at the shift @d: the event then equals @r (the common prefix, d = 0,
+   * is found on that) */
+  const SgNodeId c = sg_node_wait_target (U.g, x);
+  if (c != r->aux - d || c < 0 || U.orig[c] < 0 || U.orig[c] != U.prev_orig[r->aux])
+    return false;
+  *v = *r;
+  v->aux = c;
+  return true;
+}
+
+/* From @x on (below @end), the base nodes whose events the previous graph
+ * holds at the shift @d, in one go: a compute node's while its cost is the
+ * same bit for bit (ev_reuse), a collective's or a wait's as
+ * ev_copy_other says; their costs summed in id order into *@compute and
+ * *@comm, the collectives counted in *@n_coll; returns the first node that
+ * is not one. */
 G_ALWAYS_INLINE static inline SgNodeId
-ev_copy_run (const Reuse U, SgNodeId x, SgNodeId end, int32_t d, SgJudgeEv *ev, double *compute)
+ev_copy_run (const Reuse U, SgNodeId x, SgNodeId end, int32_t d, SgJudgeEv *ev, double *compute,
+             double *comm, int32_t *n_coll)
 {
   if (x + d < 0)
     return x;
@@ -227,12 +271,22 @@ ev_copy_run (const Reuse U, SgNodeId x, SgNodeId end, int32_t d, SgJudgeEv *ev, 
   for (; x < end; x++) {
     const SgNodeId o = U.orig[x];
     const SgJudgeEv *r = &U.prev_ev[x + d];
-    const double est = U.nodes[x].est_us;
-    if (o < 0 || U.prev_orig[x + d] != o || r->role != SG_ROLE_COMPUTE
-        || memcmp (&est, &r->cost, sizeof est) != 0)
+    if (o < 0 || U.prev_orig[x + d] != o)
       break;
-    ev[x] = *r;
-    sum += r->cost;
+    if (r->role == SG_ROLE_COMPUTE) {
+      const double est = U.nodes[x].est_us;
+      if (memcmp (&est, &r->cost, sizeof est) != 0)
+        break;
+      ev[x] = *r;
+      sum += r->cost;
+      continue;
+    }
+    if (!ev_copy_other (U, x, d, r, &ev[x]))
+      break;
+    if (r->role == SG_ROLE_COLL) {
+      *comm += r->cost;
+      ++*n_coll;
+    }
   }
   *compute = sum;
   return x;
@@ -311,13 +365,13 @@ sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
   double compute = 0.0, comm = 0.0;
   bool later;
   int32_t d = 0; /* where the previous graph's events were last found */
-  const Reuse U = { J->orig, J->prev_orig, J->j->at, J->prev->ev, J->g->nodes, J->prev->n,
+  const Reuse U = { J->g, J->orig, J->prev_orig, J->j->at, J->prev->ev, J->g->nodes, J->prev->n,
                     J->j->n_at };
   SgNodeId x = a;
   /* up to the first difference from the previous graph's events */
   for (const int32_t m = MIN (b, J->m); x < m; x++) {
     /* at the same places the copied events are the previous ones */
-    if (J->prev_orig && d == 0 && (x = ev_copy_run (U, x, m, 0, ev, &compute)) == m)
+    if (J->prev_orig && d == 0 && (x = ev_copy_run (U, x, m, 0, ev, &compute, &comm, &out->n_coll)) == m)
       break;
     if (J->prev_orig && ev_reuse (U, x, &d, &ev[x])) {
       compute += ev[x].cost;
@@ -331,7 +385,7 @@ sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
     }
   }
   for (; x < b; x++) {
-    if (J->prev_orig && (x = ev_copy_run (U, x, b, d, ev, &compute)) == b)
+    if (J->prev_orig && (x = ev_copy_run (U, x, b, d, ev, &compute, &comm, &out->n_coll)) == b)
       break;
     if (J->prev_orig && ev_reuse (U, x, &d, &ev[x]))
       compute += ev[x].cost;
