@@ -14,9 +14,10 @@
  * where the last one was found, or where the alignment last saw it) while
  * its cost is the same bit for bit (ev_reuse), without looking at its kind,
  * kept slot or class again; so is, in a run of such nodes at one shift, a
- * base collective's whose bytes are its own output's (its rates entry the
- * same) and a base wait's that waits for the same base collective at that
- * shift (ev_copy_other).
+ * base collective's of the same cost whose rates entry is the same (its
+ * bytes its own output's, or a reduce-scatter's input's origin the one it
+ * kept), and a base wait's with the collective it waits for now
+ * (ev_copy_other).
  * The events are made in ranges of nodes on the judge's pool, or in one,
  * with the same results (below). Each event is compared with the previous
  * graph's for their longest common prefix.
@@ -189,6 +190,7 @@ ev_in_order (SgSimJudge *j, const SgGraph *g, SgNodeId x, const SgNodeId *orig, 
  * only at 0). */
 typedef struct {
   const SgGraph *g;
+  const SgJudgeKept *kept;
   const SgNodeId *orig, *prev_orig, *at;
   const SgJudgeEv *prev_ev;
   const SgNode *nodes;
@@ -218,17 +220,26 @@ ev_reuse (const Reuse U, SgNodeId x, int32_t *d, SgJudgeEv *v)
   return true;
 }
 
+/* The aux of wait @x's event: the collective it waits for, or -1. */
+static inline int32_t
+wait_aux (const SgGraph *g, SgNodeId x)
+{
+  const SgNodeId c = sg_node_wait_target (g, x);
+  return c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL ? c : -1;
+}
+
 /* Base node @x's event when the previous graph's @r, of the same origin,
  * is a collective's or a wait's, into @v; false when it must be made.
  * A collective's event is a function of its kind, group, solo cost and
  * rates key (kind, group, group size, bytes, transport), the same for
  * one origin (judge.c's Requires) when its cost is the same bit for bit
- * and its bytes are its own output's, not an input's (a reduce-scatter
- * or coalesced one) nor a permute's transport (its entry is then the same
- * row of the memo, which only grows). A wait's is the same when it waits
- * for the same base collective at the same shift @d (its cost is 0, its
- * collective's role that of the base node's kind); its own est_us must
- * still be a cost (ev_make's check). */
+ * and its bytes are its own output's, or a reduce-scatter's input's of
+ * the origin it kept (kept_entry_of, for the entry @r holds), not a
+ * permute's nor a coalesced one's (its entry is then the same row of the
+ * memo, which only grows). A wait's is @r's (role, cost 0) but for the
+ * collective it waits for (wait_aux), and its own est_us must still be a
+ * cost (ev_make's check). At the shift @d = 0 (the common prefix is found
+ * on that) the event must equal @r. */
 G_ALWAYS_INLINE static inline bool
 ev_copy_other (const Reuse U, SgNodeId x, int32_t d, const SgJudgeEv *r, SgJudgeEv *v)
 {
@@ -237,20 +248,23 @@ ev_copy_other (const Reuse U, SgNodeId x, int32_t d, const SgJudgeEv *r, SgJudge
   if (r->role == SG_ROLE_COLL) {
     const SgOpKind kind = nd->kind;
     if (memcmp (&est, &r->cost, sizeof est) != 0 || kind == SG_OP_COLLECTIVE_PERMUTE
-        || kind == SG_OP_REDUCE_SCATTER || sg_op_is_coalesced (kind))
+        || sg_op_is_coalesced (kind))
       return false;
+    if (kind == SG_OP_REDUCE_SCATTER) {
+      const SgJudgeKept *k = &U.kept[U.orig[x]];
+      if (k->aux != r->aux || !kept_entry_of (k, U.g, x, U.orig))
+        return false;
+    }
     *v = *r;
     return true;
   }
-  if (r->aux < 0 || !sg_sim_cost_ok (est))
+  if (!sg_sim_cost_ok (est))
     return false;
-  /* at the shift @d: the event then equals @r (the common prefix, d = 0,
-   * is found on that) */
-  const SgNodeId c = sg_node_wait_target (U.g, x);
-  if (c != r->aux - d || c < 0 || U.orig[c] < 0 || U.orig[c] != U.prev_orig[r->aux])
+  const int32_t aux = wait_aux (U.g, x);
+  if (d == 0 && aux != r->aux)
     return false;
   *v = *r;
-  v->aux = c;
+  v->aux = aux;
   return true;
 }
 
@@ -316,9 +330,7 @@ ev_make (const SgJudgeEvJob *J, const SgJudgeKept *kept, SgNodeId x, SgJudgeEv *
     else
       *later = true;
   } else if (v->role == SG_ROLE_WAIT) {
-    SgNodeId c = sg_node_wait_target (g, x);
-    if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
-      v->aux = c;
+    v->aux = wait_aux (g, x);
   } else {
     *compute += v->cost;
     if (v->cost > 0.0) {
@@ -365,7 +377,7 @@ sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
   double compute = 0.0, comm = 0.0;
   bool later;
   int32_t d = 0; /* where the previous graph's events were last found */
-  const Reuse U = { J->g, J->orig, J->prev_orig, J->j->at, J->prev->ev, J->g->nodes, J->prev->n,
+  const Reuse U = { J->g, J->j->kept, J->orig, J->prev_orig, J->j->at, J->prev->ev, J->g->nodes, J->prev->n,
                     J->j->n_at };
   SgNodeId x = a;
   /* up to the first difference from the previous graph's events */
