@@ -260,15 +260,18 @@ live_id_order (const LiveJob *L, SgLiveScratch *w, LiveRange *out)
   w->ids_clean = false; /* until the pass ends */
   uint64_t total = 0;
   *out = (LiveRange){ 0 };
+  const SgNodeId *inputs = (const SgNodeId *)(const void *)g->inputs->data;
   for (SgNodeId u = n - 1; u >= 0; u--) {
-    const SgNodeId c = sg_node_wait_target (g, u);
-    if (c != SG_NO_NODE)
+    const SgNode *nd = &nodes[u];
+    const uint32_t k = nd->n_in;
+    const SgNodeId *in = k > 0 ? inputs + nd->in_first : NULL;
+    if (nd->kind == SG_OP_WAIT && k > 0) {
+      const SgNodeId c = sg_node_wait_target (g, u);
       wait_at[c] = u; /* going down: the first wait is the last seen */
-    const SgNodeOp op = nodes[u].op;
+    }
+    const SgNodeOp op = nd->op;
     const int32_t t = op == SG_NODE_OUTPUT ? n - 1 : MAX (u, wait_at[u]);
     wait_at[u] = -1;
-    uint32_t k;
-    const SgNodeId *in = sg_node_inputs (g, u, &k);
     for (uint32_t j = 0; j < k; j++)
       raise_to (&last[root[in[j]]], t, false);
     if (root[u] != u) {

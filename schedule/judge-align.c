@@ -26,8 +26,15 @@ int32_t
 sg_judge_map (const SgSimJudge *j, int32_t y)
 {
   int32_t lo = 0, hi = j->n_segs; /* the last segment starting at or before y */
-  if (hi > 0 && j->segs[hi - 1].r <= y)
-    lo = hi - 1; /* most often the last one, nearest */
+  /* most often one of the last ones, nearest: bounds from the end, in
+   * steps that double, then halved */
+  for (int32_t step = 1, at = hi - 1; at >= 0; step *= 2, at = hi - step) {
+    if (j->segs[at].r <= y) {
+      lo = at;
+      break;
+    }
+    hi = at;
+  }
   while (hi - lo > 1) {
     int32_t mid = (lo + hi) / 2;
     if (j->segs[mid].r <= y)

@@ -13,7 +13,11 @@
  * compute node's whole event is the previous graph's for its origin (found
  * where the last one was found, or where the alignment last saw it) while
  * its cost is the same bit for bit (ev_reuse), without looking at its kind,
- * kept slot or class again.
+ * kept slot or class again; so is, in a run of such nodes at one shift, a
+ * base collective's of the same cost whose rates entry is the same (its
+ * bytes its own output's, or a reduce-scatter's input's origin the one it
+ * kept), and a base wait's with the collective it waits for now
+ * (ev_copy_other).
  * The events are made in ranges of nodes on the judge's pool, or in one,
  * with the same results (below). Each event is compared with the previous
  * graph's for their longest common prefix.
@@ -185,6 +189,8 @@ ev_in_order (SgSimJudge *j, const SgGraph *g, SgNodeId x, const SgNodeId *orig, 
  * kept, bit for bit (a node of a class of free nodes keeps 0 and matches
  * only at 0). */
 typedef struct {
+  const SgGraph *g;
+  const SgJudgeKept *kept;
   const SgNodeId *orig, *prev_orig, *at;
   const SgJudgeEv *prev_ev;
   const SgNode *nodes;
@@ -214,11 +220,63 @@ ev_reuse (const Reuse U, SgNodeId x, int32_t *d, SgJudgeEv *v)
   return true;
 }
 
-/* From @x on (below @end), the base compute nodes whose events ev_reuse
- * finds at the shift @d, in one go: copied, their costs summed in id
- * order; returns the first node that is not one. */
+/* The aux of wait @x's event: the collective it waits for, or -1. */
+static inline int32_t
+wait_aux (const SgGraph *g, SgNodeId x)
+{
+  const SgNodeId c = sg_node_wait_target (g, x);
+  return c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL ? c : -1;
+}
+
+/* Base node @x's event when the previous graph's @r, of the same origin,
+ * is a collective's or a wait's, into @v; false when it must be made.
+ * A collective's event is a function of its kind, group, solo cost and
+ * rates key (kind, group, group size, bytes, transport), the same for
+ * one origin (judge.c's Requires) when its cost is the same bit for bit
+ * and its bytes are its own output's, or a reduce-scatter's input's of
+ * the origin it kept (kept_entry_of, for the entry @r holds), not a
+ * permute's nor a coalesced one's (its entry is then the same row of the
+ * memo, which only grows). A wait's is @r's (role, cost 0) but for the
+ * collective it waits for (wait_aux), and its own est_us must still be a
+ * cost (ev_make's check). At the shift @d = 0 (the common prefix is found
+ * on that) the event must equal @r. */
+G_ALWAYS_INLINE static inline bool
+ev_copy_other (const Reuse U, SgNodeId x, int32_t d, const SgJudgeEv *r, SgJudgeEv *v)
+{
+  const SgNode *nd = &U.nodes[x];
+  const double est = nd->est_us;
+  if (r->role == SG_ROLE_COLL) {
+    const SgOpKind kind = nd->kind;
+    if (memcmp (&est, &r->cost, sizeof est) != 0 || kind == SG_OP_COLLECTIVE_PERMUTE
+        || sg_op_is_coalesced (kind))
+      return false;
+    if (kind == SG_OP_REDUCE_SCATTER) {
+      const SgJudgeKept *k = &U.kept[U.orig[x]];
+      if (k->aux != r->aux || !kept_entry_of (k, U.g, x, U.orig))
+        return false;
+    }
+    *v = *r;
+    return true;
+  }
+  if (!sg_sim_cost_ok (est))
+    return false;
+  const int32_t aux = wait_aux (U.g, x);
+  if (d == 0 && aux != r->aux)
+    return false;
+  *v = *r;
+  v->aux = aux;
+  return true;
+}
+
+/* From @x on (below @end), the base nodes whose events the previous graph
+ * holds at the shift @d, in one go: a compute node's while its cost is the
+ * same bit for bit (ev_reuse), a collective's or a wait's as
+ * ev_copy_other says; their costs summed in id order into *@compute and
+ * *@comm, the collectives counted in *@n_coll; returns the first node that
+ * is not one. */
 G_ALWAYS_INLINE static inline SgNodeId
-ev_copy_run (const Reuse U, SgNodeId x, SgNodeId end, int32_t d, SgJudgeEv *ev, double *compute)
+ev_copy_run (const Reuse U, SgNodeId x, SgNodeId end, int32_t d, SgJudgeEv *ev, double *compute,
+             double *comm, int32_t *n_coll)
 {
   if (x + d < 0)
     return x;
@@ -227,12 +285,22 @@ ev_copy_run (const Reuse U, SgNodeId x, SgNodeId end, int32_t d, SgJudgeEv *ev, 
   for (; x < end; x++) {
     const SgNodeId o = U.orig[x];
     const SgJudgeEv *r = &U.prev_ev[x + d];
-    const double est = U.nodes[x].est_us;
-    if (o < 0 || U.prev_orig[x + d] != o || r->role != SG_ROLE_COMPUTE
-        || memcmp (&est, &r->cost, sizeof est) != 0)
+    if (o < 0 || U.prev_orig[x + d] != o)
       break;
-    ev[x] = *r;
-    sum += r->cost;
+    if (r->role == SG_ROLE_COMPUTE) {
+      const double est = U.nodes[x].est_us;
+      if (memcmp (&est, &r->cost, sizeof est) != 0)
+        break;
+      ev[x] = *r;
+      sum += r->cost;
+      continue;
+    }
+    if (!ev_copy_other (U, x, d, r, &ev[x]))
+      break;
+    if (r->role == SG_ROLE_COLL) {
+      *comm += r->cost;
+      ++*n_coll;
+    }
   }
   *compute = sum;
   return x;
@@ -262,9 +330,7 @@ ev_make (const SgJudgeEvJob *J, const SgJudgeKept *kept, SgNodeId x, SgJudgeEv *
     else
       *later = true;
   } else if (v->role == SG_ROLE_WAIT) {
-    SgNodeId c = sg_node_wait_target (g, x);
-    if (c != SG_NO_NODE && sg_sched_role (&g->nodes[c]) == SG_ROLE_COLL)
-      v->aux = c;
+    v->aux = wait_aux (g, x);
   } else {
     *compute += v->cost;
     if (v->cost > 0.0) {
@@ -311,13 +377,13 @@ sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
   double compute = 0.0, comm = 0.0;
   bool later;
   int32_t d = 0; /* where the previous graph's events were last found */
-  const Reuse U = { J->orig, J->prev_orig, J->j->at, J->prev->ev, J->g->nodes, J->prev->n,
+  const Reuse U = { J->g, J->j->kept, J->orig, J->prev_orig, J->j->at, J->prev->ev, J->g->nodes, J->prev->n,
                     J->j->n_at };
   SgNodeId x = a;
   /* up to the first difference from the previous graph's events */
   for (const int32_t m = MIN (b, J->m); x < m; x++) {
     /* at the same places the copied events are the previous ones */
-    if (J->prev_orig && d == 0 && (x = ev_copy_run (U, x, m, 0, ev, &compute)) == m)
+    if (J->prev_orig && d == 0 && (x = ev_copy_run (U, x, m, 0, ev, &compute, &comm, &out->n_coll)) == m)
       break;
     if (J->prev_orig && ev_reuse (U, x, &d, &ev[x])) {
       compute += ev[x].cost;
@@ -331,7 +397,7 @@ sg_judge_events_range (gpointer data, int32_t task, int32_t worker)
     }
   }
   for (; x < b; x++) {
-    if (J->prev_orig && (x = ev_copy_run (U, x, b, d, ev, &compute)) == b)
+    if (J->prev_orig && (x = ev_copy_run (U, x, b, d, ev, &compute, &comm, &out->n_coll)) == b)
       break;
     if (J->prev_orig && ev_reuse (U, x, &d, &ev[x]))
       compute += ev[x].cost;

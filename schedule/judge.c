@@ -36,7 +36,8 @@
  * (kind, SM count and cost; kind, group, group size and the input's
  * origin) is the same, instead of being looked up again in every trial,
  * and a base compute node's whole event is the previous trial's for its
- * origin while its cost is the same. The liveness is that of the id order
+ * origin while its cost is the same (a collective's and a wait's too, while
+ * the same: judge-events.c). The liveness is that of the id order
  * (graph/liveness.c: one reverse pass, no positions).
  * The run places each node from its event (sg_eng_place_as, with the
  * rates entry or kernel slot it holds), the same engine operations as

@@ -6,7 +6,9 @@
  * keeps of the base nodes across trials (kernel slots, collective rates)
  * is not reused once their costs or inputs differ (a reduce_scatter that
  * reads another base node: its rates differ while its event's cost does
- * not, so a reused entry would go unnoticed); a node without a cost fails
+ * not, so a reused entry would go unnoticed), nor is a base wait's or
+ * collective's event once its collective or its cost differs; a node
+ * without a cost fails
  * it with its name, and the graphs after it are judged exactly; with
  * pools of several sizes (the events in ranges of nodes) the totals and
  * skipped runs are those of a judge without one.
@@ -537,6 +539,69 @@ START_TEST (a_base_node_event_is_reused_only_while_its_cost_is_the_same)
 }
 END_TEST
 
+/* A base wait's or collective's event is the previous trial's for its
+ * origin (judge-events.c) only while it is the same: a trial whose wait
+ * waits for another collective (a short one issued first instead of a
+ * long one: the compute behind the wait starts earlier), whose collective
+ * costs more, or whose wait has no cost (the judge fails, naming it),
+ * each after a trial of the base graph, is judged exactly. A copied
+ * event would equal the last trial's, and the judge would answer with the
+ * last trial's run. */
+START_TEST (a_base_wait_or_collective_event_is_copied_only_while_the_same)
+{
+  g_autoptr (SgGraph) g = tb_new (2);
+  tb_group (g, "0", 2, 0, 1);
+  tb_input (g, "x", "bfloat16", 2, 32, 16);
+  tb_input (g, "y", "bfloat16", 2, 32, 16);
+  tb_cost (g, tb_all_reduce (g, "short", "y", "0"), 50);
+  tb_cost (g, tb_all_reduce (g, "long", "x", "0"), 300);
+  tb_wait (g, "w", "long");
+  tb_cost (g, tb_mm (g, "mm", "w", "w"), 100);
+  tb_wait (g, "w2", "short");
+  char prev[16] = "mm", name[16];
+  for (int i = 0; i < 100; i++) {
+    g_snprintf (name, sizeof name, "r%d", i);
+    tb_cost (g, tb_pointwise (g, name, "aten.relu.default", prev, NULL), 1);
+    memcpy (prev, name, sizeof prev);
+  }
+  tb_output (g, 2, prev, "w2");
+  st_estimate (g, 0.0, 1.0, 1.0);
+  const SgNodeId lng = sg_graph_lookup (g, "long"), shrt = sg_graph_lookup (g, "short");
+  g_autoptr (SgSimJudge) j = sg_sim_judge_new ();
+  SgRewrite *rw = sg_rewrite_new (g);
+  double steps[6];
+  for (int t = 0; t < 6; t++) {
+    sg_rewrite_reset (rw);
+    if (t == 1)
+      sg_rewrite_replace_uses (rw, lng, shrt); /* w waits for the short one */
+    SgGraph *tg = sg_rewrite_trial (rw, NULL);
+    ck_assert_ptr_nonnull (tg);
+    const SgNodeId tl = sg_graph_lookup (tg, "long"), tw = sg_graph_lookup (tg, "w");
+    if (t == 3)
+      tg->nodes[tl].est_us *= 2.0;
+    if (t == 5)
+      tg->nodes[tw].est_us = NAN;
+    SgSimTotals got;
+    GError *err = NULL;
+    if (t == 5) {
+      ck_assert (!sg_sim_judge_totals (j, tg, NULL, NULL, &got, &err));
+      ck_assert (err && strstr (err->message, "w"));
+      g_error_free (err);
+      sg_graph_free (tg);
+      continue;
+    }
+    assert_judged_exactly (j, tg, 0, t);
+    ck_assert (sg_sim_judge_totals (j, tg, NULL, NULL, &got, NULL));
+    steps[t] = got.step_us;
+    sg_graph_free (tg);
+  }
+  /* the wait's collective and the collective's cost matter here */
+  ck_assert_double_ne (steps[0], steps[1]);
+  ck_assert_double_ne (steps[2], steps[3]);
+  sg_rewrite_free (rw);
+}
+END_TEST
+
 int
 main (void)
 {
@@ -548,6 +613,7 @@ main (void)
                            a_node_without_a_cost_fails_the_judge_which_stays_exact,
                            a_judge_with_a_pool_gives_the_same_totals,
                            the_judge_in_ranges_gives_the_same_totals_with_pools_of_1_2_3_8,
-                           a_base_node_event_is_reused_only_while_its_cost_is_the_same };
+                           a_base_node_event_is_reused_only_while_its_cost_is_the_same,
+                           a_base_wait_or_collective_event_is_copied_only_while_the_same };
   return st_run ("judge", 300, tests, G_N_ELEMENTS (tests));
 }
