@@ -428,6 +428,10 @@ void *sg_rw_work_clean (SgRewrite *rw, int slot, size_t bytes, int byte);
  * rewrite-stash.c's replays). */
 const char *sg_rewrite_keep_name (SgRewrite *rw, const char *name);
 
+/* rewrite-names.c: unique names for @rw's added nodes, interned in its
+ * graph, into @nodes (laid out: added node j at @new_id[n0 + j]). */
+void sg_rw_name_added (SgRewrite *rw, SgNode *nodes, const SgNodeId *new_id);
+
 /* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
 void sg_rewrite_trial_release (SgGraph *trial);
 
