@@ -104,15 +104,14 @@ sg_rw_name_added (SgRewrite *rw, SgNode *nodes, const SgNodeId *new_id)
   g_autoptr (GHashTable) added = g_hash_table_new (g_str_hash, g_str_equal);
   for (guint j = 0; j < rw->nodes->len; j++) {
     SgNodeId nid = new_id[rw->n0 + (int32_t)j];
-    const char *want = g_array_index (rw->nodes, SgNode, j).name;
-    char *name = g_strdup (want);
+    const char *want = g_array_index (rw->nodes, SgNode, j).name, *name = want;
+    g_autofree char *made = NULL; /* a name with a number: made only then */
     for (int i = 1; g_hash_table_contains (added, name) || g_hash_table_contains (base, name);
          i++) {
-      g_free (name);
-      name = g_strdup_printf ("%s_%d", want, i);
+      g_free (made);
+      name = made = g_strdup_printf ("%s_%d", want, i);
     }
     const char *interned = g_string_chunk_insert (g->strings, name);
-    g_free (name);
     g_hash_table_add (added, (gpointer)interned);
     if (nid != SG_NO_NODE)
       nodes[nid].name = interned;
