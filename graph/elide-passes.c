@@ -125,6 +125,10 @@ scan_task (gpointer data, int32_t r, int32_t worker)
   const uint8_t *kf = x->kf;
   const SgNode *nd = nodes + a;
   SgNodeId *const end = reader + b;
+  /* room for every node of the range to be a copy; trimmed after */
+  const guint had = copies->len;
+  g_array_set_size (copies, had + (guint)(b - a));
+  SgNodeId *const copy0 = (SgNodeId *)(void *)copies->data, *cp = copy0 + had;
   for (SgNodeId *rd = reader + a; rd < end; rd++, nd++) {
     const uint8_t f = kf[nd->kind];
     if (G_LIKELY (!(f & (K_COPY | K_COLL)))) { /* most nodes: the entry only */
@@ -134,7 +138,7 @@ scan_task (gpointer data, int32_t r, int32_t worker)
     const SgNodeId v = (SgNodeId)(rd - reader);
     const SgOpKind kind = nd->kind;
     if (f & K_COPY) {
-      g_array_append_val (copies, v);
+      *cp++ = v;
       reader[v] = x->group_root[v] = -1;
     } else {
       reader[v] = plain_entry (f, nd, inputs);
@@ -146,6 +150,7 @@ scan_task (gpointer data, int32_t r, int32_t worker)
       g_array_append_vals (rg->pairs, pair, 2);
     }
   }
+  g_array_set_size (copies, (guint)(cp - copy0));
 }
 
 /* The copies, and the readers the decisions need, from one pass over

@@ -377,6 +377,12 @@ struct SgRewrite {
   int32_t same_prefix;         /* places from 0 of the last layout's order that hold
                                 * the nodes the one before held (rewrite-reuse.c) */
   int32_t laid_kept;           /* of them, where it kept the one before's nodes */
+  /* Places from 0 where the PMAX and SMIN slots (@keys_synced), and the
+   * ORDER slot (@order_synced), hold what their LAST_ slots hold (the last
+   * layout copied them so), while the slots' sizes are @synced_size
+   * (rewrite-reuse.c) */
+  int32_t keys_synced, order_synced;
+  size_t synced_size[3];
   int8_t base_costed;          /* every base node has its cost: 1, not: -1, unknown: 0 */
   SgNodeId *result_id;         /* rewrite id -> id in the last trial or commit
                                 * (work[SG_RW_NEW_ID]) */
@@ -421,6 +427,10 @@ void *sg_rw_work_clean (SgRewrite *rw, int slot, size_t bytes, int byte);
  * or rolled back to before it (added nodes' names, sg_rewrite_add and
  * rewrite-stash.c's replays). */
 const char *sg_rewrite_keep_name (SgRewrite *rw, const char *name);
+
+/* rewrite-names.c: unique names for @rw's added nodes, interned in its
+ * graph, into @nodes (laid out: added node j at @new_id[n0 + j]). */
+void sg_rw_name_added (SgRewrite *rw, SgNode *nodes, const SgNodeId *new_id);
 
 /* rewrite.c: frees what a trial graph borrowed (sg_graph_free). */
 void sg_rewrite_trial_release (SgGraph *trial);

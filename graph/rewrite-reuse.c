@@ -10,7 +10,11 @@
  * matched first), puts a window around each between cuts of the last
  * order (every key before a cut below every key after it), orders the
  * windows' nodes (sg_rw_stable_order) and copies the last order between
- * them. A window whose node reads one after it grows to hold both;
+ * them; before the first window only what the arrays being written do
+ * not already hold (the order's slots swap every layout: the one before
+ * the last copied its same prefix into the arrays now written, which
+ * hold it still unless ids were remapped or an array was made anew). A
+ * window whose node reads one after it grows to hold both;
  * windows that still do not hold give way to the whole order. With
  * rw->verify every reused order is checked against the whole order.
  * Mirrors incremental topological ordering with change windows (the
@@ -324,9 +328,11 @@ swap_work (SgRewrite *rw, int slot)
  * at most this many entries, on the rewrite's pool from twice that. */
 #define COPY_PIECE 4096
 
-/* A piece of the last order to copy: entries [@from, @from + @n) to @o. */
+/* A piece of the last order to copy: entries [@from, @from + @n) to @o,
+ * the order's (@order) and the prefix maxima and suffix minima (@keys). */
 typedef struct {
   int32_t from, o, n;
+  bool order, keys;
 } Piece;
 
 typedef struct {
@@ -335,6 +341,15 @@ typedef struct {
   SgNodeId *order;
   int64_t *pmax, *smin;
 } CopyJob;
+
+/* @dst[i] = remap (@src[i]) for i < @n (separate arrays: vectorized). */
+static void
+remap_run (SgNodeId *restrict dst, const SgNodeId *restrict src, int32_t n, SgNodeId map_from,
+           int32_t map_d)
+{
+  for (int32_t i = 0; i < n; i++)
+    dst[i] = src[i] >= map_from ? src[i] - map_d : src[i];
+}
 
 static void
 copy_piece (gpointer data, int32_t t, int32_t worker)
@@ -346,32 +361,67 @@ copy_piece (gpointer data, int32_t t, int32_t worker)
   const Piece *p = &c->pieces[t];
   const SgNodeId *last = rw->work[SG_RW_LAST_ORDER];
   const int64_t *lpmax = rw->work[SG_RW_LAST_PMAX], *lsmin = rw->work[SG_RW_LAST_SMIN];
-  memcpy (c->pmax + p->o, lpmax + p->from, sizeof (int64_t) * (size_t)p->n);
-  memcpy (c->smin + p->o, lsmin + p->from, sizeof (int64_t) * (size_t)p->n);
-  if (x->map_from == G_MAXINT32)
+  if (p->keys) {
+    memcpy (c->pmax + p->o, lpmax + p->from, sizeof (int64_t) * (size_t)p->n);
+    memcpy (c->smin + p->o, lsmin + p->from, sizeof (int64_t) * (size_t)p->n);
+  }
+  if (p->order && x->map_from == G_MAXINT32)
     memcpy (c->order + p->o, last + p->from, sizeof (SgNodeId) * (size_t)p->n);
-  else
-    for (int32_t i = 0; i < p->n; i++)
-      c->order[p->o + i] = remap (x, last[p->from + i]);
+  else if (p->order)
+    remap_run (c->order + p->o, last + p->from, p->n, x->map_from, x->map_d);
+}
+
+static const int synced_slots[3] = { SG_RW_ORDER, SG_RW_PMAX, SG_RW_SMIN };
+
+/* Places from 0 where the prefix maxima and suffix minima (*@keys) and
+ * the order (*@order: 0 when ids are remapped) being made already hold
+ * the last layout's: its same prefix, copied from the one before into
+ * the arrays that are now the LAST_ slots, while no slot was made anew
+ * since. Consumed: 0 until the next sg_rw_keep_last. */
+static void
+synced_prefix (const Ctx *x, int32_t *keys, int32_t *order)
+{
+  SgRewrite *rw = x->rw;
+  bool same = true;
+  for (int i = 0; i < 3; i++)
+    same = same && rw->work_size[synced_slots[i]] == rw->synced_size[i];
+  *keys = same ? rw->keys_synced : 0;
+  *order = same && x->map_from == G_MAXINT32 ? MIN (rw->order_synced, *keys) : 0;
+  rw->keys_synced = rw->order_synced = 0;
+}
+
+/* Pieces of [@from, @to) of the last order to @o on, into @pieces. */
+static void
+add_pieces (GArray *pieces, int32_t from, int32_t to, int32_t o, bool order, bool keys)
+{
+  for (int32_t a = from; a < to; a += COPY_PIECE) {
+    Piece p = { a, o + a - from, MIN (COPY_PIECE, to - a), order, keys };
+    g_array_append_val (pieces, p);
+  }
 }
 
 /* Where each window of @ws goes in the order into @at_w, and, when the
  * last order outside them is reused, that order with its prefix maxima
  * and suffix minima into place between them (in pieces, on the rewrite's
- * pool when long). Returns the order's length. */
+ * pool when long; before the first window only what is not already in
+ * place, synced_prefix). Returns the order's length. */
 static int32_t
 place_windows (const Ctx *x, const Windows *ws, SgNodeId *order, int64_t *pmax, int64_t *smin,
                int32_t *at_w)
 {
   SgRewrite *rw = x->rw;
   g_autoptr (GArray) pieces = g_array_new (FALSE, FALSE, sizeof (Piece));
-  int32_t o = 0, from = 0, copied = 0;
+  int32_t o = 0, from = 0, copied = 0, keys_in, order_in;
+  synced_prefix (x, &keys_in, &order_in);
   for (int32_t k = 0; k <= ws->n; k++) {
     int32_t to = k < ws->n ? ws->w[k].p : rw->last_n;
     if (ws->reuse && to > from) { /* the last order up to the window */
-      for (int32_t a = from; a < to; a += COPY_PIECE) {
-        Piece p = { a, o + a - from, MIN (COPY_PIECE, to - a) };
-        g_array_append_val (pieces, p);
+      if (k == 0) { /* from 0: the order, then all, where not in place */
+        int32_t ko = MIN (keys_in, to), oo = MIN (order_in, ko);
+        add_pieces (pieces, oo, ko, oo, true, false);
+        add_pieces (pieces, ko, to, ko, true, true);
+      } else {
+        add_pieces (pieces, from, to, o, true, true);
       }
       copied += to - from;
       o += to - from;
@@ -482,6 +532,13 @@ sg_rw_keep_last (const Ctx *x, int32_t n)
                                SG_RW_SMIN, SG_RW_ERES };
   for (guint i = 0; i < G_N_ELEMENTS (slots); i++)
     swap_work (rw, slots[i]);
+  /* the same prefix was copied, into the arrays now the LAST_ slots, from
+   * those now the ORDER, PMAX and SMIN ones (the order as it was unless
+   * ids were remapped) */
+  rw->keys_synced = x->same_prefix;
+  rw->order_synced = x->map_from == G_MAXINT32 ? x->same_prefix : 0;
+  for (int i = 0; i < 3; i++)
+    rw->synced_size[i] = rw->work_size[synced_slots[i]];
   GArray *t = rw->touched;
   rw->touched = rw->last_touched;
   rw->last_touched = t;

@@ -407,46 +407,6 @@ sg_rewrite_result_id (const SgRewrite *rw, SgNodeId id)
   return rw->result_id[id];
 }
 
-/* Whether @name is taken: a base node's (@base: @g's names) or an
- * earlier added node's (@added). */
-static bool
-name_taken (const SgGraph *g, const SgNameTable *base, GHashTable *added, const char *name)
-{
-  size_t len = strlen (name);
-  return g_hash_table_contains (added, name)
-         || sg_name_table_find (base, &g->nodes[0].name, sizeof (SgNode), name, len,
-                                sg_name_hash (name, len))
-                != SG_NO_NODE;
-}
-
-/* Unique names for the added nodes, in creation order: as given, else
- * name_1, name_2 ... (no base node, removed or not, or earlier added node
- * has them). Interned in @g. The base names' table is made on the
- * rewrite's pool (sg_name_table_of), not g->by_name one name at a time. */
-static void
-name_added (SgRewrite *rw, SgRewriteLayout *l, const SgNodeId *new_id)
-{
-  SgGraph *g = rw->g;
-  int64_t dups;
-  g_autoptr (SgNameTable) base = sg_name_table_of (g, rw->pool, &dups);
-  g_assert (base); /* every node of a graph has a name */
-  g_autoptr (GHashTable) added = g_hash_table_new (g_str_hash, g_str_equal);
-  for (guint j = 0; j < rw->nodes->len; j++) {
-    SgNodeId nid = new_id[rw->n0 + (int32_t)j];
-    const char *want = g_array_index (rw->nodes, SgNode, j).name;
-    char *name = g_strdup (want);
-    for (int i = 1; name_taken (g, base, added, name); i++) {
-      g_free (name);
-      name = g_strdup_printf ("%s_%d", want, i);
-    }
-    const char *interned = g_string_chunk_insert (g->strings, name);
-    g_free (name);
-    g_hash_table_add (added, (gpointer)interned);
-    if (nid != SG_NO_NODE)
-      l->nodes[nid].name = interned;
-  }
-}
-
 bool
 sg_rewrite_commit (SgRewrite *rw, GError **error)
 {
@@ -457,7 +417,7 @@ sg_rewrite_commit (SgRewrite *rw, GError **error)
     return false;
   SgGraph *g = rw->g;
   g_assert (rw->result_n == n_total (rw));
-  name_added (rw, &l, rw->result_id);
+  sg_rw_name_added (rw, l.nodes, rw->result_id);
   sg_graph_names_drop (g);
   g_free (g->nodes);
   g->nodes = g_steal_pointer (&l.nodes);

@@ -296,6 +296,41 @@ START_TEST (added_names_are_made_unique_and_nodes_placed)
 }
 END_TEST
 
+/* An added node skips the base names of the form name_<digits> as well
+ * as the name itself: with base nodes mm, mm_1, mm_3 and mm_x_2 (and one
+ * named "_2"), three added mm become mm_2, mm_4 and mm_5, two added mm_x
+ * become mm_x and mm_x_1. */
+START_TEST (added_names_skip_base_names_with_a_number)
+{
+  g_autoptr (SgGraph) g = tb_new (1);
+  tb_input (g, "x", "float32", 1, (int64_t)4);
+  static const char *const base[] = { "mm", "mm_1", "mm_3", "mm_x_2", "_2" };
+  for (guint i = 0; i < G_N_ELEMENTS (base); i++)
+    tb_pointwise (g, base[i], "aten.relu.default", i ? base[i - 1] : "x", NULL);
+  tb_output (g, 1, "_2");
+  g_autoptr (SgRewrite) rw = sg_rewrite_new (g);
+  SgNodeId x = id_of (g, "x");
+  const SgMeta *m = &g->nodes[x].meta;
+  SgArg a[] = { sg_arg_ref (x) };
+  static const char *const add[] = { "mm", "mm_x", "mm", "mm_x", "mm" };
+  SgNodeId ids[G_N_ELEMENTS (add)];
+  for (guint i = 0; i < G_N_ELEMENTS (add); i++) {
+    SgNodeSpec s = { .name = add[i], .kind = SG_OP_NEG, .args = a, .n_args = 1,
+                     .meta = sg_rewrite_meta (rw, sg_meta_shape (g, m), NULL, 1, m->dtype),
+                     .cost_us = NAN };
+    ids[i] = sg_rewrite_add (rw, &s, NULL);
+    ck_assert_int_ne (ids[i], SG_NO_NODE);
+    sg_rewrite_place (rw, ids[i], g->output, SG_PLACE_BEFORE);
+  }
+  ck_assert (sg_rewrite_commit (rw, NULL));
+  static const char *const want[] = { "x", "mm", "mm_1", "mm_3", "mm_x_2", "_2",
+                                      "mm_2", "mm_x", "mm_4", "mm_x_1", "mm_5",
+                                      "output" };
+  assert_order (g, want, G_N_ELEMENTS (want));
+  assert_valid (g);
+}
+END_TEST
+
 /* Adds neg(x) named "late", placed after the output. */
 static void
 add_after_output (SgGraph *g, SgRewrite *rw)
@@ -1047,6 +1082,7 @@ suite (void)
   tcase_add_test (tc, growing_trials_hold_every_node);
   tcase_add_test (tc, order_by_key_is_a_stable_topological_sort);
   tcase_add_test (tc, added_names_are_made_unique_and_nodes_placed);
+  tcase_add_test (tc, added_names_skip_base_names_with_a_number);
   tcase_add_test (tc, a_node_placed_after_the_output_goes_before_it);
   tcase_add_test (tc, merged_inputs_reindex_the_arguments);
   tcase_add_test (tc, refusals_name_the_node_and_leave_the_graph);
