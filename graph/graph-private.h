@@ -273,6 +273,8 @@ int64_t sg_name_table_add (SgNameTable *t, const char *const *names, size_t stri
  * sg_name_table_add. */
 SgNodeId sg_name_table_find (const SgNameTable *t, const char *const *names, size_t stride,
                              const char *s, size_t len, uint64_t hash);
+/* How many names @t holds (each distinct). */
+int64_t sg_name_table_count (const SgNameTable *t);
 
 /* (transfer full) A table of @g's node names, hashed and added on @pool's
  * threads, with *@dups the nodes whose name an earlier node has; NULL when
@@ -283,7 +285,8 @@ SgNameTable *sg_name_table_of (const SgGraph *g, SgPool *pool, int64_t *dups);
  * a reorder or rewrite dropped it (a cache of the nodes: built through a
  * const graph too). */
 GHashTable *sg_graph_names (const SgGraph *g);
-/* Drops g->by_name after the nodes moved (built again when needed). */
+/* Drops g->by_name and g->name_table after the nodes moved (by_name is
+ * built again when needed). */
 void sg_graph_names_drop (SgGraph *g);
 
 /* rewrite.c and rewrite-order.c: the rewrite being built. */

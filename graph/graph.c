@@ -735,6 +735,7 @@ sg_graph_append_with (SgGraph *g, const cJSON *obj, SgAppendScratch *scratch, GE
   if (op == SG_NODE_OUTPUT)
     g->output = id;
   g->n_nodes++;
+  g_clear_pointer (&g->name_table, sg_name_table_free); /* it lacks this node */
   g_hash_table_insert (sg_graph_names (g), (gpointer)g->nodes[id].name, GINT_TO_POINTER (id + 1));
   sg_graph_changed (g);
   sg_arg_build_clear (&ab);
@@ -782,6 +783,7 @@ void
 sg_graph_names_drop (SgGraph *g)
 {
   g_clear_pointer (&g->by_name, g_hash_table_unref);
+  g_clear_pointer (&g->name_table, sg_name_table_free);
 }
 
 SgNodeId

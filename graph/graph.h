@@ -193,6 +193,10 @@ typedef struct SgGraph {
    * lookup builds it again (a million names are 32 MB, and most passes
    * look none up). */
   GHashTable *by_name;
+  /* The loader's table of the nodes' names (graph/names.c), handed on so
+   * that the validator does not build it again; NULL when not there. It
+   * holds ids: dropped with by_name whenever the nodes move or change. */
+  struct SgNameTable *name_table;
 
   /* derived, rebuilt on demand (NULL when stale) */
   uint32_t *user_first; /* n_nodes + 1 */

@@ -31,7 +31,8 @@
  * and the result never depends on the thread count.
  *
  * Requires: the graph's groups (collectives are checked against them).
- * Invalidates: g->by_name (not built: the first lookup builds it).
+ * Invalidates: g->by_name (not built: the first lookup builds it); leaves
+ * its table of the names in g->name_table for the validator.
  */
 #include "load-chunk.h"
 
@@ -425,6 +426,7 @@ sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, si
   if (ok) {
     g->output = f.outputs ? f.output : SG_NO_NODE;
     sg_graph_changed (g);
+    g->name_table = g_steal_pointer (&f.names); /* the validator's, and distinct */
     *stop = p;
   }
   for (int32_t i = 0; i < f.cap_chunks; i++)
@@ -433,6 +435,6 @@ sg_load_nodes_fast (SgGraph *g, const char *p, const char *end, SgPool *pool, si
   g_free (f.hash);
   g_array_unref (f.interned);
   sg_keyset_clear (&f.iset);
-  sg_name_table_free (f.names);
+  g_clear_pointer (&f.names, sg_name_table_free);
   return ok;
 }

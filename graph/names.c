@@ -1,9 +1,10 @@
 /* names.c: a table of node names built on worker threads (graph-private.h).
  *
  * The loader resolves references by name and the validator checks that
- * names are distinct; neither needs g->by_name (a GHashTable filled one
- * name at a time: a million inserts, each a cache miss or two, on one
- * thread). This table is split into SG_NAME_PARTS parts by the top bits
+ * names are distinct (through the loader's table, which the graph keeps in
+ * g->name_table until its nodes change, or one of its own); neither needs
+ * g->by_name (a GHashTable filled one name at a time: a million inserts,
+ * each a cache miss or two, on one thread). This table is split into SG_NAME_PARTS parts by the top bits
  * of a name's hash; each part is an open-addressing array filled by one
  * task, so the parts fill in parallel and a part's names go in in id
  * order. An entry is the low 32 bits of the hash and the id; names are
@@ -161,6 +162,15 @@ part_insert (Part *p, const char *names, size_t stride, const char *name, SgNode
     if (e->tag == tag && strcmp (name_of (names, stride, e->id1 - 1), name) == 0)
       return e->id1 - 1;
   }
+}
+
+int64_t
+sg_name_table_count (const SgNameTable *t)
+{
+  int64_t n = 0;
+  for (int i = 0; i < SG_NAME_PARTS; i++)
+    n += t->parts[i].count;
+  return n;
 }
 
 SgNodeId

@@ -456,6 +456,7 @@ sg_rewrite_fork (SgGraph *g)
   f->tuple_metas = pool_copy (g->tuple_metas, sizeof (SgMeta));
   f->args = pool_copy (g->args, sizeof (SgArg));
   f->by_name = NULL;
+  f->name_table = NULL;
   f->kept = NULL;
   f->kept_class = NULL;
   f->bucket_stats = f->decompose_stats = NULL;

@@ -13,10 +13,14 @@
  * one makes a later one fail: the smallest id, by atomic minima). The
  * total of tensor bytes is summed per block, then in block order. Names
  * are checked distinct through g->by_name when it is built, else through
- * a table filled on the threads (names.c) and dropped after: validating
- * builds no name table. Linear in nodes + edges.
+ * the parallel loader's table while the graph holds it (g->name_table:
+ * the names it holds are distinct, so their count is the check), else
+ * through a table filled on the threads (names.c) and dropped after:
+ * validating builds no name table to keep. Linear in nodes + edges.
  *
- * Requires: nothing (it trusts no derived table). Invalidates: nothing.
+ * Requires: nothing (the only derived tables it trusts, g->by_name and
+ * g->name_table, are dropped by every change of the nodes). Invalidates:
+ * nothing.
  */
 #include "graph-private.h"
 
@@ -233,11 +237,13 @@ validate_nodes (const SgGraph *g, const char **key_of, SgPool *pool, GError **er
   return true;
 }
 
-/* How many distinct names the nodes have, counted through a table built on
- * @pool; -1 when a node has none. */
+/* How many distinct names the nodes have, counted through the loader's
+ * table (g->name_table) or one built on @pool; -1 when a node has none. */
 static int64_t
 distinct_names (const SgGraph *g, SgPool *pool)
 {
+  if (g->name_table)
+    return sg_name_table_count (g->name_table);
   int64_t dups = 0;
   g_autoptr (SgNameTable) t = sg_name_table_of (g, pool, &dups);
   return t ? g->n_nodes - dups : -1;

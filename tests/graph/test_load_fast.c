@@ -837,6 +837,34 @@ START_TEST (parallel_validator_finds_duplicate_names_without_a_table)
 }
 END_TEST
 
+/* The parallel reader hands its table of names to the graph, and the
+ * validator counts distinct names through it; the drop every move of the
+ * nodes makes takes it away, so a stale table never vouches for names it
+ * no longer describes. */
+START_TEST (loaded_name_table_serves_the_validator_until_the_nodes_move)
+{
+  g_auto (Pools) pools;
+  pools_init (&pools);
+  g_autoptr (SgGraph) built = many_collectives (3000);
+  cJSON *j = sg_graph_to_json (built);
+  g_autofree char *text = cJSON_PrintUnformatted (j);
+  cJSON_Delete (j);
+  g_autoptr (SgGraph) g
+      = sg_load_buffer (text, strlen (text), "t.json", pools.p[2], SG_LOAD_FAST_ONLY, NULL);
+  ck_assert_ptr_nonnull (g);
+  ck_assert_ptr_nonnull (g->name_table);
+  assert_same_verdict (&pools, g, NULL);
+  ck_assert_ptr_null (g->by_name);
+  /* a rename the table does not know of, then the drop a change makes */
+  g->nodes[2000].name = g->nodes[17].name;
+  sg_graph_names_drop (g);
+  ck_assert_ptr_null (g->name_table);
+  g_autofree char *want
+      = g_strdup_printf ("nodes: %d names for %d nodes", g->n_nodes - 1, g->n_nodes);
+  assert_same_verdict (&pools, g, want);
+}
+END_TEST
+
 static Suite *
 suite (void)
 {
@@ -852,6 +880,7 @@ suite (void)
   tcase_add_test (tc, parallel_validator_names_the_first_wait_of_a_collective);
   tcase_add_test (tc, parallel_validator_sums_tensor_bytes_in_id_order);
   tcase_add_test (tc, parallel_validator_finds_duplicate_names_without_a_table);
+  tcase_add_test (tc, loaded_name_table_serves_the_validator_until_the_nodes_move);
   suite_add_tcase (s, tc);
   return s;
 }
