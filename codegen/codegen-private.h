@@ -13,6 +13,13 @@ sg_align_up (uint64_t x)
   return (x + SG_ARENA_ALIGN - 1) / SG_ARENA_ALIGN * SG_ARENA_ALIGN;
 }
 
+/* A KERNEL's or COLLECTIVE's operands (value ids), made before the
+ * instruction (emit.c) and moved into it. */
+typedef struct {
+  int32_t *in, *out;
+  int32_t n_in, n_out;
+} SgOperands;
+
 /* The lowering's working state (lower.c and emit.c fill it, codegen.c
  * assembles). */
 typedef struct {
@@ -34,12 +41,21 @@ typedef struct {
    * (-1: the node's own), per value and per buffer */
   int32_t *val_node, *val_elem; /* cap_values */
   int32_t *buf_node, *buf_elem; /* cap_buffers */
+  /* step 2a lays the instructions out by pre-FREE index (n_pre of them),
+   * step 3 places the FREEs, step 2b writes every instruction once at its
+   * final index (n_ins of them) */
   SgPlanIns *ins;
-  int32_t n_ins, cap_ins;
-  int32_t *main_ins;    /* node -> index of its KERNEL or COLLECTIVE instruction
-                         * (pre-free), -1 */
+  int32_t n_ins, n_pre;
+  int32_t *main_ins;    /* node -> pre-FREE index of its KERNEL, COLLECTIVE or
+                         * (a wait) WAIT_EVENT instruction, -1 */
+  int32_t *wait_for;    /* wait node -> the collective its WAIT_EVENT waits, -1 */
+  SgOperands *ops;      /* node -> its KERNEL's or COLLECTIVE's operands */
+  GArray *end_waits;    /* SgNodeId: collectives no wait waits, waited at the end */
   int32_t *coll_done;   /* node -> event recorded after it */
   bool *coll_waited;
+  int32_t *free_before; /* pre-FREE index -> FREEs before it (n_pre + 1) */
+  int32_t *dying;       /* the buffers freed, in FREE order */
+  GError *layout_error; /* step 2a's, reported when no node's fill fails */
   int32_t *pred_row;    /* node -> row in pred->rows, -1 */
   SgElision el;         /* zero-copy buckets (graph/elide.c) */
   int32_t *group_buf;   /* elided pack -> the buffer its relocated inputs share, -1 */
@@ -49,8 +65,14 @@ typedef struct {
 
 /* Step 1 (lower.c): values and buffers of every node. */
 bool sg_lower_values (SgLower *l);
-/* Step 2 (emit.c): instructions in id order, without FREEs; collectives
- * never waited on are waited at the end. */
+/* Step 2a (emit.c): the instructions' layout in id order (main_ins,
+ * wait_for, events, end_waits, n_pre; collectives never waited on are
+ * waited at the end) and the operands (ops); a node that cannot be laid
+ * out is kept in layout_error. */
+void sg_lower_lay_out (SgLower *l);
+/* Step 2b (emit.c), after step 3 (free_before, dying, n_ins): every
+ * instruction written once at its final index, the FREEs among them.
+ * False with *l->error at the first failing node. */
 bool sg_lower_emit (SgLower *l);
 /* Sets @error (from any thread: a task's own) to the message on @fmt
  * naming node @id of @g. Returns false. */

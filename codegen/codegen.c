@@ -1,17 +1,19 @@
 /* codegen.c: assembles the plan (sg_codegen_plan, codegen.h).
  *
  * Mirrors: Inductor's wrapper codegen (frees at last use, outputs kept).
- * Requires: lower.c's values and emit.c's instructions (steps 1-2).
- * Invalidates: nothing (the graph is read only).
+ * Requires: lower.c's values (step 1), emit.c's layout and operands (step
+ * 2a). Invalidates: nothing (the graph is read only).
  *
- * Step 3: buffer lifetimes in instruction indices (producer to last use; a
- * collective's operands extended to its WAIT_EVENT, since the comm stream
- * may still read or write them until then; placeholders and outputs live
- * for the whole step), a FREE after each buffer's last use (ascending
- * buffer id), indices renumbered. Step 4: groups, inputs/outputs,
- * predictions, then the validator as a final check, with the offsets
- * (memplan.c) placed on cfg->pool beside its rules that read none
- * (sg_plan_validate_with). The pool also runs emit.c's second pass.
+ * Step 3: buffer lifetimes in pre-FREE instruction indices (producer to
+ * last use; a collective's operands extended to its WAIT_EVENT, since the
+ * comm stream may still read or write them until then; placeholders and
+ * outputs live for the whole step), a FREE after each buffer's last use
+ * (ascending buffer id), indices renumbered; then emit.c writes every
+ * instruction once at its final index, FREEs included (step 2b). Step 4:
+ * groups, inputs/outputs, predictions, then the validator as a final
+ * check, with the offsets (memplan.c) placed on cfg->pool beside its rules
+ * that read none (sg_plan_validate_with). The pool also runs emit.c's
+ * passes over nodes.
  */
 #include "codegen-private.h"
 
@@ -19,47 +21,48 @@
 
 G_DEFINE_QUARK (sg-codegen-error-quark, sg_codegen_error)
 
-/* Step 3: lifetimes in pre-FREE indices, then the FREEs, then the final
- * indices. @is_output marks buffers that must live to the end. */
+/* Touches operands @o at pre-FREE index @i: a buffer's first and last. */
+static inline void
+touch (SgLower *l, const SgOperands *o, int32_t i)
+{
+  SgPlanBuffer *bufs = l->buffers;
+  for (int32_t side = 0; side < 2; side++) {
+    const int32_t *v = side ? o->out : o->in, n = side ? o->n_out : o->n_in;
+    for (int32_t j = 0; j < n; j++) {
+      int32_t b = v[j] >= 0 ? l->values[v[j]].buffer : -1;
+      if (b >= 0) {
+        if (bufs[b].first_ins < 0)
+          bufs[b].first_ins = i;
+        if (bufs[b].last_ins < i)
+          bufs[b].last_ins = i;
+      }
+    }
+  }
+}
+
+/* Step 3: lifetimes in pre-FREE indices (from step 2a's layout and
+ * operands: a KERNEL's or COLLECTIVE's own, a WAIT_EVENT's collective's),
+ * then where the FREEs go (l->free_before, l->dying, l->n_ins), then the
+ * final indices. @keep marks buffers that must live to the end. */
 static void
 place_frees (SgLower *l, const bool *keep)
 {
-  int32_t nb = l->n_buffers, ni = l->n_ins;
+  int32_t nb = l->n_buffers, ni = l->n_pre;
   SgPlanBuffer *bufs = l->buffers;
   const int32_t END = INT32_MAX;
   for (int32_t b = 0; b < nb; b++) {
     bufs[b].first_ins = keep[b] && l->pinned[b] ? 0 : -1;
     bufs[b].last_ins = keep[b] ? END : -1;
   }
-#define TOUCH(v)                                                                 \
-  do {                                                                           \
-    int32_t v_ = (v);                                                            \
-    int32_t b_ = v_ >= 0 ? l->values[v_].buffer : -1;                           \
-    if (b_ >= 0) {                                                               \
-      if (bufs[b_].first_ins < 0)                                                \
-        bufs[b_].first_ins = i;                                                  \
-      if (bufs[b_].last_ins < i)                                                 \
-        bufs[b_].last_ins = i;                                                   \
-    }                                                                            \
-  } while (0)
-  for (int32_t i = 0; i < ni; i++) {
-    const SgPlanIns *x = &l->ins[i];
-    if (x->kind == SG_INS_KERNEL || x->kind == SG_INS_COLLECTIVE) {
-      for (int32_t j = 0; j < x->n_in; j++)
-        TOUCH (x->in[j]);
-      for (int32_t j = 0; j < x->n_out; j++)
-        TOUCH (x->out[j]);
-    } else if (x->kind == SG_INS_WAIT_EVENT && x->coll >= 0) {
-      const SgPlanIns *c = &l->ins[x->coll];
-      for (int32_t k = 0; k < c->n_in; k++)
-        TOUCH (c->in[k]);
-      for (int32_t k = 0; k < c->n_out; k++)
-        TOUCH (c->out[k]);
-    }
-  }
-#undef TOUCH
+  /* in ascending index: main_ins grows with the id, the end's waits last */
+  for (SgNodeId id = 0; id < l->g->n_nodes; id++)
+    if (l->main_ins[id] >= 0)
+      touch (l, &l->ops[l->wait_for[id] >= 0 ? l->wait_for[id] : id], l->main_ins[id]);
+  const int32_t end_first = ni - (int32_t)l->end_waits->len;
+  for (guint k = 0; k < l->end_waits->len; k++)
+    touch (l, &l->ops[g_array_index (l->end_waits, SgNodeId, k)], end_first + (int32_t)k);
   /* FREEs after each instruction, ascending buffer id (counting sort) */
-  g_autofree int32_t *cnt = g_new0 (int32_t, (size_t)ni + 2);
+  int32_t *cnt = l->free_before = g_new0 (int32_t, (size_t)ni + 2);
   for (int32_t b = 0; b < nb; b++) {
     if (bufs[b].first_ins < 0) /* never written nor read: lives at 0 only */
       bufs[b].first_ins = bufs[b].last_ins = 0;
@@ -68,38 +71,13 @@ place_frees (SgLower *l, const bool *keep)
   }
   for (int32_t i = 0; i < ni; i++)
     cnt[i + 1] += cnt[i];
-  g_autofree int32_t *dying = g_new (int32_t, (size_t)cnt[ni] + 1);
+  l->dying = g_new (int32_t, (size_t)cnt[ni] + 1);
   g_autofree int32_t *fill = g_memdup2 (cnt, sizeof (int32_t) * ((size_t)ni + 1));
   for (int32_t b = 0; b < nb; b++)
     if (bufs[b].last_ins != END)
-      dying[fill[bufs[b].last_ins]++] = b;
-  /* Instruction i moves to i + cnt[i], its FREEs after it. In place, from
-   * the last instruction down: every slot written lies at or after the
-   * instruction being moved, every one still to be read before it (the
-   * instruction list is never copied whole: a second copy of it was the
-   * run's peak memory on large graphs). */
-  if (ni + cnt[ni] > l->cap_ins) {
-    l->cap_ins = ni + cnt[ni];
-    l->ins = g_renew (SgPlanIns, l->ins, (size_t)l->cap_ins);
-  }
+      l->dying[fill[bufs[b].last_ins]++] = b;
+  /* Instruction i goes to i + cnt[i], its FREEs after it (step 2b). */
   l->n_ins = ni + cnt[ni];
-  SgPlanIns *ins = l->ins;
-  for (int32_t i = ni - 1; i >= 0; i--) {
-    int32_t at = i + cnt[i];
-    for (int32_t k = cnt[i]; k < cnt[i + 1]; k++) {
-      SgPlanIns f = { 0 };
-      f.kind = SG_INS_FREE;
-      f.group = f.event = f.coll = -1;
-      f.buffer = dying[k];
-      f.est_us = f.pred_start_us = f.pred_end_us = f.pred_exposed_us = -1;
-      ins[at + 1 + (k - cnt[i])] = f;
-    }
-    if (at != i)
-      ins[at] = ins[i];
-    /* a wait's collective lies before it: its index still the old one */
-    if (ins[at].kind == SG_INS_WAIT_EVENT && ins[at].coll >= 0)
-      ins[at].coll += cnt[ins[at].coll];
-  }
   int32_t end = l->n_ins ? l->n_ins - 1 : 0;
   for (int32_t b = 0; b < nb; b++) {
     int32_t first = ni ? MIN (bufs[b].first_ins, ni - 1) : 0, last = bufs[b].last_ins;
@@ -152,6 +130,12 @@ lower_clear (SgLower *l)
   g_clear_pointer (&l->main_ins, g_free);
   g_clear_pointer (&l->coll_done, g_free);
   g_clear_pointer (&l->coll_waited, g_free);
+  g_clear_pointer (&l->wait_for, g_free);
+  g_clear_pointer (&l->ops, g_free);
+  g_clear_pointer (&l->end_waits, g_array_unref);
+  g_clear_pointer (&l->free_before, g_free);
+  g_clear_pointer (&l->dying, g_free);
+  g_clear_error (&l->layout_error);
   g_clear_pointer (&l->pred_row, g_free);
   g_clear_pointer (&l->group_buf, g_free);
   g_clear_pointer (&l->val_node, g_free);
@@ -208,8 +192,12 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
   l.coll_waited = g_new0 (bool, nn);
   l.pred_row = g_new (int32_t, nn);
   l.group_buf = g_new (int32_t, nn);
+  l.wait_for = g_new (int32_t, nn);
+  l.ops = g_new (SgOperands, nn); /* read where main_ins says an instruction is */
+  l.end_waits = g_array_new (FALSE, FALSE, sizeof (SgNodeId));
   for (size_t i = 0; i < nn; i++)
-    l.nval[i] = l.main_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = -1;
+    l.nval[i] = l.main_ins[i] = l.coll_done[i] = l.pred_row[i] = l.group_buf[i] = l.wait_for[i]
+        = -1;
   sg_graph_elision (g, &l.el);
   for (guint i = 0; i < g->tuple_metas->len; i++)
     l.tval[i] = -1;
@@ -218,15 +206,13 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
       if (pred->rows[r].node >= 0 && pred->rows[r].node < g->n_nodes)
         l.pred_row[pred->rows[r].node] = r;
   /* Sized once for what the lowering makes (a value per node or tuple
-   * element; about one instruction per node, FREEs included, on the
-   * samples; more grows them): arrays grown by doubling leave their old
-   * copies as holes in the heap, which raised the run's peak RSS. */
+   * element; more grows them): arrays grown by doubling leave their old
+   * copies as holes in the heap, which raised the run's peak RSS. The
+   * instructions are allocated once their number is known (step 3). */
   l.cap_values = (int32_t)(nn + g->tuple_metas->len);
   l.values = g_new (SgPlanValue, (size_t)l.cap_values);
   l.val_node = g_new (int32_t, (size_t)l.cap_values);
   l.val_elem = g_new (int32_t, (size_t)l.cap_values);
-  l.cap_ins = (int32_t)(2 * nn);
-  l.ins = g_new (SgPlanIns, (size_t)l.cap_ins);
   GArray *outputs = g_array_new (FALSE, FALSE, sizeof (int32_t));
   SgPlan *p = sg_plan_new ();
   l.plan = p;
@@ -235,8 +221,9 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
     g_set_error (error, SG_CODEGEN_ERROR, SG_CODEGEN_ERROR_GRAPH,
                  "%s: the graph has no output node",
                  g->source ? g->source : "graph");
-  ok = ok && sg_lower_values (&l) && sg_lower_emit (&l);
+  ok = ok && sg_lower_values (&l);
   if (ok) {
+    sg_lower_lay_out (&l);
     collect_outputs (&l, outputs);
     g_autofree bool *keep = g_new0 (bool, (size_t)l.n_buffers + 1);
     for (int32_t b = 0; b < l.n_buffers; b++)
@@ -248,6 +235,7 @@ sg_codegen_plan (const SgGraph *g, const SgConfig *cfg, const SgSimResult *pred,
         keep[b] = true;
     }
     place_frees (&l, keep);
+    ok = sg_lower_emit (&l);
   }
   /* hand everything to the plan (it frees it on failure too) */
   p->n_values = l.n_values;

@@ -1,5 +1,5 @@
 /* emit.c: step 2 of the lowering, the instructions in id order
- * (sg_lower_emit, codegen-private.h).
+ * (sg_lower_lay_out, sg_lower_emit: codegen-private.h).
  *
  * Mirrors: nvFuser's host IR lowering (explicit streams, events and
  * collectives).
@@ -13,19 +13,24 @@
  * without a wait are waited at the end. A collective_permute is such a
  * collective with its pairs and transport; a matmul carries its sm_count.
  *
- * In two passes. The layout, in id order on this thread: which node makes
- * which instructions, their indices, the events, the waits (all that
- * depends on the nodes before). Then the kernels' and collectives' own
- * contents (operands, names, arguments as JSON, predictions: most of the
- * work, and each a function of its node alone) in chunks of nodes on the
- * pool. A node that cannot be lowered fails the step; of several, the
- * first in id order names the error, as one pass would.
+ * In four passes, none of which moves an instruction. The layout, in id
+ * order on this thread: which node makes which instructions, their
+ * pre-FREE indices, the events, the waits (all that depends on the nodes
+ * before), in per-node arrays. The kernels' and collectives' operands, in
+ * chunks of nodes on the pool (codegen.c then places the FREEs by them).
+ * Then, in chunks of nodes on the pool, every instruction written once at
+ * its final index with the FREEs after it (the operands moved in), and
+ * last the kernels' and collectives' own contents (names, arguments as
+ * JSON, predictions: most of the work, and each a function of its node
+ * alone), after the per-node arrays are freed. A node that cannot
+ * be lowered fails the step; of several, the first in id order names the
+ * error, as one pass would.
  */
 #include "codegen-private.h"
 
 #include <string.h>
 
-/* Nodes per task of the second pass. */
+/* Nodes per task of the passes on the pool. */
 #define CHUNK 1024
 
 /* A task's own state: its error, and the plan strings of the targets it
@@ -89,19 +94,35 @@ node_name (SgLower *l, SgNodeId id)
   return plan_str (l, l->g->nodes[id].name, false);
 }
 
-static SgPlanIns *
-emit (SgLower *l, SgInsKind kind, int32_t stream)
+static void
+blank (SgPlanIns *in, SgInsKind kind, int32_t stream)
 {
-  if (l->n_ins >= l->cap_ins) {
-    l->cap_ins = MAX (16, 2 * l->cap_ins);
-    l->ins = g_realloc_n (l->ins, (size_t)l->cap_ins, sizeof *l->ins);
-  }
-  SgPlanIns *in = &l->ins[l->n_ins++];
   *in = (SgPlanIns){ 0 };
   in->kind = kind;
   in->stream = stream;
   in->group = in->event = in->coll = in->buffer = -1;
   in->est_us = in->pred_start_us = in->pred_end_us = in->pred_exposed_us = -1;
+}
+
+/* The final index of pre-FREE instruction @i. */
+static inline int32_t
+final_index (const SgLower *l, int32_t i)
+{
+  return i + l->free_before[i];
+}
+
+/* Instruction @i (pre-FREE index) at its final index, blank, with the
+ * FREEs that follow it (codegen.c's place_frees chose them). */
+static SgPlanIns *
+place (SgLower *l, int32_t i, SgInsKind kind, int32_t stream)
+{
+  SgPlanIns *in = &l->ins[final_index (l, i)];
+  blank (in, kind, stream);
+  SgPlanIns *f = in + 1;
+  for (int32_t k = l->free_before[i]; k < l->free_before[i + 1]; k++, f++) {
+    blank (f, SG_INS_FREE, 0);
+    f->buffer = l->dying[k];
+  }
   return in;
 }
 
@@ -138,7 +159,7 @@ set_node_pred (SgLower *l, SgPlanIns *in, SgNodeId id)
 
 /* A kernel's operands: its inputs' values (each once), its outputs'. */
 static void
-kernel_operands (SgLower *l, SgNodeId id, SgPlanIns *x)
+kernel_operands (SgLower *l, SgNodeId id, SgOperands *x)
 {
   const SgGraph *g = l->g;
   const SgNode *n = &g->nodes[id];
@@ -188,10 +209,9 @@ fill_kernel (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
 }
 
 /* The collective's operands: one input and one output value per member
- * (a coalesced collective has several), with NCCL's count summed over them
- * (sg_collective_count of each). */
-static bool
-collective_operands (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
+ * (a coalesced collective has several; -1 where there is none). */
+static void
+collective_operands (SgLower *l, SgNodeId id, SgOperands *x)
 {
   const SgGraph *g = l->g;
   const SgNode *n = &g->nodes[id];
@@ -199,12 +219,23 @@ collective_operands (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
   x->n_in = x->n_out = (int32_t)m;
   x->in = g_new (int32_t, m);
   x->out = g_new (int32_t, m);
-  x->count = 0;
-  x->dtype = SG_DTYPE_INVALID;
   for (uint32_t i = 0; i < m; i++) {
     SgNodeId src = sg_node_coll_input (g, id, i);
     x->in[i] = src != SG_NO_NODE ? l->nval[src] : -1;
     x->out[i] = n->n_tuple ? l->tval[n->tuple_first + i] : l->nval[id];
+  }
+}
+
+/* The collective's operands checked, with NCCL's count summed over its
+ * members (sg_collective_count of each). */
+static bool
+collective_count (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
+{
+  const SgGraph *g = l->g;
+  const SgNode *n = &g->nodes[id];
+  x->count = 0;
+  x->dtype = SG_DTYPE_INVALID;
+  for (uint32_t i = 0; i < (uint32_t)x->n_in; i++) {
     if (x->in[i] < 0 || x->out[i] < 0)
       return sg_lower_fail (&t->error, g, id,
                             "args[0]: member %u's input or result has no tensor value", i);
@@ -229,7 +260,7 @@ fill_collective (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
 {
   const SgGraph *g = l->g;
   const SgNode *n = &g->nodes[id];
-  if (!collective_operands (l, t, id, x))
+  if (!collective_count (l, t, id, x))
     return false;
   x->name = node_name (l, id);
   x->op = n->kind;
@@ -265,19 +296,10 @@ fill_collective (SgLower *l, Task *t, SgNodeId id, SgPlanIns *x)
   return true;
 }
 
-static void
-emit_wait (SgLower *l, SgNodeId coll, const char *name)
-{
-  SgPlanIns *w = emit (l, SG_INS_WAIT_EVENT, 0);
-  w->event = l->coll_done[coll];
-  w->coll = l->main_ins[coll];
-  w->name = sg_plan_str (l->plan, name, false);
-  l->coll_waited[coll] = true;
-}
-
-/* Pass 1: the instructions' layout (a KERNEL or COLLECTIVE without its
- * contents, at l->main_ins of its node). False with l->error at the
- * first node that cannot be laid out; the nodes before it are laid out. */
+/* Pass 1: the instructions' layout (which node makes which, their
+ * pre-FREE indices, the events, the waits) in per-node arrays, no
+ * instruction written. False with l->error at the first node that cannot
+ * be laid out; the nodes before it are laid out. */
 static bool
 lay_out (SgLower *l)
 {
@@ -293,31 +315,123 @@ lay_out (SgLower *l)
       SgNodeId t = sg_node_wait_target (g, id);
       if (t == SG_NO_NODE || !sg_op_is_collective (g->nodes[t].kind))
         return sg_lower_fail (l->error, g, id, "args[0]: a wait must name a collective");
-      if (!l->coll_waited[t])
-        emit_wait (l, t, n->name);
+      if (!l->coll_waited[t]) {
+        l->main_ins[id] = l->n_pre++;
+        l->wait_for[id] = t;
+        l->coll_waited[t] = true;
+      }
       continue;
     }
     if (!sg_op_is_collective (n->kind)) {
-      l->main_ins[id] = l->n_ins;
-      emit (l, SG_INS_KERNEL, 0);
+      l->main_ins[id] = l->n_pre++;
       continue;
     }
     if (n->group < 0 || n->group >= g->n_groups)
       return sg_lower_fail (l->error, g, id, "group: no group");
-    const int32_t stream = 1 + n->group;
-    const int32_t e = l->n_events++;
-    emit (l, SG_INS_RECORD, 0)->event = e;
-    emit (l, SG_INS_WAIT_EVENT, stream)->event = e;
-    l->main_ins[id] = l->n_ins;
-    emit (l, SG_INS_COLLECTIVE, stream);
-    const int32_t done = l->n_events++;
-    emit (l, SG_INS_RECORD, stream)->event = done;
-    l->coll_done[id] = done;
+    l->n_events += 2; /* RECORD e (0), WAIT_EVENT e, COLLECTIVE, RECORD e + 1 (1 + group) */
+    l->main_ins[id] = l->n_pre + 2;
+    l->n_pre += 4;
+    l->coll_done[id] = l->n_events - 1;
   }
   for (SgNodeId id = 0; id < g->n_nodes; id++)
-    if (l->coll_done[id] >= 0 && !l->coll_waited[id])
-      emit_wait (l, id, NULL);
+    if (l->coll_done[id] >= 0 && !l->coll_waited[id]) {
+      g_array_append_val (l->end_waits, id);
+      l->n_pre++;
+    }
   return true;
+}
+
+/* Pass 2: the operands of nodes [CHUNK t, CHUNK (t + 1)) (before the
+ * FREEs: they give the buffers' lifetimes). Their small arrays lie side
+ * by side in the heap, in instruction order, not among the arguments'
+ * JSON (the validator and the writer read them in that order). */
+static void
+operands_task (gpointer ctx, int32_t t, int32_t worker)
+{
+  (void)worker;
+  SgLower *l = ctx;
+  SgNodeId begin, end;
+  sg_range_of (t, CHUNK, l->g->n_nodes, &begin, &end);
+  for (SgNodeId id = begin; id < end; id++) {
+    if (l->main_ins[id] < 0 || l->wait_for[id] >= 0)
+      continue;
+    if (sg_op_is_collective (l->g->nodes[id].kind))
+      collective_operands (l, id, &l->ops[id]);
+    else
+      kernel_operands (l, id, &l->ops[id]);
+  }
+}
+
+void
+sg_lower_lay_out (SgLower *l)
+{
+  GError **error = l->error;
+  l->error = &l->layout_error;
+  (void)lay_out (l);
+  l->error = error;
+  sg_pool_run (l->pool, sg_ranges (l->g->n_nodes, CHUNK), operands_task, l);
+}
+
+/* The WAIT_EVENT at pre-FREE index @i of collective @coll. */
+static void
+put_wait (SgLower *l, int32_t i, SgNodeId coll, const char *name)
+{
+  SgPlanIns *w = place (l, i, SG_INS_WAIT_EVENT, 0);
+  w->event = l->coll_done[coll];
+  w->coll = final_index (l, l->main_ins[coll]);
+  w->name = plan_str (l, name, false);
+}
+
+/* Node @id's instructions at their final indices, the KERNEL's or
+ * COLLECTIVE's operands moved in (its contents: pass 4). */
+static SgPlanIns *
+put_node (SgLower *l, SgNodeId id)
+{
+  const SgNode *n = &l->g->nodes[id];
+  const int32_t m = l->main_ins[id];
+  SgPlanIns *x;
+  if (!sg_op_is_collective (n->kind))
+    x = place (l, m, SG_INS_KERNEL, 0);
+  else {
+    const int32_t stream = 1 + n->group, done = l->coll_done[id];
+    place (l, m - 2, SG_INS_RECORD, 0)->event = done - 1;
+    place (l, m - 1, SG_INS_WAIT_EVENT, stream)->event = done - 1;
+    x = place (l, m, SG_INS_COLLECTIVE, stream);
+    place (l, m + 1, SG_INS_RECORD, stream)->event = done;
+  }
+  const SgOperands *o = &l->ops[id];
+  x->in = o->in;
+  x->n_in = o->n_in;
+  x->out = o->out;
+  x->n_out = o->n_out;
+  return x;
+}
+
+/* Pass 3: nodes [CHUNK t, CHUNK (t + 1)) written at their final indices
+ * (the first touch of those pages: on the pool's threads, not one); the
+ * last task writes the waits at the end. */
+static void
+write_task (gpointer ctx, int32_t t, int32_t worker)
+{
+  (void)worker;
+  SgLower *l = ctx;
+  const int32_t n_tasks = sg_ranges (l->g->n_nodes, CHUNK);
+  if (t == n_tasks) {
+    const int32_t first = l->n_pre - (int32_t)l->end_waits->len;
+    for (guint k = 0; k < l->end_waits->len; k++)
+      put_wait (l, first + (int32_t)k, g_array_index (l->end_waits, SgNodeId, k), NULL);
+    return;
+  }
+  SgNodeId begin, end;
+  sg_range_of (t, CHUNK, l->g->n_nodes, &begin, &end);
+  for (SgNodeId id = begin; id < end; id++) {
+    if (l->main_ins[id] < 0)
+      continue;
+    if (l->wait_for[id] >= 0)
+      put_wait (l, l->main_ins[id], l->wait_for[id], l->g->nodes[id].name);
+    else
+      put_node (l, id);
+  }
 }
 
 typedef struct {
@@ -325,7 +439,8 @@ typedef struct {
   Task *tasks;
 } Fill;
 
-/* Pass 2: nodes [CHUNK t, CHUNK (t + 1)), up to the first failing. */
+/* Pass 4: the kernels' and collectives' contents, nodes [CHUNK t, CHUNK
+ * (t + 1)), up to the first failing. */
 static void
 fill_task (gpointer ctx, int32_t t, int32_t worker)
 {
@@ -335,19 +450,13 @@ fill_task (gpointer ctx, int32_t t, int32_t worker)
   Task *task = &f->tasks[t];
   SgNodeId begin, end;
   sg_range_of (t, CHUNK, l->g->n_nodes, &begin, &end);
-  /* The kernels' operands first: their small arrays then lie side by
-   * side in the heap, in instruction order, not among the arguments'
-   * JSON (the validator and the writer read them in that order). */
-  for (SgNodeId id = begin; id < end; id++)
-    if (l->main_ins[id] >= 0 && l->ins[l->main_ins[id]].kind == SG_INS_KERNEL)
-      kernel_operands (l, id, &l->ins[l->main_ins[id]]);
   for (SgNodeId id = begin; id < end; id++) {
     if (l->main_ins[id] < 0)
       continue;
-    SgPlanIns *x = &l->ins[l->main_ins[id]];
+    SgPlanIns *x = &l->ins[final_index (l, l->main_ins[id])];
     if (x->kind == SG_INS_KERNEL)
       fill_kernel (l, task, id, x);
-    else if (!fill_collective (l, task, id, x)) {
+    else if (x->kind == SG_INS_COLLECTIVE && !fill_collective (l, task, id, x)) {
       task->failed = id;
       return;
     }
@@ -357,12 +466,13 @@ fill_task (gpointer ctx, int32_t t, int32_t worker)
 bool
 sg_lower_emit (SgLower *l)
 {
-  GError *layout_error = NULL;
-  GError **error = l->error;
-  l->error = &layout_error;
-  const bool laid_out = lay_out (l);
-  l->error = error;
+  l->ins = g_new (SgPlanIns, (size_t)MAX (l->n_ins, 1));
   const int32_t n_tasks = sg_ranges (l->g->n_nodes, CHUNK);
+  sg_pool_run (l->pool, n_tasks + 1, write_task, l);
+  /* moved into the instructions: gone before the arguments' JSON */
+  g_clear_pointer (&l->ops, g_free);
+  g_clear_pointer (&l->wait_for, g_free);
+  g_clear_pointer (&l->dying, g_free);
   Fill f = { l, g_new0 (Task, (size_t)n_tasks + 1) };
   for (int32_t t = 0; t < n_tasks; t++)
     f.tasks[t].failed = -1;
@@ -375,10 +485,10 @@ sg_lower_emit (SgLower *l)
     g_clear_error (&f.tasks[t].error);
   }
   g_free (f.tasks);
-  if (!first && !laid_out)
-    first = g_steal_pointer (&layout_error);
-  g_clear_error (&layout_error);
+  if (!first && l->layout_error)
+    first = g_steal_pointer (&l->layout_error);
+  g_clear_error (&l->layout_error);
   if (first)
-    g_propagate_error (error, first);
+    g_propagate_error (l->error, first);
   return !first;
 }

@@ -175,6 +175,58 @@ START_TEST (the_first_node_that_cannot_be_lowered_names_the_error_on_every_pool)
 }
 END_TEST
 
+/* A collective (@name, after @before kernels) whose group is none of the
+ * graph's: the layout's error, found before any instruction is written. */
+static void
+bad_group (SgGraph *g, const char *name, int before, int *k)
+{
+  for (int i = 0; i < before; i++, (*k)++) {
+    g_autofree char *nm = g_strdup_printf ("k%d", *k);
+    g_autofree char *prev = *k ? g_strdup_printf ("k%d", *k - 1) : g_strdup ("x");
+    tb_pointwise (g, nm, "aten.relu.default", prev, NULL);
+  }
+  g_autofree char *prev = g_strdup_printf ("k%d", *k - 1), *w = g_strconcat (name, "_w", NULL);
+  SgNodeId c = tb_all_gather (g, name, prev, "0");
+  tb_wait (g, w, name);
+  g->nodes[c].group = g->n_groups; /* after the builder's checks */
+}
+
+/* A collective that cannot be laid out and one that cannot be filled:
+ * whichever comes first in id order names the error, on every pool (the
+ * layout stops at its failing node; the nodes before it are still
+ * written and filled at their final indices, FREEs among them). */
+START_TEST (a_layout_error_and_a_fill_error_name_the_first_in_id_order)
+{
+  for (int wait_first = 0; wait_first < 2; wait_first++) {
+    g_autoptr (SgGraph) g = tb_new (2);
+    tb_group (g, "0", 2, 0, 1);
+    tb_input (g, "x", "float32", 1, 8);
+    int k = 0;
+    if (wait_first) {
+      bad_group (g, "ag_bad", 1200, &k);
+      bad_collective (g, "ar_a", 900, &k);
+    } else {
+      bad_collective (g, "ar_a", 1200, &k);
+      bad_group (g, "ag_bad", 900, &k);
+    }
+    tb_output (g, 1, "k0");
+    for (size_t t = 0; t < G_N_ELEMENTS (threads); t++) {
+      SgConfig cfg;
+      sg_config_init (&cfg);
+      cfg.pool = threads[t] > 1 ? sg_pool_new (threads[t]) : NULL;
+      SgPlan *p = NULL;
+      g_autoptr (GError) e = NULL;
+      ck_assert (!sg_codegen_plan (g, &cfg, NULL, "t", "", &p, &e));
+      ck_assert_ptr_null (p);
+      const char *want = wait_first ? "\"ag_bad\": group: no group"
+                                    : "\"ar_a\"";
+      ck_assert_msg (strstr (e->message, want), "%d threads: %s", threads[t], e->message);
+      sg_pool_free (cfg.pool);
+    }
+  }
+}
+END_TEST
+
 /* One random edit of @p (a field of an instruction, buffer or value, or
  * two instructions swapped), undone by calling it again with @undo. */
 typedef struct {
@@ -290,6 +342,7 @@ threads_suite (void)
   tcase_add_test (tc, a_generated_plan_is_the_same_bytes_on_every_pool);
 #endif
   tcase_add_test (tc, the_first_node_that_cannot_be_lowered_names_the_error_on_every_pool);
+  tcase_add_test (tc, a_layout_error_and_a_fill_error_name_the_first_in_id_order);
   tcase_add_test (tc, the_validator_on_a_pool_judges_edited_plans_as_on_one_thread);
   suite_add_tcase (s, tc);
   return s;
