@@ -513,6 +513,23 @@ START_TEST (storage_bytes_are_the_same_with_or_without_the_analysis_memory)
 }
 END_TEST
 
+/* @g's storage roots (*@root, transfer full) and bytes after its zero-copy
+ * analysis (returned, transfer full); with @a, @a's storage set to 2^61
+ * bytes and @b's to 2^62 (their sum past 2^63: the peak saturates). */
+static uint64_t *
+live_storages (SgGraph *g, const char *a, const char *b, SgNodeId **root)
+{
+  *root = sg_graph_storage_roots (g);
+  SgElision e;
+  sg_graph_elision (g, &e);
+  uint64_t *alloc = sg_elision_storage_bytes (g, &e, NULL, NULL);
+  sg_elision_clear (&e);
+  if (a)
+    alloc[(*root)[sg_graph_lookup (g, a)]] = (uint64_t)1 << 61,
+    alloc[(*root)[sg_graph_lookup (g, b)]] = (uint64_t)1 << 62;
+  return alloc;
+}
+
 /* With a pool (of 4 threads or more), the liveness runs in ranges of
  * nodes: the same peak as without one, with pools of 1, 2, 3, 4 and 8
  * threads, for the id order and random orders, storages above 2^62 bytes
@@ -523,14 +540,8 @@ START_TEST (liveness_in_ranges_on_a_pool_gives_the_same_peak)
   for (int huge = 0; huge < 2; huge++) {
     g_autoptr (SgGraph) g = blocks_graph (1400);
     const int32_t n = g->n_nodes;
-    g_autofree SgNodeId *root = sg_graph_storage_roots (g);
-    SgElision e;
-    sg_graph_elision (g, &e);
-    g_autofree uint64_t *alloc = sg_elision_storage_bytes (g, &e, NULL, NULL);
-    sg_elision_clear (&e);
-    if (huge) /* two gathers' storages of 2^61 + 2^62 bytes */
-      alloc[root[sg_graph_lookup (g, "ag100")]] = (uint64_t)1 << 61,
-      alloc[root[sg_graph_lookup (g, "ag1200")]] = (uint64_t)1 << 62;
+    g_autofree SgNodeId *root = NULL;
+    g_autofree uint64_t *alloc = live_storages (g, huge ? "ag100" : NULL, "ag1200", &root);
     g_autofree int32_t *pos = g_new (int32_t, (size_t)n);
     g_autofree uint64_t *profile = g_new (uint64_t, (size_t)n);
     g_autofree uint64_t *want_profile = g_new (uint64_t, (size_t)n);
@@ -574,14 +585,8 @@ START_TEST (liveness_in_id_order_without_positions_is_that_of_the_identity)
   for (int huge = 0; huge < 2; huge++) {
     g_autoptr (SgGraph) g = blocks_graph (1400);
     const int32_t n = g->n_nodes;
-    g_autofree SgNodeId *root = sg_graph_storage_roots (g);
-    SgElision e;
-    sg_graph_elision (g, &e);
-    g_autofree uint64_t *alloc = sg_elision_storage_bytes (g, &e, NULL, NULL);
-    sg_elision_clear (&e);
-    if (huge)
-      alloc[root[sg_graph_lookup (g, "ag700")]] = (uint64_t)1 << 62,
-      alloc[root[sg_graph_lookup (g, "ag900")]] = (uint64_t)1 << 61;
+    g_autofree SgNodeId *root = NULL;
+    g_autofree uint64_t *alloc = live_storages (g, huge ? "ag900" : NULL, "ag700", &root);
     g_autofree int32_t *pos = g_new (int32_t, (size_t)n);
     for (int32_t t = 0; t < n; t++)
       pos[t] = t;
