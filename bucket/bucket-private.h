@@ -302,11 +302,6 @@ int32_t sg_bucket_trials_replayed (const SgBucketTrials *t);
 bool sg_bucket_trials_commit (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs,
                               GError **error);
 
-/* sg_bucket_apply with its layout's per-node passes on @pool (NULL: none;
- * the graph is the same). */
-bool sg_bucket_apply_on (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgPool *pool,
-                         GError **error);
-
 /* The graph sg_bucket_apply would make from the trials' graph and @specs,
  * as a trial graph of the rewrite API (sg_rewrite_trial: nothing of the
  * graph copied or changed). New nodes have est_src SG_COST_NONE. Free it

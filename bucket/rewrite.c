@@ -584,12 +584,6 @@ sg_bucket_trial (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs, 
 }
 
 bool
-sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error)
-{
-  return sg_bucket_apply_on (g, specs, n_specs, NULL, error);
-}
-
-bool
 sg_bucket_trials_commit (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n_specs,
                          GError **error)
 {
@@ -601,13 +595,12 @@ sg_bucket_trials_commit (SgBucketTrials *t, const SgBucketSpec *specs, int32_t n
 }
 
 bool
-sg_bucket_apply_on (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, SgPool *pool,
-                    GError **error)
+sg_bucket_apply (SgGraph *g, const SgBucketSpec *specs, int32_t n_specs, GError **error)
 {
   g_return_val_if_fail (g && (specs || n_specs == 0) && n_specs >= 0, false);
   if (n_specs <= 0)
     return true;
-  SgBucketTrials *t = sg_bucket_trials_new (g, false, pool);
+  SgBucketTrials *t = sg_bucket_trials_new (g, false, NULL);
   bool ok = sg_bucket_trials_commit (t, specs, n_specs, error);
   sg_bucket_trials_free (t);
   return ok;
